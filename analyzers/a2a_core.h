@@ -1,0 +1,242 @@
+/* a2a_core.h - what every analyzer builds on: the analyzer interface, the
+ * dispatch point, the communicator and allocation registries, the options,
+ * the host services and the report API.
+ *
+ * Contract (shim/ <-> analyzers/):
+ *  - The runtime (shim/) calls a2a_core_init() once, lazily, with the parsed
+ *    options and its host services, before the first a2a_dispatch().
+ *  - The shim calls a2a_dispatch() for each phase of each intercepted call,
+ *    from the application's thread. Several threads dispatch concurrently:
+ *    analyzers are thread-safe and never block for long.
+ *  - Analyzers never call CUDA or NCCL themselves: what they need from the
+ *    process (pointer attributes, kernel parameter layout, timing events,
+ *    stacks, the clock) goes through a2a_host, which the runtime implements
+ *    with the REAL functions (never the intercepted ones, so the analyzers'
+ *    own calls create no events) and unit tests implement with fakes.
+ *  - Analyzers report through a2a_report(); the runtime implements it (log,
+ *    dedup, caps, exit policy); unit tests link a collector instead.
+ *
+ * How to add an analyzer:
+ *  1. write analyzers/<name>.c defining `const a2a_analyzer a2a_analyzer_<name>`;
+ *  2. add `A2A_ANALYZER(<name>)` to analyzers/analyzers.inc;
+ *  3. document each check it reports in docs/checks.md;
+ *  4. add tests/unit/test_<name>.c (a Check suite driving synthetic events).
+ */
+#ifndef A2A_CORE_H
+#define A2A_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a_event.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Options: one table (a2a_options.inc) drives the struct, the parser, the
+ * defaults, A2ACHECK_HELP and docs. */
+
+typedef struct a2a_options {
+#define A2A_OPT_INT(name, env, def, help) long name;
+#define A2A_OPT_DBL(name, env, def, help) double name;
+#define A2A_OPT_STR(name, env, def, help) const char *name;
+#include "a2a_options.inc"
+#undef A2A_OPT_INT
+#undef A2A_OPT_DBL
+#undef A2A_OPT_STR
+} a2a_options;
+
+/* The effective options (defaults until a2a_core_init). Read-only. */
+extern const a2a_options *a2a_opt;
+/* Fill *o with the table's defaults (string defaults are static). */
+void a2a_options_defaults(a2a_options *o);
+
+/* ------------------------------------------------------------------ */
+/* Host services. */
+
+typedef struct a2a_ptrinfo {
+  int type;     /* 0 unregistered host, 1 pinned host, 2 device, 3 managed */
+  int device;   /* owning device, -1 for host */
+} a2a_ptrinfo;
+
+typedef struct a2a_stack {
+  int n;
+  void *pc[32];
+} a2a_stack;
+
+typedef struct a2a_host {
+  /* Monotonic clock in ns. */
+  uint64_t (*now_ns)(void);
+  /* cudaPointerGetAttributes; returns 0 on success. */
+  int (*pointer_info)(const void *p, a2a_ptrinfo *out);
+  /* cudaFuncGetName; returns 0 on success. */
+  int (*func_name)(const void *func, const char **name);
+  /* cudaFuncGetParamInfo for parameter idx; 0 on success, nonzero past the
+   * last parameter. */
+  int (*func_param_info)(const void *func, size_t idx, size_t *offset,
+                         size_t *size);
+  /* Timing/completion events, created and recorded with the REAL runtime, so
+   * they add no happens-before edge the application did not ask for.
+   * event_query returns 0 complete, 1 pending, -1 error. */
+  int (*event_create)(void **ev, int timing);
+  int (*event_record)(void *ev, void *stream);
+  int (*event_query)(void *ev);
+  int (*event_elapsed_ms)(float *ms, void *start, void *end);
+  int (*event_destroy)(void *ev);
+  /* Capture the current thread's stack, skipping the tool's own frames. */
+  void (*capture_stack)(a2a_stack *st);
+  /* Global rank of this process (-1 until known) and host name. */
+  int (*global_rank)(void);
+  const char *(*hostname)(void);
+  /* Ask the runtime to end the process with A2ACHECK_EXITCODE after the logs
+   * are flushed (used by the deadlock detector); reason is logged. */
+  void (*fail_now)(const char *reason);
+} a2a_host;
+
+extern const a2a_host *a2a_hostsvc;
+
+/* ------------------------------------------------------------------ */
+/* Communicator registry. One record per communicator this process created;
+ * records outlive destroy (state records it) so misuse can be named. The
+ * registry is filled by a2a_dispatch before analyzers see a COMM_INIT POST. */
+
+typedef enum a2a_comm_state {
+  A2A_COMM_ACTIVE = 0,
+  A2A_COMM_FINALIZED,
+  A2A_COMM_DESTROYED,
+  A2A_COMM_ABORTED,
+  A2A_COMM_REVOKED,
+} a2a_comm_state;
+
+typedef struct a2a_comm {
+  void *handle;              /* ncclComm_t */
+  uint64_t id_hash;          /* identity shared by all ranks of the comm; 0
+                                for process-local comms (ncclCommInitAll) */
+  int nranks, rank, device;
+  a2a_init_how how;
+  struct a2a_comm *parent;   /* SPLIT/SHRINK */
+  int color;
+  uint32_t split_index;      /* this comm's index among its parent's splits */
+  uint32_t nsplits;          /* splits made from this comm so far */
+  uint32_t serial;           /* creation order in this process (1, 2, ...) */
+  int blocking;
+  _Atomic int state;         /* a2a_comm_state */
+  char name[40];             /* printable: "comm#3(a1b2c3d4e5f6a7b8)" */
+} a2a_comm;
+
+/* Lookup by handle; NULL if this process never saw the handle created. The
+ * newest record wins when NCCL reuses a freed handle address. Lock-free. */
+a2a_comm *a2a_comm_lookup(const void *handle);
+/* Iterate over all records (for summaries); fn returns nonzero to stop. */
+void a2a_comm_foreach(int (*fn)(a2a_comm *c, void *arg), void *arg);
+/* Stable cross-rank hash of ncclUniqueId bytes (128 each). */
+uint64_t a2a_hash_bytes(const void *p, size_t n, uint64_t seed);
+
+/* ------------------------------------------------------------------ */
+/* Allocation registry: segments from cudaMalloc & co, filled on ALLOC POST
+ * and emptied after analyzers have seen FREE POST. Bounds are segment bounds
+ * (PyTorch's caching allocator sub-allocates inside them). */
+
+typedef struct a2a_alloc {
+  uintptr_t base;
+  size_t size;
+  int device;                /* -1 for host-pinned */
+  a2a_mem_kind mem;
+  uint64_t serial;           /* allocation number, changes on reuse */
+} a2a_alloc;
+
+/* Find the segment containing p; returns true and fills *out. */
+bool a2a_alloc_find(const void *p, a2a_alloc *out);
+/* Number of live segments. */
+size_t a2a_alloc_count(void);
+
+/* ------------------------------------------------------------------ */
+/* Analyzers. */
+
+typedef struct a2a_analyzer {
+  const char *name;              /* e.g. "layout" */
+  /* Called once from a2a_core_init; nonzero disables the analyzer. */
+  int (*init)(void);
+  /* Every event, both phases. Must be thread-safe and must not block. */
+  void (*on_event)(const a2a_event *ev);
+  /* Called once at process exit (after A2A_EV_PROCESS_EXIT was dispatched),
+   * to flush summaries. May be NULL. */
+  void (*fini)(void);
+  /* Called in the child after fork (state of other threads is gone).
+   * May be NULL. */
+  void (*after_fork_child)(void);
+} a2a_analyzer;
+
+/* Initialize the core with options and host services (both must outlive the
+ * process). Safe to call once; later calls are ignored. */
+void a2a_core_init(const a2a_options *opt, const a2a_host *host);
+/* Hand one event to the registries and every enabled analyzer. */
+void a2a_dispatch(const a2a_event *ev);
+/* Run fini of every analyzer (process exit). */
+void a2a_core_fini(void);
+/* Fork hooks (called by the runtime's pthread_atfork child handler). */
+void a2a_core_after_fork_child(void);
+/* An analyzer that finds itself inconsistent disables itself, once. */
+void a2a_analyzer_disable(const char *name, const char *why);
+
+/* ------------------------------------------------------------------ */
+/* Reporting. Implemented by the runtime (shim/report.c); unit tests link
+ * tests/unit/collector.c instead. */
+
+typedef enum a2a_severity {
+  A2A_SEV_INFO = 0,
+  A2A_SEV_WARNING = 1,
+  A2A_SEV_ERROR = 2,
+} a2a_severity;
+
+typedef struct a2a_finding {
+  const char *check;           /* stable name, e.g. "group.unbalanced" */
+  a2a_severity severity;
+  const void *site;            /* dedup key with check: the user's call site
+                                  (ev->callsite); NULL = no dedup by site */
+  const a2a_comm *comm;        /* optional */
+  const char *message;         /* what is wrong and what to do */
+  const char *details_json;    /* a JSON object ("{...}") or NULL */
+  const a2a_stack *stack;      /* captured earlier, or NULL */
+  bool capture_stack;          /* stack == NULL: capture the current thread's */
+} a2a_finding;
+
+void a2a_report(const a2a_finding *f);
+/* Whether A2ACHECK_CHECKS enables this check name ("layout.overlap"). Cheap:
+ * analyzers may call it on the hot path to skip work. */
+bool a2a_check_enabled(const char *check);
+
+/* ------------------------------------------------------------------ */
+/* A tiny JSON writer into a caller-provided buffer (no allocation). Output is
+ * always NUL-terminated and valid JSON as long as calls are balanced; on
+ * overflow the text is truncated and `overflow` set. */
+
+typedef struct a2a_json {
+  char *buf;
+  size_t cap, len;
+  int depth;
+  bool need_comma[16];
+  bool overflow;
+} a2a_json;
+
+void a2a_json_init(a2a_json *j, char *buf, size_t cap);
+void a2a_json_obj_begin(a2a_json *j, const char *key); /* key NULL at top */
+void a2a_json_obj_end(a2a_json *j);
+void a2a_json_arr_begin(a2a_json *j, const char *key);
+void a2a_json_arr_end(a2a_json *j);
+void a2a_json_str(a2a_json *j, const char *key, const char *val);
+void a2a_json_int(a2a_json *j, const char *key, long long val);
+void a2a_json_uint(a2a_json *j, const char *key, unsigned long long val);
+void a2a_json_dbl(a2a_json *j, const char *key, double val);
+void a2a_json_bool(a2a_json *j, const char *key, bool val);
+void a2a_json_ptr(a2a_json *j, const char *key, const void *p); /* "0x..." */
+/* Append JSON-escaped s (without quotes) to buf[len..cap). Returns new len. */
+size_t a2a_json_escape(char *buf, size_t cap, size_t len, const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2A_CORE_H */

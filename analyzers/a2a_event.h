@@ -1,0 +1,237 @@
+/* a2a_event.h - the typed events the shim hands to the analyzers.
+ *
+ * This header is the contract between shim/ (interposition) and analyzers/
+ * (pure analyses). The shim builds one a2a_event per intercepted call, on the
+ * calling thread's stack, and passes it to a2a_dispatch() twice: once with
+ * phase A2A_PRE before the real function runs (arguments valid, result and
+ * out-parameters not yet), once with phase A2A_POST after it returned (result
+ * and out-parameters valid). Analyzers must not keep pointers to an event or
+ * to anything it points at after on_event returns; copy what they need.
+ *
+ * Nothing here depends on nccl.h or cuda_runtime_api.h: handles are void*,
+ * enums are ints with the values of those headers (ncclDataType_t,
+ * ncclRedOp_t, cudaMemcpyKind, ...), so analyzers compile and unit-test
+ * without the CUDA toolkit.
+ */
+#ifndef A2A_EVENT_H
+#define A2A_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum a2a_phase {
+  A2A_PRE = 0,  /* before the real call */
+  A2A_POST = 1, /* after the real call; ev->result is valid */
+} a2a_phase;
+
+typedef enum a2a_kind {
+  A2A_EV_NONE = 0,
+
+  /* ---- NCCL ---- */
+  A2A_EV_GET_UNIQUE_ID,   /* u.uid: ncclGetUniqueId */
+  A2A_EV_COMM_INIT,       /* u.init: every way a communicator is created */
+  A2A_EV_COMM_END,        /* u.end: finalize / destroy / abort / revoke */
+  A2A_EV_COMM_ASYNC_ERROR,/* u.async_err: ncclCommGetAsyncError */
+  A2A_EV_COMM_QUERY,      /* ncclCommCount/CuDevice/UserRank/GetLastError: comm only */
+  A2A_EV_COLL,            /* u.coll: every collective */
+  A2A_EV_P2P,             /* u.p2p: ncclSend / ncclRecv */
+  A2A_EV_GROUP_START,     /* ncclGroupStart */
+  A2A_EV_GROUP_END,       /* ncclGroupEnd and ncclGroupSimulateEnd (see api) */
+  A2A_EV_NCCL_REGISTER,   /* u.reg: ncclCommRegister/Deregister, Window(De)Register */
+  A2A_EV_REDOP,           /* ncclRedOpCreatePreMulSum / ncclRedOpDestroy: comm only */
+
+  /* ---- CUDA runtime ---- */
+  A2A_EV_SET_DEVICE,      /* u.dev: cudaSetDevice (device = new device) */
+  A2A_EV_STREAM_CREATE,   /* u.stream: cudaStreamCreate* (stream valid in POST) */
+  A2A_EV_STREAM_DESTROY,  /* ev->stream */
+  A2A_EV_STREAM_SYNC,     /* ev->stream: cudaStreamSynchronize (blocking) */
+  A2A_EV_STREAM_QUERY,    /* ev->stream: cudaStreamQuery; result 0 = all done */
+  A2A_EV_STREAM_WAIT_EVENT, /* ev->stream waits for u.event.event */
+  A2A_EV_EVENT_CREATE,    /* u.event (event valid in POST, flags) */
+  A2A_EV_EVENT_DESTROY,   /* u.event */
+  A2A_EV_EVENT_RECORD,    /* u.event on ev->stream */
+  A2A_EV_EVENT_SYNC,      /* u.event: cudaEventSynchronize (blocking) */
+  A2A_EV_EVENT_QUERY,     /* u.event: cudaEventQuery; result 0 = complete */
+  A2A_EV_EVENT_ELAPSED,   /* u.event (event=start, event2=end) */
+  A2A_EV_DEVICE_SYNC,     /* cudaDeviceSynchronize (blocking) */
+  A2A_EV_ALLOC,           /* u.mem: cudaMalloc*, cudaMallocHost, cudaHostAlloc, ncclMemAlloc */
+  A2A_EV_FREE,            /* u.mem: cudaFree*, cudaFreeHost, ncclMemFree (size 0) */
+  A2A_EV_MEMCPY,          /* u.copy */
+  A2A_EV_MEMSET,          /* u.copy (src NULL, value in u.copy.value) */
+  A2A_EV_LAUNCH,          /* u.launch: every kernel launch entry point */
+  A2A_EV_HOST_FUNC,       /* u.host_fn: cudaLaunchHostFunc */
+  A2A_EV_GRAPH_CAPTURE_BEGIN, /* ev->stream */
+  A2A_EV_GRAPH_CAPTURE_END,   /* ev->stream */
+  A2A_EV_GRAPH_LAUNCH,        /* ev->stream, u.graph */
+  A2A_EV_ERROR_QUERY,     /* cudaGetLastError / cudaPeekAtLastError */
+
+  /* ---- emitted by the runtime itself, not by an intercepted call ---- */
+  A2A_EV_PROCESS_EXIT,    /* once, from the exit handler, before the summary */
+  A2A_EV_FORK_CHILD,      /* once in a forked child, before anything else runs */
+
+  A2A_EV__COUNT
+} a2a_kind;
+
+/* Collective operations (A2A_EV_COLL). */
+typedef enum a2a_coll {
+  A2A_COLL_ALLREDUCE,
+  A2A_COLL_BROADCAST,     /* ncclBroadcast and ncclBcast (send == recv) */
+  A2A_COLL_REDUCE,
+  A2A_COLL_ALLGATHER,     /* count = per-rank send count */
+  A2A_COLL_REDUCESCATTER, /* count = per-rank recv count */
+  A2A_COLL_ALLTOALL,      /* count = per-peer count */
+  A2A_COLL_GATHER,        /* count = per-rank count */
+  A2A_COLL_SCATTER,       /* count = per-rank count */
+  A2A_COLL__COUNT
+} a2a_coll;
+
+/* How a communicator was created (A2A_EV_COMM_INIT). */
+typedef enum a2a_init_how {
+  A2A_INIT_RANK,        /* ncclCommInitRank */
+  A2A_INIT_RANK_CONFIG, /* ncclCommInitRankConfig */
+  A2A_INIT_SCALABLE,    /* ncclCommInitRankScalable */
+  A2A_INIT_ALL,         /* ncclCommInitAll: one event per created comm */
+  A2A_INIT_SPLIT,       /* ncclCommSplit */
+  A2A_INIT_SHRINK,      /* ncclCommShrink */
+} a2a_init_how;
+
+/* How a communicator ended (A2A_EV_COMM_END). */
+typedef enum a2a_end_how {
+  A2A_END_FINALIZE,
+  A2A_END_DESTROY,
+  A2A_END_ABORT,
+  A2A_END_REVOKE,
+} a2a_end_how;
+
+/* Memory kinds (A2A_EV_ALLOC / A2A_EV_FREE and the allocation registry). */
+typedef enum a2a_mem_kind {
+  A2A_MEM_DEVICE,       /* cudaMalloc, cudaMallocPitch */
+  A2A_MEM_DEVICE_ASYNC, /* cudaMallocAsync / cudaFreeAsync (stream-ordered) */
+  A2A_MEM_MANAGED,      /* cudaMallocManaged */
+  A2A_MEM_HOST_PINNED,  /* cudaMallocHost, cudaHostAlloc */
+  A2A_MEM_NCCL,         /* ncclMemAlloc / ncclMemFree */
+} a2a_mem_kind;
+
+/* Values of cudaMemcpyKind, repeated so analyzers need no CUDA header. */
+enum {
+  A2A_CPY_H2H = 0, A2A_CPY_H2D = 1, A2A_CPY_D2H = 2, A2A_CPY_D2D = 3,
+  A2A_CPY_DEFAULT = 4
+};
+
+/* Values of ncclDataType_t needed for sizes (see a2a_dtype_size). */
+size_t a2a_dtype_size(int nccl_dtype);   /* 0 for an invalid dtype */
+const char *a2a_dtype_name(int nccl_dtype);
+const char *a2a_coll_name(int coll);
+const char *a2a_redop_name(int redop);
+
+typedef struct a2a_event {
+  a2a_kind kind;
+  a2a_phase phase;
+  const char *api;      /* the intercepted function's name, e.g. "ncclSend" */
+  int result;           /* POST: the value the real function returned */
+  int device;           /* current CUDA device of the calling thread at the
+                           call (filled for NCCL events and launches), -1 if
+                           unknown */
+  uint32_t thread;      /* small per-process thread index assigned by the
+                           shim (1, 2, ...); analyzers key per-thread state by it */
+  uint64_t t_ns;        /* CLOCK_MONOTONIC ns at the phase */
+  const void *callsite; /* return address into the caller of the intercepted
+                           function: the call-site handle for dedup and for
+                           symbolizing later */
+  void *stream;         /* cudaStream_t the call operates on, or NULL (which
+                           is also the legacy default stream: see per_thread) */
+  int per_thread;       /* 1 if NULL/0 stream means cudaStreamPerThread
+                           (the _ptsz/_ptds entry points) */
+  void *comm;           /* ncclComm_t for NCCL events, else NULL */
+
+  union {
+    struct { const void *id; /* 128 bytes, POST */ } uid;
+
+    struct {
+      a2a_init_how how;
+      void *newcomm;          /* POST: the created ncclComm_t */
+      int nranks, rank;       /* as passed (INIT_ALL: ndev and index) */
+      int device;             /* device the comm is bound to */
+      const void *ids;        /* ncclUniqueId bytes (128 each) or NULL */
+      int nids;               /* number of ids (scalable init), else 1/0 */
+      void *parent;           /* SPLIT/SHRINK: the parent ncclComm_t */
+      int color, key;         /* SPLIT */
+      const int *exclude;     /* SHRINK: excluded ranks */
+      int nexclude;
+      int blocking;           /* config->blocking (1 unless config says 0) */
+      const void *config;     /* ncclConfig_t* or NULL */
+    } init;
+
+    struct { a2a_end_how how; int flags; } end;
+
+    struct { int async_error; /* POST: *asyncError */ } async_err;
+
+    struct {
+      a2a_coll coll;
+      const void *sendbuff;
+      void *recvbuff;
+      size_t count;           /* see a2a_coll for the meaning per op */
+      int dtype;              /* ncclDataType_t */
+      int redop;              /* ncclRedOp_t, -1 when not a reduction */
+      int root;               /* -1 when rootless */
+    } coll;
+
+    struct {
+      int is_send;
+      void *buff;             /* sendbuff or recvbuff */
+      size_t count;
+      int dtype;
+      int peer;
+    } p2p;
+
+    struct { void *buff; size_t size; void *handle; int deregister; } reg;
+
+    struct { int device; } dev;
+
+    struct { unsigned flags; int priority; } stream_create;
+
+    struct { void *event; void *event2; unsigned flags; } event;
+
+    struct {
+      a2a_mem_kind mem;
+      void *ptr;              /* ALLOC POST: the new pointer; FREE: the freed one */
+      size_t size;            /* ALLOC: bytes (pitch*height for pitched) */
+      int async;              /* 1 for the stream-ordered variants (ev->stream) */
+    } mem;
+
+    struct {
+      void *dst;
+      const void *src;        /* NULL for memset */
+      size_t bytes;           /* span covered: width for 1D; for 2D the extent
+                                 (pitch*(height-1)+width) of each side */
+      size_t width, height;   /* 2D: width bytes x height rows; 1D: bytes x 1 */
+      size_t dpitch, spitch;  /* 2D pitches; 1D: equal to bytes */
+      int cpykind;            /* cudaMemcpyKind (A2A_CPY_*) */
+      int value;              /* memset value */
+      int async;              /* 1 for the *Async variants (ev->stream) */
+      int peer;               /* cudaMemcpyPeer*: 1 */
+    } copy;
+
+    struct {
+      const void *func;       /* host-side kernel handle */
+      void **args;            /* args[i] points at parameter i's bytes */
+      unsigned grid[3], block[3];
+      size_t shmem;
+    } launch;
+
+    struct { void *fn; void *user; } host_fn;
+
+    struct { void *graph_exec; int mode; } graph;
+
+    struct { int status; /* exit status, for A2A_EV_PROCESS_EXIT */ } exit;
+  } u;
+} a2a_event;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2A_EVENT_H */

@@ -1,0 +1,52 @@
+/* a2a_runtime.h - the process runtime's interface to the interposition layer.
+ *
+ * shim/ has two halves that know nothing of the analyses:
+ *  - interposition (intercept table, symbol resolution, wrappers): turns each
+ *    intercepted call into a2a_event PRE/POST and forwards it unchanged;
+ *  - the runtime (rt_*.c): lazy init, options, the warnings log, stacks, the
+ *    exit policy, fork handling, the host services the analyzers use.
+ *
+ * Contract for wrappers:
+ *    if (!a2a_rt_enter()) return REAL(f)(args);   // disabled, not ready, or
+ *                                                  // re-entered: pass through
+ *    ... build event, a2a_dispatch(PRE) ...
+ *    r = REAL(f)(args);  (errno and the CUDA error state untouched between)
+ *    ... a2a_dispatch(POST) ...
+ *    a2a_rt_leave();
+ *    return r;
+ */
+#ifndef A2A_RUNTIME_H
+#define A2A_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "a2a_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Lazily initializes the runtime (pthread_once) on first call. Returns true
+ * when the calling thread should analyze this call: the tool is enabled,
+ * initialized, and this is the outermost intercepted call on this thread
+ * (the thread-local depth guard is incremented; pair with a2a_rt_leave).
+ * Returns false (and changes nothing) otherwise. Never blocks for long. */
+bool a2a_rt_enter(void);
+void a2a_rt_leave(void);
+
+/* Small per-process thread index (1, 2, ...), cached thread-locally. */
+uint32_t a2a_rt_thread_index(void);
+/* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
+uint64_t a2a_rt_now_ns(void);
+/* Counts intercepted NCCL calls (for the a2acheck.not-intercepting check). */
+void a2a_rt_note_nccl_call(void);
+
+/* Called by the interposition layer when a real symbol cannot be resolved:
+ * logs once per symbol. */
+void a2a_rt_unresolved(const char *symbol, const char *library);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2A_RUNTIME_H */

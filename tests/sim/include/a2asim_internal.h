@@ -1,0 +1,58 @@
+/* a2asim_internal.h - the simulator's internal API between its two
+ * libraries: libnccl.so.2 (sim) uses the simulated runtime only through these
+ * functions, exported by libcudart.so.13 (sim). They are not CUDA API and the
+ * shim never intercepts them.
+ *
+ * Contract:
+ *  - A stream is a FIFO of work items executed in order by a worker thread,
+ *    concurrently with other streams and the host. The legacy default stream
+ *    (NULL) and cudaStreamPerThread follow CUDA's semantics.
+ *  - a2asim_stream_enqueue() appends fn(arg) to the stream as one item,
+ *    honouring the same implicit dependencies as a kernel launch (legacy
+ *    default stream vs blocking streams). fn runs on the worker thread; it
+ *    may block as long as it likes (a blocked item blocks its stream: that is
+ *    how a NCCL hang is a real hang). The item is complete when fn returns.
+ *  - a2asim_stream_enqueue_multi() enqueues one item on several streams
+ *    that starts only when all of those streams reach it, and completes on
+ *    all of them when fn returns (used for a NCCL group spanning streams).
+ *  - Device numbers are per process, 0..a2asim_device_count()-1.
+ */
+#ifndef A2ASIM_INTERNAL_H
+#define A2ASIM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*a2asim_work_fn)(void *arg);
+
+/* Returns a cudaError_t value (0 on success). stream is a cudaStream_t
+ * (NULL = legacy default, or per-thread default if per_thread). */
+int a2asim_stream_enqueue(void *stream, int per_thread, a2asim_work_fn fn,
+                          void *arg, const char *what);
+int a2asim_stream_enqueue_multi(void *const *streams, int nstreams,
+                                a2asim_work_fn fn, void *arg, const char *what);
+/* Device bookkeeping. */
+int a2asim_get_device(void);                 /* current device of the thread */
+int a2asim_device_count(void);
+int a2asim_stream_device(void *stream, int *dev); /* cudaError_t */
+int a2asim_stream_valid(void *stream);        /* 1 if a live stream handle */
+/* Memory: type 0 unregistered host, 1 pinned host, 2 device, 3 managed;
+ * device -1 for host. Returns 0 if p is inside a known allocation and fills
+ * base/size. */
+int a2asim_pointer_lookup(const void *p, int *type, int *device,
+                          uintptr_t *base, size_t *size);
+/* Cost model: simulated transfer time for n bytes (sleeps on the calling
+ * worker as configured by A2ASIM_* knobs; no-op by default). */
+void a2asim_model_transfer(size_t bytes);
+/* Host identity for the simulated topology ("host" = process group sharing
+ * A2ASIM_DEVICES devices). */
+const char *a2asim_hostname(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2ASIM_INTERNAL_H */
