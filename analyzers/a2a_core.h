@@ -120,7 +120,7 @@ typedef struct a2a_comm {
   struct a2a_comm *parent;   /* SPLIT/SHRINK */
   int color;
   uint32_t split_index;      /* this comm's index among its parent's splits */
-  uint32_t nsplits;          /* splits made from this comm so far */
+  _Atomic uint32_t nsplits;  /* splits made from this comm so far */
   uint32_t serial;           /* creation order in this process (1, 2, ...) */
   int blocking;
   _Atomic int state;         /* a2a_comm_state */
@@ -158,7 +158,9 @@ size_t a2a_alloc_count(void);
 
 typedef struct a2a_analyzer {
   const char *name;              /* e.g. "layout" */
-  /* Called once from a2a_core_init; nonzero disables the analyzer. */
+  /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
+   * tests call it again between cases (a2a_core_reset_for_tests): it must
+   * (re)set all of the analyzer's state. May be NULL. */
   int (*init)(void);
   /* Every event, both phases. Must be thread-safe and must not block. */
   void (*on_event)(const a2a_event *ev);

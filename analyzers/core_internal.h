@@ -1,0 +1,21 @@
+/* core_internal.h - functions shared between the core's files (dispatch,
+ * registries); not for analyzers. Grouped by the file that defines them. */
+#ifndef A2A_CORE_INTERNAL_H
+#define A2A_CORE_INTERNAL_H
+
+#include "a2a_core.h"
+
+/* core_registry.c */
+void a2a_registry_comm_init(const a2a_event *ev);
+void a2a_registry_comm_end(const a2a_event *ev);
+void a2a_registry_alloc(const a2a_event *ev);
+void a2a_registry_free(const a2a_event *ev);
+void a2a_registry_after_fork_child(void);
+/* Forget every communicator and allocation (unit tests only). */
+void a2a_registry_reset_for_tests(void);
+
+/* core_dispatch.c */
+/* Re-run init of every analyzer and clear disabled flags (unit tests only). */
+void a2a_core_reset_for_tests(const a2a_options *opt, const a2a_host *host);
+
+#endif

@@ -1,0 +1,237 @@
+/* core_registry.c - the communicator and allocation registries.
+ *
+ * Communicators: a fixed open-addressing table of handle -> record, with
+ * lock-free lookup (slots are atomic pointers, records are never freed: a
+ * process creates few communicators, and analyzers may hold a record while
+ * another thread destroys the comm). Insertion takes a mutex; it happens only
+ * when a communicator is created.
+ *
+ * Allocations: a sorted array of segments under a reader-writer lock.
+ * Writers are cudaMalloc/cudaFree (rare with a caching allocator); readers
+ * are the analyzers at each NCCL operation (a shared lock, no syscall in the
+ * uncontended case).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "core_internal.h"
+
+/* ---------------- communicators ---------------- */
+
+#define COMM_SLOTS 8192 /* power of two; more comms than this are not tracked */
+
+static _Atomic(a2a_comm *) g_comm_slots[COMM_SLOTS];
+static a2a_comm *g_comm_all[COMM_SLOTS];
+static _Atomic unsigned g_comm_count;
+static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t slot_of(const void *h) {
+  uint64_t x = (uint64_t)(uintptr_t)h;
+  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
+  return (size_t)x & (COMM_SLOTS - 1);
+}
+
+a2a_comm *a2a_comm_lookup(const void *handle) {
+  if (!handle) return NULL;
+  size_t i = slot_of(handle);
+  for (size_t n = 0; n < COMM_SLOTS; n++, i = (i + 1) & (COMM_SLOTS - 1)) {
+    a2a_comm *c = atomic_load_explicit(&g_comm_slots[i], memory_order_acquire);
+    if (!c) return NULL;
+    if (c->handle == handle) return c;
+  }
+  return NULL;
+}
+
+void a2a_comm_foreach(int (*fn)(a2a_comm *c, void *arg), void *arg) {
+  unsigned n = atomic_load_explicit(&g_comm_count, memory_order_acquire);
+  for (unsigned i = 0; i < n && i < COMM_SLOTS; i++)
+    if (g_comm_all[i] && fn(g_comm_all[i], arg)) return;
+}
+
+/* Insert (or replace, when NCCL reuses a freed handle's address). */
+static a2a_comm *comm_insert(a2a_comm *rec) {
+  pthread_mutex_lock(&g_comm_mu);
+  unsigned n = atomic_load_explicit(&g_comm_count, memory_order_relaxed);
+  if (n >= COMM_SLOTS - 1) { /* keep the table sparse enough to terminate */
+    pthread_mutex_unlock(&g_comm_mu);
+    return NULL;
+  }
+  rec->serial = n + 1;
+  snprintf(rec->name, sizeof rec->name, "comm#%u(%016llx)", rec->serial,
+           (unsigned long long)rec->id_hash);
+  size_t i = slot_of(rec->handle);
+  for (;; i = (i + 1) & (COMM_SLOTS - 1)) {
+    a2a_comm *c = atomic_load_explicit(&g_comm_slots[i], memory_order_relaxed);
+    if (!c || c->handle == rec->handle) break;
+  }
+  g_comm_all[n] = rec;
+  atomic_store_explicit(&g_comm_count, n + 1, memory_order_release);
+  atomic_store_explicit(&g_comm_slots[i], rec, memory_order_release);
+  pthread_mutex_unlock(&g_comm_mu);
+  return rec;
+}
+
+static uint64_t mix3(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t v[3] = {a, b, c};
+  return a2a_hash_bytes(v, sizeof v, 0x5eed);
+}
+
+void a2a_registry_comm_init(const a2a_event *ev) {
+  const __typeof__(ev->u.init) *in = &ev->u.init;
+  a2a_comm *parent = in->parent ? a2a_comm_lookup(in->parent) : NULL;
+  uint32_t split_index = 0;
+  if (in->how == A2A_INIT_SPLIT || in->how == A2A_INIT_SHRINK) {
+    /* Every member of the parent calls split (NOCOLOR ones too), in the same
+     * order, so the per-parent sequence names the split across ranks. */
+    if (parent) split_index = atomic_fetch_add(&parent->nsplits, 1);
+  }
+  if (!in->newcomm) return; /* NCCL_SPLIT_NOCOLOR or failure */
+
+  a2a_comm *c = calloc(1, sizeof *c);
+  if (!c) return;
+  c->handle = in->newcomm;
+  c->nranks = in->nranks;
+  c->rank = in->rank;
+  c->device = in->device;
+  c->how = in->how;
+  c->parent = parent;
+  c->color = in->color;
+  c->split_index = split_index;
+  c->blocking = in->blocking;
+  atomic_init(&c->state, A2A_COMM_ACTIVE);
+  switch (in->how) {
+  case A2A_INIT_RANK:
+  case A2A_INIT_RANK_CONFIG:
+    c->id_hash = in->ids ? a2a_hash_bytes(in->ids, 128, 0) : 0;
+    break;
+  case A2A_INIT_SCALABLE:
+    c->id_hash = in->ids ? a2a_hash_bytes(in->ids, 128 * (size_t)(in->nids > 0 ? in->nids : 1), 0) : 0;
+    break;
+  case A2A_INIT_ALL:
+    c->id_hash = 0; /* process-local */
+    break;
+  case A2A_INIT_SPLIT:
+    c->id_hash = parent && parent->id_hash ? mix3(parent->id_hash, split_index, (uint64_t)(int64_t)in->color) : 0;
+    break;
+  case A2A_INIT_SHRINK: {
+    uint64_t ex = in->exclude ? a2a_hash_bytes(in->exclude, sizeof(int) * (size_t)in->nexclude, 1) : 0;
+    c->id_hash = parent && parent->id_hash ? mix3(parent->id_hash, split_index, ex ^ 0x5412696eULL) : 0;
+    break;
+  }
+  }
+  if (!comm_insert(c)) free(c);
+}
+
+void a2a_registry_comm_end(const a2a_event *ev) {
+  a2a_comm *c = a2a_comm_lookup(ev->comm);
+  if (!c) return;
+  int st = A2A_COMM_DESTROYED;
+  switch (ev->u.end.how) {
+  case A2A_END_FINALIZE: st = A2A_COMM_FINALIZED; break;
+  case A2A_END_DESTROY: st = A2A_COMM_DESTROYED; break;
+  case A2A_END_ABORT: st = A2A_COMM_ABORTED; break;
+  case A2A_END_REVOKE: st = A2A_COMM_REVOKED; break;
+  }
+  atomic_store(&c->state, st);
+}
+
+/* ---------------- allocations ---------------- */
+
+static pthread_rwlock_t g_alloc_mu = PTHREAD_RWLOCK_INITIALIZER;
+static a2a_alloc *g_allocs;
+static size_t g_nallocs, g_cap_allocs;
+static uint64_t g_alloc_serial;
+
+/* Index of the first segment with base > p. */
+static size_t upper(uintptr_t p) {
+  size_t lo = 0, hi = g_nallocs;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (g_allocs[mid].base <= p) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+bool a2a_alloc_find(const void *p, a2a_alloc *out) {
+  uintptr_t x = (uintptr_t)p;
+  bool found = false;
+  pthread_rwlock_rdlock(&g_alloc_mu);
+  size_t i = upper(x);
+  if (i > 0) {
+    const a2a_alloc *a = &g_allocs[i - 1];
+    /* A zero-size allocation still names its base address. */
+    if (x == a->base || x - a->base < a->size) { if (out) *out = *a; found = true; }
+  }
+  pthread_rwlock_unlock(&g_alloc_mu);
+  return found;
+}
+
+size_t a2a_alloc_count(void) {
+  pthread_rwlock_rdlock(&g_alloc_mu);
+  size_t n = g_nallocs;
+  pthread_rwlock_unlock(&g_alloc_mu);
+  return n;
+}
+
+void a2a_registry_alloc(const a2a_event *ev) {
+  uintptr_t base = (uintptr_t)ev->u.mem.ptr;
+  if (!base) return;
+  pthread_rwlock_wrlock(&g_alloc_mu);
+  size_t i = upper(base);
+  if (i > 0 && g_allocs[i - 1].base == base) {
+    i--; /* a stale record for a reused address: overwrite */
+  } else {
+    if (g_nallocs == g_cap_allocs) {
+      size_t cap = g_cap_allocs ? g_cap_allocs * 2 : 256;
+      a2a_alloc *n = realloc(g_allocs, cap * sizeof *n);
+      if (!n) { pthread_rwlock_unlock(&g_alloc_mu); return; }
+      g_allocs = n;
+      g_cap_allocs = cap;
+    }
+    memmove(&g_allocs[i + 1], &g_allocs[i], (g_nallocs - i) * sizeof *g_allocs);
+    g_nallocs++;
+  }
+  g_allocs[i] = (a2a_alloc){
+      .base = base,
+      .size = ev->u.mem.size,
+      .device = ev->u.mem.mem == A2A_MEM_HOST_PINNED ? -1 : ev->device,
+      .mem = ev->u.mem.mem,
+      .serial = ++g_alloc_serial,
+  };
+  pthread_rwlock_unlock(&g_alloc_mu);
+}
+
+void a2a_registry_free(const a2a_event *ev) {
+  uintptr_t base = (uintptr_t)ev->u.mem.ptr;
+  if (!base) return;
+  pthread_rwlock_wrlock(&g_alloc_mu);
+  size_t i = upper(base);
+  if (i > 0 && g_allocs[i - 1].base == base) {
+    i--;
+    memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - i - 1) * sizeof *g_allocs);
+    g_nallocs--;
+  }
+  pthread_rwlock_unlock(&g_alloc_mu);
+}
+
+void a2a_registry_after_fork_child(void) {
+  /* The locks may have been held by a thread that no longer exists. The
+   * runtime's prepare handler does not take them (registries are leaf
+   * locks held for a few instructions), so reinitialize them. */
+  pthread_mutex_init(&g_comm_mu, NULL);
+  pthread_rwlock_init(&g_alloc_mu, NULL);
+}
+
+void a2a_registry_reset_for_tests(void) {
+  pthread_mutex_lock(&g_comm_mu);
+  for (size_t i = 0; i < COMM_SLOTS; i++) atomic_store(&g_comm_slots[i], NULL);
+  atomic_store(&g_comm_count, 0);
+  pthread_mutex_unlock(&g_comm_mu);
+  pthread_rwlock_wrlock(&g_alloc_mu);
+  g_nallocs = 0;
+  pthread_rwlock_unlock(&g_alloc_mu);
+}

@@ -1,0 +1,274 @@
+/* collector.c - see collector.h. Single-threaded use is the norm; a mutex
+ * keeps findings consistent when a test drives events from several threads. */
+#include "collector.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core_internal.h"
+
+#define MAX_FINDINGS 512
+#define MAX_PTRS 256
+#define MAX_KERNELS 64
+#define MAX_EVENTS 4096
+#define MAX_DISABLED 32
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static collected findings[MAX_FINDINGS];
+static size_t nfindings;
+static a2a_options opts;
+static char disabled[MAX_DISABLED][64];
+static size_t ndisabled;
+
+static uint64_t fake_now;
+static struct { uintptr_t base; size_t size; int type, device; } ptrs[MAX_PTRS];
+static size_t nptrs;
+static struct { const void *func; const char *name; int n; size_t off[32], size[32]; } kernels[MAX_KERNELS];
+static size_t nkernels;
+static struct { bool done; uint64_t at; void *stream; } events[MAX_EVENTS];
+static size_t nevents;
+static int rank = -1;
+static char fail_reason[512];
+static bool failed;
+
+/* ---------------- report sink ---------------- */
+
+void a2a_report(const a2a_finding *f) {
+  if (!a2a_check_enabled(f->check)) return;
+  pthread_mutex_lock(&mu);
+  if (nfindings < MAX_FINDINGS) {
+    collected *c = &findings[nfindings++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->check, sizeof c->check, "%s", f->check);
+    c->severity = f->severity;
+    c->site = f->site;
+    if (f->comm) snprintf(c->comm, sizeof c->comm, "%s", f->comm->name);
+    snprintf(c->message, sizeof c->message, "%s", f->message ? f->message : "");
+    snprintf(c->details, sizeof c->details, "%s", f->details_json ? f->details_json : "");
+    c->stack_n = f->stack ? f->stack->n : (f->capture_stack ? 1 : 0);
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+bool a2a_check_enabled(const char *check) {
+  for (size_t i = 0; i < ndisabled; i++) {
+    size_t n = strlen(disabled[i]);
+    if (strcmp(check, disabled[i]) == 0) return false;
+    if (strncmp(check, disabled[i], n) == 0 && check[n] == '.') return false;
+  }
+  return true;
+}
+
+void collector_disable_check(const char *name) {
+  if (ndisabled < MAX_DISABLED) snprintf(disabled[ndisabled++], 64, "%s", name);
+}
+
+size_t collector_total(void) { return nfindings; }
+const collected *collector_get(size_t i) { return i < nfindings ? &findings[i] : NULL; }
+
+size_t collector_count(const char *check) {
+  size_t n = 0;
+  for (size_t i = 0; i < nfindings; i++) n += strcmp(findings[i].check, check) == 0;
+  return n;
+}
+
+size_t collector_count_prefix(const char *prefix) {
+  size_t n = 0, l = strlen(prefix);
+  for (size_t i = 0; i < nfindings; i++) n += strncmp(findings[i].check, prefix, l) == 0;
+  return n;
+}
+
+size_t collector_count_severity(a2a_severity sev) {
+  size_t n = 0;
+  for (size_t i = 0; i < nfindings; i++) n += findings[i].severity == sev;
+  return n;
+}
+
+const collected *collector_find(const char *check) {
+  for (size_t i = 0; i < nfindings; i++)
+    if (strcmp(findings[i].check, check) == 0) return &findings[i];
+  return NULL;
+}
+
+void collector_dump(void) {
+  static const char *sev[] = {"info", "warning", "error"};
+  for (size_t i = 0; i < nfindings; i++)
+    fprintf(stderr, "[%zu] %s %s: %s %s\n", i, sev[findings[i].severity],
+            findings[i].check, findings[i].message, findings[i].details);
+}
+
+/* ---------------- fake host ---------------- */
+
+static uint64_t h_now(void) { return fake_now; }
+
+static int h_pointer_info(const void *p, a2a_ptrinfo *out) {
+  uintptr_t x = (uintptr_t)p;
+  for (size_t i = 0; i < nptrs; i++)
+    if (x >= ptrs[i].base && x - ptrs[i].base < ptrs[i].size) {
+      out->type = ptrs[i].type;
+      out->device = ptrs[i].device;
+      return 0;
+    }
+  return -1;
+}
+
+static int h_func_name(const void *func, const char **name) {
+  for (size_t i = 0; i < nkernels; i++)
+    if (kernels[i].func == func) { *name = kernels[i].name; return 0; }
+  return -1;
+}
+
+static int h_param_info(const void *func, size_t idx, size_t *off, size_t *size) {
+  for (size_t i = 0; i < nkernels; i++)
+    if (kernels[i].func == func) {
+      if (idx >= (size_t)kernels[i].n) return -1;
+      *off = kernels[i].off[idx];
+      *size = kernels[i].size[idx];
+      return 0;
+    }
+  return -1;
+}
+
+static int h_event_create(void **ev, int timing) {
+  if (nevents >= MAX_EVENTS) return -1;
+  events[nevents] = (typeof(events[0])){0};
+  *ev = (void *)(uintptr_t)(++nevents);
+  return 0;
+}
+static size_t ev_index(void *ev) { return (size_t)(uintptr_t)ev - 1; }
+static int h_event_record(void *ev, void *stream) {
+  size_t i = ev_index(ev);
+  if (i >= nevents) return -1;
+  events[i].done = false;
+  events[i].stream = stream;
+  return 0;
+}
+static int h_event_query(void *ev) {
+  size_t i = ev_index(ev);
+  if (i >= nevents) return -1;
+  return events[i].done ? 0 : 1;
+}
+static int h_event_elapsed(float *ms, void *a, void *b) {
+  size_t i = ev_index(a), j = ev_index(b);
+  if (i >= nevents || j >= nevents || !events[i].done || !events[j].done) return -1;
+  *ms = (float)((double)(events[j].at - events[i].at) / 1e6);
+  return 0;
+}
+static int h_event_destroy(void *ev) { return ev_index(ev) < nevents ? 0 : -1; }
+static void h_capture_stack(a2a_stack *st) {
+  st->n = 1;
+  st->pc[0] = (void *)h_capture_stack;
+}
+static int h_global_rank(void) { return rank; }
+static const char *h_hostname(void) { return "testhost"; }
+static void h_fail_now(const char *reason) {
+  failed = true;
+  snprintf(fail_reason, sizeof fail_reason, "%s", reason ? reason : "");
+}
+
+static const a2a_host fake_host = {
+    .now_ns = h_now,
+    .pointer_info = h_pointer_info,
+    .func_name = h_func_name,
+    .func_param_info = h_param_info,
+    .event_create = h_event_create,
+    .event_record = h_event_record,
+    .event_query = h_event_query,
+    .event_elapsed_ms = h_event_elapsed,
+    .event_destroy = h_event_destroy,
+    .capture_stack = h_capture_stack,
+    .global_rank = h_global_rank,
+    .hostname = h_hostname,
+    .fail_now = h_fail_now,
+};
+
+void collector_set_time_ns(uint64_t ns) { fake_now = ns; }
+void collector_advance_ns(uint64_t ns) { fake_now += ns; }
+
+void collector_add_pointer(uintptr_t base, size_t size, int type, int device) {
+  if (nptrs < MAX_PTRS) ptrs[nptrs++] = (typeof(ptrs[0])){base, size, type, device};
+}
+
+void collector_add_kernel(const void *func, const char *name, int nparams,
+                          const size_t *offsets, const size_t *sizes) {
+  if (nkernels >= MAX_KERNELS || nparams > 32) return;
+  kernels[nkernels].func = func;
+  kernels[nkernels].name = name;
+  kernels[nkernels].n = nparams;
+  for (int i = 0; i < nparams; i++) {
+    kernels[nkernels].off[i] = offsets[i];
+    kernels[nkernels].size[i] = sizes[i];
+  }
+  nkernels++;
+}
+
+size_t collector_event_count(void) { return nevents; }
+void *collector_event_at(size_t i) { return i < nevents ? (void *)(uintptr_t)(i + 1) : NULL; }
+void *collector_event_stream(void *ev) {
+  size_t i = ev_index(ev);
+  return i < nevents ? events[i].stream : NULL;
+}
+void collector_event_complete(void *ev, uint64_t at_ns) {
+  size_t i = ev_index(ev);
+  if (i < nevents) { events[i].done = true; events[i].at = at_ns; }
+}
+void collector_complete_all_events(uint64_t at_ns) {
+  for (size_t i = 0; i < nevents; i++)
+    if (!events[i].done) { events[i].done = true; events[i].at = at_ns; }
+}
+void collector_set_rank(int r) { rank = r; }
+const char *collector_fail_reason(void) { return failed ? fail_reason : NULL; }
+
+/* ---------------- lifecycle ---------------- */
+
+a2a_options *collector_options(void) { return &opts; }
+
+void collector_reinit(void) { a2a_core_reset_for_tests(&opts, &fake_host); }
+
+void collector_reset(void) {
+  pthread_mutex_lock(&mu);
+  nfindings = 0;
+  ndisabled = 0;
+  nptrs = 0;
+  nkernels = 0;
+  nevents = 0;
+  rank = -1;
+  failed = false;
+  fail_reason[0] = '\0';
+  fake_now = 1000000000ULL;
+  pthread_mutex_unlock(&mu);
+  a2a_options_defaults(&opts);
+  collector_reinit();
+}
+
+/* ---------------- events ---------------- */
+
+a2a_event ev_make(a2a_kind kind) {
+  a2a_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.kind = kind;
+  ev.api = "test";
+  ev.device = 0;
+  ev.thread = 1;
+  ev.callsite = (const void *)0x1000;
+  return ev;
+}
+
+void ev_pre(a2a_event *ev) {
+  ev->phase = A2A_PRE;
+  ev->t_ns = fake_now;
+  a2a_dispatch(ev);
+}
+
+void ev_post(a2a_event *ev, int result) {
+  ev->phase = A2A_POST;
+  ev->result = result;
+  ev->t_ns = fake_now;
+  a2a_dispatch(ev);
+}
+
+void ev_dispatch(a2a_event *ev, int result) {
+  ev_pre(ev);
+  ev_post(ev, result);
+}

@@ -1,0 +1,77 @@
+/* collector.h - the unit tests' stand-in for the runtime: a report sink that
+ * records findings in an array, a programmable fake host (clock, pointer
+ * attributes, kernels, timing events, rank), and event helpers.
+ *
+ * Typical test:
+ *   collector_reset();                       // defaults, fresh registries,
+ *                                            // every analyzer re-initialized
+ *   collector_options()->small_msg = 4096;   // then collector_reinit()
+ *   a2a_event ev = ev_make(A2A_EV_COLL);  ... fill ...
+ *   ev_dispatch(&ev, 0);                     // PRE, then POST with result 0
+ *   ck_assert_int_eq(collector_count("layout.overlap"), 1);
+ */
+#ifndef A2A_TEST_COLLECTOR_H
+#define A2A_TEST_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a_core.h"
+
+typedef struct collected {
+  char check[64];
+  a2a_severity severity;
+  const void *site;
+  char comm[48];
+  char message[1024];
+  char details[4096];
+  int stack_n;
+} collected;
+
+/* Reset findings, options (defaults), registries, fake host; init analyzers. */
+void collector_reset(void);
+/* Mutable options (a2a_opt points here). Call collector_reinit() after
+ * changing options that analyzers read at init. */
+a2a_options *collector_options(void);
+void collector_reinit(void);
+
+/* Findings. */
+size_t collector_total(void);
+size_t collector_count(const char *check);            /* by exact name */
+size_t collector_count_prefix(const char *prefix);    /* e.g. "layout." */
+size_t collector_count_severity(a2a_severity sev);
+const collected *collector_get(size_t i);
+const collected *collector_find(const char *check);   /* first, or NULL */
+/* Print every finding to stderr (debugging a failing test). */
+void collector_dump(void);
+/* Disable a check for a2a_check_enabled (exact name or category). */
+void collector_disable_check(const char *name);
+
+/* Fake host. */
+void collector_set_time_ns(uint64_t ns);    /* now_ns returns this */
+void collector_advance_ns(uint64_t ns);
+/* Pointer attributes for [base, base+size). type: 0 host, 1 pinned, 2 device,
+ * 3 managed. Unknown pointers: pointer_info fails (returns -1). */
+void collector_add_pointer(uintptr_t base, size_t size, int type, int device);
+/* A kernel: name and parameters (offsets and sizes). */
+void collector_add_kernel(const void *func, const char *name, int nparams,
+                          const size_t *offsets, const size_t *sizes);
+/* Timing events created through the host: handles are small integers cast
+ * to pointers (1, 2, ...). They start pending; complete them by hand. */
+size_t collector_event_count(void);
+void *collector_event_at(size_t i);           /* i-th created event */
+void *collector_event_stream(void *ev);       /* stream it was last recorded on */
+void collector_event_complete(void *ev, uint64_t at_ns);
+void collector_complete_all_events(uint64_t at_ns);
+void collector_set_rank(int rank);
+/* The reason of the last fail_now call, or NULL. */
+const char *collector_fail_reason(void);
+
+/* Events. */
+a2a_event ev_make(a2a_kind kind);                 /* thread 1, device 0 */
+void ev_dispatch(a2a_event *ev, int result);      /* PRE then POST */
+void ev_pre(a2a_event *ev);
+void ev_post(a2a_event *ev, int result);
+
+#endif

