@@ -52,6 +52,17 @@ void a2asim_model_transfer(size_t bytes);
  * A2ASIM_DEVICES devices). */
 const char *a2asim_hostname(void);
 
+/* Added for the simulator's NCCL (requests in /tmp/sim-nccl-requests.md).
+ * a2asim_set_device: sets the calling thread's current device without a
+ *   cudaSetDevice call (real NCCL does cudaSetDevice(comm->cudaDev) around
+ *   its launches, invisibly to the shim); returns a cudaError_t.
+ * a2asim_device_alloc/a2asim_device_free: device memory for ncclMemAlloc /
+ *   ncclMemFree, tracked like cudaMalloc memory (cudaPointerGetAttributes
+ *   answers type device, the given device); return a cudaError_t. */
+int a2asim_set_device(int dev);
+int a2asim_device_alloc(void **p, size_t size, int device);
+int a2asim_device_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif
