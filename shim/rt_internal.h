@@ -1,0 +1,249 @@
+/* rt_internal.h - internals of the process runtime (shim/rt_*.c).
+ *
+ * The runtime is the half of shim/ that is not interposition: lazy
+ * initialization and the reentrancy guard, the options, the report sink
+ * (dedup, caps, the two log files, stderr echo, summary), stacks, the host
+ * services the analyzers use, the exit policy and fork handling. See
+ * docs/design.md, "Runtime: options, log, exit policy, fork".
+ *
+ * Declarations are grouped by the .c file that defines them. The "pure"
+ * modules (rt_options.c, rt_checks.c, rt_format.c) use no CUDA, no files and
+ * no global runtime state, so the unit tests compile them directly
+ * (tests/unit/test_options.c, test_log_checks.c, test_log_format.c).
+ *
+ * Locking: one mutex, a2a_rt_mu (rt_report.c), protects the finding tables,
+ * the log files and the symbolizer caches. It is never held while calling
+ * into an analyzer or into CUDA/NCCL, and never held on the hot path.
+ */
+#ifndef A2A_RT_INTERNAL_H
+#define A2A_RT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "a2a_core.h"
+#include "a2a_runtime.h"
+
+#define A2A_RT_EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------ */
+/* rt_options.c (pure): the one options table (analyzers/a2a_options.inc). */
+
+/* Row indices, in table order. */
+enum {
+#define A2A_OPT_INT(name, env, def, help) A2A_RT_OPT_##name,
+#define A2A_OPT_DBL(name, env, def, help) A2A_RT_OPT_##name,
+#define A2A_OPT_STR(name, env, def, help) A2A_RT_OPT_##name,
+#include "a2a_options.inc"
+#undef A2A_OPT_INT
+#undef A2A_OPT_DBL
+#undef A2A_OPT_STR
+  A2A_RT_NOPTS
+};
+
+/* Values of the runtime's ENUM options (index in their "a|b|c" list). */
+enum { A2A_FAIL_DEADLOCK = 0, A2A_FAIL_ERROR, A2A_FAIL_WARNING, A2A_FAIL_NEVER };
+enum { A2A_ECHO_NONE = 0, A2A_ECHO_ERROR, A2A_ECHO_WARNING, A2A_ECHO_INFO };
+
+typedef const char *(*a2a_rt_getenv_fn)(const char *name);
+/* Receives one complete warning line (no trailing newline). */
+typedef void (*a2a_rt_warn_fn)(void *arg, const char *line);
+
+/* Fill *o with the table's defaults. */
+void a2a_rt_options_defaults(a2a_options *o);
+/* Parse every row from getenv_fn. A value that does not parse (decimal with
+ * trailing garbage, out of range, not one of an ENUM's names) is reported
+ * through warn, naming the variable, and the default is kept. An empty value
+ * counts as unset. from_env[i] (may be NULL) is set to 1 for each row whose
+ * value came from the environment. String values are copied into a static
+ * pool owned by this module (each call reuses it). Returns the number of
+ * warnings. */
+int a2a_rt_options_parse(a2a_options *o, unsigned char *from_env,
+                         a2a_rt_getenv_fn getenv_fn, a2a_rt_warn_fn warn,
+                         void *warn_arg);
+/* Strict decimal parse of a whole string into [lo, hi]; true on success. */
+bool a2a_rt_parse_long(const char *s, long lo, long hi, long *out);
+/* The name of value idx in an "a|b|c" list, copied into buf. */
+const char *a2a_rt_enum_name(const char *values, long idx, char *buf, size_t cap);
+/* Append "ENV=value  (default|environment)\n" per row to buf. Returns the
+ * length written (buf always NUL-terminated). */
+size_t a2a_rt_options_describe(const a2a_options *o, const unsigned char *from_env,
+                               char *buf, size_t cap);
+/* The help table: markdown=0 plain text for a terminal, 1 a Markdown table
+ * (README.md's options section is generated with A2ACHECK_HELP=2). */
+size_t a2a_rt_options_help(char *buf, size_t cap, int markdown);
+
+/* ------------------------------------------------------------------ */
+/* rt_checks.c (pure): A2ACHECK_CHECKS selection and A2ACHECK_FAIL_ON. */
+
+#define A2A_RT_MAX_RULES 32
+typedef struct a2a_rt_rules {
+  int n;
+  bool default_on;            /* before any rule applies */
+  struct {
+    char pat[64];             /* "all", a category ("perf") or a full name */
+    bool enable;
+    unsigned char kind;       /* 0 all, 1 category, 2 exact name */
+  } r[A2A_RT_MAX_RULES];
+} a2a_rt_rules;
+
+/* Parse a comma list ("all,-perf,+perf.env"). Entries are applied in order,
+ * later ones win; a list whose first entry is a plain or '+' selection
+ * starts from "nothing enabled", one that starts with '-' from "all
+ * enabled"; NULL or "" enables everything. Malformed entries and unknown
+ * categories are reported through warn (once each) and skipped. Returns the
+ * number of warnings. */
+int a2a_rt_checks_parse(a2a_rt_rules *rs, const char *spec, a2a_rt_warn_fn warn,
+                        void *warn_arg);
+/* Whether the rules enable check (a full name "category.name"). */
+bool a2a_rt_checks_eval(const a2a_rt_rules *rs, const char *check);
+/* Whether rule i matches check. */
+bool a2a_rt_rule_matches(const a2a_rt_rules *rs, int i, const char *check);
+/* Whether a finding of this check and severity triggers the failure policy
+ * fail_on (A2A_FAIL_*). "deadlock" matches only the deadlock/hang checks. */
+bool a2a_rt_fail_matches(long fail_on, const char *check, a2a_severity sev);
+/* Whether check is one of the deadlock/hang checks. */
+bool a2a_rt_is_deadlock_check(const char *check);
+const char *a2a_rt_severity_name(a2a_severity s);
+
+/* ------------------------------------------------------------------ */
+/* rt_format.c (pure): one finding as a JSON line and as text. */
+
+#define A2A_RT_FRAME_LEN 200
+#define A2A_RT_COUNT_WIDTH 20   /* the count field is padded to this width so
+                                   the exit path can patch it in place */
+
+typedef struct a2a_rt_record {
+  unsigned long id;           /* finding number in this process (1, 2, ...) */
+  const char *check;
+  a2a_severity severity;
+  int rank;                   /* -1 unknown */
+  const char *host;
+  int pid;
+  uint32_t thread;
+  const a2a_comm *comm;       /* or NULL */
+  const char *message;
+  const char *details_json;   /* or NULL */
+  char (*frames)[A2A_RT_FRAME_LEN];
+  int nframes;
+  unsigned long long count;
+  const char *time_iso;       /* "2026-01-02T03:04:05.678Z" */
+} a2a_rt_record;
+
+/* Format rec as one JSON object and a '\n'. *count_off receives the offset of
+ * the count digits inside buf (A2A_RT_COUNT_WIDTH characters: digits padded
+ * with spaces). If the record does not fit, details and then stack frames
+ * are dropped ("truncated":true); the result is always one valid line.
+ * Returns the length (0 only if cap is absurdly small). */
+size_t a2a_rt_format_json(const a2a_rt_record *rec, char *buf, size_t cap,
+                          size_t *count_off);
+/* Format rec as an indented human-readable block ending in '\n'. */
+size_t a2a_rt_format_text(const a2a_rt_record *rec, char *buf, size_t cap);
+/* Whether s is exactly one JSON object (with nothing but whitespace after). */
+bool a2a_rt_json_is_object(const char *s);
+/* Bounded appends used by the formatters (never overflow; set *ovf). */
+size_t a2a_rt_puts(char *buf, size_t cap, size_t len, const char *s, bool *ovf);
+size_t a2a_rt_printf(char *buf, size_t cap, size_t len, bool *ovf,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* JSON string with quotes. */
+size_t a2a_rt_put_jstr(char *buf, size_t cap, size_t len, const char *s, bool *ovf);
+/* UTC wall clock as ISO 8601 with milliseconds. */
+void a2a_rt_time_iso(char *buf, size_t cap);
+
+/* ------------------------------------------------------------------ */
+/* rt_init.c: state, guard, lazy init. */
+
+enum {
+  A2A_RT_UNINIT = 0,
+  A2A_RT_INITIALIZING,
+  A2A_RT_READY,
+  A2A_RT_DISABLED,
+  A2A_RT_FINISHED,            /* exit path started: pass everything through */
+};
+
+typedef struct a2a_rt_globals {
+  a2a_options opts;
+  unsigned char opt_from_env[A2A_RT_NOPTS > 0 ? A2A_RT_NOPTS : 1];
+  a2a_rt_rules rules;
+  int pid;
+  char host[64];
+  int env_rank;               /* from RANK & co, -1 if none */
+  char log_dir[1024];         /* absolute, %h and %p not yet expanded */
+  char init_warnings[2048];   /* warnings printed at init, repeated in the log */
+  char argv0[256];
+} a2a_rt_globals;
+
+extern a2a_rt_globals a2a_rt;
+extern const a2a_host a2a_rt_host;
+
+int a2a_rt_state(void);
+void a2a_rt_set_state(int s);
+/* Whether at least one NCCL call went through the shim in this process. */
+bool a2a_rt_nccl_seen(void);
+/* Called in the fork child. */
+void a2a_rt_init_after_fork_child(void);
+/* Print a line "a2acheck: <text>\n" on stderr with one write(2). */
+void a2a_rt_stderr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------------ */
+/* rt_report.c: the report sink (a2a_report, a2a_check_enabled). */
+
+extern pthread_mutex_t a2a_rt_mu;
+void a2a_rt_report_init(void);
+/* Write the summary (stderr, text log, JSONL) and patch the final counts
+ * into the JSONL. exit_status is recorded. Called once by the exit path. */
+void a2a_rt_report_summary(int exit_status);
+/* Whether any finding so far triggers the failure policy. */
+bool a2a_rt_report_fail_matched(void);
+/* Forget everything inherited from the parent (fork child). */
+void a2a_rt_report_after_fork_child(void);
+
+/* ------------------------------------------------------------------ */
+/* rt_log.c: the two log files. All functions require a2a_rt_mu held. */
+
+/* Append one finding: text to the .log, json (one line) to the .jsonl.
+ * Opens the files on first use (mkdir -p) and renames them once the global
+ * rank becomes known. *json_off receives the JSONL file offset where json
+ * starts (-1 if not written). Returns false if the logs are unavailable
+ * (the caller then echoes the finding to stderr). */
+bool a2a_rt_log_append(const char *text, size_t tn, const char *json, size_t jn,
+                       off_t *json_off);
+/* Overwrite n bytes at offset off of the JSONL file (count patching). */
+void a2a_rt_log_patch_json(off_t off, const char *s, size_t n);
+/* The .jsonl path ("" before the first write or if unavailable). */
+const char *a2a_rt_log_jsonl_path(void);
+bool a2a_rt_log_unavailable(void);
+/* Close the inherited descriptors without writing (fork child). */
+void a2a_rt_log_after_fork_child(void);
+
+/* ------------------------------------------------------------------ */
+/* rt_stack.c: stacks and symbols. */
+
+/* Capture the calling thread's stack, skipping liba2acheck's own frames;
+ * keeps at most A2ACHECK_STACK_DEPTH frames. */
+void a2a_rt_capture_stack(a2a_stack *st);
+/* "func+0xoff (module)" for a return address. Requires a2a_rt_mu. */
+void a2a_rt_symbolize(const void *pc, char *out, size_t cap);
+/* Whether pc lies in liba2acheck.so itself. */
+bool a2a_rt_pc_is_ours(const void *pc);
+
+/* ------------------------------------------------------------------ */
+/* rt_host.c: host services, rank, host name. */
+
+int a2a_rt_global_rank(void);
+/* Strictly parse RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK (first
+ * set one wins); -1 if none. */
+int a2a_rt_env_rank(a2a_rt_getenv_fn getenv_fn);
+
+/* ------------------------------------------------------------------ */
+/* rt_exit.c: exit policy, fail_now, fork, not-intercepting. */
+
+void a2a_rt_exit_install(void);       /* on_exit + pthread_atfork, at init */
+void a2a_rt_fail_now(const char *reason);
+/* The a2acheck.not-intercepting check (run by the exit path). */
+void a2a_rt_check_not_intercepting(void);
+
+#endif /* A2A_RT_INTERNAL_H */
