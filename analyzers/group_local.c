@@ -1,0 +1,451 @@
+/* group_local.c - the `group_local` analyzer: tracks NCCL groups per thread
+ * and reports misuse of the group and communicator API that one process can
+ * see on its own.
+ *
+ * Checks reported here (group_misuse.c reports the per-communicator ones):
+ *  - group.unbalanced: ncclGroupEnd (or ncclGroupSimulateEnd) with no open
+ *    group on the thread (NCCL returns ncclInvalidUsage; reported at PRE so
+ *    the finding exists even if the application then crashes); a group still
+ *    open when the thread makes a blocking CUDA call that does not involve
+ *    the group's operations; a group still open at process exit.
+ *  - group.sync-in-group: a synchronizing call while the thread's open group
+ *    holds operations that the call would be expected to wait for: those
+ *    operations are launched only by the outermost ncclGroupEnd, so the call
+ *    does not wait for them and the data read afterwards is stale.
+ *
+ * Which calls count (see docs/checks.md for the reasons):
+ *  - blocking: cudaStreamSynchronize, cudaEventSynchronize,
+ *    cudaDeviceSynchronize, and synchronous cudaMemcpy* that are not
+ *    device-to-device (a D2D cudaMemcpy does not block the host). cudaMemset
+ *    does not block the host for device memory and is not counted.
+ *  - would-synchronize the group (-> sync-in-group instead of unbalanced):
+ *    a stream synchronize of a stream holding group operations (the legacy
+ *    default stream counts as every stream of the current device), a device
+ *    synchronize of a device holding group operations, an event synchronize
+ *    of an event recorded during the group on a stream that already held
+ *    group operations, a stream/event query returning cudaSuccess under the
+ *    same conditions, and a synchronous memcpy whose destination overlaps a
+ *    buffer of a group operation or whose source overlaps a receive buffer.
+ *  One call yields at most one of the two checks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "group_local.h"
+#include "layout_ranges.h"
+
+static _Atomic(gl_thread *) g_threads[GL_MAX_THREADS];
+
+gl_thread *gl_thread_get(uint32_t id) {
+  if (id >= GL_MAX_THREADS) return NULL;
+  gl_thread *t = atomic_load_explicit(&g_threads[id], memory_order_acquire);
+  if (t) return t;
+  /* First event of this thread: the only allocation the tracker makes. Only
+   * thread `id` itself stores into slot `id`, so no CAS race with another
+   * writer; the release store lets the exit handler read it. */
+  t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->id = id;
+  atomic_store_explicit(&g_threads[id], t, memory_order_release);
+  return t;
+}
+
+void gl_stack_one(a2a_stack *st, const void *pc) {
+  memset(st, 0, sizeof *st);
+  st->n = pc ? 1 : 0;
+  st->pc[0] = (void *)pc;
+}
+
+/* Forget the open group's contents (not its depth). */
+static void group_clear(gl_thread *t) {
+  t->nops = 0;
+  t->nbufs = 0;
+  t->nstreams = 0;
+  t->nevents = 0;
+  t->closing = false;
+  t->open_reported = false;
+}
+
+
+/* ------------------------------------------------------------------ */
+/* Recording the open group's operations. */
+
+static gl_stream *stream_find(gl_thread *t, uintptr_t key) {
+  for (unsigned i = 0; i < t->nstreams; i++)
+    if (t->streams[i].key == key) return &t->streams[i];
+  return NULL;
+}
+
+static void record_op(gl_thread *t, const a2a_event *ev) {
+  const a2a_comm *c = a2a_comm_lookup(ev->comm);
+  uintptr_t key = gl_stream_key(ev->stream, ev->per_thread);
+  t->nops++;
+  if (!stream_find(t, key) && t->nstreams < GL_MAX_STREAMS) {
+    gl_stream *s = &t->streams[t->nstreams++];
+    s->key = key;
+    s->device = c ? c->device : ev->device;
+    s->site = ev->callsite;
+    s->api = ev->api;
+    s->comm = c;
+  }
+  lr_op op;
+  if (!lr_op_ranges(ev, c, &op)) return;
+  for (int i = 0; i < op.n; i++) {
+    if (op.r[i].lo >= op.r[i].hi) continue; /* zero bytes: nothing to touch */
+    if (t->nbufs >= GL_MAX_BUFS) return;
+    gl_buf *b = &t->bufs[t->nbufs++];
+    b->lo = op.r[i].lo;
+    b->hi = op.r[i].hi;
+    b->stream = key;
+    b->api = ev->api;
+    b->site = ev->callsite;
+    b->is_recv = op.r[i].is_recv;
+  }
+}
+
+static void record_event(gl_thread *t, const a2a_event *ev) {
+  uintptr_t key = gl_stream_key(ev->stream, ev->per_thread);
+  if (!stream_find(t, key)) return; /* recorded before any op on that stream */
+  for (unsigned i = 0; i < t->nevents; i++)
+    if (t->events[i].event == ev->u.event.event) {
+      t->events[i].stream = key; /* re-recorded: the latest record counts */
+      return;
+    }
+  if (t->nevents < GL_MAX_EVENTS)
+    t->events[t->nevents++] = (gl_event){ev->u.event.event, key};
+}
+
+/* ------------------------------------------------------------------ */
+/* Reports. */
+
+static void put_site(a2a_json *j, const char *key, const void *site) {
+  if (site) a2a_json_ptr(j, key, site);
+}
+
+/* A group.unbalanced finding about a group left open: at a blocking call
+ * (ev != NULL) or at exit (ev == NULL). */
+static void report_open(gl_thread *t, const a2a_event *ev) {
+  if (t->open_reported) return;
+  t->open_reported = true;
+  char msg[512], js[512];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_int(&j, "thread", t->id);
+  a2a_json_int(&j, "group_depth", atomic_load(&t->depth));
+  a2a_json_uint(&j, "operations_in_group", t->nops);
+  put_site(&j, "group_start_site", t->start_site);
+  a2a_json_str(&j, "event", ev ? ev->api : "process exit");
+  a2a_json_obj_end(&j);
+  a2a_finding f = {.check = "group.unbalanced", .severity = A2A_SEV_ERROR,
+                   .message = msg, .details_json = js};
+  a2a_stack one;
+  if (ev) {
+    snprintf(msg, sizeof msg,
+             "%s blocks while an NCCL group opened by ncclGroupStart is still open on this thread "
+             "(depth %d, %u operation(s) not yet launched): call ncclGroupEnd before blocking.",
+             ev->api ? ev->api : "a blocking CUDA call", atomic_load(&t->depth), t->nops);
+    f.site = ev->callsite;
+    f.capture_stack = true;
+  } else {
+    snprintf(msg, sizeof msg,
+             "The process exits with an NCCL group still open on thread %u (depth %d, %u operation(s) "
+             "never launched): every ncclGroupStart needs a matching ncclGroupEnd on the same thread.",
+             t->id, atomic_load(&t->depth), t->nops);
+    /* The exit handler's stack says nothing; point at the ncclGroupStart. */
+    gl_stack_one(&one, t->start_site);
+    f.site = t->start_site;
+    f.stack = t->start_site ? &one : NULL;
+  }
+  a2a_report(&f);
+}
+
+static void report_end_without_start(const a2a_event *ev) {
+  char msg[384], js[256];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_int(&j, "thread", ev->thread);
+  a2a_json_int(&j, "group_depth", 0);
+  a2a_json_str(&j, "api", ev->api ? ev->api : "ncclGroupEnd");
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s called with no open group on this thread (NCCL returns ncclInvalidUsage): pair every "
+           "ncclGroupEnd with an ncclGroupStart on the same thread.",
+           ev->api ? ev->api : "ncclGroupEnd");
+  a2a_finding f = {.check = "group.unbalanced", .severity = A2A_SEV_ERROR, .site = ev->callsite,
+                   .message = msg, .details_json = js, .capture_stack = true};
+  a2a_report(&f);
+}
+
+/* What a synchronizing call found in the open group. */
+typedef struct sync_hit {
+  const char *api;          /* the group operation it concerns */
+  const void *site;
+  uintptr_t stream;
+  int device;
+  uintptr_t lo, hi;         /* buffer range (memcpy hits) */
+  bool is_recv;
+} sync_hit;
+
+static void report_sync(gl_thread *t, const a2a_event *ev, const sync_hit *h) {
+  char msg[640], js[640];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", ev->api);
+  a2a_json_int(&j, "thread", t->id);
+  a2a_json_int(&j, "group_depth", atomic_load(&t->depth));
+  a2a_json_uint(&j, "operations_in_group", t->nops);
+  a2a_json_str(&j, "group_operation", h->api);
+  put_site(&j, "group_operation_site", h->site);
+  put_site(&j, "group_start_site", t->start_site);
+  a2a_json_ptr(&j, "stream", (const void *)h->stream);
+  a2a_json_int(&j, "device", h->device);
+  if (h->hi > h->lo) {
+    a2a_json_ptr(&j, "buffer_lo", (const void *)h->lo);
+    a2a_json_uint(&j, "buffer_bytes", (unsigned long long)(h->hi - h->lo));
+    a2a_json_bool(&j, "receive_buffer", h->is_recv);
+  }
+  a2a_json_obj_end(&j);
+  if (h->hi > h->lo)
+    snprintf(msg, sizeof msg,
+             "%s touches the %s buffer [%p, +%zu) of %s posted in a still-open NCCL group: the "
+             "operation is launched only at ncclGroupEnd, so the copy sees stale data; call "
+             "ncclGroupEnd before the copy.",
+             ev->api, h->is_recv ? "receive" : "send", (void *)h->lo, (size_t)(h->hi - h->lo),
+             h->api);
+  else
+    snprintf(msg, sizeof msg,
+             "%s inside an open NCCL group does not wait for %s (stream %p, device %d) posted in "
+             "that group, which is launched only at ncclGroupEnd: data read afterwards is stale; "
+             "call ncclGroupEnd before synchronizing.",
+             ev->api, h->api, (void *)h->stream, h->device);
+  a2a_finding f = {.check = "group.sync-in-group", .severity = A2A_SEV_ERROR, .site = ev->callsite,
+                   .message = msg, .details_json = js, .capture_stack = true};
+  a2a_report(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Synchronizing calls. */
+
+static bool hit_stream(const gl_stream *s, sync_hit *h) {
+  *h = (sync_hit){.api = s->api, .site = s->site, .stream = s->key, .device = s->device};
+  return true;
+}
+
+/* Device synchronize (and legacy-default-stream synchronize): any group
+ * stream on device dev (-1: any device). */
+static bool match_device(gl_thread *t, int dev, sync_hit *h) {
+  for (unsigned i = 0; i < t->nstreams; i++)
+    if (dev < 0 || t->streams[i].device < 0 || t->streams[i].device == dev)
+      return hit_stream(&t->streams[i], h);
+  return false;
+}
+
+static bool match_stream(gl_thread *t, const a2a_event *ev, sync_hit *h) {
+  uintptr_t key = gl_stream_key(ev->stream, ev->per_thread);
+  if (key == 1) return match_device(t, ev->device, h); /* legacy default stream */
+  gl_stream *s = stream_find(t, key);
+  return s && hit_stream(s, h);
+}
+
+static bool match_event(gl_thread *t, const a2a_event *ev, sync_hit *h) {
+  for (unsigned i = 0; i < t->nevents; i++)
+    if (t->events[i].event == ev->u.event.event) {
+      gl_stream *s = stream_find(t, t->events[i].stream);
+      return s && hit_stream(s, h);
+    }
+  return false;
+}
+
+static bool match_copy(gl_thread *t, const a2a_event *ev, sync_hit *h) {
+  uintptr_t dlo = (uintptr_t)ev->u.copy.dst, dhi = dlo + ev->u.copy.bytes;
+  uintptr_t slo = (uintptr_t)ev->u.copy.src, shi = ev->u.copy.src ? slo + ev->u.copy.bytes : slo;
+  for (unsigned i = 0; i < t->nbufs; i++) {
+    const gl_buf *b = &t->bufs[i];
+    /* Writing any group buffer, or reading one the group will write. */
+    if (lr_overlap(dlo, dhi, b->lo, b->hi) || (b->is_recv && lr_overlap(slo, shi, b->lo, b->hi))) {
+      gl_stream *s = stream_find(t, b->stream);
+      *h = (sync_hit){.api = b->api, .site = b->site, .stream = b->stream,
+                      .device = s ? s->device : -1, .lo = b->lo, .hi = b->hi,
+                      .is_recv = b->is_recv};
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Whether a synchronous memcpy blocks the host: every kind except
+ * device-to-device (cudaMemcpyDefault is resolved with the allocation
+ * registry: both ends in device segments = device-to-device). */
+static bool copy_blocks(const a2a_event *ev) {
+  if (ev->kind != A2A_EV_MEMCPY || ev->u.copy.async) return false;
+  if (ev->u.copy.cpykind == A2A_CPY_D2D) return false;
+  if (ev->u.copy.cpykind == A2A_CPY_DEFAULT) {
+    a2a_alloc a, b;
+    if (a2a_alloc_find(ev->u.copy.dst, &a) && a2a_alloc_find(ev->u.copy.src, &b) &&
+        a.mem != A2A_MEM_HOST_PINNED && b.mem != A2A_MEM_HOST_PINNED)
+      return false;
+  }
+  return true;
+}
+
+/* One synchronizing or blocking call while t's group is open. blocking:
+ * the call blocks the host (else it is a successful query or a non-blocking
+ * copy, which only matters when it concerns the group). */
+static void on_sync(gl_thread *t, const a2a_event *ev, bool matched, const sync_hit *h,
+                    bool blocking) {
+  bool sync_on = a2a_check_enabled("group.sync-in-group");
+  if (matched && sync_on) {
+    report_sync(t, ev, h);
+    return;
+  }
+  if (matched) return; /* never report the same call under the other name */
+  if (blocking && a2a_check_enabled("group.unbalanced")) report_open(t, ev);
+}
+
+/* ------------------------------------------------------------------ */
+/* The analyzer. */
+
+static void on_exit_event(void) {
+  if (!a2a_check_enabled("group.unbalanced")) return;
+  for (uint32_t i = 0; i < GL_MAX_THREADS; i++) {
+    gl_thread *t = atomic_load_explicit(&g_threads[i], memory_order_acquire);
+    if (t && atomic_load(&t->depth) > 0 && !t->closing) report_open(t, NULL);
+  }
+}
+
+static void on_fork_child(uint32_t self) {
+  /* Only the forking thread exists in the child: its NCCL group depth was
+   * inherited (thread_local), the other threads' groups are gone. */
+  for (uint32_t i = 0; i < GL_MAX_THREADS; i++) {
+    gl_thread *t = atomic_load_explicit(&g_threads[i], memory_order_relaxed);
+    if (t && i != self) {
+      atomic_store(&t->depth, 0);
+      group_clear(t);
+      t->nheld = 0;
+    }
+  }
+}
+
+static bool needs_thread(a2a_kind k) {
+  switch (k) {
+    case A2A_EV_GROUP_START: case A2A_EV_GROUP_END:
+    case A2A_EV_COLL: case A2A_EV_P2P:
+    case A2A_EV_STREAM_SYNC: case A2A_EV_STREAM_QUERY:
+    case A2A_EV_EVENT_RECORD: case A2A_EV_EVENT_SYNC: case A2A_EV_EVENT_QUERY:
+    case A2A_EV_DEVICE_SYNC: case A2A_EV_MEMCPY:
+    case A2A_EV_COMM_INIT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+static void gl_on_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_PROCESS_EXIT) {
+    on_exit_event();
+    return;
+  }
+  if (ev->kind == A2A_EV_FORK_CHILD) {
+    on_fork_child(ev->thread);
+    return;
+  }
+  gl_thread *t = NULL;
+  if (needs_thread(ev->kind)) {
+    /* Non-NCCL events need a record only while a group is open; avoid
+     * allocating one for threads that never touch NCCL. */
+    bool nccl = ev->kind == A2A_EV_GROUP_START || ev->kind == A2A_EV_GROUP_END ||
+                ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P || ev->kind == A2A_EV_COMM_INIT;
+    if (nccl) t = gl_thread_get(ev->thread);
+    else if (ev->thread < GL_MAX_THREADS)
+      t = atomic_load_explicit(&g_threads[ev->thread], memory_order_acquire);
+  }
+  int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
+  sync_hit h;
+
+  switch (ev->kind) {
+    case A2A_EV_GROUP_START:
+      if (ev->phase != A2A_PRE || !t) break;
+      if (depth == 0) {
+        group_clear(t);
+        t->start_site = ev->callsite;
+        gm_group_begin(t);
+      }
+      atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
+      break;
+
+    case A2A_EV_GROUP_END:
+      if (!t) break;
+      if (ev->phase == A2A_PRE) {
+        if (depth == 0) {
+          if (a2a_check_enabled("group.unbalanced")) report_end_without_start(ev);
+          break;
+        }
+        /* NCCL decrements the depth whatever the outcome. */
+        atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
+        if (depth == 1) {
+          t->closing = true;
+          gm_group_end_pre(ev, t);
+        }
+      } else if (t->closing && depth == 0) {
+        gm_group_end_post(ev, t);
+        group_clear(t);
+      }
+      break;
+
+    case A2A_EV_COLL:
+    case A2A_EV_P2P:
+      if (ev->phase == A2A_PRE && t && depth > 0) record_op(t, ev);
+      break;
+
+    case A2A_EV_EVENT_RECORD:
+      if (ev->phase == A2A_PRE && t && depth > 0) record_event(t, ev);
+      break;
+
+    case A2A_EV_STREAM_SYNC:
+      if (ev->phase == A2A_PRE && t && depth > 0) on_sync(t, ev, match_stream(t, ev, &h), &h, true);
+      break;
+    case A2A_EV_DEVICE_SYNC:
+      if (ev->phase == A2A_PRE && t && depth > 0)
+        on_sync(t, ev, match_device(t, ev->device, &h), &h, true);
+      break;
+    case A2A_EV_EVENT_SYNC:
+      if (ev->phase == A2A_PRE && t && depth > 0) on_sync(t, ev, match_event(t, ev, &h), &h, true);
+      break;
+    case A2A_EV_STREAM_QUERY:
+      /* A successful query is how polling code decides work is done. */
+      if (ev->phase == A2A_POST && ev->result == 0 && t && depth > 0)
+        on_sync(t, ev, match_stream(t, ev, &h), &h, false);
+      break;
+    case A2A_EV_EVENT_QUERY:
+      if (ev->phase == A2A_POST && ev->result == 0 && t && depth > 0)
+        on_sync(t, ev, match_event(t, ev, &h), &h, false);
+      break;
+    case A2A_EV_MEMCPY:
+      if (ev->phase == A2A_PRE && t && depth > 0 && !ev->u.copy.async)
+        on_sync(t, ev, match_copy(t, ev, &h), &h, copy_blocks(ev));
+      break;
+    default:
+      break;
+  }
+  gm_on_event(ev, t);
+}
+
+static int gl_init(void) {
+  /* Re-initialization (unit tests) starts from a clean slate. */
+  for (uint32_t i = 0; i < GL_MAX_THREADS; i++) {
+    gl_thread *t = atomic_exchange(&g_threads[i], NULL);
+    free(t);
+  }
+  return gm_init();
+}
+
+const a2a_analyzer a2a_analyzer_group_local = {
+    .name = "group_local",
+    .init = gl_init,
+    .on_event = gl_on_event,
+};

@@ -1,0 +1,123 @@
+/* group_local.h - state shared by the two files of the `group_local`
+ * analyzer: group_local.c (the per-thread NCCL group tracker, with the
+ * checks group.unbalanced and group.sync-in-group) and group_misuse.c (the
+ * per-communicator checks group.device-mismatch, group.duplicate-device,
+ * group.use-after-destroy, group.concurrent-use and group.async-error).
+ *
+ * NCCL groups are per thread (NCCL keeps `thread_local int ncclGroupDepth`)
+ * and nest: only the outermost ncclGroupEnd launches the operations posted
+ * since the outermost ncclGroupStart. The tracker therefore keeps one record
+ * per application thread (ev->thread), written only by that thread, so the
+ * hot path takes no lock. A record is allocated once, at the thread's first
+ * NCCL or synchronizing event, never on later events.
+ *
+ * Capacities are fixed; what does not fit is not tracked (never a wrong
+ * finding: a check that needs an untracked item stays silent):
+ *  - threads with ev->thread >= GL_MAX_THREADS,
+ *  - more than GL_MAX_BUFS buffer ranges, GL_MAX_STREAMS streams,
+ *    GL_MAX_EVENTS events recorded or GL_MAX_HELD communicators in one
+ *    open group.
+ */
+#ifndef A2A_GROUP_LOCAL_H
+#define A2A_GROUP_LOCAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "a2a_core.h"
+
+#define GL_MAX_THREADS 4096
+#define GL_MAX_BUFS 512
+#define GL_MAX_STREAMS 32
+#define GL_MAX_EVENTS 32
+#define GL_MAX_HELD 64
+#define GL_MAX_DEVS 16
+
+/* One buffer range [lo, hi) of an operation posted in the open group. */
+typedef struct gl_buf {
+  uintptr_t lo, hi;
+  uintptr_t stream;         /* gl_stream_key() of the operation's stream */
+  const char *api;          /* "ncclRecv", ... (static strings) */
+  const void *site;
+  bool is_recv;             /* written by the operation */
+} gl_buf;
+
+/* A stream on which the open group holds operations. */
+typedef struct gl_stream {
+  uintptr_t key;
+  int device;               /* the communicator's device, -1 unknown */
+  const void *site;         /* first operation on it */
+  const char *api;
+  const a2a_comm *comm;
+} gl_stream;
+
+/* An event recorded during the open group on a stream that already held
+ * operations of the group: synchronizing on it does not cover them. */
+typedef struct gl_event {
+  void *event;
+  uintptr_t stream;
+} gl_event;
+
+typedef struct gl_thread {
+  uint32_t id;              /* ev->thread */
+  _Atomic int depth;        /* ncclGroupStart nesting; read at exit by
+                               another thread, hence atomic */
+  const void *start_site;   /* call site of the outermost ncclGroupStart */
+  bool closing;             /* outermost ncclGroupEnd PRE seen, POST pending */
+  bool open_reported;       /* group.unbalanced already said for this group */
+  unsigned nops;            /* operations posted in the open group */
+
+  gl_buf bufs[GL_MAX_BUFS];
+  unsigned nbufs;
+  gl_stream streams[GL_MAX_STREAMS];
+  unsigned nstreams;
+  gl_event events[GL_MAX_EVENTS];
+  unsigned nevents;
+
+  /* group_misuse.c: communicators this thread holds for group.concurrent-use
+   * until the group's end, and the deferred group.device-mismatch decision
+   * (a group driving several devices from one thread is NCCL's documented
+   * single-thread multi-GPU pattern and is not a mismatch). */
+  uint32_t held[GL_MAX_HELD]; /* a2a_comm serials */
+  unsigned nheld;
+  int comm_devs[GL_MAX_DEVS];
+  unsigned ncomm_devs;
+  bool mismatch;            /* first mismatching operation recorded below */
+  const void *mismatch_site;
+  const char *mismatch_api;
+  const a2a_comm *mismatch_comm;
+  int mismatch_cur_dev;
+
+  /* ncclCommInitAll: devices of the comms of the call in progress. */
+  int initall_devs[GL_MAX_DEVS];
+  unsigned ninitall;
+} gl_thread;
+
+/* Normalized stream identity: NULL means the legacy default stream
+ * (cudaStreamLegacy = 0x1) or, for _ptsz/_ptds entry points, the per-thread
+ * default stream (cudaStreamPerThread = 0x2), as in CUDA's headers. */
+static inline uintptr_t gl_stream_key(const void *s, int per_thread) {
+  return s ? (uintptr_t)s : (per_thread ? 2u : 1u);
+}
+
+/* group_local.c */
+/* The calling thread's record (allocated on first use), NULL if the thread
+ * index is out of range or allocation failed. */
+gl_thread *gl_thread_get(uint32_t id);
+/* Fill *st with one frame, pc: the call site of an earlier call, so that a
+ * finding reported later still points at the user's line. */
+void gl_stack_one(a2a_stack *st, const void *pc);
+
+/* group_misuse.c */
+int gm_init(void);
+/* Per event, after the tracker updated t (t may be NULL). */
+void gm_on_event(const a2a_event *ev, gl_thread *t);
+/* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST
+ * (release the communicators held by the group). */
+void gm_group_end_pre(const a2a_event *ev, gl_thread *t);
+void gm_group_end_post(const a2a_event *ev, gl_thread *t);
+/* A new outermost group starts on t. */
+void gm_group_begin(gl_thread *t);
+
+#endif /* A2A_GROUP_LOCAL_H */

@@ -1,0 +1,430 @@
+/* group_misuse.c - the per-communicator checks of the `group_local`
+ * analyzer (group_local.c tracks the groups and calls in here).
+ *
+ *  - group.device-mismatch: the calling thread's current device is not the
+ *    communicator's device. Outside a group: reported at the operation.
+ *    Inside a group: decided at the outermost ncclGroupEnd, and only when all
+ *    the group's communicators are on one device (a group spanning several
+ *    devices is NCCL's documented single-thread multi-GPU pattern, where the
+ *    current device legitimately differs).
+ *  - group.duplicate-device: two ranks of one id-created communicator
+ *    initialized in this process on the same device (one thread per rank),
+ *    or ncclCommInitAll with a repeated device. Not reported when
+ *    NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL >= 2.30 allows it then).
+ *  - group.use-after-destroy: an operation on a communicator that was
+ *    destroyed, aborted, finalized or revoked, or on a handle no init call of
+ *    this process returned (only when the registry knows at least one
+ *    communicator: a process whose NCCL calls bypass the shim, or that
+ *    created its communicators through a dlsym'd NCCL, has an empty registry
+ *    and is not judged; a NULL handle is left to NCCL, which returns
+ *    ncclInvalidArgument).
+ *  - group.concurrent-use: two threads inside NCCL calls on one communicator
+ *    at the same time. A thread holds a communicator from the PRE of an
+ *    operation to its POST, or, inside a group, to the POST of the outermost
+ *    ncclGroupEnd. ncclCommGetAsyncError, ncclCommAbort and queries are
+ *    meant to be called from other threads (watchdogs) and do not count.
+ *  - group.async-error: an operation posted on a communicator for which
+ *    ncclCommGetAsyncError last returned an error (neither ncclSuccess nor
+ *    ncclInProgress). NCCL's asynchronous errors are sticky: the communicator
+ *    must be aborted, so the new operation can only hang or fail.
+ *
+ * Per-communicator state lives in arrays indexed by the registry's serial
+ * number (atomics, no lock); communicators beyond GM_MAX_COMMS are not
+ * checked by concurrent-use and async-error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "group_local.h"
+
+#define GM_MAX_COMMS 8192
+#define GM_MAX_INITS 1024
+
+static _Atomic uint32_t g_owner[GM_MAX_COMMS];       /* ev->thread holding it, 0 none */
+static _Atomic int g_async[GM_MAX_COMMS];            /* last async error, 0 none */
+static _Atomic(const void *) g_async_site[GM_MAX_COMMS];
+
+/* Communicator initializations seen in this process, for duplicate-device.
+ * Entries are appended (slot claimed with an atomic counter, published with
+ * `ready`) and never removed. */
+typedef struct gm_init_rec {
+  _Atomic bool ready;
+  uint64_t id_hash;
+  int rank, nranks, device;
+  uint32_t thread;
+  const void *site;
+} gm_init_rec;
+static gm_init_rec g_inits[GM_MAX_INITS];
+static _Atomic unsigned g_ninits;
+static bool g_multi_rank_gpu_ok;
+
+static const char *nccl_result_name(int r) {
+  static const char *const names[] = {"ncclSuccess",       "ncclUnhandledCudaError",
+                                      "ncclSystemError",   "ncclInternalError",
+                                      "ncclInvalidArgument", "ncclInvalidUsage",
+                                      "ncclRemoteError",   "ncclInProgress"};
+  return r >= 0 && r < (int)(sizeof names / sizeof names[0]) ? names[r] : "unknown ncclResult_t";
+}
+
+static const char *state_name(int s) {
+  switch (s) {
+    case A2A_COMM_ACTIVE: return "active";
+    case A2A_COMM_FINALIZED: return "finalized";
+    case A2A_COMM_DESTROYED: return "destroyed";
+    case A2A_COMM_ABORTED: return "aborted";
+    case A2A_COMM_REVOKED: return "revoked";
+    default: return "unknown";
+  }
+}
+
+int gm_init(void) {
+  memset(g_owner, 0, sizeof g_owner);
+  memset(g_async, 0, sizeof g_async);
+  memset(g_async_site, 0, sizeof g_async_site);
+  memset(g_inits, 0, sizeof g_inits);
+  atomic_store(&g_ninits, 0);
+  const char *e = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  g_multi_rank_gpu_ok = e && strcmp(e, "1") == 0;
+  return 0;
+}
+
+static void report(const char *check, const a2a_event *ev, const void *site, const a2a_comm *c,
+                   const char *msg, const char *js) {
+  a2a_finding f = {.check = check, .severity = A2A_SEV_ERROR, .site = site, .comm = c,
+                   .message = msg, .details_json = js, .capture_stack = true};
+  a2a_report(&f);
+}
+
+
+static void json_comm(a2a_json *j, const a2a_comm *c, const void *handle) {
+  a2a_json_ptr(j, "comm_handle", handle);
+  if (!c) return;
+  a2a_json_str(j, "comm", c->name);
+  a2a_json_int(j, "nranks", c->nranks);
+  a2a_json_int(j, "rank", c->rank);
+  a2a_json_int(j, "comm_device", c->device);
+}
+
+static bool is_op(const a2a_event *ev) { return ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P; }
+
+/* ------------------------------------------------------------------ */
+/* group.device-mismatch */
+
+static void report_mismatch(const a2a_event *ev, const void *site, const char *api,
+                            const a2a_comm *c, int cur) {
+  char msg[512], js[384];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", api);
+  json_comm(&j, c, c->handle);
+  a2a_json_int(&j, "current_device", cur);
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s on %s (rank %d, bound to device %d) is called while the thread's current device is "
+           "%d: streams and buffers made on the current device belong to another GPU; call "
+           "cudaSetDevice(%d) before using this communicator (a device chosen as rank %% "
+           "device_count is the usual cause).",
+           api, c->name, c->rank, c->device, cur, c->device);
+  report("group.device-mismatch", ev, site, c, msg, js);
+}
+
+static void check_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
+  if (!c || c->device < 0 || ev->device < 0) return;
+  int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
+  if (depth == 0) {
+    if (ev->device != c->device) report_mismatch(ev, ev->callsite, ev->api, c, ev->device);
+    return;
+  }
+  bool seen = false;
+  for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == c->device;
+  if (!seen && t->ncomm_devs < GL_MAX_DEVS) t->comm_devs[t->ncomm_devs++] = c->device;
+  if (ev->device != c->device && !t->mismatch) {
+    t->mismatch = true;
+    t->mismatch_site = ev->callsite;
+    t->mismatch_api = ev->api;
+    t->mismatch_comm = c;
+    t->mismatch_cur_dev = ev->device;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* group.duplicate-device */
+
+static void report_duplicate(const a2a_event *ev, int dev, int rank, int other_rank,
+                             const char *how, const a2a_comm *c) {
+  char msg[512], js[256];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", ev->api);
+  a2a_json_int(&j, "device", dev);
+  a2a_json_int(&j, "rank", rank);
+  a2a_json_int(&j, "other_rank", other_rank);
+  a2a_json_int(&j, "nranks", ev->u.init.nranks);
+  a2a_json_str(&j, "how", how);
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s binds ranks %d and %d of one communicator to the same device %d (%s): NCCL "
+           "rejects two ranks on one GPU (ncclInvalidUsage) or serializes them; give each rank its "
+           "own device (cudaSetDevice(local_rank) before the init).",
+           ev->api, other_rank, rank, dev, how);
+  report("group.duplicate-device", ev, ev->callsite, c, msg, js);
+}
+
+static void check_duplicate_init(const a2a_event *ev, gl_thread *t) {
+  if (g_multi_rank_gpu_ok || ev->phase != A2A_PRE) return;
+  int dev = ev->u.init.device >= 0 ? ev->u.init.device : ev->device;
+  if (dev < 0) return;
+  if (ev->u.init.how == A2A_INIT_ALL) {
+    /* One event per created communicator, in device-list order, from the
+     * calling thread: rank (index) 0 starts a new call. */
+    if (!t) return;
+    if (ev->u.init.rank == 0) t->ninitall = 0;
+    for (unsigned i = 0; i < t->ninitall; i++)
+      if (t->initall_devs[i] == dev) {
+        report_duplicate(ev, dev, ev->u.init.rank, (int)i, "device list of ncclCommInitAll", NULL);
+        break;
+      }
+    if (t->ninitall < GL_MAX_DEVS) t->initall_devs[t->ninitall++] = dev;
+    return;
+  }
+  if (ev->u.init.how != A2A_INIT_RANK && ev->u.init.how != A2A_INIT_RANK_CONFIG &&
+      ev->u.init.how != A2A_INIT_SCALABLE)
+    return;
+  if (!ev->u.init.ids) return;
+  size_t nids = ev->u.init.nids > 0 ? (size_t)ev->u.init.nids : 1;
+  uint64_t h = a2a_hash_bytes(ev->u.init.ids, 128 * nids, 0);
+  unsigned me = atomic_fetch_add(&g_ninits, 1);
+  if (me >= GM_MAX_INITS) return;
+  gm_init_rec *r = &g_inits[me];
+  r->id_hash = h;
+  r->rank = ev->u.init.rank;
+  r->nranks = ev->u.init.nranks;
+  r->device = dev;
+  r->thread = ev->thread;
+  r->site = ev->callsite;
+  atomic_store(&r->ready, true);
+  /* Publish first, then scan: of two concurrent inits, at least one sees the
+   * other (both may; the report is deduplicated by site). */
+  unsigned n = atomic_load(&g_ninits);
+  if (n > GM_MAX_INITS) n = GM_MAX_INITS;
+  for (unsigned i = 0; i < n; i++) {
+    gm_init_rec *o = &g_inits[i];
+    if (i == me || !atomic_load(&o->ready)) continue;
+    if (o->id_hash == h && o->device == dev && o->rank != r->rank) {
+      report_duplicate(ev, dev, r->rank, o->rank, "one thread per rank in this process", NULL);
+      break;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* group.use-after-destroy */
+
+static int any_comm(a2a_comm *c, void *arg) {
+  *(bool *)arg = true;
+  return 1;
+}
+
+static void report_uad(const a2a_event *ev, const a2a_comm *c, const void *handle,
+                       const char *role) {
+  char msg[512], js[384];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", ev->api);
+  json_comm(&j, c, handle);
+  a2a_json_str(&j, "state", c ? state_name(atomic_load(&c->state)) : "never created");
+  a2a_json_str(&j, "role", role);
+  a2a_json_obj_end(&j);
+  if (c)
+    snprintf(msg, sizeof msg,
+             "%s uses %s %s, which was already %s: a communicator cannot be used after "
+             "ncclCommDestroy/ncclCommAbort (or for new operations after ncclCommFinalize/"
+             "ncclCommRevoke); create a new communicator or stop using the old handle.",
+             ev->api, role, c->name, state_name(atomic_load(&c->state)));
+  else
+    snprintf(msg, sizeof msg,
+             "%s uses %s %p, which no communicator initialization of this process returned "
+             "(uninitialized, corrupted or stale handle): pass the ncclComm_t an ncclCommInit*/"
+             "ncclCommSplit call produced.",
+             ev->api, role, handle);
+  report("group.use-after-destroy", ev, ev->callsite, c, msg, js);
+}
+
+/* Which states make this use invalid. */
+static bool bad_state(const a2a_event *ev, int st) {
+  if (st == A2A_COMM_DESTROYED || st == A2A_COMM_ABORTED) return true; /* freed */
+  switch (ev->kind) {
+    case A2A_EV_COLL:
+    case A2A_EV_P2P:
+    case A2A_EV_NCCL_REGISTER:
+    case A2A_EV_REDOP:
+      return st != A2A_COMM_ACTIVE; /* no new work after finalize/revoke */
+    default:
+      return false; /* queries, async-error polling, destroy after finalize */
+  }
+}
+
+static void check_use(const a2a_event *ev) {
+  if (ev->phase != A2A_PRE) return;
+  switch (ev->kind) {
+    case A2A_EV_COLL: case A2A_EV_P2P: case A2A_EV_NCCL_REGISTER: case A2A_EV_REDOP:
+    case A2A_EV_COMM_QUERY: case A2A_EV_COMM_ASYNC_ERROR: case A2A_EV_COMM_END:
+      break;
+    case A2A_EV_COMM_INIT: {
+      if (ev->u.init.how != A2A_INIT_SPLIT && ev->u.init.how != A2A_INIT_SHRINK) return;
+      a2a_comm *p = a2a_comm_lookup(ev->u.init.parent);
+      if (!p) return; /* an unknown parent: NCCL checks it; be conservative */
+      int st = atomic_load(&p->state);
+      /* Shrinking a revoked communicator is the intended recovery path. */
+      bool bad = st == A2A_COMM_DESTROYED || st == A2A_COMM_ABORTED ||
+                 (ev->u.init.how == A2A_INIT_SPLIT && st != A2A_COMM_ACTIVE);
+      if (bad) report_uad(ev, p, p->handle, "parent communicator");
+      return;
+    }
+    default:
+      return;
+  }
+  if (!ev->comm) return; /* NCCL itself returns ncclInvalidArgument */
+  a2a_comm *c = a2a_comm_lookup(ev->comm);
+  if (!c) {
+    bool known = false;
+    a2a_comm_foreach(any_comm, &known);
+    if (known) report_uad(ev, NULL, ev->comm, "communicator");
+    return;
+  }
+  if (bad_state(ev, atomic_load(&c->state))) report_uad(ev, c, ev->comm, "communicator");
+}
+
+/* ------------------------------------------------------------------ */
+/* group.concurrent-use */
+
+static bool held_by(gl_thread *t, uint32_t serial) {
+  for (unsigned i = 0; i < t->nheld; i++)
+    if (t->held[i] == serial) return true;
+  return false;
+}
+
+static void report_concurrent(const a2a_event *ev, const a2a_comm *c, uint32_t other) {
+  char msg[512], js[384];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", ev->api);
+  json_comm(&j, c, c->handle);
+  a2a_json_int(&j, "thread", ev->thread);
+  a2a_json_int(&j, "other_thread", other);
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s on %s from thread %u while thread %u is inside an NCCL call or an open group on the "
+           "same communicator: NCCL communicators are not thread-safe; serialize their use or give "
+           "each thread its own communicator.",
+           ev->api, c->name, ev->thread, other);
+  report("group.concurrent-use", ev, ev->callsite, c, msg, js);
+}
+
+static void concurrent_pre(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
+  if (!t || !c || c->serial == 0 || c->serial >= GM_MAX_COMMS) return;
+  uint32_t me = ev->thread, cur = 0;
+  if (atomic_compare_exchange_strong(&g_owner[c->serial], &cur, me)) {
+    /* Acquired. Inside a group it is held until the group's end. */
+    if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 && t->nheld < GL_MAX_HELD)
+      t->held[t->nheld++] = c->serial;
+    return;
+  }
+  if (cur != me) report_concurrent(ev, c, cur);
+}
+
+static void release(uint32_t serial, uint32_t me) {
+  uint32_t cur = me;
+  atomic_compare_exchange_strong(&g_owner[serial], &cur, 0);
+}
+
+static void concurrent_post(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
+  if (!t || !c || c->serial == 0 || c->serial >= GM_MAX_COMMS) return;
+  if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 && held_by(t, c->serial)) return;
+  release(c->serial, ev->thread);
+}
+
+/* ------------------------------------------------------------------ */
+/* group.async-error */
+
+static void async_post(const a2a_event *ev, const a2a_comm *c) {
+  if (!c || c->serial >= GM_MAX_COMMS || ev->result != 0) return;
+  int e = ev->u.async_err.async_error;
+  if (e == 0) {
+    atomic_store(&g_async[c->serial], 0);
+  } else if (e != 7 /* ncclInProgress */) {
+    atomic_store(&g_async_site[c->serial], ev->callsite);
+    atomic_store(&g_async[c->serial], e);
+  }
+}
+
+static void async_pre(const a2a_event *ev, const a2a_comm *c) {
+  if (!c || c->serial >= GM_MAX_COMMS) return;
+  int e = atomic_load(&g_async[c->serial]);
+  if (!e) return;
+  const void *qsite = atomic_load(&g_async_site[c->serial]);
+  char msg[512], js[384];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", ev->api);
+  json_comm(&j, c, c->handle);
+  a2a_json_int(&j, "async_error", e);
+  a2a_json_str(&j, "async_error_name", nccl_result_name(e));
+  if (qsite) a2a_json_ptr(&j, "query_site", qsite);
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s is posted on %s after ncclCommGetAsyncError reported %s for it: asynchronous NCCL "
+           "errors are permanent, so this operation can only fail or hang; check the async error, "
+           "then ncclCommAbort the communicator and create a new one.",
+           ev->api, c->name, nccl_result_name(e));
+  report("group.async-error", ev, ev->callsite, c, msg, js);
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry points from group_local.c. */
+
+void gm_group_begin(gl_thread *t) {
+  t->ncomm_devs = 0;
+  t->mismatch = false;
+  t->nheld = 0;
+}
+
+void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
+  if (t->mismatch && t->ncomm_devs == 1 && a2a_check_enabled("group.device-mismatch"))
+    report_mismatch(ev, t->mismatch_site, t->mismatch_api, t->mismatch_comm,
+                    t->mismatch_cur_dev);
+  t->mismatch = false;
+}
+
+void gm_group_end_post(const a2a_event *ev, gl_thread *t) {
+  for (unsigned i = 0; i < t->nheld; i++) release(t->held[i], t->id);
+  t->nheld = 0;
+}
+
+void gm_on_event(const a2a_event *ev, gl_thread *t) {
+  if (a2a_check_enabled("group.use-after-destroy")) check_use(ev);
+  if (ev->kind == A2A_EV_COMM_INIT) {
+    if (a2a_check_enabled("group.duplicate-device")) check_duplicate_init(ev, t);
+    return;
+  }
+  if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
+    if (ev->phase == A2A_POST) async_post(ev, a2a_comm_lookup(ev->comm));
+    return;
+  }
+  if (!is_op(ev)) return;
+  a2a_comm *c = a2a_comm_lookup(ev->comm);
+  if (ev->phase == A2A_PRE) {
+    if (a2a_check_enabled("group.device-mismatch")) check_device(ev, t, c);
+    if (a2a_check_enabled("group.async-error")) async_pre(ev, c);
+    if (a2a_check_enabled("group.concurrent-use")) concurrent_pre(ev, t, c);
+  } else {
+    concurrent_post(ev, t, c);
+  }
+}

@@ -1,0 +1,611 @@
+/* test_group.c - the group_local analyzer (group_local.c, group_misuse.c)
+ * driven with synthetic events: each check fires on its bug, stays silent on
+ * the correct variant, and one call never yields both group.unbalanced and
+ * group.sync-in-group. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "collector.h"
+
+static unsigned char id_a[128], id_b[128];
+
+#define STREAM_A ((void *)0x5a00)
+#define STREAM_B ((void *)0x5b00)
+#define EVENT_1 ((void *)0xe100)
+#define DEV_SEND 0x10000000u
+#define DEV_RECV 0x20000000u
+
+static void setup(void) {
+  collector_reset();
+  memset(id_a, 0, sizeof id_a);
+  memset(id_b, 0, sizeof id_b);
+  id_a[0] = 1;
+  id_b[0] = 2;
+}
+
+static void *init_comm(void *handle, const void *id, int nranks, int rank, int dev) {
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommInitRank";
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.ids = id;
+  ev.u.init.nids = 1;
+  ev.u.init.nranks = nranks;
+  ev.u.init.rank = rank;
+  ev.u.init.device = dev;
+  ev.u.init.blocking = 1;
+  ev.device = dev;
+  ev_pre(&ev);
+  ev.u.init.newcomm = handle;
+  ev_post(&ev, 0);
+  return handle;
+}
+
+static void group(a2a_kind k, uint32_t thread) {
+  a2a_event ev = ev_make(k);
+  ev.api = k == A2A_EV_GROUP_START ? "ncclGroupStart" : "ncclGroupEnd";
+  ev.thread = thread;
+  ev.callsite = (const void *)(uintptr_t)(k == A2A_EV_GROUP_START ? 0x2000 : 0x2100);
+  ev_dispatch(&ev, 0);
+}
+
+static a2a_event p2p(void *comm, int is_send, uintptr_t buf, size_t count, int peer,
+                     void *stream) {
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.api = is_send ? "ncclSend" : "ncclRecv";
+  ev.comm = comm;
+  ev.stream = stream;
+  ev.u.p2p.is_send = is_send;
+  ev.u.p2p.buff = (void *)buf;
+  ev.u.p2p.count = count;
+  ev.u.p2p.dtype = 7; /* ncclFloat32 */
+  ev.u.p2p.peer = peer;
+  return ev;
+}
+
+static void post_p2p(void *comm, int is_send, uintptr_t buf, size_t count, int peer, void *stream) {
+  a2a_event ev = p2p(comm, is_send, buf, count, peer, stream);
+  ev_dispatch(&ev, 0);
+}
+
+static void simple(a2a_kind k, const char *api, void *stream, int result) {
+  a2a_event ev = ev_make(k);
+  ev.api = api;
+  ev.stream = stream;
+  ev.callsite = (const void *)0x3000;
+  ev_dispatch(&ev, result);
+}
+
+static void event_op(a2a_kind k, const char *api, void *event, void *stream, int result) {
+  a2a_event ev = ev_make(k);
+  ev.api = api;
+  ev.stream = stream;
+  ev.u.event.event = event;
+  ev_dispatch(&ev, result);
+}
+
+static void memcpy_sync(uintptr_t dst, uintptr_t src, size_t bytes, int kind) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpy";
+  ev.u.copy.dst = (void *)dst;
+  ev.u.copy.src = (const void *)src;
+  ev.u.copy.bytes = ev.u.copy.width = bytes;
+  ev.u.copy.height = 1;
+  ev.u.copy.cpykind = kind;
+  ev_dispatch(&ev, 0);
+}
+
+static void exit_event(void) {
+  a2a_event ev = ev_make(A2A_EV_PROCESS_EXIT);
+  ev.api = "exit";
+  ev_pre(&ev);
+}
+
+/* ---------------- group.unbalanced ---------------- */
+
+START_TEST(end_without_start) {
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  const collected *c = collector_find("group.unbalanced");
+  ck_assert_int_eq(c->severity, A2A_SEV_ERROR);
+  ck_assert_ptr_eq(c->site, (const void *)0x2100);
+  ck_assert_int_ge(c->stack_n, 1);
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclGroupEnd"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"group_depth\":0"));
+}
+END_TEST
+
+START_TEST(balanced_and_nested_groups_are_silent) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  group(A2A_EV_GROUP_END, 1);
+  post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
+  group(A2A_EV_GROUP_END, 1);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+START_TEST(one_end_too_many) {
+  group(A2A_EV_GROUP_START, 1);
+  group(A2A_EV_GROUP_END, 1);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  ck_assert_uint_eq(collector_total(), 1);
+}
+END_TEST
+
+START_TEST(groups_are_per_thread) {
+  /* Thread 1 opens, thread 2 closes: NCCL sees an end without start on
+   * thread 2 and a group left open on thread 1. */
+  group(A2A_EV_GROUP_START, 1);
+  group(A2A_EV_GROUP_END, 2);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 2);
+}
+END_TEST
+
+START_TEST(open_at_exit_points_at_group_start) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  exit_event();
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  const collected *c = collector_find("group.unbalanced");
+  ck_assert_ptr_eq(c->site, (const void *)0x2000); /* the ncclGroupStart */
+  ck_assert_int_eq(c->stack_n, 1);
+  ck_assert_ptr_nonnull(strstr(c->details, "\"operations_in_group\":1"));
+}
+END_TEST
+
+START_TEST(open_at_blocking_call_without_ops) {
+  group(A2A_EV_GROUP_START, 1);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 0);
+  /* Reported once per open group, not again at exit. */
+  simple(A2A_EV_DEVICE_SYNC, "cudaDeviceSynchronize", NULL, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+}
+END_TEST
+
+START_TEST(non_blocking_calls_in_group_are_silent) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  /* A failed query (not ready), a query of another stream, a D2D copy. */
+  simple(A2A_EV_STREAM_QUERY, "cudaStreamQuery", STREAM_A, 600);
+  simple(A2A_EV_STREAM_QUERY, "cudaStreamQuery", STREAM_B, 0);
+  memcpy_sync(0x30000000u, 0x40000000u, 64, A2A_CPY_D2D);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+/* ---------------- group.sync-in-group ---------------- */
+
+START_TEST(stream_sync_of_group_stream) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 0);
+  const collected *c = collector_find("group.sync-in-group");
+  ck_assert_ptr_nonnull(strstr(c->message, "cudaStreamSynchronize"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"operations_in_group\":2"));
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_total(), 1);
+}
+END_TEST
+
+START_TEST(stream_sync_of_other_stream_is_unbalanced) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_B, 0);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 0);
+}
+END_TEST
+
+START_TEST(legacy_stream_and_device_sync) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", NULL, 0); /* legacy default */
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  group(A2A_EV_GROUP_END, 1);
+
+  /* Device synchronize of another device: blocking, not covering. */
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  a2a_event ev = ev_make(A2A_EV_DEVICE_SYNC);
+  ev.api = "cudaDeviceSynchronize";
+  ev.device = 3;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  ev.device = 0;
+  ev.callsite = (const void *)0x4444;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 2);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+}
+END_TEST
+
+START_TEST(event_sync_recorded_after_group_op) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  event_op(A2A_EV_EVENT_RECORD, "cudaEventRecord", EVENT_1, STREAM_A, 0); /* before any op */
+  post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
+  event_op(A2A_EV_EVENT_SYNC, "cudaEventSynchronize", EVENT_1, NULL, 0);
+  /* Recorded before the op: the sync does not claim to cover it; it still
+   * blocks with the group open. */
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 0);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  event_op(A2A_EV_EVENT_RECORD, "cudaEventRecord", EVENT_1, STREAM_A, 0);
+  event_op(A2A_EV_EVENT_QUERY, "cudaEventQuery", EVENT_1, NULL, 0);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+}
+END_TEST
+
+START_TEST(memcpy_of_receive_buffer) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
+  /* Reading the send buffer is harmless for the group but blocks. */
+  memcpy_sync(0x7000, DEV_SEND + 8, 8, A2A_CPY_D2H);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 0);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  /* Reading the middle of the receive buffer: stale. */
+  memcpy_sync(0x7000, DEV_RECV + 60, 4, A2A_CPY_D2H);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  const collected *c = collector_find("group.sync-in-group");
+  ck_assert_ptr_nonnull(strstr(c->message, "receive"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"buffer_bytes\":64"));
+  /* Just past the end: no overlap, blocking -> but unbalanced was already
+   * reported for this group. */
+  memcpy_sync(0x7000, DEV_RECV + 64, 4, A2A_CPY_D2H);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  ck_assert_uint_eq(collector_total(), 2);
+}
+END_TEST
+
+START_TEST(zero_count_receive_has_no_buffer) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 0, DEV_RECV, 0, 1, STREAM_A);
+  memcpy_sync(DEV_RECV, 0x7000, 4, A2A_CPY_H2D);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 0);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+}
+END_TEST
+
+START_TEST(sync_after_group_end_is_fine) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
+  group(A2A_EV_GROUP_END, 1);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
+  memcpy_sync(0x7000, DEV_RECV, 64, A2A_CPY_D2H);
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+START_TEST(sync_in_group_disabled_does_not_become_unbalanced) {
+  collector_disable_check("group.sync-in-group");
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+/* ---------------- group.device-mismatch ---------------- */
+
+START_TEST(device_mismatch_outside_group) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
+  a2a_event ev = p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A);
+  ev.device = 1;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(collector_total(), 0);
+  ev.device = 0;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+  const collected *c = collector_find("group.device-mismatch");
+  ck_assert_ptr_nonnull(strstr(c->details, "\"current_device\":0"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"comm_device\":1"));
+  ev.device = -1; /* unknown current device: no judgement */
+  ev.callsite = (const void *)0x5555;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(collector_total(), 1);
+}
+END_TEST
+
+START_TEST(device_mismatch_in_single_device_group) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A); /* ev.device 0, comm on 1 */
+  ck_assert_uint_eq(collector_total(), 0);      /* decided at the end */
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+}
+END_TEST
+
+START_TEST(multi_device_group_from_one_thread_is_fine) {
+  /* NCCL's single-thread multi-GPU pattern: no cudaSetDevice in the loop. */
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
+  ck_assert_uint_eq(collector_total(), 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(c0, 1, DEV_SEND, 16, 1, STREAM_A);
+  post_p2p(c1, 0, DEV_RECV, 16, 0, STREAM_B);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+/* ---------------- group.duplicate-device ---------------- */
+
+START_TEST(duplicate_device_same_id) {
+  init_comm((void *)0x100, id_a, 2, 0, 0);
+  ck_assert_uint_eq(collector_total(), 0);
+  init_comm((void *)0x200, id_a, 2, 1, 0);
+  ck_assert_uint_eq(collector_count("group.duplicate-device"), 1);
+  const collected *c = collector_find("group.duplicate-device");
+  ck_assert_ptr_nonnull(strstr(c->details, "\"device\":0"));
+}
+END_TEST
+
+START_TEST(distinct_devices_or_ids_are_fine) {
+  init_comm((void *)0x100, id_a, 2, 0, 0);
+  init_comm((void *)0x200, id_a, 2, 1, 1);
+  init_comm((void *)0x300, id_b, 2, 0, 0); /* another comm on device 0: normal */
+  init_comm((void *)0x400, id_b, 2, 1, 1);
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+static void init_all(void *handle, int ndev, int index, int dev) {
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommInitAll";
+  ev.u.init.how = A2A_INIT_ALL;
+  ev.u.init.nranks = ndev;
+  ev.u.init.rank = index;
+  ev.u.init.device = dev;
+  ev_pre(&ev);
+  ev.u.init.newcomm = handle;
+  ev_post(&ev, 0);
+}
+
+START_TEST(init_all_repeated_device) {
+  init_all((void *)0x100, 3, 0, 0);
+  init_all((void *)0x200, 3, 1, 1);
+  init_all((void *)0x300, 3, 2, 2);
+  ck_assert_uint_eq(collector_total(), 0);
+  init_all((void *)0x400, 2, 0, 1);
+  init_all((void *)0x500, 2, 1, 1);
+  ck_assert_uint_eq(collector_count("group.duplicate-device"), 1);
+}
+END_TEST
+
+/* ---------------- group.use-after-destroy ---------------- */
+
+static void comm_end(void *comm, a2a_end_how how, int result) {
+  a2a_event ev = ev_make(A2A_EV_COMM_END);
+  ev.api = how == A2A_END_DESTROY ? "ncclCommDestroy" : how == A2A_END_ABORT ? "ncclCommAbort"
+                                                                            : "ncclCommFinalize";
+  ev.comm = comm;
+  ev.u.end.how = how;
+  ev_dispatch(&ev, result);
+}
+
+START_TEST(op_after_destroy) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  comm_end(comm, A2A_END_DESTROY, 0);
+  ck_assert_uint_eq(collector_total(), 0);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.use-after-destroy")->details,
+                               "\"state\":\"destroyed\""));
+  comm_end(comm, A2A_END_DESTROY, 0); /* double destroy */
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 2);
+}
+END_TEST
+
+START_TEST(finalize_then_destroy_is_fine) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  comm_end(comm, A2A_END_FINALIZE, 0);
+  a2a_event q = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  q.comm = comm;
+  ev_dispatch(&q, 0);
+  comm_end(comm, A2A_END_DESTROY, 0);
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+START_TEST(op_after_finalize) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  comm_end(comm, A2A_END_FINALIZE, 0);
+  post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+}
+END_TEST
+
+START_TEST(unknown_handle) {
+  /* Registry empty: nothing can be said (comms made outside our view). */
+  post_p2p((void *)0xbad, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_total(), 0);
+  init_comm((void *)0x100, id_a, 2, 0, 0);
+  post_p2p((void *)0xbad, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+  /* A NULL handle is left to NCCL (ncclInvalidArgument). */
+  post_p2p(NULL, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_total(), 1);
+}
+END_TEST
+
+START_TEST(split_of_aborted_parent) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  comm_end(comm, A2A_END_ABORT, 0);
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommSplit";
+  ev.u.init.how = A2A_INIT_SPLIT;
+  ev.u.init.parent = comm;
+  ev_pre(&ev);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+}
+END_TEST
+
+START_TEST(reused_handle_is_the_new_comm) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  comm_end(comm, A2A_END_DESTROY, 0);
+  init_comm((void *)0x100, id_b, 2, 0, 0); /* NCCL reuses the address */
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+/* ---------------- group.concurrent-use ---------------- */
+
+START_TEST(two_threads_inside_one_comm) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  a2a_event a = p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  a2a_event b = p2p(comm, 0, DEV_RECV, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_pre(&a);
+  ev_pre(&b);
+  ev_post(&b, 0);
+  ev_post(&a, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.concurrent-use")->details,
+                               "\"other_thread\":1"));
+  /* Sequential use from two threads is fine. */
+  b.callsite = (const void *)0x6666;
+  ev_dispatch(&a, 0);
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_total(), 1);
+}
+END_TEST
+
+START_TEST(open_group_holds_the_comm) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  a2a_event b = p2p(comm, 0, DEV_RECV, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  group(A2A_EV_GROUP_END, 1);
+  b.callsite = (const void *)0x6666;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+}
+END_TEST
+
+START_TEST(different_comms_in_parallel_are_fine) {
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_b, 2, 0, 0);
+  a2a_event a = p2p(c0, 1, DEV_SEND, 16, 1, STREAM_A);
+  a2a_event b = p2p(c1, 1, DEV_SEND, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_pre(&a);
+  ev_pre(&b);
+  /* A watchdog polling the async error meanwhile is allowed. */
+  a2a_event q = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  q.comm = c0;
+  q.thread = 3;
+  ev_dispatch(&q, 0);
+  ev_post(&b, 0);
+  ev_post(&a, 0);
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+/* ---------------- group.async-error ---------------- */
+
+static void async_query(void *comm, int async_error) {
+  a2a_event q = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  q.api = "ncclCommGetAsyncError";
+  q.comm = comm;
+  q.callsite = (const void *)0x7777;
+  ev_pre(&q);
+  q.u.async_err.async_error = async_error;
+  ev_post(&q, 0);
+}
+
+START_TEST(op_after_async_error) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  async_query(comm, 0);
+  async_query(comm, 7); /* ncclInProgress: not an error */
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_total(), 0);
+  async_query(comm, 6); /* ncclRemoteError */
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_count("group.async-error"), 1);
+  const collected *c = collector_find("group.async-error");
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclRemoteError"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"async_error\":6"));
+  /* Aborting is the right reaction, and is not an "operation". */
+  comm_end(comm, A2A_END_ABORT, 0);
+  ck_assert_uint_eq(collector_total(), 1);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("group_local");
+  TCase *tc = tcase_create("group");
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, end_without_start);
+  tcase_add_test(tc, balanced_and_nested_groups_are_silent);
+  tcase_add_test(tc, one_end_too_many);
+  tcase_add_test(tc, groups_are_per_thread);
+  tcase_add_test(tc, open_at_exit_points_at_group_start);
+  tcase_add_test(tc, open_at_blocking_call_without_ops);
+  tcase_add_test(tc, non_blocking_calls_in_group_are_silent);
+  tcase_add_test(tc, stream_sync_of_group_stream);
+  tcase_add_test(tc, stream_sync_of_other_stream_is_unbalanced);
+  tcase_add_test(tc, legacy_stream_and_device_sync);
+  tcase_add_test(tc, event_sync_recorded_after_group_op);
+  tcase_add_test(tc, memcpy_of_receive_buffer);
+  tcase_add_test(tc, zero_count_receive_has_no_buffer);
+  tcase_add_test(tc, sync_after_group_end_is_fine);
+  tcase_add_test(tc, sync_in_group_disabled_does_not_become_unbalanced);
+  tcase_add_test(tc, device_mismatch_outside_group);
+  tcase_add_test(tc, device_mismatch_in_single_device_group);
+  tcase_add_test(tc, multi_device_group_from_one_thread_is_fine);
+  tcase_add_test(tc, duplicate_device_same_id);
+  tcase_add_test(tc, distinct_devices_or_ids_are_fine);
+  tcase_add_test(tc, init_all_repeated_device);
+  tcase_add_test(tc, op_after_destroy);
+  tcase_add_test(tc, finalize_then_destroy_is_fine);
+  tcase_add_test(tc, op_after_finalize);
+  tcase_add_test(tc, unknown_handle);
+  tcase_add_test(tc, split_of_aborted_parent);
+  tcase_add_test(tc, reused_handle_is_the_new_comm);
+  tcase_add_test(tc, two_threads_inside_one_comm);
+  tcase_add_test(tc, open_group_holds_the_comm);
+  tcase_add_test(tc, different_comms_in_parallel_are_fine);
+  tcase_add_test(tc, op_after_async_error);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
