@@ -1,0 +1,1189 @@
+/* stream_hb.c - the stream happens-before analyzer (pitfall 4).
+ *
+ * Checks: stream.unsynced-input, stream.unsynced-output,
+ * stream.free-in-flight (errors) and stream.default-stream (warning); see
+ * docs/checks.md. The model is described in docs/design.md, "Happens-before
+ * model (stream checks) and blind spots"; in short:
+ *
+ *  - Timelines: every stream (a cudaStream_t handle; the legacy default
+ *    stream once per device; the per-thread default stream once per host
+ *    thread and device) and ONE host timeline shared by all host threads
+ *    (host threads synchronize with each other through means we do not see,
+ *    so treating them as one timeline avoids false reports).
+ *  - Each timeline t has a vector clock vc_t. vc_t[t] is the epoch of t's
+ *    latest tracked operation. An access is remembered as (timeline, epoch);
+ *    access a happens before the current point of timeline x iff
+ *    vc_x[a.tl] >= a.epoch.
+ *  - Edges: every enqueue joins the host clock into the stream (work enqueued
+ *    after a host synchronization runs after what the host waited for); the
+ *    legacy default stream joins every blocking stream of its device and
+ *    blocking streams join it; cudaEventRecord captures the stream clock
+ *    (a re-record replaces it); cudaStreamWaitEvent joins it into the stream
+ *    (an event never recorded adds nothing); stream/event/device synchronize
+ *    and successful queries join into the host; host-synchronous copies join
+ *    their stream into the host; cudaFree of cudaMalloc memory is treated as
+ *    the device synchronization CUDA performs in practice.
+ *  - Accesses: NCCL operations read their send and write their receive
+ *    ranges on their stream (grouped operations take effect at the outermost
+ *    ncclGroupEnd, where NCCL enqueues them); memcpy/memset read and write
+ *    their ranges; kernel launches "may read and write" every tracked range
+ *    one of their parameter words points into.
+ *
+ * Cost. Only ranges touched by communication are tracked. While none is
+ * tracked (g_nranges == 0) every CUDA event is dropped after one relaxed
+ * atomic load: with no tracked access every clock entry that could matter is
+ * zero, so skipping the joins changes nothing that a later access compares
+ * against (a later access gets a fresh epoch). While ranges are tracked, the
+ * events that matter take one analyzer-wide mutex for a short critical
+ * section (a few hundred ns: vector clocks are at most STREAM_HB_MAX_TL
+ * words; kernel launches additionally scan their parameter words). NCCL
+ * operations capture one stack per (merged) operation.
+ */
+#include "stream_hb.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+
+#define MAX_TL STREAM_HB_MAX_TL
+#define EV_SLOTS STREAM_HB_EVENT_SLOTS
+#define MAX_RANGES STREAM_HB_MAX_RANGES
+#define MAX_ACC STREAM_HB_MAX_ACC
+#define MAX_PENDING STREAM_HB_MAX_PENDING
+#define MAX_THREADS STREAM_HB_MAX_THREADS
+#define FUNC_SLOTS 512
+#define FUNC_MAX_PARAMS 64
+#define PARAM_SCAN_MAX 4096 /* bytes scanned per kernel parameter */
+#define KERNEL_MAX_HITS 16  /* distinct ranges one launch may touch */
+#define STACK_RING 256
+
+/* cudaStreamLegacy / cudaStreamPerThread (driver_types.h). */
+#define STREAM_LEGACY ((void *)0x1)
+#define STREAM_PER_THREAD ((void *)0x2)
+#define CUDA_STREAM_NON_BLOCKING 0x1u
+#define NCCL_IN_PROGRESS 7
+
+/* ------------------------------------------------------------------ */
+/* Types */
+
+typedef enum tl_kind {
+  TL_HOST,
+  TL_LEGACY,      /* legacy default stream of a device */
+  TL_PER_THREAD,  /* per-thread default stream (blocking w.r.t. legacy) */
+  TL_BLOCKING,    /* cudaStreamCreate without cudaStreamNonBlocking */
+  TL_NONBLOCKING, /* cudaStreamNonBlocking */
+  TL_UNKNOWN,     /* created before we saw it: treated as blocking (more
+                     edges: can only hide a race, never invent one) */
+} tl_kind;
+
+typedef struct timeline {
+  tl_kind kind;
+  bool live;      /* handle still maps to this timeline */
+  bool capturing; /* inside stream capture: work is recorded, not run */
+  int device;     /* -1 unknown: matches every device */
+  uint32_t thread;/* TL_PER_THREAD: owning host thread */
+  void *handle;
+  uint32_t vc[MAX_TL];
+} timeline;
+
+typedef struct ev_slot {
+  void *handle; /* NULL = empty */
+  bool recorded;
+  uint32_t vc[MAX_TL];
+} ev_slot;
+
+enum { F_READ = 1, F_WRITE = 2, F_COMM = 4 };
+
+typedef enum acc_kind {
+  AK_COMM,
+  AK_KERNEL,
+  AK_MEMCPY,
+  AK_MEMSET,
+  AK_HOSTCOPY, /* synchronous memcpy: the host reads/writes through it */
+  AK_FREE,
+} acc_kind;
+
+typedef struct access {
+  uint32_t clk;
+  uint16_t tl;
+  uint8_t flags;    /* F_* */
+  uint8_t kind;     /* acc_kind */
+  uint32_t nops;    /* AK_COMM: operations merged into this access */
+  const void *site; /* user call site */
+  const char *what; /* API name or kernel name (static strings) */
+  void *comm;       /* AK_COMM: ncclComm_t */
+  int stack;        /* AK_COMM: slot in the stack ring, -1 none */
+  uint32_t stack_gen;
+} access;
+
+typedef struct range {
+  uintptr_t lo, hi;
+  uint64_t last_use;
+  int nacc;
+  access acc[MAX_ACC];
+} range;
+
+/* One pending (grouped) communication access. */
+typedef struct pending {
+  void *stream;
+  int per_thread, device;
+  uintptr_t lo, hi;
+  uint8_t flags;
+  uint32_t nops;
+  const void *site;
+  const char *what;
+  void *comm;
+  a2a_stack stack;
+} pending;
+
+typedef struct thread_state {
+  int depth; /* ncclGroupStart nesting */
+  int npending;
+  pending p[MAX_PENDING];
+} thread_state;
+
+typedef struct func_info {
+  const void *func;
+  int nparams; /* -1: no parameter information */
+  const char *name;
+  uint16_t size[FUNC_MAX_PARAMS];
+} func_info;
+
+typedef struct stack_slot {
+  uint32_t gen;
+  a2a_stack st;
+} stack_slot;
+
+/* ------------------------------------------------------------------ */
+/* State. Everything below g_mu is protected by it, except: g_nranges
+ * (atomic, read lock-free by the fast path), g_threads[i] and g_last_dev[i]
+ * (touched only by thread i). */
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic size_t g_nranges;
+static _Atomic bool g_disabled;
+
+static timeline *g_tl; /* [MAX_TL]; g_tl[0] is the host */
+static int g_ntl;
+static ev_slot *g_ev;  /* [EV_SLOTS] */
+static size_t g_nev;
+static range *g_rng;   /* [MAX_RANGES] pool */
+static uint16_t *g_order; /* indices into g_rng sorted by lo; g_nranges used */
+static size_t g_nr;    /* == g_nranges, under the lock */
+static uint64_t g_use;
+static uintptr_t g_min_lo, g_max_hi; /* bounds of all tracked ranges */
+static func_info *g_fn; /* [FUNC_SLOTS] */
+static stack_slot *g_stacks; /* [STACK_RING] */
+static uint32_t g_stack_next;
+static thread_state *g_threads[MAX_THREADS];
+static int g_last_dev[MAX_THREADS];
+
+#define HOST_TL 0
+
+/* ------------------------------------------------------------------ */
+/* Small helpers */
+
+static void disable_self(const char *why) {
+  if (!atomic_exchange(&g_disabled, true)) a2a_analyzer_disable("stream_hb", why);
+}
+
+static int dev_of(const a2a_event *ev) {
+  if (ev->device >= 0) return ev->device;
+  return ev->thread < MAX_THREADS ? g_last_dev[ev->thread] : 0;
+}
+
+static void vc_join(uint32_t *dst, const uint32_t *src) {
+  for (int i = 0; i < g_ntl; i++)
+    if (src[i] > dst[i]) dst[i] = src[i];
+}
+
+static bool hb(const access *a, const uint32_t *vc) { return vc[a->tl] >= a->clk; }
+
+static bool dev_match(int a, int b) { return a < 0 || b < 0 || a == b; }
+
+static bool is_blocking_kind(tl_kind k) {
+  return k == TL_BLOCKING || k == TL_PER_THREAD || k == TL_UNKNOWN;
+}
+
+/* ------------------------------------------------------------------ */
+/* Timelines */
+
+static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
+  /* Reuse a dead timeline only if nothing can refer to it any more: we do not
+   * track that, so timelines are never reused (streams are few). */
+  if (g_ntl >= MAX_TL) {
+    disable_self("the process uses more streams than the 64 it tracks");
+    return -1;
+  }
+  int i = g_ntl++;
+  timeline *t = &g_tl[i];
+  memset(t, 0, sizeof *t);
+  t->kind = kind;
+  t->live = true;
+  t->device = device;
+  t->thread = thread;
+  t->handle = handle;
+  return i;
+}
+
+/* The timeline of a stream argument; creates it on first sight. */
+static int tl_of(void *stream, int per_thread, uint32_t thread, int device) {
+  tl_kind kind;
+  if (stream == STREAM_LEGACY || (stream == NULL && !per_thread)) kind = TL_LEGACY;
+  else if (stream == STREAM_PER_THREAD || stream == NULL) kind = TL_PER_THREAD;
+  else kind = TL_UNKNOWN;
+  for (int i = 1; i < g_ntl; i++) {
+    timeline *t = &g_tl[i];
+    if (!t->live) continue;
+    if (kind == TL_LEGACY) {
+      if (t->kind == TL_LEGACY && t->device == device) return i;
+    } else if (kind == TL_PER_THREAD) {
+      if (t->kind == TL_PER_THREAD && t->thread == thread && t->device == device) return i;
+    } else if (t->handle == stream && t->kind != TL_LEGACY && t->kind != TL_PER_THREAD) {
+      return i;
+    }
+  }
+  return tl_new(kind, kind == TL_UNKNOWN ? stream : NULL, device, thread);
+}
+
+static int tl_of_ev(const a2a_event *ev) {
+  return tl_of(ev->stream, ev->per_thread, ev->thread, dev_of(ev));
+}
+
+/* The host enqueues work on timeline s: apply the implicit edges. */
+static void enqueue_edges(int s) {
+  timeline *t = &g_tl[s];
+  vc_join(t->vc, g_tl[HOST_TL].vc);
+  if (t->kind == TL_LEGACY) {
+    for (int i = 1; i < g_ntl; i++)
+      if (i != s && is_blocking_kind(g_tl[i].kind) && dev_match(g_tl[i].device, t->device))
+        vc_join(t->vc, g_tl[i].vc);
+  } else if (is_blocking_kind(t->kind)) {
+    for (int i = 1; i < g_ntl; i++)
+      if (g_tl[i].kind == TL_LEGACY && dev_match(g_tl[i].device, t->device))
+        vc_join(t->vc, g_tl[i].vc);
+  }
+}
+
+static uint32_t tick(int s) { return ++g_tl[s].vc[s]; }
+
+/* The host waits for everything enqueued on the streams of device dev. */
+static void host_join_device(int dev) {
+  for (int i = 1; i < g_ntl; i++)
+    if (dev_match(g_tl[i].device, dev)) vc_join(g_tl[HOST_TL].vc, g_tl[i].vc);
+}
+
+/* ------------------------------------------------------------------ */
+/* CUDA events: open addressing on the handle, backward-shift deletion. */
+
+static size_t ev_hash(void *h) {
+  uint64_t x = (uint64_t)(uintptr_t)h;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x & (EV_SLOTS - 1);
+}
+
+static ev_slot *ev_find(void *h, bool create) {
+  size_t i = ev_hash(h);
+  for (size_t n = 0; n < EV_SLOTS; n++, i = (i + 1) & (EV_SLOTS - 1)) {
+    if (g_ev[i].handle == h) return &g_ev[i];
+    if (g_ev[i].handle == NULL) {
+      if (!create) return NULL;
+      if (g_nev >= EV_SLOTS * 3 / 4) {
+        disable_self("more live CUDA events than it tracks");
+        return NULL;
+      }
+      g_nev++;
+      memset(&g_ev[i], 0, sizeof g_ev[i]);
+      g_ev[i].handle = h;
+      return &g_ev[i];
+    }
+  }
+  return NULL;
+}
+
+static void ev_remove(void *h) {
+  size_t i = ev_hash(h);
+  for (size_t n = 0; n < EV_SLOTS; n++, i = (i + 1) & (EV_SLOTS - 1)) {
+    if (g_ev[i].handle == NULL) return;
+    if (g_ev[i].handle == h) break;
+  }
+  if (g_ev[i].handle != h) return;
+  g_ev[i].handle = NULL;
+  g_nev--;
+  /* Backward-shift the rest of the cluster. */
+  size_t hole = i;
+  for (size_t j = (i + 1) & (EV_SLOTS - 1); g_ev[j].handle; j = (j + 1) & (EV_SLOTS - 1)) {
+    size_t home = ev_hash(g_ev[j].handle);
+    /* Move j into the hole if its home is not in (hole, j]. */
+    bool in_between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+    if (!in_between) {
+      g_ev[hole] = g_ev[j];
+      g_ev[j].handle = NULL;
+      hole = j;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Stack ring (stacks of communication operations). */
+
+static int stack_put(const a2a_stack *st, uint32_t *gen) {
+  if (!st || st->n <= 0) return -1;
+  uint32_t k = g_stack_next++;
+  stack_slot *s = &g_stacks[k % STACK_RING];
+  s->gen = k + 1;
+  s->st = *st;
+  *gen = s->gen;
+  return (int)(k % STACK_RING);
+}
+
+static const a2a_stack *stack_get(int slot, uint32_t gen) {
+  if (slot < 0 || g_stacks[slot].gen != gen) return NULL;
+  return &g_stacks[slot].st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ranges: disjoint intervals in g_rng, sorted through g_order. */
+
+static void bounds_update(void) {
+  if (g_nr == 0) {
+    g_min_lo = UINTPTR_MAX;
+    g_max_hi = 0;
+    return;
+  }
+  g_min_lo = g_rng[g_order[0]].lo;
+  uintptr_t hi = 0;
+  for (size_t i = 0; i < g_nr; i++)
+    if (g_rng[g_order[i]].hi > hi) hi = g_rng[g_order[i]].hi;
+  g_max_hi = hi;
+}
+
+/* First order position whose range ends after p (ranges are disjoint, so
+ * sorted by lo is also sorted by hi). */
+static size_t pos_after(uintptr_t p) {
+  size_t lo = 0, hi = g_nr;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (g_rng[g_order[mid]].hi <= p) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static range *range_containing(uintptr_t p) {
+  if (p < g_min_lo || p >= g_max_hi) return NULL;
+  size_t k = pos_after(p);
+  if (k < g_nr && g_rng[g_order[k]].lo <= p) return &g_rng[g_order[k]];
+  return NULL;
+}
+
+static void order_remove_at(size_t k) {
+  memmove(&g_order[k], &g_order[k + 1], (g_nr - k - 1) * sizeof g_order[0]);
+  g_nr--;
+}
+
+/* Pool slot of a free range: pool slots not referenced by g_order. */
+static int pool_free_slot(void) {
+  static uint8_t used[MAX_RANGES];
+  memset(used, 0, sizeof used);
+  for (size_t i = 0; i < g_nr; i++) used[g_order[i]] = 1;
+  for (int i = 0; i < MAX_RANGES; i++)
+    if (!used[i]) return i;
+  return -1;
+}
+
+static void evict_lru(void) {
+  size_t victim = 0;
+  for (size_t i = 1; i < g_nr; i++)
+    if (g_rng[g_order[i]].last_use < g_rng[g_order[victim]].last_use) victim = i;
+  order_remove_at(victim);
+}
+
+/* Insert a new range [lo,hi) that overlaps nothing; returns it. */
+static range *range_insert(uintptr_t lo, uintptr_t hi) {
+  if (g_nr >= MAX_RANGES) evict_lru();
+  int slot = pool_free_slot();
+  if (slot < 0) return NULL;
+  range *r = &g_rng[slot];
+  memset(r, 0, sizeof *r);
+  r->lo = lo;
+  r->hi = hi;
+  size_t k = pos_after(lo);
+  memmove(&g_order[k + 1], &g_order[k], (g_nr - k) * sizeof g_order[0]);
+  g_order[k] = (uint16_t)slot;
+  g_nr++;
+  return r;
+}
+
+static void acc_add(range *r, const access *a, const uint32_t *vc_now);
+
+/* The range a communication access [lo,hi) uses: an exact match, a new
+ * range, or the union of every overlapping range (histories merged; a
+ * merged history is conservative, see docs/design.md). */
+static range *range_for_comm(uintptr_t lo, uintptr_t hi) {
+  size_t k = pos_after(lo);
+  size_t end = k;
+  while (end < g_nr && g_rng[g_order[end]].lo < hi) end++;
+  if (end == k) return range_insert(lo, hi);
+  if (end == k + 1 && g_rng[g_order[k]].lo == lo && g_rng[g_order[k]].hi == hi)
+    return &g_rng[g_order[k]];
+  /* Merge ranges k..end-1 with [lo,hi) into the first one. */
+  range *r = &g_rng[g_order[k]];
+  if (r->lo < lo) lo = r->lo;
+  for (size_t i = k + 1; i < end; i++) {
+    range *o = &g_rng[g_order[i]];
+    for (int j = 0; j < o->nacc; j++) acc_add(r, &o->acc[j], NULL);
+    if (o->last_use > r->last_use) r->last_use = o->last_use;
+  }
+  if (g_rng[g_order[end - 1]].hi > hi) hi = g_rng[g_order[end - 1]].hi;
+  r->lo = lo;
+  r->hi = hi;
+  memmove(&g_order[k + 1], &g_order[end], (g_nr - end) * sizeof g_order[0]);
+  g_nr -= end - k - 1;
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernel parameter layouts (cached per function). */
+
+static func_info *func_lookup(const void *func) {
+  uint64_t x = (uint64_t)(uintptr_t)func;
+  x ^= x >> 29;
+  x *= 0x9e3779b97f4a7c15ULL;
+  size_t i = (size_t)(x >> 40) & (FUNC_SLOTS - 1);
+  for (size_t n = 0; n < FUNC_SLOTS; n++, i = (i + 1) & (FUNC_SLOTS - 1)) {
+    func_info *f = &g_fn[i];
+    if (f->func == func) return f;
+    if (f->func == NULL) {
+      f->func = func;
+      f->nparams = 0;
+      f->name = NULL;
+      for (size_t p = 0; p < FUNC_MAX_PARAMS; p++) {
+        size_t off, sz;
+        if (a2a_hostsvc->func_param_info(func, p, &off, &sz) != 0) break;
+        f->size[p] = (uint16_t)(sz > 0xffff ? 0xffff : sz);
+        f->nparams++;
+      }
+      if (f->nparams == 0) f->nparams = -1;
+      const char *nm = NULL;
+      if (a2a_hostsvc->func_name(func, &nm) == 0) f->name = nm;
+      return f;
+    }
+  }
+  return NULL; /* table full: the launch is not analyzed */
+}
+
+/* ------------------------------------------------------------------ */
+/* Reporting */
+
+static void describe_tl(char *buf, size_t cap, int tl) {
+  const timeline *t = &g_tl[tl];
+  switch (t->kind) {
+  case TL_HOST: snprintf(buf, cap, "the host"); break;
+  case TL_LEGACY: snprintf(buf, cap, "the legacy default stream (device %d)", t->device); break;
+  case TL_PER_THREAD:
+    snprintf(buf, cap, "the per-thread default stream of thread %u", (unsigned)t->thread);
+    break;
+  case TL_BLOCKING: snprintf(buf, cap, "stream %p (blocking)", t->handle); break;
+  case TL_NONBLOCKING: snprintf(buf, cap, "stream %p (non-blocking)", t->handle); break;
+  case TL_UNKNOWN: snprintf(buf, cap, "stream %p", t->handle); break;
+  }
+}
+
+static const char *tl_kind_name(int tl) {
+  static const char *n[] = {"host", "legacy-default", "per-thread-default", "blocking",
+                            "non-blocking", "unknown"};
+  return n[g_tl[tl].kind];
+}
+
+static void describe_acc(char *buf, size_t cap, const access *a) {
+  const char *w = a->what ? a->what : "?";
+  switch (a->kind) {
+  case AK_COMM:
+    if (a->nops > 1) snprintf(buf, cap, "%s (%u grouped operations)", w, (unsigned)a->nops);
+    else snprintf(buf, cap, "%s", w);
+    break;
+  case AK_KERNEL: snprintf(buf, cap, "kernel %s", w); break;
+  case AK_HOSTCOPY: snprintf(buf, cap, "the host through %s", w); break;
+  default: snprintf(buf, cap, "%s", w); break;
+  }
+}
+
+static const char *acc_verb(const access *a) {
+  if (a->kind == AK_FREE) return "frees";
+  if (a->kind == AK_KERNEL) return "may read and write";
+  if ((a->flags & (F_READ | F_WRITE)) == (F_READ | F_WRITE)) return "reads and writes";
+  return (a->flags & F_WRITE) ? "writes" : "reads";
+}
+
+static void json_side(a2a_json *j, const char *key, const access *a) {
+  char b[160];
+  a2a_json_obj_begin(j, key);
+  describe_acc(b, sizeof b, a);
+  a2a_json_str(j, "what", b);
+  a2a_json_str(j, "access", acc_verb(a));
+  a2a_json_bool(j, "communication", (a->flags & F_COMM) != 0);
+  const timeline *t = &g_tl[a->tl];
+  a2a_json_str(j, "stream_kind", tl_kind_name(a->tl));
+  if (t->kind == TL_BLOCKING || t->kind == TL_NONBLOCKING || t->kind == TL_UNKNOWN)
+    a2a_json_ptr(j, "stream", t->handle);
+  else
+    a2a_json_ptr(j, "stream", t->kind == TL_LEGACY ? NULL : (t->kind == TL_PER_THREAD ? STREAM_PER_THREAD : NULL));
+  describe_tl(b, sizeof b, a->tl);
+  a2a_json_str(j, "timeline", b);
+  a2a_json_ptr(j, "site", a->site);
+  a2a_json_uint(j, "epoch", a->clk);
+  if (a->kind == AK_COMM) {
+    const a2a_comm *c = a2a_comm_lookup(a->comm);
+    if (c) a2a_json_str(j, "comm", c->name);
+    const a2a_stack *st = stack_get(a->stack, a->stack_gen);
+    if (st) {
+      a2a_json_arr_begin(j, "stack");
+      for (int i = 0; i < st->n && i < 32; i++) a2a_json_ptr(j, NULL, st->pc[i]);
+      a2a_json_arr_end(j);
+    }
+  }
+  a2a_json_obj_end(j);
+}
+
+static const char *fix_hint(const char *check, const access *prev, const access *now) {
+  if (strcmp(check, "stream.unsynced-input") == 0)
+    return "Record an event on the producing stream after the write and make the "
+           "communication stream wait for it (cudaStreamWaitEvent) before the operation.";
+  if (strcmp(check, "stream.unsynced-output") == 0)
+    return "Wait for the operation before touching its buffer: make this stream wait on an "
+           "event recorded after the operation (work.wait()), or synchronize the host.";
+  return "Keep the buffer alive and untouched until the operation is complete: record the "
+         "buffer on the communication stream (record_stream) or wait on an event recorded "
+         "after the operation before freeing or rewriting it.";
+}
+
+static void report(const char *check, const range *r, const access *prev,
+                   const access *now, const a2a_stack *now_stack) {
+  if (!a2a_check_enabled(check)) return;
+  char pa[160], pt[120], na[160], nt[120];
+  describe_acc(pa, sizeof pa, prev);
+  describe_tl(pt, sizeof pt, prev->tl);
+  describe_acc(na, sizeof na, now);
+  describe_tl(nt, sizeof nt, now->tl);
+  const access *op = (now->flags & F_COMM) ? now : prev;
+  char msg[1024];
+  snprintf(msg, sizeof msg,
+           "%s on %s %s [%p, +%zu) while %s on %s %s it with no happens-before edge "
+           "between them (earlier call site %p, this call site %p). %s",
+           na, nt, acc_verb(now), (void *)r->lo, (size_t)(r->hi - r->lo), pa, pt,
+           (prev->flags & F_WRITE) ? "last wrote" : (prev->kind == AK_KERNEL ? "last accessed" : "read"),
+           prev->site, now->site, fix_hint(check, prev, now));
+  char js[4096];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_obj_begin(&j, "buffer");
+  a2a_json_ptr(&j, "addr", (void *)r->lo);
+  a2a_json_uint(&j, "bytes", r->hi - r->lo);
+  a2a_json_obj_end(&j);
+  char ob[160];
+  describe_acc(ob, sizeof ob, op);
+  a2a_json_str(&j, "operation", ob);
+  json_side(&j, "earlier", prev);
+  json_side(&j, "later", now);
+  a2a_json_obj_end(&j);
+  a2a_finding f = {
+      .check = check,
+      .severity = A2A_SEV_ERROR,
+      .site = now->site,
+      .comm = a2a_comm_lookup(op->comm),
+      .message = msg,
+      .details_json = js,
+      .stack = now_stack,
+      .capture_stack = now_stack == NULL,
+  };
+  a2a_report(&f);
+}
+
+/* Which check a pair (earlier access p, new access with flags nf) violates
+ * when they are unordered, or NULL when the pair is none of our business. */
+static const char *classify(const access *p, unsigned nf, bool is_free) {
+  bool pc = p->flags & F_COMM, nc = nf & F_COMM;
+  bool pw = p->flags & F_WRITE, nw = nf & F_WRITE;
+  if (is_free) return pc ? "stream.free-in-flight" : NULL;
+  if (!pc && !nc) return NULL; /* compute vs compute: compute-sanitizer's job */
+  if (!pw && !nw) return NULL; /* read vs read */
+  if (nc) {
+    if (!pc) return "stream.unsynced-input";       /* producer not ordered before the op */
+    if (pw && !nw) return "stream.unsynced-input"; /* op reads another op's output */
+    if (pw) return "stream.unsynced-output";       /* op overwrites another op's output */
+    return "stream.free-in-flight";                /* op overwrites another op's input */
+  }
+  if (pw) return "stream.unsynced-output";         /* touching an op's output too early */
+  return "stream.free-in-flight";                  /* rewriting an op's input too early */
+}
+
+/* One bit per check, to report each check once per access. */
+static unsigned check_bit(const char *check) {
+  if (strcmp(check, "stream.unsynced-input") == 0) return 1u;
+  if (strcmp(check, "stream.unsynced-output") == 0) return 2u;
+  return 4u;
+}
+
+static int acc_class(const access *a) {
+  return ((a->flags & F_COMM) ? 2 : 0) | ((a->flags & F_WRITE) ? 1 : 0);
+}
+
+/* Remember access a in r (one entry per timeline and class; a newer epoch
+ * replaces an older one, since whatever is ordered after the newer one is
+ * ordered after the older one). vc_now: the clock of a's timeline, used to
+ * pick a victim when full (NULL: drop the oldest). */
+static void acc_add(range *r, const access *a, const uint32_t *vc_now) {
+  for (int i = 0; i < r->nacc; i++) {
+    access *e = &r->acc[i];
+    if (e->tl == a->tl && acc_class(e) == acc_class(a)) {
+      if (a->clk > e->clk) *e = *a;
+      else if (a->clk == e->clk) e->flags |= a->flags;
+      return;
+    }
+  }
+  if (r->nacc < MAX_ACC) {
+    r->acc[r->nacc++] = *a;
+    return;
+  }
+  int victim = 0;
+  if (vc_now)
+    for (int i = 0; i < r->nacc; i++)
+      if (hb(&r->acc[i], vc_now)) { victim = i; break; }
+  memmove(&r->acc[victim], &r->acc[victim + 1], (size_t)(r->nacc - victim - 1) * sizeof(access));
+  r->acc[r->nacc - 1] = *a;
+}
+
+/* Check access a (on timeline a->tl, whose clock is vc) against r's history,
+ * report the first conflict of each check, then remember it. covers: a
+ * touches every byte of r (a write then supersedes what it is ordered
+ * after). *reported carries the checks already reported for this access. */
+static void access_range(range *r, const access *a, bool covers, const a2a_stack *st,
+                         unsigned *reported) {
+  const uint32_t *vc = g_tl[a->tl].vc;
+  bool conflicted[MAX_ACC] = {0};
+  for (int i = 0; i < r->nacc; i++) {
+    const access *p = &r->acc[i];
+    if (hb(p, vc)) continue;
+    const char *check = classify(p, a->flags, a->kind == AK_FREE);
+    if (!check) continue;
+    conflicted[i] = true;
+    unsigned bit = check_bit(check);
+    if (*reported & bit) continue;
+    *reported |= bit;
+    report(check, r, p, a, st);
+  }
+  r->last_use = ++g_use;
+  if (a->kind == AK_FREE) return;
+  if ((a->flags & F_WRITE) && covers) {
+    int k = 0;
+    for (int i = 0; i < r->nacc; i++)
+      if (!hb(&r->acc[i], vc) && !conflicted[i]) r->acc[k++] = r->acc[i];
+    r->nacc = k;
+  }
+  acc_add(r, a, vc);
+}
+
+/* A non-communication access [lo,hi) (memcpy/memset/host copy): every
+ * overlapping tracked range. */
+static void access_span(uintptr_t lo, uintptr_t hi, const access *a) {
+  if (hi <= lo || hi <= g_min_lo || lo >= g_max_hi) return;
+  unsigned rep = 0;
+  for (size_t k = pos_after(lo); k < g_nr && g_rng[g_order[k]].lo < hi; k++) {
+    range *r = &g_rng[g_order[k]];
+    access_range(r, a, lo <= r->lo && hi >= r->hi, NULL, &rep);
+  }
+}
+
+static bool span_tracked(uintptr_t lo, uintptr_t hi) {
+  if (hi <= lo || hi <= g_min_lo || lo >= g_max_hi) return false;
+  size_t k = pos_after(lo);
+  return k < g_nr && g_rng[g_order[k]].lo < hi;
+}
+
+/* ------------------------------------------------------------------ */
+/* Communication operations */
+
+static thread_state *thread_state_of(uint32_t thread) {
+  if (thread >= MAX_THREADS) return NULL;
+  if (!g_threads[thread]) g_threads[thread] = calloc(1, sizeof(thread_state));
+  return g_threads[thread];
+}
+
+/* Append one communication access to a pending list, merging it into an
+ * earlier one of the same stream, direction and communicator when the two
+ * are adjacent (the per-peer chunks of a grouped all-to-all). */
+static void pending_add(pending *arr, int *npending, int cap, const a2a_event *ev, uintptr_t lo,
+                        size_t bytes, uint8_t flags, const char *what) {
+  if (bytes == 0 || lo == 0) return;
+  uintptr_t hi = lo + bytes;
+  int dev = dev_of(ev);
+  for (int i = *npending - 1; i >= 0 && i >= *npending - 8; i--) {
+    pending *p = &arr[i];
+    if (p->stream == ev->stream && p->per_thread == ev->per_thread && p->device == dev &&
+        p->flags == flags && p->comm == ev->comm && (p->hi == lo || p->lo == hi)) {
+      if (p->hi == lo) p->hi = hi;
+      else p->lo = lo;
+      p->nops++;
+      return;
+    }
+  }
+  if (*npending >= cap) return; /* dropped: can only hide a race */
+  pending *p = &arr[(*npending)++];
+  p->stream = ev->stream;
+  p->per_thread = ev->per_thread;
+  p->device = dev;
+  p->lo = lo;
+  p->hi = hi;
+  p->flags = flags;
+  p->nops = 1;
+  p->site = ev->callsite;
+  p->what = what;
+  p->comm = ev->comm;
+  p->stack.n = 0;
+  if (a2a_opt->stack_depth > 0) a2a_hostsvc->capture_stack(&p->stack);
+}
+
+/* Enqueue the pending accesses of ts (an ungrouped call or the outermost
+ * ncclGroupEnd). Caller holds g_mu. */
+static void pending_apply(pending *arr, int npending, uint32_t thread) {
+  int tls[MAX_PENDING];
+  uint32_t clk[MAX_PENDING];
+  int streams[MAX_PENDING], nstreams = 0;
+  for (int i = 0; i < npending; i++) {
+    pending *p = &arr[i];
+    int s = tl_of(p->stream, p->per_thread, thread, p->device);
+    tls[i] = s;
+    if (s < 0) return;
+    bool seen = false;
+    for (int k = 0; k < nstreams; k++) seen |= streams[k] == s;
+    if (!seen) streams[nstreams++] = s;
+  }
+  /* NCCL launches a group spanning several streams as one unit: every
+   * stream waits for the others before and after. Join first, so the
+   * group's own accesses are not reported against each other (overlaps
+   * inside a group are layout.overlap's business). */
+  uint32_t joined[MAX_TL] = {0};
+  for (int k = 0; k < nstreams; k++) {
+    if (g_tl[streams[k]].capturing) continue;
+    enqueue_edges(streams[k]);
+    tick(streams[k]);
+    vc_join(joined, g_tl[streams[k]].vc);
+  }
+  for (int k = 0; k < nstreams; k++) vc_join(g_tl[streams[k]].vc, joined);
+  for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
+
+  for (int i = 0; i < npending; i++) {
+    pending *p = &arr[i];
+    if (g_tl[tls[i]].capturing) continue;
+    access a = {.clk = clk[i], .tl = (uint16_t)tls[i], .flags = (uint8_t)(p->flags | F_COMM),
+                .kind = AK_COMM, .nops = p->nops, .site = p->site, .what = p->what,
+                .comm = p->comm, .stack = -1};
+    a.stack = stack_put(&p->stack, &a.stack_gen);
+    range *r = range_for_comm(p->lo, p->hi);
+    if (!r) continue;
+    unsigned rep = 0;
+    access_range(r, &a, true, p->stack.n > 0 ? &p->stack : NULL, &rep);
+  }
+  atomic_store(&g_nranges, g_nr);
+  bounds_update();
+}
+
+static void default_stream_warning(const a2a_event *ev, const char *what) {
+  bool legacy = ev->stream == STREAM_LEGACY || (ev->stream == NULL && !ev->per_thread);
+  if (!legacy || !a2a_check_enabled("stream.default-stream")) return;
+  char msg[512], js[512];
+  snprintf(msg, sizeof msg,
+           "%s runs on the legacy default stream: it serializes with every blocking "
+           "stream of device %d (work on them waits for it and it waits for them), so "
+           "communication cannot overlap computation. Pass a stream created with "
+           "cudaStreamNonBlocking (or use per-thread default streams).",
+           what, dev_of(ev));
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "operation", what);
+  a2a_json_int(&j, "device", dev_of(ev));
+  a2a_json_ptr(&j, "stream", ev->stream);
+  a2a_json_obj_end(&j);
+  a2a_finding f = {.check = "stream.default-stream", .severity = A2A_SEV_WARNING,
+                   .site = ev->callsite, .comm = a2a_comm_lookup(ev->comm),
+                   .message = msg, .details_json = js, .capture_stack = true};
+  a2a_report(&f);
+}
+
+/* Byte extents of a collective's send and receive buffers on this rank. */
+static void coll_extents(const a2a_event *ev, size_t *sbytes, size_t *rbytes) {
+  size_t n = ev->u.coll.count * a2a_dtype_size(ev->u.coll.dtype);
+  const a2a_comm *c = a2a_comm_lookup(ev->comm);
+  size_t nr = c && c->nranks > 0 ? (size_t)c->nranks : 1;
+  int rank = c ? c->rank : -1;
+  bool root = c ? rank == ev->u.coll.root : true; /* unknown comm: assume both */
+  *sbytes = *rbytes = 0;
+  switch (ev->u.coll.coll) {
+  case A2A_COLL_ALLREDUCE: *sbytes = n; *rbytes = n; break;
+  case A2A_COLL_BROADCAST: *sbytes = root ? n : 0; *rbytes = n; break;
+  case A2A_COLL_REDUCE: *sbytes = n; *rbytes = root ? n : 0; break;
+  case A2A_COLL_ALLGATHER: *sbytes = n; *rbytes = n * nr; break;
+  case A2A_COLL_REDUCESCATTER: *sbytes = n * nr; *rbytes = n; break;
+  case A2A_COLL_ALLTOALL: *sbytes = n * nr; *rbytes = n * nr; break;
+  case A2A_COLL_GATHER: *sbytes = n; *rbytes = root ? n * nr : 0; break;
+  case A2A_COLL_SCATTER: *sbytes = root ? n * nr : 0; *rbytes = n; break;
+  default: break;
+  }
+}
+
+static void on_comm_op(const a2a_event *ev) {
+  const char *what = ev->api ? ev->api : "nccl";
+  size_t sbytes = 0, rbytes = 0;
+  uintptr_t sp = 0, rp = 0;
+  if (ev->kind == A2A_EV_COLL) {
+    /* NCCL drops zero-count collectives: no access, no stream use. */
+    if (ev->u.coll.count == 0) return;
+    coll_extents(ev, &sbytes, &rbytes);
+    sp = (uintptr_t)ev->u.coll.sendbuff;
+    rp = (uintptr_t)ev->u.coll.recvbuff;
+  } else if (ev->u.p2p.is_send) {
+    sbytes = ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+    sp = (uintptr_t)ev->u.p2p.buff;
+  } else {
+    rbytes = ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+    rp = (uintptr_t)ev->u.p2p.buff;
+  }
+  default_stream_warning(ev, what);
+
+  thread_state *ts = thread_state_of(ev->thread);
+  if (ts && ts->depth > 0) {
+    /* Inside a group: NCCL enqueues at the outermost ncclGroupEnd. */
+    pending_add(ts->p, &ts->npending, MAX_PENDING, ev, sp, sbytes, F_READ, what);
+    pending_add(ts->p, &ts->npending, MAX_PENDING, ev, rp, rbytes, F_WRITE, what);
+    return;
+  }
+  pending now[2];
+  int n = 0;
+  pending_add(now, &n, 2, ev, sp, sbytes, F_READ, what);
+  pending_add(now, &n, 2, ev, rp, rbytes, F_WRITE, what);
+  if (n == 0) return;
+  pthread_mutex_lock(&g_mu);
+  pending_apply(now, n, ev->thread);
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* Other events (caller holds g_mu unless noted). */
+
+static void on_launch(const a2a_event *ev) {
+  func_info *f = func_lookup(ev->u.launch.func);
+  if (!f || f->nparams <= 0 || !ev->u.launch.args) return;
+  range *hits[KERNEL_MAX_HITS];
+  int nhits = 0;
+  for (int p = 0; p < f->nparams; p++) {
+    const unsigned char *bytes = ev->u.launch.args[p];
+    size_t sz = f->size[p];
+    if (!bytes || sz < sizeof(uint64_t)) continue;
+    if (sz > PARAM_SCAN_MAX) sz = PARAM_SCAN_MAX;
+    for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
+      uint64_t w;
+      memcpy(&w, bytes + off, sizeof w);
+      range *r = range_containing((uintptr_t)w);
+      if (!r) continue;
+      bool dup = false;
+      for (int h = 0; h < nhits; h++) dup |= hits[h] == r;
+      if (!dup && nhits < KERNEL_MAX_HITS) hits[nhits++] = r;
+    }
+  }
+  if (nhits == 0) return;
+  int s = tl_of_ev(ev);
+  if (s < 0 || g_tl[s].capturing) return;
+  enqueue_edges(s);
+  access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
+              .site = ev->callsite, .what = f->name ? f->name : "(unnamed)", .stack = -1};
+  unsigned rep = 0;
+  for (int h = 0; h < nhits; h++) access_range(hits[h], &a, true, NULL, &rep);
+}
+
+/* cudaMemcpy* and cudaMemset*. Synchronous variants run on the default
+ * stream (legacy or per-thread); D2H/H2D/H2H copies return only when done
+ * (the host joins the stream), D2D copies and memsets do not block the host
+ * (CUDA's "API synchronization behavior"). */
+static void on_copy(const a2a_event *ev) {
+  bool memset_ = ev->kind == A2A_EV_MEMSET;
+  uintptr_t dst = (uintptr_t)ev->u.copy.dst, src = (uintptr_t)ev->u.copy.src;
+  size_t n = ev->u.copy.bytes;
+  bool touches = span_tracked(dst, dst + n) || (!memset_ && span_tracked(src, src + n));
+  bool sync = !ev->u.copy.async;
+  bool host_waits = false;
+  if (sync && !memset_) {
+    int k = ev->u.copy.cpykind;
+    if (k == A2A_CPY_D2D) host_waits = false;
+    else if (k == A2A_CPY_DEFAULT) {
+      a2a_ptrinfo a, b;
+      bool dd = a2a_hostsvc->pointer_info(ev->u.copy.dst, &a) == 0 && a.type >= 2 &&
+                a2a_hostsvc->pointer_info(ev->u.copy.src, &b) == 0 && b.type >= 2;
+      host_waits = !dd;
+    } else host_waits = true;
+  }
+  if (!touches && !host_waits) return;
+  int s = tl_of_ev(ev);
+  if (s < 0 || g_tl[s].capturing) return;
+  enqueue_edges(s);
+  if (touches) {
+    access a = {.clk = tick(s), .tl = (uint16_t)s, .site = ev->callsite, .stack = -1,
+                .what = ev->api ? ev->api : (memset_ ? "cudaMemset" : "cudaMemcpy"),
+                .kind = host_waits ? AK_HOSTCOPY : (memset_ ? AK_MEMSET : AK_MEMCPY)};
+    if (!memset_) {
+      a.flags = F_READ;
+      access_span(src, src + n, &a);
+    }
+    a.flags = F_WRITE;
+    access_span(dst, dst + n, &a);
+  }
+  if (host_waits) vc_join(g_tl[HOST_TL].vc, g_tl[s].vc);
+}
+
+static void drop_span(uintptr_t lo, uintptr_t hi) {
+  size_t k = pos_after(lo);
+  while (k < g_nr && g_rng[g_order[k]].lo < hi) order_remove_at(k);
+  atomic_store(&g_nranges, g_nr);
+  bounds_update();
+}
+
+static void on_free(const a2a_event *ev) {
+  uintptr_t p = (uintptr_t)ev->u.mem.ptr;
+  if (!p) return;
+  a2a_alloc seg;
+  uintptr_t lo = p, hi = p + 1;
+  a2a_mem_kind mem = ev->u.mem.mem;
+  if (a2a_alloc_find(ev->u.mem.ptr, &seg)) {
+    lo = seg.base;
+    hi = seg.base + seg.size;
+    mem = seg.mem;
+  } else {
+    range *r = range_containing(p);
+    if (r) { lo = r->lo; hi = r->hi; }
+  }
+  if (mem == A2A_MEM_HOST_PINNED) return; /* not a NCCL buffer we track */
+  int tl;
+  if (ev->u.mem.async) {
+    tl = tl_of_ev(ev);
+    if (tl < 0 || g_tl[tl].capturing) return;
+    enqueue_edges(tl);
+  } else if (mem == A2A_MEM_DEVICE_ASYNC) {
+    /* cudaFree of stream-ordered memory does not synchronize. */
+    tl = HOST_TL;
+  } else {
+    /* cudaFree of cudaMalloc memory synchronizes the device in practice (the
+     * documentation says it "may"): model it as cudaDeviceSynchronize. */
+    host_join_device(dev_of(ev));
+    drop_span(lo, hi);
+    return;
+  }
+  access a = {.clk = g_tl[tl].vc[tl], .tl = (uint16_t)tl, .flags = F_WRITE, .kind = AK_FREE,
+              .site = ev->callsite, .what = ev->api ? ev->api : "cudaFree", .stack = -1};
+  unsigned rep = 0;
+  for (size_t k = pos_after(lo); k < g_nr && g_rng[g_order[k]].lo < hi; k++)
+    access_range(&g_rng[g_order[k]], &a, false, NULL, &rep);
+  drop_span(lo, hi);
+}
+
+/* ------------------------------------------------------------------ */
+/* Analyzer interface */
+
+static void *xcalloc(size_t n, size_t sz) { return calloc(n, sz); }
+
+static int hb_init(void) {
+  pthread_mutex_lock(&g_mu);
+  if (!g_tl) g_tl = xcalloc(MAX_TL, sizeof *g_tl);
+  if (!g_ev) g_ev = xcalloc(EV_SLOTS, sizeof *g_ev);
+  if (!g_rng) g_rng = xcalloc(MAX_RANGES, sizeof *g_rng);
+  if (!g_order) g_order = xcalloc(MAX_RANGES, sizeof *g_order);
+  if (!g_fn) g_fn = xcalloc(FUNC_SLOTS, sizeof *g_fn);
+  if (!g_stacks) g_stacks = xcalloc(STACK_RING, sizeof *g_stacks);
+  int rc = (g_tl && g_ev && g_rng && g_order && g_fn && g_stacks) ? 0 : -1;
+  if (rc == 0) {
+    /* (Re)initialization starts from a clean slate (unit tests re-init). */
+    memset(g_tl, 0, MAX_TL * sizeof *g_tl);
+    memset(g_ev, 0, EV_SLOTS * sizeof *g_ev);
+    memset(g_fn, 0, FUNC_SLOTS * sizeof *g_fn);
+    memset(g_stacks, 0, STACK_RING * sizeof *g_stacks);
+    g_ntl = 1; /* the host */
+    g_tl[HOST_TL].kind = TL_HOST;
+    g_tl[HOST_TL].live = true;
+    g_tl[HOST_TL].device = -1;
+    g_nev = 0;
+    g_nr = 0;
+    g_use = 0;
+    g_stack_next = 0;
+    bounds_update();
+    for (int i = 0; i < MAX_THREADS; i++) {
+      if (g_threads[i]) memset(g_threads[i], 0, sizeof *g_threads[i]);
+      g_last_dev[i] = 0;
+    }
+    atomic_store(&g_nranges, 0);
+    atomic_store(&g_disabled, false);
+  }
+  pthread_mutex_unlock(&g_mu);
+  return rc;
+}
+
+static bool ok_result(const a2a_event *ev) { return ev->result == 0; }
+
+static void hb_on_event(const a2a_event *ev) {
+  if (ev->phase != A2A_POST) return;
+  switch (ev->kind) {
+  /* ---- always: cheap per-thread bookkeeping and the stream registry ---- */
+  case A2A_EV_SET_DEVICE:
+    if (ok_result(ev) && ev->thread < MAX_THREADS) g_last_dev[ev->thread] = ev->u.dev.device;
+    return;
+  case A2A_EV_GROUP_START:
+    if (ev->result == 0) {
+      thread_state *ts = thread_state_of(ev->thread);
+      if (ts) ts->depth++;
+    }
+    return;
+  case A2A_EV_GROUP_END: {
+    thread_state *ts = thread_state_of(ev->thread);
+    if (!ts || ts->depth == 0) return;
+    if (--ts->depth > 0) return;
+    bool simulate = ev->api && strstr(ev->api, "Simulate");
+    if (!simulate && (ev->result == 0 || ev->result == NCCL_IN_PROGRESS) && ts->npending) {
+      pthread_mutex_lock(&g_mu);
+      pending_apply(ts->p, ts->npending, ev->thread);
+      pthread_mutex_unlock(&g_mu);
+    }
+    ts->npending = 0;
+    return;
+  }
+  case A2A_EV_COLL:
+  case A2A_EV_P2P:
+    if (ev->result == 0 || ev->result == NCCL_IN_PROGRESS) on_comm_op(ev);
+    return;
+  case A2A_EV_STREAM_CREATE:
+    if (!ok_result(ev) || !ev->stream) return;
+    pthread_mutex_lock(&g_mu);
+    for (int i = 1; i < g_ntl; i++)
+      if (g_tl[i].live && g_tl[i].handle == ev->stream) g_tl[i].live = false;
+    int s = tl_new((ev->u.stream_create.flags & CUDA_STREAM_NON_BLOCKING) ? TL_NONBLOCKING
+                                                                            : TL_BLOCKING,
+                   ev->stream, dev_of(ev), ev->thread);
+    (void)s;
+    pthread_mutex_unlock(&g_mu);
+    return;
+  case A2A_EV_STREAM_DESTROY:
+    if (!ok_result(ev)) return;
+    pthread_mutex_lock(&g_mu);
+    /* The handle is unmapped, the timeline kept: its pending work still
+     * completes, its clock values stay meaningful, a new stream that gets
+     * the same handle is a new timeline. */
+    for (int i = 1; i < g_ntl; i++)
+      if (g_tl[i].live && g_tl[i].handle == ev->stream && g_tl[i].kind != TL_LEGACY &&
+          g_tl[i].kind != TL_PER_THREAD)
+        g_tl[i].live = false;
+    pthread_mutex_unlock(&g_mu);
+    return;
+  case A2A_EV_GRAPH_CAPTURE_BEGIN:
+  case A2A_EV_GRAPH_CAPTURE_END: {
+    /* While a stream captures, its work is recorded into a graph, not run:
+     * its accesses and edges are ignored (graph launches are coarse). */
+    if (!ok_result(ev)) return;
+    pthread_mutex_lock(&g_mu);
+    int s = tl_of_ev(ev);
+    if (s >= 0) g_tl[s].capturing = ev->kind == A2A_EV_GRAPH_CAPTURE_BEGIN;
+    pthread_mutex_unlock(&g_mu);
+    return;
+  }
+  case A2A_EV_EVENT_DESTROY:
+    if (!ok_result(ev)) return;
+    pthread_mutex_lock(&g_mu);
+    if (g_nev) ev_remove(ev->u.event.event);
+    pthread_mutex_unlock(&g_mu);
+    return;
+  default: break;
+  }
+
+  /* ---- the rest matters only while ranges are tracked ---- */
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0) return;
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (!ok_result(ev)) return;
+  pthread_mutex_lock(&g_mu);
+  switch (ev->kind) {
+  case A2A_EV_LAUNCH: on_launch(ev); break;
+  case A2A_EV_MEMCPY:
+  case A2A_EV_MEMSET: on_copy(ev); break;
+  case A2A_EV_FREE: on_free(ev); break;
+  case A2A_EV_ALLOC: {
+    /* A new allocation over a tracked range means we missed its free. */
+    uintptr_t p = (uintptr_t)ev->u.mem.ptr;
+    if (p && ev->u.mem.mem != A2A_MEM_HOST_PINNED) drop_span(p, p + (ev->u.mem.size ? ev->u.mem.size : 1));
+    break;
+  }
+  case A2A_EV_EVENT_RECORD: {
+    int s = tl_of_ev(ev);
+    if (s < 0 || g_tl[s].capturing) break;
+    enqueue_edges(s);
+    ev_slot *e = ev_find(ev->u.event.event, true);
+    if (!e) break;
+    memcpy(e->vc, g_tl[s].vc, sizeof e->vc);
+    e->recorded = true;
+    break;
+  }
+  case A2A_EV_STREAM_WAIT_EVENT: {
+    int s = tl_of_ev(ev);
+    if (s < 0 || g_tl[s].capturing) break;
+    enqueue_edges(s);
+    ev_slot *e = ev_find(ev->u.event.event, false);
+    if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
+    break;
+  }
+  case A2A_EV_EVENT_SYNC:
+  case A2A_EV_EVENT_QUERY: { /* ok_result: query returned cudaSuccess */
+    ev_slot *e = ev_find(ev->u.event.event, false);
+    if (e && e->recorded) vc_join(g_tl[HOST_TL].vc, e->vc);
+    break;
+  }
+  case A2A_EV_STREAM_SYNC:
+  case A2A_EV_STREAM_QUERY: {
+    int s = tl_of_ev(ev);
+    if (s < 0) break;
+    /* Synchronizing on the legacy stream also waits for the blocking
+     * streams' earlier work it is ordered after. */
+    if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
+    vc_join(g_tl[HOST_TL].vc, g_tl[s].vc);
+    break;
+  }
+  case A2A_EV_DEVICE_SYNC: host_join_device(dev_of(ev)); break;
+  case A2A_EV_HOST_FUNC:
+  case A2A_EV_GRAPH_LAUNCH: {
+    /* An enqueue whose accesses we do not see (blind spot). */
+    int s = tl_of_ev(ev);
+    if (s >= 0 && !g_tl[s].capturing) enqueue_edges(s);
+    break;
+  }
+  default: break;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+static void hb_after_fork_child(void) {
+  /* The parent's other threads are gone; a mutex they held would stay held. */
+  pthread_mutex_init(&g_mu, NULL);
+}
+
+size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
+
+const a2a_analyzer a2a_analyzer_stream_hb = {
+    .name = "stream_hb",
+    .init = hb_init,
+    .on_event = hb_on_event,
+    .fini = NULL,
+    .after_fork_child = hb_after_fork_child,
+};

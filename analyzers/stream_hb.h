@@ -1,0 +1,33 @@
+/* stream_hb.h - limits and test hooks of the stream happens-before analyzer
+ * (analyzers/stream_hb.c). The analyzer itself is reached only through the
+ * analyzer table (a2a_analyzer_stream_hb); this header exists so the unit
+ * test can name the capacities it probes. */
+#ifndef A2A_STREAM_HB_H
+#define A2A_STREAM_HB_H
+
+#include <stddef.h>
+
+/* Timelines (streams + the one host timeline) whose clocks are tracked.
+ * Vector clocks are dense arrays of this many 32-bit entries. Past the limit
+ * the analyzer disables itself (a lost timeline would lose edges, and lost
+ * edges mean false reports). */
+#define STREAM_HB_MAX_TL 64
+/* Live CUDA events with a captured clock (open-addressed table; at 3/4 load
+ * the analyzer disables itself, for the same reason). */
+#define STREAM_HB_EVENT_SLOTS 4096
+/* Buffer ranges touched by communication operations. When full, the least
+ * recently used range is forgotten (which can only hide a race). */
+#define STREAM_HB_MAX_RANGES 1024
+/* Accesses remembered per range (one per timeline and access class). */
+#define STREAM_HB_MAX_ACC 8
+/* Pending (grouped) communication accesses per host thread, after merging
+ * adjacent per-peer chunks; threads with an index past STREAM_HB_MAX_THREADS
+ * are not tracked for grouped operations (their operations are applied at
+ * once, which is exact for ungrouped calls). */
+#define STREAM_HB_MAX_PENDING 128
+#define STREAM_HB_MAX_THREADS 256
+
+/* Number of buffer ranges currently tracked (tests, summaries). */
+size_t stream_hb_range_count(void);
+
+#endif
