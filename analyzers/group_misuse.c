@@ -175,13 +175,16 @@ static void report_duplicate(const a2a_event *ev, int dev, int rank, int other_r
 }
 
 static void check_duplicate_init(const a2a_event *ev, gl_thread *t) {
-  if (g_multi_rank_gpu_ok || ev->phase != A2A_PRE) return;
+  if (g_multi_rank_gpu_ok) return;
   int dev = ev->u.init.device >= 0 ? ev->u.init.device : ev->device;
-  if (dev < 0) return;
   if (ev->u.init.how == A2A_INIT_ALL) {
-    /* One event per created communicator, in device-list order, from the
-     * calling thread: rank (index) 0 starts a new call. */
-    if (!t) return;
+    /* The shim gives one PRE without the device list, then, on success, one
+     * POST per created communicator in device-list order (rank = index,
+     * device = devlist[i]) from the calling thread: index 0 starts a new
+     * call. A real NCCL rejects a repeated device itself (ncclInvalidUsage,
+     * no POST per comm), so this fires where NCCL accepted the list
+     * (NCCL_MULTI_RANK_GPU_ENABLE unset but an NCCL without the check). */
+    if (!t || ev->phase != A2A_POST || ev->u.init.rank < 0 || ev->u.init.device < 0) return;
     if (ev->u.init.rank == 0) t->ninitall = 0;
     for (unsigned i = 0; i < t->ninitall; i++)
       if (t->initall_devs[i] == dev) {
@@ -194,7 +197,9 @@ static void check_duplicate_init(const a2a_event *ev, gl_thread *t) {
   if (ev->u.init.how != A2A_INIT_RANK && ev->u.init.how != A2A_INIT_RANK_CONFIG &&
       ev->u.init.how != A2A_INIT_SCALABLE)
     return;
-  if (!ev->u.init.ids) return;
+  /* At PRE: the ranks of one communicator block in the init until all have
+   * joined, and NCCL may then fail them all, so POST may never be useful. */
+  if (ev->phase != A2A_PRE || dev < 0 || !ev->u.init.ids) return;
   size_t nids = ev->u.init.nids > 0 ? (size_t)ev->u.init.nids : 1;
   uint64_t h = a2a_hash_bytes(ev->u.init.ids, 128 * nids, 0);
   unsigned me = atomic_fetch_add(&g_ninits, 1);
