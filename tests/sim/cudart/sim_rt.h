@@ -1,0 +1,229 @@
+/* sim_rt.h - private declarations of the simulator's CUDA runtime, grouped
+ * by the .c file that defines them.
+ *
+ * Model in one paragraph: every stream is a FIFO of work items executed in
+ * order by its own worker thread. Each stream numbers its items with a
+ * monotonically increasing sequence number (enq_seq at enqueue, done_seq
+ * when the item has finished). Any ordering constraint between streams is a
+ * dependency (stream, seq) carried by an item: the worker waits until that
+ * stream's done_seq reaches seq before it runs the item. Events capture
+ * (stream, seq) when recorded; cudaStreamWaitEvent enqueues a marker that
+ * depends on the captured point; the legacy default stream's implicit
+ * synchronization is expressed with the same dependencies, computed at
+ * enqueue time. Host-side synchronization waits on the same counters.
+ */
+#ifndef A2ASIM_SIM_RT_H
+#define A2ASIM_SIM_RT_H
+
+/* Declare both the plain and the _ptsz/_ptds entry points with their exact
+ * prototypes, so the compiler checks every definition against the header. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda_runtime_api.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2asim.h"
+#include "a2asim_internal.h"
+
+#define SIM_EXPORT __attribute__((visibility("default")))
+#define SIM_MAX_DEVICES 64
+
+typedef struct sim_stream sim_stream;
+typedef struct sim_event sim_event;
+typedef struct sim_item sim_item;
+typedef struct sim_graph sim_graph;
+typedef struct sim_kernel sim_kernel;
+typedef struct sim_multi sim_multi;
+
+/* ---- core.c: knobs, devices, errors, fork ------------------------------ */
+
+typedef struct sim_knobs {
+  int devices;             /* A2ASIM_DEVICES, default 8 */
+  unsigned kernel_delay_us;/* A2ASIM_KERNEL_DELAY_US, default 0 */
+  unsigned launch_us;      /* A2ASIM_LAUNCH_US, default 0 */
+  double bw_gbps;          /* A2ASIM_BW_GBPS, default 0 = off */
+  char host[256];          /* A2ASIM_HOST, default gethostname() */
+} sim_knobs;
+
+typedef struct sim_device {
+  pthread_mutex_t mu;      /* guards streams list, legacy, mem_used */
+  sim_stream *streams;     /* every live or draining stream of the device */
+  sim_stream *legacy;      /* the legacy default stream, created lazily */
+  _Atomic int sticky;      /* sticky error (cudaError_t), 0 = none */
+  size_t mem_used;         /* bytes of device + managed allocations */
+  unsigned flags;          /* cudaSetDeviceFlags */
+  unsigned char peer[SIM_MAX_DEVICES]; /* peer access enabled to device i */
+} sim_device;
+
+extern sim_knobs sim_kn;
+extern sim_device sim_dev[SIM_MAX_DEVICES];
+/* Incremented in a forked child: handles of the parent become invalid. */
+extern _Atomic unsigned sim_gen;
+
+void sim_init(void);                   /* idempotent, thread-safe */
+int sim_cur_device(void);              /* thread's current device */
+void sim_set_cur_device(int dev);
+/* Records err as the thread's last error (unless success or NotReady) and
+ * returns it. Every API entry point returns through this. */
+cudaError_t sim_ret(cudaError_t err);
+/* Sticky error of dev, or 0. */
+static inline int sim_sticky(int dev) {
+  return (dev >= 0 && dev < SIM_MAX_DEVICES) ? atomic_load_explicit(&sim_dev[dev].sticky, memory_order_acquire) : 0;
+}
+uint64_t sim_now_ns(void);             /* CLOCK_MONOTONIC */
+void sim_sleep_us(double us);
+/* The device the calling worker is executing for (-1 on a host thread). */
+extern _Thread_local int sim_worker_device;
+
+/* ---- stream.c: streams, items, events, synchronization ---------------- */
+
+enum sim_stream_kind { SK_USER = 0, SK_LEGACY = 1, SK_PERTHREAD = 2 };
+
+struct sim_dep { sim_stream *s; uint64_t seq; };
+
+enum sim_item_kind {
+  IT_FN,        /* internal: fn(arg) (a2asim_stream_enqueue) */
+  IT_HOSTFN,    /* cudaLaunchHostFunc */
+  IT_CALLBACK,  /* cudaStreamAddCallback */
+  IT_KERNEL,    /* kernel launch */
+  IT_COPY,      /* 1D/2D copy (height 1 for 1D) */
+  IT_SET,       /* 1D/2D memset */
+  IT_WAIT,      /* cudaStreamWaitEvent: resolved to a dependency at submit */
+  IT_RECORD,    /* cudaEventRecord: captures the point at submit */
+  IT_FREE,      /* cudaFreeAsync: frees in stream order */
+  IT_MULTI,     /* proxy of an a2asim_stream_enqueue_multi item */
+  IT_NOP,       /* placeholder (graph launch of an empty graph) */
+};
+
+struct sim_item {
+  sim_item *next;
+  int kind;
+  uint64_t seq;            /* assigned at submit */
+  int ndeps, capdeps;
+  size_t extra;            /* bytes allocated after the item (kernel args) */
+  struct sim_dep *deps;    /* deps_inline or heap */
+  struct sim_dep deps_inline[2];
+  union {
+    struct { a2asim_work_fn fn; void *arg; } fn;            /* FN, HOSTFN */
+    struct { cudaStreamCallback_t cb; void *data; cudaStream_t h; } cb;
+    struct {
+      sim_kernel *k;       /* NULL: unregistered, no-op */
+      a2asim_launch_info info;
+      void **argv;         /* points into the item's own allocation */
+      size_t argbytes;
+    } kern;
+    struct { char *dst; const char *src; size_t dpitch, spitch, width, height; } copy;
+    struct { char *dst; int value; size_t pitch, width, height; } set;
+    struct { sim_event *ev; } wait;
+    struct { sim_event *ev; uint64_t rec_id; } rec;
+    struct { void *ptr; } free;
+    struct { sim_multi *m; } multi;
+  } u;
+};
+
+struct sim_stream {
+  /* Set once when the slot is first used (or re-used in a forked child). */
+  unsigned slot_gen;       /* sim_gen at which mu/cvs were initialized */
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv;  /* worker waits for items */
+  pthread_cond_t done_cv;  /* waiters for done_seq */
+  /* Identity, guarded by mu. */
+  _Atomic int state;       /* 0 free, 1 live, 2 destroyed (draining) */
+  unsigned gen;            /* sim_gen at creation */
+  int kind;                /* sim_stream_kind */
+  int device;
+  unsigned flags;          /* cudaStreamDefault / cudaStreamNonBlocking */
+  int priority;
+  unsigned long long id;
+  /* Queue, guarded by mu. */
+  sim_item *head, *tail;
+  _Atomic uint64_t enq_seq;  /* written under mu */
+  _Atomic uint64_t done_seq; /* written under mu, read lock-free */
+  int waiters;             /* threads in done_cv */
+  bool worker_running, worker_idle;
+  _Atomic unsigned delay_us;
+  /* Graph capture, guarded by mu. */
+  int capture;             /* cudaStreamCaptureStatus */
+  int capture_mode;
+  sim_graph *cap_graph;
+  unsigned long long cap_id;
+  /* Device list, guarded by sim_dev[device].mu. */
+  sim_stream *dnext, *dprev;
+  sim_stream *free_next;   /* slab free list */
+};
+
+struct sim_event {
+  unsigned slot_gen;
+  pthread_mutex_t mu;
+  _Atomic int state;       /* 0 free, 1 live */
+  unsigned gen;
+  unsigned flags;
+  int device;
+  /* Captured point, guarded by mu. */
+  bool recorded;
+  bool captured_in_graph;  /* last record happened inside a capture */
+  sim_stream *s;
+  uint64_t seq;
+  uint64_t rec_id;         /* identifies the record that set (s, seq) */
+  uint64_t t_ns;           /* completion time of rec_id, 0 = not yet */
+  sim_event *free_next;
+};
+
+/* Resolves a cudaStream_t (NULL per ptds) to a stream of the current device
+ * for NULL/Legacy/PerThread, validating user handles. */
+cudaError_t sim_stream_resolve(cudaStream_t h, int ptds, sim_stream **out);
+sim_item *sim_item_new(int kind, size_t extra);
+void sim_item_free(sim_item *it);
+int sim_item_add_dep(sim_item *it, sim_stream *s, uint64_t seq);
+/* Appends it to s (or to s's capture graph). Takes ownership of it, also
+ * on failure. */
+cudaError_t sim_submit(sim_stream *s, sim_item *it);
+/* Waits until s has completed everything enqueued so far. */
+void sim_stream_wait_all(sim_stream *s);
+void sim_wait_done(sim_stream *s, uint64_t seq);
+/* Waits for all streams of dev (cudaDeviceSynchronize semantics). */
+void sim_device_wait_all(int dev);
+sim_event *sim_event_from_handle(cudaEvent_t e);
+void sim_streams_after_fork_child(void);
+void sim_streams_fork_prepare(void);
+void sim_streams_fork_parent(void);
+/* Runs one item's payload (used by the worker). */
+void sim_item_execute(sim_stream *s, sim_item *it);
+
+/* ---- memory.c: allocation table, memcpy/memset ------------------------- */
+
+enum { SIM_MEM_HOST = 0, SIM_MEM_PINNED = 1, SIM_MEM_DEVICE = 2, SIM_MEM_MANAGED = 3 };
+void sim_copy2d(char *dst, size_t dpitch, const char *src, size_t spitch,
+                size_t width, size_t height);
+void sim_mem_fork_prepare(void);
+void sim_mem_fork_parent(void);
+void sim_mem_after_fork_child(void);
+void sim_mem_free_async_item(void *ptr);   /* executes an IT_FREE item */
+
+/* ---- launch.c: kernel registry ---------------------------------------- */
+
+struct sim_kernel {
+  const void *func;
+  char *name;              /* owned */
+  a2asim_kernel_impl impl; /* NULL: name-only (nvcc registration) */
+  int nparams;             /* -1: unknown layout */
+  size_t *sizes, *offsets; /* owned */
+  size_t argbytes;         /* sum of sizes */
+};
+sim_kernel *sim_kernel_lookup(const void *func);
+void sim_kernel_fork_prepare(void);
+void sim_kernel_fork_parent(void);
+void sim_kernel_after_fork_child(void);
+
+/* ---- graph.c: capture and graphs -------------------------------------- */
+
+/* Appends a copy of it to g (called with the capturing stream's mu held). */
+int sim_graph_append(sim_graph *g, sim_item *it);
+sim_item *sim_item_clone(const sim_item *it);
+void sim_graphs_after_fork_child(void);
+
+#endif /* A2ASIM_SIM_RT_H */

@@ -1,0 +1,950 @@
+/* stream.c - streams, work items, worker threads, events and host-side
+ * synchronization of the simulator's CUDA runtime (see sim_rt.h for the
+ * model), plus the a2asim_stream_* internal API used by the simulated NCCL.
+ *
+ * Handles. Streams and events live in fixed slabs (mmap'ed, NORESERVE) and a
+ * handle is a pointer into its slab, so validating a handle is a range check
+ * plus a state/generation check, without a global lock. A slot is recycled
+ * only after its worker has drained and exited; sequence numbers continue
+ * across incarnations, so a stale dependency (stream, seq) on a recycled slot
+ * is already satisfied. Mutexes and condition variables of a slot are
+ * initialized once per process generation (fork child = new generation) and
+ * never while another thread may use them.
+ *
+ * Locks: sim_dev[d].mu (device stream list) may be taken before a stream's
+ * mu; a stream's mu before an event's mu; several stream mus only in address
+ * order (enqueue_multi). Workers never hold a lock while running a payload.
+ */
+#include "sim_rt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define STREAM_CAP 16384u
+#define EVENT_CAP 262144u
+
+static pthread_mutex_t slab_mu = PTHREAD_MUTEX_INITIALIZER;
+static sim_stream *stream_slab;     /* STREAM_CAP slots */
+static unsigned stream_bump;
+static sim_stream *stream_free;
+static sim_event *event_slab;       /* EVENT_CAP slots */
+static unsigned event_bump;
+static sim_event *event_free;
+static _Atomic unsigned long long stream_ids = 16;
+static _Atomic uint64_t record_ids = 1;
+static pthread_mutex_t legacy_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Per-thread default streams of the calling thread, one per device. */
+static _Thread_local sim_stream *tls_pts[SIM_MAX_DEVICES];
+static _Thread_local unsigned tls_pts_gen;
+static pthread_key_t pts_key;
+static pthread_once_t pts_key_once = PTHREAD_ONCE_INIT;
+
+static void *slab_map(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* ---- items ---------------------------------------------------------------- */
+
+sim_item *sim_item_new(int kind, size_t extra) {
+  sim_item *it = calloc(1, sizeof *it + extra);
+  if (!it) return NULL;
+  it->kind = kind;
+  it->extra = extra;
+  it->deps = it->deps_inline;
+  it->capdeps = 2;
+  return it;
+}
+
+void sim_item_free(sim_item *it) {
+  if (!it) return;
+  if (it->deps != it->deps_inline) free(it->deps);
+  free(it);
+}
+
+int sim_item_add_dep(sim_item *it, sim_stream *s, uint64_t seq) {
+  for (int i = 0; i < it->ndeps; i++)
+    if (it->deps[i].s == s) {
+      if (it->deps[i].seq < seq) it->deps[i].seq = seq;
+      return 0;
+    }
+  if (it->ndeps == it->capdeps) {
+    int cap = it->capdeps * 2;
+    struct sim_dep *d = malloc(sizeof *d * (size_t)cap);
+    if (!d) return -1;
+    memcpy(d, it->deps, sizeof *d * (size_t)it->ndeps);
+    if (it->deps != it->deps_inline) free(it->deps);
+    it->deps = d;
+    it->capdeps = cap;
+  }
+  it->deps[it->ndeps].s = s;
+  it->deps[it->ndeps].seq = seq;
+  it->ndeps++;
+  return 0;
+}
+
+/* ---- waiting on completion ------------------------------------------------- */
+
+static inline uint64_t done_of(sim_stream *s) {
+  return atomic_load_explicit(&s->done_seq, memory_order_acquire);
+}
+
+void sim_wait_done(sim_stream *s, uint64_t seq) {
+  if (done_of(s) >= seq) return;
+  /* A very short spin catches items that are about to finish; then sleep. */
+  for (int i = 0; i < 64; i++) {
+    __builtin_ia32_pause();
+    if (done_of(s) >= seq) return;
+  }
+  pthread_mutex_lock(&s->mu);
+  s->waiters++;
+  while (done_of(s) < seq) pthread_cond_wait(&s->done_cv, &s->mu);
+  s->waiters--;
+  pthread_mutex_unlock(&s->mu);
+}
+
+void sim_stream_wait_all(sim_stream *s) {
+  sim_wait_done(s, atomic_load(&s->enq_seq));
+}
+
+void sim_device_wait_all(int dev) {
+  if (dev < 0 || dev >= SIM_MAX_DEVICES) return;
+  sim_device *d = &sim_dev[dev];
+  size_t n = 0, cap = 16;
+  struct sim_dep *snap = malloc(sizeof *snap * cap);
+  pthread_mutex_lock(&d->mu);
+  for (sim_stream *s = d->streams; s; s = s->dnext) {
+    uint64_t e = atomic_load(&s->enq_seq);
+    if (done_of(s) >= e) continue;
+    if (n == cap) {
+      struct sim_dep *g = snap ? realloc(snap, sizeof *snap * cap * 2) : NULL;
+      if (!g) break;
+      snap = g;
+      cap *= 2;
+    }
+    if (!snap) break;
+    snap[n].s = s;
+    snap[n].seq = e;
+    n++;
+  }
+  pthread_mutex_unlock(&d->mu);
+  for (size_t i = 0; i < n; i++) sim_wait_done(snap[i].s, snap[i].seq);
+  free(snap);
+}
+
+/* ---- slab allocation ------------------------------------------------------ */
+
+static void stream_slot_release(sim_stream *s) {
+  atomic_store(&s->state, 0);
+  pthread_mutex_lock(&slab_mu);
+  s->free_next = stream_free;
+  stream_free = s;
+  pthread_mutex_unlock(&slab_mu);
+}
+
+static void device_unlink(sim_stream *s) {
+  sim_device *d = &sim_dev[s->device];
+  pthread_mutex_lock(&d->mu);
+  if (s->dprev) s->dprev->dnext = s->dnext; else if (d->streams == s) d->streams = s->dnext;
+  if (s->dnext) s->dnext->dprev = s->dprev;
+  s->dnext = s->dprev = NULL;
+  pthread_mutex_unlock(&d->mu);
+}
+
+static sim_stream *stream_alloc(int kind, int dev, unsigned flags, int prio) {
+  unsigned gen = atomic_load(&sim_gen);
+  pthread_mutex_lock(&slab_mu);
+  if (!stream_slab) stream_slab = slab_map(sizeof(sim_stream) * STREAM_CAP);
+  sim_stream *s = NULL;
+  if (stream_free) {
+    s = stream_free;
+    stream_free = s->free_next;
+  } else if (stream_slab && stream_bump < STREAM_CAP) {
+    s = &stream_slab[stream_bump++];
+  }
+  pthread_mutex_unlock(&slab_mu);
+  if (!s) return NULL;
+  if (s->slot_gen != gen) {
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work_cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
+    s->waiters = 0;
+    s->slot_gen = gen;
+    /* Sequence numbers continue from the previous incarnation (see top). */
+    atomic_store(&s->done_seq, atomic_load(&s->enq_seq));
+  }
+  pthread_mutex_lock(&s->mu);
+  s->gen = gen;
+  s->kind = kind;
+  s->device = dev;
+  s->flags = flags;
+  s->priority = prio;
+  s->id = atomic_fetch_add(&stream_ids, 1);
+  s->head = s->tail = NULL;
+  s->worker_running = s->worker_idle = false;
+  atomic_store(&s->delay_us, 0);
+  s->capture = cudaStreamCaptureStatusNone;
+  s->cap_graph = NULL;
+  s->dnext = s->dprev = NULL;
+  atomic_store(&s->state, 1);
+  pthread_mutex_unlock(&s->mu);
+  sim_device *d = &sim_dev[dev];
+  pthread_mutex_lock(&d->mu);
+  s->dnext = d->streams;
+  if (d->streams) d->streams->dprev = s;
+  d->streams = s;
+  pthread_mutex_unlock(&d->mu);
+  return s;
+}
+
+/* Marks s destroyed: its handle stops being valid at once, queued work still
+ * executes (CUDA semantics), and the slot is recycled after the worker has
+ * drained. */
+static void stream_destroy(sim_stream *s) {
+  pthread_mutex_lock(&s->mu);
+  atomic_store(&s->state, 2);
+  if (s->worker_running) {
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
+  pthread_mutex_unlock(&s->mu);
+  device_unlink(s);
+  stream_slot_release(s);
+}
+
+static sim_stream *stream_from_handle(const void *h) {
+  uintptr_t p = (uintptr_t)h, b = (uintptr_t)stream_slab;
+  if (!b || p < b || p >= b + sizeof(sim_stream) * STREAM_CAP || (p - b) % sizeof(sim_stream))
+    return NULL;
+  sim_stream *s = (sim_stream *)h;
+  if (atomic_load(&s->state) != 1 || s->gen != atomic_load(&sim_gen) || s->kind != SK_USER)
+    return NULL;
+  return s;
+}
+
+sim_event *sim_event_from_handle(cudaEvent_t e) {
+  uintptr_t p = (uintptr_t)e, b = (uintptr_t)event_slab;
+  if (!b || p < b || p >= b + sizeof(sim_event) * EVENT_CAP || (p - b) % sizeof(sim_event))
+    return NULL;
+  sim_event *ev = (sim_event *)e;
+  if (atomic_load(&ev->state) != 1 || ev->gen != atomic_load(&sim_gen)) return NULL;
+  return ev;
+}
+
+/* ---- default streams ------------------------------------------------------- */
+
+static sim_stream *legacy_stream(int dev) {
+  sim_stream *l = __atomic_load_n(&sim_dev[dev].legacy, __ATOMIC_ACQUIRE);
+  if (l) return l;
+  pthread_mutex_lock(&legacy_mu);
+  l = sim_dev[dev].legacy;
+  if (!l) {
+    l = stream_alloc(SK_LEGACY, dev, cudaStreamDefault, 0);
+    __atomic_store_n(&sim_dev[dev].legacy, l, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&legacy_mu);
+  return l;
+}
+
+static void pts_destructor(void *unused) {
+  /* Thread exit: the thread's default streams finish their work, then go. */
+  if (tls_pts_gen != atomic_load(&sim_gen)) return;
+  for (int d = 0; d < SIM_MAX_DEVICES; d++)
+    if (tls_pts[d]) {
+      stream_destroy(tls_pts[d]);
+      tls_pts[d] = NULL;
+    }
+}
+
+static void pts_key_init(void) { pthread_key_create(&pts_key, pts_destructor); }
+
+static sim_stream *per_thread_stream(int dev) {
+  unsigned gen = atomic_load(&sim_gen);
+  if (tls_pts_gen != gen) {
+    memset(tls_pts, 0, sizeof tls_pts);
+    tls_pts_gen = gen;
+  }
+  if (!tls_pts[dev]) {
+    pthread_once(&pts_key_once, pts_key_init);
+    /* The per-thread default stream is a blocking stream: it synchronizes
+     * with the legacy default stream, not with other streams. */
+    tls_pts[dev] = stream_alloc(SK_PERTHREAD, dev, cudaStreamDefault, 0);
+    pthread_setspecific(pts_key, (void *)1);
+  }
+  return tls_pts[dev];
+}
+
+cudaError_t sim_stream_resolve(cudaStream_t h, int ptds, sim_stream **out) {
+  sim_init();
+  sim_stream *s;
+  if (h == NULL) h = ptds ? cudaStreamPerThread : cudaStreamLegacy;
+  if (h == cudaStreamLegacy) {
+    s = legacy_stream(sim_cur_device());
+  } else if (h == cudaStreamPerThread) {
+    s = per_thread_stream(sim_cur_device());
+  } else {
+    s = stream_from_handle(h);
+    if (!s) return cudaErrorInvalidResourceHandle;
+  }
+  if (!s) return cudaErrorMemoryAllocation;
+  *out = s;
+  return cudaSuccess;
+}
+
+/* ---- the worker ----------------------------------------------------------- */
+
+void sim_item_execute(sim_stream *s, sim_item *it);
+
+static void *worker_main(void *arg) {
+  sim_stream *s = arg;
+  sim_worker_device = s->device;
+  sim_set_cur_device(s->device);
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->head && atomic_load(&s->state) == 1) {
+      s->worker_idle = true;
+      pthread_cond_wait(&s->work_cv, &s->mu);
+      s->worker_idle = false;
+    }
+    sim_item *it = s->head;
+    if (!it) break;   /* destroyed and drained */
+    s->head = it->next;
+    if (!s->head) s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+
+    for (int i = 0; i < it->ndeps; i++) sim_wait_done(it->deps[i].s, it->deps[i].seq);
+    sim_item_execute(s, it);
+
+    pthread_mutex_lock(&s->mu);
+    atomic_store_explicit(&s->done_seq, it->seq, memory_order_release);
+    if (s->waiters) pthread_cond_broadcast(&s->done_cv);
+    pthread_mutex_unlock(&s->mu);
+    sim_item_free(it);
+    pthread_mutex_lock(&s->mu);
+  }
+  s->worker_running = false;
+  pthread_mutex_unlock(&s->mu);
+  device_unlink(s);
+  stream_slot_release(s);
+  return NULL;
+}
+
+/* Called with s->mu held. Workers run with all signals blocked so that the
+ * application's handlers run on its own threads. */
+static int worker_start(sim_stream *s) {
+  pthread_attr_t attr;
+  sigset_t all, old;
+  pthread_t t;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&t, &attr, worker_main, s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (rc == 0) s->worker_running = true;
+  return rc;
+}
+
+/* ---- submission ------------------------------------------------------------ */
+
+/* Dependencies every stream operation carries: the legacy default stream
+ * waits for all blocking streams of its device; a blocking stream (user
+ * stream without cudaStreamNonBlocking, or a per-thread default stream)
+ * waits for the legacy default stream. */
+static int implicit_deps(sim_stream *s, sim_item *it) {
+  if (s->kind == SK_LEGACY) {
+    sim_device *d = &sim_dev[s->device];
+    int rc = 0;
+    pthread_mutex_lock(&d->mu);
+    for (sim_stream *t = d->streams; t && rc == 0; t = t->dnext) {
+      if (t == s || (t->flags & cudaStreamNonBlocking)) continue;
+      uint64_t e = atomic_load(&t->enq_seq);
+      if (done_of(t) < e) rc = sim_item_add_dep(it, t, e);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+  }
+  if (s->flags & cudaStreamNonBlocking) return 0;
+  sim_stream *l = __atomic_load_n(&sim_dev[s->device].legacy, __ATOMIC_ACQUIRE);
+  if (!l) return 0;
+  uint64_t e = atomic_load(&l->enq_seq);
+  return done_of(l) < e ? sim_item_add_dep(it, l, e) : 0;
+}
+
+/* Called with s->mu held: assigns the sequence number and queues it. */
+static cudaError_t enqueue_locked(sim_stream *s, sim_item *it) {
+  if (!s->worker_running && worker_start(s) != 0) return cudaErrorMemoryAllocation;
+  it->seq = atomic_load(&s->enq_seq) + 1;
+  atomic_store(&s->enq_seq, it->seq);
+  if (it->kind == IT_RECORD) {
+    sim_event *ev = it->u.rec.ev;
+    pthread_mutex_lock(&ev->mu);
+    ev->recorded = true;
+    ev->captured_in_graph = false;
+    ev->s = s;
+    ev->seq = it->seq;
+    ev->rec_id = it->u.rec.rec_id = atomic_fetch_add(&record_ids, 1);
+    ev->t_ns = 0;
+    pthread_mutex_unlock(&ev->mu);
+  }
+  it->next = NULL;
+  if (s->tail) s->tail->next = it; else s->head = it;
+  s->tail = it;
+  if (s->worker_idle) pthread_cond_signal(&s->work_cv);
+  return cudaSuccess;
+}
+
+cudaError_t sim_submit(sim_stream *s, sim_item *it) {
+  if (!it) return cudaErrorMemoryAllocation;
+  pthread_mutex_lock(&s->mu);
+  if (s->capture != cudaStreamCaptureStatusNone) {
+    cudaError_t e = cudaSuccess;
+    if (s->capture == cudaStreamCaptureStatusInvalidated) {
+      e = cudaErrorStreamCaptureInvalidated;
+    } else if (it->kind == IT_FN || it->kind == IT_MULTI || it->kind == IT_FREE) {
+      s->capture = cudaStreamCaptureStatusInvalidated;
+      e = cudaErrorStreamCaptureUnsupported;
+    } else {
+      if (it->kind == IT_RECORD) {
+        sim_event *ev = it->u.rec.ev;
+        pthread_mutex_lock(&ev->mu);
+        ev->captured_in_graph = true;
+        pthread_mutex_unlock(&ev->mu);
+      }
+      if (sim_graph_append(s->cap_graph, it) != 0) e = cudaErrorMemoryAllocation;
+    }
+    pthread_mutex_unlock(&s->mu);
+    sim_item_free(it);
+    return e;
+  }
+  pthread_mutex_unlock(&s->mu);
+
+  if (implicit_deps(s, it) != 0) { sim_item_free(it); return cudaErrorMemoryAllocation; }
+  if (it->kind == IT_WAIT) {
+    sim_event *ev = it->u.wait.ev;
+    pthread_mutex_lock(&ev->mu);
+    /* A never-recorded event is a no-op wait (CUDA semantics). */
+    int rc = (ev->recorded && ev->s != s) ? sim_item_add_dep(it, ev->s, ev->seq) : 0;
+    pthread_mutex_unlock(&ev->mu);
+    if (rc) { sim_item_free(it); return cudaErrorMemoryAllocation; }
+  }
+  pthread_mutex_lock(&s->mu);
+  cudaError_t e = enqueue_locked(s, it);
+  pthread_mutex_unlock(&s->mu);
+  if (e) sim_item_free(it);
+  return e;
+}
+
+/* ---- multi-stream items ---------------------------------------------------- */
+
+struct sim_multi {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  a2asim_work_fn fn;
+  void *arg;
+  int n, arrived, refs;
+  bool done;
+};
+
+static void multi_execute(sim_multi *m) {
+  pthread_mutex_lock(&m->mu);
+  if (++m->arrived == m->n) {
+    /* The last stream to arrive runs fn; the others wait for it, so the item
+     * starts only when every stream has reached it and completes on all. */
+    pthread_mutex_unlock(&m->mu);
+    m->fn(m->arg);
+    pthread_mutex_lock(&m->mu);
+    m->done = true;
+    pthread_cond_broadcast(&m->cv);
+  } else {
+    while (!m->done) pthread_cond_wait(&m->cv, &m->mu);
+  }
+  int last = --m->refs == 0;
+  pthread_mutex_unlock(&m->mu);
+  if (last) {
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+  }
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+  return x < y ? -1 : x > y;
+}
+
+int a2asim_stream_enqueue_multi(void *const *streams, int nstreams, a2asim_work_fn fn,
+                                void *arg, const char *what) {
+  sim_init();
+  if (!streams || nstreams <= 0 || !fn) return cudaErrorInvalidValue;
+  sim_stream **ss = malloc(sizeof *ss * (size_t)nstreams);
+  sim_item **items = calloc((size_t)nstreams, sizeof *items);
+  sim_multi *m = calloc(1, sizeof *m);
+  cudaError_t e = cudaSuccess;
+  int n = 0;
+  if (!ss || !items || !m) { e = cudaErrorMemoryAllocation; goto fail; }
+  for (int i = 0; i < nstreams; i++) {
+    sim_stream *s;
+    e = sim_stream_resolve((cudaStream_t)streams[i], 0, &s);
+    if (e) goto fail;
+    ss[n++] = s;
+  }
+  /* Distinct streams in address order: a consistent lock order, and one
+   * proxy per stream (two proxies on one stream would wait for each other). */
+  qsort(ss, (size_t)n, sizeof *ss, cmp_ptr);
+  int u = 0;
+  for (int i = 0; i < n; i++) if (u == 0 || ss[u - 1] != ss[i]) ss[u++] = ss[i];
+  n = u;
+  pthread_mutex_init(&m->mu, NULL);
+  pthread_cond_init(&m->cv, NULL);
+  m->fn = fn;
+  m->arg = arg;
+  m->n = m->refs = n;
+  for (int i = 0; i < n; i++) {
+    items[i] = sim_item_new(IT_MULTI, 0);
+    if (!items[i] || implicit_deps(ss[i], items[i]) != 0) { e = cudaErrorMemoryAllocation; goto fail_items; }
+    items[i]->u.multi.m = m;
+  }
+  for (int i = 0; i < n; i++) pthread_mutex_lock(&ss[i]->mu);
+  for (int i = 0; i < n && !e; i++)
+    if (ss[i]->capture != cudaStreamCaptureStatusNone) e = cudaErrorStreamCaptureUnsupported;
+  /* Start every worker first so that enqueue_locked cannot fail halfway. */
+  for (int i = 0; i < n && !e; i++)
+    if (!ss[i]->worker_running && worker_start(ss[i]) != 0) e = cudaErrorMemoryAllocation;
+  for (int i = 0; i < n && !e; i++) enqueue_locked(ss[i], items[i]);
+  for (int i = n - 1; i >= 0; i--) pthread_mutex_unlock(&ss[i]->mu);
+  if (e) goto fail_items;
+  free(ss);
+  free(items);
+  (void)what;
+  return cudaSuccess;
+fail_items:
+  for (int i = 0; i < n; i++) sim_item_free(items[i]);
+  pthread_mutex_destroy(&m->mu);
+  pthread_cond_destroy(&m->cv);
+fail:
+  free(m);
+  free(items);
+  free(ss);
+  return e;
+}
+
+/* ---- executing items -------------------------------------------------------- */
+
+static void kernel_execute(sim_stream *s, sim_item *it) {
+  if (sim_kn.kernel_delay_us) sim_sleep_us(sim_kn.kernel_delay_us);
+  if (sim_kn.launch_us) sim_sleep_us(sim_kn.launch_us);
+  sim_kernel *k = it->u.kern.k;
+  if (k && k->impl) k->impl(it->u.kern.argv, &it->u.kern.info);
+}
+
+void sim_item_execute(sim_stream *s, sim_item *it) {
+  int sticky = sim_sticky(s->device);
+  unsigned delay = atomic_load_explicit(&s->delay_us, memory_order_relaxed);
+  if (delay && it->kind != IT_WAIT && it->kind != IT_RECORD && it->kind != IT_NOP)
+    sim_sleep_us(delay);
+  switch (it->kind) {
+  case IT_FN:
+    /* The simulated NCCL's own machinery always runs (it must release its
+     * resources); a sticky error only skips user work. */
+    if (sim_kn.launch_us) sim_sleep_us(sim_kn.launch_us);
+    it->u.fn.fn(it->u.fn.arg);
+    break;
+  case IT_HOSTFN:
+    if (!sticky) it->u.fn.fn(it->u.fn.arg);
+    break;
+  case IT_CALLBACK:
+    it->u.cb.cb(it->u.cb.h, (cudaError_t)sticky, it->u.cb.data);
+    break;
+  case IT_KERNEL:
+    if (!sticky) kernel_execute(s, it);
+    break;
+  case IT_COPY:
+    if (!sticky) {
+      a2asim_model_transfer(it->u.copy.width * it->u.copy.height);
+      sim_copy2d(it->u.copy.dst, it->u.copy.dpitch, it->u.copy.src, it->u.copy.spitch,
+                 it->u.copy.width, it->u.copy.height);
+    }
+    break;
+  case IT_SET:
+    if (!sticky)
+      for (size_t r = 0; r < it->u.set.height; r++)
+        memset(it->u.set.dst + r * it->u.set.pitch, it->u.set.value, it->u.set.width);
+    break;
+  case IT_RECORD: {
+    sim_event *ev = it->u.rec.ev;
+    uint64_t now = sim_now_ns();
+    pthread_mutex_lock(&ev->mu);
+    if (ev->rec_id == it->u.rec.rec_id) ev->t_ns = now;
+    pthread_mutex_unlock(&ev->mu);
+    break;
+  }
+  case IT_FREE:
+    sim_mem_free_async_item(it->u.free.ptr);
+    break;
+  case IT_MULTI:
+    multi_execute(it->u.multi.m);
+    break;
+  case IT_WAIT:
+  case IT_NOP:
+  default:
+    break;
+  }
+}
+
+/* ---- fork ---------------------------------------------------------------- */
+
+void sim_streams_fork_prepare(void) {
+  pthread_mutex_lock(&legacy_mu);
+  pthread_mutex_lock(&slab_mu);
+}
+
+void sim_streams_fork_parent(void) {
+  pthread_mutex_unlock(&slab_mu);
+  pthread_mutex_unlock(&legacy_mu);
+}
+
+void sim_streams_after_fork_child(void) {
+  /* No worker exists in the child: forget every slot. Slots are
+   * re-initialized on reuse because their slot_gen is stale. */
+  pthread_mutex_init(&slab_mu, NULL);
+  pthread_mutex_init(&legacy_mu, NULL);
+  stream_bump = 0;
+  stream_free = NULL;
+  event_bump = 0;
+  event_free = NULL;
+}
+
+/* ---- stream API ------------------------------------------------------------- */
+
+static cudaError_t stream_create(cudaStream_t *pStream, unsigned flags, int prio) {
+  sim_init();
+  if (!pStream) return cudaErrorInvalidValue;
+  if (flags & ~(unsigned)cudaStreamNonBlocking) return cudaErrorInvalidValue;
+  int dev = sim_cur_device();
+  int st = sim_sticky(dev);
+  if (st) return (cudaError_t)st;
+  if (prio > 0) prio = 0;      /* CUDA clamps to [greatest, least] */
+  if (prio < -5) prio = -5;
+  sim_stream *s = stream_alloc(SK_USER, dev, flags, prio);
+  if (!s) return cudaErrorMemoryAllocation;
+  *pStream = (cudaStream_t)s;
+  return cudaSuccess;
+}
+
+SIM_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
+  return sim_ret(stream_create(pStream, cudaStreamDefault, 0));
+}
+
+SIM_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
+  return sim_ret(stream_create(pStream, flags, 0));
+}
+
+SIM_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) {
+  return sim_ret(stream_create(pStream, flags, priority));
+}
+
+SIM_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  sim_init();
+  sim_stream *s = stream_from_handle(stream);
+  if (!s) return sim_ret(cudaErrorInvalidResourceHandle);
+  pthread_mutex_lock(&s->mu);
+  int cap = s->capture;
+  pthread_mutex_unlock(&s->mu);
+  if (cap != cudaStreamCaptureStatusNone) return sim_ret(cudaErrorStreamCaptureUnsupported);
+  stream_destroy(s);
+  return cudaSuccess;
+}
+
+static cudaError_t stream_get(cudaStream_t h, int ptds, unsigned *flags, int *prio, int *dev,
+                              unsigned long long *id) {
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve(h, ptds, &s);
+  if (e) return e;
+  if (flags) *flags = s->flags;
+  if (prio) *prio = s->priority;
+  if (dev) *dev = s->device;
+  if (id) *id = s->id;
+  return cudaSuccess;
+}
+
+#define SIM_STREAM_GETTER(name, type, ...)                                         \
+  SIM_EXPORT cudaError_t name(cudaStream_t hStream, type *out) {                  \
+    if (!out) return sim_ret(cudaErrorInvalidValue);                               \
+    return sim_ret(stream_get(hStream, 0, __VA_ARGS__));                           \
+  }                                                                                \
+  SIM_EXPORT cudaError_t name##_ptsz(cudaStream_t hStream, type *out) {           \
+    if (!out) return sim_ret(cudaErrorInvalidValue);                               \
+    return sim_ret(stream_get(hStream, 1, __VA_ARGS__));                           \
+  }
+SIM_STREAM_GETTER(cudaStreamGetFlags, unsigned int, out, NULL, NULL, NULL)
+SIM_STREAM_GETTER(cudaStreamGetPriority, int, NULL, out, NULL, NULL)
+SIM_STREAM_GETTER(cudaStreamGetDevice, int, NULL, NULL, out, NULL)
+SIM_STREAM_GETTER(cudaStreamGetId, unsigned long long, NULL, NULL, NULL, out)
+
+static cudaError_t stream_query(cudaStream_t h, int ptds) {
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve(h, ptds, &s);
+  if (e) return e;
+  pthread_mutex_lock(&s->mu);
+  if (s->capture == cudaStreamCaptureStatusActive) {
+    s->capture = cudaStreamCaptureStatusInvalidated;
+    pthread_mutex_unlock(&s->mu);
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  pthread_mutex_unlock(&s->mu);
+  int st = sim_sticky(s->device);
+  if (st) return (cudaError_t)st;
+  return done_of(s) >= atomic_load(&s->enq_seq) ? cudaSuccess : cudaErrorNotReady;
+}
+
+SIM_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream) { return sim_ret(stream_query(stream, 0)); }
+SIM_EXPORT cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { return sim_ret(stream_query(stream, 1)); }
+
+static cudaError_t stream_sync(cudaStream_t h, int ptds) {
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve(h, ptds, &s);
+  if (e) return e;
+  pthread_mutex_lock(&s->mu);
+  if (s->capture == cudaStreamCaptureStatusActive) {
+    s->capture = cudaStreamCaptureStatusInvalidated;
+    pthread_mutex_unlock(&s->mu);
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  pthread_mutex_unlock(&s->mu);
+  sim_stream_wait_all(s);
+  int st = sim_sticky(s->device);
+  return st ? (cudaError_t)st : cudaSuccess;
+}
+
+SIM_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return sim_ret(stream_sync(stream, 0)); }
+SIM_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { return sim_ret(stream_sync(stream, 1)); }
+
+/* ---- events ------------------------------------------------------------------ */
+
+SIM_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  sim_init();
+  if (!event) return sim_ret(cudaErrorInvalidValue);
+  const unsigned valid = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+  if ((flags & ~valid) ||
+      ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
+    return sim_ret(cudaErrorInvalidValue);
+  int dev = sim_cur_device();
+  int st = sim_sticky(dev);
+  if (st) return sim_ret((cudaError_t)st);
+  unsigned gen = atomic_load(&sim_gen);
+  pthread_mutex_lock(&slab_mu);
+  if (!event_slab) event_slab = slab_map(sizeof(sim_event) * EVENT_CAP);
+  sim_event *ev = NULL;
+  if (event_free) {
+    ev = event_free;
+    event_free = ev->free_next;
+  } else if (event_slab && event_bump < EVENT_CAP) {
+    ev = &event_slab[event_bump++];
+  }
+  pthread_mutex_unlock(&slab_mu);
+  if (!ev) return sim_ret(cudaErrorMemoryAllocation);
+  if (ev->slot_gen != gen) {
+    pthread_mutex_init(&ev->mu, NULL);
+    ev->slot_gen = gen;
+  }
+  pthread_mutex_lock(&ev->mu);
+  ev->gen = gen;
+  ev->flags = flags;
+  ev->device = dev;
+  ev->recorded = ev->captured_in_graph = false;
+  ev->s = NULL;
+  ev->seq = 0;
+  ev->rec_id = 0;
+  ev->t_ns = 0;
+  atomic_store(&ev->state, 1);
+  pthread_mutex_unlock(&ev->mu);
+  *event = (cudaEvent_t)ev;
+  return cudaSuccess;
+}
+
+SIM_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+SIM_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
+  /* A pending record still completes (its rec_id no longer matches once the
+   * slot is reused, so it cannot touch the next event). */
+  pthread_mutex_lock(&ev->mu);
+  atomic_store(&ev->state, 0);
+  ev->rec_id = 0;
+  pthread_mutex_unlock(&ev->mu);
+  pthread_mutex_lock(&slab_mu);
+  ev->free_next = event_free;
+  event_free = ev;
+  pthread_mutex_unlock(&slab_mu);
+  return cudaSuccess;
+}
+
+static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, int ptds, unsigned flags) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return cudaErrorInvalidResourceHandle;
+  if (flags & ~(unsigned)cudaEventRecordExternal) return cudaErrorInvalidValue;
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve(stream, ptds, &s);
+  if (e) return e;
+  /* Event and stream must belong to the same device (context). */
+  if (ev->device != s->device) return cudaErrorInvalidResourceHandle;
+  int st = sim_sticky(s->device);
+  if (st) return (cudaError_t)st;
+  sim_item *it = sim_item_new(IT_RECORD, 0);
+  if (!it) return cudaErrorMemoryAllocation;
+  it->u.rec.ev = ev;
+  return sim_submit(s, it);
+}
+
+SIM_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  return sim_ret(event_record(event, stream, 0, 0));
+}
+SIM_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  return sim_ret(event_record(event, stream, 1, 0));
+}
+SIM_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  return sim_ret(event_record(event, stream, 0, flags));
+}
+SIM_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  return sim_ret(event_record(event, stream, 1, flags));
+}
+
+/* Copies the captured point of ev. Returns 0 if never recorded. */
+static int event_point(sim_event *ev, sim_stream **s, uint64_t *seq, uint64_t *t_ns) {
+  pthread_mutex_lock(&ev->mu);
+  int rec = ev->recorded;
+  *s = ev->s;
+  *seq = ev->seq;
+  if (t_ns) *t_ns = ev->t_ns;
+  pthread_mutex_unlock(&ev->mu);
+  return rec;
+}
+
+SIM_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
+  int st = sim_sticky(ev->device);
+  if (st) return sim_ret((cudaError_t)st);
+  sim_stream *s;
+  uint64_t seq;
+  if (!event_point(ev, &s, &seq, NULL)) return cudaSuccess;
+  return done_of(s) >= seq ? cudaSuccess : cudaErrorNotReady;
+}
+
+SIM_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
+  sim_stream *s;
+  uint64_t seq;
+  if (event_point(ev, &s, &seq, NULL)) sim_wait_done(s, seq);
+  int st = sim_sticky(ev->device);
+  return st ? sim_ret((cudaError_t)st) : cudaSuccess;
+}
+
+SIM_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  sim_init();
+  if (!ms) return sim_ret(cudaErrorInvalidValue);
+  sim_event *a = sim_event_from_handle(start), *b = sim_event_from_handle(end);
+  if (!a || !b) return sim_ret(cudaErrorInvalidResourceHandle);
+  if ((a->flags | b->flags) & cudaEventDisableTiming) return sim_ret(cudaErrorInvalidResourceHandle);
+  int st = sim_sticky(a->device);
+  if (st) return sim_ret((cudaError_t)st);
+  sim_stream *sa, *sb;
+  uint64_t qa, qb, ta, tb;
+  int ra = event_point(a, &sa, &qa, &ta), rb = event_point(b, &sb, &qb, &tb);
+  if (!ra || !rb) return sim_ret(cudaErrorInvalidResourceHandle);
+  if (done_of(sa) < qa || done_of(sb) < qb) return sim_ret(cudaErrorNotReady);
+  /* The record item sets t_ns before its completion is published. */
+  event_point(a, &sa, &qa, &ta);
+  event_point(b, &sb, &qb, &tb);
+  if (!ta || !tb) return sim_ret(cudaErrorInvalidResourceHandle);
+  *ms = (float)(((double)tb - (double)ta) / 1e6);
+  return cudaSuccess;
+}
+
+static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned flags, int ptds) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return cudaErrorInvalidResourceHandle;
+  if (flags & ~(unsigned)cudaEventWaitExternal) return cudaErrorInvalidValue;
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve(stream, ptds, &s);
+  if (e) return e;
+  int st = sim_sticky(s->device);
+  if (st) return (cudaError_t)st;
+  pthread_mutex_lock(&ev->mu);
+  bool in_graph = ev->captured_in_graph;
+  pthread_mutex_unlock(&ev->mu);
+  pthread_mutex_lock(&s->mu);
+  bool capturing = s->capture != cudaStreamCaptureStatusNone;
+  pthread_mutex_unlock(&s->mu);
+  /* Joining another stream into a capture (fork/join capture) is not
+   * modelled: refuse it instead of silently mis-ordering. */
+  if (in_graph && !capturing) return cudaErrorStreamCaptureUnsupported;
+  sim_item *it = sim_item_new(IT_WAIT, 0);
+  if (!it) return cudaErrorMemoryAllocation;
+  it->u.wait.ev = ev;
+  return sim_submit(s, it);
+}
+
+SIM_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  return sim_ret(stream_wait_event(stream, event, flags, 0));
+}
+SIM_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  return sim_ret(stream_wait_event(stream, event, flags, 1));
+}
+
+/* ---- internal API -------------------------------------------------------------- */
+
+int a2asim_stream_enqueue(void *stream, int per_thread, a2asim_work_fn fn, void *arg,
+                          const char *what) {
+  if (!fn) return cudaErrorInvalidValue;
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve((cudaStream_t)stream, per_thread, &s);
+  if (e) return e;
+  sim_item *it = sim_item_new(IT_FN, 0);
+  if (!it) return cudaErrorMemoryAllocation;
+  it->u.fn.fn = fn;
+  it->u.fn.arg = arg;
+  (void)what;
+  return sim_submit(s, it);
+}
+
+int a2asim_stream_device(void *stream, int *dev) {
+  if (!dev) return cudaErrorInvalidValue;
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve((cudaStream_t)stream, 0, &s);
+  if (e) return e;
+  *dev = s->device;
+  return cudaSuccess;
+}
+
+int a2asim_stream_valid(void *stream) {
+  sim_init();
+  if (!stream || stream == (void *)cudaStreamLegacy || stream == (void *)cudaStreamPerThread) return 1;
+  return stream_from_handle(stream) != NULL;
+}
+
+int a2asim_stream_set_delay(void *stream, unsigned us) {
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve((cudaStream_t)stream, 0, &s);
+  if (e) return e;
+  atomic_store(&s->delay_us, us);
+  return cudaSuccess;
+}

@@ -1,0 +1,241 @@
+/* cudart_internal.c - self-tests of the simulator's internal API
+ * (a2asim_internal.h), the contract the simulated NCCL builds on. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cudart_test.h"
+
+/* ---- a2asim_stream_enqueue: FIFO, runs on a worker, blocking items block ---- */
+
+typedef struct order_log {
+  pthread_mutex_t mu;
+  int v[4096];
+  int n;
+  pthread_t tid[4096];
+} order_log;
+
+typedef struct order_arg { order_log *log; int v; } order_arg;
+
+static void append_fn(void *p) {
+  order_arg *a = p;
+  pthread_mutex_lock(&a->log->mu);
+  a->log->tid[a->log->n] = pthread_self();
+  a->log->v[a->log->n++] = a->v;
+  pthread_mutex_unlock(&a->log->mu);
+}
+
+START_TEST(enqueue_fifo_on_worker) {
+  static order_log log = {PTHREAD_MUTEX_INITIALIZER};
+  static order_arg args[2000];
+  cudaStream_t s;
+  CK_CUDA(cudaStreamCreate(&s));
+  for (int i = 0; i < 2000; i++) {
+    args[i] = (order_arg){&log, i};
+    ck_assert_int_eq(a2asim_stream_enqueue(s, 0, append_fn, &args[i], "append"), 0);
+  }
+  CK_CUDA(cudaStreamSynchronize(s));
+  ck_assert_int_eq(log.n, 2000);
+  for (int i = 0; i < 2000; i++) {
+    ck_assert_int_eq(log.v[i], i);
+    ck_assert(!pthread_equal(log.tid[i], pthread_self()));
+  }
+  CK_CUDA(cudaStreamDestroy(s));
+}
+END_TEST
+
+typedef struct gate { pthread_mutex_t mu; pthread_cond_t cv; int open; } gate;
+
+static void gate_wait_fn(void *p) {
+  gate *g = p;
+  pthread_mutex_lock(&g->mu);
+  while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_open(gate *g) {
+  pthread_mutex_lock(&g->mu);
+  g->open = 1;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void flag_fn(void *p) { atomic_store((atomic_int *)p, 1); }
+
+START_TEST(enqueue_blocking_item_blocks_stream_only) {
+  static gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  static atomic_int after_a, on_b;
+  cudaStream_t a, b;
+  CK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  ck_assert_int_eq(a2asim_stream_enqueue(a, 0, gate_wait_fn, &g, "hang"), 0);
+  ck_assert_int_eq(a2asim_stream_enqueue(a, 0, flag_fn, &after_a, "after"), 0);
+  ck_assert_int_eq(a2asim_stream_enqueue(b, 0, flag_fn, &on_b, "b"), 0);
+  CK_CUDA(cudaStreamSynchronize(b));   /* b is independent of a's hang */
+  ck_assert_int_eq(atomic_load(&on_b), 1);
+  ck_assert_int_eq(cudaStreamQuery(a), cudaErrorNotReady);
+  ck_assert_int_eq(atomic_load(&after_a), 0);
+  gate_open(&g);
+  CK_CUDA(cudaStreamSynchronize(a));
+  ck_assert_int_eq(atomic_load(&after_a), 1);
+}
+END_TEST
+
+/* ---- a2asim_stream_enqueue_multi ---- */
+
+typedef struct multi_probe {
+  atomic_int a_done, b_before, ran, ran_on_both_ready;
+  atomic_int after_b;
+} multi_probe;
+
+static multi_probe mp;
+static void mark_a_done(void *p) { atomic_store(&mp.a_done, 1); }
+static void multi_fn(void *p) {
+  atomic_fetch_add(&mp.ran, 1);
+  if (atomic_load(&mp.a_done) && atomic_load(&mp.b_before)) atomic_store(&mp.ran_on_both_ready, 1);
+}
+static void mark_b_before(void *p) { atomic_store(&mp.b_before, 1); }
+static void check_after_b(void *p) { if (atomic_load(&mp.ran)) atomic_store(&mp.after_b, 1); }
+
+START_TEST(enqueue_multi_starts_when_all_reach_it) {
+  cudaStream_t a, b;
+  CK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  ck_assert_int_eq(a2asim_stream_set_delay(a, 200000), 0);   /* a reaches it late */
+  ck_assert_int_eq(a2asim_stream_enqueue(a, 0, mark_a_done, NULL, "a"), 0);
+  ck_assert_int_eq(a2asim_stream_set_delay(a, 0), 0);
+  ck_assert_int_eq(a2asim_stream_enqueue(b, 0, mark_b_before, NULL, "b"), 0);
+  void *ss[3] = {a, b, a};   /* duplicates are merged */
+  ck_assert_int_eq(a2asim_stream_enqueue_multi(ss, 3, multi_fn, NULL, "multi"), 0);
+  ck_assert_int_eq(a2asim_stream_enqueue(b, 0, check_after_b, NULL, "after"), 0);
+  CK_CUDA(cudaStreamSynchronize(b));
+  /* b completed the multi item, so it ran, after a's delayed item. */
+  ck_assert_int_eq(atomic_load(&mp.ran), 1);
+  ck_assert_int_eq(atomic_load(&mp.ran_on_both_ready), 1);
+  ck_assert_int_eq(atomic_load(&mp.after_b), 1);
+  CK_CUDA(cudaStreamSynchronize(a));
+  ck_assert_int_eq(atomic_load(&mp.ran), 1);
+}
+END_TEST
+
+START_TEST(enqueue_multi_rejects_bad_args) {
+  cudaStream_t bad = (cudaStream_t)(uintptr_t)0x1234;
+  void *ss[1] = {bad};
+  ck_assert_int_eq(a2asim_stream_enqueue_multi(ss, 1, flag_fn, NULL, "x"), cudaErrorInvalidResourceHandle);
+  ck_assert_int_eq(a2asim_stream_enqueue_multi(ss, 0, flag_fn, NULL, "x"), cudaErrorInvalidValue);
+  ck_assert_int_eq(a2asim_stream_enqueue(bad, 0, flag_fn, NULL, "x"), cudaErrorInvalidResourceHandle);
+  /* Internal errors do not touch the application's last error. */
+  ck_assert_int_eq(cudaGetLastError(), cudaSuccess);
+}
+END_TEST
+
+/* ---- legacy default stream through the internal API ---- */
+
+static atomic_int legacy_seen;
+static atomic_int producer_done;
+static void produce(void *p) { atomic_store(&producer_done, 1); }
+static void consume(void *p) { atomic_store(&legacy_seen, atomic_load(&producer_done)); }
+
+START_TEST(enqueue_legacy_waits_for_blocking_streams) {
+  cudaStream_t s;
+  CK_CUDA(cudaStreamCreate(&s));
+  ck_assert_int_eq(a2asim_stream_set_delay(s, 200000), 0);
+  ck_assert_int_eq(a2asim_stream_enqueue(s, 0, produce, NULL, "p"), 0);
+  ck_assert_int_eq(a2asim_stream_enqueue(NULL, 0, consume, NULL, "c"), 0);
+  CK_CUDA(cudaStreamSynchronize(NULL));
+  ck_assert_int_eq(atomic_load(&legacy_seen), 1);
+}
+END_TEST
+
+/* ---- bookkeeping ---- */
+
+START_TEST(devices_streams_pointers_host) {
+  unsetenv("A2ASIM_DEVICES");
+  unsetenv("A2ASIM_HOST");
+  ck_assert_int_eq(a2asim_device_count(), 8);
+  ck_assert_int_eq(a2asim_get_device(), 0);
+  CK_CUDA(cudaSetDevice(3));
+  ck_assert_int_eq(a2asim_get_device(), 3);
+  cudaStream_t s;
+  CK_CUDA(cudaStreamCreate(&s));
+  int dev = -1;
+  ck_assert_int_eq(a2asim_stream_device(s, &dev), 0);
+  ck_assert_int_eq(dev, 3);
+  ck_assert_int_eq(a2asim_stream_device(NULL, &dev), 0);
+  ck_assert_int_eq(dev, 3);
+  ck_assert_int_eq(a2asim_stream_valid(s), 1);
+  ck_assert_int_eq(a2asim_stream_valid(NULL), 1);
+  ck_assert_int_eq(a2asim_stream_valid(cudaStreamPerThread), 1);
+  ck_assert_int_eq(a2asim_stream_valid((void *)&dev), 0);
+  CK_CUDA(cudaStreamDestroy(s));
+  ck_assert_int_eq(a2asim_stream_valid(s), 0);
+
+  char *d;
+  CK_CUDA(cudaMalloc((void **)&d, 1000));
+  int type, pdev;
+  uintptr_t base;
+  size_t size;
+  ck_assert_int_eq(a2asim_pointer_lookup(d + 999, &type, &pdev, &base, &size), 0);
+  ck_assert_int_eq(type, 2);
+  ck_assert_int_eq(pdev, 3);
+  ck_assert_uint_eq(base, (uintptr_t)d);
+  ck_assert_uint_eq(size, 1000);
+  ck_assert_int_eq(a2asim_pointer_lookup(d + 1000 + 4096, &type, &pdev, &base, &size), -1);
+  ck_assert_int_eq(type, 0);
+  ck_assert_int_eq(pdev, -1);
+  void *h;
+  CK_CUDA(cudaMallocHost(&h, 64));
+  ck_assert_int_eq(a2asim_pointer_lookup(h, &type, &pdev, NULL, NULL), 0);
+  ck_assert_int_eq(type, 1);
+  CK_CUDA(cudaFree(d));
+  ck_assert_int_eq(a2asim_pointer_lookup(d, &type, NULL, NULL, NULL), -1);
+  CK_CUDA(cudaFreeHost(h));
+
+  char host[256];
+  gethostname(host, sizeof host);
+  ck_assert_str_eq(a2asim_hostname(), host);
+}
+END_TEST
+
+START_TEST(knobs_devices_host_and_bad_values) {
+  setenv("A2ASIM_DEVICES", "4", 1);
+  setenv("A2ASIM_HOST", "simhost-a", 1);
+  setenv("A2ASIM_BW_GBPS", "1", 1);          /* 1 GB/s: 1 MB = 1 ms */
+  setenv("A2ASIM_LAUNCH_US", "12x", 1);      /* rejected, default kept */
+  ck_assert_int_eq(a2asim_device_count(), 4);
+  ck_assert_str_eq(a2asim_hostname(), "simhost-a");
+  int n;
+  CK_CUDA(cudaGetDeviceCount(&n));
+  ck_assert_int_eq(n, 4);
+  ck_assert_int_eq(cudaSetDevice(4), cudaErrorInvalidDevice);
+  double t0 = test_now_ms();
+  a2asim_model_transfer(20u << 20);
+  double dt = test_now_ms() - t0;
+  ck_assert_msg(dt >= 19.0, "20 MiB at 1 GB/s took %.2f ms", dt);
+}
+END_TEST
+
+START_TEST(knob_bad_devices_keeps_default) {
+  setenv("A2ASIM_DEVICES", "0", 1);
+  ck_assert_int_eq(a2asim_device_count(), 8);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sim.cudart.internal");
+  TCase *tc = tcase_create("internal");
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, enqueue_fifo_on_worker);
+  tcase_add_test(tc, enqueue_blocking_item_blocks_stream_only);
+  tcase_add_test(tc, enqueue_multi_starts_when_all_reach_it);
+  tcase_add_test(tc, enqueue_multi_rejects_bad_args);
+  tcase_add_test(tc, enqueue_legacy_waits_for_blocking_streams);
+  tcase_add_test(tc, devices_streams_pointers_host);
+  tcase_add_test(tc, knobs_devices_host_and_bad_values);
+  tcase_add_test(tc, knob_bad_devices_keeps_default);
+  suite_add_tcase(s, tc);
+  return test_run_suite(s);
+}
