@@ -1,0 +1,686 @@
+/* test_stream_hb.c - the stream happens-before analyzer driven by synthetic
+ * events (no simulator): every check fires on its bug and stays silent on
+ * the fixed version, plus the edge cases of the model (zero counts, in-place
+ * collectives, views into one segment, re-recorded events, destroyed
+ * streams, legacy vs non-blocking streams, host synchronization by query).
+ * Buffers are fake addresses: the analyzer never dereferences them. */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "collector.h"
+#include "stream_hb.h"
+
+#define NCCL_FLOAT 7 /* ncclFloat32: 4 bytes */
+#define NONBLOCKING 1u
+
+static void *const COMM = (void *)0xc0;
+static void *const S_COMM = (void *)0x5100; /* communication stream */
+static void *const S_COMP = (void *)0x5200; /* compute stream */
+static void *const S_OTHER = (void *)0x5300;
+static const uintptr_t SEG = 0x70000000;   /* one cudaMalloc segment */
+static const size_t SEG_SIZE = 1 << 20;
+#define SENDBUF ((void *)(SEG))
+#define RECVBUF ((void *)(SEG + 0x10000))
+#define NBYTES 4096 /* bytes per buffer (1024 floats) */
+
+/* Kernels: fill(float *p) and a by-value struct {int n; int pad; float *p;
+ * float *q;} like PyTorch's TensorIterator arguments. */
+static char k_fill, k_struct;
+
+static int stream_findings(void) { return (int)collector_count_prefix("stream."); }
+
+static void setup(void) {
+  collector_reset();
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.newcomm = COMM;
+  ev.u.init.nranks = 4;
+  ev.u.init.rank = 0;
+  ev.u.init.device = 0;
+  ev.u.init.blocking = 1;
+  ev_dispatch(&ev, 0);
+  ev = ev_make(A2A_EV_ALLOC);
+  ev.api = "cudaMalloc";
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev.u.mem.size = SEG_SIZE;
+  ev_pre(&ev);
+  ev.u.mem.ptr = (void *)SEG;
+  ev_post(&ev, 0);
+  collector_add_pointer(SEG, SEG_SIZE, 2, 0);
+  size_t off1[] = {0}, sz1[] = {8};
+  collector_add_kernel(&k_fill, "fill", 1, off1, sz1);
+  size_t off2[] = {0}, sz2[] = {24};
+  collector_add_kernel(&k_struct, "elementwise", 1, off2, sz2);
+}
+
+static void stream_create(void *s, unsigned flags) {
+  a2a_event ev = ev_make(A2A_EV_STREAM_CREATE);
+  ev.api = "cudaStreamCreateWithFlags";
+  ev.u.stream_create.flags = flags;
+  ev_pre(&ev);
+  ev.stream = s;
+  ev_post(&ev, 0);
+}
+
+static void stream_ev(a2a_kind k, void *s, int result) {
+  a2a_event ev = ev_make(k);
+  ev.stream = s;
+  ev_dispatch(&ev, result);
+}
+
+static void event_ev(a2a_kind k, void *e, void *s, int result) {
+  a2a_event ev = ev_make(k);
+  ev.stream = s;
+  ev.u.event.event = e;
+  ev_dispatch(&ev, result);
+}
+
+static void launch_fill(void *s, void *p, const void *site) {
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.api = "cudaLaunchKernel";
+  ev.stream = s;
+  ev.callsite = site;
+  void *args[] = {&p};
+  ev.u.launch.func = &k_fill;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+}
+
+static void launch_struct(void *s, void *p) {
+  struct { int n, pad; float *p, *q; } st = {1024, 0, NULL, p};
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.stream = s;
+  void *args[] = {&st};
+  ev.u.launch.func = &k_struct;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+}
+
+static void send_on(void *s, void *buf, size_t count, const void *site) {
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.api = "ncclSend";
+  ev.comm = COMM;
+  ev.stream = s;
+  ev.callsite = site;
+  ev.u.p2p.is_send = 1;
+  ev.u.p2p.buff = buf;
+  ev.u.p2p.count = count;
+  ev.u.p2p.dtype = NCCL_FLOAT;
+  ev.u.p2p.peer = 1;
+  ev_dispatch(&ev, 0);
+}
+
+static void recv_on(void *s, void *buf, size_t count) {
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.api = "ncclRecv";
+  ev.comm = COMM;
+  ev.stream = s;
+  ev.u.p2p.is_send = 0;
+  ev.u.p2p.buff = buf;
+  ev.u.p2p.count = count;
+  ev.u.p2p.dtype = NCCL_FLOAT;
+  ev.u.p2p.peer = 1;
+  ev_dispatch(&ev, 0);
+}
+
+static void allreduce_on(void *s, const void *send, void *recv, size_t count) {
+  a2a_event ev = ev_make(A2A_EV_COLL);
+  ev.api = "ncclAllReduce";
+  ev.comm = COMM;
+  ev.stream = s;
+  ev.u.coll.coll = A2A_COLL_ALLREDUCE;
+  ev.u.coll.sendbuff = send;
+  ev.u.coll.recvbuff = recv;
+  ev.u.coll.count = count;
+  ev.u.coll.dtype = NCCL_FLOAT;
+  ev.u.coll.redop = 0;
+  ev.u.coll.root = -1;
+  ev_dispatch(&ev, 0);
+}
+
+static void group(a2a_kind k) {
+  a2a_event ev = ev_make(k);
+  ev.api = k == A2A_EV_GROUP_START ? "ncclGroupStart" : "ncclGroupEnd";
+  ev_dispatch(&ev, 0);
+}
+
+static void memop(a2a_kind k, void *dst, const void *src, size_t n, int cpykind, int async,
+                  void *s) {
+  a2a_event ev = ev_make(k);
+  ev.api = k == A2A_EV_MEMSET ? (async ? "cudaMemsetAsync" : "cudaMemset")
+                              : (async ? "cudaMemcpyAsync" : "cudaMemcpy");
+  ev.stream = s;
+  ev.u.copy.dst = dst;
+  ev.u.copy.src = src;
+  ev.u.copy.bytes = ev.u.copy.width = n;
+  ev.u.copy.height = 1;
+  ev.u.copy.cpykind = cpykind;
+  ev.u.copy.async = async;
+  ev_dispatch(&ev, 0);
+}
+
+/* Two streams, and one communication use of SENDBUF/RECVBUF that the host
+ * has waited for (so the ranges are tracked and nothing is in flight). */
+static void two_streams_warm(unsigned comm_flags) {
+  stream_create(S_COMM, comm_flags);
+  stream_create(S_COMP, NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2000);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+}
+
+/* ---------------- unsynced-input ---------------- */
+
+START_TEST(unsynced_input_fires) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* producer on compute stream */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_eq(c->site, (void *)0x4000);
+  ck_assert_ptr_nonnull(strstr(c->message, "kernel fill"));
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclSend"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"earlier\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"later\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "0x3000"));
+  ck_assert_int_eq(c->severity, A2A_SEV_ERROR);
+}
+END_TEST
+
+START_TEST(unsynced_input_fixed_by_event) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe1;
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(unsynced_input_memcpy_producer) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  memop(A2A_EV_MEMCPY, SENDBUF, (void *)0x1234, NBYTES, A2A_CPY_H2D, 1, S_COMP);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+START_TEST(same_stream_is_ordered) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  launch_fill(S_COMM, SENDBUF, (void *)0x3000);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMM, RECVBUF, (void *)0x3001);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+/* ---------------- events: never recorded, re-recorded ---------------- */
+
+START_TEST(wait_on_never_recorded_event_adds_nothing) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, (void *)0xe9, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+START_TEST(event_recorded_before_write_does_not_order_it) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe1;
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+START_TEST(event_rerecorded_replaces_its_clock) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  void *e = (void *)0xe1;
+  /* Recorded after the write, then re-recorded on an unrelated stream: the
+   * wait now orders only the unrelated stream. */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_OTHER, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+START_TEST(event_rerecorded_after_write_orders_it) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe1;
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(destroyed_event_forgets_its_clock) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe1;
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_EVENT_DESTROY, e, NULL, 0);
+  /* A new event that reuses the handle was never recorded. */
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+/* ---------------- unsynced-output ---------------- */
+
+START_TEST(unsynced_output_kernel_fires) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+  const collected *c = collector_find("stream.unsynced-output");
+  ck_assert_ptr_eq(c->site, (void *)0x3000);
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclRecv"));
+}
+END_TEST
+
+START_TEST(unsynced_output_fixed_by_wait) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe2;
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMM, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMP, 0); /* work.wait() */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(unsynced_output_host_copy_fires) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  /* cudaMemcpy D2H runs on the legacy stream, which does not wait for a
+   * non-blocking stream. */
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, NBYTES, A2A_CPY_D2H, 0, NULL);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-output")->message, "the host"));
+}
+END_TEST
+
+START_TEST(host_copy_after_stream_sync_is_ordered) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, NBYTES, A2A_CPY_D2H, 0, NULL);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(legacy_stream_waits_for_blocking_stream) {
+  setup();
+  two_streams_warm(0); /* communication stream is a blocking stream */
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, NBYTES, A2A_CPY_D2H, 0, NULL);
+  launch_fill(NULL, RECVBUF, (void *)0x3000); /* legacy stream kernel */
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(per_thread_stream_is_not_legacy) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  void *p = RECVBUF;
+  void *args[] = {&p};
+  ev.per_thread = 1;
+  ev.u.launch.func = &k_fill;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+START_TEST(host_sync_via_query) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  stream_ev(A2A_EV_STREAM_QUERY, S_COMM, 600); /* cudaErrorNotReady: no edge */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0); /* start the second half clean */
+
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  void *e = (void *)0xe3;
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMM, 0);
+  event_ev(A2A_EV_EVENT_QUERY, e, NULL, 0); /* complete: the host joins */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+START_TEST(device_sync_orders_everything) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(destroyed_stream_keeps_its_clock) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  stream_ev(A2A_EV_STREAM_DESTROY, S_COMM, 0); /* work still pending */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  /* A new stream that reuses the handle is a new timeline: its work is not
+   * ordered after the destroyed stream's. */
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  stream_create(S_OTHER, NONBLOCKING);
+  recv_on(S_OTHER, RECVBUF, NBYTES / 4);
+  stream_ev(A2A_EV_STREAM_DESTROY, S_OTHER, 0);
+  stream_create(S_OTHER, NONBLOCKING); /* same handle, new stream */
+  launch_fill(S_OTHER, RECVBUF, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+}
+END_TEST
+
+START_TEST(by_value_struct_pointer_is_found) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_struct(S_COMP, (char *)RECVBUF + 64); /* a view inside the buffer */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* ---------------- free-in-flight ---------------- */
+
+START_TEST(rewrite_while_sending_fires) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  /* The caching allocator handed the block to a new tensor on the compute
+   * stream (no record_stream): it is rewritten while NCCL reads it. */
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+START_TEST(rewrite_after_event_query_is_ordered) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe4;
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMM, 0); /* record_stream's event */
+  event_ev(A2A_EV_EVENT_QUERY, e, NULL, 0);    /* allocator: block is free */
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(free_async_on_other_stream_fires) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.api = "cudaFreeAsync";
+  ev.stream = S_COMP;
+  ev.u.mem.ptr = (void *)SEG;
+  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
+  ev.u.mem.async = 1;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_uint_eq(stream_hb_range_count(), 0); /* the segment is forgotten */
+}
+END_TEST
+
+START_TEST(free_async_on_same_stream_is_ordered) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.api = "cudaFreeAsync";
+  ev.stream = S_COMM;
+  ev.u.mem.ptr = (void *)SEG;
+  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
+  ev.u.mem.async = 1;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(cuda_free_of_cudamalloc_memory_synchronizes) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.api = "cudaFree";
+  ev.u.mem.ptr = (void *)SEG;
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(stream_findings(), 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+}
+END_TEST
+
+START_TEST(cuda_free_of_stream_ordered_memory_fires) {
+  setup();
+  /* A second segment from cudaMallocAsync: cudaFree does not synchronize. */
+  uintptr_t seg2 = 0x80000000;
+  a2a_event ev = ev_make(A2A_EV_ALLOC);
+  ev.api = "cudaMallocAsync";
+  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
+  ev.u.mem.size = 1 << 16;
+  ev.u.mem.async = 1;
+  ev_pre(&ev);
+  ev.u.mem.ptr = (void *)seg2;
+  ev_post(&ev, 0);
+  stream_create(S_COMM, NONBLOCKING);
+  send_on(S_COMM, (void *)seg2, 256, (void *)0x4000);
+  ev = ev_make(A2A_EV_FREE);
+  ev.api = "cudaFree";
+  ev.u.mem.ptr = (void *)seg2;
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+}
+END_TEST
+
+/* ---------------- default-stream ---------------- */
+
+START_TEST(default_stream_warns) {
+  setup();
+  send_on(NULL, SENDBUF, 16, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 1);
+  ck_assert_int_eq(collector_find("stream.default-stream")->severity, A2A_SEV_WARNING);
+}
+END_TEST
+
+START_TEST(default_stream_silent_on_own_and_per_thread_streams) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  send_on(S_COMM, SENDBUF, 16, (void *)0x4000);
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.api = "ncclSend";
+  ev.comm = COMM;
+  ev.per_thread = 1; /* NULL means cudaStreamPerThread */
+  ev.u.p2p.is_send = 1;
+  ev.u.p2p.buff = SENDBUF;
+  ev.u.p2p.count = 16;
+  ev.u.p2p.dtype = NCCL_FLOAT;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+/* ---------------- edge cases ---------------- */
+
+START_TEST(zero_counts_track_nothing) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  send_on(S_COMM, SENDBUF, 0, (void *)0x4000);
+  allreduce_on(NULL, SENDBUF, RECVBUF, 0); /* dropped by NCCL: no warning */
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(in_place_allreduce) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  allreduce_on(S_COMM, RECVBUF, RECVBUF, NBYTES / 4); /* in place: no self-race */
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+START_TEST(views_into_one_segment_are_separate) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  /* Another tensor right after the send buffer in the same segment. */
+  launch_fill(S_COMP, (char *)SENDBUF + NBYTES, (void *)0x3000);
+  memop(A2A_EV_MEMSET, (char *)SENDBUF + NBYTES, NULL, 512, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* ...but a memset overlapping the send buffer's tail is a rewrite. */
+  memop(A2A_EV_MEMSET, (char *)SENDBUF + NBYTES - 16, NULL, 512, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+}
+END_TEST
+
+START_TEST(grouped_alltoall_merges_chunks_and_applies_at_group_end) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe5;
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* writes the whole buffer */
+  group(A2A_EV_GROUP_START);
+  for (int peer = 0; peer < 4; peer++) {
+    send_on(S_COMM, (char *)SENDBUF + peer * 1024, 256, (void *)0x4000);
+    recv_on(S_COMM, (char *)RECVBUF + peer * 1024, 256);
+  }
+  /* The edge arrives inside the group, before NCCL enqueues at GroupEnd. */
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(stream_findings(), 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 2);
+
+  /* work.wait(), then the next step's producer without the edge towards
+   * the communication stream: one finding for the merged send range. */
+  void *done = (void *)0xe6;
+  event_ev(A2A_EV_EVENT_RECORD, done, S_COMM, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMP, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3001);
+  group(A2A_EV_GROUP_START);
+  for (int peer = 0; peer < 4; peer++) {
+    send_on(S_COMM, (char *)SENDBUF + peer * 1024, 256, (void *)0x4001);
+    recv_on(S_COMM, (char *)RECVBUF + peer * 1024, 256);
+  }
+  ck_assert_int_eq(stream_findings(), 0); /* nothing enqueued yet */
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-input")->message,
+                               "4 grouped operations"));
+}
+END_TEST
+
+START_TEST(untracked_launches_are_ignored) {
+  setup();
+  stream_create(S_COMP, NONBLOCKING);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  for (int i = 0; i < 1000; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(check_can_be_disabled) {
+  setup();
+  collector_disable_check("stream");
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+static Suite *stream_hb_suite(void) {
+  Suite *s = suite_create("stream_hb");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 10);
+  tcase_add_test(tc, unsynced_input_fires);
+  tcase_add_test(tc, unsynced_input_fixed_by_event);
+  tcase_add_test(tc, unsynced_input_memcpy_producer);
+  tcase_add_test(tc, same_stream_is_ordered);
+  tcase_add_test(tc, wait_on_never_recorded_event_adds_nothing);
+  tcase_add_test(tc, event_recorded_before_write_does_not_order_it);
+  tcase_add_test(tc, event_rerecorded_replaces_its_clock);
+  tcase_add_test(tc, event_rerecorded_after_write_orders_it);
+  tcase_add_test(tc, destroyed_event_forgets_its_clock);
+  tcase_add_test(tc, unsynced_output_kernel_fires);
+  tcase_add_test(tc, unsynced_output_fixed_by_wait);
+  tcase_add_test(tc, unsynced_output_host_copy_fires);
+  tcase_add_test(tc, host_copy_after_stream_sync_is_ordered);
+  tcase_add_test(tc, legacy_stream_waits_for_blocking_stream);
+  tcase_add_test(tc, per_thread_stream_is_not_legacy);
+  tcase_add_test(tc, host_sync_via_query);
+  tcase_add_test(tc, device_sync_orders_everything);
+  tcase_add_test(tc, destroyed_stream_keeps_its_clock);
+  tcase_add_test(tc, by_value_struct_pointer_is_found);
+  tcase_add_test(tc, rewrite_while_sending_fires);
+  tcase_add_test(tc, rewrite_after_event_query_is_ordered);
+  tcase_add_test(tc, free_async_on_other_stream_fires);
+  tcase_add_test(tc, free_async_on_same_stream_is_ordered);
+  tcase_add_test(tc, cuda_free_of_cudamalloc_memory_synchronizes);
+  tcase_add_test(tc, cuda_free_of_stream_ordered_memory_fires);
+  tcase_add_test(tc, default_stream_warns);
+  tcase_add_test(tc, default_stream_silent_on_own_and_per_thread_streams);
+  tcase_add_test(tc, zero_counts_track_nothing);
+  tcase_add_test(tc, in_place_allreduce);
+  tcase_add_test(tc, views_into_one_segment_are_separate);
+  tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
+  tcase_add_test(tc, untracked_launches_are_ignored);
+  tcase_add_test(tc, check_can_be_disabled);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(stream_hb_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
