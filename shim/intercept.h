@@ -1,0 +1,219 @@
+/* intercept.h - the interposition machinery of liba2acheck.so: typed access
+ * to the REAL NCCL and CUDA runtime functions, and the helpers every wrapper
+ * uses. It knows nothing of the analyses; wrappers turn calls into
+ * a2a_event PRE/POST (analyzers/a2a_event.h) and forward them unchanged.
+ *
+ * ---------------------------------------------------------------------
+ * How to call a real function (runtime, host services):
+ *
+ *     #include "intercept.h"
+ *     cudaError_t e = A2A_REAL(cudaPointerGetAttributes)(&attr, p);
+ *
+ *   A2A_REAL(name) is a typed function pointer (ret (*)(params) exactly as
+ *   in the table), resolved lazily and thread-safely on first use. It never
+ *   is NULL: when the real symbol is not loaded, it points at a fallback
+ *   that returns the table's unresolved value (ncclInternalError,
+ *   cudaErrorSharedObjectSymbolNotFound, a static string), calls
+ *   a2a_rt_unresolved() once, and retries resolution when new objects
+ *   have been loaded since. A2A_HAVE_REAL(name) says whether the real one
+ *   was found. The tool itself never calls an intercepted name directly
+ *   (that would run our own wrapper and create events): always A2A_REAL.
+ *   Calling a REAL CUDA function can set the thread's CUDA "last error";
+ *   callers that may fail (pointer attributes of a host pointer, ...) must
+ *   accept that the application could observe it, or avoid the call.
+ *
+ * How to add an interceptor:
+ *  1. Add a row to intercept_table.inc:
+ *       A2A_SYM(CUDA, WRAP, cudaError_t, cudaFoo, (int a, void *b), (a, b),
+ *               A2A_CUDA_ERR)
+ *     Check the prototype against the header and the exported name against
+ *     `objdump -T libcudart.so.13` (the _ptsz/_ptds twins are separate rows).
+ *     A resolve-only function (for the host services) uses mode REAL: it gets
+ *     a slot and A2A_REAL(), no wrapper and no export.
+ *  2. Define the wrapper in wrap_cuda.c / wrap_nccl.c with the same
+ *     prototype, following the pattern there:
+ *       A2A_PUBLIC cudaError_t cudaFoo(int a, void *b) {
+ *         A2A_PASS_THROUGH_UNLESS_ENTERED(cudaFoo, a, b);
+ *         A2A_EVENT(ev, A2A_EV_..., "cudaFoo");
+ *         ... fill ev.stream / ev.u.* from the arguments ...
+ *         A2A_PRE(ev);
+ *         cudaError_t r = A2A_REAL(cudaFoo)(a, b);
+ *         A2A_POST_BEGIN(ev, r);
+ *         ... fill out-parameters valid after the call ...
+ *         A2A_POST_END(ev);
+ *         return r;
+ *       }
+ *     The export list (generated from the table) and the real-symbol slot
+ *     come for free; the link fails if a WRAP row has no definition.
+ *  3. Document the event fields in analyzers/a2a_event.h if they are new,
+ *     and let tests/e2e/shim_exports.py know if the symbol is required.
+ *
+ * Wrapper contract (shim/a2a_runtime.h): pass through unchanged unless
+ * a2a_rt_enter() says this is the outermost intercepted call of an enabled,
+ * initialized tool; preserve errno across the tool's own work; never
+ * allocate, lock or make a syscall on this path; a2a_rt_leave() after POST.
+ * ---------------------------------------------------------------------
+ */
+#ifndef A2A_INTERCEPT_H
+#define A2A_INTERCEPT_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "a2a_core.h"
+#include "a2a_event.h"
+#include "a2a_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Exported symbols (everything else is hidden: -fvisibility=hidden plus the
+ * version script generated from the table). */
+#define A2A_PUBLIC __attribute__((visibility("default")))
+
+/* Returned by const char* functions whose real symbol cannot be found. */
+#define A2A_UNRESOLVED_STRING "a2acheck: real function not found (library not loaded?)"
+
+/* The libraries of the table's `lib` column. */
+typedef enum a2a_lib { A2A_LIB_NCCL = 0, A2A_LIB_CUDA = 1, A2A_LIB__COUNT } a2a_lib;
+
+/* One id per table row: A2A_SYM_ncclSend, ... */
+typedef enum a2a_sym_id {
+#define A2A_SYM(lib, mode, ret, name, params, args, err) A2A_SYM_##name,
+#include "intercept_table.inc"
+#undef A2A_SYM
+  A2A_SYM__COUNT
+} a2a_sym_id;
+
+/* Typed pointers: a2a_real_ncclSend_t, ... */
+#define A2A_SYM(lib, mode, ret, name, params, args, err) typedef ret(*a2a_real_##name##_t) params;
+#include "intercept_table.inc"
+#undef A2A_SYM
+
+/* Prototypes of every exported wrapper. For names the CUDA/NCCL headers
+ * declare, this makes the compiler check each table row against the header
+ * (a mismatch is a "conflicting types" error); for the _ptsz/_ptds and
+ * __cudaLaunchKernel names it is the only declaration. */
+#define A2A_DECL_WRAP(ret, name, params) A2A_PUBLIC ret name params;
+#define A2A_DECL_REAL(ret, name, params)
+#define A2A_SYM(lib, mode, ret, name, params, args, err) A2A_DECL_##mode(ret, name, params)
+#include "intercept_table.inc"
+#undef A2A_SYM
+#undef A2A_DECL_WRAP
+#undef A2A_DECL_REAL
+
+/* Real-function slots, indexed by a2a_sym_id. NULL until first use, then
+ * the real function or the row's unresolved fallback. Written only with
+ * atomic stores (several threads may resolve the same slot at once; they
+ * store the same value). */
+extern _Atomic(void *) a2a_real_slot[A2A_SYM__COUNT];
+
+/* Slow path of A2A_REAL: runs the resolution chain (see resolve.c) and
+ * stores the result in the slot. Never returns NULL. Preserves errno. */
+void *a2a_real_resolve(a2a_sym_id id);
+
+static inline void *a2a_real_ptr(a2a_sym_id id)
+{
+  void *p = atomic_load_explicit(&a2a_real_slot[id], memory_order_acquire);
+  return __builtin_expect(p != NULL, 1) ? p : a2a_real_resolve(id);
+}
+
+#define A2A_REAL(name) ((a2a_real_##name##_t)a2a_real_ptr(A2A_SYM_##name))
+
+/* True when the real function was found (resolving it if needed). */
+bool a2a_real_available(a2a_sym_id id);
+#define A2A_HAVE_REAL(name) a2a_real_available(A2A_SYM_##name)
+
+/* Introspection, for diagnostics and tests: the symbol's name, its library,
+ * and how it was resolved so far ("unresolved-yet", "pnccl-rtld-next",
+ * "rtld-next", "dlopen-noload", "phdr-scan", "unresolved"). */
+const char *a2a_sym_name(a2a_sym_id id);
+a2a_lib a2a_sym_lib(a2a_sym_id id);
+const char *a2a_real_how(a2a_sym_id id);
+
+/* ------------------------------------------------------------------ */
+/* The calling thread's current CUDA device, tracked from the intercepted
+ * cudaSetDevice (default 0, CUDA's own default). The tool never asks the
+ * runtime (cudaGetDevice) on the hot path: a failing internal CUDA call
+ * would overwrite the application's last error. Blind spot: device changes
+ * through the driver API (cuCtxSetCurrent) are not seen. */
+int a2a_shim_current_device(void);
+void a2a_shim_set_current_device(int device);
+
+/* ------------------------------------------------------------------ */
+/* Wrapper helpers. Macros (not functions) where the code must run in the
+ * wrapper's own frame: __builtin_return_address(0) and the early return. */
+
+/* First statement of every wrapper: capture errno, and forward unchanged
+ * when the tool must not analyze this call (disabled, initializing, or
+ * re-entered from inside the library, e.g. ncclBcast -> ncclBroadcast). */
+#define A2A_PASS_THROUGH_UNLESS_ENTERED(name, ...)                            \
+  int a2a_errno_ = errno;                                                     \
+  if (!a2a_rt_enter()) {                                                      \
+    errno = a2a_errno_;                                                       \
+    return A2A_REAL(name)(__VA_ARGS__);                                       \
+  }
+
+/* Declare and initialize the event of this call. */
+#define A2A_EVENT(ev, evkind, apiname)                                        \
+  a2a_event ev;                                                               \
+  a2a_shim_event_init(&ev, (evkind), (apiname), __builtin_return_address(0))
+
+/* Dispatch PRE, then restore the application's errno for the real call. */
+#define A2A_PRE(ev)                                                           \
+  do {                                                                        \
+    a2a_shim_pre(&(ev));                                                      \
+    errno = a2a_errno_;                                                       \
+  } while (0)
+
+/* Right after the real call: keep the errno it left, record the result. */
+#define A2A_POST_BEGIN(ev, r)                                                 \
+  do {                                                                        \
+    a2a_errno_ = errno;                                                       \
+    (ev).result = (int)(r);                                                   \
+  } while (0)
+
+/* Dispatch POST, leave the tool, restore errno as the real call left it. */
+#define A2A_POST_END(ev)                                                      \
+  do {                                                                        \
+    a2a_shim_post(&(ev));                                                     \
+    a2a_rt_leave();                                                           \
+    errno = a2a_errno_;                                                       \
+  } while (0)
+
+static inline void a2a_shim_event_init(a2a_event *ev, a2a_kind kind, const char *api,
+                                       const void *callsite)
+{
+  *ev = (a2a_event){
+      .kind = kind,
+      .api = api,
+      .device = a2a_shim_current_device(),
+      .thread = a2a_rt_thread_index(),
+      .callsite = callsite,
+  };
+}
+
+static inline void a2a_shim_pre(a2a_event *ev)
+{
+  ev->phase = A2A_PRE;
+  ev->t_ns = a2a_rt_now_ns();
+  a2a_dispatch(ev);
+}
+
+static inline void a2a_shim_post(a2a_event *ev)
+{
+  ev->phase = A2A_POST;
+  ev->t_ns = a2a_rt_now_ns();
+  a2a_dispatch(ev);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2A_INTERCEPT_H */

@@ -1,0 +1,662 @@
+/* wrap_cuda.c - the exported wrappers for the CUDA runtime calls the
+ * analyzers need: device selection, streams, events, memory, copies and
+ * sets, host functions, kernel launches, graph capture/launch and the
+ * last-error queries (the WRAP rows of intercept_table.inc).
+ *
+ * Same contract as wrap_nccl.c. CUDA specifics:
+ *  - The per-thread-default-stream twins (_ptsz for stream-ordered calls,
+ *    _ptds for the synchronous copies/sets) are separate exported symbols;
+ *    their events carry per_thread = 1 so a NULL stream means
+ *    cudaStreamPerThread, not the legacy default stream.
+ *  - The thread's current device is tracked here from cudaSetDevice (also
+ *    on the pass-through path, so a disabled or re-entered call still keeps
+ *    it right); the tool never calls cudaGetDevice behind the application's
+ *    back, because a failing internal call would replace the application's
+ *    sticky "last error".
+ *  - Launch events: u.launch.func is what the entry point received: the
+ *    host stub address for cudaLaunchKernel*, the cudaKernel_t handle for
+ *    nvcc's __cudaLaunchKernel* (both accepted by cudaFuncGetName /
+ *    cudaFuncGetParamInfo). cudaLaunchKernelExC's grid/block/shared memory
+ *    and stream come from its cudaLaunchConfig_t.
+ *  - cudaStreamGetPriority has no event kind: forwarded without an event.
+ */
+#include <string.h>
+
+#include "intercept.h"
+
+/* ------------------------------------------------------------------ */
+/* Current device */
+
+static _Thread_local int tls_device; /* 0 until cudaSetDevice: CUDA's default */
+
+int a2a_shim_current_device(void) { return tls_device; }
+void a2a_shim_set_current_device(int device) { tls_device = device; }
+
+A2A_PUBLIC cudaError_t cudaSetDevice(int device)
+{
+  int saved = errno;
+  if (!a2a_rt_enter()) {
+    errno = saved;
+    cudaError_t r = A2A_REAL(cudaSetDevice)(device);
+    if (r == cudaSuccess) tls_device = device;
+    return r;
+  }
+  int a2a_errno_ = saved;
+  A2A_EVENT(ev, A2A_EV_SET_DEVICE, "cudaSetDevice");
+  ev.u.dev.device = device;
+  A2A_PRE(ev);
+  cudaError_t r = A2A_REAL(cudaSetDevice)(device);
+  A2A_POST_BEGIN(ev, r);
+  if (r == cudaSuccess) tls_device = device;
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* The most common shape: an event that only names a stream (or nothing). */
+#define A2A_STREAM_WRAP(name, evkind, per_thread_, stream_, ...)              \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, (evkind), #name);                                           \
+    ev.stream = (void *)(stream_);                                            \
+    ev.per_thread = (per_thread_);                                            \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaDeviceSynchronize(void)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(cudaDeviceSynchronize);
+  A2A_EVENT(ev, A2A_EV_DEVICE_SYNC, "cudaDeviceSynchronize");
+  A2A_PRE(ev);
+  cudaError_t r = A2A_REAL(cudaDeviceSynchronize)();
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Streams */
+
+#define A2A_STREAM_CREATE_WRAP(name, flags_, prio_, ...)                      \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_STREAM_CREATE, #name);                               \
+    ev.u.stream_create.flags = (flags_);                                      \
+    ev.u.stream_create.priority = (prio_);                                    \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    ev.stream = (r == cudaSuccess && pStream) ? (void *)*pStream : NULL;      \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+    A2A_STREAM_CREATE_WRAP(cudaStreamCreate, 0, 0, pStream)
+A2A_PUBLIC cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+    A2A_STREAM_CREATE_WRAP(cudaStreamCreateWithFlags, flags, 0, pStream, flags)
+A2A_PUBLIC cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
+                                                    int priority)
+    A2A_STREAM_CREATE_WRAP(cudaStreamCreateWithPriority, flags, priority, pStream, flags, priority)
+
+A2A_PUBLIC cudaError_t cudaStreamDestroy(cudaStream_t stream)
+    A2A_STREAM_WRAP(cudaStreamDestroy, A2A_EV_STREAM_DESTROY, 0, stream, stream)
+A2A_PUBLIC cudaError_t cudaStreamQuery(cudaStream_t stream)
+    A2A_STREAM_WRAP(cudaStreamQuery, A2A_EV_STREAM_QUERY, 0, stream, stream)
+A2A_PUBLIC cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream)
+    A2A_STREAM_WRAP(cudaStreamQuery_ptsz, A2A_EV_STREAM_QUERY, 1, stream, stream)
+A2A_PUBLIC cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+    A2A_STREAM_WRAP(cudaStreamSynchronize, A2A_EV_STREAM_SYNC, 0, stream, stream)
+A2A_PUBLIC cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
+    A2A_STREAM_WRAP(cudaStreamSynchronize_ptsz, A2A_EV_STREAM_SYNC, 1, stream, stream)
+
+/* No event kind: the depth guard is still entered so that anything the
+ * runtime does inside is not analyzed twice. */
+#define A2A_NO_EVENT_WRAP(name, ...)                                          \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    errno = a2a_errno_;                                                       \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    a2a_errno_ = errno;                                                       \
+    a2a_rt_leave();                                                           \
+    errno = a2a_errno_;                                                       \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+    A2A_NO_EVENT_WRAP(cudaStreamGetPriority, hStream, priority)
+A2A_PUBLIC cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority)
+    A2A_NO_EVENT_WRAP(cudaStreamGetPriority_ptsz, hStream, priority)
+
+#define A2A_WAIT_EVENT_WRAP(name, per_thread_)                                \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, stream, event, flags);              \
+    A2A_EVENT(ev, A2A_EV_STREAM_WAIT_EVENT, #name);                           \
+    ev.stream = (void *)stream;                                               \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.event.event = (void *)event;                                         \
+    ev.u.event.flags = flags;                                                 \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(stream, event, flags);                     \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+    A2A_WAIT_EVENT_WRAP(cudaStreamWaitEvent, 0)
+A2A_PUBLIC cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
+                                                unsigned int flags)
+    A2A_WAIT_EVENT_WRAP(cudaStreamWaitEvent_ptsz, 1)
+
+/* ------------------------------------------------------------------ */
+/* Events */
+
+#define A2A_EVENT_CREATE_WRAP(name, flags_, ...)                              \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_EVENT_CREATE, #name);                                \
+    ev.u.event.flags = (flags_);                                              \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    ev.u.event.event = (r == cudaSuccess && event) ? (void *)*event : NULL;   \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaEventCreate(cudaEvent_t *event)
+    A2A_EVENT_CREATE_WRAP(cudaEventCreate, 0, event)
+A2A_PUBLIC cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+    A2A_EVENT_CREATE_WRAP(cudaEventCreateWithFlags, flags, event, flags)
+
+#define A2A_EVENT_RECORD_WRAP(name, per_thread_, flags_, ...)                 \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_EVENT_RECORD, #name);                                \
+    ev.stream = (void *)stream;                                               \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.event.event = (void *)event;                                         \
+    ev.u.event.flags = (flags_);                                              \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+    A2A_EVENT_RECORD_WRAP(cudaEventRecord, 0, 0, event, stream)
+A2A_PUBLIC cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
+    A2A_EVENT_RECORD_WRAP(cudaEventRecord_ptsz, 1, 0, event, stream)
+A2A_PUBLIC cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
+                                                unsigned int flags)
+    A2A_EVENT_RECORD_WRAP(cudaEventRecordWithFlags, 0, flags, event, stream, flags)
+A2A_PUBLIC cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+                                                     unsigned int flags)
+    A2A_EVENT_RECORD_WRAP(cudaEventRecordWithFlags_ptsz, 1, flags, event, stream, flags)
+
+#define A2A_EVENT_ONLY_WRAP(name, evkind)                                     \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, event);                             \
+    A2A_EVENT(ev, (evkind), #name);                                           \
+    ev.u.event.event = (void *)event;                                         \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(event);                                    \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaEventQuery(cudaEvent_t event)
+    A2A_EVENT_ONLY_WRAP(cudaEventQuery, A2A_EV_EVENT_QUERY)
+A2A_PUBLIC cudaError_t cudaEventSynchronize(cudaEvent_t event)
+    A2A_EVENT_ONLY_WRAP(cudaEventSynchronize, A2A_EV_EVENT_SYNC)
+A2A_PUBLIC cudaError_t cudaEventDestroy(cudaEvent_t event)
+    A2A_EVENT_ONLY_WRAP(cudaEventDestroy, A2A_EV_EVENT_DESTROY)
+
+A2A_PUBLIC cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(cudaEventElapsedTime, ms, start, end);
+  A2A_EVENT(ev, A2A_EV_EVENT_ELAPSED, "cudaEventElapsedTime");
+  ev.u.event.event = (void *)start;
+  ev.u.event.event2 = (void *)end;
+  A2A_PRE(ev);
+  cudaError_t r = A2A_REAL(cudaEventElapsedTime)(ms, start, end);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Memory */
+
+#define A2A_ALLOC_WRAP(name, memkind, size_, async_, stream_, pp, ...)        \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_ALLOC, #name);                                       \
+    ev.stream = (void *)(stream_);                                            \
+    ev.u.mem.mem = (memkind);                                                 \
+    ev.u.mem.size = (size_);                                                  \
+    ev.u.mem.async = (async_);                                                \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    ev.u.mem.ptr = (r == cudaSuccess && (pp)) ? *(pp) : NULL;                 \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+#define A2A_FREE_WRAP(name, memkind, async_, stream_, ptr_, ...)              \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_FREE, #name);                                        \
+    ev.stream = (void *)(stream_);                                            \
+    ev.u.mem.mem = (memkind);                                                 \
+    ev.u.mem.ptr = (ptr_);                                                    \
+    ev.u.mem.async = (async_);                                                \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaMalloc(void **devPtr, size_t size)
+    A2A_ALLOC_WRAP(cudaMalloc, A2A_MEM_DEVICE, size, 0, NULL, devPtr, devPtr, size)
+A2A_PUBLIC cudaError_t cudaFree(void *devPtr)
+    A2A_FREE_WRAP(cudaFree, A2A_MEM_DEVICE, 0, NULL, devPtr, devPtr)
+A2A_PUBLIC cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+    A2A_ALLOC_WRAP(cudaMallocAsync, A2A_MEM_DEVICE_ASYNC, size, 1, hStream, devPtr, devPtr, size,
+                   hStream)
+A2A_PUBLIC cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+    A2A_FREE_WRAP(cudaFreeAsync, A2A_MEM_DEVICE_ASYNC, 1, hStream, devPtr, devPtr, hStream)
+A2A_PUBLIC cudaError_t cudaMallocHost(void **ptr, size_t size)
+    A2A_ALLOC_WRAP(cudaMallocHost, A2A_MEM_HOST_PINNED, size, 0, NULL, ptr, ptr, size)
+A2A_PUBLIC cudaError_t cudaFreeHost(void *ptr)
+    A2A_FREE_WRAP(cudaFreeHost, A2A_MEM_HOST_PINNED, 0, NULL, ptr, ptr)
+A2A_PUBLIC cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+    A2A_ALLOC_WRAP(cudaHostAlloc, A2A_MEM_HOST_PINNED, size, 0, NULL, pHost, pHost, size, flags)
+A2A_PUBLIC cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+    A2A_ALLOC_WRAP(cudaMallocManaged, A2A_MEM_MANAGED, size, 0, NULL, devPtr, devPtr, size, flags)
+
+/* The _ptsz twins of the stream-ordered allocator need per_thread set. */
+A2A_PUBLIC cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(cudaMallocAsync_ptsz, devPtr, size, hStream);
+  A2A_EVENT(ev, A2A_EV_ALLOC, "cudaMallocAsync_ptsz");
+  ev.stream = (void *)hStream;
+  ev.per_thread = 1;
+  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
+  ev.u.mem.size = size;
+  ev.u.mem.async = 1;
+  A2A_PRE(ev);
+  cudaError_t r = A2A_REAL(cudaMallocAsync_ptsz)(devPtr, size, hStream);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.mem.ptr = (r == cudaSuccess && devPtr) ? *devPtr : NULL;
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(cudaFreeAsync_ptsz, devPtr, hStream);
+  A2A_EVENT(ev, A2A_EV_FREE, "cudaFreeAsync_ptsz");
+  ev.stream = (void *)hStream;
+  ev.per_thread = 1;
+  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
+  ev.u.mem.ptr = devPtr;
+  ev.u.mem.async = 1;
+  A2A_PRE(ev);
+  cudaError_t r = A2A_REAL(cudaFreeAsync_ptsz)(devPtr, hStream);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* PRE carries width*height (the pitch is not known yet); POST the real
+ * segment size pitch*height. */
+A2A_PUBLIC cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(cudaMallocPitch, devPtr, pitch, width, height);
+  A2A_EVENT(ev, A2A_EV_ALLOC, "cudaMallocPitch");
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev.u.mem.size = width * height;
+  A2A_PRE(ev);
+  cudaError_t r = A2A_REAL(cudaMallocPitch)(devPtr, pitch, width, height);
+  A2A_POST_BEGIN(ev, r);
+  if (r == cudaSuccess && devPtr && pitch) {
+    ev.u.mem.ptr = *devPtr;
+    ev.u.mem.size = *pitch * height;
+  }
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Copies and sets */
+
+/* Extent in bytes of a pitched 2D region: pitch*(height-1)+width. */
+static inline size_t extent2d(size_t pitch, size_t width, size_t height)
+{
+  return height ? pitch * (height - 1) + width : 0;
+}
+
+static inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+/* 1D copy: bytes x 1, pitches equal to bytes. */
+#define A2A_COPY1D_FIELDS(ev, dst_, src_, count_, kind_, async_)              \
+  do {                                                                        \
+    (ev).u.copy.dst = (dst_);                                                 \
+    (ev).u.copy.src = (src_);                                                 \
+    (ev).u.copy.bytes = (ev).u.copy.width = (count_);                         \
+    (ev).u.copy.height = 1;                                                   \
+    (ev).u.copy.dpitch = (ev).u.copy.spitch = (count_);                       \
+    (ev).u.copy.cpykind = (int)(kind_);                                       \
+    (ev).u.copy.async = (async_);                                             \
+  } while (0)
+
+#define A2A_MEMCPY_WRAP(name, async_, per_thread_, stream_, ...)              \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_MEMCPY, #name);                                      \
+    ev.stream = (void *)(stream_);                                            \
+    ev.per_thread = (per_thread_);                                            \
+    A2A_COPY1D_FIELDS(ev, dst, src, count, kind, async_);                     \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+    A2A_MEMCPY_WRAP(cudaMemcpy, 0, 0, NULL, dst, src, count, kind)
+A2A_PUBLIC cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                                       enum cudaMemcpyKind kind)
+    A2A_MEMCPY_WRAP(cudaMemcpy_ptds, 0, 1, NULL, dst, src, count, kind)
+A2A_PUBLIC cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                       enum cudaMemcpyKind kind, cudaStream_t stream)
+    A2A_MEMCPY_WRAP(cudaMemcpyAsync, 1, 0, stream, dst, src, count, kind, stream)
+A2A_PUBLIC cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                            enum cudaMemcpyKind kind, cudaStream_t stream)
+    A2A_MEMCPY_WRAP(cudaMemcpyAsync_ptsz, 1, 1, stream, dst, src, count, kind, stream)
+
+#define A2A_MEMSET_WRAP(name, async_, per_thread_, stream_, ...)              \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_MEMSET, #name);                                      \
+    ev.stream = (void *)(stream_);                                            \
+    ev.per_thread = (per_thread_);                                            \
+    A2A_COPY1D_FIELDS(ev, devPtr, NULL, count, A2A_CPY_DEFAULT, async_);      \
+    ev.u.copy.value = value;                                                  \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+    A2A_MEMSET_WRAP(cudaMemset, 0, 0, NULL, devPtr, value, count)
+A2A_PUBLIC cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
+    A2A_MEMSET_WRAP(cudaMemset_ptds, 0, 1, NULL, devPtr, value, count)
+A2A_PUBLIC cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+    A2A_MEMSET_WRAP(cudaMemsetAsync, 1, 0, stream, devPtr, value, count, stream)
+A2A_PUBLIC cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count,
+                                            cudaStream_t stream)
+    A2A_MEMSET_WRAP(cudaMemsetAsync_ptsz, 1, 1, stream, devPtr, value, count, stream)
+
+/* 2D copies: bytes is the larger of the two sides' extents (each side's own
+ * extent follows from its pitch, width and height). */
+#define A2A_MEMCPY2D_WRAP(name, async_, per_thread_, stream_, ...)            \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_MEMCPY, #name);                                      \
+    ev.stream = (void *)(stream_);                                            \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.copy.dst = dst;                                                      \
+    ev.u.copy.src = src;                                                      \
+    ev.u.copy.width = width;                                                  \
+    ev.u.copy.height = height;                                                \
+    ev.u.copy.dpitch = dpitch;                                                \
+    ev.u.copy.spitch = spitch;                                                \
+    ev.u.copy.bytes = max_sz(extent2d(dpitch, width, height), extent2d(spitch, width, height)); \
+    ev.u.copy.cpykind = (int)kind;                                            \
+    ev.u.copy.async = (async_);                                               \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                    size_t width, size_t height, enum cudaMemcpyKind kind)
+    A2A_MEMCPY2D_WRAP(cudaMemcpy2D, 0, 0, NULL, dst, dpitch, src, spitch, width, height, kind)
+A2A_PUBLIC cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                         size_t width, size_t height, enum cudaMemcpyKind kind)
+    A2A_MEMCPY2D_WRAP(cudaMemcpy2D_ptds, 0, 1, NULL, dst, dpitch, src, spitch, width, height, kind)
+A2A_PUBLIC cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                         size_t width, size_t height, enum cudaMemcpyKind kind,
+                                         cudaStream_t stream)
+    A2A_MEMCPY2D_WRAP(cudaMemcpy2DAsync, 1, 0, stream, dst, dpitch, src, spitch, width, height, kind,
+                      stream)
+A2A_PUBLIC cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
+                                              size_t spitch, size_t width, size_t height,
+                                              enum cudaMemcpyKind kind, cudaStream_t stream)
+    A2A_MEMCPY2D_WRAP(cudaMemcpy2DAsync_ptsz, 1, 1, stream, dst, dpitch, src, spitch, width, height,
+                      kind, stream)
+
+#define A2A_MEMSET2D_WRAP(name, async_, per_thread_, stream_, ...)            \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_MEMSET, #name);                                      \
+    ev.stream = (void *)(stream_);                                            \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.copy.dst = devPtr;                                                   \
+    ev.u.copy.width = width;                                                  \
+    ev.u.copy.height = height;                                                \
+    ev.u.copy.dpitch = pitch;                                                 \
+    ev.u.copy.bytes = extent2d(pitch, width, height);                         \
+    ev.u.copy.cpykind = A2A_CPY_DEFAULT;                                      \
+    ev.u.copy.value = value;                                                  \
+    ev.u.copy.async = (async_);                                               \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height)
+    A2A_MEMSET2D_WRAP(cudaMemset2D, 0, 0, NULL, devPtr, pitch, value, width, height)
+A2A_PUBLIC cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width,
+                                         size_t height)
+    A2A_MEMSET2D_WRAP(cudaMemset2D_ptds, 0, 1, NULL, devPtr, pitch, value, width, height)
+A2A_PUBLIC cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width,
+                                         size_t height, cudaStream_t stream)
+    A2A_MEMSET2D_WRAP(cudaMemset2DAsync, 1, 0, stream, devPtr, pitch, value, width, height, stream)
+A2A_PUBLIC cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width,
+                                              size_t height, cudaStream_t stream)
+    A2A_MEMSET2D_WRAP(cudaMemset2DAsync_ptsz, 1, 1, stream, devPtr, pitch, value, width, height,
+                      stream)
+
+/* Peer copies: device to device between two devices. */
+#define A2A_MEMCPY_PEER_WRAP(name, async_, stream_, ...)                      \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_MEMCPY, #name);                                      \
+    ev.stream = (void *)(stream_);                                            \
+    A2A_COPY1D_FIELDS(ev, dst, src, count, A2A_CPY_D2D, async_);              \
+    ev.u.copy.peer = 1;                                                       \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
+                                      size_t count)
+    A2A_MEMCPY_PEER_WRAP(cudaMemcpyPeer, 0, NULL, dst, dstDevice, src, srcDevice, count)
+A2A_PUBLIC cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                           size_t count, cudaStream_t stream)
+    A2A_MEMCPY_PEER_WRAP(cudaMemcpyPeerAsync, 1, stream, dst, dstDevice, src, srcDevice, count,
+                         stream)
+
+/* ------------------------------------------------------------------ */
+/* Host functions and kernel launches */
+
+#define A2A_HOST_FUNC_WRAP(name, per_thread_)                                 \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, stream, fn, userData);              \
+    A2A_EVENT(ev, A2A_EV_HOST_FUNC, #name);                                   \
+    ev.stream = (void *)stream;                                               \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.host_fn.fn = (void *)fn;                                             \
+    ev.u.host_fn.user = userData;                                             \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(stream, fn, userData);                     \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+    A2A_HOST_FUNC_WRAP(cudaLaunchHostFunc, 0)
+A2A_PUBLIC cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+    A2A_HOST_FUNC_WRAP(cudaLaunchHostFunc_ptsz, 1)
+
+static inline void launch_fields(a2a_event *ev, const void *func, dim3 grid, dim3 block, void **args,
+                                 size_t shmem, cudaStream_t stream, int per_thread)
+{
+  ev->stream = (void *)stream;
+  ev->per_thread = per_thread;
+  ev->u.launch.func = func;
+  ev->u.launch.args = args;
+  ev->u.launch.grid[0] = grid.x;
+  ev->u.launch.grid[1] = grid.y;
+  ev->u.launch.grid[2] = grid.z;
+  ev->u.launch.block[0] = block.x;
+  ev->u.launch.block[1] = block.y;
+  ev->u.launch.block[2] = block.z;
+  ev->u.launch.shmem = shmem;
+}
+
+/* All launch entry points with the (func, grid, block, args, shmem, stream)
+ * shape; functype is `const void *` or `cudaKernel_t`. */
+#define A2A_LAUNCH_WRAP(name, per_thread_, fparam)                            \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, fparam, gridDim, blockDim, args, sharedMem, stream); \
+    A2A_EVENT(ev, A2A_EV_LAUNCH, #name);                                      \
+    launch_fields(&ev, (const void *)fparam, gridDim, blockDim, args, sharedMem, stream, \
+                  (per_thread_));                                             \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(fparam, gridDim, blockDim, args, sharedMem, stream); \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                        size_t sharedMem, cudaStream_t stream)
+    A2A_LAUNCH_WRAP(cudaLaunchKernel, 0, func)
+A2A_PUBLIC cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
+                                             void **args, size_t sharedMem, cudaStream_t stream)
+    A2A_LAUNCH_WRAP(cudaLaunchKernel_ptsz, 1, func)
+A2A_PUBLIC cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                          void **args, size_t sharedMem, cudaStream_t stream)
+    A2A_LAUNCH_WRAP(__cudaLaunchKernel, 0, kernel)
+A2A_PUBLIC cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                               void **args, size_t sharedMem, cudaStream_t stream)
+    A2A_LAUNCH_WRAP(__cudaLaunchKernel_ptsz, 1, kernel)
+A2A_PUBLIC cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
+                                                   void **args, size_t sharedMem,
+                                                   cudaStream_t stream)
+    A2A_LAUNCH_WRAP(cudaLaunchCooperativeKernel, 0, func)
+A2A_PUBLIC cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim,
+                                                        dim3 blockDim, void **args,
+                                                        size_t sharedMem, cudaStream_t stream)
+    A2A_LAUNCH_WRAP(cudaLaunchCooperativeKernel_ptsz, 1, func)
+
+#define A2A_LAUNCH_EX_WRAP(name, per_thread_)                                 \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, config, func, args);                \
+    A2A_EVENT(ev, A2A_EV_LAUNCH, #name);                                      \
+    if (config)                                                               \
+      launch_fields(&ev, func, config->gridDim, config->blockDim, args,       \
+                    config->dynamicSmemBytes, config->stream, (per_thread_)); \
+    else                                                                      \
+      launch_fields(&ev, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, args, 0, NULL, (per_thread_)); \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(config, func, args);                       \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
+                                           void **args)
+    A2A_LAUNCH_EX_WRAP(cudaLaunchKernelExC, 0)
+A2A_PUBLIC cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
+                                                void **args)
+    A2A_LAUNCH_EX_WRAP(cudaLaunchKernelExC_ptsz, 1)
+
+/* ------------------------------------------------------------------ */
+/* Graphs */
+
+#define A2A_CAPTURE_BEGIN_WRAP(name, per_thread_)                             \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, stream, mode);                      \
+    A2A_EVENT(ev, A2A_EV_GRAPH_CAPTURE_BEGIN, #name);                         \
+    ev.stream = (void *)stream;                                               \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.graph.mode = (int)mode;                                              \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(stream, mode);                             \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+    A2A_CAPTURE_BEGIN_WRAP(cudaStreamBeginCapture, 0)
+A2A_PUBLIC cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+                                                   enum cudaStreamCaptureMode mode)
+    A2A_CAPTURE_BEGIN_WRAP(cudaStreamBeginCapture_ptsz, 1)
+
+A2A_PUBLIC cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+    A2A_STREAM_WRAP(cudaStreamEndCapture, A2A_EV_GRAPH_CAPTURE_END, 0, stream, stream, pGraph)
+A2A_PUBLIC cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
+    A2A_STREAM_WRAP(cudaStreamEndCapture_ptsz, A2A_EV_GRAPH_CAPTURE_END, 1, stream, stream, pGraph)
+
+#define A2A_GRAPH_LAUNCH_WRAP(name, per_thread_)                              \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, graphExec, stream);                 \
+    A2A_EVENT(ev, A2A_EV_GRAPH_LAUNCH, #name);                                \
+    ev.stream = (void *)stream;                                               \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.graph.graph_exec = (void *)graphExec;                                \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(graphExec, stream);                        \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+    A2A_GRAPH_LAUNCH_WRAP(cudaGraphLaunch, 0)
+A2A_PUBLIC cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+    A2A_GRAPH_LAUNCH_WRAP(cudaGraphLaunch_ptsz, 1)
+
+/* ------------------------------------------------------------------ */
+/* The last error: analyzers see the queries (result = the error returned). */
+
+A2A_PUBLIC cudaError_t cudaGetLastError(void)
+    A2A_STREAM_WRAP(cudaGetLastError, A2A_EV_ERROR_QUERY, 0, NULL, )
+A2A_PUBLIC cudaError_t cudaPeekAtLastError(void)
+    A2A_STREAM_WRAP(cudaPeekAtLastError, A2A_EV_ERROR_QUERY, 0, NULL, )

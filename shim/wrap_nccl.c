@@ -1,0 +1,581 @@
+/* wrap_nccl.c - the exported wrappers for every function of nccl.h.
+ *
+ * Each wrapper follows the contract of a2a_runtime.h / intercept.h: pass
+ * through unless this is the outermost intercepted call of an enabled tool,
+ * build one a2a_event on the stack, dispatch PRE, call the REAL function,
+ * dispatch POST with the result and the out-parameters, return exactly what
+ * NCCL returned with errno as NCCL left it. The depth guard matters here:
+ * NCCL calls some of its own exported symbols through the PLT (every
+ * enqueue calls ncclCommGetAsyncError, ncclBcast calls ncclBroadcast,
+ * ncclCommInitAll calls ncclGetUniqueId); those inner calls reach these
+ * wrappers and pass straight through, so only the application's call is
+ * analyzed.
+ *
+ * Event field conventions beyond a2a_event.h:
+ *  - ev.comm is the communicator operated on; for split/shrink, the parent.
+ *  - COMM_INIT POST: newcomm is NULL unless NCCL returned ncclSuccess or
+ *    ncclInProgress (a failed init may leave *comm untouched garbage).
+ *    For split/shrink the new communicator's size, rank and device are not
+ *    arguments: on success they are read with the REAL ncclCommCount /
+ *    ncclCommUserRank / ncclCommCuDevice (pure queries), else -1.
+ *  - ncclCommInitAll: one PRE (rank -1, newcomm NULL); on success one POST
+ *    per created communicator i (rank i, nranks ndev, device devlist[i] or
+ *    i); on failure a single POST with newcomm NULL and rank -1.
+ *  - ncclGetVersion and ncclGetErrorString have no event kind: they are
+ *    forwarded (and counted as NCCL calls) without an event.
+ */
+#include <string.h>
+
+#include "intercept.h"
+
+/* blocking flag of a config (NCCL's default is blocking). */
+static int config_blocking(const ncclConfig_t *config)
+{
+  return (config && config->blocking == 0) ? 0 : 1;
+}
+
+/* A COMM_INIT event whose POST may carry a new communicator. */
+static inline bool init_ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+
+static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
+{
+  ev->comm = comm;
+  ev->stream = (void *)stream;
+  a2a_rt_note_nccl_call();
+}
+
+/* Fill nranks/rank/device of a communicator created by split/shrink. */
+static void query_new_comm(a2a_event *ev, ncclComm_t c)
+{
+  int v;
+  ev->u.init.nranks = ev->u.init.rank = -1;
+  ev->u.init.device = ev->device;
+  if (!c) return;
+  if (A2A_REAL(ncclCommCount)(c, &v) == ncclSuccess) ev->u.init.nranks = v;
+  if (A2A_REAL(ncclCommUserRank)(c, &v) == ncclSuccess) ev->u.init.rank = v;
+  if (A2A_REAL(ncclCommCuDevice)(c, &v) == ncclSuccess) ev->u.init.device = v;
+}
+
+/* ------------------------------------------------------------------ */
+/* Memory */
+
+A2A_PUBLIC ncclResult_t ncclMemAlloc(void **ptr, size_t size)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclMemAlloc, ptr, size);
+  A2A_EVENT(ev, A2A_EV_ALLOC, "ncclMemAlloc");
+  nccl_event(&ev, NULL, NULL);
+  ev.u.mem.mem = A2A_MEM_NCCL;
+  ev.u.mem.size = size;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclMemAlloc)(ptr, size);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.mem.ptr = (r == ncclSuccess && ptr) ? *ptr : NULL;
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclMemFree(void *ptr)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclMemFree, ptr);
+  A2A_EVENT(ev, A2A_EV_FREE, "ncclMemFree");
+  nccl_event(&ev, NULL, NULL);
+  ev.u.mem.mem = A2A_MEM_NCCL;
+  ev.u.mem.ptr = ptr;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclMemFree)(ptr);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Version, ids, errors */
+
+A2A_PUBLIC ncclResult_t ncclGetVersion(int *version)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetVersion, version);
+  a2a_rt_note_nccl_call();
+  errno = a2a_errno_;
+  ncclResult_t r = A2A_REAL(ncclGetVersion)(version);
+  a2a_errno_ = errno;
+  a2a_rt_leave();
+  errno = a2a_errno_;
+  return r;
+}
+
+A2A_PUBLIC const char *ncclGetErrorString(ncclResult_t result)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetErrorString, result);
+  a2a_rt_note_nccl_call();
+  errno = a2a_errno_;
+  const char *s = A2A_REAL(ncclGetErrorString)(result);
+  a2a_errno_ = errno;
+  a2a_rt_leave();
+  errno = a2a_errno_;
+  return s;
+}
+
+A2A_PUBLIC const char *ncclGetLastError(ncclComm_t comm)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetLastError, comm);
+  A2A_EVENT(ev, A2A_EV_COMM_QUERY, "ncclGetLastError");
+  nccl_event(&ev, comm, NULL);
+  A2A_PRE(ev);
+  const char *s = A2A_REAL(ncclGetLastError)(comm);
+  A2A_POST_BEGIN(ev, 0);
+  A2A_POST_END(ev);
+  return s;
+}
+
+A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetUniqueId, uniqueId);
+  A2A_EVENT(ev, A2A_EV_GET_UNIQUE_ID, "ncclGetUniqueId");
+  nccl_event(&ev, NULL, NULL);
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclGetUniqueId)(uniqueId);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.uid.id = r == ncclSuccess ? (const void *)uniqueId : NULL;
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommGetAsyncError, comm, asyncError);
+  A2A_EVENT(ev, A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError");
+  nccl_event(&ev, comm, NULL);
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclCommGetAsyncError)(comm, asyncError);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.async_err.async_error = (r == ncclSuccess && asyncError) ? (int)*asyncError : -1;
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Communicator creation */
+
+/* Shared body of ncclCommInitRank and ncclCommInitRankConfig. */
+#define A2A_INIT_RANK_BODY(name, how_, call, config_)                         \
+  A2A_EVENT(ev, A2A_EV_COMM_INIT, #name);                                     \
+  nccl_event(&ev, NULL, NULL);                                                \
+  ev.u.init.how = (how_);                                                     \
+  ev.u.init.nranks = nranks;                                                  \
+  ev.u.init.rank = rank;                                                      \
+  ev.u.init.device = ev.device;                                               \
+  ev.u.init.ids = &commId;                                                    \
+  ev.u.init.nids = 1;                                                         \
+  ev.u.init.blocking = config_blocking(config_);                              \
+  ev.u.init.config = (config_);                                               \
+  A2A_PRE(ev);                                                                \
+  ncclResult_t r = call;                                                      \
+  A2A_POST_BEGIN(ev, r);                                                      \
+  ev.u.init.newcomm = (init_ok(r) && comm) ? (void *)*comm : NULL;            \
+  A2A_POST_END(ev);                                                           \
+  return r
+
+A2A_PUBLIC ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
+                                               int rank, ncclConfig_t *config)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
+  A2A_INIT_RANK_BODY(ncclCommInitRankConfig, A2A_INIT_RANK_CONFIG,
+                     A2A_REAL(ncclCommInitRankConfig)(comm, nranks, commId, rank, config), config);
+}
+
+A2A_PUBLIC ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommInitRank, comm, nranks, commId, rank);
+  A2A_INIT_RANK_BODY(ncclCommInitRank, A2A_INIT_RANK,
+                     A2A_REAL(ncclCommInitRank)(comm, nranks, commId, rank),
+                     (const ncclConfig_t *)NULL);
+}
+
+A2A_PUBLIC ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
+                                                 ncclUniqueId *commIds, ncclConfig_t *config)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds,
+                                  config);
+  A2A_EVENT(ev, A2A_EV_COMM_INIT, "ncclCommInitRankScalable");
+  nccl_event(&ev, NULL, NULL);
+  ev.u.init.how = A2A_INIT_SCALABLE;
+  ev.u.init.nranks = nranks;
+  ev.u.init.rank = myrank;
+  ev.u.init.device = ev.device;
+  ev.u.init.ids = commIds;
+  ev.u.init.nids = nId;
+  ev.u.init.blocking = config_blocking(config);
+  ev.u.init.config = config;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclCommInitRankScalable)(newcomm, nranks, myrank, nId, commIds, config);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommInitAll, comm, ndev, devlist);
+  A2A_EVENT(ev, A2A_EV_COMM_INIT, "ncclCommInitAll");
+  nccl_event(&ev, NULL, NULL);
+  ev.u.init.how = A2A_INIT_ALL;
+  ev.u.init.nranks = ndev;
+  ev.u.init.rank = -1;
+  ev.u.init.device = -1;
+  ev.u.init.blocking = 1;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclCommInitAll)(comm, ndev, devlist);
+  A2A_POST_BEGIN(ev, r);
+  if (r == ncclSuccess && comm && ndev > 0) {
+    /* One POST per created communicator; the shim's own phase/timestamp
+     * helpers are used for each, and the guard is left once at the end. */
+    for (int i = 0; i < ndev; i++) {
+      ev.u.init.rank = i;
+      ev.u.init.device = devlist ? devlist[i] : i;
+      ev.u.init.newcomm = (void *)comm[i];
+      if (i + 1 < ndev) a2a_shim_post(&ev);
+    }
+  }
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                                      ncclConfig_t *config)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommSplit, comm, color, key, newcomm, config);
+  A2A_EVENT(ev, A2A_EV_COMM_INIT, "ncclCommSplit");
+  nccl_event(&ev, comm, NULL);
+  ev.u.init.how = A2A_INIT_SPLIT;
+  ev.u.init.nranks = ev.u.init.rank = -1;
+  ev.u.init.device = ev.device;
+  ev.u.init.parent = comm;
+  ev.u.init.color = color;
+  ev.u.init.key = key;
+  ev.u.init.blocking = config_blocking(config);
+  ev.u.init.config = config;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclCommSplit)(comm, color, key, newcomm, config);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
+  if (r == ncclSuccess) query_new_comm(&ev, ev.u.init.newcomm);
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                       ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm,
+                                  config, shrinkFlags);
+  A2A_EVENT(ev, A2A_EV_COMM_INIT, "ncclCommShrink");
+  nccl_event(&ev, comm, NULL);
+  ev.u.init.how = A2A_INIT_SHRINK;
+  ev.u.init.nranks = ev.u.init.rank = -1;
+  ev.u.init.device = ev.device;
+  ev.u.init.parent = comm;
+  ev.u.init.exclude = excludeRanksList;
+  ev.u.init.nexclude = excludeRanksCount;
+  ev.u.init.blocking = config_blocking(config);
+  ev.u.init.config = config;
+  A2A_PRE(ev);
+  ncclResult_t r =
+      A2A_REAL(ncclCommShrink)(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
+  if (r == ncclSuccess) query_new_comm(&ev, ev.u.init.newcomm);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Communicator end of life */
+
+#define A2A_COMM_END_WRAP(name, how_, flags_, ...)                            \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_COMM_END, #name);                                    \
+    nccl_event(&ev, comm, NULL);                                              \
+    ev.u.end.how = (how_);                                                    \
+    ev.u.end.flags = (flags_);                                                \
+    A2A_PRE(ev);                                                              \
+    ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC ncclResult_t ncclCommFinalize(ncclComm_t comm)
+    A2A_COMM_END_WRAP(ncclCommFinalize, A2A_END_FINALIZE, 0, comm)
+A2A_PUBLIC ncclResult_t ncclCommDestroy(ncclComm_t comm)
+    A2A_COMM_END_WRAP(ncclCommDestroy, A2A_END_DESTROY, 0, comm)
+A2A_PUBLIC ncclResult_t ncclCommAbort(ncclComm_t comm)
+    A2A_COMM_END_WRAP(ncclCommAbort, A2A_END_ABORT, 0, comm)
+A2A_PUBLIC ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
+    A2A_COMM_END_WRAP(ncclCommRevoke, A2A_END_REVOKE, revokeFlags, comm, revokeFlags)
+
+/* ------------------------------------------------------------------ */
+/* Communicator queries */
+
+#define A2A_COMM_QUERY_WRAP(name, outp)                                       \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, comm, outp);                        \
+    A2A_EVENT(ev, A2A_EV_COMM_QUERY, #name);                                  \
+    nccl_event(&ev, (void *)comm, NULL);                                      \
+    A2A_PRE(ev);                                                              \
+    ncclResult_t r = A2A_REAL(name)(comm, outp);                              \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
+    A2A_COMM_QUERY_WRAP(ncclCommCount, count)
+A2A_PUBLIC ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
+    A2A_COMM_QUERY_WRAP(ncclCommCuDevice, device)
+A2A_PUBLIC ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
+    A2A_COMM_QUERY_WRAP(ncclCommUserRank, rank)
+
+/* ------------------------------------------------------------------ */
+/* Buffer and window registration */
+
+A2A_PUBLIC ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommRegister, comm, buff, size, handle);
+  A2A_EVENT(ev, A2A_EV_NCCL_REGISTER, "ncclCommRegister");
+  nccl_event(&ev, comm, NULL);
+  ev.u.reg.buff = buff;
+  ev.u.reg.size = size;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclCommRegister)(comm, buff, size, handle);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.reg.handle = (r == ncclSuccess && handle) ? *handle : NULL;
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommDeregister, comm, handle);
+  A2A_EVENT(ev, A2A_EV_NCCL_REGISTER, "ncclCommDeregister");
+  nccl_event(&ev, comm, NULL);
+  ev.u.reg.handle = handle;
+  ev.u.reg.deregister = 1;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclCommDeregister)(comm, handle);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
+                                               ncclWindow_t *win, int winFlags)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommWindowRegister, comm, buff, size, win, winFlags);
+  A2A_EVENT(ev, A2A_EV_NCCL_REGISTER, "ncclCommWindowRegister");
+  nccl_event(&ev, comm, NULL);
+  ev.u.reg.buff = buff;
+  ev.u.reg.size = size;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclCommWindowRegister)(comm, buff, size, win, winFlags);
+  A2A_POST_BEGIN(ev, r);
+  ev.u.reg.handle = (r == ncclSuccess && win) ? (void *)*win : NULL;
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommWindowDeregister, comm, win);
+  A2A_EVENT(ev, A2A_EV_NCCL_REGISTER, "ncclCommWindowDeregister");
+  nccl_event(&ev, comm, NULL);
+  ev.u.reg.handle = (void *)win;
+  ev.u.reg.deregister = 1;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclCommWindowDeregister)(comm, win);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reduction operators */
+
+A2A_PUBLIC ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
+                                                 ncclScalarResidence_t residence, ncclComm_t comm)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
+  A2A_EVENT(ev, A2A_EV_REDOP, "ncclRedOpCreatePreMulSum");
+  nccl_event(&ev, comm, NULL);
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclRedOpCreatePreMulSum)(op, scalar, datatype, residence, comm);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclRedOpDestroy, op, comm);
+  A2A_EVENT(ev, A2A_EV_REDOP, "ncclRedOpDestroy");
+  nccl_event(&ev, comm, NULL);
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclRedOpDestroy)(op, comm);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Collectives: one body, the operation's fields filled per wrapper. */
+
+#define A2A_COLL_WRAP(name, coll_, send_, recv_, count_, dtype_, redop_, root_, ...)   \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_EVENT(ev, A2A_EV_COLL, #name);                                        \
+    nccl_event(&ev, comm, stream);                                            \
+    ev.u.coll.coll = (coll_);                                                 \
+    ev.u.coll.sendbuff = (send_);                                             \
+    ev.u.coll.recvbuff = (recv_);                                             \
+    ev.u.coll.count = (count_);                                               \
+    ev.u.coll.dtype = (int)(dtype_);                                          \
+    ev.u.coll.redop = (int)(redop_);                                          \
+    ev.u.coll.root = (root_);                                                 \
+    A2A_PRE(ev);                                                              \
+    ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                   ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                                   cudaStream_t stream)
+    A2A_COLL_WRAP(ncclReduce, A2A_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root,
+                  sendbuff, recvbuff, count, datatype, op, root, comm, stream)
+
+/* The deprecated in-place broadcast: send == recv == buff. */
+A2A_PUBLIC ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
+                                  ncclComm_t comm, cudaStream_t stream)
+    A2A_COLL_WRAP(ncclBcast, A2A_COLL_BROADCAST, buff, buff, count, datatype, -1, root,
+                  buff, count, datatype, root, comm, stream)
+
+A2A_PUBLIC ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                      ncclDataType_t datatype, int root, ncclComm_t comm,
+                                      cudaStream_t stream)
+    A2A_COLL_WRAP(ncclBroadcast, A2A_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, -1, root,
+                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+
+A2A_PUBLIC ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                      cudaStream_t stream)
+    A2A_COLL_WRAP(ncclAllReduce, A2A_COLL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, -1,
+                  sendbuff, recvbuff, count, datatype, op, comm, stream)
+
+A2A_PUBLIC ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                          cudaStream_t stream)
+    A2A_COLL_WRAP(ncclReduceScatter, A2A_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype,
+                  op, -1, sendbuff, recvbuff, recvcount, datatype, op, comm, stream)
+
+A2A_PUBLIC ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+    A2A_COLL_WRAP(ncclAllGather, A2A_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, -1, -1,
+                  sendbuff, recvbuff, sendcount, datatype, comm, stream)
+
+A2A_PUBLIC ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+    A2A_COLL_WRAP(ncclAlltoAll, A2A_COLL_ALLTOALL, sendbuff, recvbuff, count, datatype, -1, -1,
+                  sendbuff, recvbuff, count, datatype, comm, stream)
+
+A2A_PUBLIC ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
+                                   ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream)
+    A2A_COLL_WRAP(ncclGather, A2A_COLL_GATHER, sendbuff, recvbuff, count, datatype, -1, root,
+                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+
+A2A_PUBLIC ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                                    ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream)
+    A2A_COLL_WRAP(ncclScatter, A2A_COLL_SCATTER, sendbuff, recvbuff, count, datatype, -1, root,
+                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+
+/* ------------------------------------------------------------------ */
+/* Point to point */
+
+A2A_PUBLIC ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                 ncclComm_t comm, cudaStream_t stream)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclSend, sendbuff, count, datatype, peer, comm, stream);
+  A2A_EVENT(ev, A2A_EV_P2P, "ncclSend");
+  nccl_event(&ev, comm, stream);
+  ev.u.p2p.is_send = 1;
+  ev.u.p2p.buff = (void *)sendbuff;
+  ev.u.p2p.count = count;
+  ev.u.p2p.dtype = (int)datatype;
+  ev.u.p2p.peer = peer;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclSend)(sendbuff, count, datatype, peer, comm, stream);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                 ncclComm_t comm, cudaStream_t stream)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclRecv, recvbuff, count, datatype, peer, comm, stream);
+  A2A_EVENT(ev, A2A_EV_P2P, "ncclRecv");
+  nccl_event(&ev, comm, stream);
+  ev.u.p2p.is_send = 0;
+  ev.u.p2p.buff = recvbuff;
+  ev.u.p2p.count = count;
+  ev.u.p2p.dtype = (int)datatype;
+  ev.u.p2p.peer = peer;
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclRecv)(recvbuff, count, datatype, peer, comm, stream);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Groups */
+
+A2A_PUBLIC ncclResult_t ncclGroupStart(void)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGroupStart);
+  A2A_EVENT(ev, A2A_EV_GROUP_START, "ncclGroupStart");
+  nccl_event(&ev, NULL, NULL);
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclGroupStart)();
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+A2A_PUBLIC ncclResult_t ncclGroupEnd(void)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGroupEnd);
+  A2A_EVENT(ev, A2A_EV_GROUP_END, "ncclGroupEnd");
+  nccl_event(&ev, NULL, NULL);
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclGroupEnd)();
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}
+
+/* Simulates the end of the group (api tells it apart from ncclGroupEnd). */
+A2A_PUBLIC ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGroupSimulateEnd, simInfo);
+  A2A_EVENT(ev, A2A_EV_GROUP_END, "ncclGroupSimulateEnd");
+  nccl_event(&ev, NULL, NULL);
+  A2A_PRE(ev);
+  ncclResult_t r = A2A_REAL(ncclGroupSimulateEnd)(simInfo);
+  A2A_POST_BEGIN(ev, r);
+  A2A_POST_END(ev);
+  return r;
+}

@@ -1,0 +1,88 @@
+# tests/e2e/shim.cmake - tests of the interposition layer (ctest -R shim\.
+# and unit.test_resolve): what liba2acheck.so exports and links, and how it
+# finds the real NCCL / CUDA runtime (including behind dlopen(RTLD_LOCAL)).
+
+find_package(Python3 COMPONENTS Interpreter QUIET)
+set(A2A_SHIM_TEST_DIR ${CMAKE_BINARY_DIR}/tests/shim)
+
+# The real libraries, when installed (the acceptance tests use them; on a
+# machine without them the simulator's libraries stand in).
+find_library(A2A_REAL_NCCL_LIB NAMES libnccl.so.2 nccl
+  HINTS ${CUDAToolkit_LIBRARY_DIR} ${NCCL_HOME}/lib ENV NCCL_HOME PATHS /usr/local/cuda/lib64)
+find_library(A2A_REAL_CUDART_LIB NAMES libcudart.so.13 cudart
+  HINTS ${CUDAToolkit_LIBRARY_DIR} PATHS /usr/local/cuda/lib64)
+
+# ---- exports and DT_NEEDED ---------------------------------------------
+if(Python3_Interpreter_FOUND)
+  set(A2A_SHIM_EXPORTS ${CMAKE_CURRENT_LIST_DIR}/shim_exports.py)
+  add_test(NAME shim.exports_nccl COMMAND ${Python3_EXECUTABLE} ${A2A_SHIM_EXPORTS} nccl
+           $<TARGET_FILE:a2acheck> --nccl-h ${A2A_NCCL_INCLUDE}/nccl.h)
+  if(A2A_REAL_CUDART_LIB)
+    add_test(NAME shim.exports_cuda COMMAND ${Python3_EXECUTABLE} ${A2A_SHIM_EXPORTS} cuda
+             $<TARGET_FILE:a2acheck> --cudart ${A2A_REAL_CUDART_LIB})
+  else()
+    add_test(NAME shim.exports_cuda COMMAND ${Python3_EXECUTABLE} ${A2A_SHIM_EXPORTS} cuda
+             $<TARGET_FILE:a2acheck>)
+  endif()
+  add_test(NAME shim.exports_only COMMAND ${Python3_EXECUTABLE} ${A2A_SHIM_EXPORTS} only
+           $<TARGET_FILE:a2acheck>)
+  add_test(NAME shim.needed COMMAND ${Python3_EXECUTABLE} ${A2A_SHIM_EXPORTS} needed
+           $<TARGET_FILE:a2acheck>)
+  set_tests_properties(shim.exports_nccl shim.exports_cuda shim.exports_only shim.needed
+                       PROPERTIES TIMEOUT 60 LABELS shim)
+endif()
+
+# ---- fake libraries for the resolution unit test -------------------------
+# Loaded with dlopen(RTLD_LOCAL) by tests/unit/test_resolve.c.
+function(a2a_shim_fake name src outdir)
+  add_library(${name} SHARED ${src})
+  set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${outdir})
+  target_compile_options(${name} PRIVATE -Wno-unused-parameter)
+endfunction()
+a2a_shim_fake(a2a_fake_nccl ${CMAKE_CURRENT_LIST_DIR}/shim_fake_nccl.c ${A2A_SHIM_TEST_DIR}/fake)
+# The same fake under the soname libnccl.so.2, in its own directory so it
+# never shadows the simulator's or the real library.
+a2a_shim_fake(a2a_fake_nccl_soname ${CMAKE_CURRENT_LIST_DIR}/shim_fake_nccl.c
+              ${A2A_SHIM_TEST_DIR}/fake-soname)
+set_target_properties(a2a_fake_nccl_soname PROPERTIES OUTPUT_NAME nccl SOVERSION 2 VERSION 2.0.0)
+a2a_shim_fake(a2a_fake_cudart ${CMAKE_CURRENT_LIST_DIR}/shim_fake_cudart.c ${A2A_SHIM_TEST_DIR}/fake)
+a2a_shim_fake(a2a_fake_cudart_decoy ${CMAKE_CURRENT_LIST_DIR}/shim_fake_cudart.c
+              ${A2A_SHIM_TEST_DIR}/fake)
+target_compile_definitions(a2a_fake_cudart_decoy PRIVATE A2A_FAKE_DECOY)
+
+if(TARGET test_resolve)
+  # test_resolve.c links shim/resolve.c itself (not the preloaded library).
+  target_sources(test_resolve PRIVATE ${PROJECT_SOURCE_DIR}/shim/resolve.c)
+  target_include_directories(test_resolve PRIVATE ${PROJECT_SOURCE_DIR}/shim
+                             ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE})
+  target_link_libraries(test_resolve PRIVATE ${CMAKE_DL_LIBS})
+  target_compile_definitions(test_resolve PRIVATE
+    A2A_FAKE_NCCL_SCAN="$<TARGET_FILE:a2a_fake_nccl>"
+    A2A_FAKE_NCCL_SONAME="$<TARGET_FILE:a2a_fake_nccl_soname>"
+    A2A_FAKE_CUDART="$<TARGET_FILE:a2a_fake_cudart>"
+    A2A_FAKE_CUDART_DECOY="$<TARGET_FILE:a2a_fake_cudart_decoy>")
+  add_dependencies(test_resolve a2a_fake_nccl a2a_fake_nccl_soname a2a_fake_cudart
+                   a2a_fake_cudart_decoy)
+  set_tests_properties(unit.test_resolve PROPERTIES TIMEOUT 60)
+endif()
+
+# ---- RTLD_LOCAL fallback, end to end -------------------------------------
+# A "Python extension" linked to NCCL and the CUDA runtime, loaded with
+# dlopen(RTLD_LOCAL): the real libraries when installed, else the simulator.
+add_library(shim_local_helper SHARED ${CMAKE_CURRENT_LIST_DIR}/shim_local_helper.c)
+target_include_directories(shim_local_helper PRIVATE ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE})
+set_target_properties(shim_local_helper PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${A2A_SHIM_TEST_DIR})
+if(A2A_REAL_NCCL_LIB AND A2A_REAL_CUDART_LIB)
+  target_link_libraries(shim_local_helper PRIVATE ${A2A_REAL_NCCL_LIB} ${A2A_REAL_CUDART_LIB})
+else()
+  target_link_libraries(shim_local_helper PRIVATE a2asim_nccl a2asim_cudart)
+endif()
+add_executable(shim_local_main ${CMAKE_CURRENT_LIST_DIR}/shim_local_main.c)
+target_link_libraries(shim_local_main PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(shim_local_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${A2A_SHIM_TEST_DIR})
+add_dependencies(shim_local_main shim_local_helper a2acheck)
+add_test(NAME shim.rtld_local_fallback
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shim_local.sh $<TARGET_FILE:shim_local_main>
+                 $<TARGET_FILE:shim_local_helper> $<TARGET_FILE:a2acheck>
+                 ${A2A_SHIM_TEST_DIR}/rtld_local)
+set_tests_properties(shim.rtld_local_fallback PROPERTIES TIMEOUT 150 LABELS shim)
