@@ -126,7 +126,7 @@ START_TEST(balanced_and_nested_groups_are_silent) {
   group(A2A_EV_GROUP_END, 1);
   simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
   exit_event();
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -135,7 +135,7 @@ START_TEST(one_end_too_many) {
   group(A2A_EV_GROUP_END, 1);
   group(A2A_EV_GROUP_END, 1);
   ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
-  ck_assert_uint_eq(collector_total(), 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
 }
 END_TEST
 
@@ -184,7 +184,7 @@ START_TEST(non_blocking_calls_in_group_are_silent) {
   simple(A2A_EV_STREAM_QUERY, "cudaStreamQuery", STREAM_B, 0);
   memcpy_sync(0x30000000u, 0x40000000u, 64, A2A_CPY_D2D);
   group(A2A_EV_GROUP_END, 1);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -202,7 +202,7 @@ START_TEST(stream_sync_of_group_stream) {
   ck_assert_ptr_nonnull(strstr(c->message, "cudaStreamSynchronize"));
   ck_assert_ptr_nonnull(strstr(c->details, "\"operations_in_group\":2"));
   group(A2A_EV_GROUP_END, 1);
-  ck_assert_uint_eq(collector_total(), 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
 }
 END_TEST
 
@@ -275,7 +275,7 @@ START_TEST(memcpy_of_receive_buffer) {
    * reported for this group. */
   memcpy_sync(0x7000, DEV_RECV + 64, 4, A2A_CPY_D2H);
   ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
-  ck_assert_uint_eq(collector_total(), 2);
+  ck_assert_uint_eq(collector_count_prefix("group."), 2);
 }
 END_TEST
 
@@ -296,7 +296,7 @@ START_TEST(sync_after_group_end_is_fine) {
   group(A2A_EV_GROUP_END, 1);
   simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
   memcpy_sync(0x7000, DEV_RECV, 64, A2A_CPY_D2H);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -306,7 +306,7 @@ START_TEST(sync_in_group_disabled_does_not_become_unbalanced) {
   group(A2A_EV_GROUP_START, 1);
   post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
   simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -317,7 +317,7 @@ START_TEST(device_mismatch_outside_group) {
   a2a_event ev = p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A);
   ev.device = 1;
   ev_dispatch(&ev, 0);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
   ev.device = 0;
   ev_dispatch(&ev, 0);
   ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
@@ -327,7 +327,7 @@ START_TEST(device_mismatch_outside_group) {
   ev.device = -1; /* unknown current device: no judgement */
   ev.callsite = (const void *)0x5555;
   ev_dispatch(&ev, 0);
-  ck_assert_uint_eq(collector_total(), 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
 }
 END_TEST
 
@@ -335,7 +335,7 @@ START_TEST(device_mismatch_in_single_device_group) {
   void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
   group(A2A_EV_GROUP_START, 1);
   post_p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A); /* ev.device 0, comm on 1 */
-  ck_assert_uint_eq(collector_total(), 0);      /* decided at the end */
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);      /* decided at the end */
   group(A2A_EV_GROUP_END, 1);
   ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
 }
@@ -345,12 +345,12 @@ START_TEST(multi_device_group_from_one_thread_is_fine) {
   /* NCCL's single-thread multi-GPU pattern: no cudaSetDevice in the loop. */
   void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
   void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
   group(A2A_EV_GROUP_START, 1);
   post_p2p(c0, 1, DEV_SEND, 16, 1, STREAM_A);
   post_p2p(c1, 0, DEV_RECV, 16, 0, STREAM_B);
   group(A2A_EV_GROUP_END, 1);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -358,7 +358,7 @@ END_TEST
 
 START_TEST(duplicate_device_same_id) {
   init_comm((void *)0x100, id_a, 2, 0, 0);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
   init_comm((void *)0x200, id_a, 2, 1, 0);
   ck_assert_uint_eq(collector_count("group.duplicate-device"), 1);
   const collected *c = collector_find("group.duplicate-device");
@@ -371,7 +371,7 @@ START_TEST(distinct_devices_or_ids_are_fine) {
   init_comm((void *)0x200, id_a, 2, 1, 1);
   init_comm((void *)0x300, id_b, 2, 0, 0); /* another comm on device 0: normal */
   init_comm((void *)0x400, id_b, 2, 1, 1);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -391,7 +391,7 @@ START_TEST(init_all_repeated_device) {
   init_all((void *)0x100, 3, 0, 0);
   init_all((void *)0x200, 3, 1, 1);
   init_all((void *)0x300, 3, 2, 2);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
   init_all((void *)0x400, 2, 0, 1);
   init_all((void *)0x500, 2, 1, 1);
   ck_assert_uint_eq(collector_count("group.duplicate-device"), 1);
@@ -413,7 +413,7 @@ START_TEST(op_after_destroy) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
   comm_end(comm, A2A_END_DESTROY, 0);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
   post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
   ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
   ck_assert_ptr_nonnull(strstr(collector_find("group.use-after-destroy")->details,
@@ -430,7 +430,7 @@ START_TEST(finalize_then_destroy_is_fine) {
   q.comm = comm;
   ev_dispatch(&q, 0);
   comm_end(comm, A2A_END_DESTROY, 0);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -445,13 +445,13 @@ END_TEST
 START_TEST(unknown_handle) {
   /* Registry empty: nothing can be said (comms made outside our view). */
   post_p2p((void *)0xbad, 1, DEV_SEND, 16, 1, STREAM_A);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
   init_comm((void *)0x100, id_a, 2, 0, 0);
   post_p2p((void *)0xbad, 1, DEV_SEND, 16, 1, STREAM_A);
   ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
   /* A NULL handle is left to NCCL (ncclInvalidArgument). */
   post_p2p(NULL, 1, DEV_SEND, 16, 1, STREAM_A);
-  ck_assert_uint_eq(collector_total(), 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
 }
 END_TEST
 
@@ -472,7 +472,7 @@ START_TEST(reused_handle_is_the_new_comm) {
   comm_end(comm, A2A_END_DESTROY, 0);
   init_comm((void *)0x100, id_b, 2, 0, 0); /* NCCL reuses the address */
   post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -494,7 +494,7 @@ START_TEST(two_threads_inside_one_comm) {
   b.callsite = (const void *)0x6666;
   ev_dispatch(&a, 0);
   ev_dispatch(&b, 0);
-  ck_assert_uint_eq(collector_total(), 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
 }
 END_TEST
 
@@ -528,7 +528,7 @@ START_TEST(different_comms_in_parallel_are_fine) {
   ev_dispatch(&q, 0);
   ev_post(&b, 0);
   ev_post(&a, 0);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -549,7 +549,7 @@ START_TEST(op_after_async_error) {
   async_query(comm, 0);
   async_query(comm, 7); /* ncclInProgress: not an error */
   post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
-  ck_assert_uint_eq(collector_total(), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
   async_query(comm, 6); /* ncclRemoteError */
   post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
   ck_assert_uint_eq(collector_count("group.async-error"), 1);
@@ -558,7 +558,7 @@ START_TEST(op_after_async_error) {
   ck_assert_ptr_nonnull(strstr(c->details, "\"async_error\":6"));
   /* Aborting is the right reaction, and is not an "operation". */
   comm_end(comm, A2A_END_ABORT, 0);
-  ck_assert_uint_eq(collector_total(), 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
 }
 END_TEST
 

@@ -1,0 +1,788 @@
+/* layout.c - the `layout` analyzer: checks the buffers handed to NCCL
+ * (pitfall 1). At the NCCL boundary PyTorch has already rejected
+ * non-contiguous tensors; what remains are raw pointer ranges, judged here
+ * before NCCL runs (PRE), so a finding exists even if NCCL then crashes.
+ *
+ * Checks (docs/checks.md, section "layout"):
+ *  - layout.host-memory (error): a buffer in pageable/unregistered host
+ *    memory (cudaPointerGetAttributes says cudaMemoryTypeUnregistered).
+ *    Pinned (cudaMallocHost/cudaHostRegister) and managed memory are mapped
+ *    into the device's address space and are not reported.
+ *  - layout.wrong-device (error): a device buffer on another device than the
+ *    communicator's.
+ *  - layout.out-of-bounds (error): the bytes the operation touches (see
+ *    layout_ranges.h) run past the end of the cudaMalloc segment holding the
+ *    buffer. Bounds come from the allocation registry only (segment bounds:
+ *    a caching allocator's sub-allocations are not visible).
+ *  - layout.overlap (error): one operation whose receive range overlaps its
+ *    send range other than in the in-place form nccl.h defines, or, inside
+ *    one group, a receive range of one operation overlapping a send or
+ *    receive range of another (checked at the outermost ncclGroupEnd).
+ *  - layout.misaligned (warning): a buffer, or a per-peer chunk of a
+ *    per-rank buffer, whose address is not 16-byte aligned, when the region
+ *    is at least LAYOUT_ALIGN_MIN_BYTES (below that NCCL's latency-bound
+ *    protocols make alignment irrelevant).
+ *  - layout.scattered (warning): a group on one communicator that sends to
+ *    and receives from several peers (a grouped all-to-all) whose non-empty
+ *    per-peer chunks, taken in peer order, do not form one contiguous region
+ *    per direction.
+ *  - layout.hidden-copy (info): a send buffer written, since the thread's
+ *    previous NCCL operation, by a device-to-device copy of exactly the bytes
+ *    sent (cudaMemcpy*), or by a kernel whose name says copy/contiguous and
+ *    whose parameters point at the buffer: the cost of an implicit
+ *    .contiguous().
+ *
+ * State is per application thread (NCCL groups are per thread), written only
+ * by that thread; allocated at the thread's first NCCL operation or copy.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "a2a_core.h"
+#include "layout_ranges.h"
+
+#define LAYOUT_MAX_THREADS 4096
+#define LAYOUT_MAX_RANGES 2048     /* ranges of one open group */
+#define LAYOUT_MAX_PRODUCERS 8     /* recent copies per thread */
+#define LAYOUT_FUNC_CACHE 64       /* kernel -> "is a copy kernel" */
+#define LAYOUT_ALIGN 16
+#define LAYOUT_ALIGN_MIN_BYTES 4096
+
+/* One range of an operation posted in the open group. */
+typedef struct ly_range {
+  uintptr_t lo, hi;
+  const void *site;
+  const char *api;
+  const a2a_comm *comm;     /* NULL if unknown */
+  void *comm_handle;
+  uint32_t op;              /* operation index in the group */
+  int peer;                 /* P2P peer, -1 for collectives */
+  bool is_recv;
+  bool p2p;
+} ly_range;
+
+/* A recent write that may be a hidden .contiguous(). */
+typedef struct ly_producer {
+  uintptr_t dst;            /* written address (memcpy dst / kernel pointer) */
+  uintptr_t ptrs[4];        /* copy kernels: pointer parameters */
+  int nptrs;
+  size_t bytes;             /* memcpy: bytes; kernel: 0 (unknown) */
+  const char *what;         /* "cudaMemcpyAsync" or the kernel's name */
+  const void *site;
+  uint64_t gen;             /* thread's operation generation when written */
+  uint64_t t_ns;
+  bool used;
+} ly_producer;
+
+typedef struct ly_func {
+  const void *func;
+  const char *name;
+  bool is_copy;
+} ly_func;
+
+typedef struct ly_thread {
+  int depth;                /* NCCL group nesting */
+  uint64_t gen;             /* advanced after each operation outside a group
+                               and at each outermost ncclGroupEnd */
+  uint32_t nops;
+  ly_range ranges[LAYOUT_MAX_RANGES];
+  unsigned nranges;
+  bool ranges_overflow;
+  ly_producer prod[LAYOUT_MAX_PRODUCERS];
+  unsigned nprod;           /* ring position */
+  ly_func funcs[LAYOUT_FUNC_CACHE];
+  const ly_range *scratch[LAYOUT_MAX_RANGES]; /* sorting at ncclGroupEnd */
+} ly_thread;
+
+static _Atomic(ly_thread *) g_threads[LAYOUT_MAX_THREADS];
+
+static ly_thread *thread_get(uint32_t id, bool create) {
+  if (id >= LAYOUT_MAX_THREADS) return NULL;
+  ly_thread *t = atomic_load_explicit(&g_threads[id], memory_order_acquire);
+  if (t || !create) return t;
+  t = calloc(1, sizeof *t); /* once per thread; only thread `id` stores here */
+  if (t) atomic_store_explicit(&g_threads[id], t, memory_order_release);
+  return t;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pointer classification. */
+
+typedef struct ly_mem {
+  int type;                 /* -1 unknown, 0 host, 1 pinned, 2 device, 3 managed */
+  int device;
+  bool seg;                 /* segment bounds known (allocation registry) */
+  uintptr_t base;
+  size_t size;
+} ly_mem;
+
+static const char *mem_type_name(int t) {
+  switch (t) {
+    case 0: return "pageable host memory";
+    case 1: return "pinned host memory";
+    case 2: return "device memory";
+    case 3: return "managed memory";
+    default: return "unknown memory";
+  }
+}
+
+static void classify(const void *p, ly_mem *m) {
+  a2a_alloc a;
+  memset(m, 0, sizeof *m);
+  m->type = -1;
+  m->device = -1;
+  if (a2a_alloc_find(p, &a)) {
+    m->seg = true;
+    m->base = a.base;
+    m->size = a.size;
+    m->device = a.device;
+    switch (a.mem) {
+      case A2A_MEM_HOST_PINNED: m->type = 1; break;
+      case A2A_MEM_MANAGED: m->type = 3; break;
+      default: m->type = 2; break;
+    }
+    return;
+  }
+  a2a_ptrinfo pi;
+  if (a2a_hostsvc->pointer_info(p, &pi) == 0) {
+    m->type = pi.type;
+    m->device = pi.device;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Reporting helpers. */
+
+static void report(const char *check, a2a_severity sev, const void *site, const a2a_comm *c,
+                   const char *msg, const char *js) {
+  a2a_finding f = {.check = check, .severity = sev, .site = site, .comm = c, .message = msg,
+                   .details_json = js, .capture_stack = true};
+  a2a_report(&f);
+}
+
+static const char *role(const lr_range *r, const a2a_event *ev) {
+  if (ev->kind == A2A_EV_P2P) return ev->u.p2p.is_send ? "send buffer" : "receive buffer";
+  return r->is_recv ? "recvbuff" : "sendbuff";
+}
+
+static void json_common(a2a_json *j, const a2a_event *ev, const a2a_comm *c) {
+  a2a_json_str(j, "api", ev->api);
+  a2a_json_ptr(j, "comm_handle", ev->comm);
+  if (c) {
+    a2a_json_str(j, "comm", c->name);
+    a2a_json_int(j, "nranks", c->nranks);
+    a2a_json_int(j, "rank", c->rank);
+    a2a_json_int(j, "comm_device", c->device);
+  }
+  if (ev->kind == A2A_EV_P2P) {
+    a2a_json_int(j, "peer", ev->u.p2p.peer);
+    a2a_json_uint(j, "count", ev->u.p2p.count);
+    a2a_json_str(j, "dtype", a2a_dtype_name(ev->u.p2p.dtype));
+  } else {
+    a2a_json_uint(j, "count", ev->u.coll.count);
+    a2a_json_str(j, "dtype", a2a_dtype_name(ev->u.coll.dtype));
+    if (ev->u.coll.root >= 0) a2a_json_int(j, "root", ev->u.coll.root);
+  }
+}
+
+static void json_range(a2a_json *j, const char *key, const lr_range *r) {
+  a2a_json_obj_begin(j, key);
+  a2a_json_ptr(j, "lo", (const void *)r->lo);
+  a2a_json_uint(j, "bytes", (unsigned long long)(r->hi - r->lo));
+  a2a_json_obj_end(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* Per-buffer checks: host-memory, wrong-device, out-of-bounds, misaligned. */
+
+static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op,
+                         const lr_range *r) {
+  size_t bytes = r->hi - r->lo;
+  if (bytes == 0) return; /* NCCL does not touch a zero-byte buffer */
+  char msg[640], js[768];
+  a2a_json j;
+  ly_mem m;
+  classify((const void *)r->lo, &m);
+
+  if (m.type == 0 && a2a_check_enabled("layout.host-memory")) {
+    a2a_json_init(&j, js, sizeof js);
+    a2a_json_obj_begin(&j, NULL);
+    json_common(&j, ev, c);
+    json_range(&j, "buffer", r);
+    a2a_json_str(&j, "memory", mem_type_name(m.type));
+    a2a_json_obj_end(&j);
+    snprintf(msg, sizeof msg,
+             "%s gets a %s [%p, +%zu) in pageable host memory, which the GPU cannot access: "
+             "pass device memory (cudaMalloc, a CUDA tensor) or at least pinned memory.",
+             ev->api, role(r, ev), (void *)r->lo, bytes);
+    report("layout.host-memory", A2A_SEV_ERROR, ev->callsite, c, msg, js);
+    return; /* the other checks mean nothing for host memory */
+  }
+
+  if (m.type == 2 && c && c->device >= 0 && m.device >= 0 && m.device != c->device &&
+      a2a_check_enabled("layout.wrong-device")) {
+    a2a_json_init(&j, js, sizeof js);
+    a2a_json_obj_begin(&j, NULL);
+    json_common(&j, ev, c);
+    json_range(&j, "buffer", r);
+    a2a_json_int(&j, "buffer_device", m.device);
+    a2a_json_obj_end(&j);
+    snprintf(msg, sizeof msg,
+             "%s gets a %s [%p, +%zu) on device %d but %s is bound to device %d: allocate the "
+             "buffer on the communicator's device (or use the communicator of that device).",
+             ev->api, role(r, ev), (void *)r->lo, bytes, m.device, c->name, c->device);
+    report("layout.wrong-device", A2A_SEV_ERROR, ev->callsite, c, msg, js);
+  }
+
+  if (m.seg && r->hi > m.base + m.size && a2a_check_enabled("layout.out-of-bounds")) {
+    size_t over = r->hi - (m.base + m.size);
+    a2a_json_init(&j, js, sizeof js);
+    a2a_json_obj_begin(&j, NULL);
+    json_common(&j, ev, c);
+    json_range(&j, "buffer", r);
+    a2a_json_uint(&j, "elements", r->elems);
+    a2a_json_uint(&j, "element_size", op->elem);
+    a2a_json_ptr(&j, "segment_base", (const void *)m.base);
+    a2a_json_uint(&j, "segment_bytes", m.size);
+    a2a_json_uint(&j, "bytes_past_end", over);
+    a2a_json_bool(&j, "times_nranks", r->per_rank);
+    a2a_json_obj_end(&j);
+    snprintf(msg, sizeof msg,
+             "%s %s [%p, +%zu) (%zu elements of %zu bytes%s) runs %zu bytes past the end of its "
+             "allocation [%p, +%zu): fix the count or allocate a larger buffer.",
+             ev->api, role(r, ev), (void *)r->lo, bytes, r->elems, op->elem,
+             r->per_rank ? ", count times nranks" : "", over, (void *)m.base, m.size);
+    report("layout.out-of-bounds", A2A_SEV_ERROR, ev->callsite, c, msg, js);
+  }
+
+  if (!a2a_check_enabled("layout.misaligned")) return;
+  /* The buffer itself, then the per-peer chunks of a per-rank buffer. */
+  size_t chunk = r->per_rank ? lr_mul(r->elems / (c && c->nranks > 0 ? (size_t)c->nranks : 1),
+                                      op->elem)
+                             : bytes;
+  uintptr_t bad = 0;
+  if (r->lo % LAYOUT_ALIGN && chunk >= LAYOUT_ALIGN_MIN_BYTES) bad = r->lo;
+  else if (r->per_rank && chunk % LAYOUT_ALIGN && chunk >= LAYOUT_ALIGN_MIN_BYTES && bytes > chunk)
+    bad = r->lo + chunk;
+  if (!bad) return;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  json_common(&j, ev, c);
+  json_range(&j, "buffer", r);
+  a2a_json_ptr(&j, "misaligned_address", (const void *)bad);
+  a2a_json_uint(&j, "chunk_bytes", chunk);
+  a2a_json_int(&j, "alignment", LAYOUT_ALIGN);
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s %s %s %p is not %d-byte aligned (%zu-byte %s): NCCL falls back to slower copies; "
+           "allocate or slice buffers at multiples of %d bytes.",
+           ev->api, role(r, ev), bad == r->lo ? "address" : "per-peer chunk at", (void *)bad,
+           LAYOUT_ALIGN, chunk, bad == r->lo ? "region" : "chunks", LAYOUT_ALIGN);
+  report("layout.misaligned", A2A_SEV_WARNING, ev->callsite, c, msg, js);
+}
+
+/* ------------------------------------------------------------------ */
+/* layout.overlap inside one operation. */
+
+/* The in-place form nccl.h defines for this collective: the send range
+ * start that counts as in-place, or 0 if the operation has none. */
+static bool inplace_ok(const a2a_event *ev, const a2a_comm *c, const lr_op *op) {
+  uintptr_t s = (uintptr_t)ev->u.coll.sendbuff, r = (uintptr_t)ev->u.coll.recvbuff;
+  size_t chunk = lr_mul(ev->u.coll.count, op->elem);
+  int rank = c ? c->rank : -1;
+  switch (ev->u.coll.coll) {
+    case A2A_COLL_ALLREDUCE:
+    case A2A_COLL_BROADCAST:
+    case A2A_COLL_REDUCE:
+      return s == r;
+    case A2A_COLL_ALLGATHER: /* sendbuff == recvbuff + rank*sendcount */
+      return rank >= 0 && s == r + lr_mul((size_t)rank, chunk);
+    case A2A_COLL_REDUCESCATTER: /* recvbuff == sendbuff + rank*recvcount */
+      return rank >= 0 && r == s + lr_mul((size_t)rank, chunk);
+    case A2A_COLL_GATHER: /* sendbuff == recvbuff + root*count */
+      return ev->u.coll.root >= 0 && s == r + lr_mul((size_t)ev->u.coll.root, chunk);
+    case A2A_COLL_SCATTER: /* recvbuff == sendbuff + root*count */
+      return ev->u.coll.root >= 0 && r == s + lr_mul((size_t)ev->u.coll.root, chunk);
+    case A2A_COLL_ALLTOALL: /* nccl.h defines no in-place all-to-all */
+    default:
+      return false;
+  }
+}
+
+static const char *inplace_rule(int coll) {
+  switch (coll) {
+    case A2A_COLL_ALLGATHER: return "in-place AllGather needs sendbuff == recvbuff + rank*sendcount";
+    case A2A_COLL_REDUCESCATTER:
+      return "in-place ReduceScatter needs recvbuff == sendbuff + rank*recvcount";
+    case A2A_COLL_GATHER: return "in-place Gather needs sendbuff == recvbuff + root*count";
+    case A2A_COLL_SCATTER: return "in-place Scatter needs recvbuff == sendbuff + root*count";
+    case A2A_COLL_ALLTOALL: return "NCCL defines no in-place AlltoAll";
+    default: return "in-place use needs sendbuff == recvbuff";
+  }
+}
+
+static void check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op *op) {
+  if (ev->kind != A2A_EV_COLL || op->n < 2) return;
+  const lr_range *s = &op->r[0], *r = &op->r[1];
+  if (!lr_overlap(s->lo, s->hi, r->lo, r->hi)) return;
+  /* Without the communicator the rank is unknown: only judge what does not
+   * depend on it. */
+  int coll = ev->u.coll.coll;
+  if (!op->exact && (coll == A2A_COLL_ALLGATHER || coll == A2A_COLL_REDUCESCATTER ||
+                     coll == A2A_COLL_ALLTOALL || coll == A2A_COLL_GATHER ||
+                     coll == A2A_COLL_SCATTER))
+    return;
+  if (inplace_ok(ev, c, op)) return;
+  char msg[640], js[768];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  json_common(&j, ev, c);
+  json_range(&j, "send", s);
+  json_range(&j, "recv", r);
+  a2a_json_str(&j, "collective", a2a_coll_name(coll));
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s: recvbuff [%p, +%zu) overlaps sendbuff [%p, +%zu) in a way NCCL does not define "
+           "(%s): the result is garbage; use separate buffers or the exact in-place layout.",
+           ev->api, (void *)r->lo, (size_t)(r->hi - r->lo), (void *)s->lo,
+           (size_t)(s->hi - s->lo), inplace_rule(coll));
+  report("layout.overlap", A2A_SEV_ERROR, ev->callsite, c, msg, js);
+}
+
+/* ------------------------------------------------------------------ */
+/* layout.overlap across the operations of one group. */
+
+/* Heapsort of range pointers: qsort may allocate (glibc merges through a
+ * malloc'ed buffer), and ncclGroupEnd is on the application's hot path. */
+typedef int (*ly_cmp)(const ly_range *, const ly_range *);
+
+static void sift(const ly_range **v, size_t root, size_t n, ly_cmp cmp) {
+  for (;;) {
+    size_t child = 2 * root + 1;
+    if (child >= n) return;
+    if (child + 1 < n && cmp(v[child], v[child + 1]) < 0) child++;
+    if (cmp(v[root], v[child]) >= 0) return;
+    const ly_range *tmp = v[root];
+    v[root] = v[child];
+    v[child] = tmp;
+    root = child;
+  }
+}
+
+static void sort_ranges(const ly_range **v, size_t n, ly_cmp cmp) {
+  for (size_t i = n / 2; i-- > 0;) sift(v, i, n, cmp);
+  for (size_t end = n; end-- > 1;) {
+    const ly_range *tmp = v[0];
+    v[0] = v[end];
+    v[end] = tmp;
+    sift(v, 0, end, cmp);
+  }
+}
+
+static int cmp_lo(const ly_range *x, const ly_range *y) {
+  return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : (x->op < y->op ? -1 : x->op > y->op);
+}
+
+/* The two ranges with the greatest end among those seen, from two different
+ * operations (b2 is the greatest among operations other than b1's). */
+typedef struct best2 { const ly_range *b1, *b2; } best2;
+
+static void best_add(best2 *b, const ly_range *x) {
+  if (!b->b1) { b->b1 = x; return; }
+  if (x->op == b->b1->op) {
+    if (x->hi > b->b1->hi) b->b1 = x;
+  } else if (x->hi > b->b1->hi) {
+    b->b2 = b->b1;
+    b->b1 = x;
+  } else if (!b->b2 || x->hi > b->b2->hi) {
+    b->b2 = x;
+  }
+}
+
+static const ly_range *best_other(const best2 *b, const ly_range *x) {
+  return b->b1 && b->b1->op != x->op ? b->b1 : b->b2;
+}
+
+static void check_group_overlap(ly_thread *t, const a2a_event *end) {
+  if (t->nranges < 2) return;
+  const ly_range **sorted = t->scratch;
+  unsigned n = 0;
+  for (unsigned i = 0; i < t->nranges; i++)
+    if (t->ranges[i].lo < t->ranges[i].hi) sorted[n++] = &t->ranges[i];
+  sort_ranges(sorted, n, cmp_lo);
+  best2 any = {0}, recv = {0};
+  const ly_range *x = NULL, *y = NULL;
+  unsigned pairs = 0;
+  for (unsigned i = 0; i < n; i++) {
+    const ly_range *cur = sorted[i];
+    /* A receive range conflicts with anything; a send range with receives. */
+    const ly_range *o = best_other(cur->is_recv ? &any : &recv, cur);
+    if (o && o->hi > cur->lo) {
+      pairs++;
+      if (!x) { x = o; y = cur; }
+    }
+    best_add(&any, cur);
+    if (cur->is_recv) best_add(&recv, cur);
+  }
+  if (!x) return;
+  uintptr_t lo = x->lo > y->lo ? x->lo : y->lo, hi = x->hi < y->hi ? x->hi : y->hi;
+  char msg[768], js[896];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", end->api);
+  a2a_json_uint(&j, "operations_in_group", t->nops);
+  a2a_json_uint(&j, "overlapping_ranges", pairs);
+  const ly_range *both[2] = {x, y};
+  a2a_json_arr_begin(&j, "ranges");
+  for (int k = 0; k < 2; k++) {
+    a2a_json_obj_begin(&j, NULL);
+    a2a_json_str(&j, "api", both[k]->api);
+    if (both[k]->peer >= 0) a2a_json_int(&j, "peer", both[k]->peer);
+    a2a_json_bool(&j, "receive", both[k]->is_recv);
+    a2a_json_ptr(&j, "lo", (const void *)both[k]->lo);
+    a2a_json_uint(&j, "bytes", (unsigned long long)(both[k]->hi - both[k]->lo));
+    if (both[k]->comm) a2a_json_str(&j, "comm", both[k]->comm->name);
+    a2a_json_ptr(&j, "site", both[k]->site);
+    a2a_json_obj_end(&j);
+  }
+  a2a_json_arr_end(&j);
+  a2a_json_uint(&j, "overlap_bytes", (unsigned long long)(hi - lo));
+  a2a_json_obj_end(&j);
+  char px[32] = "", py[32] = "";
+  if (x->peer >= 0) snprintf(px, sizeof px, " (peer %d)", x->peer);
+  if (y->peer >= 0) snprintf(py, sizeof py, " (peer %d)", y->peer);
+  snprintf(msg, sizeof msg,
+           "In one NCCL group, the %s range [%p, +%zu) of %s%s overlaps the %s range [%p, +%zu) "
+           "of %s%s by %zu bytes: the operations run concurrently, so the data is corrupted; give "
+           "every receive its own disjoint region.",
+           x->is_recv ? "receive" : "send", (void *)x->lo, (size_t)(x->hi - x->lo), x->api, px,
+           y->is_recv ? "receive" : "send", (void *)y->lo, (size_t)(y->hi - y->lo), y->api, py,
+           (size_t)(hi - lo));
+  /* The site of the later-posted operation of the pair: the line to fix. */
+  const ly_range *later = x->op > y->op ? x : y;
+  report("layout.overlap", A2A_SEV_ERROR, later->site, later->comm, msg, js);
+}
+
+/* ------------------------------------------------------------------ */
+/* layout.scattered: grouped all-to-all made of non-contiguous chunks. */
+
+static int cmp_peer(const ly_range *x, const ly_range *y) {
+  if (x->peer != y->peer) return x->peer < y->peer ? -1 : 1;
+  return x->op < y->op ? -1 : x->op > y->op ? 1 : 0;
+}
+
+typedef struct dir_stats {
+  unsigned chunks, regions, peers;
+  size_t bytes, smallest;
+} dir_stats;
+
+/* Non-empty P2P chunks of one direction on one comm, walked in peer order. */
+static void direction(ly_thread *t, void *comm, bool recv, dir_stats *d) {
+  const ly_range **v = t->scratch;
+  unsigned n = 0;
+  int last_peer = -1;
+  memset(d, 0, sizeof *d);
+  for (unsigned i = 0; i < t->nranges; i++) {
+    const ly_range *r = &t->ranges[i];
+    if (!r->p2p || r->comm_handle != comm || r->is_recv != recv) continue;
+    if (r->lo < r->hi) v[n++] = r;
+  }
+  sort_ranges(v, n, cmp_peer);
+  for (unsigned i = 0; i < n; i++) {
+    size_t b = v[i]->hi - v[i]->lo;
+    d->chunks++;
+    d->bytes += b;
+    if (!d->smallest || b < d->smallest) d->smallest = b;
+    if (i == 0 || v[i]->lo != v[i - 1]->hi) d->regions++;
+    if (v[i]->peer != last_peer) d->peers++;
+    last_peer = v[i]->peer;
+  }
+}
+
+static void check_scattered(ly_thread *t, const a2a_event *end) {
+  /* Each communicator of the group once. */
+  void *done[16];
+  unsigned ndone = 0;
+  for (unsigned i = 0; i < t->nranges && ndone < 16; i++) {
+    const ly_range *r = &t->ranges[i];
+    if (!r->p2p) continue;
+    bool seen = false;
+    for (unsigned k = 0; k < ndone; k++) seen |= done[k] == r->comm_handle;
+    if (seen) continue;
+    done[ndone++] = r->comm_handle;
+    dir_stats s, v;
+    direction(t, r->comm_handle, false, &s);
+    direction(t, r->comm_handle, true, &v);
+    if (s.peers < 2 || v.peers < 2) continue; /* not an all-to-all pattern */
+    if (s.regions <= 1 && v.regions <= 1) continue;
+    char msg[640], js[640];
+    a2a_json j;
+    a2a_json_init(&j, js, sizeof js);
+    a2a_json_obj_begin(&j, NULL);
+    a2a_json_str(&j, "api", end->api);
+    if (r->comm) a2a_json_str(&j, "comm", r->comm->name);
+    a2a_json_ptr(&j, "comm_handle", r->comm_handle);
+    const dir_stats *both[2] = {&s, &v};
+    const char *names[2] = {"send", "recv"};
+    for (int k = 0; k < 2; k++) {
+      a2a_json_obj_begin(&j, names[k]);
+      a2a_json_uint(&j, "chunks", both[k]->chunks);
+      a2a_json_uint(&j, "peers", both[k]->peers);
+      a2a_json_uint(&j, "regions", both[k]->regions);
+      a2a_json_uint(&j, "bytes", both[k]->bytes);
+      a2a_json_uint(&j, "smallest_chunk_bytes", both[k]->smallest);
+      a2a_json_obj_end(&j);
+    }
+    a2a_json_obj_end(&j);
+    snprintf(msg, sizeof msg,
+             "A grouped all-to-all on %s sends %zu bytes from %u separate regions and receives "
+             "%zu bytes into %u separate regions (%u/%u chunks, in peer order): the per-peer "
+             "chunks are views, not one contiguous buffer per direction; pack them into one "
+             "send and one receive buffer (all_to_all_single layout) to avoid extra copies and "
+             "small transfers.",
+             r->comm ? r->comm->name : "a communicator", s.bytes, s.regions, v.bytes, v.regions,
+             s.chunks, v.chunks);
+    report("layout.scattered", A2A_SEV_WARNING, end->callsite, r->comm, msg, js);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* layout.hidden-copy */
+
+static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
+  ly_producer *p = &t->prod[t->nprod++ % LAYOUT_MAX_PRODUCERS];
+  memset(p, 0, sizeof *p);
+  p->site = ev->callsite;
+  p->gen = t->gen;
+  p->t_ns = ev->t_ns;
+  return p;
+}
+
+static bool contains_ci(const char *s, const char *w) {
+  size_t n = strlen(w);
+  for (; s && *s; s++)
+    if (strncasecmp(s, w, n) == 0) return true;
+  return false;
+}
+
+static const ly_func *func_info(ly_thread *t, const void *func) {
+  ly_func *f = &t->funcs[((uintptr_t)func >> 4) % LAYOUT_FUNC_CACHE];
+  if (f->func == func) return f;
+  f->func = func;
+  f->name = NULL;
+  if (a2a_hostsvc->func_name(func, &f->name) != 0) f->name = NULL;
+  f->is_copy = f->name && (contains_ci(f->name, "copy") || contains_ci(f->name, "contiguous"));
+  return f;
+}
+
+static void on_memcpy(ly_thread *t, const a2a_event *ev) {
+  if (ev->kind != A2A_EV_MEMCPY || ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
+  int k = ev->u.copy.cpykind;
+  if (k != A2A_CPY_D2D && k != A2A_CPY_DEFAULT) return;
+  if (k == A2A_CPY_DEFAULT) { /* a D2D copy, as far as the registry knows */
+    a2a_alloc a;
+    if (!a2a_alloc_find(ev->u.copy.src, &a) || a.mem == A2A_MEM_HOST_PINNED) return;
+  }
+  ly_producer *p = producer_add(t, ev);
+  p->dst = (uintptr_t)ev->u.copy.dst;
+  p->bytes = ev->u.copy.bytes;
+  p->what = ev->api;
+}
+
+static void on_launch(ly_thread *t, const a2a_event *ev) {
+  if (!ev->u.launch.func || !ev->u.launch.args) return;
+  const ly_func *f = func_info(t, ev->u.launch.func);
+  if (!f->is_copy) return;
+  ly_producer *p = producer_add(t, ev);
+  p->what = f->name;
+  /* Pointer-sized words of each parameter (by-value structs included). */
+  for (size_t i = 0; i < 32 && p->nptrs < 4; i++) {
+    size_t off, sz;
+    if (a2a_hostsvc->func_param_info(ev->u.launch.func, i, &off, &sz) != 0) break;
+    const unsigned char *arg = ev->u.launch.args[i];
+    if (!arg) continue;
+    for (size_t w = 0; w + sizeof(uintptr_t) <= sz && p->nptrs < 4; w += sizeof(uintptr_t)) {
+      uintptr_t v;
+      memcpy(&v, arg + w, sizeof v);
+      if (v >= 0x10000 && v % 4 == 0) p->ptrs[p->nptrs++] = v;
+    }
+  }
+}
+
+static void report_hidden(const a2a_event *ev, const a2a_comm *c, ly_producer *p, uintptr_t lo,
+                          size_t bytes) {
+  p->used = true;
+  char msg[640], js[640];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", ev->api);
+  if (c) a2a_json_str(&j, "comm", c->name);
+  a2a_json_ptr(&j, "send_buffer", (const void *)lo);
+  a2a_json_uint(&j, "send_bytes", bytes);
+  a2a_json_str(&j, "copy", p->what ? p->what : "copy");
+  a2a_json_ptr(&j, "copy_site", p->site);
+  if (p->bytes) a2a_json_uint(&j, "copy_bytes", p->bytes);
+  if (ev->t_ns >= p->t_ns) a2a_json_uint(&j, "ns_since_copy", ev->t_ns - p->t_ns);
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "The send buffer [%p, +%zu) of %s was filled just before by %s (a copy of the same "
+           "data, like an implicit .contiguous()): produce the data directly in a contiguous "
+           "buffer to save a full copy per call.",
+           (void *)lo, bytes, ev->api, p->what ? p->what : "a copy");
+  report("layout.hidden-copy", A2A_SEV_INFO, ev->callsite, c, msg, js);
+}
+
+/* A producer of exactly [lo, lo+bytes) since the previous operation. */
+static ly_producer *find_producer(ly_thread *t, uintptr_t lo, size_t bytes) {
+  for (unsigned i = 0; i < LAYOUT_MAX_PRODUCERS; i++) {
+    ly_producer *p = &t->prod[i];
+    if (!p->site || p->used || p->gen != t->gen) continue;
+    if (p->bytes ? (p->dst == lo && p->bytes == bytes) : false) return p;
+    for (int k = 0; !p->bytes && k < p->nptrs; k++)
+      if (p->ptrs[k] == lo) return p;
+  }
+  return NULL;
+}
+
+static void check_hidden_op(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
+                            const lr_op *op) {
+  for (int i = 0; i < op->n; i++) {
+    const lr_range *r = &op->r[i];
+    if (r->is_recv || r->lo >= r->hi) continue;
+    ly_producer *p = find_producer(t, r->lo, r->hi - r->lo);
+    if (p) report_hidden(ev, c, p, r->lo, r->hi - r->lo);
+  }
+}
+
+/* At the end of a group: the group's sends to one comm together span
+ * exactly the bytes of one copy (the grouped all-to-all case). */
+static void check_hidden_group(ly_thread *t, const a2a_event *end) {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  const ly_range *first = NULL;
+  for (unsigned i = 0; i < t->nranges; i++) {
+    const ly_range *r = &t->ranges[i];
+    if (r->is_recv || r->lo >= r->hi) continue;
+    if (!first) first = r;
+    if (r->comm_handle != first->comm_handle) return;
+    if (r->lo < lo) lo = r->lo;
+    if (r->hi > hi) hi = r->hi;
+  }
+  if (!first) return;
+  ly_producer *p = find_producer(t, lo, hi - lo);
+  if (!p) return;
+  a2a_event e = *end;
+  e.api = "the group's sends";
+  e.comm = first->comm_handle;
+  report_hidden(&e, first->comm, p, lo, hi - lo);
+}
+
+/* ------------------------------------------------------------------ */
+/* Events. */
+
+static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
+                          const lr_op *op) {
+  for (int i = 0; i < op->n; i++) {
+    if (t->nranges >= LAYOUT_MAX_RANGES) {
+      t->ranges_overflow = true;
+      return;
+    }
+    ly_range *r = &t->ranges[t->nranges++];
+    r->lo = op->r[i].lo;
+    r->hi = op->r[i].hi;
+    r->site = ev->callsite;
+    r->api = ev->api;
+    r->comm = c;
+    r->comm_handle = ev->comm;
+    r->op = t->nops;
+    r->peer = ev->kind == A2A_EV_P2P ? ev->u.p2p.peer : -1;
+    r->is_recv = op->r[i].is_recv;
+    r->p2p = ev->kind == A2A_EV_P2P;
+  }
+}
+
+static void on_op(ly_thread *t, const a2a_event *ev) {
+  const a2a_comm *c = a2a_comm_lookup(ev->comm);
+  lr_op op;
+  if (!lr_op_ranges(ev, c, &op)) return;
+  for (int i = 0; i < op.n; i++) check_buffer(ev, c, &op, &op.r[i]);
+  if (a2a_check_enabled("layout.overlap")) check_op_overlap(ev, c, &op);
+  if (a2a_check_enabled("layout.hidden-copy")) check_hidden_op(t, ev, c, &op);
+  if (t->depth > 0) record_ranges(t, ev, c, &op);
+  t->nops++;
+}
+
+static void group_reset(ly_thread *t) {
+  t->nranges = 0;
+  t->nops = 0;
+  t->ranges_overflow = false;
+}
+
+static void layout_on_event(const a2a_event *ev) {
+  ly_thread *t;
+  switch (ev->kind) {
+    case A2A_EV_GROUP_START:
+      if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true))) return;
+      if (t->depth++ == 0) group_reset(t);
+      return;
+    case A2A_EV_GROUP_END:
+      if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true)) || t->depth == 0) return;
+      if (--t->depth > 0) return;
+      /* Outermost end: judge the whole group before NCCL launches it. An
+       * overflowed range list is incomplete: overlap and scatter are then
+       * not judged (never a finding from partial data). */
+      if (!t->ranges_overflow) {
+        if (a2a_check_enabled("layout.overlap")) check_group_overlap(t, ev);
+        if (a2a_check_enabled("layout.scattered")) check_scattered(t, ev);
+        if (a2a_check_enabled("layout.hidden-copy")) check_hidden_group(t, ev);
+      }
+      group_reset(t);
+      t->gen++;
+      return;
+    case A2A_EV_COLL:
+    case A2A_EV_P2P:
+      if (!(t = thread_get(ev->thread, true))) return;
+      if (ev->phase == A2A_PRE) on_op(t, ev);
+      else if (t->depth == 0) t->gen++;
+      return;
+    case A2A_EV_MEMCPY:
+      /* Only device-to-device copies can be a hidden .contiguous(). */
+      if (ev->phase == A2A_PRE && ev->u.copy.cpykind >= A2A_CPY_D2D &&
+          a2a_check_enabled("layout.hidden-copy") && (t = thread_get(ev->thread, true)))
+        on_memcpy(t, ev);
+      return;
+    case A2A_EV_LAUNCH:
+      /* Launch is the hot path: only threads that already talk to NCCL. */
+      if (ev->phase == A2A_PRE && (t = thread_get(ev->thread, false)) &&
+          a2a_check_enabled("layout.hidden-copy"))
+        on_launch(t, ev);
+      return;
+    case A2A_EV_FORK_CHILD:
+      for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) {
+        ly_thread *o = atomic_load_explicit(&g_threads[i], memory_order_relaxed);
+        if (o && i != ev->thread) {
+          o->depth = 0;
+          group_reset(o);
+        }
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+static int layout_init(void) {
+  for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) free(atomic_exchange(&g_threads[i], NULL));
+  return 0;
+}
+
+const a2a_analyzer a2a_analyzer_layout = {
+    .name = "layout",
+    .init = layout_init,
+    .on_event = layout_on_event,
+};

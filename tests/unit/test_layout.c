@@ -1,0 +1,488 @@
+/* test_layout.c - the layout analyzer driven with synthetic events: each
+ * layout.* check fires on its bug and stays silent on the correct variant;
+ * edge cases: zero counts, in-place collectives (valid and invalid), views
+ * into one segment, unknown pointers, grouped all-to-alls. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "collector.h"
+
+#define MiB (1024u * 1024u)
+#define SEG0 0x10000000u /* device 0, 1 MiB */
+#define SEG1 0x20000000u /* device 1, 1 MiB */
+#define HOSTP 0x7000000u /* pageable host (pointer_info type 0) */
+#define PINNED 0x7800000u /* pinned host */
+#define F32 7           /* ncclFloat32 */
+#define RANK 1
+#define NRANKS 4
+
+static unsigned char id_a[128];
+static void *comm = (void *)0xc0;
+
+static void alloc(uintptr_t base, size_t size, int dev, a2a_mem_kind kind) {
+  a2a_event ev = ev_make(A2A_EV_ALLOC);
+  ev.api = "cudaMalloc";
+  ev.device = dev;
+  ev.u.mem.mem = kind;
+  ev.u.mem.size = size;
+  ev_pre(&ev);
+  ev.u.mem.ptr = (void *)base;
+  ev_post(&ev, 0);
+}
+
+static void setup(void) {
+  collector_reset();
+  memset(id_a, 0, sizeof id_a);
+  id_a[0] = 1;
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommInitRank";
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.ids = id_a;
+  ev.u.init.nids = 1;
+  ev.u.init.nranks = NRANKS;
+  ev.u.init.rank = RANK;
+  ev.u.init.device = 0;
+  ev_pre(&ev);
+  ev.u.init.newcomm = comm;
+  ev_post(&ev, 0);
+  alloc(SEG0, MiB, 0, A2A_MEM_DEVICE);
+  alloc(SEG1, MiB, 1, A2A_MEM_DEVICE);
+  collector_add_pointer(HOSTP, MiB, 0, -1);
+  collector_add_pointer(PINNED, MiB, 1, -1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+
+static const void *g_site = (const void *)0x1000;
+
+static a2a_event p2p_ev(int is_send, uintptr_t buf, size_t count, int peer) {
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.api = is_send ? "ncclSend" : "ncclRecv";
+  ev.comm = comm;
+  ev.callsite = g_site;
+  ev.u.p2p.is_send = is_send;
+  ev.u.p2p.buff = (void *)buf;
+  ev.u.p2p.count = count;
+  ev.u.p2p.dtype = F32;
+  ev.u.p2p.peer = peer;
+  return ev;
+}
+
+static void p2p(int is_send, uintptr_t buf, size_t count, int peer) {
+  a2a_event ev = p2p_ev(is_send, buf, count, peer);
+  ev_dispatch(&ev, 0);
+}
+
+static void coll(a2a_coll op, const char *api, uintptr_t send, uintptr_t recv, size_t count,
+                 int root) {
+  a2a_event ev = ev_make(A2A_EV_COLL);
+  ev.api = api;
+  ev.comm = comm;
+  ev.callsite = g_site;
+  ev.u.coll.coll = op;
+  ev.u.coll.sendbuff = (const void *)send;
+  ev.u.coll.recvbuff = (void *)recv;
+  ev.u.coll.count = count;
+  ev.u.coll.dtype = F32;
+  ev.u.coll.redop = op == A2A_COLL_ALLREDUCE ? 0 : -1;
+  ev.u.coll.root = root;
+  ev_dispatch(&ev, 0);
+}
+
+static void group(int start) {
+  a2a_event ev = ev_make(start ? A2A_EV_GROUP_START : A2A_EV_GROUP_END);
+  ev.api = start ? "ncclGroupStart" : "ncclGroupEnd";
+  ev.callsite = (const void *)0x2000;
+  ev_dispatch(&ev, 0);
+}
+
+static void d2d(uintptr_t dst, uintptr_t src, size_t bytes) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpyAsync";
+  ev.u.copy.dst = (void *)dst;
+  ev.u.copy.src = (const void *)src;
+  ev.u.copy.bytes = ev.u.copy.width = bytes;
+  ev.u.copy.height = 1;
+  ev.u.copy.cpykind = A2A_CPY_D2D;
+  ev.u.copy.async = 1;
+  ev_dispatch(&ev, 0);
+}
+
+/* ---------------- host-memory ---------------- */
+
+START_TEST(host_memory) {
+  p2p(1, HOSTP + 64, 256, 0);
+  ck_assert_uint_eq(collector_count("layout.host-memory"), 1);
+  const collected *c = collector_find("layout.host-memory");
+  ck_assert_int_eq(c->severity, A2A_SEV_ERROR);
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclSend"));
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1); /* no other check on host memory */
+}
+END_TEST
+
+START_TEST(pinned_unknown_and_zero_count_are_silent) {
+  p2p(1, PINNED, 256, 0);
+  p2p(1, 0x9990000u, 256, 0); /* pointer_info fails: unknown */
+  p2p(1, HOSTP, 0, 0);        /* zero count: NCCL does not touch it */
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
+/* ---------------- wrong-device ---------------- */
+
+START_TEST(wrong_device) {
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0, SEG1, 256, -1);
+  ck_assert_uint_eq(collector_count("layout.wrong-device"), 1);
+  const collected *c = collector_find("layout.wrong-device");
+  ck_assert_ptr_nonnull(strstr(c->details, "\"buffer_device\":1"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"comm_device\":0"));
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
+START_TEST(right_device_is_silent) {
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0, SEG0 + 4096, 256, -1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
+/* ---------------- out-of-bounds ---------------- */
+
+START_TEST(allgather_recv_times_nranks) {
+  size_t count = 1024; /* recv = 4 ranks * 1024 * 4 B = 16 KiB */
+  /* Exactly at the end: fits. */
+  coll(A2A_COLL_ALLGATHER, "ncclAllGather", SEG0, SEG0 + MiB - 16384, count, -1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  /* A count that is right per rank but forgets the nranks factor for the
+   * recv allocation. */
+  coll(A2A_COLL_ALLGATHER, "ncclAllGather", SEG0, SEG0 + MiB - 4096, count, -1);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  const collected *c = collector_find("layout.out-of-bounds");
+  ck_assert_ptr_nonnull(strstr(c->details, "\"bytes_past_end\":12288"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"times_nranks\":true"));
+}
+END_TEST
+
+START_TEST(reducescatter_and_alltoall_send_times_nranks) {
+  coll(A2A_COLL_REDUCESCATTER, "ncclReduceScatter", SEG0 + MiB - 4096, SEG0, 1024, -1);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  g_site = (const void *)0x1001;
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + MiB - 8192, 1024, -1);
+  g_site = (const void *)0x1000;
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 2);
+}
+END_TEST
+
+START_TEST(gather_recv_only_at_root) {
+  /* rank 1 is not the root: recvbuff is unused, however short. */
+  coll(A2A_COLL_GATHER, "ncclGather", SEG0, SEG0 + MiB - 16, 1024, 0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  coll(A2A_COLL_GATHER, "ncclGather", SEG0, SEG0 + MiB - 16, 1024, RANK);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+}
+END_TEST
+
+START_TEST(p2p_past_end_and_views_inside) {
+  p2p(0, SEG0 + 512 * 1024, 128 * 1024, 2); /* a view ending exactly at the end */
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  p2p(0, SEG0 + 512 * 1024 + 4, 128 * 1024, 2);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+}
+END_TEST
+
+/* ---------------- overlap ---------------- */
+
+START_TEST(inplace_allreduce_ok_partial_overlap_not) {
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0, SEG0, 1024, -1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0, SEG0 + 64, 1024, -1);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
+START_TEST(inplace_allgather) {
+  size_t count = 256, chunk = count * 4;
+  coll(A2A_COLL_ALLGATHER, "ncclAllGather", SEG0 + RANK * chunk, SEG0, count, -1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  /* In-place at rank 0's slot while this is rank 1. */
+  coll(A2A_COLL_ALLGATHER, "ncclAllGather", SEG0, SEG0, count, -1);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("layout.overlap")->message, "rank*sendcount"));
+}
+END_TEST
+
+START_TEST(inplace_reducescatter) {
+  size_t count = 256, chunk = count * 4;
+  coll(A2A_COLL_REDUCESCATTER, "ncclReduceScatter", SEG0, SEG0 + RANK * chunk, count, -1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  coll(A2A_COLL_REDUCESCATTER, "ncclReduceScatter", SEG0, SEG0 + 3 * chunk, count, -1);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
+START_TEST(inplace_alltoall_is_undefined) {
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0, 256, -1);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
+START_TEST(zero_count_never_overlaps) {
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0, 0, -1);
+  group(1);
+  p2p(0, SEG0, 0, 0);
+  p2p(0, SEG0, 0, 2);
+  p2p(1, SEG0, 16, 2);
+  group(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
+START_TEST(group_receives_overlap) {
+  group(1);
+  p2p(1, SEG0, 256, 0);
+  p2p(1, SEG0 + 1024, 256, 2);
+  p2p(0, SEG0 + 65536, 256, 0);
+  g_site = (const void *)0x1234;
+  p2p(0, SEG0 + 65536 + 512, 256, 2); /* overlaps the previous receive */
+  g_site = (const void *)0x1000;
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0); /* judged at ncclGroupEnd */
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  const collected *c = collector_find("layout.overlap");
+  ck_assert_ptr_eq(c->site, (const void *)0x1234);
+  ck_assert_ptr_nonnull(strstr(c->details, "\"overlap_bytes\":512"));
+}
+END_TEST
+
+START_TEST(group_receive_over_send) {
+  group(1);
+  p2p(1, SEG0, 256, 0);
+  p2p(0, SEG0 + 1020, 256, 0); /* 4 bytes into the send */
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
+START_TEST(group_shared_send_and_disjoint_views_ok) {
+  group(1);
+  /* Broadcast-like: the same send buffer to every peer is fine. */
+  p2p(1, SEG0, 256, 0);
+  p2p(1, SEG0, 256, 2);
+  p2p(1, SEG0, 256, 3);
+  /* Receives in disjoint views of one segment. */
+  p2p(0, SEG0 + 4096, 256, 0);
+  p2p(0, SEG0 + 5120, 256, 2);
+  p2p(0, SEG0 + 6144, 256, 3);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 0);
+}
+END_TEST
+
+/* ---------------- misaligned ---------------- */
+
+START_TEST(misaligned_buffer) {
+  p2p(1, SEG0 + 8, 2048, 0); /* 8 KiB at +8 */
+  ck_assert_uint_eq(collector_count("layout.misaligned"), 1);
+  ck_assert_int_eq(collector_find("layout.misaligned")->severity, A2A_SEV_WARNING);
+  g_site = (const void *)0x1002;
+  p2p(1, SEG0 + 8, 16, 0); /* tiny: alignment does not matter */
+  p2p(1, SEG0 + 16, 2048, 0);
+  ck_assert_uint_eq(collector_count("layout.misaligned"), 1);
+}
+END_TEST
+
+START_TEST(misaligned_peer_chunk) {
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1025, -1);
+  ck_assert_uint_eq(collector_count("layout.misaligned"), 2); /* send and recv */
+  ck_assert_ptr_nonnull(strstr(collector_find("layout.misaligned")->message, "per-peer chunk"));
+}
+END_TEST
+
+/* ---------------- scattered ---------------- */
+
+static void a2a_group(const uintptr_t *send, const uintptr_t *recv, const size_t *counts, int n) {
+  group(1);
+  for (int r = 0; r < n; r++) {
+    p2p(1, send[r], counts[r], r);
+    p2p(0, recv[r], counts[r], r);
+  }
+  group(0);
+}
+
+START_TEST(all_to_all_single_layout_is_not_scattered) {
+  /* Equal splits. */
+  uintptr_t s[4], r[4];
+  size_t c[4];
+  for (int i = 0; i < 4; i++) {
+    c[i] = 1024;
+    s[i] = SEG0 + i * 4096;
+    r[i] = SEG0 + 65536 + i * 4096;
+  }
+  a2a_group(s, r, c, 4);
+  /* Unequal splits back to back, one of them empty. */
+  size_t u[4] = {100, 0, 300, 28};
+  uintptr_t off = 0;
+  for (int i = 0; i < 4; i++) {
+    s[i] = SEG0 + off * 4;
+    r[i] = SEG0 + 65536 + off * 4;
+    off += u[i];
+  }
+  a2a_group(s, r, u, 4);
+  ck_assert_uint_eq(collector_count("layout.scattered"), 0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 0);
+}
+END_TEST
+
+START_TEST(chunks_from_separate_regions_are_scattered) {
+  uintptr_t s[4], r[4];
+  size_t c[4];
+  for (int i = 0; i < 4; i++) {
+    c[i] = 1024;
+    s[i] = SEG0 + i * 8192; /* gaps: views of a strided tensor */
+    r[i] = SEG0 + 65536 + i * 4096;
+  }
+  a2a_group(s, r, c, 4);
+  ck_assert_uint_eq(collector_count("layout.scattered"), 1);
+  const collected *f = collector_find("layout.scattered");
+  ck_assert_ptr_nonnull(strstr(f->details, "\"send\":{\"chunks\":4,\"peers\":4,\"regions\":4"));
+  ck_assert_ptr_nonnull(strstr(f->details, "\"recv\":{\"chunks\":4,\"peers\":4,\"regions\":1"));
+}
+END_TEST
+
+START_TEST(chunks_out_of_peer_order_are_scattered) {
+  uintptr_t s[4], r[4];
+  size_t c[4];
+  for (int i = 0; i < 4; i++) {
+    c[i] = 1024;
+    s[i] = SEG0 + (3 - i) * 4096; /* contiguous but reversed */
+    r[i] = SEG0 + 65536 + i * 4096;
+  }
+  a2a_group(s, r, c, 4);
+  ck_assert_uint_eq(collector_count("layout.scattered"), 1);
+}
+END_TEST
+
+START_TEST(pairwise_exchange_is_not_an_all_to_all) {
+  group(1);
+  p2p(1, SEG0, 1024, 0);
+  p2p(0, SEG0 + 65536, 1024, 0);
+  group(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
+/* ---------------- hidden-copy ---------------- */
+
+START_TEST(memcpy_then_send) {
+  d2d(SEG0, SEG0 + 65536, 4096);
+  p2p(1, SEG0, 1024, 0);
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  const collected *c = collector_find("layout.hidden-copy");
+  ck_assert_int_eq(c->severity, A2A_SEV_INFO);
+  ck_assert_ptr_nonnull(strstr(c->details, "\"copy_bytes\":4096"));
+}
+END_TEST
+
+START_TEST(copy_of_other_size_or_before_previous_op_is_silent) {
+  d2d(SEG0, SEG0 + 65536, 2048);
+  p2p(1, SEG0, 1024, 0); /* copied 2 KiB, sends 4 KiB */
+  d2d(SEG0 + 8192, SEG0 + 65536, 4096);
+  p2p(1, SEG0 + 32768, 16, 2);  /* another operation in between */
+  p2p(1, SEG0 + 8192, 1024, 0); /* the copy is no longer "just before" */
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+}
+END_TEST
+
+START_TEST(copy_kernel_then_alltoall) {
+  static const size_t off[2] = {0, 8}, sz[2] = {8, 8};
+  const void *kcopy = (const void *)0xf00, *kgemm = (const void *)0xf40;
+  collector_add_kernel(kcopy, "void at::native::direct_copy_kernel_cuda(...)", 2, off, sz);
+  collector_add_kernel(kgemm, "ampere_sgemm_128x64_nn", 2, off, sz);
+  uintptr_t dst = SEG0, src = SEG0 + 131072;
+  void *args[2] = {&dst, &src};
+  a2a_event k = ev_make(A2A_EV_LAUNCH);
+  k.api = "cudaLaunchKernel";
+  k.u.launch.args = args;
+  /* The thread must be known to NCCL before launches are inspected. */
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0 + 262144, SEG0 + 262144, 16, -1);
+  k.u.launch.func = kgemm;
+  ev_dispatch(&k, 0);
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1024, -1);
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  k.u.launch.func = kcopy;
+  ev_dispatch(&k, 0);
+  g_site = (const void *)0x1003;
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1024, -1);
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("layout.hidden-copy")->message, "direct_copy"));
+}
+END_TEST
+
+START_TEST(copy_then_grouped_sends) {
+  d2d(SEG0, SEG0 + 65536, 4 * 4096);
+  uintptr_t s[4], r[4];
+  size_t c[4];
+  for (int i = 0; i < 4; i++) {
+    c[i] = 1024;
+    s[i] = SEG0 + i * 4096;
+    r[i] = SEG0 + 131072 + i * 4096;
+  }
+  a2a_group(s, r, c, 4);
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
+START_TEST(checks_can_be_disabled) {
+  collector_disable_check("layout");
+  p2p(1, HOSTP, 256, 0);
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0, 256, -1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("layout");
+  TCase *tc = tcase_create("layout");
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, host_memory);
+  tcase_add_test(tc, pinned_unknown_and_zero_count_are_silent);
+  tcase_add_test(tc, wrong_device);
+  tcase_add_test(tc, right_device_is_silent);
+  tcase_add_test(tc, allgather_recv_times_nranks);
+  tcase_add_test(tc, reducescatter_and_alltoall_send_times_nranks);
+  tcase_add_test(tc, gather_recv_only_at_root);
+  tcase_add_test(tc, p2p_past_end_and_views_inside);
+  tcase_add_test(tc, inplace_allreduce_ok_partial_overlap_not);
+  tcase_add_test(tc, inplace_allgather);
+  tcase_add_test(tc, inplace_reducescatter);
+  tcase_add_test(tc, inplace_alltoall_is_undefined);
+  tcase_add_test(tc, zero_count_never_overlaps);
+  tcase_add_test(tc, group_receives_overlap);
+  tcase_add_test(tc, group_receive_over_send);
+  tcase_add_test(tc, group_shared_send_and_disjoint_views_ok);
+  tcase_add_test(tc, misaligned_buffer);
+  tcase_add_test(tc, misaligned_peer_chunk);
+  tcase_add_test(tc, all_to_all_single_layout_is_not_scattered);
+  tcase_add_test(tc, chunks_from_separate_regions_are_scattered);
+  tcase_add_test(tc, chunks_out_of_peer_order_are_scattered);
+  tcase_add_test(tc, pairwise_exchange_is_not_an_all_to_all);
+  tcase_add_test(tc, memcpy_then_send);
+  tcase_add_test(tc, copy_of_other_size_or_before_previous_op_is_silent);
+  tcase_add_test(tc, copy_kernel_then_alltoall);
+  tcase_add_test(tc, copy_then_grouped_sends);
+  tcase_add_test(tc, checks_can_be_disabled);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
