@@ -1,0 +1,140 @@
+/* xrank.h - the data model of cross-rank checking, shared by the xrank
+ * analyzer (analyzers/xrank.c: fingerprints from events), the wire protocol
+ * (xrank_proto.c), the coordinator's matcher (xrank_match.c), the wait-for
+ * graph (xrank_wfg.c) and the process side in shim/xr_*.c (channel thread,
+ * sockets, coordinator hosting).
+ *
+ * Everything here is plain data: fixed-size records whose bytes are also the
+ * wire format (explicit padding, sizes checked below). The wire uses the
+ * host's byte order; every supported platform (x86-64, aarch64) is
+ * little-endian and a peer speaking another order fails the magic check.
+ *
+ * Identity: a communicator is named across ranks by the registry's id_hash
+ * (a2a_comm.id_hash): the hash of the ncclUniqueId bytes for id-created
+ * comms, (parent, split sequence, color) for splits. Within a communicator a
+ * rank's operations are numbered by the rank itself, in posting order:
+ *   - collectives: k = 0, 1, ... (zero-count collectives are dropped by NCCL
+ *     before they become tasks, so they are not numbered);
+ *   - point-to-point: per peer, sends i = 0, 1, ... and receives j = 0, 1, ...
+ * The i-th send of rank s to rank d matches the i-th receive of d from s.
+ */
+#ifndef A2A_XRANK_H
+#define A2A_XRANK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XR_PROTO_VERSION 1u
+#define XR_TOKEN_BYTES 16
+
+/* Operation kinds of a fingerprint. */
+enum { XR_OP_COLL = 1, XR_OP_SEND = 2, XR_OP_RECV = 3 };
+
+/* One operation fingerprint (48 bytes), in posting order per rank. */
+typedef struct xr_op {
+  uint64_t comm;     /* id_hash */
+  uint64_t site;     /* caller's call-site address (process-local) */
+  uint64_t count;    /* elements */
+  uint32_t group;    /* per-comm launch-unit number on this rank (1, 2, ...):
+                        ops of one ncclGroupStart/End share it */
+  int32_t rank;      /* the poster's rank in the communicator */
+  int32_t peer;      /* p2p peer rank, -1 for collectives */
+  int32_t root;      /* collective root, -1 when rootless */
+  uint16_t kind;     /* XR_OP_* */
+  int8_t coll;       /* a2a_coll (XR_OP_COLL), else -1 */
+  int8_t dtype;      /* ncclDataType_t */
+  int8_t redop;      /* ncclRedOp_t, -1 when not a reduction */
+  int8_t pad[3];
+} xr_op;
+_Static_assert(sizeof(xr_op) == 48, "xr_op is a wire record");
+
+/* A communicator as one rank created it (44 + pad = 48 bytes). */
+typedef struct xr_commreg {
+  uint64_t comm;        /* id_hash */
+  uint64_t parent;      /* parent's id_hash for split/shrink, else 0 */
+  uint64_t site;        /* call site of the init call */
+  int32_t nranks, rank;
+  int32_t device;       /* CUDA device of the rank */
+  int32_t how;          /* a2a_init_how */
+  int32_t color;        /* split color */
+  uint32_t split_index; /* index among the parent's splits */
+} xr_commreg;
+_Static_assert(sizeof(xr_commreg) == 48, "xr_commreg is a wire record");
+
+/* ---- progress state (deadlock detection) ---------------------------- */
+
+/* Per-peer index ranges. In a comm entry: send_hi/recv_hi are the numbers
+ * of sends to / receives from the peer posted so far (lo fields 0). In a
+ * unit entry: the half-open ranges of send/receive indexes the unit holds. */
+typedef struct xr_peerent {
+  int32_t peer;
+  uint32_t send_lo, send_hi, recv_lo, recv_hi;
+} xr_peerent;
+_Static_assert(sizeof(xr_peerent) == 20, "xr_peerent is a wire record");
+
+/* One communicator a process is a member of. */
+typedef struct xr_commstate {
+  uint64_t comm;
+  int32_t rank, nranks;
+  uint32_t coll_posted;  /* collectives posted so far */
+  uint32_t ended;        /* 1 after finalize/destroy/abort */
+  uint32_t peer_off, npeers; /* slice of the state's peer array */
+} xr_commstate;
+_Static_assert(sizeof(xr_commstate) == 32, "xr_commstate is a wire record");
+
+/* One incomplete launch unit: the operations of one comm launched together
+ * (one group, or one operation outside a group) on one stream. A process
+ * lists its units in posting order; units on one stream execute in that
+ * order. */
+typedef struct xr_unitstate {
+  uint64_t comm;
+  uint64_t stream;       /* process-local stream handle value */
+  uint64_t site;         /* call site of the unit's first operation */
+  uint64_t count;        /* first operation's count (for the story) */
+  uint32_t group;        /* per-comm unit number on this rank */
+  uint32_t coll_lo, coll_hi; /* collective indexes [lo, hi) */
+  uint32_t peer_off, npeers;
+  int16_t kind;          /* first operation's XR_OP_* */
+  int8_t coll;           /* first collective's a2a_coll, or -1 */
+  int8_t dtype;
+} xr_unitstate;
+_Static_assert(sizeof(xr_unitstate) == 56, "xr_unitstate is a wire record");
+
+/* Host-side blocking call on which a thread waits. */
+enum { XR_WAIT_STREAM = 1, XR_WAIT_EVENT, XR_WAIT_DEVICE, XR_WAIT_MEMCPY,
+       XR_WAIT_NCCL };
+
+/* A host thread inside a blocking call (PRE seen, POST not yet). */
+typedef struct xr_threadstate {
+  uint64_t stream;       /* the stream it waits on (XR_WAIT_STREAM) */
+  uint64_t site;         /* call site of the blocking call */
+  uint64_t blocked_ms;   /* how long it has been blocked */
+  uint32_t thread;       /* shim thread index */
+  uint32_t wait;         /* XR_WAIT_* */
+  uint32_t all;          /* 1: waits for every incomplete unit of the process */
+  uint32_t pad;
+} xr_threadstate;
+_Static_assert(sizeof(xr_threadstate) == 40, "xr_threadstate is a wire record");
+
+/* A process's whole progress state, as the coordinator holds it. Arrays are
+ * owned by whoever built the struct (the parser: one block). */
+typedef struct xr_procstate {
+  int alive;             /* 0 once the process said bye or its socket closed */
+  int32_t pid, grank;    /* process id, global rank (-1 unknown) */
+  char host[64];
+  uint32_t version;      /* report sequence number */
+  uint32_t ncomms, nunits, nthreads, npeers;
+  const xr_commstate *comms;
+  const xr_unitstate *units;
+  const xr_threadstate *threads;
+  const xr_peerent *peers;
+} xr_procstate;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2A_XRANK_H */

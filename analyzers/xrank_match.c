@@ -1,0 +1,569 @@
+/* xrank_match.c - the coordinator's operation matcher (see xrank_match.h). */
+#include "xrank_match.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+
+#define MAX_NRANKS (1 << 16)       /* larger registrations are rejected */
+#define MAX_QUEUE (1u << 16)       /* pending ops per queue before giving up */
+#define NBUCKETS 256
+#define MAX_KEYS 256               /* distinct verdict keys per comm */
+
+/* A FIFO of pending operations. */
+typedef struct opq {
+  xr_op *v;
+  size_t head, len, cap;
+} opq;
+
+static int opq_push(opq *q, const xr_op *op) {
+  if (q->len == q->cap) {
+    if (q->cap >= MAX_QUEUE) return -1;
+    size_t ncap = q->cap ? q->cap * 2 : 8;
+    xr_op *nv = malloc(ncap * sizeof *nv);
+    if (!nv) return -1;
+    for (size_t i = 0; i < q->len; i++) nv[i] = q->v[(q->head + i) % q->cap];
+    free(q->v);
+    q->v = nv;
+    q->cap = ncap;
+    q->head = 0;
+  }
+  q->v[(q->head + q->len) % q->cap] = *op;
+  q->len++;
+  return 0;
+}
+static const xr_op *opq_front(const opq *q) { return q->len ? &q->v[q->head] : NULL; }
+static void opq_pop(opq *q) {
+  if (!q->len) return;
+  q->head = (q->head + 1) % q->cap;
+  q->len--;
+}
+static void opq_free(opq *q) { free(q->v); memset(q, 0, sizeof *q); }
+
+typedef struct pairq {
+  int32_t s, d;
+  opq sends, recvs;       /* unmatched sends s->d, unmatched receives at d from s */
+  uint32_t nsend, nrecv;  /* posted so far */
+  struct pairq *next;
+} pairq;
+
+typedef struct mrank {
+  int conn;               /* -1 until registered */
+  int ended;              /* comm ended or process gone */
+  int32_t device;
+  uint64_t site;          /* init call site */
+  uint32_t ncoll;         /* collectives posted */
+  opq colls;              /* collectives not yet matched across all ranks */
+} mrank;
+
+typedef struct mcomm {
+  uint64_t id, parent;
+  int32_t nranks, color;
+  uint32_t split_index;
+  int how;
+  int nregistered;
+  int desynced;           /* a queue overflowed: matching stopped */
+  mrank *ranks;
+  uint32_t coll_matched;
+  pairq *buckets[NBUCKETS];
+  uint64_t keys[MAX_KEYS];
+  int nkeys;
+  char last[768];
+  struct mcomm *next;
+} mcomm;
+
+typedef struct mconn {
+  int used, gone;
+  int pid, grank;
+  char host[64];
+} mconn;
+
+struct xr_matcher {
+  xr_match_out out;
+  mcomm *comms;
+  mconn *conns;
+  int nconns;
+};
+
+/* ------------------------------------------------------------------ */
+
+xr_matcher *xr_matcher_new(const xr_match_out *out) {
+  xr_matcher *m = calloc(1, sizeof *m);
+  if (m) m->out = *out;
+  return m;
+}
+
+static void comm_free(mcomm *c) {
+  for (int i = 0; i < NBUCKETS; i++) {
+    pairq *p = c->buckets[i];
+    while (p) {
+      pairq *n = p->next;
+      opq_free(&p->sends);
+      opq_free(&p->recvs);
+      free(p);
+      p = n;
+    }
+  }
+  if (c->ranks)
+    for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
+  free(c->ranks);
+  free(c);
+}
+
+void xr_matcher_free(xr_matcher *m) {
+  if (!m) return;
+  mcomm *c = m->comms;
+  while (c) {
+    mcomm *n = c->next;
+    comm_free(c);
+    c = n;
+  }
+  free(m->conns);
+  free(m);
+}
+
+static mconn *conn_get(xr_matcher *m, int conn) {
+  if (conn < 0 || conn > 1 << 20) return NULL;
+  if (conn >= m->nconns) {
+    int n = m->nconns ? m->nconns : 16;
+    while (n <= conn) n *= 2;
+    mconn *nc = realloc(m->conns, (size_t)n * sizeof *nc);
+    if (!nc) return NULL;
+    memset(nc + m->nconns, 0, (size_t)(n - m->nconns) * sizeof *nc);
+    m->conns = nc;
+    m->nconns = n;
+  }
+  return &m->conns[conn];
+}
+
+void xr_matcher_hello(xr_matcher *m, int conn, int pid, int grank,
+                      const char *host) {
+  mconn *c = conn_get(m, conn);
+  if (!c) return;
+  c->used = 1;
+  c->gone = 0;
+  c->pid = pid;
+  c->grank = grank;
+  snprintf(c->host, sizeof c->host, "%s", host ? host : "");
+}
+
+static mcomm *comm_find(const xr_matcher *m, uint64_t id) {
+  for (mcomm *c = m->comms; c; c = c->next)
+    if (c->id == id) return c;
+  return NULL;
+}
+
+static const char *site_str(xr_matcher *m, int conn, uint64_t site, char *buf,
+                            size_t cap) {
+  /* Copied: the callback may reuse one buffer for every call. */
+  const char *s = m->out.site_name && site ? m->out.site_name(m->out.ctx, conn, site) : NULL;
+  if (s && *s) snprintf(buf, cap, "%s", s);
+  else if (!site) snprintf(buf, cap, "unknown site");
+  else snprintf(buf, cap, "0x%" PRIx64, site);
+  return buf;
+}
+
+/* Dedup: true the first time (comm, check, a, b) is seen, false afterwards
+ * and once the per-comm cap is reached. */
+static int first_time(mcomm *c, const char *check, int a, int b) {
+  uint64_t k = a2a_hash_bytes(check, strlen(check), ((uint64_t)(uint32_t)a << 32) | (uint32_t)b);
+  for (int i = 0; i < c->nkeys; i++)
+    if (c->keys[i] == k) return 0;
+  if (c->nkeys >= MAX_KEYS) return 0;
+  c->keys[c->nkeys++] = k;
+  return 1;
+}
+
+static void send_verdict(xr_matcher *m, mcomm *c, int rank, const char *check,
+                         a2a_severity sev, uint64_t site, const char *text,
+                         const char *json) {
+  if (rank < 0 || rank >= c->nranks) return;
+  int conn = c->ranks[rank].conn;
+  if (conn < 0 || !m->out.verdict) return;
+  if (conn < m->nconns && m->conns[conn].gone) return;
+  xr_verdict v = {.comm = c->id, .site = site, .severity = sev, .flags = 0,
+                  .check = check, .text = text, .json = json};
+  m->out.verdict(m->out.ctx, conn, &v);
+}
+
+const char *xr_op_describe(const xr_op *op, char *buf, size_t cap) {
+  size_t es = a2a_dtype_size(op->dtype);
+  if (op->kind == XR_OP_COLL) {
+    int n = snprintf(buf, cap, "nccl%s(count %" PRIu64 ", %s", a2a_coll_name(op->coll),
+                     op->count, a2a_dtype_name(op->dtype));
+    if (n < 0 || (size_t)n >= cap) return buf;
+    if (op->redop >= 0)
+      n += snprintf(buf + n, cap - (size_t)n, ", %s", a2a_redop_name(op->redop));
+    if (n < 0 || (size_t)n >= cap) return buf;
+    if (op->root >= 0) n += snprintf(buf + n, cap - (size_t)n, ", root %d", op->root);
+    if (n < 0 || (size_t)n >= cap) return buf;
+    snprintf(buf + n, cap - (size_t)n, ")");
+  } else {
+    snprintf(buf, cap, "%s %" PRIu64 " B (%" PRIu64 " x %s) %s rank %d",
+             op->kind == XR_OP_SEND ? "sends" : "receives", op->count * es, op->count,
+             a2a_dtype_name(op->dtype), op->kind == XR_OP_SEND ? "to" : "from", op->peer);
+  }
+  return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* Registration. */
+
+static void init_mismatch(xr_matcher *m, mcomm *c, int r1, uint64_t s1, int r2,
+                          uint64_t s2, const char *check, const char *text) {
+  snprintf(c->last, sizeof c->last, "%s", text);
+  if (first_time(c, check, r1, r2)) {
+    send_verdict(m, c, r1, check, A2A_SEV_ERROR, s1, text, NULL);
+    if (r2 != r1) send_verdict(m, c, r2, check, A2A_SEV_ERROR, s2, text, NULL);
+  }
+}
+
+/* A conn-level verdict for a rank not (yet) recorded in c->ranks. */
+static void conn_verdict(xr_matcher *m, int conn, uint64_t comm, const char *check,
+                         uint64_t site, const char *text) {
+  if (!m->out.verdict) return;
+  xr_verdict v = {.comm = comm, .site = site, .severity = A2A_SEV_ERROR,
+                  .check = check, .text = text};
+  m->out.verdict(m->out.ctx, conn, &v);
+}
+
+void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
+  mconn *mc = conn_get(m, conn);
+  if (!mc || reg->nranks <= 0 || reg->rank < 0 || reg->rank >= reg->nranks) return;
+  char text[768];
+  mcomm *c = comm_find(m, reg->comm);
+  if (!c) {
+    if (reg->nranks > MAX_NRANKS) return;
+    c = calloc(1, sizeof *c);
+    if (!c) return;
+    c->ranks = calloc((size_t)reg->nranks, sizeof *c->ranks);
+    if (!c->ranks) { free(c); return; }
+    for (int r = 0; r < reg->nranks; r++) c->ranks[r].conn = -1;
+    c->id = reg->comm;
+    c->parent = reg->parent;
+    c->nranks = reg->nranks;
+    c->color = reg->color;
+    c->split_index = reg->split_index;
+    c->how = reg->how;
+    c->next = m->comms;
+    m->comms = c;
+  }
+  if (reg->nranks != c->nranks) {
+    /* Name the first registered rank as the other party. */
+    int other = -1;
+    for (int r = 0; r < c->nranks && other < 0; r++)
+      if (c->ranks[r].conn >= 0) other = r;
+    snprintf(text, sizeof text,
+             "communicator %016" PRIx64 ": rank %d (pid %d on %s) created it with nranks=%d, but "
+             "rank %d created it with nranks=%d: every rank must pass the same nranks",
+             c->id, reg->rank, mc->pid, mc->host, reg->nranks, other, c->nranks);
+    conn_verdict(m, conn, c->id, "group.init-mismatch", reg->site, text);
+    if (other >= 0)
+      init_mismatch(m, c, other, c->ranks[other].site, other, 0, "group.init-mismatch", text);
+    return;
+  }
+  mrank *mr = &c->ranks[reg->rank];
+  if (mr->conn >= 0) {
+    mconn *oc = &m->conns[mr->conn];
+    snprintf(text, sizeof text,
+             "communicator %016" PRIx64 ": rank %d is claimed twice, by pid %d on %s and by pid %d "
+             "on %s: every rank index must be used exactly once",
+             c->id, reg->rank, oc->pid, oc->host, mc->pid, mc->host);
+    conn_verdict(m, conn, c->id, "group.init-mismatch", reg->site, text);
+    init_mismatch(m, c, reg->rank, mr->site, reg->rank, mr->site, "group.init-mismatch", text);
+    return;
+  }
+  /* Same (host, device) under two processes. */
+  for (int r = 0; r < c->nranks; r++) {
+    mrank *o = &c->ranks[r];
+    if (o->conn < 0 || o->conn == conn || o->device != reg->device || reg->device < 0) continue;
+    mconn *oc = &m->conns[o->conn];
+    if (strcmp(oc->host, mc->host) != 0) continue;
+    snprintf(text, sizeof text,
+             "communicator %016" PRIx64 ": ranks %d (pid %d) and %d (pid %d) both use CUDA device %d "
+             "on host %s: give each rank its own device (cudaSetDevice(local_rank))",
+             c->id, r, oc->pid, reg->rank, mc->pid, reg->device, mc->host);
+    conn_verdict(m, conn, c->id, "group.duplicate-device", reg->site, text);
+    if (first_time(c, "group.duplicate-device", r, reg->rank))
+      send_verdict(m, c, r, "group.duplicate-device", A2A_SEV_ERROR, o->site, text, NULL);
+    break;
+  }
+  mr->conn = conn;
+  mr->device = reg->device;
+  mr->site = reg->site;
+  c->nregistered++;
+  /* A split of the same parent with the same color at another position of
+   * the parent's split sequence: the ranks disagree on how many splits
+   * they made (each side then waits for members that never come). */
+  if (reg->parent && (reg->how == A2A_INIT_SPLIT)) {
+    for (mcomm *o = m->comms; o; o = o->next) {
+      if (o == c || o->parent != reg->parent || o->how != A2A_INIT_SPLIT) continue;
+      if (o->color != reg->color || o->split_index == reg->split_index) continue;
+      if (o->nregistered >= o->nranks || c->nregistered >= c->nranks) continue;
+      int orank = -1;
+      for (int r = 0; r < o->nranks && orank < 0; r++)
+        if (o->ranks[r].conn >= 0) orank = r;
+      snprintf(text, sizeof text,
+               "split of parent %016" PRIx64 " with color %d: this rank made it as split #%u of the "
+               "parent, but another process (rank %d of its split) made it as split #%u: every rank "
+               "of the parent must call ncclCommSplit the same number of times, in the same order",
+               reg->parent, reg->color, reg->split_index, orank, o->split_index);
+      conn_verdict(m, conn, c->id, "group.init-mismatch", reg->site, text);
+      if (orank >= 0 && first_time(o, "group.init-mismatch", orank, -2))
+        send_verdict(m, o, orank, "group.init-mismatch", A2A_SEV_ERROR, o->ranks[orank].site,
+                     text, NULL);
+      break;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Collectives. */
+
+static int coll_same(const xr_op *a, const xr_op *b) {
+  return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype &&
+         a->redop == b->redop && a->root == b->root;
+}
+
+static void match_colls(xr_matcher *m, mcomm *c) {
+  for (;;) {
+    for (int r = 0; r < c->nranks; r++)
+      if (c->ranks[r].conn < 0 || !c->ranks[r].colls.len) return;
+    /* Majority (first rank wins ties); O(n^2) but only up to 64 ranks. */
+    int ref = 0, best = 0;
+    int lim = c->nranks <= 64 ? c->nranks : 1;
+    for (int a = 0; a < lim; a++) {
+      int n = 0;
+      for (int b = 0; b < c->nranks; b++)
+        n += coll_same(opq_front(&c->ranks[a].colls), opq_front(&c->ranks[b].colls));
+      if (n > best) { best = n; ref = a; }
+    }
+    const xr_op *rop = opq_front(&c->ranks[ref].colls);
+    char text[768], d1[160], d2[160], s1[128], s2[128];
+    for (int r = 0; r < c->nranks; r++) {
+      const xr_op *op = opq_front(&c->ranks[r].colls);
+      if (coll_same(op, rop)) continue;
+      const char *check = op->coll != rop->coll ? "group.order-mismatch" : "size.collective-mismatch";
+      const char *what = op->coll != rop->coll ? "a different operation"
+                         : op->count != rop->count ? "a different count"
+                         : op->dtype != rop->dtype ? "a different dtype"
+                         : op->redop != rop->redop ? "a different reduction"
+                                                   : "a different root";
+      int others = best - 1;
+      snprintf(text, sizeof text,
+               "collective #%u on communicator %016" PRIx64 ": rank %d calls %s at %s, but rank %d%s "
+               "calls %s at %s (%s)%s",
+               c->coll_matched + 1, c->id, r, xr_op_describe(op, d1, sizeof d1),
+               site_str(m, c->ranks[r].conn, op->site, s1, sizeof s1), ref,
+               others > 0 ? " and the other ranks" : "", xr_op_describe(rop, d2, sizeof d2),
+               site_str(m, c->ranks[ref].conn, rop->site, s2, sizeof s2), what,
+               op->coll != rop->coll
+                   ? ": the ranks call collectives in different orders or one rank skipped one"
+                   : ": NCCL reads/writes the wrong number of elements or hangs");
+      snprintf(c->last, sizeof c->last, "%s", text);
+      if (first_time(c, check, r, ref)) {
+        send_verdict(m, c, r, check, A2A_SEV_ERROR, op->site, text, NULL);
+        send_verdict(m, c, ref, check, A2A_SEV_ERROR, rop->site, text, NULL);
+      }
+    }
+    for (int r = 0; r < c->nranks; r++) opq_pop(&c->ranks[r].colls);
+    c->coll_matched++;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Point-to-point. */
+
+static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
+  uint64_t k = ((uint64_t)(uint32_t)s * 2654435761u) ^ (uint32_t)d;
+  size_t b = (size_t)(k % NBUCKETS);
+  for (pairq *p = c->buckets[b]; p; p = p->next)
+    if (p->s == s && p->d == d) return p;
+  if (!create) return NULL;
+  pairq *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->s = s;
+  p->d = d;
+  p->next = c->buckets[b];
+  c->buckets[b] = p;
+  return p;
+}
+
+static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *rcv,
+                        uint32_t idx) {
+  size_t ss = a2a_dtype_size(snd->dtype), rs = a2a_dtype_size(rcv->dtype);
+  uint64_t sb = snd->count * ss, rb = rcv->count * rs;
+  /* Zero bytes either way carry no data: their dtypes do not matter. */
+  if (sb == rb && (snd->dtype == rcv->dtype || sb == 0)) return;
+  int s = snd->rank, d = rcv->rank;
+  char text[768], s1[128], s2[128];
+  const char *check;
+  a2a_severity sev;
+  if (sb != rb) {
+    check = "size.p2p-mismatch";
+    sev = A2A_SEV_ERROR;
+    snprintf(text, sizeof text,
+             "rank %d sends %" PRIu64 " B (%" PRIu64 " x %s) to rank %d in group #%u (%s) but rank %d "
+             "receives %" PRIu64 " B (%" PRIu64 " x %s) from rank %d in group #%u (%s), p2p #%u between "
+             "them on communicator %016" PRIx64 ": the all-to-all split sizes disagree; %s",
+             s, sb, snd->count, a2a_dtype_name(snd->dtype), d, snd->group,
+             site_str(m, c->ranks[s].conn, snd->site, s1, sizeof s1), d, rb, rcv->count,
+             a2a_dtype_name(rcv->dtype), s, rcv->group,
+             site_str(m, c->ranks[d].conn, rcv->site, s2, sizeof s2), idx + 1, c->id,
+             sb > rb ? "the receiver's buffer is too small (NCCL may hang or corrupt memory)"
+                     : "the receiver waits for bytes that never come (NCCL may hang)");
+  } else {
+    check = "size.dtype-mismatch";
+    sev = A2A_SEV_WARNING;
+    snprintf(text, sizeof text,
+             "rank %d sends %" PRIu64 " x %s to rank %d in group #%u (%s) but rank %d receives %" PRIu64
+             " x %s from rank %d in group #%u (%s) on communicator %016" PRIx64
+             ": same bytes, different dtypes; the receiver reinterprets the data",
+             s, snd->count, a2a_dtype_name(snd->dtype), d, snd->group,
+             site_str(m, c->ranks[s].conn, snd->site, s1, sizeof s1), d, rcv->count,
+             a2a_dtype_name(rcv->dtype), s, rcv->group,
+             site_str(m, c->ranks[d].conn, rcv->site, s2, sizeof s2), c->id);
+  }
+  if (sev == A2A_SEV_ERROR) snprintf(c->last, sizeof c->last, "%s", text);
+  if (!first_time(c, check, s, d)) return;
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"sender\":%d,\"receiver\":%d,\"send_bytes\":%" PRIu64 ",\"recv_bytes\":%" PRIu64
+           ",\"send_count\":%" PRIu64 ",\"recv_count\":%" PRIu64
+           ",\"send_dtype\":\"%s\",\"recv_dtype\":\"%s\",\"send_group\":%u,\"recv_group\":%u,"
+           "\"p2p_index\":%u}",
+           s, d, sb, rb, snd->count, rcv->count, a2a_dtype_name(snd->dtype),
+           a2a_dtype_name(rcv->dtype), snd->group, rcv->group, idx + 1);
+  send_verdict(m, c, s, check, sev, snd->site, text, json);
+  if (d != s) send_verdict(m, c, d, check, sev, rcv->site, text, json);
+}
+
+static void desync(mcomm *c) {
+  c->desynced = 1;
+  for (int i = 0; i < NBUCKETS; i++)
+    for (pairq *p = c->buckets[i]; p; p = p->next) {
+      opq_free(&p->sends);
+      opq_free(&p->recvs);
+    }
+  for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
+}
+
+void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
+  mcomm *c = comm_find(m, op->comm);
+  if (!c || c->desynced) return;
+  if (op->rank < 0 || op->rank >= c->nranks || c->ranks[op->rank].conn != conn) return;
+  if (op->kind == XR_OP_COLL) {
+    if (opq_push(&c->ranks[op->rank].colls, op) != 0) { desync(c); return; }
+    c->ranks[op->rank].ncoll++;
+    match_colls(m, c);
+    return;
+  }
+  if (op->peer < 0 || op->peer >= c->nranks) return; /* the local checks report it */
+  int s = op->kind == XR_OP_SEND ? op->rank : op->peer;
+  int d = op->kind == XR_OP_SEND ? op->peer : op->rank;
+  pairq *p = pair_get(c, s, d, 1);
+  if (!p) return;
+  if (op->kind == XR_OP_SEND) {
+    uint32_t idx = p->nsend++;
+    if (p->recvs.len) {
+      xr_op r = *opq_front(&p->recvs);
+      opq_pop(&p->recvs);
+      compare_p2p(m, c, op, &r, idx);
+    } else if (opq_push(&p->sends, op) != 0) {
+      desync(c);
+    }
+  } else if (op->kind == XR_OP_RECV) {
+    uint32_t idx = p->nrecv++;
+    if (p->sends.len) {
+      xr_op sd = *opq_front(&p->sends);
+      opq_pop(&p->sends);
+      compare_p2p(m, c, &sd, op, idx);
+    } else if (opq_push(&p->recvs, op) != 0) {
+      desync(c);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Ends. */
+
+static int conn_of(const mcomm *c, int r) {
+  return r >= 0 && r < c->nranks ? c->ranks[r].conn : -1;
+}
+
+static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
+  if (x < 0 || x >= c->nranks || c->ranks[x].ended) return;
+  c->ranks[x].ended = 1;
+  char text[768], d1[160], s1[128];
+  for (int i = 0; i < NBUCKETS; i++)
+    for (pairq *p = c->buckets[i]; p; p = p->next) {
+      /* Sends to x that x never received, receives from x never sent. */
+      const opq *q = p->d == x && p->s != x ? &p->sends : p->s == x && p->d != x ? &p->recvs : NULL;
+      if (!q || !q->len) continue;
+      const xr_op *op = opq_front(q);
+      int waiter = op->rank;
+      uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
+      snprintf(text, sizeof text,
+               "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d %s "
+               "without posting the matching %s (it posted %u %s rank %d; %zu of rank %d's "
+               "operations towards it are unmatched)",
+               waiter, xr_op_describe(op, d1, sizeof d1), op->group,
+               site_str(m, conn_of(c, waiter), op->site, s1, sizeof s1), c->id, x, how,
+               op->kind == XR_OP_SEND ? "receive" : "send", posted,
+               op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, q->len, waiter);
+      snprintf(c->last, sizeof c->last, "%s", text);
+      if (first_time(c, "size.unmatched-p2p", waiter, x))
+        send_verdict(m, c, waiter, "size.unmatched-p2p", A2A_SEV_ERROR, op->site, text, NULL);
+    }
+}
+
+void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {
+  mcomm *c = comm_find(m, comm);
+  if (!c || c->desynced || rank < 0 || rank >= c->nranks || c->ranks[rank].conn != conn) return;
+  rank_ended(m, c, rank, "ended the communicator");
+}
+
+void xr_matcher_conn_gone(xr_matcher *m, int conn) {
+  mconn *mc = conn_get(m, conn);
+  if (!mc) return;
+  for (mcomm *c = m->comms; c; c = c->next) {
+    if (c->desynced) continue;
+    for (int r = 0; r < c->nranks; r++)
+      if (c->ranks[r].conn == conn) rank_ended(m, c, r, "exited");
+  }
+  mc->gone = 1;
+}
+
+size_t xr_matcher_pending(const xr_matcher *m, int conn) {
+  size_t n = 0;
+  for (const mcomm *c = m->comms; c; c = c->next) {
+    if (c->desynced) continue;
+    int mine = 0, anyended = 0;
+    for (int r = 0; r < c->nranks; r++) {
+      if (c->ranks[r].conn == conn) mine = 1;
+      if (c->ranks[r].ended || c->ranks[r].conn < 0) anyended = 1;
+    }
+    if (!mine) continue;
+    for (int r = 0; r < c->nranks; r++)
+      if (c->ranks[r].conn == conn && !anyended) n += c->ranks[r].colls.len;
+    for (int i = 0; i < NBUCKETS; i++)
+      for (const pairq *p = c->buckets[i]; p; p = p->next) {
+        if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
+            !c->ranks[p->d].ended && c->ranks[p->d].conn >= 0)
+          n += p->sends.len;
+        if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
+            !c->ranks[p->s].ended && c->ranks[p->s].conn >= 0)
+          n += p->recvs.len;
+      }
+  }
+  return n;
+}
+
+const char *xr_matcher_last_mismatch(const xr_matcher *m, uint64_t comm) {
+  const mcomm *c = comm_find(m, comm);
+  return c && c->last[0] ? c->last : NULL;
+}

@@ -1,0 +1,77 @@
+/* xrank_match.h - the coordinator's per-communicator matcher: it receives
+ * every rank's operation fingerprints (in each rank's posting order) and
+ * communicator registrations, and produces verdicts addressed to the ranks
+ * involved. Pure C: no sockets, no threads (the coordinator in
+ * shim/xr_coord.c serializes calls), so it is unit-tested over synthetic
+ * fingerprint streams.
+ *
+ * Rules (docs/checks.md has the user-facing text):
+ *  - collectives: once every rank of the comm posted its k-th collective,
+ *    compare (operation, count, dtype, redop, root) against the majority:
+ *    a different operation is group.order-mismatch, different arguments are
+ *    size.collective-mismatch;
+ *  - point-to-point: per (comm, sender, receiver) the i-th send matches the
+ *    i-th receive: different bytes -> size.p2p-mismatch (error), same bytes
+ *    but different dtypes -> size.dtype-mismatch (warning);
+ *  - a rank that ends the communicator (or whose process goes away) while a
+ *    peer's send/receive towards it has no counterpart ->
+ *    size.unmatched-p2p to the waiting peer;
+ *  - registrations: disagreeing nranks, one rank claimed twice, a split at
+ *    different positions of the parent's split sequence ->
+ *    group.init-mismatch; the same (host, device) for two ranks in different
+ *    processes -> group.duplicate-device.
+ * Verdicts are deduplicated per (comm, check, rank pair) and capped per
+ * communicator, so a mismatch repeated every step is reported once.
+ * Connections ("conn") are small non-negative integers chosen by the caller,
+ * one per client process.
+ */
+#ifndef A2A_XRANK_MATCH_H
+#define A2A_XRANK_MATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xrank.h"
+#include "xrank_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct xr_matcher xr_matcher;
+
+typedef struct xr_match_out {
+  void *ctx;
+  /* One verdict for one connection; v->site is that rank's own call site. */
+  void (*verdict)(void *ctx, int conn, const xr_verdict *v);
+  /* Printable call site of conn's address, or NULL (then hex is printed). */
+  const char *(*site_name)(void *ctx, int conn, uint64_t site);
+} xr_match_out;
+
+xr_matcher *xr_matcher_new(const xr_match_out *out);
+void xr_matcher_free(xr_matcher *m);
+
+/* Identity of a connection (from its HELLO). */
+void xr_matcher_hello(xr_matcher *m, int conn, int pid, int grank,
+                      const char *host);
+void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg);
+void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op);
+void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank);
+/* The process behind conn went away (bye or closed socket). */
+void xr_matcher_conn_gone(xr_matcher *m, int conn);
+
+/* Operations of conn still waiting for a counterpart that a live peer may
+ * still post (a flushing client waits until this is 0). */
+size_t xr_matcher_pending(const xr_matcher *m, int conn);
+
+/* The last mismatch reported on comm (for the deadlock story), or NULL. */
+const char *xr_matcher_last_mismatch(const xr_matcher *m, uint64_t comm);
+
+/* Human-readable description of an operation into buf ("ncclAllReduce(count
+ * 1024, float32, sum)", "send of 4096 B (1024 x float32) to rank 2"). */
+const char *xr_op_describe(const xr_op *op, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2A_XRANK_MATCH_H */

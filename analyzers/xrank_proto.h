@@ -1,0 +1,125 @@
+/* xrank_proto.h - the cross-rank side channel's wire protocol: framing,
+ * encoders and a strict parser. Pure C, no sockets (shim/xr_chan.c does the
+ * I/O), so every malformed input can be unit-tested.
+ *
+ * A message is a 12-byte header (magic, type, flags, payload length) and a
+ * payload. The receiver never trusts a peer: a wrong magic, an unknown type,
+ * a payload over XR_MAX_PAYLOAD or of the wrong size for its type, counts
+ * that do not add up, or strings that are not NUL-terminated inside their
+ * field are protocol errors, after which the connection is dropped. Nothing
+ * a peer sends can make the parser read or write out of bounds.
+ */
+#ifndef A2A_XRANK_PROTO_H
+#define A2A_XRANK_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xrank.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XR_MAGIC 0x52583241u /* "A2XR" little-endian */
+#define XR_MAX_PAYLOAD (1u << 20)
+#define XR_MAX_OPS_PER_MSG 4096u
+#define XR_MAX_TEXT 6000u
+#define XR_MAX_JSON 8000u
+
+typedef enum xr_msgtype {
+  XR_MSG_HELLO = 1,    /* client -> coordinator: token, pid, rank, host */
+  XR_MSG_WELCOME,      /* coordinator -> client: accepted */
+  XR_MSG_COMMREG,      /* xr_commreg */
+  XR_MSG_OPS,          /* batch of xr_op */
+  XR_MSG_SITE,         /* call-site address -> printable text */
+  XR_MSG_COMMEND,      /* the rank finalized/destroyed a communicator */
+  XR_MSG_STATE,        /* progress state (xr_procstate) */
+  XR_MSG_BYE,          /* the process exits */
+  XR_MSG_FLUSH,        /* client asks: tell me when my ops are all matched */
+  XR_MSG_FLUSHED,      /* coordinator's answer */
+  XR_MSG_VERDICT,      /* coordinator -> client: a finding to report */
+  XR_MSG__COUNT
+} xr_msgtype;
+
+typedef struct xr_hdr {
+  uint32_t magic;
+  uint16_t type;
+  uint16_t flags;
+  uint32_t len; /* payload bytes */
+} xr_hdr;
+_Static_assert(sizeof(xr_hdr) == 12, "xr_hdr is a wire record");
+
+typedef struct xr_hello {
+  uint8_t token[XR_TOKEN_BYTES];
+  uint32_t version;
+  int32_t pid, grank;
+  uint32_t pad;
+  char host[64];
+} xr_hello;
+
+typedef struct xr_welcome { uint32_t version, conn; } xr_welcome;
+typedef struct xr_site { uint64_t site; char text[120]; } xr_site;
+typedef struct xr_commend { uint64_t comm; int32_t how, rank; } xr_commend;
+typedef struct xr_bye { int32_t status, pad; } xr_bye;
+typedef struct xr_flush { uint32_t token, pad; } xr_flush;
+
+/* Verdict flags. */
+enum { XR_VERDICT_FAIL = 1 /* the receiver applies the deadlock exit policy */ };
+
+/* A decoded verdict (points into the payload). */
+typedef struct xr_verdict {
+  uint64_t comm;
+  uint64_t site;        /* the receiving rank's own call site, or 0 */
+  int32_t severity;     /* a2a_severity */
+  uint32_t flags;       /* XR_VERDICT_* */
+  const char *check;    /* e.g. "size.p2p-mismatch" */
+  const char *text;     /* the message */
+  const char *json;     /* details object or NULL */
+} xr_verdict;
+
+/* ---- encoders: append one message to buf[*len..cap). Return false (and
+ * leave *len unchanged) when it does not fit. ---- */
+bool xr_put(uint8_t *buf, size_t cap, size_t *len, xr_msgtype type,
+            const void *payload, size_t plen);
+bool xr_put_ops(uint8_t *buf, size_t cap, size_t *len, const xr_op *ops,
+                uint32_t n);
+bool xr_put_verdict(uint8_t *buf, size_t cap, size_t *len,
+                    const xr_verdict *v);
+/* STATE: the arrays of *st (alive/pid/grank/host are not sent: the
+ * coordinator knows them from HELLO and the socket). */
+bool xr_put_state(uint8_t *buf, size_t cap, size_t *len,
+                  const xr_procstate *st);
+/* Bytes xr_put_state needs for *st. */
+size_t xr_state_bytes(const xr_procstate *st);
+
+/* ---- parser ---- */
+
+/* Frame at the start of buf[0..len): returns 1 and sets *hdr and *payload
+ * when a whole valid-looking frame is there (*used = its bytes), 0 when more
+ * bytes are needed, -1 on a protocol error (bad magic, unknown type, payload
+ * over XR_MAX_PAYLOAD). */
+int xr_frame(const uint8_t *buf, size_t len, xr_hdr *hdr,
+             const uint8_t **payload, size_t *used);
+
+/* Validate a payload for its type (sizes, counts, strings). 0 if valid,
+ * -1 otherwise. Fixed-size messages must have exactly their size. */
+int xr_check_payload(const xr_hdr *hdr, const uint8_t *payload);
+
+/* Typed decoders; each validates first and returns -1 on malformed input. */
+int xr_get_fixed(const xr_hdr *hdr, const uint8_t *payload, void *out,
+                 size_t size);      /* HELLO, WELCOME, COMMREG, SITE, ... */
+/* OPS: copies at most max records into out (payloads need not be aligned). */
+int xr_get_ops(const xr_hdr *hdr, const uint8_t *payload, xr_op *out,
+               uint32_t max, uint32_t *n);
+int xr_get_verdict(const xr_hdr *hdr, const uint8_t *payload, xr_verdict *v);
+/* STATE: allocates one block holding *st's arrays; free with
+ * xr_state_free. Returns -1 on malformed input (nothing allocated). */
+int xr_get_state(const xr_hdr *hdr, const uint8_t *payload, xr_procstate *st);
+void xr_state_free(xr_procstate *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2A_XRANK_PROTO_H */

@@ -1,0 +1,462 @@
+/* xrank_wfg.c - the wait-for graph over launch units and processes, its
+ * liveness fixpoint and the deadlock story (see xrank_wfg.h). */
+#include "xrank_wfg.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+
+enum { R_SAT, R_UNKNOWN, R_UNIT, R_POSTER, R_EXITED, R_ENDED };
+
+typedef struct req {
+  uint8_t type;
+  char what;        /* 'c' collective, 's' send, 'r' receive (awaited from q) */
+  int32_t target;   /* unit index (R_UNIT) or process (others) */
+  int32_t qrank;    /* q's rank in the comm */
+  uint32_t index;   /* the awaited op's index (0-based) */
+  uint32_t posted;  /* what q has posted of that kind */
+} req;
+
+typedef struct mem {
+  uint64_t comm;
+  int32_t rank;
+  uint32_t proc, ci;
+} mem;
+
+typedef struct graph {
+  const xr_procstate *ps;
+  size_t n;
+  size_t nu;              /* units over all processes */
+  size_t *uoff;           /* first global unit index per process (n+1) */
+  int32_t *uproc;         /* process of each unit */
+  int32_t *pred;          /* previous incomplete unit on the same stream */
+  int32_t *myrank;        /* the unit's rank in its comm (-1 unknown) */
+  size_t *roff;           /* reqs slice per unit (nu+1) */
+  req *reqs;
+  size_t nreqs, capreqs;
+  mem *mems;
+  size_t nmems;
+  bool *start, *comp, *live;
+} graph;
+
+static int mem_cmp(const void *a, const void *b) {
+  const mem *x = a, *y = b;
+  if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static const mem *find_mem(const graph *g, uint64_t comm, int32_t rank) {
+  mem key = {.comm = comm, .rank = rank};
+  return bsearch(&key, g->mems, g->nmems, sizeof key, mem_cmp);
+}
+
+static const xr_commstate *comm_of(const xr_procstate *p, uint64_t comm) {
+  for (uint32_t i = 0; i < p->ncomms; i++)
+    if (p->comms[i].comm == comm) return &p->comms[i];
+  return NULL;
+}
+
+static const xr_peerent *peer_of(const xr_procstate *p, uint32_t off, uint32_t np,
+                                 int32_t peer) {
+  for (uint32_t i = 0; i < np; i++)
+    if (p->peers[off + i].peer == peer) return &p->peers[off + i];
+  return NULL;
+}
+
+static int add_req(graph *g, req r) {
+  if (g->nreqs == g->capreqs) {
+    size_t nc = g->capreqs ? g->capreqs * 2 : 64;
+    req *nr = realloc(g->reqs, nc * sizeof *nr);
+    if (!nr) return -1;
+    g->reqs = nr;
+    g->capreqs = nc;
+  }
+  g->reqs[g->nreqs++] = r;
+  return 0;
+}
+
+/* What rank q (process Q) owes to unit u for op `what` #[lo, hi). */
+static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
+                   uint32_t lo, uint32_t hi) {
+  const mem *m = find_mem(g, comm, q);
+  if (!m) return add_req(g, (req){.type = R_UNKNOWN, .what = what, .qrank = q, .index = lo});
+  const xr_procstate *Q = &g->ps[m->proc];
+  const xr_commstate *qc = &Q->comms[m->ci];
+  uint32_t posted;
+  if (what == 'c') {
+    posted = qc->coll_posted;
+  } else {
+    const xr_peerent *e = peer_of(Q, qc->peer_off, qc->npeers, me);
+    posted = e ? (what == 's' ? e->send_hi : e->recv_hi) : 0;
+  }
+  req base = {.what = what, .qrank = q, .index = lo, .posted = posted,
+              .target = (int32_t)m->proc};
+  if (!Q->alive) {
+    base.type = R_EXITED;
+    return add_req(g, base);
+  }
+  /* Q's incomplete units holding any of the awaited indexes. */
+  for (uint32_t j = 0; j < Q->nunits; j++) {
+    const xr_unitstate *v = &Q->units[j];
+    if (v->comm != comm) continue;
+    bool hit = false;
+    if (what == 'c') {
+      hit = v->coll_lo < hi && lo < v->coll_hi;
+    } else {
+      const xr_peerent *e = peer_of(Q, v->peer_off, v->npeers, me);
+      if (e) hit = what == 's' ? (e->send_lo < hi && lo < e->send_hi)
+                               : (e->recv_lo < hi && lo < e->recv_hi);
+    }
+    if (hit) {
+      req r = base;
+      r.type = R_UNIT;
+      r.target = (int32_t)(g->uoff[m->proc] + j);
+      if (add_req(g, r) != 0) return -1;
+    }
+  }
+  if (posted < hi) {
+    base.type = qc->ended ? R_ENDED : R_POSTER;
+    base.index = posted > lo ? posted : lo;
+    return add_req(g, base);
+  }
+  return 0;
+}
+
+static int build(graph *g) {
+  size_t n = g->n;
+  g->uoff = calloc(n + 1, sizeof *g->uoff);
+  size_t nm = 0;
+  for (size_t p = 0; p < n; p++) {
+    g->uoff[p + 1] = g->uoff[p] + g->ps[p].nunits;
+    nm += g->ps[p].ncomms;
+  }
+  g->nu = g->uoff[n];
+  g->uproc = calloc(g->nu + 1, sizeof *g->uproc);
+  g->pred = calloc(g->nu + 1, sizeof *g->pred);
+  g->myrank = calloc(g->nu + 1, sizeof *g->myrank);
+  g->roff = calloc(g->nu + 1, sizeof *g->roff);
+  g->mems = calloc(nm + 1, sizeof *g->mems);
+  g->start = calloc(g->nu + 1, 1);
+  g->comp = calloc(g->nu + 1, 1);
+  g->live = calloc(n + 1, 1);
+  if (!g->uoff || !g->uproc || !g->pred || !g->myrank || !g->roff || !g->mems ||
+      !g->start || !g->comp || !g->live)
+    return -1;
+  for (size_t p = 0; p < n; p++)
+    for (uint32_t i = 0; i < g->ps[p].ncomms; i++)
+      g->mems[g->nmems++] = (mem){g->ps[p].comms[i].comm, g->ps[p].comms[i].rank,
+                                  (uint32_t)p, i};
+  qsort(g->mems, g->nmems, sizeof *g->mems, mem_cmp);
+  for (size_t p = 0; p < n; p++) {
+    const xr_procstate *P = &g->ps[p];
+    for (uint32_t j = 0; j < P->nunits; j++) {
+      size_t u = g->uoff[p] + j;
+      const xr_unitstate *U = &P->units[j];
+      g->uproc[u] = (int32_t)p;
+      g->pred[u] = -1;
+      for (uint32_t k = j; k-- > 0;)
+        if (P->units[k].stream == U->stream) { g->pred[u] = (int32_t)(g->uoff[p] + k); break; }
+      g->roff[u] = g->nreqs;
+      const xr_commstate *cs = comm_of(P, U->comm);
+      g->myrank[u] = cs ? cs->rank : -1;
+      if (!cs) continue;
+      if (U->coll_hi > U->coll_lo) {
+        /* The first and the last collective of the unit stand for all. */
+        uint32_t ks[2] = {U->coll_lo, U->coll_hi - 1};
+        for (int t = 0; t < (ks[0] == ks[1] ? 1 : 2); t++)
+          for (int32_t q = 0; q < cs->nranks; q++)
+            if (q != cs->rank && resolve(g, U->comm, cs->rank, q, 'c', ks[t], ks[t] + 1) != 0)
+              return -1;
+      }
+      for (uint32_t e = 0; e < U->npeers; e++) {
+        const xr_peerent *pe = &P->peers[U->peer_off + e];
+        if (pe->peer == cs->rank || pe->peer >= cs->nranks) continue;
+        /* My sends need q's receives from me, my receives q's sends to me. */
+        if (pe->send_hi > pe->send_lo &&
+            resolve(g, U->comm, cs->rank, pe->peer, 'r', pe->send_lo, pe->send_hi) != 0)
+          return -1;
+        if (pe->recv_hi > pe->recv_lo &&
+            resolve(g, U->comm, cs->rank, pe->peer, 's', pe->recv_lo, pe->recv_hi) != 0)
+          return -1;
+      }
+    }
+  }
+  g->roff[g->nu] = g->nreqs;
+  return 0;
+}
+
+static void graph_free(graph *g) {
+  free(g->uoff); free(g->uproc); free(g->pred); free(g->myrank); free(g->roff);
+  free(g->reqs); free(g->mems); free(g->start); free(g->comp); free(g->live);
+}
+
+int xr_thread_waits_on(const xr_procstate *st, const xr_threadstate *t,
+                       const xr_unitstate *u) {
+  if (t->all || t->wait != XR_WAIT_STREAM) return 1;
+  for (uint32_t j = 0; j < st->nunits; j++)
+    if (st->units[j].stream == t->stream) return u->stream == t->stream;
+  return 1;
+}
+
+static bool req_ok(const graph *g, const req *r) {
+  switch (r->type) {
+  case R_SAT: case R_UNKNOWN: return true;
+  case R_UNIT: return g->start[r->target];
+  case R_POSTER: return g->live[r->target];
+  default: return false;
+  }
+}
+
+static bool thread_ok(const graph *g, size_t p, const xr_threadstate *t) {
+  const xr_procstate *P = &g->ps[p];
+  for (uint32_t j = 0; j < P->nunits; j++)
+    if (xr_thread_waits_on(P, t, &P->units[j]) && !g->comp[g->uoff[p] + j]) return false;
+  return true;
+}
+
+static void fixpoint(graph *g) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t p = 0; p < g->n; p++) {
+      if (g->live[p] || !g->ps[p].alive) continue;
+      bool ok = true;
+      for (uint32_t t = 0; t < g->ps[p].nthreads && ok; t++)
+        ok = thread_ok(g, p, &g->ps[p].threads[t]);
+      if (ok) g->live[p] = changed = true;
+    }
+    for (size_t u = 0; u < g->nu; u++) {
+      if (!g->start[u] && (g->pred[u] < 0 || g->comp[g->pred[u]])) g->start[u] = changed = true;
+      if (g->comp[u] || !g->start[u]) continue;
+      bool ok = true;
+      for (size_t r = g->roff[u]; r < g->roff[u + 1] && ok; r++) ok = req_ok(g, &g->reqs[r]);
+      if (ok) g->comp[u] = changed = true;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* The story. */
+
+typedef struct sbuf {
+  char *b;
+  size_t cap, len;
+} sbuf;
+
+static void sb(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb(sbuf *s, const char *fmt, ...) {
+  if (!s->b || s->len + 1 >= s->cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(s->b + s->len, s->cap - s->len, fmt, ap);
+  va_end(ap);
+  if (k > 0) s->len = s->len + (size_t)k < s->cap ? s->len + (size_t)k : s->cap - 1;
+}
+
+static const char *site_of(const graph *g, const xr_wfg_opts *o, size_t p, uint64_t site,
+                           char *buf, size_t cap) {
+  const char *s = o && o->site_name && site ? o->site_name(o->ctx, p, site) : NULL;
+  if (s && *s) return s;
+  snprintf(buf, cap, "0x%" PRIx64, site);
+  return buf;
+}
+
+static void proc_name(sbuf *s, const xr_procstate *P) {
+  if (P->grank >= 0) sb(s, "global rank %d (pid %d on %s)", P->grank, P->pid, P->host);
+  else sb(s, "pid %d on %s", P->pid, P->host);
+}
+
+static void unit_desc(sbuf *s, const graph *g, const xr_wfg_opts *o, size_t u) {
+  size_t p = (size_t)g->uproc[u];
+  const xr_unitstate *U = &g->ps[p].units[u - g->uoff[p]];
+  char sbuf_[128];
+  sb(s, "[comm %016" PRIx64 " rank %d: ", U->comm, g->myrank[u]);
+  if (U->kind == XR_OP_COLL)
+    sb(s, "collective #%u nccl%s(count %" PRIu64 ", %s)", U->coll_lo + 1,
+       a2a_coll_name(U->coll), U->count, a2a_dtype_name(U->dtype));
+  else
+    sb(s, "p2p group #%u (%u peer%s)", U->group, U->npeers, U->npeers == 1 ? "" : "s");
+  sb(s, " at %s]", site_of(g, o, p, U->site, sbuf_, sizeof sbuf_));
+}
+
+static const char *what_name(char w) {
+  return w == 'c' ? "collective" : w == 's' ? "send" : "receive";
+}
+
+/* The first blocked thread of p that cannot return, or NULL. */
+static const xr_threadstate *dead_thread(const graph *g, size_t p, uint64_t min_ms) {
+  for (uint32_t t = 0; t < g->ps[p].nthreads; t++) {
+    const xr_threadstate *T = &g->ps[p].threads[t];
+    if (T->blocked_ms >= min_ms && !thread_ok(g, p, T)) return T;
+  }
+  return NULL;
+}
+
+static int32_t first_dead_target(const graph *g, size_t p, const xr_threadstate *T) {
+  const xr_procstate *P = &g->ps[p];
+  for (uint32_t j = 0; j < P->nunits; j++)
+    if (xr_thread_waits_on(P, T, &P->units[j]) && !g->comp[g->uoff[p] + j])
+      return (int32_t)(g->uoff[p] + j);
+  return -1;
+}
+
+static const char *wait_name(uint32_t w) {
+  switch (w) {
+  case XR_WAIT_STREAM: return "cudaStreamSynchronize";
+  case XR_WAIT_EVENT: return "cudaEventSynchronize";
+  case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
+  case XR_WAIT_MEMCPY: return "a blocking cudaMemcpy";
+  default: return "a blocking NCCL call";
+  }
+}
+
+static void mark(uint8_t *inv, size_t p) { if (inv) inv[p] = 1; }
+
+/* Explain why unit u cannot complete, following the graph until a process
+ * that is gone, a unit seen before (a cycle), or a step limit. */
+static void walk(const graph *g, const xr_wfg_opts *o, size_t u0, uint8_t *seen,
+                 sbuf *s, xr_wfg_result *res, uint8_t *inv) {
+  size_t u = u0;
+  char sitebuf[128];
+  for (int step = 0; step < 32; step++) {
+    if (seen[u]) {
+      sb(s, " -> back to ");
+      unit_desc(s, g, o, u);
+      sb(s, ": a cycle.");
+      res->cycle = 1;
+      return;
+    }
+    seen[u] = 1;
+    size_t p = (size_t)g->uproc[u];
+    mark(inv, p);
+    if (!g->start[u]) {
+      sb(s, " -> queued behind ");
+      unit_desc(s, g, o, (size_t)g->pred[u]);
+      sb(s, " on the same stream");
+      u = (size_t)g->pred[u];
+      continue;
+    }
+    const req *bad = NULL;
+    for (size_t r = g->roff[u]; r < g->roff[u + 1] && !bad; r++)
+      if (!req_ok(g, &g->reqs[r])) bad = &g->reqs[r];
+    if (!bad) { sb(s, "."); return; }
+    const xr_procstate *Q = &g->ps[bad->target >= 0 && bad->type != R_UNIT ? (size_t)bad->target
+                                   : (size_t)g->uproc[bad->target]];
+    switch (bad->type) {
+    case R_UNIT:
+      sb(s, " -> needs rank %d's ", bad->qrank);
+      unit_desc(s, g, o, (size_t)bad->target);
+      sb(s, " to start");
+      u = (size_t)bad->target;
+      continue;
+    case R_EXITED:
+    case R_ENDED: {
+      size_t q = (size_t)bad->target;
+      mark(inv, q);
+      if (res->missing_proc < 0) res->missing_proc = (int)q;
+      sb(s, " -> waits for rank %d's %s #%u, but rank %d (", bad->qrank, what_name(bad->what),
+         bad->index + 1, bad->qrank);
+      proc_name(s, Q);
+      sb(s, ") %s after posting %u %s%s: rank %d is the missing rank.",
+         bad->type == R_EXITED ? "exited" : "ended the communicator", bad->posted,
+         what_name(bad->what), bad->posted == 1 ? "" : "s", bad->qrank);
+      return;
+    }
+    case R_POSTER: {
+      size_t q = (size_t)bad->target;
+      mark(inv, q);
+      if (res->missing_proc < 0) res->missing_proc = (int)q;
+      sb(s, " -> waits for rank %d to post its %s #%u (it has posted %u), but rank %d (",
+         bad->qrank, what_name(bad->what), bad->index + 1, bad->posted, bad->qrank);
+      proc_name(s, Q);
+      const xr_threadstate *T = dead_thread(g, q, 0);
+      if (!T) { sb(s, ") cannot post it."); return; }
+      sb(s, ") is blocked in %s at %s", wait_name(T->wait),
+         site_of(g, o, q, T->site, sitebuf, sizeof sitebuf));
+      int32_t v = first_dead_target(g, q, T);
+      if (v < 0) { sb(s, "."); return; }
+      sb(s, " waiting for ");
+      unit_desc(s, g, o, (size_t)v);
+      u = (size_t)v;
+      continue;
+    }
+    default:
+      sb(s, ".");
+      return;
+    }
+  }
+  sb(s, " ...");
+}
+
+int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
+                   xr_wfg_result *res, uint8_t *involved, char *story,
+                   size_t cap) {
+  xr_wfg_result dummy;
+  if (!res) res = &dummy;
+  memset(res, 0, sizeof *res);
+  res->missing_proc = -1;
+  if (involved) memset(involved, 0, n);
+  if (story && cap) story[0] = 0;
+  graph g = {.ps = ps, .n = n};
+  if (build(&g) != 0) { graph_free(&g); return 0; }
+  fixpoint(&g);
+  uint64_t min_ms = opts ? opts->min_blocked_ms : 0;
+  sbuf s = {story, cap, 0};
+  uint8_t *seen = calloc(g.nu + 1, 1);
+  uint64_t comms_seen[8];
+  int ncomms_seen = 0;
+  for (size_t p = 0; p < n && seen; p++) {
+    if (!ps[p].alive) continue;
+    const xr_threadstate *T = dead_thread(&g, p, min_ms);
+    if (!T) continue;
+    res->dead_threads++;
+    mark(involved, p);
+    int32_t u = first_dead_target(&g, p, T);
+    if (res->dead_threads > 8) continue; /* the story names the first eight */
+    char sitebuf[128];
+    sb(&s, "%s", res->dead_threads > 1 ? "\n  " : "  ");
+    proc_name(&s, &ps[p]);
+    sb(&s, " is blocked in %s at %s for %" PRIu64 " ms, waiting for ", wait_name(T->wait),
+       site_of(&g, opts, p, T->site, sitebuf, sizeof sitebuf), T->blocked_ms);
+    if (u < 0) { sb(&s, "nothing known."); continue; }
+    unit_desc(&s, &g, opts, (size_t)u);
+    memset(seen, 0, g.nu + 1);
+    walk(&g, opts, (size_t)u, seen, &s, res, involved);
+    const xr_unitstate *U = &ps[p].units[(size_t)u - g.uoff[p]];
+    int known = 0;
+    for (int i = 0; i < ncomms_seen; i++) known |= comms_seen[i] == U->comm;
+    if (!known && ncomms_seen < 8) {
+      comms_seen[ncomms_seen++] = U->comm;
+      const char *mm = opts && opts->mismatch ? opts->mismatch(opts->ctx, U->comm) : NULL;
+      if (mm) sb(&s, "\n  known cause on comm %016" PRIx64 ": %s", U->comm, mm);
+    }
+  }
+  free(seen);
+  res->deadlock = res->dead_threads > 0;
+  graph_free(&g);
+  return res->deadlock;
+}
+
+uint64_t xr_state_progress(const xr_procstate *st) {
+  uint64_t h = a2a_hash_bytes(&st->nunits, sizeof st->nunits, st->ncomms);
+  for (uint32_t i = 0; i < st->ncomms; i++) {
+    const xr_commstate *c = &st->comms[i];
+    uint64_t v[3] = {c->comm, c->coll_posted, c->ended};
+    h = a2a_hash_bytes(v, sizeof v, h);
+    for (uint32_t e = 0; e < c->npeers && c->peer_off + e < st->npeers; e++) {
+      const xr_peerent *pe = &st->peers[c->peer_off + e];
+      uint32_t w[3] = {(uint32_t)pe->peer, pe->send_hi, pe->recv_hi};
+      h = a2a_hash_bytes(w, sizeof w, h);
+    }
+  }
+  for (uint32_t j = 0; j < st->nunits; j++) {
+    uint64_t v[2] = {st->units[j].comm, st->units[j].group};
+    h = a2a_hash_bytes(v, sizeof v, h);
+  }
+  return h;
+}

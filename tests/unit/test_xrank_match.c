@@ -1,0 +1,321 @@
+/* test_xrank_match.c - the coordinator's matcher over synthetic fingerprint
+ * streams: p2p size and dtype mismatches (naming both ranks, sizes and
+ * sites), reordering within a group, zero counts, collectives (order and
+ * argument mismatches), split comms, registrations, unmatched p2p, flush. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "xrank_match.h"
+
+typedef struct got {
+  int conn;
+  char check[48];
+  char text[800];
+  uint64_t site;
+  int sev;
+} got;
+static got g_got[256];
+static int g_n;
+
+static void on_verdict(void *ctx, int conn, const xr_verdict *v) {
+  (void)ctx;
+  if (g_n >= 256) return;
+  got *g = &g_got[g_n++];
+  g->conn = conn;
+  snprintf(g->check, sizeof g->check, "%s", v->check);
+  snprintf(g->text, sizeof g->text, "%s", v->text);
+  g->site = v->site;
+  g->sev = v->severity;
+}
+
+static const char *site_name(void *ctx, int conn, uint64_t site) {
+  static char b[64];
+  (void)ctx;
+  snprintf(b, sizeof b, "moe.py:%d(conn%d)", (int)site, conn);
+  return b;
+}
+
+static int count(const char *check) {
+  int n = 0;
+  for (int i = 0; i < g_n; i++) n += strcmp(g_got[i].check, check) == 0;
+  return n;
+}
+static const got *find(const char *check, int conn) {
+  for (int i = 0; i < g_n; i++)
+    if (strcmp(g_got[i].check, check) == 0 && (conn < 0 || g_got[i].conn == conn)) return &g_got[i];
+  return NULL;
+}
+
+/* ncclFloat32 = 7, ncclInt8 = 0, ncclFloat16 = 6 */
+enum { F32 = 7, I8 = 0, F16 = 6 };
+
+static xr_matcher *mk(int nranks, uint64_t comm) {
+  g_n = 0;
+  xr_match_out out = {.verdict = on_verdict, .site_name = site_name};
+  xr_matcher *m = xr_matcher_new(&out);
+  for (int r = 0; r < nranks; r++) {
+    char host[16];
+    snprintf(host, sizeof host, "h%d", r);
+    xr_matcher_hello(m, r, 100 + r, r, host);
+    xr_commreg reg = {.comm = comm, .nranks = nranks, .rank = r, .device = 0, .site = 1};
+    xr_matcher_register(m, r, &reg);
+  }
+  return m;
+}
+
+static xr_op p2p(uint64_t comm, int rank, int kind, int peer, uint64_t count, int dtype,
+                 uint32_t group, uint64_t site) {
+  return (xr_op){.comm = comm, .rank = rank, .kind = (uint16_t)kind, .peer = peer,
+                 .count = count, .dtype = (int8_t)dtype, .group = group, .site = site,
+                 .coll = -1, .redop = -1, .root = -1};
+}
+static xr_op coll(uint64_t comm, int rank, int c, uint64_t count, int dtype, int redop) {
+  return (xr_op){.comm = comm, .rank = rank, .kind = XR_OP_COLL, .peer = -1, .count = count,
+                 .dtype = (int8_t)dtype, .coll = (int8_t)c, .redop = (int8_t)redop, .root = -1,
+                 .site = 50};
+}
+
+/* Grouped all-to-all on 4 ranks with unequal splits: rank r sends (r+1)*(p+1)
+ * elements to p. Posting orders differ per rank (recvs first on odd ranks,
+ * peers reversed on rank 2): no finding. */
+static void alltoall(xr_matcher *m, uint64_t comm, int n, uint32_t group, int bad_recv_at2_from1) {
+  for (int r = 0; r < n; r++) {
+    for (int k = 0; k < n; k++) {
+      int p = r == 2 ? n - 1 - k : k;
+      xr_op s = p2p(comm, r, XR_OP_SEND, p, (uint64_t)(r + 1) * (p + 1), F32, group, 88);
+      uint64_t rc = (uint64_t)(p + 1) * (r + 1);
+      if (bad_recv_at2_from1 && r == 2 && p == 1) rc /= 4;
+      xr_op v = p2p(comm, r, XR_OP_RECV, p, rc, F32, group, 91);
+      if (r & 1) { xr_matcher_op(m, r, &v); xr_matcher_op(m, r, &s); }
+      else { xr_matcher_op(m, r, &s); xr_matcher_op(m, r, &v); }
+    }
+  }
+}
+
+START_TEST(alltoall_clean_with_reordering) {
+  xr_matcher *m = mk(4, 0xc0);
+  for (uint32_t g = 1; g <= 50; g++) alltoall(m, 0xc0, 4, g, 0);
+  ck_assert_int_eq(g_n, 0);
+  for (int r = 0; r < 4; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(p2p_size_mismatch_names_both) {
+  xr_matcher *m = mk(4, 0xc0);
+  alltoall(m, 0xc0, 4, 1, 0);
+  alltoall(m, 0xc0, 4, 2, 1);
+  alltoall(m, 0xc0, 4, 3, 1); /* repeated: deduplicated */
+  ck_assert_int_eq(count("size.p2p-mismatch"), 2);
+  const got *a = find("size.p2p-mismatch", 1), *b = find("size.p2p-mismatch", 2);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  /* rank 1 sends 2*3=6 floats = 24 B to rank 2, rank 2 receives 1 float = 4 B. */
+  ck_assert_ptr_nonnull(strstr(a->text, "rank 1 sends 24 B"));
+  ck_assert_ptr_nonnull(strstr(a->text, "rank 2 receives 4 B"));
+  ck_assert_ptr_nonnull(strstr(a->text, "group #2"));
+  ck_assert_ptr_nonnull(strstr(a->text, "moe.py:88(conn1)"));
+  ck_assert_ptr_nonnull(strstr(a->text, "moe.py:91(conn2)"));
+  ck_assert_uint_eq(a->site, 88); /* each rank gets its own site */
+  ck_assert_uint_eq(b->site, 91);
+  ck_assert_int_eq(a->sev, A2A_SEV_ERROR);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(dtype_mismatch_same_bytes_is_warning) {
+  xr_matcher *m = mk(2, 7);
+  xr_op s = p2p(7, 0, XR_OP_SEND, 1, 8, F32, 1, 1);   /* 32 B */
+  xr_op r = p2p(7, 1, XR_OP_RECV, 0, 16, F16, 1, 2);  /* 32 B */
+  xr_matcher_op(m, 1, &r);
+  xr_matcher_op(m, 0, &s);
+  ck_assert_int_eq(count("size.dtype-mismatch"), 2);
+  ck_assert_int_eq(count("size.p2p-mismatch"), 0);
+  ck_assert_int_eq(find("size.dtype-mismatch", 0)->sev, A2A_SEV_WARNING);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(zero_counts_match_and_mismatch) {
+  xr_matcher *m = mk(2, 7);
+  xr_op s = p2p(7, 0, XR_OP_SEND, 1, 0, F32, 1, 1);
+  xr_op r = p2p(7, 1, XR_OP_RECV, 0, 0, I8, 1, 2);   /* 0 B either way */
+  xr_matcher_op(m, 0, &s);
+  xr_matcher_op(m, 1, &r);
+  ck_assert_int_eq(g_n, 0);
+  s = p2p(7, 0, XR_OP_SEND, 1, 0, F32, 2, 1);
+  r = p2p(7, 1, XR_OP_RECV, 0, 3, F32, 2, 2);
+  xr_matcher_op(m, 0, &s);
+  xr_matcher_op(m, 1, &r);
+  ck_assert_int_eq(count("size.p2p-mismatch"), 2);
+  ck_assert_ptr_nonnull(strstr(g_got[0].text, "rank 0 sends 0 B"));
+  xr_matcher_free(m);
+}
+END_TEST
+
+/* Within a group, two sends to the same peer are matched in posting order:
+ * a receiver that swaps them gets two mismatches (it is a real bug). */
+START_TEST(same_pair_order_matters) {
+  xr_matcher *m = mk(2, 7);
+  xr_op s1 = p2p(7, 0, XR_OP_SEND, 1, 100, F32, 1, 1), s2 = p2p(7, 0, XR_OP_SEND, 1, 200, F32, 1, 1);
+  xr_op r1 = p2p(7, 1, XR_OP_RECV, 0, 200, F32, 1, 2), r2 = p2p(7, 1, XR_OP_RECV, 0, 100, F32, 1, 2);
+  xr_matcher_op(m, 0, &s1);
+  xr_matcher_op(m, 0, &s2);
+  xr_matcher_op(m, 1, &r1);
+  xr_matcher_op(m, 1, &r2);
+  ck_assert_int_eq(count("size.p2p-mismatch"), 2); /* first one, deduplicated per pair */
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(collective_count_and_order) {
+  xr_matcher *m = mk(3, 5);
+  for (int r = 0; r < 3; r++) {
+    xr_op o = coll(5, r, A2A_COLL_ALLREDUCE, 1024, F32, 0);
+    xr_matcher_op(m, r, &o);
+  }
+  ck_assert_int_eq(g_n, 0);
+  for (int r = 0; r < 3; r++) {
+    xr_op o = coll(5, r, A2A_COLL_ALLREDUCE, r == 1 ? 1000 : 1024, F32, 0);
+    xr_matcher_op(m, r, &o);
+  }
+  ck_assert_int_eq(count("size.collective-mismatch"), 2); /* rank 1 and the reference */
+  const got *g = find("size.collective-mismatch", 1);
+  ck_assert_ptr_nonnull(g);
+  ck_assert_ptr_nonnull(strstr(g->text, "rank 1 calls ncclAllReduce(count 1000"));
+  ck_assert_ptr_nonnull(strstr(g->text, "count 1024"));
+  ck_assert_ptr_nonnull(strstr(g->text, "collective #2"));
+  g_n = 0;
+  for (int r = 0; r < 3; r++) {
+    xr_op o = coll(5, r, r == 2 ? A2A_COLL_ALLGATHER : A2A_COLL_ALLREDUCE, 1024, F32, r == 2 ? -1 : 0);
+    xr_matcher_op(m, r, &o);
+  }
+  ck_assert_int_eq(count("group.order-mismatch"), 2);
+  ck_assert_ptr_nonnull(find("group.order-mismatch", 2));
+  ck_assert_ptr_nonnull(strstr(find("group.order-mismatch", 2)->text, "ncclAllGather"));
+  xr_matcher_free(m);
+}
+END_TEST
+
+/* A split comm matches independently of its parent. */
+START_TEST(split_comms_independent) {
+  xr_matcher *m = mk(4, 0xaa);
+  for (int r = 0; r < 4; r++) {
+    xr_commreg reg = {.comm = 0xb0 + (uint64_t)(r & 1), .parent = 0xaa, .nranks = 2, .rank = r / 2,
+                      .device = r, .how = A2A_INIT_SPLIT, .color = r & 1, .split_index = 0};
+    xr_matcher_register(m, r, &reg);
+  }
+  ck_assert_int_eq(g_n, 0);
+  for (int r = 0; r < 4; r++) {
+    xr_op o = coll(0xb0 + (uint64_t)(r & 1), r / 2, A2A_COLL_ALLREDUCE, (r & 1) ? 8 : 16, F32, 0);
+    xr_matcher_op(m, r, &o);
+    xr_op p = coll(0xaa, r, A2A_COLL_ALLREDUCE, 64, F32, 0);
+    xr_matcher_op(m, r, &p);
+  }
+  ck_assert_int_eq(g_n, 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(registration_mismatches) {
+  xr_matcher *m = mk(2, 1);
+  /* A third process claims rank 1 again. */
+  xr_matcher_hello(m, 2, 300, 2, "h0");
+  xr_commreg dup = {.comm = 1, .nranks = 2, .rank = 1, .site = 9};
+  xr_matcher_register(m, 2, &dup);
+  ck_assert_int_ge(count("group.init-mismatch"), 2);
+  ck_assert_ptr_nonnull(find("group.init-mismatch", 2));
+  ck_assert_ptr_nonnull(find("group.init-mismatch", 1));
+  g_n = 0;
+  xr_commreg bad = {.comm = 1, .nranks = 3, .rank = 2, .site = 9};
+  xr_matcher_register(m, 2, &bad);
+  ck_assert_ptr_nonnull(find("group.init-mismatch", 2));
+  ck_assert_ptr_nonnull(strstr(find("group.init-mismatch", 2)->text, "nranks=3"));
+  /* Same host, same device, two processes. */
+  g_n = 0;
+  xr_matcher_hello(m, 3, 400, 3, "hx");
+  xr_matcher_hello(m, 4, 401, 4, "hx");
+  xr_commreg a = {.comm = 2, .nranks = 2, .rank = 0, .device = 3};
+  xr_commreg b = {.comm = 2, .nranks = 2, .rank = 1, .device = 3};
+  xr_matcher_register(m, 3, &a);
+  xr_matcher_register(m, 4, &b);
+  ck_assert_int_eq(count("group.duplicate-device"), 2);
+  /* Split made at different positions of the parent's sequence. */
+  g_n = 0;
+  xr_commreg s0 = {.comm = 0x51, .parent = 2, .nranks = 2, .rank = 0, .how = A2A_INIT_SPLIT,
+                   .color = 1, .split_index = 0, .device = 0};
+  xr_commreg s1 = {.comm = 0x52, .parent = 2, .nranks = 2, .rank = 1, .how = A2A_INIT_SPLIT,
+                   .color = 1, .split_index = 1, .device = 1};
+  xr_matcher_register(m, 3, &s0);
+  xr_matcher_register(m, 4, &s1);
+  ck_assert_int_eq(count("group.init-mismatch"), 2);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(unmatched_when_peer_ends_and_flush) {
+  xr_matcher *m = mk(4, 3);
+  for (uint32_t g = 1; g <= 3; g++) alltoall(m, 3, 4, g, 0);
+  /* Group 4: rank 3 skips it; others post theirs. */
+  for (int r = 0; r < 3; r++)
+    for (int p = 0; p < 4; p++) {
+      xr_op s = p2p(3, r, XR_OP_SEND, p, 1, F32, 4, 88), v = p2p(3, r, XR_OP_RECV, p, 1, F32, 4, 91);
+      if (p == 3 || r != p) { xr_matcher_op(m, r, &s); xr_matcher_op(m, r, &v); }
+      else { xr_matcher_op(m, r, &s); xr_matcher_op(m, r, &v); }
+    }
+  ck_assert_int_eq(g_n, 0);
+  ck_assert_uint_gt(xr_matcher_pending(m, 0), 0);
+  ck_assert_uint_eq(xr_matcher_pending(m, 3), 0);
+  xr_matcher_comm_end(m, 3, 3, 3);
+  ck_assert_int_ge(count("size.unmatched-p2p"), 3);
+  const got *g = find("size.unmatched-p2p", 0);
+  ck_assert_ptr_nonnull(g);
+  ck_assert_ptr_nonnull(strstr(g->text, "rank 3 ended the communicator"));
+  ck_assert_ptr_nonnull(xr_matcher_last_mismatch(m, 3));
+  /* Nothing left to wait for once the peer is gone. */
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(ops_from_wrong_conn_or_unknown_comm_ignored) {
+  xr_matcher *m = mk(2, 1);
+  xr_op s = p2p(1, 0, XR_OP_SEND, 1, 8, F32, 1, 1);
+  xr_matcher_op(m, 1, &s);         /* conn 1 is rank 1, not rank 0 */
+  xr_op u = p2p(99, 0, XR_OP_SEND, 1, 8, F32, 1, 1);
+  xr_matcher_op(m, 0, &u);
+  xr_op bad = p2p(1, 0, XR_OP_SEND, 7, 8, F32, 1, 1); /* peer out of range */
+  xr_matcher_op(m, 0, &bad);
+  ck_assert_int_eq(g_n, 0);
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("xrank_match");
+  TCase *t = tcase_create("match");
+  tcase_set_timeout(t, 30);
+  tcase_add_test(t, alltoall_clean_with_reordering);
+  tcase_add_test(t, p2p_size_mismatch_names_both);
+  tcase_add_test(t, dtype_mismatch_same_bytes_is_warning);
+  tcase_add_test(t, zero_counts_match_and_mismatch);
+  tcase_add_test(t, same_pair_order_matters);
+  tcase_add_test(t, collective_count_and_order);
+  tcase_add_test(t, split_comms_independent);
+  tcase_add_test(t, registration_mismatches);
+  tcase_add_test(t, unmatched_when_peer_ends_and_flush);
+  tcase_add_test(t, ops_from_wrong_conn_or_unknown_comm_ignored);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,253 @@
+/* test_xrank_proto.c - the side channel's wire protocol: round trips, and
+ * malformed, truncated and oversized input rejected without reading out of
+ * bounds. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xrank_proto.h"
+
+static uint8_t buf[1 << 16];
+
+START_TEST(frame_round_trip_fixed) {
+  size_t len = 0;
+  xr_hello h = {.version = XR_PROTO_VERSION, .pid = 42, .grank = 3};
+  memset(h.token, 7, sizeof h.token);
+  strcpy(h.host, "node1");
+  ck_assert(xr_put(buf, sizeof buf, &len, XR_MSG_HELLO, &h, sizeof h));
+  xr_commreg r = {.comm = 0xabc, .nranks = 4, .rank = 2, .device = 1, .site = 0x1234};
+  ck_assert(xr_put(buf, sizeof buf, &len, XR_MSG_COMMREG, &r, sizeof r));
+
+  xr_hdr hdr;
+  const uint8_t *pl;
+  size_t used, off = 0;
+  ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
+  ck_assert_int_eq(hdr.type, XR_MSG_HELLO);
+  xr_hello h2;
+  ck_assert_int_eq(xr_get_fixed(&hdr, pl, &h2, sizeof h2), 0);
+  ck_assert_int_eq(h2.pid, 42);
+  ck_assert_str_eq(h2.host, "node1");
+  off += used;
+  ck_assert_int_eq(xr_frame(buf + off, len - off, &hdr, &pl, &used), 1);
+  xr_commreg r2;
+  ck_assert_int_eq(xr_get_fixed(&hdr, pl, &r2, sizeof r2), 0);
+  ck_assert_int_eq(r2.rank, 2);
+  ck_assert_uint_eq(r2.comm, 0xabc);
+  off += used;
+  ck_assert_uint_eq(off, len);
+  /* Decoding a HELLO as a COMMREG is refused. */
+  ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
+  ck_assert_int_eq(xr_get_fixed(&hdr, pl, &r2, sizeof r2), -1);
+}
+END_TEST
+
+START_TEST(truncated_needs_more_every_prefix) {
+  size_t len = 0;
+  xr_op ops[3] = {{.comm = 1, .kind = XR_OP_SEND, .count = 10, .peer = 1},
+                  {.comm = 1, .kind = XR_OP_RECV, .count = 20, .peer = 2},
+                  {.comm = 2, .kind = XR_OP_COLL, .count = 30, .peer = -1}};
+  ck_assert(xr_put_ops(buf, sizeof buf, &len, ops, 3));
+  xr_hdr hdr;
+  const uint8_t *pl;
+  size_t used;
+  for (size_t k = 0; k < len; k++)
+    ck_assert_int_eq(xr_frame(buf, k, &hdr, &pl, &used), 0);
+  ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
+  xr_op out[4];
+  uint32_t n = 0;
+  ck_assert_int_eq(xr_get_ops(&hdr, pl, out, 4, &n), 0);
+  ck_assert_uint_eq(n, 3);
+  ck_assert_uint_eq(out[2].count, 30);
+  /* A receiver with room for 2 records refuses a batch of 3. */
+  ck_assert_int_eq(xr_get_ops(&hdr, pl, out, 2, &n), -1);
+}
+END_TEST
+
+START_TEST(bad_magic_type_and_oversize) {
+  xr_hdr h = {.magic = 0xdeadbeef, .type = XR_MSG_BYE, .len = 8};
+  memcpy(buf, &h, sizeof h);
+  xr_hdr hdr;
+  const uint8_t *pl;
+  size_t used;
+  ck_assert_int_eq(xr_frame(buf, sizeof h + 8, &hdr, &pl, &used), -1);
+  ck_assert_int_eq(xr_frame(buf, 2, &hdr, &pl, &used), -1); /* early reject */
+  h.magic = XR_MAGIC;
+  h.type = 999;
+  memcpy(buf, &h, sizeof h);
+  ck_assert_int_eq(xr_frame(buf, sizeof h + 8, &hdr, &pl, &used), -1);
+  h.type = 0;
+  memcpy(buf, &h, sizeof h);
+  ck_assert_int_eq(xr_frame(buf, sizeof h + 8, &hdr, &pl, &used), -1);
+  h.type = XR_MSG_STATE;
+  h.len = XR_MAX_PAYLOAD + 1;
+  memcpy(buf, &h, sizeof h);
+  ck_assert_int_eq(xr_frame(buf, sizeof h, &hdr, &pl, &used), -1);
+}
+END_TEST
+
+START_TEST(wrong_sizes_and_strings) {
+  xr_hdr hdr = {.magic = XR_MAGIC, .type = XR_MSG_BYE, .len = 4};
+  uint8_t pl[512] = {0};
+  ck_assert_int_eq(xr_check_payload(&hdr, pl), -1);     /* short fixed */
+  hdr.len = sizeof(xr_bye);
+  ck_assert_int_eq(xr_check_payload(&hdr, pl), 0);
+  /* HELLO whose host is not NUL-terminated. */
+  xr_hello h;
+  memset(&h, 'x', sizeof h);
+  memcpy(pl, &h, sizeof h);
+  hdr.type = XR_MSG_HELLO;
+  hdr.len = sizeof h;
+  ck_assert_int_eq(xr_check_payload(&hdr, pl), -1);
+  /* COMMREG with a rank outside nranks. */
+  xr_commreg r = {.nranks = 4, .rank = 4};
+  memcpy(pl, &r, sizeof r);
+  hdr.type = XR_MSG_COMMREG;
+  hdr.len = sizeof r;
+  ck_assert_int_eq(xr_check_payload(&hdr, pl), -1);
+  /* OPS whose count disagrees with its length, or is zero. */
+  uint32_t head[2] = {2, 0};
+  memcpy(pl, head, sizeof head);
+  hdr.type = XR_MSG_OPS;
+  hdr.len = 8 + sizeof(xr_op);
+  ck_assert_int_eq(xr_check_payload(&hdr, pl), -1);
+  head[0] = 0;
+  memcpy(pl, head, sizeof head);
+  hdr.len = 8;
+  ck_assert_int_eq(xr_check_payload(&hdr, pl), -1);
+  hdr.len = 3;
+  ck_assert_int_eq(xr_check_payload(&hdr, pl), -1);
+}
+END_TEST
+
+START_TEST(verdict_round_trip_and_corruption) {
+  size_t len = 0;
+  xr_verdict v = {.comm = 5, .site = 0x77, .severity = 2, .flags = XR_VERDICT_FAIL,
+                  .check = "group.deadlock", .text = "ranks 0 and 1 wait", .json = "{\"a\":1}"};
+  ck_assert(xr_put_verdict(buf, sizeof buf, &len, &v));
+  xr_hdr hdr;
+  const uint8_t *pl;
+  size_t used;
+  ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
+  xr_verdict o;
+  ck_assert_int_eq(xr_get_verdict(&hdr, pl, &o), 0);
+  ck_assert_str_eq(o.check, "group.deadlock");
+  ck_assert_str_eq(o.text, "ranks 0 and 1 wait");
+  ck_assert_str_eq(o.json, "{\"a\":1}");
+  ck_assert_uint_eq(o.flags, XR_VERDICT_FAIL);
+  /* Remove the text's terminating NUL: refused. */
+  uint8_t *copy = malloc(len);
+  memcpy(copy, buf, len);
+  size_t text_end = (size_t)(o.text - (const char *)buf) + strlen(o.text);
+  copy[text_end] = 'X';
+  ck_assert_int_eq(xr_frame(copy, len, &hdr, &pl, &used), 1);
+  ck_assert_int_eq(xr_get_verdict(&hdr, pl, &o), -1);
+  /* A text length pointing past the payload: refused. */
+  memcpy(copy, buf, len);
+  uint32_t huge = 5000;
+  size_t tl_off = sizeof(xr_hdr) + 8 + 8 + 4 + 4 + 48;
+  memcpy(copy + tl_off, &huge, 4);
+  ck_assert_int_eq(xr_frame(copy, len, &hdr, &pl, &used), 1);
+  ck_assert_int_eq(xr_get_verdict(&hdr, pl, &o), -1);
+  free(copy);
+}
+END_TEST
+
+START_TEST(state_round_trip_and_bad_slices) {
+  xr_commstate cs[1] = {{.comm = 9, .rank = 1, .nranks = 2, .coll_posted = 3, .peer_off = 0, .npeers = 1}};
+  xr_unitstate us[2] = {{.comm = 9, .stream = 0x10, .group = 4, .coll_lo = 2, .coll_hi = 3,
+                         .kind = XR_OP_COLL, .coll = 0},
+                        {.comm = 9, .stream = 0x10, .group = 5, .peer_off = 1, .npeers = 1,
+                         .kind = XR_OP_SEND, .coll = -1}};
+  xr_threadstate ts[1] = {{.stream = 0x10, .blocked_ms = 1500, .thread = 1, .wait = XR_WAIT_STREAM}};
+  xr_peerent pe[2] = {{.peer = 0, .send_hi = 7, .recv_hi = 6}, {.peer = 0, .send_lo = 6, .send_hi = 7}};
+  xr_procstate st = {.version = 11, .ncomms = 1, .nunits = 2, .nthreads = 1, .npeers = 2,
+                     .comms = cs, .units = us, .threads = ts, .peers = pe};
+  size_t len = 0;
+  ck_assert(xr_put_state(buf, sizeof buf, &len, &st));
+  ck_assert_uint_eq(len, xr_state_bytes(&st));
+  xr_hdr hdr;
+  const uint8_t *pl;
+  size_t used;
+  ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
+  xr_procstate o;
+  ck_assert_int_eq(xr_get_state(&hdr, pl, &o), 0);
+  ck_assert_uint_eq(o.version, 11);
+  ck_assert_uint_eq(o.nunits, 2);
+  ck_assert_uint_eq(o.units[1].group, 5);
+  ck_assert_uint_eq(o.peers[1].send_hi, 7);
+  ck_assert_uint_eq(o.threads[0].blocked_ms, 1500);
+  xr_state_free(&o);
+  /* A unit whose peer slice runs past the peer array: refused. */
+  us[1].npeers = 2;
+  len = 0;
+  ck_assert(xr_put_state(buf, sizeof buf, &len, &st));
+  ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
+  ck_assert_int_eq(xr_get_state(&hdr, pl, &o), -1);
+  /* A length that disagrees with the counts: refused. */
+  us[1].npeers = 1;
+  len = 0;
+  ck_assert(xr_put_state(buf, sizeof buf, &len, &st));
+  xr_hdr h2;
+  memcpy(&h2, buf, sizeof h2);
+  h2.len -= 4;
+  memcpy(buf, &h2, sizeof h2);
+  ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
+  ck_assert_int_eq(xr_get_state(&hdr, pl, &o), -1);
+}
+END_TEST
+
+/* Random bytes never crash the parser (run under ASan in the sanitizer
+ * build) and almost never parse. */
+START_TEST(fuzz_random_bytes) {
+  srand(1234);
+  uint8_t *b = malloc(4096);
+  for (int it = 0; it < 20000; it++) {
+    size_t n = (size_t)(rand() % 4096);
+    for (size_t i = 0; i < n; i++) b[i] = (uint8_t)rand();
+    if (n >= 4 && (it & 1)) {
+      uint32_t m = XR_MAGIC;
+      memcpy(b, &m, 4); /* get past the magic half the time */
+      if (n >= 8) { uint16_t t = (uint16_t)(1 + rand() % (XR_MSG__COUNT - 1)); memcpy(b + 4, &t, 2); }
+      if (n >= 12) { uint32_t l = (uint32_t)(rand() % 4096); memcpy(b + 8, &l, 4); }
+    }
+    xr_hdr hdr;
+    const uint8_t *pl;
+    size_t used;
+    if (xr_frame(b, n, &hdr, &pl, &used) == 1) {
+      ck_assert_uint_le(used, n);
+      xr_verdict v;
+      xr_procstate st;
+      xr_op ops[8];
+      uint32_t k;
+      if (xr_get_state(&hdr, pl, &st) == 0) xr_state_free(&st);
+      (void)xr_get_verdict(&hdr, pl, &v);
+      (void)xr_get_ops(&hdr, pl, ops, 8, &k);
+      (void)xr_check_payload(&hdr, pl);
+    }
+  }
+  free(b);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("xrank_proto");
+  TCase *t = tcase_create("proto");
+  tcase_set_timeout(t, 30);
+  tcase_add_test(t, frame_round_trip_fixed);
+  tcase_add_test(t, truncated_needs_more_every_prefix);
+  tcase_add_test(t, bad_magic_type_and_oversize);
+  tcase_add_test(t, wrong_sizes_and_strings);
+  tcase_add_test(t, verdict_round_trip_and_corruption);
+  tcase_add_test(t, state_round_trip_and_bad_slices);
+  tcase_add_test(t, fuzz_random_bytes);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,254 @@
+/* test_xrank_wfg.c - the wait-for graph over synthetic progress states:
+ * cycles through stream order across two comms, waiting on an exited rank,
+ * on a rank that skipped an operation and is blocked elsewhere, a free
+ * (computing) rank that is not a deadlock, a slow but progressing op, and
+ * grouped p2p whose units need each other to start (not a deadlock). */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "xrank_wfg.h"
+
+/* A small builder for one process's state. */
+typedef struct pb {
+  xr_commstate comms[4];
+  xr_unitstate units[8];
+  xr_threadstate threads[2];
+  xr_peerent peers[32];
+  xr_procstate st;
+} pb;
+
+static void pb_init(pb *b, int pid) {
+  memset(b, 0, sizeof *b);
+  b->st.alive = 1;
+  b->st.pid = pid;
+  b->st.grank = pid;
+  snprintf(b->st.host, sizeof b->st.host, "h");
+  b->st.comms = b->comms;
+  b->st.units = b->units;
+  b->st.threads = b->threads;
+  b->st.peers = b->peers;
+}
+static xr_commstate *pb_comm(pb *b, uint64_t comm, int rank, int nranks, uint32_t colls) {
+  xr_commstate *c = &b->comms[b->st.ncomms++];
+  *c = (xr_commstate){.comm = comm, .rank = rank, .nranks = nranks, .coll_posted = colls,
+                      .peer_off = b->st.npeers};
+  return c;
+}
+static void pb_comm_peer(pb *b, xr_commstate *c, int peer, uint32_t sends, uint32_t recvs) {
+  b->peers[b->st.npeers++] = (xr_peerent){.peer = peer, .send_hi = sends, .recv_hi = recvs};
+  c->npeers++;
+}
+static xr_unitstate *pb_coll(pb *b, uint64_t comm, uint64_t stream, uint32_t k) {
+  xr_unitstate *u = &b->units[b->st.nunits++];
+  *u = (xr_unitstate){.comm = comm, .stream = stream, .coll_lo = k, .coll_hi = k + 1,
+                      .kind = XR_OP_COLL, .coll = 0, .dtype = 7, .group = k + 1, .site = 0x100 + k,
+                      .count = 1024};
+  return u;
+}
+static xr_unitstate *pb_group(pb *b, uint64_t comm, uint64_t stream, uint32_t g) {
+  xr_unitstate *u = &b->units[b->st.nunits++];
+  *u = (xr_unitstate){.comm = comm, .stream = stream, .kind = XR_OP_SEND, .coll = -1,
+                      .group = g, .peer_off = b->st.npeers, .site = 0x200 + g};
+  return u;
+}
+static void pb_unit_peer(pb *b, xr_unitstate *u, int peer, uint32_t slo, uint32_t shi,
+                         uint32_t rlo, uint32_t rhi) {
+  b->peers[b->st.npeers++] = (xr_peerent){.peer = peer, .send_lo = slo, .send_hi = shi,
+                                          .recv_lo = rlo, .recv_hi = rhi};
+  u->npeers++;
+}
+static void pb_block(pb *b, uint64_t stream, uint64_t ms) {
+  b->threads[b->st.nthreads++] = (xr_threadstate){.stream = stream, .blocked_ms = ms, .thread = 1,
+                                                  .wait = XR_WAIT_STREAM, .site = 0x999};
+}
+
+static char story[8192];
+static uint8_t inv[8];
+
+static int analyze(pb *bs, int n, xr_wfg_result *res) {
+  xr_procstate ps[8];
+  for (int i = 0; i < n; i++) ps[i] = bs[i].st;
+  xr_wfg_opts o = {.min_blocked_ms = 100};
+  return xr_wfg_analyze(ps, (size_t)n, &o, res, inv, story, sizeof story);
+}
+
+/* Rank 0 posts A#0 then B#0 on stream 1, rank 1 posts B#0 then A#0: each
+ * head waits for the other's op queued behind its own head. */
+START_TEST(two_comms_opposite_order_cycle) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 10 + r);
+    pb_comm(&b[r], 0xA, r, 2, 1);
+    pb_comm(&b[r], 0xB, r, 2, 1);
+    pb_coll(&b[r], r == 0 ? 0xA : 0xB, 1, 0);
+    pb_coll(&b[r], r == 0 ? 0xB : 0xA, 1, 0);
+    pb_block(&b[r], 1, 2000);
+  }
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 2, &res), 1);
+  ck_assert_int_eq(res.dead_threads, 2);
+  ck_assert_int_eq(res.cycle, 1);
+  ck_assert_int_eq(inv[0] && inv[1], 1);
+  ck_assert_ptr_nonnull(strstr(story, "000000000000000a"));
+  ck_assert_ptr_nonnull(strstr(story, "000000000000000b"));
+  ck_assert_ptr_nonnull(strstr(story, "queued behind"));
+  /* Same order on both ranks: nothing. */
+  b[1].units[0].comm = 0xA;
+  b[1].units[1].comm = 0xB;
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+}
+END_TEST
+
+/* Ranks 0-2 wait in group #10 for rank 3, which exited after 9 groups. */
+static void skip_setup(pb *b, int rank3_alive, int rank3_blocked_elsewhere) {
+  for (int r = 0; r < 4; r++) {
+    pb_init(&b[r], 20 + r);
+    uint32_t done = r == 3 ? 9 : 10;
+    xr_commstate *c = pb_comm(&b[r], 0xC, r, 4, 0);
+    for (int p = 0; p < 4; p++) pb_comm_peer(&b[r], c, p, done, done);
+    if (r < 3) {
+      xr_unitstate *u = pb_group(&b[r], 0xC, 1, 10);
+      for (int p = 0; p < 4; p++) pb_unit_peer(&b[r], u, p, 9, 10, 9, 10);
+      pb_block(&b[r], 1, 3000);
+    }
+  }
+  b[3].st.alive = rank3_alive;
+  if (rank3_blocked_elsewhere) {
+    /* Rank 3 waits in an AllReduce on comm D that ranks 0-2 never reach. */
+    for (int r = 0; r < 4; r++) pb_comm(&b[r], 0xD, r, 4, r == 3 ? 1 : 0);
+    pb_coll(&b[3], 0xD, 2, 0);
+    pb_block(&b[3], 2, 3000);
+  }
+}
+
+START_TEST(waits_for_exited_rank) {
+  pb b[4];
+  skip_setup(b, 0, 0);
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 4, &res), 1);
+  ck_assert_int_eq(res.dead_threads, 3);
+  ck_assert_int_eq(res.missing_proc, 3);
+  ck_assert_ptr_nonnull(strstr(story, "rank 3 is the missing rank"));
+  ck_assert_ptr_nonnull(strstr(story, "exited after posting 9"));
+}
+END_TEST
+
+START_TEST(waits_for_rank_blocked_elsewhere) {
+  pb b[4];
+  skip_setup(b, 1, 1);
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 4, &res), 1);
+  ck_assert_int_eq(res.dead_threads, 4);
+  ck_assert_int_eq(res.missing_proc, 3);
+  ck_assert_int_eq(inv[3], 1);
+  ck_assert_ptr_nonnull(strstr(story, "waits for rank 3 to post"));
+}
+END_TEST
+
+/* The same skip, but rank 3 is computing (no blocked thread): it may still
+ * post, so it is not a deadlock (only A2ACHECK_HANG_TIMEOUT applies). */
+START_TEST(free_rank_is_not_deadlock) {
+  pb b[4];
+  skip_setup(b, 1, 0);
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 4, &res), 0);
+  ck_assert_int_eq(res.dead_threads, 0);
+}
+END_TEST
+
+/* Grouped all-to-all in flight on 2 ranks, both blocked in sync: the units
+ * need each other to START, not to complete: not a deadlock. */
+START_TEST(group_in_flight_not_deadlock) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 30 + r);
+    xr_commstate *c = pb_comm(&b[r], 0xE, r, 2, 0);
+    pb_comm_peer(&b[r], c, 1 - r, 5, 5);
+    xr_unitstate *u = pb_group(&b[r], 0xE, 1, 5);
+    pb_unit_peer(&b[r], u, 1 - r, 4, 5, 4, 5);
+    pb_block(&b[r], 1, 5000);
+  }
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  /* Rank 1 posted only 4 receives from rank 0 and destroyed the comm. */
+  b[1].peers[0].recv_hi = 4;
+  b[1].peers[1].recv_hi = 4; b[1].peers[1].recv_lo = 4; /* its unit: no receive */
+  b[1].comms[0].ended = 1;
+  ck_assert_int_eq(analyze(b, 2, &res), 1);
+  ck_assert_ptr_nonnull(strstr(story, "ended the communicator"));
+  ck_assert_ptr_nonnull(strstr(story, "receive #5"));
+}
+END_TEST
+
+/* Collective k posted by every rank, completing on some: rank 0 blocked on
+ * it while rank 1 already completed it (no unit left): progressing. */
+START_TEST(counterpart_completed_is_satisfied) {
+  pb b[2];
+  pb_init(&b[0], 40);
+  pb_init(&b[1], 41);
+  pb_comm(&b[0], 0xF, 0, 2, 3);
+  pb_comm(&b[1], 0xF, 1, 2, 3);
+  pb_coll(&b[0], 0xF, 1, 2);
+  pb_block(&b[0], 1, 9000);
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  /* Rank 1 has not posted #3 yet and is sleeping: still not a deadlock. */
+  b[1].comms[0].coll_posted = 2;
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  /* Rank 1 blocked on a device-wide sync with nothing of its own pending:
+   * its wait can return, so it is not stuck. */
+  b[1].threads[b[1].st.nthreads++] = (xr_threadstate){.wait = XR_WAIT_DEVICE, .all = 1,
+                                                      .blocked_ms = 9000};
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  /* A blocked thread younger than min_blocked_ms does not count. */
+  b[1].st.alive = 0;
+  b[0].threads[0].blocked_ms = 10;
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  b[0].threads[0].blocked_ms = 1000;
+  ck_assert_int_eq(analyze(b, 2, &res), 1);
+}
+END_TEST
+
+START_TEST(thread_targets) {
+  pb b;
+  pb_init(&b, 1);
+  pb_comm(&b, 1, 0, 2, 2);
+  pb_coll(&b, 1, 0x10, 0);
+  pb_coll(&b, 1, 0x20, 1);
+  xr_threadstate t = {.wait = XR_WAIT_STREAM, .stream = 0x10};
+  ck_assert_int_eq(xr_thread_waits_on(&b.st, &t, &b.units[0]), 1);
+  ck_assert_int_eq(xr_thread_waits_on(&b.st, &t, &b.units[1]), 0);
+  t.stream = 0x30; /* no comm work of its own: may wait through an event */
+  ck_assert_int_eq(xr_thread_waits_on(&b.st, &t, &b.units[1]), 1);
+  t.wait = XR_WAIT_DEVICE;
+  t.stream = 0x10;
+  ck_assert_int_eq(xr_thread_waits_on(&b.st, &t, &b.units[1]), 1);
+  uint64_t h1 = xr_state_progress(&b.st);
+  b.comms[0].coll_posted++;
+  ck_assert_uint_ne(h1, xr_state_progress(&b.st));
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("xrank_wfg");
+  TCase *t = tcase_create("wfg");
+  tcase_set_timeout(t, 30);
+  tcase_add_test(t, two_comms_opposite_order_cycle);
+  tcase_add_test(t, waits_for_exited_rank);
+  tcase_add_test(t, waits_for_rank_blocked_elsewhere);
+  tcase_add_test(t, free_rank_is_not_deadlock);
+  tcase_add_test(t, group_in_flight_not_deadlock);
+  tcase_add_test(t, counterpart_completed_is_satisfied);
+  tcase_add_test(t, thread_targets);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
