@@ -86,3 +86,20 @@ add_test(NAME shim.rtld_local_fallback
                  $<TARGET_FILE:shim_local_helper> $<TARGET_FILE:a2acheck>
                  ${A2A_SHIM_TEST_DIR}/rtld_local)
 set_tests_properties(shim.rtld_local_fallback PROPERTIES TIMEOUT 150 LABELS shim)
+
+# ---- the wrappers, against a fake NCCL/CUDA and a fake runtime -------------
+# shim_wrap_test links the wrappers and resolve.c with its own a2a_rt_* and
+# a2a_dispatch (recording events); it exports its symbols so the fake's PLT
+# calls (ncclBcast -> ncclBroadcast) reach the wrappers, as under LD_PRELOAD.
+a2a_shim_fake(a2a_fake_wrap ${CMAKE_CURRENT_LIST_DIR}/shim_wrap_fake.c ${A2A_SHIM_TEST_DIR}/fake)
+add_executable(shim_wrap_test ${CMAKE_CURRENT_LIST_DIR}/shim_wrap_test.c
+               ${PROJECT_SOURCE_DIR}/shim/wrap_nccl.c ${PROJECT_SOURCE_DIR}/shim/wrap_cuda.c
+               ${PROJECT_SOURCE_DIR}/shim/resolve.c)
+target_include_directories(shim_wrap_test PRIVATE ${PROJECT_SOURCE_DIR}/shim
+                           ${PROJECT_SOURCE_DIR}/analyzers ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE})
+target_link_libraries(shim_wrap_test PRIVATE PkgConfig::CHECK Threads::Threads ${CMAKE_DL_LIBS} m)
+set_target_properties(shim_wrap_test PROPERTIES ENABLE_EXPORTS ON
+                      RUNTIME_OUTPUT_DIRECTORY ${A2A_SHIM_TEST_DIR})
+add_dependencies(shim_wrap_test a2a_fake_wrap)
+add_test(NAME shim.wrappers COMMAND shim_wrap_test $<TARGET_FILE:a2a_fake_wrap>)
+set_tests_properties(shim.wrappers PROPERTIES TIMEOUT 60 LABELS shim)

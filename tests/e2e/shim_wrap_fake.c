@@ -1,0 +1,109 @@
+/* shim_wrap_fake.c - a fake NCCL + CUDA runtime for shim_wrap_test.c,
+ * loaded with dlopen(RTLD_LOCAL) (found by the shim's loaded-object scan).
+ *
+ * It behaves like real NCCL where the wrappers depend on it: every API
+ * function exists as pnccl<X> (strong) and ncclX (weak alias), and
+ * pncclBcast forwards to the exported ncclBroadcast through the PLT, so in
+ * a process that also defines ncclBroadcast (the wrappers) the inner call
+ * lands there - the case the depth guard exists for. Functions record what
+ * they saw (errno at entry, call counts) in `fake_state` for the test. */
+#include <errno.h>
+#include <stddef.h>
+
+typedef struct fake_state {
+  int send_calls, broadcast_calls, bcast_calls;
+  int errno_at_entry;        /* errno the last ncclSend/cudaMalloc saw */
+  int last_set_device;
+} fake_state;
+
+fake_state fake_state_v;
+fake_state *fake_state_get(void);
+fake_state *fake_state_get(void) { return &fake_state_v; }
+
+#define ALIAS(name) __attribute__((weak, alias("p" #name)))
+
+typedef void *comm_t;
+
+int pncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream);
+int ncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream) ALIAS(ncclSend);
+int pncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream)
+{
+  fake_state_v.errno_at_entry = errno;
+  fake_state_v.send_calls++;
+  errno = 1234; /* a library may leave errno changed: the app must see this */
+  return comm ? 0 : 4;
+}
+
+int pncclRecv(void *b, size_t n, int dt, int peer, comm_t comm, void *stream);
+int ncclRecv(void *b, size_t n, int dt, int peer, comm_t comm, void *stream) ALIAS(ncclRecv);
+int pncclRecv(void *b, size_t n, int dt, int peer, comm_t comm, void *stream) { return comm ? 0 : 4; }
+
+int pncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t comm, void *stream);
+int ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t comm, void *stream)
+    ALIAS(ncclBroadcast);
+int pncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t comm, void *stream)
+{
+  fake_state_v.broadcast_calls++;
+  return 0;
+}
+
+int pncclBcast(void *b, size_t n, int dt, int root, comm_t comm, void *stream);
+int ncclBcast(void *b, size_t n, int dt, int root, comm_t comm, void *stream) ALIAS(ncclBcast);
+int pncclBcast(void *b, size_t n, int dt, int root, comm_t comm, void *stream)
+{
+  fake_state_v.bcast_calls++;
+  return ncclBroadcast(b, b, n, dt, root, comm, stream); /* through the PLT, like NCCL */
+}
+
+int pncclCommInitAll(comm_t *comms, int ndev, const int *devlist);
+int ncclCommInitAll(comm_t *comms, int ndev, const int *devlist) ALIAS(ncclCommInitAll);
+int pncclCommInitAll(comm_t *comms, int ndev, const int *devlist)
+{
+  for (int i = 0; i < ndev; i++) comms[i] = (comm_t)(size_t)(0x1000 + i);
+  return 0;
+}
+
+int pncclCommSplit(comm_t comm, int color, int key, comm_t *newcomm, void *config);
+int ncclCommSplit(comm_t comm, int color, int key, comm_t *newcomm, void *config) ALIAS(ncclCommSplit);
+int pncclCommSplit(comm_t comm, int color, int key, comm_t *newcomm, void *config)
+{
+  *newcomm = color < 0 ? NULL : (comm_t)(size_t)0x2000;
+  return 0;
+}
+
+int pncclCommCount(comm_t comm, int *n);
+int ncclCommCount(comm_t comm, int *n) ALIAS(ncclCommCount);
+int pncclCommCount(comm_t comm, int *n) { *n = 3; return 0; }
+int pncclCommUserRank(comm_t comm, int *r);
+int ncclCommUserRank(comm_t comm, int *r) ALIAS(ncclCommUserRank);
+int pncclCommUserRank(comm_t comm, int *r) { *r = 1; return 0; }
+int pncclCommCuDevice(comm_t comm, int *d);
+int ncclCommCuDevice(comm_t comm, int *d) ALIAS(ncclCommCuDevice);
+int pncclCommCuDevice(comm_t comm, int *d) { *d = 5; return 0; }
+
+/* ---- CUDA runtime ---- */
+typedef struct { unsigned x, y, z; } fake_dim3;
+
+int cudaLaunchKernel(const void *f, fake_dim3 g, fake_dim3 b, void **args, size_t shmem, void *stream);
+int cudaLaunchKernel(const void *f, fake_dim3 g, fake_dim3 b, void **args, size_t shmem, void *stream)
+{
+  return 0;
+}
+
+int cudaSetDevice(int device);
+int cudaSetDevice(int device)
+{
+  if (device < 0 || device > 7) return 101; /* cudaErrorInvalidDevice */
+  fake_state_v.last_set_device = device;
+  return 0;
+}
+
+int cudaMalloc(void **p, size_t size);
+int cudaMalloc(void **p, size_t size)
+{
+  static char arena[4096];
+  fake_state_v.errno_at_entry = errno;
+  if (size > sizeof arena) return 2; /* cudaErrorMemoryAllocation */
+  *p = arena;
+  return 0;
+}

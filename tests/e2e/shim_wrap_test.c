@@ -1,0 +1,270 @@
+/* shim_wrap_test.c - Check suite for the wrappers (shim/wrap_nccl.c,
+ * shim/wrap_cuda.c) and their contract with the runtime, without the
+ * runtime: this program links the wrappers and resolve.c, and defines the
+ * a2a_rt_* hooks and a2a_dispatch itself (recording every event). The
+ * "real" NCCL and CUDA runtime are tests/e2e/shim_wrap_fake.c, loaded with
+ * dlopen(RTLD_LOCAL). The program exports its symbols (ENABLE_EXPORTS), so
+ * the fake's own PLT calls (ncclBcast -> ncclBroadcast) land in the wrappers,
+ * as real NCCL's do under LD_PRELOAD.
+ *   usage: shim_wrap_test <path of the fake library>
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "intercept.h"
+
+/* ---- the runtime, faked --------------------------------------------- */
+
+static _Thread_local int depth;
+static bool enabled = true;
+static uint64_t fake_clock;
+static int nccl_calls, unresolved_calls;
+
+bool a2a_rt_enter(void)
+{
+  errno = EAGAIN; /* the wrapper must hide what the runtime does to errno */
+  if (!enabled || depth) return false;
+  depth = 1;
+  return true;
+}
+void a2a_rt_leave(void) { depth = 0; }
+uint32_t a2a_rt_thread_index(void) { return 1; }
+uint64_t a2a_rt_now_ns(void) { return ++fake_clock; }
+void a2a_rt_note_nccl_call(void) { nccl_calls++; }
+void a2a_rt_unresolved(const char *symbol, const char *library) { unresolved_calls++; }
+
+enum { MAX_EVENTS = 64 };
+static a2a_event events[MAX_EVENTS];
+static int nevents;
+
+void a2a_dispatch(const a2a_event *ev)
+{
+  if (nevents < MAX_EVENTS) events[nevents++] = *ev;
+  errno = EIO; /* analyzers may clobber errno: the application must not see it */
+}
+
+/* ---- the fake library's bookkeeping --------------------------------- */
+
+typedef struct fake_state {
+  int send_calls, broadcast_calls, bcast_calls;
+  int errno_at_entry;
+  int last_set_device;
+} fake_state;
+
+static const char *fake_path;
+static fake_state *fake;
+
+static void setup(void)
+{
+  void *h = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
+  ck_assert_msg(h != NULL, "dlopen(%s): %s", fake_path, dlerror());
+  fake_state *(*get)(void) = (fake_state * (*)(void)) dlsym(h, "fake_state_get");
+  ck_assert_ptr_nonnull(get);
+  fake = get();
+}
+
+/* A function with a dynamic symbol, so the call site can be named. */
+__attribute__((noinline)) ncclResult_t shim_test_call_send(ncclComm_t comm);
+__attribute__((noinline)) ncclResult_t shim_test_call_send(ncclComm_t comm)
+{
+  static float buf[16];
+  ncclResult_t r = ncclSend(buf, 16, ncclFloat, 3, comm, (cudaStream_t)0x77);
+  __asm__ volatile("" ::: "memory"); /* keep the call out of tail position */
+  return r;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+START_TEST(send_event_fields_and_callsite)
+{
+  ncclComm_t comm = (ncclComm_t)0x5000;
+  ck_assert_int_eq(shim_test_call_send(comm), ncclSuccess);
+  ck_assert_int_eq(nevents, 2);
+  ck_assert_int_eq(events[0].phase, A2A_PRE);
+  ck_assert_int_eq(events[1].phase, A2A_POST);
+  for (int i = 0; i < 2; i++) {
+    const a2a_event *e = &events[i];
+    ck_assert_int_eq(e->kind, A2A_EV_P2P);
+    ck_assert_str_eq(e->api, "ncclSend");
+    ck_assert_ptr_eq(e->comm, comm);
+    ck_assert_ptr_eq(e->stream, (void *)0x77);
+    ck_assert_int_eq(e->u.p2p.is_send, 1);
+    ck_assert_int_eq(e->u.p2p.count, 16);
+    ck_assert_int_eq(e->u.p2p.dtype, ncclFloat);
+    ck_assert_int_eq(e->u.p2p.peer, 3);
+    ck_assert_int_eq(e->thread, 1);
+    ck_assert_int_eq(e->device, 0);
+    Dl_info info;
+    ck_assert(dladdr(e->callsite, &info));
+    ck_assert_str_eq(info.dli_sname, "shim_test_call_send");
+  }
+  ck_assert(events[0].t_ns < events[1].t_ns);
+  ck_assert_int_eq(events[1].result, ncclSuccess);
+  ck_assert_int_eq(nccl_calls, 1);
+}
+END_TEST
+
+START_TEST(errno_is_the_applications_and_the_librarys)
+{
+  errno = 555;
+  ck_assert_int_eq(ncclSend(NULL, 0, ncclInt8, 0, (ncclComm_t)0x1, NULL), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 555); /* not the runtime's / analyzers' */
+  ck_assert_int_eq(errno, 1234);               /* what the library left */
+
+  void *p = NULL;
+  errno = 556;
+  ck_assert_int_eq(cudaMalloc(&p, 64), cudaSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 556);
+  ck_assert_int_eq(errno, 556);
+  ck_assert_int_eq(events[nevents - 1].kind, A2A_EV_ALLOC);
+  ck_assert_ptr_eq(events[nevents - 1].u.mem.ptr, p);
+  ck_assert_int_eq(events[nevents - 1].u.mem.size, 64);
+  ck_assert_ptr_null(events[nevents - 2].u.mem.ptr); /* PRE: not yet */
+}
+END_TEST
+
+START_TEST(inner_nccl_calls_pass_through)
+{
+  static float buf[4];
+  ck_assert_int_eq(ncclBcast(buf, 4, ncclFloat, 2, (ncclComm_t)0x9, NULL), ncclSuccess);
+  /* The fake's ncclBcast called ncclBroadcast through the PLT: it reached
+   * our wrapper (the program exports it), which passed it through. */
+  ck_assert_int_eq(fake->bcast_calls, 1);
+  ck_assert_int_eq(fake->broadcast_calls, 1);
+  ck_assert_int_eq(nevents, 2);
+  ck_assert_str_eq(events[1].api, "ncclBcast");
+  ck_assert_int_eq(events[1].kind, A2A_EV_COLL);
+  ck_assert_int_eq(events[1].u.coll.coll, A2A_COLL_BROADCAST);
+  ck_assert_ptr_eq(events[1].u.coll.sendbuff, buf);
+  ck_assert_ptr_eq(events[1].u.coll.recvbuff, buf);
+  ck_assert_int_eq(events[1].u.coll.root, 2);
+  ck_assert_int_eq(events[1].u.coll.redop, -1);
+  ck_assert_int_eq(nccl_calls, 1);
+}
+END_TEST
+
+START_TEST(init_all_posts_once_per_comm)
+{
+  ncclComm_t comms[3];
+  int devs[3] = {4, 6, 2};
+  ck_assert_int_eq(ncclCommInitAll(comms, 3, devs), ncclSuccess);
+  ck_assert_int_eq(nevents, 4);
+  ck_assert_int_eq(events[0].phase, A2A_PRE);
+  ck_assert_int_eq(events[0].u.init.rank, -1);
+  for (int i = 0; i < 3; i++) {
+    const a2a_event *e = &events[1 + i];
+    ck_assert_int_eq(e->phase, A2A_POST);
+    ck_assert_int_eq(e->kind, A2A_EV_COMM_INIT);
+    ck_assert_int_eq(e->u.init.how, A2A_INIT_ALL);
+    ck_assert_int_eq(e->u.init.nranks, 3);
+    ck_assert_int_eq(e->u.init.rank, i);
+    ck_assert_int_eq(e->u.init.device, devs[i]);
+    ck_assert_ptr_eq(e->u.init.newcomm, comms[i]);
+  }
+}
+END_TEST
+
+START_TEST(split_reports_new_comm_shape)
+{
+  ncclComm_t parent = (ncclComm_t)0x42, child = NULL;
+  ck_assert_int_eq(ncclCommSplit(parent, 1, 0, &child, NULL), ncclSuccess);
+  ck_assert_int_eq(nevents, 2); /* the REAL queries made no events */
+  const a2a_event *e = &events[1];
+  ck_assert_ptr_eq(e->comm, parent);
+  ck_assert_ptr_eq(e->u.init.parent, parent);
+  ck_assert_ptr_eq(e->u.init.newcomm, child);
+  ck_assert_int_eq(e->u.init.nranks, 3);
+  ck_assert_int_eq(e->u.init.rank, 1);
+  ck_assert_int_eq(e->u.init.device, 5);
+  ck_assert_int_eq(e->u.init.color, 1);
+  ck_assert_int_eq(e->u.init.blocking, 1);
+
+  ck_assert_int_eq(ncclCommSplit(parent, NCCL_SPLIT_NOCOLOR, 0, &child, NULL), ncclSuccess);
+  ck_assert_ptr_null(events[3].u.init.newcomm);
+}
+END_TEST
+
+START_TEST(device_is_tracked_from_set_device)
+{
+  ck_assert_int_eq(cudaSetDevice(3), cudaSuccess);
+  ck_assert_int_eq(fake->last_set_device, 3);
+  ck_assert_int_eq(events[1].kind, A2A_EV_SET_DEVICE);
+  ck_assert_int_eq(events[1].u.dev.device, 3);
+  ck_assert_int_eq(cudaSetDevice(99), 101); /* invalid: the device stays 3 */
+  shim_test_call_send((ncclComm_t)0x1);
+  ck_assert_int_eq(events[nevents - 1].device, 3);
+  /* Also tracked when the tool does not analyze the call. */
+  enabled = false;
+  ck_assert_int_eq(cudaSetDevice(6), cudaSuccess);
+  enabled = true;
+  shim_test_call_send((ncclComm_t)0x1);
+  ck_assert_int_eq(events[nevents - 1].device, 6);
+}
+END_TEST
+
+START_TEST(disabled_is_pure_pass_through)
+{
+  enabled = false;
+  errno = 9;
+  ck_assert_int_eq(ncclSend(NULL, 0, ncclInt8, 0, NULL, NULL), ncclInvalidArgument);
+  ck_assert_int_eq(fake->errno_at_entry, 9);
+  ck_assert_int_eq(fake->send_calls, 1);
+  ck_assert_int_eq(nevents, 0);
+  ck_assert_int_eq(nccl_calls, 0);
+}
+END_TEST
+
+START_TEST(unresolved_call_returns_error_not_crash)
+{
+  /* The fake runtime has no cudaMemcpy. */
+  char a[4], b[4] = {0};
+  errno = 31;
+  ck_assert_int_eq(cudaMemcpy(a, b, 4, cudaMemcpyHostToHost), cudaErrorSharedObjectSymbolNotFound);
+  ck_assert_int_eq(errno, 31);
+  ck_assert_int_eq(unresolved_calls, 1);
+  ck_assert_int_eq(nevents, 2);
+  ck_assert_int_eq(events[1].result, cudaErrorSharedObjectSymbolNotFound);
+  ck_assert_int_eq(events[1].u.copy.bytes, 4);
+  ck_assert_int_eq(events[1].u.copy.cpykind, cudaMemcpyHostToHost);
+  /* An NCCL function the fake lacks. */
+  ck_assert_int_eq(ncclGroupStart(), ncclInternalError);
+  ck_assert_int_eq(unresolved_calls, 2);
+}
+END_TEST
+
+static Suite *wrap_suite(void)
+{
+  Suite *s = suite_create("shim_wrap");
+  TCase *tc = tcase_create("wrappers");
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, send_event_fields_and_callsite);
+  tcase_add_test(tc, errno_is_the_applications_and_the_librarys);
+  tcase_add_test(tc, inner_nccl_calls_pass_through);
+  tcase_add_test(tc, init_all_posts_once_per_comm);
+  tcase_add_test(tc, split_reports_new_comm_shape);
+  tcase_add_test(tc, device_is_tracked_from_set_device);
+  tcase_add_test(tc, disabled_is_pure_pass_through);
+  tcase_add_test(tc, unresolved_call_returns_error_not_crash);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s fake-library.so\n", argv[0]);
+    return 2;
+  }
+  fake_path = argv[1];
+  SRunner *sr = srunner_create(wrap_suite());
+  srunner_set_fork_status(sr, CK_FORK); /* fresh slots, state and fake per test */
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
