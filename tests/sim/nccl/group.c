@@ -1,0 +1,293 @@
+/* group.c - group semantics and launch of the simulator's NCCL.
+ *
+ * Like NCCL (src/group.cc), every operation is collected in the calling
+ * thread's group; an operation outside ncclGroupStart/End is an implicit
+ * group of one. ncclGroupEnd (outermost) first runs the deferred creation
+ * jobs (one thread each, joined, or detached when a communicator is
+ * non-blocking), then launches the collected operations: ONE stream item per
+ * communicator holding all its operations of the group. NCCL launches one
+ * kernel (plan) per communicator on the first user stream of the group and
+ * makes the other user streams of that communicator join it; the simulator
+ * uses a2asim_stream_enqueue_multi for such a set of streams. Items of
+ * different communicators are independent (different GPUs in NCCL).
+ *
+ * Ordering. Each item takes a ticket from its communicator; the worker
+ * waits until all earlier tickets of that communicator executed. So the
+ * operations of one communicator execute in posting order even across
+ * streams (NCCL serialises them on its internal strong stream), while two
+ * communicators used in opposite orders by two ranks deadlock, as on GPUs.
+ *
+ * Errors. An argument error inside a group is returned by the call and
+ * remembered (ncclGroupErrCheck); ncclGroupEnd then drops the whole group
+ * and returns it.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_nccl.h"
+
+/* Weak: older builds of the simulated runtime may not export these yet
+ * (requested in /tmp/sim-nccl-requests.md); without a2asim_set_device the
+ * legacy default stream of the calling thread's device is used. */
+#pragma weak a2asim_set_device
+
+static __thread int g_depth;
+static __thread ncclResult_t g_err;
+static __thread struct sim_task *g_tasks;
+static __thread int g_ntasks, g_taskcap;
+static __thread struct sim_job **g_jobs;
+static __thread int g_njobs, g_jobcap;
+
+int sim_group_depth(void) { return g_depth; }
+
+void sim_group_error(ncclResult_t r) {
+  if (g_depth > 0 && r != ncclSuccess && r != ncclInProgress && g_err == ncclSuccess) g_err = r;
+}
+
+ncclResult_t sim_group_start(void) {
+  g_depth++;
+  return ncclSuccess;
+}
+
+static void free_job(struct sim_job *j) { free(j); }
+
+static void *job_thread(void *arg) {
+  struct sim_job *j = arg;
+  j->result = j->fn(j);
+  return NULL;
+}
+
+static void *job_thread_detached(void *arg) {
+  struct sim_job *j = arg;
+  j->result = j->fn(j);
+  free_job(j);
+  return NULL;
+}
+
+static ncclResult_t spawn_detached(struct sim_job *j) {
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&t, &a, job_thread_detached, j);
+  pthread_attr_destroy(&a);
+  if (rc != 0) {
+    if (j->comm) atomic_store(&j->comm->async, ncclSystemError);
+    free_job(j);
+    return ncclSystemError;
+  }
+  return ncclInProgress;
+}
+
+ncclResult_t sim_group_add_job(struct sim_job *job) {
+  if (g_depth > 0) {
+    if (g_njobs == g_jobcap) {
+      int cap = g_jobcap ? 2 * g_jobcap : 8;
+      struct sim_job **nj = realloc(g_jobs, (size_t)cap * sizeof *nj);
+      if (!nj) { sim_group_error(ncclSystemError); free_job(job); return ncclSystemError; }
+      g_jobs = nj;
+      g_jobcap = cap;
+    }
+    g_jobs[g_njobs++] = job;
+    return ncclSuccess;
+  }
+  if (!job->blocking) return spawn_detached(job);
+  ncclResult_t r = job->fn(job);
+  free_job(job);
+  return r;
+}
+
+/* Runs the group's jobs: all blocking -> one thread each, joined (so that
+ * one thread can create every rank of a communicator); any non-blocking ->
+ * all detached, and the group returns ncclInProgress. */
+static ncclResult_t run_jobs(struct sim_job **jobs, int n) {
+  if (n <= 0) return ncclSuccess;
+  int nonblocking = 0;
+  for (int i = 0; i < n; i++) nonblocking |= !jobs[i]->blocking;
+  ncclResult_t r = ncclSuccess;
+  if (nonblocking) {
+    for (int i = 0; i < n; i++) {
+      ncclResult_t s = spawn_detached(jobs[i]);
+      if (s != ncclInProgress && r == ncclSuccess) r = s;
+    }
+    return r == ncclSuccess ? ncclInProgress : r;
+  }
+  if (n == 1) {
+    r = jobs[0]->fn(jobs[0]);
+    free_job(jobs[0]);
+    return r;
+  }
+  pthread_t *t = calloc((size_t)n, sizeof *t);
+  int *started = calloc((size_t)n, sizeof *started);
+  if (!t || !started) {
+    free(t);
+    free(started);
+    for (int i = 0; i < n; i++) free_job(jobs[i]);
+    return ncclSystemError;
+  }
+  for (int i = 0; i < n; i++) started[i] = pthread_create(&t[i], NULL, job_thread, jobs[i]) == 0;
+  for (int i = 0; i < n; i++) {
+    if (started[i]) pthread_join(t[i], NULL);
+    else jobs[i]->result = jobs[i]->fn(jobs[i]);   /* no thread: best effort */
+    if (jobs[i]->result != ncclSuccess && r == ncclSuccess) r = jobs[i]->result;
+    free_job(jobs[i]);
+  }
+  free(t);
+  free(started);
+  return r;
+}
+
+/* ---- task collection ---------------------------------------------------- */
+ncclResult_t sim_group_add_task(const struct sim_task *t) {
+  sim_group_start();
+  if (g_ntasks == g_taskcap) {
+    int cap = g_taskcap ? 2 * g_taskcap : 32;
+    struct sim_task *nt = realloc(g_tasks, (size_t)cap * sizeof *nt);
+    if (!nt) {
+      sim_group_error(ncclSystemError);
+      sim_group_end(0, NULL);
+      return ncclSystemError;
+    }
+    g_tasks = nt;
+    g_taskcap = cap;
+  }
+  g_tasks[g_ntasks++] = *t;
+  return sim_group_end(0, NULL);
+}
+
+/* One stream item: every task of one communicator from one group. */
+struct sim_item {
+  struct ncclComm *comm;
+  uint64_t ticket;
+  int ntasks;
+  struct sim_task tasks[];
+};
+
+static void run_item(void *arg) {
+  struct sim_item *it = arg;
+  struct ncclComm *c = it->comm;
+  for (;;) {
+    uint32_t v = atomic_load(&c->executed);
+    if (atomic_load(&c->executed64) == it->ticket) break;
+    sim_futex_wait(&c->executed, v, 100);
+  }
+  if (!atomic_load(&c->aborted)) sim_execute(c, it->tasks, it->ntasks);
+  atomic_fetch_add(&c->executed64, 1);
+  atomic_fetch_add(&c->executed, 1);
+  sim_futex_wake(&c->executed);
+  sim_comm_unref(c);
+  free(it);
+}
+
+static ncclResult_t launch_comm(struct ncclComm *c, const struct sim_task *tasks, int n) {
+  struct sim_item *it = malloc(sizeof *it + (size_t)n * sizeof(struct sim_task));
+  void **streams = malloc((size_t)n * sizeof *streams);
+  if (!it || !streams) { free(it); free(streams); return ncclSystemError; }
+  int ns = 0;
+  for (int i = 0; i < n; i++) {
+    it->tasks[i] = tasks[i];
+    int seen = 0;
+    for (int j = 0; j < ns; j++) seen |= streams[j] == tasks[i].stream;
+    if (!seen) streams[ns++] = tasks[i].stream;
+  }
+  it->comm = c;
+  it->ntasks = n;
+  int old = -1;
+  if (a2asim_set_device) {
+    old = a2asim_get_device();
+    if (old != c->cuda_dev) a2asim_set_device(c->cuda_dev);
+  }
+  /* Ticket and enqueue under the comm lock: if the enqueue fails the
+   * ticket is handed back before anyone else can take the next one. */
+  pthread_mutex_lock(&c->lock);
+  it->ticket = atomic_fetch_add(&c->posted, 1);
+  sim_comm_ref(c);
+  int err = ns == 1 ? a2asim_stream_enqueue(streams[0], 0, run_item, it, "ncclDevKernel")
+                    : a2asim_stream_enqueue_multi(streams, ns, run_item, it, "ncclDevKernel");
+  if (err != 0) {
+    atomic_fetch_sub(&c->posted, 1);
+    pthread_mutex_unlock(&c->lock);
+    sim_comm_unref(c);
+    free(it);
+  } else {
+    pthread_mutex_unlock(&c->lock);
+  }
+  if (a2asim_set_device && old >= 0 && old != c->cuda_dev) a2asim_set_device(old);
+  if (err != 0) sim_warn("Cuda failure %d enqueuing NCCL work on stream %p", err, streams[0]);
+  free(streams);
+  return err != 0 ? ncclUnhandledCudaError : ncclSuccess;
+}
+
+static float estimate_us(const struct sim_task *t, int n) {
+  double us = 0;
+  for (int i = 0; i < n; i++) us += 5.0 + (double)(t[i].count * sim_type_size(t[i].dtype)) / 20e3;
+  return (float)us;
+}
+
+ncclResult_t sim_group_end(int simulate, float *est_us) {
+  if (g_depth == 0) {
+    sim_warn("ncclGroupEnd: not in a group call.");
+    return ncclInvalidUsage;
+  }
+  if (--g_depth > 0) return ncclSuccess;
+  ncclResult_t r = g_err;
+  g_err = ncclSuccess;
+  struct sim_task *tasks = g_tasks;
+  int ntasks = g_ntasks;
+  struct sim_job **jobs = g_jobs;
+  int njobs = g_njobs;
+  g_tasks = NULL; g_ntasks = g_taskcap = 0;
+  g_jobs = NULL; g_njobs = g_jobcap = 0;
+
+  if (r != ncclSuccess || simulate) {
+    if (simulate && est_us) *est_us = estimate_us(tasks, ntasks);
+    for (int i = 0; i < njobs; i++) {
+      if (jobs[i]->comm) atomic_store(&jobs[i]->comm->async, r != ncclSuccess ? r : ncclSuccess);
+      if (jobs[i]->parent) sim_comm_unref(jobs[i]->parent);
+      free_job(jobs[i]);
+    }
+    free(jobs);
+    free(tasks);
+    return r;
+  }
+  if (njobs) r = run_jobs(jobs, njobs);
+  free(jobs);
+
+  /* One item per communicator, communicators in order of first use. */
+  int *done = calloc((size_t)ntasks + 1, sizeof *done);
+  struct sim_task *batch = malloc(((size_t)ntasks + 1) * sizeof *batch);
+  if (!done || !batch) {
+    free(done); free(batch); free(tasks);
+    return ncclSystemError;
+  }
+  for (int i = 0; i < ntasks; i++) {
+    if (done[i]) continue;
+    int nb = 0;
+    for (int j = i; j < ntasks; j++)
+      if (!done[j] && tasks[j].comm == tasks[i].comm) { batch[nb++] = tasks[j]; done[j] = 1; }
+    ncclResult_t s = launch_comm(tasks[i].comm, batch, nb);
+    if (s != ncclSuccess && (r == ncclSuccess || r == ncclInProgress)) r = s;
+  }
+  free(done);
+  free(batch);
+  free(tasks);
+  return r;
+}
+
+SIM_API(ncclResult_t, ncclGroupStart, void) { return sim_group_start(); }
+
+SIM_API(ncclResult_t, ncclGroupEnd, void) { return sim_group_end(0, NULL); }
+
+#define SIM_INFO_MAGIC 0x74685283u
+SIM_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t *simInfo) {
+  if (simInfo && simInfo->magic != SIM_INFO_MAGIC) {
+    sim_warn("ncclGroupSimulateEnd : simInfo not initialized with NCCL_SIM_INFO_INITIALIZER");
+    sim_group_end(1, NULL);
+    return ncclInvalidArgument;
+  }
+  float us = 0;
+  ncclResult_t r = sim_group_end(1, &us);
+  if (r == ncclSuccess && simInfo) simInfo->estimatedTime = us;
+  return r;
+}

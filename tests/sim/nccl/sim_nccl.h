@@ -1,0 +1,271 @@
+/* sim_nccl.h - internal header of the CPU simulator's NCCL (libnccl.so.2).
+ *
+ * The library is grouped by file; each section below lists what one .c file
+ * defines:
+ *   api.c      exported API entry points (pncclX strong, ncclX weak alias),
+ *              argument checks, communicator queries, registration, redops
+ *   bootstrap.c unique ids, the per-communicator shared-memory segment,
+ *              rendezvous, host-side allgather board, stale-segment sweep
+ *   comm.c     communicator lifecycle: init (blocking, non-blocking, in a
+ *              group), split, shrink, finalize, destroy, abort, revoke
+ *   group.c    thread-local group state, task collection, launch of one
+ *              stream item per communicator, per-communicator ordering
+ *   xfer.c     channels (bounded step FIFOs in shared memory), the progress
+ *              engine, execution of p2p batches and collectives
+ *   reduce.c   datatype sizes, conversions (half, bfloat16, fp8), reductions
+ *   debug.c    NCCL_DEBUG-style logging, error strings, last error
+ *
+ * Nothing here calls a cuda* function: the simulated runtime is reached only
+ * through tests/sim/include/a2asim_internal.h, so - as with real NCCL, which
+ * links cudart statically - this library's CUDA work is invisible to a
+ * preloaded shim.
+ */
+#ifndef SIM_NCCL_H
+#define SIM_NCCL_H
+
+#include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2asim_internal.h"
+
+/* Everything declared from here on is internal to libnccl.so.2: only the
+ * functions of nccl.h (declared above, default visibility) are exported. */
+#pragma GCC visibility push(hidden)
+
+/* PMPI-style export as in real NCCL (src/include/core.h NCCL_API): the strong
+ * symbol is pncclX, ncclX is a weak alias of it, so a preloaded ncclX can
+ * forward to pncclX. nccl.h declares both, so the definition is checked
+ * against the real prototypes. */
+#define SIM_API(ret, name, ...)                                              \
+  __attribute__((visibility("default"))) ret name(__VA_ARGS__)             \
+      __attribute__((weak, alias("p" #name)));                               \
+  __attribute__((visibility("default"))) ret p##name(__VA_ARGS__)
+
+/* ---- debug.c ---------------------------------------------------------- */
+enum { SIM_LOG_NONE = 0, SIM_LOG_VERSION, SIM_LOG_WARN, SIM_LOG_INFO };
+int sim_log_level(void);
+void sim_log_reset(void);
+/* WARN also records the message as the last error (ncclGetLastError). */
+void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sim_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *sim_last_error(void);
+
+/* ---- reduce.c --------------------------------------------------------- */
+size_t sim_type_size(ncclDataType_t dt);      /* 0 for an invalid type */
+const char *sim_type_name(ncclDataType_t dt);
+/* Reduction classes carried in collective descriptors. */
+enum { SIM_OP_SUM = 0, SIM_OP_PROD, SIM_OP_MAX, SIM_OP_MIN, SIM_OP_AVG,
+       SIM_OP_PREMULSUM, SIM_OP_NONE = 15 };
+/* acc[i] = op(acc[i], x[i]) for count elements of dt, with the result
+ * rounded to dt after each step (as NCCL's per-element device reduction).
+ * op is SUM, PROD, MAX or MIN (AVG and PREMULSUM reduce with SUM). */
+void sim_reduce(ncclDataType_t dt, int op, void *acc, const void *x, size_t count);
+/* dst[i] = src[i] * scalar (scalar holds one element of dt). */
+void sim_scale(ncclDataType_t dt, void *dst, const void *src, size_t count,
+               const void *scalar);
+/* x[i] = x[i] / n (integer division for integer types). */
+void sim_divide(ncclDataType_t dt, void *x, size_t count, int n);
+/* Stores 1/n as one element of dt in out (for float AVG as PreMulSum). */
+void sim_inverse(ncclDataType_t dt, int n, void *out);
+int sim_type_is_float(ncclDataType_t dt);
+/* Exposed for the self-tests' references. */
+float sim_half_to_float(uint16_t h);
+uint16_t sim_float_to_half(float f);
+float sim_bf16_to_float(uint16_t h);
+uint16_t sim_float_to_bf16(float f);
+float sim_fp8_to_float(uint8_t v, int e5m2);
+uint8_t sim_float_to_fp8(float f, int e5m2);
+
+/* ---- bootstrap.c: the shared-memory segment of one communicator ------- */
+#define SIM_NSTEPS 8                    /* NCCL_STEPS: slots per channel */
+#define SIM_ID_MAGIC_FIXED 0x0280028002800280ULL  /* NCCL_COMM_ID magic */
+
+/* What a collective step carries so that the receiver can tell that both
+ * ranks execute the same operation. */
+struct sim_desc {
+  int32_t kind;          /* enum sim_kind */
+  int32_t dtype;
+  int32_t op;            /* SIM_OP_* */
+  int32_t root;
+  uint64_t count;
+};
+
+/* One direction of one pair: a FIFO of SIM_NSTEPS slots of `step` bytes,
+ * written by the sender, read by the receiver (NCCL's simple protocol). */
+struct sim_chan {
+  _Atomic uint64_t head;        /* steps posted by the sender */
+  char pad0[56];
+  _Atomic uint64_t tail;        /* steps consumed by the receiver */
+  char pad1[56];
+  _Atomic uint32_t send_conn;   /* p2p: the sender executed an op on it */
+  _Atomic uint32_t recv_conn;   /* p2p: the receiver executed an op on it */
+  char pad2[56];
+  uint64_t size[SIM_NSTEPS];    /* bytes the sender put in each slot */
+  struct sim_desc desc[SIM_NSTEPS];
+  /* followed by SIM_NSTEPS * step bytes of slot data */
+};
+
+struct sim_rankinfo {
+  _Atomic int32_t claimed;      /* 0 -> 1 by the rank that owns the slot */
+  int32_t pid;
+  int32_t dev;
+  int32_t pad;
+  uint64_t hosthash;
+};
+
+struct sim_board_slot {         /* host-side allgather (split) */
+  _Atomic uint64_t seq;
+  int64_t v[3];
+};
+
+#define SIM_SHM_MAGIC 0x6132617369636e6cULL
+struct sim_shm {
+  uint64_t magic;
+  _Atomic int32_t nranks;       /* CAS 0 -> n by every rank; must agree */
+  _Atomic int32_t step;         /* CAS 0 -> step; must agree */
+  _Atomic uint32_t arrived;     /* futex: ranks that attached */
+  _Atomic uint32_t board_bell;  /* futex: bumped on every board post */
+  _Atomic int32_t creator_pid;
+  int32_t pad;
+  /* followed by (offsets in struct sim_seg):
+   *   struct sim_rankinfo ranks[n]
+   *   struct sim_board_slot board[2][n]
+   *   _Atomic uint32_t bell[n]           per-rank doorbell futex
+   *   channels: p2p[s][r] then coll[s][r] */
+};
+
+/* A mapping of a segment by one rank. */
+struct sim_seg {
+  struct sim_shm *shm;
+  size_t size;
+  int nranks;
+  size_t step;                  /* slot size in bytes */
+  size_t chan_stride;
+  struct sim_rankinfo *ranks;
+  struct sim_board_slot *board;
+  _Atomic uint32_t *bell;
+  char *chans;
+  char name[64];
+};
+
+uint64_t sim_hash(const void *p, size_t n, uint64_t h);  /* FNV-1a 64 */
+#define SIM_HASH_INIT 0xcbf29ce484222325ULL
+ncclResult_t sim_make_unique_id(ncclUniqueId *id);
+/* Opens/creates and maps the segment named after key for nranks ranks. */
+ncclResult_t sim_seg_attach(struct sim_seg *seg, uint64_t key, int nranks);
+void sim_seg_detach(struct sim_seg *seg);
+void sim_seg_sweep(void);       /* unlink segments whose ranks all died */
+struct sim_chan *sim_chan_p2p(struct sim_seg *seg, int src, int dst);
+struct sim_chan *sim_chan_coll(struct sim_seg *seg, int src, int dst);
+static inline char *sim_chan_data(struct sim_seg *seg, struct sim_chan *c) {
+  (void)seg;
+  return (char *)c + ((sizeof(struct sim_chan) + 63) & ~(size_t)63);
+}
+/* futex helpers on shared (non-private) words */
+void sim_futex_wait(_Atomic uint32_t *w, uint32_t val, int timeout_ms);
+void sim_futex_wake(_Atomic uint32_t *w);
+
+/* ---- comm.c ------------------------------------------------------------ */
+#define SIM_COMM_LIVE 0x4c4956454e43434cULL
+#define SIM_COMM_DEAD 0x444541444e43434cULL
+
+struct sim_redop {
+  int used;
+  ncclDataType_t dtype;
+  int residence;                /* ncclScalarResidence_t */
+  const void *dev_scalar;       /* ncclScalarDevice: read at execution */
+  uint64_t imm;                 /* ncclScalarHostImmediate: the value */
+};
+
+struct sim_reg { struct sim_reg *next; void *buff; size_t size; };
+
+struct ncclComm {
+  uint64_t start_magic;
+  int rank, nranks, cuda_dev;
+  int blocking;
+  uint64_t key;                 /* names the communicator across ranks */
+  struct sim_seg seg;
+  int seg_mapped;
+  _Atomic int async;            /* ncclResult_t: InProgress during init */
+  _Atomic int aborted;          /* in-flight and queued work gives up */
+  _Atomic int revoked;
+  int finalized;
+  /* ordering of the operations of this communicator */
+  _Atomic uint64_t posted;      /* tickets handed out (host side) */
+  _Atomic uint32_t executed;    /* futex: tickets completed (low 32 bits) */
+  _Atomic uint64_t executed64;
+  _Atomic int refs;             /* the comm itself + one per queued item */
+  uint32_t split_seq, shrink_seq, board_seq;
+  pthread_mutex_t lock;         /* redops, registrations */
+  struct sim_redop *redops;
+  int nredops;
+  struct sim_reg *regs;
+  char comm_name[64];
+  uint64_t end_magic;
+};
+
+/* Checks comm is a live communicator: NULL -> ncclInvalidArgument,
+ * destroyed/garbage -> ncclInvalidArgument (with a WARN). */
+ncclResult_t sim_comm_check(const struct ncclComm *comm, const char *opname);
+/* NCCL's ncclCommEnsureReady: a non-blocking init in progress is an
+ * ncclInvalidArgument; a failed async state is returned as is. */
+ncclResult_t sim_comm_ensure_ready(struct ncclComm *comm, const char *opname);
+void sim_comm_ref(struct ncclComm *comm);
+void sim_comm_unref(struct ncclComm *comm);
+void sim_comm_wait_idle(struct ncclComm *comm);
+
+/* A deferred host-side job (init, split), run by ncclGroupEnd in its own
+ * thread so that several ranks driven by one thread can meet. */
+struct sim_job {
+  ncclResult_t (*fn)(struct sim_job *job);
+  struct ncclComm *comm;        /* the communicator being created */
+  struct ncclComm *parent;      /* split/shrink */
+  int blocking;
+  ncclComm_t *out;              /* split: where the new comm goes */
+  int color, key;
+  uint64_t seg_key;
+  int nranks, rank;
+  ncclResult_t result;
+};
+ncclResult_t sim_job_init(struct sim_job *job);   /* rendezvous */
+
+/* ---- group.c ----------------------------------------------------------- */
+enum sim_kind {
+  SIM_K_SEND = 1, SIM_K_RECV, SIM_K_ALLREDUCE, SIM_K_BROADCAST, SIM_K_REDUCE,
+  SIM_K_ALLGATHER, SIM_K_REDUCESCATTER, SIM_K_ALLTOALL, SIM_K_GATHER,
+  SIM_K_SCATTER
+};
+struct sim_task {
+  int kind;
+  struct ncclComm *comm;
+  void *stream;
+  const void *sendbuff;
+  void *recvbuff;
+  size_t count;
+  ncclDataType_t dtype;
+  int peer;                     /* send/recv peer, or root */
+  int op;                       /* SIM_OP_* */
+  struct sim_redop premul;      /* snapshot when op is PREMULSUM */
+};
+/* Adds a checked task to the thread's group (an implicit group of one when
+ * none is open: launched before returning). */
+ncclResult_t sim_group_add_task(const struct sim_task *t);
+/* Adds a job; outside a group it runs now (blocking) or in a thread. */
+ncclResult_t sim_group_add_job(struct sim_job *job);
+int sim_group_depth(void);
+void sim_group_error(ncclResult_t r);   /* ncclGroupErrCheck */
+ncclResult_t sim_group_start(void);
+ncclResult_t sim_group_end(int simulate, float *est_us);
+
+/* ---- xfer.c ------------------------------------------------------------ */
+/* Executes the tasks of one communicator launched together (one stream
+ * item): collectives in posting order, then all point-to-point tasks
+ * concurrently. Blocks as long as peers do not match (a real hang). Returns
+ * when done or when the communicator is aborted. */
+void sim_execute(struct ncclComm *comm, struct sim_task *tasks, int ntasks);
+
+#pragma GCC visibility pop
+#endif /* SIM_NCCL_H */

@@ -1,0 +1,372 @@
+/* xfer.c - data movement of the simulator's NCCL: channels, the progress
+ * engine, point-to-point batches and collectives.
+ *
+ * Channels. Each ordered pair (sender, receiver) of a communicator has two
+ * channels in the shared segment: one for point-to-point traffic and one for
+ * collectives (NCCL also uses separate connections for them). A channel is
+ * NCCL's simple protocol in miniature: SIM_NSTEPS slots of `step` bytes
+ * (A2ASIM_NCCL_CHUNK, default 64 KiB), a head counter posted by the sender
+ * and a tail counter posted by the receiver. The sender may run ahead by
+ * SIM_NSTEPS slots; beyond that it blocks until the receiver consumes.
+ *
+ * Point-to-point (send/recv, and AlltoAll/Gather/Scatter, which NCCL 2.28
+ * decomposes into send/recv tasks in taskAppend). An operation of b bytes
+ * is max(1, ceil(b / step)) steps - a zero-byte send or receive still moves
+ * one empty step, as NCCL's runSend/runRecv loops run at least once. Sender
+ * and receiver each walk their own step count, so with mismatched sizes:
+ *   - send > recv: the receiver takes only its steps (and, in the last one,
+ *     only its bytes); the sender's extra steps stay in the channel. If they
+ *     fit in the FIFO the send completes and the NEXT receive from that peer
+ *     consumes them (shifted/corrupted data); if not, the sender hangs.
+ *   - send < recv within the same step count: the receiver copies its own
+ *     byte count from the slot, i.e. the tail is stale slot content.
+ *   - send < recv with more receive steps: the receiver waits for more
+ *     steps, which only a later send provides (its data shifts), else hangs.
+ * The first operation on a p2p channel waits until the other side has
+ * executed one too (NCCL's lazy connection setup needs both ranks): a send
+ * whose receive is never posted therefore blocks its stream forever. After
+ * that, small sends complete eagerly into the FIFO as in NCCL.
+ *
+ * Collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter) use
+ * direct all-pairs exchanges on the collective channels; every step carries
+ * a descriptor (kind, datatype, reduction, root, count). A receiver that
+ * finds a descriptor different from its own operation stops there forever:
+ * ranks calling different collectives, or different counts, hang as on
+ * GPUs rather than crash or silently succeed (with NCCL_DEBUG=WARN a
+ * "[simulator]" warning names the mismatch). Reductions combine the
+ * contributions in rank order 0..n-1 on every rank, so all ranks get the
+ * same bits.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_nccl.h"
+
+struct xop {
+  struct sim_chan *ch;
+  char *slots;
+  int send;
+  int peer;
+  int p2p;                 /* p2p channel: connection handshake first */
+  int connected;
+  char *buf;
+  size_t bytes;
+  uint64_t nsteps, k;
+  int has_desc;
+  struct sim_desc desc;
+  int after;               /* op that must complete first (same channel), -1 */
+  int done;
+  int stuck;               /* collective mismatch seen: never progresses */
+};
+
+static void ring(struct sim_seg *seg, int peer) {
+  atomic_fetch_add(&seg->bell[peer], 1);
+  sim_futex_wake(&seg->bell[peer]);
+}
+
+static const char *kind_name(int k) {
+  static const char *const n[] = {"?", "Send", "Recv", "AllReduce", "Broadcast", "Reduce",
+                                  "AllGather", "ReduceScatter", "AlltoAll", "Gather", "Scatter"};
+  return k >= 0 && k <= SIM_K_SCATTER ? n[k] : "?";
+}
+
+static void xop_init(struct ncclComm *c, struct xop *o, int send, int peer, int p2p, void *buf,
+                     size_t bytes, const struct sim_desc *d) {
+  memset(o, 0, sizeof *o);
+  struct sim_seg *seg = &c->seg;
+  int src = send ? c->rank : peer, dst = send ? peer : c->rank;
+  o->ch = p2p ? sim_chan_p2p(seg, src, dst) : sim_chan_coll(seg, src, dst);
+  o->slots = sim_chan_data(seg, o->ch);
+  o->send = send;
+  o->peer = peer;
+  o->p2p = p2p;
+  o->buf = buf;
+  o->bytes = bytes;
+  o->nsteps = bytes == 0 ? 1 : (bytes + seg->step - 1) / seg->step;
+  if (d) { o->has_desc = 1; o->desc = *d; }
+  o->after = -1;
+}
+
+/* Serialises operations of a batch that use the same channel in the same
+ * direction: they match in posting order. */
+static void chain(struct xop *ops, int n) {
+  for (int i = 0; i < n; i++)
+    for (int j = i - 1; j >= 0; j--)
+      if (ops[j].ch == ops[i].ch && ops[j].send == ops[i].send) { ops[i].after = j; break; }
+}
+
+static void warn_mismatch(struct ncclComm *c, const struct xop *o, const struct sim_desc *got) {
+  sim_warn("[simulator] rank %d of comm %016llx: %s(count %llu, type %d, op %d, root %d) met "
+           "%s(count %llu, type %d, op %d, root %d) from rank %d: the ranks called different "
+           "collectives; hanging as a GPU would",
+           c->rank, (unsigned long long)c->key, kind_name(o->desc.kind),
+           (unsigned long long)o->desc.count, o->desc.dtype, o->desc.op, o->desc.root,
+           kind_name(got->kind), (unsigned long long)got->count, got->dtype, got->op, got->root,
+           o->peer);
+}
+
+/* Moves data until every op is done. Returns 0, or -1 when the
+ * communicator was aborted meanwhile (the ops are abandoned). */
+static int progress(struct ncclComm *c, struct xop *ops, int n) {
+  struct sim_seg *seg = &c->seg;
+  _Atomic uint32_t *bell = &seg->bell[c->rank];
+  size_t step = seg->step;
+  for (;;) {
+    uint32_t v = atomic_load(bell);
+    int remaining = 0, moved = 0;
+    for (int i = 0; i < n; i++) {
+      struct xop *o = &ops[i];
+      if (o->done) continue;
+      remaining++;
+      if (o->stuck || (o->after >= 0 && !ops[o->after].done)) continue;
+      if (o->p2p && !o->connected) {
+        _Atomic uint32_t *mine = o->send ? &o->ch->send_conn : &o->ch->recv_conn;
+        _Atomic uint32_t *theirs = o->send ? &o->ch->recv_conn : &o->ch->send_conn;
+        if (!atomic_load(mine)) {
+          atomic_store(mine, 1);
+          ring(seg, o->peer);
+        }
+        if (!atomic_load(theirs)) continue;
+        o->connected = 1;
+      }
+      int touched = 0;
+      if (o->send) {
+        uint64_t head = atomic_load_explicit(&o->ch->head, memory_order_relaxed);
+        uint64_t tail = atomic_load_explicit(&o->ch->tail, memory_order_acquire);
+        while (o->k < o->nsteps && head - tail < SIM_NSTEPS) {
+          size_t off = (size_t)o->k * step;
+          size_t len = o->bytes - off < step ? o->bytes - off : step;
+          unsigned slot = (unsigned)(head % SIM_NSTEPS);
+          if (len) memcpy(o->slots + (size_t)slot * step, o->buf + off, len);
+          o->ch->size[slot] = len;
+          if (o->has_desc) o->ch->desc[slot] = o->desc;
+          head++;
+          atomic_store_explicit(&o->ch->head, head, memory_order_release);
+          o->k++;
+          touched = 1;
+        }
+      } else {
+        uint64_t tail = atomic_load_explicit(&o->ch->tail, memory_order_relaxed);
+        uint64_t head = atomic_load_explicit(&o->ch->head, memory_order_acquire);
+        while (o->k < o->nsteps && tail < head) {
+          unsigned slot = (unsigned)(tail % SIM_NSTEPS);
+          if (o->has_desc && memcmp(&o->ch->desc[slot], &o->desc, sizeof o->desc) != 0) {
+            struct sim_desc got = o->ch->desc[slot];
+            warn_mismatch(c, o, &got);
+            o->stuck = 1;
+            break;
+          }
+          size_t off = (size_t)o->k * step;
+          size_t len = o->bytes - off < step ? o->bytes - off : step;
+          /* The receiver copies its own length: if the sender put fewer
+           * bytes in this slot, the rest is stale slot content. */
+          if (len) memcpy(o->buf + off, o->slots + (size_t)slot * step, len);
+          tail++;
+          atomic_store_explicit(&o->ch->tail, tail, memory_order_release);
+          o->k++;
+          touched = 1;
+        }
+      }
+      if (touched) {
+        moved = 1;
+        ring(seg, o->peer);
+      }
+      if (o->k == o->nsteps) {
+        o->done = 1;
+        moved = 1;
+        if (o->send) a2asim_model_transfer(o->bytes);
+      }
+    }
+    if (remaining == 0) return 0;
+    if (!moved) {
+      if (atomic_load(&c->aborted)) return -1;
+      sim_futex_wait(bell, v, 50);
+    }
+  }
+}
+
+/* ---- collectives ------------------------------------------------------------ */
+
+/* This rank's contribution to a reduction: the send buffer itself, or a
+ * scaled copy for PreMulSum and for floating-point Avg (NCCL implements
+ * float Avg as PreMulSum by 1/n). *owned is set when the result must be
+ * freed. */
+static const void *contribution(struct ncclComm *c, const struct sim_task *t, size_t count, int *owned) {
+  *owned = 0;
+  size_t es = sim_type_size(t->dtype);
+  unsigned char scalar[8] = {0};
+  if (t->op == SIM_OP_PREMULSUM) {
+    if (t->premul.residence == ncclScalarDevice) memcpy(scalar, t->premul.dev_scalar, es);
+    else memcpy(scalar, &t->premul.imm, es);
+  } else if (t->op == SIM_OP_AVG && sim_type_is_float(t->dtype)) {
+    sim_inverse(t->dtype, c->nranks, scalar);
+  } else {
+    return t->sendbuff;
+  }
+  void *tmp = malloc(count * es > 0 ? count * es : 1);
+  if (!tmp) return t->sendbuff;
+  sim_scale(t->dtype, tmp, t->sendbuff, count, scalar);
+  *owned = 1;
+  return tmp;
+}
+
+static void reduce_all(struct ncclComm *c, const struct sim_task *t, void *out, const char *parts,
+                       size_t bytes) {
+  int red = t->op == SIM_OP_AVG || t->op == SIM_OP_PREMULSUM ? SIM_OP_SUM : t->op;
+  memcpy(out, parts, bytes);
+  for (int r = 1; r < c->nranks; r++) sim_reduce(t->dtype, red, out, parts + (size_t)r * bytes, t->count);
+  if (t->op == SIM_OP_AVG && !sim_type_is_float(t->dtype)) sim_divide(t->dtype, out, t->count, c->nranks);
+}
+
+static void run_coll(struct ncclComm *c, struct sim_task *t) {
+  int n = c->nranks, me = c->rank;
+  size_t es = sim_type_size(t->dtype);
+  size_t bytes = t->count * es;
+  struct sim_desc d;
+  memset(&d, 0, sizeof d);
+  d.kind = t->kind;
+  int reduction = t->kind == SIM_K_ALLREDUCE || t->kind == SIM_K_REDUCE || t->kind == SIM_K_REDUCESCATTER;
+  /* Data-movement collectives move bytes: two ranks that describe the same
+   * bytes with different datatypes still match, as in NCCL. */
+  d.dtype = reduction ? (int32_t)t->dtype : -1;
+  d.op = reduction ? t->op : SIM_OP_NONE;
+  d.root = (t->kind == SIM_K_BROADCAST || t->kind == SIM_K_REDUCE) ? t->peer : -1;
+  d.count = reduction ? t->count : bytes;
+
+  struct xop *ops = calloc(2 * (size_t)n, sizeof *ops);
+  char *parts = NULL;
+  int owned = 0, nops = 0;
+  const void *contrib = NULL;
+  if (!ops) return;
+  switch (t->kind) {
+  case SIM_K_ALLREDUCE:
+    contrib = contribution(c, t, t->count, &owned);
+    parts = malloc((size_t)n * bytes);
+    if (!parts) break;
+    memcpy(parts + (size_t)me * bytes, contrib, bytes);
+    for (int p = 0; p < n; p++) {
+      if (p == me) continue;
+      xop_init(c, &ops[nops++], 1, p, 0, (void *)contrib, bytes, &d);
+      xop_init(c, &ops[nops++], 0, p, 0, parts + (size_t)p * bytes, bytes, &d);
+    }
+    if (progress(c, ops, nops) == 0) reduce_all(c, t, t->recvbuff, parts, bytes);
+    break;
+  case SIM_K_REDUCE:
+    contrib = contribution(c, t, t->count, &owned);
+    if (me != t->peer) {
+      xop_init(c, &ops[nops++], 1, t->peer, 0, (void *)contrib, bytes, &d);
+      progress(c, ops, nops);
+      break;
+    }
+    parts = malloc((size_t)n * bytes);
+    if (!parts) break;
+    memcpy(parts + (size_t)me * bytes, contrib, bytes);
+    for (int p = 0; p < n; p++)
+      if (p != me) xop_init(c, &ops[nops++], 0, p, 0, parts + (size_t)p * bytes, bytes, &d);
+    if (progress(c, ops, nops) == 0) reduce_all(c, t, t->recvbuff, parts, bytes);
+    break;
+  case SIM_K_BROADCAST:
+    if (me == t->peer) {
+      if (t->recvbuff != t->sendbuff) memmove(t->recvbuff, t->sendbuff, bytes);
+      for (int p = 0; p < n; p++)
+        if (p != me) xop_init(c, &ops[nops++], 1, p, 0, (void *)t->sendbuff, bytes, &d);
+    } else {
+      xop_init(c, &ops[nops++], 0, t->peer, 0, t->recvbuff, bytes, &d);
+    }
+    progress(c, ops, nops);
+    break;
+  case SIM_K_ALLGATHER: {
+    char *own = (char *)t->recvbuff + (size_t)me * bytes;
+    if (own != (const char *)t->sendbuff) memmove(own, t->sendbuff, bytes);
+    for (int p = 0; p < n; p++) {
+      if (p == me) continue;
+      xop_init(c, &ops[nops++], 1, p, 0, own, bytes, &d);
+      xop_init(c, &ops[nops++], 0, p, 0, (char *)t->recvbuff + (size_t)p * bytes, bytes, &d);
+    }
+    progress(c, ops, nops);
+    break;
+  }
+  case SIM_K_REDUCESCATTER:
+    contrib = contribution(c, t, t->count * (size_t)n, &owned);
+    parts = malloc((size_t)n * bytes);
+    if (!parts) break;
+    memcpy(parts + (size_t)me * bytes, (const char *)contrib + (size_t)me * bytes, bytes);
+    for (int p = 0; p < n; p++) {
+      if (p == me) continue;
+      xop_init(c, &ops[nops++], 1, p, 0, (char *)contrib + (size_t)p * bytes, bytes, &d);
+      xop_init(c, &ops[nops++], 0, p, 0, parts + (size_t)p * bytes, bytes, &d);
+    }
+    if (progress(c, ops, nops) == 0) reduce_all(c, t, t->recvbuff, parts, bytes);
+    break;
+  default:
+    break;
+  }
+  if (owned) free((void *)contrib);
+  free(parts);
+  free(ops);
+}
+
+/* ---- point-to-point batch ----------------------------------------------------- */
+
+/* Appends the send/recv operations a p2p-style task decomposes into, in
+ * NCCL's order (src/enqueue.cc taskAppend). */
+static int add_p2p(struct ncclComm *c, const struct sim_task *t, struct xop *ops, int nops) {
+  size_t es = sim_type_size(t->dtype);
+  size_t bytes = t->count * es;
+  int n = c->nranks;
+  switch (t->kind) {
+  case SIM_K_SEND:
+    xop_init(c, &ops[nops++], 1, t->peer, 1, (void *)t->sendbuff, bytes, NULL);
+    break;
+  case SIM_K_RECV:
+    xop_init(c, &ops[nops++], 0, t->peer, 1, t->recvbuff, bytes, NULL);
+    break;
+  case SIM_K_ALLTOALL:
+    for (int r = 0; r < n; r++) {
+      xop_init(c, &ops[nops++], 1, r, 1, (char *)t->sendbuff + (size_t)r * bytes, bytes, NULL);
+      xop_init(c, &ops[nops++], 0, r, 1, (char *)t->recvbuff + (size_t)r * bytes, bytes, NULL);
+    }
+    break;
+  case SIM_K_GATHER:
+    xop_init(c, &ops[nops++], 1, t->peer, 1, (void *)t->sendbuff, bytes, NULL);
+    if (c->rank == t->peer)
+      for (int r = 0; r < n; r++)
+        xop_init(c, &ops[nops++], 0, r, 1, (char *)t->recvbuff + (size_t)r * bytes, bytes, NULL);
+    break;
+  case SIM_K_SCATTER:
+    if (c->rank == t->peer)
+      for (int r = 0; r < n; r++)
+        xop_init(c, &ops[nops++], 1, r, 1, (char *)t->sendbuff + (size_t)r * bytes, bytes, NULL);
+    xop_init(c, &ops[nops++], 0, t->peer, 1, t->recvbuff, bytes, NULL);
+    break;
+  }
+  return nops;
+}
+
+static int is_p2p(int kind) {
+  return kind == SIM_K_SEND || kind == SIM_K_RECV || kind == SIM_K_ALLTOALL ||
+         kind == SIM_K_GATHER || kind == SIM_K_SCATTER;
+}
+
+void sim_execute(struct ncclComm *c, struct sim_task *tasks, int ntasks) {
+  size_t maxops = 0;
+  for (int i = 0; i < ntasks; i++) {
+    if (!is_p2p(tasks[i].kind)) {
+      if (atomic_load(&c->aborted)) return;
+      run_coll(c, &tasks[i]);
+    } else {
+      maxops += tasks[i].kind == SIM_K_SEND || tasks[i].kind == SIM_K_RECV ? 1 : 2 * (size_t)c->nranks + 1;
+    }
+  }
+  if (maxops == 0 || atomic_load(&c->aborted)) return;
+  struct xop *ops = calloc(maxops, sizeof *ops);
+  if (!ops) return;
+  int nops = 0;
+  for (int i = 0; i < ntasks; i++)
+    if (is_p2p(tasks[i].kind)) nops = add_p2p(c, &tasks[i], ops, nops);
+  chain(ops, nops);
+  progress(c, ops, nops);
+  free(ops);
+}

@@ -1,0 +1,33 @@
+# Self-tests of the simulator's NCCL (no shim), ctest names sim.nccl.*.
+# Each program runs its ranks as processes or threads; hang tests observe
+# the hang with a bounded poll and kill the ranks (PASS = hung as expected).
+set(A2ASIM_NCCL_ST ${CMAKE_CURRENT_SOURCE_DIR}/selftest)
+
+add_library(a2asim_nccl_harness STATIC ${A2ASIM_NCCL_ST}/nccl_harness.c)
+target_include_directories(a2asim_nccl_harness PUBLIC ${A2ASIM_NCCL_ST}
+  ${CMAKE_CURRENT_SOURCE_DIR}/include ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE})
+target_link_libraries(a2asim_nccl_harness PUBLIC a2asim_cudart a2asim_nccl Threads::Threads m)
+
+foreach(prog nccl_battery nccl_semantics nccl_hang nccl_lifecycle)
+  if(EXISTS ${A2ASIM_NCCL_ST}/${prog}.c)
+    add_executable(${prog} ${A2ASIM_NCCL_ST}/${prog}.c)
+    target_link_libraries(${prog} PRIVATE a2asim_nccl_harness)
+    set_target_properties(${prog} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/sim)
+  endif()
+endforeach()
+
+function(a2asim_nccl_test name timeout)
+  add_test(NAME sim.nccl.${name} COMMAND ${ARGN})
+  set_tests_properties(sim.nccl.${name} PROPERTIES TIMEOUT ${timeout} LABELS "sim;sim.nccl"
+    ENVIRONMENT "LD_LIBRARY_PATH=${A2ASIM_LIBDIR};A2ASIM_DEVICES=8")
+endfunction()
+
+if(TARGET nccl_battery)
+  foreach(n 2 4 8)
+    a2asim_nccl_test(proc${n} 60 nccl_battery proc ${n})
+    a2asim_nccl_test(thread${n} 60 nccl_battery thread ${n})
+  endforeach()
+  a2asim_nccl_test(proc4_large 60 nccl_battery proc 4 large)
+  a2asim_nccl_test(group4 60 nccl_battery group 4)
+  a2asim_nccl_test(initall3 60 nccl_battery initall 3)
+endif()
