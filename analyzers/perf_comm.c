@@ -1,0 +1,948 @@
+/* perf_comm.c - per-communicator performance: what each communicator moved,
+ * how fast (timed with CUDA events, never with a synchronization), and how
+ * its operations sit between the host and compute. Checks:
+ *   perf.small-messages  a steady stream of operations below A2ACHECK_SMALL_MSG
+ *   perf.low-bandwidth   a (comm, op, size bucket) well below its best, or
+ *                        below A2ACHECK_EXPECTED_BUSBW
+ *   perf.no-overlap      the host blocks right after communication, or
+ *                        communication and compute share one stream alone
+ *   perf.stream-priority communication on a lower-priority stream than the
+ *                        compute it competes with (1-100 MiB operations)
+ *   perf.summary         one record per communicator at exit
+ * docs/performance.md explains the measurements and the models.
+ *
+ * Measurement contract. A "logical operation" is a collective or p2p call
+ * outside any group, or everything one communicator posted inside an
+ * outermost ncclGroupStart/ncclGroupEnd (NCCL launches the group's work at
+ * ncclGroupEnd). Around it, on the operation's own stream, we record a start
+ * event before the real call and an end event after it, through the host
+ * services (the REAL cudaEventRecord: no a2a event, no wait, no new
+ * happens-before edge between the application's streams: an event record
+ * only marks a point in one stream). Completion is polled lazily with
+ * event_query (never event_synchronize): at the communicator's next
+ * operations, after the application's own synchronizations, at
+ * communicator destruction and at exit. Operations whose events are still
+ * pending at exit, that ran while a graph was being captured (recording or
+ * querying then would join or break the capture), on non-blocking
+ * communicators (their work may be enqueued after ncclGroupEnd returns), or
+ * that found all PC_RING slots busy are counted but not timed.
+ *
+ * Concurrency: per-communicator state is guarded by the communicator's own
+ * mutex (never a global lock on the hot path); the handle table is
+ * lock-free for lookups; group state and the no-overlap tracker are
+ * thread-local. Nothing here allocates after the communicator was created.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "perf_internal.h"
+#include "perf_math.h"
+
+#define PC_MAX_COMMS 512
+#define PC_TABLE 1024          /* power of two, > PC_MAX_COMMS */
+#define PC_RING 32             /* timed operations in flight per communicator */
+#define PC_GROUP_COMMS 8       /* communicators one group may span and be timed */
+#define PC_LAUNCH_STREAMS 8    /* streams tracked between two operations */
+#define PC_MAX_LOWBW_REPORTS 8 /* perf.low-bandwidth findings per communicator */
+
+/* ------------------------------------------------------------------ */
+/* State. */
+
+typedef struct pc_stat {
+  uint64_t ops, bytes;         /* every operation */
+  uint64_t measured, meas_bytes;
+  double time_s;               /* sum over measured operations */
+  double best_busbw, worst_busbw;
+} pc_stat;
+
+typedef struct pc_meas {
+  void *ev0, *ev1;
+  int state;                   /* 0 free, 1 start recorded, 2 both recorded, 3 cancelled */
+  int op, bucket;
+  uint64_t bytes;
+} pc_meas;
+
+typedef struct pc_comm {
+  void *handle;
+  const a2a_comm *rec;         /* registry record (outlives destroy), may be NULL */
+  char name[48];
+  int nranks;
+  bool can_measure;            /* events created, blocking communicator */
+  pthread_mutex_t mu;
+
+  uint64_t ops, bytes, small_ops, small_bytes;
+  uint64_t measured, unmeasured;
+  double time_s, small_time_s;
+  uint64_t small_measured;
+  double min_small_s;          /* fastest small operation */
+  a2a_perf_fit fit;
+  uint64_t hist[A2A_PERF_NBUCKETS];
+  pc_stat st[A2A_PERF_OP__COUNT][A2A_PERF_NBUCKETS];
+
+  pc_meas ring[PC_RING];
+  uint32_t head, tail;         /* FIFO: head = next to take, tail = oldest */
+
+  /* perf.no-overlap */
+  uint64_t blocked_after;      /* ops followed at once by a blocking call */
+  uint64_t serialized;         /* ops preceded by compute on their stream only */
+  const void *block_site;
+  const char *block_api;
+  a2a_stack block_stack;
+  bool have_block_stack;
+  const void *serial_site;
+} pc_comm;
+
+static pc_comm *g_comms[PC_MAX_COMMS];
+static atomic_int g_ncomms;
+static _Atomic(pc_comm *) g_table[PC_TABLE];
+static pthread_mutex_t g_create_mu = PTHREAD_MUTEX_INITIALIZER; /* creation only */
+static atomic_uint g_gen = 1;      /* bumps on (re)init: invalidates TLS */
+static atomic_int g_captures;      /* graph captures in progress */
+static atomic_ullong g_ops_total;
+static atomic_bool g_full_warned;  /* PC_MAX_COMMS exceeded */
+
+typedef struct pc_gacc {           /* one communicator's share of an open group */
+  pc_comm *c;
+  void *stream;
+  bool mixed_streams, coll_mixed, unequal;
+  int ncoll, nsend, nrecv, coll;
+  uint64_t coll_bytes, send_bytes, recv_bytes, send0, recv0;
+  int slot;
+  const void *site;
+} pc_gacc;
+
+typedef struct pc_tls {
+  unsigned gen;
+  int depth;                       /* ncclGroupStart nesting */
+  pc_gacc g[PC_GROUP_COMMS];
+  int ng;
+  bool g_overflow;
+  pc_comm *single_c;               /* lone operation between PRE and POST */
+  int single_slot;
+  /* perf.no-overlap: armed by an operation, disarmed by the next GPU work */
+  pc_comm *armed_c;
+  void *armed_stream;
+  void *armed_event;
+  /* kernel launches since this thread's previous operation, by stream */
+  struct { void *s; uint32_t n; } ls[PC_LAUNCH_STREAMS];
+  int nls;
+  uint32_t ls_lost;                /* launches on streams beyond the table */
+  uint64_t ops;
+} pc_tls;
+
+static _Thread_local pc_tls t_pc;
+
+static pc_tls *tls(void) {
+  unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
+  if (t_pc.gen != gen) {
+    memset(&t_pc, 0, sizeof t_pc);
+    t_pc.gen = gen;
+    t_pc.single_slot = -1;
+  }
+  return &t_pc;
+}
+
+uint64_t a2a_perf_ops_total(void) { return atomic_load(&g_ops_total); }
+uint64_t a2a_perf_ops_thread(void) { return tls()->ops; }
+
+/* ------------------------------------------------------------------ */
+/* Handle table. */
+
+static size_t hslot(const void *h) {
+  uintptr_t x = (uintptr_t)h;
+  x ^= x >> 17; x *= 0xed5ad4bbU; x ^= x >> 11;
+  return (size_t)x & (PC_TABLE - 1);
+}
+
+static pc_comm *lookup(const void *h) {
+  if (!h) return NULL;
+  size_t i = hslot(h);
+  for (size_t k = 0; k < PC_TABLE; k++, i = (i + 1) & (PC_TABLE - 1)) {
+    pc_comm *c = atomic_load_explicit(&g_table[i], memory_order_acquire);
+    if (!c) return NULL;
+    if (c->handle == h) return c;
+  }
+  return NULL;
+}
+
+static bool host_events_usable(void) {
+  return a2a_opt->perf_measure != 0 && a2a_hostsvc && a2a_hostsvc->event_create &&
+         a2a_hostsvc->event_record && a2a_hostsvc->event_query &&
+         a2a_hostsvc->event_elapsed_ms;
+}
+
+static void comm_create(const a2a_event *ev) {
+  void *h = ev->u.init.newcomm;
+  if (!h) return;
+  pc_comm *c = calloc(1, sizeof *c);
+  if (!c) return;
+  c->handle = h;
+  c->rec = a2a_comm_lookup(h);
+  c->nranks = c->rec ? c->rec->nranks : ev->u.init.nranks;
+  snprintf(c->name, sizeof c->name, "%s", c->rec ? c->rec->name : "comm");
+  pthread_mutex_init(&c->mu, NULL);
+  int blocking = c->rec ? c->rec->blocking : ev->u.init.blocking;
+  if (blocking && host_events_usable()) {
+    c->can_measure = true;
+    for (int i = 0; i < PC_RING && c->can_measure; i++)
+      if (a2a_hostsvc->event_create(&c->ring[i].ev0, 1) != 0 ||
+          a2a_hostsvc->event_create(&c->ring[i].ev1, 1) != 0)
+        c->can_measure = false;
+  }
+  pthread_mutex_lock(&g_create_mu);
+  int n = atomic_load(&g_ncomms);
+  if (n >= PC_MAX_COMMS) {
+    pthread_mutex_unlock(&g_create_mu);
+    if (!atomic_exchange(&g_full_warned, true))
+      a2a_analyzer_disable("perf_comm", "more than 512 communicators");
+    for (int i = 0; i < PC_RING; i++) {
+      if (c->ring[i].ev0 && a2a_hostsvc->event_destroy) a2a_hostsvc->event_destroy(c->ring[i].ev0);
+      if (c->ring[i].ev1 && a2a_hostsvc->event_destroy) a2a_hostsvc->event_destroy(c->ring[i].ev1);
+    }
+    free(c);
+    return;
+  }
+  g_comms[n] = c;
+  atomic_store(&g_ncomms, n + 1);
+  /* Insert (a reused handle's slot is overwritten: the newest wins). */
+  size_t i = hslot(h);
+  for (size_t k = 0; k < PC_TABLE; k++, i = (i + 1) & (PC_TABLE - 1)) {
+    pc_comm *o = atomic_load(&g_table[i]);
+    if (!o || o->handle == h) { atomic_store_explicit(&g_table[i], c, memory_order_release); break; }
+  }
+  pthread_mutex_unlock(&g_create_mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* Accounting (c->mu held). */
+
+static void account_op(pc_comm *c, int op, uint64_t bytes) {
+  int b = a2a_perf_bucket(bytes);
+  c->ops++;
+  c->bytes += bytes;
+  c->hist[b]++;
+  c->st[op][b].ops++;
+  c->st[op][b].bytes += bytes;
+  if (bytes < (uint64_t)a2a_opt->small_msg) {
+    c->small_ops++;
+    c->small_bytes += bytes;
+  }
+}
+
+static void account_time(pc_comm *c, const pc_meas *m, double s) {
+  pc_stat *st = &c->st[m->op][m->bucket];
+  double busbw = a2a_perf_algbw_gbps(m->bytes, s) * a2a_perf_busbw_factor(m->op, c->nranks);
+  if (st->measured == 0 || busbw > st->best_busbw) st->best_busbw = busbw;
+  if (st->measured == 0 || busbw < st->worst_busbw) st->worst_busbw = busbw;
+  st->measured++;
+  st->meas_bytes += m->bytes;
+  st->time_s += s;
+  c->measured++;
+  c->time_s += s;
+  if (m->bytes < (uint64_t)a2a_opt->small_msg) {
+    if (c->small_measured == 0 || s < c->min_small_s) c->min_small_s = s;
+    c->small_measured++;
+    c->small_time_s += s;
+  }
+  a2a_perf_fit_add(&c->fit, (double)m->bytes, s);
+}
+
+/* Harvest completed timings in FIFO order; stops at the first pending one.
+ * Never blocks. Not during a graph capture (a query could break it). */
+static void poll_locked(pc_comm *c) {
+  if (atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return;
+  while (c->tail != c->head) {
+    pc_meas *m = &c->ring[c->tail % PC_RING];
+    if (m->state == 1) break; /* still being posted by its thread */
+    if (m->state == 2) {
+      int q = a2a_hostsvc->event_query(m->ev1);
+      if (q == 1) break;
+      float ms = 0;
+      if (q == 0 && a2a_hostsvc->event_elapsed_ms(&ms, m->ev0, m->ev1) == 0 && ms >= 0)
+        account_time(c, m, (double)ms / 1e3);
+      else
+        c->unmeasured++;
+    }
+    m->state = 0;
+    c->tail++;
+  }
+}
+
+/* Take a slot and record the start event on stream; -1 if not timed. */
+static int start_locked(pc_comm *c, void *stream) {
+  if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return -1;
+  poll_locked(c);
+  if (c->head - c->tail >= PC_RING) return -1;
+  int slot = (int)(c->head % PC_RING);
+  pc_meas *m = &c->ring[slot];
+  if (a2a_hostsvc->event_record(m->ev0, stream) != 0) return -1;
+  m->state = 1;
+  c->head++;
+  return slot;
+}
+
+/* Record the end event for a started slot, or cancel it (ok false). */
+static void finish_locked(pc_comm *c, int slot, void *stream, bool ok, int op, uint64_t bytes) {
+  if (slot < 0) {
+    if (ok) c->unmeasured++;
+    return;
+  }
+  pc_meas *m = &c->ring[slot];
+  if (ok && atomic_load_explicit(&g_captures, memory_order_relaxed) == 0 &&
+      a2a_hostsvc->event_record(m->ev1, stream) == 0) {
+    m->op = op;
+    m->bytes = bytes;
+    m->bucket = a2a_perf_bucket(bytes);
+    m->state = 2;
+  } else {
+    if (ok) c->unmeasured++;
+    m->state = 3;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* perf.stream-priority and the stream-sharing half of perf.no-overlap:
+ * look at the kernels this thread launched since its previous operation. */
+
+static void note_launch(pc_tls *t, void *s) {
+  for (int i = 0; i < t->nls; i++)
+    if (t->ls[i].s == s) { t->ls[i].n++; return; }
+  if (t->nls < PC_LAUNCH_STREAMS) {
+    t->ls[t->nls].s = s;
+    t->ls[t->nls].n = 1;
+    t->nls++;
+  } else {
+    t->ls_lost++;
+  }
+}
+
+static void check_priority(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
+  if (bytes < (1ULL << 20) || bytes > 100ULL * (1ULL << 20)) return;
+  if (!a2a_check_enabled("perf.stream-priority")) return;
+  int pc = a2a_perf_stream_priority(stream);
+  for (int i = 0; i < t->nls; i++) {
+    if (t->ls[i].s == stream) continue;
+    int pk = a2a_perf_stream_priority(t->ls[i].s);
+    if (pk >= pc) continue;
+    char msg[640], det[384], sz[32];
+    snprintf(msg, sizeof msg,
+             "%s: a %s operation runs on stream %p with priority %d while compute launched "
+             "since the previous operation ran on stream %p with the higher priority %d "
+             "(lower number = higher priority). Mid-size messages (1-100 MiB) then wait for "
+             "compute blocks to drain instead of overlapping. Fix: create the communication "
+             "stream with the highest priority (cudaDeviceGetStreamPriorityRange; "
+             "torch.cuda.Stream(priority=-1)), as PyTorch does for its NCCL streams.",
+             c->name, a2a_perf_fmt_bytes(bytes, sz, sizeof sz), stream, pc, t->ls[i].s, pk);
+    a2a_json j;
+    a2a_json_init(&j, det, sizeof det);
+    a2a_json_obj_begin(&j, NULL);
+    a2a_json_ptr(&j, "comm_stream", stream);
+    a2a_json_int(&j, "comm_priority", pc);
+    a2a_json_ptr(&j, "compute_stream", t->ls[i].s);
+    a2a_json_int(&j, "compute_priority", pk);
+    a2a_json_uint(&j, "bytes", bytes);
+    a2a_json_obj_end(&j);
+    a2a_finding f = {.check = "perf.stream-priority", .severity = A2A_SEV_INFO, .site = site,
+                     .comm = c->rec, .message = msg, .details_json = det, .capture_stack = true};
+    a2a_report(&f);
+    return;
+  }
+}
+
+/* Called once per logical operation (after its POST): serialization and
+ * priority look at the launches since the previous one, then reset them. */
+static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
+  uint32_t same = 0, other = t->ls_lost;
+  for (int i = 0; i < t->nls; i++) {
+    if (t->ls[i].s == stream) same += t->ls[i].n;
+    else other += t->ls[i].n;
+  }
+  check_priority(t, c, stream, bytes, site);
+  pthread_mutex_lock(&c->mu);
+  if (same > 0 && other == 0) {
+    c->serialized++;
+    if (!c->serial_site) c->serial_site = site;
+  }
+  pthread_mutex_unlock(&c->mu);
+  t->nls = 0;
+  t->ls_lost = 0;
+  t->armed_c = c;
+  t->armed_stream = stream;
+  t->armed_event = NULL;
+  t->ops++;
+  atomic_fetch_add_explicit(&g_ops_total, 1, memory_order_relaxed);
+}
+
+static void note_blocked(pc_tls *t, const a2a_event *ev) {
+  pc_comm *c = t->armed_c;
+  t->armed_c = NULL;
+  if (!c) return;
+  bool first;
+  pthread_mutex_lock(&c->mu);
+  c->blocked_after++;
+  first = !c->block_site;
+  if (first) {
+    c->block_site = ev->callsite;
+    c->block_api = ev->api;
+  }
+  pthread_mutex_unlock(&c->mu);
+  /* One stack per communicator, taken outside its lock. */
+  if (first && a2a_hostsvc->capture_stack) {
+    a2a_stack st = {0};
+    a2a_hostsvc->capture_stack(&st);
+    pthread_mutex_lock(&c->mu);
+    c->block_stack = st;
+    c->have_block_stack = true;
+    pthread_mutex_unlock(&c->mu);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Events. */
+
+static uint64_t coll_bytes(const a2a_event *ev, int nranks) {
+  return a2a_perf_op_bytes(ev->u.coll.coll, ev->u.coll.count, a2a_dtype_size(ev->u.coll.dtype),
+                           nranks);
+}
+
+static pc_gacc *gacc_for(pc_tls *t, pc_comm *c) {
+  for (int i = 0; i < t->ng; i++)
+    if (t->g[i].c == c) return &t->g[i];
+  if (t->ng >= PC_GROUP_COMMS) { t->g_overflow = true; return NULL; }
+  pc_gacc *g = &t->g[t->ng++];
+  memset(g, 0, sizeof *g);
+  g->c = c;
+  g->slot = -1;
+  return g;
+}
+
+static void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
+  pc_gacc *g = gacc_for(t, c);
+  if (!g) return;
+  void *s = a2a_perf_skey(ev->stream, ev->per_thread);
+  if (g->ncoll + g->nsend + g->nrecv == 0) { g->stream = s; g->site = ev->callsite; }
+  else if (g->stream != s) g->mixed_streams = true;
+  if (ev->kind == A2A_EV_COLL) {
+    if (g->ncoll == 0) g->coll = ev->u.coll.coll;
+    else if (g->coll != (int)ev->u.coll.coll) g->coll_mixed = true;
+    g->ncoll++;
+    g->coll_bytes += coll_bytes(ev, c->nranks);
+  } else {
+    uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+    if (ev->u.p2p.is_send) {
+      if (g->nsend == 0) g->send0 = b;
+      else if (b != g->send0) g->unequal = true;
+      g->nsend++;
+      g->send_bytes += b;
+    } else {
+      if (g->nrecv == 0) g->recv0 = b;
+      else if (b != g->recv0) g->unequal = true;
+      g->nrecv++;
+      g->recv_bytes += b;
+    }
+  }
+}
+
+/* The logical operation a group's share on one communicator amounts to. */
+static void group_classify(const pc_gacc *g, int nranks, int *op, uint64_t *bytes) {
+  uint64_t p2p = g->send_bytes > g->recv_bytes ? g->send_bytes : g->recv_bytes;
+  if (g->ncoll > 0 && g->nsend + g->nrecv == 0) {
+    *op = g->coll_mixed ? A2A_PERF_OP_MIXED : g->coll;
+    *bytes = g->coll_bytes;
+  } else if (g->ncoll == 0) {
+    bool a2a = nranks >= 1 && g->nsend == nranks && g->nrecv == nranks && !g->unequal &&
+               g->send0 == g->recv0;
+    *op = a2a ? A2A_PERF_OP_P2P_ALLTOALL : A2A_PERF_OP_SENDRECV;
+    *bytes = a2a ? g->send_bytes : p2p;
+  } else {
+    *op = A2A_PERF_OP_MIXED;
+    *bytes = g->coll_bytes + p2p;
+  }
+}
+
+static void on_comm_op(pc_tls *t, const a2a_event *ev) {
+  pc_comm *c = lookup(ev->comm);
+  if (!c) return;
+  void *s = a2a_perf_skey(ev->stream, ev->per_thread);
+  if (ev->phase == A2A_PRE) {
+    t->armed_c = NULL;
+    if (t->depth > 0) return;
+    pthread_mutex_lock(&c->mu);
+    t->single_slot = start_locked(c, s);
+    pthread_mutex_unlock(&c->mu);
+    t->single_c = c;
+    return;
+  }
+  if (t->depth > 0) {
+    if (ev->result == 0) group_add(t, c, ev);
+    return;
+  }
+  int slot = t->single_c == c ? t->single_slot : -1;
+  t->single_c = NULL;
+  t->single_slot = -1;
+  int op;
+  uint64_t bytes;
+  if (ev->kind == A2A_EV_COLL) {
+    op = ev->u.coll.coll;
+    bytes = coll_bytes(ev, c->nranks);
+  } else {
+    op = A2A_PERF_OP_SENDRECV;
+    bytes = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+  }
+  /* NCCL drops zero-byte collectives; a zero-byte p2p moves nothing. */
+  bool ok = ev->result == 0 && bytes > 0;
+  pthread_mutex_lock(&c->mu);
+  finish_locked(c, slot, s, ok, op, bytes);
+  if (ok) account_op(c, op, bytes);
+  pthread_mutex_unlock(&c->mu);
+  if (ok) after_op(t, c, s, bytes, ev->callsite);
+}
+
+static void on_group_end(pc_tls *t, const a2a_event *ev) {
+  bool simulate = ev->api && strcmp(ev->api, "ncclGroupSimulateEnd") == 0;
+  if (ev->phase == A2A_PRE) {
+    t->armed_c = NULL;
+    if (t->depth != 1 || simulate) return;
+    for (int i = 0; i < t->ng; i++) {
+      pc_gacc *g = &t->g[i];
+      if (g->mixed_streams || t->g_overflow) continue;
+      pthread_mutex_lock(&g->c->mu);
+      g->slot = start_locked(g->c, g->stream);
+      pthread_mutex_unlock(&g->c->mu);
+    }
+    return;
+  }
+  if (t->depth > 0) t->depth--;
+  if (t->depth > 0) return;
+  for (int i = 0; i < t->ng; i++) {
+    pc_gacc *g = &t->g[i];
+    int op;
+    uint64_t bytes;
+    group_classify(g, g->c->nranks, &op, &bytes);
+    bool ok = ev->result == 0 && !simulate && bytes > 0;
+    pthread_mutex_lock(&g->c->mu);
+    finish_locked(g->c, g->slot, g->stream, ok, op, bytes);
+    if (ok) account_op(g->c, op, bytes);
+    pthread_mutex_unlock(&g->c->mu);
+    if (ok) after_op(t, g->c, g->stream, bytes, g->site);
+  }
+  t->ng = 0;
+  t->g_overflow = false;
+}
+
+static void poll_comm(pc_comm *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  poll_locked(c);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void poll_all(void) {
+  int n = atomic_load(&g_ncomms);
+  for (int i = 0; i < n; i++) poll_comm(g_comms[i]);
+}
+
+static void perf_comm_on_event(const a2a_event *ev) {
+  pc_tls *t = tls();
+  switch (ev->kind) {
+  case A2A_EV_COMM_INIT:
+    if (ev->phase == A2A_POST && (ev->result == 0 || ev->result == 7)) comm_create(ev);
+    break;
+  case A2A_EV_COMM_END:
+    if (ev->phase == A2A_PRE) poll_comm(lookup(ev->comm));
+    break;
+  case A2A_EV_COLL:
+  case A2A_EV_P2P:
+    on_comm_op(t, ev);
+    break;
+  case A2A_EV_GROUP_START:
+    if (ev->phase == A2A_PRE) {
+      if (t->depth == 0) { t->ng = 0; t->g_overflow = false; }
+      t->depth++;
+    } else if (ev->result != 0 && t->depth > 0) {
+      t->depth--;
+    }
+    break;
+  case A2A_EV_GROUP_END:
+    on_group_end(t, ev);
+    break;
+  case A2A_EV_LAUNCH:
+  case A2A_EV_GRAPH_LAUNCH:
+    if (ev->phase == A2A_PRE) {
+      t->armed_c = NULL;
+      if (ev->kind == A2A_EV_LAUNCH) note_launch(t, a2a_perf_skey(ev->stream, ev->per_thread));
+    }
+    break;
+  case A2A_EV_HOST_FUNC:
+  case A2A_EV_MEMSET:
+    if (ev->phase == A2A_PRE) t->armed_c = NULL;
+    break;
+  case A2A_EV_MEMCPY:
+    if (ev->phase == A2A_PRE) {
+      if (!ev->u.copy.async && t->armed_c) note_blocked(t, ev);
+      t->armed_c = NULL;
+    }
+    break;
+  case A2A_EV_EVENT_RECORD:
+    if (ev->phase == A2A_POST && t->armed_c &&
+        a2a_perf_skey(ev->stream, ev->per_thread) == t->armed_stream)
+      t->armed_event = ev->u.event.event;
+    break;
+  case A2A_EV_STREAM_SYNC:
+    if (ev->phase == A2A_PRE && t->armed_c &&
+        a2a_perf_skey(ev->stream, ev->per_thread) == t->armed_stream)
+      note_blocked(t, ev);
+    if (ev->phase == A2A_POST) poll_all();
+    break;
+  case A2A_EV_EVENT_SYNC:
+    if (ev->phase == A2A_PRE && t->armed_c && t->armed_event &&
+        ev->u.event.event == t->armed_event)
+      note_blocked(t, ev);
+    if (ev->phase == A2A_POST) poll_all();
+    break;
+  case A2A_EV_DEVICE_SYNC:
+    if (ev->phase == A2A_PRE && t->armed_c) note_blocked(t, ev);
+    if (ev->phase == A2A_POST) poll_all();
+    break;
+  case A2A_EV_GRAPH_CAPTURE_BEGIN:
+    if (ev->phase == A2A_POST && ev->result == 0) atomic_fetch_add(&g_captures, 1);
+    break;
+  case A2A_EV_GRAPH_CAPTURE_END:
+    if (ev->phase == A2A_POST && atomic_load(&g_captures) > 0) atomic_fetch_sub(&g_captures, 1);
+    break;
+  case A2A_EV_PROCESS_EXIT:
+    poll_all();
+    break;
+  default:
+    break;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Reports at exit. */
+
+static double stat_busbw(const pc_stat *st, int op, int nranks) {
+  return a2a_perf_algbw_gbps(st->meas_bytes, st->time_s) * a2a_perf_busbw_factor(op, nranks);
+}
+
+/* The per-operation fixed cost for the small-message model, and where it
+ * came from ("fitted", "configured", "assumed"). */
+static double small_alpha(const pc_comm *c, const char **src) {
+  double a;
+  if (a2a_opt->perf_latency_us > 0) { *src = "configured"; return a2a_opt->perf_latency_us * 1e-6; }
+  if (a2a_perf_fit_alpha(&c->fit, &a) == 0) {
+    /* The intercept cannot exceed the fastest small operation. */
+    if (c->small_measured && a > c->min_small_s) a = c->min_small_s;
+    *src = "fitted";
+    return a;
+  }
+  *src = "assumed";
+  return 10e-6;
+}
+
+static void report_small(const pc_comm *c) {
+  if (c->nranks < 2 || c->small_ops < (uint64_t)a2a_opt->small_msg_min_ops ||
+      c->small_ops * 2 < c->ops || !a2a_check_enabled("perf.small-messages"))
+    return;
+  const char *src;
+  double alpha = small_alpha(c, &src);
+  uint64_t batch = (uint64_t)a2a_opt->small_msg;
+  uint64_t batches = batch ? (c->small_bytes + batch - 1) / batch : 1;
+  if (batches < 1) batches = 1;
+  double gain = a2a_perf_small_gain(c->small_ops, c->small_bytes, batch, alpha);
+  char b1[32], b2[32], b3[32], timing[320] = "";
+  double frac_time = c->time_s > 0 ? c->small_time_s / c->time_s : 0;
+  double gain_frac = c->time_s > 0 ? gain / c->time_s : 0;
+  if (c->measured > 0)
+    snprintf(timing, sizeof timing,
+             " They took %.3f ms of the %.3f ms of measured communication time (%.0f%%).",
+             c->small_time_s * 1e3, c->time_s * 1e3, 100.0 * frac_time);
+  char msg[1024], det[768];
+  snprintf(msg, sizeof msg,
+           "%s: %llu of %llu operations (%.0f%%) moved less than %s each (%s in all, %s on "
+           "average).%s Sent as %llu operations of %s instead, they would save an estimated "
+           "%.3f ms (%llu fewer operations x %.1f us per-operation cost, %s)%s. Fix: batch or "
+           "fuse them: concatenate the tensors into one all_to_all_single/all_reduce, raise "
+           "the bucket size (DDP bucket_cap_mb), or post them inside one "
+           "ncclGroupStart/ncclGroupEnd so NCCL launches them together.",
+           c->name, (unsigned long long)c->small_ops, (unsigned long long)c->ops,
+           100.0 * (double)c->small_ops / (double)c->ops,
+           a2a_perf_fmt_bytes(batch, b1, sizeof b1),
+           a2a_perf_fmt_bytes(c->small_bytes, b2, sizeof b2),
+           a2a_perf_fmt_bytes(c->small_bytes / c->small_ops, b3, sizeof b3), timing,
+           (unsigned long long)batches, b1, gain * 1e3,
+           (unsigned long long)(c->small_ops - (batches < c->small_ops ? batches : c->small_ops)),
+           alpha * 1e6, src,
+           c->time_s > 0 ? (gain_frac >= 1 ? " (most of the measured communication time)" : "") : "");
+  a2a_json j;
+  a2a_json_init(&j, det, sizeof det);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_uint(&j, "small_ops", c->small_ops);
+  a2a_json_uint(&j, "ops", c->ops);
+  a2a_json_uint(&j, "small_bytes", c->small_bytes);
+  a2a_json_uint(&j, "threshold_bytes", batch);
+  a2a_json_uint(&j, "measured_small_ops", c->small_measured);
+  a2a_json_dbl(&j, "small_time_s", c->small_time_s);
+  a2a_json_dbl(&j, "comm_time_s", c->time_s);
+  a2a_json_dbl(&j, "small_time_fraction", frac_time);
+  a2a_json_uint(&j, "batched_ops", batches);
+  a2a_json_dbl(&j, "per_op_cost_s", alpha);
+  a2a_json_str(&j, "per_op_cost_source", src);
+  a2a_json_dbl(&j, "estimated_gain_s", gain);
+  a2a_json_dbl(&j, "estimated_gain_fraction", gain_frac);
+  a2a_json_obj_end(&j);
+  a2a_finding f = {.check = "perf.small-messages", .severity = A2A_SEV_WARNING,
+                   .comm = c->rec, .message = msg, .details_json = det};
+  a2a_report(&f);
+}
+
+static void report_lowbw(const pc_comm *c) {
+  if (c->nranks < 2 || !a2a_check_enabled("perf.low-bandwidth")) return;
+  int reported = 0;
+  double expected = a2a_opt->expected_busbw;
+  for (int op = 0; op < A2A_PERF_OP__COUNT; op++)
+    for (int b = 0; b < A2A_PERF_NBUCKETS; b++) {
+      const pc_stat *st = &c->st[op][b];
+      if (st->measured < (uint64_t)a2a_opt->perf_min_ops || !(st->time_s > 0)) continue;
+      double avg = stat_busbw(st, op, c->nranks);
+      bool below_best = avg < a2a_opt->low_bw_ratio * st->best_busbw;
+      bool below_expected = expected > 0 && a2a_perf_bucket_lo(b) >= (uint64_t)a2a_opt->small_msg &&
+                            avg < expected;
+      if (!below_best && !below_expected) continue;
+      if (reported++ >= PC_MAX_LOWBW_REPORTS) return;
+      char lo[32], hi[32], why[320], msg[1024], det[640];
+      a2a_perf_fmt_bytes(a2a_perf_bucket_lo(b), lo, sizeof lo);
+      a2a_perf_fmt_bytes(1ULL << (b + 1), hi, sizeof hi);
+      if (below_expected)
+        snprintf(why, sizeof why, "%.0f%% of the expected %.2f GB/s (A2ACHECK_EXPECTED_BUSBW)",
+                 100.0 * avg / expected, expected);
+      else
+        snprintf(why, sizeof why,
+                 "%.0f%% of the best %.2f GB/s this communicator achieved for the same "
+                 "operation and size (worst %.2f GB/s)",
+                 st->best_busbw > 0 ? 100.0 * avg / st->best_busbw : 0.0, st->best_busbw,
+                 st->worst_busbw);
+      snprintf(msg, sizeof msg,
+               "%s: %s of [%s, %s) on %d ranks: %llu operations measured, %.3f ms in all, "
+               "average bus bandwidth %.2f GB/s (algbw %.2f GB/s, busbw factor %.3f), %s. "
+               "Slow operations of one size usually wait for a late peer (load imbalance, a "
+               "straggler's compute or host stall) or share links with other traffic; a low "
+               "expected ratio points at the configuration (see perf.env) or topology. Fix: "
+               "compare the ranks' summaries for the straggler, check NCCL_* settings, and "
+               "run nccl-tests on the same nodes for the attainable number.",
+               c->name, a2a_perf_op_name(op), lo, hi, c->nranks,
+               (unsigned long long)st->measured, st->time_s * 1e3, avg,
+               a2a_perf_algbw_gbps(st->meas_bytes, st->time_s),
+               a2a_perf_busbw_factor(op, c->nranks), why);
+      a2a_json j;
+      a2a_json_init(&j, det, sizeof det);
+      a2a_json_obj_begin(&j, NULL);
+      a2a_json_str(&j, "op", a2a_perf_op_name(op));
+      a2a_json_uint(&j, "bucket_lo_bytes", a2a_perf_bucket_lo(b));
+      a2a_json_int(&j, "nranks", c->nranks);
+      a2a_json_uint(&j, "measured_ops", st->measured);
+      a2a_json_uint(&j, "bytes", st->meas_bytes);
+      a2a_json_dbl(&j, "time_s", st->time_s);
+      a2a_json_dbl(&j, "algbw_gbps", a2a_perf_algbw_gbps(st->meas_bytes, st->time_s));
+      a2a_json_dbl(&j, "busbw_gbps", avg);
+      a2a_json_dbl(&j, "best_busbw_gbps", st->best_busbw);
+      a2a_json_dbl(&j, "worst_busbw_gbps", st->worst_busbw);
+      if (expected > 0) a2a_json_dbl(&j, "expected_busbw_gbps", expected);
+      a2a_json_str(&j, "reason", below_expected ? "below-expected" : "below-best");
+      a2a_json_obj_end(&j);
+      a2a_finding f = {.check = "perf.low-bandwidth", .severity = A2A_SEV_WARNING,
+                       .comm = c->rec, .message = msg, .details_json = det};
+      a2a_report(&f);
+    }
+}
+
+static void report_no_overlap(const pc_comm *c) {
+  if (c->nranks < 2 || c->ops < (uint64_t)a2a_opt->perf_min_ops ||
+      !a2a_check_enabled("perf.no-overlap"))
+    return;
+  bool blocked = c->blocked_after >= (uint64_t)a2a_opt->perf_min_ops && c->blocked_after * 2 >= c->ops;
+  bool serial = c->serialized >= (uint64_t)a2a_opt->perf_min_ops && c->serialized * 10 >= c->ops * 9;
+  if (!blocked && !serial) return;
+  char msg[1024], det[512];
+  if (blocked)
+    snprintf(msg, sizeof msg,
+             "%s: the host blocked (%s) right after %llu of %llu communication operations "
+             "(%.0f%%): the CPU waits for the network instead of enqueueing the next compute, so "
+             "communication never overlaps compute. Fix: do not synchronize after issuing "
+             "communication; make the consumer stream wait for it on the GPU "
+             "(cudaEventRecord + cudaStreamWaitEvent, or work.wait() in PyTorch), and "
+             "synchronize the host once per step at most.",
+             c->name, c->block_api ? c->block_api : "a synchronization",
+             (unsigned long long)c->blocked_after, (unsigned long long)c->ops,
+             100.0 * (double)c->blocked_after / (double)c->ops);
+  else
+    snprintf(msg, sizeof msg,
+             "%s: %llu of %llu communication operations (%.0f%%) were issued on the same stream "
+             "as all the compute launched before them, with no work on any other stream: the "
+             "GPU runs communication and compute strictly one after the other. Fix: issue "
+             "independent compute (the next layer, the backward of other parameters) on another "
+             "stream, or run communication on its own stream (async_op=True) and wait for it "
+             "only where its result is consumed.",
+             c->name, (unsigned long long)c->serialized, (unsigned long long)c->ops,
+             100.0 * (double)c->serialized / (double)c->ops);
+  a2a_json j;
+  a2a_json_init(&j, det, sizeof det);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_uint(&j, "ops", c->ops);
+  a2a_json_uint(&j, "blocked_after_ops", c->blocked_after);
+  if (c->block_api) a2a_json_str(&j, "blocking_call", c->block_api);
+  a2a_json_uint(&j, "serialized_ops", c->serialized);
+  a2a_json_str(&j, "pattern", blocked ? "host-blocks-after-communication" : "single-stream");
+  /* The overlap fraction (HTA: overlapping time / communication time) is 0
+   * by construction in both patterns. */
+  a2a_json_dbl(&j, "overlap_fraction", 0.0);
+  a2a_json_obj_end(&j);
+  a2a_finding f = {.check = "perf.no-overlap", .severity = A2A_SEV_WARNING,
+                   .site = blocked ? c->block_site : c->serial_site, .comm = c->rec,
+                   .message = msg, .details_json = det,
+                   .stack = blocked && c->have_block_stack ? &c->block_stack : NULL};
+  a2a_report(&f);
+}
+
+static void report_summary(const pc_comm *c) {
+  if (!a2a_opt->perf_summary || c->ops == 0 || !a2a_check_enabled("perf.summary")) return;
+  static char det[12288];
+  char msg[1024], sz[32], part[200];
+  a2a_json j;
+  a2a_json_init(&j, det, sizeof det);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_int(&j, "nranks", c->nranks);
+  a2a_json_uint(&j, "ops", c->ops);
+  a2a_json_uint(&j, "bytes", c->bytes);
+  a2a_json_uint(&j, "small_ops", c->small_ops);
+  a2a_json_uint(&j, "measured_ops", c->measured);
+  a2a_json_uint(&j, "unmeasured_ops", c->unmeasured + (c->head - c->tail));
+  a2a_json_dbl(&j, "time_s", c->time_s);
+  a2a_json_uint(&j, "blocked_after_ops", c->blocked_after);
+  a2a_json_uint(&j, "serialized_ops", c->serialized);
+  a2a_json_arr_begin(&j, "size_histogram");
+  for (int b = 0; b < A2A_PERF_NBUCKETS; b++) {
+    if (!c->hist[b]) continue;
+    a2a_json_obj_begin(&j, NULL);
+    a2a_json_uint(&j, "bucket_lo_bytes", a2a_perf_bucket_lo(b));
+    a2a_json_uint(&j, "ops", c->hist[b]);
+    a2a_json_obj_end(&j);
+  }
+  a2a_json_arr_end(&j);
+  int len = snprintf(msg, sizeof msg, "%s (%d ranks): %llu operations, %s, %llu timed, %.3f ms measured",
+                     c->name, c->nranks, (unsigned long long)c->ops,
+                     a2a_perf_fmt_bytes(c->bytes, sz, sizeof sz),
+                     (unsigned long long)c->measured, c->time_s * 1e3);
+  a2a_json_arr_begin(&j, "buckets");
+  for (int op = 0; op < A2A_PERF_OP__COUNT; op++)
+    for (int b = 0; b < A2A_PERF_NBUCKETS; b++) {
+      const pc_stat *st = &c->st[op][b];
+      if (!st->ops) continue;
+      double alg = a2a_perf_algbw_gbps(st->meas_bytes, st->time_s);
+      double bus = stat_busbw(st, op, c->nranks);
+      a2a_json_obj_begin(&j, NULL);
+      a2a_json_str(&j, "op", a2a_perf_op_name(op));
+      a2a_json_uint(&j, "bucket_lo_bytes", a2a_perf_bucket_lo(b));
+      a2a_json_uint(&j, "ops", st->ops);
+      a2a_json_uint(&j, "bytes", st->bytes);
+      a2a_json_uint(&j, "measured_ops", st->measured);
+      a2a_json_dbl(&j, "time_s", st->time_s);
+      if (st->measured) {
+        a2a_json_dbl(&j, "algbw_gbps", alg);
+        a2a_json_dbl(&j, "busbw_gbps", bus);
+        a2a_json_dbl(&j, "best_busbw_gbps", st->best_busbw);
+      }
+      a2a_json_obj_end(&j);
+      if (len < (int)sizeof msg - 1) {
+        if (st->measured)
+          snprintf(part, sizeof part, "; %s %s+: %llu ops, algbw %.2f GB/s, busbw %.2f GB/s",
+                   a2a_perf_op_name(op), a2a_perf_fmt_bytes(a2a_perf_bucket_lo(b), sz, sizeof sz),
+                   (unsigned long long)st->ops, alg, bus);
+        else
+          snprintf(part, sizeof part, "; %s %s+: %llu ops", a2a_perf_op_name(op),
+                   a2a_perf_fmt_bytes(a2a_perf_bucket_lo(b), sz, sizeof sz),
+                   (unsigned long long)st->ops);
+        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s", part);
+      }
+    }
+  a2a_json_arr_end(&j);
+  /* Blocked-after or single-stream operations cannot overlap anything: an
+   * upper bound of the overlap fraction (HTA's definition) is the share of
+   * the other operations. Exact overlap needs compute timings we do not
+   * take (see docs/performance.md). */
+  double ub = c->ops ? 1.0 - (double)(c->blocked_after > c->serialized ? c->blocked_after : c->serialized) /
+                                 (double)c->ops
+                     : 1.0;
+  a2a_json_dbl(&j, "overlap_fraction_upper_bound", ub < 0 ? 0 : ub);
+  a2a_json_obj_end(&j);
+  a2a_finding f = {.check = "perf.summary", .severity = A2A_SEV_INFO, .comm = c->rec,
+                   .message = msg, .details_json = det};
+  a2a_report(&f);
+}
+
+static void perf_comm_fini(void) {
+  int n = atomic_load(&g_ncomms);
+  for (int i = 0; i < n; i++) {
+    pc_comm *c = g_comms[i];
+    pthread_mutex_lock(&c->mu);
+    poll_locked(c);
+    pthread_mutex_unlock(&c->mu);
+    report_small(c);
+    report_lowbw(c);
+    report_no_overlap(c);
+    report_summary(c);
+  }
+}
+
+/* (Re)initialization: unit tests re-init between cases. Frees what a
+ * previous init created (events included). */
+static int perf_comm_init(void) {
+  pthread_mutex_lock(&g_create_mu);
+  int n = atomic_load(&g_ncomms);
+  for (size_t i = 0; i < PC_TABLE; i++) atomic_store(&g_table[i], NULL);
+  for (int i = 0; i < n; i++) {
+    pc_comm *c = g_comms[i];
+    for (int k = 0; k < PC_RING && a2a_hostsvc && a2a_hostsvc->event_destroy; k++) {
+      if (c->ring[k].ev0) a2a_hostsvc->event_destroy(c->ring[k].ev0);
+      if (c->ring[k].ev1) a2a_hostsvc->event_destroy(c->ring[k].ev1);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    g_comms[i] = NULL;
+  }
+  atomic_store(&g_ncomms, 0);
+  atomic_store(&g_captures, 0);
+  atomic_store(&g_ops_total, 0);
+  atomic_store(&g_full_warned, false);
+  atomic_fetch_add(&g_gen, 1);
+  pthread_mutex_unlock(&g_create_mu);
+  return 0;
+}
+
+/* In a forked child the parent's in-flight timings belong to a CUDA context
+ * the child cannot use: forget them (counts stay). */
+static void perf_comm_after_fork_child(void) {
+  int n = atomic_load(&g_ncomms);
+  for (int i = 0; i < n; i++) {
+    pc_comm *c = g_comms[i];
+    pthread_mutex_init(&c->mu, NULL);
+    c->can_measure = false;
+    c->unmeasured += c->head - c->tail;
+    c->tail = c->head;
+  }
+  pthread_mutex_init(&g_create_mu, NULL);
+  atomic_fetch_add(&g_gen, 1);
+}
+
+const a2a_analyzer a2a_analyzer_perf_comm = {
+    .name = "perf_comm",
+    .init = perf_comm_init,
+    .on_event = perf_comm_on_event,
+    .fini = perf_comm_fini,
+    .after_fork_child = perf_comm_after_fork_child,
+};

@@ -1,0 +1,33 @@
+/* perf_internal.h - what the perf analyzers share (not for other areas):
+ *   perf_comm.c   timing, perf.small-messages, perf.low-bandwidth,
+ *                 perf.no-overlap, perf.stream-priority, perf.summary
+ *   perf_stream.c stream priorities, perf.sync-heavy, perf.stream-churn
+ * Grouped by the file that defines each function. */
+#ifndef A2A_PERF_INTERNAL_H
+#define A2A_PERF_INTERNAL_H
+
+#include <stdint.h>
+
+#include "a2a_core.h"
+
+/* A stream handle as the runtime understands it: NULL with per_thread is
+ * cudaStreamPerThread (0x2), cudaStreamLegacy (0x1) is the legacy NULL. The
+ * result can be passed to the host's event_record. */
+static inline void *a2a_perf_skey(void *stream, int per_thread) {
+  if (stream == (void *)1) return NULL;
+  if (stream == NULL) return per_thread ? (void *)2 : NULL;
+  return stream;
+}
+
+/* perf_comm.c: logical communication operations (a lone collective or p2p
+ * call, or one outermost ncclGroupEnd) seen so far, process-wide and by the
+ * calling thread. */
+uint64_t a2a_perf_ops_total(void);
+uint64_t a2a_perf_ops_thread(void);
+
+/* perf_stream.c: the priority the stream was created with (0 for streams
+ * created without a priority, the NULL/per-thread streams and unknown
+ * handles). Lower numbers are higher priorities, as in CUDA. */
+int a2a_perf_stream_priority(const void *skey);
+
+#endif /* A2A_PERF_INTERNAL_H */

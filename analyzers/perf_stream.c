@@ -1,0 +1,262 @@
+/* perf_stream.c - host-side stream habits that cost performance:
+ *   perf.sync-heavy    cudaDeviceSynchronize (or a synchronization of every
+ *                      stream the thread used) in step after step
+ *   perf.stream-churn  streams or events created and destroyed per
+ *                      communication operation
+ * and the stream-priority table perf_comm.c uses for perf.stream-priority.
+ *
+ * A "step", for perf.sync-heavy, is the span between two full
+ * synchronizations of a thread that contains at least one communication
+ * operation (perf_comm.c counts them). The check reports when
+ * A2ACHECK_PERF_MIN_OPS such synchronized steps happened: a program that
+ * synchronizes once at the end, or only waits on events, never reaches it.
+ *
+ * Concurrency: the priority table is lock-free (insert with CAS on create,
+ * lookups on the hot path are plain atomic loads); counters are atomics;
+ * per-thread state is thread-local. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "perf_internal.h"
+
+#define PS_TABLE 4096        /* stream priority slots (power of two) */
+#define PS_SYNC_STREAMS 8    /* streams tracked between full synchronizations */
+
+/* ------------------------------------------------------------------ */
+/* Stream priorities. A slot's key is written once (CAS from NULL); a
+ * destroyed stream's priority is reset to 0 so a reused handle starts at
+ * the default until its own create event. */
+
+static _Atomic(void *) g_skeys[PS_TABLE];
+static atomic_int g_sprio[PS_TABLE];
+
+static size_t ps_slot(const void *s) {
+  uintptr_t x = (uintptr_t)s;
+  x ^= x >> 15; x *= 0x2c1b3c6dU; x ^= x >> 12;
+  return (size_t)x & (PS_TABLE - 1);
+}
+
+static void prio_set(void *s, int prio) {
+  if (!s) return;
+  size_t i = ps_slot(s);
+  for (size_t k = 0; k < PS_TABLE; k++, i = (i + 1) & (PS_TABLE - 1)) {
+    void *cur = atomic_load(&g_skeys[i]);
+    if (cur == s) { atomic_store(&g_sprio[i], prio); return; }
+    if (!cur) {
+      void *expect = NULL;
+      if (atomic_compare_exchange_strong(&g_skeys[i], &expect, s) || expect == s) {
+        atomic_store(&g_sprio[i], prio);
+        return;
+      }
+    }
+  }
+  /* Table full: the stream keeps the default priority 0. */
+}
+
+int a2a_perf_stream_priority(const void *s) {
+  if (!s) return 0;
+  size_t i = ps_slot(s);
+  for (size_t k = 0; k < PS_TABLE; k++, i = (i + 1) & (PS_TABLE - 1)) {
+    void *cur = atomic_load_explicit(&g_skeys[i], memory_order_acquire);
+    if (cur == s) return atomic_load_explicit(&g_sprio[i], memory_order_relaxed);
+    if (!cur) return 0;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Counters. */
+
+static atomic_uint g_gen = 1;
+static atomic_ullong g_stream_creates, g_stream_destroys, g_event_creates, g_event_destroys;
+static atomic_ullong g_synced_steps;
+static atomic_bool g_warned_streams, g_warned_events, g_warned_sync;
+
+typedef struct ps_tls {
+  unsigned gen;
+  uint64_t ops_at_sync;        /* a2a_perf_ops_thread() at the last full sync */
+  struct { void *s; bool synced; } st[PS_SYNC_STREAMS];
+  int nst;
+  bool lost;                   /* more streams than tracked: no equivalence */
+} ps_tls;
+static _Thread_local ps_tls t_ps;
+
+static ps_tls *tls(void) {
+  unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
+  if (t_ps.gen != gen) {
+    memset(&t_ps, 0, sizeof t_ps);
+    t_ps.gen = gen;
+  }
+  return &t_ps;
+}
+
+static void note_work(ps_tls *t, void *s) {
+  for (int i = 0; i < t->nst; i++)
+    if (t->st[i].s == s) { t->st[i].synced = false; return; }
+  if (t->nst < PS_SYNC_STREAMS) {
+    t->st[t->nst].s = s;
+    t->st[t->nst].synced = false;
+    t->nst++;
+  } else {
+    t->lost = true;
+  }
+}
+
+/* A cudaStreamSynchronize: true when, with it, every stream this thread put
+ * work on since the last full synchronization (at least two) is synchronized. */
+static bool note_stream_sync(ps_tls *t, void *s) {
+  bool all = t->nst >= 2 && !t->lost;
+  bool found = false;
+  for (int i = 0; i < t->nst; i++) {
+    if (t->st[i].s == s) { t->st[i].synced = true; found = true; }
+    if (!t->st[i].synced) all = false;
+  }
+  return found && all;
+}
+
+static void full_sync(ps_tls *t, const a2a_event *ev, const char *how) {
+  uint64_t ops = a2a_perf_ops_thread();
+  bool step = ops > t->ops_at_sync;
+  t->ops_at_sync = ops;
+  t->nst = 0;
+  t->lost = false;
+  if (!step) return;
+  uint64_t n = atomic_fetch_add(&g_synced_steps, 1) + 1;
+  if (n < (uint64_t)a2a_opt->perf_min_ops || atomic_load(&g_warned_sync) ||
+      !a2a_check_enabled("perf.sync-heavy") || atomic_exchange(&g_warned_sync, true))
+    return;
+  char msg[768], det[256];
+  snprintf(msg, sizeof msg,
+           "%s was issued in %llu steps so far (a step = the work between two full "
+           "synchronizations that contains communication; %llu communication operations in all): "
+           "each one drains the GPU, so the CPU cannot queue the next step while this one "
+           "runs and the pipeline empties every step. Fix: synchronize only where the host "
+           "needs a result (a loss value, a checkpoint), with cudaStreamSynchronize on the one "
+           "stream or an event; order streams on the GPU with cudaStreamWaitEvent.",
+           how, (unsigned long long)n, (unsigned long long)a2a_perf_ops_total());
+  a2a_json j;
+  a2a_json_init(&j, det, sizeof det);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "call", how);
+  a2a_json_uint(&j, "synchronized_steps", n);
+  a2a_json_uint(&j, "comm_ops", a2a_perf_ops_total());
+  a2a_json_obj_end(&j);
+  a2a_finding f = {.check = "perf.sync-heavy", .severity = A2A_SEV_WARNING, .site = ev->callsite,
+                   .message = msg, .details_json = det, .capture_stack = true};
+  a2a_report(&f);
+}
+
+static void check_churn(const a2a_event *ev, bool streams) {
+  atomic_ullong *cr = streams ? &g_stream_creates : &g_event_creates;
+  atomic_ullong *de = streams ? &g_stream_destroys : &g_event_destroys;
+  atomic_bool *warned = streams ? &g_warned_streams : &g_warned_events;
+  uint64_t c = atomic_load(cr), d = atomic_load(de), ops = a2a_perf_ops_total();
+  uint64_t min = (uint64_t)a2a_opt->perf_min_ops;
+  /* Created about once per operation or more, and mostly destroyed again
+   * (a pool created once and kept is fine). */
+  if (c < min || d < min || ops < min || c * 2 < ops || d * 2 < c) return;
+  if (atomic_load(warned) || !a2a_check_enabled("perf.stream-churn") || atomic_exchange(warned, true))
+    return;
+  const char *what = streams ? "streams" : "events";
+  char msg[768], det[256];
+  snprintf(msg, sizeof msg,
+           "%llu %s were created and %llu destroyed during %llu communication operations "
+           "(%.1f per operation). Creating and destroying CUDA %s is a driver call that can "
+           "synchronize and costs far more than reusing them. Fix: create them once, before "
+           "the loop, and reuse them%s.",
+           (unsigned long long)c, what, (unsigned long long)d, (unsigned long long)ops,
+           (double)c / (double)ops, what,
+           streams ? " (hoist torch.cuda.Stream() out of the step)"
+                   : " (keep torch.cuda.Event objects; TORCH_NCCL_CUDA_EVENT_CACHE=1 for "
+                     "ProcessGroupNCCL's own events)");
+  a2a_json j;
+  a2a_json_init(&j, det, sizeof det);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "kind", streams ? "stream" : "event");
+  a2a_json_uint(&j, "created", c);
+  a2a_json_uint(&j, "destroyed", d);
+  a2a_json_uint(&j, "comm_ops", ops);
+  a2a_json_dbl(&j, "per_op", (double)c / (double)ops);
+  a2a_json_obj_end(&j);
+  a2a_finding f = {.check = "perf.stream-churn", .severity = A2A_SEV_WARNING, .site = ev->callsite,
+                   .message = msg, .details_json = det, .capture_stack = true};
+  a2a_report(&f);
+}
+
+static void perf_stream_on_event(const a2a_event *ev) {
+  ps_tls *t;
+  switch (ev->kind) {
+  case A2A_EV_STREAM_CREATE:
+    if (ev->phase == A2A_POST && ev->result == 0) {
+      prio_set(ev->stream, ev->u.stream_create.priority);
+      atomic_fetch_add(&g_stream_creates, 1);
+      check_churn(ev, true);
+    }
+    break;
+  case A2A_EV_STREAM_DESTROY:
+    if (ev->phase == A2A_POST && ev->result == 0) {
+      if (a2a_perf_stream_priority(ev->stream) != 0) prio_set(ev->stream, 0);
+      atomic_fetch_add(&g_stream_destroys, 1);
+    }
+    break;
+  case A2A_EV_EVENT_CREATE:
+    if (ev->phase == A2A_POST && ev->result == 0) {
+      atomic_fetch_add(&g_event_creates, 1);
+      check_churn(ev, false);
+    }
+    break;
+  case A2A_EV_EVENT_DESTROY:
+    if (ev->phase == A2A_POST && ev->result == 0) atomic_fetch_add(&g_event_destroys, 1);
+    break;
+  case A2A_EV_LAUNCH:
+  case A2A_EV_COLL:
+  case A2A_EV_P2P:
+    if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+    break;
+  case A2A_EV_MEMCPY:
+  case A2A_EV_MEMSET:
+    if (ev->phase == A2A_PRE && ev->u.copy.async)
+      note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+    break;
+  case A2A_EV_DEVICE_SYNC:
+    if (ev->phase == A2A_PRE) full_sync(tls(), ev, "cudaDeviceSynchronize");
+    break;
+  case A2A_EV_STREAM_SYNC:
+    if (ev->phase == A2A_PRE) {
+      t = tls();
+      if (note_stream_sync(t, a2a_perf_skey(ev->stream, ev->per_thread)))
+        full_sync(t, ev, "cudaStreamSynchronize of every stream in use");
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+static int perf_stream_init(void) {
+  for (size_t i = 0; i < PS_TABLE; i++) {
+    atomic_store(&g_skeys[i], NULL);
+    atomic_store(&g_sprio[i], 0);
+  }
+  atomic_store(&g_stream_creates, 0);
+  atomic_store(&g_stream_destroys, 0);
+  atomic_store(&g_event_creates, 0);
+  atomic_store(&g_event_destroys, 0);
+  atomic_store(&g_synced_steps, 0);
+  atomic_store(&g_warned_streams, false);
+  atomic_store(&g_warned_events, false);
+  atomic_store(&g_warned_sync, false);
+  atomic_fetch_add(&g_gen, 1);
+  return 0;
+}
+
+static void perf_stream_after_fork_child(void) { atomic_fetch_add(&g_gen, 1); }
+
+const a2a_analyzer a2a_analyzer_perf_stream = {
+    .name = "perf_stream",
+    .init = perf_stream_init,
+    .on_event = perf_stream_on_event,
+    .after_fork_child = perf_stream_after_fork_child,
+};

@@ -1,0 +1,431 @@
+/* test_perf_comm.c - perf_comm and perf_stream driven by synthetic events
+ * through the collector: timing with the fake host's events (completed by
+ * hand at chosen times), small messages, low bandwidth, no-overlap, stream
+ * priority, sync-heavy, stream churn, the summary, and what must NOT be
+ * reported (the fixed patterns). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "perf_math.h"
+
+#define COMM ((void *)0xC0)
+#define S1 ((void *)0x51)
+#define S2 ((void *)0x52)
+#define NCCL_FLOAT 7
+#define NCCL_INT8 0
+
+static uint64_t now = 1000000000ULL;
+
+static void comm_init(void *h, int nranks) {
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.newcomm = h;
+  ev.u.init.nranks = nranks;
+  ev.u.init.rank = 0;
+  ev.u.init.blocking = 1;
+  ev_dispatch(&ev, 0);
+}
+
+/* The fake host numbers events 1, 2, ... in creation order; perf_comm
+ * creates (start, end) per ring slot at comm init, so the i-th timed op of
+ * a communicator created first uses events 2*(i%32) and 2*(i%32)+1. */
+static void complete_op(size_t i, double ms) {
+  size_t slot = i % 32;
+  void *e0 = collector_event_at(2 * slot), *e1 = collector_event_at(2 * slot + 1);
+  ck_assert_ptr_nonnull(e0);
+  collector_event_complete(e0, now);
+  now += (uint64_t)(ms * 1e6);
+  collector_event_complete(e1, now);
+  now += 1000;
+}
+
+static a2a_event coll(int op, size_t count, int dtype, void *stream) {
+  a2a_event ev = ev_make(A2A_EV_COLL);
+  ev.api = "ncclX";
+  ev.comm = COMM;
+  ev.stream = stream;
+  ev.u.coll.coll = op;
+  ev.u.coll.count = count;
+  ev.u.coll.dtype = dtype;
+  ev.u.coll.redop = -1;
+  ev.u.coll.root = -1;
+  ev.callsite = (const void *)0x4000;
+  return ev;
+}
+
+/* One lone AlltoAll of `bytes` per rank in total on a 4-rank comm that
+ * takes ms on the GPU; i is the op's index on the comm. */
+static void alltoall(size_t i, uint64_t bytes, double ms, void *stream) {
+  a2a_event ev = coll(A2A_COLL_ALLTOALL, bytes / 4, NCCL_INT8, stream);
+  ev_dispatch(&ev, 0);
+  ck_assert_ptr_eq(collector_event_stream(collector_event_at(2 * (i % 32) + 1)), stream);
+  complete_op(i, ms);
+}
+
+static void simple(a2a_kind k, void *stream) {
+  a2a_event ev = ev_make(k);
+  ev.stream = stream;
+  ev_dispatch(&ev, 0);
+}
+
+static double details_num(const collected *c, const char *key) {
+  char pat[80];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(c->details, pat);
+  ck_assert_msg(p != NULL, "no %s in %s", key, c->details);
+  return strtod(p + strlen(pat), NULL);
+}
+
+static void setup(void) {
+  collector_reset();
+  now = 1000000000ULL;
+}
+
+START_TEST(busbw_and_low_bandwidth_against_best) {
+  comm_init(COMM, 4);
+  /* 20 ops of 4 MiB at 1 ms, 20 at 4 ms: same bucket. */
+  for (size_t i = 0; i < 40; i++) alltoall(i, 4u << 20, i < 20 ? 1.0 : 4.0, S1);
+  a2a_core_fini();
+  const collected *f = collector_find("perf.low-bandwidth");
+  ck_assert_ptr_nonnull(f);
+  double best = (4.0 * 1048576) / 1e9 / 1e-3 * 0.75;            /* 3.146 GB/s */
+  double avg = (40.0 * 4 * 1048576) / 1e9 / 0.100 * 0.75;       /* 1.258 GB/s */
+  ck_assert_double_eq_tol(details_num(f, "best_busbw_gbps"), best, best * 1e-3);
+  ck_assert_double_eq_tol(details_num(f, "busbw_gbps"), avg, avg * 1e-3);
+  ck_assert_int_eq((int)details_num(f, "measured_ops"), 40);
+  ck_assert_ptr_nonnull(strstr(f->details, "below-best"));
+  const collected *s = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq((int)details_num(s, "ops"), 40);
+  ck_assert_ptr_nonnull(strstr(s->details, "\"op\":\"AlltoAll\""));
+  ck_assert_uint_eq(collector_count("perf.small-messages"), 0);
+}
+END_TEST
+
+START_TEST(steady_bandwidth_is_quiet) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 40; i++) alltoall(i, 4u << 20, 1.0 + 0.1 * (double)(i % 3), S1);
+  a2a_core_fini();
+  ck_assert_uint_eq(collector_count("perf.low-bandwidth"), 0);
+  ck_assert_uint_eq(collector_count("perf.summary"), 1);
+}
+END_TEST
+
+START_TEST(below_expected_busbw) {
+  collector_options()->expected_busbw = 10.0;
+  collector_reinit();
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) alltoall(i, 4u << 20, 1.0, S1);
+  a2a_core_fini();
+  const collected *f = collector_find("perf.low-bandwidth");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_ptr_nonnull(strstr(f->details, "below-expected"));
+  ck_assert_double_eq_tol(details_num(f, "busbw_gbps"), 3.146, 0.01);
+}
+END_TEST
+
+START_TEST(pending_events_are_never_waited_for) {
+  comm_init(COMM, 4);
+  /* Ops whose events never complete: counted, not timed, no hang. */
+  for (int i = 0; i < 5; i++) {
+    a2a_event ev = coll(A2A_COLL_ALLREDUCE, 1 << 20, NCCL_FLOAT, S1);
+    ev_dispatch(&ev, 0);
+  }
+  a2a_core_fini();
+  const collected *s = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq((int)details_num(s, "ops"), 5);
+  ck_assert_int_eq((int)details_num(s, "measured_ops"), 0);
+  ck_assert_int_eq((int)details_num(s, "unmeasured_ops"), 5);
+}
+END_TEST
+
+START_TEST(small_messages_with_fitted_gain) {
+  comm_init(COMM, 4);
+  /* Cost model: 50 us + bytes / 10 GB/s. 8 ops of 4 MiB give the fit a
+   * spread; 100 ops of 64 KiB are the small stream. */
+  size_t i = 0;
+  for (; i < 8; i++) alltoall(i, 4u << 20, 0.05 + (4.0 * 1048576) / 10e9 * 1e3, S1);
+  for (; i < 108; i++) alltoall(i, 64u << 10, 0.05 + 65536.0 / 10e9 * 1e3, S1);
+  a2a_core_fini();
+  const collected *f = collector_find("perf.small-messages");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq((int)details_num(f, "small_ops"), 100);
+  ck_assert_int_eq((int)details_num(f, "small_bytes"), 100 * 65536);
+  ck_assert_int_eq((int)details_num(f, "batched_ops"), 7);
+  ck_assert_double_eq_tol(details_num(f, "per_op_cost_s"), 50e-6, 1e-7);
+  ck_assert_double_eq_tol(details_num(f, "estimated_gain_s"), 93 * 50e-6, 1e-5);
+  double small_t = 100 * (0.05e-3 + 65536.0 / 10e9), big_t = 8 * (0.05e-3 + 4.0 * 1048576 / 10e9);
+  ck_assert_double_eq_tol(details_num(f, "small_time_fraction"), small_t / (small_t + big_t), 1e-3);
+  ck_assert_ptr_nonnull(strstr(f->details, "\"per_op_cost_source\":\"fitted\""));
+}
+END_TEST
+
+START_TEST(batched_messages_are_quiet) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 7; i++) alltoall(i, 1u << 20, 0.15, S1);
+  a2a_core_fini();
+  ck_assert_uint_eq(collector_count("perf.small-messages"), 0);
+}
+END_TEST
+
+START_TEST(single_rank_comm_is_not_judged) {
+  comm_init(COMM, 1);
+  for (size_t i = 0; i < 100; i++) {
+    a2a_event ev = coll(A2A_COLL_ALLREDUCE, 16, NCCL_FLOAT, S1);
+    ev_dispatch(&ev, 0);
+    complete_op(i, 0.01);
+    simple(A2A_EV_STREAM_SYNC, S1);
+  }
+  a2a_core_fini();
+  ck_assert_uint_eq(collector_count("perf.small-messages"), 0);
+  ck_assert_uint_eq(collector_count("perf.no-overlap"), 0);
+  ck_assert_uint_eq(collector_count("perf.low-bandwidth"), 0);
+}
+END_TEST
+
+START_TEST(grouped_p2p_alltoall_is_one_op) {
+  comm_init(COMM, 4);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  ge.api = "ncclGroupEnd";
+  for (size_t i = 0; i < 3; i++) {
+    ev_dispatch(&gs, 0);
+    for (int peer = 0; peer < 4; peer++)
+      for (int send = 1; send >= 0; send--) {
+        a2a_event ev = ev_make(A2A_EV_P2P);
+        ev.comm = COMM;
+        ev.stream = S1;
+        ev.u.p2p.is_send = send;
+        ev.u.p2p.count = 1 << 18;
+        ev.u.p2p.dtype = NCCL_FLOAT;
+        ev.u.p2p.peer = peer;
+        ev_dispatch(&ev, 0);
+      }
+    ev_dispatch(&ge, 0);
+    complete_op(i, 2.0);
+  }
+  /* Unequal counts: a SendRecv group. */
+  ev_dispatch(&gs, 0);
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.comm = COMM;
+  ev.stream = S1;
+  ev.u.p2p.is_send = 1;
+  ev.u.p2p.count = 100;
+  ev.u.p2p.dtype = NCCL_FLOAT;
+  ev_dispatch(&ev, 0);
+  ev_dispatch(&ge, 0);
+  complete_op(3, 1.0);
+  a2a_core_fini();
+  const collected *s = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq((int)details_num(s, "ops"), 4);
+  ck_assert_int_eq((int)details_num(s, "measured_ops"), 4);
+  ck_assert_ptr_nonnull(strstr(s->details, "\"op\":\"AlltoAll(send/recv)\""));
+  ck_assert_ptr_nonnull(strstr(s->details, "\"op\":\"SendRecv\""));
+  /* 4 MiB per group in 2 ms: algbw 2.097 GB/s, busbw 1.573 GB/s. */
+  ck_assert_ptr_nonnull(strstr(s->message, "algbw 2.10 GB/s, busbw 1.57 GB/s"));
+}
+END_TEST
+
+START_TEST(no_overlap_host_blocks_after_comm) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    simple(A2A_EV_LAUNCH, S2);
+    alltoall(i, 4u << 20, 1.0, S1);
+    simple(A2A_EV_STREAM_SYNC, S1);
+  }
+  a2a_core_fini();
+  const collected *f = collector_find("perf.no-overlap");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq((int)details_num(f, "blocked_after_ops"), 20);
+  ck_assert_ptr_nonnull(strstr(f->details, "host-blocks-after-communication"));
+}
+END_TEST
+
+START_TEST(no_overlap_single_stream) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    simple(A2A_EV_LAUNCH, S1);
+    alltoall(i, 4u << 20, 1.0, S1);
+  }
+  a2a_core_fini();
+  const collected *f = collector_find("perf.no-overlap");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq((int)details_num(f, "serialized_ops"), 20);
+  ck_assert_ptr_nonnull(strstr(f->details, "single-stream"));
+}
+END_TEST
+
+START_TEST(overlapped_pattern_is_quiet) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    simple(A2A_EV_LAUNCH, S2);          /* independent compute */
+    alltoall(i, 4u << 20, 1.0, S1);     /* communication on its own stream */
+    a2a_event rec = ev_make(A2A_EV_EVENT_RECORD);
+    rec.stream = S1;
+    rec.u.event.event = (void *)0xE1;
+    ev_dispatch(&rec, 0);
+    a2a_event w = ev_make(A2A_EV_STREAM_WAIT_EVENT);
+    w.stream = S2;
+    w.u.event.event = (void *)0xE1;
+    ev_dispatch(&w, 0);
+    simple(A2A_EV_LAUNCH, S2);          /* consumer waits on the GPU */
+  }
+  simple(A2A_EV_DEVICE_SYNC, NULL);     /* once, at the end */
+  a2a_core_fini();
+  ck_assert_uint_eq(collector_count("perf.no-overlap"), 0);
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 0);
+  ck_assert_uint_eq(collector_count("perf.stream-churn"), 0);
+}
+END_TEST
+
+static void create_stream(void *s, int prio) {
+  a2a_event ev = ev_make(A2A_EV_STREAM_CREATE);
+  ev.u.stream_create.priority = prio;
+  ev_pre(&ev);
+  ev.stream = s;
+  ev_post(&ev, 0);
+}
+
+START_TEST(stream_priority) {
+  comm_init(COMM, 4);
+  create_stream(S1, 0);
+  create_stream(S2, -1);
+  simple(A2A_EV_LAUNCH, S2);
+  alltoall(0, 4u << 20, 1.0, S1);
+  ck_assert_uint_eq(collector_count("perf.stream-priority"), 1);
+  ck_assert_int_eq((int)details_num(collector_find("perf.stream-priority"), "compute_priority"), -1);
+  /* 64 KiB: outside 1-100 MiB, not reported. */
+  simple(A2A_EV_LAUNCH, S2);
+  alltoall(1, 64u << 10, 0.1, S1);
+  ck_assert_uint_eq(collector_count("perf.stream-priority"), 1);
+}
+END_TEST
+
+START_TEST(stream_priority_fixed) {
+  comm_init(COMM, 4);
+  create_stream(S1, -1);
+  create_stream(S2, 0);
+  simple(A2A_EV_LAUNCH, S2);
+  alltoall(0, 4u << 20, 1.0, S1);
+  ck_assert_uint_eq(collector_count("perf.stream-priority"), 0);
+}
+END_TEST
+
+START_TEST(sync_heavy_device_sync_every_step) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    alltoall(i, 4u << 20, 1.0, S1);
+    simple(A2A_EV_LAUNCH, S1);
+    simple(A2A_EV_DEVICE_SYNC, NULL);
+  }
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 1);
+  ck_assert_int_eq((int)details_num(collector_find("perf.sync-heavy"), "synchronized_steps"), 16);
+}
+END_TEST
+
+START_TEST(sync_heavy_every_stream) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    simple(A2A_EV_LAUNCH, S2);
+    alltoall(i, 4u << 20, 1.0, S1);
+    simple(A2A_EV_LAUNCH, S2);
+    simple(A2A_EV_STREAM_SYNC, S2);
+    simple(A2A_EV_STREAM_SYNC, S1);
+  }
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("perf.sync-heavy")->message, "every stream"));
+}
+END_TEST
+
+START_TEST(stream_churn) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    create_stream((void *)(0x1000 + i), 0);
+    alltoall(i, 4u << 20, 1.0, (void *)(0x1000 + i));
+    simple(A2A_EV_STREAM_DESTROY, (void *)(0x1000 + i));
+  }
+  ck_assert_uint_eq(collector_count("perf.stream-churn"), 1);
+  const collected *f = collector_find("perf.stream-churn");
+  ck_assert_ptr_nonnull(strstr(f->details, "\"kind\":\"stream\""));
+  ck_assert_int_eq((int)details_num(f, "created"), 17);
+}
+END_TEST
+
+START_TEST(event_churn_and_pool_is_quiet) {
+  comm_init(COMM, 4);
+  /* A pool of 4 events kept for the run: quiet. */
+  for (int k = 0; k < 4; k++) {
+    a2a_event ev = ev_make(A2A_EV_EVENT_CREATE);
+    ev_dispatch(&ev, 0);
+  }
+  for (size_t i = 0; i < 20; i++) alltoall(i, 4u << 20, 1.0, S1);
+  ck_assert_uint_eq(collector_count("perf.stream-churn"), 0);
+  /* Then one event created and destroyed per op. */
+  for (size_t i = 20; i < 60; i++) {
+    a2a_event ev = ev_make(A2A_EV_EVENT_CREATE);
+    ev_dispatch(&ev, 0);
+    alltoall(i, 4u << 20, 1.0, S1);
+    a2a_event d = ev_make(A2A_EV_EVENT_DESTROY);
+    ev_dispatch(&d, 0);
+  }
+  ck_assert_uint_eq(collector_count("perf.stream-churn"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("perf.stream-churn")->details, "\"kind\":\"event\""));
+}
+END_TEST
+
+START_TEST(graph_capture_is_not_timed) {
+  comm_init(COMM, 4);
+  size_t before = collector_event_count();
+  a2a_event b = ev_make(A2A_EV_GRAPH_CAPTURE_BEGIN);
+  b.stream = S1;
+  ev_dispatch(&b, 0);
+  void *e1 = collector_event_at(1);
+  a2a_event ev = coll(A2A_COLL_ALLREDUCE, 1 << 20, NCCL_FLOAT, S1);
+  ev_dispatch(&ev, 0);
+  /* No event was recorded on the capturing stream. */
+  ck_assert_ptr_null(collector_event_stream(e1));
+  a2a_event e = ev_make(A2A_EV_GRAPH_CAPTURE_END);
+  e.stream = S1;
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_event_count(), before);
+  a2a_core_fini();
+  const collected *s = collector_find("perf.summary");
+  ck_assert_int_eq((int)details_num(s, "unmeasured_ops"), 1);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("perf_comm");
+  TCase *tc = tcase_create("perf");
+  tcase_set_timeout(tc, 20);
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_add_test(tc, busbw_and_low_bandwidth_against_best);
+  tcase_add_test(tc, steady_bandwidth_is_quiet);
+  tcase_add_test(tc, below_expected_busbw);
+  tcase_add_test(tc, pending_events_are_never_waited_for);
+  tcase_add_test(tc, small_messages_with_fitted_gain);
+  tcase_add_test(tc, batched_messages_are_quiet);
+  tcase_add_test(tc, single_rank_comm_is_not_judged);
+  tcase_add_test(tc, grouped_p2p_alltoall_is_one_op);
+  tcase_add_test(tc, no_overlap_host_blocks_after_comm);
+  tcase_add_test(tc, no_overlap_single_stream);
+  tcase_add_test(tc, overlapped_pattern_is_quiet);
+  tcase_add_test(tc, stream_priority);
+  tcase_add_test(tc, stream_priority_fixed);
+  tcase_add_test(tc, sync_heavy_device_sync_every_step);
+  tcase_add_test(tc, sync_heavy_every_stream);
+  tcase_add_test(tc, stream_churn);
+  tcase_add_test(tc, event_churn_and_pool_is_quiet);
+  tcase_add_test(tc, graph_capture_is_not_timed);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
