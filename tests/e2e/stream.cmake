@@ -1,0 +1,65 @@
+# tests/e2e/stream.cmake - end-to-end tests of the stream happens-before
+# checks (ctest -R e2e.stream): each program runs on the simulator with
+# liba2acheck.so preloaded; the test asserts on the program's exit status
+# (0 data right, 3 data wrong: the race did harm) and on the JSONL logs with
+# check_jsonl.py. Buggy/fixed pairs: the same program, argument "buggy" or
+# "fixed". perf.* findings are ignored: tiny simulated transfers are "slow"
+# by design and say nothing about stream ordering.
+
+find_package(Python3 COMPONENTS Interpreter QUIET)
+
+if(TARGET a2acheck AND Python3_Interpreter_FOUND)
+  set(A2A_STREAM_CHECK_JSONL ${CMAKE_CURRENT_LIST_DIR}/check_jsonl.py)
+  set(A2A_STREAM_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/stream)
+
+  foreach(prog unsynced_input unsynced_output free_in_flight default_stream alltoall_8rank)
+    a2a_e2e_program(stream_${prog} ${CMAKE_CURRENT_LIST_DIR}/stream_${prog}.c)
+  endforeach()
+
+  # a2a_stream_test(NAME PROGRAM ARG STATUS TIMEOUT check_jsonl-assertions...)
+  # Runs PROGRAM ARG (split at blanks) under the preloaded tool with a fresh log directory,
+  # requires exit status STATUS, then runs check_jsonl.py on the logs.
+  # LD_PRELOAD is set for the program only (not for the checker).
+  function(a2a_stream_test name prog arg status timeout)
+    set(dir ${A2A_STREAM_LOGS}/${name})
+    add_test(NAME e2e.stream.${name}
+      COMMAND sh -c [=[
+dir=$1 preload=$2 libdir=$3 want=$4 limit=$5 prog=$6 arg=$7; shift 7
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+LD_PRELOAD="$preload" LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  A2ACHECK_LOG_DIR="$dir" NCCL_SOCKET_IFNAME=lo timeout "$limit" "$prog" $arg
+st=$?
+if [ "$st" != "$want" ]; then
+  echo "FAIL: exit status $st, expected $want"
+  exit 1
+fi
+exec "$@" "$dir"
+]=] sh ${dir} $<TARGET_FILE:a2acheck> ${CMAKE_BINARY_DIR}/sim/lib ${status} ${timeout}
+        $<TARGET_FILE:stream_${prog}> ${arg}
+        ${Python3_EXECUTABLE} ${A2A_STREAM_CHECK_JSONL} --ignore "perf.*" ${ARGN})
+    math(EXPR ctest_timeout "${timeout} + 30")
+    set_tests_properties(e2e.stream.${name} PROPERTIES TIMEOUT ${ctest_timeout} LABELS "e2e;stream")
+  endfunction()
+
+  # The race programs: buggy -> wrong data (3) and exactly that check;
+  # fixed -> right data (0) and no finding at all.
+  a2a_stream_test(unsynced_input_buggy unsynced_input buggy 3 60
+    --expect stream.unsynced-input:error --only)
+  a2a_stream_test(unsynced_input_fixed unsynced_input fixed 0 60 --none)
+  a2a_stream_test(unsynced_output_buggy unsynced_output buggy 3 60
+    --expect stream.unsynced-output:error --only)
+  a2a_stream_test(unsynced_output_fixed unsynced_output fixed 0 60 --none)
+  a2a_stream_test(free_in_flight_buggy free_in_flight buggy 3 60
+    --expect stream.free-in-flight:error --only)
+  a2a_stream_test(free_in_flight_fixed free_in_flight fixed 0 60 --none)
+  # Not a race: the data is right either way.
+  a2a_stream_test(default_stream_buggy default_stream buggy 0 60
+    --expect stream.default-stream:warning --only)
+  a2a_stream_test(default_stream_fixed default_stream fixed 0 60 --none)
+  # 8 ranks, 1,000 grouped all-to-alls, compute + communication streams with
+  # proper event edges: zero findings.
+  a2a_stream_test(alltoall_8rank_clean alltoall_8rank 1000 0 90 --none)
+  # Its negative control: the same program without work.wait().
+  a2a_stream_test(alltoall_8rank_nowait alltoall_8rank "50 nowait" 3 90
+    --expect stream.unsynced-output:error --expect stream.free-in-flight:error --only)
+endif()

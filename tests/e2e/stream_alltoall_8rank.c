@@ -1,0 +1,84 @@
+/* stream_alltoall_8rank.c - a correct program a2acheck must stay silent on.
+ *
+ * Eight ranks (forked processes around one ncclUniqueId made by the parent)
+ * run STEPS grouped all-to-alls (ncclGroupStart; per peer ncclSend +
+ * ncclRecv; ncclGroupEnd) with the PyTorch async_op pattern:
+ *   compute stream: producer kernel fills the send buffer, event `produced`
+ *   communication stream: waits `produced`, all-to-all, event `done`
+ *   compute stream: waits `done` (work.wait()), checker kernels verify every
+ *   received chunk and count mismatches in a device counter.
+ * Events are re-recorded every step and the host never synchronizes inside
+ * the loop. The device counter is read once at the end. Buffers are small
+ * (16 floats per peer) to keep the run short.
+ *
+ * Usage: stream_alltoall_8rank [STEPS [nowait]]. `nowait` is the negative
+ * control: it drops the compute stream's wait on `done` and slows the
+ * communication stream down, so the checkers read receive buffers NCCL has
+ * not written yet (wrong data, stream.unsynced-output) - proof that the
+ * clean run's silence is not the analyzer being blind.
+ */
+#include "stream_common.h"
+
+#define N 16
+#define STEPS_DEFAULT 1000
+
+static float base_of(int step, int from) { return (float)((step % 1000) * 2048 + from * 256); }
+
+typedef struct opts {
+  int steps, nowait;
+} opts;
+
+static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
+  const opts *o = arg;
+  int steps = o->steps;
+  cudaStream_t comp, comm_s;
+  SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  size_t bytes = (size_t)nranks * N * sizeof(float);
+  float *send, *recv;
+  int *errors;
+  SE_CUDA(cudaMalloc((void **)&send, bytes));
+  SE_CUDA(cudaMalloc((void **)&recv, bytes));
+  SE_CUDA(cudaMalloc((void **)&errors, sizeof(int)));
+  SE_CUDA(cudaMemset(errors, 0, sizeof(int)));
+  SE_CUDA(cudaDeviceSynchronize());
+  cudaEvent_t produced, done;
+  SE_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  SE_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  if (o->nowait) SE_CUDA(a2asim_stream_set_delay(comm_s, 2000));
+
+  for (int step = 0; step < steps; step++) {
+    /* send[p*N + i] = base(step, rank) + p*N + i */
+    se_fill(comp, send, nranks * N, base_of(step, rank));
+    SE_CUDA(cudaEventRecord(produced, comp));
+    SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    SE_NCCL(ncclGroupStart());
+    for (int p = 0; p < nranks; p++) {
+      SE_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      SE_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+    }
+    SE_NCCL(ncclGroupEnd());
+    SE_CUDA(cudaEventRecord(done, comm_s));
+    if (!o->nowait) SE_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
+    for (int q = 0; q < nranks; q++)
+      se_check(comp, recv + (size_t)q * N, N, base_of(step, q) + (float)(rank * N), errors);
+  }
+  SE_CUDA(cudaStreamSynchronize(comp));
+  int nerr = -1;
+  SE_CUDA(cudaMemcpy(&nerr, errors, sizeof nerr, cudaMemcpyDeviceToHost));
+  if (nerr) fprintf(stderr, "rank %d: %d wrong elements\n", rank, nerr);
+  SE_CUDA(cudaEventDestroy(produced));
+  SE_CUDA(cudaEventDestroy(done));
+  SE_CUDA(cudaFree(send));
+  SE_CUDA(cudaFree(recv));
+  SE_CUDA(cudaFree(errors));
+  SE_CUDA(cudaStreamDestroy(comp));
+  SE_CUDA(cudaStreamDestroy(comm_s));
+  return nerr ? SE_DATA_WRONG : 0;
+}
+
+int main(int argc, char **argv) {
+  opts o = {argc > 1 ? atoi(argv[1]) : STEPS_DEFAULT, argc > 2 && strcmp(argv[2], "nowait") == 0};
+  if (o.steps <= 0) o.steps = STEPS_DEFAULT;
+  return se_verdict(se_run_ranks(8, rank_main, &o));
+}

@@ -1,0 +1,82 @@
+/* stream_free_in_flight.c - stream.free-in-flight end to end (the
+ * record_stream bug).
+ *
+ * Two ranks. Each step a producer fills the send buffer on the compute
+ * stream, the communication stream waits for it and runs an all-to-all.
+ * Then the application drops the send tensor and the caching allocator
+ * hands the same block to a new tensor on the compute stream, which a
+ * kernel overwrites at once. The buggy version does not wait for the
+ * operation (no record_stream): the communication stream is slowed down, so
+ * NCCL sends the overwritten block and the peers receive garbage. `fixed`
+ * does what the allocator does for a block recorded on another stream: it
+ * records an event on the communication stream and polls cudaEventQuery
+ * until it completes before reusing the block.
+ */
+#include <sched.h>
+
+#include "stream_common.h"
+
+#define N 1024
+#define STEPS 3
+
+static float base_of(int step, int from, int to) { return (float)(step * 100000 + from * 1000 + to * 10); }
+
+static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
+  int fixed = *(int *)arg;
+  cudaStream_t comp, comm_s;
+  SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  size_t bytes = (size_t)nranks * N * sizeof(float);
+  float *block, *recv, *host = malloc(bytes);
+  SE_CUDA(cudaMalloc((void **)&block, bytes)); /* the allocator's block */
+  SE_CUDA(cudaMalloc((void **)&recv, bytes));
+  SE_CUDA(cudaDeviceSynchronize());
+  cudaEvent_t produced, done;
+  SE_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  SE_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  SE_CUDA(a2asim_stream_set_delay(comm_s, 30000)); /* communication is slow */
+
+  int wrong = 0;
+  for (int step = 1; step <= STEPS; step++) {
+    float *send = block; /* tensor A */
+    for (int p = 0; p < nranks; p++) se_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+    SE_CUDA(cudaEventRecord(produced, comp));
+    SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    SE_NCCL(ncclGroupStart());
+    for (int p = 0; p < nranks; p++) {
+      SE_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      SE_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+    }
+    SE_NCCL(ncclGroupEnd());
+    /* Tensor A is dropped; tensor B gets the same block on the compute
+     * stream. */
+    if (fixed) {
+      SE_CUDA(cudaEventRecord(done, comm_s));
+      cudaError_t q;
+      while ((q = cudaEventQuery(done)) == cudaErrorNotReady) sched_yield();
+      SE_CUDA(q);
+    }
+    float *tensor_b = block;
+    se_fill(comp, tensor_b, nranks * N, -1.0f);
+    SE_CUDA(cudaStreamSynchronize(comm_s));
+    SE_CUDA(cudaStreamSynchronize(comp));
+    SE_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < nranks; p++)
+      for (int i = 0; i < N; i++)
+        if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
+  }
+  if (wrong) fprintf(stderr, "rank %d: %d wrong chunks\n", rank, wrong);
+  SE_CUDA(cudaEventDestroy(produced));
+  SE_CUDA(cudaEventDestroy(done));
+  SE_CUDA(cudaFree(block));
+  SE_CUDA(cudaFree(recv));
+  SE_CUDA(cudaStreamDestroy(comp));
+  SE_CUDA(cudaStreamDestroy(comm_s));
+  free(host);
+  return wrong ? SE_DATA_WRONG : 0;
+}
+
+int main(int argc, char **argv) {
+  int fixed = se_fixed_arg(argc, argv);
+  return se_verdict(se_run_ranks(2, rank_main, &fixed));
+}

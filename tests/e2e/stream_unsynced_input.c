@@ -1,0 +1,71 @@
+/* stream_unsynced_input.c - stream.unsynced-input end to end.
+ *
+ * Two ranks. Each step a producer kernel fills the send buffer on a compute
+ * stream, then an all-to-all (grouped ncclSend/ncclRecv) runs on a separate
+ * communication stream. The buggy version forgets the event edge from the
+ * producer to the communication stream; the compute stream is slowed down
+ * (a2asim_stream_set_delay) so NCCL sends the buffer before the producer
+ * wrote it and the peers receive stale data. `fixed` records an event after
+ * the producer and makes the communication stream wait for it.
+ *
+ * a2acheck tracks a buffer once a communication operation has touched it,
+ * so the finding comes from the second step on (the first use of a buffer
+ * is a documented blind spot); the harm shows from the first step.
+ */
+#include "stream_common.h"
+
+#define N 1024 /* floats per peer */
+#define STEPS 3
+
+static float base_of(int step, int from, int to) { return (float)(step * 100000 + from * 1000 + to * 10); }
+
+static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
+  int fixed = *(int *)arg;
+  cudaStream_t comp, comm_s;
+  SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  size_t bytes = (size_t)nranks * N * sizeof(float);
+  float *send, *recv, *host = malloc(bytes);
+  SE_CUDA(cudaMalloc((void **)&send, bytes));
+  SE_CUDA(cudaMalloc((void **)&recv, bytes));
+  SE_CUDA(cudaMemset(send, 0, bytes));
+  SE_CUDA(cudaMemset(recv, 0, bytes));
+  SE_CUDA(cudaDeviceSynchronize());
+  cudaEvent_t produced;
+  SE_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  SE_CUDA(a2asim_stream_set_delay(comp, 30000)); /* the producer is slow */
+
+  int wrong = 0;
+  for (int step = 1; step <= STEPS; step++) {
+    for (int p = 0; p < nranks; p++) se_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+    if (fixed) {
+      SE_CUDA(cudaEventRecord(produced, comp));
+      SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    }
+    SE_NCCL(ncclGroupStart());
+    for (int p = 0; p < nranks; p++) {
+      SE_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      SE_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+    }
+    SE_NCCL(ncclGroupEnd());
+    SE_CUDA(cudaStreamSynchronize(comm_s));
+    SE_CUDA(cudaStreamSynchronize(comp));
+    SE_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < nranks; p++)
+      for (int i = 0; i < N; i++)
+        if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
+  }
+  if (wrong) fprintf(stderr, "rank %d: %d wrong chunks\n", rank, wrong);
+  SE_CUDA(cudaEventDestroy(produced));
+  SE_CUDA(cudaFree(send));
+  SE_CUDA(cudaFree(recv));
+  SE_CUDA(cudaStreamDestroy(comp));
+  SE_CUDA(cudaStreamDestroy(comm_s));
+  free(host);
+  return wrong ? SE_DATA_WRONG : 0;
+}
+
+int main(int argc, char **argv) {
+  int fixed = se_fixed_arg(argc, argv);
+  return se_verdict(se_run_ranks(2, rank_main, &fixed));
+}

@@ -1,0 +1,72 @@
+/* stream_unsynced_output.c - stream.unsynced-output end to end (the
+ * forgotten work.wait()).
+ *
+ * Two ranks. Each step an all-to-all runs on a communication stream (its
+ * input correctly ordered after the producer by an event), then a consumer
+ * kernel on the compute stream copies the receive buffer. The buggy version
+ * does not make the compute stream wait for the operation's end event; the
+ * communication stream is slowed down so the consumer copies the receive
+ * buffer before NCCL wrote it. `fixed` adds cudaStreamWaitEvent(compute,
+ * done) - what work.wait() does.
+ */
+#include "stream_common.h"
+
+#define N 1024
+#define STEPS 3
+
+static float base_of(int step, int from, int to) { return (float)(step * 100000 + from * 1000 + to * 10); }
+
+static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
+  int fixed = *(int *)arg;
+  cudaStream_t comp, comm_s;
+  SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  size_t bytes = (size_t)nranks * N * sizeof(float);
+  float *send, *recv, *out, *host = malloc(bytes);
+  SE_CUDA(cudaMalloc((void **)&send, bytes));
+  SE_CUDA(cudaMalloc((void **)&recv, bytes));
+  SE_CUDA(cudaMalloc((void **)&out, bytes));
+  SE_CUDA(cudaMemset(recv, 0, bytes));
+  SE_CUDA(cudaDeviceSynchronize());
+  cudaEvent_t produced, done;
+  SE_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  SE_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  SE_CUDA(a2asim_stream_set_delay(comm_s, 30000)); /* communication is slow */
+
+  int wrong = 0;
+  for (int step = 1; step <= STEPS; step++) {
+    for (int p = 0; p < nranks; p++) se_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+    SE_CUDA(cudaEventRecord(produced, comp));
+    SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    SE_NCCL(ncclGroupStart());
+    for (int p = 0; p < nranks; p++) {
+      SE_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      SE_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+    }
+    SE_NCCL(ncclGroupEnd());
+    SE_CUDA(cudaEventRecord(done, comm_s));
+    if (fixed) SE_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
+    se_copy(comp, out, recv, nranks * N);                     /* the consumer */
+    SE_CUDA(cudaStreamSynchronize(comp));
+    SE_CUDA(cudaStreamSynchronize(comm_s));
+    SE_CUDA(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < nranks; p++)
+      for (int i = 0; i < N; i++)
+        if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
+  }
+  if (wrong) fprintf(stderr, "rank %d: %d wrong chunks\n", rank, wrong);
+  SE_CUDA(cudaEventDestroy(produced));
+  SE_CUDA(cudaEventDestroy(done));
+  SE_CUDA(cudaFree(send));
+  SE_CUDA(cudaFree(recv));
+  SE_CUDA(cudaFree(out));
+  SE_CUDA(cudaStreamDestroy(comp));
+  SE_CUDA(cudaStreamDestroy(comm_s));
+  free(host);
+  return wrong ? SE_DATA_WRONG : 0;
+}
+
+int main(int argc, char **argv) {
+  int fixed = se_fixed_arg(argc, argv);
+  return se_verdict(se_run_ranks(2, rank_main, &fixed));
+}
