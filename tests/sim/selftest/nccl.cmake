@@ -31,3 +31,13 @@ if(TARGET nccl_battery)
   a2asim_nccl_test(group4 60 nccl_battery group 4)
   a2asim_nccl_test(initall3 60 nccl_battery initall 3)
 endif()
+
+if(TARGET nccl_semantics)
+  a2asim_nccl_test(p2p_semantics 60 nccl_semantics)
+endif()
+
+if(TARGET nccl_hang)
+  foreach(sc missing_recv wrong_order mismatch missing_rank dead_rank abort)
+    a2asim_nccl_test(hang_${sc} 30 nccl_hang ${sc})
+  endforeach()
+endif()
