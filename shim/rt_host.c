@@ -1,0 +1,176 @@
+/* rt_host.c - the host services (a2a_host, analyzers/a2a_core.h) the
+ * analyzers use to ask the process something, implemented with the REAL
+ * CUDA runtime functions (A2A_REAL, shim/intercept.h), so the tool's own
+ * calls create no events and never run a wrapper.
+ *
+ * The last-error rule. The CUDA runtime keeps a per-thread "last error"
+ * that cudaGetLastError() returns and clears; an internal call that fails
+ * would set it and the application would see an error it never caused.
+ * Therefore every service that calls the runtime:
+ *   1. peeks first: if cudaPeekAtLastError() != cudaSuccess, the
+ *      application has a pending error; the service does NOT call the
+ *      runtime (it would be unable to restore that state) and reports
+ *      failure to the analyzer;
+ *   2. calls the runtime;
+ *   3. if that call failed, consumes the error it left with
+ *      cudaGetLastError(), restoring "no error" - the state it found.
+ * errno is preserved around all of it. Sticky errors (a corrupted context)
+ * cannot be cleared by anyone; the peek in step 1 sees them and the service
+ * stays away.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intercept.h"
+#include "rt_internal.h"
+
+/* Step 1 of the rule. */
+static bool cuda_quiet(void) { return A2A_REAL(cudaPeekAtLastError)() == cudaSuccess; }
+
+/* Step 3 of the rule: returns 0 for success, -1 otherwise. */
+static int cuda_done(cudaError_t e) {
+  if (e == cudaSuccess) return 0;
+  (void)A2A_REAL(cudaGetLastError)();
+  return -1;
+}
+
+static uint64_t host_now_ns(void) { return a2a_rt_now_ns(); }
+
+static int host_pointer_info(const void *p, a2a_ptrinfo *out) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet()) {
+    struct cudaPointerAttributes a;
+    memset(&a, 0, sizeof a);
+    cudaError_t e = A2A_REAL(cudaPointerGetAttributes)(&a, p);
+    rc = cuda_done(e);
+    if (rc == 0) {
+      out->type = (int)a.type;
+      out->device = a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeUnregistered
+                        ? -1 : a.device;
+    }
+  }
+  errno = saved;
+  return rc;
+}
+
+static int host_func_name(const void *func, const char **name) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet()) rc = cuda_done(A2A_REAL(cudaFuncGetName)(name, func));
+  errno = saved;
+  return rc;
+}
+
+static int host_func_param_info(const void *func, size_t idx, size_t *offset,
+                                size_t *size) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet()) rc = cuda_done(A2A_REAL(cudaFuncGetParamInfo)(func, idx, offset, size));
+  errno = saved;
+  return rc;
+}
+
+static int host_event_create(void **ev, int timing) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet())
+    rc = cuda_done(A2A_REAL(cudaEventCreateWithFlags)(
+        (cudaEvent_t *)ev, timing ? cudaEventDefault : cudaEventDisableTiming));
+  errno = saved;
+  return rc;
+}
+
+static int host_event_record(void *ev, void *stream) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet())
+    rc = cuda_done(A2A_REAL(cudaEventRecord)((cudaEvent_t)ev, (cudaStream_t)stream));
+  errno = saved;
+  return rc;
+}
+
+static int host_event_query(void *ev) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet()) {
+    cudaError_t e = A2A_REAL(cudaEventQuery)((cudaEvent_t)ev);
+    if (e == cudaSuccess) rc = 0;
+    else if (e == cudaErrorNotReady) rc = 1;
+    /* cudaErrorNotReady is not recorded as the last error by the runtime;
+     * consuming it anyway is harmless: we peeked "no error" before. */
+    if (e != cudaSuccess) (void)A2A_REAL(cudaGetLastError)();
+  }
+  errno = saved;
+  return rc;
+}
+
+static int host_event_elapsed_ms(float *ms, void *start, void *end) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet())
+    rc = cuda_done(A2A_REAL(cudaEventElapsedTime)(ms, (cudaEvent_t)start, (cudaEvent_t)end));
+  errno = saved;
+  return rc;
+}
+
+static int host_event_destroy(void *ev) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet()) rc = cuda_done(A2A_REAL(cudaEventDestroy)((cudaEvent_t)ev));
+  errno = saved;
+  return rc;
+}
+
+static void host_capture_stack(a2a_stack *st) { a2a_rt_capture_stack(st); }
+
+static const char *host_hostname(void) { return a2a_rt.host; }
+
+static void host_fail_now(const char *reason) { a2a_rt_fail_now(reason); }
+
+/* ---- the global rank ---- */
+
+int a2a_rt_env_rank(a2a_rt_getenv_fn getenv_fn) {
+  static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                     "PMI_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *s = getenv_fn(vars[i]);
+    long v;
+    if (!s || !*s) continue;
+    if (a2a_rt_parse_long(s, 0, 1 << 24, &v)) return (int)v;
+    a2a_rt_stderr("warning: %s=\"%s\" is not a rank (a decimal integer >= 0); ignored",
+                  vars[i], s);
+  }
+  return -1;
+}
+
+static _Atomic int g_comm_rank = -1;
+
+static int first_comm(a2a_comm *c, void *arg) {
+  if (c->serial != 1) return 0;
+  *(int *)arg = c->rank;
+  return 1;
+}
+
+int a2a_rt_global_rank(void) {
+  if (a2a_rt.env_rank >= 0) return a2a_rt.env_rank;
+  int r = atomic_load_explicit(&g_comm_rank, memory_order_relaxed);
+  if (r >= 0) return r;
+  /* No launcher variable: the rank in the first communicator this process
+   * created, once there is one. Cached: it never changes afterwards. */
+  r = -1;
+  a2a_comm_foreach(first_comm, &r);
+  if (r >= 0) atomic_store_explicit(&g_comm_rank, r, memory_order_relaxed);
+  return r;
+}
+
+const a2a_host a2a_rt_host = {
+    .now_ns = host_now_ns,
+    .pointer_info = host_pointer_info,
+    .func_name = host_func_name,
+    .func_param_info = host_func_param_info,
+    .event_create = host_event_create,
+    .event_record = host_event_record,
+    .event_query = host_event_query,
+    .event_elapsed_ms = host_event_elapsed_ms,
+    .event_destroy = host_event_destroy,
+    .capture_stack = host_capture_stack,
+    .global_rank = a2a_rt_global_rank,
+    .hostname = host_hostname,
+    .fail_now = host_fail_now,
+};

@@ -1,0 +1,429 @@
+/* rt_report.c - the report sink: a2a_report() and a2a_check_enabled()
+ * (analyzers/a2a_core.h), deduplication, per-check caps, the stderr echo and
+ * the summary at exit.
+ *
+ * A finding goes through:
+ *   1. selection: a2a_check_enabled(check) (A2ACHECK_CHECKS);
+ *   2. the stack, captured on the reporting thread before any lock;
+ *   3. under a2a_rt_mu: dedup by (check, call site) - a repeat only bumps the
+ *      entry's count; a new entry beyond A2ACHECK_MAX_PER_CHECK for its check
+ *      is only counted ("suppressed"); otherwise it gets the next finding
+ *      number, is symbolized, formatted and written to both logs and, if its
+ *      severity reaches A2ACHECK_LOG_STDERR (or the logs are unavailable),
+ *      echoed to stderr as one line;
+ *   4. the failure policy (A2ACHECK_FAIL_ON) is evaluated for every
+ *      occurrence, logged or not.
+ * A finding whose site is NULL is deduplicated by (check, message text).
+ *
+ * Memory: fixed tables (MAX_CHECKS checks, MAX_ENTRIES distinct findings),
+ * static formatting buffers; nothing is allocated after init. When the entry
+ * table is full, further distinct findings are counted as dropped.
+ *
+ * Reentrancy: a finding raised on a thread that is already inside
+ * a2a_report (for example from a signal handler) is counted as dropped
+ * instead of waiting for the lock that thread holds.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt_internal.h"
+
+#define MAX_CHECKS 128
+#define MAX_ENTRIES 4096        /* power of two */
+
+pthread_mutex_t a2a_rt_mu = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct check_stat {
+  char name[64];
+  a2a_severity max_sev;
+  unsigned long logged;                /* distinct findings written */
+  unsigned long suppressed;            /* distinct findings over the cap */
+  unsigned long distinct_by_sev[3];
+  unsigned long long occurrences;
+} check_stat;
+
+typedef struct entry {
+  bool used;
+  int check;                           /* index in g_checks */
+  uintptr_t key;                       /* call site, or a message hash */
+  a2a_severity sev;
+  unsigned long long count;            /* occurrences folded in */
+  unsigned long long written;          /* count value in the JSONL */
+  off_t json_off;                      /* -1: not in the JSONL */
+  unsigned count_off;                  /* of the count digits in the line */
+} entry;
+
+static check_stat g_checks[MAX_CHECKS];
+static int g_nchecks;
+static entry g_entries[MAX_ENTRIES];
+static unsigned long g_next_id;
+static unsigned long g_dropped_full;
+static _Atomic unsigned long g_dropped_nested;
+static _Atomic bool g_fail_matched;
+static _Atomic uint32_t g_rules_matched;   /* bit i: rule i matched a check */
+static _Atomic unsigned long g_distinct_by_sev[3];
+
+static __thread int t_in_report;
+
+/* Formatting buffers, used under a2a_rt_mu. */
+static char g_json_buf[32768];
+static char g_text_buf[32768];
+static char g_frames[32][A2A_RT_FRAME_LEN];
+
+void a2a_rt_report_init(void) {
+  /* Learn our own text range now (single-threaded), not on a racing first
+   * stack capture. */
+  (void)a2a_rt_pc_is_ours(NULL);
+}
+
+/* ---- A2ACHECK_CHECKS, cached lock-free by the check-name pointer ---- */
+
+#define ECACHE 256
+typedef struct ecache_slot {
+  _Atomic(const char *) key;           /* NULL free, BUSY being filled */
+  char name[64];
+  _Atomic int val;                     /* 0 unknown, 1 off, 2 on */
+} ecache_slot;
+static ecache_slot g_ecache[ECACHE];
+#define BUSY ((const char *)1)
+
+static bool eval_and_note(const char *check) {
+  bool on = a2a_rt_checks_eval(&a2a_rt.rules, check);
+  for (int i = 0; i < a2a_rt.rules.n; i++)
+    if (a2a_rt_rule_matches(&a2a_rt.rules, i, check))
+      atomic_fetch_or_explicit(&g_rules_matched, 1u << i, memory_order_relaxed);
+  return on;
+}
+
+bool a2a_check_enabled(const char *check) {
+  int s = a2a_rt_state();
+  if (!check || (s != A2A_RT_READY && s != A2A_RT_FINISHED)) return s != A2A_RT_DISABLED;
+  size_t h = ((uintptr_t)check >> 3) * 0x9E3779B97F4A7C15ull >> 56;
+  for (int probe = 0; probe < 8; probe++) {
+    ecache_slot *e = &g_ecache[(h + (size_t)probe) % ECACHE];
+    const char *k = atomic_load_explicit(&e->key, memory_order_acquire);
+    if (k == check) {
+      /* Same pointer: also the same text? (a reused buffer would not be) */
+      if (strcmp(e->name, check) == 0) return atomic_load(&e->val) == 2;
+      return eval_and_note(check);
+    }
+    if (k == NULL) {
+      const char *expected = NULL;
+      if (strlen(check) >= sizeof e->name ||
+          !atomic_compare_exchange_strong(&e->key, &expected, BUSY))
+        continue;
+      bool on = eval_and_note(check);
+      strcpy(e->name, check);
+      atomic_store(&e->val, on ? 2 : 1);
+      atomic_store_explicit(&e->key, check, memory_order_release);
+      return on;
+    }
+  }
+  return eval_and_note(check);
+}
+
+/* ---- tables (a2a_rt_mu held) ---- */
+
+static int check_index(const char *name, a2a_severity sev) {
+  for (int i = 0; i < g_nchecks; i++)
+    if (strcmp(g_checks[i].name, name) == 0) {
+      if (sev > g_checks[i].max_sev) g_checks[i].max_sev = sev;
+      return i;
+    }
+  if (g_nchecks == MAX_CHECKS) return -1;
+  check_stat *c = &g_checks[g_nchecks];
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "%s", name);
+  c->max_sev = sev;
+  return g_nchecks++;
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Find or create the entry; *fresh says whether it is new. NULL if full. */
+static entry *entry_for(int check, uintptr_t key, bool *fresh) {
+  size_t h = (size_t)((key ^ ((uint64_t)check * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull >> 32);
+  for (size_t probe = 0; probe < MAX_ENTRIES; probe++) {
+    entry *e = &g_entries[(h + probe) & (MAX_ENTRIES - 1)];
+    if (!e->used) {
+      memset(e, 0, sizeof *e);
+      e->used = true;
+      e->check = check;
+      e->key = key;
+      e->json_off = -1;
+      *fresh = true;
+      return e;
+    }
+    if (e->check == check && e->key == key) {
+      *fresh = false;
+      return e;
+    }
+    if (probe > MAX_ENTRIES / 2) break;   /* keep probing bounded */
+  }
+  return NULL;
+}
+
+static bool echo_wanted(a2a_severity sev) {
+  long t = a2a_rt.opts.log_stderr;
+  return t != A2A_ECHO_NONE && (long)sev >= 3 - t;
+}
+
+static void write_finding(const a2a_finding *f, entry *e, const a2a_stack *st) {
+  char now[40];
+  a2a_rt_time_iso(now, sizeof now);
+  int nframes = 0;
+  for (int i = 0; st && i < st->n && i < 32; i++)
+    a2a_rt_symbolize(st->pc[i], g_frames[nframes++], A2A_RT_FRAME_LEN);
+  a2a_rt_record rec = {
+      .id = ++g_next_id,
+      .check = f->check,
+      .severity = f->severity,
+      .rank = a2a_rt_global_rank(),
+      .host = a2a_rt.host,
+      .pid = a2a_rt.pid,
+      .thread = a2a_rt_thread_index(),
+      .comm = f->comm,
+      .message = f->message,
+      .details_json = f->details_json,
+      .frames = g_frames,
+      .nframes = nframes,
+      .count = 1,
+      .time_iso = now,
+  };
+  size_t count_off = 0;
+  size_t jn = a2a_rt_format_json(&rec, g_json_buf, sizeof g_json_buf, &count_off);
+  size_t tn = a2a_rt_format_text(&rec, g_text_buf, sizeof g_text_buf);
+  off_t off = -1;
+  bool logged = a2a_rt_log_append(g_text_buf, tn, g_json_buf, jn, &off);
+  if (off >= 0) {
+    e->json_off = off;
+    e->count_off = (unsigned)count_off;
+    e->written = 1;
+  }
+  if (!logged || echo_wanted(f->severity)) {
+    char rank[16];
+    if (rec.rank >= 0) snprintf(rank, sizeof rank, "%d", rec.rank);
+    else snprintf(rank, sizeof rank, "?");
+    /* Where: the first frame, so the line alone points at the code. */
+    a2a_rt_stderr("[rank %s] %s %s: %s%s%s%s", rank, a2a_rt_severity_name(f->severity),
+                  f->check, f->message ? f->message : "", nframes ? " (at " : "",
+                  nframes ? g_frames[0] : "", nframes ? ")" : "");
+  }
+}
+
+void a2a_report(const a2a_finding *f) {
+  int s = a2a_rt_state();
+  if (!f || !f->check || (s != A2A_RT_READY && s != A2A_RT_FINISHED)) return;
+  if (!a2a_check_enabled(f->check)) return;
+  if (t_in_report) {
+    atomic_fetch_add(&g_dropped_nested, 1);
+    return;
+  }
+  int saved = errno;
+  t_in_report = 1;
+  a2a_severity sev = f->severity > A2A_SEV_ERROR ? A2A_SEV_ERROR : f->severity;
+  if (a2a_rt_fail_matches(a2a_rt.opts.fail_on, f->check, sev))
+    atomic_store(&g_fail_matched, true);
+
+  a2a_stack captured;
+  const a2a_stack *st = f->stack;
+  if (!st && f->capture_stack) {
+    a2a_rt_capture_stack(&captured);
+    st = &captured;
+  }
+  uintptr_t key = f->site ? (uintptr_t)f->site : (uintptr_t)fnv1a(f->message) | 1;
+
+  pthread_mutex_lock(&a2a_rt_mu);
+  int ci = check_index(f->check, sev);
+  if (ci < 0) {
+    g_dropped_full++;
+  } else {
+    check_stat *c = &g_checks[ci];
+    c->occurrences++;
+    bool fresh = false;
+    entry *e = entry_for(ci, key, &fresh);
+    if (!e) {
+      g_dropped_full++;
+    } else if (!fresh) {
+      e->count++;
+    } else {
+      e->sev = sev;
+      e->count = 1;
+      c->distinct_by_sev[sev]++;
+      atomic_fetch_add(&g_distinct_by_sev[sev], 1);
+      if ((long)c->logged >= a2a_rt.opts.max_per_check) {
+        c->suppressed++;
+      } else {
+        c->logged++;
+        write_finding(f, e, st);
+      }
+    }
+  }
+  pthread_mutex_unlock(&a2a_rt_mu);
+  t_in_report = 0;
+  errno = saved;
+}
+
+bool a2a_rt_report_fail_matched(void) { return atomic_load(&g_fail_matched); }
+
+/* ---- summary ---- */
+
+static char g_sum_text[16384];
+static char g_sum_json[16384];
+
+void a2a_rt_report_summary(int exit_status) {
+  pthread_mutex_lock(&a2a_rt_mu);
+  /* Final counts into the JSONL, in place (fixed-width field). */
+  for (size_t i = 0; i < MAX_ENTRIES; i++) {
+    entry *e = &g_entries[i];
+    if (!e->used || e->json_off < 0 || e->count == e->written) continue;
+    char digits[A2A_RT_COUNT_WIDTH + 1];
+    snprintf(digits, sizeof digits, "%-*llu", A2A_RT_COUNT_WIDTH, e->count);
+    a2a_rt_log_patch_json(e->json_off + (off_t)e->count_off, digits, A2A_RT_COUNT_WIDTH);
+    e->written = e->count;
+  }
+
+  unsigned long n[3] = {0, 0, 0};
+  unsigned long long occ = 0;
+  for (int i = 0; i < g_nchecks; i++) {
+    for (int k = 0; k < 3; k++) n[k] += g_checks[i].distinct_by_sev[k];
+    occ += g_checks[i].occurrences;
+  }
+  unsigned long total = n[0] + n[1] + n[2];
+  unsigned long dropped = g_dropped_full + atomic_load(&g_dropped_nested);
+  bool fail = atomic_load(&g_fail_matched);
+  char fail_on[16];
+  static const char fail_values[] = "deadlock|error|warning|never";
+  a2a_rt_enum_name(fail_values, a2a_rt.opts.fail_on, fail_on, sizeof fail_on);
+
+  /* Text (log and stderr). */
+  size_t tl = 0;
+  bool ovf = false;
+  char *T = g_sum_text;
+  size_t TC = sizeof g_sum_text;
+  tl = a2a_rt_printf(T, TC, tl, &ovf,
+                     "summary: %lu distinct finding%s (%lu error, %lu warning, %lu info), "
+                     "%llu occurrence%s\n",
+                     total, total == 1 ? "" : "s", n[2], n[1], n[0], occ, occ == 1 ? "" : "s");
+  if (g_nchecks)
+    tl = a2a_rt_printf(T, TC, tl, &ovf, "  %-34s %-8s %8s %10s %12s\n", "check", "severity",
+                       "logged", "suppressed", "occurrences");
+  for (int i = 0; i < g_nchecks; i++) {
+    check_stat *c = &g_checks[i];
+    tl = a2a_rt_printf(T, TC, tl, &ovf, "  %-34s %-8s %8lu %10lu %12llu\n", c->name,
+                       a2a_rt_severity_name(c->max_sev), c->logged, c->suppressed,
+                       c->occurrences);
+  }
+  if (dropped)
+    tl = a2a_rt_printf(T, TC, tl, &ovf,
+                       "  %lu finding(s) dropped (tables full, or raised while another "
+                       "was being written)\n", dropped);
+  uint32_t matched = atomic_load(&g_rules_matched);
+  for (int i = 0; i < a2a_rt.rules.n; i++)
+    if (a2a_rt.rules.r[i].kind == 2 && !(matched & (1u << i)))
+      tl = a2a_rt_printf(T, TC, tl, &ovf,
+                         "  note: A2ACHECK_CHECKS entry \"%s\" matched no check used in "
+                         "this run (misspelled?)\n", a2a_rt.rules.r[i].pat);
+  if (fail)
+    tl = a2a_rt_printf(T, TC, tl, &ovf,
+                       "  A2ACHECK_FAIL_ON=%s matched: exit status %ld (the application's "
+                       "was %d)\n", fail_on, a2a_rt.opts.exitcode, exit_status);
+
+  /* JSONL record. */
+  size_t jl = 0;
+  char *J = g_sum_json;
+  size_t JC = sizeof g_sum_json;
+  char now[40];
+  a2a_rt_time_iso(now, sizeof now);
+  int rank = a2a_rt_global_rank();
+  char msg[160];
+  snprintf(msg, sizeof msg, "%lu distinct findings (%lu error, %lu warning, %lu info)", total,
+           n[2], n[1], n[0]);
+  jl = a2a_rt_puts(J, JC, jl, "{\"check\":\"a2acheck.summary\",\"severity\":\"info\",\"rank\":", &ovf);
+  jl = rank >= 0 ? a2a_rt_printf(J, JC, jl, &ovf, "%d", rank) : a2a_rt_puts(J, JC, jl, "null", &ovf);
+  jl = a2a_rt_puts(J, JC, jl, ",\"host\":", &ovf);
+  jl = a2a_rt_put_jstr(J, JC, jl, a2a_rt.host, &ovf);
+  jl = a2a_rt_printf(J, JC, jl, &ovf, ",\"pid\":%d,\"message\":", a2a_rt.pid);
+  jl = a2a_rt_put_jstr(J, JC, jl, msg, &ovf);
+  jl = a2a_rt_printf(J, JC, jl, &ovf,
+                     ",\"details\":{\"findings\":{\"error\":%lu,\"warning\":%lu,\"info\":%lu},"
+                     "\"occurrences\":%llu,\"dropped\":%lu,\"nccl_calls_seen\":%s,"
+                     "\"exit_status\":%d,\"fail_on\":\"%s\",\"fail_matched\":%s,\"checks\":[",
+                     n[2], n[1], n[0], occ, dropped, a2a_rt_nccl_seen() ? "true" : "false",
+                     exit_status, fail_on, fail ? "true" : "false");
+  for (int i = 0; i < g_nchecks; i++) {
+    check_stat *c = &g_checks[i];
+    jl = a2a_rt_puts(J, JC, jl, i ? ",{\"check\":" : "{\"check\":", &ovf);
+    jl = a2a_rt_put_jstr(J, JC, jl, c->name, &ovf);
+    jl = a2a_rt_printf(J, JC, jl, &ovf,
+                       ",\"severity\":\"%s\",\"logged\":%lu,\"suppressed\":%lu,"
+                       "\"occurrences\":%llu}",
+                       a2a_rt_severity_name(c->max_sev), c->logged, c->suppressed,
+                       c->occurrences);
+  }
+  jl = a2a_rt_puts(J, JC, jl, "]},\"stack\":[],\"time\":", &ovf);
+  jl = a2a_rt_put_jstr(J, JC, jl, now, &ovf);
+  jl = a2a_rt_puts(J, JC, jl, ",\"count\":1}\n", &ovf);
+  if (ovf) {
+    /* Too many checks for the buffer: a minimal record rather than a
+     * broken line. */
+    jl = (size_t)snprintf(J, JC,
+                          "{\"check\":\"a2acheck.summary\",\"severity\":\"info\",\"pid\":%d,"
+                          "\"message\":\"%lu distinct findings\",\"details\":{},\"count\":1}\n",
+                          a2a_rt.pid, total);
+  }
+
+  char header[64];
+  int hn = snprintf(header, sizeof header, "---- a2acheck summary ----\n");
+  a2a_rt_log_append(header, (size_t)hn, NULL, 0, NULL);
+  a2a_rt_log_append(T, tl, J, jl, NULL);
+
+  /* stderr: the table when something was found, one line otherwise; nothing
+   * with A2ACHECK_LOG_STDERR=none unless the exit status is changed. */
+  if (a2a_rt.opts.log_stderr != A2A_ECHO_NONE || fail) {
+    const char *path = a2a_rt_log_jsonl_path();
+    if (total == 0 && !dropped) {
+      a2a_rt_stderr("no findings%s%s", *path ? "; log: " : "", path);
+    } else {
+      char *line = T;
+      while (*line) {
+        char *nl = strchr(line, '\n');
+        size_t k = nl ? (size_t)(nl - line) : strlen(line);
+        a2a_rt_stderr("%.*s", (int)k, line);
+        line += k + (nl ? 1 : 0);
+      }
+      if (*path) a2a_rt_stderr("details: %s", path);
+    }
+  }
+  pthread_mutex_unlock(&a2a_rt_mu);
+}
+
+void a2a_rt_report_after_fork_child(void) {
+  /* Called with a2a_rt_mu held by the prepare handler: this thread owns it. */
+  memset(g_checks, 0, sizeof g_checks);
+  memset(g_entries, 0, sizeof g_entries);
+  g_nchecks = 0;
+  g_next_id = 0;
+  g_dropped_full = 0;
+  atomic_store(&g_dropped_nested, 0);
+  atomic_store(&g_fail_matched, false);
+  for (int k = 0; k < 3; k++) atomic_store(&g_distinct_by_sev[k], 0);
+  t_in_report = 0;
+}
+
+/* ---- public API (include/a2acheck.h) ---- */
+
+A2A_RT_EXPORT unsigned long a2acheck_finding_count(int min_severity) {
+  unsigned long n = 0;
+  for (int k = min_severity < 0 ? 0 : min_severity; k < 3; k++)
+    n += atomic_load(&g_distinct_by_sev[k]);
+  return n;
+}

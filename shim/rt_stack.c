@@ -1,0 +1,187 @@
+/* rt_stack.c - call stacks for findings: capture with libunwind, symbolize
+ * at write time.
+ *
+ * Capture (any thread, no lock, no allocation): unw_backtrace() into a
+ * local array, then drop the leading frames that lie inside liba2acheck.so
+ * (the report path, the analyzer, the wrapper), so frame #0 is the return
+ * address into the application's function that made the NCCL/CUDA call.
+ *
+ * Symbolization (under a2a_rt_mu, only when a finding is written): dladdr()
+ * names exported functions; for the rest (static functions, executables
+ * not linked with -rdynamic) the object's ELF .symtab is read from its file
+ * (mmap'ed once per object, cached), which names every function of a binary
+ * that was not stripped. Frames print as "func+0xoff (module)". No file:line
+ * (that needs DWARF line tables; addr2line on the module offset gives it).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "rt_internal.h"
+
+/* ---- our own text range ---- */
+
+static uintptr_t g_self_lo, g_self_hi;
+static _Atomic int g_self_known;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
+  uintptr_t me = (uintptr_t)arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (me >= lo && me < hi) {
+      /* The whole object: every PT_LOAD segment. */
+      uintptr_t olo = UINTPTR_MAX, ohi = 0;
+      for (int j = 0; j < info->dlpi_phnum; j++) {
+        const ElfW(Phdr) *q = &info->dlpi_phdr[j];
+        if (q->p_type != PT_LOAD) continue;
+        uintptr_t a = info->dlpi_addr + q->p_vaddr;
+        if (a < olo) olo = a;
+        if (a + q->p_memsz > ohi) ohi = a + q->p_memsz;
+      }
+      g_self_lo = olo;
+      g_self_hi = ohi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+bool a2a_rt_pc_is_ours(const void *pc) {
+  if (!atomic_load_explicit(&g_self_known, memory_order_acquire)) {
+    /* Racing threads compute the same range. */
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)&a2a_rt_pc_is_ours);
+    atomic_store_explicit(&g_self_known, 1, memory_order_release);
+  }
+  return (uintptr_t)pc >= g_self_lo && (uintptr_t)pc < g_self_hi;
+}
+
+void a2a_rt_capture_stack(a2a_stack *st) {
+  void *pcs[64];
+  int n = unw_backtrace(pcs, 64);
+  int skip = 0;
+  while (skip < n && a2a_rt_pc_is_ours(pcs[skip])) skip++;
+  long depth = a2a_rt.opts.stack_depth;
+  int max = (int)(sizeof st->pc / sizeof st->pc[0]);
+  if (depth < max) max = depth < 0 ? 0 : (int)depth;
+  st->n = 0;
+  for (int i = skip; i < n && st->n < max; i++) st->pc[st->n++] = pcs[i];
+}
+
+/* ---- symbol tables ---- */
+
+typedef struct symtab {
+  const void *key;            /* the object's link_map */
+  const ElfW(Sym) *syms;
+  size_t nsyms;
+  const char *strs;
+  size_t strsz;
+  bool tried;
+} symtab;
+
+static symtab g_tabs[32];
+static int g_ntabs;
+
+/* Map path and locate .symtab/.strtab; leaves t->nsyms 0 on any doubt. */
+static void load_symtab(symtab *t, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || sb.st_size < (off_t)sizeof(ElfW(Ehdr))) {
+    close(fd);
+    return;
+  }
+  size_t size = (size_t)sb.st_size;
+  const unsigned char *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return;
+  const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
+  bool ok = memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_shoff > 0 &&
+            eh->e_shentsize == sizeof(ElfW(Shdr)) &&
+            eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) <= size;
+  if (ok) {
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; i++) {
+      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+      const ElfW(Shdr) *ss = &sh[sh[i].sh_link];
+      if (sh[i].sh_offset + sh[i].sh_size > size || ss->sh_offset + ss->sh_size > size)
+        break;
+      t->syms = (const ElfW(Sym) *)(m + sh[i].sh_offset);
+      t->nsyms = sh[i].sh_size / sizeof(ElfW(Sym));
+      t->strs = (const char *)(m + ss->sh_offset);
+      t->strsz = ss->sh_size;
+      return;   /* the mapping stays for the life of the process */
+    }
+  }
+  munmap((void *)m, size);
+}
+
+static symtab *tab_for(const struct link_map *lm, const char *path) {
+  for (int i = 0; i < g_ntabs; i++)
+    if (g_tabs[i].key == lm) return &g_tabs[i];
+  if (g_ntabs == (int)(sizeof g_tabs / sizeof g_tabs[0])) return NULL;
+  symtab *t = &g_tabs[g_ntabs++];
+  memset(t, 0, sizeof *t);
+  t->key = lm;
+  t->tried = true;
+  load_symtab(t, path);
+  return t;
+}
+
+/* The function symbol containing rel (an address relative to the load
+ * bias); returns its name and start, or NULL. */
+static const char *lookup(const symtab *t, uintptr_t rel, uintptr_t *start) {
+  const char *best = NULL;
+  for (size_t i = 0; t && i < t->nsyms; i++) {
+    const ElfW(Sym) *s = &t->syms[i];
+    if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF) continue;
+    if (rel < s->st_value || rel >= s->st_value + (s->st_size ? s->st_size : 1)) continue;
+    if (s->st_name >= t->strsz) continue;
+    best = t->strs + s->st_name;
+    *start = s->st_value;
+    break;
+  }
+  return best;
+}
+
+void a2a_rt_symbolize(const void *pc, char *out, size_t cap) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  /* pc is a return address: look up pc-1, which is inside the call
+   * instruction's function even when the call is the last instruction. */
+  const char *q = (const char *)pc - 1;
+  if (!dladdr1(q, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) {
+    snprintf(out, cap, "%p (?)", pc);
+    return;
+  }
+  bool is_main = lm->l_name == NULL || lm->l_name[0] == '\0';
+  const char *path = is_main ? "/proc/self/exe" : lm->l_name;
+  const char *module = info.dli_fname && *info.dli_fname ? info.dli_fname : path;
+  const char *slash = strrchr(module, '/');
+  if (slash) module = slash + 1;
+  if (info.dli_sname && info.dli_saddr) {
+    snprintf(out, cap, "%s+0x%lx (%s)", info.dli_sname,
+             (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_saddr), module);
+    return;
+  }
+  uintptr_t rel = (uintptr_t)q - lm->l_addr, start = 0;
+  const char *name = lookup(tab_for(lm, path), rel, &start);
+  if (name)
+    snprintf(out, cap, "%s+0x%lx (%s)", name,
+             (unsigned long)((uintptr_t)pc - lm->l_addr - start), module);
+  else
+    snprintf(out, cap, "?? (%s+0x%lx)", module,
+             (unsigned long)((uintptr_t)pc - lm->l_addr));
+}

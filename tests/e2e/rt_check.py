@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""rt_check.py - end-to-end checks of the a2acheck runtime (ctest -R rt\\.).
+
+usage: rt_check.py <case> --shim liba2acheck.so --work DIR [--prog P] [--arg A]
+
+Each case runs a test program with liba2acheck.so preloaded (timeout 60 s),
+then asserts on its exit status, its stderr and the log files it wrote
+(JSON Lines parsed with the json module). Cases:
+  group        one group.unbalanced error, stack top = the calling function,
+               the program's own exit status, stderr echo line, summary
+  repeat       dedup by call site: counts 5 and 1 patched into the JSONL
+  failon       A2ACHECK_FAIL_ON=error -> exit status 66 (and EXITCODE=9 -> 9)
+  badoption    A2ACHECK_FAIL_ON=bogus warns, keeps the default (status 3)
+  unwritable   a log dir that cannot be created: one clear message, the
+               finding on stderr, no crash, the program's status
+  checks       A2ACHECK_CHECKS=-group suppresses the finding
+  help         A2ACHECK_HELP=1 prints the options table
+  fork         parent and children write their own complete logs
+  dlsym        a2acheck.not-intercepting (info) for NCCL called via dlsym
+  static       a2acheck.not-intercepting (warning) for a static NCCL
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL: " + what)
+
+
+def run(args, work, env_extra, shim):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("A2ACHECK_") or k in ("RANK", "OMPI_COMM_WORLD_RANK",
+                                              "SLURM_PROCID", "PMI_RANK"):
+            del env[k]
+    env["LD_PRELOAD"] = shim
+    env["NCCL_SOCKET_IFNAME"] = "lo"
+    env.update(env_extra)
+    p = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True,
+                       timeout=60)
+    print("$ %s %s -> %d" % (" ".join("%s=%s" % kv for kv in env_extra.items()),
+                             " ".join(args), p.returncode))
+    if p.stdout:
+        print("stdout:\n" + p.stdout)
+    if p.stderr:
+        print("stderr:\n" + p.stderr)
+    return p
+
+
+def logs(d):
+    """{pid: (text, [records])} for every log pair in d."""
+    out = {}
+    for j in sorted(glob.glob(os.path.join(d, "a2acheck.*.jsonl"))):
+        base = j[: -len(".jsonl")]
+        pid = int(os.path.basename(base).split(".")[-2])
+        with open(j) as f:
+            lines = f.read().splitlines()
+        recs = []
+        for ln in lines:
+            try:
+                recs.append(json.loads(ln))
+            except ValueError as e:
+                check(False, "%s: invalid JSON line %r (%s)" % (j, ln, e))
+        text = open(base + ".log").read() if os.path.exists(base + ".log") else None
+        check(text is not None, "%s.log exists next to the .jsonl" % base)
+        out[pid] = (text or "", recs)
+    return out
+
+
+def findings(recs, check_name):
+    return [r for r in recs if r.get("check") == check_name]
+
+
+def summary_of(recs):
+    s = findings(recs, "a2acheck.summary")
+    check(len(s) == 1, "exactly one summary record (got %d)" % len(s))
+    return s[0] if s else {}
+
+
+def one_process_logs(d, p):
+    lg = logs(d)
+    check(len(lg) == 1, "one log pair in %s (got %d)" % (d, len(lg)))
+    if not lg:
+        return "", []
+    pid, (text, recs) = next(iter(lg.items()))
+    return text, recs
+
+
+def case_group(a):
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d}, a.shim)
+    check(p.returncode == 3, "the program's own exit status 3 (got %d)" % p.returncode)
+    text, recs = one_process_logs(d, p)
+    g = findings(recs, "group.unbalanced")
+    check(len(g) == 1, "one group.unbalanced finding (got %d)" % len(g))
+    if g:
+        f = g[0]
+        check(f["severity"] == "error", "severity error")
+        for k in ("check", "severity", "rank", "host", "pid", "message", "details",
+                  "stack", "count", "time"):
+            check(k in f, "field %s present" % k)
+        check(f["pid"] != os.getpid() and f["count"] == 1, "pid and count 1")
+        check(isinstance(f["details"], dict), "details is an object")
+        st = f.get("stack", [])
+        check(bool(st) and st[0].startswith("unbalanced_caller+0x"),
+              "stack top is the calling function (got %r)" % (st[:1],))
+        check(any(s.startswith("main+0x") for s in st), "main is on the stack")
+        check("liba2acheck" not in " ".join(st), "no frame of liba2acheck itself")
+        check("group.unbalanced" in text and "unbalanced_caller+0x" in text,
+              "the text log has the finding and its stack")
+    s = summary_of(recs)
+    det = s.get("details", {})
+    check(det.get("findings", {}).get("error") == 1, "summary counts one error")
+    check(det.get("exit_status") == 3, "summary records the exit status 3")
+    check(det.get("nccl_calls_seen") is True, "summary: NCCL calls were seen")
+    check("A2ACHECK_FAIL_ON=deadlock  (default)" in text, "text header logs effective options")
+    echo = [l for l in p.stderr.splitlines() if l.startswith("a2acheck: [rank ")]
+    check(len(echo) == 1 and " error group.unbalanced: " in echo[0],
+          "one stderr echo line 'a2acheck: [rank R] error group.unbalanced: ...'")
+    check("a2acheck: summary: 1 distinct finding" in p.stderr, "summary on stderr")
+
+
+def case_repeat(a):
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog, "repeat"], a.work, {"A2ACHECK_LOG_DIR": d}, a.shim)
+    check(p.returncode == 3, "exit status 3 (got %d)" % p.returncode)
+    _, recs = one_process_logs(d, p)
+    g = findings(recs, "group.unbalanced")
+    counts = sorted((f["stack"][0].split("+")[0], f["count"]) for f in g if f.get("stack"))
+    check(counts == [("other_site", 1), ("unbalanced_caller", 5)],
+          "two entries, deduplicated by call site, final counts patched (got %r)" % counts)
+    s = summary_of(recs)
+    check(s.get("details", {}).get("occurrences") == 6, "summary: 6 occurrences")
+
+
+def case_failon(a):
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_FAIL_ON": "error"}, a.shim)
+    check(p.returncode == 66, "A2ACHECK_FAIL_ON=error: exit status 66 (got %d)" % p.returncode)
+    check("ncclGroupEnd -> " in p.stdout, "the program's stdout was flushed before _exit")
+    _, recs = one_process_logs(d, p)
+    s = summary_of(recs)
+    check(s.get("details", {}).get("fail_matched") is True, "summary: fail_matched")
+    shutil.rmtree(d, ignore_errors=True)
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_FAIL_ON": "warning",
+                               "A2ACHECK_EXITCODE": "9"}, a.shim)
+    check(p.returncode == 9, "A2ACHECK_EXITCODE=9: exit status 9 (got %d)" % p.returncode)
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_FAIL_ON": "never"}, a.shim)
+    check(p.returncode == 3, "A2ACHECK_FAIL_ON=never: the program's status (got %d)" % p.returncode)
+
+
+def case_badoption(a):
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": "x", "A2ACHECK_FAIL_ON": "bogus"}, a.shim)
+    check(p.returncode == 3, "default policy kept: the program's status 3 (got %d)" % p.returncode)
+    w = [l for l in p.stderr.splitlines() if "A2ACHECK_FAIL_ON" in l]
+    check(len(w) == 1 and "bogus" in w[0] and "keeping the default \"deadlock\"" in w[0],
+          "one warning naming A2ACHECK_FAIL_ON, the bad value and the default")
+    text, recs = one_process_logs(os.path.join(a.work, "x"), p)
+    check("A2ACHECK_FAIL_ON=deadlock  (default)" in text, "the log shows the default in effect")
+    check("start-up warnings:" in text and "bogus" in text, "the log repeats the warning")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": "x", "A2ACHECK_FAIL_ON": "error",
+                               "A2ACHECK_EXITCODE": "12abc"}, a.shim)
+    check(p.returncode == 66, "EXITCODE=12abc rejected, 66 kept (got %d)" % p.returncode)
+    check("A2ACHECK_EXITCODE=\"12abc\"" in p.stderr, "warning names A2ACHECK_EXITCODE")
+
+
+def case_unwritable(a):
+    blocker = os.path.join(a.work, "not-a-dir")
+    open(blocker, "w").close()
+    d = os.path.join(blocker, "logs")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d}, a.shim)
+    check(p.returncode == 3, "no crash, the program's status 3 (got %d)" % p.returncode)
+    msg = [l for l in p.stderr.splitlines() if "cannot create the log directory" in l]
+    check(len(msg) == 1 and blocker in msg[0], "one clear message naming the directory")
+    check(any("group.unbalanced" in l and l.startswith("a2acheck: [rank ")
+              for l in p.stderr.splitlines()), "the finding still reaches stderr")
+    # Echo to stderr even with A2ACHECK_LOG_STDERR=none: there is no log.
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_LOG_STDERR": "none"}, a.shim)
+    check(any("group.unbalanced" in l for l in p.stderr.splitlines()),
+          "findings go to stderr when the logs are unavailable, whatever LOG_STDERR says")
+
+
+def case_checks(a):
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_CHECKS": "-group",
+                               "A2ACHECK_FAIL_ON": "error"}, a.shim)
+    check(p.returncode == 3, "disabled check cannot fail the run (got %d)" % p.returncode)
+    _, recs = one_process_logs(d, p)
+    check(not findings(recs, "group.unbalanced"), "A2ACHECK_CHECKS=-group: no finding")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_CHECKS": "all,-group.nosuch"},
+            a.shim)
+    check("A2ACHECK_CHECKS entry \"group.nosuch\" matched no check" in p.stderr,
+          "an exact name that matched nothing is pointed out")
+
+
+def case_help(a):
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": os.path.join(a.work, "logs"),
+                               "A2ACHECK_HELP": "1"}, a.shim)
+    for var in ("A2ACHECK_DISABLE", "A2ACHECK_LOG_DIR", "A2ACHECK_CHECKS", "A2ACHECK_FAIL_ON",
+                "A2ACHECK_EXITCODE", "A2ACHECK_STACK_DEPTH", "A2ACHECK_LOG_STDERR"):
+        check(var in p.stderr, "help lists " + var)
+
+
+def case_fork(a):
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_LOG_STDERR": "none"}, a.shim)
+    check(p.returncode == 0, "parent and children finished (status %d)" % p.returncode)
+    check(p.stdout.count("done") == 4, "parent and 3 children printed 'done'")
+    lg = logs(d)
+    check(len(lg) == 4, "4 log pairs: parent + 3 children (got %d)" % len(lg))
+    parents = [pid for pid, (_, recs) in lg.items()
+               if any(s.startswith("reporter+") for f in findings(recs, "group.unbalanced")
+                      for s in f["stack"][:1])]
+    check(len(parents) == 1, "exactly one log has the reporter thread's finding")
+    for pid, (text, recs) in lg.items():
+        summary_of(recs)
+        check(all(r.get("pid") == pid for r in recs if "pid" in r), "records carry pid %d" % pid)
+        check("pid %d" % pid in text, "text header names pid %d" % pid)
+        if pid not in parents:
+            g = findings(recs, "group.unbalanced")
+            check(len(g) == 1 and g[0]["stack"][0].startswith("child_site+"),
+                  "child %d logged its own finding, and nothing of the parent's" % pid)
+
+
+def case_notint(a, kind):
+    d = os.path.join(a.work, "logs")
+    args = [a.prog, kind] + ([a.arg] if a.arg else [])
+    p = run(args, a.work, {"A2ACHECK_LOG_DIR": d}, a.shim)
+    check(p.returncode == 0, "program status 0 (got %d)" % p.returncode)
+    _, recs = one_process_logs(d, p)
+    f = findings(recs, "a2acheck.not-intercepting")
+    check(len(f) == 1, "one a2acheck.not-intercepting finding (got %d)" % len(f))
+    if f:
+        want = ("info", "no-call-intercepted") if kind == "dlsym" else ("warning", "static-nccl")
+        got = (f[0]["severity"], f[0]["details"].get("reason"))
+        check(got == want, "severity and reason %r (got %r)" % (want, got))
+        if kind == "static":
+            check("librt_static_nccl" in f[0]["details"].get("object", ""),
+                  "names the object that defines ncclSend")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--arg")
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    cases = {"group": case_group, "repeat": case_repeat, "failon": case_failon,
+             "badoption": case_badoption, "unwritable": case_unwritable,
+             "checks": case_checks, "help": case_help, "fork": case_fork,
+             "dlsym": lambda a: case_notint(a, "dlsym"),
+             "static": lambda a: case_notint(a, "static")}
+    cases[a.case](a)
+    if FAILURES:
+        print("%d check(s) failed" % len(FAILURES))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

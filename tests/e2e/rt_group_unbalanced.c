@@ -1,0 +1,30 @@
+/* rt_group_unbalanced.c - calls ncclGroupEnd() without ncclGroupStart()
+ * from unbalanced_caller(), then exits with its own status 3.
+ *   rt_group_unbalanced          one call
+ *   rt_group_unbalanced repeat   the same call site 5 times plus one other
+ *                                site (dedup: two findings, counts 5 and 1)
+ * The finding's stack must start in unbalanced_caller (rt_group.sh). */
+#include <nccl.h>
+#include <stdio.h>
+#include <string.h>
+
+__attribute__((noinline)) static int unbalanced_caller(void) {
+  int r = ncclGroupEnd();
+  __asm__ volatile("" ::: "memory");   /* keep the call a real call */
+  return r;
+}
+
+__attribute__((noinline)) static int other_site(void) {
+  int r = ncclGroupEnd();
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+int main(int argc, char **argv) {
+  int repeat = argc > 1 && strcmp(argv[1], "repeat") == 0;
+  int r = unbalanced_caller();
+  for (int i = 1; repeat && i < 5; i++) unbalanced_caller();
+  if (repeat) other_site();
+  printf("ncclGroupEnd -> %d\n", r);
+  return 3;
+}
