@@ -16,8 +16,9 @@
  *  - COMM_INIT POST: newcomm is NULL unless NCCL returned ncclSuccess or
  *    ncclInProgress (a failed init may leave *comm untouched garbage).
  *    For split/shrink the new communicator's size, rank and device are not
- *    arguments: on success they are read with the REAL ncclCommCount /
- *    ncclCommUserRank / ncclCommCuDevice (pure queries), else -1.
+ *    arguments: on success outside a group they are read with the REAL
+ *    ncclCommCount / ncclCommUserRank / ncclCommCuDevice (pure queries on a
+ *    ready communicator), else -1.
  *  - ncclCommInitAll: one PRE (rank -1, newcomm NULL); on success one POST
  *    per created communicator i (rank i, nranks ndev, device devlist[i] or
  *    i); on failure a single POST with newcomm NULL and rank -1.
@@ -44,7 +45,14 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
   a2a_rt_note_nccl_call();
 }
 
-/* Fill nranks/rank/device of a communicator created by split/shrink. */
+/* NCCL's group depth on this thread (see group_track below). */
+static _Thread_local int tls_group_depth;
+
+/* Fill nranks/rank/device of a communicator created by split/shrink. Only
+ * outside a group: inside one NCCL defers the creation to ncclGroupEnd, and
+ * querying the not-yet-ready communicator would make NCCL warn ("Attempt to
+ * use communicator before...") and set its last-error string, which the
+ * application could observe. Then the fields stay -1. */
 static void query_new_comm(a2a_event *ev, ncclComm_t c)
 {
   int v;
@@ -259,7 +267,7 @@ A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   ncclResult_t r = A2A_REAL(ncclCommSplit)(comm, color, key, newcomm, config);
   A2A_POST_BEGIN(ev, r);
   ev.u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
-  if (r == ncclSuccess) query_new_comm(&ev, ev.u.init.newcomm);
+  if (r == ncclSuccess && tls_group_depth == 0) query_new_comm(&ev, ev.u.init.newcomm);
   A2A_POST_END(ev);
   return r;
 }
@@ -284,7 +292,7 @@ A2A_PUBLIC ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
       A2A_REAL(ncclCommShrink)(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   A2A_POST_BEGIN(ev, r);
   ev.u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
-  if (r == ncclSuccess) query_new_comm(&ev, ev.u.init.newcomm);
+  if (r == ncclSuccess && tls_group_depth == 0) query_new_comm(&ev, ev.u.init.newcomm);
   A2A_POST_END(ev);
   return r;
 }
@@ -543,39 +551,73 @@ A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
 /* ------------------------------------------------------------------ */
 /* Groups */
 
+/* Mirror NCCL's group depth (tls_group_depth, above) from the group calls
+ * that reach NCCL through us, analyzed or passed through. NCCL decrements
+ * its depth in ncclGroupEnd whenever it is positive, whatever the result. */
+static void group_track(bool start, ncclResult_t r)
+{
+  if (start) {
+    if (r == ncclSuccess) tls_group_depth++;
+  } else if (tls_group_depth > 0) {
+    tls_group_depth--;
+  }
+}
+
 A2A_PUBLIC ncclResult_t ncclGroupStart(void)
 {
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGroupStart);
+  int a2a_errno_ = errno;
+  if (!a2a_rt_enter()) {
+    errno = a2a_errno_;
+    ncclResult_t r = A2A_REAL(ncclGroupStart)();
+    group_track(true, r);
+    return r;
+  }
   A2A_EVENT(ev, A2A_EV_GROUP_START, "ncclGroupStart");
   nccl_event(&ev, NULL, NULL);
   A2A_PRE(ev);
   ncclResult_t r = A2A_REAL(ncclGroupStart)();
   A2A_POST_BEGIN(ev, r);
+  group_track(true, r);
   A2A_POST_END(ev);
   return r;
 }
 
 A2A_PUBLIC ncclResult_t ncclGroupEnd(void)
 {
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGroupEnd);
+  int a2a_errno_ = errno;
+  if (!a2a_rt_enter()) {
+    errno = a2a_errno_;
+    ncclResult_t r = A2A_REAL(ncclGroupEnd)();
+    group_track(false, r);
+    return r;
+  }
   A2A_EVENT(ev, A2A_EV_GROUP_END, "ncclGroupEnd");
   nccl_event(&ev, NULL, NULL);
   A2A_PRE(ev);
   ncclResult_t r = A2A_REAL(ncclGroupEnd)();
   A2A_POST_BEGIN(ev, r);
+  group_track(false, r);
   A2A_POST_END(ev);
   return r;
 }
 
-/* Simulates the end of the group (api tells it apart from ncclGroupEnd). */
+/* Simulates the end of the group (api tells it apart from ncclGroupEnd);
+ * NCCL ends the group as ncclGroupEnd does. */
 A2A_PUBLIC ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 {
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGroupSimulateEnd, simInfo);
+  int a2a_errno_ = errno;
+  if (!a2a_rt_enter()) {
+    errno = a2a_errno_;
+    ncclResult_t r = A2A_REAL(ncclGroupSimulateEnd)(simInfo);
+    group_track(false, r);
+    return r;
+  }
   A2A_EVENT(ev, A2A_EV_GROUP_END, "ncclGroupSimulateEnd");
   nccl_event(&ev, NULL, NULL);
   A2A_PRE(ev);
   ncclResult_t r = A2A_REAL(ncclGroupSimulateEnd)(simInfo);
   A2A_POST_BEGIN(ev, r);
+  group_track(false, r);
   A2A_POST_END(ev);
   return r;
 }

@@ -81,6 +81,13 @@ int pncclCommCuDevice(comm_t comm, int *d);
 int ncclCommCuDevice(comm_t comm, int *d) ALIAS(ncclCommCuDevice);
 int pncclCommCuDevice(comm_t comm, int *d) { *d = 5; return 0; }
 
+int pncclGroupStart(void);
+int ncclGroupStart(void) ALIAS(ncclGroupStart);
+int pncclGroupStart(void) { return 0; }
+int pncclGroupEnd(void);
+int ncclGroupEnd(void) ALIAS(ncclGroupEnd);
+int pncclGroupEnd(void) { return 0; }
+
 /* ---- CUDA runtime ---- */
 typedef struct { unsigned x, y, z; } fake_dim3;
 

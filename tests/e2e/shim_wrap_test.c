@@ -188,6 +188,32 @@ START_TEST(split_reports_new_comm_shape)
 }
 END_TEST
 
+/* Inside a group NCCL defers the creation: the new communicator must not be
+ * queried (NCCL would warn and set its last error). */
+START_TEST(split_in_group_is_not_queried)
+{
+  ncclComm_t parent = (ncclComm_t)0x42, child = NULL;
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(ncclCommSplit(parent, 1, 0, &child, NULL), ncclSuccess);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(events[3].kind, A2A_EV_COMM_INIT);
+  ck_assert_int_eq(events[3].phase, A2A_POST);
+  ck_assert_ptr_eq(events[3].u.init.newcomm, child);
+  ck_assert_int_eq(events[3].u.init.nranks, -1);
+  ck_assert_int_eq(events[3].u.init.rank, -1);
+  /* The group is closed again: the next split is queried. Groups passed
+   * through (tool not analyzing) are tracked too. */
+  enabled = false;
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  enabled = true;
+  ck_assert_int_eq(ncclCommSplit(parent, 1, 0, &child, NULL), ncclSuccess);
+  ck_assert_int_eq(events[nevents - 1].u.init.nranks, -1);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(ncclCommSplit(parent, 1, 0, &child, NULL), ncclSuccess);
+  ck_assert_int_eq(events[nevents - 1].u.init.nranks, 3);
+}
+END_TEST
+
 START_TEST(device_is_tracked_from_set_device)
 {
   ck_assert_int_eq(cudaSetDevice(3), cudaSuccess);
@@ -231,7 +257,7 @@ START_TEST(unresolved_call_returns_error_not_crash)
   ck_assert_int_eq(events[1].u.copy.bytes, 4);
   ck_assert_int_eq(events[1].u.copy.cpykind, cudaMemcpyHostToHost);
   /* An NCCL function the fake lacks. */
-  ck_assert_int_eq(ncclGroupStart(), ncclInternalError);
+  ck_assert_int_eq(ncclCommAbort((ncclComm_t)0x1), ncclInternalError);
   ck_assert_int_eq(unresolved_calls, 2);
 }
 END_TEST
@@ -247,6 +273,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, inner_nccl_calls_pass_through);
   tcase_add_test(tc, init_all_posts_once_per_comm);
   tcase_add_test(tc, split_reports_new_comm_shape);
+  tcase_add_test(tc, split_in_group_is_not_queried);
   tcase_add_test(tc, device_is_tracked_from_set_device);
   tcase_add_test(tc, disabled_is_pure_pass_through);
   tcase_add_test(tc, unresolved_call_returns_error_not_crash);
