@@ -14,6 +14,8 @@ then asserts on its exit status, its stderr and the log files it wrote
   unwritable   a log dir that cannot be created: one clear message, the
                finding on stderr, no crash, the program's status
   checks       A2ACHECK_CHECKS=-group suppresses the finding
+  rank         file names: rank from RANK, or learned from the first
+               communicator after the files were created (rename)
   help         A2ACHECK_HELP=1 prints the options table
   fork         parent and children write their own complete logs
   dlsym        a2acheck.not-intercepting (info) for NCCL called via dlsym
@@ -202,6 +204,33 @@ def case_checks(a):
           "an exact name that matched nothing is pointed out")
 
 
+def case_rank(a):
+    d = os.path.join(a.work, "comm")
+    p = run([a.prog, "comm"], a.work, {"A2ACHECK_LOG_DIR": d}, a.shim)
+    check(p.returncode == 3 and "comm init 0 0" in p.stdout, "1-rank communicator created")
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    check(len(names) == 2 and all(".rank0." in n for n in names),
+          "files renamed to rank0 once the first communicator named the rank (%r)" % names)
+    text, recs = one_process_logs(d, p)
+    check("files renamed from rankunknown" in text, "the text log notes the rename")
+    check(summary_of(recs).get("rank") == 0, "summary record has rank 0")
+    d = os.path.join(a.work, "env")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "RANK": "5"}, a.shim)
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    check(len(names) == 2 and all(".rank5." in n for n in names), "RANK=5 names the files")
+    _, recs = one_process_logs(d, p)
+    g = findings(recs, "group.unbalanced")
+    check(len(g) == 1 and g[0]["rank"] == 5, "the finding carries rank 5")
+    check("a2acheck: [rank 5] error group.unbalanced: " in p.stderr, "stderr echo has rank 5")
+    d = os.path.join(a.work, "bad")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "RANK": "5x",
+                               "OMPI_COMM_WORLD_RANK": "7"}, a.shim)
+    check("RANK=\"5x\" is not a rank" in p.stderr, "a malformed RANK is reported")
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    check(len(names) == 2 and all(".rank7." in n for n in names),
+          "the next launcher variable is used (%r)" % names)
+
+
 def case_help(a):
     p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": os.path.join(a.work, "logs"),
                                "A2ACHECK_HELP": "1"}, a.shim)
@@ -260,7 +289,7 @@ def main():
     os.makedirs(a.work)
     cases = {"group": case_group, "repeat": case_repeat, "failon": case_failon,
              "badoption": case_badoption, "unwritable": case_unwritable,
-             "checks": case_checks, "help": case_help, "fork": case_fork,
+             "checks": case_checks, "help": case_help, "rank": case_rank, "fork": case_fork,
              "dlsym": lambda a: case_notint(a, "dlsym"),
              "static": lambda a: case_notint(a, "static")}
     cases[a.case](a)

@@ -3,6 +3,9 @@
  *   rt_group_unbalanced          one call
  *   rt_group_unbalanced repeat   the same call site 5 times plus one other
  *                                site (dedup: two findings, counts 5 and 1)
+ *   rt_group_unbalanced comm     one call, then a 1-rank communicator: the
+ *                                rank becomes known after the log files
+ *                                were created (they are renamed)
  * The finding's stack must start in unbalanced_caller (rt_group.sh). */
 #include <nccl.h>
 #include <stdio.h>
@@ -22,9 +25,18 @@ __attribute__((noinline)) static int other_site(void) {
 
 int main(int argc, char **argv) {
   int repeat = argc > 1 && strcmp(argv[1], "repeat") == 0;
+  int comm = argc > 1 && strcmp(argv[1], "comm") == 0;
   int r = unbalanced_caller();
   for (int i = 1; repeat && i < 5; i++) unbalanced_caller();
   if (repeat) other_site();
+  if (comm) {
+    ncclUniqueId id;
+    ncclComm_t c = NULL;
+    int a = ncclGetUniqueId(&id);
+    int b = ncclCommInitRank(&c, 1, id, 0);
+    printf("comm init %d %d\n", a, b);
+    if (c) ncclCommDestroy(c);
+  }
   printf("ncclGroupEnd -> %d\n", r);
   return 3;
 }

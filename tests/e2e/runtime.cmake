@@ -51,7 +51,7 @@ add_dependencies(rt_not_intercepting a2asim_nccl rt_static_nccl)
 
 if(Python3_Interpreter_FOUND)
   set(A2A_RT_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_check.py)
-  foreach(case group repeat failon badoption unwritable checks help)
+  foreach(case group repeat failon badoption unwritable checks help rank)
     add_test(NAME rt.${case}
              COMMAND ${A2A_RT_CHECK} ${case} --shim $<TARGET_FILE:a2acheck>
                      --prog $<TARGET_FILE:rt_group_unbalanced> --work ${A2A_RT_TEST_DIR}/${case})
@@ -68,6 +68,6 @@ if(Python3_Interpreter_FOUND)
                    --prog $<TARGET_FILE:rt_not_intercepting> --arg $<TARGET_FILE:rt_static_nccl>
                    --work ${A2A_RT_TEST_DIR}/static)
   set_tests_properties(rt.group rt.repeat rt.failon rt.badoption rt.unwritable rt.checks
-                       rt.help rt.fork rt.not_intercepting_dlsym rt.not_intercepting_static
+                       rt.help rt.rank rt.fork rt.not_intercepting_dlsym rt.not_intercepting_static
                        PROPERTIES TIMEOUT 200 LABELS rt)
 endif()
