@@ -1,0 +1,228 @@
+/* nccl_lifecycle.c - communicator creation paths of the simulator's NCCL
+ * (ranks as threads of this process).
+ *
+ *   nccl_lifecycle <nonblocking|dupgpu|shrink|scalable|misc|memalloc>
+ *
+ *   nonblocking  config.blocking = 0: ncclInProgress until every rank came,
+ *                calls on the comm meanwhile are ncclInvalidArgument, then
+ *                ncclCommGetAsyncError turns ncclSuccess and the comm works;
+ *                non-blocking finalize
+ *   dupgpu       two ranks on one device fail with ncclInvalidUsage and
+ *                "Duplicate GPU detected"; InitAll with a repeated device
+ *   shrink       4 ranks, rank 3 excluded: 3-rank comm that works
+ *   scalable     ncclCommInitRankScalable with two ids
+ *   misc         bad init arguments and config, unique id layout
+ *   memalloc     ncclMemAlloc/ncclMemFree (77 = skipped: runtime lacks it)
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nccl_harness.h"
+
+static ncclUniqueId g_id, g_id2;
+static pthread_barrier_t g_bar;
+static int g_nranks;
+
+static int allreduce_check(ncclComm_t comm, int rank, int n, int members) {
+  int fails = 0;
+  cudaStream_t s;
+  int32_t *d, v = rank + 1;
+  CUDA_OK(cudaStreamCreate(&s));
+  CUDA_OK(cudaMalloc((void **)&d, 4));
+  CUDA_OK(cudaMemcpy(d, &v, 4, cudaMemcpyHostToDevice));
+  NCCL_OK(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(&v, d, 4, cudaMemcpyDeviceToHost));
+  if (v != members * (members + 1) / 2) FAILF("rank %d: allreduce %d, want %d", rank, v, members * (members + 1) / 2);
+  CUDA_OK(cudaFree(d));
+  CUDA_OK(cudaStreamDestroy(s));
+  (void)n;
+  return fails;
+}
+
+static ncclResult_t wait_ready(ncclComm_t c) {
+  ncclResult_t st = ncclInProgress;
+  for (int i = 0; i < 5000 && st == ncclInProgress; i++) {
+    if (ncclCommGetAsyncError(c, &st) != ncclSuccess) return ncclInternalError;
+    struct timespec ts = {0, 1000000};
+    if (st == ncclInProgress) nanosleep(&ts, NULL);
+  }
+  return st;
+}
+
+static int nonblocking_rank(int rank) {
+  int fails = 0;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t comm = NULL;
+  if (rank == 1) pthread_barrier_wait(&g_bar);   /* rank 1 comes late */
+  cudaSetDevice(rank);
+  EXPECT_RC(ncclCommInitRankConfig(&comm, 2, g_id, rank, &cfg), ncclInProgress);
+  if (!comm) { FAILF("no comm handle"); return fails; }
+  if (rank == 0) {
+    ncclResult_t st;
+    EXPECT_RC(ncclCommGetAsyncError(comm, &st), ncclSuccess);
+    if (st != ncclInProgress) FAILF("async state %d before rank 1 came, want ncclInProgress", st);
+    int cnt;
+    EXPECT_RC(ncclCommCount(comm, &cnt), ncclInvalidArgument);
+    EXPECT_RC(ncclAllReduce(&cnt, &cnt, 1, ncclInt32, ncclSum, comm, NULL), ncclInvalidArgument);
+    pthread_barrier_wait(&g_bar);
+  }
+  EXPECT_RC(wait_ready(comm), ncclSuccess);
+  fails += allreduce_check(comm, rank, 2, 2);
+  ncclResult_t f = ncclCommFinalize(comm);
+  if (f != ncclInProgress && f != ncclSuccess) FAILF("finalize: %d", f);
+  EXPECT_RC(wait_ready(comm), ncclSuccess);
+  EXPECT_RC(ncclCommDestroy(comm), ncclSuccess);
+  return fails;
+}
+
+static int dup_rank(int rank) {
+  int fails = 0;
+  ncclComm_t comm = (ncclComm_t)(uintptr_t)1;
+  cudaSetDevice(0);                               /* both ranks on device 0 */
+  EXPECT_RC(ncclCommInitRank(&comm, 2, g_id, rank), ncclInvalidUsage);
+  if (comm != NULL) FAILF("failed init left *comm = %p", (void *)comm);
+  pthread_barrier_wait(&g_bar);                   /* both WARNed before the check */
+  if (!strstr(ncclGetLastError(NULL), "Duplicate GPU detected"))
+    FAILF("last error '%s'", ncclGetLastError(NULL));
+  return fails;
+}
+
+static int shrink_rank(int rank) {
+  int fails = 0;
+  ncclComm_t comm, small = NULL;
+  cudaSetDevice(rank);
+  NCCL_OK(ncclCommInitRank(&comm, 4, g_id, rank));
+  if (rank != 3) {
+    int excl[] = {3};
+    NCCL_OK(ncclCommShrink(comm, excl, 1, &small, NULL, NCCL_SHRINK_DEFAULT));
+    int cnt, me;
+    NCCL_OK(ncclCommCount(small, &cnt));
+    NCCL_OK(ncclCommUserRank(small, &me));
+    if (cnt != 3 || me != rank) FAILF("shrink: count %d rank %d", cnt, me);
+    fails += allreduce_check(small, me, 3, 3);
+    NCCL_OK(ncclCommDestroy(small));
+  }
+  NCCL_OK(ncclCommDestroy(comm));
+  return fails;
+}
+
+static int scalable_rank(int rank) {
+  int fails = 0;
+  ncclUniqueId ids[2] = {g_id, g_id2};
+  ncclComm_t comm;
+  cudaSetDevice(rank);
+  NCCL_OK(ncclCommInitRankScalable(&comm, g_nranks, rank, 2, ids, NULL));
+  fails += allreduce_check(comm, rank, g_nranks, g_nranks);
+  NCCL_OK(ncclCommDestroy(comm));
+  return fails;
+}
+
+struct tctx { int (*fn)(int); int rank, fails; };
+static void *trampoline(void *p) {
+  struct tctx *c = p;
+  c->fails = c->fn(c->rank);
+  return NULL;
+}
+
+static int run_threads(int n, int (*fn)(int)) {
+  int fails = 0;
+  pthread_t t[8];
+  struct tctx c[8];
+  g_nranks = n;
+  pthread_barrier_init(&g_bar, NULL, (unsigned)n);
+  for (int r = 0; r < n; r++) {
+    c[r] = (struct tctx){fn, r, 0};
+    pthread_create(&t[r], NULL, trampoline, &c[r]);
+  }
+  for (int r = 0; r < n; r++) {
+    pthread_join(t[r], NULL);
+    fails += c[r].fails;
+  }
+  pthread_barrier_destroy(&g_bar);
+  return fails;
+}
+
+static int misc(void) {
+  int fails = 0;
+  ncclComm_t c = NULL;
+  ncclUniqueId id;
+  EXPECT_RC(ncclGetUniqueId(NULL), ncclInvalidArgument);
+  EXPECT_RC(ncclCommInitRank(NULL, 2, g_id, 0), ncclInvalidArgument);
+  EXPECT_RC(ncclCommInitRank(&c, 2, g_id, 2), ncclInvalidArgument);
+  EXPECT_RC(ncclCommInitRank(&c, 0, g_id, 0), ncclInvalidArgument);
+  ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+  bad.magic = 0;
+  EXPECT_RC(ncclCommInitRankConfig(&c, 1, g_id, 0, &bad), ncclInvalidArgument);
+  EXPECT_RC(ncclCommDestroy(NULL), ncclSuccess);
+  EXPECT_RC(ncclCommAbort(NULL), ncclSuccess);
+  int devs[2] = {1, 1};
+  ncclComm_t two[2];
+  EXPECT_RC(ncclCommInitAll(two, 2, devs), ncclInvalidUsage);
+  devs[1] = 99;
+  EXPECT_RC(ncclCommInitAll(two, 2, devs), ncclInvalidArgument);
+  /* id layout: magic, then sockaddr_in 127.0.0.1:port, then zeros */
+  NCCL_OK(ncclGetUniqueId(&id));
+  struct sockaddr_in sin;
+  memcpy(&sin, id.internal + 8, sizeof sin);
+  if (sin.sin_family != AF_INET || sin.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || sin.sin_port == 0)
+    FAILF("unique id address: family %d addr %x port %d", sin.sin_family, ntohl(sin.sin_addr.s_addr), ntohs(sin.sin_port));
+  for (size_t i = 8 + sizeof sin; i < sizeof id.internal; i++)
+    if (id.internal[i]) { FAILF("unique id byte %zu not zero", i); break; }
+  /* trailing bytes written by someone else: still a valid id for all ranks */
+  memset(id.internal + 64, 0x5a, 64);
+  cudaSetDevice(0);
+  NCCL_OK(ncclCommInitRank(&c, 1, id, 0));
+  fails += allreduce_check(c, 0, 1, 1);
+  NCCL_OK(ncclCommDestroy(c));
+  return fails;
+}
+
+/* ncclMemAlloc gives device memory of the current device. It needs
+ * a2asim_device_alloc from the simulated runtime: skipped (77) while the
+ * runtime does not export it. */
+static int memalloc(void) {
+  int fails = 0;
+  if (!dlsym(RTLD_DEFAULT, "a2asim_device_alloc")) {
+    printf("SKIP: the simulated runtime does not export a2asim_device_alloc yet\n");
+    return -1;
+  }
+  void *m = NULL;
+  EXPECT_RC(ncclMemAlloc(NULL, 16), ncclInvalidArgument);
+  CUDA_OK(cudaSetDevice(2));
+  NCCL_OK(ncclMemAlloc(&m, 1 << 20));
+  struct cudaPointerAttributes at;
+  CUDA_OK(cudaPointerGetAttributes(&at, m));
+  if (at.type != cudaMemoryTypeDevice || at.device != 2) FAILF("ncclMemAlloc memory: type %d device %d", at.type, at.device);
+  NCCL_OK(ncclMemFree(m));
+  return fails;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s <nonblocking|dupgpu|shrink|scalable|misc|memalloc>\n", argv[0]);
+    return 2;
+  }
+  int fails = 0;
+  if (ncclGetUniqueId(&g_id) != ncclSuccess || ncclGetUniqueId(&g_id2) != ncclSuccess) return 1;
+  if (!strcmp(argv[1], "nonblocking")) fails = run_threads(2, nonblocking_rank);
+  else if (!strcmp(argv[1], "dupgpu")) fails = run_threads(2, dup_rank);
+  else if (!strcmp(argv[1], "shrink")) fails = run_threads(4, shrink_rank);
+  else if (!strcmp(argv[1], "scalable")) fails = run_threads(3, scalable_rank);
+  else if (!strcmp(argv[1], "misc")) fails = misc();
+  else if (!strcmp(argv[1], "memalloc")) {
+    fails = memalloc();
+    if (fails < 0) return 77;
+  }
+  else { fprintf(stderr, "unknown test %s\n", argv[1]); return 2; }
+  printf("nccl_lifecycle %s: %s\n", argv[1], fails ? "FAILED" : "ok");
+  return fails ? 1 : 0;
+}
