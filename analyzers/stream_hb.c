@@ -524,7 +524,9 @@ static const char *acc_verb(const access *a) {
   return (a->flags & F_WRITE) ? "writes" : "reads";
 }
 
-static void json_side(a2a_json *j, const char *key, const access *a) {
+/* One side of a finding. The earlier side carries the stack of a
+ * communication operation (the later side's stack is the finding's own). */
+static void json_side(a2a_json *j, const char *key, const access *a, bool with_stack) {
   char b[160];
   a2a_json_obj_begin(j, key);
   describe_acc(b, sizeof b, a);
@@ -544,7 +546,7 @@ static void json_side(a2a_json *j, const char *key, const access *a) {
   if (a->kind == AK_COMM) {
     const a2a_comm *c = a2a_comm_lookup(a->comm);
     if (c) a2a_json_str(j, "comm", c->name);
-    const a2a_stack *st = stack_get(a->stack, a->stack_gen);
+    const a2a_stack *st = with_stack ? stack_get(a->stack, a->stack_gen) : NULL;
     if (st) {
       a2a_json_arr_begin(j, "stack");
       for (int i = 0; i < st->n && i < 32; i++) a2a_json_ptr(j, NULL, st->pc[i]);
@@ -593,8 +595,8 @@ static void report(const char *check, const range *r, const access *prev,
   char ob[160];
   describe_acc(ob, sizeof ob, op);
   a2a_json_str(&j, "operation", ob);
-  json_side(&j, "earlier", prev);
-  json_side(&j, "later", now);
+  json_side(&j, "earlier", prev, true);
+  json_side(&j, "later", now, false);
   a2a_json_obj_end(&j);
   a2a_finding f = {
       .check = check,
@@ -1174,8 +1176,12 @@ static void hb_on_event(const a2a_event *ev) {
 }
 
 static void hb_after_fork_child(void) {
-  /* The parent's other threads are gone; a mutex they held would stay held. */
+  /* The parent's other threads are gone; a mutex they held would stay held.
+   * The child starts from a clean slate: CUDA work of the parent is not the
+   * child's (CUDA cannot be used across fork; the simulator gives the child
+   * a fresh runtime), and stale ranges would only confuse new allocations. */
   pthread_mutex_init(&g_mu, NULL);
+  hb_init();
 }
 
 size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
