@@ -82,10 +82,19 @@ target_link_libraries(shim_local_main PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(shim_local_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${A2A_SHIM_TEST_DIR})
 add_dependencies(shim_local_main shim_local_helper a2acheck)
 add_test(NAME shim.rtld_local_fallback
-         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shim_local.sh $<TARGET_FILE:shim_local_main>
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shim_local.sh local $<TARGET_FILE:shim_local_main>
                  $<TARGET_FILE:shim_local_helper> $<TARGET_FILE:a2acheck>
                  ${A2A_SHIM_TEST_DIR}/rtld_local)
-set_tests_properties(shim.rtld_local_fallback PROPERTIES TIMEOUT 150 LABELS shim)
+# The same calls with the libraries in the global scope (linked in).
+add_executable(shim_direct_main ${CMAKE_CURRENT_LIST_DIR}/shim_direct_main.c)
+target_link_libraries(shim_direct_main PRIVATE shim_local_helper)
+set_target_properties(shim_direct_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${A2A_SHIM_TEST_DIR})
+add_dependencies(shim_direct_main a2acheck)
+add_test(NAME shim.passthrough_direct
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shim_local.sh direct $<TARGET_FILE:shim_direct_main>
+                 $<TARGET_FILE:shim_local_helper> $<TARGET_FILE:a2acheck>
+                 ${A2A_SHIM_TEST_DIR}/direct)
+set_tests_properties(shim.rtld_local_fallback shim.passthrough_direct PROPERTIES TIMEOUT 150 LABELS shim)
 
 # ---- the wrappers, against a fake NCCL/CUDA and a fake runtime -------------
 # shim_wrap_test links the wrappers and resolve.c with its own a2a_rt_* and
