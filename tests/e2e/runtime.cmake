@@ -71,3 +71,12 @@ if(Python3_Interpreter_FOUND)
                        rt.help rt.rank rt.fork rt.not_intercepting_dlsym rt.not_intercepting_static
                        PROPERTIES TIMEOUT 200 LABELS rt)
 endif()
+
+# ---- README.md's options table matches the library's ---------------------
+if(Python3_Interpreter_FOUND AND EXISTS ${PROJECT_SOURCE_DIR}/README.md)
+  add_test(NAME rt.readme_options
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_readme_options.py
+                   --shim $<TARGET_FILE:a2acheck> --prog $<TARGET_FILE:rt_group_unbalanced>
+                   --readme ${PROJECT_SOURCE_DIR}/README.md)
+  set_tests_properties(rt.readme_options PROPERTIES TIMEOUT 100 LABELS rt)
+endif()
