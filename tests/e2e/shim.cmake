@@ -112,3 +112,45 @@ set_target_properties(shim_wrap_test PROPERTIES ENABLE_EXPORTS ON
 add_dependencies(shim_wrap_test a2a_fake_wrap)
 add_test(NAME shim.wrappers COMMAND shim_wrap_test $<TARGET_FILE:a2a_fake_wrap>)
 set_tests_properties(shim.wrappers PROPERTIES TIMEOUT 60 LABELS shim)
+
+# ---- nvcc-built launches (only where nvcc is installed) ---------------------
+# Built with nvcc directly (the project does not enable the CUDA language);
+# `-cudart shared` because the default static cudart cannot be interposed.
+# nvcc is probed once at configure time (it needs a supported host compiler):
+# a toolkit that cannot build the test must not break the build.
+find_program(A2A_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} PATHS /usr/local/cuda/bin)
+if(A2A_NVCC AND NOT DEFINED A2A_NVCC_WORKS)
+  execute_process(COMMAND ${A2A_NVCC} -cudart shared -o ${CMAKE_BINARY_DIR}/CMakeFiles/a2a_nvcc_probe
+                          ${CMAKE_CURRENT_LIST_DIR}/shim_launch.cu
+                  RESULT_VARIABLE a2a_nvcc_rc OUTPUT_QUIET ERROR_QUIET TIMEOUT 300)
+  if(a2a_nvcc_rc EQUAL 0)
+    set(A2A_NVCC_WORKS ON CACHE BOOL "nvcc can build the launch tests")
+  else()
+    set(A2A_NVCC_WORKS OFF CACHE BOOL "nvcc can build the launch tests")
+  endif()
+  message(STATUS "a2acheck: nvcc launch tests: ${A2A_NVCC_WORKS}")
+endif()
+if(A2A_NVCC AND A2A_NVCC_WORKS)
+  foreach(variant legacy per-thread)
+    set(exe ${A2A_SHIM_TEST_DIR}/shim_launch_${variant})
+    add_custom_command(OUTPUT ${exe}
+      COMMAND ${A2A_NVCC} -cudart shared --default-stream ${variant}
+              -o ${exe} ${CMAKE_CURRENT_LIST_DIR}/shim_launch.cu
+      DEPENDS ${CMAKE_CURRENT_LIST_DIR}/shim_launch.cu
+      COMMENT "nvcc shim_launch.cu (--default-stream ${variant})" VERBATIM)
+    list(APPEND A2A_SHIM_LAUNCH_EXES ${exe})
+  endforeach()
+  add_custom_target(shim_launch_programs ALL DEPENDS ${A2A_SHIM_LAUNCH_EXES})
+  add_test(NAME shim.launch_legacy_stream
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shim_launch.sh $<TARGET_FILE:a2acheck>
+                   ${A2A_SHIM_TEST_DIR}/launch_legacy ${A2A_SHIM_TEST_DIR}/shim_launch_legacy
+                   __cudaLaunchKernel cudaLaunchKernel cudaLaunchCooperativeKernel
+                   cudaLaunchKernelExC cudaMemcpy cudaGetLastError)
+  add_test(NAME shim.launch_per_thread_stream
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shim_launch.sh $<TARGET_FILE:a2acheck>
+                   ${A2A_SHIM_TEST_DIR}/launch_per_thread ${A2A_SHIM_TEST_DIR}/shim_launch_per-thread
+                   __cudaLaunchKernel_ptsz cudaLaunchKernel_ptsz cudaLaunchCooperativeKernel_ptsz
+                   cudaLaunchKernelExC_ptsz cudaMemcpy_ptds cudaGetLastError)
+  set_tests_properties(shim.launch_legacy_stream shim.launch_per_thread_stream
+                       PROPERTIES TIMEOUT 120 LABELS shim)
+endif()
