@@ -57,6 +57,7 @@
 #define MAX_ACC STREAM_HB_MAX_ACC
 #define MAX_PENDING STREAM_HB_MAX_PENDING
 #define MAX_THREADS STREAM_HB_MAX_THREADS
+#define SREG_SLOTS 1024
 #define FUNC_SLOTS 512
 #define FUNC_MAX_PARAMS 64
 #define PARAM_SCAN_MAX 4096 /* bytes scanned per kernel parameter */
@@ -91,6 +92,16 @@ typedef struct timeline {
   void *handle;
   uint32_t vc[MAX_TL];
 } timeline;
+
+/* What cudaStreamCreate* told us about a stream. A timeline is allocated
+ * only when a stream is first used while ranges are tracked, so the many
+ * streams a framework creates up front (PyTorch: 32 per priority per device)
+ * cost no timeline. */
+typedef struct sreg_slot {
+  void *handle; /* NULL = empty */
+  tl_kind kind;
+  int device;
+} sreg_slot;
 
 typedef struct ev_slot {
   void *handle; /* NULL = empty */
@@ -171,6 +182,8 @@ static _Atomic bool g_disabled;
 
 static timeline *g_tl; /* [MAX_TL]; g_tl[0] is the host */
 static int g_ntl;
+static sreg_slot *g_sreg; /* [SREG_SLOTS] */
+static size_t g_nsreg;
 static ev_slot *g_ev;  /* [EV_SLOTS] */
 static size_t g_nev;
 static range *g_rng;   /* [MAX_RANGES] pool */
@@ -212,13 +225,63 @@ static bool is_blocking_kind(tl_kind k) {
 }
 
 /* ------------------------------------------------------------------ */
+/* Open-addressed tables keyed by a handle (streams, events): linear probing,
+ * backward-shift deletion. */
+
+static size_t handle_hash(void *h, size_t slots) {
+  uint64_t x = (uint64_t)(uintptr_t)h;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x & (slots - 1);
+}
+
+static sreg_slot *sreg_find(void *h) {
+  size_t i = handle_hash(h, SREG_SLOTS);
+  for (size_t n = 0; n < SREG_SLOTS; n++, i = (i + 1) & (SREG_SLOTS - 1)) {
+    if (g_sreg[i].handle == h) return &g_sreg[i];
+    if (g_sreg[i].handle == NULL) return NULL;
+  }
+  return NULL;
+}
+
+static void sreg_remove(void *h) {
+  sreg_slot *e = sreg_find(h);
+  if (!e) return;
+  size_t i = (size_t)(e - g_sreg);
+  g_sreg[i].handle = NULL;
+  g_nsreg--;
+  size_t hole = i;
+  for (size_t j = (i + 1) & (SREG_SLOTS - 1); g_sreg[j].handle; j = (j + 1) & (SREG_SLOTS - 1)) {
+    size_t home = handle_hash(g_sreg[j].handle, SREG_SLOTS);
+    bool in_between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+    if (!in_between) {
+      g_sreg[hole] = g_sreg[j];
+      g_sreg[j].handle = NULL;
+      hole = j;
+    }
+  }
+}
+
+/* Remember a created stream. A full table only loses the kind (the stream
+ * is then treated as blocking: the safe direction). */
+static void sreg_put(void *h, tl_kind kind, int device) {
+  sreg_remove(h);
+  if (g_nsreg >= SREG_SLOTS * 3 / 4) return;
+  size_t i = handle_hash(h, SREG_SLOTS);
+  while (g_sreg[i].handle) i = (i + 1) & (SREG_SLOTS - 1);
+  g_sreg[i] = (sreg_slot){h, kind, device};
+  g_nsreg++;
+}
+
+/* ------------------------------------------------------------------ */
 /* Timelines */
 
 static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
   /* Reuse a dead timeline only if nothing can refer to it any more: we do not
    * track that, so timelines are never reused (streams are few). */
   if (g_ntl >= MAX_TL) {
-    disable_self("the process uses more streams than the 64 it tracks");
+    disable_self("the process uses more streams than the 128 it tracks");
     return -1;
   }
   int i = g_ntl++;
@@ -249,7 +312,15 @@ static int tl_of(void *stream, int per_thread, uint32_t thread, int device) {
       return i;
     }
   }
-  return tl_new(kind, kind == TL_UNKNOWN ? stream : NULL, device, thread);
+  if (kind == TL_UNKNOWN) {
+    const sreg_slot *r = sreg_find(stream);
+    if (r) {
+      kind = r->kind;
+      device = r->device;
+    }
+  }
+  return tl_new(kind, (kind == TL_LEGACY || kind == TL_PER_THREAD) ? NULL : stream, device,
+                thread);
 }
 
 static int tl_of_ev(const a2a_event *ev) {
@@ -282,13 +353,7 @@ static void host_join_device(int dev) {
 /* ------------------------------------------------------------------ */
 /* CUDA events: open addressing on the handle, backward-shift deletion. */
 
-static size_t ev_hash(void *h) {
-  uint64_t x = (uint64_t)(uintptr_t)h;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return (size_t)x & (EV_SLOTS - 1);
-}
+static size_t ev_hash(void *h) { return handle_hash(h, EV_SLOTS); }
 
 static ev_slot *ev_find(void *h, bool create) {
   size_t i = ev_hash(h);
@@ -862,6 +927,11 @@ static void on_comm_op(const a2a_event *ev) {
     rp = (uintptr_t)ev->u.p2p.buff;
   }
   default_stream_warning(ev, what);
+  /* Tracking is what costs: none of the race checks enabled, no tracking. */
+  if (!a2a_check_enabled("stream.unsynced-input") &&
+      !a2a_check_enabled("stream.unsynced-output") &&
+      !a2a_check_enabled("stream.free-in-flight"))
+    return;
 
   thread_state *ts = thread_state_of(ev->thread);
   if (ts && ts->depth > 0) {
@@ -1005,15 +1075,18 @@ static void *xcalloc(size_t n, size_t sz) { return calloc(n, sz); }
 static int hb_init(void) {
   pthread_mutex_lock(&g_mu);
   if (!g_tl) g_tl = xcalloc(MAX_TL, sizeof *g_tl);
+  if (!g_sreg) g_sreg = xcalloc(SREG_SLOTS, sizeof *g_sreg);
   if (!g_ev) g_ev = xcalloc(EV_SLOTS, sizeof *g_ev);
   if (!g_rng) g_rng = xcalloc(MAX_RANGES, sizeof *g_rng);
   if (!g_order) g_order = xcalloc(MAX_RANGES, sizeof *g_order);
   if (!g_fn) g_fn = xcalloc(FUNC_SLOTS, sizeof *g_fn);
   if (!g_stacks) g_stacks = xcalloc(STACK_RING, sizeof *g_stacks);
-  int rc = (g_tl && g_ev && g_rng && g_order && g_fn && g_stacks) ? 0 : -1;
+  int rc = (g_tl && g_sreg && g_ev && g_rng && g_order && g_fn && g_stacks) ? 0 : -1;
   if (rc == 0) {
     /* (Re)initialization starts from a clean slate (unit tests re-init). */
     memset(g_tl, 0, MAX_TL * sizeof *g_tl);
+    memset(g_sreg, 0, SREG_SLOTS * sizeof *g_sreg);
+    g_nsreg = 0;
     memset(g_ev, 0, EV_SLOTS * sizeof *g_ev);
     memset(g_fn, 0, FUNC_SLOTS * sizeof *g_fn);
     memset(g_stacks, 0, STACK_RING * sizeof *g_stacks);
@@ -1072,12 +1145,15 @@ static void hb_on_event(const a2a_event *ev) {
   case A2A_EV_STREAM_CREATE:
     if (!ok_result(ev) || !ev->stream) return;
     pthread_mutex_lock(&g_mu);
+    /* A live timeline with this handle belongs to a stream whose destroy
+     * we missed: the new stream is a new timeline. */
     for (int i = 1; i < g_ntl; i++)
-      if (g_tl[i].live && g_tl[i].handle == ev->stream) g_tl[i].live = false;
-    int s = tl_new((ev->u.stream_create.flags & CUDA_STREAM_NON_BLOCKING) ? TL_NONBLOCKING
-                                                                            : TL_BLOCKING,
-                   ev->stream, dev_of(ev), ev->thread);
-    (void)s;
+      if (g_tl[i].live && g_tl[i].handle == ev->stream && g_tl[i].kind != TL_LEGACY &&
+          g_tl[i].kind != TL_PER_THREAD)
+        g_tl[i].live = false;
+    sreg_put(ev->stream,
+             (ev->u.stream_create.flags & CUDA_STREAM_NON_BLOCKING) ? TL_NONBLOCKING : TL_BLOCKING,
+             dev_of(ev));
     pthread_mutex_unlock(&g_mu);
     return;
   case A2A_EV_STREAM_DESTROY:
@@ -1090,6 +1166,7 @@ static void hb_on_event(const a2a_event *ev) {
       if (g_tl[i].live && g_tl[i].handle == ev->stream && g_tl[i].kind != TL_LEGACY &&
           g_tl[i].kind != TL_PER_THREAD)
         g_tl[i].live = false;
+    sreg_remove(ev->stream);
     pthread_mutex_unlock(&g_mu);
     return;
   case A2A_EV_GRAPH_CAPTURE_BEGIN:

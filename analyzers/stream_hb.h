@@ -7,11 +7,12 @@
 
 #include <stddef.h>
 
-/* Timelines (streams + the one host timeline) whose clocks are tracked.
+/* Timelines (streams used while ranges are tracked + the one host
+ * timeline) whose clocks are tracked.
  * Vector clocks are dense arrays of this many 32-bit entries. Past the limit
  * the analyzer disables itself (a lost timeline would lose edges, and lost
  * edges mean false reports). */
-#define STREAM_HB_MAX_TL 64
+#define STREAM_HB_MAX_TL 128
 /* Live CUDA events with a captured clock (open-addressed table; at 3/4 load
  * the analyzer disables itself, for the same reason). */
 #define STREAM_HB_EVENT_SLOTS 4096

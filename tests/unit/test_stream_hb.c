@@ -672,6 +672,33 @@ START_TEST(untracked_launch_is_cheap) {
 }
 END_TEST
 
+/* PyTorch creates its pool streams up front (32 per priority per device):
+ * streams cost a timeline only when used, so 300 created streams neither
+ * disable the analyzer nor lose the kind of the ones in use. */
+START_TEST(many_streams_created_up_front) {
+  setup();
+  for (uintptr_t i = 0; i < 300; i++) stream_create((void *)(0x900000 + i * 0x100), NONBLOCKING);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(collector_count("a2acheck.analyzer-disabled"), 0);
+  /* A blocking stream created among them keeps its kind: the legacy stream
+   * orders it. */
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  void *blocking = (void *)(0x900000 + 301 * 0x100);
+  stream_create(blocking, 0);
+  recv_on(blocking, RECVBUF, NBYTES / 4);
+  launch_fill(NULL, RECVBUF, (void *)0x3001);
+  ck_assert_int_eq(stream_findings(), 1);
+  /* ...while a non-blocking one does not. */
+  void *nonblocking = (void *)(0x900000 + 7 * 0x100);
+  recv_on(nonblocking, RECVBUF, NBYTES / 4);
+  launch_fill(NULL, RECVBUF, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+}
+END_TEST
+
 START_TEST(check_can_be_disabled) {
   setup();
   collector_disable_check("stream");
@@ -718,6 +745,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, views_into_one_segment_are_separate);
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
   tcase_add_test(tc, untracked_launches_are_ignored);
+  tcase_add_test(tc, many_streams_created_up_front);
   tcase_add_test(tc, check_can_be_disabled);
   tcase_add_test(tc, untracked_launch_is_cheap);
   suite_add_tcase(s, tc);
