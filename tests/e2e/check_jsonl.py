@@ -8,8 +8,9 @@ Used by the end-to-end tests (ctest) of every area. Python 3, stdlib only.
 DIR is searched recursively for *.jsonl files (one per process/rank). Every
 line must be a JSON object with a string "check" and a "severity" in
 error|warning|info, otherwise the log itself is broken and the script fails.
-Records whose check is in the ignore list (by default only the exit summary
-"a2acheck.summary") are skipped for all assertions below.
+Records whose check is in the ignore list (by default "*.summary": the exit
+summaries a2acheck.summary and perf.summary, which every run writes) are
+skipped for all assertions below.
 
 Assertions (all may be repeated; all must hold):
   --expect SPEC      at least one finding matches SPEC.
@@ -152,7 +153,7 @@ def main(argv):
     ap.add_argument("--contains", action="append", default=[])
     ap.add_argument("--stack-has", action="append", default=[])
     ap.add_argument("--files", type=int)
-    ap.add_argument("--ignore", action="append", default=["a2acheck.summary"])
+    ap.add_argument("--ignore", action="append", default=["*.summary"])
     a = ap.parse_args(argv)
 
     try:
