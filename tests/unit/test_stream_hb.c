@@ -5,6 +5,7 @@
  * streams, legacy vs non-blocking streams, host synchronization by query).
  * Buffers are fake addresses: the analyzer never dereferences them. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -653,7 +654,11 @@ START_TEST(untracked_launch_is_cheap) {
   for (int i = 0; i < n; i++) a2a_analyzer_stream_hb.on_event(&ev);
   double ns = (now_s() - t0) * 1e9 / n;
   fprintf(stderr, "stream_hb: untracked launch %.1f ns\n", ns);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  ck_assert_double_lt(ns, 2000.0); /* instrumented atomics */
+#else
   ck_assert_double_lt(ns, 100.0);
+#endif
 
   /* Tracked: the launch takes the lock and scans its parameter; report the
    * cost (no bound: it depends on the machine's load). */
@@ -696,6 +701,80 @@ START_TEST(many_streams_created_up_front) {
   recv_on(nonblocking, RECVBUF, NBYTES / 4);
   launch_fill(NULL, RECVBUF, (void *)0x3002);
   ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+}
+END_TEST
+
+/* Several host threads drive correct pipelines on their own streams and
+ * buffers at once: no finding, no crash, no deadlock (run under a sanitizer
+ * build to check the locking). */
+typedef struct worker_arg {
+  uint32_t thread;
+} worker_arg;
+
+static void *worker(void *p) {
+  const worker_arg *w = p;
+  uintptr_t t = w->thread;
+  void *comp = (void *)(0x60000 + t * 0x100), *comm = (void *)(0x61000 + t * 0x100);
+  void *prod = (void *)(0xe000 + t * 2), *done = (void *)(0xe001 + t * 2);
+  void *buf = (char *)SEG + 0x20000 + t * 0x2000;
+  a2a_event ev = ev_make(A2A_EV_STREAM_CREATE);
+  ev.thread = w->thread;
+  ev.u.stream_create.flags = NONBLOCKING;
+  ev.stream = comp;
+  ev_dispatch(&ev, 0);
+  ev.stream = comm;
+  ev_dispatch(&ev, 0);
+  for (int i = 0; i < 2000; i++) {
+    void *ptr = buf;
+    void *args[] = {&ptr};
+    ev = ev_make(A2A_EV_LAUNCH);
+    ev.thread = w->thread;
+    ev.stream = comp;
+    ev.u.launch.func = &k_fill;
+    ev.u.launch.args = args;
+    ev_dispatch(&ev, 0);
+    ev = ev_make(A2A_EV_EVENT_RECORD);
+    ev.thread = w->thread;
+    ev.stream = comp;
+    ev.u.event.event = prod;
+    ev_dispatch(&ev, 0);
+    ev.kind = A2A_EV_STREAM_WAIT_EVENT;
+    ev.stream = comm;
+    ev_dispatch(&ev, 0);
+    ev = ev_make(A2A_EV_P2P);
+    ev.thread = w->thread;
+    ev.api = "ncclSend";
+    ev.comm = COMM;
+    ev.stream = comm;
+    ev.u.p2p.is_send = 1;
+    ev.u.p2p.buff = buf;
+    ev.u.p2p.count = 256;
+    ev.u.p2p.dtype = NCCL_FLOAT;
+    ev_dispatch(&ev, 0);
+    ev = ev_make(A2A_EV_EVENT_RECORD);
+    ev.thread = w->thread;
+    ev.stream = comm;
+    ev.u.event.event = done;
+    ev_dispatch(&ev, 0);
+    ev.kind = A2A_EV_STREAM_WAIT_EVENT;
+    ev.stream = comp;
+    ev_dispatch(&ev, 0);
+  }
+  return NULL;
+}
+
+START_TEST(threads_drive_pipelines_concurrently) {
+  setup();
+  enum { NT = 4 };
+  pthread_t th[NT];
+  worker_arg args[NT];
+  for (int i = 0; i < NT; i++) {
+    args[i].thread = (uint32_t)(i + 2);
+    ck_assert_int_eq(pthread_create(&th[i], NULL, worker, &args[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+  ck_assert_int_eq(stream_findings(), 0);
+  ck_assert_uint_eq(stream_hb_range_count(), NT);
 }
 END_TEST
 
@@ -746,6 +825,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
   tcase_add_test(tc, untracked_launches_are_ignored);
   tcase_add_test(tc, many_streams_created_up_front);
+  tcase_add_test(tc, threads_drive_pipelines_concurrently);
   tcase_add_test(tc, check_can_be_disabled);
   tcase_add_test(tc, untracked_launch_is_cheap);
   suite_add_tcase(s, tc);
