@@ -29,7 +29,10 @@
 
 #include "intercept.h"
 
-/* blocking flag of a config (NCCL's default is blocking). */
+/* blocking flag of a config: only an explicit config->blocking == 0 makes a
+ * communicator non-blocking here. (NCCL also honours NCCL_COMM_BLOCKING=0
+ * when the config leaves the field undefined; a non-blocking init shows up
+ * anyway as the result ncclInProgress.) */
 static int config_blocking(const ncclConfig_t *config)
 {
   return (config && config->blocking == 0) ? 0 : 1;
