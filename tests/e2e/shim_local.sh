@@ -24,7 +24,7 @@ unset NCCL_DEBUG A2ACHECK_DISABLE || true
 args=
 [ "$mode" = local ] && args=$helper
 timeout 60 "$main" $args >plain.out 2>plain.err || { echo "plain run failed"; cat plain.err; exit 1; }
-LD_PRELOAD="$shim${SHIM_EXTRA_PRELOAD:+ $SHIM_EXTRA_PRELOAD}" A2ACHECK_LOG_DIR="$work/logs" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$work/ld" \
+LD_PRELOAD="$shim" A2ACHECK_LOG_DIR="$work/logs" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$work/ld" \
   timeout 60 "$main" $args >shim.out 2>shim.err || { echo "preloaded run failed"; cat shim.err; exit 1; }
 
 fail=0
