@@ -16,8 +16,8 @@
  * /dev/shm and the kernel frees the memory when the last rank unmaps it or
  * dies. Residual window: if a rank dies (or never comes) before all ranks
  * arrived, the name stays; sim_seg_sweep(), run by ncclGetUniqueId and by
- * every init, unlinks segments older than a few seconds whose recorded
- * ranks are all dead.
+ * every init, unlinks segments older than A2ASIM_NCCL_SWEEP_AGE seconds
+ * (default 5) whose recorded ranks are all dead.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -235,8 +235,11 @@ void sim_seg_detach(struct sim_seg *seg) {
 }
 
 /* Unlinks leftovers of communicators that never completed init because
- * ranks died: only objects older than 5 s whose recorded pids are all gone. */
+ * ranks died: only objects older than A2ASIM_NCCL_SWEEP_AGE seconds
+ * (default 5) whose recorded pids are all gone. */
 void sim_seg_sweep(void) {
+  const char *age_env = getenv("A2ASIM_NCCL_SWEEP_AGE");
+  long min_age = age_env && *age_env ? strtol(age_env, NULL, 10) : 5;
   char prefix[64];
   snprintf(prefix, sizeof prefix, "a2asim-nccl-%u-", (unsigned)getuid());
   DIR *d = opendir("/dev/shm");
@@ -251,7 +254,7 @@ void sim_seg_sweep(void) {
     if (fd < 0) continue;
     struct stat st;
     int stale = 0;
-    if (fstat(fd, &st) == 0 && now - st.st_mtime > 5 && (size_t)st.st_size >= sizeof(struct sim_shm)) {
+    if (fstat(fd, &st) == 0 && now - st.st_mtime >= min_age && (size_t)st.st_size >= sizeof(struct sim_shm)) {
       struct sim_shm *h = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
       if (h != MAP_FAILED) {
         int n = atomic_load(&h->nranks);

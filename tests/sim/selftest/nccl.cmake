@@ -8,7 +8,7 @@ target_include_directories(a2asim_nccl_harness PUBLIC ${A2ASIM_NCCL_ST}
   ${CMAKE_CURRENT_SOURCE_DIR}/include ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE})
 target_link_libraries(a2asim_nccl_harness PUBLIC a2asim_cudart a2asim_nccl Threads::Threads m)
 
-foreach(prog nccl_battery nccl_semantics nccl_hang nccl_lifecycle)
+foreach(prog nccl_battery nccl_semantics nccl_hang nccl_lifecycle nccl_shm)
   if(EXISTS ${A2ASIM_NCCL_ST}/${prog}.c)
     add_executable(${prog} ${A2ASIM_NCCL_ST}/${prog}.c)
     target_link_libraries(${prog} PRIVATE a2asim_nccl_harness ${CMAKE_DL_LIBS})
@@ -43,8 +43,13 @@ if(TARGET nccl_hang)
 endif()
 
 if(TARGET nccl_lifecycle)
-  foreach(t nonblocking dupgpu shrink scalable misc memalloc)
+  foreach(t nonblocking dupgpu shrink scalable misc memalloc singlethread singlethread_legacy)
     a2asim_nccl_test(lifecycle_${t} 30 nccl_lifecycle ${t})
   endforeach()
-  set_tests_properties(sim.nccl.lifecycle_memalloc PROPERTIES SKIP_RETURN_CODE 77)
+  set_tests_properties(sim.nccl.lifecycle_memalloc sim.nccl.lifecycle_singlethread_legacy
+                       PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+
+if(TARGET nccl_shm)
+  a2asim_nccl_test(shm_cleanup 30 nccl_shm)
 endif()

@@ -269,6 +269,29 @@ static int test_ring(ncclComm_t comm, int rank, int n, cudaStream_t s) {
   return fails;
 }
 
+/* One group of one communicator spanning two streams: sends on s, receives
+ * on a second stream (NCCL joins the streams; the simulator uses one item
+ * on both). Both streams complete and the data arrives. */
+static int test_two_streams(ncclComm_t comm, int rank, int n, cudaStream_t s) {
+  int fails = 0;
+  cudaStream_t s2;
+  int32_t *d, h[2] = {rank * 10, -1};
+  CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  CUDA_OK(cudaMalloc((void **)&d, sizeof h));
+  CUDA_OK(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+  NCCL_OK(ncclGroupStart());
+  NCCL_OK(ncclSend(d, 1, ncclInt32, (rank + 1) % n, comm, s));
+  NCCL_OK(ncclRecv(d + 1, 1, ncclInt32, (rank + n - 1) % n, comm, s2));
+  NCCL_OK(ncclGroupEnd());
+  CUDA_OK(cudaStreamSynchronize(s2));
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+  if (h[1] != ((rank + n - 1) % n) * 10) FAILF("rank %d two streams: got %d", rank, h[1]);
+  CUDA_OK(cudaFree(d));
+  CUDA_OK(cudaStreamDestroy(s2));
+  return fails;
+}
+
 static int test_split(ncclComm_t comm, int rank, int n, cudaStream_t s) {
   int fails = 0;
   /* color = parity, key = n - rank: higher parent ranks come first */
@@ -401,6 +424,7 @@ static int body(ncclComm_t comm, int rank, int n, void *arg) {
   if (arg) fails += test_a2a(comm, rank, n, s, c_large, "a2a(large)");
   fails += test_a2a_builtin(comm, rank, n, s);
   fails += test_ring(comm, rank, n, s);
+  fails += test_two_streams(comm, rank, n, s);
   fails += test_split(comm, rank, n, s);
   fails += test_premulsum(comm, rank, n, s);
   fails += test_errors_and_zero(comm, rank, n, s);

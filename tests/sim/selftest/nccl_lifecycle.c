@@ -1,7 +1,7 @@
 /* nccl_lifecycle.c - communicator creation paths of the simulator's NCCL
  * (ranks as threads of this process).
  *
- *   nccl_lifecycle <nonblocking|dupgpu|shrink|scalable|misc|memalloc>
+ *   nccl_lifecycle <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy>
  *
  *   nonblocking  config.blocking = 0: ncclInProgress until every rank came,
  *                calls on the comm meanwhile are ncclInvalidArgument, then
@@ -13,6 +13,9 @@
  *   scalable     ncclCommInitRankScalable with two ids
  *   misc         bad init arguments and config, unique id layout
  *   memalloc     ncclMemAlloc/ncclMemFree (77 = skipped: runtime lacks it)
+ *   singlethread one thread drives 4 devices: InitAll + grouped AllReduce
+ *   singlethread_legacy  the same on the legacy default streams (77 =
+ *                skipped while the runtime lacks a2asim_set_device)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -133,6 +136,44 @@ static void *trampoline(void *p) {
   return NULL;
 }
 
+/* NCCL's "one thread, several devices" pattern: ncclCommInitAll, a stream
+ * per device, one group of AllReduces over all communicators. With
+ * legacy=1 every rank uses its device's legacy default stream (NULL):
+ * ncclGroupEnd must enqueue each comm's work with that comm's device
+ * current, or the ranks would serialise on one stream and deadlock. */
+static int single_thread(int n, int legacy) {
+  int fails = 0;
+  ncclComm_t comms[8];
+  cudaStream_t s[8];
+  int32_t *d[8];
+  NCCL_OK(ncclCommInitAll(comms, n, NULL));
+  for (int i = 0; i < n; i++) {
+    CUDA_OK(cudaSetDevice(i));
+    s[i] = NULL;
+    if (!legacy) CUDA_OK(cudaStreamCreate(&s[i]));
+    CUDA_OK(cudaMalloc((void **)&d[i], 64 * sizeof(int32_t)));
+    int32_t h[64];
+    for (int k = 0; k < 64; k++) h[k] = i * k;
+    CUDA_OK(cudaMemcpy(d[i], h, sizeof h, cudaMemcpyHostToDevice));
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int i = 0; i < n; i++) NCCL_OK(ncclAllReduce(d[i], d[i], 64, ncclInt32, ncclSum, comms[i], s[i]));
+  NCCL_OK(ncclGroupEnd());
+  for (int i = 0; i < n; i++) {
+    CUDA_OK(cudaSetDevice(i));
+    if (legacy) CUDA_OK(cudaDeviceSynchronize());
+    else CUDA_OK(cudaStreamSynchronize(s[i]));
+    int32_t h[64];
+    CUDA_OK(cudaMemcpy(h, d[i], sizeof h, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 64; k++)
+      if (h[k] != k * n * (n - 1) / 2) { FAILF("dev %d [%d] = %d", i, k, h[k]); break; }
+    CUDA_OK(cudaFree(d[i]));
+    if (!legacy) CUDA_OK(cudaStreamDestroy(s[i]));
+    NCCL_OK(ncclCommDestroy(comms[i]));
+  }
+  return fails;
+}
+
 static int run_threads(int n, int (*fn)(int)) {
   int fails = 0;
   pthread_t t[8];
@@ -208,7 +249,7 @@ static int memalloc(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s <nonblocking|dupgpu|shrink|scalable|misc|memalloc>\n", argv[0]);
+    fprintf(stderr, "usage: %s <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy>\n", argv[0]);
     return 2;
   }
   int fails = 0;
@@ -218,6 +259,14 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "shrink")) fails = run_threads(4, shrink_rank);
   else if (!strcmp(argv[1], "scalable")) fails = run_threads(3, scalable_rank);
   else if (!strcmp(argv[1], "misc")) fails = misc();
+  else if (!strcmp(argv[1], "singlethread")) fails = single_thread(4, 0);
+  else if (!strcmp(argv[1], "singlethread_legacy")) {
+    if (!dlsym(RTLD_DEFAULT, "a2asim_set_device")) {
+      printf("SKIP: the simulated runtime does not export a2asim_set_device yet\n");
+      return 77;
+    }
+    fails = single_thread(4, 1);
+  }
   else if (!strcmp(argv[1], "memalloc")) {
     fails = memalloc();
     if (fails < 0) return 77;
