@@ -1,0 +1,42 @@
+/* group_async_error.c - group.async-error.
+ * A non-blocking ncclCommInitRank fails asynchronously: the process joins
+ * rank 0 of a 2-rank communicator twice with one id (the second join fails
+ * with ncclInvalidUsage, reported by ncclCommGetAsyncError).
+ *   buggy: the program polls the async error, ignores it and posts an
+ *          all-reduce on the failed communicator;
+ *   fixed: it sees the error and aborts the communicator. */
+#include "local_common.h"
+
+#define N 1024
+
+int main(int argc, char **argv) {
+  int fixed = lc_fixed(argc, argv);
+  LC_CUDA(cudaSetDevice(0));
+  cudaStream_t s = lc_stream();
+  float *buf = lc_dalloc(N * sizeof(float));
+  ncclUniqueId id;
+  LC_NCCL(ncclGetUniqueId(&id));
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t a = NULL, b = NULL;
+  ncclResult_t r = ncclCommInitRankConfig(&a, 2, id, 0, &cfg);
+  printf("first join -> %d\n", (int)r);
+  r = ncclCommInitRankConfig(&b, 2, id, 0, &cfg);
+  printf("second join -> %d\n", (int)r);
+  if (!a || !b) return 1;
+  /* The two joins race for rank 0: whichever loses fails; the winner waits
+   * for a rank 1 that never comes. Poll both until one reports an error. */
+  ncclComm_t failed = NULL, pending = NULL;
+  ncclResult_t async = ncclInProgress;
+  while (!failed) {
+    LC_NCCL(ncclCommGetAsyncError(a, &async));
+    if (async != ncclInProgress) { failed = a; pending = b; break; }
+    LC_NCCL(ncclCommGetAsyncError(b, &async));
+    if (async != ncclInProgress) { failed = b; pending = a; }
+  }
+  printf("async error of the losing join: %d\n", (int)async);
+  if (!fixed) LC_TRY(ncclAllReduce(buf, buf, N, ncclFloat, ncclSum, failed, s));
+  LC_TRY(ncclCommAbort(failed));
+  LC_TRY(ncclCommAbort(pending)); /* rank 1 never comes: end its init */
+  return 0;
+}

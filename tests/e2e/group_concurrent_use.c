@@ -1,0 +1,56 @@
+/* group_concurrent_use.c - group.concurrent-use: two threads, one
+ * communicator. Thread A opens a group and posts an all-reduce; thread B
+ * posts its own all-reduce on the same communicator
+ *   buggy: while A's group is still open (the barriers make the overlap
+ *          deterministic);
+ *   fixed: only after A's ncclGroupEnd returned. */
+#include "local_common.h"
+
+#define N 1024
+
+static ncclComm_t g_comm;
+static float *g_a, *g_b;
+static cudaStream_t g_sa, g_sb;
+static lc_barrier g_bar;
+static int g_fixed;
+
+static void *thread_a(void *arg) {
+  LC_CUDA(cudaSetDevice(0));
+  LC_NCCL(ncclGroupStart());
+  LC_NCCL(ncclAllReduce(g_a, g_a, N, ncclFloat, ncclSum, g_comm, g_sa));
+  if (!g_fixed) {
+    lc_barrier_wait(&g_bar); /* 1: B may post now */
+    lc_barrier_wait(&g_bar); /* 2: B has posted */
+  }
+  LC_NCCL(ncclGroupEnd());
+  if (g_fixed) lc_barrier_wait(&g_bar); /* 1: B may post now */
+  LC_CUDA(cudaStreamSynchronize(g_sa));
+  return NULL;
+}
+
+static void *thread_b(void *arg) {
+  LC_CUDA(cudaSetDevice(0));
+  lc_barrier_wait(&g_bar); /* 1 */
+  LC_TRY(ncclAllReduce(g_b, g_b, N, ncclFloat, ncclSum, g_comm, g_sb));
+  if (!g_fixed) lc_barrier_wait(&g_bar); /* 2 */
+  LC_CUDA(cudaStreamSynchronize(g_sb));
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  g_fixed = lc_fixed(argc, argv);
+  LC_CUDA(cudaSetDevice(0));
+  g_comm = lc_comm1();
+  g_a = lc_dalloc(N * sizeof(float));
+  g_b = lc_dalloc(N * sizeof(float));
+  g_sa = lc_stream();
+  g_sb = lc_stream();
+  lc_barrier_init(&g_bar, 2);
+  pthread_t a, b;
+  pthread_create(&a, NULL, thread_a, NULL);
+  pthread_create(&b, NULL, thread_b, NULL);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  LC_NCCL(ncclCommDestroy(g_comm));
+  return 0;
+}
