@@ -113,16 +113,23 @@ void a2a_rt_fail_now(const char *reason) {
 
 /* ---- fork ---- */
 
+/* Whether prepare took the lock (the three handlers run on the forking
+ * thread; the state may change between them, the decision must not). */
+static __thread int t_fork_locked;
+
 static void fork_prepare(void) {
-  if (a2a_rt_state() == A2A_RT_READY) pthread_mutex_lock(&a2a_rt_mu);
+  t_fork_locked = a2a_rt_state() == A2A_RT_READY;
+  if (t_fork_locked) pthread_mutex_lock(&a2a_rt_mu);
 }
 
 static void fork_parent(void) {
-  if (a2a_rt_state() == A2A_RT_READY) pthread_mutex_unlock(&a2a_rt_mu);
+  if (t_fork_locked) pthread_mutex_unlock(&a2a_rt_mu);
+  t_fork_locked = 0;
 }
 
 static void fork_child(void) {
-  if (a2a_rt_state() != A2A_RT_READY) return;
+  if (!t_fork_locked) return;
+  t_fork_locked = 0;
   a2a_rt_log_after_fork_child();
   a2a_rt_report_after_fork_child();
   pthread_mutex_unlock(&a2a_rt_mu);

@@ -129,8 +129,9 @@ bool a2a_check_enabled(const char *check) {
 /* ---- tables (a2a_rt_mu held) ---- */
 
 static int check_index(const char *name, a2a_severity sev) {
+  /* Names are kept truncated to the table's width; compare that much. */
   for (int i = 0; i < g_nchecks; i++)
-    if (strcmp(g_checks[i].name, name) == 0) {
+    if (strncmp(g_checks[i].name, name, sizeof g_checks[i].name - 1) == 0) {
       if (sev > g_checks[i].max_sev) g_checks[i].max_sev = sev;
       return i;
     }
@@ -176,7 +177,8 @@ static bool echo_wanted(a2a_severity sev) {
   return t != A2A_ECHO_NONE && (long)sev >= 3 - t;
 }
 
-static void write_finding(const a2a_finding *f, entry *e, const a2a_stack *st) {
+static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
+                          const a2a_stack *st) {
   char now[40];
   a2a_rt_time_iso(now, sizeof now);
   int nframes = 0;
@@ -185,7 +187,7 @@ static void write_finding(const a2a_finding *f, entry *e, const a2a_stack *st) {
   a2a_rt_record rec = {
       .id = ++g_next_id,
       .check = f->check,
-      .severity = f->severity,
+      .severity = sev,
       .rank = a2a_rt_global_rank(),
       .host = a2a_rt.host,
       .pid = a2a_rt.pid,
@@ -208,12 +210,12 @@ static void write_finding(const a2a_finding *f, entry *e, const a2a_stack *st) {
     e->count_off = (unsigned)count_off;
     e->written = 1;
   }
-  if (!logged || echo_wanted(f->severity)) {
+  if (!logged || echo_wanted(sev)) {
     char rank[16];
     if (rec.rank >= 0) snprintf(rank, sizeof rank, "%d", rec.rank);
     else snprintf(rank, sizeof rank, "?");
     /* Where: the first frame, so the line alone points at the code. */
-    a2a_rt_stderr("[rank %s] %s %s: %s%s%s%s", rank, a2a_rt_severity_name(f->severity),
+    a2a_rt_stderr("[rank %s] %s %s: %s%s%s%s", rank, a2a_rt_severity_name(sev),
                   f->check, f->message ? f->message : "", nframes ? " (at " : "",
                   nframes ? g_frames[0] : "", nframes ? ")" : "");
   }
@@ -229,7 +231,9 @@ void a2a_report(const a2a_finding *f) {
   }
   int saved = errno;
   t_in_report = 1;
-  a2a_severity sev = f->severity > A2A_SEV_ERROR ? A2A_SEV_ERROR : f->severity;
+  a2a_severity sev = f->severity > A2A_SEV_ERROR   ? A2A_SEV_ERROR
+                     : f->severity < A2A_SEV_INFO ? A2A_SEV_INFO
+                                                  : f->severity;
   if (a2a_rt_fail_matches(a2a_rt.opts.fail_on, f->check, sev))
     atomic_store(&g_fail_matched, true);
 
@@ -263,7 +267,7 @@ void a2a_report(const a2a_finding *f) {
         c->suppressed++;
       } else {
         c->logged++;
-        write_finding(f, e, st);
+        write_finding(f, sev, e, st);
       }
     }
   }
