@@ -230,9 +230,10 @@ SIM_EXPORT cudaError_t cudaGetDeviceCount(int *count) {
 SIM_EXPORT cudaError_t cudaSetDevice(int device) {
   sim_init();
   if (device < 0 || device >= sim_kn.devices) return sim_ret(cudaErrorInvalidDevice);
+  /* Selecting a device is a thread-local choice: it succeeds even when the
+   * device holds a sticky error (the next call on it reports that). */
   tls_cur_dev = device;
-  int st = sim_sticky(device);
-  return st ? sim_ret((cudaError_t)st) : cudaSuccess;
+  return cudaSuccess;
 }
 
 SIM_EXPORT cudaError_t cudaGetDevice(int *device) {
