@@ -1,0 +1,119 @@
+# tests/e2e/perf.cmake - end-to-end tests of the perf.* checks (ctest -R
+# e2e.perf): tests/e2e/perf_patterns.c runs each slow pattern on 2 simulated
+# ranks with liba2acheck.so preloaded and the simulator's cost model on
+# (A2ASIM_LAUNCH_US, A2ASIM_BW_GBPS); check_jsonl.py asserts which checks
+# fire and perf_check.py that the reported numbers match what the program
+# did (counts exactly, times and bandwidths within 20% of the cost model).
+
+find_package(Python3 COMPONENTS Interpreter QUIET)
+
+if(TARGET a2acheck AND Python3_Interpreter_FOUND)
+  set(A2A_PERF_E2E ${CMAKE_CURRENT_LIST_DIR})
+  set(A2A_PERF_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/perf)
+  a2a_e2e_program(perf_patterns ${CMAKE_CURRENT_LIST_DIR}/perf_patterns.c)
+
+  # a2a_perf_test(NAME PATTERN STATUS "ENV=V;..." CHECKER-ARGS...)
+  # Runs perf_patterns PATTERN under the preloaded tool with a fresh log
+  # directory and the given extra environment, requires exit status STATUS,
+  # then runs the checkers: every argument up to "--num" goes to
+  # check_jsonl.py, the rest to perf_check.py.
+  function(a2a_perf_test name pattern status envs)
+    set(dir ${A2A_PERF_LOGS}/${name})
+    add_test(NAME e2e.perf.${name}
+      COMMAND sh -c [=[
+dir=$1 preload=$2 libdir=$3 want=$4 prog=$5 pattern=$6 envs=$7 py=$8 e2e=$9; shift 9
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+IFS=';'; set -f; extra=""; for kv in $envs; do extra="$extra $kv"; done; unset IFS
+env LD_PRELOAD="$preload" LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  A2ACHECK_LOG_DIR="$dir" NCCL_SOCKET_IFNAME=lo A2ASIM_LAUNCH_US=2000 A2ASIM_BW_GBPS=0.1 \
+  $extra timeout 120 "$prog" "$pattern"
+st=$?
+if [ "$st" != "$want" ]; then echo "FAIL: exit status $st, expected $want"; exit 1; fi
+a=""; b=""; num=0
+for x in "$@"; do
+  if [ "$x" = "--num" ]; then num=1; continue; fi
+  if [ $num = 0 ]; then a="$a '$x'"; else b="$b '$x'"; fi
+done
+eval "\"$py\" \"$e2e/check_jsonl.py\" \"$dir\" $a" || exit 1
+if [ -n "$b" ]; then eval "\"$py\" \"$e2e/perf_check.py\" \"$dir\" $b" || exit 1; fi
+exit 0
+]=] sh ${dir} $<TARGET_FILE:a2acheck> ${CMAKE_BINARY_DIR}/sim/lib ${status}
+        $<TARGET_FILE:perf_patterns> ${pattern} "${envs}" ${Python3_EXECUTABLE} ${A2A_PERF_E2E}
+        ${ARGN})
+    set_tests_properties(e2e.perf.${name} PROPERTIES TIMEOUT 180 LABELS "e2e;perf")
+  endfunction()
+endif()
+
+if(TARGET a2acheck AND Python3_Interpreter_FOUND)
+  # Cost model of every run: 2 ms per operation + bytes / 0.1 GB/s. A 1 MiB
+  # AlltoAll on 2 ranks: 2e-3 + 1048576/1e8 s -> busbw = 1048576/1e9/T * 1/2.
+  set(T1M "(2e-3+1048576/1e8)")
+  set(BUS1M "1048576/1e9/${T1M}*0.5")
+
+  # The fixed program of every pattern: nothing but the summary.
+  a2a_perf_test(clean clean 0 "" --ignore perf.summary --none
+    --num "perf.summary@0:ops=20" "perf.summary@0:measured_ops=20"
+    "perf.summary@0:buckets[op=AlltoAll,bucket_lo_bytes=1048576].best_busbw_gbps~${BUS1M}")
+
+  # perf.small-messages: 200 AlltoAlls of 32 KiB after 8 of 4 MiB.
+  # Per-operation cost = the model's 2 ms; 193 operations saved by batching
+  # into 7; share of time: 200*(2e-3+32768/1e8) / (that + 8*(2e-3+4194304/1e8)).
+  a2a_perf_test(small small 0 "" --expect perf.small-messages:warning=2 --only --allow perf.summary
+    --num "perf.small-messages:small_ops=200" "perf.small-messages:ops=208"
+    "perf.small-messages:small_bytes=6553600" "perf.small-messages:batched_ops=7"
+    "perf.small-messages:per_op_cost_s~2e-3" "perf.small-messages:estimated_gain_s~193*2e-3"
+    "perf.small-messages:small_time_fraction~200*(2e-3+32768/1e8)/(200*(2e-3+32768/1e8)+8*(2e-3+4194304/1e8))")
+  a2a_perf_test(batched batched 0 "" --ignore perf.summary --none)
+
+  # perf.low-bandwidth: rank 0 waits for rank 1's extra 60 ms of compute in
+  # the last 20 operations: its average falls below half its best, which is
+  # the cost model's bandwidth. Rank 1 itself is not slowed.
+  a2a_perf_test(lowbw lowbw 0 "" --expect perf.low-bandwidth:warning@0=1 --only --allow perf.summary
+    --num "perf.low-bandwidth@0:reason=below-best"
+    "perf.low-bandwidth@0:best_busbw_gbps~${BUS1M}"
+    "perf.low-bandwidth@0:busbw_gbps<=0.5*${BUS1M}"
+    "perf.low-bandwidth@0:bucket_lo_bytes=1048576")
+  # ... and below an expectation the model cannot reach (1 GB/s).
+  a2a_perf_test(expected clean 0 "A2ACHECK_EXPECTED_BUSBW=1"
+    --expect perf.low-bandwidth:warning=2 --only --allow perf.summary
+    --num "perf.low-bandwidth:reason=below-expected"
+    "perf.low-bandwidth:best_busbw_gbps~${BUS1M}" "perf.low-bandwidth:busbw_gbps<=1.2*${BUS1M}")
+
+  # perf.no-overlap, both patterns.
+  a2a_perf_test(blocking blocking 0 "" --expect perf.no-overlap:warning=2 --only --allow perf.summary
+    --num "perf.no-overlap:blocked_after_ops=20" "perf.no-overlap:ops=20"
+    "perf.no-overlap:pattern=host-blocks-after-communication"
+    "perf.no-overlap:blocking_call=cudaStreamSynchronize")
+  a2a_perf_test(serial serial 0 "" --expect perf.no-overlap:warning=2 --only --allow perf.summary
+    --num "perf.no-overlap:serialized_ops=20" "perf.no-overlap:pattern=single-stream")
+
+  # perf.sync-heavy: reported once the 16th synchronized step is seen.
+  a2a_perf_test(devsync devsync 0 "" --expect perf.sync-heavy:warning=2 --only --allow perf.summary
+    --num "perf.sync-heavy:synchronized_steps=16" "perf.sync-heavy:comm_ops=16")
+
+  # perf.stream-churn: one stream per step (plus the 2 long-lived ones).
+  a2a_perf_test(churn churn 0 "" --expect perf.stream-churn:warning=2 --only --allow perf.summary
+    --num "perf.stream-churn:kind=stream" "perf.stream-churn:comm_ops=16"
+    "perf.stream-churn:created=19" "perf.stream-churn:destroyed=16")
+
+  # perf.stream-priority: a 4 MiB AlltoAll on priority 0 vs compute on the
+  # highest priority; once per call site.
+  a2a_perf_test(priority priority 0 "" --expect perf.stream-priority:info=2 --only --allow perf.summary
+    --num "perf.stream-priority:comm_priority=0" "perf.stream-priority:compute_priority<=-1"
+    "perf.stream-priority:bytes=4194304")
+
+  # Measuring adds no synchronization: with every AlltoAll timed by events
+  # on its stream, the racy consumer still reads stale data (exit 3) and the
+  # happens-before analyzer still sees the missing edge; with the edge, the
+  # data is right and nothing is reported.
+  a2a_perf_test(race_still_races race 3 "" --expect stream.unsynced-output:error --only
+    --allow perf.summary --num "perf.summary:measured_ops=1")
+  a2a_perf_test(race_fixed racefixed 0 "" --ignore perf.summary --none
+    --num "perf.summary:measured_ops=1")
+
+  # perf.env: the seed document's settings and a typo, read once at start.
+  a2a_perf_test(env clean 0 "NCCL_ALGO=tree;NCCL_BUFFSIZE=4194304;NCCL_SOKET_IFNAME=lo"
+    --expect perf.env:warning --expect perf.env:info --only --allow perf.summary
+    --contains "perf.env=no effect on AlltoAll" --contains "perf.env=is a no-op"
+    --contains "perf.env=did you mean NCCL_SOCKET_IFNAME")
+endif()

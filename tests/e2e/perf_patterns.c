@@ -1,0 +1,198 @@
+/* perf_patterns.c - one program per slow pattern of issue 6, run as
+ *   perf_patterns PATTERN [NRANKS]
+ * on the simulator with liba2acheck.so preloaded (tests/e2e/perf.cmake).
+ * Each rank creates a non-blocking communication stream `s` and a compute
+ * stream `sc`, then runs STEPS steps of the pattern; the simulator's cost
+ * model (A2ASIM_LAUNCH_US, A2ASIM_BW_GBPS) makes the timings deterministic
+ * enough for perf_check.py to assert the reported numbers.
+ *
+ * Patterns (the buggy ones show one problem each; "clean" is the fixed
+ * program of all of them):
+ *   clean      compute on sc, 1 MiB AlltoAll on s, an event edge s -> sc, the
+ *              consumer on sc; one cudaStreamSynchronize at the very end
+ *   small      8 AlltoAlls of 4 MiB, then 200 of 32 KiB     -> small-messages
+ *   batched    the same bytes as `small` in operations of >= 1 MiB (fixed)
+ *   lowbw      40 AlltoAlls of 1 MiB; rank 1 computes 60 ms before each of
+ *              the last 20, so rank 0's operations wait   -> low-bandwidth
+ *   blocking   cudaStreamSynchronize(s) right after each AlltoAll -> no-overlap
+ *   serial     compute and AlltoAll on the same stream, nothing else -> no-overlap
+ *   devsync    cudaDeviceSynchronize at the end of every step -> sync-heavy
+ *   churn      a new stream per step, destroyed after use    -> stream-churn
+ *   priority   compute on a priority -1 stream, 4 MiB AlltoAll on a
+ *              priority 0 stream                             -> stream-priority
+ *   race       the consumer reads the AlltoAll output on sc without waiting
+ *              (s delayed by 20 ms): the data must come out wrong (exit 3)
+ *              although a2acheck times every AlltoAll with events on s: the
+ *              measurement adds no synchronization
+ *   racefixed  the same with the event edge (exit 0)
+ */
+#include "perf_common.h"
+
+#define STEPS 20
+
+static const char *g_pattern;
+
+static size_t floats(size_t bytes) { return bytes / sizeof(float); }
+
+/* A2A of `bytes` in total per rank (count per peer = bytes / 4 / n floats). */
+static void a2a(float *send, float *recv, size_t bytes, int n, ncclComm_t comm, cudaStream_t s) {
+  PE_NCCL(ncclAlltoAll(send, recv, floats(bytes) / (size_t)n, ncclFloat, comm, s));
+}
+
+/* The consumer on sc is done with recv before the next AlltoAll on s
+ * overwrites it: sc -> s edge (without it the next step races, and the
+ * stream checks rightly say so). */
+static void consumed(cudaEvent_t ev, cudaStream_t sc, cudaStream_t s) {
+  PE_CUDA(cudaEventRecord(ev, sc));
+  PE_CUDA(cudaStreamWaitEvent(s, ev, 0));
+}
+
+static int body(int rank, int n, ncclComm_t comm, void *arg) {
+  (void)arg;
+  const char *p = g_pattern;
+  const size_t maxb = 4u << 20;
+  float *send, *recv, *work;
+  PE_CUDA(cudaMalloc((void **)&send, maxb));
+  PE_CUDA(cudaMalloc((void **)&recv, maxb));
+  PE_CUDA(cudaMalloc((void **)&work, 4096));
+  cudaStream_t s, sc;
+  if (strcmp(p, "priority") == 0) {
+    int least = 0, greatest = 0;
+    PE_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    PE_CUDA(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
+    PE_CUDA(cudaStreamCreateWithPriority(&sc, cudaStreamNonBlocking, greatest < least ? greatest : -1));
+  } else {
+    PE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    PE_CUDA(cudaStreamCreateWithFlags(&sc, cudaStreamNonBlocking));
+  }
+  cudaEvent_t done, used;
+  PE_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  PE_CUDA(cudaEventCreateWithFlags(&used, cudaEventDisableTiming));
+  int status = 0;
+
+  if (strcmp(p, "clean") == 0) {
+    for (int i = 0; i < STEPS; i++) {
+      pe_compute(sc, work, 1024, 200);
+      a2a(send, recv, 1u << 20, n, comm, s);
+      PE_CUDA(cudaEventRecord(done, s));
+      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      pe_compute(sc, recv, 1024, 100);
+      consumed(used, sc, s);
+    }
+    PE_CUDA(cudaStreamSynchronize(sc));
+  } else if (strcmp(p, "small") == 0 || strcmp(p, "batched") == 0) {
+    for (int i = 0; i < 8; i++) a2a(send, recv, 4u << 20, n, comm, s);
+    if (p[0] == 's') {
+      for (int i = 0; i < 200; i++) a2a(send, recv, 32u << 10, n, comm, s);
+    } else {
+      /* 200 x 32 KiB = 6.25 MiB: six operations of 1 MiB and one of 256 KiB. */
+      for (int i = 0; i < 6; i++) a2a(send, recv, 1u << 20, n, comm, s);
+      a2a(send, recv, 256u << 10, n, comm, s);
+    }
+    PE_CUDA(cudaStreamSynchronize(s));
+  } else if (strcmp(p, "lowbw") == 0) {
+    for (int i = 0; i < 40; i++) {
+      /* A straggler: rank 1 computes 60 ms before each of the last 20, and
+       * rank 0's AlltoAll waits for it on the GPU. */
+      if (rank == 1 && i >= 20) pe_compute(s, work, 1024, 60000);
+      a2a(send, recv, 1u << 20, n, comm, s);
+    }
+    PE_CUDA(cudaStreamSynchronize(s));
+  } else if (strcmp(p, "blocking") == 0) {
+    for (int i = 0; i < STEPS; i++) {
+      pe_compute(sc, work, 1024, 200);
+      a2a(send, recv, 1u << 20, n, comm, s);
+      PE_CUDA(cudaStreamSynchronize(s));
+      pe_compute(sc, recv, 1024, 100);
+      consumed(used, sc, s);
+    }
+    PE_CUDA(cudaStreamSynchronize(sc));
+  } else if (strcmp(p, "serial") == 0) {
+    for (int i = 0; i < STEPS; i++) {
+      pe_compute(s, work, 1024, 200);
+      a2a(send, recv, 1u << 20, n, comm, s);
+    }
+    PE_CUDA(cudaStreamSynchronize(s));
+  } else if (strcmp(p, "devsync") == 0) {
+    for (int i = 0; i < STEPS; i++) {
+      a2a(send, recv, 1u << 20, n, comm, s);
+      PE_CUDA(cudaEventRecord(done, s));
+      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      pe_compute(sc, recv, 1024, 100);
+      consumed(used, sc, s);
+      PE_CUDA(cudaDeviceSynchronize());
+    }
+  } else if (strcmp(p, "churn") == 0) {
+    for (int i = 0; i < STEPS; i++) {
+      cudaStream_t t;
+      PE_CUDA(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+      if (i > 0) PE_CUDA(cudaStreamWaitEvent(t, used, 0)); /* previous consumer */
+      a2a(send, recv, 1u << 20, n, comm, t);
+      PE_CUDA(cudaEventRecord(done, t));
+      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      pe_compute(sc, recv, 1024, 100);
+      PE_CUDA(cudaEventRecord(used, sc));
+      PE_CUDA(cudaStreamDestroy(t));
+    }
+    PE_CUDA(cudaStreamSynchronize(sc));
+  } else if (strcmp(p, "priority") == 0) {
+    for (int i = 0; i < 4; i++) {
+      pe_compute(sc, work, 1024, 200);
+      a2a(send, recv, 4u << 20, n, comm, s);
+      PE_CUDA(cudaEventRecord(done, s));
+      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      pe_compute(sc, recv, 1024, 100);
+      consumed(used, sc, s);
+    }
+    PE_CUDA(cudaStreamSynchronize(sc));
+  } else if (strcmp(p, "race") == 0 || strcmp(p, "racefixed") == 0) {
+    int nf = (int)floats(1u << 20);
+    int *errors;
+    PE_CUDA(cudaMallocHost((void **)&errors, sizeof *errors));
+    *errors = 0;
+    /* Every rank sends base 1000 + i in every chunk; chunk r of recv is
+     * what rank r sent to us: 1000 + (its chunk index = our rank) ... all
+     * chunks hold the same pattern when every rank fills the same way. */
+    int chunk = nf / n;
+    for (int r = 0; r < n; r++) pe_fill(s, send + (size_t)r * chunk, chunk, 1000.0f);
+    pe_fill(s, recv, nf, -1.0f);
+    PE_CUDA(cudaStreamSynchronize(s));
+    PE_CUDA(a2asim_stream_set_delay(s, 20000) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+    a2a(send, recv, 1u << 20, n, comm, s);
+    if (strcmp(p, "racefixed") == 0) {
+      PE_CUDA(cudaEventRecord(done, s));
+      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
+    }
+    for (int r = 0; r < n; r++) pe_check(sc, recv + (size_t)r * chunk, chunk, 1000.0f, errors);
+    PE_CUDA(cudaStreamSynchronize(sc));
+    PE_CUDA(cudaStreamSynchronize(s));
+    PE_CUDA(a2asim_stream_set_delay(s, 0) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+    if (*errors) status = PE_DATA_WRONG;
+    PE_CUDA(cudaFreeHost(errors));
+  } else {
+    fprintf(stderr, "unknown pattern %s\n", p);
+    status = 1;
+  }
+
+  PE_CUDA(cudaEventDestroy(done));
+  PE_CUDA(cudaEventDestroy(used));
+  PE_CUDA(cudaStreamDestroy(s));
+  PE_CUDA(cudaStreamDestroy(sc));
+  PE_CUDA(cudaFree(send));
+  PE_CUDA(cudaFree(recv));
+  PE_CUDA(cudaFree(work));
+  return status;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s PATTERN [NRANKS]\n", argv[0]);
+    return 2;
+  }
+  g_pattern = argv[1];
+  int n = argc > 2 ? atoi(argv[2]) : 2;
+  if (n < 1 || n > 16) return 2;
+  int st = pe_run_ranks(n, body, NULL);
+  printf("%s: %s\n", g_pattern, st == 0 ? "DATA OK" : st == PE_DATA_WRONG ? "DATA WRONG" : "FAILED");
+  return st;
+}
