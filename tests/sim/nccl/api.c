@@ -99,7 +99,14 @@ static ncclResult_t enqueue(struct sim_task *t, ncclRedOp_t op, const char *opna
            opname, t->sendbuff, t->recvbuff, t->count, (int)t->dtype, (int)op, t->peer, (void *)c,
            c->nranks, t->stream);
   if (t->count == 0 && t->kind != SIM_K_SEND && t->kind != SIM_K_RECV) return ncclSuccess;
-  return sim_group_add_task(t);
+  r = sim_group_add_task(t);
+  /* As NCCL's ncclEnqueueCheck: a non-blocking comm answers with its async
+   * state, asked through the exported symbol (a shim sees this call). */
+  if (!c->blocking && (r == ncclSuccess || r == ncclInProgress)) {
+    ncclResult_t st;
+    if (ncclCommGetAsyncError(c, &st) == ncclSuccess) r = st;
+  }
+  return r;
 fail:
   sim_group_error(r);
   return r;

@@ -254,6 +254,20 @@ ncclResult_t sim_group_end(int simulate, float *est_us) {
   if (njobs) r = run_jobs(jobs, njobs);
   free(jobs);
 
+  /* Like NCCL, a group mixes blocking and non-blocking communicators only
+   * at the price of ncclInvalidArgument; a group of non-blocking ones
+   * returns ncclInProgress (the simulator has launched by then, so
+   * ncclCommGetAsyncError reports ncclSuccess at once). */
+  int nonblocking = 0, blocking = 0;
+  for (int i = 0; i < ntasks; i++) {
+    nonblocking |= !tasks[i].comm->blocking;
+    blocking |= tasks[i].comm->blocking;
+  }
+  if (nonblocking && blocking) {
+    sim_warn("Blocking and nonblocking communicators are not allowed in the same group.");
+    free(tasks);
+    return ncclInvalidArgument;
+  }
   /* One item per communicator, communicators in order of first use. */
   int *done = calloc((size_t)ntasks + 1, sizeof *done);
   struct sim_task *batch = malloc(((size_t)ntasks + 1) * sizeof *batch);
@@ -272,6 +286,7 @@ ncclResult_t sim_group_end(int simulate, float *est_us) {
   free(done);
   free(batch);
   free(tasks);
+  if (nonblocking && r == ncclSuccess) r = ncclInProgress;
   return r;
 }
 

@@ -80,6 +80,15 @@ static int nonblocking_rank(int rank) {
   }
   EXPECT_RC(wait_ready(comm), ncclSuccess);
   fails += allreduce_check(comm, rank, 2, 2);
+  /* an explicit group of a non-blocking comm returns ncclInProgress */
+  int32_t *d;
+  CUDA_OK(cudaMalloc((void **)&d, 4));
+  EXPECT_RC(ncclGroupStart(), ncclSuccess);
+  EXPECT_RC(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm, NULL), ncclSuccess);
+  EXPECT_RC(ncclGroupEnd(), ncclInProgress);
+  EXPECT_RC(wait_ready(comm), ncclSuccess);
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaFree(d));
   ncclResult_t f = ncclCommFinalize(comm);
   if (f != ncclInProgress && f != ncclSuccess) FAILF("finalize: %d", f);
   EXPECT_RC(wait_ready(comm), ncclSuccess);
