@@ -477,6 +477,13 @@ SIM_EXPORT cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
 /* ---- internal API ------------------------------------------------------ */
 
 int a2asim_get_device(void) { sim_init(); return tls_cur_dev; }
+
+int a2asim_set_device(int dev) {
+  sim_init();
+  if (dev < 0 || dev >= sim_kn.devices) return cudaErrorInvalidDevice;
+  tls_cur_dev = dev;
+  return cudaSuccess;
+}
 int a2asim_device_count(void) { sim_init(); return sim_kn.devices; }
 const char *a2asim_hostname(void) { sim_init(); return sim_kn.host; }
 

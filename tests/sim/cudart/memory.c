@@ -178,10 +178,10 @@ SIM_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t widt
 
 /* cudaFree and cudaFreeHost synchronize with the device before releasing,
  * as CUDA does. */
-SIM_EXPORT cudaError_t cudaFree(void *devPtr) {
+static cudaError_t free_device(void *devPtr) {
   sim_init();
   int st = sim_sticky(sim_cur_device());
-  if (st) return sim_ret((cudaError_t)st);
+  if (st) return (cudaError_t)st;
   if (!devPtr) return cudaSuccess;
   pthread_rwlock_rdlock(&tab_lock);
   alloc_rec *r = tab_find((uintptr_t)devPtr);
@@ -189,14 +189,31 @@ SIM_EXPORT cudaError_t cudaFree(void *devPtr) {
             (r->type == SIM_MEM_DEVICE || r->type == SIM_MEM_MANAGED);
   int dev = ok ? r->device : 0;
   pthread_rwlock_unlock(&tab_lock);
-  if (!ok) return sim_ret(cudaErrorInvalidValue);
+  if (!ok) return cudaErrorInvalidValue;
   sim_device_wait_all(dev);
   alloc_rec c;
   if (tab_remove((uintptr_t)devPtr, 1u << SIM_MEM_DEVICE | 1u << SIM_MEM_MANAGED, &c) != 0)
-    return sim_ret(cudaErrorInvalidValue);   /* lost a race with another free */
+    return cudaErrorInvalidValue;   /* lost a race with another free */
   release(&c);
   return cudaSuccess;
 }
+
+SIM_EXPORT cudaError_t cudaFree(void *devPtr) { return sim_ret(free_device(devPtr)); }
+
+/* Internal (a2asim_internal.h): device memory for the simulated NCCL's
+ * ncclMemAlloc/ncclMemFree, tracked like cudaMalloc memory; never touches
+ * the application's last error. */
+int a2asim_device_alloc(void **p, size_t size, int device) {
+  sim_init();
+  if (device < 0 || device >= sim_kn.devices) return cudaErrorInvalidDevice;
+  int cur = sim_cur_device();
+  sim_set_cur_device(device);
+  cudaError_t e = dev_alloc(p, size, SIM_MEM_DEVICE, 0);
+  sim_set_cur_device(cur);
+  return e;
+}
+
+int a2asim_device_free(void *p) { return free_device(p); }
 
 SIM_EXPORT cudaError_t cudaFreeHost(void *ptr) {
   sim_init();

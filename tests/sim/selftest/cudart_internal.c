@@ -200,6 +200,30 @@ START_TEST(devices_streams_pointers_host) {
 }
 END_TEST
 
+START_TEST(set_device_and_device_memory) {
+  ck_assert_int_eq(a2asim_set_device(6), 0);
+  ck_assert_int_eq(a2asim_get_device(), 6);
+  int d = -1;
+  CK_CUDA(cudaGetDevice(&d));
+  ck_assert_int_eq(d, 6);
+  ck_assert_int_eq(a2asim_set_device(99), cudaErrorInvalidDevice);
+  ck_assert_int_eq(a2asim_get_device(), 6);
+  void *p = NULL;
+  ck_assert_int_eq(a2asim_device_alloc(&p, 4096, 2), 0);
+  ck_assert_int_eq(a2asim_get_device(), 6);   /* unchanged */
+  struct cudaPointerAttributes a;
+  CK_CUDA(cudaPointerGetAttributes(&a, (char *)p + 10));
+  ck_assert_int_eq(a.type, cudaMemoryTypeDevice);
+  ck_assert_int_eq(a.device, 2);
+  ck_assert_int_eq(a2asim_device_alloc(&p, 16, 42), cudaErrorInvalidDevice);
+  ck_assert_int_eq(a2asim_device_free((char *)p + 1), cudaErrorInvalidValue);
+  ck_assert_int_eq(a2asim_device_free(p), 0);
+  ck_assert_int_eq(a2asim_device_free(p), cudaErrorInvalidValue);
+  /* None of this is the application's error. */
+  ck_assert_int_eq(cudaGetLastError(), cudaSuccess);
+}
+END_TEST
+
 START_TEST(knobs_devices_host_and_bad_values) {
   setenv("A2ASIM_DEVICES", "4", 1);
   setenv("A2ASIM_HOST", "simhost-a", 1);
@@ -234,6 +258,7 @@ int main(void) {
   tcase_add_test(tc, enqueue_multi_rejects_bad_args);
   tcase_add_test(tc, enqueue_legacy_waits_for_blocking_streams);
   tcase_add_test(tc, devices_streams_pointers_host);
+  tcase_add_test(tc, set_device_and_device_memory);
   tcase_add_test(tc, knobs_devices_host_and_bad_values);
   tcase_add_test(tc, knob_bad_devices_keeps_default);
   suite_add_tcase(s, tc);
