@@ -569,6 +569,59 @@ START_TEST(in_place_allreduce) {
 }
 END_TEST
 
+static void coll_on(void *s, a2a_coll coll, const void *send, void *recv, size_t count, int root) {
+  a2a_event ev = ev_make(A2A_EV_COLL);
+  ev.api = a2a_coll_name(coll);
+  ev.comm = COMM;
+  ev.stream = s;
+  ev.u.coll.coll = coll;
+  ev.u.coll.sendbuff = send;
+  ev.u.coll.recvbuff = recv;
+  ev.u.coll.count = count;
+  ev.u.coll.dtype = NCCL_FLOAT;
+  ev.u.coll.redop = -1;
+  ev.u.coll.root = root;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(in_place_allgather) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_COMP, NONBLOCKING);
+  /* rank 0 of 4: sendbuff == recvbuff + rank * count * size */
+  coll_on(S_COMM, A2A_COLL_ALLGATHER, RECVBUF, RECVBUF, 256, -1);
+  ck_assert_int_eq(stream_findings(), 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 1); /* the send part merged in */
+  /* The whole 4 x 1 KiB receive buffer is the operation's: a consumer of its
+   * last rank's part without the edge is reported. */
+  launch_fill(S_COMP, (char *)RECVBUF + 3 * 1024, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+START_TEST(collective_extents_follow_nranks_and_root) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_COMP, NONBLOCKING);
+  /* AlltoAll: both sides are count * nranks. */
+  coll_on(S_COMM, A2A_COLL_ALLTOALL, SENDBUF, RECVBUF, 256, -1);
+  launch_fill(S_COMP, (char *)RECVBUF + 4096 - 4, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  launch_fill(S_COMP, (char *)RECVBUF + 4096, (void *)0x3001); /* just past: not it */
+  ck_assert_int_eq(stream_findings(), 1);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  /* Reduce at a root that is not us: no receive access on this rank. */
+  void *other = (char *)SEG + 0x40000;
+  coll_on(S_COMM, A2A_COLL_REDUCE, SENDBUF, other, 256, 2);
+  launch_fill(S_COMP, other, (void *)0x3002);
+  ck_assert_int_eq(stream_findings(), 1);
+  /* Gather at our own root (rank 0): receive is count * nranks. */
+  coll_on(S_COMM, A2A_COLL_GATHER, SENDBUF, other, 256, 0);
+  launch_fill(S_COMP, (char *)other + 3 * 1024, (void *)0x3003);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+}
+END_TEST
+
 START_TEST(views_into_one_segment_are_separate) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -822,6 +875,8 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, zero_counts_track_nothing);
   tcase_add_test(tc, in_place_allreduce);
   tcase_add_test(tc, views_into_one_segment_are_separate);
+  tcase_add_test(tc, in_place_allgather);
+  tcase_add_test(tc, collective_extents_follow_nranks_and_root);
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
   tcase_add_test(tc, untracked_launches_are_ignored);
   tcase_add_test(tc, many_streams_created_up_front);
