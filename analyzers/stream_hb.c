@@ -600,10 +600,12 @@ static void json_side(a2a_json *j, const char *key, const access *a, bool with_s
   a2a_json_bool(j, "communication", (a->flags & F_COMM) != 0);
   const timeline *t = &g_tl[a->tl];
   a2a_json_str(j, "stream_kind", tl_kind_name(a->tl));
-  if (t->kind == TL_BLOCKING || t->kind == TL_NONBLOCKING || t->kind == TL_UNKNOWN)
-    a2a_json_ptr(j, "stream", t->handle);
-  else
-    a2a_json_ptr(j, "stream", t->kind == TL_LEGACY ? NULL : (t->kind == TL_PER_THREAD ? STREAM_PER_THREAD : NULL));
+  /* The handle as the application passes it: 0 for the legacy default
+   * stream, cudaStreamPerThread (0x2) for the per-thread one. */
+  void *handle = t->handle;
+  if (t->kind == TL_LEGACY || t->kind == TL_HOST) handle = NULL;
+  else if (t->kind == TL_PER_THREAD) handle = STREAM_PER_THREAD;
+  a2a_json_ptr(j, "stream", handle);
   describe_tl(b, sizeof b, a->tl);
   a2a_json_str(j, "timeline", b);
   a2a_json_ptr(j, "site", a->site);
@@ -621,7 +623,14 @@ static void json_side(a2a_json *j, const char *key, const access *a, bool with_s
   a2a_json_obj_end(j);
 }
 
-static const char *fix_hint(const char *check, const access *prev, const access *now) {
+/* What the earlier access was doing, as seen from the later one. */
+static const char *earlier_verb(const access *a) {
+  if (a->flags & F_COMM) return (a->flags & F_WRITE) ? "may still be writing" : "may still be reading";
+  if (a->kind == AK_KERNEL) return "may have written";
+  return (a->flags & F_WRITE) ? "wrote" : "read";
+}
+
+static const char *fix_hint(const char *check) {
   if (strcmp(check, "stream.unsynced-input") == 0)
     return "Record an event on the producing stream after the write and make the "
            "communication stream wait for it (cudaStreamWaitEvent) before the operation.";
@@ -644,11 +653,11 @@ static void report(const char *check, const range *r, const access *prev,
   const access *op = (now->flags & F_COMM) ? now : prev;
   char msg[1024];
   snprintf(msg, sizeof msg,
-           "%s on %s %s [%p, +%zu) while %s on %s %s it with no happens-before edge "
-           "between them (earlier call site %p, this call site %p). %s",
+           "%s on %s %s [%p, +%zu), but %s on %s, which %s it, is not ordered before it: "
+           "no event edge and no host synchronization between them (earlier call site %p, "
+           "this call site %p). %s",
            na, nt, acc_verb(now), (void *)r->lo, (size_t)(r->hi - r->lo), pa, pt,
-           (prev->flags & F_WRITE) ? "last wrote" : (prev->kind == AK_KERNEL ? "last accessed" : "read"),
-           prev->site, now->site, fix_hint(check, prev, now));
+           earlier_verb(prev), prev->site, now->site, fix_hint(check));
   char js[4096];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
