@@ -25,7 +25,7 @@ dir=$1 preload=$2 libdir=$3 want=$4 prog=$5 pattern=$6 envs=$7 py=$8 e2e=$9; shi
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 IFS=';'; set -f; extra=""; for kv in $envs; do extra="$extra $kv"; done; unset IFS
 env LD_PRELOAD="$preload" LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  A2ACHECK_LOG_DIR="$dir" NCCL_SOCKET_IFNAME=lo A2ASIM_LAUNCH_US=2000 A2ASIM_BW_GBPS=0.1 \
+  A2ACHECK_LOG_DIR="$dir" NCCL_SOCKET_IFNAME=lo A2ASIM_LAUNCH_US=5000 A2ASIM_BW_GBPS=0.1 \
   $extra timeout 120 "$prog" "$pattern"
 st=$?
 if [ "$st" != "$want" ]; then echo "FAIL: exit status $st, expected $want"; exit 1; fi
@@ -40,14 +40,14 @@ exit 0
 ]=] sh ${dir} $<TARGET_FILE:a2acheck> ${CMAKE_BINARY_DIR}/sim/lib ${status}
         $<TARGET_FILE:perf_patterns> ${pattern} "${envs}" ${Python3_EXECUTABLE} ${A2A_PERF_E2E}
         ${ARGN})
-    set_tests_properties(e2e.perf.${name} PROPERTIES TIMEOUT 180 LABELS "e2e;perf")
+    set_tests_properties(e2e.perf.${name} PROPERTIES TIMEOUT 180 RUN_SERIAL TRUE LABELS "e2e;perf")
   endfunction()
 endif()
 
 if(TARGET a2acheck AND Python3_Interpreter_FOUND)
-  # Cost model of every run: 2 ms per operation + bytes / 0.1 GB/s. A 1 MiB
-  # AlltoAll on 2 ranks: 2e-3 + 1048576/1e8 s -> busbw = 1048576/1e9/T * 1/2.
-  set(T1M "(2e-3+1048576/1e8)")
+  # Cost model of every run: 5 ms per operation + bytes / 0.1 GB/s. A 1 MiB
+  # AlltoAll on 2 ranks: 5e-3 + 1048576/1e8 s -> busbw = 1048576/1e9/T * 1/2.
+  set(T1M "(5e-3+1048576/1e8)")
   set(BUS1M "1048576/1e9/${T1M}*0.5")
 
   # The fixed program of every pattern: nothing but the summary.
@@ -56,13 +56,13 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     "perf.summary@0:buckets[op=AlltoAll,bucket_lo_bytes=1048576].best_busbw_gbps~${BUS1M}")
 
   # perf.small-messages: 200 AlltoAlls of 32 KiB after 8 of 4 MiB.
-  # Per-operation cost = the model's 2 ms; 193 operations saved by batching
-  # into 7; share of time: 200*(2e-3+32768/1e8) / (that + 8*(2e-3+4194304/1e8)).
+  # Per-operation cost = the model's 5 ms; 193 operations saved by batching
+  # into 7; share of time: 200*(5e-3+32768/1e8) / (that + 8*(5e-3+4194304/1e8)).
   a2a_perf_test(small small 0 "" --expect perf.small-messages:warning=2 --only --allow perf.summary
     --num "perf.small-messages:small_ops=200" "perf.small-messages:ops=208"
     "perf.small-messages:small_bytes=6553600" "perf.small-messages:batched_ops=7"
-    "perf.small-messages:per_op_cost_s~2e-3" "perf.small-messages:estimated_gain_s~193*2e-3"
-    "perf.small-messages:small_time_fraction~200*(2e-3+32768/1e8)/(200*(2e-3+32768/1e8)+8*(2e-3+4194304/1e8))")
+    "perf.small-messages:per_op_cost_s~5e-3" "perf.small-messages:estimated_gain_s~193*5e-3"
+    "perf.small-messages:small_time_fraction~200*(5e-3+32768/1e8)/(200*(5e-3+32768/1e8)+8*(5e-3+4194304/1e8))")
   a2a_perf_test(batched batched 0 "" --ignore perf.summary --none)
 
   # perf.low-bandwidth: rank 0 waits for rank 1's extra 60 ms of compute in
