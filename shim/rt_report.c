@@ -397,14 +397,20 @@ void a2a_rt_report_summary(int exit_status) {
     if (total == 0 && !dropped) {
       a2a_rt_stderr("no findings%s%s", *path ? "; log: " : "", path);
     } else {
-      char *line = T;
-      while (*line) {
+      /* One write(2) for the whole block, so the summaries of several ranks
+       * sharing a terminal do not interleave line by line. */
+      static char out[20480];
+      size_t ol = 0;
+      bool o2 = false;
+      for (char *line = T; *line;) {
         char *nl = strchr(line, '\n');
-        size_t k = nl ? (size_t)(nl - line) : strlen(line);
-        a2a_rt_stderr("%.*s", (int)k, line);
+        int k = (int)(nl ? (size_t)(nl - line) : strlen(line));
+        ol = a2a_rt_printf(out, sizeof out, ol, &o2, "a2acheck: %.*s\n", k, line);
         line += k + (nl ? 1 : 0);
       }
-      if (*path) a2a_rt_stderr("details: %s", path);
+      if (*path) ol = a2a_rt_printf(out, sizeof out, ol, &o2, "a2acheck: details: %s\n", path);
+      ssize_t w = write(STDERR_FILENO, out, ol);
+      (void)w;
     }
   }
   pthread_mutex_unlock(&a2a_rt_mu);
