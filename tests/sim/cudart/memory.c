@@ -405,13 +405,12 @@ static cudaError_t copy_common(void *dst, size_t dpitch, const void *src, size_t
   it->u.copy.spitch = spitch;
   it->u.copy.width = width;
   it->u.copy.height = height;
-  pthread_mutex_lock(&s->mu);
-  bool capturing = s->capture != cudaStreamCaptureStatusNone;
-  pthread_mutex_unlock(&s->mu);
-  e = sim_submit(s, it);
+  uint64_t seq;
+  e = sim_submit_seq(s, it, &seq);
   if (e) return e;
-  if (wait && !capturing) {
-    sim_stream_wait_all(s);
+  /* Wait for this copy only, not for work other threads queued after it. */
+  if (wait && seq) {
+    sim_wait_done(s, seq);
     st = sim_sticky(s->device);
     if (st) return (cudaError_t)st;
   }
@@ -438,10 +437,11 @@ static cudaError_t set_common(void *dst, size_t pitch, int value, size_t width, 
   it->u.set.pitch = pitch;
   it->u.set.width = width;
   it->u.set.height = height;
-  e = sim_submit(s, it);
+  uint64_t seq;
+  e = sim_submit_seq(s, it, &seq);
   if (e) return e;
-  if (wait) {
-    sim_stream_wait_all(s);
+  if (wait && seq) {
+    sim_wait_done(s, seq);
     st = sim_sticky(s->device);
     if (st) return (cudaError_t)st;
   }

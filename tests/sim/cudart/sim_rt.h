@@ -182,6 +182,9 @@ int sim_item_add_dep(sim_item *it, sim_stream *s, uint64_t seq);
 /* Appends it to s (or to s's capture graph). Takes ownership of it, also
  * on failure. */
 cudaError_t sim_submit(sim_stream *s, sim_item *it);
+/* Same, and sets *seq_out to the item's sequence number on s (0 when the
+ * item was captured into a graph instead of queued). */
+cudaError_t sim_submit_seq(sim_stream *s, sim_item *it, uint64_t *seq_out);
 /* Waits until s has completed everything enqueued so far. */
 void sim_stream_wait_all(sim_stream *s);
 void sim_wait_done(sim_stream *s, uint64_t seq);

@@ -402,7 +402,10 @@ static cudaError_t enqueue_locked(sim_stream *s, sim_item *it) {
   return cudaSuccess;
 }
 
-cudaError_t sim_submit(sim_stream *s, sim_item *it) {
+cudaError_t sim_submit(sim_stream *s, sim_item *it) { return sim_submit_seq(s, it, NULL); }
+
+cudaError_t sim_submit_seq(sim_stream *s, sim_item *it, uint64_t *seq_out) {
+  if (seq_out) *seq_out = 0;
   if (!it) return cudaErrorMemoryAllocation;
   pthread_mutex_lock(&s->mu);
   if (s->capture != cudaStreamCaptureStatusNone) {
@@ -438,6 +441,7 @@ cudaError_t sim_submit(sim_stream *s, sim_item *it) {
   }
   pthread_mutex_lock(&s->mu);
   cudaError_t e = enqueue_locked(s, it);
+  if (!e && seq_out) *seq_out = it->seq;   /* it may be freed once unlocked */
   pthread_mutex_unlock(&s->mu);
   if (e) sim_item_free(it);
   return e;
@@ -613,13 +617,13 @@ void sim_streams_fork_parent(void) {
 }
 
 void sim_streams_after_fork_child(void) {
-  /* No worker exists in the child: forget every slot. Slots are
-   * re-initialized on reuse because their slot_gen is stale. */
+  /* No worker exists in the child: forget every slot in use. Slots are
+   * re-initialized on first use because their slot_gen is stale. */
   pthread_mutex_init(&slab_mu, NULL);
   pthread_mutex_init(&legacy_mu, NULL);
-  stream_bump = 0;
+  /* The bump pointers are kept: the child's new handles never alias a
+   * handle of the parent, which stays invalid there. */
   stream_free = NULL;
-  event_bump = 0;
   event_free = NULL;
 }
 
