@@ -868,7 +868,8 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
     range *r = range_for_comm(p->lo, p->hi);
     if (!r) continue;
     unsigned rep = 0;
-    access_range(r, &a, true, p->stack.n > 0 ? &p->stack : NULL, &rep);
+    bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
+    access_range(r, &a, covers, p->stack.n > 0 ? &p->stack : NULL, &rep);
   }
   atomic_store(&g_nranges, g_nr);
   bounds_update();
@@ -943,7 +944,11 @@ static void on_comm_op(const a2a_event *ev) {
     return;
 
   thread_state *ts = thread_state_of(ev->thread);
-  if (ts && ts->depth > 0) {
+  /* Without per-thread state we cannot tell whether the call is inside a
+   * group (whose operations are enqueued later): skip it (can only hide a
+   * race). */
+  if (!ts) return;
+  if (ts->depth > 0) {
     /* Inside a group: NCCL enqueues at the outermost ncclGroupEnd. */
     pending_add(ts->p, &ts->npending, MAX_PENDING, ev, sp, sbytes, F_READ, what);
     pending_add(ts->p, &ts->npending, MAX_PENDING, ev, rp, rbytes, F_WRITE, what);

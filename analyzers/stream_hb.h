@@ -22,9 +22,9 @@
 /* Accesses remembered per range (one per timeline and access class). */
 #define STREAM_HB_MAX_ACC 8
 /* Pending (grouped) communication accesses per host thread, after merging
- * adjacent per-peer chunks; threads with an index past STREAM_HB_MAX_THREADS
- * are not tracked for grouped operations (their operations are applied at
- * once, which is exact for ungrouped calls). */
+ * adjacent per-peer chunks (more are dropped). Communication calls of
+ * threads with an index past STREAM_HB_MAX_THREADS are not tracked (whether
+ * they are inside a group is unknown). */
 #define STREAM_HB_MAX_PENDING 128
 #define STREAM_HB_MAX_THREADS 256
 

@@ -4,7 +4,9 @@
 # (0 data right, 3 data wrong: the race did harm) and on the JSONL logs with
 # check_jsonl.py. Buggy/fixed pairs: the same program, argument "buggy" or
 # "fixed". perf.* findings are ignored: tiny simulated transfers are "slow"
-# by design and say nothing about stream ordering.
+# by design and say nothing about stream ordering. So is the tool-health
+# info a2acheck.no-coordinator (the cross-rank side channel closing early at
+# exit, which is intermittent and not about the program under test).
 
 find_package(Python3 COMPONENTS Interpreter QUIET)
 
@@ -36,7 +38,8 @@ fi
 exec "$@" "$dir"
 ]=] sh ${dir} $<TARGET_FILE:a2acheck> ${CMAKE_BINARY_DIR}/sim/lib ${status} ${timeout}
         $<TARGET_FILE:stream_${prog}> ${arg}
-        ${Python3_EXECUTABLE} ${A2A_STREAM_CHECK_JSONL} --ignore "perf.*" ${ARGN})
+        ${Python3_EXECUTABLE} ${A2A_STREAM_CHECK_JSONL} --ignore "perf.*"
+        --ignore a2acheck.no-coordinator ${ARGN})
     math(EXPR ctest_timeout "${timeout} + 30")
     set_tests_properties(e2e.stream.${name} PROPERTIES TIMEOUT ${ctest_timeout} LABELS "e2e;stream")
   endfunction()
