@@ -52,6 +52,9 @@ exec "$@" "$dir"
   a2a_stream_test(unsynced_output_buggy unsynced_output buggy 3 60
     --expect stream.unsynced-output:error --only)
   a2a_stream_test(unsynced_output_fixed unsynced_output fixed 0 60 --none)
+  a2a_stream_test(unsynced_output_host_buggy unsynced_output buggy-host 3 60
+    --expect stream.unsynced-output:error --contains "stream.unsynced-output=the host" --only)
+  a2a_stream_test(unsynced_output_host_fixed unsynced_output fixed-host 0 60 --none)
   a2a_stream_test(free_in_flight_buggy free_in_flight buggy 3 60
     --expect stream.free-in-flight:error --only)
   a2a_stream_test(free_in_flight_fixed free_in_flight fixed 0 60 --none)

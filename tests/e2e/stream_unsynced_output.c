@@ -8,6 +8,12 @@
  * communication stream is slowed down so the consumer copies the receive
  * buffer before NCCL wrote it. `fixed` adds cudaStreamWaitEvent(compute,
  * done) - what work.wait() does.
+ *
+ * `buggy-host` / `fixed-host`: the consumer is the host instead, through a
+ * synchronous cudaMemcpy of the receive buffer. That copy runs on the legacy
+ * default stream, which does not wait for a non-blocking stream, so it reads
+ * the buffer before NCCL wrote it; the fixed version synchronizes the host
+ * with the operation's end event first.
  */
 #include "stream_common.h"
 
@@ -16,8 +22,13 @@
 
 static float base_of(int step, int from, int to) { return (float)(step * 100000 + from * 1000 + to * 10); }
 
+typedef struct mode {
+  int fixed, host;
+} mode;
+
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
-  int fixed = *(int *)arg;
+  const mode *m = arg;
+  int fixed = m->fixed;
   cudaStream_t comp, comm_s;
   SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
   SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
@@ -45,11 +56,17 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
     }
     SE_NCCL(ncclGroupEnd());
     SE_CUDA(cudaEventRecord(done, comm_s));
-    if (fixed) SE_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
-    se_copy(comp, out, recv, nranks * N);                     /* the consumer */
-    SE_CUDA(cudaStreamSynchronize(comp));
-    SE_CUDA(cudaStreamSynchronize(comm_s));
-    SE_CUDA(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
+    if (m->host) {
+      if (fixed) SE_CUDA(cudaEventSynchronize(done));
+      SE_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost)); /* the consumer */
+      SE_CUDA(cudaStreamSynchronize(comm_s));
+    } else {
+      if (fixed) SE_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
+      se_copy(comp, out, recv, nranks * N);                     /* the consumer */
+      SE_CUDA(cudaStreamSynchronize(comp));
+      SE_CUDA(cudaStreamSynchronize(comm_s));
+      SE_CUDA(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
+    }
     for (int p = 0; p < nranks; p++)
       for (int i = 0; i < N; i++)
         if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
@@ -67,6 +84,7 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  int fixed = se_fixed_arg(argc, argv);
-  return se_verdict(se_run_ranks(2, rank_main, &fixed));
+  const char *a = argc > 1 ? argv[1] : "buggy";
+  mode m = {strncmp(a, "fixed", 5) == 0, strstr(a, "host") != NULL};
+  return se_verdict(se_run_ranks(2, rank_main, &m));
 }
