@@ -1128,6 +1128,7 @@ static bool ok_result(const a2a_event *ev) { return ev->result == 0; }
 
 static void hb_on_event(const a2a_event *ev) {
   if (ev->phase != A2A_POST) return;
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   switch (ev->kind) {
   /* ---- always: cheap per-thread bookkeeping and the stream registry ---- */
   case A2A_EV_SET_DEVICE:
@@ -1205,7 +1206,6 @@ static void hb_on_event(const a2a_event *ev) {
 
   /* ---- the rest matters only while ranges are tracked ---- */
   if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0) return;
-  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   if (!ok_result(ev)) return;
   pthread_mutex_lock(&g_mu);
   switch (ev->kind) {
