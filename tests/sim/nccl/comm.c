@@ -183,6 +183,7 @@ ncclResult_t sim_job_init(struct sim_job *job) {
       goto fail;
     }
   }
+  if (c->rank == 0) sim_version_banner();
   sim_info("comm %p rank %d nRanks %d cudaDev %d - Init COMPLETE", (void *)c, c->rank, c->nranks, c->cuda_dev);
   atomic_store(&c->async, ncclSuccess);
   return ncclSuccess;

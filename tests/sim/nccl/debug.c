@@ -74,6 +74,12 @@ void sim_info(const char *fmt, ...) {
  * (its content may change under another thread's WARN, as in NCCL). */
 const char *sim_last_error(void) { return last_error; }
 
+void sim_version_banner(void) {
+  static atomic_int printed;
+  if (sim_log_level() < SIM_LOG_VERSION || atomic_exchange(&printed, 1)) return;
+  fprintf(stderr, "NCCL version %d.%d.%d+sim (a2acheck CPU simulator)\n", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+}
+
 SIM_API(const char *, ncclGetErrorString, ncclResult_t result) {
   /* Texts of NCCL 2.28 (src/init.cc ncclGetErrorString). */
   switch (result) {

@@ -52,6 +52,9 @@ void sim_log_reset(void);
 void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *sim_last_error(void);
+/* "NCCL version 2.28.9+sim" once per process with NCCL_DEBUG>=VERSION, as
+ * NCCL prints it when rank 0 of a communicator initializes. */
+void sim_version_banner(void);
 
 /* ---- reduce.c --------------------------------------------------------- */
 size_t sim_type_size(ncclDataType_t dt);      /* 0 for an invalid type */

@@ -27,6 +27,10 @@
  * whose receive is never posted therefore blocks its stream forever. After
  * that, small sends complete eagerly into the FIFO as in NCCL.
  *
+ * Cost model: every p2p send to another rank charges a2asim_model_transfer
+ * for its bytes; a collective charges once what NCCL's ring algorithm moves
+ * per rank.
+ *
  * Collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter) use
  * direct all-pairs exchanges on the collective channels; every step carries
  * a descriptor (kind, datatype, reduction, root, count). A receiver that
@@ -56,6 +60,7 @@ struct xop {
   uint64_t nsteps, k;
   int has_desc;
   struct sim_desc desc;
+  int model;               /* send: charge the cost model for its bytes */
   int after;               /* op that must complete first (same channel), -1 */
   int done;
   int stuck;               /* collective mismatch seen: never progresses */
@@ -86,6 +91,9 @@ static void xop_init(struct ncclComm *c, struct xop *o, int send, int peer, int 
   o->bytes = bytes;
   o->nsteps = bytes == 0 ? 1 : (bytes + seg->step - 1) / seg->step;
   if (d) { o->has_desc = 1; o->desc = *d; }
+  /* p2p sends pay for their bytes; a send to oneself is a local copy;
+   * collectives charge once for the whole operation (see run_coll). */
+  o->model = send && p2p && peer != c->rank;
   o->after = -1;
 }
 
@@ -176,7 +184,7 @@ static int progress(struct ncclComm *c, struct xop *ops, int n) {
       if (o->k == o->nsteps) {
         o->done = 1;
         moved = 1;
-        if (o->send) a2asim_model_transfer(o->bytes);
+        if (o->model) a2asim_model_transfer(o->bytes);
       }
     }
     if (remaining == 0) return 0;
@@ -302,6 +310,16 @@ static void run_coll(struct ncclComm *c, struct sim_task *t) {
     break;
   default:
     break;
+  }
+  /* Cost model: what NCCL's ring algorithms move per rank, so that
+   * nccl-tests' busbw formulas recover the configured bandwidth:
+   * AllReduce 2(n-1)/n S, AllGather/ReduceScatter (n-1)/n of the total,
+   * Broadcast/Reduce S. */
+  if (n > 1 && !atomic_load(&c->aborted)) {
+    double total = (double)bytes * (t->kind == SIM_K_ALLGATHER || t->kind == SIM_K_REDUCESCATTER ? n : 1);
+    double f = t->kind == SIM_K_ALLREDUCE ? 2.0 * (n - 1) / n
+             : t->kind == SIM_K_ALLGATHER || t->kind == SIM_K_REDUCESCATTER ? (double)(n - 1) / n : 1.0;
+    a2asim_model_transfer((size_t)(total * f));
   }
   if (owned) free((void *)contrib);
   free(parts);

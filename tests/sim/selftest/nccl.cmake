@@ -43,7 +43,7 @@ if(TARGET nccl_hang)
 endif()
 
 if(TARGET nccl_lifecycle)
-  foreach(t nonblocking dupgpu shrink scalable misc memalloc singlethread singlethread_legacy)
+  foreach(t nonblocking dupgpu shrink scalable misc memalloc singlethread singlethread_legacy cost)
     a2asim_nccl_test(lifecycle_${t} 30 nccl_lifecycle ${t})
   endforeach()
   set_tests_properties(sim.nccl.lifecycle_memalloc sim.nccl.lifecycle_singlethread_legacy

@@ -1,7 +1,7 @@
 /* nccl_lifecycle.c - communicator creation paths of the simulator's NCCL
  * (ranks as threads of this process).
  *
- *   nccl_lifecycle <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy>
+ *   nccl_lifecycle <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy|cost>
  *
  *   nonblocking  config.blocking = 0: ncclInProgress until every rank came,
  *                calls on the comm meanwhile are ncclInvalidArgument, then
@@ -13,6 +13,7 @@
  *   scalable     ncclCommInitRankScalable with two ids
  *   misc         bad init arguments and config, unique id layout
  *   memalloc     ncclMemAlloc/ncclMemFree (77 = skipped: runtime lacks it)
+ *   cost         the cost model: durations follow A2ASIM_BW_GBPS
  *   singlethread one thread drives 4 devices: InitAll + grouped AllReduce
  *   singlethread_legacy  the same on the legacy default streams (77 =
  *                skipped while the runtime lacks a2asim_set_device)
@@ -138,6 +139,50 @@ static int scalable_rank(int rank) {
   return fails;
 }
 
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Cost model: with A2ASIM_BW_GBPS=0.1 (100 bytes/us) an AllReduce of S
+ * bytes on 2 ranks costs 2(n-1)/n S = S, a grouped all-to-all of C bytes per
+ * peer costs (n-1) C (the self copy is free). Sleeps are lower bounds; the
+ * upper bound only guards against the model being charged many times. */
+static int cost_rank(int rank) {
+  int fails = 0;
+  ncclComm_t comm;
+  cudaStream_t s;
+  char *d;
+  const size_t S = 2 << 20, C = 1 << 20;
+  CUDA_OK(cudaSetDevice(rank));
+  NCCL_OK(ncclCommInitRank(&comm, 2, g_id, rank));
+  CUDA_OK(cudaStreamCreate(&s));
+  CUDA_OK(cudaMalloc((void **)&d, 2 * S));
+  pthread_barrier_wait(&g_bar);
+  double t0 = now_ms();
+  NCCL_OK(ncclAllReduce(d, d, S / 4, ncclFloat32, ncclSum, comm, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  double t1 = now_ms();
+  NCCL_OK(ncclGroupStart());
+  for (int p = 0; p < 2; p++) {
+    NCCL_OK(ncclSend(d + p * C, C, ncclInt8, p, comm, s));
+    NCCL_OK(ncclRecv(d + S + p * C, C, ncclInt8, p, comm, s));
+  }
+  NCCL_OK(ncclGroupEnd());
+  CUDA_OK(cudaStreamSynchronize(s));
+  double t2 = now_ms();
+  double want_ar = S / 100e3, want_a2a = C / 100e3;   /* ms */
+  if (t1 - t0 < 0.9 * want_ar || t1 - t0 > 2.5 * want_ar + 300)
+    FAILF("rank %d AllReduce took %.1f ms, model says %.1f", rank, t1 - t0, want_ar);
+  if (t2 - t1 < 0.9 * want_a2a || t2 - t1 > 2.5 * want_a2a + 300)
+    FAILF("rank %d all-to-all took %.1f ms, model says %.1f", rank, t2 - t1, want_a2a);
+  CUDA_OK(cudaFree(d));
+  CUDA_OK(cudaStreamDestroy(s));
+  NCCL_OK(ncclCommDestroy(comm));
+  return fails;
+}
+
 struct tctx { int (*fn)(int); int rank, fails; };
 static void *trampoline(void *p) {
   struct tctx *c = p;
@@ -258,10 +303,11 @@ static int memalloc(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy>\n", argv[0]);
+    fprintf(stderr, "usage: %s <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy|cost>\n", argv[0]);
     return 2;
   }
   int fails = 0;
+  if (!strcmp(argv[1], "cost")) setenv("A2ASIM_BW_GBPS", "0.1", 1);   /* before the runtime starts */
   if (ncclGetUniqueId(&g_id) != ncclSuccess || ncclGetUniqueId(&g_id2) != ncclSuccess) return 1;
   if (!strcmp(argv[1], "nonblocking")) fails = run_threads(2, nonblocking_rank);
   else if (!strcmp(argv[1], "dupgpu")) fails = run_threads(2, dup_rank);
@@ -269,6 +315,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "scalable")) fails = run_threads(3, scalable_rank);
   else if (!strcmp(argv[1], "misc")) fails = misc();
   else if (!strcmp(argv[1], "singlethread")) fails = single_thread(4, 0);
+  else if (!strcmp(argv[1], "cost")) fails = run_threads(2, cost_rank);
   else if (!strcmp(argv[1], "singlethread_legacy")) {
     if (!dlsym(RTLD_DEFAULT, "a2asim_set_device")) {
       printf("SKIP: the simulated runtime does not export a2asim_set_device yet\n");
