@@ -8,8 +8,9 @@
  * A2ACHECK_DISABLE and stop there if it is 1 (pure pass-through: no files,
  * no threads, no handlers); otherwise parse the options, print the help if
  * asked, learn pid/host/rank, install the exit and fork handlers and hand
- * the options and host services to the core (a2a_core_init). Calls made
- * while a thread is inside rt_init() (from that thread) pass through.
+ * the options and host services to the core (a2a_core_init). Calls the
+ * initializing thread makes meanwhile pass through; other threads wait in
+ * pthread_once until the runtime is ready, so none of their calls escape.
  *
  * The guard: a thread-local depth. a2a_rt_enter() returns true only for the
  * outermost intercepted call of a thread while the runtime is READY, and
@@ -139,7 +140,10 @@ static void rt_init(void) {
 bool a2a_rt_enter(void) {
   int s = atomic_load_explicit(&g_state, memory_order_acquire);
   if (__builtin_expect(s != A2A_RT_READY, 0)) {
-    if (s != A2A_RT_UNINIT || t_in_init) return false;
+    /* UNINIT or INITIALIZING: every thread but the initializing one waits
+     * in pthread_once (microseconds), so no call of another thread escapes
+     * analysis while the runtime starts. */
+    if (s == A2A_RT_DISABLED || s == A2A_RT_FINISHED || t_in_init) return false;
     t_in_init = 1;
     pthread_once(&g_once, rt_init);
     t_in_init = 0;

@@ -18,6 +18,7 @@ then asserts on its exit status, its stderr and the log files it wrote
                communicator after the files were created (rename)
   help         A2ACHECK_HELP=1 prints the options table
   fork         parent and children write their own complete logs
+  threads      8 threads x 20 call sites at once: exact dedup/cap totals
   dlsym        a2acheck.not-intercepting (info) for NCCL called via dlsym
   static       a2acheck.not-intercepting (warning) for a static NCCL
 """
@@ -260,6 +261,26 @@ def case_fork(a):
                   "child %d logged its own finding, and nothing of the parent's" % pid)
 
 
+def case_threads(a):
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_MAX_PER_CHECK": "5",
+                               "A2ACHECK_LOG_STDERR": "none"}, a.shim)
+    check(p.returncode == 0, "status 0 (got %d)" % p.returncode)
+    _, recs = one_process_logs(d, p)
+    g = findings(recs, "group.unbalanced")
+    check(len(g) == 5, "A2ACHECK_MAX_PER_CHECK=5: 5 findings logged (got %d)" % len(g))
+    check(all(f["count"] == 8 * 50 for f in g),
+          "each logged site folded all 400 occurrences (%r)" % [f["count"] for f in g])
+    check(len(set(f["stack"][0].split("+")[0] for f in g)) == 5, "5 distinct sites")
+    check(sorted(f["id"] for f in g) == [1, 2, 3, 4, 5], "finding numbers 1..5")
+    det = summary_of(recs).get("details", {})
+    c = [x for x in det.get("checks", []) if x["check"] == "group.unbalanced"]
+    check(len(c) == 1 and (c[0]["logged"], c[0]["suppressed"], c[0]["occurrences"]) ==
+          (5, 15, 8 * 20 * 50), "summary: logged 5, suppressed 15, 8000 occurrences (%r)" % c)
+    check(det.get("findings", {}).get("error") == 20, "summary: 20 distinct errors")
+    check(det.get("dropped") == 0, "nothing dropped")
+
+
 def case_notint(a, kind):
     d = os.path.join(a.work, "logs")
     args = [a.prog, kind] + ([a.arg] if a.arg else [])
@@ -289,7 +310,8 @@ def main():
     os.makedirs(a.work)
     cases = {"group": case_group, "repeat": case_repeat, "failon": case_failon,
              "badoption": case_badoption, "unwritable": case_unwritable,
-             "checks": case_checks, "help": case_help, "rank": case_rank, "fork": case_fork,
+             "checks": case_checks, "help": case_help, "rank": case_rank,
+             "threads": case_threads, "fork": case_fork,
              "dlsym": lambda a: case_notint(a, "dlsym"),
              "static": lambda a: case_notint(a, "static")}
     cases[a.case](a)

@@ -41,6 +41,8 @@ a2a_rt_program(rt_group_unbalanced ${CMAKE_CURRENT_LIST_DIR}/rt_group_unbalanced
 target_link_libraries(rt_group_unbalanced PRIVATE a2asim_nccl a2asim_cudart)
 a2a_rt_program(rt_fork ${CMAKE_CURRENT_LIST_DIR}/rt_fork.c)
 target_link_libraries(rt_fork PRIVATE a2asim_nccl a2asim_cudart)
+a2a_rt_program(rt_threads ${CMAKE_CURRENT_LIST_DIR}/rt_threads.c)
+target_link_libraries(rt_threads PRIVATE a2asim_nccl a2asim_cudart)
 
 add_library(rt_static_nccl SHARED ${CMAKE_CURRENT_LIST_DIR}/rt_static_nccl.c)
 target_link_options(rt_static_nccl PRIVATE -Wl,-Bsymbolic)
@@ -59,6 +61,9 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME rt.fork
            COMMAND ${A2A_RT_CHECK} fork --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_fork> --work ${A2A_RT_TEST_DIR}/fork)
+  add_test(NAME rt.threads
+           COMMAND ${A2A_RT_CHECK} threads --shim $<TARGET_FILE:a2acheck>
+                   --prog $<TARGET_FILE:rt_threads> --work ${A2A_RT_TEST_DIR}/threads)
   add_test(NAME rt.not_intercepting_dlsym
            COMMAND ${A2A_RT_CHECK} dlsym --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_not_intercepting> --arg $<TARGET_FILE:a2asim_nccl>
@@ -68,7 +73,7 @@ if(Python3_Interpreter_FOUND)
                    --prog $<TARGET_FILE:rt_not_intercepting> --arg $<TARGET_FILE:rt_static_nccl>
                    --work ${A2A_RT_TEST_DIR}/static)
   set_tests_properties(rt.group rt.repeat rt.failon rt.badoption rt.unwritable rt.checks
-                       rt.help rt.rank rt.fork rt.not_intercepting_dlsym rt.not_intercepting_static
+                       rt.help rt.rank rt.fork rt.threads rt.not_intercepting_dlsym rt.not_intercepting_static
                        PROPERTIES TIMEOUT 200 LABELS rt)
 endif()
 
