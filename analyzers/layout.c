@@ -756,6 +756,11 @@ static void layout_on_event(const a2a_event *ev) {
           a2a_check_enabled("layout.hidden-copy") && (t = thread_get(ev->thread, true)))
         on_memcpy(t, ev);
       return;
+    case A2A_EV_COMM_INIT:
+      /* The thread that creates a communicator usually posts on it: give it
+       * a record now so that its copy kernels are seen from the start. */
+      if (ev->phase == A2A_PRE) (void)thread_get(ev->thread, true);
+      return;
     case A2A_EV_LAUNCH:
       /* Launch is the hot path: only threads that already talk to NCCL. */
       if (ev->phase == A2A_PRE && (t = thread_get(ev->thread, false)) &&

@@ -82,6 +82,8 @@ exec "$@" "$dir"
   a2a_local_test(layout.scattered.fixed layout_scattered fixed CHECK --none)
   a2a_local_test(layout.hidden-copy.buggy layout_hidden_copy buggy
     CHECK --expect layout.hidden-copy:info=1 --only --contains layout.hidden-copy=cudaMemcpyAsync)
+  a2a_local_test(layout.hidden-copy.kernel layout_hidden_copy kernel
+    CHECK --expect layout.hidden-copy:info=1 --only --contains layout.hidden-copy=direct_copy)
   a2a_local_test(layout.hidden-copy.fixed layout_hidden_copy fixed CHECK --none)
 
   # ---- group ----
