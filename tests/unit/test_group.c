@@ -3,6 +3,7 @@
  * the correct variant, and one call never yields both group.unbalanced and
  * group.sync-in-group. */
 #include <check.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -562,6 +563,77 @@ START_TEST(op_after_async_error) {
 }
 END_TEST
 
+
+/* ---------------- real threads ---------------- */
+
+typedef struct worker_arg {
+  void *comm;
+  uint32_t thread;
+  void *stream;
+} worker_arg;
+
+static void *worker(void *p) {
+  worker_arg *w = p;
+  for (int i = 0; i < 2000; i++) {
+    a2a_event g = ev_make(A2A_EV_GROUP_START);
+    g.thread = w->thread;
+    ev_dispatch(&g, 0);
+    a2a_event s = p2p(w->comm, 1, DEV_SEND + w->thread * 0x100000u, 16, 1, w->stream);
+    s.thread = w->thread;
+    ev_dispatch(&s, 0);
+    a2a_event r = p2p(w->comm, 0, DEV_RECV + w->thread * 0x100000u, 16, 1, w->stream);
+    r.thread = w->thread;
+    ev_dispatch(&r, 0);
+    g = ev_make(A2A_EV_GROUP_END);
+    g.thread = w->thread;
+    ev_dispatch(&g, 0);
+    a2a_event y = ev_make(A2A_EV_STREAM_SYNC);
+    y.thread = w->thread;
+    y.stream = w->stream;
+    ev_dispatch(&y, 0);
+  }
+  return NULL;
+}
+
+START_TEST(threads_with_their_own_comms_are_silent) {
+  /* Four threads, each with its own communicator, groups and stream, run
+   * concurrently: per-thread group state and per-comm ownership must not
+   * leak between them. */
+  unsigned char ids[4][128];
+  pthread_t th[4];
+  worker_arg args[4];
+  for (int i = 0; i < 4; i++) {
+    memset(ids[i], 0, 128);
+    ids[i][0] = (unsigned char)(10 + i);
+    args[i].comm = init_comm((void *)(uintptr_t)(0x1000 + 0x100 * i), ids[i], 2, 0, 0);
+    args[i].thread = (uint32_t)(2 + i);
+    args[i].stream = (void *)(uintptr_t)(0x9000 + 0x100 * i);
+  }
+  for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, worker, &args[i]);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  exit_event();
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
+START_TEST(fork_child_forgets_other_threads_groups) {
+  /* Thread 2 has a group open when thread 1 forks: in the child only
+   * thread 1 exists, so nothing is open at the child's exit. */
+  group(A2A_EV_GROUP_START, 2);
+  a2a_event f = ev_make(A2A_EV_FORK_CHILD);
+  f.thread = 1;
+  ev_pre(&f);
+  exit_event();
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  /* Thread 1's own open group survives the fork (NCCL's depth is
+   * thread_local and the forking thread keeps it). */
+  group(A2A_EV_GROUP_START, 1);
+  ev_pre(&f);
+  exit_event();
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("group_local");
   TCase *tc = tcase_create("group");
@@ -598,6 +670,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, open_group_holds_the_comm);
   tcase_add_test(tc, different_comms_in_parallel_are_fine);
   tcase_add_test(tc, op_after_async_error);
+  tcase_add_test(tc, threads_with_their_own_comms_are_silent);
+  tcase_add_test(tc, fork_child_forgets_other_threads_groups);
   suite_add_tcase(s, tc);
   return s;
 }
