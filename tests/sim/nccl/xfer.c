@@ -197,35 +197,83 @@ static int progress(struct ncclComm *c, struct xop *ops, int n) {
 
 /* ---- collectives ------------------------------------------------------------ */
 
-/* This rank's contribution to a reduction: the send buffer itself, or a
- * scaled copy for PreMulSum and for floating-point Avg (NCCL implements
- * float Avg as PreMulSum by 1/n). *owned is set when the result must be
- * freed. */
-static const void *contribution(struct ncclComm *c, const struct sim_task *t, size_t count, int *owned) {
-  *owned = 0;
+/* Reductions run in segments of at most SIM_SEG_BYTES so that the staging
+ * memory (one segment per rank) stays bounded however large the buffer.
+ * Every rank uses the same segmentation, so segments match one to one. */
+#define SIM_SEG_BYTES ((size_t)4 << 20)
+
+/* The scalar this rank pre-multiplies its contribution by: PreMulSum's, or
+ * 1/n for floating-point Avg (NCCL implements it as PreMulSum). Returns 0
+ * when the contribution is the send buffer itself. */
+static int premul_scalar(struct ncclComm *c, const struct sim_task *t, unsigned char scalar[8]) {
   size_t es = sim_type_size(t->dtype);
-  unsigned char scalar[8] = {0};
+  memset(scalar, 0, 8);
   if (t->op == SIM_OP_PREMULSUM) {
     if (t->premul.residence == ncclScalarDevice) memcpy(scalar, t->premul.dev_scalar, es);
     else memcpy(scalar, &t->premul.imm, es);
-  } else if (t->op == SIM_OP_AVG && sim_type_is_float(t->dtype)) {
-    sim_inverse(t->dtype, c->nranks, scalar);
-  } else {
-    return t->sendbuff;
+    return 1;
   }
-  void *tmp = malloc(count * es > 0 ? count * es : 1);
-  if (!tmp) return t->sendbuff;
-  sim_scale(t->dtype, tmp, t->sendbuff, count, scalar);
-  *owned = 1;
-  return tmp;
+  if (t->op == SIM_OP_AVG && sim_type_is_float(t->dtype)) {
+    sim_inverse(t->dtype, c->nranks, scalar);
+    return 1;
+  }
+  return 0;
 }
 
+/* out = parts[0] op parts[1] op ... op parts[n-1] (rank order on every
+ * rank), then the integer Avg division. */
 static void reduce_all(struct ncclComm *c, const struct sim_task *t, void *out, const char *parts,
-                       size_t bytes) {
+                       size_t count) {
+  size_t bytes = count * sim_type_size(t->dtype);
   int red = t->op == SIM_OP_AVG || t->op == SIM_OP_PREMULSUM ? SIM_OP_SUM : t->op;
   memcpy(out, parts, bytes);
-  for (int r = 1; r < c->nranks; r++) sim_reduce(t->dtype, red, out, parts + (size_t)r * bytes, t->count);
-  if (t->op == SIM_OP_AVG && !sim_type_is_float(t->dtype)) sim_divide(t->dtype, out, t->count, c->nranks);
+  for (int r = 1; r < c->nranks; r++) sim_reduce(t->dtype, red, out, parts + (size_t)r * bytes, count);
+  if (t->op == SIM_OP_AVG && !sim_type_is_float(t->dtype)) sim_divide(t->dtype, out, count, c->nranks);
+}
+
+/* AllReduce, Reduce (to root t->peer) and ReduceScatter. Returns -1 if the
+ * communicator was aborted meanwhile. */
+static int run_reduction(struct ncclComm *c, const struct sim_task *t, const struct sim_desc *d,
+                         struct xop *ops) {
+  int n = c->nranks, me = c->rank;
+  size_t es = sim_type_size(t->dtype);
+  int rs = t->kind == SIM_K_REDUCESCATTER;
+  int root = t->kind == SIM_K_REDUCE ? t->peer : -1;
+  int gather = root < 0 || root == me;       /* this rank reduces something */
+  size_t seg = SIM_SEG_BYTES / es;
+  if (seg > t->count) seg = t->count;
+  unsigned char scalar[8];
+  int scaled = premul_scalar(c, t, scalar);
+  /* scaled contributions of one segment: one block per destination for
+   * ReduceScatter, one block for the others */
+  char *mine = scaled ? malloc((rs ? (size_t)n : 1) * seg * es) : NULL;
+  char *parts = gather ? malloc((size_t)n * seg * es) : NULL;
+  int rc = 0;
+  if ((scaled && !mine) || (gather && !parts)) rc = -1;
+  for (size_t off = 0; rc == 0 && off < t->count; off += seg) {
+    size_t len = t->count - off < seg ? t->count - off : seg, lb = len * es;
+    const char *src[64 + 1];
+    const char **srcp = n <= 64 ? src : malloc(sizeof *srcp * (size_t)n);
+    if (!srcp) { rc = -1; break; }
+    for (int p = 0; p < n; p++) {
+      const char *b = (const char *)t->sendbuff + ((rs ? (size_t)p * t->count : 0) + off) * es;
+      if (scaled && (rs || p == 0)) sim_scale(t->dtype, mine + (rs ? (size_t)p * lb : 0), b, len, scalar);
+      srcp[p] = scaled ? mine + (rs ? (size_t)p * lb : 0) : b;
+    }
+    int nops = 0;
+    for (int p = 0; p < n; p++) {
+      if (p == me) continue;
+      if (root < 0 || p == root) xop_init(c, &ops[nops++], 1, p, 0, (void *)srcp[p], lb, d);
+      if (gather) xop_init(c, &ops[nops++], 0, p, 0, parts + (size_t)p * lb, lb, d);
+    }
+    if (gather) memcpy(parts + (size_t)me * lb, srcp[me], lb);
+    if (progress(c, ops, nops) != 0) rc = -1;
+    else if (gather) reduce_all(c, t, (char *)t->recvbuff + off * es, parts, len);
+    if (srcp != src) free(srcp);
+  }
+  free(mine);
+  free(parts);
+  return rc;
 }
 
 static void run_coll(struct ncclComm *c, struct sim_task *t) {
@@ -244,36 +292,13 @@ static void run_coll(struct ncclComm *c, struct sim_task *t) {
   d.count = reduction ? t->count : bytes;
 
   struct xop *ops = calloc(2 * (size_t)n, sizeof *ops);
-  char *parts = NULL;
-  int owned = 0, nops = 0;
-  const void *contrib = NULL;
+  int nops = 0;
   if (!ops) return;
   switch (t->kind) {
   case SIM_K_ALLREDUCE:
-    contrib = contribution(c, t, t->count, &owned);
-    parts = malloc((size_t)n * bytes);
-    if (!parts) break;
-    memcpy(parts + (size_t)me * bytes, contrib, bytes);
-    for (int p = 0; p < n; p++) {
-      if (p == me) continue;
-      xop_init(c, &ops[nops++], 1, p, 0, (void *)contrib, bytes, &d);
-      xop_init(c, &ops[nops++], 0, p, 0, parts + (size_t)p * bytes, bytes, &d);
-    }
-    if (progress(c, ops, nops) == 0) reduce_all(c, t, t->recvbuff, parts, bytes);
-    break;
   case SIM_K_REDUCE:
-    contrib = contribution(c, t, t->count, &owned);
-    if (me != t->peer) {
-      xop_init(c, &ops[nops++], 1, t->peer, 0, (void *)contrib, bytes, &d);
-      progress(c, ops, nops);
-      break;
-    }
-    parts = malloc((size_t)n * bytes);
-    if (!parts) break;
-    memcpy(parts + (size_t)me * bytes, contrib, bytes);
-    for (int p = 0; p < n; p++)
-      if (p != me) xop_init(c, &ops[nops++], 0, p, 0, parts + (size_t)p * bytes, bytes, &d);
-    if (progress(c, ops, nops) == 0) reduce_all(c, t, t->recvbuff, parts, bytes);
+  case SIM_K_REDUCESCATTER:
+    run_reduction(c, t, &d, ops);
     break;
   case SIM_K_BROADCAST:
     if (me == t->peer) {
@@ -296,18 +321,6 @@ static void run_coll(struct ncclComm *c, struct sim_task *t) {
     progress(c, ops, nops);
     break;
   }
-  case SIM_K_REDUCESCATTER:
-    contrib = contribution(c, t, t->count * (size_t)n, &owned);
-    parts = malloc((size_t)n * bytes);
-    if (!parts) break;
-    memcpy(parts + (size_t)me * bytes, (const char *)contrib + (size_t)me * bytes, bytes);
-    for (int p = 0; p < n; p++) {
-      if (p == me) continue;
-      xop_init(c, &ops[nops++], 1, p, 0, (char *)contrib + (size_t)p * bytes, bytes, &d);
-      xop_init(c, &ops[nops++], 0, p, 0, parts + (size_t)p * bytes, bytes, &d);
-    }
-    if (progress(c, ops, nops) == 0) reduce_all(c, t, t->recvbuff, parts, bytes);
-    break;
   default:
     break;
   }
@@ -321,8 +334,6 @@ static void run_coll(struct ncclComm *c, struct sim_task *t) {
              : t->kind == SIM_K_ALLGATHER || t->kind == SIM_K_REDUCESCATTER ? (double)(n - 1) / n : 1.0;
     a2asim_model_transfer((size_t)(total * f));
   }
-  if (owned) free((void *)contrib);
-  free(parts);
   free(ops);
 }
 

@@ -414,6 +414,33 @@ static int test_errors_and_zero(ncclComm_t comm, int rank, int n, cudaStream_t s
   return fails;
 }
 
+/* Reductions larger than the simulator's 4 MiB segments: 3.5 M floats
+ * AllReduce (in place) and ReduceScatter of 1.1 M floats per rank. */
+static int test_large_reduce(ncclComm_t comm, int rank, int n, cudaStream_t s) {
+  int fails = 0;
+  const size_t N = 3500000, R = 1100000;
+  size_t tot = R * n > N ? R * n : N;
+  float *h = malloc(tot * sizeof(float)), *d, *o;
+  CUDA_OK(cudaMalloc((void **)&d, tot * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&o, R * sizeof(float)));
+  for (size_t i = 0; i < tot; i++) h[i] = (float)((rank + 1) * (int)(i % 7));
+  CUDA_OK(cudaMemcpy(d, h, tot * sizeof(float), cudaMemcpyHostToDevice));
+  NCCL_OK(ncclReduceScatter(d, o, R, ncclFloat32, ncclSum, comm, s));
+  NCCL_OK(ncclAllReduce(d, d, N, ncclFloat32, ncclSum, comm, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  float k = (float)(n * (n + 1) / 2);
+  CUDA_OK(cudaMemcpy(h, d, N * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < N; i++)
+    if (h[i] != k * (float)(i % 7)) { FAILF("rank %d large AllReduce [%zu] = %g", rank, i, h[i]); break; }
+  CUDA_OK(cudaMemcpy(h, o, R * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < R; i++)
+    if (h[i] != k * (float)((R * rank + i) % 7)) { FAILF("rank %d large ReduceScatter [%zu] = %g", rank, i, h[i]); break; }
+  CUDA_OK(cudaFree(d));
+  CUDA_OK(cudaFree(o));
+  free(h);
+  return fails;
+}
+
 static int body(ncclComm_t comm, int rank, int n, void *arg) {
   int fails = 0;
   cudaStream_t s;
@@ -422,6 +449,7 @@ static int body(ncclComm_t comm, int rank, int n, void *arg) {
   fails += test_a2a(comm, rank, n, s, c_equal, "a2a(equal)");
   fails += test_a2a(comm, rank, n, s, c_unequal, "a2a(unequal)");
   if (arg) fails += test_a2a(comm, rank, n, s, c_large, "a2a(large)");
+  if (arg) fails += test_large_reduce(comm, rank, n, s);
   fails += test_a2a_builtin(comm, rank, n, s);
   fails += test_ring(comm, rank, n, s);
   fails += test_two_streams(comm, rank, n, s);
