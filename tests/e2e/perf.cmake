@@ -117,3 +117,34 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --contains "perf.env=no effect on AlltoAll" --contains "perf.env=is a no-op"
     --contains "perf.env=did you mean NCCL_SOCKET_IFNAME")
 endif()
+
+# ---- the GPU validation script's parts that run without a GPU ------------
+# (tests/gpu/run.sh; the full run is the gpu.validation entry in
+# tests/CMakeLists.txt, skipped with 77 where there is no GPU.)
+set(A2A_GPU_RUN ${PROJECT_SOURCE_DIR}/tests/gpu/run.sh)
+if(EXISTS ${A2A_GPU_RUN})
+  # Argument parsing: --help succeeds, unknown or malformed arguments are
+  # usage errors (2).
+  add_test(NAME gpu.script-args COMMAND sh -c [=[
+run=$1
+bash "$run" --help | grep -q -- '--check-only' || { echo "FAIL: --help"; exit 1; }
+bash "$run" --bogus >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: --bogus not rejected"; exit 1; }
+bash "$run" --timeout x >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: --timeout x not rejected"; exit 1; }
+bash "$run" --out >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: --out without a value"; exit 1; }
+exit 0
+]=] sh ${A2A_GPU_RUN})
+  # The skip path, even on a machine with a GPU: an nvidia-smi that fails.
+  add_test(NAME gpu.script-skip COMMAND sh -c [=[
+run=$1 dir=$2
+mkdir -p "$dir" && printf '#!/bin/sh\nexit 9\n' > "$dir/nvidia-smi" && chmod +x "$dir/nvidia-smi"
+out=$(PATH="$dir:$PATH" bash "$run" --out "$dir/out" 2>&1); st=$?
+[ "$st" = 77 ] || { echo "FAIL: exit $st, expected 77: $out"; exit 1; }
+[ "$out" = "skipped: no GPU" ] || { echo "FAIL: printed: $out"; exit 1; }
+[ ! -e "$dir/out" ] || { echo "FAIL: skipped run wrote results"; exit 1; }
+exit 0
+]=] sh ${A2A_GPU_RUN} ${CMAKE_BINARY_DIR}/tests/gpu-skip)
+  # The .cu programs compile for sm_90 (nvcc needs no GPU); 77 without nvcc.
+  add_test(NAME gpu.compile COMMAND bash ${A2A_GPU_RUN} --compile-only)
+  set_tests_properties(gpu.script-args gpu.script-skip PROPERTIES TIMEOUT 60 LABELS gpu)
+  set_tests_properties(gpu.compile PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS gpu)
+endif()

@@ -1,0 +1,62 @@
+/* nccl_single.cu - a single-rank NCCL program under the shim on a real GPU
+ * (tests/gpu/run.sh step "nccl-single"): ncclSend/ncclRecv to self inside a
+ * group, AllReduce, AlltoAll, all with the data checked, every buffer and
+ * stream ordered correctly. Expected: exit 0 and zero a2acheck findings
+ * (perf.summary aside). */
+#include "gpu_common.h"
+
+int main(void) {
+  ncclComm_t comm = g_one_rank_comm();
+  const size_t n = 1 << 20;
+  float *send, *recv;
+  unsigned long long *errors;
+  cudaStream_t s;
+  G_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  G_CUDA(cudaMalloc((void **)&send, n * sizeof(float)));
+  G_CUDA(cudaMalloc((void **)&recv, n * sizeof(float)));
+  G_CUDA(cudaMallocHost((void **)&errors, sizeof *errors));
+  *errors = 0;
+
+  /* 1. send/recv to self in a group. */
+  g_fill<<<64, 256, 0, s>>>(send, n, 1.0f);
+  g_fill<<<64, 256, 0, s>>>(recv, n, -7.0f);
+  G_NCCL(ncclGroupStart());
+  G_NCCL(ncclSend(send, n, ncclFloat, 0, comm, s));
+  G_NCCL(ncclRecv(recv, n, ncclFloat, 0, comm, s));
+  G_NCCL(ncclGroupEnd());
+  g_check<<<64, 256, 0, s>>>(recv, n, 1.0f, errors);
+  G_CUDA(cudaStreamSynchronize(s));
+  unsigned long long e1 = *errors;
+
+  /* 2. AllReduce (sum over one rank = identity), in place. */
+  g_fill<<<64, 256, 0, s>>>(recv, n, 3.0f);
+  G_NCCL(ncclAllReduce(recv, recv, n, ncclFloat, ncclSum, comm, s));
+  g_check<<<64, 256, 0, s>>>(recv, n, 3.0f, errors);
+  G_CUDA(cudaStreamSynchronize(s));
+  unsigned long long e2 = *errors - e1;
+
+  /* 3. AlltoAll (one peer: a copy). */
+  g_fill<<<64, 256, 0, s>>>(send, n, 5.0f);
+  g_alltoall(send, recv, n, comm, s);
+  g_check<<<64, 256, 0, s>>>(recv, n, 5.0f, errors);
+  G_CUDA(cudaStreamSynchronize(s));
+  unsigned long long e3 = *errors - e1 - e2;
+
+  int version = 0;
+  G_NCCL(ncclGetVersion(&version));
+  printf("{\"nccl_version\": %d, \"sendrecv_errors\": %llu, \"allreduce_errors\": %llu, "
+         "\"alltoall_errors\": %llu, \"alltoall_api\": \"%s\"}\n",
+         version, e1, e2, e3,
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+         "ncclAlltoAll"
+#else
+         "grouped send/recv"
+#endif
+  );
+  G_NCCL(ncclCommDestroy(comm));
+  G_CUDA(cudaFree(send));
+  G_CUDA(cudaFree(recv));
+  G_CUDA(cudaFreeHost(errors));
+  G_CUDA(cudaStreamDestroy(s));
+  return (e1 || e2 || e3) ? 3 : 0;
+}
