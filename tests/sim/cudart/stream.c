@@ -2,7 +2,7 @@
  * synchronization of the simulator's CUDA runtime (see sim_rt.h for the
  * model), plus the a2asim_stream_* internal API used by the simulated NCCL.
  *
- * Handles. Streams and events live in fixed slabs (mmap'ed, NORESERVE) and a
+ * Handles. Streams and events live in fixed slabs (allocated once) and a
  * handle is a pointer into its slab, so validating a handle is a range check
  * plus a state/generation check, without a global lock. A slot is recycled
  * only after its worker has drained and exited; sequence numbers continue
@@ -21,7 +21,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define STREAM_CAP 16384u
 #define EVENT_CAP 262144u
@@ -43,11 +42,10 @@ static _Thread_local unsigned tls_pts_gen;
 static pthread_key_t pts_key;
 static pthread_once_t pts_key_once = PTHREAD_ONCE_INIT;
 
-static void *slab_map(size_t bytes) {
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
-}
+/* calloc of a large block is a lazily committed anonymous mapping, and
+ * unlike a raw mmap it is heap memory that leak checkers scan (items still
+ * queued at exit are then reachable, not leaked). */
+static void *slab_map(size_t bytes) { return calloc(1, bytes); }
 
 /* ---- items ---------------------------------------------------------------- */
 
