@@ -60,14 +60,15 @@ exec "$@" "$dir"
 
   # ---- layout ----
   a2a_local_test(layout.host-memory.buggy layout_host_memory buggy
-    CHECK --expect layout.host-memory:error=1 --only)
+    CHECK --expect layout.host-memory:error=1 --only
+          --stack-has layout.host-memory=main)
   a2a_local_test(layout.host-memory.fixed layout_host_memory fixed CHECK --none)
   a2a_local_test(layout.wrong-device.buggy layout_wrong_device buggy ${TWO_DEVICES}
     CHECK --expect layout.wrong-device:error=1 --only --contains layout.wrong-device=ncclAllReduce)
   a2a_local_test(layout.wrong-device.fixed layout_wrong_device fixed ${TWO_DEVICES} CHECK --none)
   a2a_local_test(layout.out-of-bounds.buggy layout_out_of_bounds buggy
     CHECK --expect layout.out-of-bounds:error@0 --expect layout.out-of-bounds:error@1 --only
-         )
+          --stack-has layout.out-of-bounds=rank_main)
   a2a_local_test(layout.out-of-bounds.fixed layout_out_of_bounds fixed CHECK --none)
   a2a_local_test(layout.overlap.buggy layout_overlap buggy
     CHECK --expect layout.overlap:error@0=1 --expect layout.overlap:error@1=1 --only
@@ -93,26 +94,32 @@ exec "$@" "$dir"
     CHECK --expect group.unbalanced:error=1 --only
           --contains group.unbalanced=cudaStreamSynchronize)
   a2a_local_test(group.unbalanced.open-exit group_unbalanced open-exit
-    CHECK --expect group.unbalanced:error=1 --only --contains "group.unbalanced=exits")
+    CHECK --expect group.unbalanced:error=1 --only --contains "group.unbalanced=exits"
+          --stack-has group.unbalanced=main)
   a2a_local_test(group.unbalanced.fixed group_unbalanced fixed CHECK --none)
   a2a_local_test(group.sync-in-group.buggy group_sync_in_group buggy
-    CHECK --expect group.sync-in-group:error@0 --expect group.sync-in-group:error@1 --only)
+    CHECK --expect group.sync-in-group:error@0 --expect group.sync-in-group:error@1 --only
+          --stack-has group.sync-in-group=rank_main)
   a2a_local_test(group.sync-in-group.fixed group_sync_in_group fixed CHECK --none)
   a2a_local_test(group.device-mismatch.buggy group_device_mismatch buggy ${TWO_DEVICES}
-    CHECK --expect group.device-mismatch:error@0=1 --expect group.device-mismatch:error@1=1 --only)
+    CHECK --expect group.device-mismatch:error@0=1 --expect group.device-mismatch:error@1=1 --only
+          --stack-has group.device-mismatch=rank_main)
   a2a_local_test(group.device-mismatch.fixed group_device_mismatch fixed ${TWO_DEVICES}
     CHECK --none)
   a2a_local_test(group.duplicate-device.buggy group_duplicate_device buggy ${TWO_DEVICES}
-    CHECK --expect group.duplicate-device:error --only)
+    CHECK --expect group.duplicate-device:error --only
+          --stack-has group.duplicate-device=rank_thread)
   a2a_local_test(group.duplicate-device.fixed group_duplicate_device fixed ${TWO_DEVICES}
     CHECK --none)
   a2a_local_test(group.use-after-destroy.buggy group_use_after_destroy buggy
-    CHECK --expect group.use-after-destroy:error=1 --only)
+    CHECK --expect group.use-after-destroy:error=1 --only
+          --stack-has group.use-after-destroy=main)
   a2a_local_test(group.use-after-destroy.fixed group_use_after_destroy fixed CHECK --none)
   a2a_local_test(group.concurrent-use.buggy group_concurrent_use buggy
     CHECK --expect group.concurrent-use:error=1 --only --stack-has group.concurrent-use=thread_b)
   a2a_local_test(group.concurrent-use.fixed group_concurrent_use fixed CHECK --none)
   a2a_local_test(group.async-error.buggy group_async_error buggy
-    CHECK --expect group.async-error:error=1 --only)
+    CHECK --expect group.async-error:error=1 --only
+          --stack-has group.async-error=main)
   a2a_local_test(group.async-error.fixed group_async_error fixed CHECK --none)
 endif()
