@@ -18,9 +18,6 @@
 
 #include "sim_nccl.h"
 
-#pragma weak a2asim_device_alloc
-#pragma weak a2asim_device_free
-
 static ncclResult_t check_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType_t dt, const char *opname,
                              struct sim_task *t) {
   if ((int)op < 0 || (int)op > (int)ncclMaxRedOp) {
@@ -349,10 +346,6 @@ SIM_API(ncclResult_t, ncclMemAlloc, void **ptr, size_t size) {
     sim_warn("ncclMemAlloc : invalid arguments ptr %p size %zu", (void *)ptr, size);
     return ncclInvalidArgument;
   }
-  if (!a2asim_device_alloc) {
-    sim_warn("ncclMemAlloc : the simulated runtime does not provide a2asim_device_alloc");
-    return ncclUnhandledCudaError;
-  }
   int err = a2asim_device_alloc(ptr, size, a2asim_get_device());
   if (err != 0) {
     sim_warn("Cuda failure %d in ncclMemAlloc", err);
@@ -363,7 +356,6 @@ SIM_API(ncclResult_t, ncclMemAlloc, void **ptr, size_t size) {
 
 SIM_API(ncclResult_t, ncclMemFree, void *ptr) {
   if (ptr == NULL) return ncclSuccess;
-  if (!a2asim_device_free) return ncclUnhandledCudaError;
   int err = a2asim_device_free(ptr);
   if (err != 0) {
     sim_warn("Cuda failure %d in ncclMemFree", err);

@@ -27,11 +27,6 @@
 
 #include "sim_nccl.h"
 
-/* Weak: older builds of the simulated runtime may not export these yet
- * (requested in /tmp/sim-nccl-requests.md); without a2asim_set_device the
- * legacy default stream of the calling thread's device is used. */
-#pragma weak a2asim_set_device
-
 static __thread int g_depth;
 static __thread ncclResult_t g_err;
 static __thread struct sim_task *g_tasks;
@@ -193,11 +188,10 @@ static ncclResult_t launch_comm(struct ncclComm *c, const struct sim_task *tasks
   }
   it->comm = c;
   it->ntasks = n;
-  int old = -1;
-  if (a2asim_set_device) {
-    old = a2asim_get_device();
-    if (old != c->cuda_dev) a2asim_set_device(c->cuda_dev);
-  }
+  /* NCCL launches with cudaSetDevice(comm->cudaDev): a launch on the legacy
+   * default stream (NULL) must go to the comm's device, not the caller's. */
+  int old = a2asim_get_device();
+  if (old != c->cuda_dev) a2asim_set_device(c->cuda_dev);
   /* Ticket and enqueue under the comm lock: if the enqueue fails the
    * ticket is handed back before anyone else can take the next one. */
   pthread_mutex_lock(&c->lock);
@@ -213,7 +207,7 @@ static ncclResult_t launch_comm(struct ncclComm *c, const struct sim_task *tasks
   } else {
     pthread_mutex_unlock(&c->lock);
   }
-  if (a2asim_set_device && old >= 0 && old != c->cuda_dev) a2asim_set_device(old);
+  if (old != c->cuda_dev) a2asim_set_device(old);
   if (err != 0) sim_warn("Cuda failure %d enqueuing NCCL work on stream %p", err, streams[0]);
   free(streams);
   return err != 0 ? ncclUnhandledCudaError : ncclSuccess;

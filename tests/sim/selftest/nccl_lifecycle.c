@@ -12,15 +12,13 @@
  *   shrink       4 ranks, rank 3 excluded: 3-rank comm that works
  *   scalable     ncclCommInitRankScalable with two ids
  *   misc         bad init arguments and config, unique id layout
- *   memalloc     ncclMemAlloc/ncclMemFree (77 = skipped: runtime lacks it)
+ *   memalloc     ncclMemAlloc/ncclMemFree give device memory
  *   cost         the cost model: durations follow A2ASIM_BW_GBPS
  *   singlethread one thread drives 4 devices: InitAll + grouped AllReduce
- *   singlethread_legacy  the same on the legacy default streams (77 =
- *                skipped while the runtime lacks a2asim_set_device)
+ *   singlethread_legacy  the same on the legacy default streams
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -281,15 +279,9 @@ static int misc(void) {
   return fails;
 }
 
-/* ncclMemAlloc gives device memory of the current device. It needs
- * a2asim_device_alloc from the simulated runtime: skipped (77) while the
- * runtime does not export it. */
+/* ncclMemAlloc gives device memory of the current device. */
 static int memalloc(void) {
   int fails = 0;
-  if (!dlsym(RTLD_DEFAULT, "a2asim_device_alloc")) {
-    printf("SKIP: the simulated runtime does not export a2asim_device_alloc yet\n");
-    return -1;
-  }
   void *m = NULL;
   EXPECT_RC(ncclMemAlloc(NULL, 16), ncclInvalidArgument);
   CUDA_OK(cudaSetDevice(2));
@@ -316,17 +308,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "misc")) fails = misc();
   else if (!strcmp(argv[1], "singlethread")) fails = single_thread(4, 0);
   else if (!strcmp(argv[1], "cost")) fails = run_threads(2, cost_rank);
-  else if (!strcmp(argv[1], "singlethread_legacy")) {
-    if (!dlsym(RTLD_DEFAULT, "a2asim_set_device")) {
-      printf("SKIP: the simulated runtime does not export a2asim_set_device yet\n");
-      return 77;
-    }
-    fails = single_thread(4, 1);
-  }
-  else if (!strcmp(argv[1], "memalloc")) {
-    fails = memalloc();
-    if (fails < 0) return 77;
-  }
+  else if (!strcmp(argv[1], "singlethread_legacy")) fails = single_thread(4, 1);
+  else if (!strcmp(argv[1], "memalloc")) fails = memalloc();
   else { fprintf(stderr, "unknown test %s\n", argv[1]); return 2; }
   printf("nccl_lifecycle %s: %s\n", argv[1], fails ? "FAILED" : "ok");
   return fails ? 1 : 0;
