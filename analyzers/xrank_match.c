@@ -296,29 +296,11 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
   mr->device = reg->device;
   mr->site = reg->site;
   c->nregistered++;
-  /* A split of the same parent with the same color at another position of
-   * the parent's split sequence: the ranks disagree on how many splits
-   * they made (each side then waits for members that never come). */
-  if (reg->parent && (reg->how == A2A_INIT_SPLIT)) {
-    for (mcomm *o = m->comms; o; o = o->next) {
-      if (o == c || o->parent != reg->parent || o->how != A2A_INIT_SPLIT) continue;
-      if (o->color != reg->color || o->split_index == reg->split_index) continue;
-      if (o->nregistered >= o->nranks || c->nregistered >= c->nranks) continue;
-      int orank = -1;
-      for (int r = 0; r < o->nranks && orank < 0; r++)
-        if (o->ranks[r].conn >= 0) orank = r;
-      snprintf(text, sizeof text,
-               "split of parent %016" PRIx64 " with color %d: this rank made it as split #%u of the "
-               "parent, but another process (rank %d of its split) made it as split #%u: every rank "
-               "of the parent must call ncclCommSplit the same number of times, in the same order",
-               reg->parent, reg->color, reg->split_index, orank, o->split_index);
-      conn_verdict(m, conn, c->id, "group.init-mismatch", reg->site, text);
-      if (orank >= 0 && first_time(o, "group.init-mismatch", orank, -2))
-        send_verdict(m, o, orank, "group.init-mismatch", A2A_SEV_ERROR, o->ranks[orank].site,
-                     text, NULL);
-      break;
-    }
-  }
+  /* Inconsistent split membership shows up above: ranks that name the
+   * same split (parent, split sequence, color) but disagree on its size,
+   * or claim the same rank in it. Two splits of one parent that share a
+   * color at different positions are legitimate (e.g. a data-parallel and
+   * an expert-parallel split), so the position alone proves nothing. */
 }
 
 /* ------------------------------------------------------------------ */
@@ -356,10 +338,11 @@ static void match_colls(xr_matcher *m, mcomm *c) {
       int others = best - 1;
       snprintf(text, sizeof text,
                "collective #%u on communicator %016" PRIx64 ": rank %d calls %s at %s, but rank %d%s "
-               "calls %s at %s (%s)%s",
+               "call%s %s at %s (%s)%s",
                c->coll_matched + 1, c->id, r, xr_op_describe(op, d1, sizeof d1),
                site_str(m, c->ranks[r].conn, op->site, s1, sizeof s1), ref,
-               others > 0 ? " and the other ranks" : "", xr_op_describe(rop, d2, sizeof d2),
+               others > 0 ? " and the other ranks" : "", others > 0 ? "" : "s",
+               xr_op_describe(rop, d2, sizeof d2),
                site_str(m, c->ranks[ref].conn, rop->site, s2, sizeof s2), what,
                op->coll != rop->coll
                    ? ": the ranks call collectives in different orders or one rank skipped one"

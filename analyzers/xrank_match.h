@@ -16,9 +16,8 @@
  *  - a rank that ends the communicator (or whose process goes away) while a
  *    peer's send/receive towards it has no counterpart ->
  *    size.unmatched-p2p to the waiting peer;
- *  - registrations: disagreeing nranks, one rank claimed twice, a split at
- *    different positions of the parent's split sequence ->
- *    group.init-mismatch; the same (host, device) for two ranks in different
+ *  - registrations: disagreeing nranks, one rank claimed twice (also for a
+ *    split: inconsistent membership) -> group.init-mismatch; the same (host, device) for two ranks in different
  *    processes -> group.duplicate-device.
  * Verdicts are deduplicated per (comm, check, rank pair) and capped per
  * communicator, so a mismatch repeated every step is reported once.

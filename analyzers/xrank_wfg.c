@@ -30,6 +30,7 @@ typedef struct mem {
 
 typedef struct graph {
   const xr_procstate *ps;
+  const xr_wfg_opts *opts;
   size_t n;
   size_t nu;              /* units over all processes */
   size_t *uoff;           /* first global unit index per process (n+1) */
@@ -42,6 +43,7 @@ typedef struct graph {
   mem *mems;
   size_t nmems;
   bool *start, *comp, *live;
+  bool *suspect;          /* its comm has a known argument mismatch */
 } graph;
 
 static int mem_cmp(const void *a, const void *b) {
@@ -96,11 +98,8 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
   }
   req base = {.what = what, .qrank = q, .index = lo, .posted = posted,
               .target = (int32_t)m->proc};
-  if (!Q->alive) {
-    base.type = R_EXITED;
-    return add_req(g, base);
-  }
-  /* Q's incomplete units holding any of the awaited indexes. */
+  /* Q's incomplete units holding any of the awaited indexes (a process
+   * that is gone never completes them). */
   for (uint32_t j = 0; j < Q->nunits; j++) {
     const xr_unitstate *v = &Q->units[j];
     if (v->comm != comm) continue;
@@ -114,13 +113,13 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
     }
     if (hit) {
       req r = base;
-      r.type = R_UNIT;
-      r.target = (int32_t)(g->uoff[m->proc] + j);
+      r.type = Q->alive ? R_UNIT : R_EXITED;
+      if (Q->alive) r.target = (int32_t)(g->uoff[m->proc] + j);
       if (add_req(g, r) != 0) return -1;
     }
   }
   if (posted < hi) {
-    base.type = qc->ended ? R_ENDED : R_POSTER;
+    base.type = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
     base.index = posted > lo ? posted : lo;
     return add_req(g, base);
   }
@@ -144,7 +143,8 @@ static int build(graph *g) {
   g->start = calloc(g->nu + 1, 1);
   g->comp = calloc(g->nu + 1, 1);
   g->live = calloc(n + 1, 1);
-  if (!g->uoff || !g->uproc || !g->pred || !g->myrank || !g->roff || !g->mems ||
+  g->suspect = calloc(g->nu + 1, 1);
+  if (!g->suspect || !g->uoff || !g->uproc || !g->pred || !g->myrank || !g->roff || !g->mems ||
       !g->start || !g->comp || !g->live)
     return -1;
   for (size_t p = 0; p < n; p++)
@@ -162,6 +162,12 @@ static int build(graph *g) {
       for (uint32_t k = j; k-- > 0;)
         if (P->units[k].stream == U->stream) { g->pred[u] = (int32_t)(g->uoff[p] + k); break; }
       g->roff[u] = g->nreqs;
+      /* Operations whose peers disagree on sizes or kinds may never
+       * complete even with every counterpart started (NCCL hangs on
+       * them): with a known mismatch on its comm a unit completes only in
+       * reality, never in the model. The caller's stability check keeps
+       * a unit that does complete from being reported. */
+      g->suspect[u] = g->opts && g->opts->mismatch && g->opts->mismatch(g->opts->ctx, U->comm);
       const xr_commstate *cs = comm_of(P, U->comm);
       g->myrank[u] = cs ? cs->rank : -1;
       if (!cs) continue;
@@ -193,6 +199,7 @@ static int build(graph *g) {
 static void graph_free(graph *g) {
   free(g->uoff); free(g->uproc); free(g->pred); free(g->myrank); free(g->roff);
   free(g->reqs); free(g->mems); free(g->start); free(g->comp); free(g->live);
+  free(g->suspect);
 }
 
 int xr_thread_waits_on(const xr_procstate *st, const xr_threadstate *t,
@@ -232,7 +239,7 @@ static void fixpoint(graph *g) {
     }
     for (size_t u = 0; u < g->nu; u++) {
       if (!g->start[u] && (g->pred[u] < 0 || g->comp[g->pred[u]])) g->start[u] = changed = true;
-      if (g->comp[u] || !g->start[u]) continue;
+      if (g->comp[u] || !g->start[u] || g->suspect[u]) continue;
       bool ok = true;
       for (size_t r = g->roff[u]; r < g->roff[u + 1] && ok; r++) ok = req_ok(g, &g->reqs[r]);
       if (ok) g->comp[u] = changed = true;
@@ -344,7 +351,12 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u0, uint8_t *seen,
     const req *bad = NULL;
     for (size_t r = g->roff[u]; r < g->roff[u + 1] && !bad; r++)
       if (!req_ok(g, &g->reqs[r])) bad = &g->reqs[r];
-    if (!bad) { sb(s, "."); return; }
+    if (!bad) {
+      if (g->suspect[u])
+        sb(s, ", which cannot complete: its peers' operations disagree with it (known cause below)");
+      sb(s, ".");
+      return;
+    }
     const xr_procstate *Q = &g->ps[bad->target >= 0 && bad->type != R_UNIT ? (size_t)bad->target
                                    : (size_t)g->uproc[bad->target]];
     switch (bad->type) {
@@ -359,24 +371,28 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u0, uint8_t *seen,
       size_t q = (size_t)bad->target;
       mark(inv, q);
       if (res->missing_proc < 0) res->missing_proc = (int)q;
-      sb(s, " -> waits for rank %d's %s #%u, but rank %d (", bad->qrank, what_name(bad->what),
+      sb(s, " -> waits for rank %d's %s #%u, but rank %d, ", bad->qrank, what_name(bad->what),
          bad->index + 1, bad->qrank);
       proc_name(s, Q);
-      sb(s, ") %s after posting %u %s%s: rank %d is the missing rank.",
-         bad->type == R_EXITED ? "exited" : "ended the communicator", bad->posted,
-         what_name(bad->what), bad->posted == 1 ? "" : "s", bad->qrank);
+      if (bad->posted > bad->index)
+        sb(s, ", %s before completing it: rank %d is the missing rank.",
+           bad->type == R_EXITED ? "exited" : "ended the communicator", bad->qrank);
+      else
+        sb(s, ", %s after posting %u %s%s: rank %d is the missing rank.",
+           bad->type == R_EXITED ? "exited" : "ended the communicator", bad->posted,
+           what_name(bad->what), bad->posted == 1 ? "" : "s", bad->qrank);
       return;
     }
     case R_POSTER: {
       size_t q = (size_t)bad->target;
       mark(inv, q);
       if (res->missing_proc < 0) res->missing_proc = (int)q;
-      sb(s, " -> waits for rank %d to post its %s #%u (it has posted %u), but rank %d (",
+      sb(s, " -> waits for rank %d to post its %s #%u (it has posted %u), but rank %d, ",
          bad->qrank, what_name(bad->what), bad->index + 1, bad->posted, bad->qrank);
       proc_name(s, Q);
       const xr_threadstate *T = dead_thread(g, q, 0);
-      if (!T) { sb(s, ") cannot post it."); return; }
-      sb(s, ") is blocked in %s at %s", wait_name(T->wait),
+      if (!T) { sb(s, ", cannot post it."); return; }
+      sb(s, ", is blocked in %s at %s", wait_name(T->wait),
          site_of(g, o, q, T->site, sitebuf, sizeof sitebuf));
       int32_t v = first_dead_target(g, q, T);
       if (v < 0) { sb(s, "."); return; }
@@ -402,7 +418,7 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
   res->missing_proc = -1;
   if (involved) memset(involved, 0, n);
   if (story && cap) story[0] = 0;
-  graph g = {.ps = ps, .n = n};
+  graph g = {.ps = ps, .n = n, .opts = opts};
   if (build(&g) != 0) { graph_free(&g); return 0; }
   fixpoint(&g);
   uint64_t min_ms = opts ? opts->min_blocked_ms : 0;

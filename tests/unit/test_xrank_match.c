@@ -242,14 +242,19 @@ START_TEST(registration_mismatches) {
   xr_matcher_register(m, 3, &a);
   xr_matcher_register(m, 4, &b);
   ck_assert_int_eq(count("group.duplicate-device"), 2);
-  /* Split made at different positions of the parent's sequence. */
+  /* Two splits of one parent sharing a color at different positions are
+   * legitimate; members of one split disagreeing on its size are not. */
   g_n = 0;
   xr_commreg s0 = {.comm = 0x51, .parent = 2, .nranks = 2, .rank = 0, .how = A2A_INIT_SPLIT,
-                   .color = 1, .split_index = 0, .device = 0};
-  xr_commreg s1 = {.comm = 0x52, .parent = 2, .nranks = 2, .rank = 1, .how = A2A_INIT_SPLIT,
-                   .color = 1, .split_index = 1, .device = 1};
+                   .color = 0, .split_index = 0, .device = 0};
+  xr_commreg s1 = {.comm = 0x52, .parent = 2, .nranks = 1, .rank = 0, .how = A2A_INIT_SPLIT,
+                   .color = 0, .split_index = 1, .device = 1};
   xr_matcher_register(m, 3, &s0);
   xr_matcher_register(m, 4, &s1);
+  ck_assert_int_eq(g_n, 0);
+  xr_commreg s2 = {.comm = 0x51, .parent = 2, .nranks = 3, .rank = 1, .how = A2A_INIT_SPLIT,
+                   .color = 0, .split_index = 0, .device = 2};
+  xr_matcher_register(m, 4, &s2);
   ck_assert_int_eq(count("group.init-mismatch"), 2);
   xr_matcher_free(m);
 }

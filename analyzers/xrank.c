@@ -1,0 +1,425 @@
+/* xrank.c - the cross-rank analyzer: fingerprints from events.
+ *
+ * Runs on the application's threads and never blocks (see xrank_rec.h):
+ *  - NCCL operations become xr_op records in a bounded lock-free queue
+ *    (Vyukov's bounded MPMC queue, used multi-producer/single-consumer);
+ *  - after each launch unit (an operation outside a group, or at the
+ *    outermost ncclGroupEnd, once per stream the group used) a completion
+ *    event from a small pool is recorded with the REAL runtime, so the
+ *    background thread can poll for completion without adding any
+ *    happens-before edge to the application;
+ *  - synchronizing calls (stream/event/device synchronize, blocking memcpy)
+ *    set the calling thread's "blocked" slot in PRE and clear it in POST;
+ *  - ncclGetUniqueId POST hands the id to the process side, which hosts a
+ *    coordinator and writes its record into the id's trailing zero bytes.
+ * Zero-count collectives are dropped by NCCL before they become tasks, so
+ * they are not fingerprinted (zero-count send/recv are).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "xrank.h"
+#include "xrank_rec.h"
+
+#define MAX_THREADS 1024
+#define MAX_GROUP_STREAMS 8
+#define EVENT_POOL_MAX 4096
+
+/* ---- the queue ---------------------------------------------------- */
+
+typedef struct cell {
+  _Atomic size_t seq;
+  xr_rec rec;
+} cell;
+
+static cell *g_ring;
+static size_t g_mask;
+static _Atomic size_t g_enq;
+static size_t g_deq;               /* consumer only */
+static _Atomic uint64_t g_drops;
+static pthread_once_t g_ring_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_ring_ok;
+static _Atomic int g_thread_requested;
+
+static void ring_alloc(void) {
+  long want = a2a_opt ? a2a_opt->xrank_queue : 16384;
+  size_t n = 1024;
+  while ((long)n < want && n < (1u << 22)) n <<= 1;
+  cell *r = calloc(n, sizeof *r);
+  if (!r) return;
+  for (size_t i = 0; i < n; i++) atomic_init(&r[i].seq, i);
+  g_ring = r;
+  g_mask = n - 1;
+  atomic_store(&g_enq, 0);
+  g_deq = 0;
+  atomic_store(&g_ring_ok, 1);
+}
+
+static void push(const xr_rec *rec) {
+  /* The ring is allocated on the first communicator, off the hot path. */
+  if (!atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
+    pthread_once(&g_ring_once, ring_alloc);
+    if (!atomic_load(&g_ring_ok)) return;
+  }
+  size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
+  for (;;) {
+    cell *c = &g_ring[pos & g_mask];
+    size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+    intptr_t diff = (intptr_t)seq - (intptr_t)pos;
+    if (diff == 0) {
+      if (atomic_compare_exchange_weak_explicit(&g_enq, &pos, pos + 1, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        c->rec = *rec;
+        atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+        break;
+      }
+    } else if (diff < 0) {
+      atomic_fetch_add_explicit(&g_drops, 1, memory_order_relaxed);
+      return;
+    } else {
+      pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
+    }
+  }
+  if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) {
+    atomic_store(&g_thread_requested, 1);
+    if (xr_proc_need_thread) xr_proc_need_thread();
+  }
+}
+
+int xr_ring_pop(xr_rec *out) {
+  if (!atomic_load_explicit(&g_ring_ok, memory_order_acquire)) return 0;
+  cell *c = &g_ring[g_deq & g_mask];
+  size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+  if ((intptr_t)seq - (intptr_t)(g_deq + 1) != 0) return 0;
+  *out = c->rec;
+  atomic_store_explicit(&c->seq, g_deq + g_mask + 1, memory_order_release);
+  g_deq++;
+  return 1;
+}
+
+uint64_t xr_ring_drops(void) { return atomic_load(&g_drops); }
+
+/* ---- completion events -------------------------------------------- */
+
+static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *g_pool[EVENT_POOL_MAX];
+static size_t g_npool;
+static _Atomic int g_events_broken;
+
+/* An event for a unit: from the pool, else created (on the calling
+ * thread, so on its current device). NULL when the runtime cannot. */
+static void *event_get(void) {
+  void *ev = NULL;
+  pthread_mutex_lock(&g_pool_mu);
+  if (g_npool) ev = g_pool[--g_npool];
+  pthread_mutex_unlock(&g_pool_mu);
+  if (ev || atomic_load(&g_events_broken) || !a2a_hostsvc || !a2a_hostsvc->event_create)
+    return ev;
+  if (a2a_hostsvc->event_create(&ev, 0) != 0) {
+    atomic_store(&g_events_broken, 1);
+    return NULL;
+  }
+  return ev;
+}
+
+void xr_event_release(void *ev) {
+  if (!ev) return;
+  pthread_mutex_lock(&g_pool_mu);
+  if (g_npool < EVENT_POOL_MAX) { g_pool[g_npool++] = ev; ev = NULL; }
+  pthread_mutex_unlock(&g_pool_mu);
+  if (ev && a2a_hostsvc && a2a_hostsvc->event_destroy) a2a_hostsvc->event_destroy(ev);
+}
+
+/* ---- per-thread state --------------------------------------------- */
+
+typedef struct tslot {
+  /* Owner thread only. */
+  int depth;                       /* ncclGroupStart nesting */
+  int nstreams;
+  uint64_t streams[MAX_GROUP_STREAMS];
+  /* Blocked state: written by the owner, read by the background thread
+   * under a sequence lock (odd = being written). */
+  _Atomic uint32_t seq;
+  _Atomic int blocked;
+  uint32_t wait;
+  uint64_t stream, site, since_ns;
+} tslot;
+
+static tslot g_ts[MAX_THREADS];
+
+static tslot *slot(uint32_t thread) { return thread < MAX_THREADS ? &g_ts[thread] : NULL; }
+
+static void set_blocked(tslot *t, int on, uint32_t wait, uint64_t stream, uint64_t site,
+                        uint64_t now) {
+  atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel);
+  t->wait = wait;
+  t->stream = stream;
+  t->site = site;
+  t->since_ns = now;
+  atomic_store_explicit(&t->blocked, on, memory_order_release);
+  atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel);
+}
+
+size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < MAX_THREADS && n < max; i++) {
+    tslot *t = &g_ts[i];
+    if (!atomic_load_explicit(&t->blocked, memory_order_acquire)) continue;
+    for (int tries = 0; tries < 4; tries++) {
+      uint32_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
+      if (s1 & 1) continue;
+      xr_threadstate ts = {.stream = t->stream, .site = t->site, .thread = i, .wait = t->wait,
+                           .all = t->wait != XR_WAIT_STREAM};
+      uint64_t since = t->since_ns;
+      int b = atomic_load_explicit(&t->blocked, memory_order_acquire);
+      if (atomic_load_explicit(&t->seq, memory_order_acquire) != s1) continue;
+      if (!b) break;
+      ts.blocked_ms = now_ns > since ? (now_ns - since) / 1000000u : 0;
+      out[n++] = ts;
+      break;
+    }
+  }
+  return n;
+}
+
+/* ---- events -> records -------------------------------------------- */
+
+static _Atomic int g_active = 1;
+
+int xr_active(void) { return atomic_load(&g_active); }
+
+/* The checks this analyzer (with its coordinator) reports. With every one
+ * of them disabled through A2ACHECK_CHECKS it does nothing at all: no
+ * thread, no socket, no completion event. */
+static const char *const k_checks[] = {
+    "size.p2p-mismatch", "size.dtype-mismatch", "size.unmatched-p2p",
+    "size.collective-mismatch", "group.order-mismatch", "group.init-mismatch",
+    "group.duplicate-device", "group.deadlock", "group.hang"};
+
+static int init(void) {
+  int on = !(a2a_opt && a2a_opt->disable), any = 0;
+  for (size_t i = 0; i < sizeof k_checks / sizeof k_checks[0]; i++) any |= a2a_check_enabled(k_checks[i]);
+  atomic_store(&g_active, on && any);
+  return 0;
+}
+
+/* ---- non-blocking inits ------------------------------------------- */
+/* A communicator created with config.blocking = 0 returns ncclInProgress
+ * and may still fail (ncclCommGetAsyncError): it is registered with the
+ * coordinator only once an operation is posted on it, which NCCL allows
+ * only after the init completed. Rare path: a small table under a lock. */
+#define MAX_PENDING 64
+static pthread_mutex_t g_pend_mu = PTHREAD_MUTEX_INITIALIZER;
+static xr_rec g_pend[MAX_PENDING];
+static const void *g_pend_handle[MAX_PENDING];
+static _Atomic int g_npend;
+
+static void pend_add(const void *handle, const xr_rec *r) {
+  pthread_mutex_lock(&g_pend_mu);
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (!g_pend_handle[i]) {
+      g_pend_handle[i] = handle;
+      g_pend[i] = *r;
+      atomic_fetch_add(&g_npend, 1);
+      break;
+    }
+  pthread_mutex_unlock(&g_pend_mu);
+}
+
+/* Returns 1 and fills *out when handle had a pending registration. */
+static int pend_take(const void *handle, xr_rec *out, int drop) {
+  if (!atomic_load_explicit(&g_npend, memory_order_relaxed)) return 0;
+  int found = 0;
+  pthread_mutex_lock(&g_pend_mu);
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (g_pend_handle[i] == handle) {
+      if (!drop) *out = g_pend[i];
+      g_pend_handle[i] = NULL;
+      atomic_fetch_sub(&g_npend, 1);
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&g_pend_mu);
+  return found && !drop;
+}
+
+static void close_unit(uint32_t thread, uint64_t stream, void *rawstream) {
+  void *ev = event_get();
+  if (ev && a2a_hostsvc->event_record(ev, rawstream) != 0) {
+    xr_event_release(ev);
+    ev = NULL;
+  }
+  xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream, .event = ev};
+  push(&r);
+}
+
+/* Streams are re-derived from their ids when recording: the legacy and
+ * per-thread defaults map back to their handle values. */
+static void *raw_stream(uint64_t id) {
+  return (void *)(uintptr_t)id;
+}
+
+static void on_op(const a2a_event *ev, xr_op *op) {
+  const a2a_comm *c = a2a_comm_lookup(ev->comm);
+  if (!c || !c->id_hash) return; /* unknown or process-local (ncclCommInitAll) */
+  xr_rec reg;
+  if (pend_take(ev->comm, &reg, 0)) push(&reg);
+  op->comm = c->id_hash;
+  op->rank = c->rank;
+  op->site = (uint64_t)(uintptr_t)ev->callsite;
+  op->pad[0] = op->pad[1] = op->pad[2] = 0;
+  tslot *t = slot(ev->thread);
+  uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
+  xr_rec r = {.type = XR_REC_OP, .thread = ev->thread, .stream = sid, .comm = c};
+  r.u.op = *op;
+  push(&r);
+  if (!t || t->depth == 0) {
+    close_unit(ev->thread, sid, ev->per_thread && !ev->stream ? (void *)(uintptr_t)2 : ev->stream);
+    return;
+  }
+  for (int i = 0; i < t->nstreams; i++)
+    if (t->streams[i] == sid) return;
+  if (t->nstreams < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
+  /* More streams than slots: the extra units stay untracked (the
+   * background thread treats a unit without an event as complete). */
+}
+
+static void on_event(const a2a_event *ev) {
+  if (!atomic_load_explicit(&g_active, memory_order_relaxed)) return;
+  tslot *t;
+  switch (ev->kind) {
+  case A2A_EV_GET_UNIQUE_ID:
+    if (ev->phase == A2A_POST && ev->result == 0 && ev->u.uid.id && xr_proc_uid_created)
+      xr_proc_uid_created((unsigned char *)(uintptr_t)ev->u.uid.id);
+    return;
+  case A2A_EV_COMM_INIT: {
+    if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7) || !ev->u.init.newcomm)
+      return;
+    const a2a_comm *c = a2a_comm_lookup(ev->u.init.newcomm);
+    if (!c || !c->id_hash) return;
+    xr_rec r = {.type = XR_REC_COMMREG, .thread = ev->thread, .comm = c};
+    r.u.reg.reg = (xr_commreg){.comm = c->id_hash, .parent = c->parent ? c->parent->id_hash : 0,
+                               .site = (uint64_t)(uintptr_t)ev->callsite, .nranks = c->nranks,
+                               .rank = c->rank, .device = c->device, .how = (int32_t)c->how,
+                               .color = c->color, .split_index = c->split_index};
+    if (ev->u.init.ids && (c->how == A2A_INIT_RANK || c->how == A2A_INIT_RANK_CONFIG ||
+                           c->how == A2A_INIT_SCALABLE)) {
+      memcpy(&r.u.reg.idrec, (const unsigned char *)ev->u.init.ids + XR_IDREC_OFF, XR_IDREC_BYTES);
+      r.has_idrec = 1;
+    }
+    if (ev->result == 7) pend_add(ev->u.init.newcomm, &r);
+    else push(&r);
+    return;
+  }
+  case A2A_EV_COMM_END: {
+    if (ev->phase != A2A_POST) return;
+    const a2a_comm *c = a2a_comm_lookup(ev->comm);
+    if (!c || !c->id_hash) return;
+    /* A non-blocking init that never saw an operation was never
+     * registered: forget it (the background thread ignores the end of a
+     * communicator it does not know). */
+    xr_rec unused;
+    (void)pend_take(ev->comm, &unused, 1);
+    xr_rec r = {.type = XR_REC_COMMEND, .thread = ev->thread, .comm = c};
+    r.u.end.comm = c->id_hash;
+    r.u.end.how = (int32_t)ev->u.end.how;
+    r.u.end.rank = c->rank;
+    push(&r);
+    return;
+  }
+  case A2A_EV_COLL: {
+    if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7)) return;
+    if (ev->u.coll.count == 0) return; /* dropped by NCCL, never a task */
+    xr_op op = {.kind = XR_OP_COLL, .count = ev->u.coll.count, .peer = -1,
+                .root = ev->u.coll.root, .coll = (int8_t)ev->u.coll.coll,
+                .dtype = (int8_t)ev->u.coll.dtype,
+                .redop = (int8_t)(ev->u.coll.redop > 127 ? 127 : ev->u.coll.redop)};
+    on_op(ev, &op);
+    return;
+  }
+  case A2A_EV_P2P: {
+    if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7)) return;
+    xr_op op = {.kind = (uint16_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV),
+                .count = ev->u.p2p.count, .peer = ev->u.p2p.peer, .root = -1, .coll = -1,
+                .dtype = (int8_t)ev->u.p2p.dtype, .redop = -1};
+    on_op(ev, &op);
+    return;
+  }
+  case A2A_EV_GROUP_START:
+    if (ev->phase == A2A_POST && ev->result == 0 && (t = slot(ev->thread))) t->depth++;
+    return;
+  case A2A_EV_GROUP_END:
+    if (ev->phase != A2A_POST || !(t = slot(ev->thread)) || t->depth == 0) return;
+    /* ncclGroupSimulateEnd launches nothing; its ops stay in the group. */
+    if (ev->api && strcmp(ev->api, "ncclGroupSimulateEnd") == 0) return;
+    if (--t->depth == 0) {
+      for (int i = 0; i < t->nstreams; i++) {
+        if (ev->result == 0 || ev->result == 7) {
+          close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]));
+        } else {
+          /* The group failed: nothing was launched; close untracked. */
+          xr_rec r = {.type = XR_REC_UNIT_END, .thread = ev->thread, .stream = t->streams[i]};
+          push(&r);
+        }
+      }
+      t->nstreams = 0;
+    }
+    return;
+  case A2A_EV_STREAM_SYNC:
+  case A2A_EV_EVENT_SYNC:
+  case A2A_EV_DEVICE_SYNC:
+  case A2A_EV_MEMCPY: {
+    if (ev->kind == A2A_EV_MEMCPY && ev->u.copy.async) return;
+    if (!(t = slot(ev->thread))) return;
+    if (ev->phase == A2A_POST) {
+      if (atomic_load_explicit(&t->blocked, memory_order_relaxed))
+        set_blocked(t, 0, 0, 0, 0, 0);
+      return;
+    }
+    uint32_t w = ev->kind == A2A_EV_STREAM_SYNC ? XR_WAIT_STREAM
+                 : ev->kind == A2A_EV_EVENT_SYNC ? XR_WAIT_EVENT
+                 : ev->kind == A2A_EV_DEVICE_SYNC ? XR_WAIT_DEVICE
+                                                  : XR_WAIT_MEMCPY;
+    set_blocked(t, 1, w, xr_stream_id(ev->stream, ev->per_thread),
+                (uint64_t)(uintptr_t)ev->callsite, ev->t_ns);
+    return;
+  }
+  case A2A_EV_PROCESS_EXIT:
+    if (xr_proc_exit) xr_proc_exit();
+    return;
+  default:
+    return;
+  }
+}
+
+static void after_fork_child(void) {
+  /* Only the forking thread survives: per-thread state of the others is
+   * meaningless, the queue's consumer is gone, and the pool's events belong
+   * to the parent's CUDA context. Start from scratch (the ring memory is
+   * reused; nothing is freed because another thread may have held it). */
+  memset(g_ts, 0, sizeof g_ts);
+  pthread_mutex_init(&g_pool_mu, NULL);
+  pthread_mutex_init(&g_pend_mu, NULL);
+  memset(g_pend_handle, 0, sizeof g_pend_handle);
+  atomic_store(&g_npend, 0);
+  g_npool = 0;
+  if (g_ring) {
+    for (size_t i = 0; i <= g_mask; i++) atomic_store(&g_ring[i].seq, i);
+    atomic_store(&g_enq, 0);
+    g_deq = 0;
+  }
+  atomic_store(&g_drops, 0);
+  atomic_store(&g_thread_requested, 0);
+  if (xr_proc_after_fork_child) xr_proc_after_fork_child();
+}
+
+const a2a_analyzer a2a_analyzer_xrank = {
+    .name = "xrank",
+    .init = init,
+    .on_event = on_event,
+    .fini = NULL,
+    .after_fork_child = after_fork_child,
+};

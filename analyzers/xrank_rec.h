@@ -1,0 +1,96 @@
+/* xrank_rec.h - between the xrank analyzer (analyzers/xrank.c, runs on the
+ * application's threads) and the process side of cross-rank checking
+ * (shim/xr_*.c, one background thread per process).
+ *
+ * The analyzer never blocks: it turns events into fixed-size records pushed
+ * into a bounded lock-free multi-producer queue (drops are counted), keeps
+ * each thread's "blocked in a synchronizing call" state in a per-thread
+ * slot, and records a completion event (REAL runtime, through a2a_hostsvc)
+ * after each launch unit. The background thread pops the records, tracks
+ * units and counters, and talks to the coordinators.
+ *
+ * The process side is reached through weak hooks so that unit tests, which
+ * link the analyzers without shim/, need none of it.
+ */
+#ifndef A2A_XRANK_REC_H
+#define A2A_XRANK_REC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a_core.h"
+#include "xrank.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Coordinator record written into the trailing zero bytes of an
+ * ncclUniqueId (bytes XR_IDREC_OFF .. 127). */
+#define XR_IDREC_OFF 80
+#define XR_IDREC_BYTES 48
+#define XR_IDREC_MAGIC 0x58613241u /* "A2aX" */
+
+typedef struct xr_idrec {
+  uint32_t magic;
+  uint8_t version;
+  uint8_t family;    /* 4 or 6 */
+  uint16_t port;     /* network order */
+  uint8_t addr[16];  /* IPv4 in the first 4 bytes */
+  uint8_t token[XR_TOKEN_BYTES];
+  uint32_t pid;      /* coordinator host's pid (for messages) */
+  uint32_t check;    /* hash of the bytes above */
+} xr_idrec;
+_Static_assert(sizeof(xr_idrec) == XR_IDREC_BYTES, "xr_idrec fills the id's tail");
+
+enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND };
+
+typedef struct xr_rec {
+  uint8_t type;
+  uint8_t has_idrec;     /* COMMREG: idrec is valid */
+  uint16_t pad;
+  uint32_t thread;       /* shim thread index */
+  uint64_t stream;       /* normalized stream id (see xr_stream_id) */
+  void *event;           /* UNIT_END: completion event, or NULL (untracked) */
+  const a2a_comm *comm;  /* OP/COMMREG/COMMEND: the registry record */
+  union {
+    xr_op op;
+    struct { xr_commreg reg; xr_idrec idrec; } reg;
+    struct { uint64_t comm; int32_t how, rank; } end;
+  } u;
+} xr_rec;
+
+/* Stream identity: the handle value; the per-thread default stream (NULL
+ * under _ptsz entry points, or cudaStreamPerThread) is 0x2, legacy 0. */
+static inline uint64_t xr_stream_id(const void *stream, int per_thread) {
+  uint64_t s = (uint64_t)(uintptr_t)stream;
+  if (s == 0 && per_thread) return 2;
+  if (s == 1) return 0; /* cudaStreamLegacy */
+  return s;
+}
+
+/* ---- provided by analyzers/xrank.c (the background thread calls these) -- */
+/* Pop one record; 1 if one was there. Single consumer. */
+int xr_ring_pop(xr_rec *out);
+uint64_t xr_ring_drops(void);
+/* Blocked host threads right now (blocked_ms computed against now_ns). */
+size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns);
+/* Give a completed completion event back to the pool. */
+void xr_event_release(void *ev);
+/* Whether cross-rank checking runs in this process (not disabled). */
+int xr_active(void);
+
+/* ---- provided by shim/xr_chan.c (weak: absent in unit tests) ---- */
+/* ncclGetUniqueId POST: host a coordinator, write its record into id. */
+void xr_proc_uid_created(unsigned char *id) __attribute__((weak));
+/* A record was pushed for the first time: start the background thread. */
+void xr_proc_need_thread(void) __attribute__((weak));
+/* Process exit (A2A_EV_PROCESS_EXIT): flush, wait briefly for verdicts. */
+void xr_proc_exit(void) __attribute__((weak));
+/* Forked child: forget threads, sockets and the coordinator role. */
+void xr_proc_after_fork_child(void) __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* A2A_XRANK_REC_H */

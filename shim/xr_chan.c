@@ -1,0 +1,852 @@
+/* xr_chan.c - the process side of cross-rank checking: the background
+ * thread, the client connections to the coordinators, launch-unit tracking
+ * with completion polling, progress reports, verdicts -> findings, exit
+ * flush, and fork handling (see xr_internal.h and docs/design.md).
+ *
+ * Lifecycle:
+ *  - the thread starts lazily: on the first record the analyzer pushes
+ *    (first communicator) or when this process creates an ncclUniqueId
+ *    (then it also hosts a coordinator); never in a constructor, never when
+ *    A2ACHECK_DISABLE=1 (the analyzer is inactive then);
+ *  - in a forked child the thread does not exist: everything inherited is
+ *    dropped (sockets closed, tables forgotten) and a new thread starts on
+ *    the child's first record; the child never acts as the coordinator;
+ *  - at exit (A2A_EV_PROCESS_EXIT) the thread drains the queue, sends a
+ *    last report, asks each coordinator to confirm its operations were
+ *    matched (FLUSH, bounded wait) so mismatch findings land in this
+ *    process's log, says BYE, and stops.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "a2a_core.h"
+#include "xr_internal.h"
+
+pthread_mutex_t g_xr_mu = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t xr_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void xr_site_text(uint64_t site, char *buf, size_t cap) {
+  Dl_info di;
+  if (site && dladdr((void *)(uintptr_t)site, &di) && di.dli_fname) {
+    const char *base = strrchr(di.dli_fname, '/');
+    base = base ? base + 1 : di.dli_fname;
+    if (!*base) base = "main";
+    if (di.dli_sname && di.dli_saddr)
+      snprintf(buf, cap, "%s+0x%" PRIxPTR " (%s)", di.dli_sname,
+               (uintptr_t)site - (uintptr_t)di.dli_saddr, base);
+    else
+      snprintf(buf, cap, "%s+0x%" PRIxPTR, base, (uintptr_t)site - (uintptr_t)di.dli_fbase);
+    return;
+  }
+  snprintf(buf, cap, "0x%" PRIx64, site);
+}
+
+/* ---- buffers and sockets ------------------------------------------ */
+
+bool xr_buf_reserve(xr_buf *b, size_t more, size_t max) {
+  if (b->len + more <= b->cap) return true;
+  if (b->len + more > max) return false;
+  size_t nc = b->cap ? b->cap : 4096;
+  while (nc < b->len + more) nc *= 2;
+  if (nc > max) nc = max;
+  uint8_t *np = realloc(b->p, nc);
+  if (!np) return false;
+  b->p = np;
+  b->cap = nc;
+  return true;
+}
+
+void xr_buf_consume(xr_buf *b, size_t n) {
+  if (n >= b->len) { b->len = 0; return; }
+  memmove(b->p, b->p + n, b->len - n);
+  b->len -= n;
+}
+
+void xr_buf_free(xr_buf *b) { free(b->p); memset(b, 0, sizeof *b); }
+
+int xr_sock_write(int fd, xr_buf *out) {
+  size_t off = 0;
+  while (off < out->len) {
+    ssize_t k = send(fd, out->p + off, out->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k > 0) { off += (size_t)k; continue; }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    xr_buf_consume(out, off);
+    return -1;
+  }
+  xr_buf_consume(out, off);
+  return 0;
+}
+
+int xr_sock_read(int fd, xr_buf *in, size_t max) {
+  for (;;) {
+    if (!xr_buf_reserve(in, 65536, max)) {
+      if (in->cap - in->len == 0) return -1; /* a frame larger than allowed */
+    }
+    size_t room = in->cap - in->len;
+    ssize_t k = recv(fd, in->p + in->len, room, MSG_DONTWAIT);
+    if (k > 0) { in->len += (size_t)k; if ((size_t)k < room) return 0; continue; }
+    if (k == 0) return -1;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    return -1;
+  }
+}
+
+bool xr_out_msg(xr_buf *out, xr_msgtype type, const void *payload, size_t plen) {
+  if (!xr_buf_reserve(out, sizeof(xr_hdr) + plen, XR_OUT_MAX)) return false;
+  return xr_put(out->p, out->cap, &out->len, type, payload, plen);
+}
+
+/* ---- client state (background thread only) ------------------------ */
+
+enum { CC_CONNECTING, CC_READY, CC_DEAD };
+
+typedef struct cconn {
+  int fd, state;
+  xr_idrec rec;
+  uint64_t t_start;
+  xr_buf in, out;
+  uint64_t *sites;          /* open-addressing set of sites already sent */
+  size_t capsites, nsites;
+  xr_op batch[256];
+  uint32_t nbatch;
+  int flushed;              /* FLUSHED received */
+  int bye_sent;
+  char desc[96];
+} cconn;
+
+typedef struct ccomm {
+  uint64_t id, parent;
+  const a2a_comm *c;
+  int32_t rank, nranks;
+  int conn;                 /* -1: cross-rank checks off for it */
+  int ended;
+  uint32_t coll_posted, units;
+  uint32_t (*cnt)[2];       /* per peer: sends posted, receives posted */
+} ccomm;
+
+typedef struct cunit {
+  ccomm *cc;
+  uint32_t thread;
+  uint64_t stream;
+  void *event;
+  int closed, owner;        /* owner: releases the event */
+  uint64_t site, count;
+  uint32_t group, coll_lo, coll_hi;
+  int16_t kind;
+  int8_t coll, dtype;
+  xr_peerent *peers;
+  uint32_t npeers, cappeers;
+  struct cunit *next;
+} cunit;
+
+#define MAX_CONNS 64
+#define MAX_COMMS 4096
+
+static struct {
+  cconn conns[MAX_CONNS];
+  int nconns;
+  ccomm *comms[MAX_COMMS];
+  int ncomms;
+  cunit *head, *tail;
+  uint32_t state_version;
+  uint64_t last_state_ns;
+  int reported_drops;
+  int failing;              /* a fail verdict was acted on */
+  xr_idrec fallback;        /* A2ACHECK_COORDINATOR record */
+  int fallback_state;       /* 0 untried, 1 ok, -1 failed */
+} S;
+
+/* Thread control (g_xr_mu). */
+static pthread_t g_thread;
+static int g_thread_running;
+static pid_t g_thread_pid;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static _Atomic int g_exit_req;
+static int g_exit_done;
+
+static void report(const char *check, a2a_severity sev, const a2a_comm *c, uint64_t site,
+                   const char *msg, const char *json) {
+  a2a_finding f = {.check = check, .severity = sev, .site = (const void *)(uintptr_t)site,
+                   .comm = c, .message = msg, .details_json = json, .stack = NULL,
+                   .capture_stack = false};
+  a2a_report(&f);
+}
+
+static void conn_dead(cconn *k, const char *why) {
+  if (k->state == CC_DEAD) return;
+  if (k->fd >= 0) close(k->fd);
+  k->fd = -1;
+  k->state = CC_DEAD;
+  if (atomic_load(&g_exit_req) || S.failing) return; /* we are leaving anyway */
+  char comms[512] = "";
+  size_t len = 0;
+  int idx = (int)(k - S.conns);
+  for (int i = 0; i < S.ncomms && len + 40 < sizeof comms; i++)
+    if (S.comms[i]->conn == idx)
+      len += (size_t)snprintf(comms + len, sizeof comms - len, "%s%s", len ? ", " : "",
+                              S.comms[i]->c ? S.comms[i]->c->name : "?");
+  char msg[1024];
+  snprintf(msg, sizeof msg,
+           "the cross-rank coordinator %s %s: cross-rank checks (size.*-mismatch, "
+           "group.order-mismatch, group.deadlock, group.hang) are off from now on for %s. The "
+           "run continues unchanged.",
+           k->desc, why, len ? comms : "its communicators");
+  report("a2acheck.no-coordinator", A2A_SEV_INFO, NULL, 0, msg, NULL);
+}
+
+static void batch_flush(cconn *k);
+
+/* Every message goes after the operations batched before it: the
+ * coordinator relies on each client's messages being in posting order. */
+static void conn_send(cconn *k, xr_msgtype t, const void *p, size_t n) {
+  if (k->state == CC_DEAD) return;
+  batch_flush(k);
+  if (k->state == CC_DEAD) return;
+  if (!xr_out_msg(&k->out, t, p, n)) conn_dead(k, "does not read its messages");
+}
+
+static void batch_flush(cconn *k) {
+  if (!k->nbatch) return;
+  if (k->state != CC_DEAD) {
+    size_t need = sizeof(xr_hdr) + 8 + k->nbatch * sizeof(xr_op);
+    if (!xr_buf_reserve(&k->out, need, XR_OUT_MAX) ||
+        !xr_put_ops(k->out.p, k->out.cap, &k->out.len, k->batch, k->nbatch))
+      conn_dead(k, "does not read its messages");
+  }
+  k->nbatch = 0;
+}
+
+static void send_site(cconn *k, uint64_t site) {
+  if (!site || k->state == CC_DEAD) return;
+  if (k->nsites * 2 >= k->capsites) {
+    size_t nc = k->capsites ? k->capsites * 2 : 256;
+    if (nc > 65536) return; /* enough: further sites print as hex */
+    uint64_t *ns = calloc(nc, sizeof *ns);
+    if (!ns) return;
+    for (size_t i = 0; i < k->capsites; i++)
+      if (k->sites[i]) {
+        size_t h = (size_t)(k->sites[i] * 0x9e3779b97f4a7c15ull) & (nc - 1);
+        while (ns[h]) h = (h + 1) & (nc - 1);
+        ns[h] = k->sites[i];
+      }
+    free(k->sites);
+    k->sites = ns;
+    k->capsites = nc;
+  }
+  size_t h = (size_t)(site * 0x9e3779b97f4a7c15ull) & (k->capsites - 1);
+  while (k->sites[h]) {
+    if (k->sites[h] == site) return;
+    h = (h + 1) & (k->capsites - 1);
+  }
+  k->sites[h] = site;
+  k->nsites++;
+  xr_site s = {.site = site};
+  xr_site_text(site, s.text, sizeof s.text);
+  conn_send(k, XR_MSG_SITE, &s, sizeof s);
+}
+
+static bool idrec_valid(const xr_idrec *r) {
+  if (r->magic != XR_IDREC_MAGIC || r->version != 1 || r->family != 4) return false;
+  return r->check == (uint32_t)a2a_hash_bytes(r, offsetof(xr_idrec, check), 0x1d);
+}
+
+/* Connect (non-blocking) to the coordinator named by rec; reuse a
+ * connection to the same coordinator. Returns its index or -1. */
+static int conn_for(const xr_idrec *rec) {
+  for (int i = 0; i < S.nconns; i++)
+    if (S.conns[i].rec.port == rec->port && !memcmp(S.conns[i].rec.addr, rec->addr, 16) &&
+        !memcmp(S.conns[i].rec.token, rec->token, XR_TOKEN_BYTES))
+      return S.conns[i].state == CC_DEAD ? -1 : i;
+  if (S.nconns >= MAX_CONNS) return -1;
+  cconn *k = &S.conns[S.nconns];
+  memset(k, 0, sizeof *k);
+  k->rec = *rec;
+  k->fd = -1;
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, rec->addr, ip, sizeof ip);
+  snprintf(k->desc, sizeof k->desc, "at %s:%u (pid %u)", ip, ntohs(rec->port), rec->pid);
+  int idx = S.nconns++;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) { k->state = CC_CONNECTING; conn_dead(k, "cannot be reached (no socket)"); return -1; }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = rec->port};
+  memcpy(&sin.sin_addr, rec->addr, 4);
+  k->fd = fd;
+  k->state = CC_CONNECTING;
+  k->t_start = xr_now_ns();
+  if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0) k->state = CC_READY;
+  else if (errno != EINPROGRESS) { conn_dead(k, "cannot be reached (connect failed)"); return -1; }
+  xr_hello h = {.version = XR_PROTO_VERSION, .pid = (int32_t)getpid(),
+                .grank = a2a_hostsvc && a2a_hostsvc->global_rank ? a2a_hostsvc->global_rank() : -1};
+  memcpy(h.token, rec->token, XR_TOKEN_BYTES);
+  const char *hn = a2a_hostsvc && a2a_hostsvc->hostname ? a2a_hostsvc->hostname() : NULL;
+  snprintf(h.host, sizeof h.host, "%s", hn ? hn : "?");
+  conn_send(k, XR_MSG_HELLO, &h, sizeof h);
+  return idx;
+}
+
+/* A2ACHECK_COORDINATOR=host:port (IPv4 or a resolvable name is not
+ * supported: dotted quad only). The process that can bind it hosts it. */
+static int fallback_conn(void) {
+  if (S.fallback_state < 0) return -1;
+  if (S.fallback_state == 0) {
+    S.fallback_state = -1;
+    const char *spec = a2a_opt ? a2a_opt->coordinator : NULL;
+    if (!spec || !*spec) return -1;
+    char ip[64];
+    const char *colon = strrchr(spec, ':');
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    struct in_addr a;
+    if (!colon || (size_t)(colon - spec) >= sizeof ip || !end || *end || port <= 0 || port > 65535)
+      return -1;
+    memcpy(ip, spec, (size_t)(colon - spec));
+    ip[colon - spec] = 0;
+    if (inet_pton(AF_INET, ip, &a) != 1) return -1;
+    /* Everyone derives the same token from the address (the channel is as
+     * trusted as the cluster network: documented). */
+    uint8_t token[XR_TOKEN_BYTES];
+    uint64_t h1 = a2a_hash_bytes(spec, strlen(spec), 0xa2a), h2 = a2a_hash_bytes(spec, strlen(spec), 0xc0);
+    memcpy(token, &h1, 8);
+    memcpy(token + 8, &h2, 8);
+    xr_idrec rec;
+    pthread_mutex_lock(&g_xr_mu);
+    int hosted = xr_coord_listen(a.s_addr, htons((uint16_t)port), token, &rec);
+    pthread_mutex_unlock(&g_xr_mu);
+    if (hosted != 0) {
+      memset(&rec, 0, sizeof rec);
+      rec.magic = XR_IDREC_MAGIC;
+      rec.version = 1;
+      rec.family = 4;
+      rec.port = htons((uint16_t)port);
+      memcpy(rec.addr, &a.s_addr, 4);
+      memcpy(rec.token, token, sizeof token);
+    }
+    S.fallback = rec;
+    S.fallback_state = 1;
+  }
+  return conn_for(&S.fallback);
+}
+
+static ccomm *comm_find(uint64_t id, int32_t rank) {
+  for (int i = S.ncomms; i-- > 0;)
+    if (S.comms[i]->id == id && (rank < 0 || S.comms[i]->rank == rank)) return S.comms[i];
+  return NULL;
+}
+
+static void on_commreg(const xr_rec *r) {
+  const xr_commreg *reg = &r->u.reg.reg;
+  if (S.ncomms >= MAX_COMMS || reg->nranks <= 0 || reg->nranks > (1 << 20)) return;
+  ccomm *cc = calloc(1, sizeof *cc);
+  if (!cc) return;
+  cc->cnt = calloc((size_t)reg->nranks, sizeof *cc->cnt);
+  if (!cc->cnt) { free(cc); return; }
+  cc->id = reg->comm;
+  cc->parent = reg->parent;
+  cc->c = r->comm;
+  cc->rank = reg->rank;
+  cc->nranks = reg->nranks;
+  cc->conn = -1;
+  const char *how = NULL;
+  if (r->has_idrec && idrec_valid(&r->u.reg.idrec)) {
+    cc->conn = conn_for(&r->u.reg.idrec);
+    if (cc->conn < 0) how = "could not be reached";
+  } else if (reg->parent) {
+    ccomm *p = comm_find(reg->parent, -1);
+    cc->conn = p ? p->conn : -1;
+    if (cc->conn < 0) how = p && p->conn < 0 ? NULL : "is unknown (parent communicator not seen)";
+  } else {
+    cc->conn = fallback_conn();
+    if (cc->conn < 0) how = "is unknown";
+  }
+  S.comms[S.ncomms++] = cc;
+  if (cc->conn < 0) {
+    if (how) {
+      char msg[768];
+      snprintf(msg, sizeof msg,
+               "no cross-rank coordinator for communicator %s: its coordinator %s (the "
+               "ncclUniqueId carries no a2acheck record - was the process that called "
+               "ncclGetUniqueId run without a2acheck? - and A2ACHECK_COORDINATOR=host:port is "
+               "not set). Cross-rank checks (size.*-mismatch, group.order-mismatch, "
+               "group.deadlock) are off for this communicator.",
+               r->comm ? r->comm->name : "?", how);
+      report("a2acheck.no-coordinator", A2A_SEV_INFO, r->comm, reg->site, msg, NULL);
+    }
+    return;
+  }
+  cconn *k = &S.conns[cc->conn];
+  send_site(k, reg->site);
+  conn_send(k, XR_MSG_COMMREG, reg, sizeof *reg);
+}
+
+static xr_peerent *unit_peer(cunit *u, int32_t peer) {
+  for (uint32_t i = 0; i < u->npeers; i++)
+    if (u->peers[i].peer == peer) return &u->peers[i];
+  if (u->npeers == u->cappeers) {
+    uint32_t nc = u->cappeers ? u->cappeers * 2 : 8;
+    xr_peerent *np = realloc(u->peers, nc * sizeof *np);
+    if (!np) return NULL;
+    u->peers = np;
+    u->cappeers = nc;
+  }
+  return memset(&u->peers[u->npeers++], 0, sizeof *u->peers);
+}
+
+static void on_op(const xr_rec *r) {
+  xr_op op = r->u.op;
+  ccomm *cc = comm_find(op.comm, op.rank);
+  if (!cc || cc->conn < 0) return;
+  cconn *k = &S.conns[cc->conn];
+  /* The open unit of this thread, stream and comm, or a new one. */
+  cunit *u = NULL;
+  for (cunit *x = S.head; x; x = x->next)
+    if (!x->closed && x->thread == r->thread && x->stream == r->stream && x->cc == cc) u = x;
+  if (!u) {
+    u = calloc(1, sizeof *u);
+    if (!u) return;
+    u->cc = cc;
+    u->thread = r->thread;
+    u->stream = r->stream;
+    u->group = ++cc->units;
+    u->site = op.site;
+    u->count = op.count;
+    u->kind = (int16_t)op.kind;
+    u->coll = op.coll;
+    u->dtype = op.dtype;
+    u->coll_lo = u->coll_hi = cc->coll_posted;
+    if (S.tail) S.tail->next = u; else S.head = u;
+    S.tail = u;
+  }
+  op.group = u->group;
+  if (op.kind == XR_OP_COLL) {
+    if (u->coll_hi == u->coll_lo && u->kind != XR_OP_COLL) {
+      u->kind = XR_OP_COLL; u->coll = op.coll; u->count = op.count; u->dtype = op.dtype;
+    }
+    cc->coll_posted++;
+    u->coll_hi = cc->coll_posted;
+  } else if (op.peer >= 0 && op.peer < cc->nranks) {
+    int s = op.kind == XR_OP_SEND ? 0 : 1;
+    uint32_t idx = cc->cnt[op.peer][s]++;
+    xr_peerent *e = unit_peer(u, op.peer);
+    if (e) {
+      e->peer = op.peer;
+      if (s == 0) { if (e->send_hi == e->send_lo) e->send_lo = idx; e->send_hi = idx + 1; }
+      else { if (e->recv_hi == e->recv_lo) e->recv_lo = idx; e->recv_hi = idx + 1; }
+    }
+  }
+  send_site(k, op.site);
+  k->batch[k->nbatch++] = op;
+  if (k->nbatch == sizeof k->batch / sizeof k->batch[0]) batch_flush(k);
+}
+
+static void on_unit_end(const xr_rec *r) {
+  int owner = 1;
+  for (cunit *x = S.head; x; x = x->next)
+    if (!x->closed && x->thread == r->thread && x->stream == r->stream) {
+      x->closed = 1;
+      x->event = r->event;
+      x->owner = owner;
+      owner = 0;
+    }
+  if (owner && r->event) xr_event_release(r->event); /* no tracked unit */
+}
+
+static void on_commend(const xr_rec *r) {
+  ccomm *cc = comm_find(r->u.end.comm, r->u.end.rank);
+  if (!cc) return;
+  cc->ended = 1;
+  if (cc->conn < 0) return;
+  xr_commend e = {.comm = cc->id, .how = r->u.end.how, .rank = cc->rank};
+  conn_send(&S.conns[cc->conn], XR_MSG_COMMEND, &e, sizeof e);
+}
+
+static int drain(int max) {
+  xr_rec r;
+  int n = 0;
+  while (n < max && xr_ring_pop(&r)) {
+    n++;
+    switch (r.type) {
+    case XR_REC_COMMREG: on_commreg(&r); break;
+    case XR_REC_OP: on_op(&r); break;
+    case XR_REC_UNIT_END: on_unit_end(&r); break;
+    case XR_REC_COMMEND: on_commend(&r); break;
+    default: break;
+    }
+  }
+  for (int i = 0; i < S.nconns; i++) batch_flush(&S.conns[i]);
+  if (!S.reported_drops && xr_ring_drops()) {
+    S.reported_drops = 1;
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "the cross-rank queue overflowed (%" PRIu64 " operation records dropped; raise "
+             "A2ACHECK_XRANK_QUEUE): this process's operation sequence is incomplete, so it "
+             "detaches from cross-rank checking for the rest of the run.",
+             xr_ring_drops());
+    report("a2acheck.no-coordinator", A2A_SEV_WARNING, NULL, 0, msg, NULL);
+    xr_bye b = {.status = -1};
+    for (int i = 0; i < S.nconns; i++) {
+      conn_send(&S.conns[i], XR_MSG_BYE, &b, sizeof b);
+      S.conns[i].bye_sent = 1;
+    }
+    for (int i = 0; i < S.ncomms; i++) S.comms[i]->conn = -1;
+  }
+  return n;
+}
+
+/* Completion: a unit is done when its event is; units without an event
+ * (untracked) are done at once. */
+static int poll_units(void) {
+  int changed = 0;
+  void *last_ev = NULL;
+  int last_st = 1;
+  cunit **pp = &S.head, *prev = NULL;
+  while (*pp) {
+    cunit *u = *pp;
+    int done = 0;
+    if (u->closed) {
+      if (!u->event) done = 1;
+      else {
+        if (u->event != last_ev) {
+          last_ev = u->event;
+          last_st = a2a_hostsvc && a2a_hostsvc->event_query ? a2a_hostsvc->event_query(u->event) : 0;
+        }
+        done = last_st != 1; /* complete, or an error: stop tracking */
+      }
+    }
+    if (!done) { prev = u; pp = &u->next; continue; }
+    *pp = u->next;
+    if (S.tail == u) S.tail = prev;
+    if (u->owner && u->event) xr_event_release(u->event);
+    free(u->peers);
+    free(u);
+    changed = 1;
+  }
+  return changed;
+}
+
+/* ---- progress reports -------------------------------------------- */
+
+static void send_state(uint64_t now, int exiting) {
+  static xr_commstate comms[256];
+  static xr_unitstate units[2048];
+  static xr_threadstate threads[64];
+  static xr_peerent peers[16384];
+  xr_procstate st = {.comms = comms, .units = units, .threads = threads, .peers = peers};
+  for (int i = 0; i < S.ncomms && st.ncomms < 256; i++) {
+    ccomm *cc = S.comms[i];
+    if (cc->conn < 0) continue;
+    xr_commstate *c = &comms[st.ncomms++];
+    *c = (xr_commstate){.comm = cc->id, .rank = cc->rank, .nranks = cc->nranks,
+                        .coll_posted = cc->coll_posted, .ended = (uint32_t)cc->ended,
+                        .peer_off = st.npeers};
+    for (int32_t p = 0; p < cc->nranks && st.npeers < 16384; p++)
+      if (cc->cnt[p][0] || cc->cnt[p][1]) {
+        peers[st.npeers++] = (xr_peerent){.peer = p, .send_hi = cc->cnt[p][0], .recv_hi = cc->cnt[p][1]};
+        c->npeers++;
+      }
+  }
+  for (cunit *u = S.head; u && st.nunits < 2048; u = u->next) {
+    if (!u->closed || u->cc->conn < 0) continue;
+    if (st.npeers + u->npeers > 16384) break;
+    units[st.nunits++] = (xr_unitstate){.comm = u->cc->id, .stream = u->stream, .site = u->site,
+                                        .count = u->count, .group = u->group,
+                                        .coll_lo = u->coll_lo, .coll_hi = u->coll_hi,
+                                        .peer_off = st.npeers, .npeers = u->npeers,
+                                        .kind = u->kind, .coll = u->coll, .dtype = u->dtype};
+    memcpy(&peers[st.npeers], u->peers, u->npeers * sizeof *peers);
+    st.npeers += u->npeers;
+  }
+  if (!exiting) st.nthreads = (uint32_t)xr_blocked_snapshot(threads, 64, now);
+  st.version = ++S.state_version;
+  for (uint32_t t = 0; t < st.nthreads; t++)
+    for (int i = 0; i < S.nconns; i++) send_site(&S.conns[i], threads[t].site);
+  for (uint32_t j = 0; j < st.nunits; j++)
+    for (int i = 0; i < S.nconns; i++) send_site(&S.conns[i], units[j].site);
+  size_t need = xr_state_bytes(&st);
+  for (int i = 0; i < S.nconns; i++) {
+    cconn *k = &S.conns[i];
+    batch_flush(k);
+    if (k->state == CC_DEAD || k->bye_sent) continue;
+    if (!xr_buf_reserve(&k->out, need, XR_OUT_MAX) ||
+        !xr_put_state(k->out.p, k->out.cap, &k->out.len, &st))
+      conn_dead(k, "does not read its messages");
+  }
+  S.last_state_ns = now;
+}
+
+/* ---- verdicts ----------------------------------------------------- */
+
+static void on_verdict(const xr_verdict *v) {
+  ccomm *cc = comm_find(v->comm, -1);
+  a2a_severity sev = v->severity < 0 ? A2A_SEV_INFO : v->severity > 2 ? A2A_SEV_ERROR
+                                                                        : (a2a_severity)v->severity;
+  report(v->check, sev, cc ? cc->c : NULL, v->site, v->text, v->json);
+  if (!(v->flags & XR_VERDICT_FAIL) || S.failing) return;
+  /* Deadlock policy: A2ACHECK_ON_DEADLOCK=exit (0) ends the process with
+   * A2ACHECK_EXITCODE unless A2ACHECK_FAIL_ON=never (3). */
+  if (!a2a_opt || a2a_opt->on_deadlock != 0 || a2a_opt->fail_on == 3) return;
+  S.failing = 1;
+  if (a2a_hostsvc && a2a_hostsvc->fail_now) a2a_hostsvc->fail_now(v->check);
+}
+
+static void conn_input(cconn *k) {
+  size_t off = 0;
+  for (;;) {
+    xr_hdr h;
+    const uint8_t *pl;
+    size_t used;
+    int fr = xr_frame(k->in.p + off, k->in.len - off, &h, &pl, &used);
+    if (fr == 0) break;
+    if (fr < 0) { conn_dead(k, "sent a malformed message"); return; }
+    off += used;
+    if (h.type == XR_MSG_WELCOME) {
+      continue;
+    } else if (h.type == XR_MSG_FLUSHED) {
+      k->flushed = 1;
+    } else if (h.type == XR_MSG_VERDICT) {
+      xr_verdict v;
+      if (xr_get_verdict(&h, pl, &v) != 0) { conn_dead(k, "sent a malformed verdict"); return; }
+      on_verdict(&v);
+      if (k->state == CC_DEAD) return;
+    } else {
+      conn_dead(k, "sent an unexpected message");
+      return;
+    }
+  }
+  xr_buf_consume(&k->in, off);
+}
+
+/* ---- the thread --------------------------------------------------- */
+
+static void client_io(struct pollfd *pfd, int *map, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    cconn *k = &S.conns[map[i]];
+    if (k->state == CC_DEAD) continue;
+    short re = pfd[i].revents;
+    if (k->state == CC_CONNECTING) {
+      if (!(re & (POLLOUT | POLLERR | POLLHUP))) {
+        if (xr_now_ns() - k->t_start > 5000000000ull) conn_dead(k, "could not be reached (timeout)");
+        continue;
+      }
+      int err = 0;
+      socklen_t el = sizeof err;
+      getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+      if (err) { conn_dead(k, "could not be reached (connection refused)"); continue; }
+      k->state = CC_READY;
+    }
+    if (re & (POLLIN | POLLHUP | POLLERR)) {
+      int rr = xr_sock_read(k->fd, &k->in, XR_IN_MAX);
+      conn_input(k);
+      if (rr < 0 && k->state != CC_DEAD) conn_dead(k, "went away (connection closed)");
+    }
+  }
+}
+
+static void flush_outputs(void) {
+  for (int i = 0; i < S.nconns; i++) {
+    cconn *k = &S.conns[i];
+    if (k->state == CC_READY && k->out.len && xr_sock_write(k->fd, &k->out) < 0)
+      conn_dead(k, "went away (write failed)");
+  }
+}
+
+static void loop_once(int timeout_ms) {
+  struct pollfd pfd[MAX_CONNS + 4200];
+  int map[MAX_CONNS];
+  size_t n = 0;
+  for (int i = 0; i < S.nconns; i++) {
+    cconn *k = &S.conns[i];
+    if (k->state == CC_DEAD) continue;
+    pfd[n] = (struct pollfd){.fd = k->fd,
+                             .events = (short)(POLLIN | (k->state == CC_CONNECTING || k->out.len ? POLLOUT : 0))};
+    map[n++] = i;
+  }
+  size_t nc = xr_coord_pollfds(pfd + n, sizeof pfd / sizeof pfd[0] - n);
+  int pr = poll(pfd, n + nc, timeout_ms);
+  uint64_t now = xr_now_ns();
+  if (pr > 0 || n) client_io(pfd, map, n);
+  xr_coord_io(pfd + n, nc, now);
+}
+
+static void *thread_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  uint64_t last_tick = 0;
+  int idle = 0;
+  for (;;) {
+    int got = drain(8192);
+    int changed = poll_units();
+    uint64_t now = xr_now_ns();
+    int exiting = atomic_load(&g_exit_req);
+    /* Reports: every 300 ms (the coordinator's freshness check relies on
+     * a steady cadence), at once when a unit completed while blocked. */
+    if (now - S.last_state_ns > 300000000ull || (changed && now - S.last_state_ns > 50000000ull))
+      send_state(now, 0);
+    if (now - last_tick > 100000000ull) {
+      xr_coord_tick(now);
+      last_tick = now;
+    }
+    flush_outputs();
+    if (exiting) break;
+    idle = got || changed ? 0 : idle + 1;
+    loop_once(idle > 10 ? 10 : 2);
+  }
+  /* Exit: last records, a final report, FLUSH, bounded wait for FLUSHED
+   * (and, when hosting, for the other processes to say bye), BYE. */
+  drain(1 << 20);
+  poll_units();
+  send_state(xr_now_ns(), 1);
+  xr_flush fl = {.token = 1};
+  for (int i = 0; i < S.nconns; i++)
+    if (S.conns[i].state != CC_DEAD && !S.conns[i].bye_sent)
+      conn_send(&S.conns[i], XR_MSG_FLUSH, &fl, sizeof fl);
+  uint64_t t0 = xr_now_ns();
+  for (;;) {
+    flush_outputs();
+    int waiting = 0;
+    for (int i = 0; i < S.nconns; i++)
+      if (S.conns[i].state != CC_DEAD && !S.conns[i].bye_sent && !S.conns[i].flushed) waiting = 1;
+    uint64_t el = xr_now_ns() - t0;
+    if (!waiting && (xr_coord_other_clients() == 0 || el > 3000000000ull)) break;
+    if (el > 5000000000ull) break;
+    loop_once(5);
+    uint64_t now = xr_now_ns();
+    if (now - last_tick > 100000000ull) { xr_coord_tick(now); last_tick = now; }
+  }
+  xr_bye b = {.status = 0};
+  for (int i = 0; i < S.nconns; i++)
+    if (S.conns[i].state != CC_DEAD && !S.conns[i].bye_sent) {
+      conn_send(&S.conns[i], XR_MSG_BYE, &b, sizeof b);
+      S.conns[i].bye_sent = 1;
+    }
+  flush_outputs();
+  pthread_mutex_lock(&g_xr_mu);
+  g_exit_done = 1;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_xr_mu);
+  return NULL;
+}
+
+static void start_thread_locked(void) {
+  if (g_thread_running && g_thread_pid == getpid()) return;
+  if (!xr_active()) return;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&g_thread, &at, thread_main, NULL) == 0) {
+    g_thread_running = 1;
+    g_thread_pid = getpid();
+  }
+  pthread_attr_destroy(&at);
+}
+
+void xr_proc_need_thread(void) {
+  pthread_mutex_lock(&g_xr_mu);
+  start_thread_locked();
+  pthread_mutex_unlock(&g_xr_mu);
+}
+
+/* The address a coordinator binds: the one in the id (NCCL's bootstrap
+ * root, which honours NCCL_SOCKET_IFNAME) when it is IPv4 and local, else
+ * the NCCL_SOCKET_IFNAME interface, else loopback. */
+static uint32_t bind_address(const unsigned char *id) {
+  uint16_t fam;
+  memcpy(&fam, id + 8, sizeof fam);
+  if (fam == AF_INET) {
+    struct sockaddr_in sin;
+    memcpy(&sin, id + 8, sizeof sin);
+    if (sin.sin_addr.s_addr) return sin.sin_addr.s_addr;
+  }
+  const char *ifn = getenv("NCCL_SOCKET_IFNAME");
+  uint32_t a = 0;
+  struct ifaddrs *ifs = NULL;
+  if (ifn && *ifn && getifaddrs(&ifs) == 0) {
+    const char *want = ifn[0] == '=' || ifn[0] == '^' ? ifn + 1 : ifn;
+    for (struct ifaddrs *i = ifs; i && !a; i = i->ifa_next)
+      if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && ifn[0] != '^' &&
+          strncmp(i->ifa_name, want, strlen(want)) == 0)
+        a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+    freeifaddrs(ifs);
+  }
+  return a ? a : htonl(INADDR_LOOPBACK);
+}
+
+void xr_proc_uid_created(unsigned char *id) {
+  if (!xr_active()) return;
+  /* Only when NCCL left the tail zero (it does: magic + sockaddr). */
+  for (int i = XR_IDREC_OFF; i < 128; i++)
+    if (id[i]) return;
+  uint8_t token[XR_TOKEN_BYTES];
+  if (getrandom(token, sizeof token, GRND_NONBLOCK) != (ssize_t)sizeof token) {
+    uint64_t t[2] = {xr_now_ns(), (uint64_t)getpid() * 0x9e3779b97f4a7c15ull};
+    uint64_t h1 = a2a_hash_bytes(t, sizeof t, 1), h2 = a2a_hash_bytes(id, 128, h1);
+    memcpy(token, &h1, 8);
+    memcpy(token + 8, &h2, 8);
+  }
+  xr_idrec rec;
+  pthread_mutex_lock(&g_xr_mu);
+  int rc = xr_coord_listen(bind_address(id), 0, token, &rec);
+  if (rc != 0) rc = xr_coord_listen(htonl(INADDR_LOOPBACK), 0, token, &rec);
+  if (rc == 0) {
+    memcpy(id + XR_IDREC_OFF, &rec, sizeof rec);
+    start_thread_locked();
+  }
+  pthread_mutex_unlock(&g_xr_mu);
+}
+
+void xr_proc_exit(void) {
+  pthread_mutex_lock(&g_xr_mu);
+  int running = g_thread_running && g_thread_pid == getpid() &&
+                !pthread_equal(pthread_self(), g_thread);
+  if (running) {
+    atomic_store(&g_exit_req, 1);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 8;
+    while (!g_exit_done)
+      if (pthread_cond_timedwait(&g_cv, &g_xr_mu, &dl) == ETIMEDOUT) break;
+  }
+  pthread_mutex_unlock(&g_xr_mu);
+}
+
+void xr_proc_after_fork_child(void) {
+  /* Only the forking thread exists here. Close the inherited sockets (the
+   * parent keeps its own copies) and forget the tables without freeing:
+   * another thread of the parent may have been using them. */
+  pthread_mutex_init(&g_xr_mu, NULL);
+  pthread_cond_init(&g_cv, NULL);
+  for (int i = 0; i < S.nconns; i++)
+    if (S.conns[i].fd >= 0) close(S.conns[i].fd);
+  memset(&S, 0, sizeof S);
+  g_thread_running = 0;
+  g_thread_pid = 0;
+  g_exit_done = 0;
+  atomic_store(&g_exit_req, 0);
+  xr_coord_after_fork_child();
+}

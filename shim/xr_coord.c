@@ -1,0 +1,545 @@
+/* xr_coord.c - the coordinator a process hosts when it created an
+ * ncclUniqueId (or bound A2ACHECK_COORDINATOR): a TCP listener, one
+ * connection per client process (authenticated by the token of the id's
+ * record), the matcher (xrank_match.c) fed with every client's
+ * registrations and operations, and the wait-for graph (xrank_wfg.c) over
+ * the clients' progress reports, evaluated every 250 ms.
+ *
+ * Deadlock confirmation: a deadlock found in the reports is reported only
+ * when it is still there, with the same involved processes and no progress
+ * from any of them, after `stable` = 0.3 x A2ACHECK_HANG_CONFIRM, and every
+ * involved live process has sent a fresh report since it was first seen (no
+ * verdict from a stale snapshot). Blocked threads count after 0.2 x
+ * A2ACHECK_HANG_CONFIRM. With reports every 300 ms this reports within
+ * A2ACHECK_HANG_CONFIRM of the hang forming.
+ *
+ * Runs on the background thread only, except xr_coord_listen (g_xr_mu).
+ * Nothing a client sends can crash or stall it: frames are bounded and
+ * validated, a protocol error closes that connection, sockets never block.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "a2a_core.h"
+#include "xr_internal.h"
+#include "xrank_match.h"
+#include "xrank_wfg.h"
+
+#define MAX_SCONNS 4096
+#define HELLO_TIMEOUT_NS 10000000000ull
+
+typedef struct site_ent {
+  uint64_t site;
+  char text[120];
+} site_ent;
+
+typedef struct sconn {
+  int fd;
+  int open, authed, bye, detached;
+  uint64_t t_open;
+  xr_buf in, out;
+  int pid, grank;
+  char host[64];
+  xr_procstate st;
+  int has_state;
+  uint64_t progress;
+  site_ent *sites;
+  size_t capsites, nsites;
+  int flush_pending;
+  uint64_t flush_since;
+} sconn;
+
+static struct {
+  _Atomic int lfd;           /* -1 when not hosting */
+  int init;
+  uint8_t token[XR_TOKEN_BYTES];
+  xr_idrec rec;
+  sconn *c;
+  int nc;
+  xr_matcher *m;
+  uint64_t last_eval;
+  uint64_t progress_all, last_progress_ns;
+  int cand_active;
+  uint64_t cand_first, cand_sig;
+  uint32_t *cand_vers;
+  int reported, hang_reported;
+} K = {.lfd = -1};
+
+static xr_op g_ops[XR_MAX_OPS_PER_MSG];
+
+bool xr_coord_hosting(void) { return atomic_load(&K.lfd) >= 0; }
+
+static const char *site_lookup(const sconn *s, uint64_t site) {
+  if (!s->capsites) return NULL;
+  size_t h = (size_t)(site * 0x9e3779b97f4a7c15ull) & (s->capsites - 1);
+  while (s->sites[h].site) {
+    if (s->sites[h].site == site) return s->sites[h].text;
+    h = (h + 1) & (s->capsites - 1);
+  }
+  return NULL;
+}
+
+static void site_store(sconn *s, const xr_site *in) {
+  if (!in->site) return;
+  if (s->nsites * 2 >= s->capsites) {
+    size_t nc = s->capsites ? s->capsites * 2 : 256;
+    if (nc > 16384) return;
+    site_ent *ns = calloc(nc, sizeof *ns);
+    if (!ns) return;
+    for (size_t i = 0; i < s->capsites; i++)
+      if (s->sites[i].site) {
+        size_t h = (size_t)(s->sites[i].site * 0x9e3779b97f4a7c15ull) & (nc - 1);
+        while (ns[h].site) h = (h + 1) & (nc - 1);
+        ns[h] = s->sites[i];
+      }
+    free(s->sites);
+    s->sites = ns;
+    s->capsites = nc;
+  }
+  size_t h = (size_t)(in->site * 0x9e3779b97f4a7c15ull) & (s->capsites - 1);
+  while (s->sites[h].site && s->sites[h].site != in->site) h = (h + 1) & (s->capsites - 1);
+  if (!s->sites[h].site) s->nsites++;
+  s->sites[h].site = in->site;
+  snprintf(s->sites[h].text, sizeof s->sites[h].text, "%s", in->text);
+}
+
+/* ---- matcher callbacks ---- */
+
+static void send_to(int conn, xr_msgtype t, const void *p, size_t n) {
+  if (conn < 0 || conn >= K.nc || !K.c[conn].open) return;
+  if (!xr_out_msg(&K.c[conn].out, t, p, n)) {
+    close(K.c[conn].fd);
+    K.c[conn].open = 0;
+  }
+}
+
+static void m_verdict(void *ctx, int conn, const xr_verdict *v) {
+  (void)ctx;
+  if (conn < 0 || conn >= K.nc || !K.c[conn].open) return;
+  sconn *s = &K.c[conn];
+  size_t need = sizeof(xr_hdr) + 128 + XR_MAX_TEXT + XR_MAX_JSON;
+  if (!xr_buf_reserve(&s->out, need, XR_OUT_MAX) ||
+      !xr_put_verdict(s->out.p, s->out.cap, &s->out.len, v)) {
+    close(s->fd);
+    s->open = 0;
+  }
+}
+
+static const char *m_site(void *ctx, int conn, uint64_t site) {
+  (void)ctx;
+  return conn >= 0 && conn < K.nc ? site_lookup(&K.c[conn], site) : NULL;
+}
+
+/* ---- listener ---- */
+
+int xr_coord_listen(uint32_t ip4, uint16_t port_net, const uint8_t *token, xr_idrec *rec) {
+  if (atomic_load(&K.lfd) >= 0) {
+    /* One coordinator per process serves every id it creates. */
+    if (port_net && port_net != K.rec.port) return -1;
+    *rec = K.rec;
+    return 0;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = port_net};
+  sin.sin_addr.s_addr = ip4 ? ip4 : htonl(INADDR_LOOPBACK);
+  if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(fd, 512) != 0) {
+    close(fd);
+    return -1;
+  }
+  socklen_t sl = sizeof sin;
+  getsockname(fd, (struct sockaddr *)&sin, &sl);
+  memset(rec, 0, sizeof *rec);
+  rec->magic = XR_IDREC_MAGIC;
+  rec->version = 1;
+  rec->family = 4;
+  rec->port = sin.sin_port;
+  memcpy(rec->addr, &sin.sin_addr.s_addr, 4);
+  memcpy(rec->token, token, XR_TOKEN_BYTES);
+  rec->pid = (uint32_t)getpid();
+  rec->check = (uint32_t)a2a_hash_bytes(rec, offsetof(xr_idrec, check), 0x1d);
+  memcpy(K.token, token, XR_TOKEN_BYTES);
+  K.rec = *rec;
+  if (!K.m) {
+    xr_match_out out = {.ctx = NULL, .verdict = m_verdict, .site_name = m_site};
+    K.m = xr_matcher_new(&out);
+  }
+  atomic_store(&K.lfd, fd);
+  return 0;
+}
+
+size_t xr_coord_other_clients(void) {
+  size_t n = 0;
+  for (int i = 0; i < K.nc; i++)
+    if (K.c[i].open && K.c[i].authed && !K.c[i].bye && K.c[i].pid != getpid()) n++;
+  return n;
+}
+
+size_t xr_coord_pollfds(struct pollfd *pfd, size_t max) {
+  int lfd = atomic_load(&K.lfd);
+  if (lfd < 0 || max == 0) return 0;
+  size_t n = 0;
+  pfd[n++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+  for (int i = 0; i < K.nc && n < max; i++)
+    if (K.c[i].open)
+      pfd[n++] = (struct pollfd){.fd = K.c[i].fd,
+                                 .events = (short)(POLLIN | (K.c[i].out.len ? POLLOUT : 0))};
+  return n;
+}
+
+static void conn_closed(int i) {
+  sconn *s = &K.c[i];
+  if (s->open) close(s->fd);
+  s->open = 0;
+  s->st.alive = 0;
+  if (s->authed && !s->detached && K.m) xr_matcher_conn_gone(K.m, i);
+  xr_buf_free(&s->in);
+  xr_buf_free(&s->out);
+}
+
+/* One message from client i. Returns -1 on a protocol error. */
+static int handle(int i, const xr_hdr *h, const uint8_t *pl, uint64_t now) {
+  sconn *s = &K.c[i];
+  if (!s->authed) {
+    xr_hello he;
+    if (h->type != XR_MSG_HELLO || xr_get_fixed(h, pl, &he, sizeof he) != 0) return -1;
+    if (memcmp(he.token, K.token, XR_TOKEN_BYTES) != 0 || he.version != XR_PROTO_VERSION) return -1;
+    s->authed = 1;
+    s->pid = he.pid;
+    s->grank = he.grank;
+    snprintf(s->host, sizeof s->host, "%s", he.host);
+    xr_matcher_hello(K.m, i, he.pid, he.grank, he.host);
+    xr_welcome w = {.version = XR_PROTO_VERSION, .conn = (uint32_t)i};
+    send_to(i, XR_MSG_WELCOME, &w, sizeof w);
+    return 0;
+  }
+  if (s->detached) return 0;
+  switch (h->type) {
+  case XR_MSG_COMMREG: {
+    xr_commreg r;
+    if (xr_get_fixed(h, pl, &r, sizeof r) != 0) return -1;
+    xr_matcher_register(K.m, i, &r);
+    return 0;
+  }
+  case XR_MSG_OPS: {
+    uint32_t n = 0;
+    if (xr_get_ops(h, pl, g_ops, XR_MAX_OPS_PER_MSG, &n) != 0) return -1;
+    for (uint32_t k = 0; k < n; k++) xr_matcher_op(K.m, i, &g_ops[k]);
+    return 0;
+  }
+  case XR_MSG_SITE: {
+    xr_site st;
+    if (xr_get_fixed(h, pl, &st, sizeof st) != 0) return -1;
+    site_store(s, &st);
+    return 0;
+  }
+  case XR_MSG_COMMEND: {
+    xr_commend e;
+    if (xr_get_fixed(h, pl, &e, sizeof e) != 0) return -1;
+    xr_matcher_comm_end(K.m, i, e.comm, e.rank);
+    return 0;
+  }
+  case XR_MSG_STATE: {
+    xr_procstate st;
+    if (xr_get_state(h, pl, &st) != 0) return -1;
+    if (s->has_state) xr_state_free(&s->st);
+    s->st = st;
+    s->st.pid = s->pid;
+    s->st.grank = s->grank;
+    snprintf(s->st.host, sizeof s->st.host, "%s", s->host);
+    s->st.alive = !s->bye;
+    s->has_state = 1;
+    return 0;
+  }
+  case XR_MSG_BYE: {
+    xr_bye b;
+    if (xr_get_fixed(h, pl, &b, sizeof b) != 0) return -1;
+    s->bye = 1;
+    s->st.alive = 0;
+    if (b.status == -1) {
+      /* Detached (its record queue overflowed): forget it; its peers'
+       * counterparts are unknown from now on, never "exited". */
+      s->detached = 1;
+      if (s->has_state) xr_state_free(&s->st);
+      s->has_state = 0;
+    } else {
+      xr_matcher_conn_gone(K.m, i);
+    }
+    return 0;
+  }
+  case XR_MSG_FLUSH: {
+    xr_flush f;
+    if (xr_get_fixed(h, pl, &f, sizeof f) != 0) return -1;
+    s->flush_pending = 1;
+    s->flush_since = now;
+    return 0;
+  }
+  default:
+    return -1;
+  }
+}
+
+void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now) {
+  int lfd = atomic_load(&K.lfd);
+  if (lfd < 0 || n == 0) return;
+  if (pfd[0].revents & POLLIN) {
+    for (int tries = 0; tries < 64; tries++) {
+      int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      if (K.nc >= MAX_SCONNS) { close(fd); continue; }
+      if (K.nc % 64 == 0) {
+        sconn *nc = realloc(K.c, (size_t)(K.nc + 64) * sizeof *nc);
+        if (!nc) { close(fd); continue; }
+        K.c = nc;
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      sconn *s = &K.c[K.nc++];
+      memset(s, 0, sizeof *s);
+      s->fd = fd;
+      s->open = 1;
+      s->t_open = now;
+      s->grank = -1;
+    }
+  }
+  for (size_t j = 1; j < n; j++) {
+    int i = -1;
+    for (int k = 0; k < K.nc; k++)
+      if (K.c[k].open && K.c[k].fd == pfd[j].fd) { i = k; break; }
+    if (i < 0) continue;
+    sconn *s = &K.c[i];
+    if (pfd[j].revents & (POLLIN | POLLHUP | POLLERR)) {
+      int rr = xr_sock_read(s->fd, &s->in, XR_IN_MAX);
+      size_t off = 0;
+      int bad = 0;
+      for (;;) {
+        xr_hdr h;
+        const uint8_t *pl;
+        size_t used;
+        int fr = xr_frame(s->in.p + off, s->in.len - off, &h, &pl, &used);
+        if (fr == 0) break;
+        if (fr < 0 || handle(i, &h, pl, now) != 0) { bad = 1; break; }
+        off += used;
+        if (!s->open) break;
+      }
+      if (bad || rr < 0) { conn_closed(i); continue; }
+      xr_buf_consume(&s->in, off);
+    }
+    if (s->open && !s->authed && now - s->t_open > HELLO_TIMEOUT_NS) { conn_closed(i); continue; }
+    if (s->open && s->out.len && xr_sock_write(s->fd, &s->out) < 0) conn_closed(i);
+  }
+}
+
+/* ---- deadlock / hang evaluation ---- */
+
+static const char *w_site(void *ctx, size_t proc, uint64_t site) {
+  int *map = ctx;
+  return site_lookup(&K.c[map[proc]], site);
+}
+static const char *w_mismatch(void *ctx, uint64_t comm) {
+  (void)ctx;
+  return K.m ? xr_matcher_last_mismatch(K.m, comm) : NULL;
+}
+
+/* Headline + story + the per-process list, sent to each involved live
+ * process with its own blocked call site; flags FAIL. */
+static void send_story(const char *check, const xr_procstate *ps, const int *map, size_t n,
+                       const uint8_t *inv, const xr_wfg_result *res, const char *story) {
+  static char text[XR_MAX_TEXT];
+  static char json[XR_MAX_JSON];
+  int ninv = 0;
+  for (size_t p = 0; p < n; p++) ninv += inv[p];
+  size_t len = 0;
+  if (strcmp(check, "group.deadlock") == 0)
+    len += (size_t)snprintf(text, sizeof text,
+                            "deadlock: %d blocked host thread%s can never return (%d process%s "
+                            "involved%s)",
+                            res->dead_threads, res->dead_threads == 1 ? "" : "s", ninv,
+                            ninv == 1 ? "" : "es", res->cycle ? ", a wait-for cycle" : "");
+  else
+    len += (size_t)snprintf(text, sizeof text,
+                            "hang: no rank made progress for %.0f s (A2ACHECK_HANG_TIMEOUT) while "
+                            "operations are pending",
+                            a2a_opt ? a2a_opt->hang_timeout : 300.0);
+  if (res->missing_proc >= 0 && len < sizeof text) {
+    const xr_procstate *q = &ps[res->missing_proc];
+    len += (size_t)snprintf(text + len, sizeof text - len, "; the missing process: pid %d%s", q->pid,
+                            q->alive ? " (alive, blocked elsewhere)" : " (exited or ended the communicator)");
+    if (q->grank >= 0 && len < sizeof text)
+      len += (size_t)snprintf(text + len, sizeof text - len, ", global rank %d", q->grank);
+  }
+  if (len + 3 < sizeof text) {
+    /* The story, cut to what fits. */
+    size_t sl = strlen(story), room = sizeof text - len - 3;
+    if (sl > room) sl = room;
+    memcpy(text + len, ":\n", 2);
+    memcpy(text + len + 2, story, sl);
+    text[len + 2 + sl] = 0;
+  }
+  a2a_json j;
+  a2a_json_init(&j, json, sizeof json);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_bool(&j, "cycle", res->cycle != 0);
+  a2a_json_int(&j, "dead_threads", res->dead_threads);
+  if (res->missing_proc >= 0) a2a_json_int(&j, "missing_pid", ps[res->missing_proc].pid);
+  a2a_json_arr_begin(&j, "processes");
+  for (size_t p = 0; p < n; p++) {
+    if (!inv[p]) continue;
+    a2a_json_obj_begin(&j, NULL);
+    a2a_json_int(&j, "pid", ps[p].pid);
+    a2a_json_int(&j, "global_rank", ps[p].grank);
+    a2a_json_str(&j, "host", ps[p].host);
+    a2a_json_bool(&j, "alive", ps[p].alive != 0);
+    a2a_json_arr_begin(&j, "comms");
+    for (uint32_t c = 0; c < ps[p].ncomms; c++) {
+      a2a_json_obj_begin(&j, NULL);
+      char id[24];
+      snprintf(id, sizeof id, "%016" PRIx64, ps[p].comms[c].comm);
+      a2a_json_str(&j, "comm", id);
+      a2a_json_int(&j, "rank", ps[p].comms[c].rank);
+      a2a_json_int(&j, "collectives_posted", ps[p].comms[c].coll_posted);
+      a2a_json_obj_end(&j);
+    }
+    a2a_json_arr_end(&j);
+    a2a_json_obj_end(&j);
+  }
+  a2a_json_arr_end(&j);
+  a2a_json_obj_end(&j);
+  for (size_t p = 0; p < n; p++) {
+    if (!inv[p] || !ps[p].alive) continue;
+    uint64_t site = ps[p].nthreads ? ps[p].threads[0].site : 0;
+    uint64_t comm = ps[p].nunits ? ps[p].units[0].comm : 0;
+    xr_verdict v = {.comm = comm, .site = site, .severity = A2A_SEV_ERROR,
+                    .flags = XR_VERDICT_FAIL, .check = check, .text = text,
+                    .json = j.overflow ? NULL : json};
+    m_verdict(NULL, map[p], &v);
+  }
+}
+
+static void evaluate(uint64_t now) {
+  double confirm = a2a_opt && a2a_opt->hang_confirm > 0 ? a2a_opt->hang_confirm : 5.0;
+  double hang_to = a2a_opt && a2a_opt->hang_timeout > 0 ? a2a_opt->hang_timeout : 300.0;
+  size_t n = 0;
+  for (int i = 0; i < K.nc; i++) n += K.c[i].has_state;
+  if (!n) return;
+  xr_procstate *ps = calloc(n, sizeof *ps);
+  int *map = calloc(n, sizeof *map);
+  uint8_t *inv = calloc(n, 1);
+  static char story[XR_MAX_TEXT];
+  if (!ps || !map || !inv) goto out;
+  size_t k = 0;
+  uint64_t all = 0;
+  int pending = 0;
+  for (int i = 0; i < K.nc; i++) {
+    if (!K.c[i].has_state) continue;
+    ps[k] = K.c[i].st;
+    ps[k].alive = K.c[i].open && !K.c[i].bye;
+    map[k] = i;
+    uint64_t pg = xr_state_progress(&ps[k]);
+    all = a2a_hash_bytes(&pg, sizeof pg, all);
+    pending |= ps[k].alive && (ps[k].nunits > 0);
+    k++;
+  }
+  if (all != K.progress_all || !pending) {
+    K.progress_all = all;
+    K.last_progress_ns = now;
+  }
+  xr_wfg_opts o = {.min_blocked_ms = (uint64_t)(confirm * 200.0), .ctx = map,
+                   .site_name = w_site, .mismatch = w_mismatch};
+  xr_wfg_result res;
+  if (!K.reported && xr_wfg_analyze(ps, n, &o, &res, inv, story, sizeof story)) {
+    uint64_t sig = 0x5eed;
+    for (size_t p = 0; p < n; p++)
+      if (inv[p]) {
+        uint64_t v[2] = {(uint64_t)map[p], xr_state_progress(&ps[p])};
+        sig = a2a_hash_bytes(v, sizeof v, sig);
+      }
+    if (!K.cand_active || sig != K.cand_sig || !K.cand_vers) {
+      free(K.cand_vers);
+      K.cand_vers = calloc((size_t)K.nc, sizeof *K.cand_vers);
+      for (size_t p = 0; p < n && K.cand_vers; p++) K.cand_vers[map[p]] = ps[p].version;
+      K.cand_active = 1;
+      K.cand_sig = sig;
+      K.cand_first = now;
+    } else if ((double)(now - K.cand_first) >= confirm * 0.3e9) {
+      int fresh = 1;
+      for (size_t p = 0; p < n; p++)
+        if (inv[p] && ps[p].alive && map[p] < K.nc && ps[p].version <= K.cand_vers[map[p]]) fresh = 0;
+      if (fresh) {
+        K.reported = 1;
+        send_story("group.deadlock", ps, map, n, inv, &res, story);
+      }
+    }
+  } else {
+    K.cand_active = 0;
+  }
+  if (!K.reported && !K.hang_reported && pending &&
+      (double)(now - K.last_progress_ns) >= hang_to * 1e9) {
+    K.hang_reported = 1;
+    /* The same dump: every process with pending work or a blocked thread. */
+    xr_wfg_opts o2 = o;
+    o2.min_blocked_ms = 0;
+    xr_wfg_analyze(ps, n, &o2, &res, inv, story, sizeof story);
+    size_t len = strlen(story);
+    for (size_t p = 0; p < n; p++) {
+      if (!ps[p].alive || (!ps[p].nunits && !ps[p].nthreads)) continue;
+      inv[p] = 1;
+      if (len + 200 < sizeof story) {
+        char sb[128] = "";
+        const char *st = ps[p].nunits ? site_lookup(&K.c[map[p]], ps[p].units[0].site) : NULL;
+        if (!st && ps[p].nunits) snprintf(sb, sizeof sb, "0x%" PRIx64, ps[p].units[0].site);
+        len += (size_t)snprintf(story + len, sizeof story - len,
+                                "%s  pid %d: %u incomplete launch unit%s%s%s%s, %u blocked thread%s",
+                                len ? "\n" : "", ps[p].pid, ps[p].nunits,
+                                ps[p].nunits == 1 ? "" : "s", ps[p].nunits ? " (oldest at " : "",
+                                ps[p].nunits ? (st ? st : sb) : "", ps[p].nunits ? ")" : "",
+                                ps[p].nthreads, ps[p].nthreads == 1 ? "" : "s");
+      }
+    }
+    send_story("group.hang", ps, map, n, inv, &res, story);
+  }
+out:
+  free(ps);
+  free(map);
+  free(inv);
+}
+
+void xr_coord_tick(uint64_t now) {
+  if (atomic_load(&K.lfd) < 0) return;
+  for (int i = 0; i < K.nc; i++) {
+    sconn *s = &K.c[i];
+    if (!s->open || !s->flush_pending) continue;
+    if (xr_matcher_pending(K.m, i) == 0 || now - s->flush_since > 2500000000ull) {
+      xr_flush f = {.token = 1};
+      send_to(i, XR_MSG_FLUSHED, &f, sizeof f);
+      s->flush_pending = 0;
+    }
+  }
+  if (now - K.last_eval >= 250000000ull) {
+    K.last_eval = now;
+    evaluate(now);
+  }
+  for (int i = 0; i < K.nc; i++)
+    if (K.c[i].open && K.c[i].out.len && xr_sock_write(K.c[i].fd, &K.c[i].out) < 0) conn_closed(i);
+}
+
+void xr_coord_after_fork_child(void) {
+  /* The child never hosts: close the inherited listener and connections
+   * (the parent's copies stay open) and forget the tables. */
+  int lfd = atomic_load(&K.lfd);
+  if (lfd >= 0) close(lfd);
+  for (int i = 0; i < K.nc; i++)
+    if (K.c[i].open) close(K.c[i].fd);
+  memset(&K, 0, sizeof K);
+  atomic_store(&K.lfd, -1);
+}

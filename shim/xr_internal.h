@@ -1,0 +1,71 @@
+/* xr_internal.h - the process side of cross-rank checking (shim/xr_*.c):
+ * one background thread per process that drains the xrank analyzer's
+ * queue, tracks launch units and their completion, talks to the
+ * coordinators as a client (xr_chan.c), and - in the process that created
+ * an ncclUniqueId - hosts a coordinator (xr_coord.c) running the matcher and
+ * the wait-for graph.
+ *
+ * Threading: every function here runs on the background thread, except the
+ * entry points named in xrank_rec.h (xr_proc_*), which take g_xr_mu briefly.
+ * Nothing here calls an intercepted function: CUDA goes through a2a_hostsvc
+ * (REAL), sockets are not intercepted.
+ */
+#ifndef A2A_XR_INTERNAL_H
+#define A2A_XR_INTERNAL_H
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xrank.h"
+#include "xrank_proto.h"
+#include "xrank_rec.h"
+
+/* ---- byte buffers and non-blocking socket I/O (xr_chan.c) ---- */
+
+typedef struct xr_buf {
+  uint8_t *p;
+  size_t len, cap;
+} xr_buf;
+
+/* Make room for `more` bytes; false when that would exceed max. */
+bool xr_buf_reserve(xr_buf *b, size_t more, size_t max);
+void xr_buf_consume(xr_buf *b, size_t n);
+void xr_buf_free(xr_buf *b);
+/* Write as much of out as the socket takes. -1 on a dead socket. */
+int xr_sock_write(int fd, xr_buf *out);
+/* Read what is available into in (bounded). -1 on EOF or error. */
+int xr_sock_read(int fd, xr_buf *in, size_t max);
+/* Append one message; false if the buffer would exceed its bound. */
+bool xr_out_msg(xr_buf *out, xr_msgtype type, const void *payload, size_t plen);
+
+#define XR_OUT_MAX (32u << 20)   /* a peer that reads nothing is dropped */
+#define XR_IN_MAX (XR_MAX_PAYLOAD + 64 * 1024)
+
+/* ---- the coordinator (xr_coord.c) ---- */
+
+/* Create the listener if needed (any thread, under g_xr_mu), bound to the
+ * address `ip4` (network order; 0 = 127.0.0.1). Fills *rec for an id.
+ * Returns 0 on success. */
+int xr_coord_listen(uint32_t ip4, uint16_t port_net, const uint8_t *token, xr_idrec *rec);
+bool xr_coord_hosting(void);
+/* Poll set: fills up to max entries, returns how many. */
+size_t xr_coord_pollfds(struct pollfd *pfd, size_t max);
+/* After poll: accept, read, dispatch, write. */
+void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now_ns);
+/* Periodic work: flush answers, deadlock/hang evaluation. */
+void xr_coord_tick(uint64_t now_ns);
+/* Live authenticated client connections other than our own process. */
+size_t xr_coord_other_clients(void);
+/* Fork child: forget (close) everything inherited. */
+void xr_coord_after_fork_child(void);
+
+/* ---- shared ---- */
+extern pthread_mutex_t g_xr_mu;
+uint64_t xr_now_ns(void);
+/* Printable call site of an address in this process. */
+void xr_site_text(uint64_t site, char *buf, size_t cap);
+
+#endif /* A2A_XR_INTERNAL_H */

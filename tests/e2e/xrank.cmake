@@ -1,0 +1,56 @@
+# tests/e2e/xrank.cmake - end-to-end tests of cross-rank checking
+# (ctest -R e2e.xrank): xrank_scenarios SCENARIO runs ranks as processes
+# forked by a parent that created the ncclUniqueId, with liba2acheck.so
+# preloaded on the simulator; xrank_check.py asserts on the per-rank exit
+# statuses and times the program prints and on the per-rank JSONL logs.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+
+if(TARGET a2acheck AND Python3_Interpreter_FOUND)
+  a2a_e2e_program(xrank_scenarios ${CMAKE_CURRENT_LIST_DIR}/xrank_scenarios.c)
+  set(A2A_XRANK_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/xrank)
+
+  # a2a_xrank_test(NAME TIMEOUT "SCENARIO ARGS" checker-args...)
+  function(a2a_xrank_test name timeout args)
+    add_test(NAME e2e.xrank.${name}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/xrank_check.py
+        --dir ${A2A_XRANK_LOGS}/${name} --preload $<TARGET_FILE:a2acheck>
+        --libdir ${CMAKE_BINARY_DIR}/sim/lib --limit ${timeout}
+        --prog $<TARGET_FILE:xrank_scenarios> --args "${args}" ${ARGN})
+    math(EXPR ctest_timeout "${timeout} + 30")
+    set_tests_properties(e2e.xrank.${name} PROPERTIES TIMEOUT ${ctest_timeout} LABELS "e2e;xrank")
+  endfunction()
+
+  # Rank 2 receives 1 MiB from rank 1, which sends 4 MiB: the mismatch is in
+  # the logs of ranks 1 and 2 with both sizes; the sender hangs and the
+  # deadlock ends every stuck rank with 66 within 15 s.
+  a2a_xrank_test(p2p_mismatch 60 "p2p_mismatch"
+    --status 0,66 --within 15
+    --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --contains "size.p2p-mismatch=rank 1 sends 4194304 B"
+    --contains "size.p2p-mismatch=rank 2 receives 1048576 B"
+    --if-any-status 66 --expect group.deadlock)
+  # Rank 3 skips one all-to-all, then ends: ranks 0-2 hang in the last one;
+  # rank 3 is named as the missing rank and they exit 66 within 15 s.
+  a2a_xrank_test(skip 60 "skip"
+    --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
+    --expect "group.deadlock@0" --expect "group.deadlock@1" --expect "group.deadlock@2"
+    --contains "group.deadlock=rank 3 is the missing rank")
+  # Two communicators in opposite orders on one stream by two ranks.
+  a2a_xrank_test(order 60 "order"
+    --rank-status 0=66 --rank-status 1=66 --within 15
+    --expect "group.deadlock@0" --expect "group.deadlock@1" --contains-two-comms group.deadlock)
+  # One rank's AllReduce count differs: size.collective-mismatch; the
+  # simulator hangs like NCCL and the known mismatch ends it.
+  a2a_xrank_test(coll_count 60 "coll_count"
+    --status 0,66 --within 15
+    --expect "size.collective-mismatch@2"
+    --contains "size.collective-mismatch=count 1000")
+  # A correct MoE-like run: zero findings, exit 0.
+  a2a_xrank_test(moe_clean 90 "moe 1000" --status 0 --none)
+  # The id's creator (the coordinator) is killed mid-run: ranks continue.
+  a2a_xrank_test(coord_kill 90 "coord_kill" --status 0 --only-no-coordinator)
+  # One rank 30 s outside CUDA (busy, then sleeping): not a deadlock.
+  a2a_xrank_test(moe_busy 80 "moe 200 busy" --status 0 --none)
+  a2a_xrank_test(moe_sleep 80 "moe 200 sleep" --status 0 --none)
+  set_tests_properties(e2e.xrank.moe_busy e2e.xrank.moe_sleep PROPERTIES LABELS "e2e;xrank;slow")
+endif()

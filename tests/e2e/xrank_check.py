@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""xrank_check.py - run one xrank_scenarios program under the preloaded
+a2acheck on the simulator and assert on its ranks' exit statuses and times
+and on the per-rank JSONL logs. Python 3, stdlib only.
+
+    xrank_check.py --dir D --preload SO --libdir L --limit S --prog P --args "A B"
+                   [assertions...]
+
+The program prints "rank R exit S after T s" per rank (see
+xrank_scenarios.c). Assertions (all must hold):
+  --status 0,66          every rank exited with one of these statuses
+  --rank-status R=S      rank R exited with S
+  --within T             every rank that exited 66 did so within T s
+  --expect CHECK[@RANK]  a finding of CHECK (in rank RANK's log)
+  --contains CHECK=TEXT  a finding of CHECK whose message/details has TEXT
+  --contains-two-comms CHECK
+                         a finding of CHECK naming two distinct comm hashes
+  --if-any-status S      the assertions after it apply only when some rank
+                         exited with S
+  --none                 no finding besides perf.* and *.summary
+  --only-no-coordinator  no finding besides a2acheck.no-coordinator (which
+                         every rank must have), perf.* and *.summary
+"""
+import argparse
+import fnmatch
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+IGNORE = ("perf.*", "*.summary")
+
+
+def load(d):
+    out = []
+    for path in glob.glob(os.path.join(d, "**", "*.jsonl"), recursive=True):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                rec = json.loads(line)
+                if any(fnmatch.fnmatch(rec.get("check", ""), p) for p in IGNORE):
+                    continue
+                rec["_file"] = os.path.basename(path)
+                out.append(rec)
+    return out
+
+
+def text_of(f):
+    return str(f.get("message", "")) + " " + json.dumps(f.get("details"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--preload", required=True)
+    ap.add_argument("--libdir", required=True)
+    ap.add_argument("--limit", type=int, required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--args", required=True)
+    args, rest = ap.parse_known_args()
+
+    shutil.rmtree(args.dir, ignore_errors=True)
+    os.makedirs(args.dir)
+    env = dict(os.environ)
+    env.update({"LD_PRELOAD": args.preload, "A2ACHECK_LOG_DIR": args.dir,
+                "NCCL_SOCKET_IFNAME": "lo",
+                "LD_LIBRARY_PATH": args.libdir + (":" + env["LD_LIBRARY_PATH"]
+                                                  if env.get("LD_LIBRARY_PATH") else "")})
+    try:
+        p = subprocess.run([args.prog] + args.args.split(), env=env, timeout=args.limit,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except subprocess.TimeoutExpired as e:
+        print((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout)
+        print("FAIL: the program ran past %d s" % args.limit)
+        return 1
+    print(p.stdout[-20000:])
+    if p.returncode != 0:
+        print("FAIL: the launcher exited %d (a rank hung or setup failed)" % p.returncode)
+        return 1
+    ranks = {}
+    for m in re.finditer(r"^rank (\d+) (exit|signal) (\d+) after ([\d.]+) s$", p.stdout, re.M):
+        ranks[int(m.group(1))] = (m.group(2), int(m.group(3)), float(m.group(4)))
+    if not ranks:
+        print("FAIL: no rank status lines")
+        return 1
+    for r, (kind, st, _) in ranks.items():
+        if kind != "exit":
+            print("FAIL: rank %d died from signal %d" % (r, st))
+            return 1
+    finds = load(args.dir)
+    failures = []
+    active = True
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        v = rest[i + 1] if i + 1 < len(rest) else None
+        i += 1
+        if a == "--if-any-status":
+            active = any(st == int(v) for (_, st, _) in ranks.values())
+            i += 1
+            continue
+        if a in ("--none", "--only-no-coordinator"):
+            if not active:
+                continue
+            allowed = () if a == "--none" else ("a2acheck.no-coordinator",)
+            bad = [f for f in finds if f["check"] not in allowed]
+            if bad:
+                failures.append("%s: unexpected findings: %s" % (a, [(f["check"], f.get("rank")) for f in bad]))
+            if a == "--only-no-coordinator":
+                have = {f.get("rank") for f in finds if f["check"] == "a2acheck.no-coordinator"}
+                for r in ranks:
+                    if r not in have:
+                        failures.append("rank %d has no a2acheck.no-coordinator" % r)
+            continue
+        i += 1
+        if not active:
+            continue
+        if a == "--status":
+            ok = {int(x) for x in v.split(",")}
+            for r, (_, st, _) in sorted(ranks.items()):
+                if st not in ok:
+                    failures.append("rank %d exited %d, expected one of %s" % (r, st, sorted(ok)))
+        elif a == "--rank-status":
+            r, s = (int(x) for x in v.split("="))
+            if ranks.get(r, (None, None))[1] != s:
+                failures.append("rank %d exited %s, expected %d" % (r, ranks.get(r), s))
+        elif a == "--within":
+            for r, (_, st, t) in sorted(ranks.items()):
+                if st == 66 and t > float(v):
+                    failures.append("rank %d exited 66 after %.1f s, limit %s s" % (r, t, v))
+        elif a == "--expect":
+            check, _, rank = v.partition("@")
+            hit = [f for f in finds if f["check"] == check and (not rank or f.get("rank") == int(rank))]
+            if not hit:
+                failures.append("no %s finding%s" % (check, " in rank " + rank + "'s log" if rank else ""))
+        elif a == "--contains":
+            check, _, text = v.partition("=")
+            if not any(f["check"] == check and text in text_of(f) for f in finds):
+                failures.append("no %s finding containing %r" % (check, text))
+        elif a == "--contains-two-comms":
+            ok = False
+            for f in finds:
+                if f["check"] == v and len(set(re.findall(r"comm ([0-9a-f]{16})", text_of(f)))) >= 2:
+                    ok = True
+            if not ok:
+                failures.append("no %s finding naming two communicators" % v)
+        else:
+            print("usage error: unknown assertion %s" % a)
+            return 2
+    for f in finds:
+        print("  %-26s %-7s rank=%s  %s" % (f["check"], f["severity"], f.get("rank"),
+                                            str(f.get("message", ""))[:600].replace("\n", "\n      ")))
+    if failures:
+        for x in failures:
+            print("FAIL: " + x)
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+/* xrank_scenarios.c - end-to-end programs for cross-rank checking
+ * (ctest -R e2e.xrank). One binary, one scenario per argument. Ranks are
+ * processes forked by a parent that created the ncclUniqueId(s) (so the
+ * parent, never a rank, hosts the coordinator), except `coord_kill`, where a
+ * separate helper process creates the id and is killed mid-run.
+ *
+ * The parent waits for every rank (bounded by WAIT_LIMIT_S, after which it
+ * kills them) and prints one line per rank: "rank R exit S after T s" (S is
+ * "signal N" when killed). It exits 0 when every rank ended, 1 otherwise.
+ * The ctest driver (xrank_check.py) asserts on those lines and on the logs.
+ *
+ * Scenarios:
+ *   p2p_mismatch   4 ranks, grouped all-to-all; at step 3 rank 2 receives
+ *                  1 MiB from rank 1, which sends 4 MiB (the simulator's
+ *                  sender then hangs, as NCCL can on GPUs).
+ *   skip           4 ranks, 10 grouped all-to-alls; rank 3 skips #5 and, having
+ *                  "finished", destroys its communicator and exits.
+ *   order          2 ranks, comms A and B, AllReduce on both on one stream:
+ *                  rank 0 A then B, rank 1 B then A.
+ *   coll_count     4 ranks, AllReduce; rank 2 passes a different count.
+ *   moe STEPS [busy|sleep]
+ *                  8 ranks, STEPS steps of grouped all-to-all with unequal
+ *                  splits on the world comm + AllReduce on a split (color
+ *                  0 = everyone) + AllReduce every 10 steps on halves (split
+ *                  by rank / 4); busy/sleep: rank 5 spends 30 s outside CUDA
+ *                  in the middle (no deadlock may be reported).
+ *   coord_kill     4 ranks, 300 steps; the id's creator (the coordinator
+ *                  host) is SIGKILLed after rank 0 reached step 50.
+ */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_LIMIT_S 100
+
+#define CK_CUDA(call)                                                            \
+  do {                                                                           \
+    cudaError_t e_ = (call);                                                     \
+    if (e_ != cudaSuccess) {                                                     \
+      fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)e_); \
+      exit(1);                                                                   \
+    }                                                                            \
+  } while (0)
+#define CK_NCCL(call)                                                            \
+  do {                                                                           \
+    ncclResult_t r_ = (call);                                                    \
+    if (r_ != ncclSuccess) {                                                     \
+      fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)r_); \
+      exit(1);                                                                   \
+    }                                                                            \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct ctx {
+  int rank, nranks;
+  ncclComm_t comm;
+  ncclUniqueId ids[2];
+  cudaStream_t s;
+  const char *scenario;
+  int steps;
+  const char *variant;
+  int progress_fd; /* coord_kill: rank 0 reports step 50 here */
+} ctx;
+
+/* Grouped all-to-all: rank sends cnt(rank, p) floats to p and receives
+ * cnt(p, rank) from p. */
+typedef size_t (*count_fn)(int from, int to, int step);
+
+/* Chunks are packed back to back, as all_to_all_single lays them out. */
+static void alltoall(ctx *c, float *send, float *recv, count_fn cnt, int step,
+                     int shrink_from, size_t shrunk) {
+  size_t so = 0, ro = 0;
+  CK_NCCL(ncclGroupStart());
+  for (int p = 0; p < c->nranks; p++) {
+    size_t sc = cnt(c->rank, p, step);
+    CK_NCCL(ncclSend(send + so, sc, ncclFloat, p, c->comm, c->s));
+    size_t rc = p == shrink_from ? shrunk : cnt(p, c->rank, step);
+    CK_NCCL(ncclRecv(recv + ro, rc, ncclFloat, p, c->comm, c->s));
+    so += sc;
+    ro += cnt(p, c->rank, step);
+  }
+  CK_NCCL(ncclGroupEnd());
+}
+
+static size_t cnt_equal(int from, int to, int step) { (void)from; (void)to; (void)step; return 64; }
+static size_t cnt_big(int from, int to, int step) {
+  (void)step;
+  return from == 1 && to == 2 ? (4u << 20) / sizeof(float) : 64;
+}
+/* MoE-like unequal splits, different every step. */
+static size_t cnt_moe(int from, int to, int step) {
+  return 16 + (size_t)((from * 7 + to * 3 + step) % 5) * 16;
+}
+
+static int run_p2p_mismatch(ctx *c) {
+  size_t stride = (4u << 20) / sizeof(float);
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, stride * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, stride * sizeof(float) * (size_t)c->nranks));
+  for (int step = 0; step < 6; step++) {
+    int bad = step == 3 && c->rank == 2;
+    alltoall(c, send, recv, cnt_big, step, bad ? 1 : -1, (1u << 20) / sizeof(float));
+    CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
+static int run_skip(ctx *c) {
+  size_t stride = 64;
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, stride * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, stride * sizeof(float) * (size_t)c->nranks));
+  for (int step = 0; step < 10; step++) {
+    if (c->rank == 3 && step == 5) continue; /* "finished early" */
+    alltoall(c, send, recv, cnt_equal, step, -1, 0);
+    CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
+static int run_order(ctx *c) {
+  ncclComm_t b;
+  CK_NCCL(ncclCommInitRank(&b, c->nranks, c->ids[1], c->rank));
+  float *buf;
+  CK_CUDA(cudaMalloc((void **)&buf, 1024 * sizeof(float)));
+  ncclComm_t first = c->rank == 0 ? c->comm : b, second = c->rank == 0 ? b : c->comm;
+  CK_NCCL(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, first, c->s));
+  CK_NCCL(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, second, c->s));
+  CK_CUDA(cudaStreamSynchronize(c->s));
+  CK_NCCL(ncclCommDestroy(b));
+  return 0;
+}
+
+static int run_coll_count(ctx *c) {
+  float *buf;
+  CK_CUDA(cudaMalloc((void **)&buf, 1024 * sizeof(float)));
+  for (int i = 0; i < 3; i++) {
+    size_t n = i == 1 && c->rank == 2 ? 1000 : 1024;
+    CK_NCCL(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, c->comm, c->s));
+    CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  return 0;
+}
+
+static void outside_cuda(const char *how) {
+  double t0 = now_s();
+  if (strcmp(how, "sleep") == 0) {
+    struct timespec ts = {30, 0};
+    while (nanosleep(&ts, &ts) != 0) {}
+  } else {
+    volatile double x = 0;
+    while (now_s() - t0 < 30.0) x += 1.0;
+  }
+}
+
+static int run_moe(ctx *c) {
+  ncclComm_t dp, half;
+  CK_NCCL(ncclCommSplit(c->comm, 0, c->rank, &dp, NULL));
+  CK_NCCL(ncclCommSplit(c->comm, c->rank / 4, c->rank, &half, NULL));
+  size_t stride = 96;
+  float *send, *recv, *grad;
+  CK_CUDA(cudaMalloc((void **)&send, stride * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, stride * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&grad, 256 * sizeof(float)));
+  for (int step = 0; step < c->steps; step++) {
+    if (c->variant && c->rank == 5 && step == c->steps / 2) outside_cuda(c->variant);
+    if (c->progress_fd >= 0 && c->rank == 0 && step == 50) {
+      char b = 1;
+      if (write(c->progress_fd, &b, 1) != 1) return 1;
+    }
+    alltoall(c, send, recv, cnt_moe, step, -1, 0);
+    CK_NCCL(ncclAllReduce(grad, grad, 256, ncclFloat, ncclSum, dp, c->s));
+    if (step % 10 == 9) CK_NCCL(ncclAllReduce(grad, grad, 64, ncclFloat, ncclSum, half, c->s));
+    CK_CUDA(cudaStreamSynchronize(c->s));
+    if (c->progress_fd >= 0) usleep(2000);
+  }
+  CK_NCCL(ncclCommDestroy(half));
+  CK_NCCL(ncclCommDestroy(dp));
+  return 0;
+}
+
+static int rank_main(ctx *c) {
+  int ndev = 1;
+  CK_CUDA(cudaGetDeviceCount(&ndev));
+  CK_CUDA(cudaSetDevice(c->rank % ndev));
+  CK_CUDA(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
+  CK_NCCL(ncclCommInitRank(&c->comm, c->nranks, c->ids[0], c->rank));
+  int st;
+  const char *s = c->scenario;
+  if (!strcmp(s, "p2p_mismatch")) st = run_p2p_mismatch(c);
+  else if (!strcmp(s, "skip")) st = run_skip(c);
+  else if (!strcmp(s, "order")) st = run_order(c);
+  else if (!strcmp(s, "coll_count")) st = run_coll_count(c);
+  else st = run_moe(c);
+  CK_NCCL(ncclCommDestroy(c->comm));
+  CK_CUDA(cudaStreamDestroy(c->s));
+  return st;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s p2p_mismatch|skip|order|coll_count|moe STEPS [busy|sleep]|coord_kill\n",
+            argv[0]);
+    return 2;
+  }
+  ctx c = {.scenario = argv[1], .steps = 1000, .progress_fd = -1};
+  if (!strcmp(c.scenario, "moe")) {
+    if (argc > 2) c.steps = atoi(argv[2]);
+    if (argc > 3) c.variant = argv[3];
+  }
+  c.nranks = !strcmp(c.scenario, "order") ? 2 : !strcmp(c.scenario, "moe") ? 8 : 4;
+  pid_t helper = -1;
+  int prog[2] = {-1, -1};
+  if (!strcmp(c.scenario, "coord_kill")) {
+    /* The id's creator is a separate process that only hosts the
+     * coordinator; it hands the id over a pipe and waits to be killed. */
+    c.scenario = "moe";
+    c.steps = 300;
+    int idp[2];
+    if (pipe(idp) != 0 || pipe(prog) != 0) return 1;
+    helper = fork();
+    if (helper == 0) {
+      ncclUniqueId id;
+      CK_NCCL(ncclGetUniqueId(&id));
+      if (write(idp[1], &id, sizeof id) != (ssize_t)sizeof id) _exit(1);
+      for (;;) pause();
+    }
+    if (read(idp[0], &c.ids[0], sizeof c.ids[0]) != (ssize_t)sizeof c.ids[0]) return 1;
+    c.progress_fd = prog[1];
+  } else {
+    CK_NCCL(ncclGetUniqueId(&c.ids[0]));
+    CK_NCCL(ncclGetUniqueId(&c.ids[1]));
+  }
+  fflush(NULL);
+  pid_t pids[8];
+  double t0 = now_s();
+  for (int r = 0; r < c.nranks; r++) {
+    pid_t p = fork();
+    if (p < 0) return 1;
+    if (p == 0) {
+      c.rank = r;
+      exit(rank_main(&c));
+    }
+    pids[r] = p;
+  }
+  if (helper > 0) {
+    char b;
+    if (read(prog[0], &b, 1) == 1) {
+      kill(helper, SIGKILL);
+      printf("coordinator host %d killed after %.1f s\n", (int)helper, now_s() - t0);
+    }
+    waitpid(helper, NULL, 0);
+  }
+  int left = c.nranks, ok = 1;
+  int done[8] = {0};
+  while (left > 0) {
+    int ws;
+    pid_t p = waitpid(-1, &ws, WNOHANG);
+    if (p > 0) {
+      for (int r = 0; r < c.nranks; r++)
+        if (pids[r] == p && !done[r]) {
+          done[r] = 1;
+          left--;
+          if (WIFEXITED(ws)) printf("rank %d exit %d after %.1f s\n", r, WEXITSTATUS(ws), now_s() - t0);
+          else printf("rank %d signal %d after %.1f s\n", r, WTERMSIG(ws), now_s() - t0);
+        }
+      continue;
+    }
+    if (now_s() - t0 > WAIT_LIMIT_S) {
+      for (int r = 0; r < c.nranks; r++)
+        if (!done[r]) { printf("rank %d still running after %d s: killed\n", r, WAIT_LIMIT_S); kill(pids[r], SIGKILL); }
+      ok = 0;
+      while (waitpid(-1, NULL, 0) > 0) {}
+      break;
+    }
+    usleep(20000);
+  }
+  fflush(stdout);
+  return ok ? 0 : 1;
+}
