@@ -1,0 +1,110 @@
+/* scenario_initall.c - one process, one thread, several devices:
+ * ncclCommInitAll, then collectives on all devices inside one
+ * ncclGroupStart/End, written exactly like NCCL's documentation example
+ * "Single Process, Single Thread, Multiple Devices" (the loop inside the
+ * group does not call cudaSetDevice: NCCL does not need it).
+ *
+ *   scenario_initall example   4 devices (devlist NULL): AllReduce + AllGather
+ *                              + ReduceScatter + grouped send/recv ring in one
+ *                              group, 5 rounds, data verified
+ *   scenario_initall devlist   devlist {3,2,1,0} (comm i on device 3-i), same
+ *                              work, cudaSetDevice before each call
+ *   scenario_initall dup       BUGGY: devlist {0,1,1,2} (device 1 twice)
+ *                              -> group.duplicate-device; NCCL refuses
+ *                              the init (printed, not fatal)
+ */
+#include "scenario_common.h"
+
+#define ND 4
+#define N 1024L
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "example";
+  sc_register_kernels();
+  ncclComm_t comms[ND];
+  int devs[ND] = {0, 1, 2, 3};
+  int *devlist = NULL;
+  if (strcmp(mode, "devlist") == 0) {
+    for (int i = 0; i < ND; i++) devs[i] = ND - 1 - i;
+    devlist = devs;
+  } else if (strcmp(mode, "dup") == 0) {
+    int d[ND] = {0, 1, 1, 2};
+    memcpy(devs, d, sizeof d);
+    devlist = devs;
+    ncclResult_t r = ncclCommInitAll(comms, ND, devlist);
+    printf("ncclCommInitAll with a repeated device -> %s\n", r == ncclSuccess ? "success" : "error");
+    if (r == ncclSuccess)
+      for (int i = 0; i < ND; i++) ncclCommDestroy(comms[i]);
+    return 0;
+  }
+  float *send[ND], *recv[ND], *gat[ND], *p2p[ND];
+  cudaStream_t s[ND];
+  for (int i = 0; i < ND; i++) {
+    SC_CUDA(cudaSetDevice(devs[i]));
+    SC_CUDA(cudaMalloc((void **)&send[i], ND * N * sizeof(float)));
+    SC_CUDA(cudaMalloc((void **)&recv[i], ND * N * sizeof(float)));
+    SC_CUDA(cudaMalloc((void **)&gat[i], ND * N * sizeof(float)));
+    SC_CUDA(cudaMalloc((void **)&p2p[i], N * sizeof(float)));
+    SC_CUDA(cudaStreamCreate(&s[i]));
+  }
+  SC_NCCL(ncclCommInitAll(comms, ND, devlist));
+  for (int i = 0; i < ND; i++) {
+    int d = -1, r = -1;
+    SC_NCCL(ncclCommCuDevice(comms[i], &d));
+    SC_NCCL(ncclCommUserRank(comms[i], &r));
+    if (d != devs[i] || r != i) {
+      fprintf(stderr, "comm %d: device %d rank %d\n", i, d, r);
+      return 1;
+    }
+  }
+  long bad = 0;
+  float *h = malloc(ND * N * sizeof(float));
+  for (int round = 0; round < 5; round++) {
+    for (int i = 0; i < ND; i++) {
+      SC_CUDA(cudaSetDevice(devs[i]));
+      sc_fill(send[i], ND * N, (float)(i + round), 0.0f, s[i]); /* every element = i + round */
+    }
+    SC_NCCL(ncclGroupStart());
+    for (int i = 0; i < ND; i++) {
+      if (devlist) SC_CUDA(cudaSetDevice(devs[i]));
+      SC_NCCL(ncclAllReduce(send[i], recv[i], N, ncclFloat32, ncclSum, comms[i], s[i]));
+      SC_NCCL(ncclAllGather(send[i], gat[i], N, ncclFloat32, comms[i], s[i]));
+      SC_NCCL(ncclReduceScatter(send[i], recv[i] + N, N, ncclFloat32, ncclMin, comms[i], s[i]));
+      SC_NCCL(ncclSend(send[i], N, ncclFloat32, (i + 1) % ND, comms[i], s[i]));
+      SC_NCCL(ncclRecv(p2p[i], N, ncclFloat32, (i + ND - 1) % ND, comms[i], s[i]));
+    }
+    SC_NCCL(ncclGroupEnd());
+    for (int i = 0; i < ND; i++) {
+      SC_CUDA(cudaSetDevice(devs[i]));
+      SC_CUDA(cudaStreamSynchronize(s[i]));
+    }
+    float sum = 0;
+    for (int i = 0; i < ND; i++) sum += (float)(i + round);
+    for (int i = 0; i < ND; i++) {
+      SC_CUDA(cudaSetDevice(devs[i]));
+      SC_CUDA(cudaMemcpy(h, recv[i], 2 * N * sizeof(float), cudaMemcpyDeviceToHost));
+      for (long k = 0; k < N; k++) {
+        if (h[k] != sum && bad++ < 3) fprintf(stderr, "dev %d allreduce[%ld]=%g\n", i, k, h[k]);
+        if (h[N + k] != (float)round && bad++ < 3) fprintf(stderr, "dev %d rs[%ld]=%g\n", i, k, h[N + k]);
+      }
+      SC_CUDA(cudaMemcpy(h, gat[i], ND * N * sizeof(float), cudaMemcpyDeviceToHost));
+      for (long k = 0; k < ND * N; k++)
+        if (h[k] != (float)(k / N + round) && bad++ < 3) fprintf(stderr, "dev %d gather[%ld]=%g\n", i, k, h[k]);
+      SC_CUDA(cudaMemcpy(h, p2p[i], N * sizeof(float), cudaMemcpyDeviceToHost));
+      for (long k = 0; k < N; k++)
+        if (h[k] != (float)((i + ND - 1) % ND + round) && bad++ < 3) fprintf(stderr, "dev %d p2p[%ld]=%g\n", i, k, h[k]);
+    }
+  }
+  free(h);
+  for (int i = 0; i < ND; i++) {
+    SC_CUDA(cudaSetDevice(devs[i]));
+    SC_CUDA(cudaFree(send[i]));
+    SC_CUDA(cudaFree(recv[i]));
+    SC_CUDA(cudaFree(gat[i]));
+    SC_CUDA(cudaFree(p2p[i]));
+    SC_CUDA(cudaStreamDestroy(s[i]));
+    SC_NCCL(ncclCommDestroy(comms[i]));
+  }
+  printf("errors %ld\n", bad);
+  return bad ? SC_DATA_WRONG : 0;
+}

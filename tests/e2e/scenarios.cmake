@@ -1,0 +1,128 @@
+# tests/e2e/scenarios.cmake - QA scenarios (ctest -R e2e.scenario): programs
+# written the way users and PyTorch's ProcessGroupNCCL use CUDA + NCCL
+# (tests/e2e/scenario_*.c), run on the CPU simulator with liba2acheck.so
+# preloaded and a fresh log directory per test.
+#  - correct scenarios: exit 0, no error/warning finding (check_jsonl.py),
+#    and (COMPARE) the same program run without the shim prints the same
+#    stdout and exits with the same status;
+#  - buggy scenarios: the expected check appears; deadlocks end with 66
+#    within the promised time (WITHIN: wall seconds of the whole run).
+# Scenarios that fail because of a known bug elsewhere are registered with
+# KNOWN_FAILING: label qa-known-failing, DISABLED, so the main suite stays
+# green; /tmp/qa-findings.md (QA report) describes them. Run them with
+#   ctest --test-dir build -L qa-known-failing   (after removing DISABLED)
+# or directly with the command ctest -V prints.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+
+if(TARGET a2acheck AND Python3_Interpreter_FOUND)
+  set(A2A_SCN_CHECK_JSONL ${CMAKE_CURRENT_LIST_DIR}/check_jsonl.py)
+  set(A2A_SCN_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/scenario)
+
+  foreach(prog a2a_single async_op groups threads initall)
+    a2a_e2e_program(scenario_${prog} ${CMAKE_CURRENT_LIST_DIR}/scenario_${prog}.c)
+  endforeach()
+
+  # a2a_scenario(NAME PROGRAM "ARGS" [STATUS s1,s2] [WITHIN sec] [TIMEOUT t]
+  #              [COMPARE] [KNOWN_FAILING] [ENV VAR=VALUE...] CHECK args...)
+  # Test e2e.scenario.NAME. STATUS: accepted exit statuses under the shim
+  # (default 0). WITHIN: the run must end within that many seconds.
+  # COMPARE: run once without the shim first; stdout and exit status must be
+  # identical. CHECK: check_jsonl.py assertions on the logs.
+  function(a2a_scenario name prog args)
+    cmake_parse_arguments(T "COMPARE;KNOWN_FAILING" "STATUS;TIMEOUT;WITHIN" "ENV;CHECK" ${ARGN})
+    if(NOT DEFINED T_STATUS)
+      set(T_STATUS 0)
+    endif()
+    if(NOT DEFINED T_TIMEOUT)
+      set(T_TIMEOUT 45)
+    endif()
+    if(NOT DEFINED T_WITHIN)
+      set(T_WITHIN ${T_TIMEOUT})
+    endif()
+    set(compare 0)
+    if(T_COMPARE)
+      set(compare 1)
+    endif()
+    set(dir ${A2A_SCN_LOGS}/${name})
+    string(REPLACE ";" " " envs "A2ASIM_DEVICES=8 ${T_ENV}")
+    add_test(NAME e2e.scenario.${name}
+      COMMAND sh -c [=[
+dir=$1 preload=$2 libdir=$3 want=$4 limit=$5 within=$6 compare=$7 prog=$8 args=$9
+shift 9; envs=$1; shift
+rm -rf "$dir" && mkdir -p "$dir/logs" || exit 1
+lp="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ "$compare" = 1 ]; then
+  env $envs LD_LIBRARY_PATH="$lp" NCCL_SOCKET_IFNAME=lo \
+    timeout -k 5 "$limit" "$prog" $args >"$dir/plain.out" 2>"$dir/plain.err"
+  pst=$?
+fi
+t0=$(date +%s.%N)
+env $envs LD_PRELOAD="$preload" LD_LIBRARY_PATH="$lp" A2ACHECK_LOG_DIR="$dir/logs" \
+  NCCL_SOCKET_IFNAME=lo timeout -k 5 "$limit" "$prog" $args >"$dir/shim.out" 2>"$dir/shim.err"
+st=$?
+t1=$(date +%s.%N)
+echo "--- stdout (shim)"; cat "$dir/shim.out"
+echo "--- stderr (shim, last 30 lines)"; tail -n 30 "$dir/shim.err"
+el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+echo "--- exit status $st after $el s"
+fail=0
+case ",$want," in *",$st,"*) ;; *) echo "FAIL: exit status $st, expected one of $want"; fail=1;; esac
+if awk -v e="$el" -v w="$within" 'BEGIN { exit !(e > w) }'; then
+  echo "FAIL: took $el s, promised within $within s"; fail=1
+fi
+if [ "$compare" = 1 ]; then
+  if [ "$pst" != "$st" ]; then echo "FAIL: exit status $pst without the shim, $st with it"; fail=1; fi
+  if ! cmp -s "$dir/plain.out" "$dir/shim.out"; then
+    echo "FAIL: stdout differs without/with the shim:"; diff "$dir/plain.out" "$dir/shim.out" | head -20; fail=1
+  fi
+fi
+"$@" "$dir/logs" || fail=1
+exit $fail
+]=] sh ${dir} $<TARGET_FILE:a2acheck> ${CMAKE_BINARY_DIR}/sim/lib ${T_STATUS} ${T_TIMEOUT}
+        ${T_WITHIN} ${compare} $<TARGET_FILE:scenario_${prog}> "${args}" "${envs}"
+        ${Python3_EXECUTABLE} ${A2A_SCN_CHECK_JSONL} ${T_CHECK})
+    math(EXPR ctest_timeout "${T_TIMEOUT} * 2 + 30")
+    if(T_KNOWN_FAILING)
+      set_tests_properties(e2e.scenario.${name} PROPERTIES TIMEOUT ${ctest_timeout}
+        LABELS "e2e;scenario;qa-known-failing" DISABLED TRUE)
+    else()
+      set_tests_properties(e2e.scenario.${name} PROPERTIES TIMEOUT ${ctest_timeout}
+        LABELS "e2e;scenario")
+    endif()
+  endfunction()
+
+  # "strict": no error or warning finding at all (true perf.* infos allowed).
+  # "clean": the same, ignoring perf.low-bandwidth, which currently fires on
+  # nearly every short correct run (QA finding F1; the strict variant of
+  # a2a_single_equal tracks it as qa-known-failing).
+  set(STRICT --forbid "*:error" --forbid "*:warning")
+  set(CLEAN --ignore perf.low-bandwidth ${STRICT})
+
+  # ---- correct programs ----
+  a2a_scenario(a2a_single_equal a2a_single equal COMPARE CHECK ${CLEAN})
+  a2a_scenario(a2a_single_equal_strict a2a_single equal KNOWN_FAILING CHECK ${STRICT})
+  a2a_scenario(a2a_single_grouped a2a_single grouped COMPARE CHECK ${CLEAN})
+  a2a_scenario(a2a_single_unequal a2a_single unequal COMPARE CHECK ${CLEAN})
+  a2a_scenario(a2a_single_legacy a2a_single legacy COMPARE
+    CHECK --ignore perf.low-bandwidth --expect stream.default-stream:warning --only --allow "perf.*:info")
+  a2a_scenario(async_op_wait async_op wait COMPARE CHECK ${CLEAN})
+  a2a_scenario(async_op_query async_op query COMPARE CHECK ${CLEAN})
+  a2a_scenario(async_op_sync async_op sync COMPARE CHECK ${CLEAN})
+  a2a_scenario(groups_split groups ok COMPARE CHECK ${CLEAN})
+  a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
+  a2a_scenario(initall_example initall example COMPARE CHECK ${CLEAN})
+  a2a_scenario(initall_devlist initall devlist COMPARE CHECK ${CLEAN})
+
+  # ---- buggy programs ----
+  a2a_scenario(bug_async_third_stream async_op third STATUS 0,3
+    CHECK --expect stream.unsynced-output:error --no-other-errors)
+  a2a_scenario(bug_split_wrong_color groups wrong_color STATUS 0,1,3,66
+    CHECK --expect layout.out-of-bounds:error@0 --expect layout.out-of-bounds:error@2
+          --expect layout.out-of-bounds:error@3 --allow group.deadlock --no-other-errors)
+  a2a_scenario(bug_split_skipped groups skip_split STATUS 66 WITHIN 20 KNOWN_FAILING
+    CHECK --expect group.deadlock:error)
+  a2a_scenario(bug_threads_skip threads skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error)
+  a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
+    CHECK --expect group.duplicate-device:error --no-other-errors)
+endif()
