@@ -131,30 +131,32 @@ static void st_small(ncclDataType_t dt, void *p, size_t i, float v) {
   }
 }
 
-/* NaN-propagating max/min for floats like CUDA's fmaxf? NCCL uses
- * a > b ? a : b style comparisons on device; keep those. */
-#define RED_LOOP(T)                                                          \
+/* Integer sums and products wrap modulo 2^bits as on the GPU: they are
+ * computed in the unsigned type U of the same width (no C undefined
+ * behaviour on signed overflow). max/min compare with a > b ? a : b like
+ * NCCL's device code. Floating types use T for both. */
+#define RED_LOOP(T, U)                                                       \
   do {                                                                       \
     T *a = (T *)acc;                                                         \
     const T *b = (const T *)x;                                               \
     switch (op) {                                                            \
-    case SIM_OP_PROD: for (size_t i = 0; i < count; i++) a[i] = (T)(a[i] * b[i]); break; \
+    case SIM_OP_PROD: for (size_t i = 0; i < count; i++) a[i] = (T)((U)a[i] * (U)b[i]); break; \
     case SIM_OP_MAX: for (size_t i = 0; i < count; i++) a[i] = a[i] > b[i] ? a[i] : b[i]; break; \
     case SIM_OP_MIN: for (size_t i = 0; i < count; i++) a[i] = a[i] < b[i] ? a[i] : b[i]; break; \
-    default: for (size_t i = 0; i < count; i++) a[i] = (T)(a[i] + b[i]); break; \
+    default: for (size_t i = 0; i < count; i++) a[i] = (T)((U)a[i] + (U)b[i]); break; \
     }                                                                        \
   } while (0)
 
 void sim_reduce(ncclDataType_t dt, int op, void *acc, const void *x, size_t count) {
   switch (dt) {
-  case ncclInt8: RED_LOOP(int8_t); break;
-  case ncclUint8: RED_LOOP(uint8_t); break;
-  case ncclInt32: RED_LOOP(int32_t); break;
-  case ncclUint32: RED_LOOP(uint32_t); break;
-  case ncclInt64: RED_LOOP(int64_t); break;
-  case ncclUint64: RED_LOOP(uint64_t); break;
-  case ncclFloat32: RED_LOOP(float); break;
-  case ncclFloat64: RED_LOOP(double); break;
+  case ncclInt8: RED_LOOP(int8_t, uint32_t); break;
+  case ncclUint8: RED_LOOP(uint8_t, uint32_t); break;
+  case ncclInt32: RED_LOOP(int32_t, uint32_t); break;
+  case ncclUint32: RED_LOOP(uint32_t, uint32_t); break;
+  case ncclInt64: RED_LOOP(int64_t, uint64_t); break;
+  case ncclUint64: RED_LOOP(uint64_t, uint64_t); break;
+  case ncclFloat32: RED_LOOP(float, float); break;
+  case ncclFloat64: RED_LOOP(double, double); break;
   default:
     for (size_t i = 0; i < count; i++) {
       float a = ld_small(dt, acc, i), b = ld_small(dt, x, i), r;
@@ -169,23 +171,23 @@ void sim_reduce(ncclDataType_t dt, int op, void *acc, const void *x, size_t coun
   }
 }
 
-#define SCALE_LOOP(T)                                                        \
+#define SCALE_LOOP(T, U)                                                     \
   do {                                                                       \
     T s;                                                                     \
     memcpy(&s, scalar, sizeof s);                                            \
-    for (size_t i = 0; i < count; i++) ((T *)dst)[i] = (T)(((const T *)src)[i] * s); \
+    for (size_t i = 0; i < count; i++) ((T *)dst)[i] = (T)((U)((const T *)src)[i] * (U)s); \
   } while (0)
 
 void sim_scale(ncclDataType_t dt, void *dst, const void *src, size_t count, const void *scalar) {
   switch (dt) {
-  case ncclInt8: SCALE_LOOP(int8_t); break;
-  case ncclUint8: SCALE_LOOP(uint8_t); break;
-  case ncclInt32: SCALE_LOOP(int32_t); break;
-  case ncclUint32: SCALE_LOOP(uint32_t); break;
-  case ncclInt64: SCALE_LOOP(int64_t); break;
-  case ncclUint64: SCALE_LOOP(uint64_t); break;
-  case ncclFloat32: SCALE_LOOP(float); break;
-  case ncclFloat64: SCALE_LOOP(double); break;
+  case ncclInt8: SCALE_LOOP(int8_t, uint32_t); break;
+  case ncclUint8: SCALE_LOOP(uint8_t, uint32_t); break;
+  case ncclInt32: SCALE_LOOP(int32_t, uint32_t); break;
+  case ncclUint32: SCALE_LOOP(uint32_t, uint32_t); break;
+  case ncclInt64: SCALE_LOOP(int64_t, uint64_t); break;
+  case ncclUint64: SCALE_LOOP(uint64_t, uint64_t); break;
+  case ncclFloat32: SCALE_LOOP(float, float); break;
+  case ncclFloat64: SCALE_LOOP(double, double); break;
   default: {
     float s = ld_small(dt, scalar, 0);
     for (size_t i = 0; i < count; i++) st_small(dt, dst, i, ld_small(dt, src, i) * s);
