@@ -21,6 +21,8 @@ then asserts on its exit status, its stderr and the log files it wrote
   threads      8 threads x 20 call sites at once: exact dedup/cap totals
   dlsym        a2acheck.not-intercepting (info) for NCCL called via dlsym
   static       a2acheck.not-intercepting (warning) for a static NCCL
+  unresolved   a call whose real function is nowhere: ncclInternalError,
+               one a2acheck.unresolved finding, no crash
 """
 import argparse
 import glob
@@ -298,6 +300,21 @@ def case_notint(a, kind):
                   "names the object that defines ncclSend")
 
 
+def case_unresolved(a):
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog, "unresolved", "-"], a.work, {"A2ACHECK_LOG_DIR": d}, a.shim)
+    check(p.returncode == 0, "no crash (status %d)" % p.returncode)
+    check("ncclGetVersion -> 3, version -1" in p.stdout,
+          "the call returned ncclInternalError and left the output alone")
+    _, recs = one_process_logs(d, p)
+    f = findings(recs, "a2acheck.unresolved")
+    check(len(f) == 1 and f[0]["details"].get("symbol") == "ncclGetVersion",
+          "one a2acheck.unresolved finding naming ncclGetVersion")
+    check(bool(f) and f[0]["stack"] and f[0]["stack"][0].startswith("main+"),
+          "its stack starts at the caller")
+    check(not findings(recs, "a2acheck.not-intercepting"), "no not-intercepting finding")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -311,7 +328,7 @@ def main():
     cases = {"group": case_group, "repeat": case_repeat, "failon": case_failon,
              "badoption": case_badoption, "unwritable": case_unwritable,
              "checks": case_checks, "help": case_help, "rank": case_rank,
-             "threads": case_threads, "fork": case_fork,
+             "threads": case_threads, "unresolved": case_unresolved, "fork": case_fork,
              "dlsym": lambda a: case_notint(a, "dlsym"),
              "static": lambda a: case_notint(a, "static")}
     cases[a.case](a)

@@ -7,8 +7,13 @@
  *       loads librt_static_nccl.so, a stand-in for a library with NCCL
  *       linked in statically (it defines ncclSend itself, like a
  *       libtorch_cuda.so built from source), and calls into it.
- * Both make one intercepted CUDA runtime call first, so the runtime is
+ *   rt_not_intercepting unresolved -
+ *       no NCCL at all: calls ncclGetVersion found with
+ *       dlsym(RTLD_DEFAULT), i.e. liba2acheck.so's wrapper, whose real
+ *       function cannot be resolved (a2acheck.unresolved, ncclInternalError).
+ * All make one intercepted CUDA runtime call first, so the runtime is
  * initialized and its exit handler runs. */
+#define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -27,6 +32,14 @@ int main(int argc, char **argv) {
     int v = 0;
     if (!get_version || get_version(&v) != 0) return 2;
     printf("version %d via dlsym\n", v);
+    return 0;
+  }
+  if (strcmp(argv[1], "unresolved") == 0) {
+    int (*get_version)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "ncclGetVersion");
+    int v = -1;
+    if (!get_version) return 2;   /* only meaningful under the shim */
+    int r = get_version(&v);
+    printf("ncclGetVersion -> %d, version %d\n", r, v);
     return 0;
   }
   if (strcmp(argv[1], "static") == 0) {

@@ -72,8 +72,11 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${A2A_RT_CHECK} static --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_not_intercepting> --arg $<TARGET_FILE:rt_static_nccl>
                    --work ${A2A_RT_TEST_DIR}/static)
+  add_test(NAME rt.unresolved
+           COMMAND ${A2A_RT_CHECK} unresolved --shim $<TARGET_FILE:a2acheck>
+                   --prog $<TARGET_FILE:rt_not_intercepting> --work ${A2A_RT_TEST_DIR}/unresolved)
   set_tests_properties(rt.group rt.repeat rt.failon rt.badoption rt.unwritable rt.checks
-                       rt.help rt.rank rt.fork rt.threads rt.not_intercepting_dlsym rt.not_intercepting_static
+                       rt.help rt.rank rt.fork rt.threads rt.not_intercepting_dlsym rt.not_intercepting_static rt.unresolved
                        PROPERTIES TIMEOUT 200 LABELS rt)
 endif()
 
