@@ -18,7 +18,7 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   set(A2A_SCN_CHECK_JSONL ${CMAKE_CURRENT_LIST_DIR}/check_jsonl.py)
   set(A2A_SCN_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/scenario)
 
-  foreach(prog a2a_single async_op groups threads initall)
+  foreach(prog a2a_single async_op groups threads initall inplace mallocasync lifecycle)
     a2a_e2e_program(scenario_${prog} ${CMAKE_CURRENT_LIST_DIR}/scenario_${prog}.c)
   endforeach()
 
@@ -112,6 +112,15 @@ exit $fail
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_example initall example COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_devlist initall devlist COMPARE CHECK ${CLEAN})
+  a2a_scenario(inplace_all inplace ok COMPARE CHECK ${CLEAN})
+  a2a_scenario(mallocasync_current mallocasync ok COMPARE CHECK ${CLEAN})
+  a2a_scenario(mallocasync_comm_alloc mallocasync comm_alloc COMPARE CHECK ${CLEAN})
+  a2a_scenario(lifecycle_fork_loader lifecycle fork_loader COMPARE CHECK ${CLEAN})
+  a2a_scenario(lifecycle_busy_init lifecycle busy_init COMPARE CHECK ${CLEAN})
+  a2a_scenario(lifecycle_busy lifecycle busy COMPARE CHECK ${CLEAN})
+  a2a_scenario(lifecycle_sleep lifecycle sleep COMPARE CHECK ${CLEAN})
+  a2a_scenario(lifecycle_abort lifecycle abort COMPARE CHECK ${CLEAN})
+  a2a_scenario(lifecycle_finalize lifecycle finalize COMPARE CHECK ${CLEAN})
 
   # ---- buggy programs ----
   a2a_scenario(bug_async_third_stream async_op third STATUS 0,3
@@ -123,6 +132,11 @@ exit $fail
     CHECK --expect group.deadlock:error)
   a2a_scenario(bug_threads_skip threads skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
+  a2a_scenario(bug_allgather_not_inplace inplace ag_same STATUS 0,3
+    CHECK --expect layout.overlap:error@1 --expect layout.overlap:error@2 --expect layout.overlap:error@3
+          --forbid layout.overlap@0 --no-other-errors)
+  a2a_scenario(bug_free_async_in_flight mallocasync free_early STATUS 0,1,3
+    CHECK --expect stream.free-in-flight:error --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
