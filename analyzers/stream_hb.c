@@ -39,8 +39,10 @@
  * words; kernel launches additionally scan their parameter words). NCCL
  * operations capture one stack per (merged) operation.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "stream_hb.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -549,8 +551,44 @@ static func_info *func_lookup(const void *func) {
 /* ------------------------------------------------------------------ */
 /* Reporting */
 
-static void describe_tl(char *buf, size_t cap, int tl) {
+/* Findings are built and handed to a2a_report only after g_mu is released:
+ * formatting, symbolizing (dladdr takes the loader lock) and the sink's own
+ * locking and file I/O stay out of the analyzer's critical section. Under
+ * the lock, a conflict is queued with a snapshot of everything the message
+ * needs; the handler that took the lock flushes the queue after unlocking. */
+
+typedef struct tl_snap {
+  tl_kind kind;
+  int device;
+  uint32_t thread;
+  void *handle;
+} tl_snap;
+
+typedef struct queued {
+  const char *check;
+  uintptr_t lo, hi;
+  access prev, now;
+  tl_snap prev_tl, now_tl;
+  bool has_prev_stack;
+  a2a_stack prev_stack;
+  const a2a_stack *now_stack; /* lives in the caller's pending list */
+} queued;
+
+#define REPORT_Q 8
+typedef struct report_q {
+  int n;
+  queued q[REPORT_Q];
+} report_q;
+
+/* The queue of the handler running on this thread (NULL outside one). */
+static _Thread_local report_q *tls_q;
+
+static tl_snap snap_tl(int tl) {
   const timeline *t = &g_tl[tl];
+  return (tl_snap){t->kind, t->device, t->thread, t->handle};
+}
+
+static void describe_tl(char *buf, size_t cap, const tl_snap *t) {
   switch (t->kind) {
   case TL_HOST: snprintf(buf, cap, "the host"); break;
   case TL_LEGACY: snprintf(buf, cap, "the legacy default stream (device %d)", t->device); break;
@@ -563,10 +601,27 @@ static void describe_tl(char *buf, size_t cap, int tl) {
   }
 }
 
-static const char *tl_kind_name(int tl) {
+static const char *tl_kind_name(const tl_snap *t) {
   static const char *n[] = {"host", "legacy-default", "per-thread-default", "blocking",
                             "non-blocking", "unknown"};
-  return n[g_tl[tl].kind];
+  return n[t->kind];
+}
+
+/* "symbol+0xoff (module)" or "module+0xoff", or the bare address. */
+static void symbolize(char *buf, size_t cap, const void *pc) {
+  Dl_info di;
+  if (pc && dladdr(pc, &di) && di.dli_fname) {
+    const char *mod = strrchr(di.dli_fname, '/');
+    mod = mod ? mod + 1 : di.dli_fname;
+    if (di.dli_sname && di.dli_saddr)
+      snprintf(buf, cap, "%s+0x%zx (%s)", di.dli_sname,
+               (size_t)((const char *)pc - (const char *)di.dli_saddr), mod);
+    else
+      snprintf(buf, cap, "%s+0x%zx", *mod ? mod : "?",
+               (size_t)((const char *)pc - (const char *)di.dli_fbase));
+    return;
+  }
+  snprintf(buf, cap, "%p", pc);
 }
 
 static void describe_acc(char *buf, size_t cap, const access *a) {
@@ -591,34 +646,35 @@ static const char *acc_verb(const access *a) {
 
 /* One side of a finding. The earlier side carries the stack of a
  * communication operation (the later side's stack is the finding's own). */
-static void json_side(a2a_json *j, const char *key, const access *a, bool with_stack) {
-  char b[160];
+static void json_side(a2a_json *j, const char *key, const access *a, const tl_snap *t,
+                      const a2a_stack *st) {
+  char b[200];
   a2a_json_obj_begin(j, key);
   describe_acc(b, sizeof b, a);
   a2a_json_str(j, "what", b);
   a2a_json_str(j, "access", acc_verb(a));
   a2a_json_bool(j, "communication", (a->flags & F_COMM) != 0);
-  const timeline *t = &g_tl[a->tl];
-  a2a_json_str(j, "stream_kind", tl_kind_name(a->tl));
+  a2a_json_str(j, "stream_kind", tl_kind_name(t));
   /* The handle as the application passes it: 0 for the legacy default
    * stream, cudaStreamPerThread (0x2) for the per-thread one. */
   void *handle = t->handle;
   if (t->kind == TL_LEGACY || t->kind == TL_HOST) handle = NULL;
   else if (t->kind == TL_PER_THREAD) handle = STREAM_PER_THREAD;
   a2a_json_ptr(j, "stream", handle);
-  describe_tl(b, sizeof b, a->tl);
+  describe_tl(b, sizeof b, t);
   a2a_json_str(j, "timeline", b);
   a2a_json_ptr(j, "site", a->site);
+  symbolize(b, sizeof b, a->site);
+  a2a_json_str(j, "site_symbol", b);
   a2a_json_uint(j, "epoch", a->clk);
   if (a->kind == AK_COMM) {
     const a2a_comm *c = a2a_comm_lookup(a->comm);
     if (c) a2a_json_str(j, "comm", c->name);
-    const a2a_stack *st = with_stack ? stack_get(a->stack, a->stack_gen) : NULL;
-    if (st) {
-      a2a_json_arr_begin(j, "stack");
-      for (int i = 0; i < st->n && i < 32; i++) a2a_json_ptr(j, NULL, st->pc[i]);
-      a2a_json_arr_end(j);
-    }
+  }
+  if (st) {
+    a2a_json_arr_begin(j, "stack");
+    for (int i = 0; i < st->n && i < 32; i++) a2a_json_ptr(j, NULL, st->pc[i]);
+    a2a_json_arr_end(j);
   }
   a2a_json_obj_end(j);
 }
@@ -642,47 +698,86 @@ static const char *fix_hint(const char *check) {
          "after the operation before freeing or rewriting it.";
 }
 
+/* Under g_mu: queue a conflict (dropped when the queue is full: the sink
+ * would count it as a repeat of the same site anyway). */
 static void report(const char *check, const range *r, const access *prev,
                    const access *now, const a2a_stack *now_stack) {
-  if (!a2a_check_enabled(check)) return;
-  char pa[160], pt[120], na[160], nt[120];
-  describe_acc(pa, sizeof pa, prev);
-  describe_tl(pt, sizeof pt, prev->tl);
-  describe_acc(na, sizeof na, now);
-  describe_tl(nt, sizeof nt, now->tl);
-  const access *op = (now->flags & F_COMM) ? now : prev;
-  char msg[1024];
-  snprintf(msg, sizeof msg,
-           "%s on %s %s [%p, +%zu), but %s on %s, which %s it, is not ordered before it: "
-           "no event edge and no host synchronization between them (earlier call site %p, "
-           "this call site %p). %s",
-           na, nt, acc_verb(now), (void *)r->lo, (size_t)(r->hi - r->lo), pa, pt,
-           earlier_verb(prev), prev->site, now->site, fix_hint(check));
-  char js[4096];
-  a2a_json j;
-  a2a_json_init(&j, js, sizeof js);
-  a2a_json_obj_begin(&j, NULL);
-  a2a_json_obj_begin(&j, "buffer");
-  a2a_json_ptr(&j, "addr", (void *)r->lo);
-  a2a_json_uint(&j, "bytes", r->hi - r->lo);
-  a2a_json_obj_end(&j);
-  char ob[160];
-  describe_acc(ob, sizeof ob, op);
-  a2a_json_str(&j, "operation", ob);
-  json_side(&j, "earlier", prev, true);
-  json_side(&j, "later", now, false);
-  a2a_json_obj_end(&j);
-  a2a_finding f = {
-      .check = check,
-      .severity = A2A_SEV_ERROR,
-      .site = now->site,
-      .comm = a2a_comm_lookup(op->comm),
-      .message = msg,
-      .details_json = js,
-      .stack = now_stack,
-      .capture_stack = now_stack == NULL,
-  };
-  a2a_report(&f);
+  report_q *q = tls_q;
+  if (!q || q->n >= REPORT_Q || !a2a_check_enabled(check)) return;
+  queued *e = &q->q[q->n++];
+  e->check = check;
+  e->lo = r->lo;
+  e->hi = r->hi;
+  e->prev = *prev;
+  e->now = *now;
+  e->prev_tl = snap_tl(prev->tl);
+  e->now_tl = snap_tl(now->tl);
+  const a2a_stack *ps = prev->kind == AK_COMM ? stack_get(prev->stack, prev->stack_gen) : NULL;
+  e->has_prev_stack = ps != NULL;
+  if (ps) e->prev_stack = *ps;
+  e->now_stack = now_stack;
+}
+
+/* After g_mu is released: format and hand the queued findings to the sink. */
+static void flush_reports(report_q *q) {
+  for (int i = 0; i < q->n; i++) {
+    const queued *e = &q->q[i];
+    const access *prev = &e->prev, *now = &e->now;
+    const access *op = (now->flags & F_COMM) ? now : prev;
+    char pa[200], pt[120], na[200], nt[120], ps[200], ns[200];
+    describe_acc(pa, sizeof pa, prev);
+    describe_tl(pt, sizeof pt, &e->prev_tl);
+    describe_acc(na, sizeof na, now);
+    describe_tl(nt, sizeof nt, &e->now_tl);
+    symbolize(ps, sizeof ps, prev->site);
+    symbolize(ns, sizeof ns, now->site);
+    char msg[1280];
+    snprintf(msg, sizeof msg,
+             "%s on %s %s [%p, +%zu), but %s on %s, which %s it, is not ordered before it: "
+             "no event edge and no host synchronization between them (earlier call site %s, "
+             "this call site %s). %s",
+             na, nt, acc_verb(now), (void *)e->lo, (size_t)(e->hi - e->lo), pa, pt,
+             earlier_verb(prev), ps, ns, fix_hint(e->check));
+    char js[4096];
+    a2a_json j;
+    a2a_json_init(&j, js, sizeof js);
+    a2a_json_obj_begin(&j, NULL);
+    a2a_json_obj_begin(&j, "buffer");
+    a2a_json_ptr(&j, "addr", (void *)e->lo);
+    a2a_json_uint(&j, "bytes", e->hi - e->lo);
+    a2a_json_obj_end(&j);
+    char ob[200];
+    describe_acc(ob, sizeof ob, op);
+    a2a_json_str(&j, "operation", ob);
+    json_side(&j, "earlier", prev, &e->prev_tl, e->has_prev_stack ? &e->prev_stack : NULL);
+    json_side(&j, "later", now, &e->now_tl, NULL);
+    a2a_json_obj_end(&j);
+    a2a_finding f = {
+        .check = e->check,
+        .severity = A2A_SEV_ERROR,
+        .site = now->site,
+        .comm = a2a_comm_lookup(op->comm),
+        .message = msg,
+        .details_json = js,
+        .stack = e->now_stack,
+        .capture_stack = e->now_stack == NULL,
+    };
+    a2a_report(&f);
+  }
+  q->n = 0;
+}
+
+/* Take / release the analyzer lock around a handler that may report. */
+static void hb_lock(report_q *q) {
+  q->n = 0;
+  tls_q = q;
+  pthread_mutex_lock(&g_mu);
+}
+
+static void hb_unlock(report_q *q) {
+  pthread_mutex_unlock(&g_mu);
+  tls_q = NULL;
+  flush_reports(q);
 }
 
 /* Which check a pair (earlier access p, new access with flags nf) violates
@@ -959,9 +1054,10 @@ static void on_comm_op(const a2a_event *ev) {
   pending_add(now, &n, 2, ev, sp, sbytes, F_READ, what);
   pending_add(now, &n, 2, ev, rp, rbytes, F_WRITE, what);
   if (n == 0) return;
-  pthread_mutex_lock(&g_mu);
+  report_q q;
+  hb_lock(&q);
   pending_apply(now, n, ev->thread);
-  pthread_mutex_unlock(&g_mu);
+  hb_unlock(&q);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1146,9 +1242,10 @@ static void hb_on_event(const a2a_event *ev) {
     if (--ts->depth > 0) return;
     bool simulate = ev->api && strstr(ev->api, "Simulate");
     if (!simulate && (ev->result == 0 || ev->result == NCCL_IN_PROGRESS) && ts->npending) {
-      pthread_mutex_lock(&g_mu);
+      report_q q;
+      hb_lock(&q);
       pending_apply(ts->p, ts->npending, ev->thread);
-      pthread_mutex_unlock(&g_mu);
+      hb_unlock(&q);
     }
     ts->npending = 0;
     return;
@@ -1207,7 +1304,8 @@ static void hb_on_event(const a2a_event *ev) {
   /* ---- the rest matters only while ranges are tracked ---- */
   if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0) return;
   if (!ok_result(ev)) return;
-  pthread_mutex_lock(&g_mu);
+  report_q q;
+  hb_lock(&q);
   switch (ev->kind) {
   case A2A_EV_LAUNCH: on_launch(ev); break;
   case A2A_EV_MEMCPY:
@@ -1263,7 +1361,7 @@ static void hb_on_event(const a2a_event *ev) {
   }
   default: break;
   }
-  pthread_mutex_unlock(&g_mu);
+  hb_unlock(&q);
 }
 
 static void hb_after_fork_child(void) {
