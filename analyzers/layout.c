@@ -30,7 +30,8 @@
  *    previous NCCL operation, by a device-to-device copy of exactly the bytes
  *    sent (cudaMemcpy*), or by a kernel whose name says copy/contiguous and
  *    whose parameters point at the buffer: the cost of an implicit
- *    .contiguous().
+ *    .contiguous(). Reported with the copy's duration once a later copy
+ *    from the same site was timed (see "Timing" below), else at exit.
  *
  * State is per application thread (NCCL groups are per thread), written only
  * by that thread; allocated at the thread's first NCCL operation or copy.
@@ -50,6 +51,7 @@
 #define LAYOUT_FUNC_CACHE 64       /* kernel -> "is a copy kernel" */
 #define LAYOUT_ALIGN 16
 #define LAYOUT_ALIGN_MIN_BYTES 4096
+#define LAYOUT_MAX_FEEDS 8         /* copy sites awaiting a timed report */
 
 /* One range of an operation posted in the open group. */
 typedef struct ly_range {
@@ -75,7 +77,26 @@ typedef struct ly_producer {
   uint64_t gen;             /* thread's operation generation when written */
   uint64_t t_ns;
   bool used;
+  bool timed;               /* start event recorded before the copy */
+  bool end_ok;              /* end event recorded after it */
 } ly_producer;
+
+/* A copy site known to feed an NCCL send buffer, and its finding while it
+ * waits for a measured duration (see "Timing" below). */
+typedef struct ly_feed {
+  const void *copy_site;
+  const char *what;
+  size_t copy_bytes;
+  bool reported;
+  /* the finding to report */
+  const void *op_site;
+  const char *op_api;
+  const a2a_comm *comm;
+  uintptr_t lo;
+  size_t bytes;
+  uint64_t ns_since_copy;
+  int slot;                 /* producer slot timing a later copy, -1 none */
+} ly_feed;
 
 typedef struct ly_func {
   const void *func;
@@ -93,6 +114,11 @@ typedef struct ly_thread {
   bool ranges_overflow;
   ly_producer prod[LAYOUT_MAX_PRODUCERS];
   unsigned nprod;           /* ring position */
+  int open_end;             /* slot whose end event the call's POST records, -1 */
+  void *tev[LAYOUT_MAX_PRODUCERS][2]; /* timing events per slot (lazy) */
+  int tev_state;            /* 0 not created, 1 ready, -1 unavailable */
+  ly_feed feeds[LAYOUT_MAX_FEEDS];
+  unsigned nfeeds;
   ly_func funcs[LAYOUT_FUNC_CACHE];
   const ly_range *scratch[LAYOUT_MAX_RANGES]; /* sorting at ncclGroupEnd */
 } ly_thread;
@@ -104,7 +130,9 @@ static ly_thread *thread_get(uint32_t id, bool create) {
   ly_thread *t = atomic_load_explicit(&g_threads[id], memory_order_acquire);
   if (t || !create) return t;
   t = calloc(1, sizeof *t); /* once per thread; only thread `id` stores here */
-  if (t) atomic_store_explicit(&g_threads[id], t, memory_order_release);
+  if (!t) return NULL;
+  t->open_end = -1;
+  atomic_store_explicit(&g_threads[id], t, memory_order_release);
   return t;
 }
 
@@ -552,15 +580,72 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
 }
 
 /* ------------------------------------------------------------------ */
-/* layout.hidden-copy */
+/* layout.hidden-copy
+ *
+ * Producers: the thread's last LAYOUT_MAX_PRODUCERS device-to-device
+ * copies and copy kernels. A producer matches a send buffer when it was
+ * written since the thread's previous operation (same generation) and
+ * covers exactly the bytes sent (memcpy) or has a pointer parameter equal to
+ * the buffer's start (copy kernel).
+ *
+ * Timing. Measuring every copy would put two event records on the hot path
+ * of every copy kernel. Instead, the first match of a copy site only marks
+ * the site as "feeding" and keeps the finding pending; later copies from a
+ * feeding site are bracketed by two timing events (host services: the REAL
+ * runtime) recorded on the copy's stream right before and after it is
+ * enqueued. The pending finding is reported, with the measured duration, at
+ * the first NCCL operation of the thread after such a copy completed; at
+ * process exit whatever is still pending is reported with what is known.
+ * So a copy that happens once is reported at exit, without a duration. */
+
+static bool tev_ready(ly_thread *t) {
+  if (t->tev_state) return t->tev_state > 0;
+  t->tev_state = -1;
+  for (int i = 0; i < LAYOUT_MAX_PRODUCERS; i++)
+    for (int k = 0; k < 2; k++)
+      if (a2a_hostsvc->event_create(&t->tev[i][k], 1) != 0) return false;
+  t->tev_state = 1;
+  return true;
+}
+
+static ly_feed *feed_find(ly_thread *t, const void *copy_site) {
+  for (unsigned i = 0; i < t->nfeeds; i++)
+    if (t->feeds[i].copy_site == copy_site) return &t->feeds[i];
+  return NULL;
+}
+
+/* The copy's stream as a cudaStream_t (per-thread default = 0x2). */
+static void *copy_stream(const a2a_event *ev) {
+  return ev->stream ? ev->stream : (ev->per_thread ? (void *)2 : NULL);
+}
 
 static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
-  ly_producer *p = &t->prod[t->nprod++ % LAYOUT_MAX_PRODUCERS];
+  int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
+  ly_producer *p = &t->prod[slot];
   memset(p, 0, sizeof *p);
   p->site = ev->callsite;
   p->gen = t->gen;
   p->t_ns = ev->t_ns;
+  /* A feed still waiting on this slot's events loses that measurement. */
+  for (unsigned i = 0; i < t->nfeeds; i++)
+    if (t->feeds[i].slot == slot) t->feeds[i].slot = -1;
+  ly_feed *f = feed_find(t, ev->callsite);
+  if (f && !f->reported && tev_ready(t) &&
+      a2a_hostsvc->event_record(t->tev[slot][0], copy_stream(ev)) == 0) {
+    p->timed = true;
+    t->open_end = slot;
+  }
   return p;
+}
+
+/* POST of a copy: close the bracket opened at its PRE. */
+static void on_copy_post(ly_thread *t, const a2a_event *ev) {
+  int slot = t->open_end;
+  if (slot < 0) return;
+  t->open_end = -1;
+  ly_producer *p = &t->prod[slot];
+  p->end_ok = ev->result == 0 &&
+              a2a_hostsvc->event_record(t->tev[slot][1], copy_stream(ev)) == 0;
 }
 
 static bool contains_ci(const char *s, const char *w) {
@@ -614,28 +699,80 @@ static void on_launch(ly_thread *t, const a2a_event *ev) {
   }
 }
 
-static void report_hidden(const a2a_event *ev, const a2a_comm *c, ly_producer *p, uintptr_t lo,
-                          size_t bytes) {
-  p->used = true;
-  char msg[640], js[640];
+/* Report a feed's finding; ms < 0: duration unknown. */
+static void report_feed(ly_feed *f, double ms) {
+  f->reported = true;
+  f->slot = -1;
+  char msg[768], js[768], dur[64] = "";
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
-  a2a_json_str(&j, "api", ev->api);
-  if (c) a2a_json_str(&j, "comm", c->name);
-  a2a_json_ptr(&j, "send_buffer", (const void *)lo);
-  a2a_json_uint(&j, "send_bytes", bytes);
-  a2a_json_str(&j, "copy", p->what ? p->what : "copy");
-  a2a_json_ptr(&j, "copy_site", p->site);
-  if (p->bytes) a2a_json_uint(&j, "copy_bytes", p->bytes);
-  if (ev->t_ns >= p->t_ns) a2a_json_uint(&j, "ns_since_copy", ev->t_ns - p->t_ns);
+  a2a_json_str(&j, "api", f->op_api);
+  if (f->comm) a2a_json_str(&j, "comm", f->comm->name);
+  a2a_json_ptr(&j, "send_buffer", (const void *)f->lo);
+  a2a_json_uint(&j, "send_bytes", f->bytes);
+  a2a_json_str(&j, "copy", f->what ? f->what : "copy");
+  a2a_json_ptr(&j, "copy_site", f->copy_site);
+  if (f->copy_bytes) a2a_json_uint(&j, "copy_bytes", f->copy_bytes);
+  a2a_json_uint(&j, "ns_since_copy", f->ns_since_copy);
+  if (ms >= 0) {
+    a2a_json_dbl(&j, "copy_ms", ms);
+    snprintf(dur, sizeof dur, ", %.3f ms per call", ms);
+  }
   a2a_json_obj_end(&j);
   snprintf(msg, sizeof msg,
            "The send buffer [%p, +%zu) of %s was filled just before by %s (a copy of the same "
-           "data, like an implicit .contiguous()): produce the data directly in a contiguous "
+           "data, like an implicit .contiguous()%s): produce the data directly in a contiguous "
            "buffer to save a full copy per call.",
-           (void *)lo, bytes, ev->api, p->what ? p->what : "a copy");
-  report("layout.hidden-copy", A2A_SEV_INFO, ev->callsite, c, msg, js);
+           (void *)f->lo, f->bytes, f->op_api, f->what ? f->what : "a copy", dur);
+  /* Reported later than the operation: its call site is the stack. */
+  a2a_stack one = {.n = f->op_site ? 1 : 0};
+  one.pc[0] = (void *)f->op_site;
+  a2a_finding fd = {.check = "layout.hidden-copy", .severity = A2A_SEV_INFO, .site = f->op_site,
+                    .comm = f->comm, .message = msg, .details_json = js,
+                    .stack = f->op_site ? &one : NULL};
+  a2a_report(&fd);
+}
+
+/* A producer matched a send buffer of the operation (api at site). */
+static void hidden_match(ly_thread *t, const a2a_event *ev, const char *api, const a2a_comm *c,
+                         ly_producer *p, uintptr_t lo, size_t bytes) {
+  p->used = true;
+  ly_feed *f = feed_find(t, p->site);
+  if (!f) {
+    if (t->nfeeds == LAYOUT_MAX_FEEDS) { /* no room to wait: report untimed */
+      ly_feed tmp = {.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
+                     .op_site = ev->callsite, .op_api = api, .comm = c, .lo = lo,
+                     .bytes = bytes, .ns_since_copy = ev->t_ns - p->t_ns};
+      report_feed(&tmp, -1);
+      return;
+    }
+    f = &t->feeds[t->nfeeds++];
+    *f = (ly_feed){.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
+                   .op_site = ev->callsite, .op_api = api, .comm = c, .lo = lo,
+                   .bytes = bytes, .ns_since_copy = ev->t_ns >= p->t_ns ? ev->t_ns - p->t_ns : 0,
+                   .slot = -1};
+    return;
+  }
+  if (f->reported || !p->timed || !p->end_ok) return;
+  f->slot = (int)(p - t->prod);
+}
+
+/* Report the pending feeds whose timed copy completed (at_exit: all). */
+static void poll_feeds(ly_thread *t, bool at_exit) {
+  for (unsigned i = 0; i < t->nfeeds; i++) {
+    ly_feed *f = &t->feeds[i];
+    if (f->reported) continue;
+    if (f->slot < 0) {
+      if (at_exit) report_feed(f, -1);
+      continue;
+    }
+    int q = a2a_hostsvc->event_query(t->tev[f->slot][1]);
+    float ms = -1;
+    if (q == 0 && a2a_hostsvc->event_elapsed_ms(&ms, t->tev[f->slot][0], t->tev[f->slot][1]) != 0)
+      ms = -1;
+    if (q == 0 || q < 0 || at_exit) report_feed(f, q == 0 ? ms : -1);
+  }
 }
 
 /* A producer of exactly [lo, lo+bytes) since the previous operation. */
@@ -656,7 +793,7 @@ static void check_hidden_op(ly_thread *t, const a2a_event *ev, const a2a_comm *c
     const lr_range *r = &op->r[i];
     if (r->is_recv || r->lo >= r->hi) continue;
     ly_producer *p = find_producer(t, r->lo, r->hi - r->lo);
-    if (p) report_hidden(ev, c, p, r->lo, r->hi - r->lo);
+    if (p) hidden_match(t, ev, ev->api, c, p, r->lo, r->hi - r->lo);
   }
 }
 
@@ -675,11 +812,7 @@ static void check_hidden_group(ly_thread *t, const a2a_event *end) {
   }
   if (!first) return;
   ly_producer *p = find_producer(t, lo, hi - lo);
-  if (!p) return;
-  a2a_event e = *end;
-  e.api = "the group's sends";
-  e.comm = first->comm_handle;
-  report_hidden(&e, first->comm, p, lo, hi - lo);
+  if (p) hidden_match(t, end, "the group's sends", first->comm, p, lo, hi - lo);
 }
 
 /* ------------------------------------------------------------------ */
@@ -733,6 +866,7 @@ static void layout_on_event(const a2a_event *ev) {
     case A2A_EV_GROUP_END:
       if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true)) || t->depth == 0) return;
       if (--t->depth > 0) return;
+      if (t->nfeeds) poll_feeds(t, false);
       /* Outermost end: judge the whole group before NCCL launches it. An
        * overflowed range list is incomplete: overlap and scatter are then
        * not judged (never a finding from partial data). */
@@ -747,13 +881,21 @@ static void layout_on_event(const a2a_event *ev) {
     case A2A_EV_COLL:
     case A2A_EV_P2P:
       if (!(t = thread_get(ev->thread, true))) return;
-      if (ev->phase == A2A_PRE) on_op(t, ev);
-      else if (t->depth == 0) t->gen++;
+      if (ev->phase == A2A_PRE) {
+        if (t->nfeeds) poll_feeds(t, false);
+        on_op(t, ev);
+      } else if (t->depth == 0) {
+        t->gen++;
+      }
       return;
     case A2A_EV_MEMCPY:
+      if (ev->phase == A2A_POST) {
+        if ((t = thread_get(ev->thread, false))) on_copy_post(t, ev);
+        return;
+      }
       /* Only device-to-device copies can be a hidden .contiguous(). */
-      if (ev->phase == A2A_PRE && ev->u.copy.cpykind >= A2A_CPY_D2D &&
-          a2a_check_enabled("layout.hidden-copy") && (t = thread_get(ev->thread, true)))
+      if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_enabled("layout.hidden-copy") &&
+          (t = thread_get(ev->thread, true)))
         on_memcpy(t, ev);
       return;
     case A2A_EV_COMM_INIT:
@@ -763,9 +905,16 @@ static void layout_on_event(const a2a_event *ev) {
       return;
     case A2A_EV_LAUNCH:
       /* Launch is the hot path: only threads that already talk to NCCL. */
-      if (ev->phase == A2A_PRE && (t = thread_get(ev->thread, false)) &&
-          a2a_check_enabled("layout.hidden-copy"))
-        on_launch(t, ev);
+      if (!(t = thread_get(ev->thread, false))) return;
+      if (ev->phase == A2A_POST) on_copy_post(t, ev);
+      else if (a2a_check_enabled("layout.hidden-copy")) on_launch(t, ev);
+      return;
+    case A2A_EV_PROCESS_EXIT:
+      /* Pending hidden-copy findings of every thread (racy reads of other
+       * threads' records are acceptable at exit). */
+      for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++)
+        if ((t = atomic_load_explicit(&g_threads[i], memory_order_acquire)) && t->nfeeds)
+          poll_feeds(t, true);
       return;
     case A2A_EV_FORK_CHILD:
       for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) {
@@ -782,7 +931,16 @@ static void layout_on_event(const a2a_event *ev) {
 }
 
 static int layout_init(void) {
-  for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) free(atomic_exchange(&g_threads[i], NULL));
+  /* Re-initialization (unit tests) starts from a clean slate. */
+  for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) {
+    ly_thread *t = atomic_exchange(&g_threads[i], NULL);
+    if (t && t->tev_state > 0)
+      for (int k = 0; k < LAYOUT_MAX_PRODUCERS; k++) {
+        a2a_hostsvc->event_destroy(t->tev[k][0]);
+        a2a_hostsvc->event_destroy(t->tev[k][1]);
+      }
+    free(t);
+  }
   return 0;
 }
 

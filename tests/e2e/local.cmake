@@ -82,9 +82,11 @@ exec "$@" "$dir"
           --expect layout.scattered:warning@2 --only)
   a2a_local_test(layout.scattered.fixed layout_scattered fixed CHECK --none)
   a2a_local_test(layout.hidden-copy.buggy layout_hidden_copy buggy
-    CHECK --expect layout.hidden-copy:info=1 --only --contains layout.hidden-copy=cudaMemcpyAsync)
+    CHECK --expect layout.hidden-copy:info=1 --only --contains layout.hidden-copy=cudaMemcpyAsync
+          --contains layout.hidden-copy=copy_ms)
   a2a_local_test(layout.hidden-copy.kernel layout_hidden_copy kernel
-    CHECK --expect layout.hidden-copy:info=1 --only --contains layout.hidden-copy=direct_copy)
+    CHECK --expect layout.hidden-copy:info=1 --only --contains layout.hidden-copy=direct_copy
+          --contains layout.hidden-copy=copy_ms)
   a2a_local_test(layout.hidden-copy.fixed layout_hidden_copy fixed CHECK --none)
 
   # ---- group ----
