@@ -141,27 +141,27 @@ static size_t env_step(void) {
   return (size_t)v & ~(size_t)7;
 }
 
+/* Computes the segment size for n ranks and, when seg->shm is mapped, the
+ * addresses of its parts. Each doorbell gets its own cache line. */
 static void layout(struct sim_seg *seg, int n, size_t step) {
   seg->nranks = n;
   seg->step = step;
   seg->chan_stride = align64(align64(sizeof(struct sim_chan)) + SIM_NSTEPS * step);
   size_t off = align64(sizeof(struct sim_shm));
-  size_t o_ranks = off; off = align64(off + (size_t)n * sizeof(struct sim_rankinfo));
-  size_t o_board = off; off = align64(off + 2 * (size_t)n * sizeof(struct sim_board_slot));
-  size_t o_bell = off; off = align64(off + (size_t)n * 64);
-  size_t o_chans = off; off += 2 * (size_t)n * n * seg->chan_stride;
+  size_t o_ranks = off;
+  off = align64(off + (size_t)n * sizeof(struct sim_rankinfo));
+  size_t o_board = off;
+  off = align64(off + 2 * (size_t)n * sizeof(struct sim_board_slot));
+  size_t o_bell = off;
+  off = align64(off + (size_t)n * SIM_BELL_STRIDE * sizeof(uint32_t));
+  size_t o_chans = off;
+  off += 2 * (size_t)n * n * seg->chan_stride;
   seg->size = off;
   char *b = (char *)seg->shm;
-  if (b) {
-    seg->ranks = (struct sim_rankinfo *)(b + o_ranks);
-    seg->board = (struct sim_board_slot *)(b + o_board);
-    seg->bell = (_Atomic uint32_t *)(b + o_bell);
-    seg->chans = b + o_chans;
-  } else {
-    seg->ranks = NULL; seg->board = NULL; seg->bell = NULL; seg->chans = NULL;
-    /* offsets are recomputed after mapping */
-    (void)o_ranks; (void)o_board; (void)o_bell; (void)o_chans;
-  }
+  seg->ranks = b ? (struct sim_rankinfo *)(b + o_ranks) : NULL;
+  seg->board = b ? (struct sim_board_slot *)(b + o_board) : NULL;
+  seg->bell = b ? (_Atomic uint32_t *)(b + o_bell) : NULL;
+  seg->chans = b ? b + o_chans : NULL;
 }
 
 struct sim_chan *sim_chan_p2p(struct sim_seg *seg, int src, int dst) {

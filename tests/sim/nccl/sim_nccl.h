@@ -125,6 +125,7 @@ struct sim_board_slot {         /* host-side allgather (split) */
 };
 
 #define SIM_SHM_MAGIC 0x6132617369636e6cULL
+#define SIM_BELL_STRIDE 16              /* uint32 words: one cache line each */
 struct sim_shm {
   uint64_t magic;
   _Atomic int32_t nranks;       /* CAS 0 -> n by every rank; must agree */
@@ -136,7 +137,7 @@ struct sim_shm {
   /* followed by (offsets in struct sim_seg):
    *   struct sim_rankinfo ranks[n]
    *   struct sim_board_slot board[2][n]
-   *   _Atomic uint32_t bell[n]           per-rank doorbell futex
+   *   doorbells: one futex word per rank, a cache line apart
    *   channels: p2p[s][r] then coll[s][r] */
 };
 
@@ -149,7 +150,7 @@ struct sim_seg {
   size_t chan_stride;
   struct sim_rankinfo *ranks;
   struct sim_board_slot *board;
-  _Atomic uint32_t *bell;
+  _Atomic uint32_t *bell;       /* rank r's doorbell: bell[r * SIM_BELL_STRIDE] */
   char *chans;
   char name[64];
 };
@@ -227,10 +228,7 @@ struct sim_job {
   struct ncclComm *comm;        /* the communicator being created */
   struct ncclComm *parent;      /* split/shrink */
   int blocking;
-  ncclComm_t *out;              /* split: where the new comm goes */
-  int color, key;
-  uint64_t seg_key;
-  int nranks, rank;
+  int color, key;                /* split */
   ncclResult_t result;
 };
 ncclResult_t sim_job_init(struct sim_job *job);   /* rendezvous */

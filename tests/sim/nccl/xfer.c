@@ -66,9 +66,14 @@ struct xop {
   int stuck;               /* collective mismatch seen: never progresses */
 };
 
+static _Atomic uint32_t *bell_of(struct sim_seg *seg, int rank) {
+  return &seg->bell[(size_t)rank * SIM_BELL_STRIDE];
+}
+
+/* Wakes the peer's progress loop after a channel changed. */
 static void ring(struct sim_seg *seg, int peer) {
-  atomic_fetch_add(&seg->bell[peer], 1);
-  sim_futex_wake(&seg->bell[peer]);
+  atomic_fetch_add(bell_of(seg, peer), 1);
+  sim_futex_wake(bell_of(seg, peer));
 }
 
 static const char *kind_name(int k) {
@@ -119,7 +124,7 @@ static void warn_mismatch(struct ncclComm *c, const struct xop *o, const struct 
  * communicator was aborted meanwhile (the ops are abandoned). */
 static int progress(struct ncclComm *c, struct xop *ops, int n) {
   struct sim_seg *seg = &c->seg;
-  _Atomic uint32_t *bell = &seg->bell[c->rank];
+  _Atomic uint32_t *bell = bell_of(seg, c->rank);
   size_t step = seg->step;
   for (;;) {
     uint32_t v = atomic_load(bell);
