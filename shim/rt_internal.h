@@ -107,7 +107,6 @@ bool a2a_rt_rule_matches(const a2a_rt_rules *rs, int i, const char *check);
 bool a2a_rt_fail_matches(long fail_on, const char *check, a2a_severity sev);
 /* Whether check is one of the deadlock/hang checks. */
 bool a2a_rt_is_deadlock_check(const char *check);
-const char *a2a_rt_severity_name(a2a_severity s);
 
 /* ------------------------------------------------------------------ */
 /* rt_format.c (pure): one finding as a JSON line and as text. */
@@ -150,6 +149,8 @@ size_t a2a_rt_printf(char *buf, size_t cap, size_t len, bool *ovf,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* JSON string with quotes. */
 size_t a2a_rt_put_jstr(char *buf, size_t cap, size_t len, const char *s, bool *ovf);
+/* "error", "warning", "info". */
+const char *a2a_rt_severity_name(a2a_severity s);
 /* UTC wall clock as ISO 8601 with milliseconds. */
 void a2a_rt_time_iso(char *buf, size_t cap);
 

@@ -132,6 +132,8 @@ def case_group(a):
     check(len(echo) == 1 and " error group.unbalanced: " in echo[0],
           "one stderr echo line 'a2acheck: [rank R] error group.unbalanced: ...'")
     check("a2acheck: summary: 1 distinct finding" in p.stderr, "summary on stderr")
+    check("a2acheck 100: 1 error finding(s), 1 in all" in p.stdout,
+          "include/a2acheck.h: version and finding count seen from the program")
 
 
 def case_repeat(a):

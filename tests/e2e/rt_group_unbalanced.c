@@ -6,10 +6,13 @@
  *   rt_group_unbalanced comm     one call, then a 1-rank communicator: the
  *                                rank becomes known after the log files
  *                                were created (they are renamed)
- * The finding's stack must start in unbalanced_caller (rt_group.sh). */
+ * The finding's stack must start in unbalanced_caller (rt_check.py). Under
+ * a2acheck it also prints what include/a2acheck.h reports. */
 #include <nccl.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "a2acheck.h"
 
 __attribute__((noinline)) static int unbalanced_caller(void) {
   int r = ncclGroupEnd();
@@ -38,5 +41,8 @@ int main(int argc, char **argv) {
     if (c) ncclCommDestroy(c);
   }
   printf("ncclGroupEnd -> %d\n", r);
+  if (a2acheck_version && a2acheck_finding_count)
+    printf("a2acheck %d: %lu error finding(s), %lu in all\n", a2acheck_version(),
+           a2acheck_finding_count(2), a2acheck_finding_count(0));
   return 3;
 }

@@ -15,7 +15,8 @@ find_library(A2A_RT_REAL_CUDART NAMES libcudart.so.13 cudart
 
 function(a2a_rt_program name)
   add_executable(${name} ${ARGN})
-  target_include_directories(${name} PRIVATE ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE})
+  target_include_directories(${name} PRIVATE ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE}
+                             ${PROJECT_SOURCE_DIR}/include)
   target_compile_options(${name} PRIVATE -g -O1 -fno-omit-frame-pointer)
   target_link_libraries(${name} PRIVATE Threads::Threads)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${A2A_RT_TEST_DIR})
