@@ -344,6 +344,35 @@ START_TEST(host_copy_after_stream_sync_is_ordered) {
 }
 END_TEST
 
+/* CUDA's API synchronization rules: a synchronous H2D copy returns when the
+ * data is in place (the host waits), a synchronous D2D copy or memset does
+ * not block the host. */
+START_TEST(sync_copy_host_wait_follows_cuda_rules) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  memop(A2A_EV_MEMCPY, SENDBUF, (void *)0x1234, NBYTES, A2A_CPY_H2D, 0, NULL);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+
+  memop(A2A_EV_MEMCPY, SENDBUF, RECVBUF, NBYTES, A2A_CPY_D2D, 0, NULL);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4001);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 0, NULL);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4002);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+
+  /* cudaMemcpyDefault between two device pointers is a D2D copy. */
+  memop(A2A_EV_MEMCPY, SENDBUF, RECVBUF, NBYTES, A2A_CPY_DEFAULT, 0, NULL);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4003);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 3);
+  ck_assert_int_eq(stream_findings(), 3);
+}
+END_TEST
+
 START_TEST(legacy_stream_waits_for_blocking_stream) {
   setup();
   two_streams_warm(0); /* communication stream is a blocking stream */
@@ -876,6 +905,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, unsynced_output_fixed_by_wait);
   tcase_add_test(tc, unsynced_output_host_copy_fires);
   tcase_add_test(tc, host_copy_after_stream_sync_is_ordered);
+  tcase_add_test(tc, sync_copy_host_wait_follows_cuda_rules);
   tcase_add_test(tc, legacy_stream_waits_for_blocking_stream);
   tcase_add_test(tc, per_thread_stream_is_not_legacy);
   tcase_add_test(tc, host_sync_via_query);
