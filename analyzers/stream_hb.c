@@ -30,14 +30,16 @@
  *    one of their parameter words points into.
  *
  * Cost. Only ranges touched by communication are tracked. While none is
- * tracked (g_nranges == 0) every CUDA event is dropped after one relaxed
- * atomic load: with no tracked access every clock entry that could matter is
- * zero, so skipping the joins changes nothing that a later access compares
- * against (a later access gets a fresh epoch). While ranges are tracked, the
- * events that matter take one analyzer-wide mutex for a short critical
- * section (a few hundred ns: vector clocks are at most STREAM_HB_MAX_TL
- * words; kernel launches additionally scan their parameter words). NCCL
- * operations capture one stack per (merged) operation.
+ * tracked (g_nranges == 0) every CUDA event except stream/event creation and
+ * destruction is dropped after one relaxed atomic load: no remembered access
+ * exists, and every later access gets a fresh epoch larger than any clock
+ * value a skipped join could have carried, so skipping the joins changes no
+ * later ordering decision. While ranges are tracked, the events that matter
+ * take one analyzer-wide mutex for a short critical section (vector clocks
+ * are at most STREAM_HB_MAX_TL words; kernel launches additionally scan
+ * their parameter words); conflicts found under it are queued and turned
+ * into findings after it is released. NCCL operations capture one stack per
+ * (merged) operation, outside the lock.
  */
 #define _GNU_SOURCE /* dladdr */
 #include "stream_hb.h"
