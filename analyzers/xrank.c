@@ -146,6 +146,9 @@ typedef struct tslot {
   _Atomic int blocked;
   uint32_t wait;
   uint64_t stream, site, since_ns;
+  uint64_t comm;                   /* XR_WAIT_SPLIT: parent id_hash */
+  uint32_t index;                  /* XR_WAIT_SPLIT: split index */
+  int32_t rank;                    /* XR_WAIT_SPLIT: rank in the parent */
 } tslot;
 
 static tslot g_ts[MAX_THREADS];
@@ -172,7 +175,8 @@ size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
       uint32_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
       if (s1 & 1) continue;
       xr_threadstate ts = {.stream = t->stream, .site = t->site, .thread = i, .wait = t->wait,
-                           .all = t->wait != XR_WAIT_STREAM};
+                           .all = t->wait != XR_WAIT_STREAM && t->wait != XR_WAIT_SPLIT,
+                           .comm = t->comm, .index = t->index, .rank = t->rank};
       uint64_t since = t->since_ns;
       int b = atomic_load_explicit(&t->blocked, memory_order_acquire);
       if (atomic_load_explicit(&t->seq, memory_order_acquire) != s1) continue;
@@ -296,6 +300,20 @@ static void on_event(const a2a_event *ev) {
       xr_proc_uid_created((unsigned char *)(uintptr_t)ev->u.uid.id);
     return;
   case A2A_EV_COMM_INIT: {
+    if ((ev->u.init.how == A2A_INIT_SPLIT || ev->u.init.how == A2A_INIT_SHRINK) &&
+        (t = slot(ev->thread))) {
+      /* A split is collective over the parent: the thread is blocked in it
+       * until every rank of the parent made the same split. */
+      const a2a_comm *par = ev->u.init.parent ? a2a_comm_lookup(ev->u.init.parent) : NULL;
+      if (ev->phase == A2A_PRE && par && par->id_hash) {
+        t->comm = par->id_hash;
+        t->index = atomic_load_explicit(&par->nsplits, memory_order_relaxed);
+        t->rank = par->rank;
+        set_blocked(t, 1, XR_WAIT_SPLIT, 0, (uint64_t)(uintptr_t)ev->callsite, ev->t_ns);
+      } else if (ev->phase == A2A_POST && atomic_load_explicit(&t->blocked, memory_order_relaxed)) {
+        set_blocked(t, 0, 0, 0, 0, 0);
+      }
+    }
     if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7) || !ev->u.init.newcomm)
       return;
     const a2a_comm *c = a2a_comm_lookup(ev->u.init.newcomm);

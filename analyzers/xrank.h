@@ -83,8 +83,10 @@ typedef struct xr_commstate {
   uint32_t coll_posted;  /* collectives posted so far */
   uint32_t ended;        /* 1 after finalize/destroy/abort */
   uint32_t peer_off, npeers; /* slice of the state's peer array */
+  uint32_t splits;       /* ncclCommSplit/Shrink calls made on it so far */
+  uint32_t pad;
 } xr_commstate;
-_Static_assert(sizeof(xr_commstate) == 32, "xr_commstate is a wire record");
+_Static_assert(sizeof(xr_commstate) == 40, "xr_commstate is a wire record");
 
 /* One incomplete launch unit: the operations of one comm launched together
  * (one group, or one operation outside a group) on one stream. A process
@@ -101,24 +103,32 @@ typedef struct xr_unitstate {
   int16_t kind;          /* first operation's XR_OP_* */
   int8_t coll;           /* first collective's a2a_coll, or -1 */
   int8_t dtype;
+  int32_t rank;          /* the process's rank in comm (a process may hold
+                            several ranks of one comm) */
+  uint32_t pad;
 } xr_unitstate;
-_Static_assert(sizeof(xr_unitstate) == 56, "xr_unitstate is a wire record");
+_Static_assert(sizeof(xr_unitstate) == 64, "xr_unitstate is a wire record");
 
 /* Host-side blocking call on which a thread waits. */
 enum { XR_WAIT_STREAM = 1, XR_WAIT_EVENT, XR_WAIT_DEVICE, XR_WAIT_MEMCPY,
-       XR_WAIT_NCCL };
+       XR_WAIT_NCCL,
+       XR_WAIT_SPLIT /* inside ncclCommSplit/Shrink #index of comm: it returns
+                        when every rank of comm made that split */ };
 
 /* A host thread inside a blocking call (PRE seen, POST not yet). */
 typedef struct xr_threadstate {
   uint64_t stream;       /* the stream it waits on (XR_WAIT_STREAM) */
   uint64_t site;         /* call site of the blocking call */
   uint64_t blocked_ms;   /* how long it has been blocked */
+  uint64_t comm;         /* XR_WAIT_SPLIT: the parent communicator */
   uint32_t thread;       /* shim thread index */
   uint32_t wait;         /* XR_WAIT_* */
   uint32_t all;          /* 1: waits for every incomplete unit of the process */
+  uint32_t index;        /* XR_WAIT_SPLIT: the split's index in the parent */
+  int32_t rank;          /* XR_WAIT_SPLIT: the caller's rank in the parent */
   uint32_t pad;
 } xr_threadstate;
-_Static_assert(sizeof(xr_threadstate) == 40, "xr_threadstate is a wire record");
+_Static_assert(sizeof(xr_threadstate) == 56, "xr_threadstate is a wire record");
 
 /* A process's whole progress state, as the coordinator holds it. Arrays are
  * owned by whoever built the struct (the parser: one block). */

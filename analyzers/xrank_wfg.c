@@ -57,9 +57,11 @@ static const mem *find_mem(const graph *g, uint64_t comm, int32_t rank) {
   return bsearch(&key, g->mems, g->nmems, sizeof key, mem_cmp);
 }
 
-static const xr_commstate *comm_of(const xr_procstate *p, uint64_t comm) {
+/* The process's membership of comm as rank (a process may hold several
+ * ranks of one communicator: one thread or device per rank). */
+static const xr_commstate *comm_of(const xr_procstate *p, uint64_t comm, int32_t rank) {
   for (uint32_t i = 0; i < p->ncomms; i++)
-    if (p->comms[i].comm == comm) return &p->comms[i];
+    if (p->comms[i].comm == comm && p->comms[i].rank == rank) return &p->comms[i];
   return NULL;
 }
 
@@ -102,7 +104,7 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
    * that is gone never completes them). */
   for (uint32_t j = 0; j < Q->nunits; j++) {
     const xr_unitstate *v = &Q->units[j];
-    if (v->comm != comm) continue;
+    if (v->comm != comm || v->rank != q) continue;
     bool hit = false;
     if (what == 'c') {
       hit = v->coll_lo < hi && lo < v->coll_hi;
@@ -168,7 +170,7 @@ static int build(graph *g) {
        * reality, never in the model. The caller's stability check keeps
        * a unit that does complete from being reported. */
       g->suspect[u] = g->opts && g->opts->mismatch && g->opts->mismatch(g->opts->ctx, U->comm);
-      const xr_commstate *cs = comm_of(P, U->comm);
+      const xr_commstate *cs = comm_of(P, U->comm, U->rank);
       g->myrank[u] = cs ? cs->rank : -1;
       if (!cs) continue;
       if (U->coll_hi > U->coll_lo) {
@@ -219,7 +221,37 @@ static bool req_ok(const graph *g, const req *r) {
   }
 }
 
+/* A thread inside split #index of comm returns once every rank of comm
+ * made that split. Rank q is fine when it made it, is inside it too, or
+ * may still call it (alive, not stuck); *bad gets the first rank that
+ * cannot (and *why: R_EXITED, R_ENDED or R_POSTER), else -1. */
+static bool split_ok(const graph *g, size_t p, const xr_threadstate *t, int32_t *bad, int *why,
+                     uint32_t *made) {
+  const xr_commstate *me = comm_of(&g->ps[p], t->comm, t->rank);
+  if (bad) *bad = -1;
+  if (!me) return true;
+  for (int32_t q = 0; q < me->nranks; q++) {
+    if (q == t->rank) continue;
+    const mem *m = find_mem(g, t->comm, q);
+    if (!m) continue; /* unknown rank: assume it progresses */
+    const xr_procstate *Q = &g->ps[m->proc];
+    const xr_commstate *qc = &Q->comms[m->ci];
+    if (qc->splits > t->index) continue;
+    bool inside = false;
+    for (uint32_t k = 0; k < Q->nthreads && !inside; k++)
+      inside = Q->threads[k].wait == XR_WAIT_SPLIT && Q->threads[k].comm == t->comm &&
+               Q->threads[k].index == t->index && Q->threads[k].rank == q;
+    if (inside && Q->alive) continue;
+    int w = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
+    if (w == R_POSTER && g->live[m->proc]) continue;
+    if (bad) { *bad = q; *why = w; *made = qc->splits; }
+    return false;
+  }
+  return true;
+}
+
 static bool thread_ok(const graph *g, size_t p, const xr_threadstate *t) {
+  if (t->wait == XR_WAIT_SPLIT) return split_ok(g, p, t, NULL, NULL, NULL);
   const xr_procstate *P = &g->ps[p];
   for (uint32_t j = 0; j < P->nunits; j++)
     if (xr_thread_waits_on(P, t, &P->units[j]) && !g->comp[g->uoff[p] + j]) return false;
@@ -306,6 +338,7 @@ static const xr_threadstate *dead_thread(const graph *g, size_t p, uint64_t min_
 
 static int32_t first_dead_target(const graph *g, size_t p, const xr_threadstate *T) {
   const xr_procstate *P = &g->ps[p];
+  if (T->wait == XR_WAIT_SPLIT) return -1;
   for (uint32_t j = 0; j < P->nunits; j++)
     if (xr_thread_waits_on(P, T, &P->units[j]) && !g->comp[g->uoff[p] + j])
       return (int32_t)(g->uoff[p] + j);
@@ -318,19 +351,56 @@ static const char *wait_name(uint32_t w) {
   case XR_WAIT_EVENT: return "cudaEventSynchronize";
   case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
   case XR_WAIT_MEMCPY: return "a blocking cudaMemcpy";
+  case XR_WAIT_SPLIT: return "ncclCommSplit";
   default: return "a blocking NCCL call";
   }
 }
 
 static void mark(uint8_t *inv, size_t p) { if (inv) inv[p] = 1; }
 
-/* Explain why unit u cannot complete, following the graph until a process
- * that is gone, a unit seen before (a cycle), or a step limit. */
-static void walk(const graph *g, const xr_wfg_opts *o, size_t u0, uint8_t *seen,
-                 sbuf *s, xr_wfg_result *res, uint8_t *inv) {
-  size_t u = u0;
+/* Explain why a unit cannot complete (or a thread inside a split cannot
+ * return), following the graph until a process that is gone, a node seen
+ * before (a cycle), or a step limit. The cursor is either a unit (T NULL)
+ * or a thread T of process p blocked in a split. */
+static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
+                 const xr_threadstate *T, uint8_t *seen, uint8_t *seenp, sbuf *s,
+                 xr_wfg_result *res, uint8_t *inv) {
   char sitebuf[128];
   for (int step = 0; step < 32; step++) {
+    if (T) {
+      if (seenp[p]) { sb(s, " -> back to that split: a cycle."); res->cycle = 1; return; }
+      seenp[p] = 1;
+      mark(inv, p);
+      int32_t q;
+      int why = 0;
+      uint32_t made = 0;
+      if (split_ok(g, p, T, &q, &why, &made) || q < 0) { sb(s, "."); return; }
+      const mem *m = find_mem(g, T->comm, q);
+      size_t qp = m->proc;
+      const xr_procstate *Q = &g->ps[qp];
+      mark(inv, qp);
+      if (res->missing_proc < 0) res->missing_proc = (int)qp;
+      sb(s, " -> waits for rank %d to call ncclCommSplit #%u of comm %016" PRIx64
+            " too (it has made %u), but rank %d, ", q, T->index + 1, T->comm, made, q);
+      proc_name(s, Q);
+      if (why != R_POSTER) {
+        sb(s, ", %s: rank %d is the missing rank.",
+           why == R_EXITED ? "exited" : "ended the communicator", q);
+        return;
+      }
+      const xr_threadstate *T2 = dead_thread(g, qp, 0);
+      if (!T2) { sb(s, ", cannot call it."); return; }
+      sb(s, ", is blocked in %s at %s", wait_name(T2->wait),
+         site_of(g, o, qp, T2->site, sitebuf, sizeof sitebuf));
+      if (T2->wait == XR_WAIT_SPLIT) { p = qp; T = T2; continue; }
+      int32_t v = first_dead_target(g, qp, T2);
+      if (v < 0) { sb(s, "."); return; }
+      sb(s, " waiting for ");
+      unit_desc(s, g, o, (size_t)v);
+      u = (size_t)v;
+      T = NULL;
+      continue;
+    }
     if (seen[u]) {
       sb(s, " -> back to ");
       unit_desc(s, g, o, u);
@@ -339,8 +409,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u0, uint8_t *seen,
       return;
     }
     seen[u] = 1;
-    size_t p = (size_t)g->uproc[u];
-    mark(inv, p);
+    mark(inv, (size_t)g->uproc[u]);
     if (!g->start[u]) {
       sb(s, " -> queued behind ");
       unit_desc(s, g, o, (size_t)g->pred[u]);
@@ -357,8 +426,8 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u0, uint8_t *seen,
       sb(s, ".");
       return;
     }
-    const xr_procstate *Q = &g->ps[bad->target >= 0 && bad->type != R_UNIT ? (size_t)bad->target
-                                   : (size_t)g->uproc[bad->target]];
+    const xr_procstate *Q = &g->ps[bad->type != R_UNIT ? (size_t)bad->target
+                                                       : (size_t)g->uproc[bad->target]];
     switch (bad->type) {
     case R_UNIT:
       sb(s, " -> needs rank %d's ", bad->qrank);
@@ -390,11 +459,17 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u0, uint8_t *seen,
       sb(s, " -> waits for rank %d to post its %s #%u (it has posted %u), but rank %d, ",
          bad->qrank, what_name(bad->what), bad->index + 1, bad->posted, bad->qrank);
       proc_name(s, Q);
-      const xr_threadstate *T = dead_thread(g, q, 0);
-      if (!T) { sb(s, ", cannot post it."); return; }
-      sb(s, ", is blocked in %s at %s", wait_name(T->wait),
-         site_of(g, o, q, T->site, sitebuf, sizeof sitebuf));
-      int32_t v = first_dead_target(g, q, T);
+      const xr_threadstate *T2 = dead_thread(g, q, 0);
+      if (!T2) { sb(s, ", cannot post it."); return; }
+      sb(s, ", is blocked in %s at %s", wait_name(T2->wait),
+         site_of(g, o, q, T2->site, sitebuf, sizeof sitebuf));
+      if (T2->wait == XR_WAIT_SPLIT) {
+        sb(s, " (#%u of comm %016" PRIx64 ")", T2->index + 1, T2->comm);
+        p = q;
+        T = T2;
+        continue;
+      }
+      int32_t v = first_dead_target(g, q, T2);
       if (v < 0) { sb(s, "."); return; }
       sb(s, " waiting for ");
       unit_desc(s, g, o, (size_t)v);
@@ -424,9 +499,14 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
   uint64_t min_ms = opts ? opts->min_blocked_ms : 0;
   sbuf s = {story, cap, 0};
   uint8_t *seen = calloc(g.nu + 1, 1);
+  uint8_t *seenp = calloc(n + 1, 1);
   uint64_t comms_seen[8];
   int ncomms_seen = 0;
-  for (size_t p = 0; p < n && seen; p++) {
+  for (size_t k = 0; k < n && seen && seenp; k++) {
+    /* The focus process (the report's reader) tells its story first. */
+    size_t p = opts && opts->focus >= 0 && (size_t)opts->focus < n
+                   ? (k == 0 ? (size_t)opts->focus : k <= (size_t)opts->focus ? k - 1 : k)
+                   : k;
     if (!ps[p].alive) continue;
     const xr_threadstate *T = dead_thread(&g, p, min_ms);
     if (!T) continue;
@@ -437,22 +517,32 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
     char sitebuf[128];
     sb(&s, "%s", res->dead_threads > 1 ? "\n  " : "  ");
     proc_name(&s, &ps[p]);
-    sb(&s, " is blocked in %s at %s for %" PRIu64 " ms, waiting for ", wait_name(T->wait),
+    sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", wait_name(T->wait),
        site_of(&g, opts, p, T->site, sitebuf, sizeof sitebuf), T->blocked_ms);
-    if (u < 0) { sb(&s, "nothing known."); continue; }
-    unit_desc(&s, &g, opts, (size_t)u);
     memset(seen, 0, g.nu + 1);
-    walk(&g, opts, (size_t)u, seen, &s, res, involved);
-    const xr_unitstate *U = &ps[p].units[(size_t)u - g.uoff[p]];
+    memset(seenp, 0, n + 1);
+    uint64_t comm;
+    if (T->wait == XR_WAIT_SPLIT) {
+      sb(&s, " (split #%u of comm %016" PRIx64 ")", T->index + 1, T->comm);
+      walk(&g, opts, 0, p, T, seen, seenp, &s, res, involved);
+      comm = T->comm;
+    } else {
+      sb(&s, ", waiting for ");
+      if (u < 0) { sb(&s, "nothing known."); continue; }
+      unit_desc(&s, &g, opts, (size_t)u);
+      walk(&g, opts, (size_t)u, p, NULL, seen, seenp, &s, res, involved);
+      comm = ps[p].units[(size_t)u - g.uoff[p]].comm;
+    }
     int known = 0;
-    for (int i = 0; i < ncomms_seen; i++) known |= comms_seen[i] == U->comm;
+    for (int i = 0; i < ncomms_seen; i++) known |= comms_seen[i] == comm;
     if (!known && ncomms_seen < 8) {
-      comms_seen[ncomms_seen++] = U->comm;
-      const char *mm = opts && opts->mismatch ? opts->mismatch(opts->ctx, U->comm) : NULL;
-      if (mm) sb(&s, "\n  known cause on comm %016" PRIx64 ": %s", U->comm, mm);
+      comms_seen[ncomms_seen++] = comm;
+      const char *mm = opts && opts->mismatch ? opts->mismatch(opts->ctx, comm) : NULL;
+      if (mm) sb(&s, "\n  known cause on comm %016" PRIx64 ": %s", comm, mm);
     }
   }
   free(seen);
+  free(seenp);
   res->deadlock = res->dead_threads > 0;
   graph_free(&g);
   return res->deadlock;
@@ -462,7 +552,7 @@ uint64_t xr_state_progress(const xr_procstate *st) {
   uint64_t h = a2a_hash_bytes(&st->nunits, sizeof st->nunits, st->ncomms);
   for (uint32_t i = 0; i < st->ncomms; i++) {
     const xr_commstate *c = &st->comms[i];
-    uint64_t v[3] = {c->comm, c->coll_posted, c->ended};
+    uint64_t v[4] = {c->comm, c->coll_posted, c->ended, c->splits};
     h = a2a_hash_bytes(v, sizeof v, h);
     for (uint32_t e = 0; e < c->npeers && c->peer_off + e < st->npeers; e++) {
       const xr_peerent *pe = &st->peers[c->peer_off + e];

@@ -41,8 +41,11 @@ typedef struct xr_wfg_opts {
   /* Printable call site of process proc (index into the state array), or
    * NULL (hex is printed). */
   const char *(*site_name)(void *ctx, size_t proc, uint64_t site);
-  /* A mismatch already known on comm (from the matcher), or NULL. */
+  /* A mismatch already known on comm (from the matcher), or NULL. Units on
+   * such a comm are never assumed to complete (NCCL may hang on them). */
   const char *(*mismatch)(void *ctx, uint64_t comm);
+  /* Process whose story comes first (the report's reader), or -1. */
+  int focus;
 } xr_wfg_opts;
 
 typedef struct xr_wfg_result {

@@ -562,7 +562,8 @@ static void send_state(uint64_t now, int exiting) {
     xr_commstate *c = &comms[st.ncomms++];
     *c = (xr_commstate){.comm = cc->id, .rank = cc->rank, .nranks = cc->nranks,
                         .coll_posted = cc->coll_posted, .ended = (uint32_t)cc->ended,
-                        .peer_off = st.npeers};
+                        .peer_off = st.npeers,
+                        .splits = cc->c ? atomic_load_explicit(&cc->c->nsplits, memory_order_relaxed) : 0};
     for (int32_t p = 0; p < cc->nranks && st.npeers < 16384; p++)
       if (cc->cnt[p][0] || cc->cnt[p][1]) {
         peers[st.npeers++] = (xr_peerent){.peer = p, .send_hi = cc->cnt[p][0], .recv_hi = cc->cnt[p][1]};
@@ -576,7 +577,8 @@ static void send_state(uint64_t now, int exiting) {
                                         .count = u->count, .group = u->group,
                                         .coll_lo = u->coll_lo, .coll_hi = u->coll_hi,
                                         .peer_off = st.npeers, .npeers = u->npeers,
-                                        .kind = u->kind, .coll = u->coll, .dtype = u->dtype};
+                                        .kind = u->kind, .coll = u->coll, .dtype = u->dtype,
+                                        .rank = u->cc->rank};
     memcpy(&peers[st.npeers], u->peers, u->npeers * sizeof *peers);
     st.npeers += u->npeers;
   }

@@ -354,7 +354,8 @@ static const char *w_mismatch(void *ctx, uint64_t comm) {
 /* Headline + story + the per-process list, sent to each involved live
  * process with its own blocked call site; flags FAIL. */
 static void send_story(const char *check, const xr_procstate *ps, const int *map, size_t n,
-                       const uint8_t *inv, const xr_wfg_result *res, const char *story) {
+                       const uint8_t *inv, const xr_wfg_result *res, const char *story,
+                       size_t only) {
   static char text[XR_MAX_TEXT];
   static char json[XR_MAX_JSON];
   int ninv = 0;
@@ -416,7 +417,7 @@ static void send_story(const char *check, const xr_procstate *ps, const int *map
   a2a_json_arr_end(&j);
   a2a_json_obj_end(&j);
   for (size_t p = 0; p < n; p++) {
-    if (!inv[p] || !ps[p].alive) continue;
+    if (!inv[p] || !ps[p].alive || (only != (size_t)-1 && p != only)) continue;
     uint64_t site = ps[p].nthreads ? ps[p].threads[0].site : 0;
     uint64_t comm = ps[p].nunits ? ps[p].units[0].comm : 0;
     xr_verdict v = {.comm = comm, .site = site, .severity = A2A_SEV_ERROR,
@@ -455,7 +456,7 @@ static void evaluate(uint64_t now) {
     K.last_progress_ns = now;
   }
   xr_wfg_opts o = {.min_blocked_ms = (uint64_t)(confirm * 200.0), .ctx = map,
-                   .site_name = w_site, .mismatch = w_mismatch};
+                   .site_name = w_site, .mismatch = w_mismatch, .focus = -1};
   xr_wfg_result res;
   if (!K.reported && xr_wfg_analyze(ps, n, &o, &res, inv, story, sizeof story)) {
     uint64_t sig = 0x5eed;
@@ -476,8 +477,18 @@ static void evaluate(uint64_t now) {
       for (size_t p = 0; p < n; p++)
         if (inv[p] && ps[p].alive && map[p] < K.nc && ps[p].version <= K.cand_vers[map[p]]) fresh = 0;
       if (fresh) {
+        /* One report per involved process, its own story first. */
         K.reported = 1;
-        send_story("group.deadlock", ps, map, n, inv, &res, story);
+        uint8_t *inv2 = malloc(n);
+        for (size_t p = 0; p < n && inv2; p++) {
+          if (!inv[p] || !ps[p].alive) continue;
+          xr_wfg_opts of = o;
+          of.focus = (int)p;
+          xr_wfg_result r2;
+          xr_wfg_analyze(ps, n, &of, &r2, inv2, story, sizeof story);
+          send_story("group.deadlock", ps, map, n, inv2, &r2, story, p);
+        }
+        free(inv2);
       }
     }
   } else {
@@ -506,7 +517,7 @@ static void evaluate(uint64_t now) {
                                 ps[p].nthreads, ps[p].nthreads == 1 ? "" : "s");
       }
     }
-    send_story("group.hang", ps, map, n, inv, &res, story);
+    send_story("group.hang", ps, map, n, inv, &res, story, (size_t)-1);
   }
 out:
   free(ps);

@@ -39,17 +39,24 @@ static void pb_comm_peer(pb *b, xr_commstate *c, int peer, uint32_t sends, uint3
   b->peers[b->st.npeers++] = (xr_peerent){.peer = peer, .send_hi = sends, .recv_hi = recvs};
   c->npeers++;
 }
+/* The builder's rank in comm (its first membership). */
+static int32_t pb_rank(const pb *b, uint64_t comm) {
+  for (uint32_t i = 0; i < b->st.ncomms; i++)
+    if (b->comms[i].comm == comm) return b->comms[i].rank;
+  return -1;
+}
 static xr_unitstate *pb_coll(pb *b, uint64_t comm, uint64_t stream, uint32_t k) {
   xr_unitstate *u = &b->units[b->st.nunits++];
   *u = (xr_unitstate){.comm = comm, .stream = stream, .coll_lo = k, .coll_hi = k + 1,
                       .kind = XR_OP_COLL, .coll = 0, .dtype = 7, .group = k + 1, .site = 0x100 + k,
-                      .count = 1024};
+                      .count = 1024, .rank = pb_rank(b, comm)};
   return u;
 }
 static xr_unitstate *pb_group(pb *b, uint64_t comm, uint64_t stream, uint32_t g) {
   xr_unitstate *u = &b->units[b->st.nunits++];
   *u = (xr_unitstate){.comm = comm, .stream = stream, .kind = XR_OP_SEND, .coll = -1,
-                      .group = g, .peer_off = b->st.npeers, .site = 0x200 + g};
+                      .group = g, .peer_off = b->st.npeers, .site = 0x200 + g,
+                      .rank = pb_rank(b, comm)};
   return u;
 }
 static void pb_unit_peer(pb *b, xr_unitstate *u, int peer, uint32_t slo, uint32_t shi,
@@ -69,7 +76,7 @@ static uint8_t inv[8];
 static int analyze(pb *bs, int n, xr_wfg_result *res) {
   xr_procstate ps[8];
   for (int i = 0; i < n; i++) ps[i] = bs[i].st;
-  xr_wfg_opts o = {.min_blocked_ms = 100};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = -1};
   return xr_wfg_analyze(ps, (size_t)n, &o, res, inv, story, sizeof story);
 }
 
@@ -230,6 +237,85 @@ START_TEST(thread_targets) {
 }
 END_TEST
 
+/* Ranks 0-2 are inside split #2 of the world comm; rank 3 never calls it
+ * and waits in a world AllReduce the others have not posted: deadlock. If
+ * rank 3 is merely computing, it may still call the split: none. */
+START_TEST(split_skipped_deadlock) {
+  pb b[4];
+  for (int r = 0; r < 4; r++) {
+    pb_init(&b[r], 50 + r);
+    xr_commstate *c = pb_comm(&b[r], 0x77, r, 4, 2);
+    c->splits = 1;
+    if (r < 3) {
+      b[r].threads[b[r].st.nthreads++] = (xr_threadstate){
+          .wait = XR_WAIT_SPLIT, .comm = 0x77, .index = 1, .rank = r, .blocked_ms = 3000};
+    }
+  }
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 4, &res), 0);
+  b[3].comms[0].coll_posted = 3;
+  pb_coll(&b[3], 0x77, 1, 2);
+  pb_block(&b[3], 1, 3000);
+  ck_assert_int_eq(analyze(b, 4, &res), 1);
+  ck_assert_int_eq(res.dead_threads, 4);
+  ck_assert_ptr_nonnull(strstr(story, "ncclCommSplit #2"));
+  ck_assert_ptr_nonnull(strstr(story, "rank 3"));
+  /* Rank 3 made the split after all: the split waits return. */
+  b[3].comms[0].splits = 2;
+  ck_assert_int_eq(analyze(b, 4, &res), 0);
+}
+END_TEST
+
+static const char *mm_cb(void *ctx, uint64_t comm) {
+  (void)ctx;
+  return comm == 0x99 ? "rank 2 calls count 1000" : NULL;
+}
+
+/* Every counterpart started, but the comm has a known argument mismatch:
+ * the unit is not assumed to complete. */
+START_TEST(known_mismatch_makes_suspect) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 60 + r);
+    pb_comm(&b[r], 0x99, r, 2, 1);
+    pb_coll(&b[r], 0x99, 1, 0);
+    pb_block(&b[r], 1, 3000);
+  }
+  xr_procstate ps[2] = {b[0].st, b[1].st};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = 1};
+  xr_wfg_result res;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 0);
+  o.mismatch = mm_cb;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_ptr_nonnull(strstr(story, "known cause on comm 0000000000000099: rank 2 calls count 1000"));
+  /* The focus process's line comes first. */
+  ck_assert_ptr_nonnull(strstr(story, "global rank 61"));
+  ck_assert(strstr(story, "global rank 61") < strstr(story, "global rank 60"));
+}
+END_TEST
+
+/* One process holding two ranks of one comm (a thread per rank): units
+ * are matched by their own rank. */
+START_TEST(two_ranks_in_one_process) {
+  pb b;
+  pb_init(&b, 70);
+  pb_comm(&b, 0x55, 0, 2, 1);
+  pb_comm(&b, 0x55, 1, 2, 1);
+  xr_unitstate *u0 = pb_coll(&b, 0x55, 1, 0);
+  u0->rank = 0;
+  xr_unitstate *u1 = pb_coll(&b, 0x55, 2, 0);
+  u1->rank = 1;
+  pb_block(&b, 1, 3000);
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(&b, 1, &res), 0);
+  /* Rank 1's collective #1 was never posted: rank 0's waits forever. */
+  b.comms[1].coll_posted = 0;
+  b.st.nunits = 1;
+  b.threads[b.st.nthreads++] = (xr_threadstate){.wait = XR_WAIT_DEVICE, .all = 1, .blocked_ms = 3000};
+  ck_assert_int_eq(analyze(&b, 1, &res), 1);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_wfg");
   TCase *t = tcase_create("wfg");
@@ -241,6 +327,9 @@ static Suite *suite(void) {
   tcase_add_test(t, group_in_flight_not_deadlock);
   tcase_add_test(t, counterpart_completed_is_satisfied);
   tcase_add_test(t, thread_targets);
+  tcase_add_test(t, split_skipped_deadlock);
+  tcase_add_test(t, known_mismatch_makes_suspect);
+  tcase_add_test(t, two_ranks_in_one_process);
   suite_add_tcase(s, t);
   return s;
 }
