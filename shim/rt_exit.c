@@ -69,7 +69,7 @@ static void exit_path(int status, const char *reason) {
   dispatch_simple(A2A_EV_PROCESS_EXIT, reason ? "a2acheck_fail_now" : "exit", status);
   a2a_core_fini();
   a2a_rt_check_not_intercepting();
-  a2a_rt_report_summary(status);
+  a2a_rt_report_summary(status, reason);
 }
 
 static void on_exit_handler(int status, void *arg) {

@@ -195,8 +195,9 @@ void a2a_rt_stderr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern pthread_mutex_t a2a_rt_mu;
 void a2a_rt_report_init(void);
 /* Write the summary (stderr, text log, JSONL) and patch the final counts
- * into the JSONL. exit_status is recorded. Called once by the exit path. */
-void a2a_rt_report_summary(int exit_status);
+ * into the JSONL. exit_status is recorded; fail_reason is non-NULL when the
+ * process is being ended by fail_now. Called once by the exit path. */
+void a2a_rt_report_summary(int exit_status, const char *fail_reason);
 /* Whether any finding so far triggers the failure policy. */
 bool a2a_rt_report_fail_matched(void);
 /* Forget everything inherited from the parent (fork child). */

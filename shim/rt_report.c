@@ -283,7 +283,7 @@ bool a2a_rt_report_fail_matched(void) { return atomic_load(&g_fail_matched); }
 static char g_sum_text[16384];
 static char g_sum_json[16384];
 
-void a2a_rt_report_summary(int exit_status) {
+void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
   pthread_mutex_lock(&a2a_rt_mu);
   /* Final counts into the JSONL, in place (fixed-width field). */
   for (size_t i = 0; i < MAX_ENTRIES; i++) {
@@ -336,7 +336,10 @@ void a2a_rt_report_summary(int exit_status) {
       tl = a2a_rt_printf(T, TC, tl, &ovf,
                          "  note: A2ACHECK_CHECKS entry \"%s\" matched no check used in "
                          "this run (misspelled?)\n", a2a_rt.rules.r[i].pat);
-  if (fail)
+  if (fail_reason)
+    tl = a2a_rt_printf(T, TC, tl, &ovf, "  ended by a2acheck with exit status %ld: %.400s\n",
+                       a2a_rt.opts.exitcode, fail_reason);
+  else if (fail)
     tl = a2a_rt_printf(T, TC, tl, &ovf,
                        "  A2ACHECK_FAIL_ON=%s matched: exit status %ld (the application's "
                        "was %d)\n", fail_on, a2a_rt.opts.exitcode, exit_status);
@@ -360,9 +363,11 @@ void a2a_rt_report_summary(int exit_status) {
   jl = a2a_rt_printf(J, JC, jl, &ovf,
                      ",\"details\":{\"findings\":{\"error\":%lu,\"warning\":%lu,\"info\":%lu},"
                      "\"occurrences\":%llu,\"dropped\":%lu,\"nccl_calls_seen\":%s,"
-                     "\"exit_status\":%d,\"fail_on\":\"%s\",\"fail_matched\":%s,\"checks\":[",
+                     "\"exit_status\":%d,\"fail_on\":\"%s\",\"fail_matched\":%s,"
+                     "\"failed_now\":%s,\"checks\":[",
                      n[2], n[1], n[0], occ, dropped, a2a_rt_nccl_seen() ? "true" : "false",
-                     exit_status, fail_on, fail ? "true" : "false");
+                     exit_status, fail_on, fail ? "true" : "false",
+                     fail_reason ? "true" : "false");
   for (int i = 0; i < g_nchecks; i++) {
     check_stat *c = &g_checks[i];
     jl = a2a_rt_puts(J, JC, jl, i ? ",{\"check\":" : "{\"check\":", &ovf);
@@ -392,9 +397,9 @@ void a2a_rt_report_summary(int exit_status) {
 
   /* stderr: the table when something was found, one line otherwise; nothing
    * with A2ACHECK_LOG_STDERR=none unless the exit status is changed. */
-  if (a2a_rt.opts.log_stderr != A2A_ECHO_NONE || fail) {
+  if (a2a_rt.opts.log_stderr != A2A_ECHO_NONE || fail || fail_reason) {
     const char *path = a2a_rt_log_jsonl_path();
-    if (total == 0 && !dropped) {
+    if (total == 0 && !dropped && !fail_reason) {
       a2a_rt_stderr("no findings%s%s", *path ? "; log: " : "", path);
     } else {
       /* One write(2) for the whole block, so the summaries of several ranks
