@@ -242,6 +242,36 @@ START_TEST(knobs_devices_host_and_bad_values) {
 }
 END_TEST
 
+static void nop_fn(void *p) { (void)p; }
+static void knob_kernel(void) {}
+
+/* A2ASIM_LAUNCH_US charges every kernel and every internal item;
+ * A2ASIM_KERNEL_DELAY_US delays kernels only. Both run on the worker: the
+ * host does not wait for them at enqueue time. */
+START_TEST(cost_model_knobs) {
+  setenv("A2ASIM_LAUNCH_US", "30000", 1);
+  setenv("A2ASIM_KERNEL_DELAY_US", "40000", 1);
+  cudaStream_t s;
+  CK_CUDA(cudaStreamCreate(&s));
+  double t0 = test_now_ms();
+  ck_assert_int_eq(a2asim_stream_enqueue(s, 0, nop_fn, NULL, "nop"), 0);
+  double t_enq = test_now_ms() - t0;
+  CK_CUDA(cudaStreamSynchronize(s));
+  double t_item = test_now_ms() - t0;
+  ck_assert_msg(t_enq < 20 && t_item >= 29, "enqueue %.1f ms, item %.1f ms", t_enq, t_item);
+  dim3 g = {1, 1, 1};
+  t0 = test_now_ms();
+  CK_CUDA(cudaLaunchKernel((const void *)knob_kernel, g, g, NULL, 0, s));
+  CK_CUDA(cudaStreamSynchronize(s));
+  double t_kernel = test_now_ms() - t0;
+  ck_assert_msg(t_kernel >= 69, "kernel %.1f ms", t_kernel);
+  t0 = test_now_ms();
+  CK_CUDA(cudaLaunchHostFunc(s, nop_fn, NULL));   /* not a kernel: free */
+  CK_CUDA(cudaStreamSynchronize(s));
+  ck_assert_msg(test_now_ms() - t0 < 25, "host function was charged");
+}
+END_TEST
+
 START_TEST(knob_bad_devices_keeps_default) {
   setenv("A2ASIM_DEVICES", "0", 1);
   ck_assert_int_eq(a2asim_device_count(), 8);
@@ -261,6 +291,7 @@ int main(void) {
   tcase_add_test(tc, set_device_and_device_memory);
   tcase_add_test(tc, knobs_devices_host_and_bad_values);
   tcase_add_test(tc, knob_bad_devices_keeps_default);
+  tcase_add_test(tc, cost_model_knobs);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
