@@ -163,8 +163,10 @@ typedef struct thread_state {
   pending p[MAX_PENDING];
 } thread_state;
 
+/* Written once under g_fn_mu, then published by a release store of func:
+ * readers probe lock-free. */
 typedef struct func_info {
-  const void *func;
+  _Atomic(const void *) func;
   int nparams; /* -1: no parameter information */
   const char *name;
   uint16_t size[FUNC_MAX_PARAMS];
@@ -196,6 +198,13 @@ static size_t g_nr;    /* == g_nranges, under the lock */
 static uint64_t g_use;
 static uintptr_t g_min_lo, g_max_hi; /* bounds of all tracked ranges */
 static func_info *g_fn; /* [FUNC_SLOTS] */
+static pthread_mutex_t g_fn_mu = PTHREAD_MUTEX_INITIALIZER; /* insertions only */
+/* Launch prefilter: one bit per hashed 2 MiB page that a tracked range
+ * touches. Bits are only set (under g_mu) while ranges exist and cleared when
+ * the last range goes: a stale bit costs a lock, never a missed access. */
+#define PAGE_SHIFT 21
+#define PAGE_BITS 65536
+static _Atomic uint64_t g_pages[PAGE_BITS / 64];
 static stack_slot *g_stacks; /* [STACK_RING] */
 static uint32_t g_stack_next;
 static thread_state *g_threads[MAX_THREADS];
@@ -422,10 +431,13 @@ static const a2a_stack *stack_get(int slot, uint32_t gen) {
 /* ------------------------------------------------------------------ */
 /* Ranges: disjoint intervals in g_rng, sorted through g_order. */
 
+static void pages_clear(void);
+
 static void bounds_update(void) {
   if (g_nr == 0) {
     g_min_lo = UINTPTR_MAX;
     g_max_hi = 0;
+    pages_clear();
     return;
   }
   g_min_lo = g_rng[g_order[0]].lo;
@@ -523,16 +535,39 @@ static range *range_for_comm(uintptr_t lo, uintptr_t hi) {
 /* ------------------------------------------------------------------ */
 /* Kernel parameter layouts (cached per function). */
 
-static func_info *func_lookup(const void *func) {
+static size_t func_home(const void *func) {
   uint64_t x = (uint64_t)(uintptr_t)func;
   x ^= x >> 29;
   x *= 0x9e3779b97f4a7c15ULL;
-  size_t i = (size_t)(x >> 40) & (FUNC_SLOTS - 1);
+  return (size_t)(x >> 40) & (FUNC_SLOTS - 1);
+}
+
+/* Lock-free probe: the cached layout of func, or NULL (not cached yet). */
+static func_info *func_probe(const void *func) {
+  size_t i = func_home(func);
   for (size_t n = 0; n < FUNC_SLOTS; n++, i = (i + 1) & (FUNC_SLOTS - 1)) {
-    func_info *f = &g_fn[i];
-    if (f->func == func) return f;
-    if (f->func == NULL) {
-      f->func = func;
+    const void *k = atomic_load_explicit(&g_fn[i].func, memory_order_acquire);
+    if (k == func) return &g_fn[i];
+    if (k == NULL) return NULL;
+  }
+  return NULL;
+}
+
+/* The layout of func, asked from the host (cudaFuncGetName,
+ * cudaFuncGetParamInfo) on first sight and cached. Not under g_mu: the host
+ * services call the real runtime. NULL when the table is full (the launch is
+ * then not analyzed). */
+static func_info *func_lookup(const void *func) {
+  func_info *f = func_probe(func);
+  if (f) return f;
+  pthread_mutex_lock(&g_fn_mu);
+  size_t i = func_home(func);
+  f = NULL;
+  for (size_t n = 0; n < FUNC_SLOTS; n++, i = (i + 1) & (FUNC_SLOTS - 1)) {
+    const void *k = atomic_load_explicit(&g_fn[i].func, memory_order_relaxed);
+    if (k == func) { f = &g_fn[i]; break; }
+    if (k == NULL) {
+      f = &g_fn[i];
       f->nparams = 0;
       f->name = NULL;
       for (size_t p = 0; p < FUNC_MAX_PARAMS; p++) {
@@ -544,10 +579,53 @@ static func_info *func_lookup(const void *func) {
       if (f->nparams == 0) f->nparams = -1;
       const char *nm = NULL;
       if (a2a_hostsvc->func_name(func, &nm) == 0) f->name = nm;
-      return f;
+      atomic_store_explicit(&f->func, func, memory_order_release);
+      break;
     }
   }
-  return NULL; /* table full: the launch is not analyzed */
+  pthread_mutex_unlock(&g_fn_mu);
+  return f;
+}
+
+/* ------------------------------------------------------------------ */
+/* Launch prefilter */
+
+static size_t page_bit(uintptr_t p) { return (size_t)(p >> PAGE_SHIFT) & (PAGE_BITS - 1); }
+
+static void pages_mark(uintptr_t lo, uintptr_t hi) {
+  uintptr_t first = lo >> PAGE_SHIFT, last = (hi - 1) >> PAGE_SHIFT;
+  if (last - first >= PAGE_BITS) last = first + PAGE_BITS - 1;
+  for (uintptr_t pg = first; pg <= last; pg++) {
+    size_t b = (size_t)pg & (PAGE_BITS - 1);
+    atomic_fetch_or_explicit(&g_pages[b / 64], 1ull << (b % 64), memory_order_relaxed);
+  }
+}
+
+static void pages_clear(void) {
+  for (size_t i = 0; i < PAGE_BITS / 64; i++)
+    atomic_store_explicit(&g_pages[i], 0, memory_order_relaxed);
+}
+
+static bool page_maybe(uintptr_t p) {
+  size_t b = page_bit(p);
+  return (atomic_load_explicit(&g_pages[b / 64], memory_order_relaxed) >> (b % 64)) & 1;
+}
+
+/* Whether any 8-byte word of the launch's parameters may point into a
+ * tracked range (lock-free; false positives only). */
+static bool launch_may_touch(const a2a_event *ev, const func_info *f) {
+  for (int p = 0; p < f->nparams; p++) {
+    const unsigned char *bytes = ev->u.launch.args[p];
+    size_t sz = f->size[p];
+    if (!bytes || sz < sizeof(uint64_t)) continue;
+    if (sz > PARAM_SCAN_MAX) sz = PARAM_SCAN_MAX;
+    for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
+      uint64_t w;
+      memcpy(&w, bytes + off, sizeof w);
+      if (w && page_maybe((uintptr_t)w)) return true;
+    }
+  }
+  return false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -964,6 +1042,7 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
     a.stack = stack_put(&p->stack, &a.stack_gen);
     range *r = range_for_comm(p->lo, p->hi);
     if (!r) continue;
+    pages_mark(r->lo, r->hi);
     unsigned rep = 0;
     bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
     access_range(r, &a, covers, p->stack.n > 0 ? &p->stack : NULL, &rep);
@@ -1065,9 +1144,7 @@ static void on_comm_op(const a2a_event *ev) {
 /* ------------------------------------------------------------------ */
 /* Other events (caller holds g_mu unless noted). */
 
-static void on_launch(const a2a_event *ev) {
-  func_info *f = func_lookup(ev->u.launch.func);
-  if (!f || f->nparams <= 0 || !ev->u.launch.args) return;
+static void on_launch(const a2a_event *ev, const func_info *f) {
   range *hits[KERNEL_MAX_HITS];
   int nhits = 0;
   for (int p = 0; p < f->nparams; p++) {
@@ -1307,9 +1384,19 @@ static void hb_on_event(const a2a_event *ev) {
   if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0) return;
   if (!ok_result(ev)) return;
   report_q q;
+  if (ev->kind == A2A_EV_LAUNCH) {
+    /* The hot path: layout from the lock-free cache, parameter words
+     * against the page filter, the lock only when a word may hit. */
+    if (!ev->u.launch.args) return;
+    const func_info *f = func_lookup(ev->u.launch.func);
+    if (!f || f->nparams <= 0 || !launch_may_touch(ev, f)) return;
+    hb_lock(&q);
+    on_launch(ev, f);
+    hb_unlock(&q);
+    return;
+  }
   hb_lock(&q);
   switch (ev->kind) {
-  case A2A_EV_LAUNCH: on_launch(ev); break;
   case A2A_EV_MEMCPY:
   case A2A_EV_MEMSET: on_copy(ev); break;
   case A2A_EV_FREE: on_free(ev); break;
@@ -1372,6 +1459,7 @@ static void hb_after_fork_child(void) {
    * child's (CUDA cannot be used across fork; the simulator gives the child
    * a fresh runtime), and stale ranges would only confuse new allocations. */
   pthread_mutex_init(&g_mu, NULL);
+  pthread_mutex_init(&g_fn_mu, NULL);
   hb_init();
 }
 

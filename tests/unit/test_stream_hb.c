@@ -445,6 +445,29 @@ START_TEST(destroyed_stream_keeps_its_clock) {
 }
 END_TEST
 
+/* A buffer spanning several 2 MiB pages: the launch prefilter marks every
+ * page, so a pointer deep inside is still seen. */
+START_TEST(large_buffer_pointer_deep_inside) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  uintptr_t big = 0x90000000; /* 5 MiB receive buffer of an all-to-all */
+  a2a_event ev = ev_make(A2A_EV_COLL);
+  ev.api = "ncclAllToAll";
+  ev.comm = COMM;
+  ev.stream = S_COMM;
+  ev.u.coll.coll = A2A_COLL_ALLTOALL;
+  ev.u.coll.sendbuff = (void *)(big + (8u << 20));
+  ev.u.coll.recvbuff = (void *)big;
+  ev.u.coll.count = (5u << 20) / 16; /* x 4 ranks x 4 bytes = 5 MiB */
+  ev.u.coll.dtype = NCCL_FLOAT;
+  ev.u.coll.redop = -1;
+  ev.u.coll.root = -1;
+  ev_dispatch(&ev, 0);
+  launch_fill(S_COMP, (void *)(big + (4u << 20) + 123 * 8), (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
 START_TEST(by_value_struct_pointer_is_found) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -748,7 +771,12 @@ START_TEST(untracked_launch_is_cheap) {
   p = (char *)SENDBUF + 2 * NBYTES; /* scanned, but not in a tracked range */
   t0 = now_s();
   for (int i = 0; i < n / 10; i++) a2a_analyzer_stream_hb.on_event(&ev);
-  fprintf(stderr, "stream_hb: launch with ranges tracked (miss) %.1f ns\n",
+  fprintf(stderr, "stream_hb: launch with ranges tracked (miss, same page) %.1f ns\n",
+          (now_s() - t0) * 1e9 / (n / 10));
+  p = (void *)(SEG + 64 * SEG_SIZE); /* another 2 MiB page: lock-free miss */
+  t0 = now_s();
+  for (int i = 0; i < n / 10; i++) a2a_analyzer_stream_hb.on_event(&ev);
+  fprintf(stderr, "stream_hb: launch with ranges tracked (miss, other page) %.1f ns\n",
           (now_s() - t0) * 1e9 / (n / 10));
   p = SENDBUF;
   t0 = now_s();
@@ -912,6 +940,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, device_sync_orders_everything);
   tcase_add_test(tc, destroyed_stream_keeps_its_clock);
   tcase_add_test(tc, by_value_struct_pointer_is_found);
+  tcase_add_test(tc, large_buffer_pointer_deep_inside);
   tcase_add_test(tc, rewrite_while_sending_fires);
   tcase_add_test(tc, rewrite_after_event_query_is_ordered);
   tcase_add_test(tc, free_async_on_other_stream_fires);
