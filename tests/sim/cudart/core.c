@@ -51,6 +51,7 @@ static void knobs_parse(void) {
   if (knob_uint("A2ASIM_DEVICES", 1, SIM_MAX_DEVICES, &u)) sim_kn.devices = (int)u;
   if (knob_uint("A2ASIM_KERNEL_DELAY_US", 0, 60000000, &u)) sim_kn.kernel_delay_us = (unsigned)u;
   if (knob_uint("A2ASIM_LAUNCH_US", 0, 60000000, &u)) sim_kn.launch_us = (unsigned)u;
+  if (knob_uint("A2ASIM_TRACE", 0, 1, &u)) sim_kn.trace = (int)u;
   const char *bw = getenv("A2ASIM_BW_GBPS");
   if (bw) {
     char *end;

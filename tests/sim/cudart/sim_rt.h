@@ -47,6 +47,7 @@ typedef struct sim_knobs {
   unsigned launch_us;      /* A2ASIM_LAUNCH_US, default 0 */
   double bw_gbps;          /* A2ASIM_BW_GBPS, default 0 = off */
   char host[256];          /* A2ASIM_HOST, default gethostname() */
+  int trace;               /* A2ASIM_TRACE, default 0 */
 } sim_knobs;
 
 typedef struct sim_device {
@@ -104,6 +105,7 @@ struct sim_item {
   int kind;
   uint64_t seq;            /* assigned at submit */
   int ndeps, capdeps;
+  const char *what;        /* label for A2ASIM_TRACE (static string or NULL) */
   size_t extra;            /* bytes allocated after the item (kernel args) */
   struct sim_dep *deps;    /* deps_inline or heap */
   struct sim_dep deps_inline[2];

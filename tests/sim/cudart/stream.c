@@ -19,8 +19,10 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STREAM_CAP 16384u
 #define EVENT_CAP 262144u
@@ -96,7 +98,9 @@ void sim_wait_done(sim_stream *s, uint64_t seq) {
   if (done_of(s) >= seq) return;
   /* A very short spin catches items that are about to finish; then sleep. */
   for (int i = 0; i < 64; i++) {
+#if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#endif
     if (done_of(s) >= seq) return;
   }
   pthread_mutex_lock(&s->mu);
@@ -299,6 +303,23 @@ cudaError_t sim_stream_resolve(cudaStream_t h, int ptds, sim_stream **out) {
 
 void sim_item_execute(sim_stream *s, sim_item *it);
 
+static const char *const kind_names[] = {
+    [IT_FN] = "internal", [IT_HOSTFN] = "hostfn", [IT_CALLBACK] = "callback",
+    [IT_KERNEL] = "kernel", [IT_COPY] = "copy", [IT_SET] = "set", [IT_WAIT] = "wait-event",
+    [IT_RECORD] = "record-event", [IT_FREE] = "free-async", [IT_MULTI] = "multi", [IT_NOP] = "nop"};
+
+/* A2ASIM_TRACE=1: one line per item start and completion on stderr, to see
+ * where a simulated program hangs. */
+static void trace_item(sim_stream *s, sim_item *it, const char *phase) {
+  const char *what = it->what;
+  if (!what && it->kind == IT_KERNEL) what = it->u.kern.info.name;
+  fprintf(stderr, "a2asim %s:%d dev %d stream %llu%s seq %llu %s %s%s%s\n", sim_kn.host,
+          (int)getpid(), s->device, s->id,
+          s->kind == SK_LEGACY ? "(legacy)" : s->kind == SK_PERTHREAD ? "(per-thread)" : "",
+          (unsigned long long)it->seq, phase, kind_names[it->kind], what ? " " : "",
+          what ? what : "");
+}
+
 static void *worker_main(void *arg) {
   sim_stream *s = arg;
   sim_worker_device = s->device;
@@ -317,7 +338,9 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&s->mu);
 
     for (int i = 0; i < it->ndeps; i++) sim_wait_done(it->deps[i].s, it->deps[i].seq);
+    if (sim_kn.trace) trace_item(s, it, "start");
     sim_item_execute(s, it);
+    if (sim_kn.trace) trace_item(s, it, "done");
 
     pthread_mutex_lock(&s->mu);
     atomic_store_explicit(&s->done_seq, it->seq, memory_order_release);
@@ -514,6 +537,7 @@ int a2asim_stream_enqueue_multi(void *const *streams, int nstreams, a2asim_work_
     items[i] = sim_item_new(IT_MULTI, 0);
     if (!items[i] || implicit_deps(ss[i], items[i]) != 0) { e = cudaErrorMemoryAllocation; goto fail_items; }
     items[i]->u.multi.m = m;
+    items[i]->what = what;
   }
   for (int i = 0; i < n; i++) pthread_mutex_lock(&ss[i]->mu);
   for (int i = 0; i < n && !e; i++)
@@ -526,7 +550,6 @@ int a2asim_stream_enqueue_multi(void *const *streams, int nstreams, a2asim_work_
   if (e) goto fail_items;
   free(ss);
   free(items);
-  (void)what;
   return cudaSuccess;
 fail_items:
   for (int i = 0; i < n; i++) sim_item_free(items[i]);
@@ -924,7 +947,7 @@ int a2asim_stream_enqueue(void *stream, int per_thread, a2asim_work_fn fn, void 
   if (!it) return cudaErrorMemoryAllocation;
   it->u.fn.fn = fn;
   it->u.fn.arg = arg;
-  (void)what;
+  it->what = what;
   return sim_submit(s, it);
 }
 
