@@ -423,6 +423,18 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
     if (!bad) {
       if (g->suspect[u])
         sb(s, ", which cannot complete: its peers' operations disagree with it (known cause below)");
+      /* Live but waiting (a hang report): name the rank it waits for. */
+      for (size_t r = g->roff[u]; r < g->roff[u + 1] && !g->suspect[u]; r++) {
+        const req *w = &g->reqs[r];
+        if (w->type != R_POSTER) continue;
+        sb(s, " -> waits for rank %d to post its %s #%u (it has posted %u); rank %d, ", w->qrank,
+           what_name(w->what), w->index + 1, w->posted, w->qrank);
+        proc_name(s, &g->ps[w->target]);
+        sb(s, ", is in no CUDA/NCCL wait (computing, sleeping or doing I/O) and may still post it");
+        mark(inv, (size_t)w->target);
+        if (res->missing_proc < 0) res->missing_proc = w->target;
+        break;
+      }
       sb(s, ".");
       return;
     }
@@ -501,7 +513,7 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
   uint8_t *seen = calloc(g.nu + 1, 1);
   uint8_t *seenp = calloc(n + 1, 1);
   uint64_t comms_seen[8];
-  int ncomms_seen = 0;
+  int ncomms_seen = 0, nlines = 0;
   for (size_t k = 0; k < n && seen && seenp; k++) {
     /* The focus process (the report's reader) tells its story first. */
     size_t p = opts && opts->focus >= 0 && (size_t)opts->focus < n
@@ -509,13 +521,17 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
                    : k;
     if (!ps[p].alive) continue;
     const xr_threadstate *T = dead_thread(&g, p, min_ms);
+    if (T) res->dead_threads++;
+    else if (opts && opts->explain_all && ps[p].nthreads) T = &ps[p].threads[0];
     if (!T) continue;
-    res->dead_threads++;
     mark(involved, p);
     int32_t u = first_dead_target(&g, p, T);
-    if (res->dead_threads > 8) continue; /* the story names the first eight */
+    if (u < 0 && T->wait != XR_WAIT_SPLIT)
+      for (uint32_t j = 0; j < ps[p].nunits && u < 0; j++)
+        if (xr_thread_waits_on(&ps[p], T, &ps[p].units[j])) u = (int32_t)(g.uoff[p] + j);
+    if (++nlines > 8) continue; /* the story names the first eight */
     char sitebuf[128];
-    sb(&s, "%s", res->dead_threads > 1 ? "\n  " : "  ");
+    sb(&s, "%s", nlines > 1 ? "\n  " : "  ");
     proc_name(&s, &ps[p]);
     sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", wait_name(T->wait),
        site_of(&g, opts, p, T->site, sitebuf, sizeof sitebuf), T->blocked_ms);

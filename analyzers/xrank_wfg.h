@@ -46,6 +46,9 @@ typedef struct xr_wfg_opts {
   const char *(*mismatch)(void *ctx, uint64_t comm);
   /* Process whose story comes first (the report's reader), or -1. */
   int focus;
+  /* 1: also explain blocked threads that can still return (the group.hang
+   * dump: what each waits for and which rank it awaits). */
+  int explain_all;
 } xr_wfg_opts;
 
 typedef struct xr_wfg_result {

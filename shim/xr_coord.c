@@ -374,8 +374,12 @@ static void send_story(const char *check, const xr_procstate *ps, const int *map
                             a2a_opt ? a2a_opt->hang_timeout : 300.0);
   if (res->missing_proc >= 0 && len < sizeof text) {
     const xr_procstate *q = &ps[res->missing_proc];
-    len += (size_t)snprintf(text + len, sizeof text - len, "; the missing process: pid %d%s", q->pid,
-                            q->alive ? " (alive, blocked elsewhere)" : " (exited or ended the communicator)");
+    if (strcmp(check, "group.hang") == 0)
+      len += (size_t)snprintf(text + len, sizeof text - len, "; the awaited process: pid %d", q->pid);
+    else
+      len += (size_t)snprintf(text + len, sizeof text - len, "; the missing process: pid %d%s", q->pid,
+                              q->alive ? " (alive, blocked elsewhere)"
+                                       : " (exited or ended the communicator)");
     if (q->grank >= 0 && len < sizeof text)
       len += (size_t)snprintf(text + len, sizeof text - len, ", global rank %d", q->grank);
   }
@@ -500,21 +504,22 @@ static void evaluate(uint64_t now) {
     /* The same dump: every process with pending work or a blocked thread. */
     xr_wfg_opts o2 = o;
     o2.min_blocked_ms = 0;
+    o2.explain_all = 1;
     xr_wfg_analyze(ps, n, &o2, &res, inv, story, sizeof story);
     size_t len = strlen(story);
     for (size_t p = 0; p < n; p++) {
       if (!ps[p].alive || (!ps[p].nunits && !ps[p].nthreads)) continue;
       inv[p] = 1;
+      if (ps[p].nthreads) continue; /* already in the story */
       if (len + 200 < sizeof story) {
         char sb[128] = "";
         const char *st = ps[p].nunits ? site_lookup(&K.c[map[p]], ps[p].units[0].site) : NULL;
         if (!st && ps[p].nunits) snprintf(sb, sizeof sb, "0x%" PRIx64, ps[p].units[0].site);
         len += (size_t)snprintf(story + len, sizeof story - len,
-                                "%s  pid %d: %u incomplete launch unit%s%s%s%s, %u blocked thread%s",
+                                "%s  pid %d: %u incomplete launch unit%s (oldest at %s), no "
+                                "host thread blocked",
                                 len ? "\n" : "", ps[p].pid, ps[p].nunits,
-                                ps[p].nunits == 1 ? "" : "s", ps[p].nunits ? " (oldest at " : "",
-                                ps[p].nunits ? (st ? st : sb) : "", ps[p].nunits ? ")" : "",
-                                ps[p].nthreads, ps[p].nthreads == 1 ? "" : "s");
+                                ps[p].nunits == 1 ? "" : "s", st ? st : sb);
       }
     }
     send_story("group.hang", ps, map, n, inv, &res, story, (size_t)-1);

@@ -35,6 +35,14 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
     --expect "group.deadlock@0" --expect "group.deadlock@1" --expect "group.deadlock@2"
     --contains "group.deadlock=rank 3 is the missing rank")
+  # The same skip, but rank 3 then sleeps outside CUDA: it might still post,
+  # so no group.deadlock; A2ACHECK_HANG_TIMEOUT=4 reports group.hang to the
+  # waiting ranks and to the awaited one (the job must end: exit 66 all).
+  a2a_xrank_test(hang 60 "hang" --env A2ACHECK_HANG_TIMEOUT=4
+    --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=66
+    --contains "group.hang=waits for rank 3 to post its receive #10"
+    --after 4 --within 12
+    --expect "group.hang@0" --expect "group.hang@2" --forbid group.deadlock)
   # Two communicators in opposite orders on one stream by two ranks.
   a2a_xrank_test(order 60 "order"
     --rank-status 0=66 --rank-status 1=66 --within 15

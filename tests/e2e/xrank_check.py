@@ -11,7 +11,9 @@ xrank_scenarios.c). Assertions (all must hold):
   --status 0,66          every rank exited with one of these statuses
   --rank-status R=S      rank R exited with S
   --within T             every rank that exited 66 did so within T s
+  --after T              every rank that exited 66 did so after T s
   --expect CHECK[@RANK]  a finding of CHECK (in rank RANK's log)
+  --forbid CHECK         no finding of CHECK
   --contains CHECK=TEXT  a finding of CHECK whose message/details has TEXT
   --contains-two-comms CHECK
                          a finding of CHECK naming two distinct comm hashes
@@ -62,6 +64,7 @@ def main():
     ap.add_argument("--limit", type=int, required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--args", required=True)
+    ap.add_argument("--env", action="append", default=[], help="VAR=VALUE for the program")
     args, rest = ap.parse_known_args()
 
     shutil.rmtree(args.dir, ignore_errors=True)
@@ -71,6 +74,9 @@ def main():
                 "NCCL_SOCKET_IFNAME": "lo",
                 "LD_LIBRARY_PATH": args.libdir + (":" + env["LD_LIBRARY_PATH"]
                                                   if env.get("LD_LIBRARY_PATH") else "")})
+    for kv in args.env:
+        k, _, v = kv.partition("=")
+        env[k] = v
     try:
         p = subprocess.run([args.prog] + args.args.split(), env=env, timeout=args.limit,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -133,6 +139,13 @@ def main():
             for r, (_, st, t) in sorted(ranks.items()):
                 if st == 66 and t > float(v):
                     failures.append("rank %d exited 66 after %.1f s, limit %s s" % (r, t, v))
+        elif a == "--forbid":
+            if any(f["check"] == v for f in finds):
+                failures.append("forbidden %s finding present" % v)
+        elif a == "--after":
+            for r, (_, st, t) in sorted(ranks.items()):
+                if st == 66 and t < float(v):
+                    failures.append("rank %d exited 66 after %.1f s, before %s s" % (r, t, v))
         elif a == "--expect":
             check, _, rank = v.partition("@")
             hit = [f for f in finds if f["check"] == check and (not rank or f.get("rank") == int(rank))]

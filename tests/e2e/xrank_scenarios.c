@@ -15,6 +15,8 @@
  *                  sender then hangs, as NCCL can on GPUs).
  *   skip           4 ranks, 10 grouped all-to-alls; rank 3 skips #5 and, having
  *                  "finished", destroys its communicator and exits.
+ *   hang           skip, but rank 3 then sleeps 15 s outside CUDA: only
+ *                  A2ACHECK_HANG_TIMEOUT may end the others (group.hang).
  *   order          2 ranks, comms A and B, AllReduce on both on one stream:
  *                  rank 0 A then B, rank 1 B then A.
  *   coll_count     4 ranks, AllReduce; rank 2 passes a different count.
@@ -119,6 +121,9 @@ static int run_p2p_mismatch(ctx *c) {
   return 0;
 }
 
+/* hang: like skip, but rank 3 then stays outside CUDA (sleeps 15 s)
+ * before ending: it might still post the missing operation, so this is not
+ * a deadlock; A2ACHECK_HANG_TIMEOUT ends the others with group.hang. */
 static int run_skip(ctx *c) {
   size_t stride = 64;
   float *send, *recv;
@@ -128,6 +133,10 @@ static int run_skip(ctx *c) {
     if (c->rank == 3 && step == 5) continue; /* "finished early" */
     alltoall(c, send, recv, cnt_equal, step, -1, 0);
     CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  if (c->rank == 3 && !strcmp(c->scenario, "hang")) {
+    struct timespec ts = {15, 0};
+    while (nanosleep(&ts, &ts) != 0) {}
   }
   CK_CUDA(cudaFree(send));
   CK_CUDA(cudaFree(recv));
@@ -204,7 +213,7 @@ static int rank_main(ctx *c) {
   int st;
   const char *s = c->scenario;
   if (!strcmp(s, "p2p_mismatch")) st = run_p2p_mismatch(c);
-  else if (!strcmp(s, "skip")) st = run_skip(c);
+  else if (!strcmp(s, "skip") || !strcmp(s, "hang")) st = run_skip(c);
   else if (!strcmp(s, "order")) st = run_order(c);
   else if (!strcmp(s, "coll_count")) st = run_coll_count(c);
   else st = run_moe(c);
