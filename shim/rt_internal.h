@@ -155,6 +155,22 @@ const char *a2a_rt_severity_name(a2a_severity s);
 void a2a_rt_time_iso(char *buf, size_t cap);
 
 /* ------------------------------------------------------------------ */
+/* rt_dwarf.c (pure): file:line from DWARF line tables. */
+
+typedef struct a2a_rt_dwarf {
+  const uint8_t *line, *line_str, *str;   /* .debug_line, .debug_line_str, .debug_str */
+  size_t line_size, line_str_size, str_size;
+} a2a_rt_dwarf;
+
+/* Find the sections in an ELF64 little-endian file image; false if there is
+ * no (uncompressed) .debug_line. */
+bool a2a_rt_dwarf_from_elf(const void *map, size_t size, a2a_rt_dwarf *d);
+/* The source file (as recorded, not necessarily absolute) and line of addr
+ * (a link-time address of the object). False if unknown. */
+bool a2a_rt_dwarf_lookup(const a2a_rt_dwarf *d, uint64_t addr, const char **file,
+                         unsigned *line);
+
+/* ------------------------------------------------------------------ */
 /* rt_init.c: state, guard, lazy init. */
 
 enum {

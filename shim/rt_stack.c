@@ -10,8 +10,9 @@
  * names exported functions; for the rest (static functions, executables
  * not linked with -rdynamic) the object's ELF .symtab is read from its file
  * (mmap'ed once per object, cached), which names every function of a binary
- * that was not stripped. Frames print as "func+0xoff (module)". No file:line
- * (that needs DWARF line tables; addr2line on the module offset gives it).
+ * that was not stripped. When the file also has DWARF line tables (-g),
+ * rt_dwarf.c adds the source position. Frames print as
+ * "func+0xoff (module)" or "func+0xoff (module) at file.c:line".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -88,7 +89,8 @@ typedef struct symtab {
   size_t nsyms;
   const char *strs;
   size_t strsz;
-  bool tried;
+  a2a_rt_dwarf dwarf;         /* line tables, when the object has them */
+  bool has_dwarf;
 } symtab;
 
 static symtab g_tabs[32];
@@ -122,10 +124,12 @@ static void load_symtab(symtab *t, const char *path) {
       t->nsyms = sh[i].sh_size / sizeof(ElfW(Sym));
       t->strs = (const char *)(m + ss->sh_offset);
       t->strsz = ss->sh_size;
-      return;   /* the mapping stays for the life of the process */
+      break;
     }
+    t->has_dwarf = a2a_rt_dwarf_from_elf(m, size, &t->dwarf);
   }
-  munmap((void *)m, size);
+  /* The mapping stays for the life of the process when it is used. */
+  if (!t->nsyms && !t->has_dwarf) munmap((void *)m, size);
 }
 
 static symtab *tab_for(const struct link_map *lm, const char *path) {
@@ -135,7 +139,6 @@ static symtab *tab_for(const struct link_map *lm, const char *path) {
   symtab *t = &g_tabs[g_ntabs++];
   memset(t, 0, sizeof *t);
   t->key = lm;
-  t->tried = true;
   load_symtab(t, path);
   return t;
 }
@@ -171,17 +174,27 @@ void a2a_rt_symbolize(const void *pc, char *out, size_t cap) {
   const char *module = info.dli_fname && *info.dli_fname ? info.dli_fname : path;
   const char *slash = strrchr(module, '/');
   if (slash) module = slash + 1;
-  if (info.dli_sname && info.dli_saddr) {
-    snprintf(out, cap, "%s+0x%lx (%s)", info.dli_sname,
-             (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_saddr), module);
-    return;
-  }
   uintptr_t rel = (uintptr_t)q - lm->l_addr, start = 0;
-  const char *name = lookup(tab_for(lm, path), rel, &start);
-  if (name)
-    snprintf(out, cap, "%s+0x%lx (%s)", name,
-             (unsigned long)((uintptr_t)pc - lm->l_addr - start), module);
-  else
-    snprintf(out, cap, "?? (%s+0x%lx)", module,
-             (unsigned long)((uintptr_t)pc - lm->l_addr));
+  symtab *t = tab_for(lm, path);
+  int n;
+  if (info.dli_sname && info.dli_saddr) {
+    n = snprintf(out, cap, "%s+0x%lx (%s)", info.dli_sname,
+                 (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_saddr), module);
+  } else {
+    const char *name = lookup(t, rel, &start);
+    if (name)
+      n = snprintf(out, cap, "%s+0x%lx (%s)", name,
+                   (unsigned long)((uintptr_t)pc - lm->l_addr - start), module);
+    else
+      n = snprintf(out, cap, "?? (%s+0x%lx)", module,
+                   (unsigned long)((uintptr_t)pc - lm->l_addr));
+  }
+  /* " at file.c:line" when the object carries line tables (built with -g). */
+  const char *file;
+  unsigned line;
+  if (n > 0 && (size_t)n < cap && t && t->has_dwarf &&
+      a2a_rt_dwarf_lookup(&t->dwarf, rel, &file, &line)) {
+    const char *b = strrchr(file, '/');
+    snprintf(out + n, cap - (size_t)n, " at %s:%u", b ? b + 1 : file, line);
+  }
 }

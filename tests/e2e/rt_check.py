@@ -120,6 +120,8 @@ def case_group(a):
               "stack top is the calling function (got %r)" % (st[:1],))
         check(any(s.startswith("main+0x") for s in st), "main is on the stack")
         check("liba2acheck" not in " ".join(st), "no frame of liba2acheck itself")
+        check(bool(st) and " at rt_group_unbalanced.c:" in st[0],
+              "the top frame has its source line (DWARF): %r" % (st[:1],))
         check("group.unbalanced" in text and "unbalanced_caller+0x" in text,
               "the text log has the finding and its stack")
     s = summary_of(recs)

@@ -23,6 +23,11 @@ function(a2a_rt_program name)
   add_dependencies(${name} a2acheck)
 endfunction()
 
+# The DWARF unit test reads its own line tables: -g whatever the build type.
+if(TARGET test_log_dwarf)
+  target_compile_options(test_log_dwarf PRIVATE -g)
+endif()
+
 # ---- transparency and A2ACHECK_DISABLE, with the real libraries ----------
 a2a_rt_program(rt_real ${CMAKE_CURRENT_LIST_DIR}/rt_real.c)
 if(A2A_RT_REAL_NCCL AND A2A_RT_REAL_CUDART)
