@@ -16,6 +16,16 @@
  *    that starts only when all of those streams reach it, and completes on
  *    all of them when fn returns (used for a NCCL group spanning streams).
  *  - Device numbers are per process, 0..a2asim_device_count()-1.
+ * Details of the implementation (tests/sim/cudart, docs/simulator.md):
+ *  - fn is called exactly once, on the worker, also after a sticky error
+ *    (only user work is skipped then). In enqueue_multi the last stream to
+ *    arrive calls fn; duplicate streams are merged; the per-stream parts are
+ *    appended atomically, so two multi items on the same streams never cross.
+ *  - While a stream is being captured into a CUDA graph, both enqueue calls
+ *    return cudaErrorStreamCaptureUnsupported and invalidate the capture.
+ *  - None of these functions changes the application's cudaGetLastError().
+ *  - a2asim_stream_valid() also answers 1 for NULL, cudaStreamLegacy and
+ *    cudaStreamPerThread.
  */
 #ifndef A2ASIM_INTERNAL_H
 #define A2ASIM_INTERNAL_H
