@@ -13,3 +13,20 @@ foreach(src ${A2ASIM_CUDART_TESTS})
   add_test(NAME sim.cudart.${short} COMMAND ${name})
   set_tests_properties(sim.cudart.${short} PROPERTIES TIMEOUT 90 LABELS sim)
 endforeach()
+
+# An nvcc-compiled program, built at test time (the project itself is C only):
+# checks that nvcc 13's launch path and registration hooks work on the
+# simulator. Not registered when nvcc is not installed.
+find_program(A2ASIM_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
+if(A2ASIM_NVCC)
+  add_test(NAME sim.cudart.nvcc
+    COMMAND sh -c [=[
+nvcc=$1 src=$2 inc=$3 libdir=$4 out=$5
+mkdir -p "$(dirname "$out")" || exit 1
+"$nvcc" -I"$inc" -o "$out" "$src" -L"$libdir" -cudart shared -Xlinker -rpath="$libdir" || exit 1
+LD_LIBRARY_PATH="$libdir" timeout 60 "$out"
+]=] sh ${A2ASIM_NVCC} ${CMAKE_CURRENT_LIST_DIR}/cudart_nvcc.cu ${CMAKE_CURRENT_LIST_DIR}/../include
+      ${A2ASIM_LIBDIR} ${CMAKE_BINARY_DIR}/tests/sim/cudart_nvcc)
+  set_tests_properties(sim.cudart.nvcc PROPERTIES TIMEOUT 300 LABELS sim
+    REQUIRED_FILES $<TARGET_FILE:a2asim_cudart>)
+endif()
