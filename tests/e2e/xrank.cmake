@@ -57,8 +57,16 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_xrank_test(moe_clean 90 "moe 1000" --status 0 --none)
   # The id's creator (the coordinator) is killed mid-run: ranks continue.
   a2a_xrank_test(coord_kill 90 "coord_kill" --status 0 --only-no-coordinator)
+  # Ids without a coordinator record: A2ACHECK_COORDINATOR=host:port (the
+  # first rank that binds it hosts it) still finds the deadlock ...
+  a2a_xrank_test(fallback_order 60 "order" --env XRANK_STRIP_ID=1
+    --env A2ACHECK_COORDINATOR=127.0.0.1:47391
+    --rank-status 0=66 --rank-status 1=66 --within 15 --expect "group.deadlock@0")
+  # ... and without it cross-rank checks are off, said once per comm.
+  a2a_xrank_test(no_coordinator 60 "moe 100" --env XRANK_STRIP_ID=1 --status 0
+    --only-no-coordinator)
   # One rank 30 s outside CUDA (busy, then sleeping): not a deadlock.
-  a2a_xrank_test(moe_busy 80 "moe 200 busy" --status 0 --none)
-  a2a_xrank_test(moe_sleep 80 "moe 200 sleep" --status 0 --none)
+  a2a_xrank_test(moe_busy 80 "moe 1000 busy" --status 0 --none)
+  a2a_xrank_test(moe_sleep 80 "moe 1000 sleep" --status 0 --none)
   set_tests_properties(e2e.xrank.moe_busy e2e.xrank.moe_sleep PROPERTIES LABELS "e2e;xrank;slow")
 endif()

@@ -26,6 +26,8 @@
  *                  0 = everyone) + AllReduce every 10 steps on halves (split
  *                  by rank / 4); busy/sleep: rank 5 spends 30 s outside CUDA
  *                  in the middle (no deadlock may be reported).
+ * With XRANK_STRIP_ID=1 in the environment the ids carry no coordinator
+ * record (as if made without a2acheck): A2ACHECK_COORDINATOR or nothing.
  *   coord_kill     4 ranks, 300 steps; the id's creator (the coordinator
  *                  host) is SIGKILLed after rank 0 reached step 50.
  */
@@ -255,6 +257,12 @@ int main(int argc, char **argv) {
   } else {
     CK_NCCL(ncclGetUniqueId(&c.ids[0]));
     CK_NCCL(ncclGetUniqueId(&c.ids[1]));
+    /* XRANK_STRIP_ID=1: the ids look as if made by a process without
+     * a2acheck (no coordinator record in their trailing bytes). */
+    if (getenv("XRANK_STRIP_ID")) {
+      memset(c.ids[0].internal + 80, 0, 48);
+      memset(c.ids[1].internal + 80, 0, 48);
+    }
   }
   fflush(NULL);
   pid_t pids[8];
