@@ -45,6 +45,7 @@ sim_item *sim_item_clone(const sim_item *it) {
       argv[i] = (char *)c + ((const char *)it->u.kern.argv[i] - (const char *)it);
     c->u.kern.argv = argv;
   }
+  if (it->kind == IT_COPY && it->u.copy.staged) c->u.copy.src = (const char *)(c + 1);
   return c;
 }
 

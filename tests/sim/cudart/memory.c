@@ -395,10 +395,27 @@ static cudaError_t copy_common(void *dst, size_t dpitch, const void *src, size_t
   if (st) return (cudaError_t)st;
   if (width == 0 || height == 0) return cudaSuccess;
   if (!dst || !src) return cudaErrorInvalidValue;
-  bool ddev = is_devmem(mem_type(dst)), sdev = is_devmem(mem_type(src));
+  int dt = mem_type(dst), stype = mem_type(src);
+  bool ddev = is_devmem(dt), sdev = is_devmem(stype);
   bool wait = mode == SYNC_API ? !(ddev && sdev) : (!ddev && !sdev);
-  sim_item *it = sim_item_new(IT_COPY, 0);
+  /* Pageable host memory goes through the driver's staging buffers, which
+   * makes the asynchronous forms partly synchronous in practice: a
+   * pageable source is staged (copied) before the call returns, so the
+   * caller may reuse it at once; a pageable destination is written before
+   * the call returns. Modelled as: snapshot the source now; wait for the
+   * copy. Pinned and device memory stay fully asynchronous. */
+  bool stage = mode == SYNC_ASYNC && ddev && stype == SIM_MEM_HOST;
+  if (mode == SYNC_ASYNC && sdev && dt == SIM_MEM_HOST) wait = true;
+  if (stage && height && width > SIZE_MAX / height) return cudaErrorInvalidValue;
+  sim_item *it = sim_item_new(IT_COPY, stage ? width * height : 0);
   if (!it) return cudaErrorMemoryAllocation;
+  if (stage) {
+    char *staging = (char *)(it + 1);
+    sim_copy2d(staging, width, src, spitch, width, height);
+    src = staging;
+    spitch = width;
+    it->u.copy.staged = true;
+  }
   it->u.copy.dst = dst;
   it->u.copy.src = src;
   it->u.copy.dpitch = dpitch;

@@ -118,7 +118,12 @@ struct sim_item {
       void **argv;         /* points into the item's own allocation */
       size_t argbytes;
     } kern;
-    struct { char *dst; const char *src; size_t dpitch, spitch, width, height; } copy;
+    struct {
+      char *dst;
+      const char *src;     /* the item's own staging bytes when staged */
+      size_t dpitch, spitch, width, height;
+      bool staged;
+    } copy;
     struct { char *dst; int value; size_t pitch, width, height; } set;
     struct { sim_event *ev; } wait;
     struct { sim_event *ev; uint64_t rec_id; } rec;

@@ -52,8 +52,9 @@ static void *slab_map(size_t bytes) { return calloc(1, bytes); }
 /* ---- items ---------------------------------------------------------------- */
 
 sim_item *sim_item_new(int kind, size_t extra) {
-  sim_item *it = calloc(1, sizeof *it + extra);
+  sim_item *it = malloc(sizeof *it + extra);   /* extra bytes are the caller's */
   if (!it) return NULL;
+  memset(it, 0, sizeof *it);
   it->kind = kind;
   it->extra = extra;
   it->deps = it->deps_inline;

@@ -122,6 +122,34 @@ START_TEST(memcpy_async_moves_data_in_stream_order) {
 }
 END_TEST
 
+/* Pageable host memory is staged like the driver does: an async H2D copy
+ * from pageable memory snapshots the source before returning, an async D2H
+ * copy into pageable memory has landed when the call returns. Pinned memory
+ * is truly asynchronous: reusing it before the copy ran is a real race. */
+START_TEST(pageable_vs_pinned_async_copies) {
+  enum { n = 1024 };
+  static int pageable[n];
+  int *pinned, *d1, *d2;
+  CK_CUDA(cudaMallocHost((void **)&pinned, n * sizeof(int)));
+  CK_CUDA(cudaMalloc((void **)&d1, n * sizeof(int)));
+  CK_CUDA(cudaMalloc((void **)&d2, n * sizeof(int)));
+  cudaStream_t s;
+  CK_CUDA(cudaStreamCreate(&s));
+  for (int i = 0; i < n; i++) pageable[i] = pinned[i] = 1;
+  ck_assert_int_eq(a2asim_stream_set_delay(s, 100000), 0);
+  CK_CUDA(cudaMemcpyAsync(d1, pageable, sizeof pageable, cudaMemcpyHostToDevice, s));
+  CK_CUDA(cudaMemcpyAsync(d2, pinned, n * sizeof(int), cudaMemcpyHostToDevice, s));
+  for (int i = 0; i < n; i++) pageable[i] = pinned[i] = 2;   /* reuse at once */
+  ck_assert_int_eq(a2asim_stream_set_delay(s, 0), 0);
+  CK_CUDA(cudaMemcpyAsync(pageable, d1, sizeof pageable, cudaMemcpyDeviceToHost, s));
+  /* Landed already: no synchronization needed for a pageable destination. */
+  for (int i = 0; i < n; i++) ck_assert_int_eq(pageable[i], 1);
+  CK_CUDA(cudaMemcpyAsync(pinned, d2, n * sizeof(int), cudaMemcpyDeviceToHost, s));
+  CK_CUDA(cudaStreamSynchronize(s));
+  for (int i = 0; i < n; i++) ck_assert_int_eq(pinned[i], 2);   /* the race */
+}
+END_TEST
+
 START_TEST(memcpy_2d_and_memset_2d) {
   enum { w = 8, h = 4, sp = 10, dp = 16 };
   char src[sp * h], *d, out[w * h];
@@ -243,6 +271,7 @@ int main(void) {
   tcase_add_test(tc, invalid_frees);
   tcase_add_test(tc, mem_get_info_tracks_allocations);
   tcase_add_test(tc, memcpy_async_moves_data_in_stream_order);
+  tcase_add_test(tc, pageable_vs_pinned_async_copies);
   tcase_add_test(tc, memcpy_2d_and_memset_2d);
   tcase_add_test(tc, sync_memcpy_host_synchronization);
   tcase_add_test(tc, memcpy_peer);
