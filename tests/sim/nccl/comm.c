@@ -47,7 +47,10 @@ ncclResult_t sim_comm_check(const struct ncclComm *comm, const char *opname) {
 }
 
 ncclResult_t sim_comm_ensure_ready(struct ncclComm *comm, const char *opname) {
-  ncclResult_t r = (ncclResult_t)atomic_load(&comm->async);
+  /* Through the exported symbol, as NCCL's ncclCommEnsureReady does: a
+   * preloaded shim sees this nested call on every operation and query. */
+  ncclResult_t r;
+  if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) r = (ncclResult_t)atomic_load(&comm->async);
   if (r == ncclInProgress) {
     sim_warn("%s : Attempt to use communicator before the previous operation returned ncclSuccess", opname);
     return ncclInvalidArgument;
@@ -279,7 +282,7 @@ SIM_API(ncclResult_t, ncclCommInitAll, ncclComm_t *comms, int ndev, const int *d
   }
   if (ndev == 0) return ncclSuccess;
   ncclUniqueId id;
-  ncclResult_t r = sim_make_unique_id(&id);
+  ncclResult_t r = ncclGetUniqueId(&id);   /* exported symbol, as NCCL calls it */
   if (r != ncclSuccess) return r;
   uint64_t key = id_key(&id, 1);
   sim_group_start();

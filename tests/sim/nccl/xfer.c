@@ -27,7 +27,7 @@
  * whose receive is never posted therefore blocks its stream forever. After
  * that, small sends complete eagerly into the FIFO as in NCCL.
  *
- * Cost model: every p2p send to another rank charges a2asim_model_transfer
+ * Cost model: every p2p send (to oneself too) charges a2asim_model_transfer
  * for its bytes; a collective charges once what NCCL's ring algorithm moves
  * per rank.
  *
@@ -96,9 +96,10 @@ static void xop_init(struct ncclComm *c, struct xop *o, int send, int peer, int 
   o->bytes = bytes;
   o->nsteps = bytes == 0 ? 1 : (bytes + seg->step - 1) / seg->step;
   if (d) { o->has_desc = 1; o->desc = *d; }
-  /* p2p sends pay for their bytes; a send to oneself is a local copy;
+  /* Every p2p send pays for its bytes, a send to oneself included (the
+   * perf tests' model: an AlltoAll of S bytes costs S / bandwidth);
    * collectives charge once for the whole operation (see run_coll). */
-  o->model = send && p2p && peer != c->rank;
+  o->model = send && p2p;
   o->after = -1;
 }
 
