@@ -46,6 +46,8 @@ if(TARGET nccl_lifecycle)
   foreach(t nonblocking dupgpu shrink scalable misc memalloc singlethread singlethread_legacy cost)
     a2asim_nccl_test(lifecycle_${t} 30 nccl_lifecycle ${t})
   endforeach()
+  # timing bounds: keep other tests off the 2 cores meanwhile
+  set_tests_properties(sim.nccl.lifecycle_cost PROPERTIES RUN_SERIAL TRUE)
 endif()
 
 if(TARGET nccl_shm)
