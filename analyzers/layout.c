@@ -353,6 +353,7 @@ static const char *inplace_rule(int coll) {
 }
 
 static void check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op *op) {
+  /* Two ranges: r[0] is the send range, r[1] the receive range. */
   if (ev->kind != A2A_EV_COLL || op->n < 2) return;
   const lr_range *s = &op->r[0], *r = &op->r[1];
   if (!lr_overlap(s->lo, s->hi, r->lo, r->hi)) return;

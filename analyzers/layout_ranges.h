@@ -14,7 +14,8 @@
  *   Scatter        send n*c*sz (root only) recv c*sz
  *   Send / Recv    c*sz
  * A buffer NCCL does not use on this rank (non-root recv of Reduce, ...)
- * gets no range. Zero-byte ranges are returned with lo == hi: callers decide
+ * gets no range, and neither does a NULL buffer. Zero-byte ranges are
+ * returned with lo == hi: callers decide
  * (zero-count ranges never overlap anything). When nranks or rank is unknown
  * (comm not in the registry: nranks <= 0) the nranks factor is taken as 1 and
  * root-only buffers are assumed used, and `exact` is false.
@@ -51,6 +52,9 @@ static inline size_t lr_mul(size_t a, size_t b) {
 
 static inline void lr_add(lr_op *op, const void *p, size_t elems, bool is_recv,
                           bool per_rank) {
+  /* A NULL buffer is one NCCL does not use here (non-root recvbuff of
+   * Reduce, ...) or one NCCL's own argument check rejects: no range. */
+  if (!p) return;
   lr_range *r = &op->r[op->n++];
   size_t bytes = lr_mul(elems, op->elem);
   r->lo = (uintptr_t)p;

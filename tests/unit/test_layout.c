@@ -135,6 +135,28 @@ START_TEST(pinned_unknown_and_zero_count_are_silent) {
 }
 END_TEST
 
+START_TEST(null_buffers_are_not_judged) {
+  /* Non-root Reduce with recvbuff NULL, non-root Broadcast with sendbuff
+   * NULL: NCCL does not use them. */
+  coll(A2A_COLL_REDUCE, "ncclReduce", SEG0, 0, 1024, 0);
+  coll(A2A_COLL_BROADCAST, "ncclBroadcast", 0, SEG0, 1024, 0);
+  /* Same with a communicator the registry does not know (rank unknown, so
+   * root-only buffers count as used) and an address 0 the driver would
+   * call host memory. */
+  collector_add_pointer(0, 4096, 0, -1);
+  a2a_event ev = ev_make(A2A_EV_COLL);
+  ev.api = "ncclBroadcast";
+  ev.comm = (void *)0xdead;
+  ev.u.coll.coll = A2A_COLL_BROADCAST;
+  ev.u.coll.recvbuff = (void *)SEG0;
+  ev.u.coll.count = 256;
+  ev.u.coll.dtype = F32;
+  ev.u.coll.root = 0;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
 /* ---------------- wrong-device ---------------- */
 
 START_TEST(wrong_device) {
@@ -482,6 +504,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, host_memory);
   tcase_add_test(tc, pinned_unknown_and_zero_count_are_silent);
+  tcase_add_test(tc, null_buffers_are_not_judged);
   tcase_add_test(tc, wrong_device);
   tcase_add_test(tc, right_device_is_silent);
   tcase_add_test(tc, allgather_recv_times_nranks);
