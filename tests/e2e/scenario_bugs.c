@@ -1,0 +1,179 @@
+/* scenario_bugs.c - buggy programs, one bug per argument, in shapes the
+ * team's own tests do not use. 4 ranks as forked processes (the parent
+ * creates the id), a communication stream per rank. Each mode names the
+ * check a2acheck must report; scenarios.cmake asserts it.
+ *
+ *   missing_recv   grouped equal all-to-all, 5 steps; at step 2 rank 1
+ *                  leaves out its receive from rank 3 in the middle of the
+ *                  group: rank 1's later receives from 3 are shifted by one,
+ *                  rank 3's last send is never received
+ *                  -> size.unmatched-p2p / group.deadlock, exit 66
+ *   dtype_bytes    grouped all-to-all; rank 2 receives rank 0's chunk of N
+ *                  bfloat16 as N/2 float32 (same bytes) -> size.dtype-mismatch
+ *   coll_dtype     AllReduce; rank 3 passes ncclInt32 where the others pass
+ *                  ncclFloat32 (same count and bytes)
+ *                  -> size.collective-mismatch
+ *   bcast_root     Broadcast; rank 2 believes the root is 1, the others 0
+ *                  -> size.collective-mismatch
+ *   a2a_count      ncclAlltoAll; rank 0 passes half the count
+ *                  -> size.collective-mismatch
+ *   wrong_device   the tensors are created on device 0 before
+ *                  cudaSetDevice(local_rank) -> layout.wrong-device on
+ *                  ranks 1-3
+ *   order_groups   two process groups (world and a split copy of it) used in
+ *                  a different order by rank 0 on one stream
+ *                  -> group.order-mismatch or group.deadlock, exit 66
+ *   unsynced_in    4 steps: the send buffer (one cudaMalloc buffer reused
+ *                  every step) is uploaded with cudaMemcpyAsync on a
+ *                  separate copy stream and the AllReduce on the
+ *                  communication stream does not wait for it
+ *                  -> stream.unsynced-input (from step 2: a buffer's first
+ *                  use is a documented blind spot)
+ *   unsynced_in_async  the same with a cudaMallocAsync/cudaFreeAsync block
+ *                  per step (PyTorch's cudaMallocAsync backend)
+ *                  -> stream.unsynced-input
+ *   read_in_group  a host read (synchronous cudaMemcpy) of a receive
+ *                  buffer between ncclGroupStart and ncclGroupEnd
+ *                  -> group.sync-in-group
+ *   after_destroy  the world communicator is destroyed in a cleanup helper,
+ *                  then used for a final AllReduce
+ *                  -> group.use-after-destroy
+ */
+#include "scenario_common.h"
+
+#define NR 4
+#define N 4096L
+
+static const char *mode;
+static int is(const char *m) { return strcmp(mode, m) == 0; }
+
+static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  void *early = NULL;
+  if (is("wrong_device")) {
+    /* model = Model().cuda() before torch.cuda.set_device(local_rank) */
+    SC_CUDA(cudaSetDevice(0));
+    SC_CUDA(cudaMalloc(&early, N * sizeof(float)));
+    SC_CUDA(cudaMemset(early, 0, N * sizeof(float)));
+    SC_CUDA(cudaSetDevice(rank));
+  }
+  ncclComm_t comm;
+  SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  cudaStream_t s, up;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  SC_CUDA(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));
+  float *a, *b;
+  SC_CUDA(cudaMalloc((void **)&a, NR * N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, NR * N * sizeof(float)));
+  SC_CUDA(cudaMemset(a, 0, NR * N * sizeof(float)));
+  long bad = 0;
+
+  if (is("missing_recv")) {
+    size_t c = N / 4;
+    for (int t = 0; t < 5; t++) {
+      SC_NCCL(ncclGroupStart());
+      for (int p = 0; p < nranks; p++) {
+        SC_NCCL(ncclSend(a + p * c, c, ncclFloat32, p, comm, s));
+        if (!(t == 2 && rank == 1 && p == 3)) SC_NCCL(ncclRecv(b + p * c, c, ncclFloat32, p, comm, s));
+      }
+      SC_NCCL(ncclGroupEnd());
+      SC_CUDA(cudaStreamSynchronize(s));
+    }
+  } else if (is("dtype_bytes")) {
+    /* chunks of N bfloat16 (2N bytes) per peer */
+    uint16_t *sa = (uint16_t *)a, *rb = (uint16_t *)b;
+    SC_NCCL(ncclGroupStart());
+    for (int p = 0; p < nranks; p++) {
+      SC_NCCL(ncclSend(sa + p * N, N, ncclBfloat16, p, comm, s));
+      if (rank == 2 && p == 0)
+        SC_NCCL(ncclRecv(rb + p * N, N / 2, ncclFloat32, p, comm, s)); /* the bug */
+      else
+        SC_NCCL(ncclRecv(rb + p * N, N, ncclBfloat16, p, comm, s));
+    }
+    SC_NCCL(ncclGroupEnd());
+    SC_CUDA(cudaStreamSynchronize(s));
+  } else if (is("coll_dtype")) {
+    for (int t = 0; t < 3; t++)
+      SC_NCCL(ncclAllReduce(a, b, N, t == 1 && rank == 3 ? ncclInt32 : ncclFloat32, ncclSum, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+  } else if (is("bcast_root")) {
+    SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+    SC_NCCL(ncclBroadcast(a, b, N, ncclFloat32, rank == 2 ? 1 : 0, comm, s));
+    SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+  } else if (is("a2a_count")) {
+    SC_NCCL(ncclAlltoAll(a, b, rank == 0 ? N / 2 : N, ncclFloat32, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+  } else if (is("wrong_device")) {
+    SC_NCCL(ncclAllReduce(early, early, N, ncclFloat32, ncclSum, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+  } else if (is("order_groups")) {
+    ncclComm_t dp;
+    SC_NCCL(ncclCommSplit(comm, 0, rank, &dp, NULL));
+    ncclComm_t first = rank == 0 ? dp : comm, second = rank == 0 ? comm : dp;
+    for (int t = 0; t < 3; t++) {
+      SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, first, s));
+      SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, second, s));
+    }
+    SC_CUDA(cudaStreamSynchronize(s));
+    SC_NCCL(ncclCommDestroy(dp));
+  } else if (is("unsynced_in") || is("unsynced_in_async")) {
+    /* 4 steps; the upload stream is slowed down so the race does harm */
+    SC_CUDA((cudaError_t)a2asim_stream_set_delay(up, 20000));
+    float *h;
+    SC_CUDA(cudaMallocHost((void **)&h, N * sizeof(float)));
+    for (int t = 0; t < 4; t++) {
+      for (long i = 0; i < N; i++) h[i] = (float)(rank + 1 + t);
+      float *in = a;
+      if (is("unsynced_in_async")) {
+        /* stream-ordered allocator: a fresh (usually recycled) block per step */
+        SC_CUDA(cudaMallocAsync((void **)&in, N * sizeof(float), s));
+        SC_CUDA(cudaStreamSynchronize(s));
+      }
+      SC_CUDA(cudaMemcpyAsync(in, h, N * sizeof(float), cudaMemcpyHostToDevice, up));
+      SC_NCCL(ncclAllReduce(in, b, N, ncclFloat32, ncclSum, comm, s)); /* the bug: no wait on up */
+      SC_CUDA(cudaStreamSynchronize(s));
+      SC_CUDA(cudaStreamSynchronize(up));
+      float got;
+      SC_CUDA(cudaMemcpy(&got, b, sizeof got, cudaMemcpyDeviceToHost));
+      if (got != (float)(10 + 4 * t)) bad++;
+      if (is("unsynced_in_async")) {
+        SC_CUDA(cudaFreeAsync(in, s));
+        SC_CUDA(cudaStreamSynchronize(s));
+      }
+    }
+    SC_CUDA(cudaFreeHost(h));
+  } else if (is("read_in_group")) {
+    float head[4];
+    int peer = rank ^ 1;
+    SC_NCCL(ncclGroupStart());
+    SC_NCCL(ncclSend(a, N, ncclFloat32, peer, comm, s));
+    SC_NCCL(ncclRecv(b, N, ncclFloat32, peer, comm, s));
+    SC_CUDA(cudaMemcpy(head, b, sizeof head, cudaMemcpyDeviceToHost)); /* the bug */
+    SC_NCCL(ncclGroupEnd());
+    SC_CUDA(cudaStreamSynchronize(s));
+  } else if (is("after_destroy")) {
+    SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+    SC_NCCL(ncclCommDestroy(comm)); /* "cleanup()" */
+    ncclResult_t r = ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s);
+    fprintf(stderr, "rank %d: AllReduce after destroy -> %d\n", rank, (int)r);
+    comm = NULL;
+  } else {
+    fprintf(stderr, "unknown mode %s\n", mode);
+    return 1;
+  }
+  sc_sh->result[rank] = bad;
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  if (early) SC_CUDA(cudaFree(early));
+  SC_CUDA(cudaStreamDestroy(s));
+  SC_CUDA(cudaStreamDestroy(up));
+  if (comm) SC_NCCL(ncclCommDestroy(comm));
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+int main(int argc, char **argv) {
+  mode = argc > 1 ? argv[1] : "missing_recv";
+  return sc_fork_ranks(NR, rank_main, NULL);
+}

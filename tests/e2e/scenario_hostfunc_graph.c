@@ -1,0 +1,120 @@
+/* scenario_hostfunc_graph.c - host functions and CUDA graphs around
+ * communication, 2 ranks as forked processes, 8 steps, data verified.
+ *
+ *   scenario_hostfunc_graph hostfunc  the AllReduce result is copied to
+ *                                     pinned host memory on the communication
+ *                                     stream, then cudaLaunchHostFunc sets a
+ *                                     flag; the host spins on the flag (no
+ *                                     CUDA call) and reads the pinned copy
+ *   scenario_hostfunc_graph graph     the "forward" (fill + axpy kernels) is
+ *                                     captured once into a CUDA graph and
+ *                                     replayed with cudaGraphLaunch on the
+ *                                     compute stream; an event edge to the
+ *                                     communication stream, AllReduce,
+ *                                     an event edge back, consumer kernel
+ * Correct: exit 0, no finding.
+ */
+#include <stdatomic.h>
+
+#include "scenario_common.h"
+
+#define NR 2
+#define N 4096L
+
+static const char *mode;
+
+static void CUDART_CB set_flag(void *p) { atomic_store((atomic_int *)p, 1); }
+
+static int run_hostfunc(int rank, ncclComm_t comm) {
+  cudaStream_t cs;
+  SC_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  float *d, *pinned;
+  SC_CUDA(cudaMalloc((void **)&d, N * sizeof(float)));
+  SC_CUDA(cudaMallocHost((void **)&pinned, N * sizeof(float)));
+  static atomic_int flag;
+  long bad = 0;
+  for (int t = 0; t < 8; t++) {
+    atomic_store(&flag, 0);
+    sc_fill(d, N, (float)(rank + t), 1.0f, cs);
+    SC_NCCL(ncclAllReduce(d, d, N, ncclFloat32, ncclSum, comm, cs));
+    SC_CUDA(cudaMemcpyAsync(pinned, d, N * sizeof(float), cudaMemcpyDeviceToHost, cs));
+    SC_CUDA(cudaLaunchHostFunc(cs, set_flag, &flag));
+    while (!atomic_load(&flag)) sched_yield();
+    for (long i = 0; i < N; i++) {
+      float want = (float)(1 + 2 * t) + 2.0f * (float)i; /* (0+t+i) + (1+t+i) */
+      if (pinned[i] != want && bad++ < 3) fprintf(stderr, "rank %d: [%ld]=%g want %g\n", rank, i, pinned[i], want);
+    }
+  }
+  SC_CUDA(cudaStreamSynchronize(cs));
+  SC_CUDA(cudaFree(d));
+  SC_CUDA(cudaFreeHost(pinned));
+  SC_CUDA(cudaStreamDestroy(cs));
+  return (int)bad;
+}
+
+static int run_graph(int rank, ncclComm_t comm) {
+  cudaStream_t comp, cs;
+  SC_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  SC_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  float *x, *y, *acc;
+  SC_CUDA(cudaMalloc((void **)&x, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&y, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&acc, N * sizeof(float)));
+  SC_CUDA(cudaMemsetAsync(acc, 0, N * sizeof(float), comp));
+  /* capture the forward once: x = rank+1 (all elements); y = 0; y += 3x */
+  cudaStream_t cap;
+  SC_CUDA(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking));
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  SC_CUDA(cudaStreamBeginCapture(cap, cudaStreamCaptureModeThreadLocal));
+  sc_fill(x, N, (float)(rank + 1), 0.0f, cap);
+  sc_fill(y, N, 0.0f, 0.0f, cap);
+  sc_axpy(y, x, N, 3.0f, cap);
+  SC_CUDA(cudaStreamEndCapture(cap, &g));
+  SC_CUDA(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t fwd, comm_done;
+  SC_CUDA(cudaEventCreateWithFlags(&fwd, cudaEventDisableTiming));
+  SC_CUDA(cudaEventCreateWithFlags(&comm_done, cudaEventDisableTiming));
+  for (int t = 0; t < 8; t++) {
+    SC_CUDA(cudaGraphLaunch(ge, comp));
+    SC_CUDA(cudaEventRecord(fwd, comp));
+    SC_CUDA(cudaStreamWaitEvent(cs, fwd, 0));
+    SC_NCCL(ncclAllReduce(y, y, N, ncclFloat32, ncclSum, comm, cs));
+    SC_CUDA(cudaEventRecord(comm_done, cs));
+    SC_CUDA(cudaStreamWaitEvent(comp, comm_done, 0));
+    sc_axpy(acc, y, N, 1.0f, comp);
+  }
+  SC_CUDA(cudaStreamSynchronize(comp));
+  float *h = malloc(N * sizeof(float));
+  SC_CUDA(cudaMemcpy(h, acc, N * sizeof(float), cudaMemcpyDeviceToHost));
+  long bad = 0;
+  for (long i = 0; i < N; i++)
+    if (h[i] != 8.0f * 3.0f * 3.0f && bad++ < 3) fprintf(stderr, "rank %d: acc[%ld]=%g\n", rank, i, h[i]); /* 8 * 3*(1+2) */
+  free(h);
+  SC_CUDA(cudaGraphExecDestroy(ge));
+  SC_CUDA(cudaGraphDestroy(g));
+  SC_CUDA(cudaEventDestroy(fwd));
+  SC_CUDA(cudaEventDestroy(comm_done));
+  SC_CUDA(cudaFree(x));
+  SC_CUDA(cudaFree(y));
+  SC_CUDA(cudaFree(acc));
+  SC_CUDA(cudaStreamDestroy(comp));
+  SC_CUDA(cudaStreamDestroy(cs));
+  SC_CUDA(cudaStreamDestroy(cap));
+  return (int)bad;
+}
+
+static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  ncclComm_t comm;
+  SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  int bad = strcmp(mode, "graph") == 0 ? run_graph(rank, comm) : run_hostfunc(rank, comm);
+  sc_sh->result[rank] = bad;
+  SC_NCCL(ncclCommDestroy(comm));
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+int main(int argc, char **argv) {
+  mode = argc > 1 ? argv[1] : "hostfunc";
+  return sc_fork_ranks(NR, rank_main, NULL);
+}

@@ -1,0 +1,123 @@
+/* scenario_nonblocking.c - non-blocking communicators (config.blocking = 0)
+ * used the way NCCL's documentation shows: every call may return
+ * ncclInProgress, and the application polls ncclCommGetAsyncError until the
+ * communicator is ready before it goes on. 4 ranks as forked processes.
+ *
+ *   scenario_nonblocking ok         non-blocking ncclCommInitRankConfig, a
+ *                                   non-blocking ncclCommSplit (halves),
+ *                                   AllReduce / grouped AlltoAll through
+ *                                   send/recv / ReduceScatter on both,
+ *                                   ncclCommFinalize (polled) + Destroy
+ *   scenario_nonblocking scalable   blocking ncclCommInitRankScalable with two
+ *                                   ids (created by the launcher), then the
+ *                                   same collectives
+ * Correct: exit 0, no finding.
+ */
+#include "scenario_common.h"
+
+#define NR 4
+#define N 1024L
+
+static const char *mode;
+static ncclUniqueId g_id2;
+
+/* Waits until comm is no longer in progress; fails on an error. */
+static void wait_ready(ncclComm_t comm) {
+  ncclResult_t st;
+  do {
+    SC_NCCL(ncclCommGetAsyncError(comm, &st));
+    if (st == ncclInProgress) sched_yield();
+  } while (st == ncclInProgress);
+  SC_NCCL(st);
+}
+/* A non-blocking call: ncclSuccess or ncclInProgress are fine. */
+#define NB(call)                                                                       \
+  do {                                                                                 \
+    ncclResult_t r_ = (call);                                                          \
+    if (r_ != ncclSuccess && r_ != ncclInProgress) SC_NCCL(r_);                        \
+  } while (0)
+
+static long work(ncclComm_t comm, int nonblocking, int rank, cudaStream_t s, float *a, float *b) {
+  int n = 0, me = 0;
+  SC_NCCL(ncclCommCount(comm, &n));
+  SC_NCCL(ncclCommUserRank(comm, &me));
+  sc_fill(a, n * N, (float)(rank * 1000), 1.0f, s); /* a[i] = rank*1000 + i */
+  NB(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+  if (nonblocking) wait_ready(comm);
+  SC_CUDA(cudaStreamSynchronize(s));
+  long bad = 0;
+  float *h = malloc(n * N * sizeof(float));
+  SC_CUDA(cudaMemcpy(h, b, N * sizeof(float), cudaMemcpyDeviceToHost));
+  /* members: the sum of their global ranks is not known here, so check the
+   * element-wise structure: b[i] - b[0] == n*i */
+  for (long i = 0; i < N; i++)
+    if (h[i] - h[0] != (float)(n * i) && bad++ < 3) fprintf(stderr, "rank %d: allreduce[%ld]=%g\n", rank, i, h[i]);
+  /* all-to-all through grouped send/recv: chunk p of a goes to p */
+  NB(ncclGroupStart());
+  for (int p = 0; p < n; p++) {
+    NB(ncclSend(a + p * N, N, ncclFloat32, p, comm, s));
+    NB(ncclRecv(b + p * N, N, ncclFloat32, p, comm, s));
+  }
+  NB(ncclGroupEnd());
+  if (nonblocking) wait_ready(comm);
+  SC_CUDA(cudaStreamSynchronize(s));
+  SC_CUDA(cudaMemcpy(h, b, n * N * sizeof(float), cudaMemcpyDeviceToHost));
+  /* chunk p came from member p: its a[me*N + i] = grank(p)*1000 + me*N + i;
+   * check the offset within the chunk */
+  for (int p = 0; p < n; p++)
+    for (long i = 0; i < N; i++)
+      if (h[p * N + i] - h[p * N] != (float)i && bad++ < 3) fprintf(stderr, "rank %d: a2a[%d][%ld]\n", rank, p, i);
+  /* ReduceScatter (out of place) */
+  NB(ncclReduceScatter(a, b, N, ncclFloat32, ncclMax, comm, s));
+  if (nonblocking) wait_ready(comm);
+  SC_CUDA(cudaStreamSynchronize(s));
+  SC_CUDA(cudaMemcpy(h, b, N * sizeof(float), cudaMemcpyDeviceToHost));
+  for (long i = 1; i < N; i++)
+    if (h[i] - h[i - 1] != 1.0f && bad++ < 3) fprintf(stderr, "rank %d: rs[%ld]\n", rank, i);
+  free(h);
+  return bad;
+}
+
+static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  ncclComm_t world, half;
+  int nonblocking = strcmp(mode, "ok") == 0;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = nonblocking ? 0 : 1;
+  if (nonblocking) {
+    NB(ncclCommInitRankConfig(&world, nranks, id, rank, &cfg));
+    wait_ready(world);
+  } else {
+    ncclUniqueId ids[2] = {id, g_id2};
+    SC_NCCL(ncclCommInitRankScalable(&world, nranks, rank, 2, ids, &cfg));
+  }
+  NB(ncclCommSplit(world, rank / 2, rank, &half, &cfg));
+  if (nonblocking) wait_ready(half);
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float *a, *b;
+  SC_CUDA(cudaMalloc((void **)&a, NR * N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, NR * N * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 3; t++) {
+    bad += work(world, nonblocking, rank, s, a, b);
+    bad += work(half, nonblocking, rank, s, a, b);
+  }
+  sc_sh->result[rank] = bad;
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaStreamDestroy(s));
+  NB(ncclCommFinalize(half));
+  if (nonblocking) wait_ready(half);
+  NB(ncclCommFinalize(world));
+  if (nonblocking) wait_ready(world);
+  SC_NCCL(ncclCommDestroy(half));
+  SC_NCCL(ncclCommDestroy(world));
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+int main(int argc, char **argv) {
+  mode = argc > 1 ? argv[1] : "ok";
+  SC_NCCL(ncclGetUniqueId(&g_id2));
+  return sc_fork_ranks(NR, rank_main, NULL);
+}
