@@ -345,7 +345,20 @@ static bool needs_thread(a2a_kind k) {
   }
 }
 
+/* Kinds this analyzer looks at; everything else (launches above all)
+ * returns at the first test. */
+static const bool g_relevant[A2A_EV__COUNT] = {
+    [A2A_EV_COMM_INIT] = true,   [A2A_EV_COMM_END] = true,    [A2A_EV_COMM_ASYNC_ERROR] = true,
+    [A2A_EV_COMM_QUERY] = true,  [A2A_EV_COLL] = true,        [A2A_EV_P2P] = true,
+    [A2A_EV_GROUP_START] = true, [A2A_EV_GROUP_END] = true,   [A2A_EV_NCCL_REGISTER] = true,
+    [A2A_EV_REDOP] = true,       [A2A_EV_STREAM_SYNC] = true, [A2A_EV_STREAM_QUERY] = true,
+    [A2A_EV_EVENT_RECORD] = true, [A2A_EV_EVENT_SYNC] = true, [A2A_EV_EVENT_QUERY] = true,
+    [A2A_EV_DEVICE_SYNC] = true, [A2A_EV_MEMCPY] = true,      [A2A_EV_PROCESS_EXIT] = true,
+    [A2A_EV_FORK_CHILD] = true,
+};
+
 static void gl_on_event(const a2a_event *ev) {
+  if ((unsigned)ev->kind >= A2A_EV__COUNT || !g_relevant[ev->kind]) return;
   if (ev->kind == A2A_EV_PROCESS_EXIT) {
     on_exit_event();
     return;
