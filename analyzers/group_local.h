@@ -9,7 +9,8 @@
  * since the outermost ncclGroupStart. The tracker therefore keeps one record
  * per application thread (ev->thread), written only by that thread, so the
  * hot path takes no lock. A record is allocated once, at the thread's first
- * NCCL or synchronizing event, never on later events.
+ * NCCL event (a thread that never calls NCCL never gets one: its
+ * synchronizing calls cannot concern a group), never on later events.
  *
  * Capacities are fixed; what does not fit is not tracked (never a wrong
  * finding: a check that needs an untracked item stays silent):
