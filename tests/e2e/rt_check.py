@@ -21,6 +21,8 @@ then asserts on its exit status, its stderr and the log files it wrote
   threads      8 threads x 20 call sites at once: exact dedup/cap totals
   dlsym        a2acheck.not-intercepting (info) for NCCL called via dlsym
   static       a2acheck.not-intercepting (warning) for a static NCCL
+  lasterror    the application's pending CUDA error survives a2acheck's own
+               runtime queries (prog: rt_last_error)
   unresolved   a call whose real function is nowhere: ncclInternalError,
                one a2acheck.unresolved finding, no crash
 """
@@ -304,6 +306,28 @@ def case_notint(a, kind):
                   "names the object that defines ncclSend")
 
 
+def case_lasterror(a):
+    env = dict(os.environ, NCCL_SOCKET_IFNAME="lo")
+    env.pop("LD_PRELOAD", None)
+    plain = subprocess.run([a.prog], cwd=a.work, env=env, capture_output=True, text=True,
+                           timeout=60)
+    print("plain:\n" + plain.stdout + plain.stderr)
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d}, a.shim)
+    check(plain.returncode == 0 and p.returncode == 0, "both runs succeed")
+    check(plain.stdout == p.stdout, "identical output with and without a2acheck")
+    check("cudaMalloc(huge) -> 2" in plain.stdout and
+          "cudaPeekAtLastError -> 2\ncudaGetLastError -> 2\ncudaGetLastError -> 0" in p.stdout,
+          "the pending cudaErrorMemoryAllocation is seen, then cleared, by the application")
+    _, recs = one_process_logs(d, p)
+    hm = findings(recs, "layout.host-memory")
+    frames = [" ".join(f.get("stack", [])) for f in hm]
+    check(any("site_a+" in fr for fr in frames),
+          "site A (no error pending): the pointer query ran, layout.host-memory reported")
+    check(not any("site_b+" in fr for fr in frames),
+          "site B (error pending): no runtime query, so no finding there")
+
+
 def case_unresolved(a):
     d = os.path.join(a.work, "logs")
     p = run([a.prog, "unresolved", "-"], a.work, {"A2ACHECK_LOG_DIR": d}, a.shim)
@@ -332,7 +356,8 @@ def main():
     cases = {"group": case_group, "repeat": case_repeat, "failon": case_failon,
              "badoption": case_badoption, "unwritable": case_unwritable,
              "checks": case_checks, "help": case_help, "rank": case_rank,
-             "threads": case_threads, "unresolved": case_unresolved, "fork": case_fork,
+             "threads": case_threads, "unresolved": case_unresolved,
+             "lasterror": case_lasterror, "fork": case_fork,
              "dlsym": lambda a: case_notint(a, "dlsym"),
              "static": lambda a: case_notint(a, "static")}
     cases[a.case](a)

@@ -47,6 +47,8 @@ a2a_rt_program(rt_group_unbalanced ${CMAKE_CURRENT_LIST_DIR}/rt_group_unbalanced
 target_link_libraries(rt_group_unbalanced PRIVATE a2asim_nccl a2asim_cudart)
 a2a_rt_program(rt_fork ${CMAKE_CURRENT_LIST_DIR}/rt_fork.c)
 target_link_libraries(rt_fork PRIVATE a2asim_nccl a2asim_cudart)
+a2a_rt_program(rt_last_error ${CMAKE_CURRENT_LIST_DIR}/rt_last_error.c)
+target_link_libraries(rt_last_error PRIVATE a2asim_nccl a2asim_cudart)
 a2a_rt_program(rt_threads ${CMAKE_CURRENT_LIST_DIR}/rt_threads.c)
 target_link_libraries(rt_threads PRIVATE a2asim_nccl a2asim_cudart)
 
@@ -78,11 +80,15 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${A2A_RT_CHECK} static --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_not_intercepting> --arg $<TARGET_FILE:rt_static_nccl>
                    --work ${A2A_RT_TEST_DIR}/static)
+  add_test(NAME rt.last_error
+           COMMAND ${A2A_RT_CHECK} lasterror --shim $<TARGET_FILE:a2acheck>
+                   --prog $<TARGET_FILE:rt_last_error> --work ${A2A_RT_TEST_DIR}/last_error)
   add_test(NAME rt.unresolved
            COMMAND ${A2A_RT_CHECK} unresolved --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_not_intercepting> --work ${A2A_RT_TEST_DIR}/unresolved)
   set_tests_properties(rt.group rt.repeat rt.failon rt.badoption rt.unwritable rt.checks
                        rt.help rt.rank rt.fork rt.threads rt.not_intercepting_dlsym rt.not_intercepting_static rt.unresolved
+                       rt.last_error
                        PROPERTIES TIMEOUT 200 LABELS rt)
 endif()
 
