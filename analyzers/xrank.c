@@ -26,7 +26,8 @@
 
 #define MAX_THREADS 1024
 #define MAX_GROUP_STREAMS 8
-#define EVENT_POOL_MAX 4096
+#define POOL_DEVICES 16      /* per-device pools for devices 0..15 */
+#define EVENT_POOL_MAX 512   /* events kept per device */
 
 /* ---- the queue ---------------------------------------------------- */
 
@@ -105,16 +106,20 @@ uint64_t xr_ring_drops(void) { return atomic_load(&g_drops); }
 /* ---- completion events -------------------------------------------- */
 
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static void *g_pool[EVENT_POOL_MAX];
-static size_t g_npool;
+static void *g_pool[POOL_DEVICES][EVENT_POOL_MAX];
+static size_t g_npool[POOL_DEVICES];
 static _Atomic int g_events_broken;
 
-/* An event for a unit: from the pool, else created (on the calling
- * thread, so on its current device). NULL when the runtime cannot. */
-static void *event_get(void) {
+/* An event for a unit on `device` (events belong to the device current
+ * when they were created, and can only be recorded on its streams): from
+ * that device's pool, else created on the calling thread, whose current
+ * device it is. NULL when the runtime cannot or the device is unknown. */
+static void *event_get(int device) {
+  if (device < 0) device = 0; /* unknown: try; a failed record is untracked */
+  if (device >= POOL_DEVICES) return NULL;
   void *ev = NULL;
   pthread_mutex_lock(&g_pool_mu);
-  if (g_npool) ev = g_pool[--g_npool];
+  if (g_npool[device]) ev = g_pool[device][--g_npool[device]];
   pthread_mutex_unlock(&g_pool_mu);
   if (ev || atomic_load(&g_events_broken) || !a2a_hostsvc || !a2a_hostsvc->event_create)
     return ev;
@@ -125,10 +130,14 @@ static void *event_get(void) {
   return ev;
 }
 
-void xr_event_release(void *ev) {
+void xr_event_release(void *ev, int device) {
   if (!ev) return;
+  if (device < 0) device = 0;
   pthread_mutex_lock(&g_pool_mu);
-  if (g_npool < EVENT_POOL_MAX) { g_pool[g_npool++] = ev; ev = NULL; }
+  if (device >= 0 && device < POOL_DEVICES && g_npool[device] < EVENT_POOL_MAX) {
+    g_pool[device][g_npool[device]++] = ev;
+    ev = NULL;
+  }
   pthread_mutex_unlock(&g_pool_mu);
   if (ev && a2a_hostsvc && a2a_hostsvc->event_destroy) a2a_hostsvc->event_destroy(ev);
 }
@@ -250,13 +259,15 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
   return found && !drop;
 }
 
-static void close_unit(uint32_t thread, uint64_t stream, void *rawstream) {
-  void *ev = event_get();
+static void close_unit(uint32_t thread, uint64_t stream, void *rawstream, int device) {
+  void *ev = event_get(device);
   if (ev && a2a_hostsvc->event_record(ev, rawstream) != 0) {
-    xr_event_release(ev);
+    /* Not recordable here (another device's stream): untracked. */
+    xr_event_release(ev, device);
     ev = NULL;
   }
-  xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream, .event = ev};
+  xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream, .event = ev,
+              .device = (int16_t)(device < 0 ? 0 : device)};
   push(&r);
 }
 
@@ -281,7 +292,8 @@ static void on_op(const a2a_event *ev, xr_op *op) {
   r.u.op = *op;
   push(&r);
   if (!t || t->depth == 0) {
-    close_unit(ev->thread, sid, ev->per_thread && !ev->stream ? (void *)(uintptr_t)2 : ev->stream);
+    close_unit(ev->thread, sid, ev->per_thread && !ev->stream ? (void *)(uintptr_t)2 : ev->stream,
+               ev->device);
     return;
   }
   for (int i = 0; i < t->nstreams; i++)
@@ -376,7 +388,7 @@ static void on_event(const a2a_event *ev) {
     if (--t->depth == 0) {
       for (int i = 0; i < t->nstreams; i++) {
         if (ev->result == 0 || ev->result == 7) {
-          close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]));
+          close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
         } else {
           /* The group failed: nothing was launched; close untracked. */
           xr_rec r = {.type = XR_REC_UNIT_END, .thread = ev->thread, .stream = t->streams[i]};
@@ -423,7 +435,7 @@ static void after_fork_child(void) {
   pthread_mutex_init(&g_pend_mu, NULL);
   memset(g_pend_handle, 0, sizeof g_pend_handle);
   atomic_store(&g_npend, 0);
-  g_npool = 0;
+  memset(g_npool, 0, sizeof g_npool);
   if (g_ring) {
     for (size_t i = 0; i <= g_mask; i++) atomic_store(&g_ring[i].seq, i);
     atomic_store(&g_enq, 0);

@@ -48,7 +48,7 @@ enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND };
 typedef struct xr_rec {
   uint8_t type;
   uint8_t has_idrec;     /* COMMREG: idrec is valid */
-  uint16_t pad;
+  int16_t device;        /* UNIT_END: the device of the event's pool */
   uint32_t thread;       /* shim thread index */
   uint64_t stream;       /* normalized stream id (see xr_stream_id) */
   void *event;           /* UNIT_END: completion event, or NULL (untracked) */
@@ -75,8 +75,8 @@ int xr_ring_pop(xr_rec *out);
 uint64_t xr_ring_drops(void);
 /* Blocked host threads right now (blocked_ms computed against now_ns). */
 size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns);
-/* Give a completed completion event back to the pool. */
-void xr_event_release(void *ev);
+/* Give a completed completion event back to its device's pool. */
+void xr_event_release(void *ev, int device);
 /* Whether cross-rank checking runs in this process (not disabled). */
 int xr_active(void);
 

@@ -152,6 +152,7 @@ typedef struct cunit {
   uint32_t thread;
   uint64_t stream;
   void *event;
+  int device;               /* the event's pool */
   int closed, owner;        /* owner: releases the event */
   uint64_t site, count;
   uint32_t group, coll_lo, coll_hi;
@@ -469,10 +470,11 @@ static void on_unit_end(const xr_rec *r) {
     if (!x->closed && x->thread == r->thread && x->stream == r->stream) {
       x->closed = 1;
       x->event = r->event;
+      x->device = r->device;
       x->owner = owner;
       owner = 0;
     }
-  if (owner && r->event) xr_event_release(r->event); /* no tracked unit */
+  if (owner && r->event) xr_event_release(r->event, r->device); /* no tracked unit */
 }
 
 static void on_commend(const xr_rec *r) {
@@ -540,7 +542,7 @@ static int poll_units(void) {
     if (!done) { prev = u; pp = &u->next; continue; }
     *pp = u->next;
     if (S.tail == u) S.tail = prev;
-    if (u->owner && u->event) xr_event_release(u->event);
+    if (u->owner && u->event) xr_event_release(u->event, u->device);
     free(u->peers);
     free(u);
     changed = 1;
