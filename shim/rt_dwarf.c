@@ -56,7 +56,7 @@ static int64_t sleb(cur *c) {
     if (shift < 64) v |= (int64_t)((b & 0x7f) << shift);
     shift += 7;
   } while ((b & 0x80) && !c->bad);
-  if (shift < 64 && (b & 0x40)) v |= -((int64_t)1 << shift);
+  if (shift < 64 && (b & 0x40)) v = (int64_t)((uint64_t)v | (~(uint64_t)0 << shift));
   return v;
 }
 
