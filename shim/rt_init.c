@@ -83,7 +83,7 @@ static void learn_process(void) {
   h[sizeof h - 1] = '\0';
   /* Short host name, like NCCL's log prefix; file names stay readable. */
   h[strcspn(h, ".")] = '\0';
-  snprintf(a2a_rt.host, sizeof a2a_rt.host, "%s", h[0] ? h : "unknown-host");
+  snprintf(a2a_rt.host, sizeof a2a_rt.host, "%.63s", h[0] ? h : "unknown-host");
   a2a_rt.env_rank = a2a_rt_env_rank(real_getenv);
 
   /* The log directory is made absolute now, so a later chdir() of the
