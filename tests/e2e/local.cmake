@@ -74,6 +74,10 @@ exec "$@" "$dir"
     CHECK --expect layout.overlap:error@0=1 --expect layout.overlap:error@1=1 --only
           --stack-has layout.overlap=rank_main)
   a2a_local_test(layout.overlap.fixed layout_overlap fixed CHECK --none)
+  # In-place AllGather with sendbuff == recvbuff: only rank 1 is wrong.
+  a2a_local_test(layout.overlap.inplace-buggy layout_overlap inplace-buggy
+    CHECK --expect layout.overlap:error@1=1 --only --contains layout.overlap=rank*sendcount)
+  a2a_local_test(layout.overlap.inplace-fixed layout_overlap inplace-fixed CHECK --none)
   a2a_local_test(layout.misaligned.buggy layout_misaligned buggy
     CHECK --expect layout.misaligned:warning=1 --only)
   a2a_local_test(layout.misaligned.fixed layout_misaligned fixed CHECK --none)
