@@ -120,7 +120,6 @@ static void rt_init(void) {
     errno = saved;
     return;
   }
-  a2a_rt_set_state(A2A_RT_INITIALIZING);
   a2a_rt_options_parse(&a2a_rt.opts, a2a_rt.opt_from_env, real_getenv, init_warn, NULL);
   if (a2a_rt.opts.help) {
     static char help[16384];
@@ -132,6 +131,9 @@ static void rt_init(void) {
   learn_process();
   a2a_rt_report_init();
   a2a_rt_exit_install();
+  /* From here the report sink accepts findings: an analyzer whose init
+   * fails is reported (a2acheck.analyzer-disabled). */
+  a2a_rt_set_state(A2A_RT_INITIALIZING);
   a2a_core_init(&a2a_rt.opts, &a2a_rt_host);
   a2a_rt_set_state(A2A_RT_READY);
   errno = saved;

@@ -99,9 +99,16 @@ static bool eval_and_note(const char *check) {
   return on;
 }
 
+/* Reports are accepted from the moment the runtime's own state is ready -
+ * during a2a_core_init (an analyzer whose init fails is reported) - until
+ * the process ends. */
+static bool accepting(int s) {
+  return s == A2A_RT_INITIALIZING || s == A2A_RT_READY || s == A2A_RT_FINISHED;
+}
+
 bool a2a_check_enabled(const char *check) {
   int s = a2a_rt_state();
-  if (!check || (s != A2A_RT_READY && s != A2A_RT_FINISHED)) return s != A2A_RT_DISABLED;
+  if (!check || !accepting(s)) return s != A2A_RT_DISABLED;
   size_t h = ((uintptr_t)check >> 3) * 0x9E3779B97F4A7C15ull >> 56;
   for (int probe = 0; probe < 8; probe++) {
     ecache_slot *e = &g_ecache[(h + (size_t)probe) % ECACHE];
@@ -224,7 +231,7 @@ static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
 
 void a2a_report(const a2a_finding *f) {
   int s = a2a_rt_state();
-  if (!f || !f->check || (s != A2A_RT_READY && s != A2A_RT_FINISHED)) return;
+  if (!f || !f->check || !accepting(s)) return;
   if (!a2a_check_enabled(f->check)) return;
   if (t_in_report) {
     atomic_fetch_add(&g_dropped_nested, 1);
