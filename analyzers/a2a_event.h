@@ -164,6 +164,8 @@ typedef struct a2a_event {
       int nexclude;
       int blocking;           /* config->blocking (1 unless config says 0) */
       const void *config;     /* ncclConfig_t* or NULL */
+      const int *devlist;     /* INIT_ALL: ncclCommInitAll's device list
+                                 (nranks entries; NULL = devices 0..n-1) */
     } init;
 
     struct { a2a_end_how how; int flags; } end;

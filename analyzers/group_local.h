@@ -90,9 +90,11 @@ typedef struct gl_thread {
   const a2a_comm *mismatch_comm;
   int mismatch_cur_dev;
 
-  /* ncclCommInitAll: devices of the comms of the call in progress. */
+  /* ncclCommInitAll: devices of the comms of the call in progress, and
+   * whether its PRE already judged the device list. */
   int initall_devs[GL_MAX_DEVS];
   unsigned ninitall;
+  bool initall_pre_judged;
 } gl_thread;
 
 /* Normalized stream identity: NULL means the legacy default stream

@@ -178,13 +178,25 @@ static void check_duplicate_init(const a2a_event *ev, gl_thread *t) {
   if (g_multi_rank_gpu_ok) return;
   int dev = ev->u.init.device >= 0 ? ev->u.init.device : ev->device;
   if (ev->u.init.how == A2A_INIT_ALL) {
-    /* The shim gives one PRE without the device list, then, on success, one
-     * POST per created communicator in device-list order (rank = index,
-     * device = devlist[i]) from the calling thread: index 0 starts a new
-     * call. A real NCCL rejects a repeated device itself (ncclInvalidUsage,
-     * no POST per comm), so this fires where NCCL accepted the list
-     * (NCCL_MULTI_RANK_GPU_ENABLE unset but an NCCL without the check). */
-    if (!t || ev->phase != A2A_POST || ev->u.init.rank < 0 || ev->u.init.device < 0) return;
+    /* PRE carries the device list (u.init.devlist) when the shim provides
+     * it: judged there, before NCCL rejects the list (ncclInvalidUsage, no
+     * communicator created). Otherwise the shim's POST per created
+     * communicator, in device-list order (rank = index, device =
+     * devlist[i]), from the calling thread, is judged: index 0 starts a new
+     * call. */
+    if (ev->phase == A2A_PRE) {
+      const int *dl = ev->u.init.devlist;
+      int n = ev->u.init.nranks;
+      if (t) t->initall_pre_judged = dl != NULL;
+      for (int i = 1; dl && i < n; i++)
+        for (int k = 0; k < i; k++)
+          if (dl[k] == dl[i]) {
+            report_duplicate(ev, dl[i], i, k, "device list of ncclCommInitAll", NULL);
+            return;
+          }
+      return;
+    }
+    if (!t || t->initall_pre_judged || ev->u.init.rank < 0 || ev->u.init.device < 0) return;
     if (ev->u.init.rank == 0) t->ninitall = 0;
     for (unsigned i = 0; i < t->ninitall; i++)
       if (t->initall_devs[i] == dev) {

@@ -388,6 +388,27 @@ static void init_all(void *handle, int ndev, int index, int dev) {
   ev_post(&ev, 0);
 }
 
+START_TEST(init_all_device_list_at_pre) {
+  /* With the device list on the PRE event the repeat is found before NCCL
+   * rejects the call (no POST per communicator follows). */
+  static const int good[3] = {0, 1, 2}, bad[3] = {0, 1, 1};
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommInitAll";
+  ev.u.init.how = A2A_INIT_ALL;
+  ev.u.init.nranks = 3;
+  ev.u.init.rank = -1;
+  ev.u.init.device = -1;
+  ev.u.init.devlist = good;
+  ev_pre(&ev);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  ev.u.init.devlist = bad;
+  ev_pre(&ev);
+  ev_post(&ev, 5 /* ncclInvalidUsage */);
+  ck_assert_uint_eq(collector_count("group.duplicate-device"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.duplicate-device")->details, "\"device\":1"));
+}
+END_TEST
+
 START_TEST(init_all_repeated_device) {
   init_all((void *)0x100, 3, 0, 0);
   init_all((void *)0x200, 3, 1, 1);
@@ -660,6 +681,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, duplicate_device_same_id);
   tcase_add_test(tc, distinct_devices_or_ids_are_fine);
   tcase_add_test(tc, init_all_repeated_device);
+  tcase_add_test(tc, init_all_device_list_at_pre);
   tcase_add_test(tc, op_after_destroy);
   tcase_add_test(tc, finalize_then_destroy_is_fine);
   tcase_add_test(tc, op_after_finalize);
