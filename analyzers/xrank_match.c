@@ -190,6 +190,21 @@ static void send_verdict(xr_matcher *m, mcomm *c, int rank, const char *check,
   m->out.verdict(m->out.ctx, conn, &v);
 }
 
+/* " (global ranks 5 and 4)" when communicator ranks differ from the
+ * processes' global ranks (split communicators), else "". */
+static const char *gnote(const xr_matcher *m, const mcomm *c, int r1, int r2, char *buf,
+                         size_t cap) {
+  buf[0] = 0;
+  int g[2] = {-1, -1}, r[2] = {r1, r2};
+  for (int i = 0; i < 2; i++) {
+    int conn = r[i] >= 0 && r[i] < c->nranks ? c->ranks[r[i]].conn : -1;
+    if (conn >= 0 && conn < m->nconns) g[i] = m->conns[conn].grank;
+  }
+  if (g[0] < 0 || g[1] < 0 || (g[0] == r1 && g[1] == r2)) return buf;
+  snprintf(buf, cap, " (comm ranks %d and %d are global ranks %d and %d)", r1, r2, g[0], g[1]);
+  return buf;
+}
+
 const char *xr_op_describe(const xr_op *op, char *buf, size_t cap) {
   size_t es = a2a_dtype_size(op->dtype);
   if (op->kind == XR_OP_COLL) {
@@ -347,6 +362,8 @@ static void match_colls(xr_matcher *m, mcomm *c) {
                op->coll != rop->coll
                    ? ": the ranks call collectives in different orders or one rank skipped one"
                    : ": NCCL reads/writes the wrong number of elements or hangs");
+      size_t tl = strlen(text);
+      gnote(m, c, r, ref, text + tl, sizeof text - tl);
       snprintf(c->last, sizeof c->last, "%s", text);
       if (first_time(c, check, r, ref)) {
         send_verdict(m, c, r, check, A2A_SEV_ERROR, op->site, text, NULL);
@@ -411,6 +428,8 @@ static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *
              a2a_dtype_name(rcv->dtype), s, rcv->group,
              site_str(m, c->ranks[d].conn, rcv->site, s2, sizeof s2), c->id);
   }
+  size_t tl = strlen(text);
+  gnote(m, c, s, d, text + tl, sizeof text - tl);
   if (sev == A2A_SEV_ERROR) snprintf(c->last, sizeof c->last, "%s", text);
   if (!first_time(c, check, s, d)) return;
   char json[512];

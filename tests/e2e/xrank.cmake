@@ -55,6 +55,9 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --contains "size.collective-mismatch=count 1000")
   # A correct MoE-like run: zero findings, exit 0.
   a2a_xrank_test(moe_clean 90 "moe 1000" --status 0 --none)
+  # Its negative control: one count differs on a split comm at step 19.
+  a2a_xrank_test(moe_badhalf 60 "moe 100 badhalf" --status 0,66 --within 15
+    --expect "size.collective-mismatch@5" --contains "size.collective-mismatch=count 32")
   # The id's creator (the coordinator) is killed mid-run: ranks continue.
   a2a_xrank_test(coord_kill 90 "coord_kill" --status 0 --only-no-coordinator)
   # Ids without a coordinator record: A2ACHECK_COORDINATOR=host:port (the

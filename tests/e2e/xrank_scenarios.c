@@ -20,12 +20,13 @@
  *   order          2 ranks, comms A and B, AllReduce on both on one stream:
  *                  rank 0 A then B, rank 1 B then A.
  *   coll_count     4 ranks, AllReduce; rank 2 passes a different count.
- *   moe STEPS [busy|sleep]
+ *   moe STEPS [busy|sleep|badhalf]
  *                  8 ranks, STEPS steps of grouped all-to-all with unequal
  *                  splits on the world comm + AllReduce on a split (color
  *                  0 = everyone) + AllReduce every 10 steps on halves (split
  *                  by rank / 4); busy/sleep: rank 5 spends 30 s outside CUDA
- *                  in the middle (no deadlock may be reported).
+ *                  in the middle (no deadlock may be reported); badhalf: rank
+ *                  5's AllReduce on its half passes another count at step 19.
  * With XRANK_STRIP_ID=1 in the environment the ids carry no coordinator
  * record (as if made without a2acheck): A2ACHECK_COORDINATOR or nothing.
  *   coord_kill     4 ranks, 300 steps; the id's creator (the coordinator
@@ -190,14 +191,20 @@ static int run_moe(ctx *c) {
   CK_CUDA(cudaMalloc((void **)&recv, stride * sizeof(float) * (size_t)c->nranks));
   CK_CUDA(cudaMalloc((void **)&grad, 256 * sizeof(float)));
   for (int step = 0; step < c->steps; step++) {
-    if (c->variant && c->rank == 5 && step == c->steps / 2) outside_cuda(c->variant);
+    if (c->variant && strcmp(c->variant, "badhalf") && c->rank == 5 && step == c->steps / 2)
+      outside_cuda(c->variant);
     if (c->progress_fd >= 0 && c->rank == 0 && step == 50) {
       char b = 1;
       if (write(c->progress_fd, &b, 1) != 1) return 1;
     }
     alltoall(c, send, recv, cnt_moe, step, -1, 0);
     CK_NCCL(ncclAllReduce(grad, grad, 256, ncclFloat, ncclSum, dp, c->s));
-    if (step % 10 == 9) CK_NCCL(ncclAllReduce(grad, grad, 64, ncclFloat, ncclSum, half, c->s));
+    if (step % 10 == 9) {
+      /* badhalf: the negative control, rank 5 passes a smaller count once
+       * on the split comm (proves the clean run's silence is not blindness). */
+      int bad = c->variant && !strcmp(c->variant, "badhalf") && c->rank == 5 && step == 19;
+      CK_NCCL(ncclAllReduce(grad, grad, bad ? 32 : 64, ncclFloat, ncclSum, half, c->s));
+    }
     CK_CUDA(cudaStreamSynchronize(c->s));
     if (c->progress_fd >= 0) usleep(2000);
   }
