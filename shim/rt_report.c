@@ -4,14 +4,14 @@
  *
  * A finding goes through:
  *   1. selection: a2a_check_enabled(check) (A2ACHECK_CHECKS);
- *   2. the stack, captured on the reporting thread before any lock;
- *   3. under a2a_rt_mu: dedup by (check, call site) - a repeat only bumps the
+ *   2. under a2a_rt_mu: dedup by (check, call site) - a repeat only bumps the
  *      entry's count; a new entry beyond A2ACHECK_MAX_PER_CHECK for its check
  *      is only counted ("suppressed"); otherwise it gets the next finding
- *      number, is symbolized, formatted and written to both logs and, if its
+ *      number, its stack is captured (on the reporting thread) and
+ *      symbolized, it is formatted and written to both logs and, if its
  *      severity reaches A2ACHECK_LOG_STDERR (or the logs are unavailable),
  *      echoed to stderr as one line;
- *   4. the failure policy (A2ACHECK_FAIL_ON) is evaluated for every
+ *   3. the failure policy (A2ACHECK_FAIL_ON) is evaluated for every
  *      occurrence, logged or not.
  * A finding whose site is NULL is deduplicated by (check, message text).
  *
@@ -245,12 +245,6 @@ void a2a_report(const a2a_finding *f) {
   if (a2a_rt_fail_matches(a2a_rt.opts.fail_on, f->check, sev))
     atomic_store(&g_fail_matched, true);
 
-  a2a_stack captured;
-  const a2a_stack *st = f->stack;
-  if (!st && f->capture_stack) {
-    a2a_rt_capture_stack(&captured);
-    st = &captured;
-  }
   uintptr_t key = f->site ? (uintptr_t)f->site : (uintptr_t)fnv1a(f->message) | 1;
 
   pthread_mutex_lock(&a2a_rt_mu);
@@ -274,6 +268,15 @@ void a2a_report(const a2a_finding *f) {
       if ((long)c->logged >= a2a_rt.opts.max_per_check) {
         c->suppressed++;
       } else {
+        /* The stack is captured only for a finding that is written (not
+         * for repeats): this thread's own frames, the lock does not matter
+         * to libunwind. */
+        a2a_stack captured;
+        const a2a_stack *st = f->stack;
+        if (!st && f->capture_stack) {
+          a2a_rt_capture_stack(&captured);
+          st = &captured;
+        }
         c->logged++;
         write_finding(f, sev, e, st);
       }
