@@ -57,7 +57,9 @@ static int producer_consumer(int with_wait) {
   CK_CUDA(cudaDeviceSynchronize());
   cudaEvent_t done;
   CK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  ck_assert_int_eq(a2asim_stream_set_delay(prod, 200000), 0);
+  /* Without the wait, the consumer must run while the producer is delayed:
+   * a long delay keeps that true on a loaded machine. */
+  ck_assert_int_eq(a2asim_stream_set_delay(prod, with_wait ? 200000 : 1000000), 0);
   launch_fill(buf, N, 7, prod);
   CK_CUDA(cudaEventRecord(done, prod));
   if (with_wait) CK_CUDA(cudaStreamWaitEvent(cons, done, 0));
@@ -94,18 +96,18 @@ START_TEST(wait_on_never_recorded_event_is_noop) {
 }
 END_TEST
 
-static void sleep_fn(void *p) { test_sleep_ms((int)(intptr_t)p); }
-
 START_TEST(query_and_synchronize) {
   cudaStream_t s;
   cudaEvent_t e;
   CK_CUDA(cudaStreamCreate(&s));
   CK_CUDA(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
-  CK_CUDA(cudaLaunchHostFunc(s, sleep_fn, (void *)(intptr_t)150));
+  int gate = 0;
+  CK_CUDA(cudaLaunchHostFunc(s, test_gate_fn, &gate));
   CK_CUDA(cudaEventRecord(e, s));
   ck_assert_int_eq(cudaEventQuery(e), cudaErrorNotReady);
   /* NotReady is a status: it is not recorded as the last error. */
   ck_assert_int_eq(cudaGetLastError(), cudaSuccess);
+  test_gate_open(&gate);
   CK_CUDA(cudaEventSynchronize(e));
   CK_CUDA(cudaEventQuery(e));
   CK_CUDA(cudaEventDestroy(e));
@@ -120,13 +122,16 @@ START_TEST(rerecord_replaces_captured_point) {
   CK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
   CK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
   CK_CUDA(cudaEventCreate(&e));
-  CK_CUDA(cudaLaunchHostFunc(a, sleep_fn, (void *)(intptr_t)300));
+  int gate = 0;
+  CK_CUDA(cudaLaunchHostFunc(a, test_gate_fn, &gate));
   CK_CUDA(cudaEventRecord(e, a));
   ck_assert_int_eq(cudaEventQuery(e), cudaErrorNotReady);
   CK_CUDA(cudaEventRecord(e, b));      /* b is idle: the new point completes at once */
   CK_CUDA(cudaStreamSynchronize(b));
   CK_CUDA(cudaEventQuery(e));
   ck_assert_int_eq(cudaStreamQuery(a), cudaErrorNotReady);
+  test_gate_open(&gate);
+  CK_CUDA(cudaStreamSynchronize(a));
 }
 END_TEST
 
@@ -140,11 +145,14 @@ START_TEST(elapsed_time) {
   CK_CUDA(cudaEventCreateWithFlags(&nt, cudaEventDisableTiming));
   float ms = -1;
   ck_assert_int_eq(cudaEventElapsedTime(&ms, t0, t1), cudaErrorInvalidResourceHandle);
+  int gate = 0;
   CK_CUDA(cudaEventRecord(t0, s));
-  CK_CUDA(cudaLaunchHostFunc(s, sleep_fn, (void *)(intptr_t)80));
+  CK_CUDA(cudaLaunchHostFunc(s, test_gate_fn, &gate));
   CK_CUDA(cudaEventRecord(t1, s));
   CK_CUDA(cudaEventRecord(nt, s));
   ck_assert_int_eq(cudaEventElapsedTime(&ms, t0, t1), cudaErrorNotReady);
+  test_sleep_ms(80);   /* the stream is held at least this long */
+  test_gate_open(&gate);
   CK_CUDA(cudaEventSynchronize(t1));
   CK_CUDA(cudaEventElapsedTime(&ms, t0, t1));
   ck_assert_msg(ms >= 75.0f && ms < 2000.0f, "elapsed %.3f ms", ms);

@@ -159,11 +159,14 @@ static void after_fn(void *p) { atomic_store(&order_probe, 1); }
 START_TEST(unregistered_kernel_is_ordered_noop) {
   cudaStream_t s;
   CK_CUDA(cudaStreamCreate(&s));
-  ck_assert_int_eq(a2asim_stream_set_delay(s, 100000), 0);
+  int gate = 0;
+  CK_CUDA(cudaLaunchHostFunc(s, test_gate_fn, &gate));
   dim3 g = {1, 1, 1};
   CK_CUDA(cudaLaunchKernel((const void *)unregistered, g, g, NULL, 0, s));
   CK_CUDA(cudaLaunchHostFunc(s, after_fn, NULL));
   ck_assert_int_eq(cudaStreamQuery(s), cudaErrorNotReady);
+  ck_assert_int_eq(atomic_load(&order_probe), 0);
+  test_gate_open(&gate);
   CK_CUDA(cudaStreamSynchronize(s));
   ck_assert_int_eq(atomic_load(&order_probe), 1);
 }

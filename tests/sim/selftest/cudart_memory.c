@@ -2,6 +2,7 @@
  * cudaPointerGetAttributes, invalid frees, stream-ordered allocation, data
  * movement of the copy/set family in stream order, host synchronization of
  * the synchronous forms. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -95,8 +96,6 @@ START_TEST(mem_get_info_tracks_allocations) {
 }
 END_TEST
 
-static void sleep_fn(void *p) { test_sleep_ms((int)(intptr_t)p); }
-
 START_TEST(memcpy_async_moves_data_in_stream_order) {
   enum { n = 1 << 16 };
   cudaStream_t s;
@@ -108,13 +107,15 @@ START_TEST(memcpy_async_moves_data_in_stream_order) {
   CK_CUDA(cudaMalloc((void **)&d2, n * sizeof(int)));
   for (int i = 0; i < n; i++) src[i] = i * 3 + 1;
   memset(dst, 0, n * sizeof(int));
-  CK_CUDA(cudaLaunchHostFunc(s, sleep_fn, (void *)(intptr_t)100));
+  int gate = 0;
+  CK_CUDA(cudaLaunchHostFunc(s, test_gate_fn, &gate));
   CK_CUDA(cudaMemcpyAsync(d1, src, n * sizeof(int), cudaMemcpyHostToDevice, s));
   CK_CUDA(cudaMemcpyAsync(d2, d1, n * sizeof(int), cudaMemcpyDefault, s));
   CK_CUDA(cudaMemsetAsync(d2, 0xff, 4 * sizeof(int), s));
   CK_CUDA(cudaMemcpyAsync(dst, d2, n * sizeof(int), cudaMemcpyDeviceToHost, s));
-  /* Asynchronous: nothing has moved yet (the stream is sleeping). */
+  /* Asynchronous: nothing has moved yet (the stream is held). */
   ck_assert_int_eq(dst[100], 0);
+  test_gate_open(&gate);
   CK_CUDA(cudaStreamSynchronize(s));
   for (int i = 0; i < 4; i++) ck_assert_int_eq(dst[i], -1);
   for (int i = 4; i < n; i++) ck_assert_int_eq(dst[i], i * 3 + 1);
@@ -136,11 +137,12 @@ START_TEST(pageable_vs_pinned_async_copies) {
   cudaStream_t s;
   CK_CUDA(cudaStreamCreate(&s));
   for (int i = 0; i < n; i++) pageable[i] = pinned[i] = 1;
-  ck_assert_int_eq(a2asim_stream_set_delay(s, 100000), 0);
+  int gate = 0;
+  CK_CUDA(cudaLaunchHostFunc(s, test_gate_fn, &gate));
   CK_CUDA(cudaMemcpyAsync(d1, pageable, sizeof pageable, cudaMemcpyHostToDevice, s));
   CK_CUDA(cudaMemcpyAsync(d2, pinned, n * sizeof(int), cudaMemcpyHostToDevice, s));
   for (int i = 0; i < n; i++) pageable[i] = pinned[i] = 2;   /* reuse at once */
-  ck_assert_int_eq(a2asim_stream_set_delay(s, 0), 0);
+  test_gate_open(&gate);
   CK_CUDA(cudaMemcpyAsync(pageable, d1, sizeof pageable, cudaMemcpyDeviceToHost, s));
   /* Landed already: no synchronization needed for a pageable destination. */
   for (int i = 0; i < n; i++) ck_assert_int_eq(pageable[i], 1);
@@ -176,28 +178,37 @@ START_TEST(memcpy_2d_and_memset_2d) {
 }
 END_TEST
 
-/* cudaMemcpy D2H blocks the host until done (it waits behind the legacy
- * stream's delayed work); D2D only enqueues. */
+/* cudaMemcpy D2H blocks the host until the copy is done (here: until the
+ * legacy stream, held by a gate, lets it run); D2D and cudaMemset on device
+ * memory only enqueue. A gate opened from another thread makes this
+ * independent of timing. */
+static atomic_int opened;
+static void *open_later(void *gate) {
+  test_sleep_ms(50);
+  atomic_store(&opened, 1);
+  test_gate_open(gate);
+  return NULL;
+}
+
 START_TEST(sync_memcpy_host_synchronization) {
   int *d1, *d2, h = 0;
   CK_CUDA(cudaMalloc((void **)&d1, sizeof(int)));
   CK_CUDA(cudaMalloc((void **)&d2, sizeof(int)));
   int v = 42;
   CK_CUDA(cudaMemcpy(d1, &v, sizeof v, cudaMemcpyHostToDevice));
-  ck_assert_int_eq(a2asim_stream_set_delay(NULL, 150000), 0);
-  double t0 = test_now_ms();
-  CK_CUDA(cudaMemcpy(d2, d1, sizeof v, cudaMemcpyDeviceToDevice));
-  double t_d2d = test_now_ms() - t0;
-  CK_CUDA(cudaMemcpy(&h, d2, sizeof h, cudaMemcpyDeviceToHost));
-  double t_d2h = test_now_ms() - t0;
-  ck_assert_msg(t_d2d < 100, "D2D cudaMemcpy blocked for %.1f ms", t_d2d);
-  ck_assert_msg(t_d2h >= 250, "D2H cudaMemcpy returned after %.1f ms", t_d2h);
+  int gate = 0;
+  CK_CUDA(cudaLaunchHostFunc(NULL, test_gate_fn, &gate));
+  CK_CUDA(cudaMemcpy(d2, d1, sizeof v, cudaMemcpyDeviceToDevice));   /* returns: held */
+  CK_CUDA(cudaMemset(d1, 0, sizeof(int)));                           /* returns: held */
+  ck_assert_int_eq(atomic_load(&opened), 0);
+  pthread_t t;
+  pthread_create(&t, NULL, open_later, &gate);
+  CK_CUDA(cudaMemcpy(&h, d2, sizeof h, cudaMemcpyDeviceToHost));     /* blocks */
+  ck_assert_int_eq(atomic_load(&opened), 1);
   ck_assert_int_eq(h, 42);
-  /* cudaMemset on device memory is asynchronous. */
-  t0 = test_now_ms();
-  CK_CUDA(cudaMemset(d2, 0, sizeof(int)));
-  ck_assert_msg(test_now_ms() - t0 < 100, "cudaMemset blocked");
-  CK_CUDA(cudaDeviceSynchronize());
+  pthread_join(t, NULL);
+  CK_CUDA(cudaMemcpy(&h, d1, sizeof h, cudaMemcpyDeviceToHost));
+  ck_assert_int_eq(h, 0);
 }
 END_TEST
 
@@ -244,7 +255,8 @@ START_TEST(malloc_async_free_async_order) {
   CK_CUDA(cudaPointerGetAttributes(&a, p));
   ck_assert_int_eq(a.type, cudaMemoryTypeDevice);
   CK_CUDA(cudaMemsetAsync(p, 0x11, sizeof(int), s));
-  ck_assert_int_eq(a2asim_stream_set_delay(s, 150000), 0);
+  int gate = 0;
+  CK_CUDA(cudaLaunchHostFunc(s, test_gate_fn, &gate));
   void *args[] = {&p, &out};
   dim3 g = {1, 1, 1};
   CK_CUDA(cudaLaunchKernel((const void *)reader_kernel, g, g, args, 0, s));
@@ -255,6 +267,7 @@ START_TEST(malloc_async_free_async_order) {
   ck_assert_int_eq(cudaFreeAsync(p, s), cudaErrorInvalidValue);  /* already queued */
   ck_assert_int_eq(cudaFree(p), cudaErrorInvalidValue);
   ck_assert_int_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  test_gate_open(&gate);
   CK_CUDA(cudaStreamSynchronize(s));
   ck_assert_int_eq(atomic_load(&reader_saw_live), 1);
   ck_assert_int_eq(*out, 0x11111111);

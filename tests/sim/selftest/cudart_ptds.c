@@ -16,11 +16,13 @@ static void observe(void *p) { atomic_store(&observed, atomic_load(&produced) ? 
 START_TEST(null_stream_is_per_thread) {
   cudaStream_t b;
   CK_CUDA(cudaStreamCreate(&b));
-  ck_assert_int_eq(a2asim_stream_set_delay(b, 200000), 0);
+  int gate = 0;
+  CK_CUDA(cudaLaunchHostFunc(b, test_gate_fn, &gate));
   CK_CUDA(cudaLaunchHostFunc(b, produce, NULL));
   CK_CUDA(cudaLaunchHostFunc(NULL, observe, NULL));     /* -> _ptsz */
-  CK_CUDA(cudaStreamSynchronize(NULL));
+  CK_CUDA(cudaStreamSynchronize(NULL));                 /* returns while b is held */
   ck_assert_int_eq(atomic_load(&observed), 2);          /* no implicit sync */
+  test_gate_open(&gate);
   /* The legacy stream still synchronizes with everything blocking. */
   atomic_store(&observed, 0);
   CK_CUDA(cudaLaunchHostFunc(cudaStreamLegacy, observe, NULL));

@@ -14,7 +14,6 @@
 extern cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t, cudaHostFn_t, void *);
 extern cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
 
-#define DELAY_US 200000   /* long enough to dominate scheduling noise */
 
 typedef struct seq_log { pthread_mutex_t mu; int v[4096]; int n; } seq_log;
 typedef struct seq_arg { seq_log *log; int v; } seq_arg;
@@ -82,21 +81,35 @@ START_TEST(streams_run_concurrently_with_each_other_and_host) {
 END_TEST
 
 static atomic_int produced, observed;
-static void produce(void *p) { atomic_store(&produced, 1); }
 static void observe(void *p) { atomic_store(&observed, atomic_load(&produced) ? 1 : 2); }
 
-/* Producer on `prod` (delayed), consumer on `cons`: returns what the consumer saw
- * (1 = produced data, 2 = stale). */
-static int race(cudaStream_t prod, cudaStream_t cons) {
+/* Producer on `prod`, held by a gate the host opens; consumer on `cons`.
+ * Returns what the consumer saw (1 = produced data, 2 = stale). Without a
+ * dependency the consumer runs while the producer is held, whatever the
+ * machine's load (the host waits up to 10 s for it); with one it cannot run
+ * before the gate opens, so the verdict never depends on timing - only a
+ * broken dependency could let it through, and then it reads stale data. */
+static atomic_int gate_open_flag;
+static void gated_produce(void *p) {
+  while (!atomic_load(&gate_open_flag)) test_sleep_ms(1);
+  atomic_store(&produced, 1);
+}
+
+static int race_expect(cudaStream_t prod, cudaStream_t cons, int expect_stale) {
   atomic_store(&produced, 0);
   atomic_store(&observed, 0);
-  ck_assert_int_eq(a2asim_stream_set_delay(prod, DELAY_US), 0);
-  CK_CUDA(cudaLaunchHostFunc(prod, produce, NULL));
+  atomic_store(&gate_open_flag, 0);
+  CK_CUDA(cudaLaunchHostFunc(prod, gated_produce, NULL));
   CK_CUDA(cudaLaunchHostFunc(cons, observe, NULL));
+  /* Give an unordered consumer the chance to run first. */
+  double t0 = test_now_ms(), limit = expect_stale ? 10000 : 100;
+  while (!atomic_load(&observed) && test_now_ms() - t0 < limit) test_sleep_ms(1);
+  atomic_store(&gate_open_flag, 1);
   CK_CUDA(cudaDeviceSynchronize());
-  ck_assert_int_eq(a2asim_stream_set_delay(prod, 0), 0);
   return atomic_load(&observed);
 }
+#define race(prod, cons) race_expect(prod, cons, 0)
+#define race_stale(prod, cons) race_expect(prod, cons, 1)
 
 START_TEST(legacy_default_stream_waits_for_blocking_streams) {
   cudaStream_t s;
@@ -117,13 +130,13 @@ START_TEST(non_blocking_streams_are_exempt) {
   cudaStream_t nb, b;
   CK_CUDA(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
   CK_CUDA(cudaStreamCreate(&b));
-  ck_assert_int_eq(race(nb, NULL), 2);
-  ck_assert_int_eq(race(NULL, nb), 2);
+  ck_assert_int_eq(race_stale(nb, NULL), 2);
+  ck_assert_int_eq(race_stale(NULL, nb), 2);
   /* Two blocking user streams do not synchronize with each other. */
-  ck_assert_int_eq(race(b, nb), 2);
+  ck_assert_int_eq(race_stale(b, nb), 2);
   cudaStream_t b2;
   CK_CUDA(cudaStreamCreate(&b2));
-  ck_assert_int_eq(race(b, b2), 2);
+  ck_assert_int_eq(race_stale(b, b2), 2);
   unsigned flags;
   CK_CUDA(cudaStreamGetFlags(nb, &flags));
   ck_assert_uint_eq(flags, cudaStreamNonBlocking);
@@ -139,15 +152,16 @@ START_TEST(per_thread_default_stream) {
   ck_assert_int_eq(race(cudaStreamPerThread, NULL), 1);
   ck_assert_int_eq(race(NULL, cudaStreamPerThread), 1);
   /* ... but not with other blocking streams. */
-  ck_assert_int_eq(race(b, cudaStreamPerThread), 2);
+  ck_assert_int_eq(race_stale(b, cudaStreamPerThread), 2);
   /* The _ptsz entry points map NULL to the per-thread stream. */
   atomic_store(&produced, 0);
   atomic_store(&observed, 0);
-  ck_assert_int_eq(a2asim_stream_set_delay(b, DELAY_US), 0);
-  CK_CUDA(cudaLaunchHostFunc(b, produce, NULL));
+  atomic_store(&gate_open_flag, 0);
+  CK_CUDA(cudaLaunchHostFunc(b, gated_produce, NULL));
   CK_CUDA(cudaLaunchHostFunc_ptsz(NULL, observe, NULL));
-  CK_CUDA(cudaStreamSynchronize_ptsz(NULL));
+  CK_CUDA(cudaStreamSynchronize_ptsz(NULL));   /* returns while b is held */
   ck_assert_int_eq(atomic_load(&observed), 2);
+  atomic_store(&gate_open_flag, 1);
   CK_CUDA(cudaDeviceSynchronize());
 }
 END_TEST
@@ -162,12 +176,13 @@ static void *other_thread(void *p) {
 START_TEST(per_thread_streams_are_per_thread) {
   atomic_store(&produced, 0);
   atomic_store(&observed, 0);
-  ck_assert_int_eq(a2asim_stream_set_delay(cudaStreamPerThread, DELAY_US), 0);
-  CK_CUDA(cudaLaunchHostFunc(cudaStreamPerThread, produce, NULL));
+  atomic_store(&gate_open_flag, 0);
+  CK_CUDA(cudaLaunchHostFunc(cudaStreamPerThread, gated_produce, NULL));
   pthread_t t;
   pthread_create(&t, NULL, other_thread, NULL);
-  pthread_join(t, NULL);
+  pthread_join(t, NULL);   /* its stream finished while ours is held */
   ck_assert_int_eq(atomic_load(&observed), 2);
+  atomic_store(&gate_open_flag, 1);
   CK_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
 }
 END_TEST

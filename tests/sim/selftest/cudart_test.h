@@ -29,6 +29,14 @@ static inline void test_sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
+/* A host function that holds its stream until *(atomic_int *)gate != 0:
+ * keeps work pending for exactly as long as a test needs, independent of
+ * the machine's load (sleep-based delays are not). */
+static inline void test_gate_fn(void *gate) {
+  while (!__atomic_load_n((int *)gate, __ATOMIC_ACQUIRE)) test_sleep_ms(1);
+}
+static inline void test_gate_open(int *gate) { __atomic_store_n(gate, 1, __ATOMIC_RELEASE); }
+
 /* Runs one suite in fork mode (a crash or hang fails one test) and returns
  * the process exit status. */
 static inline int test_run_suite(Suite *s) {
