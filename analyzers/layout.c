@@ -31,97 +31,20 @@
  *    sent (cudaMemcpy*), or by a kernel whose name says copy/contiguous and
  *    whose parameters point at the buffer: the cost of an implicit
  *    .contiguous(). Reported with the copy's duration once a later copy
- *    from the same site was timed (see "Timing" below), else at exit.
+ *    from the same site was timed, else at exit (layout_hidden.c).
  *
  * State is per application thread (NCCL groups are per thread), written only
- * by that thread; allocated at the thread's first NCCL operation or copy.
+ * by that thread (layout_state.h); allocated at the thread's first
+ * communicator init, NCCL operation or device-to-device copy.
  */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "a2a_core.h"
 #include "layout_ranges.h"
-
-#define LAYOUT_MAX_THREADS 4096
-#define LAYOUT_MAX_RANGES 2048     /* ranges of one open group */
-#define LAYOUT_MAX_PRODUCERS 8     /* recent copies per thread */
-#define LAYOUT_FUNC_CACHE 64       /* kernel -> "is a copy kernel" */
-#define LAYOUT_ALIGN 16
-#define LAYOUT_ALIGN_MIN_BYTES 4096
-#define LAYOUT_MAX_FEEDS 8         /* copy sites awaiting a timed report */
-
-/* One range of an operation posted in the open group. */
-typedef struct ly_range {
-  uintptr_t lo, hi;
-  const void *site;
-  const char *api;
-  const a2a_comm *comm;     /* NULL if unknown */
-  void *comm_handle;
-  uint32_t op;              /* operation index in the group */
-  int peer;                 /* P2P peer, -1 for collectives */
-  bool is_recv;
-  bool p2p;
-} ly_range;
-
-/* A recent write that may be a hidden .contiguous(). */
-typedef struct ly_producer {
-  uintptr_t dst;            /* written address (memcpy dst / kernel pointer) */
-  uintptr_t ptrs[4];        /* copy kernels: pointer parameters */
-  int nptrs;
-  size_t bytes;             /* memcpy: bytes; kernel: 0 (unknown) */
-  const char *what;         /* "cudaMemcpyAsync" or the kernel's name */
-  const void *site;
-  uint64_t gen;             /* thread's operation generation when written */
-  uint64_t t_ns;
-  bool used;
-  bool timed;               /* start event recorded before the copy */
-  bool end_ok;              /* end event recorded after it */
-} ly_producer;
-
-/* A copy site known to feed an NCCL send buffer, and its finding while it
- * waits for a measured duration (see "Timing" below). */
-typedef struct ly_feed {
-  const void *copy_site;
-  const char *what;
-  size_t copy_bytes;
-  bool reported;
-  /* the finding to report */
-  const void *op_site;
-  const char *op_api;
-  const a2a_comm *comm;
-  uintptr_t lo;
-  size_t bytes;
-  uint64_t ns_since_copy;
-  int slot;                 /* producer slot timing a later copy, -1 none */
-} ly_feed;
-
-typedef struct ly_func {
-  const void *func;
-  const char *name;
-  bool is_copy;
-} ly_func;
-
-typedef struct ly_thread {
-  int depth;                /* NCCL group nesting */
-  uint64_t gen;             /* advanced after each operation outside a group
-                               and at each outermost ncclGroupEnd */
-  uint32_t nops;
-  ly_range ranges[LAYOUT_MAX_RANGES];
-  unsigned nranges;
-  bool ranges_overflow;
-  ly_producer prod[LAYOUT_MAX_PRODUCERS];
-  unsigned nprod;           /* ring position */
-  int open_end;             /* slot whose end event the call's POST records, -1 */
-  void *tev[LAYOUT_MAX_PRODUCERS][2]; /* timing events per slot (lazy) */
-  int tev_state;            /* 0 not created, 1 ready, -1 unavailable */
-  ly_feed feeds[LAYOUT_MAX_FEEDS];
-  unsigned nfeeds;
-  ly_func funcs[LAYOUT_FUNC_CACHE];
-  const ly_range *scratch[LAYOUT_MAX_RANGES]; /* sorting at ncclGroupEnd */
-} ly_thread;
+#include "layout_state.h"
 
 static _Atomic(ly_thread *) g_threads[LAYOUT_MAX_THREADS];
 
@@ -581,242 +504,6 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
 }
 
 /* ------------------------------------------------------------------ */
-/* layout.hidden-copy
- *
- * Producers: the thread's last LAYOUT_MAX_PRODUCERS device-to-device
- * copies and copy kernels. A producer matches a send buffer when it was
- * written since the thread's previous operation (same generation) and
- * covers exactly the bytes sent (memcpy) or has a pointer parameter equal to
- * the buffer's start (copy kernel).
- *
- * Timing. Measuring every copy would put two event records on the hot path
- * of every copy kernel. Instead, the first match of a copy site only marks
- * the site as "feeding" and keeps the finding pending; later copies from a
- * feeding site are bracketed by two timing events (host services: the REAL
- * runtime) recorded on the copy's stream right before and after it is
- * enqueued. The pending finding is reported, with the measured duration, at
- * the first NCCL operation of the thread after such a copy completed; at
- * process exit whatever is still pending is reported with what is known.
- * So a copy that happens once is reported at exit, without a duration. */
-
-static bool tev_ready(ly_thread *t) {
-  if (t->tev_state) return t->tev_state > 0;
-  t->tev_state = -1;
-  for (int i = 0; i < LAYOUT_MAX_PRODUCERS; i++)
-    for (int k = 0; k < 2; k++)
-      if (a2a_hostsvc->event_create(&t->tev[i][k], 1) != 0) return false;
-  t->tev_state = 1;
-  return true;
-}
-
-static ly_feed *feed_find(ly_thread *t, const void *copy_site) {
-  for (unsigned i = 0; i < t->nfeeds; i++)
-    if (t->feeds[i].copy_site == copy_site) return &t->feeds[i];
-  return NULL;
-}
-
-/* The copy's stream as a cudaStream_t (per-thread default = 0x2). */
-static void *copy_stream(const a2a_event *ev) {
-  return ev->stream ? ev->stream : (ev->per_thread ? (void *)2 : NULL);
-}
-
-static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
-  int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
-  ly_producer *p = &t->prod[slot];
-  memset(p, 0, sizeof *p);
-  p->site = ev->callsite;
-  p->gen = t->gen;
-  p->t_ns = ev->t_ns;
-  /* A feed still waiting on this slot's events loses that measurement. */
-  for (unsigned i = 0; i < t->nfeeds; i++)
-    if (t->feeds[i].slot == slot) t->feeds[i].slot = -1;
-  ly_feed *f = feed_find(t, ev->callsite);
-  if (f && !f->reported && tev_ready(t) &&
-      a2a_hostsvc->event_record(t->tev[slot][0], copy_stream(ev)) == 0) {
-    p->timed = true;
-    t->open_end = slot;
-  }
-  return p;
-}
-
-/* POST of a copy: close the bracket opened at its PRE. */
-static void on_copy_post(ly_thread *t, const a2a_event *ev) {
-  int slot = t->open_end;
-  if (slot < 0) return;
-  t->open_end = -1;
-  ly_producer *p = &t->prod[slot];
-  p->end_ok = ev->result == 0 &&
-              a2a_hostsvc->event_record(t->tev[slot][1], copy_stream(ev)) == 0;
-}
-
-static bool contains_ci(const char *s, const char *w) {
-  size_t n = strlen(w);
-  for (; s && *s; s++)
-    if (strncasecmp(s, w, n) == 0) return true;
-  return false;
-}
-
-static const ly_func *func_info(ly_thread *t, const void *func) {
-  ly_func *f = &t->funcs[((uintptr_t)func >> 4) % LAYOUT_FUNC_CACHE];
-  if (f->func == func) return f;
-  f->func = func;
-  f->name = NULL;
-  if (a2a_hostsvc->func_name(func, &f->name) != 0) f->name = NULL;
-  f->is_copy = f->name && (contains_ci(f->name, "copy") || contains_ci(f->name, "contiguous"));
-  return f;
-}
-
-static void on_memcpy(ly_thread *t, const a2a_event *ev) {
-  if (ev->kind != A2A_EV_MEMCPY || ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
-  int k = ev->u.copy.cpykind;
-  if (k != A2A_CPY_D2D && k != A2A_CPY_DEFAULT) return;
-  if (k == A2A_CPY_DEFAULT) { /* a D2D copy, as far as the registry knows */
-    a2a_alloc a;
-    if (!a2a_alloc_find(ev->u.copy.src, &a) || a.mem == A2A_MEM_HOST_PINNED) return;
-  }
-  ly_producer *p = producer_add(t, ev);
-  p->dst = (uintptr_t)ev->u.copy.dst;
-  p->bytes = ev->u.copy.bytes;
-  p->what = ev->api;
-}
-
-static void on_launch(ly_thread *t, const a2a_event *ev) {
-  if (!ev->u.launch.func || !ev->u.launch.args) return;
-  const ly_func *f = func_info(t, ev->u.launch.func);
-  if (!f->is_copy) return;
-  ly_producer *p = producer_add(t, ev);
-  p->what = f->name;
-  /* Pointer-sized words of each parameter (by-value structs included). */
-  for (size_t i = 0; i < 32 && p->nptrs < 4; i++) {
-    size_t off, sz;
-    if (a2a_hostsvc->func_param_info(ev->u.launch.func, i, &off, &sz) != 0) break;
-    const unsigned char *arg = ev->u.launch.args[i];
-    if (!arg) continue;
-    for (size_t w = 0; w + sizeof(uintptr_t) <= sz && p->nptrs < 4; w += sizeof(uintptr_t)) {
-      uintptr_t v;
-      memcpy(&v, arg + w, sizeof v);
-      if (v >= 0x10000 && v % 4 == 0) p->ptrs[p->nptrs++] = v;
-    }
-  }
-}
-
-/* Report a feed's finding; ms < 0: duration unknown. */
-static void report_feed(ly_feed *f, double ms) {
-  f->reported = true;
-  f->slot = -1;
-  char msg[768], js[768], dur[64] = "";
-  a2a_json j;
-  a2a_json_init(&j, js, sizeof js);
-  a2a_json_obj_begin(&j, NULL);
-  a2a_json_str(&j, "api", f->op_api);
-  if (f->comm) a2a_json_str(&j, "comm", f->comm->name);
-  a2a_json_ptr(&j, "send_buffer", (const void *)f->lo);
-  a2a_json_uint(&j, "send_bytes", f->bytes);
-  a2a_json_str(&j, "copy", f->what ? f->what : "copy");
-  a2a_json_ptr(&j, "copy_site", f->copy_site);
-  if (f->copy_bytes) a2a_json_uint(&j, "copy_bytes", f->copy_bytes);
-  a2a_json_uint(&j, "ns_since_copy", f->ns_since_copy);
-  if (ms >= 0) {
-    a2a_json_dbl(&j, "copy_ms", ms);
-    snprintf(dur, sizeof dur, ", %.3f ms per call", ms);
-  }
-  a2a_json_obj_end(&j);
-  snprintf(msg, sizeof msg,
-           "The send buffer [%p, +%zu) of %s was filled just before by %s (a copy of the same "
-           "data, like an implicit .contiguous()%s): produce the data directly in a contiguous "
-           "buffer to save a full copy per call.",
-           (void *)f->lo, f->bytes, f->op_api, f->what ? f->what : "a copy", dur);
-  /* Reported later than the operation: its call site is the stack. */
-  a2a_stack one = {.n = f->op_site ? 1 : 0};
-  one.pc[0] = (void *)f->op_site;
-  a2a_finding fd = {.check = "layout.hidden-copy", .severity = A2A_SEV_INFO, .site = f->op_site,
-                    .comm = f->comm, .message = msg, .details_json = js,
-                    .stack = f->op_site ? &one : NULL};
-  a2a_report(&fd);
-}
-
-/* A producer matched a send buffer of the operation (api at site). */
-static void hidden_match(ly_thread *t, const a2a_event *ev, const char *api, const a2a_comm *c,
-                         ly_producer *p, uintptr_t lo, size_t bytes) {
-  p->used = true;
-  ly_feed *f = feed_find(t, p->site);
-  if (!f) {
-    if (t->nfeeds == LAYOUT_MAX_FEEDS) { /* no room to wait: report untimed */
-      ly_feed tmp = {.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
-                     .op_site = ev->callsite, .op_api = api, .comm = c, .lo = lo,
-                     .bytes = bytes, .ns_since_copy = ev->t_ns - p->t_ns};
-      report_feed(&tmp, -1);
-      return;
-    }
-    f = &t->feeds[t->nfeeds++];
-    *f = (ly_feed){.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
-                   .op_site = ev->callsite, .op_api = api, .comm = c, .lo = lo,
-                   .bytes = bytes, .ns_since_copy = ev->t_ns >= p->t_ns ? ev->t_ns - p->t_ns : 0,
-                   .slot = -1};
-    return;
-  }
-  if (f->reported || !p->timed || !p->end_ok) return;
-  f->slot = (int)(p - t->prod);
-}
-
-/* Report the pending feeds whose timed copy completed (at_exit: all). */
-static void poll_feeds(ly_thread *t, bool at_exit) {
-  for (unsigned i = 0; i < t->nfeeds; i++) {
-    ly_feed *f = &t->feeds[i];
-    if (f->reported) continue;
-    if (f->slot < 0) {
-      if (at_exit) report_feed(f, -1);
-      continue;
-    }
-    int q = a2a_hostsvc->event_query(t->tev[f->slot][1]);
-    float ms = -1;
-    if (q == 0 && a2a_hostsvc->event_elapsed_ms(&ms, t->tev[f->slot][0], t->tev[f->slot][1]) != 0)
-      ms = -1;
-    if (q == 0 || q < 0 || at_exit) report_feed(f, q == 0 ? ms : -1);
-  }
-}
-
-/* A producer of exactly [lo, lo+bytes) since the previous operation. */
-static ly_producer *find_producer(ly_thread *t, uintptr_t lo, size_t bytes) {
-  for (unsigned i = 0; i < LAYOUT_MAX_PRODUCERS; i++) {
-    ly_producer *p = &t->prod[i];
-    if (!p->site || p->used || p->gen != t->gen) continue;
-    if (p->bytes ? (p->dst == lo && p->bytes == bytes) : false) return p;
-    for (int k = 0; !p->bytes && k < p->nptrs; k++)
-      if (p->ptrs[k] == lo) return p;
-  }
-  return NULL;
-}
-
-static void check_hidden_op(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
-                            const lr_op *op) {
-  for (int i = 0; i < op->n; i++) {
-    const lr_range *r = &op->r[i];
-    if (r->is_recv || r->lo >= r->hi) continue;
-    ly_producer *p = find_producer(t, r->lo, r->hi - r->lo);
-    if (p) hidden_match(t, ev, ev->api, c, p, r->lo, r->hi - r->lo);
-  }
-}
-
-/* At the end of a group: the group's sends to one comm together span
- * exactly the bytes of one copy (the grouped all-to-all case). */
-static void check_hidden_group(ly_thread *t, const a2a_event *end) {
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  const ly_range *first = NULL;
-  for (unsigned i = 0; i < t->nranges; i++) {
-    const ly_range *r = &t->ranges[i];
-    if (r->is_recv || r->lo >= r->hi) continue;
-    if (!first) first = r;
-    if (r->comm_handle != first->comm_handle) return;
-    if (r->lo < lo) lo = r->lo;
-    if (r->hi > hi) hi = r->hi;
-  }
-  if (!first) return;
-  ly_producer *p = find_producer(t, lo, hi - lo);
-  if (p) hidden_match(t, end, "the group's sends", first->comm, p, lo, hi - lo);
-}
-
-/* ------------------------------------------------------------------ */
 /* Events. */
 
 static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
@@ -846,7 +533,7 @@ static void on_op(ly_thread *t, const a2a_event *ev) {
   if (!lr_op_ranges(ev, c, &op)) return;
   for (int i = 0; i < op.n; i++) check_buffer(ev, c, &op, &op.r[i]);
   if (a2a_check_enabled("layout.overlap")) check_op_overlap(ev, c, &op);
-  if (a2a_check_enabled("layout.hidden-copy")) check_hidden_op(t, ev, c, &op);
+  if (a2a_check_enabled("layout.hidden-copy")) lyh_check_op(t, ev, c, &op);
   if (t->depth > 0) record_ranges(t, ev, c, &op);
   t->nops++;
 }
@@ -867,14 +554,14 @@ static void layout_on_event(const a2a_event *ev) {
     case A2A_EV_GROUP_END:
       if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true)) || t->depth == 0) return;
       if (--t->depth > 0) return;
-      if (t->nfeeds) poll_feeds(t, false);
+      if (t->nfeeds) lyh_poll(t, false);
       /* Outermost end: judge the whole group before NCCL launches it. An
        * overflowed range list is incomplete: overlap and scatter are then
        * not judged (never a finding from partial data). */
       if (!t->ranges_overflow) {
         if (a2a_check_enabled("layout.overlap")) check_group_overlap(t, ev);
         if (a2a_check_enabled("layout.scattered")) check_scattered(t, ev);
-        if (a2a_check_enabled("layout.hidden-copy")) check_hidden_group(t, ev);
+        if (a2a_check_enabled("layout.hidden-copy")) lyh_check_group(t, ev);
       }
       group_reset(t);
       t->gen++;
@@ -883,7 +570,7 @@ static void layout_on_event(const a2a_event *ev) {
     case A2A_EV_P2P:
       if (!(t = thread_get(ev->thread, true))) return;
       if (ev->phase == A2A_PRE) {
-        if (t->nfeeds) poll_feeds(t, false);
+        if (t->nfeeds) lyh_poll(t, false);
         on_op(t, ev);
       } else if (t->depth == 0) {
         t->gen++;
@@ -891,13 +578,13 @@ static void layout_on_event(const a2a_event *ev) {
       return;
     case A2A_EV_MEMCPY:
       if (ev->phase == A2A_POST) {
-        if ((t = thread_get(ev->thread, false))) on_copy_post(t, ev);
+        if ((t = thread_get(ev->thread, false))) lyh_on_copy_post(t, ev);
         return;
       }
       /* Only device-to-device copies can be a hidden .contiguous(). */
       if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_enabled("layout.hidden-copy") &&
           (t = thread_get(ev->thread, true)))
-        on_memcpy(t, ev);
+        lyh_on_memcpy(t, ev);
       return;
     case A2A_EV_COMM_INIT:
       /* The thread that creates a communicator usually posts on it: give it
@@ -907,15 +594,15 @@ static void layout_on_event(const a2a_event *ev) {
     case A2A_EV_LAUNCH:
       /* Launch is the hot path: only threads that already talk to NCCL. */
       if (!(t = thread_get(ev->thread, false))) return;
-      if (ev->phase == A2A_POST) on_copy_post(t, ev);
-      else if (a2a_check_enabled("layout.hidden-copy")) on_launch(t, ev);
+      if (ev->phase == A2A_POST) lyh_on_copy_post(t, ev);
+      else if (a2a_check_enabled("layout.hidden-copy")) lyh_on_launch(t, ev);
       return;
     case A2A_EV_PROCESS_EXIT:
       /* Pending hidden-copy findings of every thread (racy reads of other
        * threads' records are acceptable at exit). */
       for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++)
         if ((t = atomic_load_explicit(&g_threads[i], memory_order_acquire)) && t->nfeeds)
-          poll_feeds(t, true);
+          lyh_poll(t, true);
       return;
     case A2A_EV_FORK_CHILD:
       for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) {
@@ -935,11 +622,7 @@ static int layout_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
   for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) {
     ly_thread *t = atomic_exchange(&g_threads[i], NULL);
-    if (t && t->tev_state > 0)
-      for (int k = 0; k < LAYOUT_MAX_PRODUCERS; k++) {
-        a2a_hostsvc->event_destroy(t->tev[k][0]);
-        a2a_hostsvc->event_destroy(t->tev[k][1]);
-      }
+    if (t) lyh_release(t);
     free(t);
   }
   return 0;

@@ -1,0 +1,255 @@
+/* layout_hidden.c - layout.hidden-copy, part of the `layout` analyzer:
+ * the thread's recent device-to-device copies and copy kernels, matched
+ * against the send buffers of its NCCL operations, and the timing of a
+ * repeated copy (layout.c dispatches to the lyh_* functions declared in
+ * layout_state.h).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "a2a_core.h"
+#include "layout_state.h"
+
+/* How layout.hidden-copy works.
+ *
+ * Producers: the thread's last LAYOUT_MAX_PRODUCERS device-to-device
+ * copies and copy kernels. A producer matches a send buffer when it was
+ * written since the thread's previous operation (same generation) and
+ * covers exactly the bytes sent (memcpy) or has a pointer parameter equal to
+ * the buffer's start (copy kernel).
+ *
+ * Timing. Measuring every copy would put two event records on the hot path
+ * of every copy kernel. Instead, the first match of a copy site only marks
+ * the site as "feeding" and keeps the finding pending; later copies from a
+ * feeding site are bracketed by two timing events (host services: the REAL
+ * runtime) recorded on the copy's stream right before and after it is
+ * enqueued. The pending finding is reported, with the measured duration, at
+ * the first NCCL operation of the thread after such a copy completed; at
+ * process exit whatever is still pending is reported with what is known.
+ * So a copy that happens once is reported at exit, without a duration. */
+
+static bool tev_ready(ly_thread *t) {
+  if (t->tev_state) return t->tev_state > 0;
+  t->tev_state = -1;
+  for (int i = 0; i < LAYOUT_MAX_PRODUCERS; i++)
+    for (int k = 0; k < 2; k++)
+      if (a2a_hostsvc->event_create(&t->tev[i][k], 1) != 0) return false;
+  t->tev_state = 1;
+  return true;
+}
+
+static ly_feed *feed_find(ly_thread *t, const void *copy_site) {
+  for (unsigned i = 0; i < t->nfeeds; i++)
+    if (t->feeds[i].copy_site == copy_site) return &t->feeds[i];
+  return NULL;
+}
+
+/* The copy's stream as a cudaStream_t (per-thread default = 0x2). */
+static void *copy_stream(const a2a_event *ev) {
+  return ev->stream ? ev->stream : (ev->per_thread ? (void *)2 : NULL);
+}
+
+static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
+  int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
+  ly_producer *p = &t->prod[slot];
+  memset(p, 0, sizeof *p);
+  p->site = ev->callsite;
+  p->gen = t->gen;
+  p->t_ns = ev->t_ns;
+  /* A feed still waiting on this slot's events loses that measurement. */
+  for (unsigned i = 0; i < t->nfeeds; i++)
+    if (t->feeds[i].slot == slot) t->feeds[i].slot = -1;
+  ly_feed *f = feed_find(t, ev->callsite);
+  if (f && !f->reported && tev_ready(t) &&
+      a2a_hostsvc->event_record(t->tev[slot][0], copy_stream(ev)) == 0) {
+    p->timed = true;
+    t->open_end = slot;
+  }
+  return p;
+}
+
+/* POST of a copy: close the bracket opened at its PRE. */
+void lyh_on_copy_post(ly_thread *t, const a2a_event *ev) {
+  int slot = t->open_end;
+  if (slot < 0) return;
+  t->open_end = -1;
+  ly_producer *p = &t->prod[slot];
+  p->end_ok = ev->result == 0 &&
+              a2a_hostsvc->event_record(t->tev[slot][1], copy_stream(ev)) == 0;
+}
+
+static bool contains_ci(const char *s, const char *w) {
+  size_t n = strlen(w);
+  for (; s && *s; s++)
+    if (strncasecmp(s, w, n) == 0) return true;
+  return false;
+}
+
+static const ly_func *func_info(ly_thread *t, const void *func) {
+  ly_func *f = &t->funcs[((uintptr_t)func >> 4) % LAYOUT_FUNC_CACHE];
+  if (f->func == func) return f;
+  f->func = func;
+  f->name = NULL;
+  if (a2a_hostsvc->func_name(func, &f->name) != 0) f->name = NULL;
+  f->is_copy = f->name && (contains_ci(f->name, "copy") || contains_ci(f->name, "contiguous"));
+  return f;
+}
+
+void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
+  if (ev->kind != A2A_EV_MEMCPY || ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
+  int k = ev->u.copy.cpykind;
+  if (k != A2A_CPY_D2D && k != A2A_CPY_DEFAULT) return;
+  if (k == A2A_CPY_DEFAULT) { /* a D2D copy, as far as the registry knows */
+    a2a_alloc a;
+    if (!a2a_alloc_find(ev->u.copy.src, &a) || a.mem == A2A_MEM_HOST_PINNED) return;
+  }
+  ly_producer *p = producer_add(t, ev);
+  p->dst = (uintptr_t)ev->u.copy.dst;
+  p->bytes = ev->u.copy.bytes;
+  p->what = ev->api;
+}
+
+void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
+  if (!ev->u.launch.func || !ev->u.launch.args) return;
+  const ly_func *f = func_info(t, ev->u.launch.func);
+  if (!f->is_copy) return;
+  ly_producer *p = producer_add(t, ev);
+  p->what = f->name;
+  /* Pointer-sized words of each parameter (by-value structs included). */
+  for (size_t i = 0; i < 32 && p->nptrs < 4; i++) {
+    size_t off, sz;
+    if (a2a_hostsvc->func_param_info(ev->u.launch.func, i, &off, &sz) != 0) break;
+    const unsigned char *arg = ev->u.launch.args[i];
+    if (!arg) continue;
+    for (size_t w = 0; w + sizeof(uintptr_t) <= sz && p->nptrs < 4; w += sizeof(uintptr_t)) {
+      uintptr_t v;
+      memcpy(&v, arg + w, sizeof v);
+      if (v >= 0x10000 && v % 4 == 0) p->ptrs[p->nptrs++] = v;
+    }
+  }
+}
+
+/* Report a feed's finding; ms < 0: duration unknown. */
+static void report_feed(ly_feed *f, double ms) {
+  f->reported = true;
+  f->slot = -1;
+  char msg[768], js[768], dur[64] = "";
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", f->op_api);
+  if (f->comm) a2a_json_str(&j, "comm", f->comm->name);
+  a2a_json_ptr(&j, "send_buffer", (const void *)f->lo);
+  a2a_json_uint(&j, "send_bytes", f->bytes);
+  a2a_json_str(&j, "copy", f->what ? f->what : "copy");
+  a2a_json_ptr(&j, "copy_site", f->copy_site);
+  if (f->copy_bytes) a2a_json_uint(&j, "copy_bytes", f->copy_bytes);
+  a2a_json_uint(&j, "ns_since_copy", f->ns_since_copy);
+  if (ms >= 0) {
+    a2a_json_dbl(&j, "copy_ms", ms);
+    snprintf(dur, sizeof dur, ", %.3f ms per call", ms);
+  }
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "The send buffer [%p, +%zu) of %s was filled just before by %s (a copy of the same "
+           "data, like an implicit .contiguous()%s): produce the data directly in a contiguous "
+           "buffer to save a full copy per call.",
+           (void *)f->lo, f->bytes, f->op_api, f->what ? f->what : "a copy", dur);
+  /* Reported later than the operation: its call site is the stack. */
+  a2a_stack one = {.n = f->op_site ? 1 : 0};
+  one.pc[0] = (void *)f->op_site;
+  a2a_finding fd = {.check = "layout.hidden-copy", .severity = A2A_SEV_INFO, .site = f->op_site,
+                    .comm = f->comm, .message = msg, .details_json = js,
+                    .stack = f->op_site ? &one : NULL};
+  a2a_report(&fd);
+}
+
+/* A producer matched a send buffer of the operation (api at site). */
+static void hidden_match(ly_thread *t, const a2a_event *ev, const char *api, const a2a_comm *c,
+                         ly_producer *p, uintptr_t lo, size_t bytes) {
+  p->used = true;
+  ly_feed *f = feed_find(t, p->site);
+  if (!f) {
+    if (t->nfeeds == LAYOUT_MAX_FEEDS) { /* no room to wait: report untimed */
+      ly_feed tmp = {.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
+                     .op_site = ev->callsite, .op_api = api, .comm = c, .lo = lo,
+                     .bytes = bytes, .ns_since_copy = ev->t_ns - p->t_ns};
+      report_feed(&tmp, -1);
+      return;
+    }
+    f = &t->feeds[t->nfeeds++];
+    *f = (ly_feed){.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
+                   .op_site = ev->callsite, .op_api = api, .comm = c, .lo = lo,
+                   .bytes = bytes, .ns_since_copy = ev->t_ns >= p->t_ns ? ev->t_ns - p->t_ns : 0,
+                   .slot = -1};
+    return;
+  }
+  if (f->reported || !p->timed || !p->end_ok) return;
+  f->slot = (int)(p - t->prod);
+}
+
+/* Report the pending feeds whose timed copy completed (at_exit: all). */
+void lyh_poll(ly_thread *t, bool at_exit) {
+  for (unsigned i = 0; i < t->nfeeds; i++) {
+    ly_feed *f = &t->feeds[i];
+    if (f->reported) continue;
+    if (f->slot < 0) {
+      if (at_exit) report_feed(f, -1);
+      continue;
+    }
+    int q = a2a_hostsvc->event_query(t->tev[f->slot][1]);
+    float ms = -1;
+    if (q == 0 && a2a_hostsvc->event_elapsed_ms(&ms, t->tev[f->slot][0], t->tev[f->slot][1]) != 0)
+      ms = -1;
+    if (q == 0 || q < 0 || at_exit) report_feed(f, q == 0 ? ms : -1);
+  }
+}
+
+/* A producer of exactly [lo, lo+bytes) since the previous operation. */
+static ly_producer *find_producer(ly_thread *t, uintptr_t lo, size_t bytes) {
+  for (unsigned i = 0; i < LAYOUT_MAX_PRODUCERS; i++) {
+    ly_producer *p = &t->prod[i];
+    if (!p->site || p->used || p->gen != t->gen) continue;
+    if (p->bytes ? (p->dst == lo && p->bytes == bytes) : false) return p;
+    for (int k = 0; !p->bytes && k < p->nptrs; k++)
+      if (p->ptrs[k] == lo) return p;
+  }
+  return NULL;
+}
+
+void lyh_check_op(ly_thread *t, const a2a_event *ev, const a2a_comm *c, const lr_op *op) {
+  for (int i = 0; i < op->n; i++) {
+    const lr_range *r = &op->r[i];
+    if (r->is_recv || r->lo >= r->hi) continue;
+    ly_producer *p = find_producer(t, r->lo, r->hi - r->lo);
+    if (p) hidden_match(t, ev, ev->api, c, p, r->lo, r->hi - r->lo);
+  }
+}
+
+/* At the end of a group: the group's sends to one comm together span
+ * exactly the bytes of one copy (the grouped all-to-all case). */
+void lyh_check_group(ly_thread *t, const a2a_event *end) {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  const ly_range *first = NULL;
+  for (unsigned i = 0; i < t->nranges; i++) {
+    const ly_range *r = &t->ranges[i];
+    if (r->is_recv || r->lo >= r->hi) continue;
+    if (!first) first = r;
+    if (r->comm_handle != first->comm_handle) return;
+    if (r->lo < lo) lo = r->lo;
+    if (r->hi > hi) hi = r->hi;
+  }
+  if (!first) return;
+  ly_producer *p = find_producer(t, lo, hi - lo);
+  if (p) hidden_match(t, end, "the group's sends", first->comm, p, lo, hi - lo);
+}
+
+void lyh_release(ly_thread *t) {
+  if (t->tev_state <= 0) return;
+  for (int k = 0; k < LAYOUT_MAX_PRODUCERS; k++) {
+    a2a_hostsvc->event_destroy(t->tev[k][0]);
+    a2a_hostsvc->event_destroy(t->tev[k][1]);
+  }
+  t->tev_state = 0;
+}

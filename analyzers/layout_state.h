@@ -1,0 +1,111 @@
+/* layout_state.h - the per-thread state of the `layout` analyzer, shared by
+ * its two files: layout.c (the analyzer: buffer checks, overlap, scatter,
+ * event handling) and layout_hidden.c (layout.hidden-copy: copy producers,
+ * matching and timing). Not for other analyzers.
+ *
+ * A record belongs to one application thread (ev->thread) and is written
+ * only by it; the exit handler reads every record once, at exit.
+ */
+#ifndef A2A_LAYOUT_STATE_H
+#define A2A_LAYOUT_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "a2a_core.h"
+#include "layout_ranges.h"
+
+#define LAYOUT_MAX_THREADS 4096
+#define LAYOUT_MAX_RANGES 2048     /* ranges of one open group */
+#define LAYOUT_MAX_PRODUCERS 8     /* recent copies per thread */
+#define LAYOUT_FUNC_CACHE 64       /* kernel -> "is a copy kernel" */
+#define LAYOUT_ALIGN 16
+#define LAYOUT_ALIGN_MIN_BYTES 4096
+#define LAYOUT_MAX_FEEDS 8         /* copy sites awaiting a timed report */
+
+/* One range of an operation posted in the open group. */
+typedef struct ly_range {
+  uintptr_t lo, hi;
+  const void *site;
+  const char *api;
+  const a2a_comm *comm;     /* NULL if unknown */
+  void *comm_handle;
+  uint32_t op;              /* operation index in the group */
+  int peer;                 /* P2P peer, -1 for collectives */
+  bool is_recv;
+  bool p2p;
+} ly_range;
+
+/* A recent write that may be a hidden .contiguous(). */
+typedef struct ly_producer {
+  uintptr_t dst;            /* written address (memcpy dst / kernel pointer) */
+  uintptr_t ptrs[4];        /* copy kernels: pointer parameters */
+  int nptrs;
+  size_t bytes;             /* memcpy: bytes; kernel: 0 (unknown) */
+  const char *what;         /* "cudaMemcpyAsync" or the kernel's name */
+  const void *site;
+  uint64_t gen;             /* thread's operation generation when written */
+  uint64_t t_ns;
+  bool used;
+  bool timed;               /* start event recorded before the copy */
+  bool end_ok;              /* end event recorded after it */
+} ly_producer;
+
+/* A copy site known to feed an NCCL send buffer, and its finding while it
+ * waits for a measured duration (see "Timing" below). */
+typedef struct ly_feed {
+  const void *copy_site;
+  const char *what;
+  size_t copy_bytes;
+  bool reported;
+  /* the finding to report */
+  const void *op_site;
+  const char *op_api;
+  const a2a_comm *comm;
+  uintptr_t lo;
+  size_t bytes;
+  uint64_t ns_since_copy;
+  int slot;                 /* producer slot timing a later copy, -1 none */
+} ly_feed;
+
+typedef struct ly_func {
+  const void *func;
+  const char *name;
+  bool is_copy;
+} ly_func;
+
+typedef struct ly_thread {
+  int depth;                /* NCCL group nesting */
+  uint64_t gen;             /* advanced after each operation outside a group
+                               and at each outermost ncclGroupEnd */
+  uint32_t nops;
+  ly_range ranges[LAYOUT_MAX_RANGES];
+  unsigned nranges;
+  bool ranges_overflow;
+  ly_producer prod[LAYOUT_MAX_PRODUCERS];
+  unsigned nprod;           /* ring position */
+  int open_end;             /* slot whose end event the call's POST records, -1 */
+  void *tev[LAYOUT_MAX_PRODUCERS][2]; /* timing events per slot (lazy) */
+  int tev_state;            /* 0 not created, 1 ready, -1 unavailable */
+  ly_feed feeds[LAYOUT_MAX_FEEDS];
+  unsigned nfeeds;
+  ly_func funcs[LAYOUT_FUNC_CACHE];
+  const ly_range *scratch[LAYOUT_MAX_RANGES]; /* sorting at ncclGroupEnd */
+} ly_thread;
+
+/* layout_hidden.c: layout.hidden-copy. */
+/* A device-to-device copy (PRE) / a kernel launch (PRE) by the thread. */
+void lyh_on_memcpy(ly_thread *t, const a2a_event *ev);
+void lyh_on_launch(ly_thread *t, const a2a_event *ev);
+/* POST of a copy or launch: closes a timing bracket opened at its PRE. */
+void lyh_on_copy_post(ly_thread *t, const a2a_event *ev);
+/* An operation's send ranges / an ending group's sends against the
+ * thread's recent copies. */
+void lyh_check_op(ly_thread *t, const a2a_event *ev, const a2a_comm *c, const lr_op *op);
+void lyh_check_group(ly_thread *t, const a2a_event *end);
+/* Report pending findings whose timed copy completed (at_exit: all). */
+void lyh_poll(ly_thread *t, bool at_exit);
+/* Destroy the record's timing events (re-initialization). */
+void lyh_release(ly_thread *t);
+
+#endif /* A2A_LAYOUT_STATE_H */
