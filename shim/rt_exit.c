@@ -62,9 +62,10 @@ static void exit_path(int status, const char *reason) {
   if (reason) {
     char line[600];
     int n = snprintf(line, sizeof line, "---- failing now: %s ----\n", reason);
-    pthread_mutex_lock(&a2a_rt_mu);
-    a2a_rt_log_append(line, (size_t)n, NULL, 0, NULL);
-    pthread_mutex_unlock(&a2a_rt_mu);
+    if (a2a_rt_lock_within(5)) {
+      a2a_rt_log_append(line, (size_t)n, NULL, 0, NULL);
+      pthread_mutex_unlock(&a2a_rt_mu);
+    }
   }
   dispatch_simple(A2A_EV_PROCESS_EXIT, reason ? "a2acheck_fail_now" : "exit", status);
   a2a_core_fini();

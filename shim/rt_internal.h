@@ -209,6 +209,9 @@ void a2a_rt_stderr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* rt_report.c: the report sink (a2a_report, a2a_check_enabled). */
 
 extern pthread_mutex_t a2a_rt_mu;
+/* Take a2a_rt_mu, waiting at most `seconds`; false on timeout. Used on every
+ * path that must not hang the process (see rt_report.c). */
+bool a2a_rt_lock_within(int seconds);
 void a2a_rt_report_init(void);
 /* Write the summary (stderr, text log, JSONL) and patch the final counts
  * into the JSONL. exit_status is recorded; fail_reason is non-NULL when the

@@ -19,20 +19,29 @@
  * static formatting buffers; nothing is allocated after init. When the entry
  * table is full, further distinct findings are counted as dropped.
  *
- * Reentrancy: a finding raised on a thread that is already inside
- * a2a_report (for example from a signal handler) is counted as dropped
- * instead of waiting for the lock that thread holds.
+ * Reentrancy and deadlock freedom: a finding raised on a thread that is
+ * already inside a2a_report (for example from a signal handler) is counted
+ * as dropped instead of waiting for the lock that thread holds. The writer
+ * holds a2a_rt_mu while it symbolizes (dladdr takes the dynamic loader's
+ * lock); a thread that reports from inside the loader (a library
+ * constructor run by dlopen making an intercepted call) would wait for
+ * a2a_rt_mu while holding the loader's lock. So a2a_report waits for the
+ * mutex at most REPORT_WAIT_S seconds and then drops the finding (counted),
+ * which breaks any such cycle.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt_internal.h"
 
 #define MAX_CHECKS 128
+#define REPORT_WAIT_S 2          /* longest wait for a2a_rt_mu in a2a_report */
+#define SUMMARY_WAIT_S 10        /* ... in the exit path */
 #define MAX_ENTRIES 4096        /* power of two */
 
 pthread_mutex_t a2a_rt_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -68,6 +77,13 @@ static _Atomic uint32_t g_rules_matched;   /* bit i: rule i matched a check */
 static _Atomic unsigned long g_distinct_by_sev[3];
 
 static __thread int t_in_report;
+
+bool a2a_rt_lock_within(int seconds) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += seconds;
+  return pthread_mutex_timedlock(&a2a_rt_mu, &ts) == 0;
+}
 
 /* Formatting buffers, used under a2a_rt_mu. */
 static char g_json_buf[32768];
@@ -247,7 +263,12 @@ void a2a_report(const a2a_finding *f) {
 
   uintptr_t key = f->site ? (uintptr_t)f->site : (uintptr_t)fnv1a(f->message) | 1;
 
-  pthread_mutex_lock(&a2a_rt_mu);
+  if (!a2a_rt_lock_within(REPORT_WAIT_S)) {
+    atomic_fetch_add(&g_dropped_nested, 1);
+    t_in_report = 0;
+    errno = saved;
+    return;
+  }
   int ci = check_index(f->check, sev);
   if (ci < 0) {
     g_dropped_full++;
@@ -295,7 +316,11 @@ static char g_sum_text[16384];
 static char g_sum_json[16384];
 
 void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
-  pthread_mutex_lock(&a2a_rt_mu);
+  if (!a2a_rt_lock_within(SUMMARY_WAIT_S)) {
+    a2a_rt_stderr("warning: a finding being written did not complete within %d s; "
+                  "no summary", SUMMARY_WAIT_S);
+    return;
+  }
   /* Final counts into the JSONL, in place (fixed-width field). */
   for (size_t i = 0; i < MAX_ENTRIES; i++) {
     entry *e = &g_entries[i];
@@ -339,8 +364,8 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
   }
   if (dropped)
     tl = a2a_rt_printf(T, TC, tl, &ovf,
-                       "  %lu finding(s) dropped (tables full, or raised while another "
-                       "was being written)\n", dropped);
+                       "  %lu finding(s) dropped (tables full, raised while another was "
+                       "being written on the same thread, or the writer was stuck)\n", dropped);
   uint32_t matched = atomic_load(&g_rules_matched);
   for (int i = 0; i < a2a_rt.rules.n; i++)
     if (a2a_rt.rules.r[i].kind == 2 && !(matched & (1u << i)))
