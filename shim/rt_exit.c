@@ -118,22 +118,28 @@ void a2a_rt_fail_now(const char *reason) {
  * thread; the state may change between them, the decision must not). */
 static __thread int t_fork_locked;
 
+static __thread int t_fork_ready;
+
 static void fork_prepare(void) {
-  t_fork_locked = a2a_rt_state() == A2A_RT_READY;
-  if (t_fork_locked) pthread_mutex_lock(&a2a_rt_mu);
+  t_fork_ready = a2a_rt_state() == A2A_RT_READY;
+  /* Bounded: a writer stuck on the loader lock must not hang fork(). */
+  t_fork_locked = t_fork_ready && a2a_rt_lock_within(5);
 }
 
 static void fork_parent(void) {
   if (t_fork_locked) pthread_mutex_unlock(&a2a_rt_mu);
-  t_fork_locked = 0;
+  t_fork_locked = t_fork_ready = 0;
 }
 
 static void fork_child(void) {
-  if (!t_fork_locked) return;
-  t_fork_locked = 0;
+  if (!t_fork_ready) return;
   a2a_rt_log_after_fork_child();
   a2a_rt_report_after_fork_child();
-  pthread_mutex_unlock(&a2a_rt_mu);
+  /* Ours to release; if prepare could not take it, the thread that held it
+   * does not exist here: start from a fresh mutex. */
+  if (t_fork_locked) pthread_mutex_unlock(&a2a_rt_mu);
+  else pthread_mutex_init(&a2a_rt_mu, NULL);
+  t_fork_locked = t_fork_ready = 0;
   a2a_rt_init_after_fork_child();
   a2a_core_after_fork_child();
   dispatch_simple(A2A_EV_FORK_CHILD, "fork", 0);
