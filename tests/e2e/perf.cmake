@@ -145,6 +145,15 @@ exit 0
 ]=] sh ${A2A_GPU_RUN} ${CMAKE_BINARY_DIR}/tests/gpu-skip)
   # The .cu programs compile for sm_90 (nvcc needs no GPU); 77 without nvcc.
   add_test(NAME gpu.compile COMMAND bash ${A2A_GPU_RUN} --compile-only)
+  # The NCCL and race steps of the script on the simulator (the programs'
+  # kernels replaced by host stand-ins): the script's machinery, the
+  # programs and their expected findings, without a GPU.
+  if(TARGET a2acheck AND TARGET a2asim_cudart)
+    add_test(NAME gpu.programs-sim COMMAND bash ${A2A_GPU_RUN} --sim ${CMAKE_BINARY_DIR}
+             --out ${CMAKE_BINARY_DIR}/tests/gpu-sim --timeout 60)
+    set_tests_properties(gpu.programs-sim PROPERTIES TIMEOUT 400 SKIP_RETURN_CODE 77 LABELS gpu
+      RUN_SERIAL TRUE)
+  endif()
   set_tests_properties(gpu.script-args gpu.script-skip PROPERTIES TIMEOUT 60 LABELS gpu)
   set_tests_properties(gpu.compile PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS gpu)
 endif()

@@ -7,9 +7,12 @@
 #define A2A_GPU_COMMON_H
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #define G_CUDA(call)                                                               \
   do {                                                                             \
@@ -30,11 +33,14 @@
     }                                                                              \
   } while (0)
 
+static void g_sim_register(void);
+
 /* NCCL refuses two ranks of one communicator on one GPU: every program
  * uses a single-rank communicator on device 0 (send/recv to self). */
 static ncclComm_t g_one_rank_comm(void) {
   ncclUniqueId id;
   ncclComm_t comm;
+  g_sim_register();
   G_CUDA(cudaSetDevice(0));
   G_NCCL(ncclGetUniqueId(&id));
   G_NCCL(ncclCommInitRank(&comm, 1, id, 0));
@@ -89,6 +95,61 @@ __global__ void g_scale_struct(g_iter_args a) {
 __global__ void g_spin(long long cycles) {
   long long start = clock64();
   while (clock64() - start < cycles) {
+  }
+}
+
+/* ---- running on the CPU simulator (run.sh --sim) ----
+ * The simulator cannot run device code; when its libcudart is the one
+ * loaded (it exports a2asim_register_kernel), give each kernel a host
+ * stand-in with the same parameter layout, so the programs compute the same
+ * data and a2acheck sees the same parameters (cudaFuncGetParamInfo). On a
+ * real GPU the symbol is absent and nothing happens. */
+typedef int (*g_sim_reg_fn)(const void *func, void (*impl)(void **, const void *),
+                            const char *name, int nparams, const size_t *sizes);
+
+static void g_fill_host(void **args, const void *info) {
+  (void)info;
+  float *p = *(float **)args[0];
+  size_t n = *(size_t *)args[1];
+  float base = *(float *)args[2];
+  for (size_t i = 0; i < n; i++) p[i] = base + (float)(i % 4096);
+}
+static void g_check_host(void **args, const void *info) {
+  (void)info;
+  const float *p = *(const float **)args[0];
+  size_t n = *(size_t *)args[1];
+  float base = *(float *)args[2];
+  unsigned long long *errors = *(unsigned long long **)args[3];
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != base + (float)(i % 4096)) (*errors)++;
+}
+static void g_scale_struct_host(void **args, const void *info) {
+  (void)info;
+  g_iter_args a;
+  memcpy(&a, args[0], sizeof a);
+  for (int i = 0; i < a.n; i++) a.out[i] = 2.0f * a.in[i];
+}
+static void g_spin_host(void **args, const void *info) {
+  (void)info;
+  long long cycles = *(long long *)args[0];
+  long long us = cycles / 2000; /* as a 2 GHz clock would */
+  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};
+  nanosleep(&ts, NULL);
+}
+
+static void g_sim_register(void) {
+  g_sim_reg_fn reg = (g_sim_reg_fn)dlsym(RTLD_DEFAULT, "a2asim_register_kernel");
+  if (!reg) return;
+  static const size_t fill_p[] = {sizeof(float *), sizeof(size_t), sizeof(float)};
+  static const size_t check_p[] = {sizeof(float *), sizeof(size_t), sizeof(float), sizeof(void *)};
+  static const size_t scale_p[] = {sizeof(g_iter_args)};
+  static const size_t spin_p[] = {sizeof(long long)};
+  if (reg((const void *)g_fill, g_fill_host, "g_fill", 3, fill_p) ||
+      reg((const void *)g_check, g_check_host, "g_check", 4, check_p) ||
+      reg((const void *)g_scale_struct, g_scale_struct_host, "g_scale_struct", 1, scale_p) ||
+      reg((const void *)g_spin, g_spin_host, "g_spin", 1, spin_p)) {
+    fprintf(stderr, "a2asim_register_kernel failed\n");
+    exit(1);
   }
 }
 

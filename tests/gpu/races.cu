@@ -25,28 +25,13 @@
 
 #include "gpu_common.h"
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s unsynced-input|unsynced-output|free-in-flight [fixed]\n", argv[0]);
-    return 2;
-  }
-  const char *mode = argv[1];
-  int fixed = argc > 2 && strcmp(argv[2], "fixed") == 0;
-  ncclComm_t comm = g_one_rank_comm();
-  const size_t n = 1 << 22;
-  cudaStream_t comp, comm_s;
-  G_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  G_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
-  cudaEvent_t ev;
-  G_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  float *send, *recv, *out;
-  unsigned long long *errors;
-  int async_send = strcmp(mode, "free-in-flight") == 0;
-  if (async_send) G_CUDA(cudaMallocAsync((void **)&send, n * sizeof(float), comm_s));
-  else G_CUDA(cudaMalloc((void **)&send, n * sizeof(float)));
-  G_CUDA(cudaMalloc((void **)&recv, n * sizeof(float)));
-  G_CUDA(cudaMalloc((void **)&out, n * sizeof(float)));
-  G_CUDA(cudaMallocHost((void **)&errors, sizeof *errors));
+/* One round of the pattern; returns the number of wrong elements. */
+static unsigned long long one_round(const char *mode, int fixed, ncclComm_t comm, cudaStream_t comp,
+                                    cudaStream_t comm_s, cudaEvent_t ev, float *send, float *recv,
+                                    float *out, unsigned long long *errors, size_t n) {
+  /* free-in-flight frees its send buffer: a fresh stream-ordered one per
+   * round; the others reuse the caller's. */
+  if (!send) G_CUDA(cudaMallocAsync((void **)&send, n * sizeof(float), comm_s));
   *errors = 0;
   g_fill<<<128, 256, 0, comm_s>>>(send, n, 1.0f);
   g_fill<<<128, 256, 0, comm_s>>>(recv, n, -1.0f);
@@ -71,7 +56,7 @@ int main(int argc, char **argv) {
     }
     g_iter_args a = {(int)n, 0, recv, out};
     g_scale_struct<<<128, 256, 0, comp>>>(a); /* consumer; checked on the host below */
-  } else if (strcmp(mode, "free-in-flight") == 0) {
+  } else {
     g_spin<<<1, 1, 0, comm_s>>>(spin);
     g_alltoall(send, recv, n, comm, comm_s);
     if (fixed) {
@@ -81,14 +66,10 @@ int main(int argc, char **argv) {
     G_CUDA(cudaFreeAsync(send, comp));
     send = NULL;
     g_check<<<128, 256, 0, comm_s>>>(recv, n, 1.0f, errors);
-  } else {
-    fprintf(stderr, "unknown mode %s\n", mode);
-    return 2;
   }
   G_CUDA(cudaDeviceSynchronize());
   unsigned long long wrong = *errors;
-  /* unsynced-output: out must be exactly 2 * (1 + i % 4096). */
-  if (strcmp(mode, "unsynced-output") == 0) {
+  if (strcmp(mode, "unsynced-output") == 0) { /* out must be 2 * (1 + i % 4096) */
     float *h = (float *)malloc(n * sizeof(float));
     G_CUDA(cudaMemcpy(h, out, n * sizeof(float), cudaMemcpyDeviceToHost));
     wrong = 0;
@@ -96,6 +77,37 @@ int main(int argc, char **argv) {
       if (h[i] != 2.0f * (1.0f + (float)(i % 4096))) wrong++;
     free(h);
   }
+  return wrong;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || (strcmp(argv[1], "unsynced-input") != 0 && strcmp(argv[1], "unsynced-output") != 0 &&
+                   strcmp(argv[1], "free-in-flight") != 0)) {
+    fprintf(stderr, "usage: %s unsynced-input|unsynced-output|free-in-flight [fixed]\n", argv[0]);
+    return 2;
+  }
+  const char *mode = argv[1];
+  int fixed = argc > 2 && strcmp(argv[2], "fixed") == 0;
+  ncclComm_t comm = g_one_rank_comm();
+  const size_t n = 1 << 22;
+  cudaStream_t comp, comm_s;
+  G_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  G_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  cudaEvent_t ev;
+  G_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  float *send = NULL, *recv, *out;
+  unsigned long long *errors;
+  if (strcmp(mode, "free-in-flight") != 0) G_CUDA(cudaMalloc((void **)&send, n * sizeof(float)));
+  G_CUDA(cudaMalloc((void **)&recv, n * sizeof(float)));
+  G_CUDA(cudaMalloc((void **)&out, n * sizeof(float)));
+  G_CUDA(cudaMallocHost((void **)&errors, sizeof *errors));
+  /* Two rounds, a device synchronization between them: like a training
+   * loop, and because a2acheck tracks a buffer from its first communication
+   * on (a kernel that writes a send buffer before any operation used it is
+   * not remembered), so the first round's producer race is not seen. */
+  unsigned long long wrong = 0;
+  for (int round = 0; round < 2; round++)
+    wrong += one_round(mode, fixed, comm, comp, comm_s, ev, send, recv, out, errors, n);
   printf("{\"mode\": \"%s\", \"fixed\": %s, \"wrong_elements\": %llu}\n", mode,
          fixed ? "true" : "false", wrong);
   G_NCCL(ncclCommDestroy(comm));
