@@ -469,6 +469,24 @@ void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
   int d = op->kind == XR_OP_SEND ? op->peer : op->rank;
   pairq *p = pair_get(c, s, d, 1);
   if (!p) return;
+  /* Posted towards a peer that already ended the comm or exited: it will
+   * never be matched. */
+  int other = op->kind == XR_OP_SEND ? d : s;
+  if (other != op->rank && c->ranks[other].ended &&
+      !(op->kind == XR_OP_SEND ? p->recvs.len : p->sends.len)) {
+    char text[768], d1[160], s1[128];
+    snprintf(text, sizeof text,
+             "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d already "
+             "ended the communicator or exited: the matching %s never comes",
+             op->rank, xr_op_describe(op, d1, sizeof d1), op->group,
+             site_str(m, conn, op->site, s1, sizeof s1), c->id, other,
+             op->kind == XR_OP_SEND ? "receive" : "send");
+    snprintf(c->last, sizeof c->last, "%s", text);
+    if (first_time(c, "size.unmatched-p2p", op->rank, other))
+      send_verdict(m, c, op->rank, "size.unmatched-p2p", A2A_SEV_ERROR, op->site, text, NULL);
+    if (op->kind == XR_OP_SEND) p->nsend++; else p->nrecv++;
+    return;
+  }
   if (op->kind == XR_OP_SEND) {
     uint32_t idx = p->nsend++;
     if (p->recvs.len) {

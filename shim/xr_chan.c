@@ -610,6 +610,8 @@ static void on_verdict(const xr_verdict *v) {
                                                                         : (a2a_severity)v->severity;
   report(v->check, sev, cc ? cc->c : NULL, v->site, v->text, v->json);
   if (!(v->flags & XR_VERDICT_FAIL) || S.failing) return;
+  /* A check disabled in A2ACHECK_CHECKS was not reported: it fails nothing. */
+  if (!a2a_check_enabled(v->check)) return;
   /* Deadlock policy: A2ACHECK_ON_DEADLOCK=exit (0) ends the process with
    * A2ACHECK_EXITCODE unless A2ACHECK_FAIL_ON=never (3). */
   if (!a2a_opt || a2a_opt->on_deadlock != 0 || a2a_opt->fail_on == 3) return;

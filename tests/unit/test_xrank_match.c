@@ -282,6 +282,16 @@ START_TEST(unmatched_when_peer_ends_and_flush) {
   /* Nothing left to wait for once the peer is gone. */
   ck_assert_uint_eq(xr_matcher_pending(m, 0), 0);
   xr_matcher_free(m);
+  /* A send posted after the peer ended is reported at once. */
+  m = mk(2, 4);
+  xr_matcher_comm_end(m, 1, 4, 1);
+  ck_assert_int_eq(g_n, 0);
+  xr_op late = p2p(4, 0, XR_OP_SEND, 1, 1, F32, 5, 93);
+  xr_matcher_op(m, 0, &late);
+  ck_assert_ptr_nonnull(find("size.unmatched-p2p", 0));
+  ck_assert_ptr_nonnull(strstr(find("size.unmatched-p2p", 0)->text, "already ended"));
+  ck_assert_uint_eq(find("size.unmatched-p2p", 0)->site, 93);
+  xr_matcher_free(m);
 }
 END_TEST
 
