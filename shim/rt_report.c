@@ -458,7 +458,8 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
 }
 
 void a2a_rt_report_after_fork_child(void) {
-  /* Called with a2a_rt_mu held by the prepare handler: this thread owns it. */
+  /* Called in the child before a2a_rt_mu is released (or re-created, when
+   * prepare could not take it): only this thread exists. */
   memset(g_checks, 0, sizeof g_checks);
   memset(g_entries, 0, sizeof g_entries);
   g_nchecks = 0;
