@@ -19,7 +19,7 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   set(A2A_SCN_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/scenario)
 
   foreach(prog a2a_single async_op groups threads initall inplace mallocasync lifecycle
-               lazy_p2p nonblocking hostfunc_graph bugs)
+               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d)
     a2a_e2e_program(scenario_${prog} ${CMAKE_CURRENT_LIST_DIR}/scenario_${prog}.c)
   endforeach()
 
@@ -128,6 +128,10 @@ exit $fail
   a2a_scenario(nonblocking_scalable nonblocking scalable COMPARE CHECK ${CLEAN})
   a2a_scenario(hostfunc hostfunc_graph hostfunc COMPARE CHECK ${CLEAN})
   a2a_scenario(graph_forward hostfunc_graph graph COMPARE CHECK ${CLEAN})
+  foreach(m two_streams segment memalloc dtypes coalesced user_timing)
+    a2a_scenario(mixed_${m} mixed ${m} COMPARE CHECK ${CLEAN})
+  endforeach()
+  a2a_scenario(parallel3d_8ranks parallel3d "" COMPARE CHECK ${CLEAN})
 
   # ---- buggy programs ----
   a2a_scenario(bug_async_third_stream async_op third STATUS 0,3
@@ -135,9 +139,9 @@ exit $fail
   a2a_scenario(bug_split_wrong_color groups wrong_color STATUS 0,1,3,66
     CHECK --expect layout.out-of-bounds:error@0 --expect layout.out-of-bounds:error@2
           --expect layout.out-of-bounds:error@3 --allow group.deadlock --no-other-errors)
-  a2a_scenario(bug_split_skipped groups skip_split STATUS 66 WITHIN 20 KNOWN_FAILING
+  a2a_scenario(bug_split_skipped groups skip_split STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
-  a2a_scenario(bug_threads_skip threads skip STATUS 66 WITHIN 20 KNOWN_FAILING
+  a2a_scenario(bug_threads_skip threads skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
   a2a_scenario(bug_allgather_not_inplace inplace ag_same STATUS 0,3
     CHECK --expect layout.overlap:error@1 --expect layout.overlap:error@2 --expect layout.overlap:error@3
