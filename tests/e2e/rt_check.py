@@ -17,6 +17,7 @@ then asserts on its exit status, its stderr and the log files it wrote
   rank         file names: rank from RANK, or learned from the first
                communicator after the files were created (rename)
   help         A2ACHECK_HELP=1 prints the options table
+  logdir       %h and %p in A2ACHECK_LOG_DIR, relative to the working dir
   fork         parent and children write their own complete logs
   threads      8 threads x 20 call sites at once: exact dedup/cap totals
   dlsym        a2acheck.not-intercepting (info) for NCCL called via dlsym
@@ -240,6 +241,23 @@ def case_rank(a):
           "the next launcher variable is used (%r)" % names)
 
 
+def case_logdir(a):
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": "sub/%h/run-%p"}, a.shim)
+    check(p.returncode == 3, "status 3 (got %d)" % p.returncode)
+    hosts = os.listdir(os.path.join(a.work, "sub")) if os.path.isdir(
+        os.path.join(a.work, "sub")) else []
+    check(len(hosts) == 1, "%h expanded to one host directory (%r)" % hosts)
+    if hosts:
+        runs = os.listdir(os.path.join(a.work, "sub", hosts[0]))
+        check(len(runs) == 1 and runs[0].startswith("run-"), "%p expanded (%r)" % runs)
+        if runs:
+            pid = runs[0][4:]
+            names = os.listdir(os.path.join(a.work, "sub", hosts[0], runs[0]))
+            check(sorted(names) == ["a2acheck.%s.%s.rankunknown.%s" % (hosts[0], pid, x)
+                                    for x in ("jsonl", "log")],
+                  "files named with the same host and pid (%r)" % names)
+
+
 def case_help(a):
     p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": os.path.join(a.work, "logs"),
                                "A2ACHECK_HELP": "1"}, a.shim)
@@ -355,7 +373,7 @@ def main():
     os.makedirs(a.work)
     cases = {"group": case_group, "repeat": case_repeat, "failon": case_failon,
              "badoption": case_badoption, "unwritable": case_unwritable,
-             "checks": case_checks, "help": case_help, "rank": case_rank,
+             "checks": case_checks, "help": case_help, "logdir": case_logdir, "rank": case_rank,
              "threads": case_threads, "unresolved": case_unresolved,
              "lasterror": case_lasterror, "fork": case_fork,
              "dlsym": lambda a: case_notint(a, "dlsym"),

@@ -61,7 +61,7 @@ add_dependencies(rt_not_intercepting a2asim_nccl rt_static_nccl)
 
 if(Python3_Interpreter_FOUND)
   set(A2A_RT_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_check.py)
-  foreach(case group repeat failon badoption unwritable checks help rank)
+  foreach(case group repeat failon badoption unwritable checks help rank logdir)
     add_test(NAME rt.${case}
              COMMAND ${A2A_RT_CHECK} ${case} --shim $<TARGET_FILE:a2acheck>
                      --prog $<TARGET_FILE:rt_group_unbalanced> --work ${A2A_RT_TEST_DIR}/${case})
@@ -87,7 +87,7 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${A2A_RT_CHECK} unresolved --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_not_intercepting> --work ${A2A_RT_TEST_DIR}/unresolved)
   set_tests_properties(rt.group rt.repeat rt.failon rt.badoption rt.unwritable rt.checks
-                       rt.help rt.rank rt.fork rt.threads rt.not_intercepting_dlsym rt.not_intercepting_static rt.unresolved
+                       rt.help rt.rank rt.logdir rt.fork rt.threads rt.not_intercepting_dlsym rt.not_intercepting_static rt.unresolved
                        rt.last_error
                        PROPERTIES TIMEOUT 200 LABELS rt)
 endif()
