@@ -240,8 +240,8 @@ static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
     else snprintf(rank, sizeof rank, "?");
     /* Where: the first frame, so the line alone points at the code. */
     a2a_rt_stderr("[rank %s] %s %s: %s%s%s%s", rank, a2a_rt_severity_name(sev),
-                  f->check, f->message ? f->message : "", nframes ? " (at " : "",
-                  nframes ? g_frames[0] : "", nframes ? ")" : "");
+                  f->check, f->message ? f->message : "", nframes ? " [" : "",
+                  nframes ? g_frames[0] : "", nframes ? "]" : "");
   }
 }
 

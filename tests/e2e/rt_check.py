@@ -246,10 +246,10 @@ def case_logdir(a):
     check(p.returncode == 3, "status 3 (got %d)" % p.returncode)
     hosts = os.listdir(os.path.join(a.work, "sub")) if os.path.isdir(
         os.path.join(a.work, "sub")) else []
-    check(len(hosts) == 1, "%h expanded to one host directory (%r)" % hosts)
+    check(len(hosts) == 1, "%%h expanded to one host directory (%r)" % hosts)
     if hosts:
         runs = os.listdir(os.path.join(a.work, "sub", hosts[0]))
-        check(len(runs) == 1 and runs[0].startswith("run-"), "%p expanded (%r)" % runs)
+        check(len(runs) == 1 and runs[0].startswith("run-"), "%%p expanded (%r)" % runs)
         if runs:
             pid = runs[0][4:]
             names = os.listdir(os.path.join(a.work, "sub", hosts[0], runs[0]))
