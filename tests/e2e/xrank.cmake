@@ -35,6 +35,14 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
     --expect "group.deadlock@0" --expect "group.deadlock@1" --expect "group.deadlock@2"
     --contains "group.deadlock=rank 3 is the missing rank")
+  # A2ACHECK_ON_DEADLOCK=wait: the deadlock is reported, the ranks stay alive
+  # (the program kills them at its 8 s limit).
+  a2a_xrank_test(deadlock_wait 60 "order" --env A2ACHECK_ON_DEADLOCK=wait
+    --env XRANK_WAIT_LIMIT=8 --killed-ok --expect "group.deadlock@0" --expect "group.deadlock@1")
+  # A hostile local process sends malformed, unauthenticated, oversized and
+  # stalled messages to the coordinator first: it still finds the deadlock.
+  a2a_xrank_test(garbage 60 "garbage" --rank-status 0=66 --rank-status 1=66 --within 15
+    --expect "group.deadlock@0" --expect "group.deadlock@1")
   # The same skip, but rank 3 then sleeps outside CUDA: it might still post,
   # so no group.deadlock; A2ACHECK_HANG_TIMEOUT=4 reports group.hang to the
   # waiting ranks and to the awaited one (the job must end: exit 66 all).

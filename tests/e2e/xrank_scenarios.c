@@ -9,6 +9,8 @@
  * "signal N" when killed). It exits 0 when every rank ended, 1 otherwise.
  * The ctest driver (xrank_check.py) asserts on those lines and on the logs.
  *
+ * XRANK_WAIT_LIMIT=S changes the limit (A2ACHECK_ON_DEADLOCK=wait tests).
+ *
  * Scenarios:
  *   p2p_mismatch   4 ranks, grouped all-to-all; at step 3 rank 2 receives
  *                  1 MiB from rank 1, which sends 4 MiB (the simulator's
@@ -29,13 +31,19 @@
  *                  5's AllReduce on its half passes another count at step 19.
  * With XRANK_STRIP_ID=1 in the environment the ids carry no coordinator
  * record (as if made without a2acheck): A2ACHECK_COORDINATOR or nothing.
+ *   garbage        a hostile process sends malformed, unauthenticated,
+ *                  oversized and stalled messages to the coordinator, then
+ *                  the `order` deadlock runs and must still be found.
  *   coord_kill     4 ranks, 300 steps; the id's creator (the coordinator
  *                  host) is SIGKILLed after rank 0 reached step 50.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +239,75 @@ static int rank_main(ctx *c) {
   return st;
 }
 
+/* garbage: a hostile local process talks to the coordinator named in the
+ * id before the ranks start: wrong magic, wrong token, a frame header that
+ * promises 1 MiB and stalls, an authenticated client sending malformed and
+ * oversized messages, random bytes. The coordinator must drop them and
+ * still find the ranks' deadlock. The record layout is a2acheck's
+ * (analyzers/xrank_rec.h): bytes 80..127, port at +6, IPv4 at +8, token
+ * at +24. */
+static int connect_coord(const ncclUniqueId *id) {
+  const unsigned char *r = (const unsigned char *)id->internal + 80;
+  struct sockaddr_in sin = {.sin_family = AF_INET};
+  memcpy(&sin.sin_port, r + 6, 2);
+  memcpy(&sin.sin_addr, r + 8, 4);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static void put_hdr(unsigned char *b, unsigned type, unsigned len) {
+  unsigned magic = 0x52583241u; /* "A2XR" */
+  unsigned short t = (unsigned short)type, f = 0;
+  memcpy(b, &magic, 4);
+  memcpy(b + 4, &t, 2);
+  memcpy(b + 6, &f, 2);
+  memcpy(b + 8, &len, 4);
+}
+
+static int send_garbage(const ncclUniqueId *id) {
+  unsigned char buf[4096];
+  int stalled[4], nst = 0;
+  for (int attempt = 0; attempt < 6; attempt++) {
+    int fd = connect_coord(id);
+    if (fd < 0) return 1;
+    size_t n = 0;
+    switch (attempt) {
+    case 0: memset(buf, 0x41, 64); n = 64; break;                  /* bad magic */
+    case 1: put_hdr(buf, 1, 96); memset(buf + 12, 7, 96); n = 108; break; /* bad token */
+    case 2: put_hdr(buf, 7, 1u << 20); n = 12; break;              /* promise, stall */
+    case 3: put_hdr(buf, 7, 0x7fffffffu); n = 12; break;           /* oversized */
+    case 4: {                                                      /* authed, then junk */
+      put_hdr(buf, 1, 96);
+      memset(buf + 12, 0, 96);
+      memcpy(buf + 12, (const unsigned char *)id->internal + 80 + 24, 16); /* token */
+      unsigned v = 1;
+      memcpy(buf + 12 + 16, &v, 4);
+      put_hdr(buf + 108, 4, 8 + 48);                               /* OPS: n = 5000 */
+      unsigned cnt[2] = {5000, 0};
+      memcpy(buf + 120, cnt, 8);
+      memset(buf + 128, 0xff, 48);
+      put_hdr(buf + 176, 7, 24);                                   /* STATE: bad counts */
+      memset(buf + 188, 0xff, 24);
+      n = 212;
+      break;
+    }
+    default:
+      srand(7);
+      for (int i = 0; i < 4096; i++) buf[i] = (unsigned char)rand();
+      n = 4096;
+    }
+    if (write(fd, buf, n) != (ssize_t)n) { close(fd); continue; }
+    if (attempt == 2 && nst < 4) stalled[nst++] = fd; /* keep it open, silent */
+    else close(fd);
+  }
+  (void)stalled;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s p2p_mismatch|skip|order|coll_count|moe STEPS [busy|sleep]|coord_kill\n",
@@ -271,6 +348,13 @@ int main(int argc, char **argv) {
       memset(c.ids[1].internal + 80, 0, 48);
     }
   }
+  if (!strcmp(c.scenario, "garbage")) {
+    if (send_garbage(&c.ids[0]) != 0) { fprintf(stderr, "cannot reach the coordinator\n"); return 1; }
+    c.scenario = "order";
+    c.nranks = 2;
+  }
+  const char *wl = getenv("XRANK_WAIT_LIMIT");
+  double wait_limit = wl ? atof(wl) : WAIT_LIMIT_S;
   fflush(NULL);
   pid_t pids[8];
   double t0 = now_s();
@@ -306,9 +390,9 @@ int main(int argc, char **argv) {
         }
       continue;
     }
-    if (now_s() - t0 > WAIT_LIMIT_S) {
+    if (now_s() - t0 > wait_limit) {
       for (int r = 0; r < c.nranks; r++)
-        if (!done[r]) { printf("rank %d still running after %d s: killed\n", r, WAIT_LIMIT_S); kill(pids[r], SIGKILL); }
+        if (!done[r]) { printf("rank %d still running after %.0f s: killed\n", r, wait_limit); kill(pids[r], SIGKILL); }
       ok = 0;
       while (waitpid(-1, NULL, 0) > 0) {}
       break;
