@@ -230,7 +230,7 @@ static void account_op(pc_comm *c, int op, uint64_t bytes) {
   c->hist[b]++;
   c->st[op][b].ops++;
   c->st[op][b].bytes += bytes;
-  if (bytes < (uint64_t)a2a_opt->small_msg) {
+  if (bytes < a2a_perf_small_msg()) {
     c->small_ops++;
     c->small_bytes += bytes;
   }
@@ -247,7 +247,7 @@ static void account_time(pc_comm *c, const pc_meas *m, double s) {
   st->time_s += s;
   c->measured++;
   c->time_s += s;
-  if (m->bytes < (uint64_t)a2a_opt->small_msg) {
+  if (m->bytes < a2a_perf_small_msg()) {
     if (c->small_measured == 0 || s < c->min_small_s) c->min_small_s = s;
     c->small_measured++;
     c->small_time_s += s;
@@ -327,7 +327,7 @@ static void note_launch(pc_tls *t, void *s) {
 }
 
 static void check_priority(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
-  if (bytes < (1ULL << 20) || bytes > 100ULL * (1ULL << 20)) return;
+  if (c->nranks < 2 || bytes < (1ULL << 20) || bytes > 100ULL * (1ULL << 20)) return;
   if (!a2a_check_enabled("perf.stream-priority")) return;
   int pc = a2a_perf_stream_priority(stream);
   for (int i = 0; i < t->nls; i++) {
@@ -661,12 +661,12 @@ static double small_alpha(const pc_comm *c, const char **src) {
 }
 
 static void report_small(const pc_comm *c) {
-  if (c->nranks < 2 || c->small_ops < (uint64_t)a2a_opt->small_msg_min_ops ||
+  if (c->nranks < 2 || c->small_ops < a2a_perf_small_min_ops() ||
       c->small_ops * 2 < c->ops || !a2a_check_enabled("perf.small-messages"))
     return;
   const char *src;
   double alpha = small_alpha(c, &src);
-  uint64_t batch = (uint64_t)a2a_opt->small_msg;
+  uint64_t batch = a2a_perf_small_msg();
   uint64_t batches = batch ? (c->small_bytes + batch - 1) / batch : 1;
   if (batches < 1) batches = 1;
   double gain = a2a_perf_small_gain(c->small_ops, c->small_bytes, batch, alpha);
@@ -735,10 +735,10 @@ static void report_lowbw(const pc_comm *c) {
   for (int op = 0; op < A2A_PERF_OP__COUNT; op++)
     for (int b = 0; b < A2A_PERF_NBUCKETS; b++) {
       const pc_stat *st = &c->st[op][b];
-      if (st->measured < (uint64_t)a2a_opt->perf_min_ops || !(st->time_s > 0)) continue;
+      if (st->measured < a2a_perf_min_ops() || !(st->time_s > 0)) continue;
       double avg = stat_busbw_judged(st, op, c->nranks);
       bool below_best = avg < a2a_opt->low_bw_ratio * st->best_busbw;
-      bool below_expected = expected > 0 && a2a_perf_bucket_lo(b) >= (uint64_t)a2a_opt->small_msg &&
+      bool below_expected = expected > 0 && a2a_perf_bucket_lo(b) >= a2a_perf_small_msg() &&
                             avg < expected;
       if (!below_best && !below_expected) continue;
       if (reported++ >= PC_MAX_LOWBW_REPORTS) return;
@@ -791,11 +791,11 @@ static void report_lowbw(const pc_comm *c) {
 }
 
 static void report_no_overlap(const pc_comm *c) {
-  if (c->nranks < 2 || c->ops < (uint64_t)a2a_opt->perf_min_ops ||
+  if (c->nranks < 2 || c->ops < a2a_perf_min_ops() ||
       !a2a_check_enabled("perf.no-overlap"))
     return;
-  bool blocked = c->blocked_after >= (uint64_t)a2a_opt->perf_min_ops && c->blocked_after * 2 >= c->ops;
-  bool serial = c->serialized >= (uint64_t)a2a_opt->perf_min_ops && c->serialized * 10 >= c->ops * 9;
+  bool blocked = c->blocked_after >= a2a_perf_min_ops() && c->blocked_after * 2 >= c->ops;
+  bool serial = c->serialized >= a2a_perf_min_ops() && c->serialized * 10 >= c->ops * 9;
   if (!blocked && !serial) return;
   char msg[1024], det[512];
   if (blocked)

@@ -19,6 +19,18 @@ static inline void *a2a_perf_skey(void *stream, int per_thread) {
   return stream;
 }
 
+/* Option values as the checks use them: counts at least 1, sizes >= 0
+ * (the parser accepts any long; a negative count must not wrap around). */
+static inline uint64_t a2a_perf_min_ops(void) {
+  return a2a_opt->perf_min_ops < 1 ? 1 : (uint64_t)a2a_opt->perf_min_ops;
+}
+static inline uint64_t a2a_perf_small_msg(void) {
+  return a2a_opt->small_msg < 0 ? 0 : (uint64_t)a2a_opt->small_msg;
+}
+static inline uint64_t a2a_perf_small_min_ops(void) {
+  return a2a_opt->small_msg_min_ops < 1 ? 1 : (uint64_t)a2a_opt->small_msg_min_ops;
+}
+
 /* perf_comm.c: logical communication operations (a lone collective or p2p
  * call, or one outermost ncclGroupEnd) seen so far, process-wide and by the
  * calling thread. */

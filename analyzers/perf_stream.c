@@ -124,7 +124,7 @@ static void full_sync(ps_tls *t, const a2a_event *ev, const char *how) {
   t->lost = false;
   if (!step) return;
   uint64_t n = atomic_fetch_add(&g_synced_steps, 1) + 1;
-  if (n < (uint64_t)a2a_opt->perf_min_ops || atomic_load(&g_warned_sync) ||
+  if (n < a2a_perf_min_ops() || atomic_load(&g_warned_sync) ||
       !a2a_check_enabled("perf.sync-heavy") || atomic_exchange(&g_warned_sync, true))
     return;
   char msg[768], det[256];
@@ -153,7 +153,7 @@ static void check_churn(const a2a_event *ev, bool streams) {
   atomic_ullong *de = streams ? &g_stream_destroys : &g_event_destroys;
   atomic_bool *warned = streams ? &g_warned_streams : &g_warned_events;
   uint64_t c = atomic_load(cr), d = atomic_load(de), ops = a2a_perf_ops_total();
-  uint64_t min = (uint64_t)a2a_opt->perf_min_ops;
+  uint64_t min = a2a_perf_min_ops();
   /* Created about once per operation or more, and mostly destroyed again
    * (a pool created once and kept is fine). */
   if (c < min || d < min || ops < min || c * 2 < ops || d * 2 < c) return;

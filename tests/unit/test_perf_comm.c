@@ -338,6 +338,18 @@ START_TEST(sync_heavy_device_sync_every_step) {
 }
 END_TEST
 
+START_TEST(negative_thresholds_are_clamped) {
+  /* A negative count must act as 1, never wrap around to "never". */
+  collector_options()->perf_min_ops = -5;
+  collector_reinit();
+  comm_init(COMM, 4);
+  alltoall(0, 4u << 20, 1.0, S1);
+  simple(A2A_EV_DEVICE_SYNC, NULL);
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 1);
+  ck_assert_int_eq((int)details_num(collector_find("perf.sync-heavy"), "synchronized_steps"), 1);
+}
+END_TEST
+
 START_TEST(sync_heavy_every_stream) {
   comm_init(COMM, 4);
   for (size_t i = 0; i < 20; i++) {
@@ -429,6 +441,7 @@ int main(void) {
   tcase_add_test(tc, stream_priority);
   tcase_add_test(tc, stream_priority_fixed);
   tcase_add_test(tc, sync_heavy_device_sync_every_step);
+  tcase_add_test(tc, negative_thresholds_are_clamped);
   tcase_add_test(tc, sync_heavy_every_stream);
   tcase_add_test(tc, stream_churn);
   tcase_add_test(tc, event_churn_and_pool_is_quiet);
