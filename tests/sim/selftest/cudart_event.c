@@ -151,7 +151,8 @@ START_TEST(elapsed_time) {
   CK_CUDA(cudaEventRecord(t1, s));
   CK_CUDA(cudaEventRecord(nt, s));
   ck_assert_int_eq(cudaEventElapsedTime(&ms, t0, t1), cudaErrorNotReady);
-  test_sleep_ms(80);   /* the stream is held at least this long */
+  CK_CUDA(cudaEventSynchronize(t0));   /* t0 has its timestamp ... */
+  test_sleep_ms(80);                   /* ... and t1 runs at least 80 ms later */
   test_gate_open(&gate);
   CK_CUDA(cudaEventSynchronize(t1));
   CK_CUDA(cudaEventElapsedTime(&ms, t0, t1));
