@@ -14,6 +14,8 @@
  *                               (cudaEventQuery(end) until cudaSuccess), then
  *                               the consumer runs on a third stream with no
  *                               event edge (the host already observed end)
+ *   scenario_async_op squery    correct: the host polls cudaStreamQuery(pool)
+ *                               until cudaSuccess, consumer on a third stream
  *   scenario_async_op sync      correct: work.synchronize() via
  *                               cudaEventSynchronize(end), consumer on a
  *                               third stream
@@ -64,6 +66,11 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     } else if (strcmp(mode, "query") == 0) {
       cudaError_t q;
       while ((q = cudaEventQuery(end)) == cudaErrorNotReady) sched_yield();
+      SC_CUDA(q);
+      consumer = third;
+    } else if (strcmp(mode, "squery") == 0) {
+      cudaError_t q;
+      while ((q = cudaStreamQuery(pool)) == cudaErrorNotReady) sched_yield();
       SC_CUDA(q);
       consumer = third;
     } else if (strcmp(mode, "sync") == 0) {

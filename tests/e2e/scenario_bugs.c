@@ -38,6 +38,21 @@
  *   after_destroy  the world communicator is destroyed in a cleanup helper,
  *                  then used for a final AllReduce
  *                  -> group.use-after-destroy
+ *   ring_peer      a ring exchange that receives from the NEXT rank instead
+ *                  of the previous one (4 MiB messages): rank r's send to
+ *                  r+1 has no matching receive -> group.deadlock (exit 66)
+ *                  (size.unmatched-p2p may name the pairs)
+ *   rewrite_send   async all-to-all on the communication stream; the next
+ *                  step's producer overwrites the send buffer on the compute
+ *                  stream without waiting for the end event
+ *                  -> stream.free-in-flight (rewritten while in flight)
+ *   sync_in_group  cudaStreamSynchronize of the communication stream between
+ *                  ncclGroupStart and ncclGroupEnd, then the host reads the
+ *                  receive buffer -> group.sync-in-group
+ *   heartbeat      a background "heartbeat" thread issues a 1-element
+ *                  AllReduce on the same communicator as the main thread's
+ *                  training AllReduces, without a lock
+ *                  -> group.concurrent-use
  */
 #include "scenario_common.h"
 
@@ -46,6 +61,24 @@
 
 static const char *mode;
 static int is(const char *m) { return strcmp(mode, m) == 0; }
+
+/* heartbeat: a second thread using the main thread's communicator */
+static ncclComm_t hb_comm;
+static int hb_device;
+static void *heartbeat_thread(void *arg) {
+  (void)arg;
+  sc_rank = 99;
+  SC_CUDA(cudaSetDevice(hb_device)); /* a new thread starts on device 0 */
+  cudaStream_t hs;
+  SC_CUDA(cudaStreamCreateWithFlags(&hs, cudaStreamNonBlocking));
+  int *flag;
+  SC_CUDA(cudaMalloc((void **)&flag, sizeof(int)));
+  for (int t = 0; t < 200; t++) SC_NCCL(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, hb_comm, hs));
+  SC_CUDA(cudaStreamSynchronize(hs));
+  SC_CUDA(cudaFree(flag));
+  SC_CUDA(cudaStreamDestroy(hs));
+  return NULL;
+}
 
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
@@ -159,6 +192,56 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     ncclResult_t r = ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s);
     fprintf(stderr, "rank %d: AllReduce after destroy -> %d\n", rank, (int)r);
     comm = NULL;
+  } else if (is("ring_peer")) {
+    size_t big = (size_t)4 << 20; /* 4 MiB */
+    void *sb, *rb;
+    SC_CUDA(cudaMalloc(&sb, big));
+    SC_CUDA(cudaMalloc(&rb, big));
+    int next = (rank + 1) % nranks;
+    SC_NCCL(ncclGroupStart());
+    SC_NCCL(ncclSend(sb, big, ncclUint8, next, comm, s));
+    SC_NCCL(ncclRecv(rb, big, ncclUint8, next, comm, s)); /* the bug: should be prev */
+    SC_NCCL(ncclGroupEnd());
+    SC_CUDA(cudaStreamSynchronize(s));
+    SC_CUDA(cudaFree(sb));
+    SC_CUDA(cudaFree(rb));
+  } else if (is("rewrite_send")) {
+    SC_CUDA((cudaError_t)a2asim_stream_set_delay(s, 5000));
+    cudaEvent_t ready, done;
+    SC_CUDA(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    SC_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    for (int t = 0; t < 3; t++) {
+      sc_fill(a, N, (float)(rank * 100 + t), 0.0f, up); /* "compute" stream = up */
+      SC_CUDA(cudaEventRecord(ready, up));
+      SC_CUDA(cudaStreamWaitEvent(s, ready, 0));
+      SC_NCCL(ncclAlltoAll(a, b, N / nranks, ncclFloat32, comm, s));
+      SC_CUDA(cudaEventRecord(done, s));
+      /* the bug: no cudaStreamWaitEvent(up, done) before the next fill */
+    }
+    SC_CUDA(cudaStreamSynchronize(s));
+    SC_CUDA(cudaStreamSynchronize(up));
+    SC_CUDA(cudaEventDestroy(ready));
+    SC_CUDA(cudaEventDestroy(done));
+  } else if (is("sync_in_group")) {
+    int peer = rank ^ 1;
+    sc_fill(a, N, (float)rank, 0.0f, s);
+    float head = -1;
+    SC_NCCL(ncclGroupStart());
+    SC_NCCL(ncclSend(a, N, ncclFloat32, peer, comm, s));
+    SC_NCCL(ncclRecv(b, N, ncclFloat32, peer, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s)); /* the bug: the group is not launched yet */
+    SC_CUDA(cudaMemcpy(&head, b, sizeof head, cudaMemcpyDeviceToHost));
+    SC_NCCL(ncclGroupEnd());
+    SC_CUDA(cudaStreamSynchronize(s));
+    if (head != (float)peer) fprintf(stderr, "rank %d: read %g before the group ran\n", rank, head);
+  } else if (is("heartbeat")) {
+    hb_comm = comm;
+    SC_CUDA(cudaGetDevice(&hb_device));
+    pthread_t th;
+    pthread_create(&th, NULL, heartbeat_thread, NULL);
+    for (int t = 0; t < 200; t++) SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+    pthread_join(th, NULL);
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 1;

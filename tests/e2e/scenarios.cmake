@@ -19,7 +19,7 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   set(A2A_SCN_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/scenario)
 
   foreach(prog a2a_single async_op groups threads initall inplace mallocasync lifecycle
-               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d)
+               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d extra)
     a2a_e2e_program(scenario_${prog} ${CMAKE_CURRENT_LIST_DIR}/scenario_${prog}.c)
   endforeach()
 
@@ -109,6 +109,7 @@ exit $fail
   a2a_scenario(async_op_wait async_op wait COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_query async_op query COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_sync async_op sync COMPARE CHECK ${CLEAN})
+  a2a_scenario(async_op_stream_query async_op squery COMPARE CHECK ${CLEAN})
   a2a_scenario(groups_split groups ok COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_example initall example COMPARE CHECK ${CLEAN})
@@ -132,6 +133,9 @@ exit $fail
     a2a_scenario(mixed_${m} mixed ${m} COMPARE CHECK ${CLEAN})
   endforeach()
   a2a_scenario(parallel3d_8ranks parallel3d "" COMPARE CHECK ${CLEAN})
+  foreach(m multidev single ptds shrink legacy)
+    a2a_scenario(extra_${m} extra ${m} COMPARE CHECK ${CLEAN})
+  endforeach()
 
   # ---- buggy programs ----
   a2a_scenario(bug_async_third_stream async_op third STATUS 0,3
@@ -171,6 +175,14 @@ exit $fail
     CHECK --expect group.sync-in-group:error@0 --expect group.sync-in-group:error@3 --allow group.sync-in-group --no-other-errors)
   a2a_scenario(bug_use_after_destroy bugs after_destroy STATUS 0,1
     CHECK --expect group.use-after-destroy:error@0 --expect group.use-after-destroy:error@3 --allow group.use-after-destroy --no-other-errors)
+  a2a_scenario(bug_ring_wrong_peer bugs ring_peer STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error --allow "size.unmatched-p2p" --no-other-errors)
+  a2a_scenario(bug_rewrite_send_in_flight bugs rewrite_send STATUS 0,3
+    CHECK --expect stream.free-in-flight:error --no-other-errors)
+  a2a_scenario(bug_sync_in_group bugs sync_in_group
+    CHECK --expect group.sync-in-group:error@0 --allow group.sync-in-group --no-other-errors)
+  a2a_scenario(bug_heartbeat_concurrent_use bugs heartbeat STATUS 0,1,66 WITHIN 30
+    CHECK --expect group.concurrent-use:error --allow group.deadlock --allow "size.*" --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()

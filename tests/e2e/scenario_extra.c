@@ -1,0 +1,234 @@
+/* scenario_extra.c - more correct shapes, data verified.
+ *
+ *   multidev   NCCL's "Multiple Devices per Thread" example: 2 processes
+ *              with 2 devices each (4 ranks); each process creates its two
+ *              communicators inside ncclGroupStart/End (cudaSetDevice +
+ *              ncclCommInitRank per device), then issues AllReduce and a
+ *              grouped all-to-all for both devices inside one group
+ *   single     one process, nranks = 1: ncclSend/ncclRecv to itself inside
+ *              a group, AllReduce, AlltoAll, AllGather (the single-GPU
+ *              validation program)
+ *   ptds       4 ranks; the collectives run on cudaStreamPerThread (the
+ *              per-thread default stream is an ordinary stream, not the
+ *              legacy one: no stream.default-stream)
+ *   legacy     2 ranks; legacy default stream semantics: a producer kernel
+ *              on the legacy default stream (0), the AllReduce on a
+ *              BLOCKING stream (cudaStreamCreate), the consumer kernel on
+ *              stream 0 again: the implicit synchronization of the legacy
+ *              stream with blocking streams orders everything (the
+ *              communication stream is delayed so a missing order shows)
+ *   shrink     4 ranks; rank 3 leaves after step 2 (destroys its
+ *              communicator and exits normally); ranks 0-2 call
+ *              ncclCommShrink excluding it and go on with an AllReduce
+ * Correct: exit 0, no error/warning finding.
+ */
+#include "scenario_common.h"
+
+#define N 2048L
+
+static const char *mode;
+static int is(const char *m) { return strcmp(mode, m) == 0; }
+
+static long check_all(const float *d, long n, float want, const char *what) {
+  float *h = malloc(n * sizeof(float));
+  SC_CUDA(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
+  long bad = 0;
+  for (long i = 0; i < n; i++)
+    if (h[i] != want && bad++ < 3) fprintf(stderr, "rank %d: %s[%ld]=%g want %g\n", sc_rank, what, i, h[i], want);
+  free(h);
+  return bad;
+}
+
+/* ---- multidev: process p owns ranks 2p, 2p+1 on devices 2p, 2p+1 ---- */
+static int multidev_proc(int proc, int nprocs, ncclUniqueId id, void *arg) {
+  (void)arg;
+  const int nranks = 2 * nprocs;
+  ncclComm_t comms[2];
+  cudaStream_t s[2];
+  float *buf[2], *a2a_in[2], *a2a_out[2];
+  for (int i = 0; i < 2; i++) {
+    SC_CUDA(cudaSetDevice(2 * proc + i));
+    SC_CUDA(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+    SC_CUDA(cudaMalloc((void **)&buf[i], N * sizeof(float)));
+    SC_CUDA(cudaMalloc((void **)&a2a_in[i], nranks * N * sizeof(float)));
+    SC_CUDA(cudaMalloc((void **)&a2a_out[i], nranks * N * sizeof(float)));
+  }
+  SC_NCCL(ncclGroupStart());
+  for (int i = 0; i < 2; i++) {
+    SC_CUDA(cudaSetDevice(2 * proc + i));
+    SC_NCCL(ncclCommInitRank(&comms[i], nranks, id, 2 * proc + i));
+  }
+  SC_NCCL(ncclGroupEnd());
+  long bad = 0;
+  for (int t = 0; t < 4; t++) {
+    for (int i = 0; i < 2; i++) {
+      SC_CUDA(cudaSetDevice(2 * proc + i));
+      int r = 2 * proc + i;
+      sc_fill(buf[i], N, (float)(r + t), 0.0f, s[i]);
+      sc_fill(a2a_in[i], nranks * N, (float)(r * 10 + t), 0.0f, s[i]);
+    }
+    SC_NCCL(ncclGroupStart());
+    for (int i = 0; i < 2; i++) {
+      SC_NCCL(ncclAllReduce(buf[i], buf[i], N, ncclFloat32, ncclSum, comms[i], s[i]));
+      for (int p = 0; p < nranks; p++) {
+        SC_NCCL(ncclSend(a2a_in[i] + p * N, N, ncclFloat32, p, comms[i], s[i]));
+        SC_NCCL(ncclRecv(a2a_out[i] + p * N, N, ncclFloat32, p, comms[i], s[i]));
+      }
+    }
+    SC_NCCL(ncclGroupEnd());
+    for (int i = 0; i < 2; i++) {
+      SC_CUDA(cudaSetDevice(2 * proc + i));
+      SC_CUDA(cudaStreamSynchronize(s[i]));
+      bad += check_all(buf[i], N, (float)(0 + 1 + 2 + 3 + 4 * t), "allreduce");
+      for (int p = 0; p < nranks; p++) bad += check_all(a2a_out[i] + p * N, N, (float)(p * 10 + t), "a2a");
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    SC_CUDA(cudaSetDevice(2 * proc + i));
+    SC_CUDA(cudaFree(buf[i]));
+    SC_CUDA(cudaFree(a2a_in[i]));
+    SC_CUDA(cudaFree(a2a_out[i]));
+    SC_CUDA(cudaStreamDestroy(s[i]));
+    SC_NCCL(ncclCommDestroy(comms[i]));
+  }
+  sc_sh->result[proc] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+static int run_single(void) {
+  sc_rank = 0;
+  sc_register_kernels();
+  ncclUniqueId id;
+  ncclComm_t comm;
+  SC_NCCL(ncclGetUniqueId(&id));
+  SC_NCCL(ncclCommInitRank(&comm, 1, id, 0));
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float *a, *b;
+  SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, N * sizeof(float)));
+  long bad = 0;
+  sc_fill(a, N, 5.0f, 0.0f, s);
+  SC_NCCL(ncclGroupStart());
+  SC_NCCL(ncclSend(a, N, ncclFloat32, 0, comm, s));
+  SC_NCCL(ncclRecv(b, N, ncclFloat32, 0, comm, s));
+  SC_NCCL(ncclGroupEnd());
+  SC_CUDA(cudaStreamSynchronize(s));
+  bad += check_all(b, N, 5.0f, "self p2p");
+  SC_NCCL(ncclAllReduce(a, a, N, ncclFloat32, ncclSum, comm, s));
+  SC_NCCL(ncclAlltoAll(a, b, N, ncclFloat32, comm, s));
+  SC_CUDA(cudaStreamSynchronize(s));
+  bad += check_all(b, N, 5.0f, "alltoall");
+  SC_NCCL(ncclAllGather(b, a, N, ncclFloat32, comm, s));
+  SC_CUDA(cudaStreamSynchronize(s));
+  bad += check_all(a, N, 5.0f, "allgather");
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaStreamDestroy(s));
+  SC_NCCL(ncclCommDestroy(comm));
+  printf("errors %ld\n", bad);
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+static int ptds_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  ncclComm_t comm;
+  SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  cudaStream_t s = cudaStreamPerThread;
+  float *a, *g;
+  SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&g, nranks * N * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 4; t++) {
+    sc_fill(a, N, (float)(rank + t), 0.0f, s);
+    SC_NCCL(ncclAllGather(a, g, N, ncclFloat32, comm, s));
+    SC_NCCL(ncclAllReduce(a, a, N, ncclFloat32, ncclSum, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+    bad += check_all(a, N, (float)(6 + 4 * t), "allreduce");
+    for (int p = 0; p < nranks; p++) bad += check_all(g + p * N, N, (float)(p + t), "allgather");
+  }
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(g));
+  SC_NCCL(ncclCommDestroy(comm));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+static int legacy_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  ncclComm_t comm;
+  SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreate(&s)); /* blocking */
+  SC_CUDA((cudaError_t)a2asim_stream_set_delay(s, 3000));
+  float *a, *b, *acc;
+  SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&acc, N * sizeof(float)));
+  SC_CUDA(cudaMemsetAsync(acc, 0, N * sizeof(float), 0));
+  for (int t = 0; t < 5; t++) {
+    sc_fill(a, N, (float)(rank + t), 0.0f, 0); /* legacy default stream */
+    SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+    sc_axpy(acc, b, N, 1.0f, 0); /* waits for s (legacy semantics) */
+  }
+  SC_CUDA(cudaDeviceSynchronize());
+  long bad = check_all(acc, N, (float)(1 * 5 + 2 * (0 + 1 + 2 + 3 + 4)), "acc"); /* sum_t (0+t)+(1+t) */
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaFree(acc));
+  SC_CUDA(cudaStreamDestroy(s));
+  SC_NCCL(ncclCommDestroy(comm));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+static int shrink_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  ncclComm_t comm;
+  SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float *a;
+  SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 2; t++) {
+    sc_fill(a, N, 1.0f, 0.0f, s);
+    SC_NCCL(ncclAllReduce(a, a, N, ncclFloat32, ncclSum, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+    bad += check_all(a, N, (float)nranks, "allreduce");
+  }
+  sc_barrier(); /* everyone is done with the 4-rank communicator */
+  if (rank == 3) {
+    SC_NCCL(ncclCommDestroy(comm));
+    sc_sh->result[rank] = bad;
+    return bad ? SC_DATA_WRONG : 0;
+  }
+  int excl[1] = {3};
+  ncclComm_t small;
+  SC_NCCL(ncclCommShrink(comm, excl, 1, &small, NULL, NCCL_SHRINK_DEFAULT));
+  int n = 0;
+  SC_NCCL(ncclCommCount(small, &n));
+  for (int t = 0; t < 3; t++) {
+    sc_fill(a, N, 1.0f, 0.0f, s);
+    SC_NCCL(ncclAllReduce(a, a, N, ncclFloat32, ncclSum, small, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+    bad += check_all(a, N, (float)n, "allreduce after shrink");
+  }
+  if (n != 3) bad++;
+  SC_NCCL(ncclCommDestroy(small));
+  SC_NCCL(ncclCommDestroy(comm));
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaStreamDestroy(s));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+int main(int argc, char **argv) {
+  mode = argc > 1 ? argv[1] : "multidev";
+  if (is("single")) return run_single();
+  if (is("multidev")) return sc_fork_ranks(2, multidev_proc, NULL);
+  if (is("ptds")) return sc_fork_ranks(4, ptds_rank, NULL);
+  if (is("shrink")) return sc_fork_ranks(4, shrink_rank, NULL);
+  if (is("legacy")) return sc_fork_ranks(2, legacy_rank, NULL);
+  return 1;
+}
