@@ -8,9 +8,10 @@
  * the launch stream (kernel arguments are the bytes captured at capture
  * time, as in CUDA). What is not: multi-stream (fork/join) capture, graph
  * node APIs, graph updates, conditional nodes, memory nodes (cudaMallocAsync
- * and cudaFreeAsync inside a capture are refused), simulated-NCCL work inside
- * a capture (refused with cudaErrorStreamCaptureUnsupported), and the
- * capture mode's restrictions on other threads.
+ * and cudaFreeAsync inside a capture are refused), internal work enqueued
+ * with a2asim_stream_enqueue/_multi inside a capture (refused with
+ * cudaErrorStreamCaptureUnsupported; a2asim_stream_enqueue_capturable is
+ * captured), and the capture mode's restrictions on other threads.
  */
 #include "sim_rt.h"
 
@@ -46,6 +47,7 @@ sim_item *sim_item_clone(const sim_item *it) {
     c->u.kern.argv = argv;
   }
   if (it->kind == IT_COPY && it->u.copy.staged) c->u.copy.src = (const char *)(c + 1);
+  if (it->kind == IT_FN && it->u.fn.holder) atomic_fetch_add(&it->u.fn.holder->refs, 1);
   return c;
 }
 

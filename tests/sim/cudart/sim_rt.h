@@ -39,6 +39,14 @@ typedef struct sim_graph sim_graph;
 typedef struct sim_kernel sim_kernel;
 typedef struct sim_multi sim_multi;
 
+/* Shared by every copy of a capturable internal item (the queued item, its
+ * graph nodes, each launch): release(arg) runs when the last copy is gone. */
+struct sim_fn_holder {
+  a2asim_work_fn release;
+  void *arg;
+  _Atomic int refs;
+};
+
 /* ---- core.c: knobs, devices, errors, fork ------------------------------ */
 
 typedef struct sim_knobs {
@@ -110,7 +118,11 @@ struct sim_item {
   struct sim_dep *deps;    /* deps_inline or heap */
   struct sim_dep deps_inline[2];
   union {
-    struct { a2asim_work_fn fn; void *arg; } fn;            /* FN, HOSTFN */
+    struct {
+      a2asim_work_fn fn;
+      void *arg;
+      struct sim_fn_holder *holder;   /* FN from enqueue_capturable, else NULL */
+    } fn;                             /* FN, HOSTFN */
     struct { cudaStreamCallback_t cb; void *data; cudaStream_t h; } cb;
     struct {
       sim_kernel *k;       /* NULL: unregistered, no-op */

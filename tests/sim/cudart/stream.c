@@ -64,6 +64,13 @@ sim_item *sim_item_new(int kind, size_t extra) {
 
 void sim_item_free(sim_item *it) {
   if (!it) return;
+  if (it->kind == IT_FN && it->u.fn.holder) {
+    struct sim_fn_holder *h = it->u.fn.holder;
+    if (atomic_fetch_sub(&h->refs, 1) == 1) {
+      if (h->release) h->release(h->arg);
+      free(h);
+    }
+  }
   if (it->deps != it->deps_inline) free(it->deps);
   free(it);
 }
@@ -434,7 +441,8 @@ cudaError_t sim_submit_seq(sim_stream *s, sim_item *it, uint64_t *seq_out) {
     cudaError_t e = cudaSuccess;
     if (s->capture == cudaStreamCaptureStatusInvalidated) {
       e = cudaErrorStreamCaptureInvalidated;
-    } else if (it->kind == IT_FN || it->kind == IT_MULTI || it->kind == IT_FREE) {
+    } else if ((it->kind == IT_FN && !it->u.fn.holder) || it->kind == IT_MULTI ||
+               it->kind == IT_FREE) {
       s->capture = cudaStreamCaptureStatusInvalidated;
       e = cudaErrorStreamCaptureUnsupported;
     } else {
@@ -949,6 +957,29 @@ int a2asim_stream_enqueue(void *stream, int per_thread, a2asim_work_fn fn, void 
   it->u.fn.fn = fn;
   it->u.fn.arg = arg;
   it->what = what;
+  return sim_submit(s, it);
+}
+
+int a2asim_stream_enqueue_capturable(void *stream, int per_thread, a2asim_work_fn fn, void *arg,
+                                     a2asim_work_fn release, const char *what) {
+  sim_stream *s;
+  cudaError_t e = fn ? sim_stream_resolve((cudaStream_t)stream, per_thread, &s) : cudaErrorInvalidValue;
+  struct sim_fn_holder *h = e ? NULL : malloc(sizeof *h);
+  sim_item *it = h ? sim_item_new(IT_FN, 0) : NULL;
+  if (!it) {
+    free(h);
+    if (release) release(arg);
+    return e ? e : cudaErrorMemoryAllocation;
+  }
+  h->release = release;
+  h->arg = arg;
+  atomic_store(&h->refs, 1);
+  it->u.fn.fn = fn;
+  it->u.fn.arg = arg;
+  it->u.fn.holder = h;
+  it->what = what;
+  /* On failure sim_submit frees the item, which releases arg: the caller
+   * gets its release callback in every case. */
   return sim_submit(s, it);
 }
 

@@ -73,6 +73,18 @@ int a2asim_set_device(int dev);
 int a2asim_device_alloc(void **p, size_t size, int device);
 int a2asim_device_free(void *p);
 
+/* Added by the runtime (additive): a capturable a2asim_stream_enqueue.
+ * Outside a capture it behaves like a2asim_stream_enqueue and then calls
+ * release(arg) (if not NULL) after fn has run. While the stream is being
+ * captured, the item is recorded into the graph instead: every launch of an
+ * instantiated graph calls fn(arg) again, in stream order on the launch
+ * stream; all copies share arg, and release(arg) runs once, when the last
+ * copy is gone (queued items executed, graph and graph execs destroyed).
+ * release may run on a worker or on the thread destroying a graph. On an
+ * error return release has already been called. Returns a cudaError_t. */
+int a2asim_stream_enqueue_capturable(void *stream, int per_thread, a2asim_work_fn fn,
+                                     void *arg, a2asim_work_fn release, const char *what);
+
 #ifdef __cplusplus
 }
 #endif

@@ -272,6 +272,45 @@ START_TEST(cost_model_knobs) {
 }
 END_TEST
 
+static atomic_int cap_runs, cap_releases;
+static void cap_fn(void *p) { atomic_fetch_add(&cap_runs, *(int *)p); }
+static void cap_release(void *p) { atomic_fetch_add(&cap_releases, 1); }
+
+START_TEST(enqueue_capturable_outside_and_inside_capture) {
+  static int one = 1;
+  cudaStream_t s;
+  CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  /* Outside a capture: runs once, then released. */
+  ck_assert_int_eq(a2asim_stream_enqueue_capturable(s, 0, cap_fn, &one, cap_release, "x"), 0);
+  CK_CUDA(cudaStreamSynchronize(s));
+  ck_assert_int_eq(atomic_load(&cap_runs), 1);
+  ck_assert_int_eq(atomic_load(&cap_releases), 1);
+  /* Inside: recorded, replayed by every launch, released with the last copy. */
+  CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  ck_assert_int_eq(a2asim_stream_enqueue_capturable(s, 0, cap_fn, &one, cap_release, "x"), 0);
+  ck_assert_int_eq(a2asim_stream_enqueue(s, 0, cap_fn, &one, "plain"), cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t g;
+  ck_assert_int_eq(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+  ck_assert_int_eq(atomic_load(&cap_releases), 2);   /* the invalidated graph is gone */
+  CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  ck_assert_int_eq(a2asim_stream_enqueue_capturable(s, 0, cap_fn, &one, cap_release, "x"), 0);
+  CK_CUDA(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t x;
+  CK_CUDA(cudaGraphInstantiate(&x, g, 0));
+  CK_CUDA(cudaGraphDestroy(g));
+  for (int i = 0; i < 3; i++) CK_CUDA(cudaGraphLaunch(x, s));
+  CK_CUDA(cudaStreamSynchronize(s));
+  ck_assert_int_eq(atomic_load(&cap_runs), 4);
+  ck_assert_int_eq(atomic_load(&cap_releases), 2);
+  CK_CUDA(cudaGraphExecDestroy(x));
+  ck_assert_int_eq(atomic_load(&cap_releases), 3);
+  /* Errors release too. */
+  ck_assert_int_eq(a2asim_stream_enqueue_capturable((void *)&one, 0, cap_fn, &one, cap_release, "x"),
+                   cudaErrorInvalidResourceHandle);
+  ck_assert_int_eq(atomic_load(&cap_releases), 4);
+}
+END_TEST
+
 START_TEST(knob_bad_devices_keeps_default) {
   setenv("A2ASIM_DEVICES", "0", 1);
   ck_assert_int_eq(a2asim_device_count(), 8);
@@ -292,6 +331,7 @@ int main(void) {
   tcase_add_test(tc, knobs_devices_host_and_bad_values);
   tcase_add_test(tc, knob_bad_devices_keeps_default);
   tcase_add_test(tc, cost_model_knobs);
+  tcase_add_test(tc, enqueue_capturable_outside_and_inside_capture);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
