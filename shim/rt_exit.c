@@ -11,9 +11,11 @@
  *   4. a2acheck.not-intercepting is evaluated;
  *   5. the summary goes to stderr and both logs; final counts are patched
  *      into the JSONL;
- *   6. if A2ACHECK_FAIL_ON matched a finding (or fail_now was called), stdio
- *      is flushed and the process ends with _exit(A2ACHECK_EXITCODE);
- *      otherwise the handler returns and the application's status stands.
+ *   6. if fail_now was called, stdio is flushed and the process ends with
+ *      _exit(A2ACHECK_EXITCODE); if A2ACHECK_FAIL_ON matched a finding, the
+ *      library's destructor does the same once every other exit handler
+ *      and the program's destructors have run; otherwise the application's
+ *      status stands.
  * The handler is registered with on_exit(3) rather than atexit(3) because
  * on_exit passes the status given to exit() (or returned from main), which
  * step 2 and the summary report. It is registered at initialization, i.e.
@@ -73,15 +75,33 @@ static void exit_path(int status, const char *reason) {
   a2a_rt_report_summary(status, reason);
 }
 
+/* Set by the exit handler when the failure policy matched: the status is
+ * changed by the destructor below, as late as possible. */
+static _Atomic int g_exit_code_pending;
+
 static void on_exit_handler(int status, void *arg) {
   (void)arg;
   if (a2a_rt_state() != A2A_RT_READY) return;
   if (atomic_exchange(&g_exit_started, 1)) return;   /* fail_now runs it */
   exit_path(status, NULL);
-  if (a2a_rt_report_fail_matched() || atomic_load(&g_fail_requested)) {
+  if (atomic_load(&g_fail_requested)) {   /* fail_now is waiting for us */
     fflush(NULL);
     _exit((int)a2a_rt.opts.exitcode);
   }
+  if (a2a_rt_report_fail_matched()) atomic_store(&g_exit_code_pending, 1);
+}
+
+/* Runs from the dynamic linker's _dl_fini, which is the first exit handler
+ * registered in the process and so the last to run: after every atexit and
+ * on_exit handler (also those registered before ours) and after the main
+ * program's destructors. Changing the status here lets the application's
+ * own exit-time cleanup run first; only stdio's final flush, done by exit()
+ * after _dl_fini, is done here instead. Nothing else happens in it: it does
+ * no work unless the exit handler asked for a failing status. */
+__attribute__((destructor)) static void rt_destructor(void) {
+  if (!atomic_load(&g_exit_code_pending)) return;
+  fflush(NULL);
+  _exit((int)a2a_rt.opts.exitcode);
 }
 
 /* Flush the standard streams without risking a deadlock on a stdio lock a

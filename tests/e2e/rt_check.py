@@ -159,6 +159,8 @@ def case_failon(a):
     p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_FAIL_ON": "error"}, a.shim)
     check(p.returncode == 66, "A2ACHECK_FAIL_ON=error: exit status 66 (got %d)" % p.returncode)
     check("ncclGroupEnd -> " in p.stdout, "the program's stdout was flushed before _exit")
+    check("application atexit handler ran" in p.stdout,
+          "the application's own exit handlers still ran")
     _, recs = one_process_logs(d, p)
     s = summary_of(recs)
     check(s.get("details", {}).get("fail_matched") is True, "summary: fail_matched")

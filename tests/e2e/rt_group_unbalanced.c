@@ -10,6 +10,7 @@
  * a2acheck it also prints what include/a2acheck.h reports. */
 #include <nccl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "a2acheck.h"
@@ -26,7 +27,12 @@ __attribute__((noinline)) static int other_site(void) {
   return r;
 }
 
+/* Registered before the first NCCL call, i.e. before a2acheck's own exit
+ * handler: it must still run when a2acheck changes the exit status. */
+static void app_cleanup(void) { printf("application atexit handler ran\n"); }
+
 int main(int argc, char **argv) {
+  atexit(app_cleanup);
   int repeat = argc > 1 && strcmp(argv[1], "repeat") == 0;
   int comm = argc > 1 && strcmp(argv[1], "comm") == 0;
   int r = unbalanced_caller();
