@@ -169,6 +169,7 @@ typedef struct sc_shared {
 } sc_shared;
 
 static sc_shared *sc_sh;
+static int sc_print_base; /* rank number printed for pids[0] by sc_wait_ranks */
 
 static inline sc_shared *sc_shared_create(int nranks) {
   void *p = mmap(NULL, sizeof(sc_shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -226,20 +227,20 @@ static inline int sc_wait_ranks(pid_t *pids, int n, double limit_s, int print_re
   int any66 = 0, anybad = 0, anywrong = 0;
   for (int r = 0; r < n; r++) {
     if (done[r] == 2) {
-      printf("rank %d killed\n", r);
+      printf("rank %d killed\n", sc_print_base + r);
       anybad = 1;
     } else if (WIFEXITED(status[r])) {
       int s = WEXITSTATUS(status[r]);
-      printf("rank %d exit %d\n", r, s);
+      printf("rank %d exit %d\n", sc_print_base + r, s);
       if (s == 66) any66 = 1;
       else if (s == SC_DATA_WRONG) anywrong = 1;
       else if (s != 0) anybad = 1;
     } else {
-      printf("rank %d signal %d\n", r, WTERMSIG(status[r]));
+      printf("rank %d signal %d\n", sc_print_base + r, WTERMSIG(status[r]));
       anybad = 1;
     }
-    fprintf(stderr, "rank %d ended after %.2f s\n", r, when[r]);
-    if (print_results) printf("rank %d result %ld\n", r, sc_sh->result[r]);
+    fprintf(stderr, "rank %d ended after %.2f s\n", sc_print_base + r, when[r]);
+    if (print_results) printf("rank %d result %ld\n", sc_print_base + r, sc_sh->result[sc_print_base + r]);
   }
   fflush(stdout);
   (void)killed;

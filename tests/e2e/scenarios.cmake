@@ -19,18 +19,20 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   set(A2A_SCN_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/scenario)
 
   foreach(prog a2a_single async_op groups threads initall inplace mallocasync lifecycle
-               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d extra)
+               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d extra procs)
     a2a_e2e_program(scenario_${prog} ${CMAKE_CURRENT_LIST_DIR}/scenario_${prog}.c)
   endforeach()
 
   # a2a_scenario(NAME PROGRAM "ARGS" [STATUS s1,s2] [WITHIN sec] [TIMEOUT t]
-  #              [COMPARE] [KNOWN_FAILING] [ENV VAR=VALUE...] CHECK args...)
+  #              [COMPARE] [KNOWN_FAILING] [STDOUT regex] [ENV VAR=VALUE...]
+  #              CHECK args...)
   # Test e2e.scenario.NAME. STATUS: accepted exit statuses under the shim
   # (default 0). WITHIN: the run must end within that many seconds.
   # COMPARE: run once without the shim first; stdout and exit status must be
-  # identical. CHECK: check_jsonl.py assertions on the logs.
+  # identical. STDOUT: an extended regex some line of the program's stdout
+  # (under the shim) must match. CHECK: check_jsonl.py assertions on the logs.
   function(a2a_scenario name prog args)
-    cmake_parse_arguments(T "COMPARE;KNOWN_FAILING" "STATUS;TIMEOUT;WITHIN" "ENV;CHECK" ${ARGN})
+    cmake_parse_arguments(T "COMPARE;KNOWN_FAILING" "STATUS;TIMEOUT;WITHIN;STDOUT" "ENV;CHECK" ${ARGN})
     if(NOT DEFINED T_STATUS)
       set(T_STATUS 0)
     endif()
@@ -39,6 +41,9 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     endif()
     if(NOT DEFINED T_WITHIN)
       set(T_WITHIN ${T_TIMEOUT})
+    endif()
+    if(NOT DEFINED T_STDOUT)
+      set(T_STDOUT "-")
     endif()
     set(compare 0)
     if(T_COMPARE)
@@ -49,7 +54,7 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     add_test(NAME e2e.scenario.${name}
       COMMAND sh -c [=[
 dir=$1 preload=$2 libdir=$3 want=$4 limit=$5 within=$6 compare=$7 prog=$8 args=$9
-shift 9; envs=$1; shift
+shift 9; envs=$1 outre=$2; shift 2
 rm -rf "$dir" && mkdir -p "$dir/logs" || exit 1
 lp="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [ "$compare" = 1 ]; then
@@ -71,6 +76,7 @@ case ",$want," in *",$st,"*) ;; *) echo "FAIL: exit status $st, expected one of 
 if awk -v e="$el" -v w="$within" 'BEGIN { exit !(e > w) }'; then
   echo "FAIL: took $el s, promised within $within s"; fail=1
 fi
+if [ "$outre" != "-" ] && ! grep -Eq -- "$outre" "$dir/shim.out"; then echo "FAIL: no stdout line matches: $outre"; fail=1; fi
 if [ "$compare" = 1 ]; then
   if [ "$pst" != "$st" ]; then echo "FAIL: exit status $pst without the shim, $st with it"; fail=1; fi
   if ! cmp -s "$dir/plain.out" "$dir/shim.out"; then
@@ -80,7 +86,7 @@ fi
 "$@" "$dir/logs" || fail=1
 exit $fail
 ]=] sh ${dir} $<TARGET_FILE:a2acheck> ${CMAKE_BINARY_DIR}/sim/lib ${T_STATUS} ${T_TIMEOUT}
-        ${T_WITHIN} ${compare} $<TARGET_FILE:scenario_${prog}> "${args}" "${envs}"
+        ${T_WITHIN} ${compare} $<TARGET_FILE:scenario_${prog}> "${args}" "${envs}" "${T_STDOUT}"
         ${Python3_EXECUTABLE} ${A2A_SCN_CHECK_JSONL} ${T_CHECK})
     math(EXPR ctest_timeout "${T_TIMEOUT} * 2 + 30")
     if(T_KNOWN_FAILING)
@@ -136,6 +142,8 @@ exit $fail
   foreach(m multidev single ptds shrink legacy)
     a2a_scenario(extra_${m} extra ${m} COMPARE CHECK ${CLEAN})
   endforeach()
+  a2a_scenario(procs_parent_is_rank0 procs parent_rank0 COMPARE CHECK ${CLEAN})
+  a2a_scenario(procs_subprocess procs subprocess COMPARE CHECK ${CLEAN})
 
   # ---- buggy programs ----
   a2a_scenario(bug_async_third_stream async_op third STATUS 0,3
@@ -183,6 +191,15 @@ exit $fail
     CHECK --expect group.sync-in-group:error@0 --allow group.sync-in-group --no-other-errors)
   a2a_scenario(bug_heartbeat_concurrent_use bugs heartbeat STATUS 0,1,66 WITHIN 30
     CHECK --expect group.concurrent-use:error --allow group.deadlock --allow "size.*" --allow group.order-mismatch --no-other-errors)
+  a2a_scenario(bug_parent_rank0_skip procs parent_skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error@0 --contains "group.deadlock=rank 2" --allow group.deadlock
+          --allow group.order-mismatch --no-other-errors)
+  a2a_scenario(bug_rank_exits procs crash_exit STATUS 1 WITHIN 20 STDOUT "^rank 2 exit 1$"
+    CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --expect group.deadlock:error@3
+          --allow group.deadlock --allow size.unmatched-p2p --no-other-errors)
+  a2a_scenario(bug_rank_killed procs crash_kill STATUS 1 WITHIN 20 STDOUT "^rank 2 signal 9$"
+    CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --expect group.deadlock:error@3
+          --allow group.deadlock --allow size.unmatched-p2p --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()

@@ -1,0 +1,120 @@
+/* scenario_procs.c - process shapes around the ranks, 4 ranks, a loop of
+ * AllReduce + AlltoAll on a side stream, data verified.
+ *
+ *   parent_rank0   the launcher is itself rank 0: it creates the id, forks
+ *                  ranks 1-3, then runs rank 0 (correct)
+ *   parent_skip    BUGGY: the same, and rank 2 skips the AllReduce of step
+ *                  3 -> group.deadlock naming rank 2, exit 66 within 15 s
+ *                  (the id's creator, which hosts the coordinator, is rank 0
+ *                  and itself blocked)
+ *   subprocess     every rank runs a shell command in the middle of the run
+ *                  (system("true") and popen("echo ...")) with LD_PRELOAD
+ *                  inherited, like a framework logging `git rev-parse`
+ *                  (correct)
+ *   crash_exit     BUGGY: rank 2 hits an "exception" at step 3 and exits
+ *                  with status 1; the others block in the next collective ->
+ *                  group.deadlock, ranks 0,1,3 exit 66, rank 2 keeps its 1
+ *   crash_kill     BUGGY: rank 2 is SIGKILLed at step 3 (OOM killer); the
+ *                  others -> group.deadlock, exit 66
+ * Exit status of the program: see scenario_common.h.
+ */
+#include "scenario_common.h"
+
+#define NR 4
+#define N 2048L
+
+static const char *mode;
+static int is(const char *m) { return strcmp(mode, m) == 0; }
+
+static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  ncclComm_t comm;
+  SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  cudaStream_t cur, cs;
+  SC_CUDA(cudaStreamCreateWithFlags(&cur, cudaStreamNonBlocking));
+  SC_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  cudaEvent_t ev;
+  SC_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  float *in, *out, *a2a;
+  SC_CUDA(cudaMalloc((void **)&in, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&out, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&a2a, N * sizeof(float)));
+  float *h = malloc(N * sizeof(float));
+  long bad = 0;
+  for (int t = 0; t < 6; t++) {
+    if (t == 3 && rank == 2 && is("crash_exit")) {
+      fprintf(stderr, "rank 2: RuntimeError: CUDA out of memory (simulated), exiting\n");
+      exit(1);
+    }
+    if (t == 3 && rank == 2 && is("crash_kill")) raise(SIGKILL);
+    if (t == 2 && is("subprocess")) {
+      fflush(NULL);
+      if (system("true") != 0) bad++;
+      FILE *p = popen("echo rev-1234", "r");
+      char line[64] = "";
+      if (!p || !fgets(line, sizeof line, p) || strncmp(line, "rev-1234", 8) != 0) bad++;
+      if (p) pclose(p);
+    }
+    sc_fill(in, N, (float)(rank + t), 0.0f, cur);
+    SC_CUDA(cudaEventRecord(ev, cur));
+    SC_CUDA(cudaStreamWaitEvent(cs, ev, 0));
+    if (!(t == 3 && rank == 2 && is("parent_skip")))
+      SC_NCCL(ncclAllReduce(in, out, N, ncclFloat32, ncclSum, comm, cs));
+    SC_NCCL(ncclAlltoAll(in, a2a, N / nranks, ncclFloat32, comm, cs));
+    SC_CUDA(cudaStreamSynchronize(cs));
+    SC_CUDA(cudaMemcpy(h, out, N * sizeof(float), cudaMemcpyDeviceToHost));
+    for (long i = 0; i < N; i++)
+      if (h[i] != (float)(6 + 4 * t) && bad++ < 3) fprintf(stderr, "rank %d: out[%ld]=%g\n", rank, i, h[i]);
+    SC_CUDA(cudaMemcpy(h, a2a, N * sizeof(float), cudaMemcpyDeviceToHost));
+    for (long i = 0; i < N; i++)
+      if (h[i] != (float)(i / (N / nranks) + t) && bad++ < 3) fprintf(stderr, "rank %d: a2a[%ld]=%g\n", rank, i, h[i]);
+  }
+  sc_sh->result[rank] = bad;
+  free(h);
+  SC_CUDA(cudaFree(in));
+  SC_CUDA(cudaFree(out));
+  SC_CUDA(cudaFree(a2a));
+  SC_CUDA(cudaEventDestroy(ev));
+  SC_CUDA(cudaStreamDestroy(cur));
+  SC_CUDA(cudaStreamDestroy(cs));
+  SC_NCCL(ncclCommDestroy(comm));
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+/* The launcher is rank 0 itself. */
+static int parent_is_rank0(void) {
+  sc_sh = sc_shared_create(NR);
+  ncclUniqueId id;
+  SC_NCCL(ncclGetUniqueId(&id));
+  fflush(NULL);
+  pid_t pids[NR];
+  for (int r = 1; r < NR; r++) {
+    pid_t p = fork();
+    if (p < 0) exit(1);
+    if (p == 0) {
+      sc_rank = r;
+      SC_CUDA(cudaSetDevice(r));
+      sc_register_kernels();
+      exit(rank_main(r, NR, id, NULL));
+    }
+    pids[r] = p;
+  }
+  sc_rank = 0;
+  SC_CUDA(cudaSetDevice(0));
+  sc_register_kernels();
+  int st0 = rank_main(0, NR, id, NULL);
+  pids[0] = 0;
+  /* wait for the children (ranks 1..3) */
+  sc_print_base = 1;
+  int st = sc_wait_ranks(pids + 1, NR - 1, SC_WAIT_LIMIT_S, 0);
+  printf("rank 0 (launcher) status %d\n", st0);
+  for (int r = 0; r < NR; r++) printf("rank %d result %ld\n", r, sc_sh->result[r]);
+  if (st0 != 0) return st0;
+  return st;
+}
+
+int main(int argc, char **argv) {
+  mode = argc > 1 ? argv[1] : "parent_rank0";
+  if (is("parent_rank0") || is("parent_skip")) return parent_is_rank0();
+  return sc_fork_ranks(NR, rank_main, NULL);
+}
