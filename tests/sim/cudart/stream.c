@@ -62,15 +62,21 @@ sim_item *sim_item_new(int kind, size_t extra) {
   return it;
 }
 
+/* Drops the item's reference to a capturable payload (release(arg) when it
+ * was the last one). */
+static void item_drop_holder(sim_item *it) {
+  if (it->kind != IT_FN || !it->u.fn.holder) return;
+  struct sim_fn_holder *h = it->u.fn.holder;
+  it->u.fn.holder = NULL;
+  if (atomic_fetch_sub(&h->refs, 1) == 1) {
+    if (h->release) h->release(h->arg);
+    free(h);
+  }
+}
+
 void sim_item_free(sim_item *it) {
   if (!it) return;
-  if (it->kind == IT_FN && it->u.fn.holder) {
-    struct sim_fn_holder *h = it->u.fn.holder;
-    if (atomic_fetch_sub(&h->refs, 1) == 1) {
-      if (h->release) h->release(h->arg);
-      free(h);
-    }
-  }
+  item_drop_holder(it);
   if (it->deps != it->deps_inline) free(it->deps);
   free(it);
 }
@@ -348,6 +354,9 @@ static void *worker_main(void *arg) {
     for (int i = 0; i < it->ndeps; i++) sim_wait_done(it->deps[i].s, it->deps[i].seq);
     if (sim_kn.trace) trace_item(s, it, "start");
     sim_item_execute(s, it);
+    /* Released before the item counts as complete, so a synchronizing host
+     * sees the release done. */
+    item_drop_holder(it);
     if (sim_kn.trace) trace_item(s, it, "done");
 
     pthread_mutex_lock(&s->mu);

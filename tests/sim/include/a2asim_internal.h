@@ -75,7 +75,8 @@ int a2asim_device_free(void *p);
 
 /* Added by the runtime (additive): a capturable a2asim_stream_enqueue.
  * Outside a capture it behaves like a2asim_stream_enqueue and then calls
- * release(arg) (if not NULL) after fn has run. While the stream is being
+ * release(arg) (if not NULL) after fn has run, before the item counts as
+ * complete. While the stream is being
  * captured, the item is recorded into the graph instead: every launch of an
  * instantiated graph calls fn(arg) again, in stream order on the launch
  * stream; all copies share arg, and release(arg) runs once, when the last
