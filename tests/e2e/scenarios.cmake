@@ -19,7 +19,7 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   set(A2A_SCN_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/scenario)
 
   foreach(prog a2a_single async_op groups threads initall inplace mallocasync lifecycle
-               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d extra procs)
+               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d extra procs errors)
     a2a_e2e_program(scenario_${prog} ${CMAKE_CURRENT_LIST_DIR}/scenario_${prog}.c)
   endforeach()
 
@@ -144,6 +144,10 @@ exit $fail
   endforeach()
   a2a_scenario(procs_parent_is_rank0 procs parent_rank0 COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_subprocess procs subprocess COMPARE CHECK ${CLEAN})
+  a2a_scenario(errors_zero_count errors zero COMPARE CHECK ${CLEAN})
+  # Misuse on purpose: only the pass-through is asserted (same output and
+  # status with and without the shim, no crash); findings are allowed.
+  a2a_scenario(errors_invalid_args errors invalid COMPARE CHECK --ignore "*")
 
   # ---- buggy programs ----
   a2a_scenario(bug_async_third_stream async_op third STATUS 0,3
