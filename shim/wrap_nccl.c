@@ -231,6 +231,7 @@ A2A_PUBLIC ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *d
   A2A_EVENT(ev, A2A_EV_COMM_INIT, "ncclCommInitAll");
   nccl_event(&ev, NULL, NULL);
   ev.u.init.how = A2A_INIT_ALL;
+  ev.u.init.devlist = devlist; /* NULL means devices 0..ndev-1 */
   ev.u.init.nranks = ndev;
   ev.u.init.rank = -1;
   ev.u.init.device = -1;
