@@ -96,11 +96,12 @@ static void fork_prepare(void) {
   sim_kernel_fork_prepare();
   sim_mem_fork_prepare();
   sim_streams_fork_prepare();
-  for (int d = 0; d < SIM_MAX_DEVICES; d++) pthread_mutex_lock(&sim_dev[d].mu);
+  /* Only the configured devices' locks are ever taken. */
+  for (int d = 0; d < sim_kn.devices; d++) pthread_mutex_lock(&sim_dev[d].mu);
 }
 
 static void fork_parent(void) {
-  for (int d = SIM_MAX_DEVICES - 1; d >= 0; d--) pthread_mutex_unlock(&sim_dev[d].mu);
+  for (int d = sim_kn.devices - 1; d >= 0; d--) pthread_mutex_unlock(&sim_dev[d].mu);
   sim_streams_fork_parent();
   sim_mem_fork_parent();
   sim_kernel_fork_parent();
