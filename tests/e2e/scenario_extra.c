@@ -17,6 +17,13 @@
  *              stream 0 again: the implicit synchronization of the legacy
  *              stream with blocking streams orders everything (the
  *              communication stream is delayed so a missing order shows)
+ *   churn      2 ranks, 200 steps; every step creates its communication
+ *              stream and events and destroys them afterwards (the seed's
+ *              torch.cuda.Stream() inside the loop): correct but slow, so
+ *              perf.stream-churn is the only finding allowed
+ *   churn_race BUGGY: the same, and from step 150 on the communication
+ *              stream no longer waits for the producer's event
+ *              -> stream.unsynced-input (plus perf.stream-churn)
  *   shrink     4 ranks; rank 3 leaves after step 2 (destroys its
  *              communicator and exits normally); ranks 0-2 call
  *              ncclCommShrink excluding it and go on with an AllReduce
@@ -182,6 +189,45 @@ static int legacy_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   return bad ? SC_DATA_WRONG : 0;
 }
 
+static int churn_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  int race = *(int *)arg;
+  ncclComm_t comm;
+  SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  cudaStream_t comp;
+  SC_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  SC_CUDA((cudaError_t)a2asim_stream_set_delay(comp, 200));
+  float *in, *out;
+  SC_CUDA(cudaMalloc((void **)&in, 256 * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&out, 256 * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 200; t++) {
+    cudaStream_t cs;
+    cudaEvent_t e1, e2;
+    SC_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    SC_CUDA(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
+    SC_CUDA(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
+    sc_fill(in, 256, (float)(rank + t), 0.0f, comp);
+    SC_CUDA(cudaEventRecord(e1, comp));
+    if (!(race && t >= 150)) SC_CUDA(cudaStreamWaitEvent(cs, e1, 0));
+    SC_NCCL(ncclAllReduce(in, out, 256, ncclFloat32, ncclSum, comm, cs));
+    SC_CUDA(cudaEventRecord(e2, cs));
+    SC_CUDA(cudaStreamWaitEvent(comp, e2, 0));
+    SC_CUDA(cudaStreamSynchronize(comp));
+    float v;
+    SC_CUDA(cudaMemcpy(&v, out + 255, sizeof v, cudaMemcpyDeviceToHost));
+    if (v != (float)(1 + 2 * t)) bad++;
+    SC_CUDA(cudaEventDestroy(e1));
+    SC_CUDA(cudaEventDestroy(e2));
+    SC_CUDA(cudaStreamDestroy(cs));
+  }
+  SC_CUDA(cudaFree(in));
+  SC_CUDA(cudaFree(out));
+  SC_CUDA(cudaStreamDestroy(comp));
+  SC_NCCL(ncclCommDestroy(comm));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
 static int shrink_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
@@ -230,5 +276,7 @@ int main(int argc, char **argv) {
   if (is("ptds")) return sc_fork_ranks(4, ptds_rank, NULL);
   if (is("shrink")) return sc_fork_ranks(4, shrink_rank, NULL);
   if (is("legacy")) return sc_fork_ranks(2, legacy_rank, NULL);
+  int race = is("churn_race");
+  if (is("churn") || race) return sc_fork_ranks(2, churn_rank, &race);
   return 1;
 }
