@@ -49,6 +49,8 @@
 #define PC_GROUP_COMMS 8       /* communicators one group may span and be timed */
 #define PC_LAUNCH_STREAMS 8    /* streams tracked between two operations */
 #define PC_MAX_LOWBW_REPORTS 8 /* perf.low-bandwidth findings per communicator */
+#define PC_WINS 8              /* compute windows per overlap sample */
+#define PC_SAMPLE_EVERY 4      /* an overlap sample every this many operations */
 
 /* ------------------------------------------------------------------ */
 /* State. */
@@ -97,6 +99,21 @@ typedef struct pc_comm {
   a2a_stack block_stack;
   bool have_block_stack;
   const void *serial_site;
+
+  /* Overlap sampling (see "Overlap" below): one operation in flight at a
+   * time, with the compute windows its thread opened on other streams. */
+  struct {
+    void *ev0, *ev1;
+    int state;                 /* 0 idle, 1 start recorded, 2 epoch open
+                                  (windows may open), 3 closed: awaiting
+                                  completion */
+    void *stream;
+    uint64_t next_at;          /* sample when ops reaches this */
+    struct { void *ev0, *ev1; void *stream; int state; } win[PC_WINS];
+    int nwin;
+  } smp;
+  double ov_comm_s, ov_overlap_s; /* sums over the samples */
+  uint64_t ov_samples;
 } pc_comm;
 
 static pc_comm *g_comms[PC_MAX_COMMS];
@@ -135,6 +152,8 @@ typedef struct pc_tls {
   int nls;
   uint32_t ls_lost;                /* launches on streams beyond the table */
   uint64_t ops;
+  pc_comm *sample_c;               /* the communicator whose overlap sample's
+                                      epoch this thread has open */
 } pc_tls;
 
 static _Thread_local pc_tls t_pc;
@@ -178,6 +197,18 @@ static bool host_events_usable(void) {
          a2a_hostsvc->event_elapsed_ms;
 }
 
+static void destroy_events(pc_comm *c) {
+  if (!a2a_hostsvc || !a2a_hostsvc->event_destroy) return;
+  void *all[2 * PC_RING + 2 + 2 * PC_WINS];
+  size_t n = 0;
+  for (int k = 0; k < PC_RING; k++) { all[n++] = c->ring[k].ev0; all[n++] = c->ring[k].ev1; }
+  all[n++] = c->smp.ev0;
+  all[n++] = c->smp.ev1;
+  for (int k = 0; k < PC_WINS; k++) { all[n++] = c->smp.win[k].ev0; all[n++] = c->smp.win[k].ev1; }
+  for (size_t k = 0; k < n; k++)
+    if (all[k]) a2a_hostsvc->event_destroy(all[k]);
+}
+
 static void comm_create(const a2a_event *ev) {
   void *h = ev->u.init.newcomm;
   if (!h) return;
@@ -195,6 +226,14 @@ static void comm_create(const a2a_event *ev) {
       if (a2a_hostsvc->event_create(&c->ring[i].ev0, 1) != 0 ||
           a2a_hostsvc->event_create(&c->ring[i].ev1, 1) != 0)
         c->can_measure = false;
+    if (c->can_measure &&
+        (a2a_hostsvc->event_create(&c->smp.ev0, 1) != 0 ||
+         a2a_hostsvc->event_create(&c->smp.ev1, 1) != 0))
+      c->can_measure = false;
+    for (int i = 0; i < PC_WINS && c->can_measure; i++)
+      if (a2a_hostsvc->event_create(&c->smp.win[i].ev0, 1) != 0 ||
+          a2a_hostsvc->event_create(&c->smp.win[i].ev1, 1) != 0)
+        c->can_measure = false;
   }
   pthread_mutex_lock(&g_create_mu);
   int n = atomic_load(&g_ncomms);
@@ -202,10 +241,7 @@ static void comm_create(const a2a_event *ev) {
     pthread_mutex_unlock(&g_create_mu);
     if (!atomic_exchange(&g_full_warned, true))
       a2a_analyzer_disable("perf_comm", "more than 512 communicators");
-    for (int i = 0; i < PC_RING; i++) {
-      if (c->ring[i].ev0 && a2a_hostsvc->event_destroy) a2a_hostsvc->event_destroy(c->ring[i].ev0);
-      if (c->ring[i].ev1 && a2a_hostsvc->event_destroy) a2a_hostsvc->event_destroy(c->ring[i].ev1);
-    }
+    destroy_events(c);
     free(c);
     return;
   }
@@ -257,10 +293,161 @@ static void account_time(pc_comm *c, const pc_meas *m, double s) {
   if (c->measured > 1) a2a_perf_fit_add(&c->fit, (double)m->bytes, s);
 }
 
+/* ------------------------------------------------------------------ */
+/* Overlap (HTA: time communication overlaps compute / communication time),
+ * measured on samples. Every PC_SAMPLE_EVERY-th operation of a
+ * communicator (one at a time) gets its own start/end events; from its
+ * POST until the issuing thread's next operation or synchronization (the
+ * "epoch"), the first kernel that thread launches on another stream opens a
+ * compute window there: an event recorded on that stream before the
+ * launch; the window closes (an event recorded on the same stream) when the
+ * epoch ends or before a cudaStreamWaitEvent on that stream (so time spent
+ * waiting for the communication does not count as compute). Once all
+ * events completed, the windows are placed relative to the operation's
+ * start with event_elapsed_ms, clipped to the operation, and their union is
+ * the overlap. Compute issued before the operation is not seen (an
+ * underestimate), and a window counts its stream busy from its first kernel
+ * to its close (idle gaps inside would overestimate). All with the REAL
+ * runtime's event records: no wait is added. */
+
+/* Offset of event y from event x in ms, either order. Whether an elapsed
+ * time with the end before the start comes out negative, fails, or wraps
+ * is not something to rely on: ask both ways and keep the smaller
+ * magnitude (the two agree when the answer is signed). */
+static int ev_offset(void *x, void *y, double *ms) {
+  float f1 = 0, f2 = 0;
+  bool ok1 = a2a_hostsvc->event_elapsed_ms(&f1, x, y) == 0;
+  bool ok2 = a2a_hostsvc->event_elapsed_ms(&f2, y, x) == 0;
+  if (ok1 && (!ok2 || fabs((double)f1) <= fabs((double)f2))) { *ms = f1; return 0; }
+  if (ok2) { *ms = -(double)f2; return 0; }
+  return -1;
+}
+
+static void sample_reset(pc_comm *c) {
+  c->smp.state = 0;
+  c->smp.nwin = 0;
+  c->smp.next_at = c->ops + PC_SAMPLE_EVERY;
+}
+
+/* Called with c->mu held at the start of a logical operation on stream. */
+static void sample_start_locked(pc_comm *c, void *stream) {
+  if (c->smp.state != 0 || c->ops < c->smp.next_at || !c->can_measure) return;
+  if (a2a_hostsvc->event_record(c->smp.ev0, stream) != 0) return;
+  c->smp.state = 1;
+  c->smp.stream = stream;
+  c->smp.nwin = 0;
+}
+
+/* At the operation's POST (c->mu held): the epoch opens on this thread. */
+static void sample_finish_locked(pc_tls *t, pc_comm *c, void *stream, bool ok) {
+  if (c->smp.state != 1 || c->smp.stream != stream) return;
+  if (ok && a2a_hostsvc->event_record(c->smp.ev1, stream) == 0) {
+    c->smp.state = 2;
+    t->sample_c = c;
+  } else {
+    sample_reset(c);
+  }
+}
+
+/* A kernel launch on stream k by a thread with an open epoch. */
+static void sample_launch(pc_tls *t, void *k) {
+  pc_comm *c = t->sample_c;
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  if (c->smp.state == 2 && k != c->smp.stream) {
+    bool open = false;
+    for (int i = 0; i < c->smp.nwin; i++)
+      if (c->smp.win[i].stream == k && c->smp.win[i].state == 1) open = true;
+    if (!open && c->smp.nwin < PC_WINS &&
+        a2a_hostsvc->event_record(c->smp.win[c->smp.nwin].ev0, k) == 0) {
+      c->smp.win[c->smp.nwin].stream = k;
+      c->smp.win[c->smp.nwin].state = 1;
+      c->smp.nwin++;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Close the open windows (all, or only stream k's); c->mu held. A window
+ * whose close cannot be recorded is dropped. */
+static void close_windows_locked(pc_comm *c, const void *k, bool only_k) {
+  for (int i = 0; i < c->smp.nwin; i++) {
+    if (c->smp.win[i].state != 1 || (only_k && c->smp.win[i].stream != k)) continue;
+    c->smp.win[i].state =
+        a2a_hostsvc->event_record(c->smp.win[i].ev1, c->smp.win[i].stream) == 0 ? 2 : 3;
+  }
+}
+
+static void sample_wait_event(pc_tls *t, void *k) {
+  pc_comm *c = t->sample_c;
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  if (c->smp.state == 2) close_windows_locked(c, k, true);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* The epoch ends: the thread's next operation or synchronization. */
+static void sample_epoch_end(pc_tls *t) {
+  pc_comm *c = t->sample_c;
+  if (!c) return;
+  t->sample_c = NULL;
+  pthread_mutex_lock(&c->mu);
+  if (c->smp.state == 2) {
+    close_windows_locked(c, NULL, false);
+    c->smp.state = 3;
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+static int cmp_dbl2(const void *a, const void *b) {
+  double x = ((const double *)a)[0], y = ((const double *)b)[0];
+  return x < y ? -1 : x > y;
+}
+
+/* Harvest a closed sample when all its events completed (c->mu held). */
+static void sample_poll_locked(pc_comm *c) {
+  if (c->smp.state != 3) return;
+  int q = a2a_hostsvc->event_query(c->smp.ev1);
+  for (int i = 0; i < c->smp.nwin && q == 0; i++)
+    if (c->smp.win[i].state == 2) q = a2a_hostsvc->event_query(c->smp.win[i].ev1);
+  if (q == 1) return;
+  double T = 0, iv[PC_WINS][2];
+  int n = 0;
+  if (q == 0 && ev_offset(c->smp.ev0, c->smp.ev1, &T) == 0 && T > 0) {
+    for (int i = 0; i < c->smp.nwin; i++) {
+      if (c->smp.win[i].state != 2) continue;
+      double a, b;
+      if (ev_offset(c->smp.ev0, c->smp.win[i].ev0, &a) != 0 ||
+          ev_offset(c->smp.ev0, c->smp.win[i].ev1, &b) != 0)
+        continue;
+      if (a < 0) a = 0;
+      if (b > T) b = T;
+      if (b > a) { iv[n][0] = a; iv[n][1] = b; n++; }
+    }
+    qsort(iv, (size_t)n, sizeof iv[0], cmp_dbl2);
+    double o = 0, cs = -1, ce = -1;
+    for (int i = 0; i < n; i++) {
+      if (iv[i][0] > ce) {
+        if (ce > cs) o += ce - cs;
+        cs = iv[i][0];
+        ce = iv[i][1];
+      } else if (iv[i][1] > ce) {
+        ce = iv[i][1];
+      }
+    }
+    if (ce > cs) o += ce - cs;
+    c->ov_comm_s += T / 1e3;
+    c->ov_overlap_s += o / 1e3;
+    c->ov_samples++;
+  }
+  sample_reset(c);
+}
+
 /* Harvest completed timings in FIFO order; stops at the first pending one.
  * Never blocks. Not during a graph capture (a query could break it). */
 static void poll_locked(pc_comm *c) {
   if (atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return;
+  sample_poll_locked(c);
   while (c->tail != c->head) {
     pc_meas *m = &c->ring[c->tail % PC_RING];
     if (m->state == 1) break; /* still being posted by its thread */
@@ -282,6 +469,7 @@ static void poll_locked(pc_comm *c) {
 static int start_locked(pc_comm *c, void *stream) {
   if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return -1;
   poll_locked(c);
+  sample_start_locked(c, stream);
   if (c->head - c->tail >= PC_RING) return -1;
   int slot = (int)(c->head % PC_RING);
   pc_meas *m = &c->ring[slot];
@@ -476,6 +664,7 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   if (ev->phase == A2A_PRE) {
     t->armed_c = NULL;
+    sample_epoch_end(t);
     if (t->depth > 0) return;
     pthread_mutex_lock(&c->mu);
     t->single_slot = start_locked(c, s);
@@ -503,6 +692,7 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
   bool ok = ev->result == 0 && bytes > 0;
   pthread_mutex_lock(&c->mu);
   finish_locked(c, slot, s, ok, op, bytes);
+  sample_finish_locked(t, c, s, ok);
   if (ok) account_op(c, op, bytes);
   pthread_mutex_unlock(&c->mu);
   if (ok) after_op(t, c, s, bytes, ev->callsite);
@@ -512,6 +702,7 @@ static void on_group_end(pc_tls *t, const a2a_event *ev) {
   bool simulate = ev->api && strcmp(ev->api, "ncclGroupSimulateEnd") == 0;
   if (ev->phase == A2A_PRE) {
     t->armed_c = NULL;
+    sample_epoch_end(t);
     if (t->depth != 1 || simulate) return;
     for (int i = 0; i < t->ng; i++) {
       pc_gacc *g = &t->g[i];
@@ -532,6 +723,7 @@ static void on_group_end(pc_tls *t, const a2a_event *ev) {
     bool ok = ev->result == 0 && !simulate && bytes > 0;
     pthread_mutex_lock(&g->c->mu);
     finish_locked(g->c, g->slot, g->stream, ok, op, bytes);
+    sample_finish_locked(t, g->c, g->stream, ok);
     if (ok) account_op(g->c, op, bytes);
     pthread_mutex_unlock(&g->c->mu);
     if (ok) after_op(t, g->c, g->stream, bytes, g->site);
@@ -580,7 +772,11 @@ static void perf_comm_on_event(const a2a_event *ev) {
   case A2A_EV_GRAPH_LAUNCH:
     if (ev->phase == A2A_PRE) {
       t->armed_c = NULL;
-      if (ev->kind == A2A_EV_LAUNCH) note_launch(t, a2a_perf_skey(ev->stream, ev->per_thread));
+      if (ev->kind == A2A_EV_LAUNCH) {
+        void *k = a2a_perf_skey(ev->stream, ev->per_thread);
+        note_launch(t, k);
+        sample_launch(t, k);
+      }
     }
     break;
   case A2A_EV_HOST_FUNC:
@@ -590,8 +786,12 @@ static void perf_comm_on_event(const a2a_event *ev) {
   case A2A_EV_MEMCPY:
     if (ev->phase == A2A_PRE) {
       if (!ev->u.copy.async && t->armed_c) note_blocked(t, ev);
+      if (!ev->u.copy.async) sample_epoch_end(t);
       t->armed_c = NULL;
     }
+    break;
+  case A2A_EV_STREAM_WAIT_EVENT:
+    if (ev->phase == A2A_PRE) sample_wait_event(t, a2a_perf_skey(ev->stream, ev->per_thread));
     break;
   case A2A_EV_EVENT_RECORD:
     if (ev->phase == A2A_POST && t->armed_c &&
@@ -599,18 +799,21 @@ static void perf_comm_on_event(const a2a_event *ev) {
       t->armed_event = ev->u.event.event;
     break;
   case A2A_EV_STREAM_SYNC:
+    if (ev->phase == A2A_PRE) sample_epoch_end(t);
     if (ev->phase == A2A_PRE && t->armed_c &&
         a2a_perf_skey(ev->stream, ev->per_thread) == t->armed_stream)
       note_blocked(t, ev);
     if (ev->phase == A2A_POST) poll_all();
     break;
   case A2A_EV_EVENT_SYNC:
+    if (ev->phase == A2A_PRE) sample_epoch_end(t);
     if (ev->phase == A2A_PRE && t->armed_c && t->armed_event &&
         ev->u.event.event == t->armed_event)
       note_blocked(t, ev);
     if (ev->phase == A2A_POST) poll_all();
     break;
   case A2A_EV_DEVICE_SYNC:
+    if (ev->phase == A2A_PRE) sample_epoch_end(t);
     if (ev->phase == A2A_PRE && t->armed_c) note_blocked(t, ev);
     if (ev->phase == A2A_POST) poll_all();
     break;
@@ -827,9 +1030,10 @@ static void report_no_overlap(const pc_comm *c) {
   if (c->block_api) a2a_json_str(&j, "blocking_call", c->block_api);
   a2a_json_uint(&j, "serialized_ops", c->serialized);
   a2a_json_str(&j, "pattern", blocked ? "host-blocks-after-communication" : "single-stream");
-  /* The overlap fraction (HTA: overlapping time / communication time) is 0
-   * by construction in both patterns. */
-  a2a_json_dbl(&j, "overlap_fraction", 0.0);
+  /* The overlap fraction (HTA: overlapping time / communication time): the
+   * sampled measurement when there is one; 0 by construction otherwise. */
+  a2a_json_dbl(&j, "overlap_fraction", c->ov_comm_s > 0 ? c->ov_overlap_s / c->ov_comm_s : 0.0);
+  a2a_json_uint(&j, "overlap_samples", c->ov_samples);
   a2a_json_obj_end(&j);
   a2a_finding f = {.check = "perf.no-overlap", .severity = A2A_SEV_WARNING,
                    .site = blocked ? c->block_site : c->serial_site, .comm = c->rec,
@@ -867,6 +1071,9 @@ static void report_summary(const pc_comm *c) {
                      c->name, c->nranks, (unsigned long long)c->ops,
                      a2a_perf_fmt_bytes(c->bytes, sz, sizeof sz),
                      (unsigned long long)c->measured, c->time_s * 1e3);
+  if (c->ov_comm_s > 0 && len < (int)sizeof msg)
+    len += snprintf(msg + len, sizeof msg - (size_t)len, "; %.0f%% of communication time overlapped compute (%llu samples)",
+                    100.0 * c->ov_overlap_s / c->ov_comm_s, (unsigned long long)c->ov_samples);
   a2a_json_arr_begin(&j, "buckets");
   for (int op = 0; op < A2A_PERF_OP__COUNT; op++)
     for (int b = 0; b < A2A_PERF_NBUCKETS; b++) {
@@ -908,6 +1115,8 @@ static void report_summary(const pc_comm *c) {
                                  (double)c->ops
                      : 1.0;
   a2a_json_dbl(&j, "overlap_fraction_upper_bound", ub < 0 ? 0 : ub);
+  a2a_json_uint(&j, "overlap_samples", c->ov_samples);
+  if (c->ov_comm_s > 0) a2a_json_dbl(&j, "overlap_fraction", c->ov_overlap_s / c->ov_comm_s);
   a2a_json_obj_end(&j);
   a2a_finding f = {.check = "perf.summary", .severity = A2A_SEV_INFO, .comm = c->rec,
                    .message = msg, .details_json = det};
@@ -936,10 +1145,7 @@ static int perf_comm_init(void) {
   for (size_t i = 0; i < PC_TABLE; i++) atomic_store(&g_table[i], NULL);
   for (int i = 0; i < n; i++) {
     pc_comm *c = g_comms[i];
-    for (int k = 0; k < PC_RING && a2a_hostsvc && a2a_hostsvc->event_destroy; k++) {
-      if (c->ring[k].ev0) a2a_hostsvc->event_destroy(c->ring[k].ev0);
-      if (c->ring[k].ev1) a2a_hostsvc->event_destroy(c->ring[k].ev1);
-    }
+    destroy_events(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
     g_comms[i] = NULL;
@@ -963,6 +1169,7 @@ static void perf_comm_after_fork_child(void) {
     c->can_measure = false;
     c->unmeasured += c->head - c->tail;
     c->tail = c->head;
+    c->smp.state = 0;
   }
   pthread_mutex_init(&g_create_mu, NULL);
   atomic_fetch_add(&g_gen, 1);

@@ -301,6 +301,65 @@ static void create_stream(void *s, int prio) {
   ev_post(&ev, 0);
 }
 
+/* Events perf_comm creates per communicator, in order: the 32 timing pairs
+ * (0..63), the overlap sample's pair (64, 65), then 8 window pairs. */
+#define SMP0 64
+#define WIN(i, end) (66 + 2 * (i) + (end))
+
+static void at_ms(size_t ev, double ms) {
+  collector_event_complete(collector_event_at(ev), (uint64_t)(1e9 + ms * 1e6)); /* ms > -1000 */
+}
+
+START_TEST(overlap_fraction_measured) {
+  comm_init(COMM, 4);
+  a2a_event op = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+  ev_dispatch(&op, 0);                 /* sampled: the first operation */
+  ck_assert_ptr_eq(collector_event_stream(collector_event_at(SMP0)), S1);
+  simple(A2A_EV_LAUNCH, S2);           /* opens a window on S2 */
+  simple(A2A_EV_LAUNCH, (void *)0x53); /* and one on a third stream */
+  a2a_event w = ev_make(A2A_EV_STREAM_WAIT_EVENT);
+  w.stream = S2;
+  w.u.event.event = (void *)0xE1;
+  ev_dispatch(&w, 0);                  /* closes S2's window before the wait */
+  simple(A2A_EV_LAUNCH, S2);           /* a new window on S2, after the wait */
+  simple(A2A_EV_DEVICE_SYNC, NULL);    /* the epoch ends: all closed */
+  ck_assert_ptr_eq(collector_event_stream(collector_event_at(WIN(0, 0))), S2);
+  ck_assert_ptr_eq(collector_event_stream(collector_event_at(WIN(0, 1))), S2);
+  ck_assert_ptr_eq(collector_event_stream(collector_event_at(WIN(1, 0))), (void *)0x53);
+  ck_assert_ptr_eq(collector_event_stream(collector_event_at(WIN(2, 1))), S2);
+  /* Communication [0, 10] ms; S2 busy [2, 6], the third stream [4, 8]
+   * (union [2, 8]), S2 again [11, 12]: outside. Overlap 6 of 10 ms. */
+  at_ms(0, 0); at_ms(1, 10);           /* the timing pair */
+  at_ms(SMP0, 0); at_ms(SMP0 + 1, 10);
+  at_ms(WIN(0, 0), 2); at_ms(WIN(0, 1), 6);
+  at_ms(WIN(1, 0), 4); at_ms(WIN(1, 1), 8);
+  at_ms(WIN(2, 0), 11); at_ms(WIN(2, 1), 12);
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_double_eq_tol(details_num(sum, "overlap_fraction"), 0.6, 1e-3);
+  ck_assert_int_eq((int)details_num(sum, "overlap_samples"), 1);
+  ck_assert_ptr_nonnull(strstr(sum->message, "60% of communication time overlapped compute"));
+}
+END_TEST
+
+START_TEST(overlap_counts_compute_started_before) {
+  comm_init(COMM, 4);
+  a2a_event op = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+  ev_dispatch(&op, 0);
+  simple(A2A_EV_LAUNCH, S2);
+  a2a_event next = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+  ev_dispatch(&next, 0);               /* the next operation ends the epoch */
+  /* The window's first kernel started before the communication (the GPU
+   * ran it early): clipped to [0, 3] of [0, 10]. */
+  at_ms(0, 0); at_ms(1, 10);
+  at_ms(SMP0, 0); at_ms(SMP0 + 1, 10);
+  at_ms(WIN(0, 0), -5); at_ms(WIN(0, 1), 3);
+  a2a_core_fini();
+  ck_assert_double_eq_tol(details_num(collector_find("perf.summary"), "overlap_fraction"), 0.3, 1e-3);
+}
+END_TEST
+
 START_TEST(stream_priority) {
   comm_init(COMM, 4);
   create_stream(S1, 0);
@@ -438,6 +497,8 @@ int main(void) {
   tcase_add_test(tc, no_overlap_host_blocks_after_comm);
   tcase_add_test(tc, no_overlap_single_stream);
   tcase_add_test(tc, overlapped_pattern_is_quiet);
+  tcase_add_test(tc, overlap_fraction_measured);
+  tcase_add_test(tc, overlap_counts_compute_started_before);
   tcase_add_test(tc, stream_priority);
   tcase_add_test(tc, stream_priority_fixed);
   tcase_add_test(tc, sync_heavy_device_sync_every_step);
