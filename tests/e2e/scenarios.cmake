@@ -139,6 +139,11 @@ exit $fail
     a2a_scenario(mixed_${m} mixed ${m} COMPARE CHECK ${CLEAN})
   endforeach()
   a2a_scenario(parallel3d_8ranks parallel3d "" COMPARE CHECK ${CLEAN})
+  # CI policy: a correct program must keep its exit status 0 with
+  # A2ACHECK_FAIL_ON=warning (the strictest useful setting).
+  a2a_scenario(parallel3d_fail_on_warning parallel3d "" ENV A2ACHECK_FAIL_ON=warning CHECK ${STRICT})
+  a2a_scenario(a2a_single_unequal_fail_on_warning a2a_single unequal KNOWN_FAILING
+    ENV A2ACHECK_FAIL_ON=warning CHECK ${STRICT})
   foreach(m multidev single ptds shrink legacy)
     a2a_scenario(extra_${m} extra ${m} COMPARE CHECK ${CLEAN})
   endforeach()
