@@ -49,6 +49,11 @@
  *   sync_in_group  cudaStreamSynchronize of the communication stream between
  *                  ncclGroupStart and ncclGroupEnd, then the host reads the
  *                  receive buffer -> group.sync-in-group
+ *   zero_split     grouped all-to-all with unequal splits exchanged up front;
+ *                  at step 1 rank 0 uses a stale split table and posts a
+ *                  ZERO-count send to rank 3, which expects 512 floats
+ *                  -> size.p2p-mismatch naming ranks 0 and 3 (and the hang
+ *                  it causes ends with group.deadlock, exit 66)
  *   heartbeat      a background "heartbeat" thread issues a 1-element
  *                  AllReduce on the same communicator as the main thread's
  *                  training AllReduces, without a lock
@@ -234,6 +239,18 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_NCCL(ncclGroupEnd());
     SC_CUDA(cudaStreamSynchronize(s));
     if (head != (float)peer) fprintf(stderr, "rank %d: read %g before the group ran\n", rank, head);
+  } else if (is("zero_split")) {
+    for (int t = 0; t < 3; t++) {
+      SC_NCCL(ncclGroupStart());
+      for (int p = 0; p < nranks; p++) {
+        size_t sc = (size_t)((rank + p + t) % 3) * 256, rc = (size_t)((p + rank + t) % 3) * 256;
+        if (t == 1 && rank == 0 && p == 3) sc = 0; /* the bug: stale split */
+        SC_NCCL(ncclSend(a + p * 512, sc, ncclFloat32, p, comm, s));
+        SC_NCCL(ncclRecv(b + p * 512, rc, ncclFloat32, p, comm, s));
+      }
+      SC_NCCL(ncclGroupEnd());
+      SC_CUDA(cudaStreamSynchronize(s));
+    }
   } else if (is("heartbeat")) {
     hb_comm = comm;
     SC_CUDA(cudaGetDevice(&hb_device));

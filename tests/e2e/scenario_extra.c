@@ -24,6 +24,12 @@
  *   churn_race BUGGY: the same, and from step 150 on the communication
  *              stream no longer waits for the producer's event
  *              -> stream.unsynced-input (plus perf.stream-churn)
+ *   watchdog   4 ranks; ProcessGroupNCCL's watchdog: a second thread polls
+ *              ncclCommGetAsyncError(comm) and cudaEventQuery(end event of
+ *              the latest work) every few hundred microseconds while the
+ *              main thread issues async_op collectives on the same
+ *              communicator (NCCL allows ncclCommGetAsyncError from another
+ *              thread: no group.concurrent-use)
  *   shrink     4 ranks; rank 3 leaves after step 2 (destroys its
  *              communicator and exits normally); ranks 0-2 call
  *              ncclCommShrink excluding it and go on with an AllReduce
@@ -228,6 +234,77 @@ static int churn_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   return bad ? SC_DATA_WRONG : 0;
 }
 
+#include <stdatomic.h>
+static ncclComm_t wd_comm;
+static cudaEvent_t wd_events[8];
+static atomic_int wd_latest = -1, wd_stop;
+static atomic_long wd_polls;
+static void *watchdog_thread(void *arg) {
+  int dev = *(int *)arg;
+  SC_CUDA(cudaSetDevice(dev));
+  while (!atomic_load(&wd_stop)) {
+    ncclResult_t st;
+    SC_NCCL(ncclCommGetAsyncError(wd_comm, &st));
+    if (st != ncclSuccess) fprintf(stderr, "watchdog: async error %d\n", (int)st);
+    int k = atomic_load(&wd_latest);
+    if (k >= 0) {
+      cudaError_t q = cudaEventQuery(wd_events[k]);
+      if (q != cudaSuccess && q != cudaErrorNotReady) fprintf(stderr, "watchdog: query %d\n", (int)q);
+    }
+    atomic_fetch_add(&wd_polls, 1);
+    struct timespec ts = {0, 300 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static int watchdog_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  SC_NCCL(ncclCommInitRank(&wd_comm, nranks, id, rank));
+  int lo, hi;
+  SC_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  cudaStream_t cur, pool;
+  SC_CUDA(cudaStreamCreate(&cur));
+  SC_CUDA(cudaStreamCreateWithPriority(&pool, cudaStreamNonBlocking, hi));
+  cudaEvent_t start;
+  SC_CUDA(cudaEventCreateWithFlags(&start, cudaEventDisableTiming));
+  for (int k = 0; k < 8; k++) SC_CUDA(cudaEventCreateWithFlags(&wd_events[k], cudaEventDisableTiming));
+  float *a, *b;
+  SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, N * sizeof(float)));
+  int dev = rank;
+  pthread_t th;
+  pthread_create(&th, NULL, watchdog_thread, &dev);
+  long bad = 0;
+  for (int t = 0; t < 40; t++) {
+    int k = t % 8;
+    sc_fill(a, N, (float)(rank + t), 0.0f, cur);
+    SC_CUDA(cudaEventRecord(start, cur));
+    SC_CUDA(cudaStreamWaitEvent(pool, start, 0));
+    SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, wd_comm, pool));
+    SC_CUDA(cudaEventRecord(wd_events[k], pool));
+    atomic_store(&wd_latest, k);
+    SC_CUDA(cudaStreamWaitEvent(cur, wd_events[k], 0)); /* work.wait() */
+    if (t % 10 == 9) {
+      SC_CUDA(cudaStreamSynchronize(cur));
+      bad += check_all(b, N, (float)(6 + 4 * t), "allreduce");
+    }
+  }
+  SC_CUDA(cudaStreamSynchronize(cur));
+  atomic_store(&wd_stop, 1);
+  pthread_join(th, NULL);
+  if (atomic_load(&wd_polls) == 0) bad++;
+  for (int k = 0; k < 8; k++) SC_CUDA(cudaEventDestroy(wd_events[k]));
+  SC_CUDA(cudaEventDestroy(start));
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaStreamDestroy(cur));
+  SC_CUDA(cudaStreamDestroy(pool));
+  SC_NCCL(ncclCommDestroy(wd_comm));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
 static int shrink_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
@@ -276,6 +353,7 @@ int main(int argc, char **argv) {
   if (is("ptds")) return sc_fork_ranks(4, ptds_rank, NULL);
   if (is("shrink")) return sc_fork_ranks(4, shrink_rank, NULL);
   if (is("legacy")) return sc_fork_ranks(2, legacy_rank, NULL);
+  if (is("watchdog")) return sc_fork_ranks(4, watchdog_rank, NULL);
   int race = is("churn_race");
   if (is("churn") || race) return sc_fork_ranks(2, churn_rank, &race);
   return 1;

@@ -144,7 +144,7 @@ exit $fail
   a2a_scenario(parallel3d_fail_on_warning parallel3d "" ENV A2ACHECK_FAIL_ON=warning CHECK ${STRICT})
   a2a_scenario(a2a_single_unequal_fail_on_warning a2a_single unequal KNOWN_FAILING
     ENV A2ACHECK_FAIL_ON=warning CHECK ${STRICT})
-  foreach(m multidev single ptds shrink legacy)
+  foreach(m multidev single ptds shrink legacy watchdog)
     a2a_scenario(extra_${m} extra ${m} COMPARE CHECK ${CLEAN})
   endforeach()
   a2a_scenario(procs_parent_is_rank0 procs parent_rank0 COMPARE CHECK ${CLEAN})
@@ -217,6 +217,10 @@ exit $fail
   a2a_scenario(bug_stream_churn_race extra churn_race STATUS 0,3 KNOWN_FAILING
     CHECK --expect stream.unsynced-input:error --allow perf.stream-churn --no-other-errors
           --forbid a2acheck.analyzer-disabled)
+  a2a_scenario(bug_zero_count_split bugs zero_split STATUS 0,66 WITHIN 20
+    CHECK --expect size.p2p-mismatch:error@0 --expect size.p2p-mismatch:error@3
+          --contains "size.p2p-mismatch=rank 0 sends 0 B" --allow size.p2p-mismatch --allow group.deadlock
+          --allow size.unmatched-p2p --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
