@@ -51,7 +51,7 @@
  *                  receive buffer -> group.sync-in-group
  *   zero_split     grouped all-to-all with unequal splits exchanged up front;
  *                  at step 1 rank 0 uses a stale split table and posts a
- *                  ZERO-count send to rank 3, which expects 512 floats
+ *                  ZERO-count send to rank 3, which expects 256 floats
  *                  -> size.p2p-mismatch naming ranks 0 and 3 (and the hang
  *                  it causes ends with group.deadlock, exit 66)
  *   heartbeat      a background "heartbeat" thread issues a 1-element
