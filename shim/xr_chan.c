@@ -581,7 +581,7 @@ static void send_state(uint64_t now, int exiting) {
                                         .peer_off = st.npeers, .npeers = u->npeers,
                                         .kind = u->kind, .coll = u->coll, .dtype = u->dtype,
                                         .rank = u->cc->rank};
-    memcpy(&peers[st.npeers], u->peers, u->npeers * sizeof *peers);
+    if (u->npeers) memcpy(&peers[st.npeers], u->peers, u->npeers * sizeof *peers);
     st.npeers += u->npeers;
   }
   if (!exiting) st.nthreads = (uint32_t)xr_blocked_snapshot(threads, 64, now);
