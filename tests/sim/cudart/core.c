@@ -96,12 +96,14 @@ static void fork_prepare(void) {
   sim_kernel_fork_prepare();
   sim_mem_fork_prepare();
   sim_streams_fork_prepare();
+  sim_events_fork_prepare();
   /* Only the configured devices' locks are ever taken. */
   for (int d = 0; d < sim_kn.devices; d++) pthread_mutex_lock(&sim_dev[d].mu);
 }
 
 static void fork_parent(void) {
   for (int d = sim_kn.devices - 1; d >= 0; d--) pthread_mutex_unlock(&sim_dev[d].mu);
+  sim_events_fork_parent();
   sim_streams_fork_parent();
   sim_mem_fork_parent();
   sim_kernel_fork_parent();
@@ -111,6 +113,7 @@ static void fork_child(void) {
   atomic_fetch_add(&sim_gen, 1);
   devices_reset();
   sim_streams_after_fork_child();
+  sim_events_after_fork_child();
   sim_graphs_after_fork_child();
   sim_mem_after_fork_child();
   sim_kernel_after_fork_child();

@@ -209,7 +209,21 @@ void sim_stream_wait_all(sim_stream *s);
 void sim_wait_done(sim_stream *s, uint64_t seq);
 /* Waits for all streams of dev (cudaDeviceSynchronize semantics). */
 void sim_device_wait_all(int dev);
+static inline uint64_t sim_done_of(sim_stream *s) {
+  return atomic_load_explicit(&s->done_seq, memory_order_acquire);
+}
+
+/* ---- event.c: events --------------------------------------------------- */
+
 sim_event *sim_event_from_handle(cudaEvent_t e);
+/* Makes (s, seq) the event's captured point (called under s->mu when a
+ * record item is queued); returns the record's unique id. */
+uint64_t sim_event_set_point(sim_event *ev, sim_stream *s, uint64_t seq);
+/* The record item rec_id executed: stamps the time if still current. */
+void sim_event_record_reached(sim_event *ev, uint64_t rec_id);
+void sim_events_fork_prepare(void);
+void sim_events_fork_parent(void);
+void sim_events_after_fork_child(void);
 void sim_streams_after_fork_child(void);
 void sim_streams_fork_prepare(void);
 void sim_streams_fork_parent(void);

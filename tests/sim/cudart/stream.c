@@ -1,8 +1,9 @@
-/* stream.c - streams, work items, worker threads, events and host-side
+/* stream.c - streams, work items, worker threads and host-side
  * synchronization of the simulator's CUDA runtime (see sim_rt.h for the
- * model), plus the a2asim_stream_* internal API used by the simulated NCCL.
+ * model; events are in event.c), plus the a2asim_stream_* internal API used
+ * by the simulated NCCL.
  *
- * Handles. Streams and events live in fixed slabs (allocated once) and a
+ * Handles. Streams live in a fixed slab (allocated once, like events) and a
  * handle is a pointer into its slab, so validating a handle is a range check
  * plus a state/generation check, without a global lock. A slot is recycled
  * only after its worker has drained and exited; sequence numbers continue
@@ -25,17 +26,12 @@
 #include <unistd.h>
 
 #define STREAM_CAP 16384u
-#define EVENT_CAP 262144u
 
 static pthread_mutex_t slab_mu = PTHREAD_MUTEX_INITIALIZER;
 static sim_stream *stream_slab;     /* STREAM_CAP slots */
 static unsigned stream_bump;
 static sim_stream *stream_free;
-static sim_event *event_slab;       /* EVENT_CAP slots */
-static unsigned event_bump;
-static sim_event *event_free;
 static _Atomic unsigned long long stream_ids = 16;
-static _Atomic uint64_t record_ids = 1;
 static pthread_mutex_t legacy_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Per-thread default streams of the calling thread, one per device. */
@@ -104,22 +100,18 @@ int sim_item_add_dep(sim_item *it, sim_stream *s, uint64_t seq) {
 
 /* ---- waiting on completion ------------------------------------------------- */
 
-static inline uint64_t done_of(sim_stream *s) {
-  return atomic_load_explicit(&s->done_seq, memory_order_acquire);
-}
-
 void sim_wait_done(sim_stream *s, uint64_t seq) {
-  if (done_of(s) >= seq) return;
+  if (sim_done_of(s) >= seq) return;
   /* A very short spin catches items that are about to finish; then sleep. */
   for (int i = 0; i < 64; i++) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-    if (done_of(s) >= seq) return;
+    if (sim_done_of(s) >= seq) return;
   }
   pthread_mutex_lock(&s->mu);
   s->waiters++;
-  while (done_of(s) < seq) pthread_cond_wait(&s->done_cv, &s->mu);
+  while (sim_done_of(s) < seq) pthread_cond_wait(&s->done_cv, &s->mu);
   s->waiters--;
   pthread_mutex_unlock(&s->mu);
 }
@@ -136,7 +128,7 @@ void sim_device_wait_all(int dev) {
   pthread_mutex_lock(&d->mu);
   for (sim_stream *s = d->streams; s; s = s->dnext) {
     uint64_t e = atomic_load(&s->enq_seq);
-    if (done_of(s) >= e) continue;
+    if (sim_done_of(s) >= e) continue;
     if (n == cap) {
       struct sim_dep *g = snap ? realloc(snap, sizeof *snap * cap * 2) : NULL;
       if (!g) break;
@@ -242,15 +234,6 @@ static sim_stream *stream_from_handle(const void *h) {
   if (atomic_load(&s->state) != 1 || s->gen != atomic_load(&sim_gen) || s->kind != SK_USER)
     return NULL;
   return s;
-}
-
-sim_event *sim_event_from_handle(cudaEvent_t e) {
-  uintptr_t p = (uintptr_t)e, b = (uintptr_t)event_slab;
-  if (!b || p < b || p >= b + sizeof(sim_event) * EVENT_CAP || (p - b) % sizeof(sim_event))
-    return NULL;
-  sim_event *ev = (sim_event *)e;
-  if (atomic_load(&ev->state) != 1 || ev->gen != atomic_load(&sim_gen)) return NULL;
-  return ev;
 }
 
 /* ---- default streams ------------------------------------------------------- */
@@ -405,7 +388,7 @@ static int implicit_deps(sim_stream *s, sim_item *it) {
     for (sim_stream *t = d->streams; t && rc == 0; t = t->dnext) {
       if (t == s || (t->flags & cudaStreamNonBlocking)) continue;
       uint64_t e = atomic_load(&t->enq_seq);
-      if (done_of(t) < e) rc = sim_item_add_dep(it, t, e);
+      if (sim_done_of(t) < e) rc = sim_item_add_dep(it, t, e);
     }
     pthread_mutex_unlock(&d->mu);
     return rc;
@@ -414,7 +397,7 @@ static int implicit_deps(sim_stream *s, sim_item *it) {
   sim_stream *l = __atomic_load_n(&sim_dev[s->device].legacy, __ATOMIC_ACQUIRE);
   if (!l) return 0;
   uint64_t e = atomic_load(&l->enq_seq);
-  return done_of(l) < e ? sim_item_add_dep(it, l, e) : 0;
+  return sim_done_of(l) < e ? sim_item_add_dep(it, l, e) : 0;
 }
 
 /* Called with s->mu held: assigns the sequence number and queues it. */
@@ -422,17 +405,7 @@ static cudaError_t enqueue_locked(sim_stream *s, sim_item *it) {
   if (!s->worker_running && worker_start(s) != 0) return cudaErrorMemoryAllocation;
   it->seq = atomic_load(&s->enq_seq) + 1;
   atomic_store(&s->enq_seq, it->seq);
-  if (it->kind == IT_RECORD) {
-    sim_event *ev = it->u.rec.ev;
-    pthread_mutex_lock(&ev->mu);
-    ev->recorded = true;
-    ev->captured_in_graph = false;
-    ev->s = s;
-    ev->seq = it->seq;
-    ev->rec_id = it->u.rec.rec_id = atomic_fetch_add(&record_ids, 1);
-    ev->t_ns = 0;
-    pthread_mutex_unlock(&ev->mu);
-  }
+  if (it->kind == IT_RECORD) it->u.rec.rec_id = sim_event_set_point(it->u.rec.ev, s, it->seq);
   it->next = NULL;
   if (s->tail) s->tail->next = it; else s->head = it;
   s->tail = it;
@@ -622,14 +595,9 @@ void sim_item_execute(sim_stream *s, sim_item *it) {
       for (size_t r = 0; r < it->u.set.height; r++)
         memset(it->u.set.dst + r * it->u.set.pitch, it->u.set.value, it->u.set.width);
     break;
-  case IT_RECORD: {
-    sim_event *ev = it->u.rec.ev;
-    uint64_t now = sim_now_ns();
-    pthread_mutex_lock(&ev->mu);
-    if (ev->rec_id == it->u.rec.rec_id) ev->t_ns = now;
-    pthread_mutex_unlock(&ev->mu);
+  case IT_RECORD:
+    sim_event_record_reached(it->u.rec.ev, it->u.rec.rec_id);
     break;
-  }
   case IT_FREE:
     sim_mem_free_async_item(it->u.free.ptr);
     break;
@@ -663,7 +631,6 @@ void sim_streams_after_fork_child(void) {
   /* The bump pointers are kept: the child's new handles never alias a
    * handle of the parent, which stays invalid there. */
   stream_free = NULL;
-  event_free = NULL;
 }
 
 /* ---- stream API ------------------------------------------------------------- */
@@ -746,7 +713,7 @@ static cudaError_t stream_query(cudaStream_t h, int ptds) {
   pthread_mutex_unlock(&s->mu);
   int st = sim_sticky(s->device);
   if (st) return (cudaError_t)st;
-  return done_of(s) >= atomic_load(&s->enq_seq) ? cudaSuccess : cudaErrorNotReady;
+  return sim_done_of(s) >= atomic_load(&s->enq_seq) ? cudaSuccess : cudaErrorNotReady;
 }
 
 SIM_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream) { return sim_ret(stream_query(stream, 0)); }
@@ -770,188 +737,6 @@ static cudaError_t stream_sync(cudaStream_t h, int ptds) {
 
 SIM_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return sim_ret(stream_sync(stream, 0)); }
 SIM_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { return sim_ret(stream_sync(stream, 1)); }
-
-/* ---- events ------------------------------------------------------------------ */
-
-SIM_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
-  sim_init();
-  if (!event) return sim_ret(cudaErrorInvalidValue);
-  const unsigned valid = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
-  if ((flags & ~valid) ||
-      ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
-    return sim_ret(cudaErrorInvalidValue);
-  int dev = sim_cur_device();
-  int st = sim_sticky(dev);
-  if (st) return sim_ret((cudaError_t)st);
-  unsigned gen = atomic_load(&sim_gen);
-  pthread_mutex_lock(&slab_mu);
-  if (!event_slab) event_slab = slab_map(sizeof(sim_event) * EVENT_CAP);
-  sim_event *ev = NULL;
-  if (event_free) {
-    ev = event_free;
-    event_free = ev->free_next;
-  } else if (event_slab && event_bump < EVENT_CAP) {
-    ev = &event_slab[event_bump++];
-  }
-  pthread_mutex_unlock(&slab_mu);
-  if (!ev) return sim_ret(cudaErrorMemoryAllocation);
-  if (ev->slot_gen != gen) {
-    pthread_mutex_init(&ev->mu, NULL);
-    ev->slot_gen = gen;
-  }
-  pthread_mutex_lock(&ev->mu);
-  ev->gen = gen;
-  ev->flags = flags;
-  ev->device = dev;
-  ev->recorded = ev->captured_in_graph = false;
-  ev->s = NULL;
-  ev->seq = 0;
-  ev->rec_id = 0;
-  ev->t_ns = 0;
-  atomic_store(&ev->state, 1);
-  pthread_mutex_unlock(&ev->mu);
-  *event = (cudaEvent_t)ev;
-  return cudaSuccess;
-}
-
-SIM_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event) {
-  return cudaEventCreateWithFlags(event, cudaEventDefault);
-}
-
-SIM_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  sim_init();
-  sim_event *ev = sim_event_from_handle(event);
-  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
-  /* A pending record still completes (its rec_id no longer matches once the
-   * slot is reused, so it cannot touch the next event). */
-  pthread_mutex_lock(&ev->mu);
-  atomic_store(&ev->state, 0);
-  ev->rec_id = 0;
-  pthread_mutex_unlock(&ev->mu);
-  pthread_mutex_lock(&slab_mu);
-  ev->free_next = event_free;
-  event_free = ev;
-  pthread_mutex_unlock(&slab_mu);
-  return cudaSuccess;
-}
-
-static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, int ptds, unsigned flags) {
-  sim_init();
-  sim_event *ev = sim_event_from_handle(event);
-  if (!ev) return cudaErrorInvalidResourceHandle;
-  if (flags & ~(unsigned)cudaEventRecordExternal) return cudaErrorInvalidValue;
-  sim_stream *s;
-  cudaError_t e = sim_stream_resolve(stream, ptds, &s);
-  if (e) return e;
-  /* Event and stream must belong to the same device (context). */
-  if (ev->device != s->device) return cudaErrorInvalidResourceHandle;
-  int st = sim_sticky(s->device);
-  if (st) return (cudaError_t)st;
-  sim_item *it = sim_item_new(IT_RECORD, 0);
-  if (!it) return cudaErrorMemoryAllocation;
-  it->u.rec.ev = ev;
-  return sim_submit(s, it);
-}
-
-SIM_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  return sim_ret(event_record(event, stream, 0, 0));
-}
-SIM_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
-  return sim_ret(event_record(event, stream, 1, 0));
-}
-SIM_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
-  return sim_ret(event_record(event, stream, 0, flags));
-}
-SIM_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
-  return sim_ret(event_record(event, stream, 1, flags));
-}
-
-/* Copies the captured point of ev. Returns 0 if never recorded. */
-static int event_point(sim_event *ev, sim_stream **s, uint64_t *seq, uint64_t *t_ns) {
-  pthread_mutex_lock(&ev->mu);
-  int rec = ev->recorded;
-  *s = ev->s;
-  *seq = ev->seq;
-  if (t_ns) *t_ns = ev->t_ns;
-  pthread_mutex_unlock(&ev->mu);
-  return rec;
-}
-
-SIM_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
-  sim_init();
-  sim_event *ev = sim_event_from_handle(event);
-  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
-  int st = sim_sticky(ev->device);
-  if (st) return sim_ret((cudaError_t)st);
-  sim_stream *s;
-  uint64_t seq;
-  if (!event_point(ev, &s, &seq, NULL)) return cudaSuccess;
-  return done_of(s) >= seq ? cudaSuccess : cudaErrorNotReady;
-}
-
-SIM_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  sim_init();
-  sim_event *ev = sim_event_from_handle(event);
-  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
-  sim_stream *s;
-  uint64_t seq;
-  if (event_point(ev, &s, &seq, NULL)) sim_wait_done(s, seq);
-  int st = sim_sticky(ev->device);
-  return st ? sim_ret((cudaError_t)st) : cudaSuccess;
-}
-
-SIM_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
-  sim_init();
-  if (!ms) return sim_ret(cudaErrorInvalidValue);
-  sim_event *a = sim_event_from_handle(start), *b = sim_event_from_handle(end);
-  if (!a || !b) return sim_ret(cudaErrorInvalidResourceHandle);
-  if ((a->flags | b->flags) & cudaEventDisableTiming) return sim_ret(cudaErrorInvalidResourceHandle);
-  int st = sim_sticky(a->device);
-  if (st) return sim_ret((cudaError_t)st);
-  sim_stream *sa, *sb;
-  uint64_t qa, qb, ta, tb;
-  int ra = event_point(a, &sa, &qa, &ta), rb = event_point(b, &sb, &qb, &tb);
-  if (!ra || !rb) return sim_ret(cudaErrorInvalidResourceHandle);
-  if (done_of(sa) < qa || done_of(sb) < qb) return sim_ret(cudaErrorNotReady);
-  /* The record item sets t_ns before its completion is published. */
-  event_point(a, &sa, &qa, &ta);
-  event_point(b, &sb, &qb, &tb);
-  if (!ta || !tb) return sim_ret(cudaErrorInvalidResourceHandle);
-  *ms = (float)(((double)tb - (double)ta) / 1e6);
-  return cudaSuccess;
-}
-
-static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned flags, int ptds) {
-  sim_init();
-  sim_event *ev = sim_event_from_handle(event);
-  if (!ev) return cudaErrorInvalidResourceHandle;
-  if (flags & ~(unsigned)cudaEventWaitExternal) return cudaErrorInvalidValue;
-  sim_stream *s;
-  cudaError_t e = sim_stream_resolve(stream, ptds, &s);
-  if (e) return e;
-  int st = sim_sticky(s->device);
-  if (st) return (cudaError_t)st;
-  pthread_mutex_lock(&ev->mu);
-  bool in_graph = ev->captured_in_graph;
-  pthread_mutex_unlock(&ev->mu);
-  pthread_mutex_lock(&s->mu);
-  bool capturing = s->capture != cudaStreamCaptureStatusNone;
-  pthread_mutex_unlock(&s->mu);
-  /* Joining another stream into a capture (fork/join capture) is not
-   * modelled: refuse it instead of silently mis-ordering. */
-  if (in_graph && !capturing) return cudaErrorStreamCaptureUnsupported;
-  sim_item *it = sim_item_new(IT_WAIT, 0);
-  if (!it) return cudaErrorMemoryAllocation;
-  it->u.wait.ev = ev;
-  return sim_submit(s, it);
-}
-
-SIM_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  return sim_ret(stream_wait_event(stream, event, flags, 0));
-}
-SIM_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  return sim_ret(stream_wait_event(stream, event, flags, 1));
-}
 
 /* ---- internal API -------------------------------------------------------------- */
 

@@ -1,0 +1,245 @@
+/* event.c - events of the simulator's CUDA runtime.
+ *
+ * An event captures a point (stream, sequence number) when it is recorded:
+ * recording enqueues a marker item, and the event is complete when that
+ * stream's completed sequence number reaches the marker's. The marker
+ * stamps the completion time (cudaEventElapsedTime). cudaStreamWaitEvent
+ * enqueues a marker that depends on the point captured at the time of the
+ * call. Events live in a fixed slab like streams (see stream.c): a handle
+ * is validated without a global lock, slots are recycled through a free
+ * list, and every record has a process-unique id so that a stale marker
+ * can never stamp a recycled slot.
+ */
+#include "sim_rt.h"
+
+#include <stdlib.h>
+
+#define EVENT_CAP 262144u
+
+static pthread_mutex_t event_mu = PTHREAD_MUTEX_INITIALIZER;   /* the slab */
+static sim_event *event_slab;
+static unsigned event_bump;
+static sim_event *event_free;
+static _Atomic uint64_t record_ids = 1;
+
+sim_event *sim_event_from_handle(cudaEvent_t e) {
+  uintptr_t p = (uintptr_t)e, b = (uintptr_t)event_slab;
+  if (!b || p < b || p >= b + sizeof(sim_event) * EVENT_CAP || (p - b) % sizeof(sim_event))
+    return NULL;
+  sim_event *ev = (sim_event *)e;
+  if (atomic_load(&ev->state) != 1 || ev->gen != atomic_load(&sim_gen)) return NULL;
+  return ev;
+}
+
+uint64_t sim_event_set_point(sim_event *ev, sim_stream *s, uint64_t seq) {
+  uint64_t id = atomic_fetch_add(&record_ids, 1);
+  pthread_mutex_lock(&ev->mu);
+  ev->recorded = true;
+  ev->captured_in_graph = false;
+  ev->s = s;
+  ev->seq = seq;
+  ev->rec_id = id;
+  ev->t_ns = 0;
+  pthread_mutex_unlock(&ev->mu);
+  return id;
+}
+
+void sim_event_record_reached(sim_event *ev, uint64_t rec_id) {
+  uint64_t now = sim_now_ns();
+  pthread_mutex_lock(&ev->mu);
+  if (ev->rec_id == rec_id) ev->t_ns = now;
+  pthread_mutex_unlock(&ev->mu);
+}
+
+void sim_events_fork_prepare(void) { pthread_mutex_lock(&event_mu); }
+void sim_events_fork_parent(void) { pthread_mutex_unlock(&event_mu); }
+void sim_events_after_fork_child(void) {
+  /* Forget the parent's events; the bump pointer is kept so that the
+   * child's handles never alias the parent's. */
+  pthread_mutex_init(&event_mu, NULL);
+  event_free = NULL;
+}
+
+/* ---- event API ----------------------------------------------------------------- */
+
+SIM_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  sim_init();
+  if (!event) return sim_ret(cudaErrorInvalidValue);
+  const unsigned valid = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+  if ((flags & ~valid) ||
+      ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
+    return sim_ret(cudaErrorInvalidValue);
+  int dev = sim_cur_device();
+  int st = sim_sticky(dev);
+  if (st) return sim_ret((cudaError_t)st);
+  unsigned gen = atomic_load(&sim_gen);
+  pthread_mutex_lock(&event_mu);
+  /* calloc: lazily committed, and scanned by leak checkers. */
+  if (!event_slab) event_slab = calloc(EVENT_CAP, sizeof(sim_event));
+  sim_event *ev = NULL;
+  if (event_free) {
+    ev = event_free;
+    event_free = ev->free_next;
+  } else if (event_slab && event_bump < EVENT_CAP) {
+    ev = &event_slab[event_bump++];
+  }
+  pthread_mutex_unlock(&event_mu);
+  if (!ev) return sim_ret(cudaErrorMemoryAllocation);
+  if (ev->slot_gen != gen) {
+    pthread_mutex_init(&ev->mu, NULL);
+    ev->slot_gen = gen;
+  }
+  pthread_mutex_lock(&ev->mu);
+  ev->gen = gen;
+  ev->flags = flags;
+  ev->device = dev;
+  ev->recorded = ev->captured_in_graph = false;
+  ev->s = NULL;
+  ev->seq = 0;
+  ev->rec_id = 0;
+  ev->t_ns = 0;
+  atomic_store(&ev->state, 1);
+  pthread_mutex_unlock(&ev->mu);
+  *event = (cudaEvent_t)ev;
+  return cudaSuccess;
+}
+
+SIM_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+SIM_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
+  /* A pending record still completes (its rec_id no longer matches once the
+   * slot is reused, so it cannot touch the next event). */
+  pthread_mutex_lock(&ev->mu);
+  atomic_store(&ev->state, 0);
+  ev->rec_id = 0;
+  pthread_mutex_unlock(&ev->mu);
+  pthread_mutex_lock(&event_mu);
+  ev->free_next = event_free;
+  event_free = ev;
+  pthread_mutex_unlock(&event_mu);
+  return cudaSuccess;
+}
+
+static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, int ptds, unsigned flags) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return cudaErrorInvalidResourceHandle;
+  if (flags & ~(unsigned)cudaEventRecordExternal) return cudaErrorInvalidValue;
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve(stream, ptds, &s);
+  if (e) return e;
+  /* Event and stream must belong to the same device (context). */
+  if (ev->device != s->device) return cudaErrorInvalidResourceHandle;
+  int st = sim_sticky(s->device);
+  if (st) return (cudaError_t)st;
+  sim_item *it = sim_item_new(IT_RECORD, 0);
+  if (!it) return cudaErrorMemoryAllocation;
+  it->u.rec.ev = ev;
+  return sim_submit(s, it);
+}
+
+SIM_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  return sim_ret(event_record(event, stream, 0, 0));
+}
+SIM_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  return sim_ret(event_record(event, stream, 1, 0));
+}
+SIM_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  return sim_ret(event_record(event, stream, 0, flags));
+}
+SIM_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  return sim_ret(event_record(event, stream, 1, flags));
+}
+
+/* Copies the captured point of ev. Returns 0 if never recorded. */
+static int event_point(sim_event *ev, sim_stream **s, uint64_t *seq, uint64_t *t_ns) {
+  pthread_mutex_lock(&ev->mu);
+  int rec = ev->recorded;
+  *s = ev->s;
+  *seq = ev->seq;
+  if (t_ns) *t_ns = ev->t_ns;
+  pthread_mutex_unlock(&ev->mu);
+  return rec;
+}
+
+SIM_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
+  int st = sim_sticky(ev->device);
+  if (st) return sim_ret((cudaError_t)st);
+  sim_stream *s;
+  uint64_t seq;
+  if (!event_point(ev, &s, &seq, NULL)) return cudaSuccess;
+  return sim_done_of(s) >= seq ? cudaSuccess : cudaErrorNotReady;
+}
+
+SIM_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
+  sim_stream *s;
+  uint64_t seq;
+  if (event_point(ev, &s, &seq, NULL)) sim_wait_done(s, seq);
+  int st = sim_sticky(ev->device);
+  return st ? sim_ret((cudaError_t)st) : cudaSuccess;
+}
+
+SIM_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  sim_init();
+  if (!ms) return sim_ret(cudaErrorInvalidValue);
+  sim_event *a = sim_event_from_handle(start), *b = sim_event_from_handle(end);
+  if (!a || !b) return sim_ret(cudaErrorInvalidResourceHandle);
+  if ((a->flags | b->flags) & cudaEventDisableTiming) return sim_ret(cudaErrorInvalidResourceHandle);
+  int st = sim_sticky(a->device);
+  if (st) return sim_ret((cudaError_t)st);
+  sim_stream *sa, *sb;
+  uint64_t qa, qb, ta, tb;
+  int ra = event_point(a, &sa, &qa, &ta), rb = event_point(b, &sb, &qb, &tb);
+  if (!ra || !rb) return sim_ret(cudaErrorInvalidResourceHandle);
+  if (sim_done_of(sa) < qa || sim_done_of(sb) < qb) return sim_ret(cudaErrorNotReady);
+  /* The record item sets t_ns before its completion is published. */
+  event_point(a, &sa, &qa, &ta);
+  event_point(b, &sb, &qb, &tb);
+  if (!ta || !tb) return sim_ret(cudaErrorInvalidResourceHandle);
+  *ms = (float)(((double)tb - (double)ta) / 1e6);
+  return cudaSuccess;
+}
+
+static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned flags, int ptds) {
+  sim_init();
+  sim_event *ev = sim_event_from_handle(event);
+  if (!ev) return cudaErrorInvalidResourceHandle;
+  if (flags & ~(unsigned)cudaEventWaitExternal) return cudaErrorInvalidValue;
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve(stream, ptds, &s);
+  if (e) return e;
+  int st = sim_sticky(s->device);
+  if (st) return (cudaError_t)st;
+  pthread_mutex_lock(&ev->mu);
+  bool in_graph = ev->captured_in_graph;
+  pthread_mutex_unlock(&ev->mu);
+  pthread_mutex_lock(&s->mu);
+  bool capturing = s->capture != cudaStreamCaptureStatusNone;
+  pthread_mutex_unlock(&s->mu);
+  /* Joining another stream into a capture (fork/join capture) is not
+   * modelled: refuse it instead of silently mis-ordering. */
+  if (in_graph && !capturing) return cudaErrorStreamCaptureUnsupported;
+  sim_item *it = sim_item_new(IT_WAIT, 0);
+  if (!it) return cudaErrorMemoryAllocation;
+  it->u.wait.ev = ev;
+  return sim_submit(s, it);
+}
+
+SIM_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  return sim_ret(stream_wait_event(stream, event, flags, 0));
+}
+SIM_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  return sim_ret(stream_wait_event(stream, event, flags, 1));
+}
+
