@@ -93,6 +93,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_CUDA(cudaSetDevice(0));
     SC_CUDA(cudaMalloc(&early, N * sizeof(float)));
     SC_CUDA(cudaMemset(early, 0, N * sizeof(float)));
+    SC_CUDA(cudaDeviceSynchronize()); /* cudaMemset is asynchronous on device memory */
     SC_CUDA(cudaSetDevice(rank));
   }
   ncclComm_t comm;
@@ -103,7 +104,9 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   float *a, *b;
   SC_CUDA(cudaMalloc((void **)&a, NR * N * sizeof(float)));
   SC_CUDA(cudaMalloc((void **)&b, NR * N * sizeof(float)));
-  SC_CUDA(cudaMemset(a, 0, NR * N * sizeof(float)));
+  /* zeroed on the communication stream: a plain cudaMemset would run on the
+   * legacy default stream, which does not order the non-blocking stream s */
+  SC_CUDA(cudaMemsetAsync(a, 0, NR * N * sizeof(float), s));
   long bad = 0;
 
   if (is("missing_recv")) {
