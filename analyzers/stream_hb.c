@@ -91,6 +91,9 @@ typedef struct timeline {
   tl_kind kind;
   bool live;      /* handle still maps to this timeline */
   bool capturing; /* inside stream capture: work is recorded, not run */
+  int cap_origin; /* capturing: the timeline whose cudaStreamBeginCapture
+                     started the capture (itself, or the origin a joined
+                     stream was forked from through an event) */
   int device;     /* -1 unknown: matches every device */
   uint32_t thread;/* TL_PER_THREAD: owning host thread */
   void *handle;
@@ -110,6 +113,8 @@ typedef struct sreg_slot {
 typedef struct ev_slot {
   void *handle; /* NULL = empty */
   bool recorded;
+  int cap_origin; /* recorded on a capturing stream: its capture's origin
+                     timeline (a wait on it joins that capture), else 0 */
   uint32_t vc[MAX_TL];
 } ev_slot;
 
@@ -209,6 +214,22 @@ static stack_slot *g_stacks; /* [STACK_RING] */
 static uint32_t g_stack_next;
 static thread_state *g_threads[MAX_THREADS];
 static int g_last_dev[MAX_THREADS];
+
+/* Recent copy/memset destinations (see "Recent copies" below): a fixed ring,
+ * filled even while no range is tracked. g_nring counts live entries (the
+ * fast path reads it lock-free, like g_nranges). */
+typedef struct ring_ent {
+  uintptr_t lo, hi;
+  bool live;
+  access a;
+} ring_ent;
+static ring_ent g_ring[STREAM_HB_COPY_RING];
+static unsigned g_ring_next, g_ring_live;
+static _Atomic unsigned g_nring;
+/* Timelines inside a stream capture (read lock-free: while one captures,
+ * event records and waits are followed even with nothing tracked, so that a
+ * stream joining the capture through an event is known to capture). */
+static _Atomic unsigned g_ncapture;
 
 #define HOST_TL 0
 
@@ -357,10 +378,22 @@ static void enqueue_edges(int s) {
 
 static uint32_t tick(int s) { return ++g_tl[s].vc[s]; }
 
+static void ring_expire(void);
+
 /* The host waits for everything enqueued on the streams of device dev. */
 static void host_join_device(int dev) {
   for (int i = 1; i < g_ntl; i++)
     if (dev_match(g_tl[i].device, dev)) vc_join(g_tl[HOST_TL].vc, g_tl[i].vc);
+  ring_expire();
+}
+
+/* Start or end capturing on timeline s (origin: the capture's origin). */
+static void set_capturing(int s, bool on, int origin) {
+  if (g_tl[s].capturing == on) return;
+  g_tl[s].capturing = on;
+  g_tl[s].cap_origin = on ? origin : 0;
+  if (on) atomic_fetch_add_explicit(&g_ncapture, 1, memory_order_relaxed);
+  else atomic_fetch_sub_explicit(&g_ncapture, 1, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------ */
@@ -509,10 +542,11 @@ static void acc_add(range *r, const access *a, const uint32_t *vc_now);
 /* The range a communication access [lo,hi) uses: an exact match, a new
  * range, or the union of every overlapping range (histories merged; a
  * merged history is conservative, see docs/design.md). */
-static range *range_for_comm(uintptr_t lo, uintptr_t hi) {
+static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh) {
   size_t k = pos_after(lo);
   size_t end = k;
   while (end < g_nr && g_rng[g_order[end]].lo < hi) end++;
+  *fresh = end == k;
   if (end == k) return range_insert(lo, hi);
   if (end == k + 1 && g_rng[g_order[k]].lo == lo && g_rng[g_order[k]].hi == hi)
     return &g_rng[g_order[k]];
@@ -719,7 +753,7 @@ static void describe_acc(char *buf, size_t cap, const access *a) {
 
 static const char *acc_verb(const access *a) {
   if (a->kind == AK_FREE) return "frees";
-  if (a->kind == AK_KERNEL) return "may read and write";
+  if (a->kind == AK_KERNEL) return (a->flags & F_WRITE) ? "may read and write" : "may read";
   if ((a->flags & (F_READ | F_WRITE)) == (F_READ | F_WRITE)) return "reads and writes";
   return (a->flags & F_WRITE) ? "writes" : "reads";
 }
@@ -762,7 +796,7 @@ static void json_side(a2a_json *j, const char *key, const access *a, const tl_sn
 /* What the earlier access was doing, as seen from the later one. */
 static const char *earlier_verb(const access *a) {
   if (a->flags & F_COMM) return (a->flags & F_WRITE) ? "may still be writing" : "may still be reading";
-  if (a->kind == AK_KERNEL) return "may have written";
+  if (a->kind == AK_KERNEL) return (a->flags & F_WRITE) ? "may have written" : "may have read";
   return (a->flags & F_WRITE) ? "wrote" : "read";
 }
 
@@ -962,6 +996,82 @@ static bool span_tracked(uintptr_t lo, uintptr_t hi) {
 }
 
 /* ------------------------------------------------------------------ */
+/* Recent copies.
+ *
+ * Only ranges that communication touched are tracked, so the producer of a
+ * buffer's FIRST communication use is not known - and with a fresh
+ * allocation every step (cudaMallocAsync, a new tensor at a new offset)
+ * every use is a first use. Copies and memsets that do not make the host
+ * wait are the common producers of such buffers (an input uploaded on a
+ * side stream) and they are rare next to kernel launches, so the last
+ * STREAM_HB_COPY_RING destinations are remembered with their timeline and
+ * epoch even while nothing is tracked, and a communication operation that
+ * inserts a new range takes the overlapping ones into its history.
+ *
+ * A remembered epoch is only meaningful if the edges that may order it
+ * before a later operation are followed: while an entry is live the
+ * analyzer follows every event except kernel launches (whose only edges,
+ * the implicit ones of enqueue_edges, are re-applied, more generously, at
+ * the stream's next followed event). An entry dies when the host clock
+ * covers it (every later enqueue is then ordered after it), when its span is
+ * freed or allocated anew, or when newer copies push it out. Kernels are not
+ * remembered: a ring of every launch's pointer words would cost every
+ * launch, the path that must stay at a few nanoseconds. */
+
+static void ring_set_live(unsigned n) {
+  g_ring_live = n;
+  atomic_store_explicit(&g_nring, n, memory_order_relaxed);
+}
+
+static void ring_put(uintptr_t lo, uintptr_t hi, const access *a) {
+  if (hi <= lo) return;
+  ring_ent *e = &g_ring[g_ring_next++ % STREAM_HB_COPY_RING];
+  if (!e->live) ring_set_live(g_ring_live + 1);
+  e->lo = lo;
+  e->hi = hi;
+  e->a = *a;
+  e->live = true;
+}
+
+/* Forget the entries the host clock covers. */
+static void ring_expire(void) {
+  if (!g_ring_live) return;
+  unsigned n = g_ring_live;
+  for (int i = 0; i < STREAM_HB_COPY_RING; i++) {
+    ring_ent *e = &g_ring[i];
+    if (e->live && hb(&e->a, g_tl[HOST_TL].vc)) {
+      e->live = false;
+      n--;
+    }
+  }
+  ring_set_live(n);
+}
+
+/* Forget the entries overlapping [lo,hi) (freed or newly allocated). */
+static void ring_drop_span(uintptr_t lo, uintptr_t hi) {
+  if (!g_ring_live) return;
+  unsigned n = g_ring_live;
+  for (int i = 0; i < STREAM_HB_COPY_RING; i++) {
+    ring_ent *e = &g_ring[i];
+    if (e->live && e->lo < hi && lo < e->hi) {
+      e->live = false;
+      n--;
+    }
+  }
+  ring_set_live(n);
+}
+
+/* A communication access inserted the new range r for [lo,hi): the
+ * remembered copies into it become its history. */
+static void ring_pull(range *r, uintptr_t lo, uintptr_t hi) {
+  if (!g_ring_live) return;
+  for (int i = 0; i < STREAM_HB_COPY_RING; i++) {
+    const ring_ent *e = &g_ring[i];
+    if (e->live && e->lo < hi && lo < e->hi) acc_add(r, &e->a, NULL);
+  }
+}
+
+/* ------------------------------------------------------------------ */
 /* Communication operations */
 
 static thread_state *thread_state_of(uint32_t thread) {
@@ -1040,8 +1150,10 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
                 .kind = AK_COMM, .nops = p->nops, .site = p->site, .what = p->what,
                 .comm = p->comm, .stack = -1};
     a.stack = stack_put(&p->stack, &a.stack_gen);
-    range *r = range_for_comm(p->lo, p->hi);
+    bool fresh;
+    range *r = range_for_comm(p->lo, p->hi, &fresh);
     if (!r) continue;
+    if (fresh) ring_pull(r, p->lo, p->hi);
     pages_mark(r->lo, r->hi);
     unsigned rep = 0;
     bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
@@ -1144,6 +1256,15 @@ static void on_comm_op(const a2a_event *ev) {
 /* ------------------------------------------------------------------ */
 /* Other events (caller holds g_mu unless noted). */
 
+/* Whether r's history holds a communication READ not ordered before vc. */
+static bool comm_read_in_flight(const range *r, const uint32_t *vc) {
+  for (int i = 0; i < r->nacc; i++) {
+    const access *p = &r->acc[i];
+    if ((p->flags & F_COMM) && !(p->flags & F_WRITE) && !hb(p, vc)) return true;
+  }
+  return false;
+}
+
 static void on_launch(const a2a_event *ev, const func_info *f) {
   range *hits[KERNEL_MAX_HITS];
   int nhits = 0;
@@ -1169,49 +1290,69 @@ static void on_launch(const a2a_event *ev, const func_info *f) {
   access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
               .site = ev->callsite, .what = f->name ? f->name : "(unnamed)", .stack = -1};
   unsigned rep = 0;
-  for (int h = 0; h < nhits; h++) access_range(hits[h], &a, true, NULL, &rep);
+  for (int h = 0; h < nhits; h++) {
+    /* Whether a kernel writes what it is passed is unknown here. Reading the
+     * send buffer of an operation in flight is correct (a residual
+     * connection reading the input an asynchronous all-to-all is sending),
+     * so a kernel that overlaps an in-flight operation's READ is presumed
+     * to read only: not reported, and remembered as a read. Overlapping an
+     * in-flight WRITE is reported whatever the kernel does (reading a
+     * receive buffer NCCL may still be writing is the race). */
+    access ah = a;
+    if (comm_read_in_flight(hits[h], g_tl[s].vc)) ah.flags = F_READ;
+    access_range(hits[h], &ah, true, NULL, &rep);
+  }
+}
+
+/* Whether a copy or memset makes the host wait until it is done: the
+ * synchronous variants of D2H/H2D/H2H copies do, D2D copies and memsets do
+ * not (CUDA's "API synchronization behavior"), nor does any *Async call.
+ * Called without g_mu (it may ask the runtime about pointers). */
+static bool copy_host_waits(const a2a_event *ev) {
+  if (ev->u.copy.async || ev->kind == A2A_EV_MEMSET) return false;
+  int k = ev->u.copy.cpykind;
+  if (k == A2A_CPY_D2D) return false;
+  if (k != A2A_CPY_DEFAULT) return true;
+  a2a_ptrinfo a, b;
+  bool dd = a2a_hostsvc->pointer_info(ev->u.copy.dst, &a) == 0 && a.type >= 2 &&
+            a2a_hostsvc->pointer_info(ev->u.copy.src, &b) == 0 && b.type >= 2;
+  return !dd;
 }
 
 /* cudaMemcpy* and cudaMemset*. Synchronous variants run on the default
- * stream (legacy or per-thread); D2H/H2D/H2H copies return only when done
- * (the host joins the stream), D2D copies and memsets do not block the host
- * (CUDA's "API synchronization behavior"). */
-static void on_copy(const a2a_event *ev) {
+ * stream (legacy or per-thread); host_waits: copy_host_waits(ev). A copy
+ * that does not make the host wait also goes into the recent-copy ring
+ * (unless its destination is host memory). */
+static void on_copy(const a2a_event *ev, bool host_waits) {
   bool memset_ = ev->kind == A2A_EV_MEMSET;
   uintptr_t dst = (uintptr_t)ev->u.copy.dst, src = (uintptr_t)ev->u.copy.src;
   size_t n = ev->u.copy.bytes;
   bool touches = span_tracked(dst, dst + n) || (!memset_ && span_tracked(src, src + n));
-  bool sync = !ev->u.copy.async;
-  bool host_waits = false;
-  if (sync && !memset_) {
-    int k = ev->u.copy.cpykind;
-    if (k == A2A_CPY_D2D) host_waits = false;
-    else if (k == A2A_CPY_DEFAULT) {
-      a2a_ptrinfo a, b;
-      bool dd = a2a_hostsvc->pointer_info(ev->u.copy.dst, &a) == 0 && a.type >= 2 &&
-                a2a_hostsvc->pointer_info(ev->u.copy.src, &b) == 0 && b.type >= 2;
-      host_waits = !dd;
-    } else host_waits = true;
-  }
-  if (!touches && !host_waits) return;
+  bool remember = !host_waits && dst && n && (memset_ || ev->u.copy.cpykind != A2A_CPY_D2H);
+  if (!touches && !host_waits && !remember) return;
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return;
   enqueue_edges(s);
-  if (touches) {
+  if (touches || remember) {
     access a = {.clk = tick(s), .tl = (uint16_t)s, .site = ev->callsite, .stack = -1,
                 .what = ev->api ? ev->api : (memset_ ? "cudaMemset" : "cudaMemcpy"),
                 .kind = host_waits ? AK_HOSTCOPY : (memset_ ? AK_MEMSET : AK_MEMCPY)};
-    if (!memset_) {
+    if (touches && !memset_) {
       a.flags = F_READ;
       access_span(src, src + n, &a);
     }
     a.flags = F_WRITE;
-    access_span(dst, dst + n, &a);
+    if (touches) access_span(dst, dst + n, &a);
+    if (remember) ring_put(dst, dst + n, &a);
   }
-  if (host_waits) vc_join(g_tl[HOST_TL].vc, g_tl[s].vc);
+  if (host_waits) {
+    vc_join(g_tl[HOST_TL].vc, g_tl[s].vc);
+    ring_expire();
+  }
 }
 
 static void drop_span(uintptr_t lo, uintptr_t hi) {
+  ring_drop_span(lo, hi);
   size_t k = pos_after(lo);
   while (k < g_nr && g_rng[g_order[k]].lo < hi) order_remove_at(k);
   atomic_store(&g_nranges, g_nr);
@@ -1293,6 +1434,10 @@ static int hb_init(void) {
       g_last_dev[i] = 0;
     }
     atomic_store(&g_nranges, 0);
+    memset(g_ring, 0, sizeof g_ring);
+    g_ring_next = 0;
+    ring_set_live(0);
+    atomic_store(&g_ncapture, 0);
     atomic_store(&g_disabled, false);
   }
   pthread_mutex_unlock(&g_mu);
@@ -1363,11 +1508,21 @@ static void hb_on_event(const a2a_event *ev) {
   case A2A_EV_GRAPH_CAPTURE_BEGIN:
   case A2A_EV_GRAPH_CAPTURE_END: {
     /* While a stream captures, its work is recorded into a graph, not run:
-     * its accesses and edges are ignored (graph launches are coarse). */
+     * its accesses and edges are ignored (graph launches are coarse). So is
+     * the work of every stream that joined the capture by waiting on an
+     * event recorded in it (PyTorch's NCCL stream inside torch.cuda.graph);
+     * the capture ends for all of them at the origin's cudaStreamEndCapture
+     * (CUDA requires them to have rejoined the origin by then). */
     if (!ok_result(ev)) return;
     pthread_mutex_lock(&g_mu);
     int s = tl_of_ev(ev);
-    if (s >= 0) g_tl[s].capturing = ev->kind == A2A_EV_GRAPH_CAPTURE_BEGIN;
+    if (s >= 0 && ev->kind == A2A_EV_GRAPH_CAPTURE_BEGIN) {
+      set_capturing(s, true, s);
+    } else if (s >= 0) {
+      int origin = g_tl[s].capturing ? g_tl[s].cap_origin : s;
+      for (int i = 1; i < g_ntl; i++)
+        if (g_tl[i].capturing && g_tl[i].cap_origin == origin) set_capturing(i, false, 0);
+    }
     pthread_mutex_unlock(&g_mu);
     return;
   }
@@ -1380,10 +1535,25 @@ static void hb_on_event(const a2a_event *ev) {
   default: break;
   }
 
-  /* ---- the rest matters only while ranges are tracked ---- */
-  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0) return;
+  /* ---- the rest matters only while ranges are tracked, recent copies
+   * are remembered or a capture is open; kernel launches only while
+   * ranges are tracked (see "Recent copies") ---- */
+  bool tracked = atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0;
+  if (ev->kind == A2A_EV_LAUNCH && !tracked) return;
+  bool active = tracked || atomic_load_explicit(&g_nring, memory_order_relaxed) != 0 ||
+                atomic_load_explicit(&g_ncapture, memory_order_relaxed) != 0;
+  if (!active && ev->kind != A2A_EV_MEMCPY && ev->kind != A2A_EV_MEMSET) return;
   if (!ok_result(ev)) return;
   report_q q;
+  if (ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) {
+    /* Inactive: only a copy that the ring would remember costs the lock. */
+    bool host_waits = copy_host_waits(ev);
+    if (!active && host_waits) return;
+    hb_lock(&q);
+    on_copy(ev, host_waits);
+    hb_unlock(&q);
+    return;
+  }
   if (ev->kind == A2A_EV_LAUNCH) {
     /* The hot path: layout from the lock-free cache, parameter words
      * against the page filter, the lock only when a word may hit. */
@@ -1397,30 +1567,40 @@ static void hb_on_event(const a2a_event *ev) {
   }
   hb_lock(&q);
   switch (ev->kind) {
-  case A2A_EV_MEMCPY:
-  case A2A_EV_MEMSET: on_copy(ev); break;
   case A2A_EV_FREE: on_free(ev); break;
   case A2A_EV_ALLOC: {
     /* A new allocation over a tracked range means we missed its free. */
     uintptr_t p = (uintptr_t)ev->u.mem.ptr;
+    /* (drop_span also forgets remembered copies into the old block.) */
     if (p && ev->u.mem.mem != A2A_MEM_HOST_PINNED) drop_span(p, p + (ev->u.mem.size ? ev->u.mem.size : 1));
     break;
   }
   case A2A_EV_EVENT_RECORD: {
     int s = tl_of_ev(ev);
-    if (s < 0 || g_tl[s].capturing) break;
-    enqueue_edges(s);
+    if (s < 0) break;
     ev_slot *e = ev_find(ev->u.event.event, true);
+    if (g_tl[s].capturing) {
+      /* A graph node, not a completion point: the eager clock (if any) is
+       * kept; a stream waiting on it joins the capture. */
+      if (e) e->cap_origin = g_tl[s].cap_origin;
+      break;
+    }
+    enqueue_edges(s);
     if (!e) break;
     memcpy(e->vc, g_tl[s].vc, sizeof e->vc);
     e->recorded = true;
+    e->cap_origin = 0;
     break;
   }
   case A2A_EV_STREAM_WAIT_EVENT: {
     int s = tl_of_ev(ev);
     if (s < 0 || g_tl[s].capturing) break;
-    enqueue_edges(s);
     ev_slot *e = ev_find(ev->u.event.event, false);
+    if (e && e->cap_origin && g_tl[e->cap_origin].capturing) {
+      set_capturing(s, true, e->cap_origin); /* forked into the capture */
+      break;
+    }
+    enqueue_edges(s);
     if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
     break;
   }
@@ -1428,6 +1608,7 @@ static void hb_on_event(const a2a_event *ev) {
   case A2A_EV_EVENT_QUERY: { /* ok_result: query returned cudaSuccess */
     ev_slot *e = ev_find(ev->u.event.event, false);
     if (e && e->recorded) vc_join(g_tl[HOST_TL].vc, e->vc);
+    ring_expire();
     break;
   }
   case A2A_EV_STREAM_SYNC:
@@ -1438,6 +1619,7 @@ static void hb_on_event(const a2a_event *ev) {
      * streams' earlier work it is ordered after. */
     if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
     vc_join(g_tl[HOST_TL].vc, g_tl[s].vc);
+    ring_expire();
     break;
   }
   case A2A_EV_DEVICE_SYNC: host_join_device(dev_of(ev)); break;
@@ -1464,6 +1646,8 @@ static void hb_after_fork_child(void) {
 }
 
 size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
+
+size_t stream_hb_copy_ring_count(void) { return atomic_load(&g_nring); }
 
 const a2a_analyzer a2a_analyzer_stream_hb = {
     .name = "stream_hb",

@@ -26,9 +26,17 @@
  * threads with an index past STREAM_HB_MAX_THREADS are not tracked (whether
  * they are inside a group is unknown). */
 #define STREAM_HB_MAX_PENDING 128
+/* Destinations of the most recent cudaMemcpy*(Async)/cudaMemset*(Async)
+ * calls that do not make the host wait, remembered even while no range is
+ * tracked (a fixed ring: older ones are forgotten, which can only hide a
+ * race). A communication operation that first touches a range consults
+ * them: the producer of a fresh buffer is then known. */
+#define STREAM_HB_COPY_RING 64
 #define STREAM_HB_MAX_THREADS 256
 
 /* Number of buffer ranges currently tracked (tests, summaries). */
 size_t stream_hb_range_count(void);
+/* Number of live entries in the recent-copy ring (tests). */
+size_t stream_hb_copy_ring_count(void);
 
 #endif

@@ -4,8 +4,10 @@
  * Two ranks. Each step a producer fills the send buffer on the compute
  * stream, the communication stream waits for it and runs an all-to-all.
  * Then the application drops the send tensor and the caching allocator
- * hands the same block to a new tensor on the compute stream, which a
- * kernel overwrites at once. The buggy version does not wait for the
+ * hands the same block to a new tensor on the compute stream, which is
+ * cleared at once (torch.zeros: cudaMemsetAsync). (A kernel overwriting it would not be reported: a
+ * kernel on an in-flight send buffer is presumed to read it, see
+ * docs/checks.md, stream.free-in-flight.) The buggy version does not wait for the
  * operation (no record_stream): the communication stream is slowed down, so
  * NCCL sends the overwritten block and the peers receive garbage. `fixed`
  * does what the allocator does for a block recorded on another stream: it
@@ -57,7 +59,7 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
       SE_CUDA(q);
     }
     float *tensor_b = block;
-    se_fill(comp, tensor_b, nranks * N, -1.0f);
+    SE_CUDA(cudaMemsetAsync(tensor_b, 0, bytes, comp));
     SE_CUDA(cudaStreamSynchronize(comm_s));
     SE_CUDA(cudaStreamSynchronize(comp));
     SE_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));

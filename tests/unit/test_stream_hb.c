@@ -724,6 +724,226 @@ START_TEST(grouped_alltoall_merges_chunks_and_applies_at_group_end) {
 }
 END_TEST
 
+/* ---------------- recent copies (fresh buffers) ---------------- */
+
+static void *const S_UP = (void *)0x5400; /* upload stream */
+
+static void alloc_async(uintptr_t p, size_t size, void *s) {
+  a2a_event ev = ev_make(A2A_EV_ALLOC);
+  ev.api = "cudaMallocAsync";
+  ev.stream = s;
+  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
+  ev.u.mem.size = size;
+  ev.u.mem.async = 1;
+  ev_pre(&ev);
+  ev.u.mem.ptr = (void *)p;
+  ev_post(&ev, 0);
+}
+
+static void free_async(uintptr_t p, void *s) {
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.api = "cudaFreeAsync";
+  ev.stream = s;
+  ev.u.mem.ptr = (void *)p;
+  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
+  ev.u.mem.async = 1;
+  ev_dispatch(&ev, 0);
+}
+
+/* QA finding F6: a fresh cudaMallocAsync block per step, uploaded on a side
+ * stream, all-reduced on the communication stream without an event edge.
+ * Nothing is tracked before the operation: the upload is known only
+ * through the recent-copy ring. */
+START_TEST(fresh_block_upload_without_edge_fires) {
+  setup();
+  uintptr_t blk = 0x80000000;
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  for (int step = 0; step < 3; step++) {
+    alloc_async(blk, NBYTES, S_COMM);
+    stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+    memop(A2A_EV_MEMCPY, (void *)blk, (void *)0x1234, NBYTES, A2A_CPY_H2D, 1, S_UP);
+    allreduce_on(S_COMM, (void *)blk, RECVBUF, NBYTES / 4);
+    ck_assert_int_eq(collector_count("stream.unsynced-input"), step + 1);
+    stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+    stream_ev(A2A_EV_STREAM_SYNC, S_UP, 0);
+    free_async(blk, S_COMM);
+    stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  }
+  ck_assert_int_eq(stream_findings(), 3);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_nonnull(strstr(c->message, "cudaMemcpyAsync"));
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclAllReduce"));
+}
+END_TEST
+
+START_TEST(fresh_block_upload_with_edge_is_ordered) {
+  setup();
+  uintptr_t blk = 0x80000000;
+  void *up_done = (void *)0xe7;
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  for (int step = 0; step < 3; step++) {
+    alloc_async(blk, NBYTES, S_COMM);
+    memop(A2A_EV_MEMCPY, (void *)blk, (void *)0x1234, NBYTES, A2A_CPY_H2D, 1, S_UP);
+    event_ev(A2A_EV_EVENT_RECORD, up_done, S_UP, 0);
+    event_ev(A2A_EV_STREAM_WAIT_EVENT, up_done, S_COMM, 0);
+    allreduce_on(S_COMM, (void *)blk, RECVBUF, NBYTES / 4);
+    free_async(blk, S_COMM);
+  }
+  /* Same stream, and a host synchronization, order it too. */
+  alloc_async(blk, NBYTES, S_COMM);
+  memop(A2A_EV_MEMSET, (void *)blk, NULL, NBYTES, 0, 1, S_COMM);
+  allreduce_on(S_COMM, (void *)blk, RECVBUF, NBYTES / 4);
+  free_async(blk, S_COMM);
+  alloc_async(blk, NBYTES, S_COMM);
+  memop(A2A_EV_MEMCPY, (void *)blk, (void *)0x1234, NBYTES, A2A_CPY_H2D, 1, S_UP);
+  stream_ev(A2A_EV_STREAM_SYNC, S_UP, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0); /* the host covers it */
+  allreduce_on(S_COMM, (void *)blk, RECVBUF, NBYTES / 4);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+/* The ring is consulted only by a range's first communication use, and
+ * forgets what a new allocation (or a free) replaces; host-waiting copies
+ * and copies to host memory are not remembered. */
+START_TEST(copy_ring_lifetime) {
+  setup();
+  uintptr_t blk = 0x80000000;
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  memop(A2A_EV_MEMCPY, (void *)blk, (void *)0x1234, NBYTES, A2A_CPY_H2D, 0, NULL); /* sync */
+  memop(A2A_EV_MEMCPY, (void *)0x1234, (void *)blk, NBYTES, A2A_CPY_D2H, 1, S_UP);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
+  memop(A2A_EV_MEMCPY, (void *)blk, (void *)0x1234, NBYTES, A2A_CPY_H2D, 1, S_UP);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 1);
+  alloc_async(blk, NBYTES, S_COMM); /* the old block's contents are gone */
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
+  allreduce_on(S_COMM, (void *)blk, RECVBUF, NBYTES / 4);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* A copy that only partly overlaps a new range still counts; a
+   * synchronous memset does not make the host wait. */
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  uintptr_t other = 0x81000000;
+  memop(A2A_EV_MEMSET, (void *)(other - 64), NULL, 128, 0, 0, NULL);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 1);
+  send_on(S_COMM, (void *)other, 256, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  /* Many more copies than the ring holds: the oldest are forgotten. */
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  for (uintptr_t i = 0; i <= STREAM_HB_COPY_RING; i++)
+    memop(A2A_EV_MEMCPY, (void *)(0x82000000 + i * 0x1000), (void *)0x1234, 64, A2A_CPY_H2D, 1,
+          S_UP);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), STREAM_HB_COPY_RING);
+  send_on(S_COMM, (void *)0x82000000, 16, (void *)0x4001); /* pushed out */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  send_on(S_COMM, (void *)(0x82000000 + STREAM_HB_COPY_RING * 0x1000), 16, (void *)0x4002);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+}
+END_TEST
+
+/* ---------------- kernels on an in-flight send buffer ---------------- */
+
+/* A residual connection reads the MoE input on the compute stream while an
+ * asynchronous all-to-all sends it: correct, and not reported (whether a
+ * kernel writes is unknown at the CUDA boundary). Rewriting it by memset or
+ * memcpy, freeing it, or touching the receive buffer is still reported. */
+START_TEST(kernel_on_send_buffer_in_flight_is_not_reported) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *prod = (void *)0xe8, *done = (void *)0xe9;
+  for (int step = 0; step < 3; step++) {
+    launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* producer */
+    event_ev(A2A_EV_EVENT_RECORD, prod, S_COMP, 0);
+    event_ev(A2A_EV_STREAM_WAIT_EVENT, prod, S_COMM, 0);
+    coll_on(S_COMM, A2A_COLL_ALLTOALL, SENDBUF, RECVBUF, 256, -1);
+    launch_fill(S_COMP, SENDBUF, (void *)0x3001);        /* residual reads x */
+    launch_struct(S_COMP, (char *)SENDBUF + 128);         /* a view of x */
+    event_ev(A2A_EV_EVENT_RECORD, done, S_COMM, 0);
+    event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMP, 0); /* work.wait() */
+    launch_fill(S_COMP, RECVBUF, (void *)0x3002);        /* consumer */
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  /* The presumed reader does not make the next send of the same buffer an
+   * unsynced input either. */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3003);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4001);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* (Receiving into RECVBUF again here would be a real race with the
+   * consumer 0x3002 still reading it: stream.unsynced-input.) */
+  coll_on(S_COMM, A2A_COLL_ALLTOALL, SENDBUF, RECVBUF, 256, -1);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  /* ...but the receive buffer is a race for any kernel. */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3004);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-output")->message, "kernel fill"));
+  /* A memset of the in-flight send buffer is a rewrite. */
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(stream_findings(), 3);
+}
+END_TEST
+
+START_TEST(kernel_on_in_place_buffer_in_flight_fires) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  allreduce_on(S_COMM, RECVBUF, RECVBUF, NBYTES / 4); /* reads and writes it */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+START_TEST(free_of_send_buffer_in_flight_after_reader_kernel_fires) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* presumed reader: silent */
+  ck_assert_int_eq(stream_findings(), 0);
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.api = "cudaFreeAsync";
+  ev.stream = S_COMP;
+  ev.u.mem.ptr = (void *)SEG;
+  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
+  ev.u.mem.async = 1;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* ---------------- graphs: streams joining a capture ---------------- */
+
+/* torch.cuda.graph with an asynchronous collective inside: the NCCL stream
+ * joins the capture by waiting on an event recorded in the capturing
+ * stream. Its operation is a graph node, not a running operation: eager
+ * work afterwards is not racing with it. */
+START_TEST(stream_joining_a_capture_is_capturing) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_COMP, NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  void *fork_ev = (void *)0xea, *join_ev = (void *)0xeb;
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_COMP, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, fork_ev, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, fork_ev, S_COMM, 0);
+  allreduce_on(S_COMM, SENDBUF, RECVBUF, NBYTES / 4);
+  event_ev(A2A_EV_EVENT_RECORD, join_ev, S_COMM, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, join_ev, S_COMP, 0);
+  stream_ev(A2A_EV_GRAPH_CAPTURE_END, S_COMP, 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 0); /* nothing ran */
+  launch_fill(S_OTHER, RECVBUF, (void *)0x3001);
+  /* After the capture both streams run eagerly again. */
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_OTHER, RECVBUF, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
 START_TEST(untracked_launches_are_ignored) {
   setup();
   stream_create(S_COMP, NONBLOCKING);
@@ -784,6 +1004,47 @@ START_TEST(untracked_launch_is_cheap) {
   fprintf(stderr, "stream_hb: launch with ranges tracked (hit) %.1f ns\n",
           (now_s() - t0) * 1e9 / (n / 10));
   ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+/* An asynchronous copy with nothing tracked costs the ring: one lock, a
+ * timeline clock tick and a 64-slot write. Bounded loosely, reported. */
+START_TEST(untracked_copy_cost) {
+  setup();
+  extern const a2a_analyzer a2a_analyzer_stream_hb;
+  stream_create(S_UP, NONBLOCKING);
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpyAsync";
+  ev.stream = S_UP;
+  ev.u.copy.dst = (void *)0x80000000;
+  ev.u.copy.src = (void *)0x1234;
+  ev.u.copy.bytes = ev.u.copy.width = 4096;
+  ev.u.copy.height = 1;
+  ev.u.copy.cpykind = A2A_CPY_H2D;
+  ev.u.copy.async = 1;
+  ev.phase = A2A_POST;
+  const int n = 200000;
+  double t0 = now_s();
+  for (int i = 0; i < n; i++) a2a_analyzer_stream_hb.on_event(&ev);
+  double ns = (now_s() - t0) * 1e9 / n;
+  fprintf(stderr, "stream_hb: asynchronous copy, nothing tracked %.1f ns\n", ns);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), STREAM_HB_COPY_RING);
+  /* A synchronous host-waiting copy stays on the fast path once the host
+   * has caught up. */
+  stream_ev(A2A_EV_STREAM_SYNC, S_UP, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
+  ev.u.copy.async = 0;
+  t0 = now_s();
+  for (int i = 0; i < n; i++) a2a_analyzer_stream_hb.on_event(&ev);
+  double ns_sync = (now_s() - t0) * 1e9 / n;
+  fprintf(stderr, "stream_hb: synchronous H2D copy, nothing tracked %.1f ns\n", ns_sync);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  ck_assert_double_lt(ns, 20000.0);
+#else
+  ck_assert_double_lt(ns, 2000.0);
+  ck_assert_double_lt(ns_sync, 100.0);
+#endif
 }
 END_TEST
 
@@ -955,12 +1216,20 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
+  tcase_add_test(tc, fresh_block_upload_without_edge_fires);
+  tcase_add_test(tc, fresh_block_upload_with_edge_is_ordered);
+  tcase_add_test(tc, copy_ring_lifetime);
+  tcase_add_test(tc, kernel_on_send_buffer_in_flight_is_not_reported);
+  tcase_add_test(tc, kernel_on_in_place_buffer_in_flight_fires);
+  tcase_add_test(tc, free_of_send_buffer_in_flight_after_reader_kernel_fires);
+  tcase_add_test(tc, stream_joining_a_capture_is_capturing);
   tcase_add_test(tc, untracked_launches_are_ignored);
   tcase_add_test(tc, many_streams_created_up_front);
   tcase_add_test(tc, threads_drive_pipelines_concurrently);
   tcase_add_test(tc, too_many_streams_disables_the_analyzer);
   tcase_add_test(tc, check_can_be_disabled);
   tcase_add_test(tc, untracked_launch_is_cheap);
+  tcase_add_test(tc, untracked_copy_cost);
   suite_add_tcase(s, tc);
   return s;
 }
