@@ -242,6 +242,316 @@ bool a2a_rt_dwarf_lookup(const a2a_rt_dwarf *d, uint64_t addr, const char **file
   return false;
 }
 
+/* ==================================================================== */
+/* Inlined functions: .debug_info walk.                                  */
+/*                                                                       */
+/* For an address, find the compile unit's subprogram DIE whose ranges   */
+/* contain it and the chain of DW_TAG_inlined_subroutine DIEs below it   */
+/* that contain it too; report their names (through abstract_origin /    */
+/* specification) and call sites (DW_AT_call_file/line, file names from  */
+/* the unit's line table). Forms that need sections we do not read       */
+/* (.debug_addr, .debug_str_offsets, rnglistx) end the lookup.           */
+/* ==================================================================== */
+
+enum {
+  F_addr = 0x01, F_flag = 0x0c, F_sdata = 0x0d, F_ref_addr = 0x10, F_ref1 = 0x11,
+  F_ref2 = 0x12, F_ref4 = 0x13, F_ref8 = 0x14, F_ref_udata = 0x15, F_indirect = 0x16,
+  F_sec_offset = 0x17, F_exprloc = 0x18, F_flag_present = 0x19, F_ref_sig8 = 0x20,
+  F_block1 = 0x0a, F_block2 = 0x03, F_block4 = 0x04, F_implicit_const = 0x21,
+  F_strp_sup = 0x1d, F_ref_sup4 = 0x1c, F_ref_sup8 = 0x24, F_addrx = 0x1b,
+  F_addrx1 = 0x29, F_addrx2 = 0x2a, F_addrx3 = 0x2b, F_addrx4 = 0x2c, F_strx3 = 0x27,
+  F_loclistx = 0x22, F_rnglistx = 0x23, F_GNU_ref_alt = 0x1f20, F_GNU_strp_alt = 0x1f21,
+};
+
+enum {
+  AT_name = 0x03, AT_low_pc = 0x11, AT_high_pc = 0x12, AT_stmt_list = 0x10,
+  AT_ranges = 0x55, AT_abstract_origin = 0x31, AT_specification = 0x47,
+  AT_linkage_name = 0x6e, AT_MIPS_linkage_name = 0x2007, AT_call_file = 0x58,
+  AT_call_line = 0x59,
+};
+enum { TAG_subprogram = 0x2e, TAG_inlined = 0x1d };
+
+typedef struct unit {
+  const uint8_t *start, *end;   /* the unit, header included */
+  const uint8_t *dies;          /* first DIE */
+  const uint8_t *abbrev;        /* its abbreviation table */
+  int version, offsz;
+} unit;
+
+typedef struct die {
+  unsigned tag;
+  bool children;
+  uint64_t low, high;           /* high: end address (exclusive) */
+  bool has_low, high_is_len, has_high;
+  int64_t ranges;               /* section offset, -1 none */
+  int64_t origin;               /* unit-relative DIE offset, -1 none */
+  const char *name;
+  uint64_t call_file, call_line;
+  uint64_t stmt_list;
+  bool has_stmt_list;
+} die;
+
+/* Position of abbreviation `code` in the table (attribute specs follow). */
+static const uint8_t *find_abbrev(const a2a_rt_dwarf *d, const uint8_t *table, uint64_t code,
+                                  unsigned *tag, bool *children) {
+  cur c = {table, d->abbrev + d->abbrev_size, false};
+  for (int guard = 0; guard < 100000 && !c.bad; guard++) {
+    uint64_t k = uleb(&c);
+    if (k == 0) return NULL;
+    unsigned t = (unsigned)uleb(&c);
+    bool ch = rd(&c, 1) != 0;
+    if (k == code) {
+      *tag = t, *children = ch;
+      return c.bad ? NULL : c.p;
+    }
+    for (;;) {   /* skip the attribute specs */
+      uint64_t at = uleb(&c), form = uleb(&c);
+      if (form == F_implicit_const) sleb(&c);
+      if (c.bad || (at == 0 && form == 0)) break;
+    }
+  }
+  return NULL;
+}
+
+/* Read one attribute value of `form`; numbers in *v, strings in *s. Returns
+ * false on a form it cannot read. */
+static bool attr_value(cur *c, uint64_t form, int64_t implicit, const unit *u,
+                       const a2a_rt_dwarf *d, uint64_t *v, const char **s) {
+  *v = 0, *s = NULL;
+  for (int depth = 0; depth < 4; depth++) {
+    switch (form) {
+    case F_addr: *v = rd(c, 8); return !c->bad;
+    case F_data1: case F_ref1: case F_flag: *v = rd(c, 1); return !c->bad;
+    case F_data2: case F_ref2: *v = rd(c, 2); return !c->bad;
+    case F_data4: case F_ref4: case F_ref_sup4: *v = rd(c, 4); return !c->bad;
+    case F_data8: case F_ref8: case F_ref_sig8: case F_ref_sup8: *v = rd(c, 8); return !c->bad;
+    case F_data16: rd(c, 8); rd(c, 8); return !c->bad;
+    case F_sdata: *v = (uint64_t)sleb(c); return !c->bad;
+    case F_udata: case F_ref_udata: *v = uleb(c); return !c->bad;
+    case F_string: *s = cstr(c); return !c->bad;
+    case F_strp: *s = str_at(d->str, d->str_size, rd(c, u->offsz), c); return !c->bad;
+    case F_line_strp: *s = str_at(d->line_str, d->line_str_size, rd(c, u->offsz), c); return !c->bad;
+    case F_ref_addr: *v = rd(c, u->version <= 2 ? 8 : u->offsz); return !c->bad;
+    case F_sec_offset: case F_strp_sup: case F_GNU_ref_alt: case F_GNU_strp_alt:
+      *v = rd(c, u->offsz); return !c->bad;
+    case F_flag_present: *v = 1; return true;
+    case F_implicit_const: *v = (uint64_t)implicit; return true;
+    case F_exprloc: case F_block: {
+      uint64_t n = uleb(c);
+      if (c->bad || n > (uint64_t)(c->end - c->p)) return false;
+      c->p += n;
+      return true;
+    }
+    case F_block1: case F_block2: case F_block4: {
+      uint64_t n = rd(c, form == F_block1 ? 1 : form == F_block2 ? 2 : 4);
+      if (c->bad || n > (uint64_t)(c->end - c->p)) return false;
+      c->p += n;
+      return true;
+    }
+    case F_strx: case F_addrx: case F_loclistx: case F_rnglistx: uleb(c); *v = UINT64_MAX; return !c->bad;
+    case F_strx1: case F_addrx1: rd(c, 1); *v = UINT64_MAX; return !c->bad;
+    case F_strx2: case F_addrx2: rd(c, 2); *v = UINT64_MAX; return !c->bad;
+    case F_strx3: case F_addrx3: rd(c, 3); *v = UINT64_MAX; return !c->bad;
+    case F_strx4: case F_addrx4: rd(c, 4); *v = UINT64_MAX; return !c->bad;
+    case F_indirect: form = uleb(c); continue;
+    default: return false;
+    }
+  }
+  return false;
+}
+
+/* Parse the DIE at c->p (abbrev code first). Returns false at the end of a
+ * sibling list (code 0, *null set) or on error (*null clear). */
+static bool read_die(cur *c, const unit *u, const a2a_rt_dwarf *d, die *out, bool *null) {
+  *null = false;
+  memset(out, 0, sizeof *out);
+  out->ranges = out->origin = -1;
+  uint64_t code = uleb(c);
+  if (c->bad) return false;
+  if (code == 0) {
+    *null = true;
+    return false;
+  }
+  const uint8_t *spec = find_abbrev(d, u->abbrev, code, &out->tag, &out->children);
+  if (!spec) return false;
+  cur a = {spec, d->abbrev + d->abbrev_size, false};
+  for (int guard = 0; guard < 256; guard++) {
+    uint64_t at = uleb(&a), form = uleb(&a);
+    int64_t implicit = form == F_implicit_const ? sleb(&a) : 0;
+    if (a.bad) return false;
+    if (at == 0 && form == 0) return true;
+    uint64_t v;
+    const char *s;
+    if (!attr_value(c, form, implicit, u, d, &v, &s)) return false;
+    bool ref = form == F_ref1 || form == F_ref2 || form == F_ref4 || form == F_ref8 ||
+               form == F_ref_udata;
+    switch (at) {
+    case AT_name: if (s) out->name = s; break;
+    case AT_linkage_name: case AT_MIPS_linkage_name:
+      if (s && !out->name) out->name = s;
+      break;
+    case AT_low_pc: out->low = v, out->has_low = form == F_addr; break;
+    case AT_high_pc:
+      out->high = v, out->has_high = v != UINT64_MAX, out->high_is_len = form != F_addr;
+      break;
+    case AT_ranges: out->ranges = form == F_sec_offset ? (int64_t)v : -2; break;
+    case AT_abstract_origin: case AT_specification:
+      if (ref && v < (uint64_t)(u->end - u->start)) out->origin = (int64_t)v;
+      break;
+    case AT_call_file: out->call_file = v; break;
+    case AT_call_line: out->call_line = v; break;
+    case AT_stmt_list: out->stmt_list = v, out->has_stmt_list = true; break;
+    default: break;
+    }
+  }
+  return false;
+}
+
+/* Whether addr lies in the DIE's ranges; base is the unit's base address. */
+static bool die_contains(const die *e, uint64_t addr, uint64_t base, const unit *u,
+                         const a2a_rt_dwarf *d) {
+  if (e->has_low && e->has_high) {
+    uint64_t hi = e->high_is_len ? e->low + e->high : e->high;
+    return e->low <= addr && addr < hi;
+  }
+  if (e->ranges < 0) return false;
+  if (u->version >= 5) {
+    if (!d->rnglists || (uint64_t)e->ranges >= d->rnglists_size) return false;
+    cur c = {d->rnglists + e->ranges, d->rnglists + d->rnglists_size, false};
+    for (int guard = 0; guard < 100000 && !c.bad; guard++) {
+      unsigned k = (unsigned)rd(&c, 1);
+      uint64_t a, b;
+      switch (k) {
+      case 0: return false;                                      /* end_of_list */
+      case 4: a = uleb(&c), b = uleb(&c); a += base, b += base; break;   /* offset_pair */
+      case 5: base = rd(&c, 8); continue;                        /* base_address */
+      case 6: a = rd(&c, 8), b = rd(&c, 8); break;               /* start_end */
+      case 7: a = rd(&c, 8), b = a + uleb(&c); break;            /* start_length */
+      default: return false;   /* the x forms need .debug_addr */
+      }
+      if (!c.bad && a <= addr && addr < b) return true;
+    }
+    return false;
+  }
+  if (!d->ranges || (uint64_t)e->ranges >= d->ranges_size) return false;
+  cur c = {d->ranges + e->ranges, d->ranges + d->ranges_size, false};
+  for (int guard = 0; guard < 100000 && !c.bad; guard++) {
+    uint64_t a = rd(&c, 8), b = rd(&c, 8);
+    if (c.bad || (a == 0 && b == 0)) return false;
+    if (a == UINT64_MAX) {
+      base = b;
+      continue;
+    }
+    if (a + base <= addr && addr < b + base) return true;
+  }
+  return false;
+}
+
+/* The name of the DIE at unit offset off, following abstract_origin and
+ * specification references (bounded). */
+static const char *die_name(const unit *u, const a2a_rt_dwarf *d, int64_t off) {
+  for (int hop = 0; hop < 4 && off >= 0; hop++) {
+    cur c = {u->start + off, u->end, false};
+    die e;
+    bool null;
+    if (!read_die(&c, u, d, &e, &null)) return NULL;
+    if (e.name) return e.name;
+    off = e.origin;
+  }
+  return NULL;
+}
+
+static bool read_unit(cur *c, const a2a_rt_dwarf *d, unit *u) {
+  u->start = c->p;
+  uint64_t len = rd(c, 4);
+  u->offsz = 4;
+  if (len == 0xffffffffu) len = rd(c, 8), u->offsz = 8;
+  if (c->bad || len > (uint64_t)(c->end - c->p)) return false;
+  u->end = c->p + len;
+  cur h = {c->p, u->end, false};
+  c->p = u->end;
+  u->version = (int)rd(&h, 2);
+  uint64_t abbrev_off;
+  if (u->version >= 5) {
+    unsigned type = (unsigned)rd(&h, 1);
+    if (rd(&h, 1) != 8) return false;
+    abbrev_off = rd(&h, u->offsz);
+    if (type != 1 && type != 3) return false;   /* compile / partial units only */
+  } else if (u->version >= 2) {
+    abbrev_off = rd(&h, u->offsz);
+    if (rd(&h, 1) != 8) return false;
+  } else {
+    return false;
+  }
+  if (h.bad || abbrev_off >= d->abbrev_size) return false;
+  u->abbrev = d->abbrev + abbrev_off;
+  u->dies = h.p;
+  return true;
+}
+
+int a2a_rt_dwarf_inlines(const a2a_rt_dwarf *d, uint64_t addr, a2a_rt_inline *out, int max) {
+  if (!d->info || !d->abbrev) return 0;
+  cur uc = {d->info, d->info + d->info_size, false};
+  while (uc.p < uc.end && !uc.bad) {
+    unit u;
+    if (!read_unit(&uc, d, &u)) return 0;
+    cur c = {u.dies, u.end, false};
+    die cu;
+    bool null;
+    if (!read_die(&c, &u, d, &cu, &null) || cu.tag == 0) continue;
+    uint64_t base = cu.has_low ? cu.low : 0;
+    /* Does this unit cover addr? Units without ranges are walked anyway. */
+    if ((cu.has_low && cu.has_high) || cu.ranges >= 0) {
+      if (!die_contains(&cu, addr, base, &u, d)) continue;
+    }
+    if (!cu.children) continue;
+    /* Walk the unit's DIEs; chain[] holds the DIEs containing addr, by
+     * depth (the subprogram, then the inlined calls nested in it). */
+    struct { int depth; die e; } chain[16];
+    int n = 0, depth = 1, sub_depth = -1;
+    for (int guard = 0; guard < 1000000 && c.p < c.end && !c.bad; guard++) {
+      die e;
+      if (!read_die(&c, &u, d, &e, &null)) {
+        if (!null) return 0;
+        if (--depth <= 0) break;
+        if (sub_depth >= 0 && depth <= sub_depth) break;   /* left the subprogram */
+        continue;
+      }
+      if (sub_depth >= 0 && depth <= sub_depth) break;      /* the next sibling */
+      if ((e.tag == TAG_subprogram || e.tag == TAG_inlined) &&
+          die_contains(&e, addr, base, &u, d)) {
+        if (e.tag == TAG_subprogram && sub_depth < 0) sub_depth = depth;
+        /* Ranges of siblings are disjoint: a match replaces any earlier
+         * match at its depth or deeper. */
+        while (n > 0 && chain[n - 1].depth >= depth) n--;
+        if (n < 16) chain[n].depth = depth, chain[n].e = e, n++;
+      }
+      if (e.children) depth++;
+    }
+    if (sub_depth < 0) continue;
+    /* chain[0] is the subprogram; chain[1..] the inlined calls, outermost
+     * first. Report innermost first. */
+    int k = 0;
+    hdr lh;
+    bool have_lines = false;
+    if (cu.has_stmt_list && d->line && cu.stmt_list < d->line_size) {
+      cur lc = {d->line + cu.stmt_list, d->line + d->line_size, false};
+      have_lines = read_header(&lc, &lh);
+    }
+    for (int i = n - 1; i >= 1 && k < max; i--) {
+      if (chain[i].e.tag != TAG_inlined) continue;
+      const char *name = chain[i].e.name;
+      if (!name) name = die_name(&u, d, chain[i].e.origin);
+      out[k].name = name ? name : "??";
+      out[k].call_file = have_lines ? file_name(&lh, chain[i].e.call_file, d) : NULL;
+      out[k].call_line = (unsigned)chain[i].e.call_line;
+      k++;
+    }
+    return k;
+  }
+  return 0;
+}
+
 #include <elf.h>
 
 bool a2a_rt_dwarf_from_elf(const void *map, size_t size, a2a_rt_dwarf *d) {
@@ -269,6 +579,10 @@ bool a2a_rt_dwarf_from_elf(const void *map, size_t size, a2a_rt_dwarf *d) {
     if (strcmp(n, ".debug_line") == 0) d->line = p, d->line_size = s->sh_size;
     else if (strcmp(n, ".debug_line_str") == 0) d->line_str = p, d->line_str_size = s->sh_size;
     else if (strcmp(n, ".debug_str") == 0) d->str = p, d->str_size = s->sh_size;
+    else if (strcmp(n, ".debug_info") == 0) d->info = p, d->info_size = s->sh_size;
+    else if (strcmp(n, ".debug_abbrev") == 0) d->abbrev = p, d->abbrev_size = s->sh_size;
+    else if (strcmp(n, ".debug_rnglists") == 0) d->rnglists = p, d->rnglists_size = s->sh_size;
+    else if (strcmp(n, ".debug_ranges") == 0) d->ranges = p, d->ranges_size = s->sh_size;
   }
   return d->line != NULL;
 }

@@ -160,7 +160,19 @@ void a2a_rt_time_iso(char *buf, size_t cap);
 typedef struct a2a_rt_dwarf {
   const uint8_t *line, *line_str, *str;   /* .debug_line, .debug_line_str, .debug_str */
   size_t line_size, line_str_size, str_size;
+  const uint8_t *info, *abbrev;           /* .debug_info, .debug_abbrev */
+  size_t info_size, abbrev_size;
+  const uint8_t *rnglists, *ranges;       /* .debug_rnglists (v5), .debug_ranges (v4) */
+  size_t rnglists_size, ranges_size;
 } a2a_rt_dwarf;
+
+/* One inlined call containing an address: the inlined function's name and
+ * where it was inlined (call_file NULL if unknown). */
+typedef struct a2a_rt_inline {
+  const char *name;
+  const char *call_file;
+  unsigned call_line;
+} a2a_rt_inline;
 
 /* Find the sections in an ELF64 little-endian file image; false if there is
  * no (uncompressed) .debug_line. */
@@ -169,6 +181,9 @@ bool a2a_rt_dwarf_from_elf(const void *map, size_t size, a2a_rt_dwarf *d);
  * (a link-time address of the object). False if unknown. */
 bool a2a_rt_dwarf_lookup(const a2a_rt_dwarf *d, uint64_t addr, const char **file,
                          unsigned *line);
+/* The inlined calls whose code contains addr, innermost first (at most max);
+ * 0 when addr is not inside inlined code or the information is missing. */
+int a2a_rt_dwarf_inlines(const a2a_rt_dwarf *d, uint64_t addr, a2a_rt_inline *out, int max);
 
 /* ------------------------------------------------------------------ */
 /* rt_init.c: state, guard, lazy init. */
@@ -246,8 +261,12 @@ void a2a_rt_log_after_fork_child(void);
 /* Capture the calling thread's stack, skipping liba2acheck's own frames;
  * keeps at most A2ACHECK_STACK_DEPTH frames. */
 void a2a_rt_capture_stack(a2a_stack *st);
-/* "func+0xoff (module)" for a return address. Requires a2a_rt_mu. */
-void a2a_rt_symbolize(const void *pc, char *out, size_t cap);
+/* Symbolize a return address into out[0..max): one frame per function
+ * inlined at that point (innermost first, "f (inlined) (module) at
+ * file:line"), then "func+0xoff (module)" plus " at file:line" when the
+ * object has line tables. Returns the number of frames written (>= 1 when
+ * max >= 1). Requires a2a_rt_mu. */
+int a2a_rt_symbolize(const void *pc, char (*out)[A2A_RT_FRAME_LEN], int max);
 /* Whether pc lies in liba2acheck.so itself. */
 bool a2a_rt_pc_is_ours(const void *pc);
 

@@ -206,8 +206,8 @@ static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
   a2a_rt_time_iso(now, sizeof now);
   int nframes = 0;
   int max = a2a_rt.opts.stack_depth < 32 ? (int)a2a_rt.opts.stack_depth : 32;
-  for (int i = 0; st && i < st->n && i < max; i++)
-    a2a_rt_symbolize(st->pc[i], g_frames[nframes++], A2A_RT_FRAME_LEN);
+  for (int i = 0; st && i < st->n && nframes < max; i++)
+    nframes += a2a_rt_symbolize(st->pc[i], g_frames + nframes, max - nframes);
   a2a_rt_record rec = {
       .id = ++g_next_id,
       .check = f->check,

@@ -159,42 +159,66 @@ static const char *lookup(const symtab *t, uintptr_t rel, uintptr_t *start) {
   return best;
 }
 
-void a2a_rt_symbolize(const void *pc, char *out, size_t cap) {
+static const char *base_of(const char *p) {
+  const char *b = strrchr(p, '/');
+  return b ? b + 1 : p;
+}
+
+int a2a_rt_symbolize(const void *pc, char (*out)[A2A_RT_FRAME_LEN], int max) {
+  const size_t cap = A2A_RT_FRAME_LEN;
   Dl_info info;
   struct link_map *lm = NULL;
+  if (max <= 0) return 0;
   /* pc is a return address: look up pc-1, which is inside the call
    * instruction's function even when the call is the last instruction. */
   const char *q = (const char *)pc - 1;
   if (!dladdr1(q, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) {
-    snprintf(out, cap, "%p (?)", pc);
-    return;
+    snprintf(out[0], cap, "%p (?)", pc);
+    return 1;
   }
   bool is_main = lm->l_name == NULL || lm->l_name[0] == '\0';
   const char *path = is_main ? "/proc/self/exe" : lm->l_name;
-  const char *module = info.dli_fname && *info.dli_fname ? info.dli_fname : path;
-  const char *slash = strrchr(module, '/');
-  if (slash) module = slash + 1;
+  const char *module = base_of(info.dli_fname && *info.dli_fname ? info.dli_fname : path);
   uintptr_t rel = (uintptr_t)q - lm->l_addr, start = 0;
   symtab *t = tab_for(lm, path);
+
+  /* Source position of pc and the inlined calls it is inside (-g only). */
+  const char *file = NULL;
+  unsigned line = 0;
+  a2a_rt_inline inl[8];
+  int ninl = 0;
+  if (t && t->has_dwarf) {
+    if (!a2a_rt_dwarf_lookup(&t->dwarf, rel, &file, &line)) file = NULL;
+    ninl = a2a_rt_dwarf_inlines(&t->dwarf, rel, inl, 8);
+  }
+  int k = 0;
+  /* One frame per inlined function, innermost first: "f (inlined) (module)
+   * at file:line", each at the position inside it. */
+  for (int j = 0; j < ninl && k < max - 1; j++, k++) {
+    const char *f = j == 0 ? file : inl[j - 1].call_file;
+    unsigned l = j == 0 ? line : inl[j - 1].call_line;
+    if (f) snprintf(out[k], cap, "%.80s (inlined) (%.40s) at %.40s:%u", inl[j].name, module,
+                    base_of(f), l);
+    else snprintf(out[k], cap, "%.80s (inlined) (%.40s)", inl[j].name, module);
+  }
+  if (ninl > 0) {   /* the function the code was inlined into: at the call */
+    file = inl[ninl - 1].call_file;
+    line = inl[ninl - 1].call_line;
+  }
+  char *o = out[k];
   int n;
   if (info.dli_sname && info.dli_saddr) {
-    n = snprintf(out, cap, "%s+0x%lx (%s)", info.dli_sname,
+    n = snprintf(o, cap, "%s+0x%lx (%s)", info.dli_sname,
                  (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_saddr), module);
   } else {
     const char *name = lookup(t, rel, &start);
     if (name)
-      n = snprintf(out, cap, "%s+0x%lx (%s)", name,
+      n = snprintf(o, cap, "%s+0x%lx (%s)", name,
                    (unsigned long)((uintptr_t)pc - lm->l_addr - start), module);
     else
-      n = snprintf(out, cap, "?? (%s+0x%lx)", module,
-                   (unsigned long)((uintptr_t)pc - lm->l_addr));
+      n = snprintf(o, cap, "?? (%s+0x%lx)", module, (unsigned long)((uintptr_t)pc - lm->l_addr));
   }
   /* " at file.c:line" when the object carries line tables (built with -g). */
-  const char *file;
-  unsigned line;
-  if (n > 0 && (size_t)n < cap && t && t->has_dwarf &&
-      a2a_rt_dwarf_lookup(&t->dwarf, rel, &file, &line)) {
-    const char *b = strrchr(file, '/');
-    snprintf(out + n, cap - (size_t)n, " at %s:%u", b ? b + 1 : file, line);
-  }
+  if (file && n > 0 && (size_t)n < cap) snprintf(o + n, cap - (size_t)n, " at %s:%u", base_of(file), line);
+  return k + 1;
 }

@@ -24,6 +24,21 @@ __attribute__((noinline)) static void *caller(void) {
   return r;
 }
 
+/* An always-inlined helper inside a noinline function: the return address
+ * of ret_addr2 lies in inlined_helper's code, inlined into outer(). */
+__attribute__((noinline)) static void *ret_addr2(void) { return __builtin_return_address(0); }
+static inline __attribute__((always_inline)) void *inlined_helper(void) {
+  void *r = ret_addr2();
+  __asm__ volatile("" : "+r"(r));
+  return r;
+}
+static unsigned inline_call_line;
+__attribute__((noinline)) static void *outer(void) {
+  void *r; inline_call_line = __LINE__; r = inlined_helper();
+  __asm__ volatile("" : "+r"(r));
+  return r;
+}
+
 static const uint8_t *image;
 static size_t image_size;
 static uintptr_t bias;
@@ -68,6 +83,23 @@ START_TEST(own_functions_have_their_lines) {
 }
 END_TEST
 
+START_TEST(inlined_calls_are_named) {
+  a2a_rt_dwarf d;
+  ck_assert(a2a_rt_dwarf_from_elf(image, image_size, &d));
+  a2a_rt_inline in[8];
+  uintptr_t pc = (uintptr_t)outer() - 1 - bias;
+  int n = a2a_rt_dwarf_inlines(&d, pc, in, 8);
+  ck_assert_int_ge(n, 1);
+  ck_assert_str_eq(in[0].name, "inlined_helper");
+  ck_assert_ptr_nonnull(in[0].call_file);
+  ck_assert_str_eq(base(in[0].call_file), "test_log_dwarf.c");
+  ck_assert_uint_eq(in[0].call_line, inline_call_line);
+  /* Code that is not inlined has no inline frames. */
+  ck_assert_int_eq(a2a_rt_dwarf_inlines(&d, (uintptr_t)&marker - bias, in, 8), 0);
+  ck_assert_int_eq(a2a_rt_dwarf_inlines(&d, 0, in, 8), 0);
+}
+END_TEST
+
 START_TEST(addresses_outside_the_code_are_unknown) {
   a2a_rt_dwarf d;
   ck_assert(a2a_rt_dwarf_from_elf(image, image_size, &d));
@@ -105,6 +137,26 @@ START_TEST(damaged_input_never_crashes) {
     t.line_size = n;
     (void)a2a_rt_dwarf_lookup(&t, target, &file, &line);
   }
+  /* The same for .debug_info and .debug_abbrev (inline frames). */
+  a2a_rt_inline in[8];
+  target = (uintptr_t)outer() - 1 - bias;
+  static uint8_t info[65536], abbrev[16384];
+  if (d.info_size <= sizeof info && d.abbrev_size <= sizeof abbrev) {
+    for (int round = 0; round < 300; round++) {
+      memcpy(info, d.info, d.info_size);
+      memcpy(abbrev, d.abbrev, d.abbrev_size);
+      for (int k = 0; k < 8; k++) {
+        x = x * 1664525u + 1013904223u;
+        if (round % 2) info[(x >> 8) % d.info_size] = (uint8_t)(x >> 24);
+        else abbrev[(x >> 8) % d.abbrev_size] = (uint8_t)(x >> 24);
+      }
+      a2a_rt_dwarf t = d;
+      t.info = info, t.abbrev = abbrev;
+      if (round % 3 == 0) t.info_size = (x >> 4) % d.info_size;
+      int n = a2a_rt_dwarf_inlines(&t, target, in, 8);
+      ck_assert(n >= 0 && n <= 8);
+    }
+  }
   /* Not an ELF file at all. */
   ck_assert(!a2a_rt_dwarf_from_elf(junk, sizeof junk, &d));
   ck_assert(!a2a_rt_dwarf_from_elf(junk, 10, &d));
@@ -117,6 +169,7 @@ static Suite *dwarf_suite(void) {
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, own_functions_have_their_lines);
+  tcase_add_test(tc, inlined_calls_are_named);
   tcase_add_test(tc, addresses_outside_the_code_are_unknown);
   tcase_add_test(tc, damaged_input_never_crashes);
   suite_add_tcase(s, tc);
