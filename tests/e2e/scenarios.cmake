@@ -19,7 +19,7 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   set(A2A_SCN_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/scenario)
 
   foreach(prog a2a_single async_op groups threads initall inplace mallocasync lifecycle
-               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d extra procs errors)
+               lazy_p2p nonblocking hostfunc_graph bugs mixed parallel3d extra procs errors bugs2)
     a2a_e2e_program(scenario_${prog} ${CMAKE_CURRENT_LIST_DIR}/scenario_${prog}.c)
   endforeach()
 
@@ -221,6 +221,27 @@ exit $fail
     CHECK --expect size.p2p-mismatch:error@0 --expect size.p2p-mismatch:error@3
           --contains "size.p2p-mismatch=rank 0 sends 0 B" --allow size.p2p-mismatch --allow group.deadlock
           --allow size.unmatched-p2p --no-other-errors)
+  a2a_scenario(bug_host_malloc bugs2 host_malloc STATUS 0,1,3,66 WITHIN 30
+    CHECK --expect layout.host-memory:error@0 --expect layout.host-memory:error@3
+          --allow layout.host-memory --allow group.deadlock --no-other-errors)
+  a2a_scenario(pinned_host_ok bugs2 pinned_ok COMPARE CHECK ${CLEAN})
+  a2a_scenario(bug_misaligned_chunks bugs2 misaligned COMPARE
+    CHECK --expect layout.misaligned:warning --forbid "*:error" --ignore perf.low-bandwidth)
+  a2a_scenario(bug_gather_root_oob bugs2 gather_oob STATUS 0,1,3
+    CHECK --expect layout.out-of-bounds:error@1 --forbid layout.out-of-bounds@0
+          --forbid layout.out-of-bounds@2 --forbid layout.out-of-bounds@3 --allow group.deadlock --no-other-errors)
+  a2a_scenario(bug_recv_overlap bugs2 recv_overlap STATUS 0,3
+    CHECK --expect layout.overlap:error@0 --allow layout.overlap --no-other-errors)
+  a2a_scenario(bug_group_left_open bugs2 group_open STATUS 1,66 WITHIN 20 KNOWN_FAILING
+    CHECK --expect group.unbalanced:error@2 --allow group.unbalanced --allow group.sync-in-group
+          --allow group.deadlock --no-other-errors)
+  a2a_scenario(bug_redop_mismatch bugs2 redop STATUS 0,66 WITHIN 20
+    CHECK --expect size.collective-mismatch:error@1 --allow size.collective-mismatch --allow group.deadlock
+          --no-other-errors)
+  a2a_scenario(bug_init_nranks bugs2 init_nranks STATUS 0,1,66 WITHIN 50 KNOWN_FAILING
+    CHECK --expect group.init-mismatch:error --allow group.init-mismatch --allow group.deadlock --no-other-errors)
+  a2a_scenario(bug_dup_device_procs bugs2 dup_device ENV A2ASIM_DEVICES=2 KNOWN_FAILING
+    CHECK --expect group.duplicate-device:error --allow group.duplicate-device --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
