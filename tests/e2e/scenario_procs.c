@@ -16,6 +16,12 @@
  *                  group.deadlock, ranks 0,1,3 exit 66, rank 2 keeps its 1
  *   crash_kill     BUGGY: rank 2 is SIGKILLed at step 3 (OOM killer); the
  *                  others -> group.deadlock, exit 66
+ *   rank0_id       torch's TCPStore pattern: the launcher creates no id;
+ *                  rank 0 calls ncclGetUniqueId and publishes the id (shared
+ *                  memory + a host barrier), everyone inits (correct)
+ *   rank0_id_skip  BUGGY: the same, and rank 3 skips the AllReduce of step
+ *                  3 -> group.deadlock naming rank 3, exit 66 (the
+ *                  coordinator lives in rank 0, itself blocked)
  * Exit status of the program: see scenario_common.h.
  */
 #include "scenario_common.h"
@@ -28,6 +34,11 @@ static int is(const char *m) { return strcmp(mode, m) == 0; }
 
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
+  if (is("rank0_id") || is("rank0_id_skip")) {
+    if (rank == 0) SC_NCCL(ncclGetUniqueId(&sc_sh->ids[0]));
+    sc_barrier(); /* store.set / store.get */
+    id = sc_sh->ids[0];
+  }
   ncclComm_t comm;
   SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
   cudaStream_t cur, cs;
@@ -58,7 +69,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     sc_fill(in, N, (float)(rank + t), 0.0f, cur);
     SC_CUDA(cudaEventRecord(ev, cur));
     SC_CUDA(cudaStreamWaitEvent(cs, ev, 0));
-    if (!(t == 3 && rank == 2 && is("parent_skip")))
+    if (!(t == 3 && rank == 2 && is("parent_skip")) && !(t == 3 && rank == 3 && is("rank0_id_skip")))
       SC_NCCL(ncclAllReduce(in, out, N, ncclFloat32, ncclSum, comm, cs));
     SC_NCCL(ncclAlltoAll(in, a2a, N / nranks, ncclFloat32, comm, cs));
     SC_CUDA(cudaStreamSynchronize(cs));

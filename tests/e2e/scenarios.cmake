@@ -149,6 +149,7 @@ exit $fail
   endforeach()
   a2a_scenario(procs_parent_is_rank0 procs parent_rank0 COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_subprocess procs subprocess COMPARE CHECK ${CLEAN})
+  a2a_scenario(procs_rank0_creates_id procs rank0_id COMPARE CHECK ${CLEAN})
   # The churn program is slow on purpose: the perf.* warnings it gets
   # (stream-churn, small-messages, no-overlap, low-bandwidth) are true.
   a2a_scenario(extra_stream_churn extra churn COMPARE KNOWN_FAILING
@@ -242,6 +243,9 @@ exit $fail
     CHECK --expect group.init-mismatch:error --allow group.init-mismatch --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_dup_device_procs bugs2 dup_device ENV A2ASIM_DEVICES=2 KNOWN_FAILING
     CHECK --expect group.duplicate-device:error --allow group.duplicate-device --no-other-errors)
+  a2a_scenario(bug_rank0_id_skip procs rank0_id_skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --contains "group.deadlock=rank 3"
+          --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
