@@ -10,9 +10,12 @@
  * a length past the end, a compressed section) ends the lookup with "not
  * found". It never allocates.
  *
- * Method: run every line-number program's state machine and keep the row
- * (file, line) whose address range [row, next row) of one sequence contains
- * the address; then re-read that unit's header for the file's name.
+ * Method: find the compile unit whose ranges contain the address
+ * (.debug_info), run its line-number program's state machine and keep the
+ * row (file, line) whose address range [row, next row) of one sequence
+ * contains the address; then re-read that unit's header for the file's
+ * name. Without unit ranges, every program is run (up to 16 MiB of
+ * .debug_line). Inlined calls: see below.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -190,56 +193,52 @@ static const char *file_name(const hdr *h, uint64_t idx, const a2a_rt_dwarf *d) 
   return NULL;
 }
 
-bool a2a_rt_dwarf_lookup(const a2a_rt_dwarf *d, uint64_t addr, const char **file,
-                         unsigned *line) {
-  cur c = {d->line, d->line + d->line_size, false};
-  while (d->line && c.p < c.end && !c.bad) {
-    hdr h;
-    if (!read_header(&c, &h)) return false;
-    cur p = h.prog;
-    uint64_t a = 0, fileno = 1, ln = 1;
-    uint64_t pa = 0, pfile = 0, pln = 0;
-    bool prev = false;
-    while (p.p < p.end && !p.bad) {
-      unsigned op = (unsigned)rd(&p, 1);
-      bool emit = false, end_seq = false;
-      if (op >= h.opcode_base) {
-        unsigned adj = op - h.opcode_base;
-        a += (uint64_t)(adj / h.line_range) * h.min_inst;
-        ln += (uint64_t)(int64_t)(h.line_base + (int)(adj % h.line_range));
-        emit = true;
-      } else if (op == 0) {
-        uint64_t n = uleb(&p);
-        if (n == 0 || n > (uint64_t)(p.end - p.p)) return false;
-        cur x = {p.p, p.p + n, false};
-        p.p += n;
-        unsigned sub = (unsigned)rd(&x, 1);
-        if (sub == 1) emit = end_seq = true;                 /* end_sequence */
-        else if (sub == 2) a = rd(&x, n - 1 == 8 ? 8 : 4);   /* set_address */
-      } else {
-        switch (op) {
-        case 1: emit = true; break;                                      /* copy */
-        case 2: a += uleb(&p) * h.min_inst; break;                       /* advance_pc */
-        case 3: ln += (uint64_t)sleb(&p); break;                         /* advance_line */
-        case 4: fileno = uleb(&p); break;                                /* set_file */
-        case 8: a += (uint64_t)((255 - h.opcode_base) / h.line_range) * h.min_inst; break;
-        case 9: a += rd(&p, 2); break;                                   /* fixed_advance_pc */
-        default:
-          for (unsigned i = 0; i < h.std_lens[op - 1]; i++) uleb(&p);
-        }
+/* Run one unit's line-number program: 1 found, 0 not in it, -1 malformed. */
+static int run_program(const hdr *h, uint64_t addr, const a2a_rt_dwarf *d, const char **file,
+                       unsigned *line) {
+  cur p = h->prog;
+  uint64_t a = 0, fileno = 1, ln = 1;
+  uint64_t pa = 0, pfile = 0, pln = 0;
+  bool prev = false;
+  while (p.p < p.end && !p.bad) {
+    unsigned op = (unsigned)rd(&p, 1);
+    bool emit = false, end_seq = false;
+    if (op >= h->opcode_base) {
+      unsigned adj = op - h->opcode_base;
+      a += (uint64_t)(adj / h->line_range) * h->min_inst;
+      ln += (uint64_t)(int64_t)(h->line_base + (int)(adj % h->line_range));
+      emit = true;
+    } else if (op == 0) {
+      uint64_t n = uleb(&p);
+      if (n == 0 || n > (uint64_t)(p.end - p.p)) return -1;
+      cur x = {p.p, p.p + n, false};
+      p.p += n;
+      unsigned sub = (unsigned)rd(&x, 1);
+      if (sub == 1) emit = end_seq = true;                 /* end_sequence */
+      else if (sub == 2) a = rd(&x, n - 1 == 8 ? 8 : 4);   /* set_address */
+    } else {
+      switch (op) {
+      case 1: emit = true; break;                                      /* copy */
+      case 2: a += uleb(&p) * h->min_inst; break;                      /* advance_pc */
+      case 3: ln += (uint64_t)sleb(&p); break;                         /* advance_line */
+      case 4: fileno = uleb(&p); break;                                /* set_file */
+      case 8: a += (uint64_t)((255 - h->opcode_base) / h->line_range) * h->min_inst; break;
+      case 9: a += rd(&p, 2); break;                                   /* fixed_advance_pc */
+      default:
+        for (unsigned i = 0; i < h->std_lens[op - 1]; i++) uleb(&p);
       }
-      if (!emit) continue;
-      if (prev && pa <= addr && addr < a) {
-        *file = file_name(&h, pfile, d);
-        *line = (unsigned)pln;
-        return *file != NULL;
-      }
-      prev = !end_seq;
-      pa = a, pfile = fileno, pln = ln;
-      if (end_seq) a = 0, fileno = 1, ln = 1;
     }
+    if (!emit) continue;
+    if (prev && pa <= addr && addr < a) {
+      *file = file_name(h, pfile, d);
+      *line = (unsigned)pln;
+      return *file != NULL ? 1 : -1;
+    }
+    prev = !end_seq;
+    pa = a, pfile = fileno, pln = ln;
+    if (end_seq) a = 0, fileno = 1, ln = 1;
   }
-  return false;
+  return p.bad ? -1 : 0;
 }
 
 /* ==================================================================== */
@@ -551,6 +550,51 @@ int a2a_rt_dwarf_inlines(const a2a_rt_dwarf *d, uint64_t addr, a2a_rt_inline *ou
   }
   return 0;
 }
+
+/* The compile unit whose ranges contain addr: its unit and top DIE, and a
+ * cursor at its first child. False if none says so. */
+static bool find_cu(const a2a_rt_dwarf *d, uint64_t addr, unit *u, die *cu, cur *children) {
+  if (!d->info || !d->abbrev) return false;
+  cur uc = {d->info, d->info + d->info_size, false};
+  for (int guard = 0; guard < 1000000 && uc.p < uc.end && !uc.bad; guard++) {
+    if (!read_unit(&uc, d, u)) return false;
+    cur c = {u->dies, u->end, false};
+    bool null;
+    if (!read_die(&c, u, d, cu, &null)) continue;
+    bool ranged = (cu->has_low && cu->has_high) || cu->ranges >= 0;
+    if (ranged && die_contains(cu, addr, cu->has_low ? cu->low : 0, u, d)) {
+      *children = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool a2a_rt_dwarf_lookup(const a2a_rt_dwarf *d, uint64_t addr, const char **file,
+                         unsigned *line) {
+  /* Fast path: only the line program of the unit that covers addr. */
+  unit u;
+  die cu;
+  cur ch;
+  if (find_cu(d, addr, &u, &cu, &ch) && cu.has_stmt_list && d->line &&
+      cu.stmt_list < d->line_size) {
+    cur c = {d->line + cu.stmt_list, d->line + d->line_size, false};
+    hdr h;
+    if (read_header(&c, &h) && run_program(&h, addr, d, file, line) == 1) return true;
+  }
+  /* Otherwise every program (objects without .debug_info ranges), unless
+   * that is too much work for one frame. */
+  if (d->line_size > ((size_t)16 << 20)) return false;
+  cur c = {d->line, d->line + d->line_size, false};
+  while (d->line && c.p < c.end && !c.bad) {
+    hdr h;
+    if (!read_header(&c, &h)) return false;
+    int r = run_program(&h, addr, d, file, line);
+    if (r != 0) return r == 1;
+  }
+  return false;
+}
+
 
 #include <elf.h>
 
