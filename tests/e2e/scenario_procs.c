@@ -22,6 +22,12 @@
  *   rank0_id_skip  BUGGY: the same, and rank 3 skips the AllReduce of step
  *                  3 -> group.deadlock naming rank 3, exit 66 (the
  *                  coordinator lives in rank 0, itself blocked)
+ *   store_hang     BUGGY, invisible to a2acheck: at step 2 rank 0 waits in a
+ *                  host barrier (a TCPStore barrier) BEFORE its AllReduce,
+ *                  ranks 1-3 enter it AFTER theirs: a real hang whose cycle
+ *                  runs through a host-side wait. No group.deadlock may be
+ *                  claimed early; with A2ACHECK_HANG_TIMEOUT=6 group.hang
+ *                  ends it (exit 66)
  * Exit status of the program: see scenario_common.h.
  */
 #include "scenario_common.h"
@@ -66,6 +72,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       if (!p || !fgets(line, sizeof line, p) || strncmp(line, "rev-1234", 8) != 0) bad++;
       if (p) pclose(p);
     }
+    if (t == 2 && rank == 0 && is("store_hang")) sc_barrier();
     sc_fill(in, N, (float)(rank + t), 0.0f, cur);
     SC_CUDA(cudaEventRecord(ev, cur));
     SC_CUDA(cudaStreamWaitEvent(cs, ev, 0));
@@ -73,6 +80,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       SC_NCCL(ncclAllReduce(in, out, N, ncclFloat32, ncclSum, comm, cs));
     SC_NCCL(ncclAlltoAll(in, a2a, N / nranks, ncclFloat32, comm, cs));
     SC_CUDA(cudaStreamSynchronize(cs));
+    if (t == 2 && rank != 0 && is("store_hang")) sc_barrier();
     SC_CUDA(cudaMemcpy(h, out, N * sizeof(float), cudaMemcpyDeviceToHost));
     for (long i = 0; i < N; i++)
       if (h[i] != (float)(6 + 4 * t) && bad++ < 3) fprintf(stderr, "rank %d: out[%ld]=%g\n", rank, i, h[i]);

@@ -246,6 +246,8 @@ exit $fail
   a2a_scenario(bug_rank0_id_skip procs rank0_id_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --contains "group.deadlock=rank 3"
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
+  a2a_scenario(bug_store_barrier_hang procs store_hang STATUS 66 WITHIN 25 ENV A2ACHECK_HANG_TIMEOUT=6
+    CHECK --expect group.hang:error --allow group.hang --no-other-errors --forbid group.deadlock)
   a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
