@@ -311,18 +311,56 @@ static void sreg_put(void *h, tl_kind kind, int device) {
 /* ------------------------------------------------------------------ */
 /* Timelines */
 
+static void set_capturing(int s, bool on, int origin);
+
+/* A dead timeline (its stream was destroyed) to recycle: one the host clock
+ * covers if any, else (only when every slot is used: any_dead) any dead one;
+ * -1 if none. */
+static int tl_dead(bool any_dead) {
+  int fallback = -1;
+  for (int i = 1; i < g_ntl; i++) {
+    const timeline *t = &g_tl[i];
+    if (t->live) continue;
+    if (g_tl[HOST_TL].vc[i] >= t->vc[i]) return i;
+    if (fallback < 0) fallback = i;
+  }
+  return any_dead ? fallback : -1;
+}
+
+/* A timeline for a stream seen for the first time.
+ *
+ * Timelines of destroyed streams are recycled (a program that creates a
+ * stream per step - torch.cuda.Stream() in the loop - would otherwise run
+ * out of them). The new stream CONTINUES the dead one's epoch counter and
+ * starts from the host clock: every access, event and clock entry that
+ * still names the slot keeps its meaning for the old epochs, and the only
+ * edge this adds is "the new stream's work runs after the old stream's".
+ * When the host clock covers the old stream (preferred: it synchronized
+ * with all of its work) that edge is implied anyway - every enqueue joins
+ * the host - so recycling is exact. Otherwise (every slot in use, none
+ * covered) the edge is invented and can only hide a race, never report
+ * one; disabling the analyzer would hide them all. */
 static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
-  /* Reuse a dead timeline only if nothing can refer to it any more: we do not
-   * track that, so timelines are never reused (streams are few). */
-  if (g_ntl >= MAX_TL) {
-    disable_self("the process uses more streams than the 128 it tracks");
+  int i = tl_dead(g_ntl >= MAX_TL);
+  timeline *t;
+  if (i > 0) {
+    t = &g_tl[i];
+    uint32_t last = t->vc[i];
+    if (t->capturing) set_capturing(i, false, 0);
+    memcpy(t->vc, g_tl[HOST_TL].vc, sizeof t->vc);
+    if (t->vc[i] < last) t->vc[i] = last;
+  } else if (g_ntl < MAX_TL) {
+    i = g_ntl++;
+    t = &g_tl[i];
+    memset(t, 0, sizeof *t);
+  } else {
+    disable_self("the process uses more live streams than the 128 it tracks");
     return -1;
   }
-  int i = g_ntl++;
-  timeline *t = &g_tl[i];
-  memset(t, 0, sizeof *t);
   t->kind = kind;
   t->live = true;
+  t->capturing = false;
+  t->cap_origin = 0;
   t->device = device;
   t->thread = thread;
   t->handle = handle;

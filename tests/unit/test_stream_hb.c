@@ -1167,6 +1167,56 @@ START_TEST(too_many_streams_disables_the_analyzer) {
 }
 END_TEST
 
+/* QA finding F8: a stream created and destroyed every step (torch.cuda.Stream()
+ * inside the loop) must not exhaust the timelines: destroyed streams'
+ * timelines are recycled, and the race of a later step is still seen. */
+START_TEST(stream_churn_recycles_timelines) {
+  setup();
+  stream_create(S_COMP, NONBLOCKING);
+  void *e1 = (void *)0xec, *e2 = (void *)0xed;
+  for (int t = 0; t < 3 * STREAM_HB_MAX_TL; t++) {
+    void *cs = (void *)(0xb00000 + (uintptr_t)(t % 7) * 0x100); /* handles get reused */
+    bool race = t == 3 * STREAM_HB_MAX_TL - 2;
+    stream_create(cs, NONBLOCKING);
+    launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+    event_ev(A2A_EV_EVENT_RECORD, e1, S_COMP, 0);
+    if (!race) event_ev(A2A_EV_STREAM_WAIT_EVENT, e1, cs, 0);
+    allreduce_on(cs, SENDBUF, RECVBUF, NBYTES / 4);
+    event_ev(A2A_EV_EVENT_RECORD, e2, cs, 0);
+    event_ev(A2A_EV_STREAM_WAIT_EVENT, e2, S_COMP, 0);
+    if (t % 2) stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0); /* not every step */
+    stream_ev(A2A_EV_STREAM_DESTROY, cs, 0);
+  }
+  ck_assert_int_eq(collector_count("a2acheck.analyzer-disabled"), 0);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* A recycled timeline whose old stream still has work in flight (nothing
+ * covered by the host, every slot in use) is not ordered wrongly in the
+ * reporting direction: recycling adds edges only. */
+START_TEST(recycling_without_host_cover_only_hides) {
+  setup();
+  stream_create(S_COMP, NONBLOCKING);
+  for (uintptr_t i = 0; i < STREAM_HB_MAX_TL + 4; i++) {
+    void *st = (void *)(0xc00000 + i * 0x100);
+    stream_create(st, NONBLOCKING);
+    send_on(st, (char *)SEG + 0x40000 + i * 64, 16, (void *)0x4000); /* stays in flight */
+    stream_ev(A2A_EV_STREAM_DESTROY, st, 0);
+  }
+  ck_assert_int_eq(collector_count("a2acheck.analyzer-disabled"), 0);
+  /* The producer of an unsynced send on a fresh stream is still seen. */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  send_on((void *)0xc00000, SENDBUF, 16, (void *)0x4001);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 0); /* first use */
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  send_on((void *)0xc00000, SENDBUF, 16, (void *)0x4001);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
 START_TEST(check_can_be_disabled) {
   setup();
   collector_disable_check("stream");
@@ -1227,6 +1277,8 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, many_streams_created_up_front);
   tcase_add_test(tc, threads_drive_pipelines_concurrently);
   tcase_add_test(tc, too_many_streams_disables_the_analyzer);
+  tcase_add_test(tc, stream_churn_recycles_timelines);
+  tcase_add_test(tc, recycling_without_host_cover_only_hides);
   tcase_add_test(tc, check_can_be_disabled);
   tcase_add_test(tc, untracked_launch_is_cheap);
   tcase_add_test(tc, untracked_copy_cost);
