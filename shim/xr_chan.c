@@ -180,6 +180,16 @@ static struct {
   int fallback_state;       /* 0 untried, 1 ok, -1 failed */
 } S;
 
+/* The background thread holds g_work_mu except while it sleeps in poll():
+ * a fork (pthread_atfork prepare) waits for it to be there, so the child
+ * never inherits a lock the thread held mid-work (an allocator's, the
+ * loader's in dladdr, the runtime's log lock in a2a_report). */
+static pthread_mutex_t g_work_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_atfork_done;
+static void fork_prepare(void) { pthread_mutex_lock(&g_work_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&g_work_mu); }
+static void fork_child(void) { pthread_mutex_init(&g_work_mu, NULL); }
+
 /* Thread control (g_xr_mu). */
 static pthread_t g_thread;
 static int g_thread_running;
@@ -692,7 +702,10 @@ static void loop_once(int timeout_ms) {
     map[n++] = i;
   }
   size_t nc = xr_coord_pollfds(pfd + n, sizeof pfd / sizeof pfd[0] - n);
+  /* The only place the thread does not hold g_work_mu: see fork_prepare. */
+  pthread_mutex_unlock(&g_work_mu);
   int pr = poll(pfd, n + nc, timeout_ms);
+  pthread_mutex_lock(&g_work_mu);
   uint64_t now = xr_now_ns();
   if (pr > 0 || n) client_io(pfd, map, n);
   xr_coord_io(pfd + n, nc, now);
@@ -703,6 +716,7 @@ static void *thread_main(void *arg) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
+  pthread_mutex_lock(&g_work_mu);
   uint64_t last_tick = 0;
   int idle = 0;
   for (;;) {
@@ -752,6 +766,7 @@ static void *thread_main(void *arg) {
       S.conns[i].bye_sent = 1;
     }
   flush_outputs();
+  pthread_mutex_unlock(&g_work_mu);
   pthread_mutex_lock(&g_xr_mu);
   g_exit_done = 1;
   pthread_cond_broadcast(&g_cv);
@@ -762,6 +777,12 @@ static void *thread_main(void *arg) {
 static void start_thread_locked(void) {
   if (g_thread_running && g_thread_pid == getpid()) return;
   if (!xr_active()) return;
+  if (!g_atfork_done) {
+    /* Registered once, lazily (children inherit it). Its prepare runs
+     * before the runtime's (handlers registered later run first). */
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    g_atfork_done = 1;
+  }
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
