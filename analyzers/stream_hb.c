@@ -577,13 +577,39 @@ static range *range_insert(uintptr_t lo, uintptr_t hi) {
 
 static void acc_add(range *r, const access *a, const uint32_t *vc_now);
 
+/* Split the range at order position k at address at (strictly inside it):
+ * both parts keep its whole history (every access of the old range did
+ * touch both). False when no pool slot is free. */
+static bool range_split(size_t k, uintptr_t at) {
+  if (g_nr >= MAX_RANGES) return false;
+  int slot = pool_free_slot();
+  if (slot < 0) return false;
+  range *r = &g_rng[g_order[k]], *n = &g_rng[slot];
+  *n = *r;
+  n->lo = at;
+  r->hi = at;
+  memmove(&g_order[k + 2], &g_order[k + 1], (g_nr - k - 1) * sizeof g_order[0]);
+  g_order[k + 1] = (uint16_t)slot;
+  g_nr++;
+  return true;
+}
+
 /* The range a communication access [lo,hi) uses: an exact match, a new
- * range, or the union of every overlapping range (histories merged; a
- * merged history is conservative, see docs/design.md). */
+ * range, or the union of every range overlapping [lo,hi) (histories merged;
+ * a merged history is conservative, see docs/design.md). A range that
+ * reaches past lo or hi is split there first, so the operation's range is
+ * exactly [lo,hi): the caching allocator splits and reuses blocks, and an
+ * operation on a new tensor inside a block an earlier operation used whole
+ * must not make accesses to the block's other tensors look like accesses
+ * to this operation's buffer. (When the pool is full the split is skipped
+ * and the union is wider: conservative.) */
 static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh) {
+  while (g_nr > 0 && g_nr + 3 > MAX_RANGES) evict_lru(); /* room for 2 splits + 1 insert */
   size_t k = pos_after(lo);
+  if (k < g_nr && g_rng[g_order[k]].lo < lo && range_split(k, lo)) k++;
   size_t end = k;
   while (end < g_nr && g_rng[g_order[end]].lo < hi) end++;
+  if (end > k && g_rng[g_order[end - 1]].hi > hi) range_split(end - 1, hi);
   *fresh = end == k;
   if (end == k) return range_insert(lo, hi);
   if (end == k + 1 && g_rng[g_order[k]].lo == lo && g_rng[g_order[k]].hi == hi)

@@ -944,6 +944,145 @@ START_TEST(stream_joining_a_capture_is_capturing) {
 }
 END_TEST
 
+/* ---------------- blocks split by the caching allocator ---------------- */
+
+/* A block first used whole by an all-to-all (waited for), then split by the
+ * caching allocator into two tensors: the first is received into on the
+ * communication stream while the compute stream works on the second. Not a
+ * race: the operation's range is exactly the first tensor. */
+START_TEST(operation_on_part_of_an_old_range_is_exact) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_COMP, NONBLOCKING);
+  char *blk = (char *)SEG + 0x80000; /* 8 KiB block */
+  void *done = (void *)0xee;
+  coll_on(S_COMM, A2A_COLL_ALLTOALL, SENDBUF, blk, 512, -1); /* 4 x 2 KiB */
+  event_ev(A2A_EV_EVENT_RECORD, done, S_COMM, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMP, 0);
+  launch_fill(S_COMP, blk, (void *)0x3000); /* consumer, ordered */
+  ck_assert_int_eq(stream_findings(), 0);
+  /* T2 = blk[0, 4K) received into; T3 = blk[4K, 8K) used by compute. */
+  event_ev(A2A_EV_EVENT_RECORD, done, S_COMP, 0); /* async_op's start edge */
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMM, 0);
+  recv_on(S_COMM, blk, 1024);
+  launch_fill(S_COMP, blk + 4096, (void *)0x3001);
+  memop(A2A_EV_MEMSET, blk + 4096, NULL, 4096, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* ...while T2 itself is still reported. */
+  launch_fill(S_COMP, blk + 64, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  /* A send from the middle of the block, the rest rewritten by memcpy. */
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  send_on(S_COMM, blk + 2048, 512, (void *)0x4000); /* [2K, 4K) */
+  memop(A2A_EV_MEMCPY, blk, SENDBUF, 2048, A2A_CPY_D2D, 1, S_COMP);
+  memop(A2A_EV_MEMCPY, blk + 4096, SENDBUF, 4096, A2A_CPY_D2D, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 1);
+  memop(A2A_EV_MEMSET, blk + 3000, NULL, 16, 0, 1, S_COMP); /* inside the send */
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(stream_findings(), 2);
+}
+END_TEST
+
+/* ---------------- correct PyTorch patterns: no finding ---------------- */
+
+static void *const COMM2 = (void *)0xc1;
+
+static void coll_comm(void *comm, void *s, int per_thread, const void *send, void *recv,
+                      size_t count) {
+  a2a_event ev = ev_make(A2A_EV_COLL);
+  ev.api = "ncclAllReduce";
+  ev.comm = comm;
+  ev.stream = s;
+  ev.per_thread = per_thread;
+  ev.u.coll.coll = A2A_COLL_ALLREDUCE;
+  ev.u.coll.sendbuff = send;
+  ev.u.coll.recvbuff = recv;
+  ev.u.coll.count = count;
+  ev.u.coll.dtype = NCCL_FLOAT;
+  ev.u.coll.redop = 0;
+  ev.u.coll.root = -1;
+  ev_dispatch(&ev, 0);
+}
+
+static void launch_fill_pt(void *s, int per_thread, void *p) {
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.stream = s;
+  ev.per_thread = per_thread;
+  void *args[] = {&p};
+  ev.u.launch.func = &k_fill;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+}
+
+static void event_pt(a2a_kind k, void *e, void *s, int per_thread) {
+  a2a_event ev = ev_make(k);
+  ev.stream = s;
+  ev.per_thread = per_thread;
+  ev.u.event.event = e;
+  ev_dispatch(&ev, 0);
+}
+
+/* ProcessGroupNCCL with async_op=True (torch >= 2.8): the current stream is
+ * the legacy default stream (or, second round, the per-thread default
+ * stream); two process groups share one pool stream, a third has its own;
+ * before each collective cudaEventRecord(current) + cudaStreamWaitEvent(pool),
+ * after it an end event; work.wait() = cudaStreamWaitEvent(current, end).
+ * The caching allocator hands a waited-for receive buffer to the next send
+ * tensor of another group on the same current stream. */
+START_TEST(pytorch_async_op_pattern_is_clean) {
+  setup();
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.newcomm = COMM2;
+  ev.u.init.nranks = 4;
+  ev.u.init.rank = 0;
+  ev.u.init.device = 0;
+  ev.u.init.blocking = 1;
+  ev_dispatch(&ev, 0);
+  void *pool = (void *)0x5500, *pool3 = (void *)0x5600;
+  stream_create(pool, NONBLOCKING);
+  stream_create(pool3, NONBLOCKING);
+  char *x = (char *)SEG, *y = (char *)SEG + 0x20000, *z = (char *)SEG + 0x40000;
+  for (int round = 0; round < 2; round++) {
+    int pt = round; /* round 1: --default-stream per-thread */
+    void *start = (void *)(uintptr_t)(0xf00 + round * 16), *end1 = (char *)start + 1,
+         *end2 = (char *)start + 2, *end3 = (char *)start + 3;
+    for (int step = 0; step < 4; step++) {
+      char *recv1 = step % 2 ? x : y, *send2 = step % 2 ? y : x; /* blocks swap roles */
+      launch_fill_pt(NULL, pt, x);                                 /* producer of x */
+      event_pt(A2A_EV_EVENT_RECORD, start, NULL, pt);
+      event_pt(A2A_EV_STREAM_WAIT_EVENT, start, pool, 0);
+      coll_comm(COMM, pool, 0, x, recv1, NBYTES / 4);              /* PG 1 */
+      event_pt(A2A_EV_EVENT_RECORD, end1, pool, 0);
+      event_pt(A2A_EV_EVENT_RECORD, start, NULL, pt);
+      event_pt(A2A_EV_STREAM_WAIT_EVENT, start, pool3, 0);
+      coll_comm(COMM2, pool3, 0, z, z, NBYTES / 4);                /* PG 3, in place */
+      event_pt(A2A_EV_EVENT_RECORD, end3, pool3, 0);
+      event_pt(A2A_EV_STREAM_WAIT_EVENT, end1, NULL, pt);         /* work1.wait() */
+      launch_fill_pt(NULL, pt, recv1);                             /* consumer */
+      launch_fill_pt(NULL, pt, send2);                             /* reused block */
+      event_pt(A2A_EV_EVENT_RECORD, start, NULL, pt);
+      event_pt(A2A_EV_STREAM_WAIT_EVENT, start, pool, 0);
+      coll_comm(COMM2, pool, 0, send2, (char *)SEG + 0x60000, NBYTES / 4); /* PG 2, same pool */
+      event_pt(A2A_EV_EVENT_RECORD, end2, pool, 0);
+      event_pt(A2A_EV_STREAM_WAIT_EVENT, end2, NULL, pt);         /* work2.wait() */
+      event_pt(A2A_EV_STREAM_WAIT_EVENT, end3, NULL, pt);         /* work3.wait() */
+      launch_fill_pt(NULL, pt, z);
+      launch_fill_pt(NULL, pt, (char *)SEG + 0x60000);
+    }
+    stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  /* Negative control: the same with work1.wait() forgotten. */
+  launch_fill_pt(NULL, 0, x);
+  event_pt(A2A_EV_EVENT_RECORD, (void *)0xf80, NULL, 0);
+  event_pt(A2A_EV_STREAM_WAIT_EVENT, (void *)0xf80, pool, 0);
+  coll_comm(COMM, pool, 0, x, y, NBYTES / 4);
+  launch_fill_pt(NULL, 0, y);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
 START_TEST(untracked_launches_are_ignored) {
   setup();
   stream_create(S_COMP, NONBLOCKING);
@@ -1273,6 +1412,8 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, kernel_on_in_place_buffer_in_flight_fires);
   tcase_add_test(tc, free_of_send_buffer_in_flight_after_reader_kernel_fires);
   tcase_add_test(tc, stream_joining_a_capture_is_capturing);
+  tcase_add_test(tc, operation_on_part_of_an_old_range_is_exact);
+  tcase_add_test(tc, pytorch_async_op_pattern_is_clean);
   tcase_add_test(tc, untracked_launches_are_ignored);
   tcase_add_test(tc, many_streams_created_up_front);
   tcase_add_test(tc, threads_drive_pipelines_concurrently);
