@@ -50,6 +50,11 @@ exec "$@" "$dir"
   a2a_stream_test(unsynced_input_buggy unsynced_input buggy 3 60
     --expect stream.unsynced-input:error --only)
   a2a_stream_test(unsynced_input_fixed unsynced_input fixed 0 60 --none)
+  # A fresh cudaMallocAsync block per step, uploaded on the compute stream
+  # (every use is a first use: found through the recent-copy ring).
+  a2a_stream_test(unsynced_input_fresh_buggy unsynced_input buggy-fresh 3 60
+    --expect stream.unsynced-input:error --only)
+  a2a_stream_test(unsynced_input_fresh_fixed unsynced_input fixed-fresh 0 60 --none)
   a2a_stream_test(unsynced_output_buggy unsynced_output buggy 3 60
     --expect stream.unsynced-output:error --only)
   a2a_stream_test(unsynced_output_fixed unsynced_output fixed 0 60 --none)

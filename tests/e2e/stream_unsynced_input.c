@@ -10,7 +10,15 @@
  *
  * a2acheck tracks a buffer once a communication operation has touched it,
  * so the finding comes from the second step on (the first use of a buffer
- * is a documented blind spot); the harm shows from the first step.
+ * produced by a kernel is a documented blind spot); the harm shows from the
+ * first step.
+ *
+ * `buggy-fresh` / `fixed-fresh`: the send buffer is a fresh
+ * cudaMallocAsync block every step (PyTorch's cudaMallocAsync backend),
+ * uploaded from pinned host memory with cudaMemcpyAsync on the compute
+ * stream and freed with cudaFreeAsync after the operation. Every use is a
+ * first use; the upload is known through the recent-copy ring, so the
+ * finding comes from the first step.
  */
 #include "stream_common.h"
 
@@ -19,13 +27,19 @@
 
 static float base_of(int step, int from, int to) { return (float)(step * 100000 + from * 1000 + to * 10); }
 
+typedef struct mode {
+  int fixed, fresh;
+} mode;
+
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
-  int fixed = *(int *)arg;
+  const mode *m = arg;
+  int fixed = m->fixed;
   cudaStream_t comp, comm_s;
   SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
   SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
   size_t bytes = (size_t)nranks * N * sizeof(float);
-  float *send, *recv, *host = malloc(bytes);
+  float *send, *recv, *host = malloc(bytes), *pinned;
+  SE_CUDA(cudaMallocHost((void **)&pinned, bytes));
   SE_CUDA(cudaMalloc((void **)&send, bytes));
   SE_CUDA(cudaMalloc((void **)&recv, bytes));
   SE_CUDA(cudaMemset(send, 0, bytes));
@@ -36,8 +50,17 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   SE_CUDA(a2asim_stream_set_delay(comp, 30000)); /* the producer is slow */
 
   int wrong = 0;
+  float *const send0 = send;
   for (int step = 1; step <= STEPS; step++) {
-    for (int p = 0; p < nranks; p++) se_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+    if (m->fresh) {
+      SE_CUDA(cudaMallocAsync((void **)&send, bytes, comm_s));
+      SE_CUDA(cudaStreamSynchronize(comm_s));
+      for (int p = 0; p < nranks; p++)
+        for (int i = 0; i < N; i++) pinned[(size_t)p * N + i] = base_of(step, rank, p) + (float)i;
+      SE_CUDA(cudaMemcpyAsync(send, pinned, bytes, cudaMemcpyHostToDevice, comp));
+    } else {
+      for (int p = 0; p < nranks; p++) se_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+    }
     if (fixed) {
       SE_CUDA(cudaEventRecord(produced, comp));
       SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
@@ -50,6 +73,10 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
     SE_NCCL(ncclGroupEnd());
     SE_CUDA(cudaStreamSynchronize(comm_s));
     SE_CUDA(cudaStreamSynchronize(comp));
+    if (m->fresh) {
+      SE_CUDA(cudaFreeAsync(send, comm_s));
+      send = send0;
+    }
     SE_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
     for (int p = 0; p < nranks; p++)
       for (int i = 0; i < N; i++)
@@ -61,11 +88,13 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   SE_CUDA(cudaFree(recv));
   SE_CUDA(cudaStreamDestroy(comp));
   SE_CUDA(cudaStreamDestroy(comm_s));
+  SE_CUDA(cudaFreeHost(pinned));
   free(host);
   return wrong ? SE_DATA_WRONG : 0;
 }
 
 int main(int argc, char **argv) {
-  int fixed = se_fixed_arg(argc, argv);
-  return se_verdict(se_run_ranks(2, rank_main, &fixed));
+  const char *a = argc > 1 ? argv[1] : "buggy";
+  mode m = {strncmp(a, "fixed", 5) == 0, strstr(a, "-fresh") != NULL};
+  return se_verdict(se_run_ranks(2, rank_main, &m));
 }
