@@ -132,6 +132,9 @@ typedef struct a2a_comm {
 a2a_comm *a2a_comm_lookup(const void *handle);
 /* Iterate over all records (for summaries); fn returns nonzero to stop. */
 void a2a_comm_foreach(int (*fn)(a2a_comm *c, void *arg), void *arg);
+/* Communicators created but not recorded (registry full, out of memory):
+ * while nonzero, a handle missing from the registry may still be valid. */
+unsigned a2a_comm_dropped(void);
 /* Stable cross-rank hash of ncclUniqueId bytes (128 each). */
 uint64_t a2a_hash_bytes(const void *p, size_t n, uint64_t seed);
 

@@ -27,6 +27,7 @@
 static _Atomic(a2a_comm *) g_comm_slots[COMM_SLOTS];
 static a2a_comm *g_comm_all[COMM_SLOTS];
 static _Atomic unsigned g_comm_count;
+static _Atomic unsigned g_comm_dropped;
 static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t slot_of(const void *h) {
@@ -44,6 +45,10 @@ a2a_comm *a2a_comm_lookup(const void *handle) {
     if (c->handle == handle) return c;
   }
   return NULL;
+}
+
+unsigned a2a_comm_dropped(void) {
+  return atomic_load_explicit(&g_comm_dropped, memory_order_relaxed);
 }
 
 void a2a_comm_foreach(int (*fn)(a2a_comm *c, void *arg), void *arg) {
@@ -92,7 +97,10 @@ void a2a_registry_comm_init(const a2a_event *ev) {
   if (!in->newcomm) return; /* NCCL_SPLIT_NOCOLOR or failure */
 
   a2a_comm *c = calloc(1, sizeof *c);
-  if (!c) return;
+  if (!c) {
+    atomic_fetch_add(&g_comm_dropped, 1);
+    return;
+  }
   c->handle = in->newcomm;
   c->nranks = in->nranks;
   c->rank = in->rank;
@@ -123,7 +131,10 @@ void a2a_registry_comm_init(const a2a_event *ev) {
     break;
   }
   }
-  if (!comm_insert(c)) free(c);
+  if (!comm_insert(c)) {
+    free(c);
+    atomic_fetch_add(&g_comm_dropped, 1);
+  }
 }
 
 void a2a_registry_comm_end(const a2a_event *ev) {
@@ -230,6 +241,7 @@ void a2a_registry_reset_for_tests(void) {
   pthread_mutex_lock(&g_comm_mu);
   for (size_t i = 0; i < COMM_SLOTS; i++) atomic_store(&g_comm_slots[i], NULL);
   atomic_store(&g_comm_count, 0);
+  atomic_store(&g_comm_dropped, 0);
   pthread_mutex_unlock(&g_comm_mu);
   pthread_rwlock_wrlock(&g_alloc_mu);
   g_nallocs = 0;

@@ -329,6 +329,7 @@ static void on_fork_child(uint32_t self) {
       t->nheld = 0;
     }
   }
+  gm_after_fork_child(self);
 }
 
 static bool needs_thread(a2a_kind k) {

@@ -122,5 +122,7 @@ void gm_group_end_pre(const a2a_event *ev, gl_thread *t);
 void gm_group_end_post(const a2a_event *ev, gl_thread *t);
 /* A new outermost group starts on t. */
 void gm_group_begin(gl_thread *t);
+/* In a forked child: release the communicators other threads held. */
+void gm_after_fork_child(uint32_t self);
 
 #endif /* A2A_GROUP_LOCAL_H */

@@ -14,9 +14,10 @@
  *  - group.use-after-destroy: an operation on a communicator that was
  *    destroyed, aborted, finalized or revoked, or on a handle no init call of
  *    this process returned (only when the registry knows at least one
- *    communicator: a process whose NCCL calls bypass the shim, or that
- *    created its communicators through a dlsym'd NCCL, has an empty registry
- *    and is not judged; a NULL handle is left to NCCL, which returns
+ *    communicator and recorded every one: a process whose NCCL calls bypass
+ *    the shim, or that created its communicators through a dlsym'd NCCL,
+ *    has an empty registry and is not judged, nor is one whose registry
+ *    overflowed; a NULL handle is left to NCCL, which returns
  *    ncclInvalidArgument).
  *  - group.concurrent-use: two threads inside NCCL calls on one communicator
  *    at the same time. A thread holds a communicator from the PRE of an
@@ -212,6 +213,11 @@ static void check_duplicate_init(const a2a_event *ev, gl_thread *t) {
   /* At PRE: the ranks of one communicator block in the init until all have
    * joined, and NCCL may then fail them all, so POST may never be useful. */
   if (ev->phase != A2A_PRE || dev < 0 || !ev->u.init.ids) return;
+  /* An init NCCL rejects for its rank arguments creates no rank: recording
+   * it would make the next valid init of the same id look like a second
+   * rank on the device. */
+  if (ev->u.init.nranks <= 0 || ev->u.init.rank < 0 || ev->u.init.rank >= ev->u.init.nranks)
+    return;
   size_t nids = ev->u.init.nids > 0 ? (size_t)ev->u.init.nids : 1;
   uint64_t h = a2a_hash_bytes(ev->u.init.ids, 128 * nids, 0);
   unsigned me = atomic_fetch_add(&g_ninits, 1);
@@ -310,7 +316,7 @@ static void check_use(const a2a_event *ev) {
   a2a_comm *c = a2a_comm_lookup(ev->comm);
   if (!c) {
     bool known = false;
-    a2a_comm_foreach(any_comm, &known);
+    if (a2a_comm_dropped() == 0) a2a_comm_foreach(any_comm, &known);
     if (known) report_uad(ev, NULL, ev->comm, "communicator");
     return;
   }
@@ -418,6 +424,15 @@ void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
     report_mismatch(ev, t->mismatch_site, t->mismatch_api, t->mismatch_comm,
                     t->mismatch_cur_dev);
   t->mismatch = false;
+}
+
+void gm_after_fork_child(uint32_t self) {
+  /* Only the forking thread exists in the child: what the other threads
+   * held (operations in flight, open groups) is gone with them. */
+  for (size_t i = 0; i < GM_MAX_COMMS; i++) {
+    uint32_t cur = atomic_load_explicit(&g_owner[i], memory_order_relaxed);
+    if (cur && cur != self) atomic_store_explicit(&g_owner[i], 0, memory_order_relaxed);
+  }
 }
 
 void gm_group_end_post(const a2a_event *ev, gl_thread *t) {

@@ -154,3 +154,14 @@ if(A2A_NVCC AND A2A_NVCC_WORKS)
   set_tests_properties(shim.launch_legacy_stream shim.launch_per_thread_stream
                        PROPERTIES TIMEOUT 120 LABELS shim)
 endif()
+
+# ---- invalid arguments: identical behaviour with and without the shim -------
+add_executable(shim_invalid ${CMAKE_CURRENT_LIST_DIR}/shim_invalid.c)
+target_include_directories(shim_invalid PRIVATE ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE})
+target_link_libraries(shim_invalid PRIVATE a2asim_nccl a2asim_cudart)
+set_target_properties(shim_invalid PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${A2A_SHIM_TEST_DIR})
+add_dependencies(shim_invalid a2acheck)
+add_test(NAME shim.invalid_args
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shim_invalid.sh $<TARGET_FILE:shim_invalid>
+                 $<TARGET_FILE:a2acheck> ${A2A_SHIM_TEST_DIR}/invalid)
+set_tests_properties(shim.invalid_args PROPERTIES TIMEOUT 150 LABELS shim)

@@ -655,6 +655,51 @@ START_TEST(fork_child_forgets_other_threads_groups) {
 }
 END_TEST
 
+START_TEST(invalid_init_arguments_are_not_a_duplicate) {
+  /* Inits NCCL rejects for their arguments (rank >= nranks, nranks 0) create
+   * no rank: a later valid init with the same id on the same device is not
+   * a second rank of that communicator. */
+  init_comm(NULL, id_a, 1, 5, 0);
+  init_comm(NULL, id_a, 0, 0, 0);
+  init_comm(NULL, id_a, 1, -1, 0);
+  init_comm((void *)0x100, id_a, 1, 0, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
+START_TEST(fork_child_releases_other_threads_comms) {
+  /* Thread 2 is inside a group on the comm when thread 1 forks: in the
+   * child thread 2 does not exist, so thread 1 using the comm there is not
+   * concurrent use. */
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 2);
+  a2a_event b = p2p(comm, 0, DEV_RECV, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  a2a_event f = ev_make(A2A_EV_FORK_CHILD);
+  f.thread = 1;
+  ev_pre(&f);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
+START_TEST(full_registry_does_not_make_unknown_handles) {
+  /* Once the communicator registry is full, a new communicator is not
+   * recorded: its operations must not be reported as using a handle no
+   * init returned. */
+  unsigned char id[128];
+  memset(id, 0, sizeof id);
+  uintptr_t h = 0x100000;
+  for (unsigned i = 0; i < 8200; i++, h += 0x40) {
+    memcpy(id, &i, sizeof i);
+    init_comm((void *)h, id, 1, 0, 0);
+  }
+  post_p2p((void *)(h - 0x40), 1, DEV_SEND, 16, 0, STREAM_A);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("group_local");
   TCase *tc = tcase_create("group");
@@ -694,6 +739,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, op_after_async_error);
   tcase_add_test(tc, threads_with_their_own_comms_are_silent);
   tcase_add_test(tc, fork_child_forgets_other_threads_groups);
+  tcase_add_test(tc, invalid_init_arguments_are_not_a_duplicate);
+  tcase_add_test(tc, fork_child_releases_other_threads_comms);
+  tcase_add_test(tc, full_registry_does_not_make_unknown_handles);
   suite_add_tcase(s, tc);
   return s;
 }
