@@ -24,8 +24,8 @@
  *    protocols make alignment irrelevant).
  *  - layout.scattered (warning): a group on one communicator that sends to
  *    and receives from several peers (a grouped all-to-all) whose non-empty
- *    per-peer chunks, taken in peer order, do not form one contiguous region
- *    per direction.
+ *    per-peer chunks do not form one contiguous region per direction (in
+ *    any order: the chunks, merged by address, leave gaps).
  *  - layout.hidden-copy (info): a send buffer written, since the thread's
  *    previous NCCL operation, by a device-to-device copy of exactly the bytes
  *    sent (cudaMemcpy*), or by a kernel whose name says copy/contiguous and
@@ -433,7 +433,10 @@ typedef struct dir_stats {
   size_t bytes, smallest;
 } dir_stats;
 
-/* Non-empty P2P chunks of one direction on one comm, walked in peer order. */
+/* Non-empty P2P chunks of one direction on one comm: peers counted in peer
+ * order, regions in address order (chunks that touch or overlap merge into
+ * one region: a buffer laid out in another order than the peers', or one
+ * send buffer posted to every peer, is still one region). */
 static void direction(ly_thread *t, void *comm, bool recv, dir_stats *d) {
   const ly_range **v = t->scratch;
   unsigned n = 0;
@@ -450,9 +453,14 @@ static void direction(ly_thread *t, void *comm, bool recv, dir_stats *d) {
     d->chunks++;
     d->bytes += b;
     if (!d->smallest || b < d->smallest) d->smallest = b;
-    if (i == 0 || v[i]->lo != v[i - 1]->hi) d->regions++;
     if (v[i]->peer != last_peer) d->peers++;
     last_peer = v[i]->peer;
+  }
+  sort_ranges(v, n, cmp_lo);
+  uintptr_t end = 0; /* greatest end of the regions so far */
+  for (unsigned i = 0; i < n; i++) {
+    if (i == 0 || v[i]->lo > end) d->regions++;
+    if (v[i]->hi > end) end = v[i]->hi;
   }
 }
 
@@ -493,7 +501,7 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
     a2a_json_obj_end(&j);
     snprintf(msg, sizeof msg,
              "A grouped all-to-all on %s sends %zu bytes from %u separate regions and receives "
-             "%zu bytes into %u separate regions (%u/%u chunks, in peer order): the per-peer "
+             "%zu bytes into %u separate regions (%u/%u chunks): the per-peer "
              "chunks are views, not one contiguous buffer per direction; pack them into one "
              "send and one receive buffer (all_to_all_single layout) to avoid extra copies and "
              "small transfers.",
