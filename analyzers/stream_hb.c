@@ -22,19 +22,34 @@
  *    (an event never recorded adds nothing); stream/event/device synchronize
  *    and successful queries join into the host; host-synchronous copies join
  *    their stream into the host; cudaFree of cudaMalloc memory is treated as
- *    the device synchronization CUDA performs in practice.
+ *    the device synchronization CUDA performs in practice. Streams that join
+ *    a capture by waiting on an event recorded in a capturing stream capture
+ *    too (their work is not run). Timelines of destroyed streams are
+ *    recycled (see tl_new).
  *  - Accesses: NCCL operations read their send and write their receive
  *    ranges on their stream (grouped operations take effect at the outermost
- *    ncclGroupEnd, where NCCL enqueues them); memcpy/memset read and write
- *    their ranges; kernel launches "may read and write" every tracked range
- *    one of their parameter words points into.
+ *    ncclGroupEnd, where NCCL enqueues them; an operation's range is exactly
+ *    its buffer: older ranges reaching past it are split); memcpy/memset
+ *    read and write their ranges; kernel launches "may read and write"
+ *    every tracked range one of their parameter words points into - except
+ *    a range an unordered communication READ (a send in flight) holds,
+ *    which they are presumed to only read (see on_launch).
+ *  - Recent copies: the destinations of the last STREAM_HB_COPY_RING copies
+ *    and memsets that do not make the host wait are remembered even while
+ *    nothing is tracked, and become the history of a range a communication
+ *    operation creates (the producer of a fresh buffer; see "Recent
+ *    copies").
  *
  * Cost. Only ranges touched by communication are tracked. While none is
- * tracked (g_nranges == 0) every CUDA event except stream/event creation and
- * destruction is dropped after one relaxed atomic load: no remembered access
+ * tracked (g_nranges == 0), no recent copy is remembered (g_nring == 0)
+ * and no capture is open, every CUDA event except stream/event creation and
+ * destruction, NCCL calls and copies that do not make the host wait is
+ * dropped after two or three relaxed atomic loads (kernel launches after
+ * one, whatever the ring holds): no remembered access
  * exists, and every later access gets a fresh epoch larger than any clock
  * value a skipped join could have carried, so skipping the joins changes no
- * later ordering decision. While ranges are tracked, the events that matter
+ * later ordering decision. A copy that does not make the host wait always
+ * takes the lock once (to enter the ring). While ranges are tracked, the events that matter
  * take one analyzer-wide mutex for a short critical section (vector clocks
  * are at most STREAM_HB_MAX_TL words; kernel launches additionally scan
  * their parameter words); conflicts found under it are queued and turned
@@ -1386,13 +1401,14 @@ static bool copy_host_waits(const a2a_event *ev) {
 /* cudaMemcpy* and cudaMemset*. Synchronous variants run on the default
  * stream (legacy or per-thread); host_waits: copy_host_waits(ev). A copy
  * that does not make the host wait also goes into the recent-copy ring
- * (unless its destination is host memory). */
+ * (unless its destination is known to be host memory). */
 static void on_copy(const a2a_event *ev, bool host_waits) {
   bool memset_ = ev->kind == A2A_EV_MEMSET;
   uintptr_t dst = (uintptr_t)ev->u.copy.dst, src = (uintptr_t)ev->u.copy.src;
   size_t n = ev->u.copy.bytes;
   bool touches = span_tracked(dst, dst + n) || (!memset_ && span_tracked(src, src + n));
-  bool remember = !host_waits && dst && n && (memset_ || ev->u.copy.cpykind != A2A_CPY_D2H);
+  bool remember = !host_waits && dst && n &&
+                  (memset_ || (ev->u.copy.cpykind != A2A_CPY_D2H && ev->u.copy.cpykind != A2A_CPY_H2H));
   if (!touches && !host_waits && !remember) return;
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return;
