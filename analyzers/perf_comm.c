@@ -51,6 +51,10 @@
 #define PC_MAX_LOWBW_REPORTS 8 /* perf.low-bandwidth findings per communicator */
 #define PC_WINS 8              /* compute windows per overlap sample */
 #define PC_SAMPLE_EVERY 4      /* an overlap sample every this many operations */
+#define PC_JUDGE 8             /* (operation, size bucket) cells judged for
+                                  perf.low-bandwidth per communicator */
+#define PC_WIN 8               /* operations per window (see pc_judge) */
+#define PC_WMEDS 32            /* window medians kept per judged cell */
 
 /* ------------------------------------------------------------------ */
 /* State. */
@@ -60,9 +64,39 @@ typedef struct pc_stat {
   uint64_t measured, meas_bytes;
   double time_s;               /* sum over measured operations */
   double best_busbw, worst_busbw;
-  double slow_s;               /* the slowest operation's time and bytes: */
-  uint64_t slow_bytes;         /* left out of the average (warm-up) */
+  double slow_s;               /* the slowest operation's time */
 } pc_stat;
+
+/* perf.low-bandwidth's view of one (operation, size bucket) cell of at
+ * least A2ACHECK_SMALL_MSG bytes (smaller operations are latency-bound:
+ * their "bandwidth" measures the per-operation cost and the peers' arrival
+ * skew, and they belong to perf.small-messages). An operation's time runs
+ * from its start event to its end event on this rank's stream, so it
+ * includes the wait for the slowest peer to arrive. To judge bandwidth and
+ * not that wait, the cell's measured operations (the first one left out:
+ * warm-up) are cut into windows of PC_WIN consecutive operations, and each
+ * window is reduced to the median of its per-operation bus bandwidths (one
+ * late peer, one host stall, one lucky operation do not move a median).
+ * The cell's typical bandwidth is the median of its window medians, its
+ * best the highest window median: a steady program - however skewed its
+ * ranks' arrivals, however latency-bound - has similar windows and is never
+ * judged below its best; a communicator whose transfers got slower for a
+ * good part of the run (or whose peers keep it waiting from some point on)
+ * is. Window medians beyond PC_WMEDS are decimated (every other one kept,
+ * the stride doubled), so the median covers the whole run in fixed memory. */
+typedef struct pc_judge {
+  int op, bucket;              /* bucket -1: slot free */
+  uint64_t seen;               /* measured operations of the cell */
+  float win[PC_WIN];           /* busbw of the current window's operations */
+  int nwin;
+  float wmed[PC_WMEDS];        /* window medians, decimated */
+  int nwmed;
+  uint32_t stride, skip;       /* keep one window median in stride */
+  uint64_t windows;            /* complete windows (all of them) */
+  double best;                 /* highest window median (GB/s) */
+  double time_s;               /* the complete windows' operations: */
+  uint64_t bytes;              /* time and bytes */
+} pc_judge;
 
 typedef struct pc_meas {
   void *ev0, *ev1;
@@ -87,6 +121,9 @@ typedef struct pc_comm {
   a2a_perf_fit fit;
   uint64_t hist[A2A_PERF_NBUCKETS];
   pc_stat st[A2A_PERF_OP__COUNT][A2A_PERF_NBUCKETS];
+  pc_judge judge[PC_JUDGE];
+  uint64_t unjudged;           /* measured ops of large cells beyond PC_JUDGE */
+  bool inherited;              /* a forked child's copy of its parent's */
 
   pc_meas ring[PC_RING];
   uint32_t head, tail;         /* FIFO: head = next to take, tail = oldest */
@@ -186,7 +223,7 @@ static pc_comm *lookup(const void *h) {
   for (size_t k = 0; k < PC_TABLE; k++, i = (i + 1) & (PC_TABLE - 1)) {
     pc_comm *c = atomic_load_explicit(&g_table[i], memory_order_acquire);
     if (!c) return NULL;
-    if (c->handle == h) return c;
+    if (c->handle == h) return c->inherited ? NULL : c;
   }
   return NULL;
 }
@@ -219,6 +256,7 @@ static void comm_create(const a2a_event *ev) {
   c->nranks = c->rec ? c->rec->nranks : ev->u.init.nranks;
   snprintf(c->name, sizeof c->name, "%s", c->rec ? c->rec->name : "comm");
   pthread_mutex_init(&c->mu, NULL);
+  for (int i = 0; i < PC_JUDGE; i++) c->judge[i].bucket = -1;
   int blocking = c->rec ? c->rec->blocking : ev->u.init.blocking;
   if (blocking && host_events_usable()) {
     c->can_measure = true;
@@ -272,12 +310,67 @@ static void account_op(pc_comm *c, int op, uint64_t bytes) {
   }
 }
 
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median of n >= 1 values (sorted in place); the mean of the two middle
+ * ones for an even n. */
+static double median_f(float *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_float);
+  return n % 2 ? (double)v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
+}
+
+static pc_judge *judge_for(pc_comm *c, int op, int bucket) {
+  for (int i = 0; i < PC_JUDGE; i++) {
+    pc_judge *j = &c->judge[i];
+    if (j->bucket == bucket && j->op == op) return j;
+    if (j->bucket < 0) {
+      memset(j, 0, sizeof *j);
+      j->op = op;
+      j->bucket = bucket;
+      j->stride = 1;
+      return j;
+    }
+  }
+  return NULL;
+}
+
+/* One measured operation of a large cell (c->mu held); see pc_judge. */
+static void judge_add(pc_comm *c, const pc_meas *m, double s, double busbw) {
+  pc_judge *j = judge_for(c, m->op, m->bucket);
+  if (!j) { c->unjudged++; return; }
+  if (j->seen++ == 0) return; /* warm-up: connection setup, first arrival */
+  j->win[j->nwin++] = (float)busbw;
+  j->time_s += s;
+  j->bytes += m->bytes;
+  if (j->nwin < PC_WIN) return;
+  float tmp[PC_WIN];
+  memcpy(tmp, j->win, sizeof tmp);
+  double med = median_f(tmp, PC_WIN);
+  j->nwin = 0;
+  if (j->windows++ == 0 || med > j->best) j->best = med;
+  if (j->skip > 0) { j->skip--; return; }
+  if (j->nwmed == PC_WMEDS) {
+    for (int k = 0; k < PC_WMEDS / 2; k++) j->wmed[k] = j->wmed[2 * k];
+    j->nwmed = PC_WMEDS / 2;
+    j->stride *= 2;
+    /* The last kept median (old index PC_WMEDS-2) is one old stride
+     * before the newest (PC_WMEDS-1): the new one is due now. */
+  }
+  j->wmed[j->nwmed++] = (float)med;
+  j->skip = j->stride - 1;
+}
+
 static void account_time(pc_comm *c, const pc_meas *m, double s) {
   pc_stat *st = &c->st[m->op][m->bucket];
   double busbw = a2a_perf_algbw_gbps(m->bytes, s) * a2a_perf_busbw_factor(m->op, c->nranks);
   if (st->measured == 0 || busbw > st->best_busbw) st->best_busbw = busbw;
   if (st->measured == 0 || busbw < st->worst_busbw) st->worst_busbw = busbw;
-  if (st->measured == 0 || s > st->slow_s) { st->slow_s = s; st->slow_bytes = m->bytes; }
+  if (st->measured == 0 || s > st->slow_s) st->slow_s = s;
+  if (a2a_perf_bucket_lo(m->bucket) >= a2a_perf_small_msg() && m->bytes > 0)
+    judge_add(c, m, s, busbw);
   st->measured++;
   st->meas_bytes += m->bytes;
   st->time_s += s;
@@ -518,6 +611,12 @@ static void check_priority(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, 
   if (c->nranks < 2 || bytes < (1ULL << 20) || bytes > 100ULL * (1ULL << 20)) return;
   if (!a2a_check_enabled("perf.stream-priority")) return;
   int pc = a2a_perf_stream_priority(stream);
+  /* Only communication at the default (lowest) priority is judged: CUDA
+   * clamps a requested priority into the device's range, which a2acheck
+   * does not query, so of two raised priorities (comm -5, compute -10 on a
+   * device whose range ends at -5) the effective order is unknown - and a
+   * raised communication stream shows the user already chose. */
+  if (pc < 0) return;
   for (int i = 0; i < t->nls; i++) {
     if (t->ls[i].s == stream) continue;
     int pk = a2a_perf_stream_priority(t->ls[i].s);
@@ -741,7 +840,8 @@ static void poll_comm(pc_comm *c) {
 
 static void poll_all(void) {
   int n = atomic_load(&g_ncomms);
-  for (int i = 0; i < n; i++) poll_comm(g_comms[i]);
+  for (int i = 0; i < n; i++)
+    if (!g_comms[i]->inherited) poll_comm(g_comms[i]);
 }
 
 static void perf_comm_on_event(const a2a_event *ev) {
@@ -838,16 +938,6 @@ static double stat_busbw(const pc_stat *st, int op, int nranks) {
   return a2a_perf_algbw_gbps(st->meas_bytes, st->time_s) * a2a_perf_busbw_factor(op, nranks);
 }
 
-/* The average the low-bandwidth check judges: time-weighted over the
- * measured operations except the slowest one (a communicator's first
- * operation of a kind pays NCCL's lazy connection setup: one such outlier
- * must not condemn a bucket). */
-static double stat_busbw_judged(const pc_stat *st, int op, int nranks) {
-  if (st->measured < 2 || !(st->time_s - st->slow_s > 0)) return stat_busbw(st, op, nranks);
-  return a2a_perf_algbw_gbps(st->meas_bytes - st->slow_bytes, st->time_s - st->slow_s) *
-         a2a_perf_busbw_factor(op, nranks);
-}
-
 /* The per-operation fixed cost for the small-message model, and where it
  * came from ("fitted", "configured", "assumed"). */
 static double small_alpha(const pc_comm *c, const char **src) {
@@ -931,66 +1021,77 @@ static void report_small(const pc_comm *c) {
   a2a_report(&f);
 }
 
+/* perf.low-bandwidth: each judged cell (see pc_judge) whose typical
+ * (median) window bandwidth is below A2ACHECK_LOW_BW_RATIO x its best
+ * window, or below A2ACHECK_EXPECTED_BUSBW when set, with at least
+ * A2ACHECK_PERF_MIN_OPS operations in complete windows and two windows. */
 static void report_lowbw(const pc_comm *c) {
   if (c->nranks < 2 || !a2a_check_enabled("perf.low-bandwidth")) return;
   int reported = 0;
   double expected = a2a_opt->expected_busbw;
-  for (int op = 0; op < A2A_PERF_OP__COUNT; op++)
-    for (int b = 0; b < A2A_PERF_NBUCKETS; b++) {
-      const pc_stat *st = &c->st[op][b];
-      if (st->measured < a2a_perf_min_ops() || !(st->time_s > 0)) continue;
-      double avg = stat_busbw_judged(st, op, c->nranks);
-      bool below_best = avg < a2a_opt->low_bw_ratio * st->best_busbw;
-      bool below_expected = expected > 0 && a2a_perf_bucket_lo(b) >= a2a_perf_small_msg() &&
-                            avg < expected;
-      if (!below_best && !below_expected) continue;
-      if (reported++ >= PC_MAX_LOWBW_REPORTS) return;
-      char lo[32], hi[32], why[320], msg[1024], det[640];
-      a2a_perf_fmt_bytes(a2a_perf_bucket_lo(b), lo, sizeof lo);
-      a2a_perf_fmt_bytes(1ULL << (b + 1), hi, sizeof hi);
-      if (below_expected)
-        snprintf(why, sizeof why, "%.0f%% of the expected %.2f GB/s (A2ACHECK_EXPECTED_BUSBW)",
-                 100.0 * avg / expected, expected);
-      else
-        snprintf(why, sizeof why,
-                 "%.0f%% of the best %.2f GB/s this communicator achieved for the same "
-                 "operation and size (worst %.2f GB/s)",
-                 st->best_busbw > 0 ? 100.0 * avg / st->best_busbw : 0.0, st->best_busbw,
-                 st->worst_busbw);
-      snprintf(msg, sizeof msg,
-               "%s: %s of [%s, %s) on %d ranks: %llu operations measured, %.3f ms in all, "
-               "average bus bandwidth %.2f GB/s without the slowest operation (algbw %.2f GB/s, "
-               "busbw factor %.3f), %s. "
-               "Slow operations of one size usually wait for a late peer (load imbalance, a "
-               "straggler's compute or host stall) or share links with other traffic; a low "
-               "expected ratio points at the configuration (see perf.env) or topology. Fix: "
-               "compare the ranks' summaries for the straggler, check NCCL_* settings, and "
-               "run nccl-tests on the same nodes for the attainable number.",
-               c->name, a2a_perf_op_name(op), lo, hi, c->nranks,
-               (unsigned long long)st->measured, st->time_s * 1e3, avg,
-               avg / a2a_perf_busbw_factor(op, c->nranks),
-               a2a_perf_busbw_factor(op, c->nranks), why);
-      a2a_json j;
-      a2a_json_init(&j, det, sizeof det);
-      a2a_json_obj_begin(&j, NULL);
-      a2a_json_str(&j, "op", a2a_perf_op_name(op));
-      a2a_json_uint(&j, "bucket_lo_bytes", a2a_perf_bucket_lo(b));
-      a2a_json_int(&j, "nranks", c->nranks);
-      a2a_json_uint(&j, "measured_ops", st->measured);
-      a2a_json_uint(&j, "bytes", st->meas_bytes);
-      a2a_json_dbl(&j, "time_s", st->time_s);
-      a2a_json_dbl(&j, "algbw_gbps", avg / a2a_perf_busbw_factor(op, c->nranks));
-      a2a_json_dbl(&j, "busbw_gbps", avg);
-      a2a_json_dbl(&j, "slowest_op_s", st->slow_s);
-      a2a_json_dbl(&j, "best_busbw_gbps", st->best_busbw);
-      a2a_json_dbl(&j, "worst_busbw_gbps", st->worst_busbw);
-      if (expected > 0) a2a_json_dbl(&j, "expected_busbw_gbps", expected);
-      a2a_json_str(&j, "reason", below_expected ? "below-expected" : "below-best");
-      a2a_json_obj_end(&j);
-      a2a_finding f = {.check = "perf.low-bandwidth", .severity = A2A_SEV_WARNING,
-                       .comm = c->rec, .message = msg, .details_json = det};
-      a2a_report(&f);
-    }
+  for (int i = 0; i < PC_JUDGE; i++) {
+    const pc_judge *jd = &c->judge[i];
+    if (jd->bucket < 0) break;
+    uint64_t judged = jd->windows * PC_WIN;
+    if (jd->windows < 2 || judged < a2a_perf_min_ops() || jd->nwmed < 1) continue;
+    float tmp[PC_WMEDS];
+    memcpy(tmp, jd->wmed, sizeof tmp);
+    double typ = median_f(tmp, jd->nwmed);
+    bool below_best = typ < a2a_opt->low_bw_ratio * jd->best;
+    bool below_expected = expected > 0 && typ < expected;
+    if (!below_best && !below_expected) continue;
+    if (reported++ >= PC_MAX_LOWBW_REPORTS) return;
+    int op = jd->op, b = jd->bucket;
+    const pc_stat *st = &c->st[op][b];
+    double factor = a2a_perf_busbw_factor(op, c->nranks);
+    char lo[32], hi[32], why[320], msg[1280], det[768];
+    a2a_perf_fmt_bytes(a2a_perf_bucket_lo(b), lo, sizeof lo);
+    a2a_perf_fmt_bytes(1ULL << (b + 1), hi, sizeof hi);
+    if (below_expected)
+      snprintf(why, sizeof why, "%.0f%% of the expected %.2f GB/s (A2ACHECK_EXPECTED_BUSBW)",
+               100.0 * typ / expected, expected);
+    else
+      snprintf(why, sizeof why,
+               "%.0f%% of the %.2f GB/s of its best window for the same operation and size",
+               jd->best > 0 ? 100.0 * typ / jd->best : 0.0, jd->best);
+    snprintf(msg, sizeof msg,
+             "%s: %s of [%s, %s) on %d ranks: typical bus bandwidth %.2f GB/s (the median of "
+             "per-window medians over %llu operations in windows of %d, the first operation "
+             "left out; algbw %.2f GB/s, busbw factor %.3f), %s. The time includes waiting for "
+             "the slowest rank: an operation is timed on this rank's stream from its start to "
+             "its end, so a peer that arrives late (load imbalance, a straggler's compute or "
+             "host stall) lowers the number as much as a slow link or other traffic on the "
+             "links does. Fix: compare the ranks' perf.summary records - if one rank's "
+             "bandwidth is high while the others' is low, that rank is the straggler; if all "
+             "are low, check NCCL_* settings (see perf.env) and the topology, and run "
+             "nccl-tests on the same nodes for the attainable number.",
+             c->name, a2a_perf_op_name(op), lo, hi, c->nranks, typ, (unsigned long long)judged,
+             PC_WIN, typ / factor, factor, why);
+    a2a_json j;
+    a2a_json_init(&j, det, sizeof det);
+    a2a_json_obj_begin(&j, NULL);
+    a2a_json_str(&j, "op", a2a_perf_op_name(op));
+    a2a_json_uint(&j, "bucket_lo_bytes", a2a_perf_bucket_lo(b));
+    a2a_json_int(&j, "nranks", c->nranks);
+    a2a_json_uint(&j, "measured_ops", st->measured);
+    a2a_json_uint(&j, "judged_ops", judged);
+    a2a_json_uint(&j, "windows", jd->windows);
+    a2a_json_uint(&j, "bytes", jd->bytes);
+    a2a_json_dbl(&j, "time_s", jd->time_s);
+    a2a_json_dbl(&j, "algbw_gbps", typ / factor);
+    a2a_json_dbl(&j, "busbw_gbps", typ);
+    a2a_json_dbl(&j, "best_busbw_gbps", jd->best);
+    a2a_json_dbl(&j, "fastest_op_busbw_gbps", st->best_busbw);
+    a2a_json_dbl(&j, "slowest_op_busbw_gbps", st->worst_busbw);
+    a2a_json_dbl(&j, "slowest_op_s", st->slow_s);
+    if (expected > 0) a2a_json_dbl(&j, "expected_busbw_gbps", expected);
+    a2a_json_str(&j, "reason", below_expected ? "below-expected" : "below-best");
+    a2a_json_str(&j, "includes", "waiting for the slowest rank");
+    a2a_json_obj_end(&j);
+    a2a_finding f = {.check = "perf.low-bandwidth", .severity = A2A_SEV_WARNING,
+                     .comm = c->rec, .message = msg, .details_json = det};
+    a2a_report(&f);
+  }
 }
 
 static void report_no_overlap(const pc_comm *c) {
@@ -1055,6 +1156,7 @@ static void report_summary(const pc_comm *c) {
   a2a_json_uint(&j, "small_ops", c->small_ops);
   a2a_json_uint(&j, "measured_ops", c->measured);
   a2a_json_uint(&j, "unmeasured_ops", c->unmeasured + (c->head - c->tail));
+  if (c->unjudged) a2a_json_uint(&j, "unjudged_ops", c->unjudged);
   a2a_json_dbl(&j, "time_s", c->time_s);
   a2a_json_uint(&j, "blocked_after_ops", c->blocked_after);
   a2a_json_uint(&j, "serialized_ops", c->serialized);
@@ -1127,6 +1229,7 @@ static void perf_comm_fini(void) {
   int n = atomic_load(&g_ncomms);
   for (int i = 0; i < n; i++) {
     pc_comm *c = g_comms[i];
+    if (c->inherited) continue;
     pthread_mutex_lock(&c->mu);
     poll_locked(c);
     pthread_mutex_unlock(&c->mu);
@@ -1159,19 +1262,28 @@ static int perf_comm_init(void) {
   return 0;
 }
 
-/* In a forked child the parent's in-flight timings belong to a CUDA context
- * the child cannot use: forget them (counts stay). */
+/* In a forked child (a data loader, a subprocess launcher) the parent's
+ * communicators are the parent's: their statistics were gathered and will
+ * be reported by the parent, and their in-flight timing events belong to
+ * the parent's CUDA context, which the child cannot use. Mark them
+ * inherited: never looked up, polled or reported again here (the child
+ * would otherwise write a second perf.summary of the same operations
+ * under the same rank). Communicators the child creates itself are new
+ * entries. The event handles are leaked on purpose (destroying them would
+ * be a CUDA call in a child that may never initialize CUDA). */
 static void perf_comm_after_fork_child(void) {
   int n = atomic_load(&g_ncomms);
   for (int i = 0; i < n; i++) {
     pc_comm *c = g_comms[i];
     pthread_mutex_init(&c->mu, NULL);
+    c->inherited = true;
     c->can_measure = false;
-    c->unmeasured += c->head - c->tail;
     c->tail = c->head;
     c->smp.state = 0;
   }
   pthread_mutex_init(&g_create_mu, NULL);
+  atomic_store(&g_captures, 0);
+  atomic_store(&g_ops_total, 0);
   atomic_fetch_add(&g_gen, 1);
 }
 

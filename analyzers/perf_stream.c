@@ -23,6 +23,10 @@
 
 #define PS_TABLE 4096        /* stream priority slots (power of two) */
 #define PS_SYNC_STREAMS 8    /* streams tracked between full synchronizations */
+#define PS_MAX_OPS_PER_SYNC 4 /* perf.sync-heavy: full synchronizations at least
+                                 every this many communication operations on
+                                 average; a program that synchronizes once at
+                                 the end of a step of more operations is fine */
 
 /* ------------------------------------------------------------------ */
 /* Stream priorities. A slot's key is written once (CAS from NULL); a
@@ -71,7 +75,7 @@ int a2a_perf_stream_priority(const void *s) {
 
 static atomic_uint g_gen = 1;
 static atomic_ullong g_stream_creates, g_stream_destroys, g_event_creates, g_event_destroys;
-static atomic_ullong g_synced_steps;
+static atomic_ullong g_synced_steps, g_synced_ops;
 static atomic_bool g_warned_streams, g_warned_events, g_warned_sync;
 
 typedef struct ps_tls {
@@ -119,28 +123,37 @@ static bool note_stream_sync(ps_tls *t, void *s) {
 static void full_sync(ps_tls *t, const a2a_event *ev, const char *how) {
   uint64_t ops = a2a_perf_ops_thread();
   bool step = ops > t->ops_at_sync;
+  uint64_t span = ops - t->ops_at_sync;
   t->ops_at_sync = ops;
   t->nst = 0;
   t->lost = false;
   if (!step) return;
   uint64_t n = atomic_fetch_add(&g_synced_steps, 1) + 1;
+  uint64_t sops = atomic_fetch_add(&g_synced_ops, span) + span;
+  /* Per operation or per few operations: a training step that ends with
+   * one synchronization after many operations (reading the loss) is not
+   * the pattern. */
+  if (sops > PS_MAX_OPS_PER_SYNC * n) return;
   if (n < a2a_perf_min_ops() || atomic_load(&g_warned_sync) ||
       !a2a_check_enabled("perf.sync-heavy") || atomic_exchange(&g_warned_sync, true))
     return;
   char msg[768], det[256];
   snprintf(msg, sizeof msg,
-           "%s was issued in %llu steps so far (a step = the work between two full "
-           "synchronizations that contains communication; %llu communication operations in all): "
+           "%s was issued in %llu steps so far, one every %.1f communication operations (a "
+           "step = the work between two full synchronizations that contains communication; "
+           "%llu communication operations in all): "
            "each one drains the GPU, so the CPU cannot queue the next step while this one "
            "runs and the pipeline empties every step. Fix: synchronize only where the host "
            "needs a result (a loss value, a checkpoint), with cudaStreamSynchronize on the one "
            "stream or an event; order streams on the GPU with cudaStreamWaitEvent.",
-           how, (unsigned long long)n, (unsigned long long)a2a_perf_ops_total());
+           how, (unsigned long long)n, (double)sops / (double)n,
+           (unsigned long long)a2a_perf_ops_total());
   a2a_json j;
   a2a_json_init(&j, det, sizeof det);
   a2a_json_obj_begin(&j, NULL);
   a2a_json_str(&j, "call", how);
   a2a_json_uint(&j, "synchronized_steps", n);
+  a2a_json_dbl(&j, "ops_per_sync", (double)sops / (double)n);
   a2a_json_uint(&j, "comm_ops", a2a_perf_ops_total());
   a2a_json_obj_end(&j);
   a2a_finding f = {.check = "perf.sync-heavy", .severity = A2A_SEV_WARNING, .site = ev->callsite,
@@ -245,6 +258,7 @@ static int perf_stream_init(void) {
   atomic_store(&g_event_creates, 0);
   atomic_store(&g_event_destroys, 0);
   atomic_store(&g_synced_steps, 0);
+  atomic_store(&g_synced_ops, 0);
   atomic_store(&g_warned_streams, false);
   atomic_store(&g_warned_events, false);
   atomic_store(&g_warned_sync, false);
@@ -252,7 +266,21 @@ static int perf_stream_init(void) {
   return 0;
 }
 
-static void perf_stream_after_fork_child(void) { atomic_fetch_add(&g_gen, 1); }
+/* A forked child counts its own streams, events and synchronized steps:
+ * the parent's belong to the parent's report (the priority table is kept:
+ * harmless, and a child cannot use the parent's streams anyway). */
+static void perf_stream_after_fork_child(void) {
+  atomic_store(&g_stream_creates, 0);
+  atomic_store(&g_stream_destroys, 0);
+  atomic_store(&g_event_creates, 0);
+  atomic_store(&g_event_destroys, 0);
+  atomic_store(&g_synced_steps, 0);
+  atomic_store(&g_synced_ops, 0);
+  atomic_store(&g_warned_streams, false);
+  atomic_store(&g_warned_events, false);
+  atomic_store(&g_warned_sync, false);
+  atomic_fetch_add(&g_gen, 1);
+}
 
 const a2a_analyzer a2a_analyzer_perf_stream = {
     .name = "perf_stream",

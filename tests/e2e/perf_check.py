@@ -18,8 +18,14 @@ OP         =  equal (numbers compared exactly, strings as text)
 VALUE      a number, an arithmetic expression of numbers (+ - * / ( ) and
            exponents like 1e9), or a string for =
 
-Every clause needs at least one matching finding, and must hold for all of
-them. Exit status 0 when all hold, 1 otherwise (the values are printed), 2
+or
+
+    count:CHECK[@RANK]=N
+
+exactly N findings (JSONL records) of CHECK (of that rank) in all the logs.
+
+Every other clause needs at least one matching finding, and must hold for
+all of them. Exit status 0 when all hold, 1 otherwise (the values are printed), 2
 for usage errors or unreadable logs. Python 3, stdlib only.
 """
 import json
@@ -69,6 +75,13 @@ def walk(obj, path):
 
 
 def check(recs, clause):
+    c = re.fullmatch(r"count:([a-z0-9.\-]+)(?:@(\d+))?=(\d+)", clause)
+    if c:
+        name, rank, want = c.group(1), c.group(2), int(c.group(3))
+        got = sum(1 for r in recs if r.get("check") == name and
+                  (rank is None or r.get("rank") == int(rank)))
+        print("%s %s: %d record(s)" % ("ok  " if got == want else "FAIL", clause, got))
+        return got == want
     m = re.fullmatch(r"([a-z0-9.\-]+)(?:@(\d+))?:((?:[^=~<>\[]|\[[^\]]*\])+)(=|~|>=|<=)(.+)",
                      clause)
     if not m:

@@ -16,8 +16,29 @@
  *              about 10 / 15.5 (perf.summary)
  *   small      8 AlltoAlls of 4 MiB, then 200 of 32 KiB     -> small-messages
  *   batched    the same bytes as `small` in operations of >= 1 MiB (fixed)
- *   lowbw      40 AlltoAlls of 1 MiB; rank 1 computes 60 ms before each of
- *              the last 20, so rank 0's operations wait   -> low-bandwidth
+ *   slowlink   48 AlltoAlls of 1 MiB; from the 17th on, every rank's
+ *              communication stream is slowed by the same 20 ms per
+ *              operation (a2asim_stream_set_delay: the simulator's bandwidth is
+ *              fixed at start-up, so this is how its transfers get slower
+ *              mid-run), as a shared or degraded link would: every
+ *              operation takes longer on every rank, nobody waits for a
+ *              peer                                       -> low-bandwidth
+ *   imbalance  48 AlltoAlls of 1 MiB; rank 1 computes 60 ms before each of
+ *              the last 32: rank 0's operations wait for it. Not a
+ *              bandwidth problem, but what rank 0 measures: rank 0 gets
+ *              perf.low-bandwidth saying the time includes waiting for the
+ *              slowest rank, the straggler (rank 1) gets nothing
+ *   skew       48 AlltoAlls of 1 MiB with a host synchronization per step;
+ *              one step in four a rank computes 100 ms longer (the late
+ *              rank rotates): arrival skew of a correct program (fixed
+ *              program of low-bandwidth: nothing)
+ *   forkchild  8 AlltoAlls of 1 MiB; after the 4th, rank 1 forks a
+ *              data-loader child that makes no CUDA/NCCL call and ends with
+ *              exit(0) (QA F4): the child must not report the parent's
+ *              operations a second time
+ *   latency    4 KiB AlltoAlls with a copy in, a copy out and a host
+ *              synchronization per step (QA F1): latency-bound, never
+ *              judged for bandwidth
  *   blocking   cudaStreamSynchronize(s) right after each AlltoAll -> no-overlap
  *   serial     compute and AlltoAll on the same stream, nothing else -> no-overlap
  *   devsync    cudaDeviceSynchronize at the end of every step -> sync-heavy
@@ -107,14 +128,62 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
       a2a(send, recv, 256u << 10, n, comm, s);
     }
     PE_CUDA(cudaStreamSynchronize(s));
-  } else if (strcmp(p, "lowbw") == 0) {
-    for (int i = 0; i < 40; i++) {
-      /* A straggler: rank 1 computes 60 ms before each of the last 20, and
-       * rank 0's AlltoAll waits for it on the GPU. */
-      if (rank == 1 && i >= 20) pe_compute(s, work, 1024, 60000);
+  } else if (strcmp(p, "slowlink") == 0) {
+    for (int i = 0; i < 48; i++) {
+      if (i == 16) {
+        /* Every rank, at the same point: the transfers get slower. */
+        PE_CUDA(cudaStreamSynchronize(s));
+        PE_CUDA(a2asim_stream_set_delay(s, 20000) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+      }
       a2a(send, recv, 1u << 20, n, comm, s);
     }
     PE_CUDA(cudaStreamSynchronize(s));
+    PE_CUDA(a2asim_stream_set_delay(s, 0) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+  } else if (strcmp(p, "imbalance") == 0) {
+    for (int i = 0; i < 48; i++) {
+      /* A straggler: rank 1 computes 60 ms before each of the last 32, and
+       * rank 0's AlltoAll waits for it on the GPU. */
+      if (rank == 1 && i >= 16) pe_compute(s, work, 1024, 60000);
+      a2a(send, recv, 1u << 20, n, comm, s);
+      /* The host looks at a result every 8 steps (and so no more than 32
+       * operations are in flight: all of them are timed). */
+      if (i % 8 == 7) PE_CUDA(cudaStreamSynchronize(s));
+    }
+    PE_CUDA(cudaStreamSynchronize(s));
+  } else if (strcmp(p, "skew") == 0) {
+    for (int i = 0; i < 48; i++) {
+      if (i % 4 == 1 + 2 * (rank % 2)) pe_compute(s, work, 1024, 100000);
+      a2a(send, recv, 1u << 20, n, comm, s);
+      PE_CUDA(cudaEventRecord(done, s));
+      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      pe_compute(sc, recv, 1024, 100);
+      consumed(used, sc, s);
+      PE_CUDA(cudaStreamSynchronize(sc)); /* the host reads a result */
+    }
+  } else if (strcmp(p, "forkchild") == 0) {
+    for (int i = 0; i < 8; i++) {
+      a2a(send, recv, 1u << 20, n, comm, s);
+      if (i == 3 && rank == 1) {
+        fflush(NULL);
+        pid_t c = fork();
+        if (c < 0) { perror("fork"); status = 1; break; }
+        if (c == 0) exit(0); /* a data loader: host work only, then exit() */
+        int ws;
+        if (waitpid(c, &ws, 0) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) status = 1;
+      }
+    }
+    PE_CUDA(cudaStreamSynchronize(s));
+  } else if (strcmp(p, "latency") == 0) {
+    float *host;
+    PE_CUDA(cudaMallocHost((void **)&host, 4096));
+    for (int i = 0; i < 40; i++) {
+      for (int k = 0; k < 1024; k++) host[k] = (float)(i + k);
+      PE_CUDA(cudaMemcpyAsync(send, host, 4096, cudaMemcpyHostToDevice, s));
+      a2a(send, recv, 4096, n, comm, s);
+      PE_CUDA(cudaMemcpyAsync(host, recv, 4096, cudaMemcpyDeviceToHost, s));
+      PE_CUDA(cudaStreamSynchronize(s));
+    }
+    PE_CUDA(cudaFreeHost(host));
   } else if (strcmp(p, "blocking") == 0) {
     for (int i = 0; i < STEPS; i++) {
       pe_compute(sc, work, 1024, 200);
