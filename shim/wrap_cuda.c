@@ -234,11 +234,12 @@ A2A_PUBLIC cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEv
 /* ------------------------------------------------------------------ */
 /* Memory */
 
-#define A2A_ALLOC_WRAP(name, memkind, size_, async_, stream_, pp, ...)        \
+#define A2A_ALLOC_WRAP(name, memkind, size_, async_, per_thread_, stream_, pp, ...) \
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
     A2A_EVENT(ev, A2A_EV_ALLOC, #name);                                       \
     ev.stream = (void *)(stream_);                                            \
+    ev.per_thread = (per_thread_);                                            \
     ev.u.mem.mem = (memkind);                                                 \
     ev.u.mem.size = (size_);                                                  \
     ev.u.mem.async = (async_);                                                \
@@ -250,11 +251,12 @@ A2A_PUBLIC cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEv
     return r;                                                                 \
   }
 
-#define A2A_FREE_WRAP(name, memkind, async_, stream_, ptr_, ...)              \
+#define A2A_FREE_WRAP(name, memkind, async_, per_thread_, stream_, ptr_, ...) \
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
     A2A_EVENT(ev, A2A_EV_FREE, #name);                                        \
     ev.stream = (void *)(stream_);                                            \
+    ev.per_thread = (per_thread_);                                            \
     ev.u.mem.mem = (memkind);                                                 \
     ev.u.mem.ptr = (ptr_);                                                    \
     ev.u.mem.async = (async_);                                                \
@@ -266,56 +268,28 @@ A2A_PUBLIC cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEv
   }
 
 A2A_PUBLIC cudaError_t cudaMalloc(void **devPtr, size_t size)
-    A2A_ALLOC_WRAP(cudaMalloc, A2A_MEM_DEVICE, size, 0, NULL, devPtr, devPtr, size)
+    A2A_ALLOC_WRAP(cudaMalloc, A2A_MEM_DEVICE, size, 0, 0, NULL, devPtr, devPtr, size)
 A2A_PUBLIC cudaError_t cudaFree(void *devPtr)
-    A2A_FREE_WRAP(cudaFree, A2A_MEM_DEVICE, 0, NULL, devPtr, devPtr)
+    A2A_FREE_WRAP(cudaFree, A2A_MEM_DEVICE, 0, 0, NULL, devPtr, devPtr)
 A2A_PUBLIC cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
-    A2A_ALLOC_WRAP(cudaMallocAsync, A2A_MEM_DEVICE_ASYNC, size, 1, hStream, devPtr, devPtr, size,
+    A2A_ALLOC_WRAP(cudaMallocAsync, A2A_MEM_DEVICE_ASYNC, size, 1, 0, hStream, devPtr, devPtr, size,
                    hStream)
 A2A_PUBLIC cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
-    A2A_FREE_WRAP(cudaFreeAsync, A2A_MEM_DEVICE_ASYNC, 1, hStream, devPtr, devPtr, hStream)
-A2A_PUBLIC cudaError_t cudaMallocHost(void **ptr, size_t size)
-    A2A_ALLOC_WRAP(cudaMallocHost, A2A_MEM_HOST_PINNED, size, 0, NULL, ptr, ptr, size)
-A2A_PUBLIC cudaError_t cudaFreeHost(void *ptr)
-    A2A_FREE_WRAP(cudaFreeHost, A2A_MEM_HOST_PINNED, 0, NULL, ptr, ptr)
-A2A_PUBLIC cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
-    A2A_ALLOC_WRAP(cudaHostAlloc, A2A_MEM_HOST_PINNED, size, 0, NULL, pHost, pHost, size, flags)
-A2A_PUBLIC cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
-    A2A_ALLOC_WRAP(cudaMallocManaged, A2A_MEM_MANAGED, size, 0, NULL, devPtr, devPtr, size, flags)
-
-/* The _ptsz twins of the stream-ordered allocator need per_thread set. */
+    A2A_FREE_WRAP(cudaFreeAsync, A2A_MEM_DEVICE_ASYNC, 1, 0, hStream, devPtr, devPtr, hStream)
+/* The _ptsz twins of the stream-ordered allocator: per_thread set. */
 A2A_PUBLIC cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
-{
-  A2A_PASS_THROUGH_UNLESS_ENTERED(cudaMallocAsync_ptsz, devPtr, size, hStream);
-  A2A_EVENT(ev, A2A_EV_ALLOC, "cudaMallocAsync_ptsz");
-  ev.stream = (void *)hStream;
-  ev.per_thread = 1;
-  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
-  ev.u.mem.size = size;
-  ev.u.mem.async = 1;
-  A2A_PRE(ev);
-  cudaError_t r = A2A_REAL(cudaMallocAsync_ptsz)(devPtr, size, hStream);
-  A2A_POST_BEGIN(ev, r);
-  ev.u.mem.ptr = (r == cudaSuccess && devPtr) ? *devPtr : NULL;
-  A2A_POST_END(ev);
-  return r;
-}
-
+    A2A_ALLOC_WRAP(cudaMallocAsync_ptsz, A2A_MEM_DEVICE_ASYNC, size, 1, 1, hStream, devPtr, devPtr,
+                   size, hStream)
 A2A_PUBLIC cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
-{
-  A2A_PASS_THROUGH_UNLESS_ENTERED(cudaFreeAsync_ptsz, devPtr, hStream);
-  A2A_EVENT(ev, A2A_EV_FREE, "cudaFreeAsync_ptsz");
-  ev.stream = (void *)hStream;
-  ev.per_thread = 1;
-  ev.u.mem.mem = A2A_MEM_DEVICE_ASYNC;
-  ev.u.mem.ptr = devPtr;
-  ev.u.mem.async = 1;
-  A2A_PRE(ev);
-  cudaError_t r = A2A_REAL(cudaFreeAsync_ptsz)(devPtr, hStream);
-  A2A_POST_BEGIN(ev, r);
-  A2A_POST_END(ev);
-  return r;
-}
+    A2A_FREE_WRAP(cudaFreeAsync_ptsz, A2A_MEM_DEVICE_ASYNC, 1, 1, hStream, devPtr, devPtr, hStream)
+A2A_PUBLIC cudaError_t cudaMallocHost(void **ptr, size_t size)
+    A2A_ALLOC_WRAP(cudaMallocHost, A2A_MEM_HOST_PINNED, size, 0, 0, NULL, ptr, ptr, size)
+A2A_PUBLIC cudaError_t cudaFreeHost(void *ptr)
+    A2A_FREE_WRAP(cudaFreeHost, A2A_MEM_HOST_PINNED, 0, 0, NULL, ptr, ptr)
+A2A_PUBLIC cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+    A2A_ALLOC_WRAP(cudaHostAlloc, A2A_MEM_HOST_PINNED, size, 0, 0, NULL, pHost, pHost, size, flags)
+A2A_PUBLIC cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+    A2A_ALLOC_WRAP(cudaMallocManaged, A2A_MEM_MANAGED, size, 0, 0, NULL, devPtr, devPtr, size, flags)
 
 /* PRE carries width*height (the pitch is not known yet); POST the real
  * segment size pitch*height. */

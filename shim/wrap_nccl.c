@@ -567,61 +567,33 @@ static void group_track(bool start, ncclResult_t r)
   }
 }
 
-A2A_PUBLIC ncclResult_t ncclGroupStart(void)
-{
-  int a2a_errno_ = errno;
-  if (!a2a_rt_enter()) {
-    errno = a2a_errno_;
-    ncclResult_t r = A2A_REAL(ncclGroupStart)();
-    group_track(true, r);
-    return r;
+/* The group calls: NCCL's depth is mirrored (group_track) on the
+ * pass-through path too, so a re-entered or pre-init call keeps it right. */
+#define A2A_GROUP_WRAP(name, evkind, start_, ...)                             \
+  {                                                                           \
+    int a2a_errno_ = errno;                                                   \
+    if (!a2a_rt_enter()) {                                                    \
+      errno = a2a_errno_;                                                     \
+      ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                           \
+      group_track((start_), r);                                               \
+      return r;                                                               \
+    }                                                                         \
+    A2A_EVENT(ev, (evkind), #name);                                           \
+    nccl_event(&ev, NULL, NULL);                                              \
+    A2A_PRE(ev);                                                              \
+    ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    group_track((start_), r);                                                 \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
   }
-  A2A_EVENT(ev, A2A_EV_GROUP_START, "ncclGroupStart");
-  nccl_event(&ev, NULL, NULL);
-  A2A_PRE(ev);
-  ncclResult_t r = A2A_REAL(ncclGroupStart)();
-  A2A_POST_BEGIN(ev, r);
-  group_track(true, r);
-  A2A_POST_END(ev);
-  return r;
-}
 
+A2A_PUBLIC ncclResult_t ncclGroupStart(void)
+    A2A_GROUP_WRAP(ncclGroupStart, A2A_EV_GROUP_START, true, )
 A2A_PUBLIC ncclResult_t ncclGroupEnd(void)
-{
-  int a2a_errno_ = errno;
-  if (!a2a_rt_enter()) {
-    errno = a2a_errno_;
-    ncclResult_t r = A2A_REAL(ncclGroupEnd)();
-    group_track(false, r);
-    return r;
-  }
-  A2A_EVENT(ev, A2A_EV_GROUP_END, "ncclGroupEnd");
-  nccl_event(&ev, NULL, NULL);
-  A2A_PRE(ev);
-  ncclResult_t r = A2A_REAL(ncclGroupEnd)();
-  A2A_POST_BEGIN(ev, r);
-  group_track(false, r);
-  A2A_POST_END(ev);
-  return r;
-}
+    A2A_GROUP_WRAP(ncclGroupEnd, A2A_EV_GROUP_END, false, )
 
 /* Simulates the end of the group (api tells it apart from ncclGroupEnd);
  * NCCL ends the group as ncclGroupEnd does. */
 A2A_PUBLIC ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
-{
-  int a2a_errno_ = errno;
-  if (!a2a_rt_enter()) {
-    errno = a2a_errno_;
-    ncclResult_t r = A2A_REAL(ncclGroupSimulateEnd)(simInfo);
-    group_track(false, r);
-    return r;
-  }
-  A2A_EVENT(ev, A2A_EV_GROUP_END, "ncclGroupSimulateEnd");
-  nccl_event(&ev, NULL, NULL);
-  A2A_PRE(ev);
-  ncclResult_t r = A2A_REAL(ncclGroupSimulateEnd)(simInfo);
-  A2A_POST_BEGIN(ev, r);
-  group_track(false, r);
-  A2A_POST_END(ev);
-  return r;
-}
+    A2A_GROUP_WRAP(ncclGroupSimulateEnd, A2A_EV_GROUP_END, false, simInfo)
