@@ -52,6 +52,9 @@ typedef struct check_stat {
   unsigned long logged;                /* distinct findings written */
   unsigned long suppressed;            /* distinct findings over the cap */
   unsigned long distinct_by_sev[3];
+  bool is_summary;                     /* "<category>.summary": a report about
+                                          the run (perf.summary), listed but not
+                                          counted as a finding */
   unsigned long long occurrences;
 } check_stat;
 
@@ -163,6 +166,8 @@ static int check_index(const char *name, a2a_severity sev) {
   memset(c, 0, sizeof *c);
   snprintf(c->name, sizeof c->name, "%s", name);
   c->max_sev = sev;
+  size_t n = strlen(name);
+  c->is_summary = n >= 8 && strcmp(name + n - 8, ".summary") == 0;
   return g_nchecks++;
 }
 
@@ -285,7 +290,7 @@ void a2a_report(const a2a_finding *f) {
       e->sev = sev;
       e->count = 1;
       c->distinct_by_sev[sev]++;
-      atomic_fetch_add(&g_distinct_by_sev[sev], 1);
+      if (!c->is_summary) atomic_fetch_add(&g_distinct_by_sev[sev], 1);
       if ((long)c->logged >= a2a_rt.opts.max_per_check) {
         c->suppressed++;
       } else {
@@ -334,6 +339,7 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
   unsigned long n[3] = {0, 0, 0};
   unsigned long long occ = 0;
   for (int i = 0; i < g_nchecks; i++) {
+    if (g_checks[i].is_summary) continue; /* reports about the run, not findings */
     for (int k = 0; k < 3; k++) n[k] += g_checks[i].distinct_by_sev[k];
     occ += g_checks[i].occurrences;
   }
