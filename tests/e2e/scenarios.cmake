@@ -99,15 +99,15 @@ exit $fail
   endfunction()
 
   # "strict": no error or warning finding at all (true perf.* infos allowed).
-  # "clean": the same, ignoring perf.low-bandwidth, which currently fires on
-  # nearly every short correct run (QA finding F1; the strict variant of
-  # a2a_single_equal tracks it as qa-known-failing).
+  # "clean": the same, ignoring perf.low-bandwidth, which used to fire on
+  # nearly every short correct run (QA finding F1, fixed at 14:54; the
+  # strict variants a2a_single_equal_strict and *_fail_on_warning guard it).
   set(STRICT --forbid "*:error" --forbid "*:warning")
   set(CLEAN --ignore perf.low-bandwidth ${STRICT})
 
   # ---- correct programs ----
   a2a_scenario(a2a_single_equal a2a_single equal COMPARE CHECK ${CLEAN})
-  a2a_scenario(a2a_single_equal_strict a2a_single equal KNOWN_FAILING CHECK ${STRICT})
+  a2a_scenario(a2a_single_equal_strict a2a_single equal CHECK ${STRICT})
   a2a_scenario(a2a_single_grouped a2a_single grouped COMPARE CHECK ${CLEAN})
   a2a_scenario(a2a_single_unequal a2a_single unequal COMPARE CHECK ${CLEAN})
   a2a_scenario(a2a_single_legacy a2a_single legacy COMPARE
@@ -142,7 +142,7 @@ exit $fail
   # CI policy: a correct program must keep its exit status 0 with
   # A2ACHECK_FAIL_ON=warning (the strictest useful setting).
   a2a_scenario(parallel3d_fail_on_warning parallel3d "" ENV A2ACHECK_FAIL_ON=warning CHECK ${STRICT})
-  a2a_scenario(a2a_single_unequal_fail_on_warning a2a_single unequal KNOWN_FAILING
+  a2a_scenario(a2a_single_unequal_fail_on_warning a2a_single unequal
     ENV A2ACHECK_FAIL_ON=warning CHECK ${STRICT})
   foreach(m multidev single ptds shrink legacy watchdog)
     a2a_scenario(extra_${m} extra ${m} COMPARE CHECK ${CLEAN})
@@ -152,7 +152,7 @@ exit $fail
   a2a_scenario(procs_rank0_creates_id procs rank0_id COMPARE CHECK ${CLEAN})
   # The churn program is slow on purpose: the perf.* warnings it gets
   # (stream-churn, small-messages, no-overlap, low-bandwidth) are true.
-  a2a_scenario(extra_stream_churn extra churn COMPARE KNOWN_FAILING
+  a2a_scenario(extra_stream_churn extra churn COMPARE
     CHECK --expect perf.stream-churn:warning --forbid "*:error" --forbid "stream.*"
           --forbid "a2acheck.*" --forbid "group.*" --forbid "layout.*" --forbid "size.*")
   a2a_scenario(errors_zero_count errors zero COMPARE CHECK ${CLEAN})
@@ -175,7 +175,7 @@ exit $fail
           --forbid layout.overlap@0 --no-other-errors)
   a2a_scenario(bug_free_async_in_flight mallocasync free_early STATUS 0,1,3
     CHECK --expect stream.free-in-flight:error --no-other-errors)
-  a2a_scenario(bug_missing_recv bugs missing_recv STATUS 0,66 WITHIN 20 KNOWN_FAILING
+  a2a_scenario(bug_missing_recv bugs missing_recv STATUS 0,66 WITHIN 20
     CHECK --expect "size.unmatched-p2p:error@3" --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_dtype_bytes bugs dtype_bytes STATUS 0
     CHECK --expect size.dtype-mismatch:warning@0 --expect size.dtype-mismatch:warning@2 --no-other-errors)
@@ -192,7 +192,7 @@ exit $fail
     CHECK --expect group.deadlock:error@0 --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_unsynced_input bugs unsynced_in STATUS 0,3
     CHECK --expect stream.unsynced-input:error --no-other-errors)
-  a2a_scenario(bug_unsynced_input_mallocasync bugs unsynced_in_async STATUS 0,3 KNOWN_FAILING
+  a2a_scenario(bug_unsynced_input_mallocasync bugs unsynced_in_async STATUS 0,3
     CHECK --expect stream.unsynced-input:error --no-other-errors)
   a2a_scenario(bug_read_in_group bugs read_in_group
     CHECK --expect group.sync-in-group:error@0 --expect group.sync-in-group:error@3 --allow group.sync-in-group --no-other-errors)
@@ -215,7 +215,7 @@ exit $fail
   a2a_scenario(bug_rank_killed procs crash_kill STATUS 1 WITHIN 20 STDOUT "^rank 2 signal 9$"
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --expect group.deadlock:error@3
           --allow group.deadlock --allow size.unmatched-p2p --no-other-errors)
-  a2a_scenario(bug_stream_churn_race extra churn_race STATUS 0,3 KNOWN_FAILING
+  a2a_scenario(bug_stream_churn_race extra churn_race STATUS 0,3
     CHECK --expect stream.unsynced-input:error --allow perf.stream-churn --no-other-errors
           --forbid a2acheck.analyzer-disabled)
   a2a_scenario(bug_zero_count_split bugs zero_split STATUS 0,66 WITHIN 20
@@ -248,6 +248,6 @@ exit $fail
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_store_barrier_hang procs store_hang STATUS 66 WITHIN 25 ENV A2ACHECK_HANG_TIMEOUT=6
     CHECK --expect group.hang:error --allow group.hang --no-other-errors --forbid group.deadlock)
-  a2a_scenario(bug_initall_dup initall dup KNOWN_FAILING
+  a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
