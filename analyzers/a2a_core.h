@@ -25,6 +25,7 @@
 #ifndef A2A_CORE_H
 #define A2A_CORE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -155,6 +156,43 @@ typedef struct a2a_alloc {
 bool a2a_alloc_find(const void *p, a2a_alloc *out);
 /* Number of live segments. */
 size_t a2a_alloc_count(void);
+
+/* ------------------------------------------------------------------ */
+/* Per-thread records (core_tslots.c). An analyzer that keeps state per
+ * application thread declares `static a2a_tslots slots;` (zero-initialized)
+ * and calls a2a_tslots_init from its init. A record belongs to one live
+ * thread (ev->thread) and is handed to another thread after its owner
+ * exited, so the number of threads ever created is unbounded; at most
+ * A2A_TSLOTS threads hold a record at once (others get NULL: not checked).
+ * get/claim are lock-free and, after a slot's first claim, allocation-free.
+ * Only the owning thread writes its record; other threads may read it at
+ * process exit (racy reads accepted there). */
+
+#define A2A_TSLOTS 4096
+
+typedef struct a2a_tslot {
+  _Atomic uint32_t owner;     /* ev->thread of the owner, 0 = free */
+  _Atomic(void *) rec;        /* allocated at the slot's first claim */
+} a2a_tslot;
+
+typedef struct a2a_tslots {
+  a2a_tslot slot[A2A_TSLOTS];
+  pthread_key_t key;          /* per thread: its slot, freed at thread exit */
+  bool key_ok;
+} a2a_tslots;
+
+/* (Re)initialize: every slot free, every record passed to fini (may be NULL)
+ * and freed. Returns nonzero when no pthread key could be created. */
+int a2a_tslots_init(a2a_tslots *t, void (*fini)(void *rec));
+/* The record of thread id, or NULL if it has none. */
+void *a2a_tslots_get(a2a_tslots *t, uint32_t id);
+/* Claim a record of `size` bytes for the calling thread id (which must have
+ * none). A new record is zeroed; *reused says it is an exited thread's
+ * record, which the caller must reset. NULL when every probed slot is
+ * owned by a live thread, or out of memory. */
+void *a2a_tslots_claim(a2a_tslots *t, uint32_t id, size_t size, bool *reused);
+/* In a forked child: free the slots of every thread but self. */
+void a2a_tslots_fork_child(a2a_tslots *t, uint32_t self);
 
 /* ------------------------------------------------------------------ */
 /* Analyzers. */

@@ -36,19 +36,27 @@
 #include "group_local.h"
 #include "layout_ranges.h"
 
-static _Atomic(gl_thread *) g_threads[GL_MAX_THREADS];
+static a2a_tslots g_threads;
+
+static void report_open(gl_thread *t, const a2a_event *ev);
 
 gl_thread *gl_thread_get(uint32_t id) {
-  if (id >= GL_MAX_THREADS) return NULL;
-  gl_thread *t = atomic_load_explicit(&g_threads[id], memory_order_acquire);
+  gl_thread *t = a2a_tslots_get(&g_threads, id);
   if (t) return t;
-  /* First event of this thread: the only allocation the tracker makes. Only
-   * thread `id` itself stores into slot `id`, so no CAS race with another
-   * writer; the release store lets the exit handler read it. */
-  t = calloc(1, sizeof *t);
+  /* First NCCL event of this thread: a slot's first claim is the only
+   * allocation the tracker makes. An exited thread's record is reused: a
+   * group it left open is reported now (its thread is gone, so its group
+   * can never end), and the communicators it held are released. */
+  bool reused;
+  t = a2a_tslots_claim(&g_threads, id, sizeof *t, &reused);
   if (!t) return NULL;
+  if (reused) {
+    if (atomic_load(&t->depth) > 0 && !t->closing && a2a_check_enabled("group.unbalanced"))
+      report_open(t, NULL);
+    gm_thread_gone(t);
+    memset(t, 0, sizeof *t);
+  }
   t->id = id;
-  atomic_store_explicit(&g_threads[id], t, memory_order_release);
   return t;
 }
 
@@ -125,7 +133,8 @@ static void put_site(a2a_json *j, const char *key, const void *site) {
 }
 
 /* A group.unbalanced finding about a group left open: at a blocking call
- * (ev != NULL) or at exit (ev == NULL). */
+ * (ev != NULL), or (ev == NULL) at process exit or when the record of a
+ * thread that exited is reused. */
 static void report_open(gl_thread *t, const a2a_event *ev) {
   if (t->open_reported) return;
   t->open_reported = true;
@@ -151,8 +160,9 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
     f.capture_stack = true;
   } else {
     snprintf(msg, sizeof msg,
-             "The process exits with an NCCL group still open on thread %u (depth %d, %u operation(s) "
-             "never launched): every ncclGroupStart needs a matching ncclGroupEnd on the same thread.",
+             "An NCCL group is still open on thread %u when the thread or the process exits (depth "
+             "%d, %u operation(s) never launched): every ncclGroupStart needs a matching "
+             "ncclGroupEnd on the same thread.",
              t->id, atomic_load(&t->depth), t->nops);
     /* The exit handler's stack says nothing; point at the ncclGroupStart. */
     gl_stack_one(&one, t->start_site);
@@ -312,8 +322,8 @@ static void on_sync(gl_thread *t, const a2a_event *ev, bool matched, const sync_
 
 static void on_exit_event(void) {
   if (!a2a_check_enabled("group.unbalanced")) return;
-  for (uint32_t i = 0; i < GL_MAX_THREADS; i++) {
-    gl_thread *t = atomic_load_explicit(&g_threads[i], memory_order_acquire);
+  for (size_t i = 0; i < A2A_TSLOTS; i++) {
+    gl_thread *t = atomic_load_explicit(&g_threads.slot[i].rec, memory_order_acquire);
     if (t && atomic_load(&t->depth) > 0 && !t->closing) report_open(t, NULL);
   }
 }
@@ -321,14 +331,15 @@ static void on_exit_event(void) {
 static void on_fork_child(uint32_t self) {
   /* Only the forking thread exists in the child: its NCCL group depth was
    * inherited (thread_local), the other threads' groups are gone. */
-  for (uint32_t i = 0; i < GL_MAX_THREADS; i++) {
-    gl_thread *t = atomic_load_explicit(&g_threads[i], memory_order_relaxed);
-    if (t && i != self) {
+  for (size_t i = 0; i < A2A_TSLOTS; i++) {
+    gl_thread *t = atomic_load_explicit(&g_threads.slot[i].rec, memory_order_relaxed);
+    if (t && t->id != self) {
       atomic_store(&t->depth, 0);
       group_clear(t);
       t->nheld = 0;
     }
   }
+  a2a_tslots_fork_child(&g_threads, self);
   gm_after_fork_child(self);
 }
 
@@ -374,9 +385,7 @@ static void gl_on_event(const a2a_event *ev) {
      * allocating one for threads that never touch NCCL. */
     bool nccl = ev->kind == A2A_EV_GROUP_START || ev->kind == A2A_EV_GROUP_END ||
                 ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P || ev->kind == A2A_EV_COMM_INIT;
-    if (nccl) t = gl_thread_get(ev->thread);
-    else if (ev->thread < GL_MAX_THREADS)
-      t = atomic_load_explicit(&g_threads[ev->thread], memory_order_acquire);
+    t = nccl ? gl_thread_get(ev->thread) : a2a_tslots_get(&g_threads, ev->thread);
   }
   int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
   sync_hit h;
@@ -451,10 +460,7 @@ static void gl_on_event(const a2a_event *ev) {
 
 static int gl_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
-  for (uint32_t i = 0; i < GL_MAX_THREADS; i++) {
-    gl_thread *t = atomic_exchange(&g_threads[i], NULL);
-    free(t);
-  }
+  if (a2a_tslots_init(&g_threads, NULL) != 0) return -1;
   return gm_init();
 }
 

@@ -7,14 +7,15 @@
  * NCCL groups are per thread (NCCL keeps `thread_local int ncclGroupDepth`)
  * and nest: only the outermost ncclGroupEnd launches the operations posted
  * since the outermost ncclGroupStart. The tracker therefore keeps one record
- * per application thread (ev->thread), written only by that thread, so the
- * hot path takes no lock. A record is allocated once, at the thread's first
- * NCCL event (a thread that never calls NCCL never gets one: its
- * synchronizing calls cannot concern a group), never on later events.
+ * per live application thread (ev->thread; a2a_tslots, a2a_core.h), written
+ * only by that thread, so the hot path takes no lock. A record is claimed at
+ * the thread's first NCCL event (a thread that never calls NCCL never gets
+ * one: its synchronizing calls cannot concern a group), never on later
+ * events, and passed on to a later thread once its thread has exited.
  *
  * Capacities are fixed; what does not fit is not tracked (never a wrong
  * finding: a check that needs an untracked item stays silent):
- *  - threads with ev->thread >= GL_MAX_THREADS,
+ *  - threads beyond A2A_TSLOTS alive at once with a record,
  *  - more than GL_MAX_BUFS buffer ranges, GL_MAX_STREAMS streams,
  *    GL_MAX_EVENTS events recorded or GL_MAX_HELD communicators in one
  *    open group.
@@ -28,7 +29,6 @@
 
 #include "a2a_core.h"
 
-#define GL_MAX_THREADS 4096
 #define GL_MAX_BUFS 512
 #define GL_MAX_STREAMS 32
 #define GL_MAX_EVENTS 32
@@ -124,5 +124,7 @@ void gm_group_end_post(const a2a_event *ev, gl_thread *t);
 void gm_group_begin(gl_thread *t);
 /* In a forked child: release the communicators other threads held. */
 void gm_after_fork_child(uint32_t self);
+/* t's thread has exited: release the communicators it held. */
+void gm_thread_gone(gl_thread *t);
 
 #endif /* A2A_GROUP_LOCAL_H */

@@ -435,6 +435,11 @@ void gm_after_fork_child(uint32_t self) {
   }
 }
 
+void gm_thread_gone(gl_thread *t) {
+  for (unsigned i = 0; i < t->nheld; i++) release(t->held[i], t->id);
+  t->nheld = 0;
+}
+
 void gm_group_end_post(const a2a_event *ev, gl_thread *t) {
   for (unsigned i = 0; i < t->nheld; i++) release(t->held[i], t->id);
   t->nheld = 0;

@@ -34,8 +34,9 @@
  *    from the same site was timed, else at exit (layout_hidden.c).
  *
  * State is per application thread (NCCL groups are per thread), written only
- * by that thread (layout_state.h); allocated at the thread's first
- * communicator init, NCCL operation or device-to-device copy.
+ * by that thread (layout_state.h); claimed (a2a_tslots) at the thread's
+ * first communicator init, NCCL operation or device-to-device copy, and
+ * handed to a later thread once this one exited.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -46,16 +47,29 @@
 #include "layout_ranges.h"
 #include "layout_state.h"
 
-static _Atomic(ly_thread *) g_threads[LAYOUT_MAX_THREADS];
+static a2a_tslots g_threads;
+
+/* An exited thread's record handed to a new thread: its pending
+ * hidden-copy findings are reported, then it starts clean. */
+static void thread_fini(void *rec) {
+  ly_thread *t = rec;
+  if (t->nfeeds) lyh_poll(t, true);
+  lyh_release(t);
+}
+
+static void release_events(void *rec) { lyh_release(rec); }
 
 static ly_thread *thread_get(uint32_t id, bool create) {
-  if (id >= LAYOUT_MAX_THREADS) return NULL;
-  ly_thread *t = atomic_load_explicit(&g_threads[id], memory_order_acquire);
+  ly_thread *t = a2a_tslots_get(&g_threads, id);
   if (t || !create) return t;
-  t = calloc(1, sizeof *t); /* once per thread; only thread `id` stores here */
+  bool reused;
+  t = a2a_tslots_claim(&g_threads, id, sizeof *t, &reused);
   if (!t) return NULL;
+  if (reused) {
+    thread_fini(t);
+    memset(t, 0, sizeof *t);
+  }
   t->open_end = -1;
-  atomic_store_explicit(&g_threads[id], t, memory_order_release);
   return t;
 }
 
@@ -608,18 +622,21 @@ static void layout_on_event(const a2a_event *ev) {
     case A2A_EV_PROCESS_EXIT:
       /* Pending hidden-copy findings of every thread (racy reads of other
        * threads' records are acceptable at exit). */
-      for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++)
-        if ((t = atomic_load_explicit(&g_threads[i], memory_order_acquire)) && t->nfeeds)
+      for (size_t i = 0; i < A2A_TSLOTS; i++)
+        if ((t = atomic_load_explicit(&g_threads.slot[i].rec, memory_order_acquire)) && t->nfeeds)
           lyh_poll(t, true);
       return;
     case A2A_EV_FORK_CHILD:
-      for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) {
-        ly_thread *o = atomic_load_explicit(&g_threads[i], memory_order_relaxed);
-        if (o && i != ev->thread) {
+      /* Only the forking thread exists in the child. */
+      t = thread_get(ev->thread, false);
+      for (size_t i = 0; i < A2A_TSLOTS; i++) {
+        ly_thread *o = atomic_load_explicit(&g_threads.slot[i].rec, memory_order_relaxed);
+        if (o && o != t) {
           o->depth = 0;
           group_reset(o);
         }
       }
+      a2a_tslots_fork_child(&g_threads, ev->thread);
       return;
     default:
       return;
@@ -628,12 +645,7 @@ static void layout_on_event(const a2a_event *ev) {
 
 static int layout_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
-  for (uint32_t i = 0; i < LAYOUT_MAX_THREADS; i++) {
-    ly_thread *t = atomic_exchange(&g_threads[i], NULL);
-    if (t) lyh_release(t);
-    free(t);
-  }
-  return 0;
+  return a2a_tslots_init(&g_threads, release_events);
 }
 
 const a2a_analyzer a2a_analyzer_layout = {

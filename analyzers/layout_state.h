@@ -3,8 +3,9 @@
  * event handling) and layout_hidden.c (layout.hidden-copy: copy producers,
  * matching and timing). Not for other analyzers.
  *
- * A record belongs to one application thread (ev->thread) and is written
- * only by it; the exit handler reads every record once, at exit.
+ * A record belongs to one live application thread (ev->thread, a2a_tslots
+ * in a2a_core.h) and is written only by it; the exit handler reads every
+ * record once, at exit.
  */
 #ifndef A2A_LAYOUT_STATE_H
 #define A2A_LAYOUT_STATE_H
@@ -15,7 +16,6 @@
 #include "a2a_core.h"
 #include "layout_ranges.h"
 
-#define LAYOUT_MAX_THREADS 4096
 #define LAYOUT_MAX_RANGES 2048     /* ranges of one open group */
 #define LAYOUT_MAX_PRODUCERS 8     /* recent copies per thread */
 #define LAYOUT_FUNC_CACHE 64       /* kernel -> "is a copy kernel" */

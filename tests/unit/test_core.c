@@ -1,6 +1,7 @@
 /* test_core.c - the core: registries, identity hashing, dispatch order,
  * JSON writer, dtype table, and the analyzer table itself. */
 #include <check.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,6 +198,49 @@ START_TEST(dtype_table) {
 }
 END_TEST
 
+/* ---------------- per-thread records ---------------- */
+
+static a2a_tslots g_slots;
+typedef struct claim_arg { uint32_t id; void *rec; bool reused; } claim_arg;
+
+static void *claim_and_exit(void *p) {
+  claim_arg *a = p;
+  a->rec = a2a_tslots_claim(&g_slots, a->id, 64, &a->reused);
+  if (a->rec) ck_assert_ptr_eq(a2a_tslots_get(&g_slots, a->id), a->rec);
+  return NULL;
+}
+
+START_TEST(tslots_outlive_no_thread) {
+  /* 3 x A2A_TSLOTS threads, one after the other, with ever-growing
+   * indices: each gets a record, and from the second round on it is an
+   * exited thread's (memory stays that of the peak). */
+  ck_assert_int_eq(a2a_tslots_init(&g_slots, NULL), 0);
+  for (uint32_t id = 1; id <= 3 * A2A_TSLOTS; id++) {
+    claim_arg a = {.id = id};
+    pthread_t th;
+    pthread_create(&th, NULL, claim_and_exit, &a);
+    pthread_join(th, NULL);
+    ck_assert_ptr_nonnull(a.rec);
+    ck_assert(a.reused == (id > A2A_TSLOTS));
+    ck_assert_ptr_null(a2a_tslots_get(&g_slots, id)); /* freed at exit */
+  }
+  /* A live owner keeps its slot: a colliding index probes further. */
+  bool reused;
+  void *mine = a2a_tslots_claim(&g_slots, 5, 64, &reused);
+  void *other = a2a_tslots_claim(&g_slots, 5 + A2A_TSLOTS, 64, &reused);
+  ck_assert_ptr_nonnull(mine);
+  ck_assert_ptr_nonnull(other);
+  ck_assert_ptr_ne(mine, other);
+  ck_assert_ptr_eq(a2a_tslots_get(&g_slots, 5), mine);
+  ck_assert_ptr_eq(a2a_tslots_get(&g_slots, 5 + A2A_TSLOTS), other);
+  /* In a forked child only the forking thread keeps its slot. */
+  a2a_tslots_fork_child(&g_slots, 5);
+  ck_assert_ptr_eq(a2a_tslots_get(&g_slots, 5), mine);
+  ck_assert_ptr_null(a2a_tslots_get(&g_slots, 5 + A2A_TSLOTS));
+  ck_assert_int_eq(a2a_tslots_init(&g_slots, NULL), 0);
+}
+END_TEST
+
 START_TEST(hash_is_stable) {
   /* Pinned value: the identity must not change between builds or hosts. */
   ck_assert_uint_eq(a2a_hash_bytes("abc", 3, 0), a2a_hash_bytes("abc", 3, 0));
@@ -220,6 +264,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, json_writer_overflow_stays_terminated);
   tcase_add_test(tc, dtype_table);
   tcase_add_test(tc, hash_is_stable);
+  tcase_add_test(tc, tslots_outlive_no_thread);
   suite_add_tcase(s, tc);
   return s;
 }

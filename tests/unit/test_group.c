@@ -700,6 +700,38 @@ START_TEST(full_registry_does_not_make_unknown_handles) {
 }
 END_TEST
 
+START_TEST(thread_indices_past_4096_are_checked) {
+  /* Thread indices grow for the life of the process. */
+  group(A2A_EV_GROUP_END, 5000);
+  group(A2A_EV_GROUP_END, 1u << 30);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 2);
+}
+END_TEST
+
+typedef struct open_arg { uint32_t thread; } open_arg;
+
+static void *open_group_and_exit(void *p) {
+  group(A2A_EV_GROUP_START, ((open_arg *)p)->thread);
+  return NULL;
+}
+
+START_TEST(exited_threads_record_is_reused_after_its_report) {
+  /* A thread exits with a group open; a later thread whose index maps to
+   * the same slot takes the record over: the open group is reported once
+   * (not lost, not reported again at exit), the new thread starts clean. */
+  pthread_t th;
+  open_arg a = {7000};
+  pthread_create(&th, NULL, open_group_and_exit, &a);
+  pthread_join(th, NULL);
+  open_arg b = {7000 + 4096};
+  pthread_create(&th, NULL, open_group_and_exit, &b);
+  pthread_join(th, NULL);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 2); /* thread b's */
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("group_local");
   TCase *tc = tcase_create("group");
@@ -742,6 +774,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, invalid_init_arguments_are_not_a_duplicate);
   tcase_add_test(tc, fork_child_releases_other_threads_comms);
   tcase_add_test(tc, full_registry_does_not_make_unknown_handles);
+  tcase_add_test(tc, thread_indices_past_4096_are_checked);
+  tcase_add_test(tc, exited_threads_record_is_reused_after_its_report);
   suite_add_tcase(s, tc);
   return s;
 }

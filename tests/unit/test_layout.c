@@ -284,6 +284,23 @@ START_TEST(group_receives_overlap) {
 }
 END_TEST
 
+START_TEST(thread_index_past_4096_is_checked) {
+  /* Thread indices grow for the life of the process. */
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  g.api = "ncclGroupStart";
+  g.thread = 5000;
+  ev_dispatch(&g, 0);
+  a2a_event a = p2p_ev(0, SEG0, 256, 0), b = p2p_ev(0, SEG0 + 512, 256, 2);
+  a.thread = b.thread = 5000;
+  ev_dispatch(&a, 0);
+  ev_dispatch(&b, 0);
+  g.kind = A2A_EV_GROUP_END;
+  g.api = "ncclGroupEnd";
+  ev_dispatch(&g, 0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
 START_TEST(group_receive_over_send) {
   group(1);
   p2p(1, SEG0, 256, 0);
@@ -535,6 +552,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, inplace_alltoall_is_undefined);
   tcase_add_test(tc, zero_count_never_overlaps);
   tcase_add_test(tc, group_receives_overlap);
+  tcase_add_test(tc, thread_index_past_4096_is_checked);
   tcase_add_test(tc, group_receive_over_send);
   tcase_add_test(tc, group_shared_send_and_disjoint_views_ok);
   tcase_add_test(tc, misaligned_buffer);
