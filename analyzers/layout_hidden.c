@@ -16,8 +16,8 @@
  * Producers: the thread's last LAYOUT_MAX_PRODUCERS device-to-device
  * copies and copy kernels. A producer matches a send buffer when it was
  * written since the thread's previous operation (same generation) and
- * covers exactly the bytes sent (memcpy) or has a pointer parameter equal to
- * the buffer's start (copy kernel).
+ * covers exactly the bytes sent (memcpy) or writes to the buffer's start
+ * (copy kernel: its destination pointer, see lyh_on_launch).
  *
  * Timing. Measuring every copy would put two event records on the hot path
  * of every copy kernel. Instead, the first match of a copy site only marks
@@ -114,20 +114,32 @@ void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
   if (!ev->u.launch.func || !ev->u.launch.args) return;
   const ly_func *f = func_info(t, ev->u.launch.func);
   if (!f->is_copy) return;
-  ly_producer *p = producer_add(t, ev);
-  p->what = f->name;
-  /* Pointer-sized words of each parameter (by-value structs included). */
-  for (size_t i = 0; i < 32 && p->nptrs < 4; i++) {
+  /* The written pointer: the first pointer-sized word of the parameters
+   * (by-value structs included) that lies in a known device segment, else
+   * the first word that looks like a pointer. Copy kernels take their
+   * destination first (TensorIterator puts outputs before inputs; memcpy
+   * convention); the source must not count, or copying *from* a send buffer
+   * (y.copy_(x); send(x)) would look like producing it. */
+  uintptr_t first = 0, written = 0;
+  for (size_t i = 0; i < 32 && !written; i++) {
     size_t off, sz;
     if (a2a_hostsvc->func_param_info(ev->u.launch.func, i, &off, &sz) != 0) break;
     const unsigned char *arg = ev->u.launch.args[i];
     if (!arg) continue;
-    for (size_t w = 0; w + sizeof(uintptr_t) <= sz && p->nptrs < 4; w += sizeof(uintptr_t)) {
+    for (size_t w = 0; w + sizeof(uintptr_t) <= sz && !written; w += sizeof(uintptr_t)) {
       uintptr_t v;
       memcpy(&v, arg + w, sizeof v);
-      if (v >= 0x10000 && v % 4 == 0) p->ptrs[p->nptrs++] = v;
+      if (v < 0x10000 || v % 4 != 0) continue;
+      a2a_alloc a;
+      if (a2a_alloc_find((const void *)v, &a) && a.mem != A2A_MEM_HOST_PINNED) written = v;
+      else if (!first) first = v;
     }
   }
+  if (!written) written = first;
+  if (!written) return;
+  ly_producer *p = producer_add(t, ev);
+  p->what = f->name;
+  p->dst = written;
 }
 
 /* Report a feed's finding; ms < 0: duration unknown. */
@@ -211,9 +223,8 @@ static ly_producer *find_producer(ly_thread *t, uintptr_t lo, size_t bytes) {
   for (unsigned i = 0; i < LAYOUT_MAX_PRODUCERS; i++) {
     ly_producer *p = &t->prod[i];
     if (!p->site || p->used || p->gen != t->gen) continue;
-    if (p->bytes ? (p->dst == lo && p->bytes == bytes) : false) return p;
-    for (int k = 0; !p->bytes && k < p->nptrs; k++)
-      if (p->ptrs[k] == lo) return p;
+    /* A copy of known size must match it; a copy kernel's size is unknown. */
+    if (p->dst == lo && (!p->bytes || p->bytes == bytes)) return p;
   }
   return NULL;
 }

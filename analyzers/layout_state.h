@@ -38,9 +38,8 @@ typedef struct ly_range {
 
 /* A recent write that may be a hidden .contiguous(). */
 typedef struct ly_producer {
-  uintptr_t dst;            /* written address (memcpy dst / kernel pointer) */
-  uintptr_t ptrs[4];        /* copy kernels: pointer parameters */
-  int nptrs;
+  uintptr_t dst;            /* written address (memcpy dst / the copy
+                               kernel's destination parameter) */
   size_t bytes;             /* memcpy: bytes; kernel: 0 (unknown) */
   const char *what;         /* "cudaMemcpyAsync" or the kernel's name */
   const void *site;

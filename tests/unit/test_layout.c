@@ -488,6 +488,35 @@ START_TEST(copy_kernel_then_alltoall) {
 }
 END_TEST
 
+START_TEST(copy_kernel_reading_the_send_buffer_is_silent) {
+  /* y.copy_(x) right before sending x: the kernel reads the send buffer,
+   * it did not produce it. Copy kernels write their first pointer
+   * (TensorIterator puts outputs first). */
+  static const size_t off[3] = {0, 8, 16}, sz[3] = {8, 8, 8};
+  const void *kcopy = (const void *)0xf00;
+  collector_add_kernel(kcopy, "void at::native::direct_copy_kernel_cuda(...)", 3, off, sz);
+  uintptr_t n = 1u << 20, dst = SEG0 + 131072, src = SEG0;
+  void *args[3] = {&n, &dst, &src}; /* a 64-bit element count first */
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0 + 262144, SEG0 + 262144, 16, -1);
+  a2a_event k = ev_make(A2A_EV_LAUNCH);
+  k.api = "cudaLaunchKernel";
+  k.u.launch.func = kcopy;
+  k.u.launch.args = args;
+  ev_dispatch(&k, 0);
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1024, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  /* The same kernel writing the send buffer is reported. */
+  dst = SEG0;
+  src = SEG0 + 131072;
+  ev_dispatch(&k, 0);
+  g_site = (const void *)0x1003;
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1024, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
 START_TEST(copy_then_grouped_sends) {
   d2d(SEG0, SEG0 + 65536, 4 * 4096);
   uintptr_t s[4], r[4];
@@ -565,6 +594,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, memcpy_then_send);
   tcase_add_test(tc, copy_of_other_size_or_before_previous_op_is_silent);
   tcase_add_test(tc, copy_kernel_then_alltoall);
+  tcase_add_test(tc, copy_kernel_reading_the_send_buffer_is_silent);
   tcase_add_test(tc, copy_then_grouped_sends);
   tcase_add_test(tc, repeated_copy_is_timed);
   tcase_add_test(tc, checks_can_be_disabled);
