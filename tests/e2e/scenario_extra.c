@@ -30,6 +30,17 @@
  *              main thread issues async_op collectives on the same
  *              communicator (NCCL allows ncclCommGetAsyncError from another
  *              thread: no group.concurrent-use)
+ *   scale16    16 ranks (A2ASIM_DEVICES=16): AlltoAll + AllReduce on the world
+ *              communicator and AllReduce on 4 split groups of 4, 4 steps
+ *   many_comms 4 ranks, 40 communicators split from the world (per-layer
+ *              groups: color k % 2 == 0 ? 0 : rank % 2), all used every
+ *              step in the same order, 3 steps
+ *   wide_group 2 ranks, 12 communicators (split copies of the world), each
+ *              with its own stream; one ncclGroupStart/End holds an
+ *              AllReduce on every one of them (more streams per group than
+ *              a2acheck tracks per group)
+ *   wide_skip  BUGGY: the same, and rank 1 leaves the AllReduce of the 11th
+ *              communicator out of its group -> group.deadlock, exit 66
  *   shrink     4 ranks; rank 3 leaves after step 2 (destroys its
  *              communicator and exits normally); ranks 0-2 call
  *              ncclCommShrink excluding it and go on with an AllReduce
@@ -305,6 +316,100 @@ static int watchdog_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   return bad ? SC_DATA_WRONG : 0;
 }
 
+static int scale_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  ncclComm_t world, quad;
+  SC_NCCL(ncclCommInitRank(&world, nranks, id, rank));
+  SC_NCCL(ncclCommSplit(world, rank / 4, rank, &quad, NULL));
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  long c = 64;
+  float *a, *b, *r;
+  SC_CUDA(cudaMalloc((void **)&a, nranks * c * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, nranks * c * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&r, c * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 4; t++) {
+    sc_fill(a, nranks * c, (float)(rank * 100 + t), 0.0f, s);
+    SC_NCCL(ncclAlltoAll(a, b, c, ncclFloat32, world, s));
+    sc_fill(r, c, 1.0f, 0.0f, s);
+    SC_NCCL(ncclAllReduce(r, r, c, ncclFloat32, ncclSum, world, s));
+    SC_NCCL(ncclAllReduce(r, r, c, ncclFloat32, ncclSum, quad, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+    bad += check_all(r, c, (float)(nranks * 4), "allreduce");
+    for (int p = 0; p < nranks; p++) bad += check_all(b + p * c, c, (float)(p * 100 + t), "alltoall");
+  }
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaFree(r));
+  SC_CUDA(cudaStreamDestroy(s));
+  SC_NCCL(ncclCommDestroy(quad));
+  SC_NCCL(ncclCommDestroy(world));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+static int many_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  enum { K = 40 };
+  ncclComm_t world, c[K];
+  SC_NCCL(ncclCommInitRank(&world, nranks, id, rank));
+  for (int k = 0; k < K; k++) SC_NCCL(ncclCommSplit(world, k % 2 == 0 ? 0 : rank % 2, rank, &c[k], NULL));
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float *a;
+  SC_CUDA(cudaMalloc((void **)&a, 256 * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 3; t++) {
+    for (int k = 0; k < K; k++) {
+      sc_fill(a, 256, 1.0f, 0.0f, s);
+      SC_NCCL(ncclAllReduce(a, a, 256, ncclFloat32, ncclSum, c[k], s));
+    }
+    SC_CUDA(cudaStreamSynchronize(s));
+    bad += check_all(a, 256, 2.0f, "allreduce"); /* the last (k odd) group has 2 members */
+  }
+  for (int k = 0; k < K; k++) SC_NCCL(ncclCommDestroy(c[k]));
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaStreamDestroy(s));
+  SC_NCCL(ncclCommDestroy(world));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
+static int wide_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  int skip = *(int *)arg;
+  enum { K = 12 };
+  ncclComm_t world, c[K];
+  cudaStream_t s[K];
+  float *a[K];
+  SC_NCCL(ncclCommInitRank(&world, nranks, id, rank));
+  for (int k = 0; k < K; k++) {
+    SC_NCCL(ncclCommSplit(world, 0, rank, &c[k], NULL));
+    SC_CUDA(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking));
+    SC_CUDA(cudaMalloc((void **)&a[k], 1024 * sizeof(float)));
+  }
+  long bad = 0;
+  for (int t = 0; t < 3; t++) {
+    for (int k = 0; k < K; k++) sc_fill(a[k], 1024, (float)(k + t), 0.0f, s[k]);
+    SC_NCCL(ncclGroupStart());
+    for (int k = 0; k < K; k++)
+      if (!(skip && rank == 1 && k == 10 && t == 1)) SC_NCCL(ncclAllReduce(a[k], a[k], 1024, ncclFloat32, ncclSum, c[k], s[k]));
+    SC_NCCL(ncclGroupEnd());
+    for (int k = 0; k < K; k++) {
+      SC_CUDA(cudaStreamSynchronize(s[k]));
+      if (!skip) bad += check_all(a[k], 1024, (float)(2 * (k + t)), "allreduce");
+    }
+  }
+  for (int k = 0; k < K; k++) {
+    SC_NCCL(ncclCommDestroy(c[k]));
+    SC_CUDA(cudaStreamDestroy(s[k]));
+    SC_CUDA(cudaFree(a[k]));
+  }
+  SC_NCCL(ncclCommDestroy(world));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
 static int shrink_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
@@ -354,6 +459,10 @@ int main(int argc, char **argv) {
   if (is("shrink")) return sc_fork_ranks(4, shrink_rank, NULL);
   if (is("legacy")) return sc_fork_ranks(2, legacy_rank, NULL);
   if (is("watchdog")) return sc_fork_ranks(4, watchdog_rank, NULL);
+  if (is("scale16")) return sc_fork_ranks(16, scale_rank, NULL);
+  if (is("many_comms")) return sc_fork_ranks(4, many_rank, NULL);
+  int wskip = is("wide_skip");
+  if (is("wide_group") || wskip) return sc_fork_ranks(2, wide_rank, &wskip);
   int race = is("churn_race");
   if (is("churn") || race) return sc_fork_ranks(2, churn_rank, &race);
   return 1;

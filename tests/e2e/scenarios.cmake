@@ -154,6 +154,9 @@ exit $fail
   a2a_scenario(extra_stream_churn extra churn COMPARE
     CHECK --expect perf.stream-churn:warning --forbid "*:error" --forbid "stream.*"
           --forbid "a2acheck.*" --forbid "group.*" --forbid "layout.*" --forbid "size.*")
+  a2a_scenario(extra_scale16 extra scale16 COMPARE ENV A2ASIM_DEVICES=16 CHECK ${CLEAN})
+  a2a_scenario(extra_many_comms extra many_comms COMPARE CHECK ${CLEAN})
+  a2a_scenario(extra_wide_group extra wide_group COMPARE CHECK ${CLEAN})
   a2a_scenario(errors_zero_count errors zero COMPARE CHECK ${CLEAN})
   # Misuse on purpose: only the pass-through is asserted (same output and
   # status with and without the shim, no crash); findings are allowed.
@@ -247,6 +250,9 @@ exit $fail
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_store_barrier_hang procs store_hang STATUS 66 WITHIN 25 ENV A2ACHECK_HANG_TIMEOUT=6
     CHECK --expect group.hang:error --allow group.hang --no-other-errors --forbid group.deadlock)
+  a2a_scenario(bug_wide_group_skip extra wide_skip STATUS 66 WITHIN 20 KNOWN_FAILING
+    CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
+          --allow size.collective-mismatch --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
