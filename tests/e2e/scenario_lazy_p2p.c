@@ -13,6 +13,15 @@
  *   scenario_lazy_p2p batch    the same, every stage's recv+send in one
  *                              group (batch_isend_irecv), zero-count
  *                              sends/recvs at the pipeline ends
+ *   scenario_lazy_p2p pipe_size  BUGGY: at micro-batch 2 stage 2 receives
+ *                              only N/2 activations from stage 1 (on the
+ *                              pair communicator whose id stage 1 created)
+ *                              -> size.p2p-mismatch naming ranks 1 and 2
+ *   scenario_lazy_p2p p2p_cycle  BUGGY: stages 0 and 1 exchange 4 MiB with
+ *                              blocking-style ncclSend then ncclRecv, each
+ *                              outside a group, both sending first: each
+ *                              send waits for a receive queued behind the
+ *                              peer's own send -> group.deadlock, exit 66
  */
 #include "scenario_common.h"
 
@@ -28,7 +37,30 @@ static ncclComm_t pair_comm(int lo, int me) {
   return c;
 }
 
+/* p2p_cycle: only the pair (0, 1) communicates */
+static int cycle_main(int rank) {
+  if (rank + 1 < NR) SC_NCCL(ncclGetUniqueId(&sc_sh->ids[rank]));
+  sc_barrier();
+  if (rank > 1) return 0;
+  ncclComm_t c = pair_comm(0, rank);
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  size_t big = (size_t)4 << 20;
+  void *sb, *rb;
+  SC_CUDA(cudaMalloc(&sb, big));
+  SC_CUDA(cudaMalloc(&rb, big));
+  int peer = 1 - rank;
+  SC_NCCL(ncclSend(sb, big, ncclUint8, peer, c, s)); /* the bug: both send first, */
+  SC_NCCL(ncclRecv(rb, big, ncclUint8, peer, c, s)); /* outside a group */
+  SC_CUDA(cudaStreamSynchronize(s));
+  SC_CUDA(cudaFree(sb));
+  SC_CUDA(cudaFree(rb));
+  SC_NCCL(ncclCommDestroy(c));
+  return 0;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
+  if (strcmp(mode, "p2p_cycle") == 0) return cycle_main(rank);
   (void)arg;
   ncclComm_t world, prev = NULL, next = NULL;
   SC_NCCL(ncclCommInitRank(&world, nranks, id, rank));
@@ -68,7 +100,8 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
         SC_NCCL(ncclSend(act, 0, ncclFloat32, 0, prev, sprev)); /* zero-count */
         SC_NCCL(ncclGroupEnd());
       } else {
-        SC_NCCL(ncclRecv(act, N, ncclFloat32, 0, prev, sprev));
+        long cnt = strcmp(mode, "pipe_size") == 0 && rank == 2 && m == 2 ? N / 2 : N; /* the bug */
+        SC_NCCL(ncclRecv(act, cnt, ncclFloat32, 0, prev, sprev));
       }
       SC_CUDA(cudaEventRecord(e_comm, sprev));
       SC_CUDA(cudaStreamWaitEvent(comp, e_comm, 0));

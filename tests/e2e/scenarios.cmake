@@ -253,6 +253,13 @@ exit $fail
   a2a_scenario(bug_wide_group_skip extra wide_skip STATUS 66 WITHIN 20 KNOWN_FAILING
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
           --allow size.collective-mismatch --no-other-errors)
+  a2a_scenario(bug_pipeline_size lazy_p2p pipe_size STATUS 0,3,66 WITHIN 20
+    CHECK --expect size.p2p-mismatch:error@1 --expect size.p2p-mismatch:error@2
+          --contains "size.p2p-mismatch=sends 8192 B" --allow size.p2p-mismatch
+          --allow group.deadlock --allow size.unmatched-p2p --no-other-errors)
+  a2a_scenario(bug_p2p_send_cycle lazy_p2p p2p_cycle STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --allow group.deadlock
+          --allow size.unmatched-p2p --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
