@@ -223,7 +223,7 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
     report("layout.out-of-bounds", A2A_SEV_ERROR, ev->callsite, c, msg, js);
   }
 
-  if (!a2a_check_enabled("layout.misaligned")) return;
+  if (r->saturated || !a2a_check_enabled("layout.misaligned")) return;
   /* The buffer itself, then the per-peer chunks of a per-rank buffer. */
   size_t chunk = r->per_rank ? lr_mul(r->elems / (c && c->nranks > 0 ? (size_t)c->nranks : 1),
                                       op->elem)
@@ -293,6 +293,7 @@ static void check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op
   /* Two ranges: r[0] is the send range, r[1] the receive range. */
   if (ev->kind != A2A_EV_COLL || op->n < 2) return;
   const lr_range *s = &op->r[0], *r = &op->r[1];
+  if (s->saturated || r->saturated) return; /* an overflowed count: out-of-bounds says it */
   if (!lr_overlap(s->lo, s->hi, r->lo, r->hi)) return;
   /* Without the communicator the rank is unknown: only judge what does not
    * depend on it. */
@@ -531,6 +532,7 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
 static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
                           const lr_op *op) {
   for (int i = 0; i < op->n; i++) {
+    if (op->r[i].saturated) continue; /* would overlap everything */
     if (t->nranges >= LAYOUT_MAX_RANGES) {
       t->ranges_overflow = true;
       return;

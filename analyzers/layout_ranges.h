@@ -34,6 +34,9 @@ typedef struct lr_range {
   bool is_recv;             /* written by the operation */
   bool per_rank;            /* the range is n chunks of c elements (a peer
                                chunk = c*sz): AllGather recv, AlltoAll, ... */
+  bool saturated;           /* the size overflowed (count * sz * n > SIZE_MAX
+                               or past the address space): hi is clamped, and
+                               only "past the end" can be judged */
 } lr_range;
 
 typedef struct lr_op {
@@ -58,7 +61,8 @@ static inline void lr_add(lr_op *op, const void *p, size_t elems, bool is_recv,
   lr_range *r = &op->r[op->n++];
   size_t bytes = lr_mul(elems, op->elem);
   r->lo = (uintptr_t)p;
-  r->hi = (bytes > UINTPTR_MAX - r->lo) ? UINTPTR_MAX : r->lo + bytes;
+  r->saturated = elems == SIZE_MAX || bytes == SIZE_MAX || bytes > UINTPTR_MAX - r->lo;
+  r->hi = r->saturated ? UINTPTR_MAX : r->lo + bytes;
   r->elems = elems;
   r->is_recv = is_recv;
   r->per_rank = per_rank;

@@ -284,6 +284,33 @@ START_TEST(group_receives_overlap) {
 }
 END_TEST
 
+START_TEST(huge_counts_and_invalid_dtypes) {
+  /* count * dtype * nranks past SIZE_MAX saturates: out of bounds, no
+   * wrap-around into a small "valid" range. */
+  coll(A2A_COLL_ALLGATHER, "ncclAllGather", SEG0, SEG0 + 65536, SIZE_MAX / 8, -1);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 2); /* send and recv */
+  g_site = (const void *)0x1001;
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG1, (SIZE_MAX / 4) + 2, -1);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 4);
+  /* One finding per overflowed buffer, no overlap/misaligned noise from
+   * the clamped ranges. */
+  ck_assert_uint_eq(collector_count("layout.overlap") + collector_count("layout.misaligned"), 0);
+  ck_assert_ptr_nonnull(strstr(collector_find("layout.out-of-bounds")->details,
+                               "\"bytes_past_end\":"));
+  /* An invalid dtype is NCCL's to reject: nothing to judge. */
+  a2a_event ev = p2p_ev(1, SEG0 + MiB - 4, 1u << 20, 0);
+  ev.u.p2p.dtype = 99;
+  ev_dispatch(&ev, 0);
+  ev.u.p2p.dtype = -1;
+  ev_dispatch(&ev, 0);
+  group(1);
+  ev.u.p2p.dtype = 12;
+  ev_dispatch(&ev, 0);
+  group(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 5); /* + wrong-device of SEG1 */
+}
+END_TEST
+
 START_TEST(thread_index_past_4096_is_checked) {
   /* Thread indices grow for the life of the process. */
   a2a_event g = ev_make(A2A_EV_GROUP_START);
@@ -582,6 +609,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, zero_count_never_overlaps);
   tcase_add_test(tc, group_receives_overlap);
   tcase_add_test(tc, thread_index_past_4096_is_checked);
+  tcase_add_test(tc, huge_counts_and_invalid_dtypes);
   tcase_add_test(tc, group_receive_over_send);
   tcase_add_test(tc, group_shared_send_and_disjoint_views_ok);
   tcase_add_test(tc, misaligned_buffer);
