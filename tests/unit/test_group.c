@@ -732,6 +732,128 @@ START_TEST(exited_threads_record_is_reused_after_its_report) {
 }
 END_TEST
 
+/* ---------------- correct programs stay silent ---------------- */
+
+START_TEST(nonblocking_comm_in_progress_everywhere) {
+  /* A non-blocking communicator (config->blocking = 0): the init, every
+   * operation and the group end may return ncclInProgress; the watchdog
+   * polls ncclCommGetAsyncError until it says ncclSuccess; finalize
+   * returns ncclInProgress, then destroy. */
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommInitRankConfig";
+  ev.u.init.how = A2A_INIT_RANK_CONFIG;
+  ev.u.init.ids = id_a;
+  ev.u.init.nids = 1;
+  ev.u.init.nranks = 2;
+  ev.u.init.rank = 0;
+  ev.u.init.device = 0;
+  ev.u.init.blocking = 0;
+  ev_pre(&ev);
+  ev.u.init.newcomm = (void *)0x100;
+  ev_post(&ev, 7 /* ncclInProgress */);
+  void *comm = (void *)0x100;
+  async_query(comm, 7);
+  async_query(comm, 0);
+  group(A2A_EV_GROUP_START, 1);
+  a2a_event s = p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ev_pre(&s);
+  ev_post(&s, 7);
+  a2a_event e = ev_make(A2A_EV_GROUP_END);
+  e.api = "ncclGroupEnd";
+  ev_pre(&e);
+  ev_post(&e, 7);
+  async_query(comm, 7);
+  async_query(comm, 0);
+  a2a_event r = p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A);
+  ev_pre(&r);
+  ev_post(&r, 7);
+  comm_end(comm, A2A_END_FINALIZE, 7);
+  async_query(comm, 7);
+  comm_end(comm, A2A_END_DESTROY, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
+START_TEST(pytorch_watchdog_and_lazy_p2p_comms) {
+  /* ProcessGroupNCCL: the main thread (1) posts; the watchdog (2) polls
+   * ncclCommGetAsyncError on the same communicators meanwhile and finally
+   * aborts one while the main thread is still inside an operation on it
+   * (a hang being torn down). Lazy point-to-point communicators: one
+   * 2-rank communicator per peer pair, all on this rank's device. */
+  void *world = init_comm((void *)0x100, id_a, 4, 0, 0);
+  void *pair[3];
+  for (int i = 0; i < 3; i++) {
+    unsigned char id[128] = {0};
+    id[0] = (unsigned char)(40 + i);
+    pair[i] = init_comm((void *)(uintptr_t)(0x1000 + 0x100 * i), id, 2, 0, 0);
+  }
+  for (int step = 0; step < 3; step++) {
+    a2a_event op = p2p(pair[step], 1, DEV_SEND, 16, 1, STREAM_A);
+    ev_pre(&op);
+    a2a_event q = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+    q.api = "ncclCommGetAsyncError";
+    q.thread = 2;
+    for (int k = 0; k < 3; k++) {
+      q.comm = pair[k];
+      ev_pre(&q);
+      ev_post(&q, 0);
+    }
+    q.comm = world;
+    ev_pre(&q);
+    ev_post(&q, 0);
+    ev_post(&op, 0);
+  }
+  a2a_event hung = p2p(world, 0, DEV_RECV, 16, 1, STREAM_A);
+  ev_pre(&hung);
+  a2a_event ab = ev_make(A2A_EV_COMM_END);
+  ab.api = "ncclCommAbort";
+  ab.thread = 2;
+  ab.comm = world;
+  ab.u.end.how = A2A_END_ABORT;
+  ev_dispatch(&ab, 0);
+  ev_post(&hung, 6 /* ncclRemoteError */);
+  exit_event();
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
+START_TEST(nocolor_split_and_scalable_init) {
+  /* Eager new_group: every rank of the parent calls ncclCommSplit, the
+   * non-members with NCCL_SPLIT_NOCOLOR (no communicator returned), and
+   * keep using the parent. Groups over 128 ranks: ncclCommInitRankScalable
+   * with several ids. */
+  void *parent = init_comm((void *)0x100, id_a, 4, 0, 0);
+  a2a_event sp = ev_make(A2A_EV_COMM_INIT);
+  sp.api = "ncclCommSplit";
+  sp.comm = parent;
+  sp.u.init.how = A2A_INIT_SPLIT;
+  sp.u.init.parent = parent;
+  sp.u.init.color = -1; /* NCCL_SPLIT_NOCOLOR */
+  sp.u.init.nranks = sp.u.init.rank = -1;
+  ev_dispatch(&sp, 0);
+  post_p2p(parent, 1, DEV_SEND, 16, 1, STREAM_A);
+  unsigned char ids[2][128];
+  memset(ids, 0, sizeof ids);
+  ids[0][0] = 7;
+  ids[1][0] = 8;
+  a2a_event sc = ev_make(A2A_EV_COMM_INIT);
+  sc.api = "ncclCommInitRankScalable";
+  sc.u.init.how = A2A_INIT_SCALABLE;
+  sc.u.init.ids = ids;
+  sc.u.init.nids = 2;
+  sc.u.init.nranks = 256;
+  sc.u.init.rank = 3;
+  sc.u.init.device = 0;
+  ev_pre(&sc);
+  sc.u.init.newcomm = (void *)0x900;
+  ev_post(&sc, 0);
+  post_p2p((void *)0x900, 0, DEV_RECV, 16, 4, STREAM_A);
+  exit_event();
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("group_local");
   TCase *tc = tcase_create("group");
@@ -775,6 +897,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, fork_child_releases_other_threads_comms);
   tcase_add_test(tc, full_registry_does_not_make_unknown_handles);
   tcase_add_test(tc, thread_indices_past_4096_are_checked);
+  tcase_add_test(tc, nonblocking_comm_in_progress_everywhere);
+  tcase_add_test(tc, pytorch_watchdog_and_lazy_p2p_comms);
+  tcase_add_test(tc, nocolor_split_and_scalable_init);
   tcase_add_test(tc, exited_threads_record_is_reused_after_its_report);
   suite_add_tcase(s, tc);
   return s;

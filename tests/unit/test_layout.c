@@ -465,6 +465,32 @@ END_TEST
 
 /* ---------------- hidden-copy ---------------- */
 
+START_TEST(pytorch_allocator_patterns_are_silent) {
+  /* Caching allocator: many tensors inside one cudaMalloc segment; an
+   * equal-split ncclAlltoAll on two of them; an unequal-split grouped
+   * all-to-all whose last chunks are empty and sit exactly at the end of
+   * the segment. Expandable segments (cuMemMap) and buffers allocated
+   * before the shim started are not in the allocation registry: the
+   * driver says device memory, bounds are unknown, nothing to report. */
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0 + 512, SEG0 + 512 + 4 * 4096, 1024, -1);
+  uintptr_t s[4], r[4];
+  size_t u[4] = {1000, 24, 0, 0};
+  uintptr_t off = 0;
+  for (int i = 0; i < 4; i++) {
+    s[i] = SEG0 + MiB / 2 + off * 4;
+    r[i] = SEG0 + MiB - 1024 * 4 + off * 4;
+    off += u[i];
+  }
+  a2a_group(s, r, u, 4);
+  const uintptr_t EXPANDABLE = 0x40000000u;
+  collector_add_pointer(EXPANDABLE, 64 * MiB, 2, 0);
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", EXPANDABLE, EXPANDABLE + 32 * MiB, 1u << 20, -1);
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", EXPANDABLE, EXPANDABLE, 1u << 22, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
 START_TEST(memcpy_then_send) {
   d2d(SEG0, SEG0 + 65536, 4096);
   p2p(1, SEG0, 1024, 0);
@@ -610,6 +636,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, group_receives_overlap);
   tcase_add_test(tc, thread_index_past_4096_is_checked);
   tcase_add_test(tc, huge_counts_and_invalid_dtypes);
+  tcase_add_test(tc, pytorch_allocator_patterns_are_silent);
   tcase_add_test(tc, group_receive_over_send);
   tcase_add_test(tc, group_shared_send_and_disjoint_views_ok);
   tcase_add_test(tc, misaligned_buffer);
