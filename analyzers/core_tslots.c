@@ -20,7 +20,10 @@
 
 #include "a2a_core.h"
 
-#define PROBES 16
+/* Slots probed from id % capacity: adjacent slots share cache lines (16
+ * bytes each), so a lookup that misses - a kernel launch on a thread with
+ * no record, the common case - reads two lines. */
+#define PROBES 8
 
 static void release_slot(void *p) {
   a2a_tslot *s = p;
