@@ -155,6 +155,8 @@ typedef struct tslot {
   _Atomic int blocked;
   uint32_t wait;
   uint64_t stream, site, since_ns;
+  uint64_t init_hash;              /* id hash registered at an init's PRE */
+  int32_t init_rank;
   uint64_t comm;                   /* XR_WAIT_SPLIT: parent id_hash */
   uint32_t index;                  /* XR_WAIT_SPLIT: split index */
   int32_t rank;                    /* XR_WAIT_SPLIT: rank in the parent */
@@ -184,7 +186,8 @@ size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
       uint32_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
       if (s1 & 1) continue;
       xr_threadstate ts = {.stream = t->stream, .site = t->site, .thread = i, .wait = t->wait,
-                           .all = t->wait != XR_WAIT_STREAM && t->wait != XR_WAIT_SPLIT,
+                           .all = t->wait != XR_WAIT_STREAM && t->wait != XR_WAIT_SPLIT &&
+                                  t->wait != XR_WAIT_INIT,
                            .comm = t->comm, .index = t->index, .rank = t->rank};
       uint64_t since = t->since_ns;
       int b = atomic_load_explicit(&t->blocked, memory_order_acquire);
@@ -325,6 +328,53 @@ static void on_event(const a2a_event *ev) {
       } else if (ev->phase == A2A_POST && atomic_load_explicit(&t->blocked, memory_order_relaxed)) {
         set_blocked(t, 0, 0, 0, 0, 0);
       }
+    }
+    /* Blocking id-based inits register at PRE: ranks that disagree (nranks,
+     * rank, device) make NCCL fail or hang inside the init, before any POST.
+     * The hash is the registry's (core_registry.c): the 128 bytes of each id. */
+    int by_id = ev->u.init.how == A2A_INIT_RANK || ev->u.init.how == A2A_INIT_RANK_CONFIG ||
+                ev->u.init.how == A2A_INIT_SCALABLE;
+    if (by_id && ev->u.init.blocking && ev->u.init.ids && (t = slot(ev->thread))) {
+      if (ev->phase == A2A_PRE) {
+        int nids = ev->u.init.how == A2A_INIT_SCALABLE && ev->u.init.nids > 0 ? ev->u.init.nids : 1;
+        uint64_t h = a2a_hash_bytes(ev->u.init.ids, 128 * (size_t)nids, 0);
+        xr_rec r = {.type = XR_REC_COMMREG, .thread = ev->thread, .comm = NULL};
+        r.u.reg.reg = (xr_commreg){.comm = h, .site = (uint64_t)(uintptr_t)ev->callsite,
+                                   .nranks = ev->u.init.nranks, .rank = ev->u.init.rank,
+                                   .device = ev->u.init.device >= 0 ? ev->u.init.device : ev->device,
+                                   .how = (int32_t)ev->u.init.how, .color = -1};
+        memcpy(&r.u.reg.idrec, (const unsigned char *)ev->u.init.ids + XR_IDREC_OFF, XR_IDREC_BYTES);
+        r.has_idrec = 1;
+        if (r.u.reg.reg.nranks <= 0 || r.u.reg.reg.rank < 0 || r.u.reg.reg.rank >= r.u.reg.reg.nranks)
+          return; /* NCCL rejects the arguments at once; the local checks say so */
+        t->init_hash = h;
+        t->init_rank = ev->u.init.rank;
+        push(&r);
+        t->comm = h;
+        t->index = 0;
+        t->rank = ev->u.init.rank;
+        set_blocked(t, 1, XR_WAIT_INIT, 0, (uint64_t)(uintptr_t)ev->callsite, ev->t_ns);
+        return;
+      }
+      if (!t->init_hash) return;
+      if (atomic_load_explicit(&t->blocked, memory_order_relaxed)) set_blocked(t, 0, 0, 0, 0, 0);
+      uint64_t h = t->init_hash;
+      t->init_hash = 0;
+      const a2a_comm *c = ev->result == 0 && ev->u.init.newcomm ? a2a_comm_lookup(ev->u.init.newcomm) : NULL;
+      if (c && c->id_hash == h && c->rank == t->init_rank) {
+        xr_rec b = {.type = XR_REC_COMMBIND, .thread = ev->thread, .comm = c};
+        b.u.end.comm = h;
+        b.u.end.rank = c->rank;
+        push(&b);
+        return;
+      }
+      /* Failed (or named differently by the registry): end the PRE record;
+       * a successful comm is then registered below under its real name. */
+      xr_rec e = {.type = XR_REC_COMMEND, .thread = ev->thread};
+      e.u.end.comm = h;
+      e.u.end.how = A2A_END_ABORT;
+      e.u.end.rank = t->init_rank;
+      push(&e);
     }
     if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7) || !ev->u.init.newcomm)
       return;

@@ -112,8 +112,10 @@ _Static_assert(sizeof(xr_unitstate) == 64, "xr_unitstate is a wire record");
 /* Host-side blocking call on which a thread waits. */
 enum { XR_WAIT_STREAM = 1, XR_WAIT_EVENT, XR_WAIT_DEVICE, XR_WAIT_MEMCPY,
        XR_WAIT_NCCL,
-       XR_WAIT_SPLIT /* inside ncclCommSplit/Shrink #index of comm: it returns
-                        when every rank of comm made that split */ };
+       XR_WAIT_SPLIT, /* inside ncclCommSplit/Shrink #index of comm: it returns
+                        when every rank of comm made that split */
+       XR_WAIT_INIT   /* inside a blocking ncclCommInitRank* of comm: it returns
+                        when every rank joined (never when they disagree) */ };
 
 /* A host thread inside a blocking call (PRE seen, POST not yet). */
 typedef struct xr_threadstate {

@@ -43,7 +43,9 @@ typedef struct xr_idrec {
 } xr_idrec;
 _Static_assert(sizeof(xr_idrec) == XR_IDREC_BYTES, "xr_idrec fills the id's tail");
 
-enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND };
+/* COMMBIND: a communicator registered at its init's PRE (comm NULL then)
+ * got its registry record at POST. */
+enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND, XR_REC_COMMBIND };
 
 typedef struct xr_rec {
   uint8_t type;

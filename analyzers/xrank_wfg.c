@@ -252,6 +252,10 @@ static bool split_ok(const graph *g, size_t p, const xr_threadstate *t, int32_t 
 
 static bool thread_ok(const graph *g, size_t p, const xr_threadstate *t) {
   if (t->wait == XR_WAIT_SPLIT) return split_ok(g, p, t, NULL, NULL, NULL);
+  /* Inside a blocking init: it returns when every rank joined, which
+   * nothing here can tell, except that ranks that disagree never do. */
+  if (t->wait == XR_WAIT_INIT)
+    return !(g->opts && g->opts->mismatch && g->opts->mismatch(g->opts->ctx, t->comm));
   const xr_procstate *P = &g->ps[p];
   for (uint32_t j = 0; j < P->nunits; j++)
     if (xr_thread_waits_on(P, t, &P->units[j]) && !g->comp[g->uoff[p] + j]) return false;
@@ -338,7 +342,7 @@ static const xr_threadstate *dead_thread(const graph *g, size_t p, uint64_t min_
 
 static int32_t first_dead_target(const graph *g, size_t p, const xr_threadstate *T) {
   const xr_procstate *P = &g->ps[p];
-  if (T->wait == XR_WAIT_SPLIT) return -1;
+  if (T->wait == XR_WAIT_SPLIT || T->wait == XR_WAIT_INIT) return -1;
   for (uint32_t j = 0; j < P->nunits; j++)
     if (xr_thread_waits_on(P, T, &P->units[j]) && !g->comp[g->uoff[p] + j])
       return (int32_t)(g->uoff[p] + j);
@@ -352,6 +356,7 @@ static const char *wait_name(uint32_t w) {
   case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
   case XR_WAIT_MEMCPY: return "a blocking cudaMemcpy";
   case XR_WAIT_SPLIT: return "ncclCommSplit";
+  case XR_WAIT_INIT: return "ncclCommInitRank";
   default: return "a blocking NCCL call";
   }
 }
@@ -367,6 +372,12 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
                  xr_wfg_result *res, uint8_t *inv) {
   char sitebuf[128];
   for (int step = 0; step < 32; step++) {
+    if (T && T->wait == XR_WAIT_INIT) {
+      mark(inv, p);
+      sb(s, " (communicator %016" PRIx64 "), which never completes: its ranks disagree (known "
+            "cause below).", T->comm);
+      return;
+    }
     if (T) {
       if (seenp[p]) { sb(s, " -> back to that split: a cycle."); res->cycle = 1; return; }
       seenp[p] = 1;
@@ -392,7 +403,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       if (!T2) { sb(s, ", cannot call it."); return; }
       sb(s, ", is blocked in %s at %s", wait_name(T2->wait),
          site_of(g, o, qp, T2->site, sitebuf, sizeof sitebuf));
-      if (T2->wait == XR_WAIT_SPLIT) { p = qp; T = T2; continue; }
+      if (T2->wait == XR_WAIT_SPLIT || T2->wait == XR_WAIT_INIT) { p = qp; T = T2; continue; }
       int32_t v = first_dead_target(g, qp, T2);
       if (v < 0) { sb(s, "."); return; }
       sb(s, " waiting for ");
@@ -475,6 +486,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       if (!T2) { sb(s, ", cannot post it."); return; }
       sb(s, ", is blocked in %s at %s", wait_name(T2->wait),
          site_of(g, o, q, T2->site, sitebuf, sizeof sitebuf));
+      if (T2->wait == XR_WAIT_INIT) { p = q; T = T2; continue; }
       if (T2->wait == XR_WAIT_SPLIT) {
         sb(s, " (#%u of comm %016" PRIx64 ")", T2->index + 1, T2->comm);
         p = q;
@@ -538,8 +550,9 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
     memset(seen, 0, g.nu + 1);
     memset(seenp, 0, n + 1);
     uint64_t comm;
-    if (T->wait == XR_WAIT_SPLIT) {
-      sb(&s, " (split #%u of comm %016" PRIx64 ")", T->index + 1, T->comm);
+    if (T->wait == XR_WAIT_SPLIT || T->wait == XR_WAIT_INIT) {
+      if (T->wait == XR_WAIT_SPLIT)
+        sb(&s, " (split #%u of comm %016" PRIx64 ")", T->index + 1, T->comm);
       walk(&g, opts, 0, p, T, seen, seenp, &s, res, involved);
       comm = T->comm;
     } else {

@@ -142,6 +142,8 @@ typedef struct ccomm {
   const a2a_comm *c;
   int32_t rank, nranks;
   int conn;                 /* -1: cross-rank checks off for it */
+  const char *nocoord;      /* why conn < 0, reported once the comm exists */
+  uint64_t site;            /* init call site */
   int ended;
   uint32_t coll_posted, units;
   uint32_t (*cnt)[2];       /* per peer: sends posted, receives posted */
@@ -217,8 +219,11 @@ static void conn_dead(cconn *k, const char *why) {
   int idx = (int)(k - S.conns);
   for (int i = 0; i < S.ncomms && len + 40 < sizeof comms; i++)
     if (S.comms[i]->conn == idx)
-      len += (size_t)snprintf(comms + len, sizeof comms - len, "%s%s", len ? ", " : "",
-                              S.comms[i]->c ? S.comms[i]->c->name : "?");
+      len += S.comms[i]->c
+                 ? (size_t)snprintf(comms + len, sizeof comms - len, "%s%s", len ? ", " : "",
+                                    S.comms[i]->c->name)
+                 : (size_t)snprintf(comms + len, sizeof comms - len, "%s%016" PRIx64,
+                                    len ? ", " : "", S.comms[i]->id);
   char msg[1024];
   snprintf(msg, sizeof msg,
            "the cross-rank coordinator %s %s: cross-rank checks (size.*-mismatch, "
@@ -369,6 +374,20 @@ static ccomm *comm_find(uint64_t id, int32_t rank) {
   return NULL;
 }
 
+static void report_nocoord(const a2a_comm *c, uint64_t id, uint64_t site, const char *how) {
+  char msg[768], cname[48];
+  if (c) snprintf(cname, sizeof cname, "%s", c->name);
+  else snprintf(cname, sizeof cname, "%016" PRIx64, id);
+  snprintf(msg, sizeof msg,
+           "no cross-rank coordinator for communicator %s: its coordinator %s (the "
+           "ncclUniqueId carries no a2acheck record - was the process that called "
+           "ncclGetUniqueId run without a2acheck? - and A2ACHECK_COORDINATOR=host:port is "
+           "not set). Cross-rank checks (size.*-mismatch, group.order-mismatch, "
+           "group.deadlock) are off for this communicator.",
+           cname, how);
+  report("a2acheck.no-coordinator", A2A_SEV_INFO, c, site, msg, NULL);
+}
+
 static void on_commreg(const xr_rec *r) {
   const xr_commreg *reg = &r->u.reg.reg;
   if (S.ncomms >= MAX_COMMS || reg->nranks <= 0 || reg->nranks > (1 << 20)) return;
@@ -395,18 +414,15 @@ static void on_commreg(const xr_rec *r) {
     if (cc->conn < 0) how = "is unknown";
   }
   S.comms[S.ncomms++] = cc;
+  cc->site = reg->site;
+  if (cc->conn < 0 && how && !r->comm) {
+    /* Registered at the init's PRE: say it when the init succeeded (the
+     * finding then names the communicator and this rank). */
+    cc->nocoord = how;
+    return;
+  }
   if (cc->conn < 0) {
-    if (how) {
-      char msg[768];
-      snprintf(msg, sizeof msg,
-               "no cross-rank coordinator for communicator %s: its coordinator %s (the "
-               "ncclUniqueId carries no a2acheck record - was the process that called "
-               "ncclGetUniqueId run without a2acheck? - and A2ACHECK_COORDINATOR=host:port is "
-               "not set). Cross-rank checks (size.*-mismatch, group.order-mismatch, "
-               "group.deadlock) are off for this communicator.",
-               r->comm ? r->comm->name : "?", how);
-      report("a2acheck.no-coordinator", A2A_SEV_INFO, r->comm, reg->site, msg, NULL);
-    }
+    if (how) report_nocoord(r->comm, reg->comm, reg->site, how);
     return;
   }
   cconn *k = &S.conns[cc->conn];
@@ -496,6 +512,14 @@ static void on_commend(const xr_rec *r) {
   conn_send(&S.conns[cc->conn], XR_MSG_COMMEND, &e, sizeof e);
 }
 
+static void on_commbind(const xr_rec *r) {
+  ccomm *cc = comm_find(r->u.end.comm, r->u.end.rank);
+  if (!cc || cc->c) return;
+  cc->c = r->comm;
+  if (cc->nocoord) report_nocoord(cc->c, cc->id, cc->site, cc->nocoord);
+  cc->nocoord = NULL;
+}
+
 static int drain(int max) {
   xr_rec r;
   int n = 0;
@@ -506,6 +530,7 @@ static int drain(int max) {
     case XR_REC_OP: on_op(&r); break;
     case XR_REC_UNIT_END: on_unit_end(&r); break;
     case XR_REC_COMMEND: on_commend(&r); break;
+    case XR_REC_COMMBIND: on_commbind(&r); break;
     default: break;
     }
   }
