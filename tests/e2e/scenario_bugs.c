@@ -46,6 +46,9 @@
  *                  step's producer overwrites the send buffer on the compute
  *                  stream without waiting for the end event
  *                  -> stream.free-in-flight (rewritten while in flight)
+ *   rewrite_copy   the same, but the next step's input is copied into the send
+ *                  buffer with cudaMemcpyAsync from pinned memory (x.copy_(batch,
+ *                  non_blocking=True)) -> stream.free-in-flight
  *   sync_in_group  cudaStreamSynchronize of the communication stream between
  *                  ncclGroupStart and ncclGroupEnd, then the host reads the
  *                  receive buffer -> group.sync-in-group
@@ -213,13 +216,19 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_CUDA(cudaStreamSynchronize(s));
     SC_CUDA(cudaFree(sb));
     SC_CUDA(cudaFree(rb));
-  } else if (is("rewrite_send")) {
+  } else if (is("rewrite_send") || is("rewrite_copy")) {
     SC_CUDA((cudaError_t)a2asim_stream_set_delay(s, 5000));
     cudaEvent_t ready, done;
     SC_CUDA(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
     SC_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    float *batch;
+    SC_CUDA(cudaMallocHost((void **)&batch, N * sizeof(float)));
+    for (long i = 0; i < N; i++) batch[i] = (float)rank;
     for (int t = 0; t < 3; t++) {
-      sc_fill(a, N, (float)(rank * 100 + t), 0.0f, up); /* "compute" stream = up */
+      if (is("rewrite_copy")) /* "compute" stream = up */
+        SC_CUDA(cudaMemcpyAsync(a, batch, N * sizeof(float), cudaMemcpyHostToDevice, up));
+      else
+        sc_fill(a, N, (float)(rank * 100 + t), 0.0f, up);
       SC_CUDA(cudaEventRecord(ready, up));
       SC_CUDA(cudaStreamWaitEvent(s, ready, 0));
       SC_NCCL(ncclAlltoAll(a, b, N / nranks, ncclFloat32, comm, s));
@@ -230,6 +239,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_CUDA(cudaStreamSynchronize(up));
     SC_CUDA(cudaEventDestroy(ready));
     SC_CUDA(cudaEventDestroy(done));
+    SC_CUDA(cudaFreeHost(batch));
   } else if (is("sync_in_group")) {
     int peer = rank ^ 1;
     sc_fill(a, N, (float)rank, 0.0f, s);

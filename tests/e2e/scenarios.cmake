@@ -204,7 +204,12 @@ exit $fail
     CHECK --expect group.use-after-destroy:error@0 --expect group.use-after-destroy:error@3 --allow group.use-after-destroy --no-other-errors)
   a2a_scenario(bug_ring_wrong_peer bugs ring_peer STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --allow "size.unmatched-p2p" --no-other-errors)
-  a2a_scenario(bug_rewrite_send_in_flight bugs rewrite_send STATUS 0,3
+  # A kernel rewriting an in-flight send buffer is a documented blind spot
+  # (docs/checks.md stream.free-in-flight "Not detected"); the copy variant
+  # must be reported.
+  a2a_scenario(bug_rewrite_send_in_flight bugs rewrite_send STATUS 0,3 KNOWN_FAILING
+    CHECK --expect stream.free-in-flight:error --no-other-errors)
+  a2a_scenario(bug_rewrite_send_by_copy bugs rewrite_copy STATUS 0,3
     CHECK --expect stream.free-in-flight:error --no-other-errors)
   a2a_scenario(bug_sync_in_group bugs sync_in_group
     CHECK --expect group.sync-in-group:error@0 --allow group.sync-in-group --no-other-errors)
