@@ -61,6 +61,11 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --status 0,66 --within 15
     --expect "size.collective-mismatch@2"
     --contains "size.collective-mismatch=count 1000")
+  # Ranks disagree on nranks at init: group.init-mismatch before the init
+  # hangs; the ranks stuck in it end with 66.
+  a2a_xrank_test(init_nranks 60 "init_nranks" --status 0,1,66 --within 15
+    --expect group.init-mismatch --contains "group.init-mismatch=nranks=3"
+    --if-any-status 66 --expect group.deadlock)
   # A correct MoE-like run: zero findings, exit 0.
   a2a_xrank_test(moe_clean 90 "moe 1000" --status 0 --none)
   # Its negative control: one count differs on a split comm at step 19.

@@ -22,6 +22,8 @@
  *   order          2 ranks, comms A and B, AllReduce on both on one stream:
  *                  rank 0 A then B, rank 1 B then A.
  *   coll_count     4 ranks, AllReduce; rank 2 passes a different count.
+ *   init_nranks    4 ranks; rank 3 calls ncclCommInitRank with nranks 3 as
+ *                  rank 2 (the others hang in the init, as with NCCL).
  *   moe STEPS [busy|sleep|badhalf]
  *                  8 ranks, STEPS steps of grouped all-to-all with unequal
  *                  splits on the world comm + AllReduce on a split (color
@@ -226,6 +228,13 @@ static int rank_main(ctx *c) {
   CK_CUDA(cudaGetDeviceCount(&ndev));
   CK_CUDA(cudaSetDevice(c->rank % ndev));
   CK_CUDA(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
+  if (!strcmp(c->scenario, "init_nranks")) {
+    /* Rank 3 believes the job has 3 ranks and that it is rank 2. */
+    ncclResult_t r = ncclCommInitRank(&c->comm, c->rank == 3 ? 3 : c->nranks, c->ids[0],
+                                      c->rank == 3 ? 2 : c->rank);
+    if (r == ncclSuccess) ncclCommDestroy(c->comm);
+    return r == ncclSuccess ? 0 : 1;
+  }
   CK_NCCL(ncclCommInitRank(&c->comm, c->nranks, c->ids[0], c->rank));
   int st;
   const char *s = c->scenario;

@@ -316,6 +316,27 @@ START_TEST(two_ranks_in_one_process) {
 }
 END_TEST
 
+/* Threads inside a blocking init: fine unless the comm's ranks are known
+ * to disagree (then every one of them is stuck). */
+START_TEST(init_wait_with_known_mismatch) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 80 + r);
+    pb_comm(&b[r], 0x99, r, 2, 0);
+    b[r].threads[b[r].st.nthreads++] = (xr_threadstate){
+        .wait = XR_WAIT_INIT, .comm = 0x99, .rank = r, .blocked_ms = 4000, .site = 0x42};
+  }
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  xr_procstate ps[2] = {b[0].st, b[1].st};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = -1, .mismatch = mm_cb};
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_int_eq(res.dead_threads, 2);
+  ck_assert_ptr_nonnull(strstr(story, "ncclCommInitRank"));
+  ck_assert_ptr_nonnull(strstr(story, "its ranks disagree"));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_wfg");
   TCase *t = tcase_create("wfg");
@@ -330,6 +351,7 @@ static Suite *suite(void) {
   tcase_add_test(t, split_skipped_deadlock);
   tcase_add_test(t, known_mismatch_makes_suspect);
   tcase_add_test(t, two_ranks_in_one_process);
+  tcase_add_test(t, init_wait_with_known_mismatch);
   suite_add_tcase(s, t);
   return s;
 }
