@@ -41,6 +41,11 @@
  *              a2acheck tracks per group)
  *   wide_skip  BUGGY: the same, and rank 1 leaves the AllReduce of the 11th
  *              communicator out of its group -> group.deadlock, exit 66
+ *   perf_sane  2 ranks, 150 steps of a well-behaved loop: 2 MiB gradient
+ *              AllReduce on a high-priority communication stream overlapping
+ *              a compute kernel on the compute stream, event edges only,
+ *              cudaDeviceSynchronize only every 50 steps (a checkpoint),
+ *              streams and events created once: no perf.* warning may fire
  *   shrink     4 ranks; rank 3 leaves after step 2 (destroys its
  *              communicator and exits normally); ranks 0-2 call
  *              ncclCommShrink excluding it and go on with an AllReduce
@@ -410,6 +415,53 @@ static int wide_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   return bad ? SC_DATA_WRONG : 0;
 }
 
+static int perf_sane_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
+  (void)arg;
+  ncclComm_t comm;
+  SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  int lo, hi;
+  SC_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  cudaStream_t comp, cs;
+  SC_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  SC_CUDA(cudaStreamCreateWithPriority(&cs, cudaStreamNonBlocking, hi));
+  cudaEvent_t grad_ready[2], reduced[2];
+  for (int k = 0; k < 2; k++) {
+    SC_CUDA(cudaEventCreateWithFlags(&grad_ready[k], cudaEventDisableTiming));
+    SC_CUDA(cudaEventCreateWithFlags(&reduced[k], cudaEventDisableTiming));
+  }
+  const long G = (2L << 20) / sizeof(float);
+  float *grad[2], *act;
+  for (int k = 0; k < 2; k++) SC_CUDA(cudaMalloc((void **)&grad[k], G * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&act, 4096 * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 150; t++) {
+    int k = t % 2;
+    if (t >= 2) SC_CUDA(cudaStreamWaitEvent(comp, reduced[k], 0)); /* buffer k free again */
+    sc_fill(grad[k], G, (float)(rank + 1), 0.0f, comp);             /* backward */
+    SC_CUDA(cudaEventRecord(grad_ready[k], comp));
+    SC_CUDA(cudaStreamWaitEvent(cs, grad_ready[k], 0));
+    SC_NCCL(ncclAllReduce(grad[k], grad[k], G, ncclFloat32, ncclSum, comm, cs));
+    SC_CUDA(cudaEventRecord(reduced[k], cs));
+    sc_fill(act, 4096, (float)t, 1.0f, comp); /* next forward overlaps the AllReduce */
+    if (t % 50 == 49) {
+      SC_CUDA(cudaDeviceSynchronize()); /* checkpoint */
+      bad += check_all(grad[k], 1024, 3.0f, "grad");
+    }
+  }
+  SC_CUDA(cudaDeviceSynchronize());
+  for (int k = 0; k < 2; k++) {
+    SC_CUDA(cudaFree(grad[k]));
+    SC_CUDA(cudaEventDestroy(grad_ready[k]));
+    SC_CUDA(cudaEventDestroy(reduced[k]));
+  }
+  SC_CUDA(cudaFree(act));
+  SC_CUDA(cudaStreamDestroy(comp));
+  SC_CUDA(cudaStreamDestroy(cs));
+  SC_NCCL(ncclCommDestroy(comm));
+  sc_sh->result[rank] = bad;
+  return bad ? SC_DATA_WRONG : 0;
+}
+
 static int shrink_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
@@ -460,6 +512,7 @@ int main(int argc, char **argv) {
   if (is("legacy")) return sc_fork_ranks(2, legacy_rank, NULL);
   if (is("watchdog")) return sc_fork_ranks(4, watchdog_rank, NULL);
   if (is("scale16")) return sc_fork_ranks(16, scale_rank, NULL);
+  if (is("perf_sane")) return sc_fork_ranks(2, perf_sane_rank, NULL);
   if (is("many_comms")) return sc_fork_ranks(4, many_rank, NULL);
   int wskip = is("wide_skip");
   if (is("wide_group") || wskip) return sc_fork_ranks(2, wide_rank, &wskip);
