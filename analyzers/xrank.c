@@ -433,11 +433,13 @@ static void on_event(const a2a_event *ev) {
     return;
   case A2A_EV_GROUP_END:
     if (ev->phase != A2A_POST || !(t = slot(ev->thread)) || t->depth == 0) return;
-    /* ncclGroupSimulateEnd launches nothing; its ops stay in the group. */
-    if (ev->api && strcmp(ev->api, "ncclGroupSimulateEnd") == 0) return;
+    /* ncclGroupSimulateEnd ends the group but launches nothing: its units
+     * are closed untracked (documented limit: their fingerprints were
+     * already counted, so the peers' matching may shift). */
     if (--t->depth == 0) {
+      int sim = ev->api && strcmp(ev->api, "ncclGroupSimulateEnd") == 0;
       for (int i = 0; i < t->nstreams; i++) {
-        if (ev->result == 0 || ev->result == 7) {
+        if (!sim && (ev->result == 0 || ev->result == 7)) {
           close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
         } else {
           /* The group failed: nothing was launched; close untracked. */
