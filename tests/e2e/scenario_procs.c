@@ -28,6 +28,12 @@
  *                  runs through a host-side wait. No group.deadlock may be
  *                  claimed early; with A2ACHECK_HANG_TIMEOUT=6 group.hang
  *                  ends it (exit 66)
+ *   each_gets_id   NCCL_COMM_ID=ip:port is set (by the ctest entry): every rank
+ *                  calls ncclGetUniqueId itself and gets the same id, as
+ *                  NCCL documents for that variable (correct)
+ *   creator_exits  a helper process creates the id, hands it over and exits
+ *                  before the ranks start (a setup script): correct; cross-
+ *                  rank checking may be off (a2acheck.no-coordinator info)
  * Exit status of the program: see scenario_common.h.
  */
 #include "scenario_common.h"
@@ -40,6 +46,7 @@ static int is(const char *m) { return strcmp(mode, m) == 0; }
 
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
+  if (is("each_gets_id")) SC_NCCL(ncclGetUniqueId(&id));
   if (is("rank0_id") || is("rank0_id_skip")) {
     if (rank == 0) SC_NCCL(ncclGetUniqueId(&sc_sh->ids[0]));
     sc_barrier(); /* store.set / store.get */
@@ -132,8 +139,36 @@ static int parent_is_rank0(void) {
   return st;
 }
 
+/* creator_exits: a helper creates the id and exits before the ranks start */
+static int creator_exits(void) {
+  sc_sh = sc_shared_create(NR);
+  fflush(NULL);
+  pid_t h = fork();
+  if (h == 0) {
+    SC_NCCL(ncclGetUniqueId(&sc_sh->ids[0]));
+    exit(0);
+  }
+  int ws;
+  waitpid(h, &ws, 0);
+  if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) return 1;
+  ncclUniqueId id = sc_sh->ids[0];
+  pid_t pids[NR];
+  for (int r = 0; r < NR; r++) {
+    pid_t p = fork();
+    if (p == 0) {
+      sc_rank = r;
+      SC_CUDA(cudaSetDevice(r));
+      sc_register_kernels();
+      exit(rank_main(r, NR, id, NULL));
+    }
+    pids[r] = p;
+  }
+  return sc_wait_ranks(pids, NR, SC_WAIT_LIMIT_S, 1);
+}
+
 int main(int argc, char **argv) {
   mode = argc > 1 ? argv[1] : "parent_rank0";
+  if (is("creator_exits")) return creator_exits();
   if (is("parent_rank0") || is("parent_skip")) return parent_is_rank0();
   return sc_fork_ranks(NR, rank_main, NULL);
 }

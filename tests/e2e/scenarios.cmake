@@ -149,6 +149,9 @@ exit $fail
   a2a_scenario(procs_parent_is_rank0 procs parent_rank0 COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_subprocess procs subprocess COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_rank0_creates_id procs rank0_id COMPARE CHECK ${CLEAN})
+  a2a_scenario(procs_nccl_comm_id procs each_gets_id COMPARE KNOWN_FAILING ENV NCCL_COMM_ID=127.0.0.1:39517 CHECK ${CLEAN})
+  a2a_scenario(procs_id_creator_exits procs creator_exits COMPARE
+    CHECK ${STRICT} --ignore "a2acheck.no-coordinator:info")
   # The churn program is slow on purpose: the perf.* warnings it gets
   # (stream-churn, small-messages, no-overlap, low-bandwidth) are true.
   a2a_scenario(extra_stream_churn extra churn COMPARE
