@@ -9,6 +9,13 @@
  *                              group, 5 rounds, data verified
  *   scenario_initall devlist   devlist {3,2,1,0} (comm i on device 3-i), same
  *                              work, cudaSetDevice before each call
+ *   scenario_initall nb_group  NCCL's non-blocking example: one thread
+ *                              initializes 4 non-blocking communicators
+ *                              (ncclCommInitRankConfig, blocking = 0)
+ *                              inside one group, polls
+ *                              ncclCommGetAsyncError until each is ready,
+ *                              then the same collectives (each call may
+ *                              return ncclInProgress)
  *   scenario_initall dup       BUGGY: devlist {0,1,1,2} (device 1 twice)
  *                              -> group.duplicate-device; NCCL refuses
  *                              the init (printed, not fatal)
@@ -47,7 +54,28 @@ int main(int argc, char **argv) {
     SC_CUDA(cudaMalloc((void **)&p2p[i], N * sizeof(float)));
     SC_CUDA(cudaStreamCreate(&s[i]));
   }
-  SC_NCCL(ncclCommInitAll(comms, ND, devlist));
+  if (strcmp(mode, "nb_group") == 0) {
+    ncclUniqueId id;
+    SC_NCCL(ncclGetUniqueId(&id));
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    SC_NCCL(ncclGroupStart());
+    for (int i = 0; i < ND; i++) {
+      SC_CUDA(cudaSetDevice(devs[i]));
+      ncclResult_t r = ncclCommInitRankConfig(&comms[i], ND, id, i, &cfg);
+      if (r != ncclSuccess && r != ncclInProgress) SC_NCCL(r);
+    }
+    ncclResult_t ge = ncclGroupEnd();
+    if (ge != ncclSuccess && ge != ncclInProgress) SC_NCCL(ge);
+    for (int i = 0; i < ND; i++) {
+      ncclResult_t st;
+      do SC_NCCL(ncclCommGetAsyncError(comms[i], &st)); while (st == ncclInProgress);
+      SC_NCCL(st);
+    }
+  } else {
+    SC_NCCL(ncclCommInitAll(comms, ND, devlist));
+  }
+  int nonblocking = strcmp(mode, "nb_group") == 0;
   for (int i = 0; i < ND; i++) {
     int d = -1, r = -1;
     SC_NCCL(ncclCommCuDevice(comms[i], &d));
@@ -64,16 +92,27 @@ int main(int argc, char **argv) {
       SC_CUDA(cudaSetDevice(devs[i]));
       sc_fill(send[i], ND * N, (float)(i + round), 0.0f, s[i]); /* every element = i + round */
     }
-    SC_NCCL(ncclGroupStart());
+#define NBOK(call)                                                             \
+  do {                                                                         \
+    ncclResult_t r_ = (call);                                                  \
+    if (r_ != ncclSuccess && !(nonblocking && r_ == ncclInProgress)) SC_NCCL(r_); \
+  } while (0)
+    NBOK(ncclGroupStart());
     for (int i = 0; i < ND; i++) {
       if (devlist) SC_CUDA(cudaSetDevice(devs[i]));
-      SC_NCCL(ncclAllReduce(send[i], recv[i], N, ncclFloat32, ncclSum, comms[i], s[i]));
-      SC_NCCL(ncclAllGather(send[i], gat[i], N, ncclFloat32, comms[i], s[i]));
-      SC_NCCL(ncclReduceScatter(send[i], recv[i] + N, N, ncclFloat32, ncclMin, comms[i], s[i]));
-      SC_NCCL(ncclSend(send[i], N, ncclFloat32, (i + 1) % ND, comms[i], s[i]));
-      SC_NCCL(ncclRecv(p2p[i], N, ncclFloat32, (i + ND - 1) % ND, comms[i], s[i]));
+      NBOK(ncclAllReduce(send[i], recv[i], N, ncclFloat32, ncclSum, comms[i], s[i]));
+      NBOK(ncclAllGather(send[i], gat[i], N, ncclFloat32, comms[i], s[i]));
+      NBOK(ncclReduceScatter(send[i], recv[i] + N, N, ncclFloat32, ncclMin, comms[i], s[i]));
+      NBOK(ncclSend(send[i], N, ncclFloat32, (i + 1) % ND, comms[i], s[i]));
+      NBOK(ncclRecv(p2p[i], N, ncclFloat32, (i + ND - 1) % ND, comms[i], s[i]));
     }
-    SC_NCCL(ncclGroupEnd());
+    NBOK(ncclGroupEnd());
+    if (nonblocking)
+      for (int i = 0; i < ND; i++) {
+        ncclResult_t st;
+        do SC_NCCL(ncclCommGetAsyncError(comms[i], &st)); while (st == ncclInProgress);
+        SC_NCCL(st);
+      }
     for (int i = 0; i < ND; i++) {
       SC_CUDA(cudaSetDevice(devs[i]));
       SC_CUDA(cudaStreamSynchronize(s[i]));

@@ -119,6 +119,7 @@ exit $fail
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_example initall example COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_devlist initall devlist COMPARE CHECK ${CLEAN})
+  a2a_scenario(nonblocking_group_init initall nb_group COMPARE CHECK ${CLEAN})
   a2a_scenario(inplace_all inplace ok COMPARE CHECK ${CLEAN})
   a2a_scenario(mallocasync_current mallocasync ok COMPARE CHECK ${CLEAN})
   a2a_scenario(mallocasync_comm_alloc mallocasync comm_alloc COMPARE CHECK ${CLEAN})
