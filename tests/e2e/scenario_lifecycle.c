@@ -19,6 +19,10 @@
  *                                   the work completed (torch's shutdown path)
  *   scenario_lifecycle finalize     2 ranks; ncclCommFinalize, then
  *                                   ncclCommDestroy
+ *   fork_storm      2 ranks, 60 steps; a second thread of every rank forks 40
+ *                   short-lived children (data-loader workers that end with
+ *                   _exit, some with exit) while the main thread communicates
+ *                   and waits in cudaStreamSynchronize
  * All correct: exit 0 and no finding (7 s is longer than
  * A2ACHECK_HANG_CONFIRM: no deadlock may be reported).
  */
@@ -38,6 +42,22 @@ static int data_loader_child(int fd, int use_exit) {
   _exit(0);
 }
 
+static void *forker_thread(void *arg) {
+  long *failures = (long *)arg;
+  for (int i = 0; i < 40; i++) {
+    pid_t p = fork();
+    if (p == 0) {
+      long x = 0;
+      for (long k = 0; k < 20000; k++) x += k % 3;
+      if (i % 4 == 0) exit(x > 0 ? 0 : 1);
+      _exit(x > 0 ? 0 : 1);
+    }
+    int ws;
+    if (p < 0 || waitpid(p, &ws, 0) != p || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) (*failures)++;
+  }
+  return NULL;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   if (strcmp(mode, "busy_init") == 0 && rank == 2) sc_busy(7.0);
@@ -53,8 +73,11 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   SC_CUDA(cudaMalloc((void **)&out, N * sizeof(float)));
   SC_CUDA(cudaMalloc((void **)&a2a, N * sizeof(float)));
   float *h = malloc(N * sizeof(float));
-  long bad = 0;
-  for (int t = 0; t < 10; t++) {
+  long bad = 0, fork_failures = 0;
+  pthread_t forker;
+  int storm = strcmp(mode, "fork_storm") == 0;
+  if (storm) pthread_create(&forker, NULL, forker_thread, &fork_failures);
+  for (int t = 0; t < (storm ? 60 : 10); t++) {
     if (t == 4 && strcmp(mode, "fork_loader") == 0) {
       int fds[2];
       if (pipe(fds) != 0) return 1;
@@ -87,6 +110,10 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     for (long i = 0; i < N; i++)
       if (h[i] != (float)(i / (N / nranks) * 100 + t) && bad++ < 3) fprintf(stderr, "rank %d: a2a[%ld]=%g\n", rank, i, h[i]);
   }
+  if (storm) {
+    pthread_join(forker, NULL);
+    bad += fork_failures;
+  }
   sc_sh->result[rank] = bad;
   free(h);
   SC_CUDA(cudaFree(in));
@@ -108,6 +135,6 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
 
 int main(int argc, char **argv) {
   mode = argc > 1 ? argv[1] : "busy";
-  int nr = strcmp(mode, "fork_loader") == 0 || strcmp(mode, "abort") == 0 || strcmp(mode, "finalize") == 0 ? 2 : 4;
+  int nr = strcmp(mode, "fork_loader") == 0 || strcmp(mode, "fork_storm") == 0 || strcmp(mode, "abort") == 0 || strcmp(mode, "finalize") == 0 ? 2 : 4;
   return sc_fork_ranks(nr, rank_main, NULL);
 }

@@ -124,6 +124,9 @@ exit $fail
   a2a_scenario(mallocasync_current mallocasync ok COMPARE CHECK ${CLEAN})
   a2a_scenario(mallocasync_comm_alloc mallocasync comm_alloc COMPARE CHECK ${CLEAN})
   a2a_scenario(lifecycle_fork_loader lifecycle fork_loader COMPARE CHECK ${CLEAN})
+  # 120 small operations with a host synchronization per step: the
+  # perf.small-messages / perf.no-overlap warnings are true here.
+  a2a_scenario(lifecycle_fork_storm lifecycle fork_storm COMPARE CHECK --only --allow "perf.*")
   a2a_scenario(lifecycle_busy_init lifecycle busy_init COMPARE CHECK ${CLEAN})
   a2a_scenario(lifecycle_busy lifecycle busy COMPARE CHECK ${CLEAN})
   a2a_scenario(lifecycle_sleep lifecycle sleep COMPARE CHECK ${CLEAN})
