@@ -140,11 +140,18 @@ const char *a2a_real_how(a2a_sym_id id);
 /* ------------------------------------------------------------------ */
 /* The calling thread's current CUDA device, tracked from the intercepted
  * cudaSetDevice (default 0, CUDA's own default). The tool never asks the
- * runtime (cudaGetDevice) on the hot path: a failing internal CUDA call
- * would overwrite the application's last error. Blind spot: device changes
- * through the driver API (cuCtxSetCurrent) are not seen. */
+ * runtime (cudaGetDevice) on the hot path of CUDA calls. */
 int a2a_shim_current_device(void);
-void a2a_shim_set_current_device(int device);
+/* The device of an event whose device is recorded or compared: NCCL
+ * communicator inits and operations, allocations. The tracked one once the
+ * thread called cudaSetDevice; before that the runtime is asked, because
+ * the context may have been made current through the driver API
+ * (cuCtxSetCurrent, as XLA and other driver-API users do): assuming device
+ * 0 there would bind communicators and buffers to the wrong device. The
+ * query follows the last-error rule of shim/rt_host.c: not made while the
+ * application has an error pending, and a failure it causes is consumed.
+ * Blind spot left: cuCtxSetCurrent after a cudaSetDevice on one thread. */
+int a2a_shim_query_device(void);
 
 /* ------------------------------------------------------------------ */
 /* Wrapper helpers. Macros (not functions) where the code must run in the

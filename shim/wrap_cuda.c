@@ -10,9 +10,10 @@
  *    cudaStreamPerThread, not the legacy default stream.
  *  - The thread's current device is tracked here from cudaSetDevice (also
  *    on the pass-through path, so a disabled or re-entered call still keeps
- *    it right); the tool never calls cudaGetDevice behind the application's
- *    back, because a failing internal call would replace the application's
- *    sticky "last error".
+ *    it right). Most events use it as is; allocations and NCCL events ask
+ *    the runtime until the thread has called cudaSetDevice
+ *    (a2a_shim_query_device, under the last-error rule: a failing internal
+ *    call must never replace the application's "last error").
  *  - Launch events: u.launch.func is what the entry point received: the
  *    host stub address for cudaLaunchKernel*, the cudaKernel_t handle for
  *    nvcc's __cudaLaunchKernel* (both accepted by cudaFuncGetName /
@@ -27,10 +28,21 @@
 /* ------------------------------------------------------------------ */
 /* Current device */
 
-static _Thread_local int tls_device; /* 0 until cudaSetDevice: CUDA's default */
+static _Thread_local int tls_device;      /* 0 until cudaSetDevice: CUDA's default */
+static _Thread_local bool tls_device_set; /* cudaSetDevice succeeded on this thread */
 
 int a2a_shim_current_device(void) { return tls_device; }
-void a2a_shim_set_current_device(int device) { tls_device = device; }
+
+int a2a_shim_query_device(void)
+{
+  int d;
+  if (tls_device_set || A2A_REAL(cudaPeekAtLastError)() != cudaSuccess) return tls_device;
+  if (A2A_REAL(cudaGetDevice)(&d) != cudaSuccess) {
+    (void)A2A_REAL(cudaGetLastError)(); /* the error our query left */
+    return tls_device;
+  }
+  return d;
+}
 
 A2A_PUBLIC cudaError_t cudaSetDevice(int device)
 {
@@ -38,7 +50,10 @@ A2A_PUBLIC cudaError_t cudaSetDevice(int device)
   if (!a2a_rt_enter()) {
     errno = saved;
     cudaError_t r = A2A_REAL(cudaSetDevice)(device);
-    if (r == cudaSuccess) tls_device = device;
+    if (r == cudaSuccess) {
+      tls_device = device;
+      tls_device_set = true;
+    }
     return r;
   }
   int a2a_errno_ = saved;
@@ -47,7 +62,10 @@ A2A_PUBLIC cudaError_t cudaSetDevice(int device)
   A2A_PRE(ev);
   cudaError_t r = A2A_REAL(cudaSetDevice)(device);
   A2A_POST_BEGIN(ev, r);
-  if (r == cudaSuccess) tls_device = device;
+  if (r == cudaSuccess) {
+    tls_device = device;
+    tls_device_set = true;
+  }
   A2A_POST_END(ev);
   return r;
 }
@@ -238,6 +256,7 @@ A2A_PUBLIC cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEv
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
     A2A_EVENT(ev, A2A_EV_ALLOC, #name);                                       \
+    ev.device = a2a_shim_query_device();                                      \
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
     ev.u.mem.mem = (memkind);                                                 \
@@ -297,6 +316,7 @@ A2A_PUBLIC cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t widt
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(cudaMallocPitch, devPtr, pitch, width, height);
   A2A_EVENT(ev, A2A_EV_ALLOC, "cudaMallocPitch");
+  ev.device = a2a_shim_query_device();
   ev.u.mem.mem = A2A_MEM_DEVICE;
   ev.u.mem.size = width * height;
   A2A_PRE(ev);

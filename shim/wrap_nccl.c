@@ -43,6 +43,10 @@ static inline bool init_ok(ncclResult_t r) { return r == ncclSuccess || r == ncc
 
 static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
 {
+  /* Only where the device is recorded or compared (a2a_shim_query_device). */
+  if (ev->kind == A2A_EV_COMM_INIT || ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P ||
+      ev->kind == A2A_EV_ALLOC)
+    ev->device = a2a_shim_query_device();
   ev->comm = comm;
   ev->stream = (void *)stream;
   a2a_rt_note_nccl_call();

@@ -14,6 +14,9 @@ typedef struct fake_state {
   int send_calls, broadcast_calls, bcast_calls;
   int errno_at_entry;        /* errno the last ncclSend/cudaMalloc saw */
   int last_set_device;
+  int current_device;        /* what cudaGetDevice answers (the context's) */
+  int get_device_calls, get_device_fails;
+  int last_error;            /* the thread's CUDA "last error" */
 } fake_state;
 
 fake_state fake_state_v;
@@ -101,8 +104,27 @@ int cudaSetDevice(int device);
 int cudaSetDevice(int device)
 {
   if (device < 0 || device > 7) return 101; /* cudaErrorInvalidDevice */
-  fake_state_v.last_set_device = device;
+  fake_state_v.last_set_device = fake_state_v.current_device = device;
   return 0;
+}
+
+int cudaGetDevice(int *device);
+int cudaGetDevice(int *device)
+{
+  fake_state_v.get_device_calls++;
+  if (fake_state_v.get_device_fails) return fake_state_v.last_error = 35;
+  *device = fake_state_v.current_device;
+  return 0;
+}
+
+int cudaPeekAtLastError(void);
+int cudaPeekAtLastError(void) { return fake_state_v.last_error; }
+int cudaGetLastError(void);
+int cudaGetLastError(void)
+{
+  int e = fake_state_v.last_error;
+  fake_state_v.last_error = 0;
+  return e;
 }
 
 int cudaMalloc(void **p, size_t size);

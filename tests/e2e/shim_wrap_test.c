@@ -51,8 +51,11 @@ void a2a_dispatch(const a2a_event *ev)
 
 typedef struct fake_state {
   int send_calls, broadcast_calls, bcast_calls;
-  int errno_at_entry;
+  int errno_at_entry;        /* errno the last ncclSend/cudaMalloc saw */
   int last_set_device;
+  int current_device;        /* what cudaGetDevice answers (the context's) */
+  int get_device_calls, get_device_fails;
+  int last_error;            /* the thread's CUDA "last error" */
 } fake_state;
 
 static const char *fake_path;
@@ -232,6 +235,39 @@ START_TEST(device_is_tracked_from_set_device)
 }
 END_TEST
 
+START_TEST(nccl_device_from_the_runtime_until_set_device)
+{
+  /* A thread that never called cudaSetDevice, whose context was made
+   * current another way (cuCtxSetCurrent, as XLA does): NCCL events carry
+   * the runtime's current device, asked quietly. */
+  fake->current_device = 2;
+  shim_test_call_send((ncclComm_t)0x1);
+  ck_assert_int_eq(events[nevents - 1].device, 2);
+  ck_assert_int_eq(fake->get_device_calls, 1);
+  /* An error pending for the application: the runtime is not asked (the
+   * error stays the application's), the tracked device (0) is used. */
+  fake->last_error = 700;
+  shim_test_call_send((ncclComm_t)0x1);
+  ck_assert_int_eq(events[nevents - 1].device, 0);
+  ck_assert_int_eq(fake->get_device_calls, 1);
+  ck_assert_int_eq(fake->last_error, 700);
+  /* A failing query leaves no error behind. */
+  fake->last_error = 0;
+  fake->get_device_fails = 1;
+  shim_test_call_send((ncclComm_t)0x1);
+  ck_assert_int_eq(events[nevents - 1].device, 0);
+  ck_assert_int_eq(fake->last_error, 0);
+  fake->get_device_fails = 0;
+  /* Once the thread set its device, that is the answer; no more queries. */
+  ck_assert_int_eq(cudaSetDevice(4), cudaSuccess);
+  fake->current_device = 1;
+  int calls = fake->get_device_calls;
+  shim_test_call_send((ncclComm_t)0x1);
+  ck_assert_int_eq(events[nevents - 1].device, 4);
+  ck_assert_int_eq(fake->get_device_calls, calls);
+}
+END_TEST
+
 START_TEST(disabled_is_pure_pass_through)
 {
   enabled = false;
@@ -275,6 +311,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, split_reports_new_comm_shape);
   tcase_add_test(tc, split_in_group_is_not_queried);
   tcase_add_test(tc, device_is_tracked_from_set_device);
+  tcase_add_test(tc, nccl_device_from_the_runtime_until_set_device);
   tcase_add_test(tc, disabled_is_pure_pass_through);
   tcase_add_test(tc, unresolved_call_returns_error_not_crash);
   suite_add_tcase(s, tc);
