@@ -185,15 +185,20 @@ size_t xr_coord_other_clients(void) {
   return n;
 }
 
+/* Connection index of each poll entry after the listener's. */
+static int g_pmap[MAX_SCONNS];
+
 size_t xr_coord_pollfds(struct pollfd *pfd, size_t max) {
   int lfd = atomic_load(&K.lfd);
   if (lfd < 0 || max == 0) return 0;
   size_t n = 0;
   pfd[n++] = (struct pollfd){.fd = lfd, .events = POLLIN};
   for (int i = 0; i < K.nc && n < max; i++)
-    if (K.c[i].open)
+    if (K.c[i].open) {
+      g_pmap[n - 1] = i;
       pfd[n++] = (struct pollfd){.fd = K.c[i].fd,
                                  .events = (short)(POLLIN | (K.c[i].out.len ? POLLOUT : 0))};
+    }
   return n;
 }
 
@@ -313,10 +318,8 @@ void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now) {
     }
   }
   for (size_t j = 1; j < n; j++) {
-    int i = -1;
-    for (int k = 0; k < K.nc; k++)
-      if (K.c[k].open && K.c[k].fd == pfd[j].fd) { i = k; break; }
-    if (i < 0) continue;
+    int i = g_pmap[j - 1];
+    if (i < 0 || i >= K.nc || !K.c[i].open || K.c[i].fd != pfd[j].fd) continue;
     sconn *s = &K.c[i];
     if (pfd[j].revents & (POLLIN | POLLHUP | POLLERR)) {
       int rr = xr_sock_read(s->fd, &s->in, XR_IN_MAX);
@@ -440,7 +443,7 @@ static void evaluate(uint64_t now) {
   xr_procstate *ps = calloc(n, sizeof *ps);
   int *map = calloc(n, sizeof *map);
   uint8_t *inv = calloc(n, 1);
-  static char story[XR_MAX_TEXT];
+  static char story[XR_MAX_TEXT], story2[XR_MAX_TEXT];
   if (!ps || !map || !inv) goto out;
   size_t k = 0;
   uint64_t all = 0;
@@ -484,13 +487,20 @@ static void evaluate(uint64_t now) {
         /* One report per involved process, its own story first. */
         K.reported = 1;
         uint8_t *inv2 = malloc(n);
+        int focused = 0;
         for (size_t p = 0; p < n && inv2; p++) {
           if (!inv[p] || !ps[p].alive) continue;
+          if (++focused > 16) {
+            /* Large jobs: the first 16 get their own story first, the rest
+             * the common one (each story is a full graph analysis). */
+            send_story("group.deadlock", ps, map, n, inv, &res, story, p);
+            continue;
+          }
           xr_wfg_opts of = o;
           of.focus = (int)p;
           xr_wfg_result r2;
-          xr_wfg_analyze(ps, n, &of, &r2, inv2, story, sizeof story);
-          send_story("group.deadlock", ps, map, n, inv2, &r2, story, p);
+          xr_wfg_analyze(ps, n, &of, &r2, inv2, story2, sizeof story2);
+          send_story("group.deadlock", ps, map, n, inv2, &r2, story2, p);
         }
         free(inv2);
       }
