@@ -34,6 +34,9 @@
  *   creator_exits  a helper process creates the id, hands it over and exits
  *                  before the ranks start (a setup script): correct; cross-
  *                  rank checking may be off (a2acheck.no-coordinator info)
+ *   late_skip      BUGGY: every rank computes 5 s on the host after step 2,
+ *                  then rank 2 skips the AllReduce of step 3: the hang forms
+ *                  late -> group.deadlock within 15 s of it (exit 66)
  * Exit status of the program: see scenario_common.h.
  */
 #include "scenario_common.h"
@@ -80,10 +83,11 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       if (p) pclose(p);
     }
     if (t == 2 && rank == 0 && is("store_hang")) sc_barrier();
+    if (t == 3 && is("late_skip")) sc_busy(5.0);
     sc_fill(in, N, (float)(rank + t), 0.0f, cur);
     SC_CUDA(cudaEventRecord(ev, cur));
     SC_CUDA(cudaStreamWaitEvent(cs, ev, 0));
-    if (!(t == 3 && rank == 2 && is("parent_skip")) && !(t == 3 && rank == 3 && is("rank0_id_skip")))
+    if (!(t == 3 && rank == 2 && (is("parent_skip") || is("late_skip"))) && !(t == 3 && rank == 3 && is("rank0_id_skip")))
       SC_NCCL(ncclAllReduce(in, out, N, ncclFloat32, ncclSum, comm, cs));
     SC_NCCL(ncclAlltoAll(in, a2a, N / nranks, ncclFloat32, comm, cs));
     SC_CUDA(cudaStreamSynchronize(cs));

@@ -275,6 +275,9 @@ exit $fail
   a2a_scenario(bug_p2p_send_cycle lazy_p2p p2p_cycle STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --allow group.deadlock
           --allow size.unmatched-p2p --no-other-errors)
+  a2a_scenario(bug_late_skip procs late_skip STATUS 66 WITHIN 21
+    CHECK --expect group.deadlock:error@0 --contains "group.deadlock=rank 2" --allow group.deadlock
+          --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
