@@ -257,25 +257,38 @@ A2A_PUBLIC ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *d
   return r;
 }
 
+/* Split and shrink: the parent is ev.comm and u.init.parent; the child's
+ * size, rank and device are known only after the call (query_new_comm). */
+static void child_init_pre(a2a_event *ev, a2a_init_how how, ncclComm_t parent,
+                           const ncclConfig_t *config)
+{
+  nccl_event(ev, parent, NULL);
+  ev->u.init.how = how;
+  ev->u.init.nranks = ev->u.init.rank = -1;
+  ev->u.init.device = ev->device;
+  ev->u.init.parent = parent;
+  ev->u.init.blocking = config_blocking(config);
+  ev->u.init.config = config;
+}
+
+static void child_init_post(a2a_event *ev, ncclResult_t r, const ncclComm_t *newcomm)
+{
+  ev->u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
+  if (r == ncclSuccess && tls_group_depth == 0) query_new_comm(ev, ev->u.init.newcomm);
+}
+
 A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                       ncclConfig_t *config)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommSplit, comm, color, key, newcomm, config);
   A2A_EVENT(ev, A2A_EV_COMM_INIT, "ncclCommSplit");
-  nccl_event(&ev, comm, NULL);
-  ev.u.init.how = A2A_INIT_SPLIT;
-  ev.u.init.nranks = ev.u.init.rank = -1;
-  ev.u.init.device = ev.device;
-  ev.u.init.parent = comm;
+  child_init_pre(&ev, A2A_INIT_SPLIT, comm, config);
   ev.u.init.color = color;
   ev.u.init.key = key;
-  ev.u.init.blocking = config_blocking(config);
-  ev.u.init.config = config;
   A2A_PRE(ev);
   ncclResult_t r = A2A_REAL(ncclCommSplit)(comm, color, key, newcomm, config);
   A2A_POST_BEGIN(ev, r);
-  ev.u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
-  if (r == ncclSuccess && tls_group_depth == 0) query_new_comm(&ev, ev.u.init.newcomm);
+  child_init_post(&ev, r, newcomm);
   A2A_POST_END(ev);
   return r;
 }
@@ -286,21 +299,14 @@ A2A_PUBLIC ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm,
                                   config, shrinkFlags);
   A2A_EVENT(ev, A2A_EV_COMM_INIT, "ncclCommShrink");
-  nccl_event(&ev, comm, NULL);
-  ev.u.init.how = A2A_INIT_SHRINK;
-  ev.u.init.nranks = ev.u.init.rank = -1;
-  ev.u.init.device = ev.device;
-  ev.u.init.parent = comm;
+  child_init_pre(&ev, A2A_INIT_SHRINK, comm, config);
   ev.u.init.exclude = excludeRanksList;
   ev.u.init.nexclude = excludeRanksCount;
-  ev.u.init.blocking = config_blocking(config);
-  ev.u.init.config = config;
   A2A_PRE(ev);
   ncclResult_t r =
       A2A_REAL(ncclCommShrink)(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   A2A_POST_BEGIN(ev, r);
-  ev.u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
-  if (r == ncclSuccess && tls_group_depth == 0) query_new_comm(&ev, ev.u.init.newcomm);
+  child_init_post(&ev, r, newcomm);
   A2A_POST_END(ev);
   return r;
 }
