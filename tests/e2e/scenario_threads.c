@@ -5,6 +5,10 @@
  * ncclBcast of a small int header; data verified.
  *
  *   scenario_threads ok      correct
+ *   scenario_threads ptds    correct: compute and communication of every
+ *                            thread on cudaStreamPerThread (the same handle
+ *                            in every thread, a different stream in each)
+ *   scenario_threads skip_ptds  BUGGY: "skip" with cudaStreamPerThread streams
  *   scenario_threads skip    BUGGY: thread 2 skips the Broadcast of step 3
  *                            (an early "continue"): the others hang in it
  *                            -> group.deadlock, the process exits 66
@@ -27,8 +31,13 @@ static void *rank_thread(void *arg) {
   ncclComm_t comm;
   SC_NCCL(ncclCommInitRank(&comm, NR, g_id, rank));
   cudaStream_t comp, comm_s;
-  SC_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  SC_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  int ptds = strcmp(mode, "ptds") == 0 || strcmp(mode, "skip_ptds") == 0;
+  if (ptds) {
+    comp = comm_s = cudaStreamPerThread;
+  } else {
+    SC_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+    SC_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  }
   cudaEvent_t produced, communicated;
   SC_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
   SC_CUDA(cudaEventCreateWithFlags(&communicated, cudaEventDisableTiming));
@@ -48,7 +57,7 @@ static void *rank_thread(void *arg) {
     SC_CUDA(cudaMemcpyAsync(hdr, hv, sizeof hv, cudaMemcpyHostToDevice, comp));
     SC_CUDA(cudaEventRecord(produced, comp));
     SC_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
-    if (!(strcmp(mode, "skip") == 0 && rank == 2 && t == 3))
+    if (!(strncmp(mode, "skip", 4) == 0 && rank == 2 && t == 3))
       SC_NCCL(ncclBroadcast(b, b, N, ncclFloat32, broot, comm, comm_s));
     SC_NCCL(ncclReduce(a, r, N, ncclFloat32, ncclMax, rroot, comm, comm_s));
     SC_NCCL(ncclAllReduce(a, a, N, ncclFloat32, ncclProd, comm, comm_s));
@@ -78,8 +87,10 @@ static void *rank_thread(void *arg) {
   SC_CUDA(cudaFree(hdr));
   SC_CUDA(cudaEventDestroy(produced));
   SC_CUDA(cudaEventDestroy(communicated));
-  SC_CUDA(cudaStreamDestroy(comp));
-  SC_CUDA(cudaStreamDestroy(comm_s));
+  if (!ptds) {
+    SC_CUDA(cudaStreamDestroy(comp));
+    SC_CUDA(cudaStreamDestroy(comm_s));
+  }
   sc_tbarrier_wait(&g_bar); /* nobody destroys while a peer still communicates */
   SC_NCCL(ncclCommDestroy(comm));
   return NULL;

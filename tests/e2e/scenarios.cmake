@@ -117,6 +117,7 @@ exit $fail
   a2a_scenario(async_op_stream_query async_op squery COMPARE CHECK ${CLEAN})
   a2a_scenario(groups_split groups ok COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
+  a2a_scenario(threads_per_thread_stream threads ptds COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_example initall example COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_devlist initall devlist COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_group_init initall nb_group COMPARE CHECK ${CLEAN})
@@ -179,6 +180,8 @@ exit $fail
   a2a_scenario(bug_split_skipped groups skip_split STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
   a2a_scenario(bug_threads_skip threads skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error)
+  a2a_scenario(bug_threads_skip_ptds threads skip_ptds STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
   a2a_scenario(bug_allgather_not_inplace inplace ag_same STATUS 0,3
     CHECK --expect layout.overlap:error@1 --expect layout.overlap:error@2 --expect layout.overlap:error@3
