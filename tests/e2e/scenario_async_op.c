@@ -19,6 +19,11 @@
  *   scenario_async_op sync      correct: work.synchronize() via
  *                               cudaEventSynchronize(end), consumer on a
  *                               third stream
+ *   scenario_async_op early     BUGGY: work.wait() is issued before the end
+ *                               event is recorded for this step
+ *                               (cudaStreamWaitEvent captures the event's
+ *                               PREVIOUS record: last step's) ->
+ *                               stream.unsynced-output
  *   scenario_async_op third     BUGGY: work.wait() was forgotten; the
  *                               consumer runs on a third stream that waits
  *                               for the input's event only
@@ -57,11 +62,14 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     sc_fill(in, N, (float)(rank + t), 1.0f, cur);
     SC_CUDA(cudaEventRecord(start, cur));
     SC_CUDA(cudaStreamWaitEvent(pool, start, 0));
+    if (strcmp(mode, "early") == 0) SC_CUDA(cudaStreamWaitEvent(cur, end, 0)); /* the bug */
     SC_NCCL(ncclAllReduce(in, red, N, ncclFloat32, ncclSum, comm, pool));
     SC_NCCL(ncclAlltoAll(in, a2a, N / nranks, ncclFloat32, comm, pool));
     SC_CUDA(cudaEventRecord(end, pool));
     cudaStream_t consumer = cur;
-    if (strcmp(mode, "wait") == 0) {
+    if (strcmp(mode, "early") == 0) {
+      /* consumer = cur, already "waited" */
+    } else if (strcmp(mode, "wait") == 0) {
       SC_CUDA(cudaStreamWaitEvent(cur, end, 0));
     } else if (strcmp(mode, "query") == 0) {
       cudaError_t q;
@@ -84,7 +92,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     sc_axpy(acc + N, a2a, N, 1.0f, consumer);
     /* the next step's fill overwrites `in`, which the pool stream reads:
      * torch's caching allocator would not reuse it before `end` either */
-    SC_CUDA(cudaStreamWaitEvent(cur, end, 0));
+    if (strcmp(mode, "early") != 0) SC_CUDA(cudaStreamWaitEvent(cur, end, 0));
     if (consumer != cur) {
       cudaEvent_t done;
       SC_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
