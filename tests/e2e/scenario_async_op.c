@@ -16,6 +16,9 @@
  *                               event edge (the host already observed end)
  *   scenario_async_op squery    correct: the host polls cudaStreamQuery(pool)
  *                               until cudaSuccess, consumer on a third stream
+ *   scenario_async_op devsync   correct: torch.cuda.synchronize()
+ *                               (cudaDeviceSynchronize), consumer on a third
+ *                               stream
  *   scenario_async_op sync      correct: work.synchronize() via
  *                               cudaEventSynchronize(end), consumer on a
  *                               third stream
@@ -80,6 +83,9 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       cudaError_t q;
       while ((q = cudaStreamQuery(pool)) == cudaErrorNotReady) sched_yield();
       SC_CUDA(q);
+      consumer = third;
+    } else if (strcmp(mode, "devsync") == 0) {
+      SC_CUDA(cudaDeviceSynchronize());
       consumer = third;
     } else if (strcmp(mode, "sync") == 0) {
       SC_CUDA(cudaEventSynchronize(end));

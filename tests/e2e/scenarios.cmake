@@ -114,6 +114,7 @@ exit $fail
   a2a_scenario(async_op_wait async_op wait COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_query async_op query COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_sync async_op sync COMPARE CHECK ${CLEAN})
+  a2a_scenario(async_op_device_sync async_op devsync COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_stream_query async_op squery COMPARE CHECK ${CLEAN})
   a2a_scenario(groups_split groups ok COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
