@@ -16,7 +16,10 @@
  *   cudaErrorSharedObjectSymbolNotFound, a static string), calls
  *   a2a_rt_unresolved() once, and retries resolution when new objects
  *   have been loaded since. A2A_HAVE_REAL(name) says whether the real one
- *   was found. The tool itself never calls an intercepted name directly
+ *   was found. The tool's own optional calls (not made on the
+ *   application's behalf) test A2A_FOUND(name) first, so that a library
+ *   the application does not load dynamically costs nothing and is not
+ *   reported. The tool itself never calls an intercepted name directly
  *   (that would run our own wrapper and create events): always A2A_REAL.
  *   Calling a REAL CUDA function can set the thread's CUDA "last error";
  *   callers that may fail (pointer attributes of a host pointer, ...) must
@@ -126,9 +129,21 @@ static inline void *a2a_real_ptr(a2a_sym_id id)
 
 #define A2A_REAL(name) ((a2a_real_##name##_t)a2a_real_ptr(A2A_SYM_##name))
 
-/* True when the real function was found (resolving it if needed). */
+/* True when the real function was found (resolving it if needed; while it
+ * is not found, every call re-runs the chain if objects were loaded since). */
 bool a2a_real_available(a2a_sym_id id);
 #define A2A_HAVE_REAL(name) a2a_real_available(A2A_SYM_##name)
+
+/* True when the real function is available now: resolved on first use like
+ * A2A_REAL, but never re-resolved here and never reported as unresolved -
+ * one load and compare. For the tool's own optional calls into a library
+ * the application may not have loaded dynamically (a program that links
+ * the CUDA runtime statically has no libcudart for the tool to ask; that is
+ * no reason to warn, nor to scan the loaded objects at every call). A
+ * library loaded later is seen once an application call through the
+ * wrapper has found it. */
+bool a2a_real_found(a2a_sym_id id);
+#define A2A_FOUND(name) a2a_real_found(A2A_SYM_##name)
 
 /* Introspection, for diagnostics and tests: the symbol's name, its library,
  * and how it was resolved so far ("unresolved-yet", "pnccl-rtld-next",

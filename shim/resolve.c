@@ -308,6 +308,8 @@ static void *retry_resolve(a2a_sym_id id)
   return real;
 }
 
+bool a2a_real_found(a2a_sym_id id) { return a2a_real_ptr(id) != fallbacks[id]; }
+
 bool a2a_real_available(a2a_sym_id id)
 {
   void *p = a2a_real_ptr(id);

@@ -36,7 +36,9 @@ int a2a_shim_current_device(void) { return tls_device; }
 int a2a_shim_query_device(void)
 {
   int d;
-  if (tls_device_set || A2A_REAL(cudaPeekAtLastError)() != cudaSuccess) return tls_device;
+  if (tls_device_set || !A2A_FOUND(cudaGetDevice) ||
+      A2A_REAL(cudaPeekAtLastError)() != cudaSuccess)
+    return tls_device;
   if (A2A_REAL(cudaGetDevice)(&d) != cudaSuccess) {
     (void)A2A_REAL(cudaGetLastError)(); /* the error our query left */
     return tls_device;

@@ -62,6 +62,23 @@ START_TEST(unresolved_returns_library_error_and_reports_once)
 }
 END_TEST
 
+START_TEST(found_is_a_silent_cheap_probe)
+{
+  /* The tool's own optional use of a function (a static-cudart program has
+   * no libcudart to ask): A2A_FOUND says no without reporting anything and
+   * without re-running the chain on every call; once the application's
+   * own call through the fallback found the library, it says yes. */
+  ck_assert(!A2A_FOUND(cudaGetDeviceCount));
+  ck_assert(!A2A_FOUND(cudaGetDeviceCount));
+  ck_assert_int_eq(atomic_load(&unresolved_calls), 0);
+  load_local(A2A_FAKE_CUDART);
+  int n = -1;
+  ck_assert_int_eq(A2A_REAL(cudaGetDeviceCount)(&n), cudaSuccess);
+  ck_assert(A2A_FOUND(cudaGetDeviceCount));
+  ck_assert_int_eq(atomic_load(&unresolved_calls), 0);
+}
+END_TEST
+
 START_TEST(scan_finds_local_library_under_other_soname)
 {
   load_local(A2A_FAKE_NCCL_SCAN);
@@ -158,6 +175,7 @@ static Suite *resolve_suite(void)
   TCase *tc = tcase_create("chain");
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, unresolved_returns_library_error_and_reports_once);
+  tcase_add_test(tc, found_is_a_silent_cheap_probe);
   tcase_add_test(tc, scan_finds_local_library_under_other_soname);
   tcase_add_test(tc, noload_finds_local_library_by_soname);
   tcase_add_test(tc, retry_after_library_is_loaded_later);
