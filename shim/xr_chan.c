@@ -851,6 +851,16 @@ static uint32_t bind_address(const unsigned char *id) {
 
 void xr_proc_uid_created(unsigned char *id) {
   if (!xr_active()) return;
+  /* A deterministic id (NCCL_COMM_ID: every process calls ncclGetUniqueId
+   * and NCCL gives each the same bytes, magic NCCL_MAGIC) must stay
+   * identical across processes: writing a per-process record into it would
+   * make the ranks' ids differ, and NCCL (which hashes all 128 bytes) would
+   * no longer connect them. Such ids get no coordinator record; ranks use
+   * A2ACHECK_COORDINATOR or run without cross-rank checks. */
+  static const uint64_t nccl_fixed_magic = 0x0280028002800280ULL;
+  uint64_t magic;
+  memcpy(&magic, id, sizeof magic);
+  if (magic == nccl_fixed_magic || getenv("NCCL_COMM_ID")) return;
   /* Only when NCCL left the tail zero (it does: magic + sockaddr). */
   for (int i = XR_IDREC_OFF; i < 128; i++)
     if (id[i]) return;
