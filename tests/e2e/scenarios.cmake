@@ -262,9 +262,9 @@ exit $fail
   a2a_scenario(bug_redop_mismatch bugs2 redop STATUS 0,66 WITHIN 20
     CHECK --expect size.collective-mismatch:error@1 --allow size.collective-mismatch --allow group.deadlock
           --no-other-errors)
-  a2a_scenario(bug_init_nranks bugs2 init_nranks STATUS 0,1,66 WITHIN 50 KNOWN_FAILING
+  a2a_scenario(bug_init_nranks bugs2 init_nranks STATUS 0,1,66 WITHIN 50
     CHECK --expect group.init-mismatch:error --allow group.init-mismatch --allow group.deadlock --no-other-errors)
-  a2a_scenario(bug_dup_device_procs bugs2 dup_device ENV A2ASIM_DEVICES=2 KNOWN_FAILING
+  a2a_scenario(bug_dup_device_procs bugs2 dup_device ENV A2ASIM_DEVICES=2
     CHECK --expect group.duplicate-device:error --allow group.duplicate-device --no-other-errors)
   a2a_scenario(bug_rank0_id_skip procs rank0_id_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --contains "group.deadlock=rank 3"
