@@ -101,6 +101,20 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     for (long i = 0; i < N; i++)
       if (h2[i] != 2.0f && bad++ < 3) fprintf(stderr, "rank %d: rs[%ld] = %g\n", rank, i, (double)h2[i]);
     free(h2);
+    /* AllGather in place on the parity group: sendbuff = recvbuff +
+     * subrank*N, where the subrank (0 or 1) differs from the global rank */
+    int psub = 0;
+    SC_NCCL(ncclCommUserRank(parity, &psub));
+    sc_fill(gat + psub * N, N, (float)(rank * 10000), 1.0f, s);
+    SC_NCCL(ncclAllGather(gat + psub * N, gat, N, ncclFloat32, parity, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+    float *h3 = malloc(2 * N * sizeof(float));
+    SC_CUDA(cudaMemcpy(h3, gat, 2 * N * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 2; k++)
+      for (long i = 0; i < N; i++)
+        if (h3[k * N + i] != (float)(par_m[k] * 10000 + i) && bad++ < 3)
+          fprintf(stderr, "rank %d: inplace gather[%d][%ld] = %g\n", rank, k, i, (double)h3[k * N + i]);
+    free(h3);
   }
   (void)pn;
   bad += allreduce_check(world, buf, rank, s, all, 4);
