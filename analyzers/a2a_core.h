@@ -179,6 +179,8 @@ typedef struct a2a_tslots {
   a2a_tslot slot[A2A_TSLOTS];
   pthread_key_t key;          /* per thread: its slot, freed at thread exit */
   bool key_ok;
+  _Atomic bool displaced;     /* some thread ever got a slot other than its
+                                 first choice (lookups then probe further) */
 } a2a_tslots;
 
 /* (Re)initialize: every slot free, every record passed to fini (may be NULL)

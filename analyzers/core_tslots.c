@@ -20,9 +20,11 @@
 
 #include "a2a_core.h"
 
-/* Slots probed from id % capacity: adjacent slots share cache lines (16
- * bytes each), so a lookup that misses - a kernel launch on a thread with
- * no record, the common case - reads two lines. */
+/* Slots probed from id % capacity when the first choice is taken by a live
+ * thread (a2a_tslots.displaced): adjacent slots share cache lines (16 bytes
+ * each). Until that happens, which takes A2A_TSLOTS live threads or an
+ * unlucky id pattern, a lookup reads one slot: a kernel launch on a thread
+ * with no record, the common case, costs two loads. */
 #define PROBES 8
 
 static void release_slot(void *p) {
@@ -41,12 +43,14 @@ int a2a_tslots_init(a2a_tslots *t, void (*fini)(void *rec)) {
     free(rec);
     atomic_store(&t->slot[i].owner, 0);
   }
+  atomic_store(&t->displaced, false);
   return 0;
 }
 
 void *a2a_tslots_get(a2a_tslots *t, uint32_t id) {
   if (!id) return NULL;
   for (size_t k = 0; k < PROBES; k++) {
+    if (k == 1 && !atomic_load_explicit(&t->displaced, memory_order_relaxed)) break;
     a2a_tslot *s = &t->slot[(id + k) % A2A_TSLOTS];
     if (atomic_load_explicit(&s->owner, memory_order_acquire) == id)
       return atomic_load_explicit(&s->rec, memory_order_acquire);
@@ -61,6 +65,9 @@ void *a2a_tslots_claim(a2a_tslots *t, uint32_t id, size_t size, bool *reused) {
     a2a_tslot *s = &t->slot[(id + k) % A2A_TSLOTS];
     uint32_t free_owner = 0;
     if (!atomic_compare_exchange_strong(&s->owner, &free_owner, id)) continue;
+    /* Set before any lookup of this id can happen (lookups of an id are
+     * made by its own thread, after this claim). */
+    if (k > 0) atomic_store_explicit(&t->displaced, true, memory_order_relaxed);
     void *rec = atomic_load_explicit(&s->rec, memory_order_acquire);
     if (rec) {
       *reused = true;
