@@ -13,6 +13,12 @@
  *                                3 members {0,2,3}; the program sizes its
  *                                AllGather output for the 2 members it
  *                                expects -> layout.out-of-bounds
+ *   scenario_groups rev_key      BUGGY: a split with reversed keys (sub rank =
+ *                                3 - rank); in it sub rank 0 (global 3)
+ *                                sends 1024 floats to sub rank 1 (global
+ *                                2), which receives 512 -> size.p2p-mismatch
+ *                                naming comm ranks 0 and 1 = global ranks 3
+ *                                and 2
  *   scenario_groups skip_split   BUGGY: rank 3, not a member of {0,1,2},
  *                                does not call ncclCommSplit at all (it must,
  *                                with NCCL_SPLIT_NOCOLOR) and goes on to the
@@ -52,6 +58,29 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   int all[] = {0, 1, 2, 3};
   bad += allreduce_check(world, buf, rank, s, all, 4);
 
+  if (strcmp(mode, "rev_key") == 0) {
+    ncclComm_t rev;
+    SC_NCCL(ncclCommSplit(world, 0, nranks - 1 - rank, &rev, NULL));
+    int sub = -1;
+    SC_NCCL(ncclCommUserRank(rev, &sub));
+    if (sub != nranks - 1 - rank) bad++;
+    int next = (sub + 1) % nranks, prev = (sub + nranks - 1) % nranks;
+    size_t rc = rank == 2 ? N / 2 : N; /* the bug: global rank 2 (sub 1) receives half */
+    SC_NCCL(ncclGroupStart());
+    SC_NCCL(ncclSend(buf, N, ncclFloat32, next, rev, s));
+    float *rbuf;
+    SC_CUDA(cudaMalloc((void **)&rbuf, N * sizeof(float)));
+    SC_NCCL(ncclRecv(rbuf, rc, ncclFloat32, prev, rev, s));
+    SC_NCCL(ncclGroupEnd());
+    SC_CUDA(cudaStreamSynchronize(s));
+    SC_NCCL(ncclCommDestroy(rev));
+    SC_CUDA(cudaFree(rbuf));
+    sc_sh->result[rank] = bad;
+    SC_CUDA(cudaFree(buf));
+    SC_CUDA(cudaStreamDestroy(s));
+    SC_NCCL(ncclCommDestroy(world));
+    return 0;
+  }
   SC_NCCL(ncclCommSplit(world, rank / 2, rank, &pair, NULL));
   int parity_color = rank % 2;
   if (strcmp(mode, "wrong_color") == 0 && rank == 3) parity_color = 0; /* the bug */

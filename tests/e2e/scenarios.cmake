@@ -180,6 +180,10 @@ exit $fail
   a2a_scenario(bug_split_wrong_color groups wrong_color STATUS 0,1,3,66
     CHECK --expect layout.out-of-bounds:error@0 --expect layout.out-of-bounds:error@2
           --expect layout.out-of-bounds:error@3 --allow group.deadlock --no-other-errors)
+  a2a_scenario(bug_split_reversed_keys groups rev_key STATUS 0,66 WITHIN 20 KNOWN_FAILING
+    CHECK --expect size.p2p-mismatch:error@3 --expect size.p2p-mismatch:error@2
+          --contains "size.p2p-mismatch=global ranks 3 and 2" --allow size.p2p-mismatch
+          --allow group.deadlock --allow size.unmatched-p2p --no-other-errors)
   a2a_scenario(bug_split_skipped groups skip_split STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
   a2a_scenario(bug_threads_skip threads skip STATUS 66 WITHIN 20
