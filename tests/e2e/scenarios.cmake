@@ -155,6 +155,7 @@ exit $fail
   a2a_scenario(procs_parent_is_rank0 procs parent_rank0 COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_subprocess procs subprocess COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_rank0_creates_id procs rank0_id COMPARE CHECK ${CLEAN})
+  # qa-known-failing: QA F15 (hangs only under the shim: the id differs per process).
   a2a_scenario(procs_nccl_comm_id procs each_gets_id COMPARE KNOWN_FAILING ENV NCCL_COMM_ID=127.0.0.1:39517 CHECK ${CLEAN})
   a2a_scenario(procs_id_creator_exits procs creator_exits COMPARE
     CHECK ${STRICT} --ignore "a2acheck.no-coordinator:info")
@@ -180,6 +181,7 @@ exit $fail
   a2a_scenario(bug_split_wrong_color groups wrong_color STATUS 0,1,3,66
     CHECK --expect layout.out-of-bounds:error@0 --expect layout.out-of-bounds:error@2
           --expect layout.out-of-bounds:error@3 --allow group.deadlock --no-other-errors)
+  # qa-known-failing: QA F14 (no global-rank mapping in split-comm p2p messages).
   a2a_scenario(bug_split_reversed_keys groups rev_key STATUS 0,66 WITHIN 20 KNOWN_FAILING
     CHECK --expect size.p2p-mismatch:error@3 --expect size.p2p-mismatch:error@2
           --contains "size.p2p-mismatch=global ranks 3 and 2" --allow size.p2p-mismatch
@@ -260,6 +262,7 @@ exit $fail
           --forbid layout.out-of-bounds@2 --forbid layout.out-of-bounds@3 --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_recv_overlap bugs2 recv_overlap STATUS 0,3
     CHECK --expect layout.overlap:error@0 --allow layout.overlap --no-other-errors)
+  # qa-known-failing: QA F10 (peers of a rank that exits with its group open hang).
   a2a_scenario(bug_group_left_open bugs2 group_open STATUS 1,66 WITHIN 20 KNOWN_FAILING
     CHECK --expect group.unbalanced:error@2 --allow group.unbalanced --allow group.sync-in-group
           --allow group.deadlock --no-other-errors)
@@ -275,6 +278,7 @@ exit $fail
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_store_barrier_hang procs store_hang STATUS 66 WITHIN 25 ENV A2ACHECK_HANG_TIMEOUT=6
     CHECK --expect group.hang:error --allow group.hang --no-other-errors --forbid group.deadlock)
+  # qa-known-failing: QA F13 (hang on the 9th+ stream of one group not tracked).
   a2a_scenario(bug_wide_group_skip extra wide_skip STATUS 66 WITHIN 20 KNOWN_FAILING
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
           --allow size.collective-mismatch --no-other-errors)
