@@ -6,6 +6,11 @@
  *                                     stream, then cudaLaunchHostFunc sets a
  *                                     flag; the host spins on the flag (no
  *                                     CUDA call) and reads the pinned copy
+ *   scenario_hostfunc_graph hostfunc_kernel  the same, but once the flag is set
+ *                                     the consumer is a kernel on ANOTHER
+ *                                     stream, with no event: ordered through
+ *                                     the host (the callback ran after the
+ *                                     AllReduce, the host saw its flag)
  *   scenario_hostfunc_graph graph     the "forward" (fill + axpy kernels) is
  *                                     captured once into a CUDA graph and
  *                                     replayed with cudaGraphLaunch on the
@@ -26,8 +31,13 @@ static const char *mode;
 static void CUDART_CB set_flag(void *p) { atomic_store((atomic_int *)p, 1); }
 
 static int run_hostfunc(int rank, ncclComm_t comm) {
-  cudaStream_t cs;
+  cudaStream_t cs, other;
   SC_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  SC_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  int kernel_consumer = strcmp(mode, "hostfunc_kernel") == 0;
+  float *acc;
+  SC_CUDA(cudaMalloc((void **)&acc, N * sizeof(float)));
+  SC_CUDA(cudaMemsetAsync(acc, 0, N * sizeof(float), other));
   float *d, *pinned;
   SC_CUDA(cudaMalloc((void **)&d, N * sizeof(float)));
   SC_CUDA(cudaMallocHost((void **)&pinned, N * sizeof(float)));
@@ -40,15 +50,37 @@ static int run_hostfunc(int rank, ncclComm_t comm) {
     SC_CUDA(cudaMemcpyAsync(pinned, d, N * sizeof(float), cudaMemcpyDeviceToHost, cs));
     SC_CUDA(cudaLaunchHostFunc(cs, set_flag, &flag));
     while (!atomic_load(&flag)) sched_yield();
+    if (kernel_consumer) {
+      sc_axpy(acc, d, N, 1.0f, other); /* ordered by the host having seen the flag */
+      /* the next step's fill on cs rewrites d: order it after the consumer */
+      cudaEvent_t used;
+      SC_CUDA(cudaEventCreateWithFlags(&used, cudaEventDisableTiming));
+      SC_CUDA(cudaEventRecord(used, other));
+      SC_CUDA(cudaStreamWaitEvent(cs, used, 0));
+      SC_CUDA(cudaEventDestroy(used));
+    }
     for (long i = 0; i < N; i++) {
       float want = (float)(1 + 2 * t) + 2.0f * (float)i; /* (0+t+i) + (1+t+i) */
       if (pinned[i] != want && bad++ < 3) fprintf(stderr, "rank %d: [%ld]=%g want %g\n", rank, i, pinned[i], want);
     }
   }
   SC_CUDA(cudaStreamSynchronize(cs));
+  SC_CUDA(cudaStreamSynchronize(other));
+  if (kernel_consumer) {
+    float *h = malloc(N * sizeof(float));
+    SC_CUDA(cudaMemcpy(h, acc, N * sizeof(float), cudaMemcpyDeviceToHost));
+    for (long i = 0; i < N; i++) {
+      float want = 0;
+      for (int t = 0; t < 8; t++) want += (float)(1 + 2 * t) + 2.0f * (float)i;
+      if (h[i] != want && bad++ < 3) fprintf(stderr, "rank %d: acc[%ld]=%g want %g\n", rank, i, h[i], want);
+    }
+    free(h);
+  }
+  SC_CUDA(cudaFree(acc));
   SC_CUDA(cudaFree(d));
   SC_CUDA(cudaFreeHost(pinned));
   SC_CUDA(cudaStreamDestroy(cs));
+  SC_CUDA(cudaStreamDestroy(other));
   return (int)bad;
 }
 

@@ -139,6 +139,9 @@ exit $fail
   a2a_scenario(nonblocking_init nonblocking ok COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_scalable nonblocking scalable COMPARE CHECK ${CLEAN})
   a2a_scenario(hostfunc hostfunc_graph hostfunc COMPARE CHECK ${CLEAN})
+  # qa-known-failing: QA F18 (ordering through a host function + host flag is
+  # not an edge for the stream analyzer: false stream.unsynced-output).
+  a2a_scenario(hostfunc_kernel_consumer hostfunc_graph hostfunc_kernel COMPARE KNOWN_FAILING CHECK ${CLEAN})
   a2a_scenario(graph_forward hostfunc_graph graph COMPARE CHECK ${CLEAN})
   foreach(m two_streams segment memalloc dtypes coalesced user_timing)
     a2a_scenario(mixed_${m} mixed ${m} COMPARE CHECK ${CLEAN})
