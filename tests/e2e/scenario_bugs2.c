@@ -20,6 +20,10 @@
  *   init_nranks   rank 3 calls ncclCommInitRank with nranks 3 (off by one)
  *                 -> group.init-mismatch (NCCL fails or hangs; the launcher
  *                 kills the ranks after its limit if nothing ends them)
+ *   memcpy_race   the AllReduce runs on a non-blocking stream and the result is
+ *                 read at once with a plain cudaMemcpy (legacy default stream,
+ *                 which does not wait for non-blocking streams)
+ *                 -> stream.unsynced-output
  *   dup_device    every rank binds device rank % 2 (A2ASIM_DEVICES=2) before
  *                 ncclCommInitRank -> group.duplicate-device across processes
  *                 (NCCL refuses the init: printed, not fatal)
@@ -111,6 +115,14 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       SC_NCCL(ncclGroupEnd());
       SC_CUDA(cudaStreamSynchronize(s));
     }
+  } else if (is("memcpy_race")) {
+    SC_CUDA((cudaError_t)a2asim_stream_set_delay(s, 20000));
+    sc_fill(a, N, (float)(rank + 1), 0.0f, s);
+    SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+    float first = -1;
+    SC_CUDA(cudaMemcpy(&first, b, sizeof first, cudaMemcpyDeviceToHost)); /* the bug */
+    SC_CUDA(cudaStreamSynchronize(s));
+    if (first != 10.0f) fprintf(stderr, "rank %d: read %g before the AllReduce finished\n", rank, first);
   } else if (is("redop")) {
     SC_NCCL(ncclReduceScatter(a, b, N, ncclFloat32, rank == 1 ? ncclMax : ncclSum, comm, s));
     SC_CUDA(cudaStreamSynchronize(s));

@@ -269,6 +269,8 @@ exit $fail
   a2a_scenario(bug_group_left_open bugs2 group_open STATUS 1,66 WITHIN 20 KNOWN_FAILING
     CHECK --expect group.unbalanced:error@2 --allow group.unbalanced --allow group.sync-in-group
           --allow group.deadlock --no-other-errors)
+  a2a_scenario(bug_memcpy_reads_in_flight bugs2 memcpy_race
+    CHECK --expect stream.unsynced-output:error --allow stream.unsynced-output --no-other-errors)
   a2a_scenario(bug_redop_mismatch bugs2 redop STATUS 0,66 WITHIN 20
     CHECK --expect size.collective-mismatch:error@1 --allow size.collective-mismatch --allow group.deadlock
           --no-other-errors)
