@@ -19,6 +19,9 @@
  *                 double, int64 buffers
  *   coalesced     torch's coalescing manager: nested ncclGroupStart/End
  *                 holding collectives of two communicators and send/recv
+ *   one_comm_two_streams  one communicator used on two streams in turn
+ *                 (AllReduce on stream 1, AllGather on stream 2), each op
+ *                 ordered after the previous one by an event, 10 steps
  *   user_timing   the user times each collective with its own timing events
  *                 (cudaEventRecord before/after, cudaEventElapsedTime)
  * Correct: exit 0, no error/warning finding.
@@ -370,6 +373,41 @@ static long run_user_timing(int rank, int nranks, ncclComm_t comm) {
   return bad;
 }
 
+static long run_one_comm_two_streams(int rank, int nranks, ncclComm_t comm) {
+  cudaStream_t s1, s2;
+  SC_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  SC_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  cudaEvent_t e1, e2;
+  SC_CUDA(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
+  SC_CUDA(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
+  float *x, *g;
+  SC_CUDA(cudaMalloc((void **)&x, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&g, nranks * N * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 10; t++) {
+    if (t > 0) SC_CUDA(cudaStreamWaitEvent(s1, e2, 0)); /* after the previous AllGather */
+    sc_fill(x, N, (float)(rank + t), 0.0f, s1);
+    SC_NCCL(ncclAllReduce(x, x, N, ncclFloat32, ncclSum, comm, s1));
+    SC_CUDA(cudaEventRecord(e1, s1));
+    SC_CUDA(cudaStreamWaitEvent(s2, e1, 0));
+    SC_NCCL(ncclAllGather(x, g, N, ncclFloat32, comm, s2));
+    SC_CUDA(cudaEventRecord(e2, s2));
+  }
+  SC_CUDA(cudaStreamSynchronize(s2));
+  float *h = malloc(nranks * N * sizeof(float));
+  SC_CUDA(cudaMemcpy(h, g, nranks * N * sizeof(float), cudaMemcpyDeviceToHost));
+  for (long i = 0; i < nranks * N; i++)
+    if (h[i] != (float)(6 + 4 * 9) && bad++ < 3) fprintf(stderr, "rank %d: g[%ld]=%g\n", rank, i, h[i]);
+  free(h);
+  SC_CUDA(cudaFree(x));
+  SC_CUDA(cudaFree(g));
+  SC_CUDA(cudaEventDestroy(e1));
+  SC_CUDA(cudaEventDestroy(e2));
+  SC_CUDA(cudaStreamDestroy(s1));
+  SC_CUDA(cudaStreamDestroy(s2));
+  return bad;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
@@ -381,6 +419,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   else if (is("dtypes")) bad = run_dtypes(rank, nranks, comm);
   else if (is("coalesced")) bad = run_coalesced(rank, nranks, comm);
   else if (is("user_timing")) bad = run_user_timing(rank, nranks, comm);
+  else if (is("one_comm_two_streams")) bad = run_one_comm_two_streams(rank, nranks, comm);
   else return 1;
   sc_sh->result[rank] = bad;
   SC_NCCL(ncclCommDestroy(comm));
