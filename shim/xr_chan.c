@@ -651,6 +651,9 @@ static void on_verdict(const xr_verdict *v) {
    * A2ACHECK_EXITCODE unless A2ACHECK_FAIL_ON=never (3). */
   if (!a2a_opt || a2a_opt->on_deadlock != 0 || a2a_opt->fail_on == 3) return;
   S.failing = 1;
+  /* Hosting the coordinator: the other ranks' verdicts must reach them
+   * before this process (and the coordinator with it) goes away. */
+  xr_coord_linger(3000000000ull);
   if (a2a_hostsvc && a2a_hostsvc->fail_now) a2a_hostsvc->fail_now(v->check);
 }
 

@@ -151,6 +151,11 @@ int xr_coord_listen(uint32_t ip4, uint16_t port_net, const uint8_t *token, xr_id
   }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  /* A fixed A2ACHECK_COORDINATOR port must be bindable again while the
+   * previous run's connections sit in TIME_WAIT (a second live listener
+   * still fails: that process then is a client). */
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = port_net};
   sin.sin_addr.s_addr = ip4 ? ip4 : htonl(INADDR_LOOPBACK);
   if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(fd, 512) != 0) {
@@ -557,6 +562,19 @@ void xr_coord_tick(uint64_t now) {
   }
   for (int i = 0; i < K.nc; i++)
     if (K.c[i].open && K.c[i].out.len && xr_sock_write(K.c[i].fd, &K.c[i].out) < 0) conn_closed(i);
+}
+
+void xr_coord_linger(uint64_t max_ns) {
+  if (atomic_load(&K.lfd) < 0) return;
+  uint64_t t0 = xr_now_ns();
+  struct pollfd pfd[MAX_SCONNS + 1];
+  while (xr_coord_other_clients() > 0 && xr_now_ns() - t0 < max_ns) {
+    for (int i = 0; i < K.nc; i++)
+      if (K.c[i].open && K.c[i].out.len && xr_sock_write(K.c[i].fd, &K.c[i].out) < 0) conn_closed(i);
+    size_t n = xr_coord_pollfds(pfd, sizeof pfd / sizeof pfd[0]);
+    if (poll(pfd, n, 10) < 0) continue;
+    xr_coord_io(pfd, n, xr_now_ns());
+  }
 }
 
 void xr_coord_after_fork_child(void) {

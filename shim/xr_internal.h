@@ -59,6 +59,10 @@ void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now_ns);
 void xr_coord_tick(uint64_t now_ns);
 /* Live authenticated client connections other than our own process. */
 size_t xr_coord_other_clients(void);
+/* Before this process ends on a verdict: keep serving (deliver the
+ * verdicts queued for the others, read what they send so closing does not
+ * reset the connections) until the other clients left or max_ns passed. */
+void xr_coord_linger(uint64_t max_ns);
 /* Fork child: forget (close) everything inherited. */
 void xr_coord_after_fork_child(void);
 

@@ -76,7 +76,7 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   # Ids without a coordinator record: A2ACHECK_COORDINATOR=host:port (the
   # first rank that binds it hosts it) still finds the deadlock ...
   a2a_xrank_test(fallback_order 60 "order" --env XRANK_STRIP_ID=1
-    --env A2ACHECK_COORDINATOR=127.0.0.1:47391
+    --env "A2ACHECK_COORDINATOR=127.0.0.1:{free_port}"
     --rank-status 0=66 --rank-status 1=66 --within 15 --expect "group.deadlock@0")
   # ... and without it cross-rank checks are off, said once per comm.
   a2a_xrank_test(no_coordinator 60 "moe 100" --env XRANK_STRIP_ID=1 --status 0

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -81,6 +82,11 @@ def main():
                                                   if env.get("LD_LIBRARY_PATH") else "")})
     for kv in args.env:
         k, _, v = kv.partition("=")
+        if "{free_port}" in v:
+            # A port free right now: a fixed one could be held by another run.
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                v = v.replace("{free_port}", str(s.getsockname()[1]))
         env[k] = v
     try:
         p = subprocess.run([args.prog] + args.args.split(), env=env, timeout=args.limit,

@@ -45,6 +45,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,6 +341,7 @@ int main(int argc, char **argv) {
     if (pipe(idp) != 0 || pipe(prog) != 0) return 1;
     helper = fork();
     if (helper == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       ncclUniqueId id;
       CK_NCCL(ncclGetUniqueId(&id));
       if (write(idp[1], &id, sizeof id) != (ssize_t)sizeof id) _exit(1);
@@ -371,6 +373,9 @@ int main(int argc, char **argv) {
     pid_t p = fork();
     if (p < 0) return 1;
     if (p == 0) {
+      /* A rank never outlives its launcher (a killed test leaves nothing). */
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() == 1) _exit(1);
       c.rank = r;
       exit(rank_main(&c));
     }
