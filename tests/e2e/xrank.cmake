@@ -73,6 +73,11 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --expect "size.collective-mismatch@5" --contains "size.collective-mismatch=count 32")
   # The id's creator (the coordinator) is killed mid-run: ranks continue.
   a2a_xrank_test(coord_kill 90 "coord_kill" --status 0 --only-no-coordinator)
+  # torchrun-like: rank 0 creates the id and hosts the coordinator.
+  a2a_xrank_test(rank0_host_skip 60 "skip" --env XRANK_RANK0_ID=1
+    --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
+    --expect "group.deadlock@1" --contains "group.deadlock=rank 3 is the missing rank")
+  a2a_xrank_test(rank0_host_clean 60 "moe 300" --env XRANK_RANK0_ID=1 --status 0 --none)
   # Ids without a coordinator record: A2ACHECK_COORDINATOR=host:port (the
   # first rank that binds it hosts it) still finds the deadlock ...
   a2a_xrank_test(fallback_order 60 "order" --env XRANK_STRIP_ID=1

@@ -31,6 +31,8 @@
  *                  by rank / 4); busy/sleep: rank 5 spends 30 s outside CUDA
  *                  in the middle (no deadlock may be reported); badhalf: rank
  *                  5's AllReduce on its half passes another count at step 19.
+ * With XRANK_RANK0_ID=1 rank 0 creates the world id after the fork and sends
+ * it to the others (torchrun-like: a rank hosts the coordinator).
  * With XRANK_STRIP_ID=1 in the environment the ids carry no coordinator
  * record (as if made without a2acheck): A2ACHECK_COORDINATOR or nothing.
  *   garbage        a hostile process sends malformed, unauthenticated,
@@ -88,6 +90,7 @@ typedef struct ctx {
   int steps;
   const char *variant;
   int progress_fd; /* coord_kill: rank 0 reports step 50 here */
+  int idpipe[2];   /* XRANK_RANK0_ID: rank 0 makes the world id, sends it */
 } ctx;
 
 /* Grouped all-to-all: rank sends cnt(rank, p) floats to p and receives
@@ -225,6 +228,17 @@ static int run_moe(ctx *c) {
 }
 
 static int rank_main(ctx *c) {
+  if (c->idpipe[0] >= 0) {
+    /* torchrun-like: rank 0 creates the id (and hosts the coordinator) and
+     * hands it to the others. */
+    if (c->rank == 0) {
+      CK_NCCL(ncclGetUniqueId(&c->ids[0]));
+      for (int r = 1; r < c->nranks; r++)
+        if (write(c->idpipe[1], &c->ids[0], sizeof c->ids[0]) != (ssize_t)sizeof c->ids[0]) return 1;
+    } else if (read(c->idpipe[0], &c->ids[0], sizeof c->ids[0]) != (ssize_t)sizeof c->ids[0]) {
+      return 1;
+    }
+  }
   int ndev = 1;
   CK_CUDA(cudaGetDeviceCount(&ndev));
   CK_CUDA(cudaSetDevice(c->rank % ndev));
@@ -324,7 +338,8 @@ int main(int argc, char **argv) {
             argv[0]);
     return 2;
   }
-  ctx c = {.scenario = argv[1], .steps = 1000, .progress_fd = -1};
+  ctx c = {.scenario = argv[1], .steps = 1000, .progress_fd = -1, .idpipe = {-1, -1}};
+  if (getenv("XRANK_RANK0_ID") && pipe(c.idpipe) != 0) return 1;
   if (!strcmp(c.scenario, "moe")) {
     if (argc > 2) c.steps = atoi(argv[2]);
     if (argc > 3) c.variant = argv[3];
