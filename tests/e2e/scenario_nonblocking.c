@@ -11,7 +11,9 @@
  *   scenario_nonblocking scalable   blocking ncclCommInitRankScalable with two
  *                                   ids (created by the launcher), then the
  *                                   same collectives
- * Correct: exit 0, no finding.
+ *   scenario_nonblocking skip       BUGGY: "ok", and at t == 1 rank 3 skips the
+ *                                   world AllReduce -> group.deadlock (66)
+ * Correct ("ok", "scalable"): exit 0, no finding.
  */
 #include "scenario_common.h"
 
@@ -37,12 +39,14 @@ static void wait_ready(ncclComm_t comm) {
     if (r_ != ncclSuccess && r_ != ncclInProgress) SC_NCCL(r_);                        \
   } while (0)
 
+static int g_skip; /* this rank leaves out the next AllReduce */
 static long work(ncclComm_t comm, int nonblocking, int rank, cudaStream_t s, float *a, float *b) {
   int n = 0, me = 0;
   SC_NCCL(ncclCommCount(comm, &n));
   SC_NCCL(ncclCommUserRank(comm, &me));
   sc_fill(a, n * N, (float)(rank * 1000), 1.0f, s); /* a[i] = rank*1000 + i */
-  NB(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+  if (!g_skip) NB(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+  g_skip = 0;
   if (nonblocking) wait_ready(comm);
   SC_CUDA(cudaStreamSynchronize(s));
   long bad = 0;
@@ -81,7 +85,7 @@ static long work(ncclComm_t comm, int nonblocking, int rank, cudaStream_t s, flo
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t world, half;
-  int nonblocking = strcmp(mode, "ok") == 0;
+  int nonblocking = strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = nonblocking ? 0 : 1;
   if (nonblocking) {
@@ -100,6 +104,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   SC_CUDA(cudaMalloc((void **)&b, NR * N * sizeof(float)));
   long bad = 0;
   for (int t = 0; t < 3; t++) {
+    g_skip = strcmp(mode, "skip") == 0 && t == 1 && rank == 3;
     bad += work(world, nonblocking, rank, s, a, b);
     bad += work(half, nonblocking, rank, s, a, b);
   }

@@ -301,6 +301,9 @@ exit $fail
   # communicators of one process).
   a2a_scenario(bug_initall_skip_device initall skip_dev STATUS 66 WITHIN 20 TIMEOUT 25 KNOWN_FAILING
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch --no-other-errors)
+  a2a_scenario(bug_nonblocking_skip nonblocking skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
+          --allow size.collective-mismatch --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
