@@ -23,6 +23,11 @@
  *                   short-lived children (data-loader workers that end with
  *                   _exit, some with exit) while the main thread communicates
  *                   and waits in cudaStreamSynchronize
+ *   destroy_inflight 2 ranks; rank 0 posts its last AllReduce and destroys
+ *                   the communicator at once (ncclCommDestroy finalizes:
+ *                   it waits for the operation), while rank 1 computes 2 s
+ *                   before posting its side; then rank 0 synchronizes and
+ *                   checks the result
  * All correct: exit 0 and no finding (7 s is longer than
  * A2ACHECK_HANG_CONFIRM: no deadlock may be reported).
  */
@@ -116,13 +121,21 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   }
   sc_sh->result[rank] = bad;
   free(h);
-  SC_CUDA(cudaFree(in));
-  SC_CUDA(cudaFree(out));
-  SC_CUDA(cudaFree(a2a));
-  SC_CUDA(cudaEventDestroy(ev));
-  SC_CUDA(cudaStreamDestroy(cur));
-  SC_CUDA(cudaStreamDestroy(cs));
-  if (strcmp(mode, "abort") == 0) {
+  if (strcmp(mode, "destroy_inflight") == 0) {
+    /* one more AllReduce, destroyed while in flight on rank 0 */
+    if (rank == 1) sc_busy(2.0);
+    sc_fill(in, N, 1.0f, 0.0f, cs);
+    SC_NCCL(ncclAllReduce(in, out, N, ncclFloat32, ncclSum, comm, cs));
+    SC_NCCL(ncclCommDestroy(comm));
+    SC_CUDA(cudaStreamSynchronize(cs));
+    float v = 0;
+    SC_CUDA(cudaMemcpy(&v, out + N - 1, sizeof v, cudaMemcpyDeviceToHost));
+    if (v != (float)nranks) bad++;
+    sc_sh->result[rank] = bad;
+  }
+  if (strcmp(mode, "destroy_inflight") == 0) {
+    /* already destroyed */
+  } else if (strcmp(mode, "abort") == 0) {
     SC_NCCL(ncclCommAbort(comm));
   } else if (strcmp(mode, "finalize") == 0) {
     SC_NCCL(ncclCommFinalize(comm));
@@ -130,11 +143,18 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   } else {
     SC_NCCL(ncclCommDestroy(comm));
   }
+  SC_CUDA(cudaFree(in));
+  SC_CUDA(cudaFree(out));
+  SC_CUDA(cudaFree(a2a));
+  SC_CUDA(cudaEventDestroy(ev));
+  SC_CUDA(cudaStreamDestroy(cur));
+  SC_CUDA(cudaStreamDestroy(cs));
   return bad ? SC_DATA_WRONG : 0;
 }
 
 int main(int argc, char **argv) {
   mode = argc > 1 ? argv[1] : "busy";
-  int nr = strcmp(mode, "fork_loader") == 0 || strcmp(mode, "fork_storm") == 0 || strcmp(mode, "abort") == 0 || strcmp(mode, "finalize") == 0 ? 2 : 4;
+  int nr = strcmp(mode, "fork_loader") == 0 || strcmp(mode, "fork_storm") == 0 ||
+           strcmp(mode, "destroy_inflight") == 0 || strcmp(mode, "abort") == 0 || strcmp(mode, "finalize") == 0 ? 2 : 4;
   return sc_fork_ranks(nr, rank_main, NULL);
 }

@@ -134,6 +134,7 @@ exit $fail
   a2a_scenario(lifecycle_sleep lifecycle sleep COMPARE CHECK ${CLEAN})
   a2a_scenario(lifecycle_abort lifecycle abort COMPARE CHECK ${CLEAN})
   a2a_scenario(lifecycle_finalize lifecycle finalize COMPARE CHECK ${CLEAN})
+  a2a_scenario(lifecycle_destroy_inflight lifecycle destroy_inflight COMPARE CHECK ${CLEAN})
   a2a_scenario(lazy_p2p_pipeline lazy_p2p ok COMPARE CHECK ${CLEAN})
   a2a_scenario(lazy_p2p_batch lazy_p2p batch COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_init nonblocking ok COMPARE CHECK ${CLEAN})
