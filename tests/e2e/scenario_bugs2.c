@@ -5,6 +5,9 @@
  *                 ncclAllReduce (a CPU tensor's data_ptr) -> layout.host-memory
  *   pinned_ok     CORRECT neighbour: the same with cudaMallocHost (pinned,
  *                 mapped) memory -> no error finding
+ *   managed_ok    CORRECT neighbour: cudaMallocManaged buffers and a
+ *                 cudaHostRegister'ed host array (both device-accessible)
+ *                 passed to AllReduce / AlltoAll -> no error finding
  *   misaligned    an all-to-all of 1025 floats per peer (4100-byte chunks)
  *                 -> layout.misaligned (warning), data still right
  *   gather_oob    ncclGather whose root receive buffer holds `count`
@@ -75,6 +78,22 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     } else {
       free(h);
     }
+  } else if (is("managed_ok")) {
+    float *m1, *m2;
+    SC_CUDA(cudaMallocManaged((void **)&m1, N * sizeof(float), cudaMemAttachGlobal));
+    SC_CUDA(cudaMallocManaged((void **)&m2, N * sizeof(float), cudaMemAttachGlobal));
+    for (long i = 0; i < N; i++) m1[i] = (float)rank;
+    float *reg = malloc(N * sizeof(float));
+    for (long i = 0; i < N; i++) reg[i] = 1.0f;
+    SC_CUDA(cudaHostRegister(reg, N * sizeof(float), cudaHostRegisterDefault));
+    SC_NCCL(ncclAllReduce(m1, m2, N, ncclFloat32, ncclSum, comm, s));
+    SC_NCCL(ncclAllReduce(reg, reg, N, ncclFloat32, ncclSum, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
+    if (m2[N - 1] != 6.0f || reg[N - 1] != 4.0f) bad++;
+    SC_CUDA(cudaHostUnregister(reg));
+    free(reg);
+    SC_CUDA(cudaFree(m1));
+    SC_CUDA(cudaFree(m2));
   } else if (is("misaligned")) {
     long c = 1025;
     sc_fill(a, NR * c, (float)rank, 0.0f, s);

@@ -259,6 +259,7 @@ exit $fail
     CHECK --expect layout.host-memory:error@0 --expect layout.host-memory:error@3
           --allow layout.host-memory --allow group.deadlock --no-other-errors)
   a2a_scenario(pinned_host_ok bugs2 pinned_ok COMPARE CHECK ${CLEAN})
+  a2a_scenario(managed_registered_ok bugs2 managed_ok COMPARE CHECK ${CLEAN})
   a2a_scenario(bug_misaligned_chunks bugs2 misaligned COMPARE
     CHECK --expect layout.misaligned:warning --only --allow "perf.*:info")
   a2a_scenario(bug_gather_root_oob bugs2 gather_oob STATUS 0,1,3
