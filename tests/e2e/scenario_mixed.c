@@ -22,6 +22,10 @@
  *   one_comm_two_streams  one communicator used on two streams in turn
  *                 (AllReduce on stream 1, AllGather on stream 2), each op
  *                 ordered after the previous one by an event, 10 steps
+ *   simulate      every step first asks NCCL for the estimated time of its
+ *                 grouped all-to-all (ncclGroupStart + ops +
+ *                 ncclGroupSimulateEnd: nothing is launched), then issues
+ *                 it for real; only the real operations may count
  *   user_timing   the user times each collective with its own timing events
  *                 (cudaEventRecord before/after, cudaEventElapsedTime)
  * Correct: exit 0, no error/warning finding.
@@ -408,6 +412,43 @@ static long run_one_comm_two_streams(int rank, int nranks, ncclComm_t comm) {
   return bad;
 }
 
+static long run_simulate(int rank, int nranks, ncclComm_t comm) {
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  size_t c = 512;
+  float *a, *b;
+  SC_CUDA(cudaMalloc((void **)&a, nranks * c * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, nranks * c * sizeof(float)));
+  long bad = 0;
+  for (int t = 0; t < 5; t++) {
+    sc_fill(a, nranks * c, (float)(rank * 10 + t), 0.0f, s);
+    for (int real = 0; real < 2; real++) {
+      SC_NCCL(ncclGroupStart());
+      for (int p = 0; p < nranks; p++) {
+        SC_NCCL(ncclSend(a + p * c, c, ncclFloat32, p, comm, s));
+        SC_NCCL(ncclRecv(b + p * c, c, ncclFloat32, p, comm, s));
+      }
+      if (real) {
+        SC_NCCL(ncclGroupEnd());
+      } else {
+        ncclSimInfo_t si = NCCL_SIM_INFO_INITIALIZER;
+        SC_NCCL(ncclGroupSimulateEnd(&si));
+        if (!(si.estimatedTime >= 0)) bad++;
+      }
+    }
+    SC_CUDA(cudaStreamSynchronize(s));
+    float *h = malloc(nranks * c * sizeof(float));
+    SC_CUDA(cudaMemcpy(h, b, nranks * c * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < nranks * c; i++)
+      if (h[i] != (float)((i / c) * 10 + t) && bad++ < 3) fprintf(stderr, "rank %d: b[%zu]=%g\n", rank, i, h[i]);
+    free(h);
+  }
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaStreamDestroy(s));
+  return bad;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
@@ -419,6 +460,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   else if (is("dtypes")) bad = run_dtypes(rank, nranks, comm);
   else if (is("coalesced")) bad = run_coalesced(rank, nranks, comm);
   else if (is("user_timing")) bad = run_user_timing(rank, nranks, comm);
+  else if (is("simulate")) bad = run_simulate(rank, nranks, comm);
   else if (is("one_comm_two_streams")) bad = run_one_comm_two_streams(rank, nranks, comm);
   else return 1;
   sc_sh->result[rank] = bad;

@@ -152,7 +152,7 @@ exit $fail
   # not an edge for the stream analyzer: false stream.unsynced-output).
   a2a_scenario(hostfunc_kernel_consumer hostfunc_graph hostfunc_kernel COMPARE KNOWN_FAILING CHECK ${CLEAN})
   a2a_scenario(graph_forward hostfunc_graph graph COMPARE CHECK ${CLEAN})
-  foreach(m two_streams segment memalloc dtypes coalesced user_timing one_comm_two_streams)
+  foreach(m two_streams segment memalloc dtypes coalesced user_timing one_comm_two_streams simulate)
     a2a_scenario(mixed_${m} mixed ${m} COMPARE CHECK ${CLEAN})
   endforeach()
   a2a_scenario(parallel3d_8ranks parallel3d "" COMPARE CHECK ${CLEAN})
