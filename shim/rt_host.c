@@ -28,7 +28,13 @@
 #include "rt_internal.h"
 
 /* Step 1 of the rule. */
-static bool cuda_quiet(void) { return A2A_REAL(cudaPeekAtLastError)() == cudaSuccess; }
+static bool cuda_quiet(void) {
+  /* No shared CUDA runtime in the process (static cudart, or none loaded
+   * yet): nothing to ask, and asking through A2A_REAL would warn about an
+   * unresolved symbol and rescan the loaded objects at every call. */
+  if (!A2A_FOUND(cudaPeekAtLastError)) return false;
+  return A2A_REAL(cudaPeekAtLastError)() == cudaSuccess;
+}
 
 /* Step 3 of the rule: returns 0 for success, -1 otherwise. */
 static int cuda_done(cudaError_t e) {
