@@ -37,6 +37,12 @@
  *   late_skip      BUGGY: every rank computes 5 s on the host after step 2,
  *                  then rank 2 skips the AllReduce of step 3: the hang forms
  *                  late -> group.deadlock within 15 s of it (exit 66)
+ *   exec_ranks     torchrun style: the launcher creates the id, writes it to a
+ *                  file and starts every rank as a NEW program (fork + exec
+ *                  of itself) with RANK / LOCAL_RANK / WORLD_SIZE set; ranks
+ *                  read the id from the file (correct)
+ *   exec_skip      BUGGY: the same, and rank 1 skips the AllReduce of step 3
+ *                  -> group.deadlock, exit 66
  * Exit status of the program: see scenario_common.h.
  */
 #include "scenario_common.h"
@@ -87,7 +93,8 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     sc_fill(in, N, (float)(rank + t), 0.0f, cur);
     SC_CUDA(cudaEventRecord(ev, cur));
     SC_CUDA(cudaStreamWaitEvent(cs, ev, 0));
-    if (!(t == 3 && rank == 2 && (is("parent_skip") || is("late_skip"))) && !(t == 3 && rank == 3 && is("rank0_id_skip")))
+    if (!(t == 3 && rank == 1 && is("exec_skip")) &&
+        !(t == 3 && rank == 2 && (is("parent_skip") || is("late_skip"))) && !(t == 3 && rank == 3 && is("rank0_id_skip")))
       SC_NCCL(ncclAllReduce(in, out, N, ncclFloat32, ncclSum, comm, cs));
     SC_NCCL(ncclAlltoAll(in, a2a, N / nranks, ncclFloat32, comm, cs));
     SC_CUDA(cudaStreamSynchronize(cs));
@@ -170,8 +177,56 @@ static int creator_exits(void) {
   return sc_wait_ranks(pids, NR, SC_WAIT_LIMIT_S, 1);
 }
 
+/* exec_ranks / exec_skip: the launcher side */
+static int exec_launcher(const char *self) {
+  ncclUniqueId id;
+  SC_NCCL(ncclGetUniqueId(&id));
+  char path[] = "/tmp/qa_scenario_id_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0 || write(fd, &id, sizeof id) != (ssize_t)sizeof id) return 1;
+  close(fd);
+  fflush(NULL);
+  pid_t pids[NR];
+  for (int r = 0; r < NR; r++) {
+    pid_t p = fork();
+    if (p == 0) {
+      char rb[8], wb[8];
+      snprintf(rb, sizeof rb, "%d", r);
+      snprintf(wb, sizeof wb, "%d", NR);
+      setenv("RANK", rb, 1);
+      setenv("LOCAL_RANK", rb, 1);
+      setenv("WORLD_SIZE", wb, 1);
+      execl(self, self, is("exec_skip") ? "exec_child_skip" : "exec_child", path, (char *)NULL);
+      _exit(127);
+    }
+    pids[r] = p;
+  }
+  int st = sc_wait_ranks(pids, NR, SC_WAIT_LIMIT_S, 0);
+  unlink(path);
+  return st;
+}
+
+/* exec_child: a fresh process (no inherited state) */
+static int exec_child(const char *path) {
+  int rank = atoi(getenv("RANK")), n = atoi(getenv("WORLD_SIZE"));
+  sc_rank = rank;
+  sc_sh = sc_shared_create(n); /* private here: only result[] is used */
+  ncclUniqueId id;
+  FILE *f = fopen(path, "rb");
+  if (!f || fread(&id, sizeof id, 1, f) != 1) return 1;
+  fclose(f);
+  SC_CUDA(cudaSetDevice(atoi(getenv("LOCAL_RANK"))));
+  sc_register_kernels();
+  return rank_main(rank, n, id, NULL);
+}
+
 int main(int argc, char **argv) {
   mode = argc > 1 ? argv[1] : "parent_rank0";
+  if (is("exec_child") || is("exec_child_skip")) {
+    mode = is("exec_child") ? "exec_ranks" : "exec_skip";
+    return argc > 2 ? exec_child(argv[2]) : 1;
+  }
+  if (is("exec_ranks") || is("exec_skip")) return exec_launcher("/proc/self/exe");
   if (is("creator_exits")) return creator_exits();
   if (is("parent_rank0") || is("parent_skip")) return parent_is_rank0();
   return sc_fork_ranks(NR, rank_main, NULL);

@@ -167,6 +167,7 @@ exit $fail
   a2a_scenario(procs_parent_is_rank0 procs parent_rank0 COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_subprocess procs subprocess COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_rank0_creates_id procs rank0_id COMPARE CHECK ${CLEAN})
+  a2a_scenario(procs_exec_ranks procs exec_ranks COMPARE CHECK ${CLEAN} --files 5)
   # qa-known-failing: QA F15 (hangs only under the shim: the id differs per process).
   a2a_scenario(procs_nccl_comm_id procs each_gets_id COMPARE KNOWN_FAILING ENV NCCL_COMM_ID=127.0.0.1:39517 CHECK ${CLEAN})
   a2a_scenario(procs_id_creator_exits procs creator_exits COMPARE
@@ -314,6 +315,9 @@ exit $fail
   a2a_scenario(bug_nonblocking_skip nonblocking skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
           --allow size.collective-mismatch --no-other-errors)
+  a2a_scenario(bug_exec_ranks_skip procs exec_skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@2 --contains "group.deadlock=rank 1"
+          --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
