@@ -168,8 +168,8 @@ exit $fail
   a2a_scenario(procs_subprocess procs subprocess COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_rank0_creates_id procs rank0_id COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_exec_ranks procs exec_ranks COMPARE CHECK ${CLEAN} --files 5)
-  # qa-known-failing: QA F15 (hangs only under the shim: the id differs per process).
-  a2a_scenario(procs_nccl_comm_id procs each_gets_id COMPARE KNOWN_FAILING ENV NCCL_COMM_ID=127.0.0.1:39517 CHECK ${CLEAN})
+  # QA F15 (fixed): under the shim every process used to get a different id.
+  a2a_scenario(procs_nccl_comm_id procs each_gets_id COMPARE ENV NCCL_COMM_ID=127.0.0.1:39517 CHECK ${CLEAN})
   a2a_scenario(procs_id_creator_exits procs creator_exits COMPARE
     CHECK ${STRICT} --ignore "a2acheck.no-coordinator:info")
   # The churn program is slow on purpose: the perf.* warnings it gets
