@@ -25,7 +25,7 @@
 #include "xrank_rec.h"
 
 #define MAX_THREADS 1024
-#define MAX_GROUP_STREAMS 8
+#define MAX_GROUP_STREAMS 64 /* streams per group tracked (one slot per thread) */
 #define POOL_DEVICES 16      /* per-device pools for devices 0..15 */
 #define EVENT_POOL_MAX 512   /* events kept per device */
 

@@ -281,6 +281,9 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
       init_mismatch(m, c, other, c->ranks[other].site, other, 0, "group.init-mismatch", text);
     return;
   }
+  /* A process without a launcher rank variable is named, as the runtime
+   * names it, by its rank in the first communicator it created. */
+  if (mc->grank < 0) mc->grank = reg->rank;
   mrank *mr = &c->ranks[reg->rank];
   if (mr->conn >= 0) {
     mconn *oc = &m->conns[mr->conn];

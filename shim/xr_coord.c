@@ -238,6 +238,7 @@ static int handle(int i, const xr_hdr *h, const uint8_t *pl, uint64_t now) {
   case XR_MSG_COMMREG: {
     xr_commreg r;
     if (xr_get_fixed(h, pl, &r, sizeof r) != 0) return -1;
+    if (s->grank < 0) s->grank = r.rank; /* as the matcher (and the runtime) name it */
     xr_matcher_register(K.m, i, &r);
     return 0;
   }
