@@ -5,17 +5,17 @@
  *   buggy: the program polls the async error, ignores it and posts an
  *          all-reduce on the failed communicator;
  *   fixed: it sees the error and aborts the communicator. */
-#include "local_common.h"
+#include "e2e_common.h"
 
 #define N 1024
 
 int main(int argc, char **argv) {
-  int fixed = lc_fixed(argc, argv);
-  LC_CUDA(cudaSetDevice(0));
-  cudaStream_t s = lc_stream();
-  float *buf = lc_dalloc(N * sizeof(float));
+  int fixed = e2e_fixed(argc, argv);
+  E2E_CUDA(cudaSetDevice(0));
+  cudaStream_t s = e2e_stream();
+  float *buf = e2e_dalloc(N * sizeof(float));
   ncclUniqueId id;
-  LC_NCCL(ncclGetUniqueId(&id));
+  E2E_NCCL(ncclGetUniqueId(&id));
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;
   ncclComm_t a = NULL, b = NULL;
@@ -29,14 +29,14 @@ int main(int argc, char **argv) {
   ncclComm_t failed = NULL, pending = NULL;
   ncclResult_t async = ncclInProgress;
   while (!failed) {
-    LC_NCCL(ncclCommGetAsyncError(a, &async));
+    E2E_NCCL(ncclCommGetAsyncError(a, &async));
     if (async != ncclInProgress) { failed = a; pending = b; break; }
-    LC_NCCL(ncclCommGetAsyncError(b, &async));
+    E2E_NCCL(ncclCommGetAsyncError(b, &async));
     if (async != ncclInProgress) { failed = b; pending = a; }
   }
   printf("async error of the losing join: %d\n", (int)async);
-  if (!fixed) LC_TRY(ncclAllReduce(buf, buf, N, ncclFloat, ncclSum, failed, s));
-  LC_TRY(ncclCommAbort(failed));
-  LC_TRY(ncclCommAbort(pending)); /* rank 1 never comes: end its init */
+  if (!fixed) E2E_TRY(ncclAllReduce(buf, buf, N, ncclFloat, ncclSum, failed, s));
+  E2E_TRY(ncclCommAbort(failed));
+  E2E_TRY(ncclCommAbort(pending)); /* rank 1 never comes: end its init */
   return 0;
 }

@@ -4,53 +4,53 @@
  *   buggy: while A's group is still open (the barriers make the overlap
  *          deterministic);
  *   fixed: only after A's ncclGroupEnd returned. */
-#include "local_common.h"
+#include "e2e_common.h"
 
 #define N 1024
 
 static ncclComm_t g_comm;
 static float *g_a, *g_b;
 static cudaStream_t g_sa, g_sb;
-static lc_barrier g_bar;
+static e2e_barrier g_bar;
 static int g_fixed;
 
 static void *thread_a(void *arg) {
-  LC_CUDA(cudaSetDevice(0));
-  LC_NCCL(ncclGroupStart());
-  LC_NCCL(ncclAllReduce(g_a, g_a, N, ncclFloat, ncclSum, g_comm, g_sa));
+  E2E_CUDA(cudaSetDevice(0));
+  E2E_NCCL(ncclGroupStart());
+  E2E_NCCL(ncclAllReduce(g_a, g_a, N, ncclFloat, ncclSum, g_comm, g_sa));
   if (!g_fixed) {
-    lc_barrier_wait(&g_bar); /* 1: B may post now */
-    lc_barrier_wait(&g_bar); /* 2: B has posted */
+    e2e_barrier_wait(&g_bar); /* 1: B may post now */
+    e2e_barrier_wait(&g_bar); /* 2: B has posted */
   }
-  LC_NCCL(ncclGroupEnd());
-  if (g_fixed) lc_barrier_wait(&g_bar); /* 1: B may post now */
-  LC_CUDA(cudaStreamSynchronize(g_sa));
+  E2E_NCCL(ncclGroupEnd());
+  if (g_fixed) e2e_barrier_wait(&g_bar); /* 1: B may post now */
+  E2E_CUDA(cudaStreamSynchronize(g_sa));
   return NULL;
 }
 
 static void *thread_b(void *arg) {
-  LC_CUDA(cudaSetDevice(0));
-  lc_barrier_wait(&g_bar); /* 1 */
-  LC_TRY(ncclAllReduce(g_b, g_b, N, ncclFloat, ncclSum, g_comm, g_sb));
-  if (!g_fixed) lc_barrier_wait(&g_bar); /* 2 */
-  LC_CUDA(cudaStreamSynchronize(g_sb));
+  E2E_CUDA(cudaSetDevice(0));
+  e2e_barrier_wait(&g_bar); /* 1 */
+  E2E_TRY(ncclAllReduce(g_b, g_b, N, ncclFloat, ncclSum, g_comm, g_sb));
+  if (!g_fixed) e2e_barrier_wait(&g_bar); /* 2 */
+  E2E_CUDA(cudaStreamSynchronize(g_sb));
   return NULL;
 }
 
 int main(int argc, char **argv) {
-  g_fixed = lc_fixed(argc, argv);
-  LC_CUDA(cudaSetDevice(0));
-  g_comm = lc_comm1();
-  g_a = lc_dalloc(N * sizeof(float));
-  g_b = lc_dalloc(N * sizeof(float));
-  g_sa = lc_stream();
-  g_sb = lc_stream();
-  lc_barrier_init(&g_bar, 2);
+  g_fixed = e2e_fixed(argc, argv);
+  E2E_CUDA(cudaSetDevice(0));
+  g_comm = e2e_comm1();
+  g_a = e2e_dalloc(N * sizeof(float));
+  g_b = e2e_dalloc(N * sizeof(float));
+  g_sa = e2e_stream();
+  g_sb = e2e_stream();
+  e2e_barrier_init(&g_bar, 2);
   pthread_t a, b;
   pthread_create(&a, NULL, thread_a, NULL);
   pthread_create(&b, NULL, thread_b, NULL);
   pthread_join(a, NULL);
   pthread_join(b, NULL);
-  LC_NCCL(ncclCommDestroy(g_comm));
+  E2E_NCCL(ncclCommDestroy(g_comm));
   return 0;
 }

@@ -4,35 +4,35 @@
  *          buffer: the operations are not launched yet, so the data is
  *          stale (the program prints what it read, then completes);
  *   fixed: ncclGroupEnd first, then synchronize. */
-#include "local_common.h"
+#include "e2e_common.h"
 
 #define N 1024
 
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   int fixed = *(int *)arg;
-  cudaStream_t s = lc_stream();
+  cudaStream_t s = e2e_stream();
   int peer = 1 - rank;
   float host[N];
   for (int i = 0; i < N; i++) host[i] = (float)(rank + 1);
-  float *send = lc_dalloc(N * sizeof(float));
-  float *recv = lc_dalloc(N * sizeof(float));
-  LC_CUDA(cudaMemcpy(send, host, sizeof host, cudaMemcpyHostToDevice));
-  LC_NCCL(ncclGroupStart());
-  LC_NCCL(ncclSend(send, N, ncclFloat, peer, comm, s));
-  LC_NCCL(ncclRecv(recv, N, ncclFloat, peer, comm, s));
+  float *send = e2e_dalloc(N * sizeof(float));
+  float *recv = e2e_dalloc(N * sizeof(float));
+  E2E_CUDA(cudaMemcpy(send, host, sizeof host, cudaMemcpyHostToDevice));
+  E2E_NCCL(ncclGroupStart());
+  E2E_NCCL(ncclSend(send, N, ncclFloat, peer, comm, s));
+  E2E_NCCL(ncclRecv(recv, N, ncclFloat, peer, comm, s));
   if (!fixed) {
-    LC_CUDA(cudaStreamSynchronize(s)); /* does not wait for the group */
-    LC_CUDA(cudaMemcpy(host, recv, sizeof host, cudaMemcpyDeviceToHost));
+    E2E_CUDA(cudaStreamSynchronize(s)); /* does not wait for the group */
+    E2E_CUDA(cudaMemcpy(host, recv, sizeof host, cudaMemcpyDeviceToHost));
     printf("rank %d read %g before ncclGroupEnd (expected %d)\n", rank, host[0], peer + 1);
   }
-  LC_NCCL(ncclGroupEnd());
-  LC_CUDA(cudaStreamSynchronize(s));
-  LC_CUDA(cudaMemcpy(host, recv, sizeof host, cudaMemcpyDeviceToHost));
+  E2E_NCCL(ncclGroupEnd());
+  E2E_CUDA(cudaStreamSynchronize(s));
+  E2E_CUDA(cudaMemcpy(host, recv, sizeof host, cudaMemcpyDeviceToHost));
   printf("rank %d read %g after ncclGroupEnd\n", rank, host[0]);
   return host[0] == (float)(peer + 1) ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
-  int fixed = lc_fixed(argc, argv);
-  return lc_run_ranks(2, rank_main, &fixed);
+  int fixed = e2e_fixed(argc, argv);
+  return e2e_run_ranks(2, NULL, rank_main, &fixed);
 }

@@ -6,49 +6,40 @@
  *           .contiguous() kernel (direct_copy_kernel_cuda), recognized by
  *           its name and its pointer parameters;
  *   fixed:  the data is produced directly in the send buffer. */
-#include "local_common.h"
-
-#include "a2asim.h"
+#include "e2e_common.h"
 
 #define N 4096
 
-/* Host stand-in of the copy kernel: direct_copy(float *dst, const float *src, int n). */
+/* The handle of the copy kernel, direct_copy(float *dst, const float *src,
+ * int n), run by the shared copy stand-in under PyTorch's name. */
 static void direct_copy_kernel_cuda(void) {}
-static void direct_copy_impl(void **args, const a2asim_launch_info *li) {
-  (void)li;
-  float *dst = *(float **)args[0];
-  const float *src = *(const float **)args[1];
-  int n = *(int *)args[2];
-  for (int i = 0; i < n; i++) dst[i] = src[i];
-}
 
 int main(int argc, char **argv) {
-  int fixed = lc_fixed(argc, argv), kernel = lc_arg_is(argc, argv, "kernel");
+  int fixed = e2e_fixed(argc, argv), kernel = e2e_arg_is(argc, argv, "kernel");
   static const size_t params[] = {sizeof(float *), sizeof(float *), sizeof(int)};
-  if (a2asim_register_kernel((const void *)direct_copy_kernel_cuda, direct_copy_impl,
+  if (a2asim_register_kernel((const void *)direct_copy_kernel_cuda, e2e_copy_impl,
                              "void at::native::direct_copy_kernel_cuda(...)", 3, params))
     return 1;
-  LC_CUDA(cudaSetDevice(0));
-  ncclComm_t comm = lc_comm1();
-  cudaStream_t s = lc_stream();
-  float *produced = lc_dalloc(N * sizeof(float));
-  float *send = fixed ? produced : lc_dalloc(N * sizeof(float));
-  float *recv = lc_dalloc(N * sizeof(float));
+  E2E_CUDA(cudaSetDevice(0));
+  ncclComm_t comm = e2e_comm1();
+  cudaStream_t s = e2e_stream();
+  float *produced = e2e_dalloc(N * sizeof(float));
+  float *send = fixed ? produced : e2e_dalloc(N * sizeof(float));
+  float *recv = e2e_dalloc(N * sizeof(float));
   /* Three steps: the first finds the copy, the second is timed, the third
    * reports the finding with the copy's duration. */
   for (int step = 0; step < 3; step++) {
-    LC_CUDA(cudaMemsetAsync(produced, 0, N * sizeof(float), s));
+    E2E_CUDA(cudaMemsetAsync(produced, 0, N * sizeof(float), s));
     if (kernel) {
       int n = N;
       void *args[] = {&send, &produced, &n};
-      dim3 one = {1, 1, 1};
-      LC_CUDA(cudaLaunchKernel((const void *)direct_copy_kernel_cuda, one, one, args, 0, s));
+      e2e_launch((const void *)direct_copy_kernel_cuda, args, s);
     } else if (!fixed) {
-      LC_CUDA(cudaMemcpyAsync(send, produced, N * sizeof(float), cudaMemcpyDeviceToDevice, s));
+      E2E_CUDA(cudaMemcpyAsync(send, produced, N * sizeof(float), cudaMemcpyDeviceToDevice, s));
     }
-    LC_TRY(ncclAllReduce(send, recv, N, ncclFloat, ncclSum, comm, s));
-    LC_CUDA(cudaStreamSynchronize(s));
+    E2E_TRY(ncclAllReduce(send, recv, N, ncclFloat, ncclSum, comm, s));
+    E2E_CUDA(cudaStreamSynchronize(s));
   }
-  LC_NCCL(ncclCommDestroy(comm));
+  E2E_NCCL(ncclCommDestroy(comm));
   return 0;
 }

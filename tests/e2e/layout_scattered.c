@@ -4,39 +4,39 @@
  *          regions instead of one;
  *   fixed: the all_to_all_single layout, chunks back to back in rank order
  *          with unequal splits (no finding). */
-#include "local_common.h"
+#include "e2e_common.h"
 
 #define C 1024
 
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   int fixed = *(int *)arg;
-  cudaStream_t s = lc_stream();
-  float *send = lc_dalloc(2 * (size_t)nranks * C * sizeof(float));
-  float *recv = lc_dalloc((size_t)nranks * C * sizeof(float));
+  cudaStream_t s = e2e_stream();
+  float *send = e2e_dalloc(2 * (size_t)nranks * C * sizeof(float));
+  float *recv = e2e_dalloc((size_t)nranks * C * sizeof(float));
   /* Unequal splits in the fixed variant: peer p gets C - 64*p elements
    * (the same on every rank, so sends and receives match). */
   size_t off = 0;
-  LC_NCCL(ncclGroupStart());
+  E2E_NCCL(ncclGroupStart());
   for (int p = 0; p < nranks; p++) {
     if (p == rank) continue;
     size_t n = fixed ? C - 64 * (size_t)p : C;
     const float *chunk = fixed ? send + off : send + 2 * (size_t)p * C;
-    LC_NCCL(ncclSend(chunk, n, ncclFloat, p, comm, s));
+    E2E_NCCL(ncclSend(chunk, n, ncclFloat, p, comm, s));
     off += n;
   }
   off = 0;
   for (int p = 0; p < nranks; p++) {
     if (p == rank) continue;
     size_t n = fixed ? C - 64 * (size_t)rank : C;
-    LC_NCCL(ncclRecv(recv + off, n, ncclFloat, p, comm, s));
+    E2E_NCCL(ncclRecv(recv + off, n, ncclFloat, p, comm, s));
     off += n;
   }
-  LC_TRY(ncclGroupEnd());
-  LC_CUDA(cudaStreamSynchronize(s));
+  E2E_TRY(ncclGroupEnd());
+  E2E_CUDA(cudaStreamSynchronize(s));
   return 0;
 }
 
 int main(int argc, char **argv) {
-  int fixed = lc_fixed(argc, argv);
-  return lc_run_ranks(3, rank_main, &fixed);
+  int fixed = e2e_fixed(argc, argv);
+  return e2e_run_ranks(3, NULL, rank_main, &fixed);
 }
