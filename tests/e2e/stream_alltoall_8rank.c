@@ -17,7 +17,7 @@
  * not written yet (wrong data, stream.unsynced-output) - proof that the
  * clean run's silence is not the analyzer being blind.
  */
-#include "stream_common.h"
+#include "e2e_common.h"
 
 #define N 16
 #define STEPS_DEFAULT 1000
@@ -32,53 +32,53 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   const opts *o = arg;
   int steps = o->steps;
   cudaStream_t comp, comm_s;
-  SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  E2E_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  E2E_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
   size_t bytes = (size_t)nranks * N * sizeof(float);
   float *send, *recv;
   int *errors;
-  SE_CUDA(cudaMalloc((void **)&send, bytes));
-  SE_CUDA(cudaMalloc((void **)&recv, bytes));
-  SE_CUDA(cudaMalloc((void **)&errors, sizeof(int)));
-  SE_CUDA(cudaMemset(errors, 0, sizeof(int)));
-  SE_CUDA(cudaDeviceSynchronize());
+  E2E_CUDA(cudaMalloc((void **)&send, bytes));
+  E2E_CUDA(cudaMalloc((void **)&recv, bytes));
+  E2E_CUDA(cudaMalloc((void **)&errors, sizeof(int)));
+  E2E_CUDA(cudaMemset(errors, 0, sizeof(int)));
+  E2E_CUDA(cudaDeviceSynchronize());
   cudaEvent_t produced, done;
-  SE_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-  SE_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  if (o->nowait) SE_CUDA(a2asim_stream_set_delay(comm_s, 2000));
+  E2E_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  E2E_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  if (o->nowait) E2E_CUDA(a2asim_stream_set_delay(comm_s, 2000));
 
   for (int step = 0; step < steps; step++) {
     /* send[p*N + i] = base(step, rank) + p*N + i */
-    se_fill(comp, send, nranks * N, base_of(step, rank));
-    SE_CUDA(cudaEventRecord(produced, comp));
-    SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
-    SE_NCCL(ncclGroupStart());
+    e2e_fill(comp, send, nranks * N, base_of(step, rank));
+    E2E_CUDA(cudaEventRecord(produced, comp));
+    E2E_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    E2E_NCCL(ncclGroupStart());
     for (int p = 0; p < nranks; p++) {
-      SE_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-      SE_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      E2E_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      E2E_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
     }
-    SE_NCCL(ncclGroupEnd());
-    SE_CUDA(cudaEventRecord(done, comm_s));
-    if (!o->nowait) SE_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
+    E2E_NCCL(ncclGroupEnd());
+    E2E_CUDA(cudaEventRecord(done, comm_s));
+    if (!o->nowait) E2E_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
     for (int q = 0; q < nranks; q++)
-      se_check(comp, recv + (size_t)q * N, N, base_of(step, q) + (float)(rank * N), errors);
+      e2e_check(comp, recv + (size_t)q * N, N, base_of(step, q) + (float)(rank * N), errors);
   }
-  SE_CUDA(cudaStreamSynchronize(comp));
+  E2E_CUDA(cudaStreamSynchronize(comp));
   int nerr = -1;
-  SE_CUDA(cudaMemcpy(&nerr, errors, sizeof nerr, cudaMemcpyDeviceToHost));
+  E2E_CUDA(cudaMemcpy(&nerr, errors, sizeof nerr, cudaMemcpyDeviceToHost));
   if (nerr) fprintf(stderr, "rank %d: %d wrong elements\n", rank, nerr);
-  SE_CUDA(cudaEventDestroy(produced));
-  SE_CUDA(cudaEventDestroy(done));
-  SE_CUDA(cudaFree(send));
-  SE_CUDA(cudaFree(recv));
-  SE_CUDA(cudaFree(errors));
-  SE_CUDA(cudaStreamDestroy(comp));
-  SE_CUDA(cudaStreamDestroy(comm_s));
-  return nerr ? SE_DATA_WRONG : 0;
+  E2E_CUDA(cudaEventDestroy(produced));
+  E2E_CUDA(cudaEventDestroy(done));
+  E2E_CUDA(cudaFree(send));
+  E2E_CUDA(cudaFree(recv));
+  E2E_CUDA(cudaFree(errors));
+  E2E_CUDA(cudaStreamDestroy(comp));
+  E2E_CUDA(cudaStreamDestroy(comm_s));
+  return nerr ? E2E_DATA_WRONG : 0;
 }
 
 int main(int argc, char **argv) {
   opts o = {argc > 1 ? atoi(argv[1]) : STEPS_DEFAULT, argc > 2 && strcmp(argv[2], "nowait") == 0};
   if (o.steps <= 0) o.steps = STEPS_DEFAULT;
-  return se_verdict(se_run_ranks(8, rank_main, &o));
+  return e2e_verdict(NULL, e2e_run_ranks(8, e2e_register_kernels, rank_main, &o));
 }

@@ -16,7 +16,7 @@
  */
 #include <sched.h>
 
-#include "stream_common.h"
+#include "e2e_common.h"
 
 #define N 1024
 #define STEPS 3
@@ -26,59 +26,59 @@ static float base_of(int step, int from, int to) { return (float)(step * 100000 
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   int fixed = *(int *)arg;
   cudaStream_t comp, comm_s;
-  SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  E2E_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  E2E_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
   size_t bytes = (size_t)nranks * N * sizeof(float);
   float *block, *recv, *host = malloc(bytes);
-  SE_CUDA(cudaMalloc((void **)&block, bytes)); /* the allocator's block */
-  SE_CUDA(cudaMalloc((void **)&recv, bytes));
-  SE_CUDA(cudaDeviceSynchronize());
+  E2E_CUDA(cudaMalloc((void **)&block, bytes)); /* the allocator's block */
+  E2E_CUDA(cudaMalloc((void **)&recv, bytes));
+  E2E_CUDA(cudaDeviceSynchronize());
   cudaEvent_t produced, done;
-  SE_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-  SE_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  SE_CUDA(a2asim_stream_set_delay(comm_s, 30000)); /* communication is slow */
+  E2E_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  E2E_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  E2E_CUDA(a2asim_stream_set_delay(comm_s, 30000)); /* communication is slow */
 
   int wrong = 0;
   for (int step = 1; step <= STEPS; step++) {
     float *send = block; /* tensor A */
-    for (int p = 0; p < nranks; p++) se_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
-    SE_CUDA(cudaEventRecord(produced, comp));
-    SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
-    SE_NCCL(ncclGroupStart());
+    for (int p = 0; p < nranks; p++) e2e_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+    E2E_CUDA(cudaEventRecord(produced, comp));
+    E2E_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    E2E_NCCL(ncclGroupStart());
     for (int p = 0; p < nranks; p++) {
-      SE_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-      SE_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      E2E_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      E2E_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
     }
-    SE_NCCL(ncclGroupEnd());
+    E2E_NCCL(ncclGroupEnd());
     /* Tensor A is dropped; tensor B gets the same block on the compute
      * stream. */
     if (fixed) {
-      SE_CUDA(cudaEventRecord(done, comm_s));
+      E2E_CUDA(cudaEventRecord(done, comm_s));
       cudaError_t q;
       while ((q = cudaEventQuery(done)) == cudaErrorNotReady) sched_yield();
-      SE_CUDA(q);
+      E2E_CUDA(q);
     }
     float *tensor_b = block;
-    SE_CUDA(cudaMemsetAsync(tensor_b, 0, bytes, comp));
-    SE_CUDA(cudaStreamSynchronize(comm_s));
-    SE_CUDA(cudaStreamSynchronize(comp));
-    SE_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
+    E2E_CUDA(cudaMemsetAsync(tensor_b, 0, bytes, comp));
+    E2E_CUDA(cudaStreamSynchronize(comm_s));
+    E2E_CUDA(cudaStreamSynchronize(comp));
+    E2E_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
     for (int p = 0; p < nranks; p++)
       for (int i = 0; i < N; i++)
         if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
   }
   if (wrong) fprintf(stderr, "rank %d: %d wrong chunks\n", rank, wrong);
-  SE_CUDA(cudaEventDestroy(produced));
-  SE_CUDA(cudaEventDestroy(done));
-  SE_CUDA(cudaFree(block));
-  SE_CUDA(cudaFree(recv));
-  SE_CUDA(cudaStreamDestroy(comp));
-  SE_CUDA(cudaStreamDestroy(comm_s));
+  E2E_CUDA(cudaEventDestroy(produced));
+  E2E_CUDA(cudaEventDestroy(done));
+  E2E_CUDA(cudaFree(block));
+  E2E_CUDA(cudaFree(recv));
+  E2E_CUDA(cudaStreamDestroy(comp));
+  E2E_CUDA(cudaStreamDestroy(comm_s));
   free(host);
-  return wrong ? SE_DATA_WRONG : 0;
+  return wrong ? E2E_DATA_WRONG : 0;
 }
 
 int main(int argc, char **argv) {
-  int fixed = se_fixed_arg(argc, argv);
-  return se_verdict(se_run_ranks(2, rank_main, &fixed));
+  int fixed = e2e_fixed(argc, argv);
+  return e2e_verdict(NULL, e2e_run_ranks(2, e2e_register_kernels, rank_main, &fixed));
 }

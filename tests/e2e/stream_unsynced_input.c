@@ -20,7 +20,7 @@
  * first use; the upload is known through the recent-copy ring, so the
  * finding comes from the first step.
  */
-#include "stream_common.h"
+#include "e2e_common.h"
 
 #define N 1024 /* floats per peer */
 #define STEPS 3
@@ -35,66 +35,66 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   const mode *m = arg;
   int fixed = m->fixed;
   cudaStream_t comp, comm_s;
-  SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  E2E_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  E2E_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
   size_t bytes = (size_t)nranks * N * sizeof(float);
   float *send, *recv, *host = malloc(bytes), *pinned;
-  SE_CUDA(cudaMallocHost((void **)&pinned, bytes));
-  SE_CUDA(cudaMalloc((void **)&send, bytes));
-  SE_CUDA(cudaMalloc((void **)&recv, bytes));
-  SE_CUDA(cudaMemset(send, 0, bytes));
-  SE_CUDA(cudaMemset(recv, 0, bytes));
-  SE_CUDA(cudaDeviceSynchronize());
+  E2E_CUDA(cudaMallocHost((void **)&pinned, bytes));
+  E2E_CUDA(cudaMalloc((void **)&send, bytes));
+  E2E_CUDA(cudaMalloc((void **)&recv, bytes));
+  E2E_CUDA(cudaMemset(send, 0, bytes));
+  E2E_CUDA(cudaMemset(recv, 0, bytes));
+  E2E_CUDA(cudaDeviceSynchronize());
   cudaEvent_t produced;
-  SE_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-  SE_CUDA(a2asim_stream_set_delay(comp, 30000)); /* the producer is slow */
+  E2E_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  E2E_CUDA(a2asim_stream_set_delay(comp, 30000)); /* the producer is slow */
 
   int wrong = 0;
   float *const send0 = send;
   for (int step = 1; step <= STEPS; step++) {
     if (m->fresh) {
-      SE_CUDA(cudaMallocAsync((void **)&send, bytes, comm_s));
-      SE_CUDA(cudaStreamSynchronize(comm_s));
+      E2E_CUDA(cudaMallocAsync((void **)&send, bytes, comm_s));
+      E2E_CUDA(cudaStreamSynchronize(comm_s));
       for (int p = 0; p < nranks; p++)
         for (int i = 0; i < N; i++) pinned[(size_t)p * N + i] = base_of(step, rank, p) + (float)i;
-      SE_CUDA(cudaMemcpyAsync(send, pinned, bytes, cudaMemcpyHostToDevice, comp));
+      E2E_CUDA(cudaMemcpyAsync(send, pinned, bytes, cudaMemcpyHostToDevice, comp));
     } else {
-      for (int p = 0; p < nranks; p++) se_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+      for (int p = 0; p < nranks; p++) e2e_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
     }
     if (fixed) {
-      SE_CUDA(cudaEventRecord(produced, comp));
-      SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+      E2E_CUDA(cudaEventRecord(produced, comp));
+      E2E_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
     }
-    SE_NCCL(ncclGroupStart());
+    E2E_NCCL(ncclGroupStart());
     for (int p = 0; p < nranks; p++) {
-      SE_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-      SE_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      E2E_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      E2E_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
     }
-    SE_NCCL(ncclGroupEnd());
-    SE_CUDA(cudaStreamSynchronize(comm_s));
-    SE_CUDA(cudaStreamSynchronize(comp));
+    E2E_NCCL(ncclGroupEnd());
+    E2E_CUDA(cudaStreamSynchronize(comm_s));
+    E2E_CUDA(cudaStreamSynchronize(comp));
     if (m->fresh) {
-      SE_CUDA(cudaFreeAsync(send, comm_s));
+      E2E_CUDA(cudaFreeAsync(send, comm_s));
       send = send0;
     }
-    SE_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
+    E2E_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
     for (int p = 0; p < nranks; p++)
       for (int i = 0; i < N; i++)
         if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
   }
   if (wrong) fprintf(stderr, "rank %d: %d wrong chunks\n", rank, wrong);
-  SE_CUDA(cudaEventDestroy(produced));
-  SE_CUDA(cudaFree(send));
-  SE_CUDA(cudaFree(recv));
-  SE_CUDA(cudaStreamDestroy(comp));
-  SE_CUDA(cudaStreamDestroy(comm_s));
-  SE_CUDA(cudaFreeHost(pinned));
+  E2E_CUDA(cudaEventDestroy(produced));
+  E2E_CUDA(cudaFree(send));
+  E2E_CUDA(cudaFree(recv));
+  E2E_CUDA(cudaStreamDestroy(comp));
+  E2E_CUDA(cudaStreamDestroy(comm_s));
+  E2E_CUDA(cudaFreeHost(pinned));
   free(host);
-  return wrong ? SE_DATA_WRONG : 0;
+  return wrong ? E2E_DATA_WRONG : 0;
 }
 
 int main(int argc, char **argv) {
   const char *a = argc > 1 ? argv[1] : "buggy";
   mode m = {strncmp(a, "fixed", 5) == 0, strstr(a, "-fresh") != NULL};
-  return se_verdict(se_run_ranks(2, rank_main, &m));
+  return e2e_verdict(NULL, e2e_run_ranks(2, e2e_register_kernels, rank_main, &m));
 }

@@ -15,7 +15,7 @@
  * the buffer before NCCL wrote it; the fixed version synchronizes the host
  * with the operation's end event first.
  */
-#include "stream_common.h"
+#include "e2e_common.h"
 
 #define N 1024
 #define STEPS 3
@@ -30,61 +30,61 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   const mode *m = arg;
   int fixed = m->fixed;
   cudaStream_t comp, comm_s;
-  SE_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  SE_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  E2E_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  E2E_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
   size_t bytes = (size_t)nranks * N * sizeof(float);
   float *send, *recv, *out, *host = malloc(bytes);
-  SE_CUDA(cudaMalloc((void **)&send, bytes));
-  SE_CUDA(cudaMalloc((void **)&recv, bytes));
-  SE_CUDA(cudaMalloc((void **)&out, bytes));
-  SE_CUDA(cudaMemset(recv, 0, bytes));
-  SE_CUDA(cudaDeviceSynchronize());
+  E2E_CUDA(cudaMalloc((void **)&send, bytes));
+  E2E_CUDA(cudaMalloc((void **)&recv, bytes));
+  E2E_CUDA(cudaMalloc((void **)&out, bytes));
+  E2E_CUDA(cudaMemset(recv, 0, bytes));
+  E2E_CUDA(cudaDeviceSynchronize());
   cudaEvent_t produced, done;
-  SE_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-  SE_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  SE_CUDA(a2asim_stream_set_delay(comm_s, 30000)); /* communication is slow */
+  E2E_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  E2E_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  E2E_CUDA(a2asim_stream_set_delay(comm_s, 30000)); /* communication is slow */
 
   int wrong = 0;
   for (int step = 1; step <= STEPS; step++) {
-    for (int p = 0; p < nranks; p++) se_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
-    SE_CUDA(cudaEventRecord(produced, comp));
-    SE_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
-    SE_NCCL(ncclGroupStart());
+    for (int p = 0; p < nranks; p++) e2e_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+    E2E_CUDA(cudaEventRecord(produced, comp));
+    E2E_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    E2E_NCCL(ncclGroupStart());
     for (int p = 0; p < nranks; p++) {
-      SE_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-      SE_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      E2E_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
+      E2E_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
     }
-    SE_NCCL(ncclGroupEnd());
-    SE_CUDA(cudaEventRecord(done, comm_s));
+    E2E_NCCL(ncclGroupEnd());
+    E2E_CUDA(cudaEventRecord(done, comm_s));
     if (m->host) {
-      if (fixed) SE_CUDA(cudaEventSynchronize(done));
-      SE_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost)); /* the consumer */
-      SE_CUDA(cudaStreamSynchronize(comm_s));
+      if (fixed) E2E_CUDA(cudaEventSynchronize(done));
+      E2E_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost)); /* the consumer */
+      E2E_CUDA(cudaStreamSynchronize(comm_s));
     } else {
-      if (fixed) SE_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
-      se_copy(comp, out, recv, nranks * N);                     /* the consumer */
-      SE_CUDA(cudaStreamSynchronize(comp));
-      SE_CUDA(cudaStreamSynchronize(comm_s));
-      SE_CUDA(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
+      if (fixed) E2E_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
+      e2e_copy(comp, out, recv, nranks * N);                     /* the consumer */
+      E2E_CUDA(cudaStreamSynchronize(comp));
+      E2E_CUDA(cudaStreamSynchronize(comm_s));
+      E2E_CUDA(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
     }
     for (int p = 0; p < nranks; p++)
       for (int i = 0; i < N; i++)
         if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
   }
   if (wrong) fprintf(stderr, "rank %d: %d wrong chunks\n", rank, wrong);
-  SE_CUDA(cudaEventDestroy(produced));
-  SE_CUDA(cudaEventDestroy(done));
-  SE_CUDA(cudaFree(send));
-  SE_CUDA(cudaFree(recv));
-  SE_CUDA(cudaFree(out));
-  SE_CUDA(cudaStreamDestroy(comp));
-  SE_CUDA(cudaStreamDestroy(comm_s));
+  E2E_CUDA(cudaEventDestroy(produced));
+  E2E_CUDA(cudaEventDestroy(done));
+  E2E_CUDA(cudaFree(send));
+  E2E_CUDA(cudaFree(recv));
+  E2E_CUDA(cudaFree(out));
+  E2E_CUDA(cudaStreamDestroy(comp));
+  E2E_CUDA(cudaStreamDestroy(comm_s));
   free(host);
-  return wrong ? SE_DATA_WRONG : 0;
+  return wrong ? E2E_DATA_WRONG : 0;
 }
 
 int main(int argc, char **argv) {
   const char *a = argc > 1 ? argv[1] : "buggy";
   mode m = {strncmp(a, "fixed", 5) == 0, strstr(a, "host") != NULL};
-  return se_verdict(se_run_ranks(2, rank_main, &m));
+  return e2e_verdict(NULL, e2e_run_ranks(2, e2e_register_kernels, rank_main, &m));
 }
