@@ -51,7 +51,7 @@
  *              measurement adds no synchronization
  *   racefixed  the same with the event edge (exit 0)
  */
-#include "perf_common.h"
+#include "e2e_common.h"
 
 #define STEPS 20
 
@@ -61,15 +61,15 @@ static size_t floats(size_t bytes) { return bytes / sizeof(float); }
 
 /* A2A of `bytes` in total per rank (count per peer = bytes / 4 / n floats). */
 static void a2a(float *send, float *recv, size_t bytes, int n, ncclComm_t comm, cudaStream_t s) {
-  PE_NCCL(ncclAlltoAll(send, recv, floats(bytes) / (size_t)n, ncclFloat, comm, s));
+  E2E_NCCL(ncclAlltoAll(send, recv, floats(bytes) / (size_t)n, ncclFloat, comm, s));
 }
 
 /* The consumer on sc is done with recv before the next AlltoAll on s
  * overwrites it: sc -> s edge (without it the next step races, and the
  * stream checks rightly say so). */
 static void consumed(cudaEvent_t ev, cudaStream_t sc, cudaStream_t s) {
-  PE_CUDA(cudaEventRecord(ev, sc));
-  PE_CUDA(cudaStreamWaitEvent(s, ev, 0));
+  E2E_CUDA(cudaEventRecord(ev, sc));
+  E2E_CUDA(cudaStreamWaitEvent(s, ev, 0));
 }
 
 static int body(int rank, int n, ncclComm_t comm, void *arg) {
@@ -77,47 +77,47 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
   const char *p = g_pattern;
   const size_t maxb = 4u << 20;
   float *send, *recv, *work;
-  PE_CUDA(cudaMalloc((void **)&send, maxb));
-  PE_CUDA(cudaMalloc((void **)&recv, maxb));
-  PE_CUDA(cudaMalloc((void **)&work, 4096));
+  E2E_CUDA(cudaMalloc((void **)&send, maxb));
+  E2E_CUDA(cudaMalloc((void **)&recv, maxb));
+  E2E_CUDA(cudaMalloc((void **)&work, 4096));
   cudaStream_t s, sc;
   if (strcmp(p, "priority") == 0) {
     int least = 0, greatest = 0;
-    PE_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    PE_CUDA(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
-    PE_CUDA(cudaStreamCreateWithPriority(&sc, cudaStreamNonBlocking, greatest < least ? greatest : -1));
+    E2E_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    E2E_CUDA(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
+    E2E_CUDA(cudaStreamCreateWithPriority(&sc, cudaStreamNonBlocking, greatest < least ? greatest : -1));
   } else {
-    PE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    PE_CUDA(cudaStreamCreateWithFlags(&sc, cudaStreamNonBlocking));
+    E2E_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    E2E_CUDA(cudaStreamCreateWithFlags(&sc, cudaStreamNonBlocking));
   }
   cudaEvent_t done, used;
-  PE_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  PE_CUDA(cudaEventCreateWithFlags(&used, cudaEventDisableTiming));
+  E2E_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  E2E_CUDA(cudaEventCreateWithFlags(&used, cudaEventDisableTiming));
   int status = 0;
 
   if (strcmp(p, "clean") == 0) {
     for (int i = 0; i < STEPS; i++) {
-      pe_compute(sc, work, 1024, 200);
+      e2e_compute(sc, work, 1024, 200);
       a2a(send, recv, 1u << 20, n, comm, s);
-      PE_CUDA(cudaEventRecord(done, s));
-      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      pe_compute(sc, recv, 1024, 100);
+      E2E_CUDA(cudaEventRecord(done, s));
+      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      e2e_compute(sc, recv, 1024, 100);
       consumed(used, sc, s);
     }
-    PE_CUDA(cudaStreamSynchronize(sc));
+    E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "overlap") == 0) {
     /* Independent compute issued right after each AlltoAll, on sc: about
      * 10 ms of kernel (5 ms of work + the 5 ms launch cost) under the
      * 15.5 ms AlltoAll; then the consumer waits for the AlltoAll. */
     for (int i = 0; i < STEPS; i++) {
       a2a(send, recv, 1u << 20, n, comm, s);
-      pe_compute(sc, work, 1024, 5000);
-      PE_CUDA(cudaEventRecord(done, s));
-      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      pe_compute(sc, recv, 1024, 100);
+      e2e_compute(sc, work, 1024, 5000);
+      E2E_CUDA(cudaEventRecord(done, s));
+      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      e2e_compute(sc, recv, 1024, 100);
       consumed(used, sc, s);
     }
-    PE_CUDA(cudaStreamSynchronize(sc));
+    E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "small") == 0 || strcmp(p, "batched") == 0) {
     for (int i = 0; i < 8; i++) a2a(send, recv, 4u << 20, n, comm, s);
     if (p[0] == 's') {
@@ -127,38 +127,38 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
       for (int i = 0; i < 6; i++) a2a(send, recv, 1u << 20, n, comm, s);
       a2a(send, recv, 256u << 10, n, comm, s);
     }
-    PE_CUDA(cudaStreamSynchronize(s));
+    E2E_CUDA(cudaStreamSynchronize(s));
   } else if (strcmp(p, "slowlink") == 0) {
     for (int i = 0; i < 48; i++) {
       if (i == 16) {
         /* Every rank, at the same point: the transfers get slower. */
-        PE_CUDA(cudaStreamSynchronize(s));
-        PE_CUDA(a2asim_stream_set_delay(s, 20000) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+        E2E_CUDA(cudaStreamSynchronize(s));
+        E2E_CUDA(a2asim_stream_set_delay(s, 20000) == 0 ? cudaSuccess : cudaErrorInvalidValue);
       }
       a2a(send, recv, 1u << 20, n, comm, s);
     }
-    PE_CUDA(cudaStreamSynchronize(s));
-    PE_CUDA(a2asim_stream_set_delay(s, 0) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+    E2E_CUDA(cudaStreamSynchronize(s));
+    E2E_CUDA(a2asim_stream_set_delay(s, 0) == 0 ? cudaSuccess : cudaErrorInvalidValue);
   } else if (strcmp(p, "imbalance") == 0) {
     for (int i = 0; i < 48; i++) {
       /* A straggler: rank 1 computes 60 ms before each of the last 32, and
        * rank 0's AlltoAll waits for it on the GPU. */
-      if (rank == 1 && i >= 16) pe_compute(s, work, 1024, 60000);
+      if (rank == 1 && i >= 16) e2e_compute(s, work, 1024, 60000);
       a2a(send, recv, 1u << 20, n, comm, s);
       /* The host looks at a result every 8 steps (and so no more than 32
        * operations are in flight: all of them are timed). */
-      if (i % 8 == 7) PE_CUDA(cudaStreamSynchronize(s));
+      if (i % 8 == 7) E2E_CUDA(cudaStreamSynchronize(s));
     }
-    PE_CUDA(cudaStreamSynchronize(s));
+    E2E_CUDA(cudaStreamSynchronize(s));
   } else if (strcmp(p, "skew") == 0) {
     for (int i = 0; i < 48; i++) {
-      if (i % 4 == 1 + 2 * (rank % 2)) pe_compute(s, work, 1024, 100000);
+      if (i % 4 == 1 + 2 * (rank % 2)) e2e_compute(s, work, 1024, 100000);
       a2a(send, recv, 1u << 20, n, comm, s);
-      PE_CUDA(cudaEventRecord(done, s));
-      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      pe_compute(sc, recv, 1024, 100);
+      E2E_CUDA(cudaEventRecord(done, s));
+      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      e2e_compute(sc, recv, 1024, 100);
       consumed(used, sc, s);
-      PE_CUDA(cudaStreamSynchronize(sc)); /* the host reads a result */
+      E2E_CUDA(cudaStreamSynchronize(sc)); /* the host reads a result */
     }
   } else if (strcmp(p, "forkchild") == 0) {
     for (int i = 0; i < 8; i++) {
@@ -172,101 +172,101 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
         if (waitpid(c, &ws, 0) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) status = 1;
       }
     }
-    PE_CUDA(cudaStreamSynchronize(s));
+    E2E_CUDA(cudaStreamSynchronize(s));
   } else if (strcmp(p, "latency") == 0) {
     float *host;
-    PE_CUDA(cudaMallocHost((void **)&host, 4096));
+    E2E_CUDA(cudaMallocHost((void **)&host, 4096));
     for (int i = 0; i < 40; i++) {
       for (int k = 0; k < 1024; k++) host[k] = (float)(i + k);
-      PE_CUDA(cudaMemcpyAsync(send, host, 4096, cudaMemcpyHostToDevice, s));
+      E2E_CUDA(cudaMemcpyAsync(send, host, 4096, cudaMemcpyHostToDevice, s));
       a2a(send, recv, 4096, n, comm, s);
-      PE_CUDA(cudaMemcpyAsync(host, recv, 4096, cudaMemcpyDeviceToHost, s));
-      PE_CUDA(cudaStreamSynchronize(s));
+      E2E_CUDA(cudaMemcpyAsync(host, recv, 4096, cudaMemcpyDeviceToHost, s));
+      E2E_CUDA(cudaStreamSynchronize(s));
     }
-    PE_CUDA(cudaFreeHost(host));
+    E2E_CUDA(cudaFreeHost(host));
   } else if (strcmp(p, "blocking") == 0) {
     for (int i = 0; i < STEPS; i++) {
-      pe_compute(sc, work, 1024, 200);
+      e2e_compute(sc, work, 1024, 200);
       a2a(send, recv, 1u << 20, n, comm, s);
-      PE_CUDA(cudaStreamSynchronize(s));
-      pe_compute(sc, recv, 1024, 100);
+      E2E_CUDA(cudaStreamSynchronize(s));
+      e2e_compute(sc, recv, 1024, 100);
       consumed(used, sc, s);
     }
-    PE_CUDA(cudaStreamSynchronize(sc));
+    E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "serial") == 0) {
     for (int i = 0; i < STEPS; i++) {
-      pe_compute(s, work, 1024, 200);
+      e2e_compute(s, work, 1024, 200);
       a2a(send, recv, 1u << 20, n, comm, s);
     }
-    PE_CUDA(cudaStreamSynchronize(s));
+    E2E_CUDA(cudaStreamSynchronize(s));
   } else if (strcmp(p, "devsync") == 0) {
     for (int i = 0; i < STEPS; i++) {
       a2a(send, recv, 1u << 20, n, comm, s);
-      PE_CUDA(cudaEventRecord(done, s));
-      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      pe_compute(sc, recv, 1024, 100);
+      E2E_CUDA(cudaEventRecord(done, s));
+      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      e2e_compute(sc, recv, 1024, 100);
       consumed(used, sc, s);
-      PE_CUDA(cudaDeviceSynchronize());
+      E2E_CUDA(cudaDeviceSynchronize());
     }
   } else if (strcmp(p, "churn") == 0) {
     for (int i = 0; i < STEPS; i++) {
       cudaStream_t t;
-      PE_CUDA(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
-      if (i > 0) PE_CUDA(cudaStreamWaitEvent(t, used, 0)); /* previous consumer */
+      E2E_CUDA(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+      if (i > 0) E2E_CUDA(cudaStreamWaitEvent(t, used, 0)); /* previous consumer */
       a2a(send, recv, 1u << 20, n, comm, t);
-      PE_CUDA(cudaEventRecord(done, t));
-      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      pe_compute(sc, recv, 1024, 100);
-      PE_CUDA(cudaEventRecord(used, sc));
-      PE_CUDA(cudaStreamDestroy(t));
+      E2E_CUDA(cudaEventRecord(done, t));
+      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      e2e_compute(sc, recv, 1024, 100);
+      E2E_CUDA(cudaEventRecord(used, sc));
+      E2E_CUDA(cudaStreamDestroy(t));
     }
-    PE_CUDA(cudaStreamSynchronize(sc));
+    E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "priority") == 0) {
     for (int i = 0; i < 4; i++) {
-      pe_compute(sc, work, 1024, 200);
+      e2e_compute(sc, work, 1024, 200);
       a2a(send, recv, 4u << 20, n, comm, s);
-      PE_CUDA(cudaEventRecord(done, s));
-      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      pe_compute(sc, recv, 1024, 100);
+      E2E_CUDA(cudaEventRecord(done, s));
+      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      e2e_compute(sc, recv, 1024, 100);
       consumed(used, sc, s);
     }
-    PE_CUDA(cudaStreamSynchronize(sc));
+    E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "race") == 0 || strcmp(p, "racefixed") == 0) {
     int nf = (int)floats(1u << 20);
     int *errors;
-    PE_CUDA(cudaMallocHost((void **)&errors, sizeof *errors));
+    E2E_CUDA(cudaMallocHost((void **)&errors, sizeof *errors));
     *errors = 0;
     /* Every rank sends base 1000 + i in every chunk; chunk r of recv is
      * what rank r sent to us: 1000 + (its chunk index = our rank) ... all
      * chunks hold the same pattern when every rank fills the same way. */
     int chunk = nf / n;
-    for (int r = 0; r < n; r++) pe_fill(s, send + (size_t)r * chunk, chunk, 1000.0f);
-    pe_fill(s, recv, nf, -1.0f);
-    PE_CUDA(cudaStreamSynchronize(s));
-    PE_CUDA(a2asim_stream_set_delay(s, 20000) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+    for (int r = 0; r < n; r++) e2e_fill(s, send + (size_t)r * chunk, chunk, 1000.0f);
+    e2e_fill(s, recv, nf, -1.0f);
+    E2E_CUDA(cudaStreamSynchronize(s));
+    E2E_CUDA(a2asim_stream_set_delay(s, 20000) == 0 ? cudaSuccess : cudaErrorInvalidValue);
     a2a(send, recv, 1u << 20, n, comm, s);
     if (strcmp(p, "racefixed") == 0) {
-      PE_CUDA(cudaEventRecord(done, s));
-      PE_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      E2E_CUDA(cudaEventRecord(done, s));
+      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
     }
-    for (int r = 0; r < n; r++) pe_check(sc, recv + (size_t)r * chunk, chunk, 1000.0f, errors);
-    PE_CUDA(cudaStreamSynchronize(sc));
-    PE_CUDA(cudaStreamSynchronize(s));
-    PE_CUDA(a2asim_stream_set_delay(s, 0) == 0 ? cudaSuccess : cudaErrorInvalidValue);
-    if (*errors) status = PE_DATA_WRONG;
-    PE_CUDA(cudaFreeHost(errors));
+    for (int r = 0; r < n; r++) e2e_check(sc, recv + (size_t)r * chunk, chunk, 1000.0f, errors);
+    E2E_CUDA(cudaStreamSynchronize(sc));
+    E2E_CUDA(cudaStreamSynchronize(s));
+    E2E_CUDA(a2asim_stream_set_delay(s, 0) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+    if (*errors) status = E2E_DATA_WRONG;
+    E2E_CUDA(cudaFreeHost(errors));
   } else {
     fprintf(stderr, "unknown pattern %s\n", p);
     status = 1;
   }
 
-  PE_CUDA(cudaEventDestroy(done));
-  PE_CUDA(cudaEventDestroy(used));
-  PE_CUDA(cudaStreamDestroy(s));
-  PE_CUDA(cudaStreamDestroy(sc));
-  PE_CUDA(cudaFree(send));
-  PE_CUDA(cudaFree(recv));
-  PE_CUDA(cudaFree(work));
+  E2E_CUDA(cudaEventDestroy(done));
+  E2E_CUDA(cudaEventDestroy(used));
+  E2E_CUDA(cudaStreamDestroy(s));
+  E2E_CUDA(cudaStreamDestroy(sc));
+  E2E_CUDA(cudaFree(send));
+  E2E_CUDA(cudaFree(recv));
+  E2E_CUDA(cudaFree(work));
   return status;
 }
 
@@ -283,7 +283,5 @@ int main(int argc, char **argv) {
   if (at) { *at = '\0'; n = atoi(at + 1); }
   g_pattern = pat;
   if (n < 1 || n > 16) return 2;
-  int st = pe_run_ranks(n, body, NULL);
-  printf("%s: %s\n", g_pattern, st == 0 ? "DATA OK" : st == PE_DATA_WRONG ? "DATA WRONG" : "FAILED");
-  return st;
+  return e2e_verdict(g_pattern, e2e_run_ranks(n, e2e_register_kernels, body, NULL));
 }
