@@ -58,8 +58,12 @@
  *                  -> size.p2p-mismatch naming ranks 0 and 3 (and the hang
  *                  it causes ends with group.deadlock, exit 66)
  *   heartbeat      a background "heartbeat" thread issues a 1-element
- *                  AllReduce on the same communicator as the main thread's
- *                  training AllReduces, without a lock
+ *                  AllReduce on the same communicator as the main thread,
+ *                  without a lock, while the main thread has an open NCCL
+ *                  group holding its AllReduce (made deterministic with a
+ *                  host handshake: the heartbeat posts between the main
+ *                  thread's ncclGroupStart and ncclGroupEnd; every rank does
+ *                  the same, so the program itself does not hang)
  *                  -> group.concurrent-use
  */
 #include "scenario_common.h"
@@ -73,6 +77,7 @@ static int is(const char *m) { return strcmp(mode, m) == 0; }
 /* heartbeat: a second thread using the main thread's communicator */
 static ncclComm_t hb_comm;
 static int hb_device;
+static sc_tbarrier hb_bar; /* main thread <-> heartbeat handshake */
 static void *heartbeat_thread(void *arg) {
   (void)arg;
   sc_rank = 99;
@@ -81,7 +86,12 @@ static void *heartbeat_thread(void *arg) {
   SC_CUDA(cudaStreamCreateWithFlags(&hs, cudaStreamNonBlocking));
   int *flag;
   SC_CUDA(cudaMalloc((void **)&flag, sizeof(int)));
-  for (int t = 0; t < 200; t++) SC_NCCL(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, hb_comm, hs));
+  SC_CUDA(cudaMemsetAsync(flag, 0, sizeof(int), hs));
+  for (int t = 0; t < 3; t++) {
+    sc_tbarrier_wait(&hb_bar); /* the main thread's group is open */
+    SC_NCCL(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, hb_comm, hs));
+    sc_tbarrier_wait(&hb_bar);
+  }
   SC_CUDA(cudaStreamSynchronize(hs));
   SC_CUDA(cudaFree(flag));
   SC_CUDA(cudaStreamDestroy(hs));
@@ -267,10 +277,17 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   } else if (is("heartbeat")) {
     hb_comm = comm;
     SC_CUDA(cudaGetDevice(&hb_device));
+    sc_tbarrier_init(&hb_bar, 2);
     pthread_t th;
     pthread_create(&th, NULL, heartbeat_thread, NULL);
-    for (int t = 0; t < 200; t++) SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
-    SC_CUDA(cudaStreamSynchronize(s));
+    for (int t = 0; t < 3; t++) {
+      SC_NCCL(ncclGroupStart());
+      SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+      sc_tbarrier_wait(&hb_bar); /* let the heartbeat post now */
+      sc_tbarrier_wait(&hb_bar); /* ... and return */
+      SC_NCCL(ncclGroupEnd());
+      SC_CUDA(cudaStreamSynchronize(s));
+    }
     pthread_join(th, NULL);
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
