@@ -27,6 +27,11 @@
  *                 read at once with a plain cudaMemcpy (legacy default stream,
  *                 which does not wait for non-blocking streams)
  *                 -> stream.unsynced-output
+ *   stream_device the communication stream is created while device 0 is
+ *                 current (at "import time", before cudaSetDevice(local_rank)),
+ *                 then used with communicators and buffers of device rank:
+ *                 what NCCL returns is printed; a2acheck should say why
+ *                 (group.device-mismatch or similar)
  *   dup_device    every rank binds device rank % 2 (A2ASIM_DEVICES=2) before
  *                 ncclCommInitRank -> group.duplicate-device across processes
  *                 (NCCL refuses the init: printed, not fatal)
@@ -54,6 +59,12 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     fprintf(stderr, "rank %d: ncclCommInitRank -> %d\n", rank, (int)r);
     if (r == ncclSuccess) ncclCommDestroy(comm);
     return 0;
+  }
+  cudaStream_t s0 = NULL;
+  if (is("stream_device")) {
+    SC_CUDA(cudaSetDevice(0));
+    SC_CUDA(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking)); /* the bug */
+    SC_CUDA(cudaSetDevice(rank));
   }
   SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
   cudaStream_t s;
@@ -142,6 +153,13 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_CUDA(cudaMemcpy(&first, b, sizeof first, cudaMemcpyDeviceToHost)); /* the bug */
     SC_CUDA(cudaStreamSynchronize(s));
     if (first != 10.0f) fprintf(stderr, "rank %d: read %g before the AllReduce finished\n", rank, first);
+  } else if (is("stream_device")) {
+    sc_fill(a, N, 1.0f, 0.0f, s);
+    SC_CUDA(cudaStreamSynchronize(s));
+    ncclResult_t r = ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s0);
+    cudaError_t e = cudaStreamSynchronize(s0);
+    fprintf(stderr, "rank %d: AllReduce on a stream of device 0 -> %d, sync -> %d\n", rank, (int)r, (int)e);
+    SC_CUDA(cudaStreamDestroy(s0));
   } else if (is("redop")) {
     SC_NCCL(ncclReduceScatter(a, b, N, ncclFloat32, rank == 1 ? ncclMax : ncclSum, comm, s));
     SC_CUDA(cudaStreamSynchronize(s));

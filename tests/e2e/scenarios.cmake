@@ -283,6 +283,10 @@ exit $fail
           --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_memcpy_reads_in_flight bugs2 memcpy_race
     CHECK --expect stream.unsynced-output:error --allow stream.unsynced-output --no-other-errors)
+  # qa-known-failing: QA F21 (a stream of another device is accepted silently).
+  a2a_scenario(bug_stream_other_device bugs2 stream_device KNOWN_FAILING
+    CHECK --expect group.device-mismatch:error@1 --expect group.device-mismatch:error@3
+          --forbid "*@0" --allow group.device-mismatch --no-other-errors)
   a2a_scenario(bug_redop_mismatch bugs2 redop STATUS 0,66 WITHIN 20
     CHECK --expect size.collective-mismatch:error@1 --allow size.collective-mismatch --allow group.deadlock
           --no-other-errors)
