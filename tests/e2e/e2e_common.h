@@ -123,6 +123,20 @@ static inline cudaStream_t e2e_stream(void) {
   return s;
 }
 
+/* An event without timing, what frameworks record for stream edges. */
+static inline cudaEvent_t e2e_event(void) {
+  cudaEvent_t ev;
+  E2E_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  return ev;
+}
+
+/* A stream edge: `to` waits for the work submitted to `from` so far
+ * (ev recorded on from, then cudaStreamWaitEvent(to, ev)). */
+static inline void e2e_edge(cudaEvent_t ev, cudaStream_t from, cudaStream_t to) {
+  E2E_CUDA(cudaEventRecord(ev, from));
+  E2E_CUDA(cudaStreamWaitEvent(to, ev, 0));
+}
+
 /* ---- ranks ------------------------------------------------------------- */
 
 typedef int (*e2e_rank_fn)(int rank, int nranks, ncclComm_t comm, void *arg);

@@ -17,7 +17,7 @@
  * not written yet (wrong data, stream.unsynced-output) - proof that the
  * clean run's silence is not the analyzer being blind.
  */
-#include "e2e_common.h"
+#include "stream_common.h"
 
 #define N 16
 #define STEPS_DEFAULT 1000
@@ -31,9 +31,7 @@ typedef struct opts {
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   const opts *o = arg;
   int steps = o->steps;
-  cudaStream_t comp, comm_s;
-  E2E_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  E2E_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  cudaStream_t comp = e2e_stream(), comm_s = e2e_stream();
   size_t bytes = (size_t)nranks * N * sizeof(float);
   float *send, *recv;
   int *errors;
@@ -42,22 +40,14 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   E2E_CUDA(cudaMalloc((void **)&errors, sizeof(int)));
   E2E_CUDA(cudaMemset(errors, 0, sizeof(int)));
   E2E_CUDA(cudaDeviceSynchronize());
-  cudaEvent_t produced, done;
-  E2E_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-  E2E_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  cudaEvent_t produced = e2e_event(), done = e2e_event();
   if (o->nowait) E2E_CUDA(a2asim_stream_set_delay(comm_s, 2000));
 
   for (int step = 0; step < steps; step++) {
     /* send[p*N + i] = base(step, rank) + p*N + i */
     e2e_fill(comp, send, nranks * N, base_of(step, rank));
-    E2E_CUDA(cudaEventRecord(produced, comp));
-    E2E_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
-    E2E_NCCL(ncclGroupStart());
-    for (int p = 0; p < nranks; p++) {
-      E2E_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-      E2E_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-    }
-    E2E_NCCL(ncclGroupEnd());
+    e2e_edge(produced, comp, comm_s);
+    se_alltoall(send, recv, N, nranks, comm, comm_s);
     E2E_CUDA(cudaEventRecord(done, comm_s));
     if (!o->nowait) E2E_CUDA(cudaStreamWaitEvent(comp, done, 0)); /* work.wait() */
     for (int q = 0; q < nranks; q++)

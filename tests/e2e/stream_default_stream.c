@@ -5,11 +5,9 @@
  * fixed one a stream created with cudaStreamNonBlocking. Both compute the
  * right data: the finding is about lost overlap, not corruption.
  */
-#include "e2e_common.h"
+#include "stream_common.h"
 
 #define N 256
-
-static float base_of(int from, int to) { return (float)(from * 1000 + to * 10); }
 
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   int fixed = *(int *)arg;
@@ -19,19 +17,11 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   float *send, *recv, *host = malloc(bytes);
   E2E_CUDA(cudaMalloc((void **)&send, bytes));
   E2E_CUDA(cudaMalloc((void **)&recv, bytes));
-  for (int p = 0; p < nranks; p++) e2e_fill(s, send + (size_t)p * N, N, base_of(rank, p));
-  E2E_NCCL(ncclGroupStart());
-  for (int p = 0; p < nranks; p++) {
-    E2E_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, s));
-    E2E_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, s));
-  }
-  E2E_NCCL(ncclGroupEnd());
+  se_fill_chunks(s, send, N, nranks, 0, rank);
+  se_alltoall(send, recv, N, nranks, comm, s);
   E2E_CUDA(cudaStreamSynchronize(s));
   E2E_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
-  int wrong = 0;
-  for (int p = 0; p < nranks; p++)
-    for (int i = 0; i < N; i++)
-      if (host[(size_t)p * N + i] != base_of(p, rank) + (float)i) { wrong++; break; }
+  int wrong = se_wrong_chunks(host, N, nranks, 0, rank);
   E2E_CUDA(cudaFree(send));
   E2E_CUDA(cudaFree(recv));
   if (fixed) E2E_CUDA(cudaStreamDestroy(s));

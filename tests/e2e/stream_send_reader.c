@@ -16,7 +16,7 @@
  * too early (wrong data, stream.unsynced-output) - proof that the clean
  * run's silence is not the analyzer being blind to these streams.
  */
-#include "e2e_common.h"
+#include "stream_common.h"
 
 #define N 1024
 #define STEPS 3
@@ -25,9 +25,7 @@ static float base_of(int step, int from) { return (float)(step * 100000 + from *
 
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   int nowait = *(int *)arg;
-  cudaStream_t comp, comm_s;
-  E2E_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  E2E_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  cudaStream_t comp = e2e_stream(), comm_s = e2e_stream();
   int total = nranks * N;
   size_t bytes = (size_t)total * sizeof(float);
   float *x, *recv, *residual;
@@ -38,16 +36,13 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   E2E_CUDA(cudaMalloc((void **)&errors, sizeof(int)));
   E2E_CUDA(cudaMemset(errors, 0, sizeof(int)));
   E2E_CUDA(cudaDeviceSynchronize());
-  cudaEvent_t produced, done;
-  E2E_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-  E2E_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  cudaEvent_t produced = e2e_event(), done = e2e_event();
   E2E_CUDA(a2asim_stream_set_delay(comm_s, 20000)); /* communication is slow */
 
   for (int step = 0; step < STEPS; step++) {
     /* x[p*N + i] = base(step, rank) + p*N + i: chunk p goes to rank p */
     e2e_fill(comp, x, total, base_of(step, rank));
-    E2E_CUDA(cudaEventRecord(produced, comp));
-    E2E_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    e2e_edge(produced, comp, comm_s);
     E2E_NCCL(ncclAlltoAll(x, recv, N, ncclFloat, comm, comm_s));
     E2E_CUDA(cudaEventRecord(done, comm_s));
     /* The residual connection reads x while the all-to-all sends it. */

@@ -20,12 +20,10 @@
  * first use; the upload is known through the recent-copy ring, so the
  * finding comes from the first step.
  */
-#include "e2e_common.h"
+#include "stream_common.h"
 
 #define N 1024 /* floats per peer */
 #define STEPS 3
-
-static float base_of(int step, int from, int to) { return (float)(step * 100000 + from * 1000 + to * 10); }
 
 typedef struct mode {
   int fixed, fresh;
@@ -34,9 +32,7 @@ typedef struct mode {
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   const mode *m = arg;
   int fixed = m->fixed;
-  cudaStream_t comp, comm_s;
-  E2E_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  E2E_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  cudaStream_t comp = e2e_stream(), comm_s = e2e_stream();
   size_t bytes = (size_t)nranks * N * sizeof(float);
   float *send, *recv, *host = malloc(bytes), *pinned;
   E2E_CUDA(cudaMallocHost((void **)&pinned, bytes));
@@ -45,8 +41,7 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   E2E_CUDA(cudaMemset(send, 0, bytes));
   E2E_CUDA(cudaMemset(recv, 0, bytes));
   E2E_CUDA(cudaDeviceSynchronize());
-  cudaEvent_t produced;
-  E2E_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  cudaEvent_t produced = e2e_event();
   E2E_CUDA(a2asim_stream_set_delay(comp, 30000)); /* the producer is slow */
 
   int wrong = 0;
@@ -56,21 +51,13 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
       E2E_CUDA(cudaMallocAsync((void **)&send, bytes, comm_s));
       E2E_CUDA(cudaStreamSynchronize(comm_s));
       for (int p = 0; p < nranks; p++)
-        for (int i = 0; i < N; i++) pinned[(size_t)p * N + i] = base_of(step, rank, p) + (float)i;
+        for (int i = 0; i < N; i++) pinned[(size_t)p * N + i] = se_base(step, rank, p) + (float)i;
       E2E_CUDA(cudaMemcpyAsync(send, pinned, bytes, cudaMemcpyHostToDevice, comp));
     } else {
-      for (int p = 0; p < nranks; p++) e2e_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
+      se_fill_chunks(comp, send, N, nranks, step, rank);
     }
-    if (fixed) {
-      E2E_CUDA(cudaEventRecord(produced, comp));
-      E2E_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
-    }
-    E2E_NCCL(ncclGroupStart());
-    for (int p = 0; p < nranks; p++) {
-      E2E_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-      E2E_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-    }
-    E2E_NCCL(ncclGroupEnd());
+    if (fixed) e2e_edge(produced, comp, comm_s);
+    se_alltoall(send, recv, N, nranks, comm, comm_s);
     E2E_CUDA(cudaStreamSynchronize(comm_s));
     E2E_CUDA(cudaStreamSynchronize(comp));
     if (m->fresh) {
@@ -78,9 +65,7 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
       send = send0;
     }
     E2E_CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
-    for (int p = 0; p < nranks; p++)
-      for (int i = 0; i < N; i++)
-        if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
+    wrong += se_wrong_chunks(host, N, nranks, step, rank);
   }
   if (wrong) fprintf(stderr, "rank %d: %d wrong chunks\n", rank, wrong);
   E2E_CUDA(cudaEventDestroy(produced));

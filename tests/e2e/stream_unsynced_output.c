@@ -15,12 +15,10 @@
  * the buffer before NCCL wrote it; the fixed version synchronizes the host
  * with the operation's end event first.
  */
-#include "e2e_common.h"
+#include "stream_common.h"
 
 #define N 1024
 #define STEPS 3
-
-static float base_of(int step, int from, int to) { return (float)(step * 100000 + from * 1000 + to * 10); }
 
 typedef struct mode {
   int fixed, host;
@@ -29,9 +27,7 @@ typedef struct mode {
 static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   const mode *m = arg;
   int fixed = m->fixed;
-  cudaStream_t comp, comm_s;
-  E2E_CUDA(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  E2E_CUDA(cudaStreamCreateWithFlags(&comm_s, cudaStreamNonBlocking));
+  cudaStream_t comp = e2e_stream(), comm_s = e2e_stream();
   size_t bytes = (size_t)nranks * N * sizeof(float);
   float *send, *recv, *out, *host = malloc(bytes);
   E2E_CUDA(cudaMalloc((void **)&send, bytes));
@@ -39,22 +35,14 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   E2E_CUDA(cudaMalloc((void **)&out, bytes));
   E2E_CUDA(cudaMemset(recv, 0, bytes));
   E2E_CUDA(cudaDeviceSynchronize());
-  cudaEvent_t produced, done;
-  E2E_CUDA(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-  E2E_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  cudaEvent_t produced = e2e_event(), done = e2e_event();
   E2E_CUDA(a2asim_stream_set_delay(comm_s, 30000)); /* communication is slow */
 
   int wrong = 0;
   for (int step = 1; step <= STEPS; step++) {
-    for (int p = 0; p < nranks; p++) e2e_fill(comp, send + (size_t)p * N, N, base_of(step, rank, p));
-    E2E_CUDA(cudaEventRecord(produced, comp));
-    E2E_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
-    E2E_NCCL(ncclGroupStart());
-    for (int p = 0; p < nranks; p++) {
-      E2E_NCCL(ncclSend(send + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-      E2E_NCCL(ncclRecv(recv + (size_t)p * N, N, ncclFloat, p, comm, comm_s));
-    }
-    E2E_NCCL(ncclGroupEnd());
+    se_fill_chunks(comp, send, N, nranks, step, rank);
+    e2e_edge(produced, comp, comm_s);
+    se_alltoall(send, recv, N, nranks, comm, comm_s);
     E2E_CUDA(cudaEventRecord(done, comm_s));
     if (m->host) {
       if (fixed) E2E_CUDA(cudaEventSynchronize(done));
@@ -67,9 +55,7 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
       E2E_CUDA(cudaStreamSynchronize(comm_s));
       E2E_CUDA(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
     }
-    for (int p = 0; p < nranks; p++)
-      for (int i = 0; i < N; i++)
-        if (host[(size_t)p * N + i] != base_of(step, p, rank) + (float)i) { wrong++; break; }
+    wrong += se_wrong_chunks(host, N, nranks, step, rank);
   }
   if (wrong) fprintf(stderr, "rank %d: %d wrong chunks\n", rank, wrong);
   E2E_CUDA(cudaEventDestroy(produced));
