@@ -64,12 +64,16 @@ static void a2a(float *send, float *recv, size_t bytes, int n, ncclComm_t comm, 
   E2E_NCCL(ncclAlltoAll(send, recv, floats(bytes) / (size_t)n, ncclFloat, comm, s));
 }
 
-/* The consumer on sc is done with recv before the next AlltoAll on s
- * overwrites it: sc -> s edge (without it the next step races, and the
- * stream checks rightly say so). */
-static void consumed(cudaEvent_t ev, cudaStream_t sc, cudaStream_t s) {
-  E2E_CUDA(cudaEventRecord(ev, sc));
-  E2E_CUDA(cudaStreamWaitEvent(s, ev, 0));
+/* The consumer of an AlltoAll's output: sc waits for the AlltoAll on s
+ * (event `done`), a kernel reads recv on sc, and s waits for that kernel
+ * (event `used`), so the consumer is done with recv before the next
+ * AlltoAll on s overwrites it (without that edge the next step races, and
+ * the stream checks rightly say so). */
+static void consume(float *recv, cudaEvent_t done, cudaEvent_t used, cudaStream_t s,
+                    cudaStream_t sc) {
+  e2e_edge(done, s, sc);
+  e2e_compute(sc, recv, 1024, 100);
+  e2e_edge(used, sc, s);
 }
 
 static int body(int rank, int n, ncclComm_t comm, void *arg) {
@@ -87,22 +91,17 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
     E2E_CUDA(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
     E2E_CUDA(cudaStreamCreateWithPriority(&sc, cudaStreamNonBlocking, greatest < least ? greatest : -1));
   } else {
-    E2E_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    E2E_CUDA(cudaStreamCreateWithFlags(&sc, cudaStreamNonBlocking));
+    s = e2e_stream();
+    sc = e2e_stream();
   }
-  cudaEvent_t done, used;
-  E2E_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  E2E_CUDA(cudaEventCreateWithFlags(&used, cudaEventDisableTiming));
+  cudaEvent_t done = e2e_event(), used = e2e_event();
   int status = 0;
 
   if (strcmp(p, "clean") == 0) {
     for (int i = 0; i < STEPS; i++) {
       e2e_compute(sc, work, 1024, 200);
       a2a(send, recv, 1u << 20, n, comm, s);
-      E2E_CUDA(cudaEventRecord(done, s));
-      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      e2e_compute(sc, recv, 1024, 100);
-      consumed(used, sc, s);
+      consume(recv, done, used, s, sc);
     }
     E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "overlap") == 0) {
@@ -112,10 +111,7 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
     for (int i = 0; i < STEPS; i++) {
       a2a(send, recv, 1u << 20, n, comm, s);
       e2e_compute(sc, work, 1024, 5000);
-      E2E_CUDA(cudaEventRecord(done, s));
-      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      e2e_compute(sc, recv, 1024, 100);
-      consumed(used, sc, s);
+      consume(recv, done, used, s, sc);
     }
     E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "small") == 0 || strcmp(p, "batched") == 0) {
@@ -154,10 +150,7 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
     for (int i = 0; i < 48; i++) {
       if (i % 4 == 1 + 2 * (rank % 2)) e2e_compute(s, work, 1024, 100000);
       a2a(send, recv, 1u << 20, n, comm, s);
-      E2E_CUDA(cudaEventRecord(done, s));
-      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      e2e_compute(sc, recv, 1024, 100);
-      consumed(used, sc, s);
+      consume(recv, done, used, s, sc);
       E2E_CUDA(cudaStreamSynchronize(sc)); /* the host reads a result */
     }
   } else if (strcmp(p, "forkchild") == 0) {
@@ -190,7 +183,7 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
       a2a(send, recv, 1u << 20, n, comm, s);
       E2E_CUDA(cudaStreamSynchronize(s));
       e2e_compute(sc, recv, 1024, 100);
-      consumed(used, sc, s);
+      e2e_edge(used, sc, s);
     }
     E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "serial") == 0) {
@@ -202,20 +195,15 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
   } else if (strcmp(p, "devsync") == 0) {
     for (int i = 0; i < STEPS; i++) {
       a2a(send, recv, 1u << 20, n, comm, s);
-      E2E_CUDA(cudaEventRecord(done, s));
-      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      e2e_compute(sc, recv, 1024, 100);
-      consumed(used, sc, s);
+      consume(recv, done, used, s, sc);
       E2E_CUDA(cudaDeviceSynchronize());
     }
   } else if (strcmp(p, "churn") == 0) {
     for (int i = 0; i < STEPS; i++) {
-      cudaStream_t t;
-      E2E_CUDA(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+      cudaStream_t t = e2e_stream();
       if (i > 0) E2E_CUDA(cudaStreamWaitEvent(t, used, 0)); /* previous consumer */
       a2a(send, recv, 1u << 20, n, comm, t);
-      E2E_CUDA(cudaEventRecord(done, t));
-      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
+      e2e_edge(done, t, sc);
       e2e_compute(sc, recv, 1024, 100);
       E2E_CUDA(cudaEventRecord(used, sc));
       E2E_CUDA(cudaStreamDestroy(t));
@@ -225,10 +213,7 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
     for (int i = 0; i < 4; i++) {
       e2e_compute(sc, work, 1024, 200);
       a2a(send, recv, 4u << 20, n, comm, s);
-      E2E_CUDA(cudaEventRecord(done, s));
-      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
-      e2e_compute(sc, recv, 1024, 100);
-      consumed(used, sc, s);
+      consume(recv, done, used, s, sc);
     }
     E2E_CUDA(cudaStreamSynchronize(sc));
   } else if (strcmp(p, "race") == 0 || strcmp(p, "racefixed") == 0) {
@@ -245,10 +230,7 @@ static int body(int rank, int n, ncclComm_t comm, void *arg) {
     E2E_CUDA(cudaStreamSynchronize(s));
     E2E_CUDA(a2asim_stream_set_delay(s, 20000) == 0 ? cudaSuccess : cudaErrorInvalidValue);
     a2a(send, recv, 1u << 20, n, comm, s);
-    if (strcmp(p, "racefixed") == 0) {
-      E2E_CUDA(cudaEventRecord(done, s));
-      E2E_CUDA(cudaStreamWaitEvent(sc, done, 0));
-    }
+    if (strcmp(p, "racefixed") == 0) e2e_edge(done, s, sc);
     for (int r = 0; r < n; r++) e2e_check(sc, recv + (size_t)r * chunk, chunk, 1000.0f, errors);
     E2E_CUDA(cudaStreamSynchronize(sc));
     E2E_CUDA(cudaStreamSynchronize(s));
