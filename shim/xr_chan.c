@@ -854,12 +854,6 @@ static uint32_t bind_address(const unsigned char *id) {
 
 void xr_proc_uid_created(unsigned char *id) {
   if (!xr_active()) return;
-  /* With NCCL_COMM_ID every process derives the same id from the
-   * environment (NCCL fixes the magic): a record would differ per process
-   * and split the communicator's identity. Then A2ACHECK_COORDINATOR or
-   * nothing (a2acheck.no-coordinator). */
-  const char *cid = getenv("NCCL_COMM_ID");
-  if (cid && *cid) return;
   /* A deterministic id (NCCL_COMM_ID: every process calls ncclGetUniqueId
    * and NCCL gives each the same bytes, magic NCCL_MAGIC) must stay
    * identical across processes: writing a per-process record into it would
