@@ -13,6 +13,7 @@
  *                     not a failure.)
  *   E2E_FAILED (1)    setup failure: a call that must work failed, a rank
  *                     crashed or was killed, fork/waitpid failed.
+ *   2                 usage error (a program's unknown arguments).
  *   E2E_DATA_WRONG (3) some rank's data was wrong: the race did harm.
  *
  * Arguments: argv[1] names the variant ("buggy", the default, or "fixed";
