@@ -194,8 +194,8 @@ exit $fail
   a2a_scenario(bug_split_wrong_color groups wrong_color STATUS 0,1,3,66
     CHECK --expect layout.out-of-bounds:error@0 --expect layout.out-of-bounds:error@2
           --expect layout.out-of-bounds:error@3 --allow group.deadlock --no-other-errors)
-  # qa-known-failing: QA F14 (no global-rank mapping in split-comm p2p messages).
-  a2a_scenario(bug_split_reversed_keys groups rev_key STATUS 0,66 WITHIN 20 KNOWN_FAILING
+  # QA F14 (fixed): split-comm messages lacked the global-rank mapping.
+  a2a_scenario(bug_split_reversed_keys groups rev_key STATUS 0,66 WITHIN 20
     CHECK --expect size.p2p-mismatch:error@3 --expect size.p2p-mismatch:error@2
           --contains "size.p2p-mismatch=global ranks 3 and 2" --allow size.p2p-mismatch
           --allow group.deadlock --allow size.unmatched-p2p --no-other-errors)
@@ -299,8 +299,8 @@ exit $fail
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_store_barrier_hang procs store_hang STATUS 66 WITHIN 25 ENV A2ACHECK_HANG_TIMEOUT=6
     CHECK --expect group.hang:error --allow group.hang --no-other-errors --forbid group.deadlock)
-  # qa-known-failing: QA F13 (hang on the 9th+ stream of one group not tracked).
-  a2a_scenario(bug_wide_group_skip extra wide_skip STATUS 66 WITHIN 20 KNOWN_FAILING
+  # QA F13 (fixed): a hang on the 9th+ stream of one group was not tracked.
+  a2a_scenario(bug_wide_group_skip extra wide_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
           --allow size.collective-mismatch --no-other-errors)
   a2a_scenario(bug_pipeline_size lazy_p2p pipe_size STATUS 0,3,66 WITHIN 20
