@@ -3,11 +3,15 @@
  *
  * The scenarios are written the way users (or PyTorch's ProcessGroupNCCL)
  * write CUDA + NCCL code, against the public headers only; a2asim.h is used
- * solely to give the "kernels" a host implementation on the simulator.
+ * only to give the "kernels" a host implementation on the simulator and to
+ * delay a stream (a2asim_stream_set_delay) so that a missing ordering edge
+ * shows as wrong data.
  *
  * Conventions every scenario follows:
  *  - ranks are forked processes around one ncclUniqueId made by the parent
- *    (the launcher pattern), or threads of one process;
+ *    (the launcher pattern; some scenarios vary it: rank 0 makes the id, the
+ *    launcher is rank 0, ranks are exec'd programs), or threads of one
+ *    process;
  *  - every rank verifies its own data and stores a result word (a checksum
  *    or an error count) in shared memory; only the parent prints, in rank
  *    order, so stdout is deterministic and can be diffed between a run with
