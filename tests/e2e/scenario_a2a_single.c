@@ -9,6 +9,9 @@
  *   scenario_a2a_single unequal    unequal splits, some zero, through the
  *                                  grouped loop (zero counts are posted,
  *                                  as torch does)
+ *   scenario_a2a_single idle_rank  unequal splits, and at odd steps rank 2
+ *                                  neither sends nor receives anything (an
+ *                                  idle expert: all its counts are zero)
  *   scenario_a2a_single legacy     "equal" on the legacy default stream
  *                                  (torch's default current stream): only
  *                                  stream.default-stream may be reported.
@@ -23,7 +26,8 @@ static const char *mode;
 /* Elements rank s sends to rank d at step t (unequal mode): 0..3 units,
  * zero for some pairs, never zero for everybody. */
 static long split(int s, int d, int t) {
-  if (strcmp(mode, "unequal") != 0) return UNIT;
+  if (strcmp(mode, "idle_rank") == 0 && t % 2 == 1 && (s == 2 || d == 2)) return 0;
+  if (strcmp(mode, "unequal") != 0 && strcmp(mode, "idle_rank") != 0) return UNIT;
   return (long)((s * 3 + d * 5 + t) % 4) * UNIT / 2;
 }
 static float val(int s, int d, int t, long i) { return (float)(s * 100000 + d * 10000 + t * 100 + i % 89); }

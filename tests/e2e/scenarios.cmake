@@ -117,6 +117,7 @@ exit $fail
   a2a_scenario(a2a_single_equal_strict a2a_single equal CHECK ${STRICT})
   a2a_scenario(a2a_single_grouped a2a_single grouped COMPARE CHECK ${CLEAN})
   a2a_scenario(a2a_single_unequal a2a_single unequal COMPARE CHECK ${CLEAN})
+  a2a_scenario(a2a_single_idle_rank a2a_single idle_rank COMPARE CHECK ${CLEAN})
   a2a_scenario(a2a_single_legacy a2a_single legacy COMPARE
     CHECK --expect stream.default-stream:warning --only --allow "perf.*:info")
   a2a_scenario(async_op_wait async_op wait COMPARE CHECK ${CLEAN})
