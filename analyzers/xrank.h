@@ -105,8 +105,13 @@ typedef struct xr_unitstate {
   int8_t dtype;
   int32_t rank;          /* the process's rank in comm (a process may hold
                             several ranks of one comm) */
-  uint32_t pad;
+  uint32_t flags;        /* XR_UNIT_* */
 } xr_unitstate;
+
+/* Unit flags. OPEN: posted inside a group whose ncclGroupEnd has not been
+ * called yet: nothing is launched; it starts only if its process may still
+ * end the group. */
+enum { XR_UNIT_OPEN = 1 };
 _Static_assert(sizeof(xr_unitstate) == 64, "xr_unitstate is a wire record");
 
 /* Host-side blocking call on which a thread waits. */

@@ -206,9 +206,12 @@ static void graph_free(graph *g) {
 
 int xr_thread_waits_on(const xr_procstate *st, const xr_threadstate *t,
                        const xr_unitstate *u) {
+  /* A synchronizing call waits for launched work only. */
+  if (u->flags & XR_UNIT_OPEN) return 0;
   if (t->all || t->wait != XR_WAIT_STREAM) return 1;
   for (uint32_t j = 0; j < st->nunits; j++)
-    if (st->units[j].stream == t->stream) return u->stream == t->stream;
+    if (!(st->units[j].flags & XR_UNIT_OPEN) && st->units[j].stream == t->stream)
+      return u->stream == t->stream;
   return 1;
 }
 
@@ -274,7 +277,10 @@ static void fixpoint(graph *g) {
       if (ok) g->live[p] = changed = true;
     }
     for (size_t u = 0; u < g->nu; u++) {
-      if (!g->start[u] && (g->pred[u] < 0 || g->comp[g->pred[u]])) g->start[u] = changed = true;
+      size_t up = (size_t)g->uproc[u];
+      bool open = g->ps[up].units[u - g->uoff[up]].flags & XR_UNIT_OPEN;
+      if (!g->start[u] && (g->pred[u] < 0 || g->comp[g->pred[u]]) && (!open || g->live[up]))
+        g->start[u] = changed = true;
       if (g->comp[u] || !g->start[u] || g->suspect[u]) continue;
       bool ok = true;
       for (size_t r = g->roff[u]; r < g->roff[u + 1] && ok; r++) ok = req_ok(g, &g->reqs[r]);
@@ -421,6 +427,12 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
     }
     seen[u] = 1;
     mark(inv, (size_t)g->uproc[u]);
+    if (!g->start[u] && (g->ps[g->uproc[u]].units[u - g->uoff[g->uproc[u]]].flags & XR_UNIT_OPEN) &&
+        (g->pred[u] < 0 || g->comp[g->pred[u]])) {
+      sb(s, ", which was never launched: its group is still open (no ncclGroupEnd)%s.",
+         g->ps[g->uproc[u]].alive ? " and its process is stuck" : " and its process exited");
+      return;
+    }
     if (!g->start[u]) {
       sb(s, " -> queued behind ");
       unit_desc(s, g, o, (size_t)g->pred[u]);

@@ -72,9 +72,9 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
 uint64_t xr_state_progress(const xr_procstate *st);
 
 /* Incomplete units of a process (any process) a blocked thread waits for:
- * the units on its stream; every unit when it waits on the whole device or
- * its stream holds none (the stream may wait on a comm stream through an
- * event). */
+ * the launched units on its stream; every launched unit when it waits on
+ * the whole device or its stream holds none (the stream may wait on a comm
+ * stream through an event). Units of a still-open group are not launched. */
 int xr_thread_waits_on(const xr_procstate *st, const xr_threadstate *t,
                        const xr_unitstate *u);
 

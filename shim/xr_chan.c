@@ -608,14 +608,15 @@ static void send_state(uint64_t now, int exiting) {
       }
   }
   for (cunit *u = S.head; u && st.nunits < 2048; u = u->next) {
-    if (!u->closed || u->cc->conn < 0) continue;
+    if (u->cc->conn < 0) continue;
     if (st.npeers + u->npeers > 16384) break;
     units[st.nunits++] = (xr_unitstate){.comm = u->cc->id, .stream = u->stream, .site = u->site,
                                         .count = u->count, .group = u->group,
                                         .coll_lo = u->coll_lo, .coll_hi = u->coll_hi,
                                         .peer_off = st.npeers, .npeers = u->npeers,
                                         .kind = u->kind, .coll = u->coll, .dtype = u->dtype,
-                                        .rank = u->cc->rank};
+                                        .rank = u->cc->rank,
+                                        .flags = u->closed ? 0u : (uint32_t)XR_UNIT_OPEN};
     if (u->npeers) memcpy(&peers[st.npeers], u->peers, u->npeers * sizeof *peers);
     st.npeers += u->npeers;
   }

@@ -337,6 +337,29 @@ START_TEST(init_wait_with_known_mismatch) {
 }
 END_TEST
 
+/* Rank 1 leaves its group open (the AllReduce is posted, never launched).
+ * While it may still end the group (even blocked in a sync, which does not
+ * wait for unlaunched work): none. Once it exited: deadlock. */
+START_TEST(open_group_never_launched) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 90 + r);
+    pb_comm(&b[r], 0x31, r, 2, 1);
+    pb_coll(&b[r], 0x31, 1, 0);
+  }
+  b[1].units[0].flags = XR_UNIT_OPEN;
+  pb_block(&b[0], 1, 3000);
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  pb_block(&b[1], 1, 3000);
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  b[1].st.alive = 0;
+  ck_assert_int_eq(analyze(b, 2, &res), 1);
+  ck_assert_int_eq(res.dead_threads, 1);
+  ck_assert_ptr_nonnull(strstr(story, "exited"));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_wfg");
   TCase *t = tcase_create("wfg");
@@ -352,6 +375,7 @@ static Suite *suite(void) {
   tcase_add_test(t, known_mismatch_makes_suspect);
   tcase_add_test(t, two_ranks_in_one_process);
   tcase_add_test(t, init_wait_with_known_mismatch);
+  tcase_add_test(t, open_group_never_launched);
   suite_add_tcase(s, t);
   return s;
 }
