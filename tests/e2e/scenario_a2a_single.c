@@ -12,6 +12,10 @@
  *   scenario_a2a_single idle_rank  unequal splits, and at odd steps rank 2
  *                                  neither sends nor receives anything (an
  *                                  idle expert: all its counts are zero)
+ *   scenario_a2a_single idle_skip  BUGGY: "idle_rank", but the idle rank
+ *                                  returns early and posts nothing at all
+ *                                  (the peers still post their zero-count
+ *                                  send/recv to it, which NCCL matches)
  *   scenario_a2a_single legacy     "equal" on the legacy default stream
  *                                  (torch's default current stream): only
  *                                  stream.default-stream may be reported.
@@ -26,8 +30,9 @@ static const char *mode;
 /* Elements rank s sends to rank d at step t (unequal mode): 0..3 units,
  * zero for some pairs, never zero for everybody. */
 static long split(int s, int d, int t) {
-  if (strcmp(mode, "idle_rank") == 0 && t % 2 == 1 && (s == 2 || d == 2)) return 0;
-  if (strcmp(mode, "unequal") != 0 && strcmp(mode, "idle_rank") != 0) return UNIT;
+  int idle = strcmp(mode, "idle_rank") == 0 || strcmp(mode, "idle_skip") == 0;
+  if (idle && t % 2 == 1 && (s == 2 || d == 2)) return 0;
+  if (strcmp(mode, "unequal") != 0 && !idle) return UNIT;
   return (long)((s * 3 + d * 5 + t) % 4) * UNIT / 2;
 }
 static float val(int s, int d, int t, long i) { return (float)(s * 100000 + d * 10000 + t * 100 + i % 89); }
@@ -52,6 +57,8 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_CUDA(cudaMemcpyAsync(in, h, off * sizeof(float), cudaMemcpyHostToDevice, cur));
     if (strcmp(mode, "equal") == 0 || strcmp(mode, "legacy") == 0) {
       SC_NCCL(ncclAlltoAll(in, out, UNIT, ncclFloat32, comm, cur));
+    } else if (strcmp(mode, "idle_skip") == 0 && rank == 2 && t % 2 == 1) {
+      /* the bug: "nothing to send or receive, skip the exchange" */
     } else {
       long so = 0, ro = 0;
       SC_NCCL(ncclGroupStart());

@@ -324,6 +324,11 @@ exit $fail
   a2a_scenario(bug_exec_ranks_skip procs exec_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@2 --contains "group.deadlock=rank 1"
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
+  # qa-known-failing: QA F22 (peers hang on p2p towards a rank that ended the
+  # communicator; size.* is reported but no group.deadlock).
+  a2a_scenario(bug_idle_rank_skips a2a_single idle_skip STATUS 3,66 WITHIN 20 KNOWN_FAILING
+    CHECK --expect "size.p2p-mismatch:error@2" --expect group.deadlock:error@0 --allow "size.*"
+          --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
