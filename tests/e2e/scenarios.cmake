@@ -278,8 +278,8 @@ exit $fail
           --forbid layout.out-of-bounds@2 --forbid layout.out-of-bounds@3 --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_recv_overlap bugs2 recv_overlap STATUS 0,3
     CHECK --expect layout.overlap:error@0 --allow layout.overlap --no-other-errors)
-  # qa-known-failing: QA F10 (peers of a rank that exits with its group open hang).
-  a2a_scenario(bug_group_left_open bugs2 group_open STATUS 1,66 WITHIN 20 KNOWN_FAILING
+  # QA F10 (fixed): peers of a rank that exits with its group open used to hang.
+  a2a_scenario(bug_group_left_open bugs2 group_open STATUS 1,66 WITHIN 20
     CHECK --expect group.unbalanced:error@2 --allow group.unbalanced --allow group.sync-in-group
           --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_memcpy_reads_in_flight bugs2 memcpy_race
