@@ -27,6 +27,13 @@
  *                               (cudaStreamWaitEvent captures the event's
  *                               PREVIOUS record: last step's) ->
  *                               stream.unsynced-output
+ *   scenario_async_op chain_skip  BUGGY: "wait", but rank 3 skips the AllReduce
+ *                               of step 2, and every step ends with the
+ *                               host in cudaEventSynchronize on an event of
+ *                               the CURRENT stream, which waits for the pool
+ *                               stream's end event behind the hung AllReduce
+ *                               -> group.deadlock through the cross-stream
+ *                               chain, exit 66
  *   scenario_async_op third     BUGGY: work.wait() was forgotten; the
  *                               consumer runs on a third stream that waits
  *                               for the input's event only
@@ -66,13 +73,14 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_CUDA(cudaEventRecord(start, cur));
     SC_CUDA(cudaStreamWaitEvent(pool, start, 0));
     if (strcmp(mode, "early") == 0) SC_CUDA(cudaStreamWaitEvent(cur, end, 0)); /* the bug */
-    SC_NCCL(ncclAllReduce(in, red, N, ncclFloat32, ncclSum, comm, pool));
+    if (!(strcmp(mode, "chain_skip") == 0 && rank == 3 && t == 2))
+      SC_NCCL(ncclAllReduce(in, red, N, ncclFloat32, ncclSum, comm, pool));
     SC_NCCL(ncclAlltoAll(in, a2a, N / nranks, ncclFloat32, comm, pool));
     SC_CUDA(cudaEventRecord(end, pool));
     cudaStream_t consumer = cur;
     if (strcmp(mode, "early") == 0) {
       /* consumer = cur, already "waited" */
-    } else if (strcmp(mode, "wait") == 0) {
+    } else if (strcmp(mode, "wait") == 0 || strcmp(mode, "chain_skip") == 0) {
       SC_CUDA(cudaStreamWaitEvent(cur, end, 0));
     } else if (strcmp(mode, "query") == 0) {
       cudaError_t q;
@@ -105,6 +113,13 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       SC_CUDA(cudaEventRecord(done, consumer));
       SC_CUDA(cudaStreamWaitEvent(cur, done, 0));
       SC_CUDA(cudaEventDestroy(done));
+    }
+    if (strcmp(mode, "chain_skip") == 0) {
+      cudaEvent_t step_done;
+      SC_CUDA(cudaEventCreateWithFlags(&step_done, cudaEventDisableTiming));
+      SC_CUDA(cudaEventRecord(step_done, cur));
+      SC_CUDA(cudaEventSynchronize(step_done)); /* loss.item() */
+      SC_CUDA(cudaEventDestroy(step_done));
     }
   }
   SC_CUDA(cudaStreamSynchronize(cur));

@@ -192,6 +192,9 @@ exit $fail
     CHECK --expect stream.unsynced-output:error --no-other-errors)
   a2a_scenario(bug_async_wait_before_record async_op early STATUS 0,3
     CHECK --expect stream.unsynced-output:error --allow "stream.*" --no-other-errors)
+  a2a_scenario(bug_async_chain_skip async_op chain_skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error@0 --contains "group.deadlock=rank 3" --allow group.deadlock
+          --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_split_wrong_color groups wrong_color STATUS 0,1,3,66
     CHECK --expect layout.out-of-bounds:error@0 --expect layout.out-of-bounds:error@2
           --expect layout.out-of-bounds:error@3 --allow group.deadlock --no-other-errors)
