@@ -55,11 +55,13 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --num "perf.summary@0:ops=20" "perf.summary@0:measured_ops=20"
     "perf.summary@0:buckets[op=AlltoAll,bucket_lo_bytes=1048576].best_busbw_gbps~${BUS1M}")
 
-  # The overlap fraction, measured on samples: 10 ms of independent compute
+  # The overlap fraction, measured on samples (a wider band than the other
+  # numbers: it is a ratio of two sampled windows and drifts under CPU load): 10 ms of independent compute
   # (5 ms of work + the 5 ms launch cost) under each 5 ms + 10.49 ms
   # AlltoAll. One rank, so that no peer skew lengthens the operation.
   a2a_perf_test(overlap overlap@1 0 "" --ignore perf.summary --none
-    --num "perf.summary:overlap_samples>=1" "perf.summary:overlap_fraction~10e-3/${T1M}")
+    --num "perf.summary:overlap_samples>=1"
+    "perf.summary:overlap_fraction>=0.5*10e-3/${T1M}" "perf.summary:overlap_fraction<=1.3*10e-3/${T1M}")
 
   # perf.small-messages: 200 AlltoAlls of 32 KiB after 8 of 4 MiB.
   # Per-operation cost = the model's 5 ms; 193 operations saved by batching
