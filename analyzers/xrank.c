@@ -454,14 +454,30 @@ static void on_event(const a2a_event *ev) {
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_DEVICE_SYNC:
   case A2A_EV_MEMCPY: {
-    if (ev->kind == A2A_EV_MEMCPY && ev->u.copy.async) return;
+    /* cudaMemcpyAsync into pageable host memory returns only when the copy
+     * is done (the driver stages it): a wait on its stream. Into pinned,
+     * managed or device memory it does not block. */
+    int async_blocks = 0;
+    if (ev->kind == A2A_EV_MEMCPY && ev->u.copy.async) {
+      int k = ev->u.copy.cpykind;
+      if (k == A2A_CPY_D2H || k == A2A_CPY_DEFAULT) {
+        a2a_alloc a;
+        async_blocks = !a2a_alloc_find(ev->u.copy.dst, &a);
+        if (k == A2A_CPY_DEFAULT && async_blocks) {
+          /* DEFAULT: only a device source makes it a device-to-host copy. */
+          a2a_alloc sa;
+          async_blocks = a2a_alloc_find(ev->u.copy.src, &sa) && sa.mem != A2A_MEM_HOST_PINNED;
+        }
+      }
+      if (!async_blocks) return;
+    }
     if (!(t = slot(ev->thread))) return;
     if (ev->phase == A2A_POST) {
       if (atomic_load_explicit(&t->blocked, memory_order_relaxed))
         set_blocked(t, 0, 0, 0, 0, 0);
       return;
     }
-    uint32_t w = ev->kind == A2A_EV_STREAM_SYNC ? XR_WAIT_STREAM
+    uint32_t w = ev->kind == A2A_EV_STREAM_SYNC || async_blocks ? XR_WAIT_STREAM
                  : ev->kind == A2A_EV_EVENT_SYNC ? XR_WAIT_EVENT
                  : ev->kind == A2A_EV_DEVICE_SYNC ? XR_WAIT_DEVICE
                                                   : XR_WAIT_MEMCPY;
