@@ -17,6 +17,12 @@
  *                              only N/2 activations from stage 1 (on the
  *                              pair communicator whose id stage 1 created)
  *                              -> size.p2p-mismatch naming ranks 1 and 2
+ *   scenario_lazy_p2p cross_cycle  BUGGY: ranks 0 and 1 on one stream each:
+ *                              rank 0 does a world AllReduce, then sends to 1
+ *                              on the pair communicator; rank 1 first receives
+ *                              from 0, then does the AllReduce (ranks 2, 3 just
+ *                              do the AllReduce): a cycle through two
+ *                              communicators -> group.deadlock, exit 66
  *   scenario_lazy_p2p p2p_cycle  BUGGY: stages 0 and 1 exchange 4 MiB with
  *                              blocking-style ncclSend then ncclRecv, each
  *                              outside a group, both sending first: each
@@ -59,8 +65,31 @@ static int cycle_main(int rank) {
   return 0;
 }
 
+static int cross_main(int rank, int nranks, ncclUniqueId id) {
+  ncclComm_t world, pair = NULL;
+  SC_NCCL(ncclCommInitRank(&world, nranks, id, rank));
+  if (rank == 0) SC_NCCL(ncclGetUniqueId(&sc_sh->ids[0]));
+  sc_barrier();
+  if (rank < 2) pair = pair_comm(0, rank);
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float *a, *b;
+  SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, N * sizeof(float)));
+  if (rank == 1) SC_NCCL(ncclRecv(b, N, ncclFloat32, 0, pair, s));
+  SC_NCCL(ncclAllReduce(a, a, N, ncclFloat32, ncclSum, world, s));
+  if (rank == 0) SC_NCCL(ncclSend(a, N, ncclFloat32, 1, pair, s));
+  SC_CUDA(cudaStreamSynchronize(s));
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  if (pair) SC_NCCL(ncclCommDestroy(pair));
+  SC_NCCL(ncclCommDestroy(world));
+  return 0;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   if (strcmp(mode, "p2p_cycle") == 0) return cycle_main(rank);
+  if (strcmp(mode, "cross_cycle") == 0) return cross_main(rank, nranks, id);
   (void)arg;
   ncclComm_t world, prev = NULL, next = NULL;
   SC_NCCL(ncclCommInitRank(&world, nranks, id, rank));

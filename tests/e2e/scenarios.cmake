@@ -332,6 +332,9 @@ exit $fail
   a2a_scenario(bug_idle_rank_skips a2a_single idle_skip STATUS 3,66 WITHIN 20 KNOWN_FAILING
     CHECK --expect "size.p2p-mismatch:error@2" --expect group.deadlock:error@0 --allow "size.*"
           --allow group.deadlock --no-other-errors)
+  a2a_scenario(bug_cross_comm_cycle lazy_p2p cross_cycle STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --allow group.deadlock
+          --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
