@@ -26,6 +26,9 @@
  *                 grouped all-to-all (ncclGroupStart + ops +
  *                 ncclGroupSimulateEnd: nothing is launched), then issues
  *                 it for real; only the real operations may count
+ *   unrelated_sync  inside an open group of send/recv on stream 1 the program
+ *                 synchronizes an UNRELATED stream 2 and copies an unrelated
+ *                 buffer to the host (cudaMemcpy): legal, nothing to report
  *   user_timing   the user times each collective with its own timing events
  *                 (cudaEventRecord before/after, cudaEventElapsedTime)
  * Correct: exit 0, no error/warning finding.
@@ -449,6 +452,43 @@ static long run_simulate(int rank, int nranks, ncclComm_t comm) {
   return bad;
 }
 
+static long run_unrelated_sync(int rank, int nranks, ncclComm_t comm) {
+  cudaStream_t s1, s2;
+  SC_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  SC_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  float *a, *b, *other;
+  SC_CUDA(cudaMalloc((void **)&a, nranks * 256 * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, nranks * 256 * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&other, 256 * sizeof(float)));
+  sc_fill(a, nranks * 256, (float)rank, 0.0f, s1);
+  sc_fill(other, 256, 7.0f, 0.0f, s2);
+  long bad = 0;
+  SC_NCCL(ncclGroupStart());
+  for (int p = 0; p < nranks; p++) {
+    SC_NCCL(ncclSend(a + p * 256, 256, ncclFloat32, p, comm, s1));
+    SC_NCCL(ncclRecv(b + p * 256, 256, ncclFloat32, p, comm, s1));
+    if (p == 1) {
+      float h = 0;
+      SC_CUDA(cudaStreamSynchronize(s2));                                 /* unrelated stream */
+      SC_CUDA(cudaMemcpy(&h, other, sizeof h, cudaMemcpyDeviceToHost)); /* unrelated buffer */
+      if (h != 7.0f) bad++;
+    }
+  }
+  SC_NCCL(ncclGroupEnd());
+  SC_CUDA(cudaStreamSynchronize(s1));
+  float *hb = malloc(nranks * 256 * sizeof(float));
+  SC_CUDA(cudaMemcpy(hb, b, nranks * 256 * sizeof(float), cudaMemcpyDeviceToHost));
+  for (long i = 0; i < nranks * 256; i++)
+    if (hb[i] != (float)(i / 256) && bad++ < 3) fprintf(stderr, "rank %d: b[%ld]=%g\n", rank, i, hb[i]);
+  free(hb);
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaFree(other));
+  SC_CUDA(cudaStreamDestroy(s1));
+  SC_CUDA(cudaStreamDestroy(s2));
+  return bad;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
@@ -461,6 +501,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   else if (is("coalesced")) bad = run_coalesced(rank, nranks, comm);
   else if (is("user_timing")) bad = run_user_timing(rank, nranks, comm);
   else if (is("simulate")) bad = run_simulate(rank, nranks, comm);
+  else if (is("unrelated_sync")) bad = run_unrelated_sync(rank, nranks, comm);
   else if (is("one_comm_two_streams")) bad = run_one_comm_two_streams(rank, nranks, comm);
   else return 1;
   sc_sh->result[rank] = bad;
