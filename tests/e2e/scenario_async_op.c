@@ -10,6 +10,12 @@
  * wrong data.
  *
  *   scenario_async_op wait      correct (all_reduce + all_to_all)
+ *   scenario_async_op record_stream  correct (torch <= 2.7): every step's
+ *                               input is a fresh block from a small caching
+ *                               allocator; "freeing" it records an event on
+ *                               the pool stream (record_stream) and the
+ *                               allocator reuses a block only once
+ *                               cudaEventQuery says that event completed
  *   scenario_async_op query     correct: the host polls work.is_completed()
  *                               (cudaEventQuery(end) until cudaSuccess), then
  *                               the consumer runs on a third stream with no
@@ -46,6 +52,43 @@
 
 static const char *mode;
 
+/* A caching allocator in miniature (record_stream mode). */
+typedef struct cblock { float *p; cudaEvent_t freed; int busy, has_event; } cblock;
+static cblock g_blocks[16];
+static float *cache_alloc(void) {
+  for (int i = 0; i < 16; i++) {
+    cblock *b = &g_blocks[i];
+    if (!b->p || b->busy) continue;
+    if (b->has_event) {
+      cudaError_t q = cudaEventQuery(b->freed);
+      if (q == cudaErrorNotReady) continue; /* still used by a side stream */
+      SC_CUDA(q);
+    }
+    b->busy = 1;
+    return b->p;
+  }
+  for (int i = 0; i < 16; i++)
+    if (!g_blocks[i].p) {
+      SC_CUDA(cudaMalloc((void **)&g_blocks[i].p, N * sizeof(float)));
+      SC_CUDA(cudaEventCreateWithFlags(&g_blocks[i].freed, cudaEventDisableTiming));
+      g_blocks[i].busy = 1;
+      return g_blocks[i].p;
+    }
+  fprintf(stderr, "cache exhausted\n");
+  exit(1);
+}
+/* free with record_stream(side): the block is reusable once side's work up
+ * to now has completed */
+static void cache_free(float *p, cudaStream_t side) {
+  for (int i = 0; i < 16; i++)
+    if (g_blocks[i].p == p) {
+      SC_CUDA(cudaEventRecord(g_blocks[i].freed, side));
+      g_blocks[i].has_event = 1;
+      g_blocks[i].busy = 0;
+      return;
+    }
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
@@ -67,7 +110,10 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   SC_CUDA(cudaEventCreateWithFlags(&start, cudaEventDisableTiming));
   SC_CUDA(cudaEventCreateWithFlags(&end, cudaEventDisableTiming));
   const int steps = 12;
+  int rs = strcmp(mode, "record_stream") == 0;
+  float *in0 = in;
   for (int t = 0; t < steps; t++) {
+    if (rs) in = cache_alloc();
     /* in[i] = rank + t + i */
     sc_fill(in, N, (float)(rank + t), 1.0f, cur);
     SC_CUDA(cudaEventRecord(start, cur));
@@ -80,7 +126,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     cudaStream_t consumer = cur;
     if (strcmp(mode, "early") == 0) {
       /* consumer = cur, already "waited" */
-    } else if (strcmp(mode, "wait") == 0 || strcmp(mode, "chain_skip") == 0) {
+    } else if (strcmp(mode, "wait") == 0 || strcmp(mode, "chain_skip") == 0 || rs) {
       SC_CUDA(cudaStreamWaitEvent(cur, end, 0));
     } else if (strcmp(mode, "query") == 0) {
       cudaError_t q;
@@ -106,7 +152,8 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     sc_axpy(acc + N, a2a, N, 1.0f, consumer);
     /* the next step's fill overwrites `in`, which the pool stream reads:
      * torch's caching allocator would not reuse it before `end` either */
-    if (strcmp(mode, "early") != 0) SC_CUDA(cudaStreamWaitEvent(cur, end, 0));
+    if (rs) cache_free(in, pool); /* record_stream + free: no wait needed */
+    else if (strcmp(mode, "early") != 0) SC_CUDA(cudaStreamWaitEvent(cur, end, 0));
     if (consumer != cur) {
       cudaEvent_t done;
       SC_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
@@ -144,7 +191,13 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   free(h);
   SC_CUDA(cudaEventDestroy(start));
   SC_CUDA(cudaEventDestroy(end));
-  SC_CUDA(cudaFree(in));
+  SC_CUDA(cudaStreamSynchronize(pool));
+  for (int i = 0; i < 16; i++)
+    if (g_blocks[i].p) {
+      SC_CUDA(cudaFree(g_blocks[i].p));
+      SC_CUDA(cudaEventDestroy(g_blocks[i].freed));
+    }
+  SC_CUDA(cudaFree(in0));
   SC_CUDA(cudaFree(red));
   SC_CUDA(cudaFree(a2a));
   SC_CUDA(cudaFree(acc));

@@ -122,6 +122,7 @@ exit $fail
     CHECK --expect stream.default-stream:warning --only --allow "perf.*:info")
   a2a_scenario(async_op_wait async_op wait COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_query async_op query COMPARE CHECK ${CLEAN})
+  a2a_scenario(async_op_record_stream async_op record_stream COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_sync async_op sync COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_device_sync async_op devsync COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_stream_query async_op squery COMPARE CHECK ${CLEAN})
