@@ -155,6 +155,7 @@ typedef struct tslot {
   _Atomic int blocked;
   uint32_t wait;
   uint64_t stream, site, since_ns;
+  uint64_t clique;                 /* current ncclCommInitAll identity */
   uint64_t init_hash;              /* id hash registered at an init's PRE */
   int32_t init_rank;
   uint64_t comm;                   /* XR_WAIT_SPLIT: parent id_hash */
@@ -199,6 +200,45 @@ size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
     }
   }
   return n;
+}
+
+/* ---- ncclCommInitAll communicators ---------------------------------- */
+/* All ranks of an ncclCommInitAll live in this process, so the registry
+ * names them process-locally (id_hash 0). They are matched in-process: each
+ * InitAll call gets a synthetic identity, registered with a coordinator this
+ * process hosts for itself. The handle -> identity table is append-only and
+ * read lock-free (entries are published by the count); newest wins when
+ * NCCL reuses a handle. */
+#define MAX_LOCAL 256
+static struct { const void *handle; uint64_t id; } g_local[MAX_LOCAL];
+static _Atomic int g_nlocal;
+static pthread_mutex_t g_local_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t g_local_seq;
+
+static uint64_t local_id(const void *handle) {
+  int n = atomic_load_explicit(&g_nlocal, memory_order_acquire);
+  for (int i = n; i-- > 0;)
+    if (g_local[i].handle == handle) return g_local[i].id;
+  return 0;
+}
+
+static void local_add(const void *handle, uint64_t id) {
+  pthread_mutex_lock(&g_local_mu);
+  int n = atomic_load(&g_nlocal);
+  if (n < MAX_LOCAL) {
+    g_local[n].handle = handle;
+    g_local[n].id = id;
+    atomic_store_explicit(&g_nlocal, n + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_local_mu);
+}
+
+/* The cross-rank identity of a registry record: its id_hash, or the
+ * synthetic one of an ncclCommInitAll communicator, or 0 (unknown). */
+static uint64_t comm_id(const a2a_comm *c) {
+  if (!c) return 0;
+  if (c->id_hash) return c->id_hash;
+  return c->how == A2A_INIT_ALL ? local_id(c->handle) : 0;
 }
 
 /* ---- events -> records -------------------------------------------- */
@@ -282,10 +322,11 @@ static void *raw_stream(uint64_t id) {
 
 static void on_op(const a2a_event *ev, xr_op *op) {
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
-  if (!c || !c->id_hash) return; /* unknown or process-local (ncclCommInitAll) */
+  uint64_t id = comm_id(c);
+  if (!id) return; /* unknown communicator */
   xr_rec reg;
   if (pend_take(ev->comm, &reg, 0)) push(&reg);
-  op->comm = c->id_hash;
+  op->comm = id;
   op->rank = c->rank;
   op->site = (uint64_t)(uintptr_t)ev->callsite;
   op->pad[0] = op->pad[1] = op->pad[2] = 0;
@@ -379,6 +420,22 @@ static void on_event(const a2a_event *ev) {
     if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7) || !ev->u.init.newcomm)
       return;
     const a2a_comm *c = a2a_comm_lookup(ev->u.init.newcomm);
+    if (c && !c->id_hash && c->how == A2A_INIT_ALL && ev->result == 0 && (t = slot(ev->thread))) {
+      /* One event per created comm, index 0 first: index 0 starts a new
+       * clique (one ncclCommInitAll call). */
+      if (ev->u.init.rank == 0 || !t->clique) {
+        uint64_t v[3] = {(uint64_t)(uintptr_t)c->handle, ev->t_ns,
+                         atomic_fetch_add(&g_local_seq, 1) + 1};
+        t->clique = a2a_hash_bytes(v, sizeof v, 0x1a11) | 1;
+      }
+      local_add(c->handle, t->clique);
+      xr_rec r = {.type = XR_REC_COMMREG, .thread = ev->thread, .comm = c, .has_idrec = 2};
+      r.u.reg.reg = (xr_commreg){.comm = t->clique, .site = (uint64_t)(uintptr_t)ev->callsite,
+                                 .nranks = c->nranks, .rank = c->rank, .device = c->device,
+                                 .how = (int32_t)c->how, .color = -1};
+      push(&r);
+      return;
+    }
     if (!c || !c->id_hash) return;
     xr_rec r = {.type = XR_REC_COMMREG, .thread = ev->thread, .comm = c};
     r.u.reg.reg = (xr_commreg){.comm = c->id_hash, .parent = c->parent ? c->parent->id_hash : 0,
@@ -397,14 +454,15 @@ static void on_event(const a2a_event *ev) {
   case A2A_EV_COMM_END: {
     if (ev->phase != A2A_POST) return;
     const a2a_comm *c = a2a_comm_lookup(ev->comm);
-    if (!c || !c->id_hash) return;
+    uint64_t cid = comm_id(c);
+    if (!cid) return;
     /* A non-blocking init that never saw an operation was never
      * registered: forget it (the background thread ignores the end of a
      * communicator it does not know). */
     xr_rec unused;
     (void)pend_take(ev->comm, &unused, 1);
     xr_rec r = {.type = XR_REC_COMMEND, .thread = ev->thread, .comm = c};
-    r.u.end.comm = c->id_hash;
+    r.u.end.comm = cid;
     r.u.end.how = (int32_t)ev->u.end.how;
     r.u.end.rank = c->rank;
     push(&r);
@@ -501,6 +559,7 @@ static void after_fork_child(void) {
   memset(g_ts, 0, sizeof g_ts);
   pthread_mutex_init(&g_pool_mu, NULL);
   pthread_mutex_init(&g_pend_mu, NULL);
+  pthread_mutex_init(&g_local_mu, NULL);
   memset(g_pend_handle, 0, sizeof g_pend_handle);
   atomic_store(&g_npend, 0);
   memset(g_npool, 0, sizeof g_npool);

@@ -201,6 +201,9 @@ static const char *gnote(const xr_matcher *m, const mcomm *c, int r1, int r2, ch
     if (conn >= 0 && conn < m->nconns) g[i] = m->conns[conn].grank;
   }
   if (g[0] < 0 || g[1] < 0 || (g[0] == r1 && g[1] == r2)) return buf;
+  /* Both ranks in one process (ncclCommInitAll, a thread per rank): the
+   * process has one global rank, which names neither. */
+  if (c->ranks[r1].conn == c->ranks[r2].conn) return buf;
   snprintf(buf, cap, " (comm ranks %d and %d are global ranks %d and %d)", r1, r2, g[0], g[1]);
   return buf;
 }

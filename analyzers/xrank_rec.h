@@ -49,7 +49,9 @@ enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND, XR_REC_CO
 
 typedef struct xr_rec {
   uint8_t type;
-  uint8_t has_idrec;     /* COMMREG: idrec is valid */
+  uint8_t has_idrec;     /* COMMREG: 1 idrec is valid; 2 a process-local
+                            (ncclCommInitAll) comm: this process's own
+                            coordinator matches it */
   int16_t device;        /* UNIT_END: the device of the event's pool */
   uint32_t thread;       /* shim thread index */
   uint64_t stream;       /* normalized stream id (see xr_stream_id) */

@@ -368,6 +368,23 @@ static int fallback_conn(void) {
   return conn_for(&S.fallback);
 }
 
+/* The coordinator this process hosts for its own ncclCommInitAll
+ * communicators (created on first need; the same one as for its ids). */
+static int local_conn(void) {
+  uint8_t token[XR_TOKEN_BYTES];
+  if (getrandom(token, sizeof token, GRND_NONBLOCK) != (ssize_t)sizeof token) {
+    uint64_t t[2] = {xr_now_ns(), (uint64_t)getpid()};
+    uint64_t h1 = a2a_hash_bytes(t, sizeof t, 3), h2 = a2a_hash_bytes(t, sizeof t, h1);
+    memcpy(token, &h1, 8);
+    memcpy(token + 8, &h2, 8);
+  }
+  xr_idrec rec;
+  pthread_mutex_lock(&g_xr_mu);
+  int rc = xr_coord_listen(htonl(INADDR_LOOPBACK), 0, token, &rec);
+  pthread_mutex_unlock(&g_xr_mu);
+  return rc == 0 ? conn_for(&rec) : -1;
+}
+
 static ccomm *comm_find(uint64_t id, int32_t rank) {
   for (int i = S.ncomms; i-- > 0;)
     if (S.comms[i]->id == id && (rank < 0 || S.comms[i]->rank == rank)) return S.comms[i];
@@ -402,7 +419,10 @@ static void on_commreg(const xr_rec *r) {
   cc->nranks = reg->nranks;
   cc->conn = -1;
   const char *how = NULL;
-  if (r->has_idrec && idrec_valid(&r->u.reg.idrec)) {
+  if (r->has_idrec == 2) {
+    cc->conn = local_conn();
+    if (cc->conn < 0) how = "could not be started in this process";
+  } else if (r->has_idrec && idrec_valid(&r->u.reg.idrec)) {
     cc->conn = conn_for(&r->u.reg.idrec);
     if (cc->conn < 0) how = "could not be reached";
   } else if (reg->parent) {
