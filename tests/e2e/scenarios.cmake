@@ -323,9 +323,8 @@ exit $fail
   a2a_scenario(bug_late_skip procs late_skip STATUS 66 WITHIN 21
     CHECK --expect group.deadlock:error@0 --contains "group.deadlock=rank 2" --allow group.deadlock
           --allow group.order-mismatch --no-other-errors)
-  # qa-known-failing: QA F19 (no deadlock detection among ncclCommInitAll
-  # communicators of one process).
-  a2a_scenario(bug_initall_skip_device initall skip_dev STATUS 66 WITHIN 20 TIMEOUT 25 KNOWN_FAILING
+  # QA F19 (fixed): no deadlock detection among ncclCommInitAll communicators.
+  a2a_scenario(bug_initall_skip_device initall skip_dev STATUS 66 WITHIN 20 TIMEOUT 25
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   a2a_scenario(bug_nonblocking_skip nonblocking skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
@@ -333,9 +332,8 @@ exit $fail
   a2a_scenario(bug_exec_ranks_skip procs exec_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@2 --contains "group.deadlock=rank 1"
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
-  # qa-known-failing: QA F22 (peers hang on p2p towards a rank that ended the
-  # communicator; size.* is reported but no group.deadlock).
-  a2a_scenario(bug_idle_rank_skips a2a_single idle_skip STATUS 3,66 WITHIN 20 KNOWN_FAILING
+  # QA F22 (fixed): peers hung on p2p towards a rank that ended the communicator.
+  a2a_scenario(bug_idle_rank_skips a2a_single idle_skip STATUS 3,66 WITHIN 20
     CHECK --expect "size.p2p-mismatch:error@2" --expect group.deadlock:error@0 --allow "size.*"
           --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_cross_comm_cycle lazy_p2p cross_cycle STATUS 66 WITHIN 20
