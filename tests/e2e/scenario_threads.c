@@ -8,6 +8,10 @@
  *   scenario_threads ptds    correct: compute and communication of every
  *                            thread on cudaStreamPerThread (the same handle
  *                            in every thread, a different stream in each)
+ *   scenario_threads split   correct: additionally every thread splits its
+ *                            communicator by rank % 2 (concurrently, as the
+ *                            split is collective over the threads) and runs
+ *                            an AllReduce on its half each step
  *   scenario_threads skip_ptds  BUGGY: "skip" with cudaStreamPerThread streams
  *   scenario_threads skip    BUGGY: thread 2 skips the Broadcast of step 3
  *                            (an early "continue"): the others hang in it
@@ -28,8 +32,14 @@ static void *rank_thread(void *arg) {
   int rank = (int)(intptr_t)arg;
   sc_rank = rank;
   SC_CUDA(cudaSetDevice(rank));
-  ncclComm_t comm;
+  ncclComm_t comm, half = NULL;
   SC_NCCL(ncclCommInitRank(&comm, NR, g_id, rank));
+  int do_split = strcmp(mode, "split") == 0;
+  float *hx = NULL; /* scratch for the half AllReduce */
+  if (do_split) {
+    SC_NCCL(ncclCommSplit(comm, rank % 2, rank, &half, NULL));
+    SC_CUDA(cudaMalloc((void **)&hx, N * sizeof(float)));
+  }
   cudaStream_t comp, comm_s;
   int ptds = strcmp(mode, "ptds") == 0 || strcmp(mode, "skip_ptds") == 0;
   if (ptds) {
@@ -62,6 +72,7 @@ static void *rank_thread(void *arg) {
     SC_NCCL(ncclReduce(a, r, N, ncclFloat32, ncclMax, rroot, comm, comm_s));
     SC_NCCL(ncclAllReduce(a, a, N, ncclFloat32, ncclProd, comm, comm_s));
     SC_NCCL(ncclBcast(hdr, 4, ncclInt32, broot, comm, comm_s));
+    if (do_split) SC_NCCL(ncclAllReduce(hx, hx, N, ncclFloat32, ncclSum, half, comm_s));
     SC_CUDA(cudaEventRecord(communicated, comm_s));
     SC_CUDA(cudaStreamWaitEvent(comp, communicated, 0));
     SC_CUDA(cudaStreamSynchronize(comp));
@@ -92,6 +103,8 @@ static void *rank_thread(void *arg) {
     SC_CUDA(cudaStreamDestroy(comm_s));
   }
   sc_tbarrier_wait(&g_bar); /* nobody destroys while a peer still communicates */
+  if (half) SC_NCCL(ncclCommDestroy(half));
+  if (hx) SC_CUDA(cudaFree(hx));
   SC_NCCL(ncclCommDestroy(comm));
   return NULL;
 }

@@ -129,6 +129,7 @@ exit $fail
   a2a_scenario(groups_split groups ok COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_per_thread_stream threads ptds COMPARE CHECK ${CLEAN})
+  a2a_scenario(threads_split threads split COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_example initall example COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_devlist initall devlist COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_group_init initall nb_group COMPARE CHECK ${CLEAN})
