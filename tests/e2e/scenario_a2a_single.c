@@ -16,6 +16,8 @@
  *                                  returns early and posts nothing at all
  *                                  (the peers still post their zero-count
  *                                  send/recv to it, which NCCL matches)
+ *   scenario_a2a_single legacy_handle  "legacy" with the explicit cudaStreamLegacy
+ *                                  handle instead of 0: the same warning
  *   scenario_a2a_single legacy     "equal" on the legacy default stream
  *                                  (torch's default current stream): only
  *                                  stream.default-stream may be reported.
@@ -42,7 +44,9 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   ncclComm_t comm;
   SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
   cudaStream_t cur = 0; /* legacy default stream */
-  if (strcmp(mode, "legacy") != 0) SC_CUDA(cudaStreamCreate(&cur)); /* with torch.cuda.stream(s) */
+  int legacy = strncmp(mode, "legacy", 6) == 0;
+  if (strcmp(mode, "legacy_handle") == 0) cur = cudaStreamLegacy;
+  if (!legacy) SC_CUDA(cudaStreamCreate(&cur)); /* with torch.cuda.stream(s) */
   long cap = 4L * UNIT * nranks;
   float *in, *out;
   SC_CUDA(cudaMalloc((void **)&in, cap * sizeof(float)));
@@ -55,7 +59,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       for (long i = 0; i < split(rank, d, t); i++) h[off++] = val(rank, d, t, i);
     /* the input tensor is produced on the current stream */
     SC_CUDA(cudaMemcpyAsync(in, h, off * sizeof(float), cudaMemcpyHostToDevice, cur));
-    if (strcmp(mode, "equal") == 0 || strcmp(mode, "legacy") == 0) {
+    if (strcmp(mode, "equal") == 0 || legacy) {
       SC_NCCL(ncclAlltoAll(in, out, UNIT, ncclFloat32, comm, cur));
     } else if (strcmp(mode, "idle_skip") == 0 && rank == 2 && t % 2 == 1) {
       /* the bug: "nothing to send or receive, skip the exchange" */
@@ -84,7 +88,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   sc_sh->result[rank] = errors;
   SC_CUDA(cudaFree(in));
   SC_CUDA(cudaFree(out));
-  if (cur) SC_CUDA(cudaStreamDestroy(cur));
+  if (!legacy) SC_CUDA(cudaStreamDestroy(cur));
   SC_NCCL(ncclCommDestroy(comm));
   free(h);
   free(g);

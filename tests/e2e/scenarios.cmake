@@ -120,6 +120,8 @@ exit $fail
   a2a_scenario(a2a_single_idle_rank a2a_single idle_rank COMPARE CHECK ${CLEAN})
   a2a_scenario(a2a_single_legacy a2a_single legacy COMPARE
     CHECK --expect stream.default-stream:warning --only --allow "perf.*:info")
+  a2a_scenario(a2a_single_legacy_handle a2a_single legacy_handle COMPARE
+    CHECK --expect stream.default-stream:warning --only --allow "perf.*:info")
   a2a_scenario(async_op_wait async_op wait COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_query async_op query COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_record_stream async_op record_stream COMPARE CHECK ${CLEAN})
