@@ -18,6 +18,9 @@
  *                                  send/recv to it, which NCCL matches)
  *   scenario_a2a_single legacy_handle  "legacy" with the explicit cudaStreamLegacy
  *                                  handle instead of 0: the same warning
+ *   scenario_a2a_single legacy_skip  BUGGY: "legacy" (everything on stream 0),
+ *                                  and rank 3 skips the all-to-all of step 5
+ *                                  -> group.deadlock, exit 66
  *   scenario_a2a_single legacy     "equal" on the legacy default stream
  *                                  (torch's default current stream): only
  *                                  stream.default-stream may be reported.
@@ -59,7 +62,9 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       for (long i = 0; i < split(rank, d, t); i++) h[off++] = val(rank, d, t, i);
     /* the input tensor is produced on the current stream */
     SC_CUDA(cudaMemcpyAsync(in, h, off * sizeof(float), cudaMemcpyHostToDevice, cur));
-    if (strcmp(mode, "equal") == 0 || legacy) {
+    if (strcmp(mode, "legacy_skip") == 0 && rank == 3 && t == 5) {
+      /* the bug: this rank "finished early" */
+    } else if (strcmp(mode, "equal") == 0 || legacy) {
       SC_NCCL(ncclAlltoAll(in, out, UNIT, ncclFloat32, comm, cur));
     } else if (strcmp(mode, "idle_skip") == 0 && rank == 2 && t % 2 == 1) {
       /* the bug: "nothing to send or receive, skip the exchange" */

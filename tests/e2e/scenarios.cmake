@@ -342,6 +342,9 @@ exit $fail
   a2a_scenario(bug_cross_comm_cycle lazy_p2p cross_cycle STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@1 --allow group.deadlock
           --no-other-errors)
+  a2a_scenario(bug_legacy_stream_skip a2a_single legacy_skip STATUS 3,66 WITHIN 20
+    CHECK --expect group.deadlock:error@0 --contains "group.deadlock=rank 3" --allow group.deadlock
+          --allow group.order-mismatch --allow stream.default-stream --no-other-errors)
   a2a_scenario(bug_initall_dup initall dup
     CHECK --expect group.duplicate-device:error --no-other-errors)
 endif()
