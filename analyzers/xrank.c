@@ -59,11 +59,11 @@ static void ring_alloc(void) {
   atomic_store(&g_ring_ok, 1);
 }
 
-static void push(const xr_rec *rec) {
+static int push(const xr_rec *rec) {
   /* The ring is allocated on the first communicator, off the hot path. */
   if (!atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
     pthread_once(&g_ring_once, ring_alloc);
-    if (!atomic_load(&g_ring_ok)) return;
+    if (!atomic_load(&g_ring_ok)) return 0;
   }
   size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
   for (;;) {
@@ -79,7 +79,7 @@ static void push(const xr_rec *rec) {
       }
     } else if (diff < 0) {
       atomic_fetch_add_explicit(&g_drops, 1, memory_order_relaxed);
-      return;
+      return 0;
     } else {
       pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
     }
@@ -88,6 +88,7 @@ static void push(const xr_rec *rec) {
     atomic_store(&g_thread_requested, 1);
     if (xr_proc_need_thread) xr_proc_need_thread();
   }
+  return 1;
 }
 
 int xr_ring_pop(xr_rec *out) {
@@ -465,7 +466,27 @@ static void on_event(const a2a_event *ev) {
     r.u.end.comm = cid;
     r.u.end.how = (int32_t)ev->u.end.how;
     r.u.end.rank = c->rank;
-    push(&r);
+    /* A process may end right after ncclCommDestroy/Finalize with _exit()
+     * (forked ranks do), where no exit hook runs: verdicts about this
+     * rank's operations that the coordinator determines only once its
+     * peers' records arrive would be lost. Wait here (the call blocks
+     * anyway) until the coordinator confirms they were delivered, bounded
+     * by min(2 s, A2ACHECK_HANG_CONFIRM). Not for ncclCommAbort/Revoke
+     * (error paths must not slow down), not for a failed end, not for
+     * process-local (ncclCommInitAll) comms: their ranks' records all come
+     * from this process, and a peer rank that never posts its counterpart
+     * is ended by this same thread later, so waiting could only time out. */
+    uint32_t slot = 0;
+    if ((ev->u.end.how == A2A_END_DESTROY || ev->u.end.how == A2A_END_FINALIZE) &&
+        ev->result == 0 && c->id_hash && xr_proc_end_wait_begin && xr_proc_end_wait)
+      slot = xr_proc_end_wait_begin();
+    r.u.end.wait = slot;
+    int pushed = push(&r);
+    if (slot) {
+      double hc = a2a_opt ? a2a_opt->hang_confirm : 5.0;
+      double bound = hc > 0 && hc < 2.0 ? hc : 2.0;
+      xr_proc_end_wait(slot, pushed ? (uint64_t)(bound * 1e9) : 0);
+    }
     return;
   }
   case A2A_EV_COLL: {

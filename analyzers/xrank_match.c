@@ -564,29 +564,42 @@ void xr_matcher_conn_gone(xr_matcher *m, int conn) {
   mc->gone = 1;
 }
 
+/* Pending operations of conn on c; only those of `rank` when rank >= 0. A
+ * collective counts while no rank ended (after that it can never match);
+ * a send/receive while its peer is registered and has not ended. */
+static size_t pending_in(const mcomm *c, int conn, int rank) {
+  size_t n = 0;
+  int mine = 0, anyended = 0;
+  for (int r = 0; r < c->nranks; r++) {
+    if (c->ranks[r].conn == conn && (rank < 0 || r == rank)) mine = 1;
+    if (c->ranks[r].ended || c->ranks[r].conn < 0) anyended = 1;
+  }
+  if (!mine) return 0;
+  for (int r = 0; r < c->nranks; r++)
+    if (c->ranks[r].conn == conn && (rank < 0 || r == rank) && !anyended) n += c->ranks[r].colls.len;
+  for (int i = 0; i < NBUCKETS; i++)
+    for (const pairq *p = c->buckets[i]; p; p = p->next) {
+      if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
+          (rank < 0 || p->s == rank) && !c->ranks[p->d].ended && c->ranks[p->d].conn >= 0)
+        n += p->sends.len;
+      if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
+          (rank < 0 || p->d == rank) && !c->ranks[p->s].ended && c->ranks[p->s].conn >= 0)
+        n += p->recvs.len;
+    }
+  return n;
+}
+
 size_t xr_matcher_pending(const xr_matcher *m, int conn) {
   size_t n = 0;
-  for (const mcomm *c = m->comms; c; c = c->next) {
-    if (c->desynced) continue;
-    int mine = 0, anyended = 0;
-    for (int r = 0; r < c->nranks; r++) {
-      if (c->ranks[r].conn == conn) mine = 1;
-      if (c->ranks[r].ended || c->ranks[r].conn < 0) anyended = 1;
-    }
-    if (!mine) continue;
-    for (int r = 0; r < c->nranks; r++)
-      if (c->ranks[r].conn == conn && !anyended) n += c->ranks[r].colls.len;
-    for (int i = 0; i < NBUCKETS; i++)
-      for (const pairq *p = c->buckets[i]; p; p = p->next) {
-        if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
-            !c->ranks[p->d].ended && c->ranks[p->d].conn >= 0)
-          n += p->sends.len;
-        if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
-            !c->ranks[p->s].ended && c->ranks[p->s].conn >= 0)
-          n += p->recvs.len;
-      }
-  }
+  for (const mcomm *c = m->comms; c; c = c->next)
+    if (!c->desynced) n += pending_in(c, conn, -1);
   return n;
+}
+
+size_t xr_matcher_pending_rank(const xr_matcher *m, int conn, uint64_t comm, int rank) {
+  const mcomm *c = comm_find(m, comm);
+  if (!c || c->desynced || rank < 0 || rank >= c->nranks) return 0;
+  return pending_in(c, conn, rank);
 }
 
 const char *xr_matcher_last_mismatch(const xr_matcher *m, uint64_t comm) {

@@ -62,6 +62,13 @@ void xr_matcher_conn_gone(xr_matcher *m, int conn);
 /* Operations of conn still waiting for a counterpart that a live peer may
  * still post (a flushing client waits until this is 0). */
 size_t xr_matcher_pending(const xr_matcher *m, int conn);
+/* The same for one rank of one communicator (0 when the comm is unknown or
+ * matching stopped on it). When it is 0, every verdict about that rank's
+ * operations on comm that can be determined has been emitted: what is
+ * matched was compared, and a counterpart a peer never posts is reported to
+ * this rank (size.unmatched-p2p) when that peer ends the comm or exits,
+ * which also makes the operation no longer pending. */
+size_t xr_matcher_pending_rank(const xr_matcher *m, int conn, uint64_t comm, int rank);
 
 /* The last mismatch reported on comm (for the deadlock story), or NULL. */
 const char *xr_matcher_last_mismatch(const xr_matcher *m, uint64_t comm);

@@ -16,6 +16,8 @@ static size_t fixed_size(uint16_t type) {
   case XR_MSG_BYE: return sizeof(xr_bye);
   case XR_MSG_FLUSH: return sizeof(xr_flush);
   case XR_MSG_FLUSHED: return sizeof(xr_flush);
+  case XR_MSG_COMMFLUSH: return sizeof(xr_commflush);
+  case XR_MSG_COMMFLUSHED: return sizeof(xr_commflush);
   default: return 0;
   }
 }
@@ -165,6 +167,10 @@ int xr_check_payload(const xr_hdr *hdr, const uint8_t *payload) {
       xr_commreg r;
       memcpy(&r, payload, sizeof r);
       if (r.nranks <= 0 || r.rank < 0 || r.rank >= r.nranks) return -1;
+    } else if (hdr->type == XR_MSG_COMMFLUSH || hdr->type == XR_MSG_COMMFLUSHED) {
+      xr_commflush f;
+      memcpy(&f, payload, sizeof f);
+      if (f.rank < 0 || f.seq == 0) return -1;
     }
     return 0;
   }

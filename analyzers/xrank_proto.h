@@ -40,6 +40,9 @@ typedef enum xr_msgtype {
   XR_MSG_FLUSH,        /* client asks: tell me when my ops are all matched */
   XR_MSG_FLUSHED,      /* coordinator's answer */
   XR_MSG_VERDICT,      /* coordinator -> client: a finding to report */
+  XR_MSG_COMMFLUSH,    /* client asks at ncclCommDestroy/Finalize: answer when
+                          every verdict about this rank on this comm is sent */
+  XR_MSG_COMMFLUSHED,  /* coordinator's answer (echoes comm, rank, seq) */
   XR_MSG__COUNT
 } xr_msgtype;
 
@@ -64,6 +67,9 @@ typedef struct xr_site { uint64_t site; char text[120]; } xr_site;
 typedef struct xr_commend { uint64_t comm; int32_t how, rank; } xr_commend;
 typedef struct xr_bye { int32_t status, pad; } xr_bye;
 typedef struct xr_flush { uint32_t token, pad; } xr_flush;
+/* COMMFLUSH / COMMFLUSHED: rank >= 0, seq != 0 (the client's wait slot). */
+typedef struct xr_commflush { uint64_t comm; int32_t rank; uint32_t seq; } xr_commflush;
+_Static_assert(sizeof(xr_commflush) == 16, "xr_commflush is a wire record");
 
 /* Verdict flags. */
 enum { XR_VERDICT_FAIL = 1 /* the receiver applies the deadlock exit policy */ };

@@ -60,7 +60,8 @@ typedef struct xr_rec {
   union {
     xr_op op;
     struct { xr_commreg reg; xr_idrec idrec; } reg;
-    struct { uint64_t comm; int32_t how, rank; } end;
+    struct { uint64_t comm; int32_t how, rank; uint32_t wait; } end; /* wait:
+                           COMMEND, the end-of-comm wait slot or 0 */
   } u;
 } xr_rec;
 
@@ -89,6 +90,15 @@ int xr_active(void);
 void xr_proc_uid_created(unsigned char *id) __attribute__((weak));
 /* A record was pushed for the first time: start the background thread. */
 void xr_proc_need_thread(void) __attribute__((weak));
+/* ncclCommDestroy/ncclCommFinalize POST (application thread), in two
+ * steps around pushing the COMMEND record: begin returns a wait slot (0: do
+ * not wait - no background thread of this process, the thread is exiting or
+ * the process is failing, or no slot free); the record carries it; wait
+ * blocks until the coordinator confirmed that every verdict about this
+ * rank on the comm was delivered and reported, the connection is gone, or
+ * max_ns passed. Every slot begun must be waited on (that frees it). */
+uint32_t xr_proc_end_wait_begin(void) __attribute__((weak));
+void xr_proc_end_wait(uint32_t slot, uint64_t max_ns) __attribute__((weak));
 /* Process exit (A2A_EV_PROCESS_EXIT): flush, wait briefly for verdicts. */
 void xr_proc_exit(void) __attribute__((weak));
 /* Forked child: forget threads, sockets and the coordinator role. */

@@ -178,6 +178,7 @@ static struct {
   uint64_t last_state_ns;
   int reported_drops;
   int failing;              /* a fail verdict was acted on */
+  struct { uint32_t slot; int conn; } ewait[64]; /* COMMFLUSH sent, unanswered */
   xr_idrec fallback;        /* A2ACHECK_COORDINATOR record */
   int fallback_state;       /* 0 untried, 1 ok, -1 failed */
 } S;
@@ -200,6 +201,27 @@ static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static _Atomic int g_exit_req;
 static int g_exit_done;
 
+/* End-of-comm waits (xr_proc_end_wait*): slots under g_xr_mu. An
+ * application thread inside ncclCommDestroy owns a slot from begin to the
+ * end of its wait; the background thread marks it done. g_failing_pub
+ * mirrors S.failing for application threads. */
+#define XR_EWAIT_SLOTS 64
+static struct { uint32_t id; int done; } g_ewait[XR_EWAIT_SLOTS];
+static uint32_t g_ewait_next;
+static _Atomic int g_failing_pub;
+
+/* Background thread: slot id is answered (or can never be). */
+static void ewait_done(uint32_t id) {
+  if (!id) return;
+  for (size_t i = 0; i < sizeof S.ewait / sizeof S.ewait[0]; i++)
+    if (S.ewait[i].slot == id) S.ewait[i].slot = 0;
+  pthread_mutex_lock(&g_xr_mu);
+  for (int i = 0; i < XR_EWAIT_SLOTS; i++)
+    if (g_ewait[i].id == id) g_ewait[i].done = 1;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_xr_mu);
+}
+
 static void report(const char *check, a2a_severity sev, const a2a_comm *c, uint64_t site,
                    const char *msg, const char *json) {
   a2a_finding f = {.check = check, .severity = sev, .site = (const void *)(uintptr_t)site,
@@ -213,6 +235,8 @@ static void conn_dead(cconn *k, const char *why) {
   if (k->fd >= 0) close(k->fd);
   k->fd = -1;
   k->state = CC_DEAD;
+  for (size_t i = 0; i < sizeof S.ewait / sizeof S.ewait[0]; i++)
+    if (S.ewait[i].slot && S.ewait[i].conn == (int)(k - S.conns)) ewait_done(S.ewait[i].slot);
   if (atomic_load(&g_exit_req) || S.failing) return; /* we are leaving anyway */
   char comms[512] = "";
   size_t len = 0;
@@ -524,12 +548,29 @@ static void on_unit_end(const xr_rec *r) {
 }
 
 static void on_commend(const xr_rec *r) {
+  uint32_t w = r->u.end.wait;
   ccomm *cc = comm_find(r->u.end.comm, r->u.end.rank);
-  if (!cc) return;
+  /* Nothing to wait for: unknown comm, no coordinator, or ended before
+   * (ncclCommFinalize then ncclCommDestroy: the first end waited). */
+  if (!cc || cc->conn < 0 || cc->ended || S.conns[cc->conn].state == CC_DEAD ||
+      S.conns[cc->conn].bye_sent) {
+    if (cc) cc->ended = 1;
+    ewait_done(w);
+    return;
+  }
   cc->ended = 1;
-  if (cc->conn < 0) return;
+  cconn *k = &S.conns[cc->conn];
   xr_commend e = {.comm = cc->id, .how = r->u.end.how, .rank = cc->rank};
-  conn_send(&S.conns[cc->conn], XR_MSG_COMMEND, &e, sizeof e);
+  conn_send(k, XR_MSG_COMMEND, &e, sizeof e);
+  if (!w) return;
+  size_t i = 0;
+  while (i < sizeof S.ewait / sizeof S.ewait[0] && S.ewait[i].slot) i++;
+  if (i == sizeof S.ewait / sizeof S.ewait[0] || k->state == CC_DEAD) { ewait_done(w); return; }
+  S.ewait[i].slot = w;
+  S.ewait[i].conn = cc->conn;
+  xr_commflush f = {.comm = cc->id, .rank = cc->rank, .seq = w};
+  conn_send(k, XR_MSG_COMMFLUSH, &f, sizeof f);
+  if (k->state == CC_DEAD) ewait_done(w); /* conn_dead ran before the slot was sent */
 }
 
 static void on_commbind(const xr_rec *r) {
@@ -672,6 +713,7 @@ static void on_verdict(const xr_verdict *v) {
    * A2ACHECK_EXITCODE unless A2ACHECK_FAIL_ON=never (3). */
   if (!a2a_opt || a2a_opt->on_deadlock != 0 || a2a_opt->fail_on == 3) return;
   S.failing = 1;
+  atomic_store(&g_failing_pub, 1);
   /* Hosting the coordinator: the other ranks' verdicts must reach them
    * before this process (and the coordinator with it) goes away. */
   xr_coord_linger(3000000000ull);
@@ -692,6 +734,11 @@ static void conn_input(cconn *k) {
       continue;
     } else if (h.type == XR_MSG_FLUSHED) {
       k->flushed = 1;
+    } else if (h.type == XR_MSG_COMMFLUSHED) {
+      xr_commflush f;
+      if (xr_get_fixed(&h, pl, &f, sizeof f) != 0) { conn_dead(k, "sent a malformed message"); return; }
+      /* Verdicts sent before it were reported above, in stream order. */
+      ewait_done(f.seq);
     } else if (h.type == XR_MSG_VERDICT) {
       xr_verdict v;
       if (xr_get_verdict(&h, pl, &v) != 0) { conn_dead(k, "sent a malformed verdict"); return; }
@@ -921,6 +968,46 @@ void xr_proc_exit(void) {
   pthread_mutex_unlock(&g_xr_mu);
 }
 
+uint32_t xr_proc_end_wait_begin(void) {
+  uint32_t id = 0;
+  pthread_mutex_lock(&g_xr_mu);
+  /* Only a process whose own background thread runs (a forked child that
+   * has not started its own owns no connection), never on that thread,
+   * never once exiting or failing. */
+  if (g_thread_running && g_thread_pid == getpid() && !pthread_equal(pthread_self(), g_thread) &&
+      !atomic_load(&g_exit_req) && !g_exit_done && !atomic_load(&g_failing_pub)) {
+    for (int i = 0; i < XR_EWAIT_SLOTS; i++)
+      if (!g_ewait[i].id) {
+        if (++g_ewait_next == 0) g_ewait_next = 1;
+        id = g_ewait_next;
+        g_ewait[i].id = id;
+        g_ewait[i].done = 0;
+        break;
+      }
+  }
+  pthread_mutex_unlock(&g_xr_mu);
+  return id;
+}
+
+void xr_proc_end_wait(uint32_t id, uint64_t max_ns) {
+  if (!id) return;
+  pthread_mutex_lock(&g_xr_mu);
+  int i = 0;
+  while (i < XR_EWAIT_SLOTS && g_ewait[i].id != id) i++;
+  if (i < XR_EWAIT_SLOTS) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    uint64_t ns = (uint64_t)dl.tv_nsec + max_ns;
+    dl.tv_sec += (time_t)(ns / 1000000000ull);
+    dl.tv_nsec = (long)(ns % 1000000000ull);
+    while (max_ns && !g_ewait[i].done && !g_exit_done && !atomic_load(&g_failing_pub) &&
+           g_thread_pid == getpid())
+      if (pthread_cond_timedwait(&g_cv, &g_xr_mu, &dl) == ETIMEDOUT) break;
+    g_ewait[i].id = 0;
+  }
+  pthread_mutex_unlock(&g_xr_mu);
+}
+
 void xr_proc_after_fork_child(void) {
   /* Only the forking thread exists here. Close the inherited sockets (the
    * parent keeps its own copies) and forget the tables without freeing:
@@ -934,5 +1021,7 @@ void xr_proc_after_fork_child(void) {
   g_thread_pid = 0;
   g_exit_done = 0;
   atomic_store(&g_exit_req, 0);
+  memset(g_ewait, 0, sizeof g_ewait);
+  atomic_store(&g_failing_pub, 0);
   xr_coord_after_fork_child();
 }

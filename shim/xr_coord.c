@@ -57,6 +57,10 @@ typedef struct sconn {
   size_t capsites, nsites;
   int flush_pending;
   uint64_t flush_since;
+  /* COMMFLUSH requests not yet answered (a rank inside ncclCommDestroy or
+   * ncclCommFinalize waits for the answer, bounded on its side). */
+  struct { xr_commflush f; uint64_t since; } cf[16];
+  int ncf;
 } sconn;
 
 static struct {
@@ -288,6 +292,17 @@ static int handle(int i, const xr_hdr *h, const uint8_t *pl, uint64_t now) {
     }
     return 0;
   }
+  case XR_MSG_COMMFLUSH: {
+    xr_commflush f;
+    if (xr_get_fixed(h, pl, &f, sizeof f) != 0) return -1;
+    if (s->ncf == (int)(sizeof s->cf / sizeof s->cf[0])) {
+      send_to(i, XR_MSG_COMMFLUSHED, &f, sizeof f); /* full: do not make it wait */
+      return 0;
+    }
+    s->cf[s->ncf].f = f;
+    s->cf[s->ncf++].since = now;
+    return 0;
+  }
   case XR_MSG_FLUSH: {
     xr_flush f;
     if (xr_get_fixed(h, pl, &f, sizeof f) != 0) return -1;
@@ -297,6 +312,28 @@ static int handle(int i, const xr_hdr *h, const uint8_t *pl, uint64_t now) {
   }
   default:
     return -1;
+  }
+}
+
+/* Answer the COMMFLUSH requests that are settled: the rank has no operation
+ * on the comm still waiting for a counterpart a live peer may post (so
+ * every verdict about it was queued on its connection before this answer),
+ * or the request is older than any client waits (a slot is freed). Runs
+ * after every batch of input, so a correct program's ranks, which end the
+ * comm together, are answered as soon as their peers' records arrived. */
+static void cflush_check(uint64_t now) {
+  for (int i = 0; i < K.nc; i++) {
+    sconn *s = &K.c[i];
+    if (!s->open || !s->ncf) continue;
+    int k = 0;
+    for (int j = 0; j < s->ncf; j++) {
+      if (xr_matcher_pending_rank(K.m, i, s->cf[j].f.comm, s->cf[j].f.rank) == 0 ||
+          now - s->cf[j].since > 10000000000ull)
+        send_to(i, XR_MSG_COMMFLUSHED, &s->cf[j].f, sizeof s->cf[j].f);
+      else
+        s->cf[k++] = s->cf[j];
+    }
+    s->ncf = k;
   }
 }
 
@@ -347,6 +384,11 @@ void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now) {
     if (s->open && !s->authed && now - s->t_open > HELLO_TIMEOUT_NS) { conn_closed(i); continue; }
     if (s->open && s->out.len && xr_sock_write(s->fd, &s->out) < 0) conn_closed(i);
   }
+  /* Input may have settled a waiting rank (its peers' records arrived). */
+  cflush_check(now);
+  for (int i = 0; i < K.nc; i++)
+    if (K.c[i].open && K.c[i].out.len && xr_sock_write(K.c[i].fd, &K.c[i].out) < 0)
+      conn_closed(i);
 }
 
 /* ---- deadlock / hang evaluation ---- */
@@ -548,6 +590,7 @@ out:
 
 void xr_coord_tick(uint64_t now) {
   if (atomic_load(&K.lfd) < 0) return;
+  cflush_check(now);
   for (int i = 0; i < K.nc; i++) {
     sconn *s = &K.c[i];
     if (!s->open || !s->flush_pending) continue;

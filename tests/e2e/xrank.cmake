@@ -29,6 +29,13 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --contains "size.p2p-mismatch=rank 1 sends 4194304 B"
     --contains "size.p2p-mismatch=rank 2 receives 1048576 B"
     --if-any-status 66 --expect group.deadlock)
+  # The same kind of mismatch, small enough not to hang, and every rank ends
+  # with _exit() right after ncclCommDestroy (no exit hook runs): the wait
+  # at ncclCommDestroy still gets the verdict into the logs of ranks 1 and 2.
+  a2a_xrank_test(p2p_exit 60 "p2p_exit" --status 0 --within 15
+    --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --contains "size.p2p-mismatch=rank 1 sends 256 B"
+    --contains "size.p2p-mismatch=rank 2 receives 192 B")
   # Rank 3 skips one all-to-all, then ends: ranks 0-2 hang in the last one;
   # rank 3 is named as the missing rank and they exit 66 within 15 s.
   a2a_xrank_test(skip 60 "skip"

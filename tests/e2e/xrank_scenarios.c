@@ -138,6 +138,25 @@ static int run_p2p_mismatch(ctx *c) {
   return 0;
 }
 
+/* p2p_exit: one all-to-all in which rank 2 receives 48 floats from rank 1,
+ * which sends 64 (small enough that the exchange completes, as in
+ * examples/a2a_bug.c); every rank then ends with _exit() right after
+ * ncclCommDestroy (the forked-child pattern): no exit hook runs, and the
+ * verdict, which the coordinator can only determine once both ranks'
+ * records arrived, reaches the logs of ranks 1 and 2 only through the wait
+ * at ncclCommDestroy. (A mismatch followed by further steps would be
+ * reported before the end anyway.) */
+static int run_p2p_exit(ctx *c) {
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  alltoall(c, send, recv, cnt_equal, 0, c->rank == 2 ? 1 : -1, 48);
+  CK_CUDA(cudaStreamSynchronize(c->s));
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
 /* hang: like skip, but rank 3 then stays outside CUDA (sleeps 15 s)
  * before ending: it might still post the missing operation, so this is not
  * a deadlock; A2ACHECK_HANG_TIMEOUT ends the others with group.hang. */
@@ -254,6 +273,7 @@ static int rank_main(ctx *c) {
   int st;
   const char *s = c->scenario;
   if (!strcmp(s, "p2p_mismatch")) st = run_p2p_mismatch(c);
+  else if (!strcmp(s, "p2p_exit")) st = run_p2p_exit(c);
   else if (!strcmp(s, "skip") || !strcmp(s, "hang")) st = run_skip(c);
   else if (!strcmp(s, "order")) st = run_order(c);
   else if (!strcmp(s, "coll_count")) st = run_coll_count(c);
@@ -334,7 +354,7 @@ static int send_garbage(const ncclUniqueId *id) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s p2p_mismatch|skip|order|coll_count|moe STEPS [busy|sleep]|coord_kill\n",
+    fprintf(stderr, "usage: %s p2p_mismatch|p2p_exit|skip|order|coll_count|moe STEPS [busy|sleep]|coord_kill\n",
             argv[0]);
     return 2;
   }
@@ -392,7 +412,9 @@ int main(int argc, char **argv) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() == 1) _exit(1);
       c.rank = r;
-      exit(rank_main(&c));
+      int rst = rank_main(&c);
+      if (!strcmp(c.scenario, "p2p_exit")) _exit(rst); /* no atexit handlers */
+      exit(rst);
     }
     pids[r] = p;
   }

@@ -295,6 +295,41 @@ START_TEST(unmatched_when_peer_ends_and_flush) {
 }
 END_TEST
 
+/* Per rank and comm (the wait at ncclCommDestroy): pending until the
+ * peer's counterpart arrives (then the verdict was emitted first), or the
+ * peer ends the comm (then size.unmatched-p2p was); other comms and other
+ * ranks do not count. */
+START_TEST(pending_rank_per_comm) {
+  xr_matcher *m = mk(2, 7);
+  xr_commreg reg1 = {.comm = 8, .nranks = 2, .rank = 0, .site = 1};
+  xr_matcher_register(m, 0, &reg1);
+  reg1.rank = 1;
+  xr_matcher_register(m, 1, &reg1);
+  xr_op s = p2p(7, 0, XR_OP_SEND, 1, 64, F32, 1, 88);
+  xr_matcher_op(m, 0, &s);
+  xr_op other = p2p(8, 1, XR_OP_SEND, 0, 8, F32, 1, 89); /* comm 8, rank 1 */
+  xr_matcher_op(m, 1, &other);
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 0, 7, 0), 1);
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 0, 8, 0), 0);
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 1, 7, 1), 0);
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 1, 8, 1), 1);
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 1, 7, 0), 0); /* rank 0 is not conn 1's */
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 0, 99, 0), 0); /* unknown comm */
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 0, 7, 5), 0);  /* rank outside */
+  /* The receive arrives short: the verdict goes out, nothing is pending. */
+  xr_op v = p2p(7, 1, XR_OP_RECV, 0, 48, F32, 1, 91);
+  xr_matcher_op(m, 1, &v);
+  ck_assert_ptr_nonnull(find("size.p2p-mismatch", 0));
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 0, 7, 0), 0);
+  /* Rank 0 never receives rank 1's send on comm 8: settled when rank 0
+   * ends comm 8, with the verdict to rank 1 first. */
+  xr_matcher_comm_end(m, 0, 8, 0);
+  ck_assert_ptr_nonnull(find("size.unmatched-p2p", 1));
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 1, 8, 1), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
 START_TEST(ops_from_wrong_conn_or_unknown_comm_ignored) {
   xr_matcher *m = mk(2, 1);
   xr_op s = p2p(1, 0, XR_OP_SEND, 1, 8, F32, 1, 1);
@@ -322,6 +357,7 @@ static Suite *suite(void) {
   tcase_add_test(t, split_comms_independent);
   tcase_add_test(t, registration_mismatches);
   tcase_add_test(t, unmatched_when_peer_ends_and_flush);
+  tcase_add_test(t, pending_rank_per_comm);
   tcase_add_test(t, ops_from_wrong_conn_or_unknown_comm_ignored);
   suite_add_tcase(s, t);
   return s;

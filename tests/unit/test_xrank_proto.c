@@ -119,6 +119,56 @@ START_TEST(wrong_sizes_and_strings) {
 }
 END_TEST
 
+/* COMMFLUSH / COMMFLUSHED (the wait at ncclCommDestroy): round trip; a
+ * wrong size, a negative rank or a zero wait slot is malformed. */
+START_TEST(commflush_round_trip_and_malformed) {
+  size_t len = 0;
+  xr_commflush f = {.comm = 0xfeed, .rank = 3, .seq = 17};
+  ck_assert(xr_put(buf, sizeof buf, &len, XR_MSG_COMMFLUSH, &f, sizeof f));
+  ck_assert(xr_put(buf, sizeof buf, &len, XR_MSG_COMMFLUSHED, &f, sizeof f));
+  xr_hdr hdr;
+  const uint8_t *pl;
+  size_t used;
+  xr_commflush g;
+  ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
+  ck_assert_int_eq(hdr.type, XR_MSG_COMMFLUSH);
+  ck_assert_int_eq(xr_get_fixed(&hdr, pl, &g, sizeof g), 0);
+  ck_assert_uint_eq(g.comm, 0xfeed);
+  ck_assert_int_eq(g.rank, 3);
+  ck_assert_uint_eq(g.seq, 17);
+  ck_assert_int_eq(xr_frame(buf + used, len - used, &hdr, &pl, &used), 1);
+  ck_assert_int_eq(hdr.type, XR_MSG_COMMFLUSHED);
+  ck_assert_int_eq(xr_get_fixed(&hdr, pl, &g, sizeof g), 0);
+  ck_assert_uint_eq(g.seq, 17);
+
+  uint8_t p[64] = {0};
+  xr_hdr h = {.magic = XR_MAGIC, .type = XR_MSG_COMMFLUSH, .len = sizeof f};
+  for (int t = 0; t < 2; t++) {
+    h.type = t ? XR_MSG_COMMFLUSHED : XR_MSG_COMMFLUSH;
+    xr_commflush bad = f;
+    memcpy(p, &bad, sizeof bad);
+    ck_assert_int_eq(xr_check_payload(&h, p), 0);
+    bad.rank = -1;
+    memcpy(p, &bad, sizeof bad);
+    ck_assert_int_eq(xr_check_payload(&h, p), -1);
+    ck_assert_int_eq(xr_get_fixed(&h, p, &g, sizeof g), -1);
+    bad = f;
+    bad.seq = 0;
+    memcpy(p, &bad, sizeof bad);
+    ck_assert_int_eq(xr_check_payload(&h, p), -1);
+    memcpy(p, &f, sizeof f);
+    h.len = sizeof f - 4;
+    ck_assert_int_eq(xr_check_payload(&h, p), -1);
+    h.len = sizeof f + 8;
+    ck_assert_int_eq(xr_check_payload(&h, p), -1);
+    h.len = sizeof f;
+  }
+  /* A COMMFLUSH body decoded as a BYE (another fixed size) is refused. */
+  xr_bye b;
+  ck_assert_int_eq(xr_get_fixed(&h, p, &b, sizeof b), -1);
+}
+END_TEST
+
 START_TEST(verdict_round_trip_and_corruption) {
   size_t len = 0;
   xr_verdict v = {.comm = 5, .site = 0x77, .severity = 2, .flags = XR_VERDICT_FAIL,
@@ -237,6 +287,7 @@ static Suite *suite(void) {
   tcase_add_test(t, truncated_needs_more_every_prefix);
   tcase_add_test(t, bad_magic_type_and_oversize);
   tcase_add_test(t, wrong_sizes_and_strings);
+  tcase_add_test(t, commflush_round_trip_and_malformed);
   tcase_add_test(t, verdict_round_trip_and_corruption);
   tcase_add_test(t, state_round_trip_and_bad_slices);
   tcase_add_test(t, fuzz_random_bytes);
