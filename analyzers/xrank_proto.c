@@ -2,6 +2,8 @@
  * protocol (see xrank_proto.h). No I/O, no global state. */
 #include "xrank_proto.h"
 
+#include "a2a_core.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -299,4 +301,27 @@ void xr_state_free(xr_procstate *st) {
   st->threads = NULL;
   st->peers = NULL;
   st->ncomms = st->nunits = st->nthreads = st->npeers = 0;
+}
+
+/* ---- device identity ---- */
+
+int32_t xr_visible_device(const char *cvd, int ordinal) {
+  if (ordinal < 0) return -1;
+  if (!cvd) return ordinal;
+  const char *p = cvd;
+  for (int i = 0; i < ordinal; i++) { /* skip to entry `ordinal` */
+    p = strchr(p, ',');
+    if (!p) return -1;
+    p++;
+  }
+  while (*p == ' ') p++;
+  size_t n = strcspn(p, ",");
+  while (n > 0 && p[n - 1] == ' ') n--;
+  if (n == 0) return -1;
+  /* CUDA stops at the first invalid entry; an integer is a physical index. */
+  long v = 0;
+  size_t k = 0;
+  for (; k < n && p[k] >= '0' && p[k] <= '9' && v < (1L << 24); k++) v = v * 10 + (p[k] - '0');
+  if (k == n) return (int32_t)v;
+  return (int32_t)(0x40000000u | (uint32_t)(a2a_hash_bytes(p, n, 0xcd) & 0x3fffffffu));
 }

@@ -100,6 +100,18 @@ bool xr_put_state(uint8_t *buf, size_t cap, size_t *len,
 /* Bytes xr_put_state needs for *st. */
 size_t xr_state_bytes(const xr_procstate *st);
 
+/* ---- device identity ---- */
+
+/* The host-wide identity of CUDA device `ordinal` in a process whose
+ * CUDA_VISIBLE_DEVICES is `cvd` (NULL: unset). Two processes on one host use
+ * the same physical GPU only if these agree: with per-rank
+ * CUDA_VISIBLE_DEVICES (SLURM, containers) every rank sees ordinal 0, yet
+ * they are different GPUs. An integer entry maps to that integer; a UUID or
+ * MIG entry maps to a hash of it (bit 30 set, so it never equals an
+ * integer entry); an ordinal past the list, or a negative one, is -1
+ * (unknown: never compared). */
+int32_t xr_visible_device(const char *cvd, int ordinal);
+
 /* ---- parser ---- */
 
 /* Frame at the start of buf[0..len): returns 1 and sets *hdr and *payload

@@ -471,7 +471,13 @@ static void on_commreg(const xr_rec *r) {
   }
   cconn *k = &S.conns[cc->conn];
   send_site(k, reg->site);
-  conn_send(k, XR_MSG_COMMREG, reg, sizeof *reg);
+  /* The coordinator compares devices across processes of one host: send the
+   * physical identity, not this process's ordinal (per-rank
+   * CUDA_VISIBLE_DEVICES makes every rank's GPU ordinal 0). Read here, on the
+   * background thread, once per communicator. */
+  xr_commreg wire = *reg;
+  wire.device = xr_visible_device(getenv("CUDA_VISIBLE_DEVICES"), reg->device);
+  conn_send(k, XR_MSG_COMMREG, &wire, sizeof wire);
 }
 
 static xr_peerent *unit_peer(cunit *u, int32_t peer) {

@@ -279,6 +279,26 @@ START_TEST(fuzz_random_bytes) {
 }
 END_TEST
 
+/* Per-rank CUDA_VISIBLE_DEVICES (SLURM, containers): every rank's GPU is
+ * ordinal 0, but they are different GPUs and must not compare equal. */
+START_TEST(visible_device_identity) {
+  ck_assert_int_eq(xr_visible_device(NULL, 0), 0);
+  ck_assert_int_eq(xr_visible_device(NULL, 3), 3);
+  ck_assert_int_eq(xr_visible_device(NULL, -1), -1);
+  ck_assert_int_eq(xr_visible_device("3", 0), 3);
+  ck_assert_int_eq(xr_visible_device("5", 0), 5);
+  ck_assert_int_ne(xr_visible_device("3", 0), xr_visible_device("5", 0));
+  ck_assert_int_eq(xr_visible_device("4,6, 7", 2), 7);
+  ck_assert_int_eq(xr_visible_device("4,6", 2), -1);
+  ck_assert_int_eq(xr_visible_device("", 0), -1);
+  int32_t a = xr_visible_device("GPU-1a2b,GPU-3c4d", 0), b = xr_visible_device("GPU-3c4d", 0);
+  ck_assert_int_ne(a, b);
+  ck_assert_int_eq(xr_visible_device("GPU-3c4d", 0), xr_visible_device("GPU-1a2b,GPU-3c4d", 1));
+  ck_assert_int_ne(a, 0);
+  ck_assert(a & 0x40000000);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_proto");
   TCase *t = tcase_create("proto");
@@ -291,6 +311,7 @@ static Suite *suite(void) {
   tcase_add_test(t, verdict_round_trip_and_corruption);
   tcase_add_test(t, state_round_trip_and_bad_slices);
   tcase_add_test(t, fuzz_random_bytes);
+  tcase_add_test(t, visible_device_identity);
   suite_add_tcase(s, t);
   return s;
 }
