@@ -224,9 +224,13 @@ static void ewait_done(uint32_t id) {
 
 static void report(const char *check, a2a_severity sev, const a2a_comm *c, uint64_t site,
                    const char *msg, const char *json) {
+  /* This thread's stack means nothing to the user; the operation's own call
+   * site (a return address in this process) does: the runtime symbolizes it
+   * like any frame ("fn+off (module) at file.c:line"). */
+  a2a_stack st = {.n = site ? 1 : 0, .pc = {(void *)(uintptr_t)site}};
   a2a_finding f = {.check = check, .severity = sev, .site = (const void *)(uintptr_t)site,
-                   .comm = c, .message = msg, .details_json = json, .stack = NULL,
-                   .capture_stack = false};
+                   .comm = c, .message = msg, .details_json = json,
+                   .stack = site ? &st : NULL, .capture_stack = false};
   a2a_report(&f);
 }
 
