@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "a2asim.h"
+#include "e2e_common.h"
 
 #define SC_DATA_WRONG 3
 #define SC_WAIT_LIMIT_S 40
@@ -285,32 +286,10 @@ static inline int sc_fork_ranks(int nranks, sc_rank_fn fn, void *arg) {
 }
 
 /* ---- threads as ranks ---- */
-typedef struct sc_barrier_t {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int n, waiting;
-  unsigned gen;
-} sc_tbarrier;
-
-static inline void sc_tbarrier_init(sc_tbarrier *b, int n) {
-  pthread_mutex_init(&b->mu, NULL);
-  pthread_cond_init(&b->cv, NULL);
-  b->n = n;
-  b->waiting = 0;
-  b->gen = 0;
-}
-static inline void sc_tbarrier_wait(sc_tbarrier *b) {
-  pthread_mutex_lock(&b->mu);
-  unsigned gen = b->gen;
-  if (++b->waiting == b->n) {
-    b->waiting = 0;
-    b->gen++;
-    pthread_cond_broadcast(&b->cv);
-  } else {
-    while (gen == b->gen) pthread_cond_wait(&b->cv, &b->mu);
-  }
-  pthread_mutex_unlock(&b->mu);
-}
+/* The reusable thread barrier of the shared e2e harness. */
+typedef e2e_barrier sc_tbarrier;
+#define sc_tbarrier_init e2e_barrier_init
+#define sc_tbarrier_wait e2e_barrier_wait
 
 /* Element count helpers. */
 static inline size_t sc_dtype_size(ncclDataType_t t) {
