@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "a2a_checks.h"
 #include "a2a_event.h"
 
 #ifdef __cplusplus
@@ -95,9 +96,29 @@ typedef struct a2a_host {
   /* Ask the runtime to end the process with A2ACHECK_EXITCODE after the logs
    * are flushed (used by the deadlock detector); reason is logged. */
   void (*fail_now)(const char *reason);
+  /* Whether a finding of this check and severity triggers the user's
+   * failure policy (A2ACHECK_FAIL_ON): the deadlock detector ends the
+   * process on a verdict only when it does. */
+  bool (*fail_policy)(a2a_check_id check, int severity);
 } a2a_host;
 
 extern const a2a_host *a2a_hostsvc;
+
+/* ------------------------------------------------------------------ */
+/* Kernel parameter layouts (core_kparams.c), asked from the host once per
+ * function and cached for every analyzer. Lock-free lookups after the
+ * first; NULL only when the cache is full (then the launch is not
+ * analyzed). nparams is -1 when the runtime has no parameter information. */
+
+#define A2A_KPARAMS_MAX 64
+typedef struct a2a_kparams {
+  _Atomic(const void *) func;
+  int nparams;
+  const char *name;           /* cudaFuncGetName, or NULL */
+  uint32_t offset[A2A_KPARAMS_MAX];
+  uint16_t size[A2A_KPARAMS_MAX];
+} a2a_kparams;
+const a2a_kparams *a2a_kernel_params(const void *func);
 
 /* ------------------------------------------------------------------ */
 /* Communicator registry. One record per communicator this process created;
@@ -201,11 +222,17 @@ void a2a_tslots_fork_child(a2a_tslots *t, uint32_t self);
 
 typedef struct a2a_analyzer {
   const char *name;              /* e.g. "layout" */
+  /* The A2A_OWN_* bit of the checks it reports (a2a_checks.inc): it is not
+   * called at all when every one of them is disabled. 0: always called. */
+  unsigned owner;
+  /* The events it handles: A2A_KIND_BIT(kind) per kind, one mask per phase.
+   * It is called only for those. */
+  uint64_t pre, post;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
   int (*init)(void);
-  /* Every event, both phases. Must be thread-safe and must not block. */
+  /* The events of its masks. Must be thread-safe and must not block. */
   void (*on_event)(const a2a_event *ev);
   /* Called once at process exit (after A2A_EV_PROCESS_EXIT was dispatched),
    * to flush summaries. May be NULL. */
@@ -215,9 +242,16 @@ typedef struct a2a_analyzer {
   void (*after_fork_child)(void);
 } a2a_analyzer;
 
-/* Initialize the core with options and host services (both must outlive the
- * process). Safe to call once; later calls are ignored. */
-void a2a_core_init(const a2a_options *opt, const a2a_host *host);
+/* The analyzers of analyzers/ (analyzers.inc), in dispatch order. */
+extern const a2a_analyzer *const a2a_local_analyzers[];
+extern const size_t a2a_nlocal_analyzers;
+
+/* Initialize the core with options, host services and the analyzers to run,
+ * in dispatch order (all must outlive the process; at most 16 analyzers).
+ * The runtime composes the list (the local analyzers, then cross-rank).
+ * Safe to call once; later calls are ignored. */
+void a2a_core_init(const a2a_options *opt, const a2a_host *host,
+                   const a2a_analyzer *const *analyzers, size_t n);
 /* Hand one event to the registries and every enabled analyzer. */
 void a2a_dispatch(const a2a_event *ev);
 /* Run fini of every analyzer (process exit). */
@@ -238,7 +272,7 @@ typedef enum a2a_severity {
 } a2a_severity;
 
 typedef struct a2a_finding {
-  const char *check;           /* stable name, e.g. "group.unbalanced" */
+  a2a_check_id check;          /* a row of the checks table (a2a_checks.inc) */
   a2a_severity severity;
   const void *site;            /* dedup key with check: the user's call site
                                   (ev->callsite); NULL = no dedup by site */
@@ -250,9 +284,9 @@ typedef struct a2a_finding {
 } a2a_finding;
 
 void a2a_report(const a2a_finding *f);
-/* Whether A2ACHECK_CHECKS enables this check name ("layout.overlap"). Cheap:
- * analyzers may call it on the hot path to skip work. */
-bool a2a_check_enabled(const char *check);
+/* Whether A2ACHECK_CHECKS enables a check: a2a_check_on(A2A_CK_...) in
+ * a2a_checks.h (two relaxed loads; analyzers may call it on the hot path to
+ * skip work). */
 
 /* ------------------------------------------------------------------ */
 /* A tiny JSON writer into a caller-provided buffer (no allocation). Output is

@@ -76,6 +76,21 @@ typedef enum a2a_kind {
   A2A_EV__COUNT
 } a2a_kind;
 
+_Static_assert(A2A_EV__COUNT <= 64, "analyzers subscribe with a 64-bit mask of kinds");
+
+/* The bit of a kind in an analyzer's subscription masks (a2a_analyzer.pre,
+ * .post). */
+#define A2A_KIND_BIT(k) (1ull << (k))
+
+/* Whether a kind is an NCCL call (its result is an ncclResult_t). */
+static inline int a2a_kind_is_nccl(a2a_kind k) {
+  return k >= A2A_EV_GET_UNIQUE_ID && k <= A2A_EV_REDOP;
+}
+
+/* ncclInProgress: a non-blocking communicator accepted the call (its work
+ * or creation completes asynchronously). */
+#define A2A_NCCL_IN_PROGRESS 7
+
 /* Collective operations (A2A_EV_COLL). */
 typedef enum a2a_coll {
   A2A_COLL_ALLREDUCE,
@@ -133,6 +148,10 @@ typedef struct a2a_event {
   a2a_phase phase;
   const char *api;      /* the intercepted function's name, e.g. "ncclSend" */
   int result;           /* POST: the value the real function returned */
+  uint8_t ok;           /* POST: the call succeeded: result 0, or for an NCCL
+                           call ncclInProgress (set by the shim) */
+  uint8_t in_progress;  /* POST: an NCCL call returned ncclInProgress */
+
   int device;           /* current CUDA device of the calling thread at the
                            call (filled for NCCL events and launches), -1 if
                            unknown */
@@ -229,9 +248,21 @@ typedef struct a2a_event {
 
     struct { void *graph_exec; int mode; } graph;
 
+    struct { int simulate; /* GROUP_END: ncclGroupSimulateEnd (launches
+                              nothing) */ } group;
+
     struct { int status; /* exit status, for A2A_EV_PROCESS_EXIT */ } exit;
   } u;
 } a2a_event;
+
+/* Record the real call's result and the facts derived from it (ok,
+ * in_progress). The shim calls this once per call; so do the unit tests'
+ * event helpers. */
+static inline void a2a_event_set_result(a2a_event *ev, int result) {
+  ev->result = result;
+  ev->in_progress = a2a_kind_is_nccl(ev->kind) && result == A2A_NCCL_IN_PROGRESS;
+  ev->ok = result == 0 || ev->in_progress;
+}
 
 #ifdef __cplusplus
 }

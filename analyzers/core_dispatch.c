@@ -1,6 +1,11 @@
 /* core_dispatch.c - the one dispatch point from events to analyzers, the
  * options defaults, and the host services in effect.
  *
+ * Analyzers declare the (phase, kind) pairs they handle and the checks they
+ * own; the table of who gets what is built once at init, so an event is
+ * handed only to the analyzers that want it, and not at all to an analyzer
+ * whose checks are all disabled.
+ *
  * Order per event: on POST of a creation (COMM_INIT, ALLOC) the registry is
  * updated first, so analyzers see the new record; on POST of a destruction
  * (COMM_END, FREE) analyzers run first, so they still see the old record.
@@ -49,6 +54,10 @@ static void fb_capture_stack(a2a_stack *st) { st->n = 0; }
 static int fb_global_rank(void) { return -1; }
 static const char *fb_hostname(void) { return "localhost"; }
 static void fb_fail_now(const char *reason) { (void)reason; }
+static bool fb_fail_policy(a2a_check_id check, int severity) {
+  (void)severity;
+  return a2a_check_is_deadlock(check); /* the default, "deadlock" */
+}
 
 static const a2a_host g_fallback_host = {
     .now_ns = fb_now_ns,
@@ -64,6 +73,7 @@ static const a2a_host g_fallback_host = {
     .global_rank = fb_global_rank,
     .hostname = fb_hostname,
     .fail_now = fb_fail_now,
+    .fail_policy = fb_fail_policy,
 };
 
 static a2a_host g_host; /* the caller's services, holes filled from fallback */
@@ -81,33 +91,60 @@ static void merge_host(const a2a_host *h) {
 
 /* ---------------- analyzers ---------------- */
 
-/* Analyzers are referenced weakly: a row of analyzers.inc whose file is not
- * linked yields a NULL entry (reported by the core unit test, which checks
- * that every listed analyzer is present), never a link error. */
-#define A2A_ANALYZER(n) extern const a2a_analyzer a2a_analyzer_##n __attribute__((weak));
+#define A2A_ANALYZER(n) extern const a2a_analyzer a2a_analyzer_##n;
 #include "analyzers.inc"
 #undef A2A_ANALYZER
 
-static const a2a_analyzer *const g_analyzers[] = {
+const a2a_analyzer *const a2a_local_analyzers[] = {
 #define A2A_ANALYZER(n) &a2a_analyzer_##n,
 #include "analyzers.inc"
 #undef A2A_ANALYZER
-    NULL};
-#define NANALYZERS (sizeof g_analyzers / sizeof g_analyzers[0] - 1)
+};
+const size_t a2a_nlocal_analyzers = sizeof a2a_local_analyzers / sizeof a2a_local_analyzers[0];
 
-static _Atomic bool g_off[NANALYZERS + 1];
+#define MAX_ANALYZERS 16
+
+/* The list in effect and, per (phase, kind), the indices of the analyzers
+ * subscribed to it: built at init from each analyzer's masks, minus those
+ * whose checks are all disabled, so the hot path calls nothing else. An
+ * analyzer that disables itself later is skipped through g_off. */
+static const a2a_analyzer *g_an[MAX_ANALYZERS];
+static size_t g_nan;
+static _Atomic bool g_off[MAX_ANALYZERS];
+static uint8_t g_sub[2][A2A_EV__COUNT][MAX_ANALYZERS];
+static uint8_t g_nsub[2][A2A_EV__COUNT];
 static _Atomic bool g_ready;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const a2a_options *g_init_opt;
 static const a2a_host *g_init_host;
 
+static void set_list(const a2a_analyzer *const *list, size_t n) {
+  g_nan = 0;
+  for (size_t i = 0; i < n && g_nan < MAX_ANALYZERS; i++)
+    if (list[i]) g_an[g_nan++] = list[i];
+}
+
+static bool wanted(const a2a_analyzer *a) {
+  return a->owner == 0 || a2a_checks_any_owned(a->owner);
+}
+
 static void init_analyzers(void) {
-  for (size_t i = 0; i < NANALYZERS; i++) {
-    const a2a_analyzer *a = g_analyzers[i];
-    atomic_store(&g_off[i], a == NULL);
-    if (a && a->init && a->init() != 0)
+  a2a_kparams_reset();
+  for (size_t i = 0; i < g_nan; i++) {
+    const a2a_analyzer *a = g_an[i];
+    bool off = !wanted(a);
+    atomic_store(&g_off[i], off);
+    if (!off && a->init && a->init() != 0)
       a2a_analyzer_disable(a->name, "its initialization failed");
   }
+  memset(g_nsub, 0, sizeof g_nsub);
+  for (int ph = 0; ph < 2; ph++)
+    for (int k = 0; k < A2A_EV__COUNT; k++)
+      for (size_t i = 0; i < g_nan; i++) {
+        uint64_t mask = ph == A2A_PRE ? g_an[i]->pre : g_an[i]->post;
+        if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k)))
+          g_sub[ph][k][g_nsub[ph][k]++] = (uint8_t)i;
+      }
 }
 
 static void init_once(void) {
@@ -117,44 +154,49 @@ static void init_once(void) {
   atomic_store_explicit(&g_ready, true, memory_order_release);
 }
 
-void a2a_core_init(const a2a_options *opt, const a2a_host *host) {
+void a2a_core_init(const a2a_options *opt, const a2a_host *host,
+                   const a2a_analyzer *const *analyzers, size_t n) {
   g_init_opt = opt;
   g_init_host = host;
+  if (!atomic_load(&g_ready)) set_list(analyzers, n);
   pthread_once(&g_once, init_once);
 }
 
 void a2a_core_reset_for_tests(const a2a_options *opt, const a2a_host *host) {
   a2a_opt = opt ? opt : &g_defaults;
   merge_host(host);
+  if (g_nan == 0) set_list(a2a_local_analyzers, a2a_nlocal_analyzers);
   a2a_registry_reset_for_tests();
   init_analyzers();
   atomic_store(&g_ready, true);
 }
 
-size_t a2a_core_analyzer_count(void);
-size_t a2a_core_analyzer_count(void) { return NANALYZERS; }
-const a2a_analyzer *a2a_core_analyzer_at(size_t i);
-const a2a_analyzer *a2a_core_analyzer_at(size_t i) {
-  return i < NANALYZERS ? g_analyzers[i] : NULL;
+void a2a_core_set_analyzers_for_tests(const a2a_analyzer *const *list, size_t n) {
+  set_list(list, n);
 }
 
-static inline bool ok_result(const a2a_event *ev) {
-  /* ncclInProgress (7): a non-blocking init returned a valid handle. */
-  return ev->result == 0 || (ev->kind == A2A_EV_COMM_INIT && ev->result == 7);
-}
+size_t a2a_core_analyzer_count(void);
+size_t a2a_core_analyzer_count(void) { return g_nan; }
+const a2a_analyzer *a2a_core_analyzer_at(size_t i);
+const a2a_analyzer *a2a_core_analyzer_at(size_t i) { return i < g_nan ? g_an[i] : NULL; }
 
 void a2a_dispatch(const a2a_event *ev) {
   if (!atomic_load_explicit(&g_ready, memory_order_acquire)) return;
-  bool post = ev->phase == A2A_POST;
-  if (post && ok_result(ev)) {
+  unsigned k = (unsigned)ev->kind;
+  if (k >= A2A_EV__COUNT) return;
+  int ph = ev->phase == A2A_POST;
+  /* Registries: creations are visible to the analyzers of the POST. */
+  if (ph && ev->ok) {
     if (ev->kind == A2A_EV_COMM_INIT) a2a_registry_comm_init(ev);
     else if (ev->kind == A2A_EV_ALLOC) a2a_registry_alloc(ev);
   }
-  for (size_t i = 0; i < NANALYZERS; i++) {
-    if (atomic_load_explicit(&g_off[i], memory_order_relaxed)) continue;
-    g_analyzers[i]->on_event(ev);
+  unsigned n = g_nsub[ph][k];
+  for (unsigned j = 0; j < n; j++) {
+    unsigned i = g_sub[ph][k][j];
+    if (!atomic_load_explicit(&g_off[i], memory_order_relaxed)) g_an[i]->on_event(ev);
   }
-  if (post && ev->result == 0) {
+  /* ... destructions only after every analyzer saw the POST. */
+  if (ph && ev->result == 0) {
     if (ev->kind == A2A_EV_COMM_END) a2a_registry_comm_end(ev);
     else if (ev->kind == A2A_EV_FREE) a2a_registry_free(ev);
   }
@@ -162,30 +204,28 @@ void a2a_dispatch(const a2a_event *ev) {
 
 void a2a_core_fini(void) {
   if (!atomic_load(&g_ready)) return;
-  for (size_t i = 0; i < NANALYZERS; i++)
-    if (!atomic_load(&g_off[i]) && g_analyzers[i]->fini) g_analyzers[i]->fini();
+  for (size_t i = 0; i < g_nan; i++)
+    if (!atomic_load(&g_off[i]) && g_an[i]->fini) g_an[i]->fini();
 }
 
 void a2a_core_after_fork_child(void) {
   a2a_registry_after_fork_child();
   if (!atomic_load(&g_ready)) return;
-  for (size_t i = 0; i < NANALYZERS; i++)
-    if (!atomic_load(&g_off[i]) && g_analyzers[i]->after_fork_child)
-      g_analyzers[i]->after_fork_child();
+  for (size_t i = 0; i < g_nan; i++)
+    if (!atomic_load(&g_off[i]) && g_an[i]->after_fork_child) g_an[i]->after_fork_child();
 }
 
 void a2a_analyzer_disable(const char *name, const char *why) {
   bool newly_off = false;
-  for (size_t i = 0; i < NANALYZERS; i++) {
-    const a2a_analyzer *a = g_analyzers[i];
-    if (a && strcmp(a->name, name) == 0 && !atomic_exchange(&g_off[i], true))
-      newly_off = true;
+  for (size_t i = 0; i < g_nan; i++) {
+    const a2a_analyzer *a = g_an[i];
+    if (strcmp(a->name, name) == 0 && !atomic_exchange(&g_off[i], true)) newly_off = true;
   }
   if (!newly_off) return; /* only the first call says so */
   char msg[256];
   snprintf(msg, sizeof msg, "The %s analyzer disabled itself: %s. Its checks are off for the rest of the run.",
            name, why ? why : "internal error");
-  a2a_finding f = {.check = "a2acheck.analyzer-disabled", .severity = A2A_SEV_WARNING,
+  a2a_finding f = {.check = A2A_CK_ANALYZER_DISABLED, .severity = A2A_SEV_WARNING,
                    .message = msg};
   a2a_report(&f);
 }

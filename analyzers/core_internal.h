@@ -17,5 +17,11 @@ void a2a_registry_reset_for_tests(void);
 /* core_dispatch.c */
 /* Re-run init of every analyzer and clear disabled flags (unit tests only). */
 void a2a_core_reset_for_tests(const a2a_options *opt, const a2a_host *host);
+/* The analyzers reset_for_tests initializes (default: the local ones). */
+void a2a_core_set_analyzers_for_tests(const a2a_analyzer *const *list, size_t n);
+
+/* core_kparams.c */
+/* Forget every cached layout (init, unit tests). */
+void a2a_kparams_reset(void);
 
 #endif

@@ -51,7 +51,7 @@ gl_thread *gl_thread_get(uint32_t id) {
   t = a2a_tslots_claim(&g_threads, id, sizeof *t, &reused);
   if (!t) return NULL;
   if (reused) {
-    if (atomic_load(&t->depth) > 0 && !t->closing && a2a_check_enabled("group.unbalanced"))
+    if (atomic_load(&t->depth) > 0 && !t->closing && a2a_check_on(A2A_CK_GROUP_UNBALANCED))
       report_open(t, NULL);
     gm_thread_gone(t);
     memset(t, 0, sizeof *t);
@@ -148,7 +148,7 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
   put_site(&j, "group_start_site", t->start_site);
   a2a_json_str(&j, "event", ev ? ev->api : "process exit");
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = "group.unbalanced", .severity = A2A_SEV_ERROR,
+  a2a_finding f = {.check = A2A_CK_GROUP_UNBALANCED, .severity = A2A_SEV_ERROR,
                    .message = msg, .details_json = js};
   a2a_stack one;
   if (ev) {
@@ -185,7 +185,7 @@ static void report_end_without_start(const a2a_event *ev) {
            "%s called with no open group on this thread (NCCL returns ncclInvalidUsage): pair every "
            "ncclGroupEnd with an ncclGroupStart on the same thread.",
            ev->api ? ev->api : "ncclGroupEnd");
-  a2a_finding f = {.check = "group.unbalanced", .severity = A2A_SEV_ERROR, .site = ev->callsite,
+  a2a_finding f = {.check = A2A_CK_GROUP_UNBALANCED, .severity = A2A_SEV_ERROR, .site = ev->callsite,
                    .message = msg, .details_json = js, .capture_stack = true};
   a2a_report(&f);
 }
@@ -233,7 +233,7 @@ static void report_sync(gl_thread *t, const a2a_event *ev, const sync_hit *h) {
              "that group, which is launched only at ncclGroupEnd: data read afterwards is stale; "
              "call ncclGroupEnd before synchronizing.",
              ev->api, h->api, (void *)h->stream, h->device);
-  a2a_finding f = {.check = "group.sync-in-group", .severity = A2A_SEV_ERROR, .site = ev->callsite,
+  a2a_finding f = {.check = A2A_CK_GROUP_SYNC_IN_GROUP, .severity = A2A_SEV_ERROR, .site = ev->callsite,
                    .message = msg, .details_json = js, .capture_stack = true};
   a2a_report(&f);
 }
@@ -308,20 +308,20 @@ static bool copy_blocks(const a2a_event *ev) {
  * copy, which only matters when it concerns the group). */
 static void on_sync(gl_thread *t, const a2a_event *ev, bool matched, const sync_hit *h,
                     bool blocking) {
-  bool sync_on = a2a_check_enabled("group.sync-in-group");
+  bool sync_on = a2a_check_on(A2A_CK_GROUP_SYNC_IN_GROUP);
   if (matched && sync_on) {
     report_sync(t, ev, h);
     return;
   }
   if (matched) return; /* never report the same call under the other name */
-  if (blocking && a2a_check_enabled("group.unbalanced")) report_open(t, ev);
+  if (blocking && a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_open(t, ev);
 }
 
 /* ------------------------------------------------------------------ */
 /* The analyzer. */
 
 static void on_exit_event(void) {
-  if (!a2a_check_enabled("group.unbalanced")) return;
+  if (!a2a_check_on(A2A_CK_GROUP_UNBALANCED)) return;
   for (size_t i = 0; i < A2A_TSLOTS; i++) {
     gl_thread *t = atomic_load_explicit(&g_threads.slot[i].rec, memory_order_acquire);
     if (t && atomic_load(&t->depth) > 0 && !t->closing) report_open(t, NULL);
@@ -405,7 +405,7 @@ static void gl_on_event(const a2a_event *ev) {
       if (!t) break;
       if (ev->phase == A2A_PRE) {
         if (depth == 0) {
-          if (a2a_check_enabled("group.unbalanced")) report_end_without_start(ev);
+          if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
           break;
         }
         /* NCCL decrements the depth whatever the outcome. */
@@ -464,8 +464,22 @@ static int gl_init(void) {
   return gm_init();
 }
 
+#define GL_KINDS (A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_END) |      \
+              A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_COMM_QUERY) | \
+              A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |                    \
+              A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) |       \
+              A2A_KIND_BIT(A2A_EV_NCCL_REGISTER) | A2A_KIND_BIT(A2A_EV_REDOP) |         \
+              A2A_KIND_BIT(A2A_EV_STREAM_SYNC) | A2A_KIND_BIT(A2A_EV_STREAM_QUERY) |    \
+              A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |     \
+              A2A_KIND_BIT(A2A_EV_EVENT_QUERY) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |     \
+              A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |         \
+              A2A_KIND_BIT(A2A_EV_FORK_CHILD))
+
 const a2a_analyzer a2a_analyzer_group_local = {
     .name = "group_local",
+    .owner = A2A_OWN_GROUP_LOCAL,
+    .pre = GL_KINDS,
+    .post = GL_KINDS,
     .init = gl_init,
     .on_event = gl_on_event,
 };

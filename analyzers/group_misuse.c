@@ -91,7 +91,7 @@ int gm_init(void) {
   return 0;
 }
 
-static void report(const char *check, const a2a_event *ev, const void *site, const a2a_comm *c,
+static void report(a2a_check_id check, const a2a_event *ev, const void *site, const a2a_comm *c,
                    const char *msg, const char *js) {
   a2a_finding f = {.check = check, .severity = A2A_SEV_ERROR, .site = site, .comm = c,
                    .message = msg, .details_json = js, .capture_stack = true};
@@ -129,7 +129,7 @@ static void report_mismatch(const a2a_event *ev, const void *site, const char *a
            "cudaSetDevice(%d) before using this communicator (a device chosen as rank %% "
            "device_count is the usual cause).",
            api, c->name, c->rank, c->device, cur, c->device);
-  report("group.device-mismatch", ev, site, c, msg, js);
+  report(A2A_CK_GROUP_DEVICE_MISMATCH, ev, site, c, msg, js);
 }
 
 static void check_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
@@ -172,7 +172,7 @@ static void report_duplicate(const a2a_event *ev, int dev, int rank, int other_r
            "rejects two ranks on one GPU (ncclInvalidUsage) or serializes them; give each rank its "
            "own device (cudaSetDevice(local_rank) before the init).",
            ev->api, other_rank, rank, dev, how);
-  report("group.duplicate-device", ev, ev->callsite, c, msg, js);
+  report(A2A_CK_GROUP_DUPLICATE_DEVICE, ev, ev->callsite, c, msg, js);
 }
 
 static void check_duplicate_init(const a2a_event *ev, gl_thread *t) {
@@ -275,7 +275,7 @@ static void report_uad(const a2a_event *ev, const a2a_comm *c, const void *handl
              "(uninitialized, corrupted or stale handle): pass the ncclComm_t an ncclCommInit*/"
              "ncclCommSplit call produced.",
              ev->api, role, handle);
-  report("group.use-after-destroy", ev, ev->callsite, c, msg, js);
+  report(A2A_CK_GROUP_USE_AFTER_DESTROY, ev, ev->callsite, c, msg, js);
 }
 
 /* Which states make this use invalid. */
@@ -347,7 +347,7 @@ static void report_concurrent(const a2a_event *ev, const a2a_comm *c, uint32_t o
            "same communicator: NCCL communicators are not thread-safe; serialize their use or give "
            "each thread its own communicator.",
            ev->api, c->name, ev->thread, other);
-  report("group.concurrent-use", ev, ev->callsite, c, msg, js);
+  report(A2A_CK_GROUP_CONCURRENT_USE, ev, ev->callsite, c, msg, js);
 }
 
 static void concurrent_pre(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
@@ -381,7 +381,7 @@ static void async_post(const a2a_event *ev, const a2a_comm *c) {
   int e = ev->u.async_err.async_error;
   if (e == 0) {
     atomic_store(&g_async[c->serial], 0);
-  } else if (e != 7 /* ncclInProgress */) {
+  } else if (e != A2A_NCCL_IN_PROGRESS) {
     atomic_store(&g_async_site[c->serial], ev->callsite);
     atomic_store(&g_async[c->serial], e);
   }
@@ -407,7 +407,7 @@ static void async_pre(const a2a_event *ev, const a2a_comm *c) {
            "errors are permanent, so this operation can only fail or hang; check the async error, "
            "then ncclCommAbort the communicator and create a new one.",
            ev->api, c->name, nccl_result_name(e));
-  report("group.async-error", ev, ev->callsite, c, msg, js);
+  report(A2A_CK_GROUP_ASYNC_ERROR, ev, ev->callsite, c, msg, js);
 }
 
 /* ------------------------------------------------------------------ */
@@ -420,7 +420,7 @@ void gm_group_begin(gl_thread *t) {
 }
 
 void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
-  if (t->mismatch && t->ncomm_devs == 1 && a2a_check_enabled("group.device-mismatch"))
+  if (t->mismatch && t->ncomm_devs == 1 && a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH))
     report_mismatch(ev, t->mismatch_site, t->mismatch_api, t->mismatch_comm,
                     t->mismatch_cur_dev);
   t->mismatch = false;
@@ -446,9 +446,9 @@ void gm_group_end_post(const a2a_event *ev, gl_thread *t) {
 }
 
 void gm_on_event(const a2a_event *ev, gl_thread *t) {
-  if (a2a_check_enabled("group.use-after-destroy")) check_use(ev);
+  if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) check_use(ev);
   if (ev->kind == A2A_EV_COMM_INIT) {
-    if (a2a_check_enabled("group.duplicate-device")) check_duplicate_init(ev, t);
+    if (a2a_check_on(A2A_CK_GROUP_DUPLICATE_DEVICE)) check_duplicate_init(ev, t);
     return;
   }
   if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
@@ -458,9 +458,9 @@ void gm_on_event(const a2a_event *ev, gl_thread *t) {
   if (!is_op(ev)) return;
   a2a_comm *c = a2a_comm_lookup(ev->comm);
   if (ev->phase == A2A_PRE) {
-    if (a2a_check_enabled("group.device-mismatch")) check_device(ev, t, c);
-    if (a2a_check_enabled("group.async-error")) async_pre(ev, c);
-    if (a2a_check_enabled("group.concurrent-use")) concurrent_pre(ev, t, c);
+    if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH)) check_device(ev, t, c);
+    if (a2a_check_on(A2A_CK_GROUP_ASYNC_ERROR)) async_pre(ev, c);
+    if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE)) concurrent_pre(ev, t, c);
   } else {
     concurrent_post(ev, t, c);
   }

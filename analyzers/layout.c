@@ -121,7 +121,7 @@ static void classify(const void *p, ly_mem *m) {
 /* ------------------------------------------------------------------ */
 /* Reporting helpers. */
 
-static void report(const char *check, a2a_severity sev, const void *site, const a2a_comm *c,
+static void report(a2a_check_id check, a2a_severity sev, const void *site, const a2a_comm *c,
                    const char *msg, const char *js) {
   a2a_finding f = {.check = check, .severity = sev, .site = site, .comm = c, .message = msg,
                    .details_json = js, .capture_stack = true};
@@ -172,7 +172,7 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
   ly_mem m;
   classify((const void *)r->lo, &m);
 
-  if (m.type == 0 && a2a_check_enabled("layout.host-memory")) {
+  if (m.type == 0 && a2a_check_on(A2A_CK_LAYOUT_HOST_MEMORY)) {
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
     json_common(&j, ev, c);
@@ -183,12 +183,12 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
              "%s gets a %s [%p, +%zu) in pageable host memory, which the GPU cannot access: "
              "pass device memory (cudaMalloc, a CUDA tensor) or at least pinned memory.",
              ev->api, role(r, ev), (void *)r->lo, bytes);
-    report("layout.host-memory", A2A_SEV_ERROR, ev->callsite, c, msg, js);
+    report(A2A_CK_LAYOUT_HOST_MEMORY, A2A_SEV_ERROR, ev->callsite, c, msg, js);
     return; /* the other checks mean nothing for host memory */
   }
 
   if (m.type == 2 && c && c->device >= 0 && m.device >= 0 && m.device != c->device &&
-      a2a_check_enabled("layout.wrong-device")) {
+      a2a_check_on(A2A_CK_LAYOUT_WRONG_DEVICE)) {
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
     json_common(&j, ev, c);
@@ -199,10 +199,10 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
              "%s gets a %s [%p, +%zu) on device %d but %s is bound to device %d: allocate the "
              "buffer on the communicator's device (or use the communicator of that device).",
              ev->api, role(r, ev), (void *)r->lo, bytes, m.device, c->name, c->device);
-    report("layout.wrong-device", A2A_SEV_ERROR, ev->callsite, c, msg, js);
+    report(A2A_CK_LAYOUT_WRONG_DEVICE, A2A_SEV_ERROR, ev->callsite, c, msg, js);
   }
 
-  if (m.seg && r->hi > m.base + m.size && a2a_check_enabled("layout.out-of-bounds")) {
+  if (m.seg && r->hi > m.base + m.size && a2a_check_on(A2A_CK_LAYOUT_OUT_OF_BOUNDS)) {
     size_t over = r->hi - (m.base + m.size);
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
@@ -220,10 +220,10 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
              "allocation [%p, +%zu): fix the count or allocate a larger buffer.",
              ev->api, role(r, ev), (void *)r->lo, bytes, r->elems, op->elem,
              r->per_rank ? ", count times nranks" : "", over, (void *)m.base, m.size);
-    report("layout.out-of-bounds", A2A_SEV_ERROR, ev->callsite, c, msg, js);
+    report(A2A_CK_LAYOUT_OUT_OF_BOUNDS, A2A_SEV_ERROR, ev->callsite, c, msg, js);
   }
 
-  if (r->saturated || !a2a_check_enabled("layout.misaligned")) return;
+  if (r->saturated || !a2a_check_on(A2A_CK_LAYOUT_MISALIGNED)) return;
   /* The buffer itself, then the per-peer chunks of a per-rank buffer. */
   size_t chunk = r->per_rank ? lr_mul(r->elems / (c && c->nranks > 0 ? (size_t)c->nranks : 1),
                                       op->elem)
@@ -246,7 +246,7 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
            "allocate or slice buffers at multiples of %d bytes.",
            ev->api, role(r, ev), bad == r->lo ? "address" : "per-peer chunk at", (void *)bad,
            LAYOUT_ALIGN, chunk, bad == r->lo ? "region" : "chunks", LAYOUT_ALIGN);
-  report("layout.misaligned", A2A_SEV_WARNING, ev->callsite, c, msg, js);
+  report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, ev->callsite, c, msg, js);
 }
 
 /* ------------------------------------------------------------------ */
@@ -317,7 +317,7 @@ static void check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op
            "(%s): the result is garbage; use separate buffers or the exact in-place layout.",
            ev->api, (void *)r->lo, (size_t)(r->hi - r->lo), (void *)s->lo,
            (size_t)(s->hi - s->lo), inplace_rule(coll));
-  report("layout.overlap", A2A_SEV_ERROR, ev->callsite, c, msg, js);
+  report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, ev->callsite, c, msg, js);
 }
 
 /* ------------------------------------------------------------------ */
@@ -432,7 +432,7 @@ static void check_group_overlap(ly_thread *t, const a2a_event *end) {
            (size_t)(hi - lo));
   /* The site of the later-posted operation of the pair: the line to fix. */
   const ly_range *later = x->op > y->op ? x : y;
-  report("layout.overlap", A2A_SEV_ERROR, later->site, later->comm, msg, js);
+  report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, later->site, later->comm, msg, js);
 }
 
 /* ------------------------------------------------------------------ */
@@ -522,7 +522,7 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
              "small transfers.",
              r->comm ? r->comm->name : "a communicator", s.bytes, s.regions, v.bytes, v.regions,
              s.chunks, v.chunks);
-    report("layout.scattered", A2A_SEV_WARNING, end->callsite, r->comm, msg, js);
+    report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_WARNING, end->callsite, r->comm, msg, js);
   }
 }
 
@@ -556,8 +556,8 @@ static void on_op(ly_thread *t, const a2a_event *ev) {
   lr_op op;
   if (!lr_op_ranges(ev, c, &op)) return;
   for (int i = 0; i < op.n; i++) check_buffer(ev, c, &op, &op.r[i]);
-  if (a2a_check_enabled("layout.overlap")) check_op_overlap(ev, c, &op);
-  if (a2a_check_enabled("layout.hidden-copy")) lyh_check_op(t, ev, c, &op);
+  if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) check_op_overlap(ev, c, &op);
+  if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) lyh_check_op(t, ev, c, &op);
   if (t->depth > 0) record_ranges(t, ev, c, &op);
   t->nops++;
 }
@@ -583,9 +583,9 @@ static void layout_on_event(const a2a_event *ev) {
        * overflowed range list is incomplete: overlap and scatter are then
        * not judged (never a finding from partial data). */
       if (!t->ranges_overflow) {
-        if (a2a_check_enabled("layout.overlap")) check_group_overlap(t, ev);
-        if (a2a_check_enabled("layout.scattered")) check_scattered(t, ev);
-        if (a2a_check_enabled("layout.hidden-copy")) lyh_check_group(t, ev);
+        if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) check_group_overlap(t, ev);
+        if (a2a_check_on(A2A_CK_LAYOUT_SCATTERED)) check_scattered(t, ev);
+        if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) lyh_check_group(t, ev);
       }
       group_reset(t);
       t->gen++;
@@ -606,7 +606,7 @@ static void layout_on_event(const a2a_event *ev) {
         return;
       }
       /* Only device-to-device copies can be a hidden .contiguous(). */
-      if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_enabled("layout.hidden-copy") &&
+      if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
           (t = thread_get(ev->thread, true)))
         lyh_on_memcpy(t, ev);
       return;
@@ -619,7 +619,7 @@ static void layout_on_event(const a2a_event *ev) {
       /* Launch is the hot path: only threads that already talk to NCCL. */
       if (!(t = thread_get(ev->thread, false))) return;
       if (ev->phase == A2A_POST) lyh_on_copy_post(t, ev);
-      else if (a2a_check_enabled("layout.hidden-copy")) lyh_on_launch(t, ev);
+      else if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) lyh_on_launch(t, ev);
       return;
     case A2A_EV_PROCESS_EXIT:
       /* Pending hidden-copy findings of every thread (racy reads of other
@@ -650,8 +650,18 @@ static int layout_init(void) {
   return a2a_tslots_init(&g_threads, release_events);
 }
 
+/* Launches (the hot path) in both phases: the hidden-copy check times copy
+ * kernels between PRE and POST. */
 const a2a_analyzer a2a_analyzer_layout = {
     .name = "layout",
+    .owner = A2A_OWN_LAYOUT,
+    .pre = A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) |
+           A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
+           A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
+           A2A_KIND_BIT(A2A_EV_LAUNCH),
+    .post = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
+            A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_LAUNCH) |
+            A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) | A2A_KIND_BIT(A2A_EV_FORK_CHILD),
     .init = layout_init,
     .on_event = layout_on_event,
 };

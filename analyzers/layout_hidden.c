@@ -86,12 +86,13 @@ static bool contains_ci(const char *s, const char *w) {
   return false;
 }
 
-static const ly_func *func_info(ly_thread *t, const void *func) {
+/* Whether func is a copy kernel, from its name (the core's cached layout),
+ * remembered per thread so the launch path does no string search. */
+static const ly_func *func_info(ly_thread *t, const void *func, const a2a_kparams *kp) {
   ly_func *f = &t->funcs[((uintptr_t)func >> 4) % LAYOUT_FUNC_CACHE];
   if (f->func == func) return f;
   f->func = func;
-  f->name = NULL;
-  if (a2a_hostsvc->func_name(func, &f->name) != 0) f->name = NULL;
+  f->name = kp ? kp->name : NULL;
   f->is_copy = f->name && (contains_ci(f->name, "copy") || contains_ci(f->name, "contiguous"));
   return f;
 }
@@ -112,8 +113,9 @@ void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
 
 void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
   if (!ev->u.launch.func || !ev->u.launch.args) return;
-  const ly_func *f = func_info(t, ev->u.launch.func);
-  if (!f->is_copy) return;
+  const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
+  const ly_func *f = func_info(t, ev->u.launch.func, kp);
+  if (!f->is_copy || !kp) return;
   /* The written pointer: the first pointer-sized word of the parameters
    * (by-value structs included) that lies in a known device segment, else
    * the first word that looks like a pointer. Copy kernels take their
@@ -121,9 +123,8 @@ void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
    * convention); the source must not count, or copying *from* a send buffer
    * (y.copy_(x); send(x)) would look like producing it. */
   uintptr_t first = 0, written = 0;
-  for (size_t i = 0; i < 32 && !written; i++) {
-    size_t off, sz;
-    if (a2a_hostsvc->func_param_info(ev->u.launch.func, i, &off, &sz) != 0) break;
+  for (int i = 0; i < kp->nparams && !written; i++) {
+    size_t sz = kp->size[i];
     const unsigned char *arg = ev->u.launch.args[i];
     if (!arg) continue;
     for (size_t w = 0; w + sizeof(uintptr_t) <= sz && !written; w += sizeof(uintptr_t)) {
@@ -171,7 +172,7 @@ static void report_feed(ly_feed *f, double ms) {
   /* Reported later than the operation: its call site is the stack. */
   a2a_stack one = {.n = f->op_site ? 1 : 0};
   one.pc[0] = (void *)f->op_site;
-  a2a_finding fd = {.check = "layout.hidden-copy", .severity = A2A_SEV_INFO, .site = f->op_site,
+  a2a_finding fd = {.check = A2A_CK_LAYOUT_HIDDEN_COPY, .severity = A2A_SEV_INFO, .site = f->op_site,
                     .comm = f->comm, .message = msg, .details_json = js,
                     .stack = f->op_site ? &one : NULL};
   a2a_report(&fd);

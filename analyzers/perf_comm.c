@@ -609,7 +609,7 @@ static void note_launch(pc_tls *t, void *s) {
 
 static void check_priority(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
   if (c->nranks < 2 || bytes < (1ULL << 20) || bytes > 100ULL * (1ULL << 20)) return;
-  if (!a2a_check_enabled("perf.stream-priority")) return;
+  if (!a2a_check_on(A2A_CK_PERF_STREAM_PRIORITY)) return;
   int pc = a2a_perf_stream_priority(stream);
   /* Only communication at the default (lowest) priority is judged: CUDA
    * clamps a requested priority into the device's range, which a2acheck
@@ -639,7 +639,7 @@ static void check_priority(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, 
     a2a_json_int(&j, "compute_priority", pk);
     a2a_json_uint(&j, "bytes", bytes);
     a2a_json_obj_end(&j);
-    a2a_finding f = {.check = "perf.stream-priority", .severity = A2A_SEV_INFO, .site = site,
+    a2a_finding f = {.check = A2A_CK_PERF_STREAM_PRIORITY, .severity = A2A_SEV_INFO, .site = site,
                      .comm = c->rec, .message = msg, .details_json = det, .capture_stack = true};
     a2a_report(&f);
     return;
@@ -798,7 +798,7 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
 }
 
 static void on_group_end(pc_tls *t, const a2a_event *ev) {
-  bool simulate = ev->api && strcmp(ev->api, "ncclGroupSimulateEnd") == 0;
+  bool simulate = ev->u.group.simulate != 0;
   if (ev->phase == A2A_PRE) {
     t->armed_c = NULL;
     sample_epoch_end(t);
@@ -848,7 +848,7 @@ static void perf_comm_on_event(const a2a_event *ev) {
   pc_tls *t = tls();
   switch (ev->kind) {
   case A2A_EV_COMM_INIT:
-    if (ev->phase == A2A_POST && (ev->result == 0 || ev->result == 7)) comm_create(ev);
+    if (ev->phase == A2A_POST && ev->ok) comm_create(ev);
     break;
   case A2A_EV_COMM_END:
     if (ev->phase == A2A_PRE) poll_comm(lookup(ev->comm));
@@ -955,7 +955,7 @@ static double small_alpha(const pc_comm *c, const char **src) {
 
 static void report_small(const pc_comm *c) {
   if (c->nranks < 2 || c->small_ops < a2a_perf_small_min_ops() ||
-      c->small_ops * 2 < c->ops || !a2a_check_enabled("perf.small-messages"))
+      c->small_ops * 2 < c->ops || !a2a_check_on(A2A_CK_PERF_SMALL_MESSAGES))
     return;
   const char *src;
   double alpha = small_alpha(c, &src);
@@ -1016,7 +1016,7 @@ static void report_small(const pc_comm *c) {
   a2a_json_dbl(&j, "estimated_gain_s", gain);
   a2a_json_dbl(&j, "estimated_gain_fraction", gain_frac);
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = "perf.small-messages", .severity = A2A_SEV_WARNING,
+  a2a_finding f = {.check = A2A_CK_PERF_SMALL_MESSAGES, .severity = A2A_SEV_WARNING,
                    .comm = c->rec, .message = msg, .details_json = det};
   a2a_report(&f);
 }
@@ -1026,7 +1026,7 @@ static void report_small(const pc_comm *c) {
  * window, or below A2ACHECK_EXPECTED_BUSBW when set, with at least
  * A2ACHECK_PERF_MIN_OPS operations in complete windows and two windows. */
 static void report_lowbw(const pc_comm *c) {
-  if (c->nranks < 2 || !a2a_check_enabled("perf.low-bandwidth")) return;
+  if (c->nranks < 2 || !a2a_check_on(A2A_CK_PERF_LOW_BANDWIDTH)) return;
   int reported = 0;
   double expected = a2a_opt->expected_busbw;
   for (int i = 0; i < PC_JUDGE; i++) {
@@ -1088,7 +1088,7 @@ static void report_lowbw(const pc_comm *c) {
     a2a_json_str(&j, "reason", below_expected ? "below-expected" : "below-best");
     a2a_json_str(&j, "includes", "waiting for the slowest rank");
     a2a_json_obj_end(&j);
-    a2a_finding f = {.check = "perf.low-bandwidth", .severity = A2A_SEV_WARNING,
+    a2a_finding f = {.check = A2A_CK_PERF_LOW_BANDWIDTH, .severity = A2A_SEV_WARNING,
                      .comm = c->rec, .message = msg, .details_json = det};
     a2a_report(&f);
   }
@@ -1096,7 +1096,7 @@ static void report_lowbw(const pc_comm *c) {
 
 static void report_no_overlap(const pc_comm *c) {
   if (c->nranks < 2 || c->ops < a2a_perf_min_ops() ||
-      !a2a_check_enabled("perf.no-overlap"))
+      !a2a_check_on(A2A_CK_PERF_NO_OVERLAP))
     return;
   bool blocked = c->blocked_after >= a2a_perf_min_ops() && c->blocked_after * 2 >= c->ops;
   bool serial = c->serialized >= a2a_perf_min_ops() && c->serialized * 10 >= c->ops * 9;
@@ -1136,7 +1136,7 @@ static void report_no_overlap(const pc_comm *c) {
   a2a_json_dbl(&j, "overlap_fraction", c->ov_comm_s > 0 ? c->ov_overlap_s / c->ov_comm_s : 0.0);
   a2a_json_uint(&j, "overlap_samples", c->ov_samples);
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = "perf.no-overlap", .severity = A2A_SEV_WARNING,
+  a2a_finding f = {.check = A2A_CK_PERF_NO_OVERLAP, .severity = A2A_SEV_WARNING,
                    .site = blocked ? c->block_site : c->serial_site, .comm = c->rec,
                    .message = msg, .details_json = det,
                    .stack = blocked && c->have_block_stack ? &c->block_stack : NULL};
@@ -1144,7 +1144,7 @@ static void report_no_overlap(const pc_comm *c) {
 }
 
 static void report_summary(const pc_comm *c) {
-  if (!a2a_opt->perf_summary || c->ops == 0 || !a2a_check_enabled("perf.summary")) return;
+  if (!a2a_opt->perf_summary || c->ops == 0 || !a2a_check_on(A2A_CK_PERF_SUMMARY)) return;
   static char det[12288];
   char msg[1024], sz[32], part[200];
   a2a_json j;
@@ -1220,7 +1220,7 @@ static void report_summary(const pc_comm *c) {
   a2a_json_uint(&j, "overlap_samples", c->ov_samples);
   if (c->ov_comm_s > 0) a2a_json_dbl(&j, "overlap_fraction", c->ov_overlap_s / c->ov_comm_s);
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = "perf.summary", .severity = A2A_SEV_INFO, .comm = c->rec,
+  a2a_finding f = {.check = A2A_CK_PERF_SUMMARY, .severity = A2A_SEV_INFO, .comm = c->rec,
                    .message = msg, .details_json = det};
   a2a_report(&f);
 }
@@ -1287,8 +1287,22 @@ static void perf_comm_after_fork_child(void) {
   atomic_fetch_add(&g_gen, 1);
 }
 
+#define PC_KINDS (A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_END) |        \
+              A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |                      \
+              A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) |         \
+              A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH) |           \
+              A2A_KIND_BIT(A2A_EV_HOST_FUNC) | A2A_KIND_BIT(A2A_EV_MEMSET) |              \
+              A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT) |      \
+              A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |      \
+              A2A_KIND_BIT(A2A_EV_EVENT_SYNC) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |        \
+              A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) |                                  \
+              A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT))
+
 const a2a_analyzer a2a_analyzer_perf_comm = {
     .name = "perf_comm",
+    .owner = A2A_OWN_PERF_COMM,
+    .pre = PC_KINDS,
+    .post = PC_KINDS & ~A2A_KIND_BIT(A2A_EV_LAUNCH), /* launches: PRE only */
     .init = perf_comm_init,
     .on_event = perf_comm_on_event,
     .fini = perf_comm_fini,

@@ -212,7 +212,7 @@ static atomic_int g_pending; /* 1 until the first event reported the hits */
 static int perf_env_init(void) {
   atomic_store(&g_pending, 0);
   g_nhits = 0;
-  if (!a2a_check_enabled("perf.env")) return 0;
+  if (!a2a_check_on(A2A_CK_PERF_ENV)) return 0;
   a2a_perf_env_ctx ctx;
   a2a_perf_env_probe(&ctx);
   a2a_perf_env_hit hits[MAX_HITS];
@@ -252,7 +252,7 @@ static void report_hits(void) {
     a2a_json_str(&j, "reference", g_hits[i].ref);
     if (g_hits[i].suggestion[0]) a2a_json_str(&j, "suggestion", g_hits[i].suggestion);
     a2a_json_obj_end(&j);
-    a2a_finding f = {.check = "perf.env", .severity = g_hits[i].sev, .site = NULL,
+    a2a_finding f = {.check = A2A_CK_PERF_ENV, .severity = g_hits[i].sev, .site = NULL,
                      .message = msg, .details_json = details};
     a2a_report(&f);
   }
@@ -265,8 +265,20 @@ static void perf_env_on_event(const a2a_event *ev) {
     report_hits();
 }
 
+/* The lint ran at init; its findings are reported at the first NCCL event
+ * (the log is open by then; NCCL's variables matter only to NCCL users). */
+#define PE_KINDS (A2A_KIND_BIT(A2A_EV_GET_UNIQUE_ID) | A2A_KIND_BIT(A2A_EV_COMM_INIT) | \
+              A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) |   \
+              A2A_KIND_BIT(A2A_EV_COMM_QUERY) | A2A_KIND_BIT(A2A_EV_COLL) |             \
+              A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_GROUP_START) |             \
+              A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_NCCL_REGISTER) |     \
+              A2A_KIND_BIT(A2A_EV_REDOP))
+
 const a2a_analyzer a2a_analyzer_perf_env = {
     .name = "perf_env",
+    .owner = A2A_OWN_PERF_ENV,
+    .pre = PE_KINDS,
+    .post = 0,
     .init = perf_env_init,
     .on_event = perf_env_on_event,
 };

@@ -135,7 +135,7 @@ static void full_sync(ps_tls *t, const a2a_event *ev, const char *how) {
    * the pattern. */
   if (sops > PS_MAX_OPS_PER_SYNC * n) return;
   if (n < a2a_perf_min_ops() || atomic_load(&g_warned_sync) ||
-      !a2a_check_enabled("perf.sync-heavy") || atomic_exchange(&g_warned_sync, true))
+      !a2a_check_on(A2A_CK_PERF_SYNC_HEAVY) || atomic_exchange(&g_warned_sync, true))
     return;
   char msg[768], det[256];
   snprintf(msg, sizeof msg,
@@ -156,7 +156,7 @@ static void full_sync(ps_tls *t, const a2a_event *ev, const char *how) {
   a2a_json_dbl(&j, "ops_per_sync", (double)sops / (double)n);
   a2a_json_uint(&j, "comm_ops", a2a_perf_ops_total());
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = "perf.sync-heavy", .severity = A2A_SEV_WARNING, .site = ev->callsite,
+  a2a_finding f = {.check = A2A_CK_PERF_SYNC_HEAVY, .severity = A2A_SEV_WARNING, .site = ev->callsite,
                    .message = msg, .details_json = det, .capture_stack = true};
   a2a_report(&f);
 }
@@ -170,7 +170,7 @@ static void check_churn(const a2a_event *ev, bool streams) {
   /* Created about once per operation or more, and mostly destroyed again
    * (a pool created once and kept is fine). */
   if (c < min || d < min || ops < min || c * 2 < ops || d * 2 < c) return;
-  if (atomic_load(warned) || !a2a_check_enabled("perf.stream-churn") || atomic_exchange(warned, true))
+  if (atomic_load(warned) || !a2a_check_on(A2A_CK_PERF_STREAM_CHURN) || atomic_exchange(warned, true))
     return;
   const char *what = streams ? "streams" : "events";
   char msg[768], det[256];
@@ -193,7 +193,7 @@ static void check_churn(const a2a_event *ev, bool streams) {
   a2a_json_uint(&j, "comm_ops", ops);
   a2a_json_dbl(&j, "per_op", (double)c / (double)ops);
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = "perf.stream-churn", .severity = A2A_SEV_WARNING, .site = ev->callsite,
+  a2a_finding f = {.check = A2A_CK_PERF_STREAM_CHURN, .severity = A2A_SEV_WARNING, .site = ev->callsite,
                    .message = msg, .details_json = det, .capture_stack = true};
   a2a_report(&f);
 }
@@ -282,8 +282,17 @@ static void perf_stream_after_fork_child(void) {
   atomic_fetch_add(&g_gen, 1);
 }
 
+/* Also runs for perf_comm's checks: perf.stream-priority reads the stream
+ * priorities this analyzer records. */
 const a2a_analyzer a2a_analyzer_perf_stream = {
     .name = "perf_stream",
+    .owner = A2A_OWN_PERF_STREAM | A2A_OWN_PERF_COMM,
+    .pre = A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_COLL) |
+           A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_MEMCPY) |
+           A2A_KIND_BIT(A2A_EV_MEMSET) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |
+           A2A_KIND_BIT(A2A_EV_STREAM_SYNC),
+    .post = A2A_KIND_BIT(A2A_EV_STREAM_CREATE) | A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) |
+            A2A_KIND_BIT(A2A_EV_EVENT_CREATE) | A2A_KIND_BIT(A2A_EV_EVENT_DESTROY),
     .init = perf_stream_init,
     .on_event = perf_stream_on_event,
     .after_fork_child = perf_stream_after_fork_child,

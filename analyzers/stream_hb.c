@@ -77,8 +77,6 @@
 #define MAX_PENDING STREAM_HB_MAX_PENDING
 #define MAX_THREADS STREAM_HB_MAX_THREADS
 #define SREG_SLOTS 1024
-#define FUNC_SLOTS 512
-#define FUNC_MAX_PARAMS 64
 #define PARAM_SCAN_MAX 4096 /* bytes scanned per kernel parameter */
 #define KERNEL_MAX_HITS 16  /* distinct ranges one launch may touch */
 #define STACK_RING 256
@@ -87,7 +85,6 @@
 #define STREAM_LEGACY ((void *)0x1)
 #define STREAM_PER_THREAD ((void *)0x2)
 #define CUDA_STREAM_NON_BLOCKING 0x1u
-#define NCCL_IN_PROGRESS 7
 
 /* ------------------------------------------------------------------ */
 /* Types */
@@ -183,15 +180,6 @@ typedef struct thread_state {
   pending p[MAX_PENDING];
 } thread_state;
 
-/* Written once under g_fn_mu, then published by a release store of func:
- * readers probe lock-free. */
-typedef struct func_info {
-  _Atomic(const void *) func;
-  int nparams; /* -1: no parameter information */
-  const char *name;
-  uint16_t size[FUNC_MAX_PARAMS];
-} func_info;
-
 typedef struct stack_slot {
   uint32_t gen;
   a2a_stack st;
@@ -217,8 +205,6 @@ static uint16_t *g_order; /* indices into g_rng sorted by lo; g_nranges used */
 static size_t g_nr;    /* == g_nranges, under the lock */
 static uint64_t g_use;
 static uintptr_t g_min_lo, g_max_hi; /* bounds of all tracked ranges */
-static func_info *g_fn; /* [FUNC_SLOTS] */
-static pthread_mutex_t g_fn_mu = PTHREAD_MUTEX_INITIALIZER; /* insertions only */
 /* Launch prefilter: one bit per hashed 2 MiB page that a tracked range
  * touches. Bits are only set (under g_mu) while ranges exist and cleared when
  * the last range goes: a stale bit costs a lock, never a missed access. */
@@ -646,61 +632,6 @@ static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Kernel parameter layouts (cached per function). */
-
-static size_t func_home(const void *func) {
-  uint64_t x = (uint64_t)(uintptr_t)func;
-  x ^= x >> 29;
-  x *= 0x9e3779b97f4a7c15ULL;
-  return (size_t)(x >> 40) & (FUNC_SLOTS - 1);
-}
-
-/* Lock-free probe: the cached layout of func, or NULL (not cached yet). */
-static func_info *func_probe(const void *func) {
-  size_t i = func_home(func);
-  for (size_t n = 0; n < FUNC_SLOTS; n++, i = (i + 1) & (FUNC_SLOTS - 1)) {
-    const void *k = atomic_load_explicit(&g_fn[i].func, memory_order_acquire);
-    if (k == func) return &g_fn[i];
-    if (k == NULL) return NULL;
-  }
-  return NULL;
-}
-
-/* The layout of func, asked from the host (cudaFuncGetName,
- * cudaFuncGetParamInfo) on first sight and cached. Not under g_mu: the host
- * services call the real runtime. NULL when the table is full (the launch is
- * then not analyzed). */
-static func_info *func_lookup(const void *func) {
-  func_info *f = func_probe(func);
-  if (f) return f;
-  pthread_mutex_lock(&g_fn_mu);
-  size_t i = func_home(func);
-  f = NULL;
-  for (size_t n = 0; n < FUNC_SLOTS; n++, i = (i + 1) & (FUNC_SLOTS - 1)) {
-    const void *k = atomic_load_explicit(&g_fn[i].func, memory_order_relaxed);
-    if (k == func) { f = &g_fn[i]; break; }
-    if (k == NULL) {
-      f = &g_fn[i];
-      f->nparams = 0;
-      f->name = NULL;
-      for (size_t p = 0; p < FUNC_MAX_PARAMS; p++) {
-        size_t off, sz;
-        if (a2a_hostsvc->func_param_info(func, p, &off, &sz) != 0) break;
-        f->size[p] = (uint16_t)(sz > 0xffff ? 0xffff : sz);
-        f->nparams++;
-      }
-      if (f->nparams == 0) f->nparams = -1;
-      const char *nm = NULL;
-      if (a2a_hostsvc->func_name(func, &nm) == 0) f->name = nm;
-      atomic_store_explicit(&f->func, func, memory_order_release);
-      break;
-    }
-  }
-  pthread_mutex_unlock(&g_fn_mu);
-  return f;
-}
-
-/* ------------------------------------------------------------------ */
 /* Launch prefilter */
 
 static size_t page_bit(uintptr_t p) { return (size_t)(p >> PAGE_SHIFT) & (PAGE_BITS - 1); }
@@ -726,7 +657,7 @@ static bool page_maybe(uintptr_t p) {
 
 /* Whether any 8-byte word of the launch's parameters may point into a
  * tracked range (lock-free; false positives only). */
-static bool launch_may_touch(const a2a_event *ev, const func_info *f) {
+static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
   for (int p = 0; p < f->nparams; p++) {
     const unsigned char *bytes = ev->u.launch.args[p];
     size_t sz = f->size[p];
@@ -758,7 +689,7 @@ typedef struct tl_snap {
 } tl_snap;
 
 typedef struct queued {
-  const char *check;
+  a2a_check_id check;
   uintptr_t lo, hi;
   access prev, now;
   tl_snap prev_tl, now_tl;
@@ -879,11 +810,11 @@ static const char *earlier_verb(const access *a) {
   return (a->flags & F_WRITE) ? "wrote" : "read";
 }
 
-static const char *fix_hint(const char *check) {
-  if (strcmp(check, "stream.unsynced-input") == 0)
+static const char *fix_hint(a2a_check_id check) {
+  if (check == A2A_CK_STREAM_UNSYNCED_INPUT)
     return "Record an event on the producing stream after the write and make the "
            "communication stream wait for it (cudaStreamWaitEvent) before the operation.";
-  if (strcmp(check, "stream.unsynced-output") == 0)
+  if (check == A2A_CK_STREAM_UNSYNCED_OUTPUT)
     return "Wait for the operation before touching its buffer: make this stream wait on an "
            "event recorded after the operation (work.wait()), or synchronize the host.";
   return "Keep the buffer alive and untouched until the operation is complete: record the "
@@ -893,10 +824,10 @@ static const char *fix_hint(const char *check) {
 
 /* Under g_mu: queue a conflict (dropped when the queue is full: the sink
  * would count it as a repeat of the same site anyway). */
-static void report(const char *check, const range *r, const access *prev,
+static void report(a2a_check_id check, const range *r, const access *prev,
                    const access *now, const a2a_stack *now_stack) {
   report_q *q = tls_q;
-  if (!q || q->n >= REPORT_Q || !a2a_check_enabled(check)) return;
+  if (!q || q->n >= REPORT_Q || !a2a_check_on(check)) return;
   queued *e = &q->q[q->n++];
   e->check = check;
   e->lo = r->lo;
@@ -974,27 +905,28 @@ static void hb_unlock(report_q *q) {
 }
 
 /* Which check a pair (earlier access p, new access with flags nf) violates
- * when they are unordered, or NULL when the pair is none of our business. */
-static const char *classify(const access *p, unsigned nf, bool is_free) {
+ * when they are unordered, or A2A_CK_NONE when the pair is none of our
+ * business. */
+static a2a_check_id classify(const access *p, unsigned nf, bool is_free) {
   bool pc = p->flags & F_COMM, nc = nf & F_COMM;
   bool pw = p->flags & F_WRITE, nw = nf & F_WRITE;
-  if (is_free) return pc ? "stream.free-in-flight" : NULL;
-  if (!pc && !nc) return NULL; /* compute vs compute: compute-sanitizer's job */
-  if (!pw && !nw) return NULL; /* read vs read */
+  if (is_free) return pc ? A2A_CK_STREAM_FREE_IN_FLIGHT : A2A_CK_NONE;
+  if (!pc && !nc) return A2A_CK_NONE; /* compute vs compute: compute-sanitizer's job */
+  if (!pw && !nw) return A2A_CK_NONE; /* read vs read */
   if (nc) {
-    if (!pc) return "stream.unsynced-input";       /* producer not ordered before the op */
-    if (pw && !nw) return "stream.unsynced-input"; /* op reads another op's output */
-    if (pw) return "stream.unsynced-output";       /* op overwrites another op's output */
-    return "stream.free-in-flight";                /* op overwrites another op's input */
+    if (!pc) return A2A_CK_STREAM_UNSYNCED_INPUT;       /* producer not ordered before the op */
+    if (pw && !nw) return A2A_CK_STREAM_UNSYNCED_INPUT; /* op reads another op's output */
+    if (pw) return A2A_CK_STREAM_UNSYNCED_OUTPUT;       /* op overwrites another op's output */
+    return A2A_CK_STREAM_FREE_IN_FLIGHT;                /* op overwrites another op's input */
   }
-  if (pw) return "stream.unsynced-output";         /* touching an op's output too early */
-  return "stream.free-in-flight";                  /* rewriting an op's input too early */
+  if (pw) return A2A_CK_STREAM_UNSYNCED_OUTPUT;         /* touching an op's output too early */
+  return A2A_CK_STREAM_FREE_IN_FLIGHT;                  /* rewriting an op's input too early */
 }
 
 /* One bit per check, to report each check once per access. */
-static unsigned check_bit(const char *check) {
-  if (strcmp(check, "stream.unsynced-input") == 0) return 1u;
-  if (strcmp(check, "stream.unsynced-output") == 0) return 2u;
+static unsigned check_bit(a2a_check_id check) {
+  if (check == A2A_CK_STREAM_UNSYNCED_INPUT) return 1u;
+  if (check == A2A_CK_STREAM_UNSYNCED_OUTPUT) return 2u;
   return 4u;
 }
 
@@ -1038,8 +970,8 @@ static void access_range(range *r, const access *a, bool covers, const a2a_stack
   for (int i = 0; i < r->nacc; i++) {
     const access *p = &r->acc[i];
     if (hb(p, vc)) continue;
-    const char *check = classify(p, a->flags, a->kind == AK_FREE);
-    if (!check) continue;
+    a2a_check_id check = classify(p, a->flags, a->kind == AK_FREE);
+    if (check == A2A_CK_NONE) continue;
     conflicted[i] = true;
     unsigned bit = check_bit(check);
     if (*reported & bit) continue;
@@ -1244,7 +1176,7 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
 
 static void default_stream_warning(const a2a_event *ev, const char *what) {
   bool legacy = ev->stream == STREAM_LEGACY || (ev->stream == NULL && !ev->per_thread);
-  if (!legacy || !a2a_check_enabled("stream.default-stream")) return;
+  if (!legacy || !a2a_check_on(A2A_CK_STREAM_DEFAULT_STREAM)) return;
   char msg[512], js[512];
   snprintf(msg, sizeof msg,
            "%s runs on the legacy default stream: it serializes with every blocking "
@@ -1259,7 +1191,7 @@ static void default_stream_warning(const a2a_event *ev, const char *what) {
   a2a_json_int(&j, "device", dev_of(ev));
   a2a_json_ptr(&j, "stream", ev->stream);
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = "stream.default-stream", .severity = A2A_SEV_WARNING,
+  a2a_finding f = {.check = A2A_CK_STREAM_DEFAULT_STREAM, .severity = A2A_SEV_WARNING,
                    .site = ev->callsite, .comm = a2a_comm_lookup(ev->comm),
                    .message = msg, .details_json = js, .capture_stack = true};
   a2a_report(&f);
@@ -1305,9 +1237,9 @@ static void on_comm_op(const a2a_event *ev) {
   }
   default_stream_warning(ev, what);
   /* Tracking is what costs: none of the race checks enabled, no tracking. */
-  if (!a2a_check_enabled("stream.unsynced-input") &&
-      !a2a_check_enabled("stream.unsynced-output") &&
-      !a2a_check_enabled("stream.free-in-flight"))
+  if (!a2a_check_on(A2A_CK_STREAM_UNSYNCED_INPUT) &&
+      !a2a_check_on(A2A_CK_STREAM_UNSYNCED_OUTPUT) &&
+      !a2a_check_on(A2A_CK_STREAM_FREE_IN_FLIGHT))
     return;
 
   thread_state *ts = thread_state_of(ev->thread);
@@ -1344,7 +1276,7 @@ static bool comm_read_in_flight(const range *r, const uint32_t *vc) {
   return false;
 }
 
-static void on_launch(const a2a_event *ev, const func_info *f) {
+static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
   range *hits[KERNEL_MAX_HITS];
   int nhits = 0;
   for (int p = 0; p < f->nparams; p++) {
@@ -1489,16 +1421,14 @@ static int hb_init(void) {
   if (!g_ev) g_ev = xcalloc(EV_SLOTS, sizeof *g_ev);
   if (!g_rng) g_rng = xcalloc(MAX_RANGES, sizeof *g_rng);
   if (!g_order) g_order = xcalloc(MAX_RANGES, sizeof *g_order);
-  if (!g_fn) g_fn = xcalloc(FUNC_SLOTS, sizeof *g_fn);
   if (!g_stacks) g_stacks = xcalloc(STACK_RING, sizeof *g_stacks);
-  int rc = (g_tl && g_sreg && g_ev && g_rng && g_order && g_fn && g_stacks) ? 0 : -1;
+  int rc = (g_tl && g_sreg && g_ev && g_rng && g_order && g_stacks) ? 0 : -1;
   if (rc == 0) {
     /* (Re)initialization starts from a clean slate (unit tests re-init). */
     memset(g_tl, 0, MAX_TL * sizeof *g_tl);
     memset(g_sreg, 0, SREG_SLOTS * sizeof *g_sreg);
     g_nsreg = 0;
     memset(g_ev, 0, EV_SLOTS * sizeof *g_ev);
-    memset(g_fn, 0, FUNC_SLOTS * sizeof *g_fn);
     memset(g_stacks, 0, STACK_RING * sizeof *g_stacks);
     g_ntl = 1; /* the host */
     g_tl[HOST_TL].kind = TL_HOST;
@@ -1544,8 +1474,7 @@ static void hb_on_event(const a2a_event *ev) {
     thread_state *ts = thread_state_of(ev->thread);
     if (!ts || ts->depth == 0) return;
     if (--ts->depth > 0) return;
-    bool simulate = ev->api && strstr(ev->api, "Simulate");
-    if (!simulate && (ev->result == 0 || ev->result == NCCL_IN_PROGRESS) && ts->npending) {
+    if (!ev->u.group.simulate && ev->ok && ts->npending) {
       report_q q;
       hb_lock(&q);
       pending_apply(ts->p, ts->npending, ev->thread);
@@ -1556,7 +1485,7 @@ static void hb_on_event(const a2a_event *ev) {
   }
   case A2A_EV_COLL:
   case A2A_EV_P2P:
-    if (ev->result == 0 || ev->result == NCCL_IN_PROGRESS) on_comm_op(ev);
+    if (ev->ok) on_comm_op(ev);
     return;
   case A2A_EV_STREAM_CREATE:
     if (!ok_result(ev) || !ev->stream) return;
@@ -1638,7 +1567,7 @@ static void hb_on_event(const a2a_event *ev) {
     /* The hot path: layout from the lock-free cache, parameter words
      * against the page filter, the lock only when a word may hit. */
     if (!ev->u.launch.args) return;
-    const func_info *f = func_lookup(ev->u.launch.func);
+    const a2a_kparams *f = a2a_kernel_params(ev->u.launch.func);
     if (!f || f->nparams <= 0 || !launch_may_touch(ev, f)) return;
     hb_lock(&q);
     on_launch(ev, f);
@@ -1721,7 +1650,6 @@ static void hb_after_fork_child(void) {
    * child's (CUDA cannot be used across fork; the simulator gives the child
    * a fresh runtime), and stale ranges would only confuse new allocations. */
   pthread_mutex_init(&g_mu, NULL);
-  pthread_mutex_init(&g_fn_mu, NULL);
   hb_init();
 }
 
@@ -1731,6 +1659,20 @@ size_t stream_hb_copy_ring_count(void) { return atomic_load(&g_nring); }
 
 const a2a_analyzer a2a_analyzer_stream_hb = {
     .name = "stream_hb",
+    .owner = A2A_OWN_STREAM_HB,
+    .pre = 0,
+    .post = A2A_KIND_BIT(A2A_EV_SET_DEVICE) | A2A_KIND_BIT(A2A_EV_GROUP_START) |
+            A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_COLL) |
+            A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_STREAM_CREATE) |
+            A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) |
+            A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) | A2A_KIND_BIT(A2A_EV_EVENT_DESTROY) |
+            A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_MEMCPY) |
+            A2A_KIND_BIT(A2A_EV_MEMSET) | A2A_KIND_BIT(A2A_EV_FREE) |
+            A2A_KIND_BIT(A2A_EV_ALLOC) | A2A_KIND_BIT(A2A_EV_EVENT_RECORD) |
+            A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |
+            A2A_KIND_BIT(A2A_EV_EVENT_QUERY) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |
+            A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |
+            A2A_KIND_BIT(A2A_EV_HOST_FUNC) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH),
     .init = hb_init,
     .on_event = hb_on_event,
     .fini = NULL,

@@ -248,18 +248,13 @@ static _Atomic int g_active = 1;
 
 int xr_active(void) { return atomic_load(&g_active); }
 
-/* The checks this analyzer (with its coordinator) reports. With every one
- * of them disabled through A2ACHECK_CHECKS it does nothing at all: no
- * thread, no socket, no completion event. */
-static const char *const k_checks[] = {
-    "size.p2p-mismatch", "size.dtype-mismatch", "size.unmatched-p2p",
-    "size.collective-mismatch", "group.order-mismatch", "group.init-mismatch",
-    "group.duplicate-device", "group.deadlock", "group.hang"};
-
+/* The checks this analyzer (with its coordinator) reports are the table's
+ * rows owned by XRANK. With every one of them disabled through
+ * A2ACHECK_CHECKS it does nothing at all: no thread, no socket, no
+ * completion event. */
 static int init(void) {
-  int on = !(a2a_opt && a2a_opt->disable), any = 0;
-  for (size_t i = 0; i < sizeof k_checks / sizeof k_checks[0]; i++) any |= a2a_check_enabled(k_checks[i]);
-  atomic_store(&g_active, on && any);
+  int on = !(a2a_opt && a2a_opt->disable);
+  atomic_store(&g_active, on && a2a_checks_any_owned(A2A_OWN_XRANK));
   return 0;
 }
 
@@ -418,7 +413,7 @@ static void on_event(const a2a_event *ev) {
       e.u.end.rank = t->init_rank;
       push(&e);
     }
-    if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7) || !ev->u.init.newcomm)
+    if (ev->phase != A2A_POST || !ev->ok || !ev->u.init.newcomm)
       return;
     const a2a_comm *c = a2a_comm_lookup(ev->u.init.newcomm);
     if (c && !c->id_hash && c->how == A2A_INIT_ALL && ev->result == 0 && (t = slot(ev->thread))) {
@@ -448,7 +443,7 @@ static void on_event(const a2a_event *ev) {
       memcpy(&r.u.reg.idrec, (const unsigned char *)ev->u.init.ids + XR_IDREC_OFF, XR_IDREC_BYTES);
       r.has_idrec = 1;
     }
-    if (ev->result == 7) pend_add(ev->u.init.newcomm, &r);
+    if (ev->in_progress) pend_add(ev->u.init.newcomm, &r);
     else push(&r);
     return;
   }
@@ -490,7 +485,7 @@ static void on_event(const a2a_event *ev) {
     return;
   }
   case A2A_EV_COLL: {
-    if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7)) return;
+    if (ev->phase != A2A_POST || !ev->ok) return;
     if (ev->u.coll.count == 0) return; /* dropped by NCCL, never a task */
     xr_op op = {.kind = XR_OP_COLL, .count = ev->u.coll.count, .peer = -1,
                 .root = ev->u.coll.root, .coll = (int8_t)ev->u.coll.coll,
@@ -500,7 +495,7 @@ static void on_event(const a2a_event *ev) {
     return;
   }
   case A2A_EV_P2P: {
-    if (ev->phase != A2A_POST || (ev->result != 0 && ev->result != 7)) return;
+    if (ev->phase != A2A_POST || !ev->ok) return;
     xr_op op = {.kind = (uint16_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV),
                 .count = ev->u.p2p.count, .peer = ev->u.p2p.peer, .root = -1, .coll = -1,
                 .dtype = (int8_t)ev->u.p2p.dtype, .redop = -1};
@@ -516,9 +511,8 @@ static void on_event(const a2a_event *ev) {
      * are closed untracked (documented limit: their fingerprints were
      * already counted, so the peers' matching may shift). */
     if (--t->depth == 0) {
-      int sim = ev->api && strcmp(ev->api, "ncclGroupSimulateEnd") == 0;
       for (int i = 0; i < t->nstreams; i++) {
-        if (!sim && (ev->result == 0 || ev->result == 7)) {
+        if (!ev->u.group.simulate && ev->ok) {
           close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
         } else {
           /* The group failed: nothing was launched; close untracked. */
@@ -594,8 +588,18 @@ static void after_fork_child(void) {
   if (xr_proc_after_fork_child) xr_proc_after_fork_child();
 }
 
+#define XR_SYNC_KINDS                                                        \
+  (A2A_KIND_BIT(A2A_EV_STREAM_SYNC) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |         \
+   A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) | A2A_KIND_BIT(A2A_EV_MEMCPY))
+
 const a2a_analyzer a2a_analyzer_xrank = {
     .name = "xrank",
+    .owner = A2A_OWN_XRANK,
+    .pre = A2A_KIND_BIT(A2A_EV_COMM_INIT) | XR_SYNC_KINDS,
+    .post = A2A_KIND_BIT(A2A_EV_GET_UNIQUE_ID) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
+            A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
+            A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) | XR_SYNC_KINDS |
+            A2A_KIND_BIT(A2A_EV_PROCESS_EXIT),
     .init = init,
     .on_event = on_event,
     .fini = NULL,

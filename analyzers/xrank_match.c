@@ -169,8 +169,9 @@ static const char *site_str(xr_matcher *m, int conn, uint64_t site, char *buf,
 
 /* Dedup: true the first time (comm, check, a, b) is seen, false afterwards
  * and once the per-comm cap is reached. */
-static int first_time(mcomm *c, const char *check, int a, int b) {
-  uint64_t k = a2a_hash_bytes(check, strlen(check), ((uint64_t)(uint32_t)a << 32) | (uint32_t)b);
+static int first_time(mcomm *c, a2a_check_id check, int a, int b) {
+  int32_t ck = (int32_t)check;
+  uint64_t k = a2a_hash_bytes(&ck, sizeof ck, ((uint64_t)(uint32_t)a << 32) | (uint32_t)b);
   for (int i = 0; i < c->nkeys; i++)
     if (c->keys[i] == k) return 0;
   if (c->nkeys >= MAX_KEYS) return 0;
@@ -178,7 +179,7 @@ static int first_time(mcomm *c, const char *check, int a, int b) {
   return 1;
 }
 
-static void send_verdict(xr_matcher *m, mcomm *c, int rank, const char *check,
+static void send_verdict(xr_matcher *m, mcomm *c, int rank, a2a_check_id check,
                          a2a_severity sev, uint64_t site, const char *text,
                          const char *json) {
   if (rank < 0 || rank >= c->nranks) return;
@@ -232,7 +233,7 @@ const char *xr_op_describe(const xr_op *op, char *buf, size_t cap) {
 /* Registration. */
 
 static void init_mismatch(xr_matcher *m, mcomm *c, int r1, uint64_t s1, int r2,
-                          uint64_t s2, const char *check, const char *text) {
+                          uint64_t s2, a2a_check_id check, const char *text) {
   snprintf(c->last, sizeof c->last, "%s", text);
   if (first_time(c, check, r1, r2)) {
     send_verdict(m, c, r1, check, A2A_SEV_ERROR, s1, text, NULL);
@@ -241,7 +242,7 @@ static void init_mismatch(xr_matcher *m, mcomm *c, int r1, uint64_t s1, int r2,
 }
 
 /* A conn-level verdict for a rank not (yet) recorded in c->ranks. */
-static void conn_verdict(xr_matcher *m, int conn, uint64_t comm, const char *check,
+static void conn_verdict(xr_matcher *m, int conn, uint64_t comm, a2a_check_id check,
                          uint64_t site, const char *text) {
   if (!m->out.verdict) return;
   xr_verdict v = {.comm = comm, .site = site, .severity = A2A_SEV_ERROR,
@@ -279,9 +280,9 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
              "communicator %016" PRIx64 ": rank %d (pid %d on %s) created it with nranks=%d, but "
              "rank %d created it with nranks=%d: every rank must pass the same nranks",
              c->id, reg->rank, mc->pid, mc->host, reg->nranks, other, c->nranks);
-    conn_verdict(m, conn, c->id, "group.init-mismatch", reg->site, text);
+    conn_verdict(m, conn, c->id, A2A_CK_GROUP_INIT_MISMATCH, reg->site, text);
     if (other >= 0)
-      init_mismatch(m, c, other, c->ranks[other].site, other, 0, "group.init-mismatch", text);
+      init_mismatch(m, c, other, c->ranks[other].site, other, 0, A2A_CK_GROUP_INIT_MISMATCH, text);
     return;
   }
   /* A process without a launcher rank variable is named, as the runtime
@@ -294,8 +295,8 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
              "communicator %016" PRIx64 ": rank %d is claimed twice, by pid %d on %s and by pid %d "
              "on %s: every rank index must be used exactly once",
              c->id, reg->rank, oc->pid, oc->host, mc->pid, mc->host);
-    conn_verdict(m, conn, c->id, "group.init-mismatch", reg->site, text);
-    init_mismatch(m, c, reg->rank, mr->site, reg->rank, mr->site, "group.init-mismatch", text);
+    conn_verdict(m, conn, c->id, A2A_CK_GROUP_INIT_MISMATCH, reg->site, text);
+    init_mismatch(m, c, reg->rank, mr->site, reg->rank, mr->site, A2A_CK_GROUP_INIT_MISMATCH, text);
     return;
   }
   /* Same (host, device) under two processes. */
@@ -308,9 +309,9 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
              "communicator %016" PRIx64 ": ranks %d (pid %d) and %d (pid %d) both use CUDA device %d "
              "on host %s: give each rank its own device (cudaSetDevice(local_rank))",
              c->id, r, oc->pid, reg->rank, mc->pid, reg->device, mc->host);
-    conn_verdict(m, conn, c->id, "group.duplicate-device", reg->site, text);
-    if (first_time(c, "group.duplicate-device", r, reg->rank))
-      send_verdict(m, c, r, "group.duplicate-device", A2A_SEV_ERROR, o->site, text, NULL);
+    conn_verdict(m, conn, c->id, A2A_CK_GROUP_DUPLICATE_DEVICE, reg->site, text);
+    if (first_time(c, A2A_CK_GROUP_DUPLICATE_DEVICE, r, reg->rank))
+      send_verdict(m, c, r, A2A_CK_GROUP_DUPLICATE_DEVICE, A2A_SEV_ERROR, o->site, text, NULL);
     break;
   }
   mr->conn = conn;
@@ -350,7 +351,7 @@ static void match_colls(xr_matcher *m, mcomm *c) {
     for (int r = 0; r < c->nranks; r++) {
       const xr_op *op = opq_front(&c->ranks[r].colls);
       if (coll_same(op, rop)) continue;
-      const char *check = op->coll != rop->coll ? "group.order-mismatch" : "size.collective-mismatch";
+      a2a_check_id check = op->coll != rop->coll ? A2A_CK_GROUP_ORDER_MISMATCH : A2A_CK_SIZE_COLLECTIVE_MISMATCH;
       const char *what = op->coll != rop->coll ? "a different operation"
                          : op->count != rop->count ? "a different count"
                          : op->dtype != rop->dtype ? "a different dtype"
@@ -407,10 +408,10 @@ static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *
   if (sb == rb && (snd->dtype == rcv->dtype || sb == 0)) return;
   int s = snd->rank, d = rcv->rank;
   char text[768], s1[128], s2[128];
-  const char *check;
+  a2a_check_id check;
   a2a_severity sev;
   if (sb != rb) {
-    check = "size.p2p-mismatch";
+    check = A2A_CK_SIZE_P2P_MISMATCH;
     sev = A2A_SEV_ERROR;
     snprintf(text, sizeof text,
              "rank %d sends %" PRIu64 " B (%" PRIu64 " x %s) to rank %d in group #%u (%s) but rank %d "
@@ -423,7 +424,7 @@ static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *
              sb > rb ? "the receiver's buffer is too small (NCCL may hang or corrupt memory)"
                      : "the receiver waits for bytes that never come (NCCL may hang)");
   } else {
-    check = "size.dtype-mismatch";
+    check = A2A_CK_SIZE_DTYPE_MISMATCH;
     sev = A2A_SEV_WARNING;
     snprintf(text, sizeof text,
              "rank %d sends %" PRIu64 " x %s to rank %d in group #%u (%s) but rank %d receives %" PRIu64
@@ -488,8 +489,8 @@ void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
              site_str(m, conn, op->site, s1, sizeof s1), c->id, other,
              op->kind == XR_OP_SEND ? "receive" : "send");
     snprintf(c->last, sizeof c->last, "%s", text);
-    if (first_time(c, "size.unmatched-p2p", op->rank, other))
-      send_verdict(m, c, op->rank, "size.unmatched-p2p", A2A_SEV_ERROR, op->site, text, NULL);
+    if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, op->rank, other))
+      send_verdict(m, c, op->rank, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
     if (op->kind == XR_OP_SEND) p->nsend++; else p->nrecv++;
     return;
   }
@@ -542,8 +543,8 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
                op->kind == XR_OP_SEND ? "receive" : "send", posted,
                op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, q->len, waiter);
       snprintf(c->last, sizeof c->last, "%s", text);
-      if (first_time(c, "size.unmatched-p2p", waiter, x))
-        send_verdict(m, c, waiter, "size.unmatched-p2p", A2A_SEV_ERROR, op->site, text, NULL);
+      if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, waiter, x))
+        send_verdict(m, c, waiter, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
     }
 }
 

@@ -1,5 +1,6 @@
 /* xrank_proto.c - encoders and the strict parser of the side channel's wire
  * protocol (see xrank_proto.h). No I/O, no global state. */
+#include "a2a_checks.h"
 #include "xrank_proto.h"
 
 #include "a2a_core.h"
@@ -66,8 +67,10 @@ bool xr_put_verdict(uint8_t *buf, size_t cap, size_t *len,
                     const xr_verdict *v) {
   vhead h = {.comm = v->comm, .site = v->site, .severity = v->severity,
              .flags = v->flags};
-  if (!v->check || strlen(v->check) >= sizeof h.check || !v->text) return false;
-  strcpy(h.check, v->check);
+  const char *name = a2a_check_name((a2a_check_id)v->check);
+  if (a2a_check_by_name(name) == A2A_CK_NONE || strlen(name) >= sizeof h.check || !v->text)
+    return false;
+  strcpy(h.check, name);
   size_t tl = strlen(v->text) + 1, jl = v->json ? strlen(v->json) + 1 : 0;
   if (tl > XR_MAX_TEXT) tl = XR_MAX_TEXT;   /* truncated below */
   if (jl > XR_MAX_JSON) jl = 0;             /* a cut JSON object is invalid */
@@ -190,6 +193,8 @@ int xr_check_payload(const xr_hdr *hdr, const uint8_t *payload) {
     if (hdr->len < sizeof h) return -1;
     memcpy(&h, payload, sizeof h);
     if (!nul_in(h.check, sizeof h.check)) return -1;
+    /* Only checks of the table: a peer cannot invent findings. */
+    if (a2a_check_by_name(h.check) == A2A_CK_NONE) return -1;
     if (h.textlen == 0 || h.textlen > XR_MAX_TEXT || h.jsonlen > XR_MAX_JSON) return -1;
     if (hdr->len != sizeof h + (size_t)h.textlen + h.jsonlen) return -1;
     const char *t = (const char *)payload + sizeof h;
@@ -259,7 +264,7 @@ int xr_get_verdict(const xr_hdr *hdr, const uint8_t *payload, xr_verdict *v) {
   v->site = h.site;
   v->severity = h.severity;
   v->flags = h.flags;
-  v->check = (const char *)payload + offsetof(vhead, check);
+  v->check = a2a_check_by_name((const char *)payload + offsetof(vhead, check));
   v->text = (const char *)payload + sizeof h;
   v->json = h.jsonlen ? v->text + h.textlen : NULL;
   return 0;

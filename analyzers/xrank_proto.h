@@ -80,7 +80,8 @@ typedef struct xr_verdict {
   uint64_t site;        /* the receiving rank's own call site, or 0 */
   int32_t severity;     /* a2a_severity */
   uint32_t flags;       /* XR_VERDICT_* */
-  const char *check;    /* e.g. "size.p2p-mismatch" */
+  int32_t check;        /* a2a_check_id; on the wire its name, and a name
+                           that is not in the checks table is malformed */
   const char *text;     /* the message */
   const char *json;     /* details object or NULL */
 } xr_verdict;

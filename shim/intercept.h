@@ -198,7 +198,7 @@ int a2a_shim_query_device(void);
 #define A2A_POST_BEGIN(ev, r)                                                 \
   do {                                                                        \
     a2a_errno_ = errno;                                                       \
-    (ev).result = (int)(r);                                                   \
+    a2a_event_set_result(&(ev), (int)(r));                                    \
   } while (0)
 
 /* Dispatch POST, leave the tool, restore errno as the real call left it. */

@@ -56,6 +56,7 @@ static void dispatch_simple(a2a_kind kind, const char *api, int status) {
   ev.thread = a2a_rt_thread_index();
   ev.t_ns = a2a_rt_now_ns();
   ev.u.exit.status = status;
+  a2a_event_set_result(&ev, 0);
   a2a_dispatch(&ev);
 }
 
@@ -228,7 +229,7 @@ void a2a_rt_check_not_intercepting(void) {
     }
   }
   char msg[1024], details[1200];
-  a2a_finding f = {.check = "a2acheck.not-intercepting", .message = msg,
+  a2a_finding f = {.check = A2A_CK_NOT_INTERCEPTING, .message = msg,
                    .details_json = details};
   size_t dl = 0;
   bool ovf = false;

@@ -128,6 +128,9 @@ static void host_capture_stack(a2a_stack *st) { a2a_rt_capture_stack(st); }
 static const char *host_hostname(void) { return a2a_rt.host; }
 
 static void host_fail_now(const char *reason) { a2a_rt_fail_now(reason); }
+static bool host_fail_policy(a2a_check_id check, int severity) {
+  return a2a_rt_failpol_matches(&a2a_rt.failpol, check, (a2a_severity)severity);
+}
 
 /* ---- the global rank ---- */
 
@@ -179,4 +182,5 @@ const a2a_host a2a_rt_host = {
     .global_rank = a2a_rt_global_rank,
     .hostname = host_hostname,
     .fail_now = host_fail_now,
+    .fail_policy = host_fail_policy,
 };

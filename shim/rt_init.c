@@ -110,6 +110,20 @@ static void learn_process(void) {
   }
 }
 
+/* The analyzers this runtime runs, in dispatch order: the local ones of
+ * analyzers/ (analyzers.inc), then cross-rank checking (xrank/), which sees
+ * every event after the local checks have reported on it. */
+extern const a2a_analyzer a2a_analyzer_xrank;
+static const a2a_analyzer *g_analyzers[16];
+static size_t g_nanalyzers;
+
+static void compose_analyzers(void) {
+  g_nanalyzers = 0;
+  for (size_t i = 0; i < a2a_nlocal_analyzers && g_nanalyzers < 15; i++)
+    g_analyzers[g_nanalyzers++] = a2a_local_analyzers[i];
+  g_analyzers[g_nanalyzers++] = &a2a_analyzer_xrank;
+}
+
 static void rt_init(void) {
   int saved = errno;
   /* A2ACHECK_DISABLE first, and alone: when it is 1 nothing else happens. */
@@ -128,13 +142,22 @@ static void rt_init(void) {
     (void)w;
   }
   a2a_rt_checks_parse(&a2a_rt.rules, a2a_rt.opts.checks, init_warn, NULL);
+  a2a_check_set enabled = a2a_rt_checks_set(&a2a_rt.rules);
+  a2a_checks_set_enabled(&enabled);
+  a2a_rt_failpol_parse(&a2a_rt.failpol, a2a_rt.opts.fail_on, init_warn, NULL);
+  /* The log header shows the policy in effect, canonically. */
+  static char fail_on[512];
+  a2a_rt_failpol_describe(&a2a_rt.failpol, fail_on, sizeof fail_on);
+  a2a_rt.opts.fail_on = fail_on;
+  if (a2a_rt.failpol.defaulted) a2a_rt.opt_from_env[A2A_RT_OPT_fail_on] = 0;
   learn_process();
   a2a_rt_report_init();
   a2a_rt_exit_install();
   /* From here the report sink accepts findings: an analyzer whose init
    * fails is reported (a2acheck.analyzer-disabled). */
   a2a_rt_set_state(A2A_RT_INITIALIZING);
-  a2a_core_init(&a2a_rt.opts, &a2a_rt_host);
+  compose_analyzers();
+  a2a_core_init(&a2a_rt.opts, &a2a_rt_host, g_analyzers, g_nanalyzers);
   a2a_rt_set_state(A2A_RT_READY);
   errno = saved;
 }
@@ -210,7 +233,7 @@ void a2a_rt_unresolved(const char *symbol, const char *library) {
              symbol, library, library);
     snprintf(details, sizeof details, "{\"symbol\":\"%s\",\"library\":\"%s\"}", symbol,
              library);
-    a2a_finding f = {.check = "a2acheck.unresolved",
+    a2a_finding f = {.check = A2A_CK_UNRESOLVED,
                      .severity = A2A_SEV_WARNING,
                      .site = NULL,
                      .message = msg,

@@ -45,7 +45,6 @@ enum {
 };
 
 /* Values of the runtime's ENUM options (index in their "a|b|c" list). */
-enum { A2A_FAIL_DEADLOCK = 0, A2A_FAIL_ERROR, A2A_FAIL_WARNING, A2A_FAIL_NEVER };
 enum { A2A_ECHO_NONE = 0, A2A_ECHO_ERROR, A2A_ECHO_WARNING, A2A_ECHO_INFO };
 
 typedef const char *(*a2a_rt_getenv_fn)(const char *name);
@@ -77,7 +76,8 @@ size_t a2a_rt_options_describe(const a2a_options *o, const unsigned char *from_e
 size_t a2a_rt_options_help(char *buf, size_t cap, int markdown);
 
 /* ------------------------------------------------------------------ */
-/* rt_checks.c (pure): A2ACHECK_CHECKS selection and A2ACHECK_FAIL_ON. */
+/* rt_checks.c (pure): A2ACHECK_CHECKS selection and A2ACHECK_FAIL_ON, both
+ * validated against the checks table (analyzers/a2a_checks.inc). */
 
 #define A2A_RT_MAX_RULES 32
 typedef struct a2a_rt_rules {
@@ -93,20 +93,39 @@ typedef struct a2a_rt_rules {
 /* Parse a comma list ("all,-perf,+perf.env"). Entries are applied in order,
  * later ones win; a list whose first entry is a plain or '+' selection
  * starts from "nothing enabled", one that starts with '-' from "all
- * enabled"; NULL or "" enables everything. Malformed entries and unknown
- * categories are reported through warn (once each) and skipped. Returns the
- * number of warnings. */
+ * enabled"; NULL or "" enables everything. Malformed entries, unknown
+ * categories and names that are not in the checks table (with the closest
+ * name as a suggestion) are reported through warn (once each) and skipped.
+ * Returns the number of warnings. */
 int a2a_rt_checks_parse(a2a_rt_rules *rs, const char *spec, a2a_rt_warn_fn warn,
                         void *warn_arg);
-/* Whether the rules enable check (a full name "category.name"). */
-bool a2a_rt_checks_eval(const a2a_rt_rules *rs, const char *check);
-/* Whether rule i matches check. */
-bool a2a_rt_rule_matches(const a2a_rt_rules *rs, int i, const char *check);
-/* Whether a finding of this check and severity triggers the failure policy
- * fail_on (A2A_FAIL_*). "deadlock" matches only the deadlock/hang checks. */
-bool a2a_rt_fail_matches(long fail_on, const char *check, a2a_severity sev);
-/* Whether check is one of the deadlock/hang checks. */
-bool a2a_rt_is_deadlock_check(const char *check);
+/* Whether the rules enable check id. */
+bool a2a_rt_checks_eval(const a2a_rt_rules *rs, a2a_check_id id);
+/* Whether rule i matches check id. */
+bool a2a_rt_rule_matches(const a2a_rt_rules *rs, int i, a2a_check_id id);
+/* The enabled set the rules select. */
+a2a_check_set a2a_rt_checks_set(const a2a_rt_rules *rs);
+
+/* The failure policy (A2ACHECK_FAIL_ON). Levels by breadth. */
+enum { A2A_FAIL_LEVEL_NONE = 0, A2A_FAIL_LEVEL_DEADLOCK, A2A_FAIL_LEVEL_ERROR,
+       A2A_FAIL_LEVEL_WARNING };
+typedef struct a2a_rt_failpol {
+  int level;                  /* A2A_FAIL_LEVEL_* */
+  bool never;                 /* "never": nothing fails */
+  a2a_check_set include;      /* these checks fail at any severity */
+  a2a_check_set exclude;      /* these never fail */
+  bool defaulted;             /* nothing usable was given: the default */
+} a2a_rt_failpol;
+/* Parse a comma list of levels (deadlock, error, warning, never; case-
+ * insensitive) and [-]checks/categories; unset or nothing usable means
+ * "deadlock". Bad entries are reported through warn and skipped. Returns
+ * the number of warnings. */
+int a2a_rt_failpol_parse(a2a_rt_failpol *p, const char *spec, a2a_rt_warn_fn warn,
+                         void *warn_arg);
+/* Whether a finding of check id at severity sev triggers the policy. */
+bool a2a_rt_failpol_matches(const a2a_rt_failpol *p, a2a_check_id id, a2a_severity sev);
+/* The policy in effect as a canonical list ("error,-group.concurrent-use"). */
+size_t a2a_rt_failpol_describe(const a2a_rt_failpol *p, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------ */
 /* rt_format.c (pure): one finding as a JSON line and as text. */
@@ -200,6 +219,7 @@ typedef struct a2a_rt_globals {
   a2a_options opts;
   unsigned char opt_from_env[A2A_RT_NOPTS > 0 ? A2A_RT_NOPTS : 1];
   a2a_rt_rules rules;
+  a2a_rt_failpol failpol;     /* A2ACHECK_FAIL_ON, parsed */
   int pid;
   char host[64];
   int env_rank;               /* from RANK & co, -1 if none */

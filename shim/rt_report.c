@@ -1,9 +1,9 @@
-/* rt_report.c - the report sink: a2a_report() and a2a_check_enabled()
+/* rt_report.c - the report sink: a2a_report() and a2a_check_on()
  * (analyzers/a2a_core.h), deduplication, per-check caps, the stderr echo and
  * the summary at exit.
  *
  * A finding goes through:
- *   1. selection: a2a_check_enabled(check) (A2ACHECK_CHECKS);
+ *   1. selection: a2a_check_on(check) (A2ACHECK_CHECKS);
  *   2. under a2a_rt_mu: dedup by (check, call site) - a repeat only bumps the
  *      entry's count; a new entry beyond A2ACHECK_MAX_PER_CHECK for its check
  *      is only counted ("suppressed"); otherwise it gets the next finding
@@ -39,7 +39,6 @@
 
 #include "rt_internal.h"
 
-#define MAX_CHECKS 128
 #define REPORT_WAIT_S 2          /* longest wait for a2a_rt_mu in a2a_report */
 #define SUMMARY_WAIT_S 10        /* ... in the exit path */
 #define MAX_ENTRIES 4096        /* power of two */
@@ -47,14 +46,14 @@
 pthread_mutex_t a2a_rt_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct check_stat {
-  char name[64];
+  bool seen;                           /* reported at least once */
   a2a_severity max_sev;
   unsigned long logged;                /* distinct findings written */
   unsigned long suppressed;            /* distinct findings over the cap */
   unsigned long distinct_by_sev[3];
-  bool is_summary;                     /* "<category>.summary": a report about
-                                          the run (perf.summary), listed but not
-                                          counted as a finding */
+  bool is_summary;                     /* perf.summary: a report about the
+                                          run, listed but not counted as a
+                                          finding */
   unsigned long long occurrences;
 } check_stat;
 
@@ -69,14 +68,12 @@ typedef struct entry {
   unsigned count_off;                  /* of the count digits in the line */
 } entry;
 
-static check_stat g_checks[MAX_CHECKS];
-static int g_nchecks;
+static check_stat g_checks[A2A_CK__COUNT];   /* indexed by a2a_check_id */
 static entry g_entries[MAX_ENTRIES];
 static unsigned long g_next_id;
 static unsigned long g_dropped_full;
 static _Atomic unsigned long g_dropped_nested;
 static _Atomic bool g_fail_matched;
-static _Atomic uint32_t g_rules_matched;   /* bit i: rule i matched a check */
 static _Atomic unsigned long g_distinct_by_sev[3];
 
 static __thread int t_in_report;
@@ -99,25 +96,6 @@ void a2a_rt_report_init(void) {
   (void)a2a_rt_pc_is_ours(NULL);
 }
 
-/* ---- A2ACHECK_CHECKS, cached lock-free by the check-name pointer ---- */
-
-#define ECACHE 256
-typedef struct ecache_slot {
-  _Atomic(const char *) key;           /* NULL free, BUSY being filled */
-  char name[64];
-  _Atomic int val;                     /* 0 unknown, 1 off, 2 on */
-} ecache_slot;
-static ecache_slot g_ecache[ECACHE];
-#define BUSY ((const char *)1)
-
-static bool eval_and_note(const char *check) {
-  bool on = a2a_rt_checks_eval(&a2a_rt.rules, check);
-  for (int i = 0; i < a2a_rt.rules.n; i++)
-    if (a2a_rt_rule_matches(&a2a_rt.rules, i, check))
-      atomic_fetch_or_explicit(&g_rules_matched, 1u << i, memory_order_relaxed);
-  return on;
-}
-
 /* Reports are accepted from the moment the runtime's own state is ready -
  * during a2a_core_init (an analyzer whose init fails is reported) - until
  * the process ends. */
@@ -125,50 +103,19 @@ static bool accepting(int s) {
   return s == A2A_RT_INITIALIZING || s == A2A_RT_READY || s == A2A_RT_FINISHED;
 }
 
-bool a2a_check_enabled(const char *check) {
-  int s = a2a_rt_state();
-  if (!check || !accepting(s)) return s != A2A_RT_DISABLED;
-  size_t h = ((uintptr_t)check >> 3) * 0x9E3779B97F4A7C15ull >> 56;
-  for (int probe = 0; probe < 8; probe++) {
-    ecache_slot *e = &g_ecache[(h + (size_t)probe) % ECACHE];
-    const char *k = atomic_load_explicit(&e->key, memory_order_acquire);
-    if (k == check) {
-      /* Same pointer: also the same text? (a reused buffer would not be) */
-      if (strcmp(e->name, check) == 0) return atomic_load(&e->val) == 2;
-      return eval_and_note(check);
-    }
-    if (k == NULL) {
-      const char *expected = NULL;
-      if (strlen(check) >= sizeof e->name ||
-          !atomic_compare_exchange_strong(&e->key, &expected, BUSY))
-        continue;
-      bool on = eval_and_note(check);
-      strcpy(e->name, check);
-      atomic_store(&e->val, on ? 2 : 1);
-      atomic_store_explicit(&e->key, check, memory_order_release);
-      return on;
-    }
-  }
-  return eval_and_note(check);
-}
-
 /* ---- tables (a2a_rt_mu held) ---- */
 
-static int check_index(const char *name, a2a_severity sev) {
-  /* Names are kept truncated to the table's width; compare that much. */
-  for (int i = 0; i < g_nchecks; i++)
-    if (strncmp(g_checks[i].name, name, sizeof g_checks[i].name - 1) == 0) {
-      if (sev > g_checks[i].max_sev) g_checks[i].max_sev = sev;
-      return i;
-    }
-  if (g_nchecks == MAX_CHECKS) return -1;
-  check_stat *c = &g_checks[g_nchecks];
-  memset(c, 0, sizeof *c);
-  snprintf(c->name, sizeof c->name, "%s", name);
-  c->max_sev = sev;
-  size_t n = strlen(name);
-  c->is_summary = n >= 8 && strcmp(name + n - 8, ".summary") == 0;
-  return g_nchecks++;
+static int check_index(a2a_check_id id, a2a_severity sev) {
+  if ((unsigned)id >= (unsigned)A2A_CK__COUNT) return -1;
+  check_stat *c = &g_checks[id];
+  if (!c->seen) {
+    c->seen = true;
+    c->max_sev = sev;
+    c->is_summary = id == A2A_CK_PERF_SUMMARY;
+  } else if (sev > c->max_sev) {
+    c->max_sev = sev;
+  }
+  return (int)id;
 }
 
 static uint64_t fnv1a(const char *s) {
@@ -215,7 +162,7 @@ static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
     nframes += a2a_rt_symbolize(st->pc[i], g_frames + nframes, max - nframes);
   a2a_rt_record rec = {
       .id = ++g_next_id,
-      .check = f->check,
+      .check = a2a_check_name(f->check),
       .severity = sev,
       .rank = a2a_rt_global_rank(),
       .host = a2a_rt.host,
@@ -245,15 +192,15 @@ static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
     else snprintf(rank, sizeof rank, "?");
     /* Where: the first frame, so the line alone points at the code. */
     a2a_rt_stderr("[rank %s] %s %s: %s%s%s%s", rank, a2a_rt_severity_name(sev),
-                  f->check, f->message ? f->message : "", nframes ? " [" : "",
+                  a2a_check_name(f->check), f->message ? f->message : "", nframes ? " [" : "",
                   nframes ? g_frames[0] : "", nframes ? "]" : "");
   }
 }
 
 void a2a_report(const a2a_finding *f) {
   int s = a2a_rt_state();
-  if (!f || !f->check || !accepting(s)) return;
-  if (!a2a_check_enabled(f->check)) return;
+  if (!f || (unsigned)f->check >= (unsigned)A2A_CK__COUNT || !accepting(s)) return;
+  if (!a2a_check_on(f->check)) return;
   if (t_in_report) {
     atomic_fetch_add(&g_dropped_nested, 1);
     return;
@@ -263,7 +210,7 @@ void a2a_report(const a2a_finding *f) {
   a2a_severity sev = f->severity > A2A_SEV_ERROR   ? A2A_SEV_ERROR
                      : f->severity < A2A_SEV_INFO ? A2A_SEV_INFO
                                                   : f->severity;
-  if (a2a_rt_fail_matches(a2a_rt.opts.fail_on, f->check, sev))
+  if (a2a_rt_failpol_matches(&a2a_rt.failpol, f->check, sev))
     atomic_store(&g_fail_matched, true);
 
   uintptr_t key = f->site ? (uintptr_t)f->site : (uintptr_t)fnv1a(f->message) | 1;
@@ -338,17 +285,16 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
 
   unsigned long n[3] = {0, 0, 0};
   unsigned long long occ = 0;
-  for (int i = 0; i < g_nchecks; i++) {
-    if (g_checks[i].is_summary) continue; /* reports about the run, not findings */
+  for (int i = 0; i < A2A_CK__COUNT; i++) {
+    if (!g_checks[i].seen || g_checks[i].is_summary) continue; /* reports about the run */
     for (int k = 0; k < 3; k++) n[k] += g_checks[i].distinct_by_sev[k];
     occ += g_checks[i].occurrences;
   }
   unsigned long total = n[0] + n[1] + n[2];
   unsigned long dropped = g_dropped_full + atomic_load(&g_dropped_nested);
   bool fail = atomic_load(&g_fail_matched);
-  char fail_on[16];
-  static const char fail_values[] = "deadlock|error|warning|never";
-  a2a_rt_enum_name(fail_values, a2a_rt.opts.fail_on, fail_on, sizeof fail_on);
+  char fail_on[512];
+  a2a_rt_failpol_describe(&a2a_rt.failpol, fail_on, sizeof fail_on);
 
   /* Text (log and stderr). */
   size_t tl = 0;
@@ -359,12 +305,16 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
                      "summary: %lu distinct finding%s (%lu error, %lu warning, %lu info), "
                      "%llu occurrence%s\n",
                      total, total == 1 ? "" : "s", n[2], n[1], n[0], occ, occ == 1 ? "" : "s");
-  if (g_nchecks)
+  int nseen = 0;
+  for (int i = 0; i < A2A_CK__COUNT; i++) nseen += g_checks[i].seen;
+  if (nseen)
     tl = a2a_rt_printf(T, TC, tl, &ovf, "  %-34s %-8s %8s %10s %12s\n", "check", "severity",
                        "logged", "suppressed", "occurrences");
-  for (int i = 0; i < g_nchecks; i++) {
+  for (int i = 0; i < A2A_CK__COUNT; i++) {
     check_stat *c = &g_checks[i];
-    tl = a2a_rt_printf(T, TC, tl, &ovf, "  %-34s %-8s %8lu %10lu %12llu\n", c->name,
+    if (!c->seen) continue;
+    tl = a2a_rt_printf(T, TC, tl, &ovf, "  %-34s %-8s %8lu %10lu %12llu\n",
+                       a2a_check_name((a2a_check_id)i),
                        a2a_rt_severity_name(c->max_sev), c->logged, c->suppressed,
                        c->occurrences);
   }
@@ -372,12 +322,6 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
     tl = a2a_rt_printf(T, TC, tl, &ovf,
                        "  %lu finding(s) dropped (tables full, raised while another was "
                        "being written on the same thread, or the writer was stuck)\n", dropped);
-  uint32_t matched = atomic_load(&g_rules_matched);
-  for (int i = 0; i < a2a_rt.rules.n; i++)
-    if (a2a_rt.rules.r[i].kind == 2 && !(matched & (1u << i)))
-      tl = a2a_rt_printf(T, TC, tl, &ovf,
-                         "  note: A2ACHECK_CHECKS entry \"%s\" matched no check used in "
-                         "this run (misspelled?)\n", a2a_rt.rules.r[i].pat);
   if (fail_reason)
     tl = a2a_rt_printf(T, TC, tl, &ovf, "  ended by a2acheck with exit status %ld: %.400s\n",
                        a2a_rt.opts.exitcode, fail_reason);
@@ -405,15 +349,16 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
   jl = a2a_rt_printf(J, JC, jl, &ovf,
                      ",\"details\":{\"findings\":{\"error\":%lu,\"warning\":%lu,\"info\":%lu},"
                      "\"occurrences\":%llu,\"dropped\":%lu,\"nccl_calls_seen\":%s,"
-                     "\"exit_status\":%d,\"fail_on\":\"%s\",\"fail_matched\":%s,"
+                     "\"exit_status\":%d,\"fail_on\":\"%.400s\",\"fail_matched\":%s,"
                      "\"failed_now\":%s,\"checks\":[",
                      n[2], n[1], n[0], occ, dropped, a2a_rt_nccl_seen() ? "true" : "false",
                      exit_status, fail_on, fail ? "true" : "false",
                      fail_reason ? "true" : "false");
-  for (int i = 0; i < g_nchecks; i++) {
+  for (int i = 0, k = 0; i < A2A_CK__COUNT; i++) {
     check_stat *c = &g_checks[i];
-    jl = a2a_rt_puts(J, JC, jl, i ? ",{\"check\":" : "{\"check\":", &ovf);
-    jl = a2a_rt_put_jstr(J, JC, jl, c->name, &ovf);
+    if (!c->seen) continue;
+    jl = a2a_rt_puts(J, JC, jl, k++ ? ",{\"check\":" : "{\"check\":", &ovf);
+    jl = a2a_rt_put_jstr(J, JC, jl, a2a_check_name((a2a_check_id)i), &ovf);
     jl = a2a_rt_printf(J, JC, jl, &ovf,
                        ",\"severity\":\"%s\",\"logged\":%lu,\"suppressed\":%lu,"
                        "\"occurrences\":%llu}",
@@ -468,7 +413,6 @@ void a2a_rt_report_after_fork_child(void) {
    * prepare could not take it): only this thread exists. */
   memset(g_checks, 0, sizeof g_checks);
   memset(g_entries, 0, sizeof g_entries);
-  g_nchecks = 0;
   g_next_id = 0;
   g_dropped_full = 0;
   atomic_store(&g_dropped_nested, 0);

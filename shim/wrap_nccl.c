@@ -579,7 +579,7 @@ static void group_track(bool start, ncclResult_t r)
 
 /* The group calls: NCCL's depth is mirrored (group_track) on the
  * pass-through path too, so a re-entered or pre-init call keeps it right. */
-#define A2A_GROUP_WRAP(name, evkind, start_, ...)                             \
+#define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
   {                                                                           \
     int a2a_errno_ = errno;                                                   \
     if (!a2a_rt_enter()) {                                                    \
@@ -590,6 +590,7 @@ static void group_track(bool start, ncclResult_t r)
     }                                                                         \
     A2A_EVENT(ev, (evkind), #name);                                           \
     nccl_event(&ev, NULL, NULL);                                              \
+    ev.u.group.simulate = (simulate_);                                        \
     A2A_PRE(ev);                                                              \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN(ev, r);                                                    \
@@ -599,11 +600,11 @@ static void group_track(bool start, ncclResult_t r)
   }
 
 A2A_PUBLIC ncclResult_t ncclGroupStart(void)
-    A2A_GROUP_WRAP(ncclGroupStart, A2A_EV_GROUP_START, true, )
+    A2A_GROUP_WRAP(ncclGroupStart, A2A_EV_GROUP_START, true, 0, )
 A2A_PUBLIC ncclResult_t ncclGroupEnd(void)
-    A2A_GROUP_WRAP(ncclGroupEnd, A2A_EV_GROUP_END, false, )
+    A2A_GROUP_WRAP(ncclGroupEnd, A2A_EV_GROUP_END, false, 0, )
 
-/* Simulates the end of the group (api tells it apart from ncclGroupEnd);
- * NCCL ends the group as ncclGroupEnd does. */
+/* Simulates the end of the group (u.group.simulate tells it apart from
+ * ncclGroupEnd); NCCL ends the group as ncclGroupEnd does. */
 A2A_PUBLIC ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
-    A2A_GROUP_WRAP(ncclGroupSimulateEnd, A2A_EV_GROUP_END, false, simInfo)
+    A2A_GROUP_WRAP(ncclGroupSimulateEnd, A2A_EV_GROUP_END, false, 1, simInfo)

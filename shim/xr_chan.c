@@ -222,7 +222,7 @@ static void ewait_done(uint32_t id) {
   pthread_mutex_unlock(&g_xr_mu);
 }
 
-static void report(const char *check, a2a_severity sev, const a2a_comm *c, uint64_t site,
+static void report(a2a_check_id check, a2a_severity sev, const a2a_comm *c, uint64_t site,
                    const char *msg, const char *json) {
   /* This thread's stack means nothing to the user; the operation's own call
    * site (a return address in this process) does: the runtime symbolizes it
@@ -258,7 +258,7 @@ static void conn_dead(cconn *k, const char *why) {
            "group.order-mismatch, group.deadlock, group.hang) are off from now on for %s. The "
            "run continues unchanged.",
            k->desc, why, len ? comms : "its communicators");
-  report("a2acheck.no-coordinator", A2A_SEV_INFO, NULL, 0, msg, NULL);
+  report(A2A_CK_NO_COORDINATOR, A2A_SEV_INFO, NULL, 0, msg, NULL);
 }
 
 static void batch_flush(cconn *k);
@@ -430,7 +430,7 @@ static void report_nocoord(const a2a_comm *c, uint64_t id, uint64_t site, const 
            "not set). Cross-rank checks (size.*-mismatch, group.order-mismatch, "
            "group.deadlock) are off for this communicator.",
            cname, how);
-  report("a2acheck.no-coordinator", A2A_SEV_INFO, c, site, msg, NULL);
+  report(A2A_CK_NO_COORDINATOR, A2A_SEV_INFO, c, site, msg, NULL);
 }
 
 static void on_commreg(const xr_rec *r) {
@@ -614,7 +614,7 @@ static int drain(int max) {
              "A2ACHECK_XRANK_QUEUE): this process's operation sequence is incomplete, so it "
              "detaches from cross-rank checking for the rest of the run.",
              xr_ring_drops());
-    report("a2acheck.no-coordinator", A2A_SEV_WARNING, NULL, 0, msg, NULL);
+    report(A2A_CK_NO_COORDINATOR, A2A_SEV_WARNING, NULL, 0, msg, NULL);
     xr_bye b = {.status = -1};
     for (int i = 0; i < S.nconns; i++) {
       conn_send(&S.conns[i], XR_MSG_BYE, &b, sizeof b);
@@ -715,19 +715,22 @@ static void on_verdict(const xr_verdict *v) {
   ccomm *cc = comm_find(v->comm, -1);
   a2a_severity sev = v->severity < 0 ? A2A_SEV_INFO : v->severity > 2 ? A2A_SEV_ERROR
                                                                         : (a2a_severity)v->severity;
-  report(v->check, sev, cc ? cc->c : NULL, v->site, v->text, v->json);
+  if (v->check < 0 || v->check >= A2A_CK__COUNT) return;
+  report((a2a_check_id)v->check, sev, cc ? cc->c : NULL, v->site, v->text, v->json);
   if (!(v->flags & XR_VERDICT_FAIL) || S.failing) return;
   /* A check disabled in A2ACHECK_CHECKS was not reported: it fails nothing. */
-  if (!a2a_check_enabled(v->check)) return;
+  if (!a2a_check_on((a2a_check_id)v->check)) return;
   /* Deadlock policy: A2ACHECK_ON_DEADLOCK=exit (0) ends the process with
-   * A2ACHECK_EXITCODE unless A2ACHECK_FAIL_ON=never (3). */
-  if (!a2a_opt || a2a_opt->on_deadlock != 0 || a2a_opt->fail_on == 3) return;
+   * A2ACHECK_EXITCODE when A2ACHECK_FAIL_ON matches the verdict. */
+  if (!a2a_opt || a2a_opt->on_deadlock != 0 ||
+      !a2a_hostsvc->fail_policy((a2a_check_id)v->check, sev))
+    return;
   S.failing = 1;
   atomic_store(&g_failing_pub, 1);
   /* Hosting the coordinator: the other ranks' verdicts must reach them
    * before this process (and the coordinator with it) goes away. */
   xr_coord_linger(3000000000ull);
-  if (a2a_hostsvc && a2a_hostsvc->fail_now) a2a_hostsvc->fail_now(v->check);
+  if (a2a_hostsvc && a2a_hostsvc->fail_now) a2a_hostsvc->fail_now(a2a_check_name((a2a_check_id)v->check));
 }
 
 static void conn_input(cconn *k) {

@@ -404,7 +404,7 @@ static const char *w_mismatch(void *ctx, uint64_t comm) {
 
 /* Headline + story + the per-process list, sent to each involved live
  * process with its own blocked call site; flags FAIL. */
-static void send_story(const char *check, const xr_procstate *ps, const int *map, size_t n,
+static void send_story(a2a_check_id check, const xr_procstate *ps, const int *map, size_t n,
                        const uint8_t *inv, const xr_wfg_result *res, const char *story,
                        size_t only) {
   static char text[XR_MAX_TEXT];
@@ -412,7 +412,7 @@ static void send_story(const char *check, const xr_procstate *ps, const int *map
   int ninv = 0;
   for (size_t p = 0; p < n; p++) ninv += inv[p];
   size_t len = 0;
-  if (strcmp(check, "group.deadlock") == 0)
+  if (check == A2A_CK_GROUP_DEADLOCK)
     len += (size_t)snprintf(text, sizeof text,
                             "deadlock: %d blocked host thread%s can never return (%d process%s "
                             "involved%s)",
@@ -425,7 +425,7 @@ static void send_story(const char *check, const xr_procstate *ps, const int *map
                             a2a_opt ? a2a_opt->hang_timeout : 300.0);
   if (res->missing_proc >= 0 && len < sizeof text) {
     const xr_procstate *q = &ps[res->missing_proc];
-    if (strcmp(check, "group.hang") == 0)
+    if (check == A2A_CK_GROUP_HANG)
       len += (size_t)snprintf(text + len, sizeof text - len, "; the awaited process: pid %d", q->pid);
     else
       len += (size_t)snprintf(text + len, sizeof text - len, "; the missing process: pid %d%s", q->pid,
@@ -541,14 +541,14 @@ static void evaluate(uint64_t now) {
           if (++focused > 16) {
             /* Large jobs: the first 16 get their own story first, the rest
              * the common one (each story is a full graph analysis). */
-            send_story("group.deadlock", ps, map, n, inv, &res, story, p);
+            send_story(A2A_CK_GROUP_DEADLOCK, ps, map, n, inv, &res, story, p);
             continue;
           }
           xr_wfg_opts of = o;
           of.focus = (int)p;
           xr_wfg_result r2;
           xr_wfg_analyze(ps, n, &of, &r2, inv2, story2, sizeof story2);
-          send_story("group.deadlock", ps, map, n, inv2, &r2, story2, p);
+          send_story(A2A_CK_GROUP_DEADLOCK, ps, map, n, inv2, &r2, story2, p);
         }
         free(inv2);
       }
@@ -580,7 +580,7 @@ static void evaluate(uint64_t now) {
                                 ps[p].nunits == 1 ? "" : "s", st ? st : sb);
       }
     }
-    send_story("group.hang", ps, map, n, inv, &res, story, (size_t)-1);
+    send_story(A2A_CK_GROUP_HANG, ps, map, n, inv, &res, story, (size_t)-1);
   }
 out:
   free(ps);

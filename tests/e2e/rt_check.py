@@ -177,7 +177,7 @@ def case_badoption(a):
     check(p.returncode == 3, "default policy kept: the program's status 3 (got %d)" % p.returncode)
     w = [l for l in p.stderr.splitlines() if "A2ACHECK_FAIL_ON" in l]
     check(len(w) == 1 and "bogus" in w[0] and "keeping the default \"deadlock\"" in w[0],
-          "one warning naming A2ACHECK_FAIL_ON, the bad value and the default")
+          "one warning naming A2ACHECK_FAIL_ON, the bad value and the default (got %r)" % w)
     text, recs = one_process_logs(os.path.join(a.work, "x"), p)
     check("A2ACHECK_FAIL_ON=deadlock  (default)" in text, "the log shows the default in effect")
     check("start-up warnings:" in text and "bogus" in text, "the log repeats the warning")
@@ -210,10 +210,23 @@ def case_checks(a):
     check(p.returncode == 3, "disabled check cannot fail the run (got %d)" % p.returncode)
     _, recs = one_process_logs(d, p)
     check(not findings(recs, "group.unbalanced"), "A2ACHECK_CHECKS=-group: no finding")
-    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_CHECKS": "all,-group.nosuch"},
+    # A misspelled check name is reported at start-up (with the closest
+    # name) and changes nothing: the finding is still there.
+    shutil.rmtree(d, ignore_errors=True)
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_CHECKS": "-group.unbalnced"},
             a.shim)
-    check("A2ACHECK_CHECKS entry \"group.nosuch\" matched no check" in p.stderr,
-          "an exact name that matched nothing is pointed out")
+    w = [l for l in p.stderr.splitlines() if "A2ACHECK_CHECKS" in l]
+    check(len(w) == 1 and "group.unbalnced" in w[0] and "did you mean \"group.unbalanced\"" in w[0],
+          "a misspelled check name gets one start-up warning with a suggestion (got %r)" % w)
+    _, recs = one_process_logs(d, p)
+    check(findings(recs, "group.unbalanced"), "the misspelled entry disabled nothing")
+    # A2ACHECK_FAIL_ON can name a check: the error fails the run alone.
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_FAIL_ON": "group.unbalanced"},
+            a.shim)
+    check(p.returncode == 66, "A2ACHECK_FAIL_ON=group.unbalanced -> 66 (got %d)" % p.returncode)
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_FAIL_ON": "error,-group.unbalanced"},
+            a.shim)
+    check(p.returncode == 3, "A2ACHECK_FAIL_ON=error,-group.unbalanced keeps 3 (got %d)" % p.returncode)
 
 
 def case_rank(a):

@@ -35,12 +35,12 @@ static bool failed;
 /* ---------------- report sink ---------------- */
 
 void a2a_report(const a2a_finding *f) {
-  if (!a2a_check_enabled(f->check)) return;
+  if (!a2a_check_on(f->check)) return;
   pthread_mutex_lock(&mu);
   if (nfindings < MAX_FINDINGS) {
     collected *c = &findings[nfindings++];
     memset(c, 0, sizeof *c);
-    snprintf(c->check, sizeof c->check, "%s", f->check);
+    snprintf(c->check, sizeof c->check, "%s", a2a_check_name(f->check));
     c->severity = f->severity;
     c->site = f->site;
     if (f->comm) snprintf(c->comm, sizeof c->comm, "%s", f->comm->name);
@@ -51,17 +51,23 @@ void a2a_report(const a2a_finding *f) {
   pthread_mutex_unlock(&mu);
 }
 
-bool a2a_check_enabled(const char *check) {
+/* The enabled set the disabled names leave (exact names or categories). */
+static void apply_disabled(void) {
+  a2a_check_set set = a2a_check_set_all();
   for (size_t i = 0; i < ndisabled; i++) {
     size_t n = strlen(disabled[i]);
-    if (strcmp(check, disabled[i]) == 0) return false;
-    if (strncmp(check, disabled[i], n) == 0 && check[n] == '.') return false;
+    for (int k = 0; k < A2A_CK__COUNT; k++) {
+      const char *check = a2a_check_name((a2a_check_id)k);
+      if (strcmp(check, disabled[i]) == 0 || (strncmp(check, disabled[i], n) == 0 && check[n] == '.'))
+        a2a_check_set_put(&set, (a2a_check_id)k, false);
+    }
   }
-  return true;
+  a2a_checks_set_enabled(&set);
 }
 
 void collector_disable_check(const char *name) {
   if (ndisabled < MAX_DISABLED) snprintf(disabled[ndisabled++], 64, "%s", name);
+  apply_disabled();
 }
 
 size_t collector_total(void) { return nfindings; }
@@ -230,6 +236,7 @@ void collector_reset(void) {
   pthread_mutex_lock(&mu);
   nfindings = 0;
   ndisabled = 0;
+  apply_disabled();
   nptrs = 0;
   nkernels = 0;
   nevents = 0;
@@ -263,7 +270,7 @@ void ev_pre(a2a_event *ev) {
 
 void ev_post(a2a_event *ev, int result) {
   ev->phase = A2A_POST;
-  ev->result = result;
+  a2a_event_set_result(ev, result);
   ev->t_ns = fake_now;
   a2a_dispatch(ev);
 }

@@ -45,7 +45,7 @@ const collected *collector_get(size_t i);
 const collected *collector_find(const char *check);   /* first, or NULL */
 /* Print every finding to stderr (debugging a failing test). */
 void collector_dump(void);
-/* Disable a check for a2a_check_enabled (exact name or category). */
+/* Disable a check for a2a_check_on (exact name or category). */
 void collector_disable_check(const char *name);
 
 /* Fake host. */

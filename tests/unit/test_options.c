@@ -48,7 +48,7 @@ START_TEST(defaults_without_environment) {
   ck_assert_int_eq(o.disable, 0);
   ck_assert_str_eq(o.log_dir, "./a2acheck-logs");
   ck_assert_ptr_null(o.checks);
-  ck_assert_int_eq(o.fail_on, A2A_FAIL_DEADLOCK);
+  ck_assert_str_eq(o.fail_on, "deadlock");
   ck_assert_int_eq(o.exitcode, 66);
   ck_assert_int_eq(o.stack_depth, 16);
   ck_assert_int_eq(o.log_stderr, A2A_ECHO_ERROR);
@@ -59,16 +59,16 @@ END_TEST
 
 START_TEST(valid_values_are_taken) {
   env_set("A2ACHECK_EXITCODE", "3");
-  env_set("A2ACHECK_FAIL_ON", "Warning");   /* enum names are case-insensitive */
+  env_set("A2ACHECK_LOG_STDERR", "Warning");   /* enum names are case-insensitive */
   env_set("A2ACHECK_LOG_DIR", "/tmp/x");
   env_set("A2ACHECK_STACK_DEPTH", "+0");
-  env_set("A2ACHECK_LOG_STDERR", "none");
+  env_set("A2ACHECK_FAIL_ON", "error,-group.concurrent-use"); /* parsed by rt_checks.c */
   ck_assert_int_eq(parse(), 0);
   ck_assert_int_eq(o.exitcode, 3);
-  ck_assert_int_eq(o.fail_on, A2A_FAIL_WARNING);
+  ck_assert_str_eq(o.fail_on, "error,-group.concurrent-use");
   ck_assert_str_eq(o.log_dir, "/tmp/x");
   ck_assert_int_eq(o.stack_depth, 0);
-  ck_assert_int_eq(o.log_stderr, A2A_ECHO_NONE);
+  ck_assert_int_eq(o.log_stderr, A2A_ECHO_WARNING);
   ck_assert_int_eq(from_env[A2A_RT_OPT_exitcode], 1);
   ck_assert_int_eq(from_env[A2A_RT_OPT_max_per_check], 0);
 }
@@ -76,14 +76,14 @@ END_TEST
 
 START_TEST(bad_enum_warns_and_keeps_default) {
   env_set("A2ACHECK_LOG_DIR", "x");
-  env_set("A2ACHECK_FAIL_ON", "bogus");
+  env_set("A2ACHECK_LOG_STDERR", "bogus");
   ck_assert_int_eq(parse(), 1);
-  ck_assert_int_eq(o.fail_on, A2A_FAIL_DEADLOCK);
+  ck_assert_int_eq(o.log_stderr, A2A_ECHO_ERROR);
   ck_assert_str_eq(o.log_dir, "x");
-  ck_assert_ptr_nonnull(strstr(warned, "A2ACHECK_FAIL_ON=\"bogus\""));
-  ck_assert_ptr_nonnull(strstr(warned, "deadlock|error|warning|never"));
-  ck_assert_ptr_nonnull(strstr(warned, "keeping the default \"deadlock\""));
-  ck_assert_int_eq(from_env[A2A_RT_OPT_fail_on], 0);
+  ck_assert_ptr_nonnull(strstr(warned, "A2ACHECK_LOG_STDERR=\"bogus\""));
+  ck_assert_ptr_nonnull(strstr(warned, "none|error|warning|info"));
+  ck_assert_ptr_nonnull(strstr(warned, "keeping the default \"error\""));
+  ck_assert_int_eq(from_env[A2A_RT_OPT_log_stderr], 0);
 }
 END_TEST
 
@@ -158,7 +158,7 @@ START_TEST(help_lists_every_row) {
     ck_assert_ptr_nonnull(strstr(md, rows[i].env));
   }
   /* Markdown cells escape the '|' of enum value lists. */
-  ck_assert_ptr_nonnull(strstr(md, "deadlock\\|error\\|warning\\|never"));
+  ck_assert_ptr_nonnull(strstr(md, "none\\|error\\|warning\\|info"));
   ck_assert_ptr_nonnull(strstr(md, "| `A2ACHECK_EXITCODE` | int | `66` |"));
 }
 END_TEST

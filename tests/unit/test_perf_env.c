@@ -132,7 +132,12 @@ START_TEST(analyzer_reports_once_at_first_event) {
   collector_reset(); /* init reads the environment */
   unsetenv("NCCL_ALGO"); /* later changes are not seen: read once */
   ck_assert_uint_eq(collector_count("perf.env"), 0);
-  a2a_event ev = ev_make(A2A_EV_SET_DEVICE);
+  /* Reported at the first NCCL event, not before (a CUDA-only process,
+   * such as a data loader, gets nothing). */
+  a2a_event cu = ev_make(A2A_EV_SET_DEVICE);
+  ev_dispatch(&cu, 0);
+  ck_assert_uint_eq(collector_count("perf.env"), 0);
+  a2a_event ev = ev_make(A2A_EV_GROUP_START);
   ev_dispatch(&ev, 0);
   ck_assert_uint_eq(collector_count("perf.env"), 2);
   ev_dispatch(&ev, 0);

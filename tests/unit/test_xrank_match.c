@@ -24,7 +24,7 @@ static void on_verdict(void *ctx, int conn, const xr_verdict *v) {
   if (g_n >= 256) return;
   got *g = &g_got[g_n++];
   g->conn = conn;
-  snprintf(g->check, sizeof g->check, "%s", v->check);
+  snprintf(g->check, sizeof g->check, "%s", a2a_check_name((a2a_check_id)v->check));
   snprintf(g->text, sizeof g->text, "%s", v->text);
   g->site = v->site;
   g->sev = v->severity;

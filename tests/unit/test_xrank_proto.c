@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "a2a_checks.h"
 #include "xrank_proto.h"
 
 static uint8_t buf[1 << 16];
@@ -172,7 +173,7 @@ END_TEST
 START_TEST(verdict_round_trip_and_corruption) {
   size_t len = 0;
   xr_verdict v = {.comm = 5, .site = 0x77, .severity = 2, .flags = XR_VERDICT_FAIL,
-                  .check = "group.deadlock", .text = "ranks 0 and 1 wait", .json = "{\"a\":1}"};
+                  .check = A2A_CK_GROUP_DEADLOCK, .text = "ranks 0 and 1 wait", .json = "{\"a\":1}"};
   ck_assert(xr_put_verdict(buf, sizeof buf, &len, &v));
   xr_hdr hdr;
   const uint8_t *pl;
@@ -180,7 +181,7 @@ START_TEST(verdict_round_trip_and_corruption) {
   ck_assert_int_eq(xr_frame(buf, len, &hdr, &pl, &used), 1);
   xr_verdict o;
   ck_assert_int_eq(xr_get_verdict(&hdr, pl, &o), 0);
-  ck_assert_str_eq(o.check, "group.deadlock");
+  ck_assert_int_eq(o.check, A2A_CK_GROUP_DEADLOCK);
   ck_assert_str_eq(o.text, "ranks 0 and 1 wait");
   ck_assert_str_eq(o.json, "{\"a\":1}");
   ck_assert_uint_eq(o.flags, XR_VERDICT_FAIL);

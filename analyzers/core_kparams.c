@@ -1,0 +1,82 @@
+/* core_kparams.c - kernel parameter layouts, asked once per function from
+ * the host (cudaFuncGetName, cudaFuncGetParamInfo through a2a_host) and
+ * cached for every analyzer (a2a_core.h, a2a_kernel_params).
+ *
+ * Open addressing over a fixed table; an entry is written once under a
+ * mutex taken only to insert, then published by a release store of its
+ * function pointer, so lookups are lock-free and allocation-free. The host
+ * queries run outside every analyzer lock (they call the real runtime). A
+ * full table answers NULL: the launch is then not analyzed, never
+ * mis-analyzed. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "core_internal.h"
+
+#define KP_SLOTS 1024 /* power of two */
+
+static a2a_kparams g_kp[KP_SLOTS];
+static pthread_mutex_t g_kp_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t kp_home(const void *func) {
+  uint64_t x = (uint64_t)(uintptr_t)func;
+  x ^= x >> 29;
+  x *= 0x9e3779b97f4a7c15ULL;
+  return (size_t)(x >> 40) & (KP_SLOTS - 1);
+}
+
+static const a2a_kparams *kp_probe(const void *func) {
+  size_t i = kp_home(func);
+  for (size_t n = 0; n < KP_SLOTS; n++, i = (i + 1) & (KP_SLOTS - 1)) {
+    const void *k = atomic_load_explicit(&g_kp[i].func, memory_order_acquire);
+    if (k == func) return &g_kp[i];
+    if (k == NULL) return NULL;
+  }
+  return NULL;
+}
+
+const a2a_kparams *a2a_kernel_params(const void *func) {
+  if (!func) return NULL;
+  const a2a_kparams *f = kp_probe(func);
+  if (f) return f;
+  /* Ask the host before taking the lock (the real runtime is called). */
+  a2a_kparams tmp;
+  memset(&tmp, 0, sizeof tmp);
+  for (size_t p = 0; p < A2A_KPARAMS_MAX; p++) {
+    size_t off, sz;
+    if (a2a_hostsvc->func_param_info(func, p, &off, &sz) != 0) break;
+    tmp.offset[p] = (uint32_t)(off > 0xffffffffu ? 0xffffffffu : off);
+    tmp.size[p] = (uint16_t)(sz > 0xffff ? 0xffff : sz);
+    tmp.nparams++;
+  }
+  if (tmp.nparams == 0) tmp.nparams = -1;
+  const char *nm = NULL;
+  if (a2a_hostsvc->func_name(func, &nm) == 0) tmp.name = nm;
+
+  pthread_mutex_lock(&g_kp_mu);
+  size_t i = kp_home(func);
+  a2a_kparams *slot = NULL;
+  for (size_t n = 0; n < KP_SLOTS; n++, i = (i + 1) & (KP_SLOTS - 1)) {
+    const void *k = atomic_load_explicit(&g_kp[i].func, memory_order_relaxed);
+    if (k == func) { slot = &g_kp[i]; break; }        /* another thread won */
+    if (k == NULL) {
+      slot = &g_kp[i];
+      slot->nparams = tmp.nparams;
+      slot->name = tmp.name;
+      memcpy(slot->offset, tmp.offset, sizeof tmp.offset);
+      memcpy(slot->size, tmp.size, sizeof tmp.size);
+      atomic_store_explicit(&slot->func, func, memory_order_release);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_kp_mu);
+  return slot;
+}
+
+void a2a_kparams_reset(void) {
+  pthread_mutex_init(&g_kp_mu, NULL);
+  for (size_t i = 0; i < KP_SLOTS; i++) atomic_store(&g_kp[i].func, NULL);
+}
