@@ -100,6 +100,17 @@ typedef struct a2a_host {
    * failure policy (A2ACHECK_FAIL_ON): the deadlock detector ends the
    * process on a verdict only when it does. */
   bool (*fail_policy)(a2a_check_id check, int severity);
+  /* A call site (a return address) as one printable frame, the runtime's
+   * symbolizer's "func+0xoff (module) at file:line" (the same text the
+   * logs' stacks use). Takes the runtime's report lock: never call it with
+   * an analyzer lock held. */
+  void (*site_text)(const void *pc, char *buf, size_t cap);
+  /* The process environment as the runtime read it: one variable, and the
+   * whole block (perf.env's lint). */
+  const char *(*getenv)(const char *name);
+  char **(*environ)(void);
+  /* Whether this machine has InfiniBand devices (/sys/class/infiniband). */
+  bool (*infiniband_present)(void);
 } a2a_host;
 
 extern const a2a_host *a2a_hostsvc;

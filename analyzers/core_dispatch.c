@@ -10,9 +10,11 @@
  * updated first, so analyzers see the new record; on POST of a destruction
  * (COMM_END, FREE) analyzers run first, so they still see the old record.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -54,6 +56,21 @@ static void fb_capture_stack(a2a_stack *st) { st->n = 0; }
 static int fb_global_rank(void) { return -1; }
 static const char *fb_hostname(void) { return "localhost"; }
 static void fb_fail_now(const char *reason) { (void)reason; }
+static void fb_site_text(const void *pc, char *buf, size_t cap) {
+  snprintf(buf, cap, "%p", pc);
+}
+extern char **environ;
+static const char *fb_getenv(const char *name) { return getenv(name); }
+static char **fb_environ(void) { return environ; }
+bool a2a_infiniband_present(void) {
+  DIR *d = opendir("/sys/class/infiniband");
+  if (!d) return false;
+  bool any = false;
+  struct dirent *de;
+  while (!any && (de = readdir(d)) != NULL) any = de->d_name[0] != '.';
+  closedir(d);
+  return any;
+}
 static bool fb_fail_policy(a2a_check_id check, int severity) {
   (void)severity;
   return a2a_check_is_deadlock(check); /* the default, "deadlock" */
@@ -74,6 +91,10 @@ static const a2a_host g_fallback_host = {
     .hostname = fb_hostname,
     .fail_now = fb_fail_now,
     .fail_policy = fb_fail_policy,
+    .site_text = fb_site_text,
+    .getenv = fb_getenv,
+    .environ = fb_environ,
+    .infiniband_present = a2a_infiniband_present,
 };
 
 static a2a_host g_host; /* the caller's services, holes filled from fallback */

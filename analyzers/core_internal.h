@@ -20,6 +20,10 @@ void a2a_core_reset_for_tests(const a2a_options *opt, const a2a_host *host);
 /* The analyzers reset_for_tests initializes (default: the local ones). */
 void a2a_core_set_analyzers_for_tests(const a2a_analyzer *const *list, size_t n);
 
+/* core_dispatch.c: the fallback host's InfiniBand probe, which the
+ * runtime's host reuses. */
+bool a2a_infiniband_present(void);
+
 /* core_kparams.c */
 /* Forget every cached layout (init, unit tests). */
 void a2a_kparams_reset(void);

@@ -86,7 +86,7 @@ int gm_init(void) {
   memset(g_async_site, 0, sizeof g_async_site);
   memset(g_inits, 0, sizeof g_inits);
   atomic_store(&g_ninits, 0);
-  const char *e = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  const char *e = a2a_hostsvc->getenv("NCCL_MULTI_RANK_GPU_ENABLE");
   g_multi_rank_gpu_ok = e && strcmp(e, "1") == 0;
   return 0;
 }

@@ -5,14 +5,12 @@
 #include "perf_env.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "perf_math.h"
 
-extern char **environ;
 
 enum {
   R_ANY, R_IS, R_NOT, R_HAS, R_LT, R_GT, R_NAN, R_POW2, R_IB_HOST,
@@ -187,12 +185,7 @@ size_t a2a_perf_env_lint(char *const *envp, const a2a_perf_env_ctx *ctx,
 
 void a2a_perf_env_probe(a2a_perf_env_ctx *ctx) {
   memset(ctx, 0, sizeof *ctx);
-  DIR *d = opendir("/sys/class/infiniband");
-  if (!d) return;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL)
-    if (de->d_name[0] != '.') { ctx->ib_host = true; break; }
-  closedir(d);
+  ctx->ib_host = a2a_hostsvc->infiniband_present();
 }
 
 /* ------------------------------------------------------------------ */
@@ -216,7 +209,7 @@ static int perf_env_init(void) {
   a2a_perf_env_ctx ctx;
   a2a_perf_env_probe(&ctx);
   a2a_perf_env_hit hits[MAX_HITS];
-  size_t n = a2a_perf_env_lint(environ, &ctx, hits, MAX_HITS);
+  size_t n = a2a_perf_env_lint(a2a_hostsvc->environ(), &ctx, hits, MAX_HITS);
   if (n > MAX_HITS) n = MAX_HITS;
   for (size_t i = 0; i < n; i++) {
     snprintf(g_hits[i].var, sizeof g_hits[i].var, "%s", hits[i].var);

@@ -56,10 +56,8 @@
  * into findings after it is released. NCCL operations capture one stack per
  * (merged) operation, outside the lock.
  */
-#define _GNU_SOURCE /* dladdr */
 #include "stream_hb.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -676,7 +674,7 @@ static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
 /* Reporting */
 
 /* Findings are built and handed to a2a_report only after g_mu is released:
- * formatting, symbolizing (dladdr takes the loader lock) and the sink's own
+ * formatting, symbolizing (the runtime's report lock and the loader's) and the sink's own
  * locking and file I/O stay out of the analyzer's critical section. Under
  * the lock, a conflict is queued with a snapshot of everything the message
  * needs; the handler that took the lock flushes the queue after unlocking. */
@@ -731,21 +729,10 @@ static const char *tl_kind_name(const tl_snap *t) {
   return n[t->kind];
 }
 
-/* "symbol+0xoff (module)" or "module+0xoff", or the bare address. */
+/* A call site as the runtime's symbolizer prints it (called only while
+ * flushing the report queue, outside g_mu). */
 static void symbolize(char *buf, size_t cap, const void *pc) {
-  Dl_info di;
-  if (pc && dladdr(pc, &di) && di.dli_fname) {
-    const char *mod = strrchr(di.dli_fname, '/');
-    mod = mod ? mod + 1 : di.dli_fname;
-    if (di.dli_sname && di.dli_saddr)
-      snprintf(buf, cap, "%s+0x%zx (%s)", di.dli_sname,
-               (size_t)((const char *)pc - (const char *)di.dli_saddr), mod);
-    else
-      snprintf(buf, cap, "%s+0x%zx", *mod ? mod : "?",
-               (size_t)((const char *)pc - (const char *)di.dli_fbase));
-    return;
-  }
-  snprintf(buf, cap, "%p", pc);
+  a2a_hostsvc->site_text(pc, buf, cap);
 }
 
 static void describe_acc(char *buf, size_t cap, const access *a) {

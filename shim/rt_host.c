@@ -21,10 +21,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "intercept.h"
+#include "core_internal.h"
 #include "rt_internal.h"
 
 /* Step 1 of the rule. */
@@ -128,6 +130,28 @@ static void host_capture_stack(a2a_stack *st) { a2a_rt_capture_stack(st); }
 static const char *host_hostname(void) { return a2a_rt.host; }
 
 static void host_fail_now(const char *reason) { a2a_rt_fail_now(reason); }
+
+extern char **environ;
+static const char *host_getenv(const char *name) { return getenv(name); }
+static char **host_environ(void) { return environ; }
+
+
+/* One frame of the runtime's symbolizer (it needs a2a_rt_mu; a site is
+ * rendered once per site and connection, never on the hot path). */
+static void host_site_text(const void *pc, char *buf, size_t cap) {
+  static char frames[4][A2A_RT_FRAME_LEN];
+  if (!pc || !a2a_rt_lock_within(2)) {
+    snprintf(buf, cap, "%p", pc);
+    return;
+  }
+  int saved = errno;
+  int n = a2a_rt_symbolize(pc, frames, 4);
+  /* The outermost of the inlined frames is the real function; the
+   * innermost (frame 0) is where the call is: keep that one. */
+  snprintf(buf, cap, "%s", n > 0 ? frames[0] : "?");
+  pthread_mutex_unlock(&a2a_rt_mu);
+  errno = saved;
+}
 static bool host_fail_policy(a2a_check_id check, int severity) {
   return a2a_rt_failpol_matches(&a2a_rt.failpol, check, (a2a_severity)severity);
 }
@@ -183,4 +207,8 @@ const a2a_host a2a_rt_host = {
     .hostname = host_hostname,
     .fail_now = host_fail_now,
     .fail_policy = host_fail_policy,
+    .site_text = host_site_text,
+    .getenv = host_getenv,
+    .environ = host_environ,
+    .infiniband_present = a2a_infiniband_present,
 };

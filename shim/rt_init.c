@@ -32,6 +32,7 @@
 
 #include "a2acheck.h"
 #include "rt_internal.h"
+#include "xrank_rec.h"
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
@@ -113,7 +114,6 @@ static void learn_process(void) {
 /* The analyzers this runtime runs, in dispatch order: the local ones of
  * analyzers/ (analyzers.inc), then cross-rank checking (xrank/), which sees
  * every event after the local checks have reported on it. */
-extern const a2a_analyzer a2a_analyzer_xrank;
 static const a2a_analyzer *g_analyzers[16];
 static size_t g_nanalyzers;
 
@@ -122,6 +122,7 @@ static void compose_analyzers(void) {
   for (size_t i = 0; i < a2a_nlocal_analyzers && g_nanalyzers < 15; i++)
     g_analyzers[g_nanalyzers++] = a2a_local_analyzers[i];
   g_analyzers[g_nanalyzers++] = &a2a_analyzer_xrank;
+  xr_set_port(&xr_process_port);
 }
 
 static void rt_init(void) {

@@ -288,7 +288,7 @@ static int rank_main(ctx *c) {
  * promises 1 MiB and stalls, an authenticated client sending malformed and
  * oversized messages, random bytes. The coordinator must drop them and
  * still find the ranks' deadlock. The record layout is a2acheck's
- * (analyzers/xrank_rec.h): bytes 80..127, port at +6, IPv4 at +8, token
+ * (xrank/xrank_rec.h): bytes 80..127, port at +6, IPv4 at +8, token
  * at +24. */
 static int connect_coord(const ncclUniqueId *id) {
   const unsigned char *r = (const unsigned char *)id->internal + 80;

@@ -7,6 +7,7 @@
 
 #include "a2a_core.h"
 #include "collector.h"
+#include "core_internal.h"
 
 size_t a2a_core_analyzer_count(void);
 const a2a_analyzer *a2a_core_analyzer_at(size_t i);
@@ -49,11 +50,69 @@ static void setup(void) {
 }
 
 START_TEST(every_listed_analyzer_is_linked) {
+  ck_assert_uint_eq(a2a_core_analyzer_count(), a2a_nlocal_analyzers);
   for (size_t i = 0; i < a2a_core_analyzer_count(); i++) {
     const a2a_analyzer *a = a2a_core_analyzer_at(i);
     ck_assert_msg(a != NULL, "analyzers.inc row %zu has no definition", i);
     ck_assert_ptr_nonnull(a->on_event);
+    /* Every analyzer subscribes to something and owns checks of the table. */
+    ck_assert_msg(a->pre | a->post, "%s subscribes to no event", a->name);
+    ck_assert_msg(a2a_checks_any_owned(a->owner), "%s owns no check of the table", a->name);
   }
+}
+END_TEST
+
+/* Two fake analyzers: one subscribed to PRE of collectives only, one to
+ * POST of launches and owning the layout checks. */
+static int g_pre_coll, g_other, g_post_launch;
+static void fa_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_COLL && ev->phase == A2A_PRE) g_pre_coll++;
+  else g_other++;
+}
+static void fb_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_LAUNCH && ev->phase == A2A_POST) g_post_launch++;
+  else g_other++;
+}
+static const a2a_analyzer fake_a = {.name = "fake_a", .pre = A2A_KIND_BIT(A2A_EV_COLL),
+                                    .on_event = fa_event};
+static const a2a_analyzer fake_b = {.name = "fake_b", .owner = A2A_OWN_LAYOUT,
+                                    .post = A2A_KIND_BIT(A2A_EV_LAUNCH), .on_event = fb_event};
+
+START_TEST(dispatch_follows_subscriptions_and_owned_checks) {
+  static const a2a_analyzer *const list[] = {&fake_a, &fake_b};
+  a2a_core_set_analyzers_for_tests(list, 2);
+  collector_reinit();
+  g_pre_coll = g_other = g_post_launch = 0;
+  a2a_event c = ev_make(A2A_EV_COLL);
+  ev_dispatch(&c, 0);
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  ev_dispatch(&l, 0);
+  a2a_event m = ev_make(A2A_EV_MEMCPY);
+  ev_dispatch(&m, 0);
+  ck_assert_int_eq(g_pre_coll, 1);
+  ck_assert_int_eq(g_post_launch, 1);
+  ck_assert_int_eq(g_other, 0);
+  /* Every check fake_b owns disabled: it is not called at all. */
+  collector_disable_check("layout");
+  collector_reinit();
+  ev_dispatch(&l, 0);
+  ck_assert_int_eq(g_post_launch, 1);
+  ev_dispatch(&c, 0);
+  ck_assert_int_eq(g_pre_coll, 2); /* fake_a owns nothing: always called */
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
+START_TEST(event_result_facts) {
+  a2a_event e = ev_make(A2A_EV_COMM_INIT);
+  a2a_event_set_result(&e, A2A_NCCL_IN_PROGRESS);
+  ck_assert(e.ok && e.in_progress);
+  a2a_event k = ev_make(A2A_EV_STREAM_QUERY);
+  a2a_event_set_result(&k, 7); /* a CUDA error code, not ncclInProgress */
+  ck_assert(!k.ok && !k.in_progress);
+  a2a_event_set_result(&k, 0);
+  ck_assert(k.ok);
 }
 END_TEST
 
@@ -256,6 +315,8 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, every_listed_analyzer_is_linked);
+  tcase_add_test(tc, dispatch_follows_subscriptions_and_owned_checks);
+  tcase_add_test(tc, event_result_facts);
   tcase_add_test(tc, comm_registry_identity);
   tcase_add_test(tc, split_identity_follows_sequence_and_color);
   tcase_add_test(tc, comm_end_sets_state_and_handle_reuse_replaces);

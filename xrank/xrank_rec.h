@@ -1,6 +1,6 @@
-/* xrank_rec.h - between the xrank analyzer (analyzers/xrank.c, runs on the
+/* xrank_rec.h - between the xrank analyzer (xrank/xrank.c, runs on the
  * application's threads) and the process side of cross-rank checking
- * (shim/xr_*.c, one background thread per process).
+ * (xrank/xr_*.c, one background thread per process).
  *
  * The analyzer never blocks: it turns events into fixed-size records pushed
  * into a bounded lock-free multi-producer queue (drops are counted), keeps
@@ -9,8 +9,10 @@
  * after each launch unit. The background thread pops the records, tracks
  * units and counters, and talks to the coordinators.
  *
- * The process side is reached through weak hooks so that unit tests, which
- * link the analyzers without shim/, need none of it.
+ * The analyzer reaches the process side only through one port (xr_port),
+ * registered at start-up the way the runtime's a2a_host is: the runtime
+ * registers xr_process_port (xr_chan.c); unit tests register a fake or none
+ * (then ids get no coordinator record, no thread starts, nothing waits).
  */
 #ifndef A2A_XRANK_REC_H
 #define A2A_XRANK_REC_H
@@ -74,7 +76,7 @@ static inline uint64_t xr_stream_id(const void *stream, int per_thread) {
   return s;
 }
 
-/* ---- provided by analyzers/xrank.c (the background thread calls these) -- */
+/* ---- provided by xrank/xrank.c (the background thread calls these) -- */
 /* Pop one record; 1 if one was there. Single consumer. */
 int xr_ring_pop(xr_rec *out);
 uint64_t xr_ring_drops(void);
@@ -85,24 +87,37 @@ void xr_event_release(void *ev, int device);
 /* Whether cross-rank checking runs in this process (not disabled). */
 int xr_active(void);
 
-/* ---- provided by shim/xr_chan.c (weak: absent in unit tests) ---- */
-/* ncclGetUniqueId POST: host a coordinator, write its record into id. */
-void xr_proc_uid_created(unsigned char *id) __attribute__((weak));
-/* A record was pushed for the first time: start the background thread. */
-void xr_proc_need_thread(void) __attribute__((weak));
-/* ncclCommDestroy/ncclCommFinalize POST (application thread), in two
- * steps around pushing the COMMEND record: begin returns a wait slot (0: do
- * not wait - no background thread of this process, the thread is exiting or
- * the process is failing, or no slot free); the record carries it; wait
- * blocks until the coordinator confirmed that every verdict about this
- * rank on the comm was delivered and reported, the connection is gone, or
- * max_ns passed. Every slot begun must be waited on (that frees it). */
-uint32_t xr_proc_end_wait_begin(void) __attribute__((weak));
-void xr_proc_end_wait(uint32_t slot, uint64_t max_ns) __attribute__((weak));
-/* Process exit (A2A_EV_PROCESS_EXIT): flush, wait briefly for verdicts. */
-void xr_proc_exit(void) __attribute__((weak));
-/* Forked child: forget threads, sockets and the coordinator role. */
-void xr_proc_after_fork_child(void) __attribute__((weak));
+/* ---- the port to the process side (xr_chan.c provides xr_process_port) -- */
+typedef struct xr_port {
+  /* ncclGetUniqueId POST: host a coordinator, write its record into id. */
+  void (*uid_created)(unsigned char *id);
+  /* A record was pushed for the first time: start the background thread. */
+  void (*need_thread)(void);
+  /* ncclCommDestroy/ncclCommFinalize POST (application thread), in two
+   * steps around pushing the COMMEND record: end_wait_begin returns a wait
+   * slot (0: do not wait - no background thread of this process, the
+   * thread is exiting or the process is failing, or no slot free); the
+   * record carries it; end_wait blocks until the coordinator confirmed
+   * that every verdict about this rank on the comm was delivered and
+   * reported, the connection is gone, or max_ns passed. Every slot begun
+   * must be waited on (that frees it). */
+  uint32_t (*end_wait_begin)(void);
+  void (*end_wait)(uint32_t slot, uint64_t max_ns);
+  /* Process exit (A2A_EV_PROCESS_EXIT): flush, wait briefly for verdicts. */
+  void (*process_exit)(void);
+  /* Forked child: forget threads, sockets and the coordinator role. */
+  void (*after_fork_child)(void);
+} xr_port;
+
+/* The cross-rank analyzer (xrank.c); the runtime runs it after the local
+ * analyzers. */
+extern const a2a_analyzer a2a_analyzer_xrank;
+
+/* Register the process side before a2a_core_init (NULL: none). Members may
+ * be NULL. */
+void xr_set_port(const xr_port *port);
+/* The runtime's process side (xrank/xr_chan.c). */
+extern const xr_port xr_process_port;
 
 #ifdef __cplusplus
 }

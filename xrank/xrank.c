@@ -29,6 +29,15 @@
 #define POOL_DEVICES 16      /* per-device pools for devices 0..15 */
 #define EVENT_POOL_MAX 512   /* events kept per device */
 
+/* ---- the port to the process side ---------------------------------- */
+
+/* An empty port (every member NULL) until the runtime registers its own,
+ * before a2a_core_init: no thread, no coordinator hosting, no waits. */
+static const xr_port k_no_port;
+static const xr_port *g_port = &k_no_port;
+
+void xr_set_port(const xr_port *port) { g_port = port ? port : &k_no_port; }
+
 /* ---- the queue ---------------------------------------------------- */
 
 typedef struct cell {
@@ -86,7 +95,7 @@ static int push(const xr_rec *rec) {
   }
   if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) {
     atomic_store(&g_thread_requested, 1);
-    if (xr_proc_need_thread) xr_proc_need_thread();
+    if (g_port->need_thread) g_port->need_thread();
   }
   return 1;
 }
@@ -348,8 +357,8 @@ static void on_event(const a2a_event *ev) {
   tslot *t;
   switch (ev->kind) {
   case A2A_EV_GET_UNIQUE_ID:
-    if (ev->phase == A2A_POST && ev->result == 0 && ev->u.uid.id && xr_proc_uid_created)
-      xr_proc_uid_created((unsigned char *)(uintptr_t)ev->u.uid.id);
+    if (ev->phase == A2A_POST && ev->result == 0 && ev->u.uid.id && g_port->uid_created)
+      g_port->uid_created((unsigned char *)(uintptr_t)ev->u.uid.id);
     return;
   case A2A_EV_COMM_INIT: {
     if ((ev->u.init.how == A2A_INIT_SPLIT || ev->u.init.how == A2A_INIT_SHRINK) &&
@@ -473,14 +482,14 @@ static void on_event(const a2a_event *ev) {
      * is ended by this same thread later, so waiting could only time out. */
     uint32_t slot = 0;
     if ((ev->u.end.how == A2A_END_DESTROY || ev->u.end.how == A2A_END_FINALIZE) &&
-        ev->result == 0 && c->id_hash && xr_proc_end_wait_begin && xr_proc_end_wait)
-      slot = xr_proc_end_wait_begin();
+        ev->result == 0 && c->id_hash && g_port->end_wait_begin && g_port->end_wait)
+      slot = g_port->end_wait_begin();
     r.u.end.wait = slot;
     int pushed = push(&r);
     if (slot) {
       double hc = a2a_opt ? a2a_opt->hang_confirm : 5.0;
       double bound = hc > 0 && hc < 2.0 ? hc : 2.0;
-      xr_proc_end_wait(slot, pushed ? (uint64_t)(bound * 1e9) : 0);
+      g_port->end_wait(slot, pushed ? (uint64_t)(bound * 1e9) : 0);
     }
     return;
   }
@@ -559,7 +568,7 @@ static void on_event(const a2a_event *ev) {
     return;
   }
   case A2A_EV_PROCESS_EXIT:
-    if (xr_proc_exit) xr_proc_exit();
+    if (g_port->process_exit) g_port->process_exit();
     return;
   default:
     return;
@@ -585,7 +594,7 @@ static void after_fork_child(void) {
   }
   atomic_store(&g_drops, 0);
   atomic_store(&g_thread_requested, 0);
-  if (xr_proc_after_fork_child) xr_proc_after_fork_child();
+  if (g_port->after_fork_child) g_port->after_fork_child();
 }
 
 #define XR_SYNC_KINDS                                                        \

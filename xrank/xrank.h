@@ -1,7 +1,7 @@
 /* xrank.h - the data model of cross-rank checking, shared by the xrank
- * analyzer (analyzers/xrank.c: fingerprints from events), the wire protocol
+ * analyzer (xrank/xrank.c: fingerprints from events), the wire protocol
  * (xrank_proto.c), the coordinator's matcher (xrank_match.c), the wait-for
- * graph (xrank_wfg.c) and the process side in shim/xr_*.c (channel thread,
+ * graph (xrank_wfg.c) and the process side in xrank/xr_*.c (channel thread,
  * sockets, coordinator hosting).
  *
  * Everything here is plain data: fixed-size records whose bytes are also the

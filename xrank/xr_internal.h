@@ -1,4 +1,4 @@
-/* xr_internal.h - the process side of cross-rank checking (shim/xr_*.c):
+/* xr_internal.h - the process side of cross-rank checking (xrank/xr_*.c):
  * one background thread per process that drains the xrank analyzer's
  * queue, tracks launch units and their completion, talks to the
  * coordinators as a client (xr_chan.c), and - in the process that created
@@ -6,7 +6,7 @@
  * the wait-for graph.
  *
  * Threading: every function here runs on the background thread, except the
- * entry points named in xrank_rec.h (xr_proc_*), which take g_xr_mu briefly.
+ * entry points of xr_process_port (xrank_rec.h), which take g_xr_mu briefly.
  * Nothing here calls an intercepted function: CUDA goes through a2a_hostsvc
  * (REAL), sockets are not intercepted.
  */
@@ -69,7 +69,5 @@ void xr_coord_after_fork_child(void);
 /* ---- shared ---- */
 extern pthread_mutex_t g_xr_mu;
 uint64_t xr_now_ns(void);
-/* Printable call site of an address in this process. */
-void xr_site_text(uint64_t site, char *buf, size_t cap);
 
 #endif /* A2A_XR_INTERNAL_H */

@@ -46,22 +46,6 @@ uint64_t xr_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void xr_site_text(uint64_t site, char *buf, size_t cap) {
-  Dl_info di;
-  if (site && dladdr((void *)(uintptr_t)site, &di) && di.dli_fname) {
-    const char *base = strrchr(di.dli_fname, '/');
-    base = base ? base + 1 : di.dli_fname;
-    if (!*base) base = "main";
-    if (di.dli_sname && di.dli_saddr)
-      snprintf(buf, cap, "%s+0x%" PRIxPTR " (%s)", di.dli_sname,
-               (uintptr_t)site - (uintptr_t)di.dli_saddr, base);
-    else
-      snprintf(buf, cap, "%s+0x%" PRIxPTR, base, (uintptr_t)site - (uintptr_t)di.dli_fbase);
-    return;
-  }
-  snprintf(buf, cap, "0x%" PRIx64, site);
-}
-
 /* ---- buffers and sockets ------------------------------------------ */
 
 bool xr_buf_reserve(xr_buf *b, size_t more, size_t max) {
@@ -201,7 +185,7 @@ static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static _Atomic int g_exit_req;
 static int g_exit_done;
 
-/* End-of-comm waits (xr_proc_end_wait*): slots under g_xr_mu. An
+/* End-of-comm waits (proc_end_wait*): slots under g_xr_mu. An
  * application thread inside ncclCommDestroy owns a slot from begin to the
  * end of its wait; the background thread marks it done. g_failing_pub
  * mirrors S.failing for application threads. */
@@ -308,7 +292,7 @@ static void send_site(cconn *k, uint64_t site) {
   k->sites[h] = site;
   k->nsites++;
   xr_site s = {.site = site};
-  xr_site_text(site, s.text, sizeof s.text);
+  a2a_hostsvc->site_text((const void *)(uintptr_t)site, s.text, sizeof s.text);
   conn_send(k, XR_MSG_SITE, &s, sizeof s);
 }
 
@@ -902,7 +886,7 @@ static void start_thread_locked(void) {
   pthread_attr_destroy(&at);
 }
 
-void xr_proc_need_thread(void) {
+static void proc_need_thread(void) {
   pthread_mutex_lock(&g_xr_mu);
   start_thread_locked();
   pthread_mutex_unlock(&g_xr_mu);
@@ -933,7 +917,7 @@ static uint32_t bind_address(const unsigned char *id) {
   return a ? a : htonl(INADDR_LOOPBACK);
 }
 
-void xr_proc_uid_created(unsigned char *id) {
+static void proc_uid_created(unsigned char *id) {
   if (!xr_active()) return;
   /* A deterministic id (NCCL_COMM_ID: every process calls ncclGetUniqueId
    * and NCCL gives each the same bytes, magic NCCL_MAGIC) must stay
@@ -966,7 +950,7 @@ void xr_proc_uid_created(unsigned char *id) {
   pthread_mutex_unlock(&g_xr_mu);
 }
 
-void xr_proc_exit(void) {
+static void proc_exit(void) {
   pthread_mutex_lock(&g_xr_mu);
   int running = g_thread_running && g_thread_pid == getpid() &&
                 !pthread_equal(pthread_self(), g_thread);
@@ -981,7 +965,7 @@ void xr_proc_exit(void) {
   pthread_mutex_unlock(&g_xr_mu);
 }
 
-uint32_t xr_proc_end_wait_begin(void) {
+static uint32_t proc_end_wait_begin(void) {
   uint32_t id = 0;
   pthread_mutex_lock(&g_xr_mu);
   /* Only a process whose own background thread runs (a forked child that
@@ -1002,7 +986,7 @@ uint32_t xr_proc_end_wait_begin(void) {
   return id;
 }
 
-void xr_proc_end_wait(uint32_t id, uint64_t max_ns) {
+static void proc_end_wait(uint32_t id, uint64_t max_ns) {
   if (!id) return;
   pthread_mutex_lock(&g_xr_mu);
   int i = 0;
@@ -1021,7 +1005,7 @@ void xr_proc_end_wait(uint32_t id, uint64_t max_ns) {
   pthread_mutex_unlock(&g_xr_mu);
 }
 
-void xr_proc_after_fork_child(void) {
+static void proc_after_fork_child(void) {
   /* Only the forking thread exists here. Close the inherited sockets (the
    * parent keeps its own copies) and forget the tables without freeing:
    * another thread of the parent may have been using them. */
@@ -1038,3 +1022,12 @@ void xr_proc_after_fork_child(void) {
   atomic_store(&g_failing_pub, 0);
   xr_coord_after_fork_child();
 }
+
+const xr_port xr_process_port = {
+    .uid_created = proc_uid_created,
+    .need_thread = proc_need_thread,
+    .end_wait_begin = proc_end_wait_begin,
+    .end_wait = proc_end_wait,
+    .process_exit = proc_exit,
+    .after_fork_child = proc_after_fork_child,
+};

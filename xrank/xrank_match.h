@@ -2,7 +2,7 @@
  * every rank's operation fingerprints (in each rank's posting order) and
  * communicator registrations, and produces verdicts addressed to the ranks
  * involved. Pure C: no sockets, no threads (the coordinator in
- * shim/xr_coord.c serializes calls), so it is unit-tested over synthetic
+ * xrank/xr_coord.c serializes calls), so it is unit-tested over synthetic
  * fingerprint streams.
  *
  * Rules (docs/checks.md has the user-facing text):

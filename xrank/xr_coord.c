@@ -5,13 +5,10 @@
  * registrations and operations, and the wait-for graph (xrank_wfg.c) over
  * the clients' progress reports, evaluated every 250 ms.
  *
- * Deadlock confirmation: a deadlock found in the reports is reported only
- * when it is still there, with the same involved processes and no progress
- * from any of them, after `stable` = 0.3 x A2ACHECK_HANG_CONFIRM, and every
- * involved live process has sent a fresh report since it was first seen (no
- * verdict from a stale snapshot). Blocked threads count after 0.2 x
- * A2ACHECK_HANG_CONFIRM. With reports every 300 ms this reports within
- * A2ACHECK_HANG_CONFIRM of the hang forming.
+ * Deadlock confirmation and the hang timeout are a pure policy
+ * (xrank_confirm.c, unit-tested with a synthetic clock); this file only
+ * gathers the states and delivers the verdicts it emits. With reports every
+ * 300 ms a deadlock is reported within A2ACHECK_HANG_CONFIRM of forming.
  *
  * Runs on the background thread only, except xr_coord_listen (g_xr_mu).
  * Nothing a client sends can crash or stall it: frames are bounded and
@@ -32,6 +29,7 @@
 
 #include "a2a_core.h"
 #include "xr_internal.h"
+#include "xrank_confirm.h"
 #include "xrank_match.h"
 #include "xrank_wfg.h"
 
@@ -72,11 +70,8 @@ static struct {
   int nc;
   xr_matcher *m;
   uint64_t last_eval;
-  uint64_t progress_all, last_progress_ns;
-  int cand_active;
-  uint64_t cand_first, cand_sig;
-  uint32_t *cand_vers;
-  int reported, hang_reported;
+  xr_confirm confirm;        /* the deadlock/hang policy's state */
+  int confirm_init;
 } K = {.lfd = -1};
 
 static xr_op g_ops[XR_MAX_OPS_PER_MSG];
@@ -391,201 +386,58 @@ void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now) {
       conn_closed(i);
 }
 
-/* ---- deadlock / hang evaluation ---- */
+/* ---- deadlock / hang evaluation (policy: xrank_confirm.c) ---- */
 
-static const char *w_site(void *ctx, size_t proc, uint64_t site) {
-  int *map = ctx;
-  return site_lookup(&K.c[map[proc]], site);
+typedef struct eval_ctx {
+  const int *map;            /* state index -> connection index */
+} eval_ctx;
+
+static const char *e_site(void *ctx, size_t proc, uint64_t site) {
+  const eval_ctx *e = ctx;
+  return site_lookup(&K.c[e->map[proc]], site);
 }
-static const char *w_mismatch(void *ctx, uint64_t comm) {
+static const char *e_mismatch(void *ctx, uint64_t comm) {
   (void)ctx;
   return K.m ? xr_matcher_last_mismatch(K.m, comm) : NULL;
 }
-
-/* Headline + story + the per-process list, sent to each involved live
- * process with its own blocked call site; flags FAIL. */
-static void send_story(a2a_check_id check, const xr_procstate *ps, const int *map, size_t n,
-                       const uint8_t *inv, const xr_wfg_result *res, const char *story,
-                       size_t only) {
-  static char text[XR_MAX_TEXT];
-  static char json[XR_MAX_JSON];
-  int ninv = 0;
-  for (size_t p = 0; p < n; p++) ninv += inv[p];
-  size_t len = 0;
-  if (check == A2A_CK_GROUP_DEADLOCK)
-    len += (size_t)snprintf(text, sizeof text,
-                            "deadlock: %d blocked host thread%s can never return (%d process%s "
-                            "involved%s)",
-                            res->dead_threads, res->dead_threads == 1 ? "" : "s", ninv,
-                            ninv == 1 ? "" : "es", res->cycle ? ", a wait-for cycle" : "");
-  else
-    len += (size_t)snprintf(text, sizeof text,
-                            "hang: no rank made progress for %.0f s (A2ACHECK_HANG_TIMEOUT) while "
-                            "operations are pending",
-                            a2a_opt ? a2a_opt->hang_timeout : 300.0);
-  if (res->missing_proc >= 0 && len < sizeof text) {
-    const xr_procstate *q = &ps[res->missing_proc];
-    if (check == A2A_CK_GROUP_HANG)
-      len += (size_t)snprintf(text + len, sizeof text - len, "; the awaited process: pid %d", q->pid);
-    else
-      len += (size_t)snprintf(text + len, sizeof text - len, "; the missing process: pid %d%s", q->pid,
-                              q->alive ? " (alive, blocked elsewhere)"
-                                       : " (exited or ended the communicator)");
-    if (q->grank >= 0 && len < sizeof text)
-      len += (size_t)snprintf(text + len, sizeof text - len, ", global rank %d", q->grank);
-  }
-  if (len + 3 < sizeof text) {
-    /* The story, cut to what fits. */
-    size_t sl = strlen(story), room = sizeof text - len - 3;
-    if (sl > room) sl = room;
-    memcpy(text + len, ":\n", 2);
-    memcpy(text + len + 2, story, sl);
-    text[len + 2 + sl] = 0;
-  }
-  a2a_json j;
-  a2a_json_init(&j, json, sizeof json);
-  a2a_json_obj_begin(&j, NULL);
-  a2a_json_bool(&j, "cycle", res->cycle != 0);
-  a2a_json_int(&j, "dead_threads", res->dead_threads);
-  if (res->missing_proc >= 0) a2a_json_int(&j, "missing_pid", ps[res->missing_proc].pid);
-  a2a_json_arr_begin(&j, "processes");
-  for (size_t p = 0; p < n; p++) {
-    if (!inv[p]) continue;
-    a2a_json_obj_begin(&j, NULL);
-    a2a_json_int(&j, "pid", ps[p].pid);
-    a2a_json_int(&j, "global_rank", ps[p].grank);
-    a2a_json_str(&j, "host", ps[p].host);
-    a2a_json_bool(&j, "alive", ps[p].alive != 0);
-    a2a_json_arr_begin(&j, "comms");
-    for (uint32_t c = 0; c < ps[p].ncomms; c++) {
-      a2a_json_obj_begin(&j, NULL);
-      char id[24];
-      snprintf(id, sizeof id, "%016" PRIx64, ps[p].comms[c].comm);
-      a2a_json_str(&j, "comm", id);
-      a2a_json_int(&j, "rank", ps[p].comms[c].rank);
-      a2a_json_int(&j, "collectives_posted", ps[p].comms[c].coll_posted);
-      a2a_json_obj_end(&j);
-    }
-    a2a_json_arr_end(&j);
-    a2a_json_obj_end(&j);
-  }
-  a2a_json_arr_end(&j);
-  a2a_json_obj_end(&j);
-  for (size_t p = 0; p < n; p++) {
-    if (!inv[p] || !ps[p].alive || (only != (size_t)-1 && p != only)) continue;
-    uint64_t site = ps[p].nthreads ? ps[p].threads[0].site : 0;
-    uint64_t comm = ps[p].nunits ? ps[p].units[0].comm : 0;
-    xr_verdict v = {.comm = comm, .site = site, .severity = A2A_SEV_ERROR,
-                    .flags = XR_VERDICT_FAIL, .check = check, .text = text,
-                    .json = j.overflow ? NULL : json};
-    m_verdict(NULL, map[p], &v);
-  }
+static void e_emit(void *ctx, const xr_confirm_verdict *cv) {
+  const eval_ctx *e = ctx;
+  xr_verdict v = {.comm = cv->comm, .site = cv->site, .severity = A2A_SEV_ERROR,
+                  .flags = XR_VERDICT_FAIL, .check = cv->check, .text = cv->text,
+                  .json = cv->json};
+  m_verdict(NULL, e->map[cv->proc], &v);
 }
 
 static void evaluate(uint64_t now) {
-  double confirm = a2a_opt && a2a_opt->hang_confirm > 0 ? a2a_opt->hang_confirm : 5.0;
-  double hang_to = a2a_opt && a2a_opt->hang_timeout > 0 ? a2a_opt->hang_timeout : 300.0;
+  if (!K.confirm_init) {
+    xr_confirm_opts co = {.confirm_s = a2a_opt ? a2a_opt->hang_confirm : 5.0,
+                          .hang_timeout_s = a2a_opt ? a2a_opt->hang_timeout : 300.0};
+    xr_confirm_init(&K.confirm, &co);
+    K.confirm_init = 1;
+  }
   size_t n = 0;
   for (int i = 0; i < K.nc; i++) n += K.c[i].has_state;
   if (!n) return;
   xr_procstate *ps = calloc(n, sizeof *ps);
   int *map = calloc(n, sizeof *map);
-  uint8_t *inv = calloc(n, 1);
-  static char story[XR_MAX_TEXT], story2[XR_MAX_TEXT];
-  if (!ps || !map || !inv) goto out;
-  size_t k = 0;
-  uint64_t all = 0;
-  int pending = 0;
-  for (int i = 0; i < K.nc; i++) {
-    if (!K.c[i].has_state) continue;
-    ps[k] = K.c[i].st;
-    ps[k].alive = K.c[i].open && !K.c[i].bye;
-    map[k] = i;
-    uint64_t pg = xr_state_progress(&ps[k]);
-    all = a2a_hash_bytes(&pg, sizeof pg, all);
-    pending |= ps[k].alive && (ps[k].nunits > 0);
-    k++;
-  }
-  if (all != K.progress_all || !pending) {
-    K.progress_all = all;
-    K.last_progress_ns = now;
-  }
-  xr_wfg_opts o = {.min_blocked_ms = (uint64_t)(confirm * 200.0), .ctx = map,
-                   .site_name = w_site, .mismatch = w_mismatch, .focus = -1};
-  xr_wfg_result res;
-  if (!K.reported && xr_wfg_analyze(ps, n, &o, &res, inv, story, sizeof story)) {
-    uint64_t sig = 0x5eed;
-    for (size_t p = 0; p < n; p++)
-      if (inv[p]) {
-        uint64_t v[2] = {(uint64_t)map[p], xr_state_progress(&ps[p])};
-        sig = a2a_hash_bytes(v, sizeof v, sig);
-      }
-    if (!K.cand_active || sig != K.cand_sig || !K.cand_vers) {
-      free(K.cand_vers);
-      K.cand_vers = calloc((size_t)K.nc, sizeof *K.cand_vers);
-      for (size_t p = 0; p < n && K.cand_vers; p++) K.cand_vers[map[p]] = ps[p].version;
-      K.cand_active = 1;
-      K.cand_sig = sig;
-      K.cand_first = now;
-    } else if ((double)(now - K.cand_first) >= confirm * 0.3e9) {
-      int fresh = 1;
-      for (size_t p = 0; p < n; p++)
-        if (inv[p] && ps[p].alive && map[p] < K.nc && ps[p].version <= K.cand_vers[map[p]]) fresh = 0;
-      if (fresh) {
-        /* One report per involved process, its own story first. */
-        K.reported = 1;
-        uint8_t *inv2 = malloc(n);
-        int focused = 0;
-        for (size_t p = 0; p < n && inv2; p++) {
-          if (!inv[p] || !ps[p].alive) continue;
-          if (++focused > 16) {
-            /* Large jobs: the first 16 get their own story first, the rest
-             * the common one (each story is a full graph analysis). */
-            send_story(A2A_CK_GROUP_DEADLOCK, ps, map, n, inv, &res, story, p);
-            continue;
-          }
-          xr_wfg_opts of = o;
-          of.focus = (int)p;
-          xr_wfg_result r2;
-          xr_wfg_analyze(ps, n, &of, &r2, inv2, story2, sizeof story2);
-          send_story(A2A_CK_GROUP_DEADLOCK, ps, map, n, inv2, &r2, story2, p);
-        }
-        free(inv2);
-      }
+  uint32_t *ids = calloc(n, sizeof *ids);
+  if (ps && map && ids) {
+    size_t k = 0;
+    for (int i = 0; i < K.nc; i++) {
+      if (!K.c[i].has_state) continue;
+      ps[k] = K.c[i].st;
+      ps[k].alive = K.c[i].open && !K.c[i].bye;
+      map[k] = i;
+      ids[k] = (uint32_t)i;
+      k++;
     }
-  } else {
-    K.cand_active = 0;
+    eval_ctx ec = {.map = map};
+    xr_confirm_io io = {.ctx = &ec, .site_name = e_site, .mismatch = e_mismatch, .emit = e_emit};
+    xr_confirm_step(&K.confirm, now, ps, ids, n, &io);
   }
-  if (!K.reported && !K.hang_reported && pending &&
-      (double)(now - K.last_progress_ns) >= hang_to * 1e9) {
-    K.hang_reported = 1;
-    /* The same dump: every process with pending work or a blocked thread. */
-    xr_wfg_opts o2 = o;
-    o2.min_blocked_ms = 0;
-    o2.explain_all = 1;
-    xr_wfg_analyze(ps, n, &o2, &res, inv, story, sizeof story);
-    size_t len = strlen(story);
-    for (size_t p = 0; p < n; p++) {
-      if (!ps[p].alive || (!ps[p].nunits && !ps[p].nthreads)) continue;
-      inv[p] = 1;
-      if (ps[p].nthreads) continue; /* already in the story */
-      if (len + 200 < sizeof story) {
-        char sb[128] = "";
-        const char *st = ps[p].nunits ? site_lookup(&K.c[map[p]], ps[p].units[0].site) : NULL;
-        if (!st && ps[p].nunits) snprintf(sb, sizeof sb, "0x%" PRIx64, ps[p].units[0].site);
-        len += (size_t)snprintf(story + len, sizeof story - len,
-                                "%s  pid %d: %u incomplete launch unit%s (oldest at %s), no "
-                                "host thread blocked",
-                                len ? "\n" : "", ps[p].pid, ps[p].nunits,
-                                ps[p].nunits == 1 ? "" : "s", st ? st : sb);
-      }
-    }
-    send_story(A2A_CK_GROUP_HANG, ps, map, n, inv, &res, story, (size_t)-1);
-  }
-out:
   free(ps);
   free(map);
-  free(inv);
+  free(ids);
 }
 
 void xr_coord_tick(uint64_t now) {

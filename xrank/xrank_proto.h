@@ -1,5 +1,5 @@
 /* xrank_proto.h - the cross-rank side channel's wire protocol: framing,
- * encoders and a strict parser. Pure C, no sockets (shim/xr_chan.c does the
+ * encoders and a strict parser. Pure C, no sockets (xrank/xr_chan.c does the
  * I/O), so every malformed input can be unit-tested.
  *
  * A message is a 12-byte header (magic, type, flags, payload length) and a

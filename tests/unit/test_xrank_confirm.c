@@ -1,0 +1,245 @@
+/* test_xrank_confirm.c - the deadlock/hang confirmation policy
+ * (xrank/xrank_confirm.c) with a synthetic clock and synthetic states, no
+ * sockets or threads: a deadlock is confirmed only after the stable window
+ * and fresh reports from every involved process; progress or a changed
+ * candidate restarts the window; exactly one verdict per involved live
+ * process, its own story first; a hang after the timeout without progress;
+ * progress keeps the hang away; never both. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xr_build.h"
+#include "xrank_confirm.h"
+
+#define S 1000000000ull /* ns per second */
+
+typedef struct got {
+  a2a_check_id check;
+  size_t proc;
+  uint64_t site;
+  char text[2048];
+  int has_json;
+} got;
+static got g[32];
+static int ng;
+
+static void emit(void *ctx, const xr_confirm_verdict *v) {
+  (void)ctx;
+  if (ng >= 32) return;
+  g[ng].check = v->check;
+  g[ng].proc = v->proc;
+  g[ng].site = v->site;
+  snprintf(g[ng].text, sizeof g[ng].text, "%s", v->text);
+  g[ng].has_json = v->json != NULL;
+  ng++;
+}
+static const char *site_name(void *ctx, size_t proc, uint64_t site) {
+  static char b[64];
+  (void)ctx;
+  snprintf(b, sizeof b, "train.py:%d(proc%zu)", (int)(site & 0xfff), proc);
+  return b;
+}
+static xr_confirm_io io = {.site_name = site_name, .emit = emit};
+
+static xr_confirm c;
+static pb b[4];
+static xr_procstate ps[4];
+static uint32_t ids[4] = {3, 7, 9, 11};
+
+static int step(uint64_t t_ns, int n) {
+  for (int i = 0; i < n; i++) ps[i] = b[i].st;
+  return xr_confirm_step(&c, t_ns, ps, ids, (size_t)n, &io);
+}
+
+/* Two ranks, two comms posted in opposite order on one stream each, both
+ * host threads blocked in cudaStreamSynchronize: a real deadlock. */
+static void opposite_order(uint64_t blocked_ms) {
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 100 + r);
+    pb_comm(&b[r], 0xA, r, 2, 1);
+    pb_comm(&b[r], 0xB, r, 2, 1);
+    pb_coll(&b[r], r == 0 ? 0xA : 0xB, 1, 0);
+    pb_coll(&b[r], r == 0 ? 0xB : 0xA, 1, 0);
+    pb_block(&b[r], 1, blocked_ms);
+    b[r].st.version = 1;
+  }
+}
+
+static void setup(void) {
+  xr_confirm_opts o = {.confirm_s = 5.0, .hang_timeout_s = 300.0};
+  xr_confirm_init(&c, &o);
+  ng = 0;
+}
+static void teardown(void) { xr_confirm_free(&c); }
+
+START_TEST(deadlock_confirmed_after_window_and_fresh_reports) {
+  opposite_order(2000);
+  /* First sight: a candidate, nothing reported. */
+  ck_assert_int_eq(step(10 * S, 2), XR_CONFIRM_CANDIDATE);
+  ck_assert_int_eq(ng, 0);
+  /* Within the stable window (0.3 x 5 s = 1.5 s): still a candidate. */
+  b[0].st.version = b[1].st.version = 2;
+  ck_assert_int_eq(step(10 * S + 1 * S, 2), XR_CONFIRM_CANDIDATE);
+  ck_assert_int_eq(ng, 0);
+  /* Past the window but rank 1 has not sent a newer report: not fresh. */
+  b[0].st.version = 3;
+  b[1].st.version = 1;
+  ck_assert_int_eq(step(10 * S + 2 * S, 2), XR_CONFIRM_CANDIDATE);
+  ck_assert_int_eq(ng, 0);
+  /* Fresh from both: confirmed, one verdict per process, FAIL-worthy. */
+  b[1].st.version = 2;
+  ck_assert_int_eq(step(10 * S + 2 * S + S / 4, 2), XR_CONFIRM_DEADLOCK);
+  ck_assert_int_eq(ng, 2);
+  ck_assert_int_eq(g[0].check, A2A_CK_GROUP_DEADLOCK);
+  ck_assert_int_eq(g[1].check, A2A_CK_GROUP_DEADLOCK);
+  ck_assert(g[0].proc != g[1].proc);
+  ck_assert_ptr_nonnull(strstr(g[0].text, "deadlock: 2 blocked host threads can never return"));
+  ck_assert_ptr_nonnull(strstr(g[0].text, "a wait-for cycle"));
+  ck_assert_uint_eq(g[0].site, 0x999); /* the receiver's own blocked call */
+  ck_assert(g[0].has_json);
+  /* Reported once: later steps say nothing, not even a hang. */
+  b[0].st.version = b[1].st.version = 9;
+  ck_assert_int_eq(step(400 * S, 2), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 2);
+}
+END_TEST
+
+START_TEST(progress_restarts_the_window) {
+  opposite_order(2000);
+  ck_assert_int_eq(step(0, 2), XR_CONFIRM_CANDIDATE);
+  /* Rank 0 posted one more collective on a third comm: its digest changed,
+   * the candidate is a new one and the window starts again. */
+  pb_comm(&b[0], 0xC, 0, 2, 1);
+  b[0].st.version = b[1].st.version = 2;
+  ck_assert_int_eq(step(2 * S, 2), XR_CONFIRM_CANDIDATE);
+  ck_assert_int_eq(ng, 0);
+  b[0].st.version = b[1].st.version = 3;
+  ck_assert_int_eq(step(3 * S, 2), XR_CONFIRM_CANDIDATE); /* 1 s into the new window */
+  ck_assert_int_eq(ng, 0);
+  b[0].st.version = b[1].st.version = 4;
+  ck_assert_int_eq(step(3 * S + 6 * S / 10, 2), XR_CONFIRM_DEADLOCK);
+  ck_assert_int_eq(ng, 2);
+}
+END_TEST
+
+START_TEST(resolved_candidate_reports_nothing) {
+  opposite_order(2000);
+  ck_assert_int_eq(step(0, 2), XR_CONFIRM_CANDIDATE);
+  /* Rank 1 reorders (its threads unblocked, it posts in the right order):
+   * no deadlock any more. */
+  b[1].units[0].comm = 0xA;
+  b[1].units[1].comm = 0xB;
+  b[0].st.version = b[1].st.version = 2;
+  ck_assert_int_eq(step(5 * S, 2), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 0);
+}
+END_TEST
+
+START_TEST(short_blocks_do_not_count) {
+  /* Threads blocked for less than 0.2 x confirm (1 s) are not stuck yet. */
+  opposite_order(500);
+  ck_assert_int_eq(step(0, 2), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 0);
+}
+END_TEST
+
+/* Four ranks each with a pending collective that no blocked thread waits
+ * on (e.g. they poll, or sleep in host code): no deadlock can be proven;
+ * after the timeout without any progress, a hang. */
+static void pending_no_blocked(void) {
+  for (int r = 0; r < 4; r++) {
+    pb_init(&b[r], 200 + r);
+    pb_comm(&b[r], 0xD, r, 4, r == 3 ? 0 : 1);
+    if (r < 3) pb_coll(&b[r], 0xD, 1, 0);
+    b[r].st.version = 1;
+  }
+}
+
+START_TEST(hang_after_timeout_without_progress) {
+  xr_confirm_free(&c);
+  xr_confirm_opts o = {.confirm_s = 5.0, .hang_timeout_s = 30.0};
+  xr_confirm_init(&c, &o);
+  pending_no_blocked();
+  ck_assert_int_eq(step(100 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(129 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 0);
+  ck_assert_int_eq(step(130 * S, 4), XR_CONFIRM_HANG);
+  /* Every process with pending work gets it (rank 3 has none, no thread). */
+  ck_assert_int_eq(ng, 3);
+  for (int i = 0; i < ng; i++) {
+    ck_assert_int_eq(g[i].check, A2A_CK_GROUP_HANG);
+    ck_assert_ptr_nonnull(strstr(g[i].text, "no rank made progress for 30 s"));
+    ck_assert_ptr_nonnull(strstr(g[i].text, "incomplete launch unit"));
+  }
+  /* Once. */
+  ck_assert_int_eq(step(500 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 3);
+}
+END_TEST
+
+START_TEST(progress_keeps_the_hang_away) {
+  xr_confirm_free(&c);
+  xr_confirm_opts o = {.confirm_s = 5.0, .hang_timeout_s = 30.0};
+  xr_confirm_init(&c, &o);
+  pending_no_blocked();
+  ck_assert_int_eq(step(0, 4), XR_CONFIRM_NOTHING);
+  /* Rank 3 posts its collective at 20 s: progress. */
+  b[3].comms[0].coll_posted = 1;
+  ck_assert_int_eq(step(20 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(45 * S, 4), XR_CONFIRM_NOTHING); /* 25 s since progress */
+  ck_assert_int_eq(step(51 * S, 4), XR_CONFIRM_HANG);    /* 31 s */
+  /* Nothing pending at all is never a hang, however long. */
+  xr_confirm_free(&c);
+  xr_confirm_init(&c, &o);
+  ng = 0;
+  for (int r = 0; r < 4; r++) b[r].st.nunits = 0;
+  ck_assert_int_eq(step(0, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(1000 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 0);
+}
+END_TEST
+
+START_TEST(dead_processes_get_no_verdict) {
+  /* Rank 1 exited without posting its half: rank 0 is stuck on it. Only
+   * the live process receives the verdict. */
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 300 + r);
+    pb_comm(&b[r], 0xE, r, 2, r == 0 ? 1 : 0);
+    b[r].st.version = 1;
+  }
+  pb_coll(&b[0], 0xE, 1, 0);
+  pb_block(&b[0], 1, 3000);
+  b[1].st.alive = 0;
+  ck_assert_int_eq(step(0, 2), XR_CONFIRM_CANDIDATE);
+  b[0].st.version = 2;
+  ck_assert_int_eq(step(2 * S, 2), XR_CONFIRM_DEADLOCK);
+  ck_assert_int_eq(ng, 1);
+  ck_assert_uint_eq(g[0].proc, 0);
+  ck_assert_ptr_nonnull(strstr(g[0].text, "the missing process: pid 301"));
+}
+END_TEST
+
+static Suite *confirm_suite(void) {
+  Suite *s = suite_create("xrank_confirm");
+  TCase *tc = tcase_create("policy");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 10);
+  tcase_add_test(tc, deadlock_confirmed_after_window_and_fresh_reports);
+  tcase_add_test(tc, progress_restarts_the_window);
+  tcase_add_test(tc, resolved_candidate_reports_nothing);
+  tcase_add_test(tc, short_blocks_do_not_count);
+  tcase_add_test(tc, hang_after_timeout_without_progress);
+  tcase_add_test(tc, progress_keeps_the_hang_away);
+  tcase_add_test(tc, dead_processes_get_no_verdict);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(confirm_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
