@@ -132,6 +132,17 @@ typedef struct a2a_kparams {
 const a2a_kparams *a2a_kernel_params(const void *func);
 
 /* ------------------------------------------------------------------ */
+/* Per-thread activity: the seq (a2a_event.seq) of the last call of each
+ * thread, stored by a2a_dispatch at PRE (one relaxed store per call, in a
+ * cache line of the thread's own). Another thread can tell from it whether
+ * a thread made any call since one it remembers (the cross-rank analyzer:
+ * "is this thread still only polling?"). 0 for threads past
+ * A2A_ACTIVITY_THREADS or never seen. */
+
+#define A2A_ACTIVITY_THREADS 1024
+uint32_t a2a_thread_last_seq(uint32_t thread);
+
+/* ------------------------------------------------------------------ */
 /* Communicator registry. One record per communicator this process created;
  * records outlive destroy (state records it) so misuse can be named. The
  * registry is filled by a2a_dispatch before analyzers see a COMM_INIT POST. */

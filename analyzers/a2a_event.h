@@ -90,6 +90,8 @@ static inline int a2a_kind_is_nccl(a2a_kind k) {
 /* ncclInProgress: a non-blocking communicator accepted the call (its work
  * or creation completes asynchronously). */
 #define A2A_NCCL_IN_PROGRESS 7
+/* cudaErrorNotReady: cudaStreamQuery / cudaEventQuery say "not yet". */
+#define A2A_CUDA_ERROR_NOT_READY 600
 
 /* Collective operations (A2A_EV_COLL). */
 typedef enum a2a_coll {
@@ -157,6 +159,10 @@ typedef struct a2a_event {
                            unknown */
   uint32_t thread;      /* small per-process thread index assigned by the
                            shim (1, 2, ...); analyzers key per-thread state by it */
+  uint32_t seq;         /* the call's number among the thread's analyzed calls
+                           (1, 2, ...): two events of a thread are consecutive
+                           calls when their seqs differ by one (see
+                           a2a_thread_last_seq) */
   uint64_t t_ns;        /* CLOCK_MONOTONIC ns at the phase */
   const void *callsite; /* return address into the caller of the intercepted
                            function: the call-site handle for dedup and for

@@ -201,11 +201,26 @@ size_t a2a_core_analyzer_count(void) { return g_nan; }
 const a2a_analyzer *a2a_core_analyzer_at(size_t i);
 const a2a_analyzer *a2a_core_analyzer_at(size_t i) { return i < g_nan ? g_an[i] : NULL; }
 
+/* One cache line per thread, so threads storing their own never share. */
+typedef struct activity {
+  _Atomic uint32_t last_seq;
+  char pad[64 - sizeof(uint32_t)];
+} activity;
+static activity g_activity[A2A_ACTIVITY_THREADS];
+
+uint32_t a2a_thread_last_seq(uint32_t thread) {
+  return thread < A2A_ACTIVITY_THREADS
+             ? atomic_load_explicit(&g_activity[thread].last_seq, memory_order_relaxed)
+             : 0;
+}
+
 void a2a_dispatch(const a2a_event *ev) {
   if (!atomic_load_explicit(&g_ready, memory_order_acquire)) return;
   unsigned k = (unsigned)ev->kind;
   if (k >= A2A_EV__COUNT) return;
   int ph = ev->phase == A2A_POST;
+  if (!ph && ev->thread < A2A_ACTIVITY_THREADS)
+    atomic_store_explicit(&g_activity[ev->thread].last_seq, ev->seq, memory_order_relaxed);
   /* Registries: creations are visible to the analyzers of the POST. */
   if (ph && ev->ok) {
     if (ev->kind == A2A_EV_COMM_INIT) a2a_registry_comm_init(ev);

@@ -37,6 +37,9 @@ void a2a_rt_leave(void);
 
 /* Small per-process thread index (1, 2, ...), cached thread-locally. */
 uint32_t a2a_rt_thread_index(void);
+/* The number of this call among the calling thread's analyzed calls
+ * (1, 2, ...; a2a_event.seq). */
+uint32_t a2a_rt_next_call_seq(void);
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 uint64_t a2a_rt_now_ns(void);
 /* Counts intercepted NCCL calls (for the a2acheck.not-intercepting check). */

@@ -217,6 +217,7 @@ static inline void a2a_shim_event_init(a2a_event *ev, a2a_kind kind, const char 
       .api = api,
       .device = a2a_shim_current_device(),
       .thread = a2a_rt_thread_index(),
+      .seq = a2a_rt_next_call_seq(),
       .callsite = callsite,
   };
 }

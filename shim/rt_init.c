@@ -188,6 +188,9 @@ uint32_t a2a_rt_thread_index(void) {
   return t_index;
 }
 
+static TLS uint32_t t_call_seq;
+uint32_t a2a_rt_next_call_seq(void) { return ++t_call_seq; }
+
 uint64_t a2a_rt_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no system call */

@@ -130,6 +130,8 @@ typedef struct ccomm {
   uint64_t site;            /* init call site */
   int ended;
   uint32_t coll_posted, units;
+  uint32_t last_kind;       /* the last operation posted on it (stories) */
+  uint64_t last_site;
   uint32_t (*cnt)[2];       /* per peer: sends posted, receives posted */
 } ccomm;
 
@@ -481,6 +483,18 @@ static xr_peerent *unit_peer(cunit *u, int32_t peer) {
   return memset(&u->peers[u->npeers++], 0, sizeof *u->peers);
 }
 
+/* One send or receive of the unit: the next index towards peer. */
+static void unit_p2p(ccomm *cc, cunit *u, int kind, int32_t peer) {
+  if (peer < 0 || peer >= cc->nranks) return;
+  int s = kind == XR_OP_SEND ? 0 : 1;
+  uint32_t idx = cc->cnt[peer][s]++;
+  xr_peerent *e = unit_peer(u, peer);
+  if (!e) return;
+  e->peer = peer;
+  if (s == 0) { if (e->send_hi == e->send_lo) e->send_lo = idx; e->send_hi = idx + 1; }
+  else { if (e->recv_hi == e->recv_lo) e->recv_lo = idx; e->recv_hi = idx + 1; }
+}
+
 static void on_op(const xr_rec *r) {
   xr_op op = r->u.op;
   ccomm *cc = comm_find(op.comm, op.rank);
@@ -507,21 +521,25 @@ static void on_op(const xr_rec *r) {
     S.tail = u;
   }
   op.group = u->group;
-  if (op.kind == XR_OP_COLL) {
+  cc->last_kind = op.kind;
+  cc->last_site = op.site;
+  if (op.kind == XR_OP_COLL && xr_coll_is_p2p(op.coll)) {
+    /* Per-peer sends and receives, as NCCL posts them (xrank.h). The unit
+     * is named after the collective for the stories. */
+    if (u->coll_hi == u->coll_lo && u->npeers == 0) {
+      u->kind = XR_OP_COLL; u->coll = op.coll; u->count = op.count; u->dtype = op.dtype;
+    }
+    int kind, peer;
+    for (uint32_t i = 0; xr_coll_p2p_at(op.coll, op.root, op.rank, cc->nranks, i, &kind, &peer); i++)
+      unit_p2p(cc, u, kind, peer);
+  } else if (op.kind == XR_OP_COLL) {
     if (u->coll_hi == u->coll_lo && u->kind != XR_OP_COLL) {
       u->kind = XR_OP_COLL; u->coll = op.coll; u->count = op.count; u->dtype = op.dtype;
     }
     cc->coll_posted++;
     u->coll_hi = cc->coll_posted;
-  } else if (op.peer >= 0 && op.peer < cc->nranks) {
-    int s = op.kind == XR_OP_SEND ? 0 : 1;
-    uint32_t idx = cc->cnt[op.peer][s]++;
-    xr_peerent *e = unit_peer(u, op.peer);
-    if (e) {
-      e->peer = op.peer;
-      if (s == 0) { if (e->send_hi == e->send_lo) e->send_lo = idx; e->send_hi = idx + 1; }
-      else { if (e->recv_hi == e->recv_lo) e->recv_lo = idx; e->recv_hi = idx + 1; }
-    }
+  } else {
+    unit_p2p(cc, u, op.kind, op.peer);
   }
   send_site(k, op.site);
   k->batch[k->nbatch++] = op;
@@ -654,7 +672,8 @@ static void send_state(uint64_t now, int exiting) {
     xr_commstate *c = &comms[st.ncomms++];
     *c = (xr_commstate){.comm = cc->id, .rank = cc->rank, .nranks = cc->nranks,
                         .coll_posted = cc->coll_posted, .ended = (uint32_t)cc->ended,
-                        .peer_off = st.npeers,
+                        .peer_off = st.npeers, .last_kind = cc->last_kind,
+                        .last_site = cc->last_site,
                         .splits = cc->c ? atomic_load_explicit(&cc->c->nsplits, memory_order_relaxed) : 0};
     for (int32_t p = 0; p < cc->nranks && st.npeers < 16384; p++)
       if (cc->cnt[p][0] || cc->cnt[p][1]) {
@@ -681,6 +700,9 @@ static void send_state(uint64_t now, int exiting) {
     for (int i = 0; i < S.nconns; i++) send_site(&S.conns[i], threads[t].site);
   for (uint32_t j = 0; j < st.nunits; j++)
     for (int i = 0; i < S.nconns; i++) send_site(&S.conns[i], units[j].site);
+  for (uint32_t c = 0; c < st.ncomms; c++)
+    for (int i = 0; i < S.nconns && comms[c].last_site; i++)
+      send_site(&S.conns[i], comms[c].last_site);
   size_t need = xr_state_bytes(&st);
   for (int i = 0; i < S.nconns; i++) {
     cconn *k = &S.conns[i];

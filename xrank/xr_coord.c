@@ -402,8 +402,9 @@ static const char *e_mismatch(void *ctx, uint64_t comm) {
 }
 static void e_emit(void *ctx, const xr_confirm_verdict *cv) {
   const eval_ctx *e = ctx;
-  xr_verdict v = {.comm = cv->comm, .site = cv->site, .severity = A2A_SEV_ERROR,
-                  .flags = XR_VERDICT_FAIL, .check = cv->check, .text = cv->text,
+  xr_verdict v = {.comm = cv->comm, .site = cv->site,
+                  .severity = cv->fail ? A2A_SEV_ERROR : A2A_SEV_WARNING,
+                  .flags = cv->fail ? XR_VERDICT_FAIL : 0u, .check = cv->check, .text = cv->text,
                   .json = cv->json};
   m_verdict(NULL, e->map[cv->proc], &v);
 }
@@ -411,7 +412,8 @@ static void e_emit(void *ctx, const xr_confirm_verdict *cv) {
 static void evaluate(uint64_t now) {
   if (!K.confirm_init) {
     xr_confirm_opts co = {.confirm_s = a2a_opt ? a2a_opt->hang_confirm : 5.0,
-                          .hang_timeout_s = a2a_opt ? a2a_opt->hang_timeout : 300.0};
+                          .hang_timeout_s = a2a_opt ? a2a_opt->hang_timeout : 300.0,
+                          .stall_s = a2a_opt ? a2a_opt->stall_warning : 30.0};
     xr_confirm_init(&K.confirm, &co);
     K.confirm_init = 1;
   }

@@ -154,58 +154,193 @@ void xr_event_release(void *ev, int device) {
 
 /* ---- per-thread state --------------------------------------------- */
 
+/* What a host thread waits in, as the background thread reads it: a
+ * blocking call (PRE seen, POST not yet), or a polling loop (below). */
+typedef struct blockpub {
+  _Atomic uint32_t wait;           /* XR_WAIT_*, 0 = none */
+  _Atomic uint64_t stream, site, since_ns;
+  _Atomic uint64_t comm;           /* XR_WAIT_SPLIT/INIT: the comm */
+  _Atomic uint32_t index;          /* XR_WAIT_SPLIT: split index */
+  _Atomic int32_t rank;            /* XR_WAIT_SPLIT/INIT: rank in it */
+} blockpub;
+
+/* Polling waits. A thread that has posted communication and then calls
+ * only cudaStreamQuery / cudaEventQuery (answered cudaErrorNotReady) and
+ * the calls polling loops make between them (ncclCommGetAsyncError,
+ * cudaGetLastError/PeekAtLastError, cudaSetDevice) - nothing else, by the
+ * per-thread call numbers (a2a_event.seq) - waits on the streams and events
+ * it polls exactly as if it were blocked in cudaStreamSynchronize /
+ * cudaEventSynchronize on them: nccl-tests' testStreamSynchronize, a
+ * Python loop on work.is_completed(). The episode starts at its first
+ * not-ready query; an object leaves the set when its query succeeds; any
+ * other call of the thread ends the episode (the background thread sees
+ * that through a2a_thread_last_seq: the thread's last call is no longer the
+ * last poll). A thread that never posted communication (PyTorch's watchdog
+ * polls every work's events) is never taken as waiting. */
+#define MAX_POLL 8
+typedef struct pollpub {
+  _Atomic uint32_t n;              /* objects polled, not yet complete */
+  _Atomic uint32_t all;            /* more than MAX_POLL: waits for all units */
+  _Atomic uint32_t last_seq;       /* seq of the episode's last call */
+  _Atomic uint64_t since_ns, site;
+  _Atomic uint64_t key[MAX_POLL];  /* stream id, or event handle */
+  _Atomic uint32_t is_event[MAX_POLL];
+} pollpub;
+
 typedef struct tslot {
   /* Owner thread only. */
   int depth;                       /* ncclGroupStart nesting */
   int nstreams;
   uint64_t streams[MAX_GROUP_STREAMS];
-  /* Blocked state: written by the owner, read by the background thread
-   * under a sequence lock (odd = being written). */
-  _Atomic uint32_t seq;
-  _Atomic int blocked;
-  uint32_t wait;
-  uint64_t stream, site, since_ns;
   uint64_t clique;                 /* current ncclCommInitAll identity */
   uint64_t init_hash;              /* id hash registered at an init's PRE */
   int32_t init_rank;
-  uint64_t comm;                   /* XR_WAIT_SPLIT: parent id_hash */
-  uint32_t index;                  /* XR_WAIT_SPLIT: split index */
-  int32_t rank;                    /* XR_WAIT_SPLIT: rank in the parent */
+  int posted;                      /* this thread posted communication */
+  int blocked;                     /* a blocking call is published */
+  int polling;                     /* a polling episode is published */
+  /* Published under a sequence lock: written by the owner, read by the
+   * background thread. Every field is atomic (relaxed), the sequence
+   * orders them (C11 seqlock: odd while being written). */
+  _Atomic uint32_t seq;
+  blockpub b;
+  pollpub p;
 } tslot;
 
 static tslot g_ts[MAX_THREADS];
 
 static tslot *slot(uint32_t thread) { return thread < MAX_THREADS ? &g_ts[thread] : NULL; }
 
-static void set_blocked(tslot *t, int on, uint32_t wait, uint64_t stream, uint64_t site,
-                        uint64_t now) {
-  atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel);
-  t->wait = wait;
-  t->stream = stream;
-  t->site = site;
-  t->since_ns = now;
-  atomic_store_explicit(&t->blocked, on, memory_order_release);
-  atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel);
+static void pub_begin(tslot *t) {
+  uint32_t s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+  atomic_store_explicit(&t->seq, s + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+}
+static void pub_end(tslot *t) {
+  uint32_t s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+  atomic_store_explicit(&t->seq, s + 1, memory_order_release);
+}
+#define RSTORE(f, v) atomic_store_explicit(&(f), (v), memory_order_relaxed)
+#define RLOAD(f) atomic_load_explicit(&(f), memory_order_relaxed)
+
+/* Publish (wait != 0) or clear (wait == 0) a blocking call. */
+static void set_blocked(tslot *t, uint32_t wait, uint64_t stream, uint64_t site, uint64_t now,
+                        uint64_t comm, uint32_t index, int32_t rank) {
+  pub_begin(t);
+  RSTORE(t->b.stream, stream);
+  RSTORE(t->b.site, site);
+  RSTORE(t->b.since_ns, now);
+  RSTORE(t->b.comm, comm);
+  RSTORE(t->b.index, index);
+  RSTORE(t->b.rank, rank);
+  RSTORE(t->b.wait, wait);
+  pub_end(t);
+  t->blocked = wait != 0;
+}
+static void clear_blocked(tslot *t) {
+  if (t->blocked) set_blocked(t, 0, 0, 0, 0, 0, 0, 0);
+}
+
+static void poll_clear(tslot *t) {
+  if (!t->polling) return;
+  pub_begin(t);
+  RSTORE(t->p.n, 0);
+  RSTORE(t->p.all, 0);
+  pub_end(t);
+  t->polling = 0;
+}
+
+/* A poll-loop call of the thread: a query of a stream (what 1) or an event
+ * (what 2) with its key, answered not_ready or not, or one of the neutral
+ * calls loops make between queries (what 0). */
+enum { POLL_NEUTRAL = 0, POLL_STREAM = 1, POLL_EVENT = 2 };
+static void on_poll(tslot *t, const a2a_event *ev, int what, uint64_t key, int not_ready) {
+  if (!t->posted) return;
+  int cont = t->polling && ev->seq == RLOAD(t->p.last_seq) + 1;
+  int is_event = what == POLL_EVENT;
+  if (!cont) {
+    poll_clear(t);
+    if (what == POLL_NEUTRAL || !not_ready) return; /* an episode starts with a not-ready query */
+  }
+  pub_begin(t);
+  uint32_t n = RLOAD(t->p.n);
+  if (!cont) {
+    n = 0;
+    RSTORE(t->p.all, 0);
+    RSTORE(t->p.since_ns, ev->t_ns);
+    RSTORE(t->p.site, (uint64_t)(uintptr_t)ev->callsite);
+  }
+  if (what != POLL_NEUTRAL) {
+    uint32_t i = 0;
+    while (i < n && !(RLOAD(t->p.key[i]) == key && RLOAD(t->p.is_event[i]) == (uint32_t)is_event)) i++;
+    if (not_ready && i == n) {
+      if (n < MAX_POLL) {
+        RSTORE(t->p.key[n], key);
+        RSTORE(t->p.is_event[n], (uint32_t)is_event);
+        n++;
+      } else {
+        RSTORE(t->p.all, 1);
+      }
+    } else if (!not_ready && i < n) {
+      /* Complete: the loop stops polling it. */
+      n--;
+      RSTORE(t->p.key[i], RLOAD(t->p.key[n]));
+      RSTORE(t->p.is_event[i], RLOAD(t->p.is_event[n]));
+    }
+  }
+  RSTORE(t->p.n, n);
+  RSTORE(t->p.last_seq, ev->seq);
+  pub_end(t);
+  t->polling = n > 0 || RLOAD(t->p.all);
+  if (!t->polling) poll_clear(t);
+}
+
+static xr_threadstate thread_state(uint32_t thread, uint32_t wait, uint64_t stream, uint64_t site,
+                                   uint64_t since, uint64_t now_ns) {
+  xr_threadstate ts = {.stream = stream, .site = site, .thread = thread, .wait = wait,
+                       .all = wait != XR_WAIT_STREAM && wait != XR_WAIT_SPLIT && wait != XR_WAIT_INIT};
+  ts.blocked_ms = now_ns > since ? (now_ns - since) / 1000000u : 0;
+  return ts;
 }
 
 size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
   size_t n = 0;
   for (uint32_t i = 0; i < MAX_THREADS && n < max; i++) {
     tslot *t = &g_ts[i];
-    if (!atomic_load_explicit(&t->blocked, memory_order_acquire)) continue;
+    if (!atomic_load_explicit(&t->seq, memory_order_acquire)) continue; /* never published */
     for (int tries = 0; tries < 4; tries++) {
+      xr_threadstate got[1 + MAX_POLL];
+      size_t k = 0;
       uint32_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
       if (s1 & 1) continue;
-      xr_threadstate ts = {.stream = t->stream, .site = t->site, .thread = i, .wait = t->wait,
-                           .all = t->wait != XR_WAIT_STREAM && t->wait != XR_WAIT_SPLIT &&
-                                  t->wait != XR_WAIT_INIT,
-                           .comm = t->comm, .index = t->index, .rank = t->rank};
-      uint64_t since = t->since_ns;
-      int b = atomic_load_explicit(&t->blocked, memory_order_acquire);
-      if (atomic_load_explicit(&t->seq, memory_order_acquire) != s1) continue;
-      if (!b) break;
-      ts.blocked_ms = now_ns > since ? (now_ns - since) / 1000000u : 0;
-      out[n++] = ts;
+      uint32_t w = RLOAD(t->b.wait);
+      if (w) {
+        got[k] = thread_state(i, w, RLOAD(t->b.stream), RLOAD(t->b.site), RLOAD(t->b.since_ns),
+                              now_ns);
+        got[k].comm = RLOAD(t->b.comm);
+        got[k].index = RLOAD(t->b.index);
+        got[k].rank = RLOAD(t->b.rank);
+        k++;
+      }
+      uint32_t np = RLOAD(t->p.n), all = RLOAD(t->p.all);
+      /* Still polling: its last call is the episode's last poll. */
+      int polling = (np || all) && a2a_thread_last_seq(i) == RLOAD(t->p.last_seq);
+      if (polling && !w) {
+        uint64_t since = RLOAD(t->p.since_ns), site = RLOAD(t->p.site);
+        if (all) {
+          got[k] = thread_state(i, XR_WAIT_EVENT, 0, site, since, now_ns);
+          got[k++].flags = XR_THREAD_POLLING;
+        } else {
+          for (uint32_t j = 0; j < np && j < MAX_POLL; j++) {
+            int ev = RLOAD(t->p.is_event[j]) != 0;
+            got[k] = thread_state(i, ev ? XR_WAIT_EVENT : XR_WAIT_STREAM, ev ? 0 : RLOAD(t->p.key[j]),
+                                  site, since, now_ns);
+            got[k++].flags = XR_THREAD_POLLING;
+          }
+        }
+      }
+      atomic_thread_fence(memory_order_acquire);
+      if (atomic_load_explicit(&t->seq, memory_order_relaxed) != s1) continue;
+      for (size_t j = 0; j < k && n < max; j++) out[n++] = got[j];
       break;
     }
   }
@@ -329,6 +464,7 @@ static void on_op(const a2a_event *ev, xr_op *op) {
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   uint64_t id = comm_id(c);
   if (!id) return; /* unknown communicator */
+
   xr_rec reg;
   if (pend_take(ev->comm, &reg, 0)) push(&reg);
   op->comm = id;
@@ -336,6 +472,7 @@ static void on_op(const a2a_event *ev, xr_op *op) {
   op->site = (uint64_t)(uintptr_t)ev->callsite;
   op->pad[0] = op->pad[1] = op->pad[2] = 0;
   tslot *t = slot(ev->thread);
+  if (t) t->posted = 1;
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
   xr_rec r = {.type = XR_REC_OP, .thread = ev->thread, .stream = sid, .comm = c};
   r.u.op = *op;
@@ -367,12 +504,10 @@ static void on_event(const a2a_event *ev) {
        * until every rank of the parent made the same split. */
       const a2a_comm *par = ev->u.init.parent ? a2a_comm_lookup(ev->u.init.parent) : NULL;
       if (ev->phase == A2A_PRE && par && par->id_hash) {
-        t->comm = par->id_hash;
-        t->index = atomic_load_explicit(&par->nsplits, memory_order_relaxed);
-        t->rank = par->rank;
-        set_blocked(t, 1, XR_WAIT_SPLIT, 0, (uint64_t)(uintptr_t)ev->callsite, ev->t_ns);
-      } else if (ev->phase == A2A_POST && atomic_load_explicit(&t->blocked, memory_order_relaxed)) {
-        set_blocked(t, 0, 0, 0, 0, 0);
+        set_blocked(t, XR_WAIT_SPLIT, 0, (uint64_t)(uintptr_t)ev->callsite, ev->t_ns, par->id_hash,
+                    atomic_load_explicit(&par->nsplits, memory_order_relaxed), par->rank);
+      } else if (ev->phase == A2A_POST) {
+        clear_blocked(t);
       }
     }
     /* Blocking id-based inits register at PRE: ranks that disagree (nranks,
@@ -396,14 +531,12 @@ static void on_event(const a2a_event *ev) {
         t->init_hash = h;
         t->init_rank = ev->u.init.rank;
         push(&r);
-        t->comm = h;
-        t->index = 0;
-        t->rank = ev->u.init.rank;
-        set_blocked(t, 1, XR_WAIT_INIT, 0, (uint64_t)(uintptr_t)ev->callsite, ev->t_ns);
+        set_blocked(t, XR_WAIT_INIT, 0, (uint64_t)(uintptr_t)ev->callsite, ev->t_ns, h, 0,
+                    ev->u.init.rank);
         return;
       }
       if (!t->init_hash) return;
-      if (atomic_load_explicit(&t->blocked, memory_order_relaxed)) set_blocked(t, 0, 0, 0, 0, 0);
+      clear_blocked(t);
       uint64_t h = t->init_hash;
       t->init_hash = 0;
       const a2a_comm *c = ev->result == 0 && ev->u.init.newcomm ? a2a_comm_lookup(ev->u.init.newcomm) : NULL;
@@ -555,18 +688,32 @@ static void on_event(const a2a_event *ev) {
     }
     if (!(t = slot(ev->thread))) return;
     if (ev->phase == A2A_POST) {
-      if (atomic_load_explicit(&t->blocked, memory_order_relaxed))
-        set_blocked(t, 0, 0, 0, 0, 0);
+      clear_blocked(t);
       return;
     }
     uint32_t w = ev->kind == A2A_EV_STREAM_SYNC || async_blocks ? XR_WAIT_STREAM
                  : ev->kind == A2A_EV_EVENT_SYNC ? XR_WAIT_EVENT
                  : ev->kind == A2A_EV_DEVICE_SYNC ? XR_WAIT_DEVICE
                                                   : XR_WAIT_MEMCPY;
-    set_blocked(t, 1, w, xr_stream_id(ev->stream, ev->per_thread),
-                (uint64_t)(uintptr_t)ev->callsite, ev->t_ns);
+    set_blocked(t, w, xr_stream_id(ev->stream, ev->per_thread), (uint64_t)(uintptr_t)ev->callsite,
+                ev->t_ns, 0, 0, 0);
     return;
   }
+  case A2A_EV_STREAM_QUERY:
+    if ((t = slot(ev->thread)))
+      on_poll(t, ev, POLL_STREAM, xr_stream_id(ev->stream, ev->per_thread),
+              ev->result == A2A_CUDA_ERROR_NOT_READY);
+    return;
+  case A2A_EV_EVENT_QUERY:
+    if ((t = slot(ev->thread)))
+      on_poll(t, ev, POLL_EVENT, (uint64_t)(uintptr_t)ev->u.event.event,
+              ev->result == A2A_CUDA_ERROR_NOT_READY);
+    return;
+  case A2A_EV_COMM_ASYNC_ERROR:
+  case A2A_EV_ERROR_QUERY:
+  case A2A_EV_SET_DEVICE:
+    if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
+    return;
   case A2A_EV_PROCESS_EXIT:
     if (g_port->process_exit) g_port->process_exit();
     return;
@@ -608,7 +755,9 @@ const a2a_analyzer a2a_analyzer_xrank = {
     .post = A2A_KIND_BIT(A2A_EV_GET_UNIQUE_ID) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
             A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
             A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) | XR_SYNC_KINDS |
-            A2A_KIND_BIT(A2A_EV_PROCESS_EXIT),
+            A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY) |
+            A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |
+            A2A_KIND_BIT(A2A_EV_SET_DEVICE) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT),
     .init = init,
     .on_event = on_event,
     .fini = NULL,

@@ -17,6 +17,14 @@
  *     before they become tasks, so they are not numbered);
  *   - point-to-point: per peer, sends i = 0, 1, ... and receives j = 0, 1, ...
  * The i-th send of rank s to rank d matches the i-th receive of d from s.
+ *
+ * ncclAlltoAll, ncclGather and ncclScatter are collectives at the API but
+ * not on the wire: NCCL (>= 2.28, src/enqueue.cc taskAppend) turns each into
+ * per-peer sends and receives appended to the same per-peer queues as
+ * ncclSend/ncclRecv, so a rank in ncclAlltoAll exchanges data with a peer in
+ * a grouped send/recv loop. They travel as one XR_OP_COLL record, take no
+ * collective index, and every consumer expands them with xr_coll_p2p_at
+ * into the per-peer operations NCCL posts, in NCCL's order.
  */
 #ifndef A2A_XRANK_H
 #define A2A_XRANK_H
@@ -24,15 +32,58 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "a2a_event.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define XR_PROTO_VERSION 1u
+#define XR_PROTO_VERSION 2u
 #define XR_TOKEN_BYTES 16
 
 /* Operation kinds of a fingerprint. */
 enum { XR_OP_COLL = 1, XR_OP_SEND = 2, XR_OP_RECV = 3 };
+
+/* Whether NCCL executes collective `coll` (a2a_coll) as per-peer sends and
+ * receives (see above). */
+static inline int xr_coll_is_p2p(int coll) {
+  return coll == A2A_COLL_ALLTOALL || coll == A2A_COLL_GATHER || coll == A2A_COLL_SCATTER;
+}
+
+/* The i-th per-peer operation (0-based) that such a collective posts for
+ * `rank` in an nranks communicator, in NCCL's order: AlltoAll, for each r
+ * a send to r then a receive from r; Gather, a send to the root, then at
+ * the root a receive from each r; Scatter, at the root a send to each r,
+ * then a receive from the root. Each moves `count` elements. Returns 1 and
+ * sets *kind (XR_OP_SEND/RECV) and *peer, 0 past the last one. A
+ * one-rank communicator posts none (NCCL copies locally). */
+static inline int xr_coll_p2p_at(int coll, int root, int rank, int nranks, uint32_t i,
+                                 int *kind, int *peer) {
+  if (nranks <= 1) return 0;
+  uint32_t n = (uint32_t)nranks;
+  if (coll == A2A_COLL_ALLTOALL) {
+    if (i >= 2 * n) return 0;
+    *kind = (i & 1) ? XR_OP_RECV : XR_OP_SEND;
+    *peer = (int)(i / 2);
+    return 1;
+  }
+  if (coll == A2A_COLL_GATHER) {
+    if (i == 0) { *kind = XR_OP_SEND; *peer = root; return 1; }
+    if (rank != root || i > n) return 0;
+    *kind = XR_OP_RECV;
+    *peer = (int)(i - 1);
+    return 1;
+  }
+  if (coll == A2A_COLL_SCATTER) {
+    uint32_t nsend = rank == root ? n : 0;
+    if (i < nsend) { *kind = XR_OP_SEND; *peer = (int)i; return 1; }
+    if (i > nsend) return 0;
+    *kind = XR_OP_RECV;
+    *peer = root;
+    return 1;
+  }
+  return 0;
+}
 
 /* One operation fingerprint (48 bytes), in posting order per rank. */
 typedef struct xr_op {
@@ -45,7 +96,8 @@ typedef struct xr_op {
   int32_t peer;      /* p2p peer rank, -1 for collectives */
   int32_t root;      /* collective root, -1 when rootless */
   uint16_t kind;     /* XR_OP_* */
-  int8_t coll;       /* a2a_coll (XR_OP_COLL), else -1 */
+  int8_t coll;       /* a2a_coll (XR_OP_COLL); for a send/receive, the
+                        collective it is part of (xr_coll_is_p2p), else -1 */
   int8_t dtype;      /* ncclDataType_t */
   int8_t redop;      /* ncclRedOp_t, -1 when not a reduction */
   int8_t pad[3];
@@ -84,9 +136,10 @@ typedef struct xr_commstate {
   uint32_t ended;        /* 1 after finalize/destroy/abort */
   uint32_t peer_off, npeers; /* slice of the state's peer array */
   uint32_t splits;       /* ncclCommSplit/Shrink calls made on it so far */
-  uint32_t pad;
+  uint32_t last_kind;    /* its last posted operation: XR_OP_* (0: none) */
+  uint64_t last_site;    /* ... and the call site of that operation */
 } xr_commstate;
-_Static_assert(sizeof(xr_commstate) == 40, "xr_commstate is a wire record");
+_Static_assert(sizeof(xr_commstate) == 48, "xr_commstate is a wire record");
 
 /* One incomplete launch unit: the operations of one comm launched together
  * (one group, or one operation outside a group) on one stream. A process
@@ -133,8 +186,13 @@ typedef struct xr_threadstate {
   uint32_t all;          /* 1: waits for every incomplete unit of the process */
   uint32_t index;        /* XR_WAIT_SPLIT: the split's index in the parent */
   int32_t rank;          /* XR_WAIT_SPLIT: the caller's rank in the parent */
-  uint32_t pad;
+  uint32_t flags;        /* XR_THREAD_* */
 } xr_threadstate;
+
+/* Thread flags. POLLING: not inside a blocking call but in a loop that
+ * only queries the stream or event (cudaStreamQuery/cudaEventQuery) until
+ * it completes: the same wait (xrank.c, "Polling waits"). */
+enum { XR_THREAD_POLLING = 1 };
 _Static_assert(sizeof(xr_threadstate) == 56, "xr_threadstate is a wire record");
 
 /* A process's whole progress state, as the coordinator holds it. Arrays are

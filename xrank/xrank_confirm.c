@@ -4,6 +4,7 @@
 #include "xrank_confirm.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ void xr_confirm_init(xr_confirm *c, const xr_confirm_opts *o) {
   c->opts = *o;
   if (!(c->opts.confirm_s > 0)) c->opts.confirm_s = 5.0;
   if (!(c->opts.hang_timeout_s > 0)) c->opts.hang_timeout_s = 300.0;
+  if (!(c->opts.stall_s > 0)) c->opts.stall_s = 0;
 }
 
 void xr_confirm_free(xr_confirm *c) {
@@ -43,7 +45,7 @@ static const char *w_mismatch(void *ctx, uint64_t comm) {
  * (or only to `only`, when it is not (size_t)-1). */
 static void emit_story(const xr_confirm *c, a2a_check_id check, const xr_procstate *ps, size_t n,
                        const uint8_t *inv, const xr_wfg_result *res, const char *story,
-                       size_t only, const xr_confirm_io *io) {
+                       size_t only, const xr_confirm_io *io, uint64_t stalled_ns) {
   static char text[XR_MAX_TEXT];
   static char json[XR_MAX_JSON];
   int ninv = 0;
@@ -55,14 +57,20 @@ static void emit_story(const xr_confirm *c, a2a_check_id check, const xr_procsta
                             "involved%s)",
                             res->dead_threads, res->dead_threads == 1 ? "" : "s", ninv,
                             ninv == 1 ? "" : "es", res->cycle ? ", a wait-for cycle" : "");
-  else
+  else if (check == A2A_CK_GROUP_HANG)
     len += (size_t)snprintf(text, sizeof text,
                             "hang: no rank made progress for %.0f s (A2ACHECK_HANG_TIMEOUT) while "
                             "operations are pending",
                             c->opts.hang_timeout_s);
+  else
+    len += (size_t)snprintf(text, sizeof text,
+                            "stall: no rank made progress for %.0f s while operations are pending, "
+                            "and no deadlock can be proven (a rank waits where a2acheck cannot see "
+                            "it); group.hang follows after %.0f s without progress",
+                            (double)stalled_ns / 1e9, c->opts.hang_timeout_s);
   if (res->missing_proc >= 0 && len < sizeof text) {
     const xr_procstate *q = &ps[res->missing_proc];
-    if (check == A2A_CK_GROUP_HANG)
+    if (check != A2A_CK_GROUP_DEADLOCK)
       len += (size_t)snprintf(text + len, sizeof text - len, "; the awaited process: pid %d", q->pid);
     else
       len += (size_t)snprintf(text + len, sizeof text - len, "; the missing process: pid %d%s", q->pid,
@@ -111,12 +119,222 @@ static void emit_story(const xr_confirm *c, a2a_check_id check, const xr_procsta
   for (size_t p = 0; p < n; p++) {
     if (!inv[p] || !ps[p].alive || (only != (size_t)-1 && p != only)) continue;
     xr_confirm_verdict v = {.check = check,
+                            .fail = check != A2A_CK_GROUP_STALL,
                             .proc = p,
                             .comm = ps[p].nunits ? ps[p].units[0].comm : 0,
                             .site = ps[p].nthreads ? ps[p].threads[0].site : 0,
                             .text = text,
                             .json = j.overflow ? NULL : json};
     io->emit(io->ctx, &v);
+  }
+}
+
+/* ---- who waits for whom, per communicator ---- */
+
+typedef struct sbuf {
+  char *b;
+  size_t cap, len;
+} sbuf;
+
+static void sb(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb(sbuf *s, const char *fmt, ...) {
+  if (s->len + 1 >= s->cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(s->b + s->len, s->cap - s->len, fmt, ap);
+  va_end(ap);
+  if (k > 0) s->len = s->len + (size_t)k < s->cap ? s->len + (size_t)k : s->cap - 1;
+}
+
+static const char *site_or_hex(const xr_confirm_io *io, size_t p, uint64_t site, char *buf,
+                               size_t cap) {
+  const char *t = io->site_name && site ? io->site_name(io->ctx, p, site) : NULL;
+  if (t && *t) return t;
+  snprintf(buf, cap, "0x%" PRIx64, site);
+  return buf;
+}
+
+/* The membership of (comm, rank): its process and its comm state, or -1. */
+static int member(const xr_procstate *ps, size_t n, uint64_t comm, int32_t rank,
+                  const xr_commstate **cs) {
+  for (size_t p = 0; p < n; p++)
+    for (uint32_t i = 0; i < ps[p].ncomms; i++)
+      if (ps[p].comms[i].comm == comm && ps[p].comms[i].rank == rank) {
+        *cs = &ps[p].comms[i];
+        return (int)p;
+      }
+  return -1;
+}
+
+/* Sends and receives c's rank posted towards peer (0 when none). */
+static void posted_with(const xr_procstate *P, const xr_commstate *c, int32_t peer, uint32_t *sends,
+                        uint32_t *recvs) {
+  *sends = *recvs = 0;
+  for (uint32_t e = 0; e < c->npeers && c->peer_off + e < P->npeers; e++)
+    if (P->peers[c->peer_off + e].peer == peer) {
+      *sends = P->peers[c->peer_off + e].send_hi;
+      *recvs = P->peers[c->peer_off + e].recv_hi;
+    }
+}
+
+static void describe_unit(sbuf *s, const xr_confirm_io *io, size_t p, const xr_unitstate *U) {
+  char hb[32];
+  if (U->kind == XR_OP_COLL && xr_coll_is_p2p(U->coll))
+    sb(s, "nccl%s(count %" PRIu64 ", %s)", a2a_coll_name(U->coll), U->count,
+       a2a_dtype_name(U->dtype));
+  else if (U->kind == XR_OP_COLL)
+    sb(s, "collective #%u nccl%s(count %" PRIu64 ", %s)", U->coll_lo + 1, a2a_coll_name(U->coll),
+       U->count, a2a_dtype_name(U->dtype));
+  else if (U->npeers == 1)
+    sb(s, "p2p group #%u (nccl%s, count %" PRIu64 ", %s)", U->group,
+       U->kind == XR_OP_SEND ? "Send" : "Recv", U->count, a2a_dtype_name(U->dtype));
+  else
+    sb(s, "p2p group #%u (%u peers)", U->group, U->npeers);
+  sb(s, " at %s", site_or_hex(io, p, U->site, hb, sizeof hb));
+}
+
+static const char *thread_wait(const xr_threadstate *T) {
+  if (T->flags & XR_THREAD_POLLING)
+    return T->wait == XR_WAIT_STREAM ? "a cudaStreamQuery polling loop"
+                                     : "a cudaEventQuery polling loop";
+  switch (T->wait) {
+  case XR_WAIT_STREAM: return "cudaStreamSynchronize";
+  case XR_WAIT_EVENT: return "cudaEventSynchronize";
+  case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
+  case XR_WAIT_MEMCPY: return "a blocking cudaMemcpy";
+  case XR_WAIT_SPLIT: return "ncclCommSplit";
+  case XR_WAIT_INIT: return "ncclCommInitRank";
+  default: return "a blocking call";
+  }
+}
+
+/* What the process is doing, as far as a2acheck sees it. */
+static void describe_proc_state(sbuf *s, const xr_confirm_io *io, const xr_procstate *ps, size_t q,
+                                const xr_commstate *qc) {
+  char hb[32];
+  const xr_procstate *Q = &ps[q];
+  if (!Q->alive) { sb(s, "exited"); return; }
+  if (qc && qc->ended) { sb(s, "ended the communicator"); return; }
+  if (Q->nthreads) {
+    const xr_threadstate *T = &Q->threads[0];
+    sb(s, "blocked in %s at %s for %" PRIu64 " ms", thread_wait(T),
+       site_or_hex(io, q, T->site, hb, sizeof hb), T->blocked_ms);
+    return;
+  }
+  sb(s, "in no CUDA/NCCL wait a2acheck sees: stuck in host code (MPI, a store barrier, a "
+        "sleep, I/O) or still computing");
+}
+
+/* Whether rank q has not posted the counterpart unit U of process p waits
+ * for; fills what ('c', 's', 'r': what q owes) and its number. */
+static int awaits(const xr_procstate *ps, size_t n, size_t p, const xr_unitstate *U, int32_t q,
+                  char *what, uint32_t *idx) {
+  const xr_commstate *qc = NULL;
+  int qp = member(ps, n, U->comm, q, &qc);
+  if (U->coll_hi > U->coll_lo && (qp < 0 || qc->coll_posted < U->coll_hi)) {
+    *what = 'c';
+    *idx = U->coll_hi;
+    return 1;
+  }
+  for (uint32_t e = 0; e < U->npeers && U->peer_off + e < ps[p].npeers; e++) {
+    const xr_peerent *pe = &ps[p].peers[U->peer_off + e];
+    if (pe->peer != q) continue;
+    uint32_t qs = 0, qr = 0;
+    if (qp >= 0) posted_with(&ps[qp], qc, U->rank, &qs, &qr);
+    if (pe->send_hi > pe->send_lo && (qp < 0 || qr < pe->send_hi)) {
+      *what = 'r';
+      *idx = pe->send_hi;
+      return 1;
+    }
+    if (pe->recv_hi > pe->recv_lo && (qp < 0 || qs < pe->recv_hi)) {
+      *what = 's';
+      *idx = pe->recv_hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Per communicator with pending work: each rank's oldest incomplete
+ * operation on it, the ranks it waits for (those that have not posted its
+ * counterpart yet), and what those ranks last did and are doing now. */
+static void pending_story(sbuf *s, const xr_procstate *ps, size_t n, const xr_confirm_io *io) {
+  uint64_t comms[8];
+  int ncomms = 0;
+  for (size_t p = 0; p < n; p++)
+    for (uint32_t j = 0; j < ps[p].nunits && ps[p].alive; j++) {
+      uint64_t c = ps[p].units[j].comm;
+      int seen = 0;
+      for (int k = 0; k < ncomms; k++) seen |= comms[k] == c;
+      if (!seen && ncomms < 8) comms[ncomms++] = c;
+    }
+  char hb[32];
+  for (int k = 0; k < ncomms; k++) {
+    uint64_t comm = comms[k];
+    int32_t nranks = 0;
+    for (size_t p = 0; p < n && !nranks; p++)
+      for (uint32_t i = 0; i < ps[p].ncomms; i++)
+        if (ps[p].comms[i].comm == comm) nranks = ps[p].comms[i].nranks;
+    sb(s, "%scomm %016" PRIx64 " (%d ranks):", s->len ? "\n  " : "  ", comm, nranks);
+    int32_t awaited[16];
+    int nawaited = 0, lines = 0;
+    for (size_t p = 0; p < n; p++) {
+      if (!ps[p].alive) continue;
+      const xr_unitstate *U = NULL;
+      for (uint32_t j = 0; j < ps[p].nunits && !U; j++)
+        if (ps[p].units[j].comm == comm) U = &ps[p].units[j];
+      if (!U) continue;
+      if (++lines > 12) continue;
+      sb(s, "\n    rank %d (", U->rank);
+      if (ps[p].grank >= 0) sb(s, "global rank %d, ", ps[p].grank);
+      sb(s, "pid %d) waits in ", ps[p].pid);
+      describe_unit(s, io, p, U);
+      if (U->flags & XR_UNIT_OPEN) sb(s, ", never launched (its group is still open)");
+      int nw = 0;
+      for (int32_t q = 0; q < nranks && nw < 64; q++) {
+        char what = 0;
+        uint32_t idx = 0;
+        if (q == U->rank || !awaits(ps, n, p, U, q, &what, &idx)) continue;
+        if (nw < 6) {
+          sb(s, "%s rank %d", nw ? "," : " for", q);
+          if (nw == 0)
+            sb(s, " to post its %s #%u",
+               what == 'c' ? "collective" : what == 's' ? "send" : "receive", idx);
+        }
+        nw++;
+        int known = 0;
+        for (int a = 0; a < nawaited; a++) known |= awaited[a] == q;
+        if (!known && nawaited < 16) awaited[nawaited++] = q;
+      }
+      if (nw > 6) sb(s, " and %d more", nw - 6);
+      if (!nw) sb(s, "; its counterparts are posted (queued behind earlier work, or running)");
+    }
+    if (lines > 12) sb(s, "\n    ... and %d more ranks waiting", lines - 12);
+    for (int a = 0; a < nawaited; a++) {
+      int32_t q = awaited[a];
+      const xr_commstate *qc = NULL;
+      int qp = member(ps, n, comm, q, &qc);
+      sb(s, "\n    rank %d", q);
+      if (qp < 0) {
+        sb(s, ": no report from it (not connected to this coordinator): not checked");
+        continue;
+      }
+      sb(s, " (");
+      if (ps[qp].grank >= 0) sb(s, "global rank %d, ", ps[qp].grank);
+      sb(s, "pid %d): posted %u collective%s", ps[qp].pid, qc->coll_posted,
+         qc->coll_posted == 1 ? "" : "s");
+      uint32_t ts = 0, tr = 0;
+      for (uint32_t e = 0; e < qc->npeers && qc->peer_off + e < ps[qp].npeers; e++) {
+        ts += ps[qp].peers[qc->peer_off + e].send_hi;
+        tr += ps[qp].peers[qc->peer_off + e].recv_hi;
+      }
+      if (ts || tr)
+        sb(s, ", %u send%s and %u receive%s", ts, ts == 1 ? "" : "s", tr, tr == 1 ? "" : "s");
+      if (qc->last_site)
+        sb(s, " (the last at %s)", site_or_hex(io, (size_t)qp, qc->last_site, hb, sizeof hb));
+      sb(s, " on it; ");
+      describe_proc_state(s, io, ps, (size_t)qp, qc);
+    }
   }
 }
 
@@ -167,48 +385,37 @@ static int deadlock_step(xr_confirm *c, uint64_t now, const xr_procstate *ps, co
     if (++focused > 16) {
       /* Large jobs: the first 16 get their own story first, the rest the
        * common one (each story is a full graph analysis). */
-      emit_story(c, A2A_CK_GROUP_DEADLOCK, ps, n, inv, &res, story, p, io);
+      emit_story(c, A2A_CK_GROUP_DEADLOCK, ps, n, inv, &res, story, p, io, 0);
       continue;
     }
     xr_wfg_opts of = *o;
     of.focus = (int)p;
     xr_wfg_result r2;
     xr_wfg_analyze(ps, n, &of, &r2, inv2, story2, sizeof story2);
-    emit_story(c, A2A_CK_GROUP_DEADLOCK, ps, n, inv2, &r2, story2, p, io);
+    emit_story(c, A2A_CK_GROUP_DEADLOCK, ps, n, inv2, &r2, story2, p, io, 0);
   }
   free(inv2);
   return XR_CONFIRM_DEADLOCK;
 }
 
-static int hang_step(xr_confirm *c, const xr_procstate *ps, size_t n, const xr_wfg_opts *o,
-                     uint8_t *inv, const xr_confirm_io *io) {
+/* group.stall or group.hang: the blocked threads' stories (what each waits
+ * for, which rank it awaits), then who waits for whom on each communicator
+ * with pending work. */
+static int wait_step(xr_confirm *c, a2a_check_id check, uint64_t stalled_ns,
+                     const xr_procstate *ps, size_t n, const xr_wfg_opts *o, uint8_t *inv,
+                     const xr_confirm_io *io) {
   static char story[XR_MAX_TEXT];
-  c->hang_reported = 1;
-  /* The same dump: every process with pending work or a blocked thread. */
   xr_wfg_opts o2 = *o;
   o2.min_blocked_ms = 0;
   o2.explain_all = 1;
   xr_wfg_result res;
   xr_wfg_analyze(ps, n, &o2, &res, inv, story, sizeof story);
-  size_t len = strlen(story);
-  for (size_t p = 0; p < n; p++) {
-    if (!ps[p].alive || (!ps[p].nunits && !ps[p].nthreads)) continue;
-    inv[p] = 1;
-    if (ps[p].nthreads) continue; /* already in the story */
-    if (len + 200 < sizeof story) {
-      char sb[128] = "";
-      const char *st = ps[p].nunits && io->site_name
-                           ? io->site_name(io->ctx, p, ps[p].units[0].site) : NULL;
-      if (!st && ps[p].nunits) snprintf(sb, sizeof sb, "0x%" PRIx64, ps[p].units[0].site);
-      len += (size_t)snprintf(story + len, sizeof story - len,
-                              "%s  pid %d: %u incomplete launch unit%s (oldest at %s), no "
-                              "host thread blocked",
-                              len ? "\n" : "", ps[p].pid, ps[p].nunits,
-                              ps[p].nunits == 1 ? "" : "s", st ? st : sb);
-    }
-  }
-  emit_story(c, A2A_CK_GROUP_HANG, ps, n, inv, &res, story, (size_t)-1, io);
-  return XR_CONFIRM_HANG;
+  sbuf s = {story, sizeof story, strlen(story)};
+  pending_story(&s, ps, n, io);
+  for (size_t p = 0; p < n; p++)
+    if (ps[p].alive && (ps[p].nunits || ps[p].nthreads)) inv[p] = 1;
+  emit_story(c, check, ps, n, inv, &res, story, (size_t)-1, io, stalled_ns);
+  return check == A2A_CK_GROUP_HANG ? XR_CONFIRM_HANG : XR_CONFIRM_STALL;
 }
 
 int xr_confirm_step(xr_confirm *c, uint64_t now, const xr_procstate *ps, const uint32_t *ids,
@@ -228,16 +435,25 @@ int xr_confirm_step(xr_confirm *c, uint64_t now, const xr_procstate *ps, const u
     c->have_progress = 1;
     c->progress_all = all;
     c->last_progress_ns = now;
+    c->stall_reported = 0;
   }
   story_ctx sc = {.io = io};
   xr_wfg_opts o = {.min_blocked_ms = (uint64_t)(c->opts.confirm_s * 200.0), .ctx = &sc,
                    .site_name = w_site, .mismatch = w_mismatch, .focus = -1};
   int r = XR_CONFIRM_NOTHING;
   if (!c->reported) r = deadlock_step(c, now, ps, ids, n, &o, inv, io);
+  double still = (double)(now - c->last_progress_ns);
   if (r != XR_CONFIRM_DEADLOCK && !c->reported && !c->hang_reported && pending &&
-      (double)(now - c->last_progress_ns) >= c->opts.hang_timeout_s * 1e9) {
+      still >= c->opts.hang_timeout_s * 1e9) {
     memset(inv, 0, n);
-    r = hang_step(c, ps, n, &o, inv, io);
+    c->hang_reported = 1;
+    r = wait_step(c, A2A_CK_GROUP_HANG, now - c->last_progress_ns, ps, n, &o, inv, io);
+  } else if (r != XR_CONFIRM_DEADLOCK && r != XR_CONFIRM_CANDIDATE && !c->reported &&
+             !c->hang_reported && !c->stall_reported && pending && c->opts.stall_s > 0 &&
+             c->opts.stall_s < c->opts.hang_timeout_s && still >= c->opts.stall_s * 1e9) {
+    memset(inv, 0, n);
+    c->stall_reported = 1;
+    r = wait_step(c, A2A_CK_GROUP_STALL, now - c->last_progress_ns, ps, n, &o, inv, io);
   }
   free(inv);
   return r;

@@ -20,9 +20,12 @@
  *    progressed, another process joined) restarts the window. One deadlock
  *    verdict per coordinator: after it the involved processes end.
  *  - without a confirmed deadlock, no progress digest of any live process
- *    changing for hang_timeout_s while some live process has pending units
- *    is a hang: one group.hang to every process with pending work or a
- *    blocked thread, with the same dump.
+ *    changing for stall_s while some live process has pending units is a
+ *    stall: one group.stall warning (no exit) to every process with pending
+ *    work or a blocked thread, saying per communicator which ranks wait in
+ *    which operation for which ranks and what those are doing; again after
+ *    progress resumed and stalled anew. For hang_timeout_s it is a hang:
+ *    one group.hang (the failing verdict) with the same dump.
  */
 #ifndef A2A_XRANK_CONFIRM_H
 #define A2A_XRANK_CONFIRM_H
@@ -41,12 +44,14 @@ extern "C" {
 typedef struct xr_confirm_opts {
   double confirm_s;        /* A2ACHECK_HANG_CONFIRM */
   double hang_timeout_s;   /* A2ACHECK_HANG_TIMEOUT */
+  double stall_s;          /* A2ACHECK_STALL_WARNING (0: no stall warning) */
 } xr_confirm_opts;
 
 /* One verdict for one process (index into the step's array). text and
  * json point into the policy's buffers, valid until the next emit. */
 typedef struct xr_confirm_verdict {
-  a2a_check_id check;      /* A2A_CK_GROUP_DEADLOCK or A2A_CK_GROUP_HANG */
+  a2a_check_id check;      /* A2A_CK_GROUP_DEADLOCK, _HANG or _STALL */
+  int fail;                /* the receiver applies the deadlock exit policy */
   size_t proc;
   uint64_t comm;           /* the receiver's first pending unit's comm, or 0 */
   uint64_t site;           /* the receiver's blocked call site, or 0 */
@@ -73,6 +78,7 @@ typedef struct xr_confirm {
   uint32_t *cand_vers;     /* per id: the version when first seen */
   size_t cand_cap;
   int reported, hang_reported;
+  int stall_reported;      /* for the current stall (reset by progress) */
 } xr_confirm;
 
 void xr_confirm_init(xr_confirm *c, const xr_confirm_opts *o);
@@ -84,6 +90,7 @@ enum {
   XR_CONFIRM_CANDIDATE,    /* a deadlock candidate is being confirmed */
   XR_CONFIRM_DEADLOCK,     /* group.deadlock verdicts were emitted */
   XR_CONFIRM_HANG,         /* group.hang verdicts were emitted */
+  XR_CONFIRM_STALL,        /* group.stall warnings were emitted */
 };
 
 /* One evaluation at now_ns over the states of n processes (alive or not:

@@ -222,10 +222,28 @@ const char *xr_op_describe(const xr_op *op, char *buf, size_t cap) {
     if (n < 0 || (size_t)n >= cap) return buf;
     snprintf(buf + n, cap - (size_t)n, ")");
   } else {
-    snprintf(buf, cap, "%s %" PRIu64 " B (%" PRIu64 " x %s) %s rank %d",
-             op->kind == XR_OP_SEND ? "sends" : "receives", op->count * es, op->count,
-             a2a_dtype_name(op->dtype), op->kind == XR_OP_SEND ? "to" : "from", op->peer);
+    int n = snprintf(buf, cap, "%s %" PRIu64 " B (%" PRIu64 " x %s) %s rank %d",
+                     op->kind == XR_OP_SEND ? "sends" : "receives", op->count * es, op->count,
+                     a2a_dtype_name(op->dtype), op->kind == XR_OP_SEND ? "to" : "from", op->peer);
+    if (xr_coll_is_p2p(op->coll) && n > 0 && (size_t)n < cap) {
+      if (op->coll == A2A_COLL_ALLTOALL)
+        snprintf(buf + n, cap - (size_t)n, " in its ncclAlltoAll(count %" PRIu64 ", %s)",
+                 op->count, a2a_dtype_name(op->dtype));
+      else
+        snprintf(buf + n, cap - (size_t)n, " in its nccl%s(count %" PRIu64 ", %s, root %d)",
+                 a2a_coll_name(op->coll), op->count, a2a_dtype_name(op->dtype), op->root);
+    }
   }
+  return buf;
+}
+
+/* How a send or receive was posted, for messages: "ncclSend" /
+ * "ncclRecv", or the collective it is part of. */
+static const char *p2p_api(const xr_op *op, char *buf, size_t cap) {
+  if (xr_coll_is_p2p(op->coll))
+    snprintf(buf, cap, "nccl%s", a2a_coll_name(op->coll));
+  else
+    snprintf(buf, cap, "%s", op->kind == XR_OP_SEND ? "ncclSend" : "ncclRecv");
   return buf;
 }
 
@@ -352,7 +370,22 @@ static void match_colls(xr_matcher *m, mcomm *c) {
       const xr_op *op = opq_front(&c->ranks[r].colls);
       if (coll_same(op, rop)) continue;
       a2a_check_id check = op->coll != rop->coll ? A2A_CK_GROUP_ORDER_MISMATCH : A2A_CK_SIZE_COLLECTIVE_MISMATCH;
+      /* The same operation moving the same bytes with another dtype (float
+       * on some ranks, half with twice the count on others) does not hang:
+       * the data is reinterpreted, and a reduction adds up bit patterns of
+       * different types. */
+      int same_bytes = op->coll == rop->coll && op->dtype != rop->dtype &&
+                       op->redop == rop->redop && op->root == rop->root &&
+                       op->count * a2a_dtype_size(op->dtype) == rop->count * a2a_dtype_size(rop->dtype);
+      int reduction = op->coll == A2A_COLL_ALLREDUCE || op->coll == A2A_COLL_REDUCE ||
+                      op->coll == A2A_COLL_REDUCESCATTER;
+      a2a_severity sev = A2A_SEV_ERROR;
+      if (same_bytes) {
+        check = A2A_CK_SIZE_DTYPE_MISMATCH;
+        sev = reduction ? A2A_SEV_ERROR : A2A_SEV_WARNING;
+      }
       const char *what = op->coll != rop->coll ? "a different operation"
+                         : same_bytes ? "a different dtype at the same bytes"
                          : op->count != rop->count ? "a different count"
                          : op->dtype != rop->dtype ? "a different dtype"
                          : op->redop != rop->redop ? "a different reduction"
@@ -368,13 +401,20 @@ static void match_colls(xr_matcher *m, mcomm *c) {
                site_str(m, c->ranks[ref].conn, rop->site, s2, sizeof s2), what,
                op->coll != rop->coll
                    ? ": the ranks call collectives in different orders or one rank skipped one"
+               : same_bytes
+                   ? (reduction ? ": NCCL moves the same bytes, but each rank reduces them as its "
+                                  "own type: the result is garbage"
+                                : ": NCCL moves the same bytes and each rank reinterprets them "
+                                  "as its own type")
                    : ": NCCL reads/writes the wrong number of elements or hangs");
       size_t tl = strlen(text);
       gnote(m, c, r, ref, text + tl, sizeof text - tl);
-      snprintf(c->last, sizeof c->last, "%s", text);
+      /* A known cause of a hang (the wait-for graph never assumes such an
+       * operation completes); a reinterpretation at equal bytes is none. */
+      if (!same_bytes) snprintf(c->last, sizeof c->last, "%s", text);
       if (first_time(c, check, r, ref)) {
-        send_verdict(m, c, r, check, A2A_SEV_ERROR, op->site, text, NULL);
-        send_verdict(m, c, ref, check, A2A_SEV_ERROR, rop->site, text, NULL);
+        send_verdict(m, c, r, check, sev, op->site, text, NULL);
+        send_verdict(m, c, ref, check, sev, rop->site, text, NULL);
       }
     }
     for (int r = 0; r < c->nranks; r++) opq_pop(&c->ranks[r].colls);
@@ -400,53 +440,97 @@ static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
   return p;
 }
 
+/* A send and the receive it matches, in NCCL's per-pair order. Three cases:
+ *  - both sides are the same collective executed as sends and receives
+ *    (every rank in ncclAlltoAll, say): the collective-level message,
+ *    size.collective-mismatch, or size.dtype-mismatch at equal bytes;
+ *  - otherwise different bytes: size.p2p-mismatch, naming how each side
+ *    posted (ncclSend, ncclRecv, or its part of ncclAlltoAll/Gather/Scatter);
+ *  - same bytes, different dtypes: size.dtype-mismatch (a warning: the
+ *    receiver reinterprets the data).
+ * Zero bytes either way carry no data: their dtypes do not matter. */
 static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *rcv,
                         uint32_t idx) {
   size_t ss = a2a_dtype_size(snd->dtype), rs = a2a_dtype_size(rcv->dtype);
   uint64_t sb = snd->count * ss, rb = rcv->count * rs;
-  /* Zero bytes either way carry no data: their dtypes do not matter. */
   if (sb == rb && (snd->dtype == rcv->dtype || sb == 0)) return;
   int s = snd->rank, d = rcv->rank;
-  char text[768], s1[128], s2[128];
+  char text[768], s1[128], s2[128], a1[32], a2[32], d1[160], d2[160];
   a2a_check_id check;
   a2a_severity sev;
-  if (sb != rb) {
+  int same_coll = xr_coll_is_p2p(snd->coll) && snd->coll == rcv->coll;
+  if (same_coll) {
+    /* The ranks agree on the operation: say it the way they wrote it. */
+    check = sb == rb ? A2A_CK_SIZE_DTYPE_MISMATCH : A2A_CK_SIZE_COLLECTIVE_MISMATCH;
+    sev = sb == rb ? A2A_SEV_WARNING : A2A_SEV_ERROR;
+    xr_op cs = *snd, cr = *rcv;
+    cs.kind = cr.kind = XR_OP_COLL;
+    cs.redop = cr.redop = -1;
+    if (cs.coll == A2A_COLL_ALLTOALL) cs.root = cr.root = -1;
+    const char *what = sb == rb ? "a different dtype at the same bytes"
+                       : snd->root != rcv->root ? "a different root"
+                       : snd->dtype == rcv->dtype ? "a different count"
+                                                  : "a different count and dtype";
+    char conseq[160];
+    if (sb == rb)
+      snprintf(conseq, sizeof conseq,
+               "same bytes, different dtypes; each rank reinterprets what it receives");
+    else if (sb > rb)
+      snprintf(conseq, sizeof conseq,
+               "rank %d sends more than rank %d receives (NCCL may hang or corrupt memory)", s, d);
+    else
+      snprintf(conseq, sizeof conseq, "rank %d waits for bytes that never come (NCCL may hang)", d);
+    snprintf(text, sizeof text,
+             "nccl%s on communicator %016" PRIx64 ": rank %d calls %s at %s, but rank %d calls "
+             "%s at %s (%s): %s",
+             a2a_coll_name(snd->coll), c->id, s, xr_op_describe(&cs, d1, sizeof d1),
+             site_str(m, c->ranks[s].conn, snd->site, s1, sizeof s1), d,
+             xr_op_describe(&cr, d2, sizeof d2),
+             site_str(m, c->ranks[d].conn, rcv->site, s2, sizeof s2), what, conseq);
+  } else if (sb != rb) {
     check = A2A_CK_SIZE_P2P_MISMATCH;
     sev = A2A_SEV_ERROR;
     snprintf(text, sizeof text,
-             "rank %d sends %" PRIu64 " B (%" PRIu64 " x %s) to rank %d in group #%u (%s) but rank %d "
-             "receives %" PRIu64 " B (%" PRIu64 " x %s) from rank %d in group #%u (%s), p2p #%u between "
-             "them on communicator %016" PRIx64 ": the all-to-all split sizes disagree; %s",
+             "rank %d sends %" PRIu64 " B (%" PRIu64 " x %s) to rank %d in group #%u (%s at %s) but "
+             "rank %d receives %" PRIu64 " B (%" PRIu64 " x %s) from rank %d in group #%u (%s at %s), "
+             "p2p #%u between them on communicator %016" PRIx64 ": %s; %s",
              s, sb, snd->count, a2a_dtype_name(snd->dtype), d, snd->group,
-             site_str(m, c->ranks[s].conn, snd->site, s1, sizeof s1), d, rb, rcv->count,
-             a2a_dtype_name(rcv->dtype), s, rcv->group,
+             p2p_api(snd, a1, sizeof a1), site_str(m, c->ranks[s].conn, snd->site, s1, sizeof s1), d,
+             rb, rcv->count, a2a_dtype_name(rcv->dtype), s, rcv->group, p2p_api(rcv, a2, sizeof a2),
              site_str(m, c->ranks[d].conn, rcv->site, s2, sizeof s2), idx + 1, c->id,
+             xr_coll_is_p2p(snd->coll) || xr_coll_is_p2p(rcv->coll)
+                 ? "the two ranks exchange data with different operations (a collective that NCCL "
+                   "runs as per-peer sends and receives on one side, a different one on the other)"
+                 : "the all-to-all split sizes disagree",
              sb > rb ? "the receiver's buffer is too small (NCCL may hang or corrupt memory)"
                      : "the receiver waits for bytes that never come (NCCL may hang)");
   } else {
     check = A2A_CK_SIZE_DTYPE_MISMATCH;
     sev = A2A_SEV_WARNING;
     snprintf(text, sizeof text,
-             "rank %d sends %" PRIu64 " x %s to rank %d in group #%u (%s) but rank %d receives %" PRIu64
-             " x %s from rank %d in group #%u (%s) on communicator %016" PRIx64
+             "rank %d sends %" PRIu64 " x %s to rank %d in group #%u (%s at %s) but rank %d receives "
+             "%" PRIu64 " x %s from rank %d in group #%u (%s at %s) on communicator %016" PRIx64
              ": same bytes, different dtypes; the receiver reinterprets the data",
-             s, snd->count, a2a_dtype_name(snd->dtype), d, snd->group,
+             s, snd->count, a2a_dtype_name(snd->dtype), d, snd->group, p2p_api(snd, a1, sizeof a1),
              site_str(m, c->ranks[s].conn, snd->site, s1, sizeof s1), d, rcv->count,
-             a2a_dtype_name(rcv->dtype), s, rcv->group,
+             a2a_dtype_name(rcv->dtype), s, rcv->group, p2p_api(rcv, a2, sizeof a2),
              site_str(m, c->ranks[d].conn, rcv->site, s2, sizeof s2), c->id);
   }
   size_t tl = strlen(text);
   gnote(m, c, s, d, text + tl, sizeof text - tl);
   if (sev == A2A_SEV_ERROR) snprintf(c->last, sizeof c->last, "%s", text);
-  if (!first_time(c, check, s, d)) return;
-  char json[512];
+  /* One verdict per pair of ranks and check (a collective-level mismatch is
+   * found from both directions of the pair). */
+  if (!first_time(c, check, same_coll && d < s ? d : s, same_coll && d < s ? s : d)) return;
+  char json[640];
   snprintf(json, sizeof json,
            "{\"sender\":%d,\"receiver\":%d,\"send_bytes\":%" PRIu64 ",\"recv_bytes\":%" PRIu64
            ",\"send_count\":%" PRIu64 ",\"recv_count\":%" PRIu64
            ",\"send_dtype\":\"%s\",\"recv_dtype\":\"%s\",\"send_group\":%u,\"recv_group\":%u,"
-           "\"p2p_index\":%u}",
+           "\"p2p_index\":%u,\"send_api\":\"%s\",\"recv_api\":\"%s\"}",
            s, d, sb, rb, snd->count, rcv->count, a2a_dtype_name(snd->dtype),
-           a2a_dtype_name(rcv->dtype), snd->group, rcv->group, idx + 1);
+           a2a_dtype_name(rcv->dtype), snd->group, rcv->group, idx + 1,
+           p2p_api(snd, a1, sizeof a1), p2p_api(rcv, a2, sizeof a2));
   send_verdict(m, c, s, check, sev, snd->site, text, json);
   if (d != s) send_verdict(m, c, d, check, sev, rcv->site, text, json);
 }
@@ -461,16 +545,8 @@ static void desync(mcomm *c) {
   for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
 }
 
-void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
-  mcomm *c = comm_find(m, op->comm);
-  if (!c || c->desynced) return;
-  if (op->rank < 0 || op->rank >= c->nranks || c->ranks[op->rank].conn != conn) return;
-  if (op->kind == XR_OP_COLL) {
-    if (opq_push(&c->ranks[op->rank].colls, op) != 0) { desync(c); return; }
-    c->ranks[op->rank].ncoll++;
-    match_colls(m, c);
-    return;
-  }
+/* One send or receive, matched per (sender, receiver) in posting order. */
+static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   if (op->peer < 0 || op->peer >= c->nranks) return; /* the local checks report it */
   int s = op->kind == XR_OP_SEND ? op->rank : op->peer;
   int d = op->kind == XR_OP_SEND ? op->peer : op->rank;
@@ -513,6 +589,34 @@ void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
       desync(c);
     }
   }
+}
+
+void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
+  mcomm *c = comm_find(m, op->comm);
+  if (!c || c->desynced) return;
+  if (op->rank < 0 || op->rank >= c->nranks || c->ranks[op->rank].conn != conn) return;
+  if (op->kind != XR_OP_COLL) {
+    p2p_op(m, c, conn, op);
+    return;
+  }
+  if (xr_coll_is_p2p(op->coll)) {
+    /* NCCL posts these as sends and receives in the per-peer queues: so do
+     * we, each remembering the collective it is part of. */
+    xr_op p = *op;
+    p.redop = -1;
+    int kind, peer;
+    for (uint32_t i = 0; !c->desynced &&
+                         xr_coll_p2p_at(op->coll, op->root, op->rank, c->nranks, i, &kind, &peer);
+         i++) {
+      p.kind = (uint16_t)kind;
+      p.peer = peer;
+      p2p_op(m, c, conn, &p);
+    }
+    return;
+  }
+  if (opq_push(&c->ranks[op->rank].colls, op) != 0) { desync(c); return; }
+  c->ranks[op->rank].ncoll++;
+  match_colls(m, c);
 }
 
 /* ------------------------------------------------------------------ */

@@ -325,7 +325,10 @@ static void unit_desc(sbuf *s, const graph *g, const xr_wfg_opts *o, size_t u) {
   const xr_unitstate *U = &g->ps[p].units[u - g->uoff[p]];
   char sbuf_[128];
   sb(s, "[comm %016" PRIx64 " rank %d: ", U->comm, g->myrank[u]);
-  if (U->kind == XR_OP_COLL)
+  if (U->kind == XR_OP_COLL && xr_coll_is_p2p(U->coll))
+    sb(s, "nccl%s(count %" PRIu64 ", %s) as sends and receives with %u peer%s", a2a_coll_name(U->coll),
+       U->count, a2a_dtype_name(U->dtype), U->npeers, U->npeers == 1 ? "" : "s");
+  else if (U->kind == XR_OP_COLL)
     sb(s, "collective #%u nccl%s(count %" PRIu64 ", %s)", U->coll_lo + 1,
        a2a_coll_name(U->coll), U->count, a2a_dtype_name(U->dtype));
   else
@@ -365,6 +368,15 @@ static const char *wait_name(uint32_t w) {
   case XR_WAIT_INIT: return "ncclCommInitRank";
   default: return "a blocking NCCL call";
   }
+}
+
+/* The wait a thread is in, for the story: the blocking call, or the
+ * polling loop that waits the same way. */
+static const char *thread_wait_name(const xr_threadstate *T) {
+  if (T->flags & XR_THREAD_POLLING)
+    return T->wait == XR_WAIT_STREAM ? "a cudaStreamQuery polling loop"
+                                     : "a cudaEventQuery polling loop";
+  return wait_name(T->wait);
 }
 
 static void mark(uint8_t *inv, size_t p) { if (inv) inv[p] = 1; }
@@ -407,7 +419,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       }
       const xr_threadstate *T2 = dead_thread(g, qp, 0);
       if (!T2) { sb(s, ", cannot call it."); return; }
-      sb(s, ", is blocked in %s at %s", wait_name(T2->wait),
+      sb(s, ", is blocked in %s at %s", thread_wait_name(T2),
          site_of(g, o, qp, T2->site, sitebuf, sizeof sitebuf));
       if (T2->wait == XR_WAIT_SPLIT || T2->wait == XR_WAIT_INIT) { p = qp; T = T2; continue; }
       int32_t v = first_dead_target(g, qp, T2);
@@ -496,7 +508,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       proc_name(s, Q);
       const xr_threadstate *T2 = dead_thread(g, q, 0);
       if (!T2) { sb(s, ", cannot post it."); return; }
-      sb(s, ", is blocked in %s at %s", wait_name(T2->wait),
+      sb(s, ", is blocked in %s at %s", thread_wait_name(T2),
          site_of(g, o, q, T2->site, sitebuf, sizeof sitebuf));
       if (T2->wait == XR_WAIT_INIT) { p = q; T = T2; continue; }
       if (T2->wait == XR_WAIT_SPLIT) {
@@ -557,7 +569,7 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
     char sitebuf[128];
     sb(&s, "%s", nlines > 1 ? "\n  " : "  ");
     proc_name(&s, &ps[p]);
-    sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", wait_name(T->wait),
+    sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", thread_wait_name(T),
        site_of(&g, opts, p, T->site, sitebuf, sizeof sitebuf), T->blocked_ms);
     memset(seen, 0, g.nu + 1);
     memset(seenp, 0, n + 1);

@@ -33,6 +33,7 @@ bool a2a_rt_enter(void)
 }
 void a2a_rt_leave(void) { depth = 0; }
 uint32_t a2a_rt_thread_index(void) { return 1; }
+uint32_t a2a_rt_next_call_seq(void) { static uint32_t s; return ++s; }
 uint64_t a2a_rt_now_ns(void) { return ++fake_clock; }
 void a2a_rt_note_nccl_call(void) { nccl_calls++; }
 void a2a_rt_unresolved(const char *symbol, const char *library) { unresolved_calls++; }

@@ -73,6 +73,57 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_xrank_test(init_nranks 60 "init_nranks" --status 0,1,66 --within 15
     --expect group.init-mismatch --contains "group.init-mismatch=nranks=3"
     --if-any-status 66 --expect group.deadlock)
+  # ---- real clients' patterns (issue 11) ----
+  # Ranks 0-1 call ncclAlltoAll (equal splits), ranks 2-3 a grouped
+  # send/recv loop; rank 2 receives less from rank 0 once: matched pair by
+  # pair as NCCL does, the mismatch names both operations and sizes.
+  a2a_xrank_test(a2a_mixed 60 "a2a_mixed" --status 0
+    --expect "size.p2p-mismatch@0" --expect "size.p2p-mismatch@2"
+    --contains "size.p2p-mismatch=rank 0 sends 256 B (64 x float32) to rank 2"
+    --contains "size.p2p-mismatch=ncclAlltoAll at"
+    --contains "size.p2p-mismatch=rank 2 receives 128 B (32 x float32) from rank 0"
+    --contains "size.p2p-mismatch=ncclRecv at" --forbid size.collective-mismatch)
+  # nccl-tests alltoall_perf on two ranks against sendrecv_perf on the other
+  # two, every rank waiting by polling cudaStreamQuery: a proven deadlock,
+  # within the confirmation window, naming the AlltoAll and the polling.
+  a2a_xrank_test(a2a_vs_sendrecv 60 "a2a_vs_sendrecv"
+    --status 66 --within 15
+    --expect "group.deadlock@0" --expect "group.deadlock@1" --expect "group.deadlock@2"
+    --expect "group.deadlock@3"
+    --contains "group.deadlock=ncclAlltoAll(count 64, float32) as sends and receives"
+    --contains "group.deadlock=cudaStreamQuery polling loop")
+  # Every rank in ncclAlltoAll, one count differs: the collective-level message.
+  a2a_xrank_test(a2a_count 60 "a2a_count" --status 0,66
+    --expect "size.collective-mismatch@2"
+    --contains "size.collective-mismatch=ncclAlltoAll on communicator"
+    --contains "size.collective-mismatch=ncclAlltoAll(count 48, float32)"
+    --forbid size.p2p-mismatch)
+  # The same bytes with another dtype in an AllReduce: the dtype mismatch it
+  # is (nothing hangs), not "a different count".
+  a2a_xrank_test(coll_dtype 60 "coll_dtype" --status 0
+    --expect "size.dtype-mismatch@2" --forbid size.collective-mismatch
+    --contains "size.dtype-mismatch=a different dtype at the same bytes")
+  # `skip` with polling waits (nccl-tests' loop): the deadlock is proven
+  # within A2ACHECK_HANG_CONFIRM, not at A2ACHECK_HANG_TIMEOUT.
+  a2a_xrank_test(poll_skip 60 "poll_skip"
+    --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
+    --expect "group.deadlock@0" --expect "group.deadlock@1" --expect "group.deadlock@2"
+    --contains "group.deadlock=rank 3 is the missing rank"
+    --contains "group.deadlock=cudaStreamQuery polling loop")
+  # Its negative control: a correct polling run in which one rank is slow
+  # and a watchdog thread polls events: no finding.
+  a2a_xrank_test(poll_slow 90 "poll_slow" --status 0 --none)
+  # Ranks wait in host code, not in CUDA: no proof possible; group.stall says
+  # early who waits for whom, group.hang ends the waiting ranks later.
+  a2a_xrank_test(host_stuck 60 "host_stuck"
+    --env A2ACHECK_STALL_WARNING=3 --env A2ACHECK_HANG_TIMEOUT=8
+    --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --after 8
+    --expect "group.stall@0" --expect "group.hang@0" --earlier "group.stall<group.hang"
+    --contains "group.stall=for rank 3 to post its collective #13"
+    --contains "group.hang=rank 3 (global rank 3"
+    --contains "group.hang=posted 12 collectives"
+    --contains "group.hang=in no CUDA/NCCL wait"
+    --forbid group.deadlock)
   # A correct MoE-like run: zero findings, exit 0.
   a2a_xrank_test(moe_clean 90 "moe 1000" --status 0 --none)
   # Its negative control: one count differs on a split comm at step 19.

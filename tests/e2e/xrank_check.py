@@ -20,6 +20,8 @@ xrank_scenarios.c). Assertions (all must hold):
   --contains CHECK=TEXT  a finding of CHECK whose message/details has TEXT
   --contains-two-comms CHECK
                          a finding of CHECK naming two distinct comm hashes
+  --earlier A<B          the first finding of check A was written at least
+                         1 s before the first of check B (A comes early)
   --if-any-status S      the assertions after it apply only when some rank
                          exited with S
   --none                 no finding besides perf.* and *.summary
@@ -171,6 +173,17 @@ def main():
             check, _, text = v.partition("=")
             if not any(f["check"] == check and text in text_of(f) for f in finds):
                 failures.append("no %s finding containing %r" % (check, text))
+        elif a == "--earlier":
+            ca, _, cb = v.partition("<")
+            ta = sorted(f["time"] for f in finds if f["check"] == ca)
+            tb = sorted(f["time"] for f in finds if f["check"] == cb)
+            def secs(t):
+                h, m, x = t[11:23].split(":")
+                return int(h) * 3600 + int(m) * 60 + float(x)
+            if not ta or not tb:
+                failures.append("--earlier %s: a check has no finding" % v)
+            elif secs(tb[0]) - secs(ta[0]) < 1.0:
+                failures.append("--earlier %s: %s at %s is not 1 s before %s at %s" % (v, ca, ta[0], cb, tb[0]))
         elif a == "--contains-two-comms":
             ok = False
             for f in finds:

@@ -40,6 +40,18 @@
  *                  the `order` deadlock runs and must still be found.
  *   coord_kill     4 ranks, 300 steps; the id's creator (the coordinator
  *                  host) is SIGKILLed after rank 0 reached step 50.
+ *   poll_skip      skip, every rank waiting by polling cudaStreamQuery (as
+ *                  nccl-tests does) instead of cudaStreamSynchronize.
+ *   poll_slow      a correct polling run; rank 2 sleeps 8 s mid-run; a
+ *                  watchdog thread per rank polls an event (never posts).
+ *   a2a_mixed      ranks 0-1 ncclAlltoAll, ranks 2-3 grouped send/recv; at
+ *                  step 1 rank 2 receives 32 floats from rank 0 (sends 64).
+ *   a2a_vs_sendrecv ranks 0-1 ncclAlltoAll, ranks 2-3 a send/recv ring, all
+ *                  polling (nccl-tests alltoall_perf against sendrecv_perf).
+ *   a2a_count      every rank ncclAlltoAll, rank 2 with count 48 once.
+ *   coll_dtype     AllReduce of 4 KiB: float32 on ranks 0-1, float16 on 2-3.
+ *   host_stuck     rank 3 skips an AllReduce; every rank then sleeps 25 s in
+ *                  host code (no CUDA wait: no proof possible).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -47,6 +59,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -246,6 +260,163 @@ static int run_moe(ctx *c) {
   return 0;
 }
 
+/* Wait for the stream the way nccl-tests' testStreamSynchronize does: poll
+ * cudaStreamQuery, ask NCCL for asynchronous errors, yield - no blocking
+ * call a2acheck could see as a wait. */
+static void poll_wait(ctx *c) {
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(c->s);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) CK_CUDA(e);
+    ncclResult_t ae;
+    CK_NCCL(ncclCommGetAsyncError(c->comm, &ae));
+    if (ae != ncclSuccess) CK_NCCL(ae);
+    sched_yield();
+  }
+}
+
+/* poll_skip: `skip` with every rank waiting by polling. */
+static int run_poll_skip(ctx *c) {
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  for (int step = 0; step < 10; step++) {
+    if (c->rank == 3 && step == 5) continue;
+    alltoall(c, send, recv, cnt_equal, step, -1, 0);
+    poll_wait(c);
+  }
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
+/* poll_slow: a correct run waiting by polling, in which rank 2 spends 8 s
+ * outside CUDA in the middle, while a watchdog thread of each rank polls
+ * cudaEventQuery on the last step's event (it never posts communication,
+ * as PyTorch's watchdog): no deadlock may be reported. */
+static cudaEvent_t g_last_ev;
+static volatile int g_stop_watchdog;
+static void *watchdog(void *arg) {
+  (void)arg;
+  while (!g_stop_watchdog) {
+    (void)cudaEventQuery(g_last_ev);
+    usleep(1000);
+  }
+  return NULL;
+}
+static int run_poll_slow(ctx *c) {
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaEventCreateWithFlags(&g_last_ev, cudaEventDisableTiming));
+  pthread_t wd;
+  if (pthread_create(&wd, NULL, watchdog, NULL) != 0) return 1;
+  for (int step = 0; step < 40; step++) {
+    if (c->rank == 2 && step == 20) {
+      struct timespec ts = {8, 0};
+      while (nanosleep(&ts, &ts) != 0) {}
+    }
+    alltoall(c, send, recv, cnt_equal, step, -1, 0);
+    CK_CUDA(cudaEventRecord(g_last_ev, c->s));
+    poll_wait(c);
+  }
+  g_stop_watchdog = 1;
+  pthread_join(wd, NULL);
+  CK_CUDA(cudaEventDestroy(g_last_ev));
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
+/* a2a_mixed: ranks 0 and 1 call ncclAlltoAll (equal splits, as
+ * all_to_all_single does with NCCL >= 2.28), ranks 2 and 3 a grouped
+ * send/recv loop (unequal splits); at step 1 rank 2 receives 32 floats from
+ * rank 0, whose AlltoAll sends 64: NCCL matches them pair by pair. */
+static int run_a2a_mixed(ctx *c) {
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  for (int step = 0; step < 3; step++) {
+    if (c->rank < 2)
+      CK_NCCL(ncclAlltoAll(send, recv, 64, ncclFloat, c->comm, c->s));
+    else
+      alltoall(c, send, recv, cnt_equal, step, step == 1 && c->rank == 2 ? 0 : -1, 32);
+    CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
+/* a2a_vs_sendrecv: nccl-tests' alltoall_perf on ranks 0 and 1 against
+ * sendrecv_perf (a ring: send to the next rank, receive from the previous)
+ * on ranks 2 and 3, every rank waiting by polling as nccl-tests does. */
+static int run_a2a_vs_sendrecv(ctx *c) {
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  for (int it = 0; it < 5; it++) {
+    if (c->rank < 2) {
+      CK_NCCL(ncclAlltoAll(send, recv, 64, ncclFloat, c->comm, c->s));
+    } else {
+      CK_NCCL(ncclGroupStart());
+      CK_NCCL(ncclSend(send, 64, ncclFloat, (c->rank + 1) % c->nranks, c->comm, c->s));
+      CK_NCCL(ncclRecv(recv, 64, ncclFloat, (c->rank + c->nranks - 1) % c->nranks, c->comm, c->s));
+      CK_NCCL(ncclGroupEnd());
+    }
+    poll_wait(c);
+  }
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
+/* a2a_count: every rank calls ncclAlltoAll, rank 2 with another count. */
+static int run_a2a_count(ctx *c) {
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  for (int it = 0; it < 2; it++) {
+    CK_NCCL(ncclAlltoAll(send, recv, it == 1 && c->rank == 2 ? 48 : 64, ncclFloat, c->comm, c->s));
+    CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
+/* coll_dtype: AllReduce of the same bytes, float32 x 1024 on ranks 0 and
+ * 1, float16 x 2048 on ranks 2 and 3. */
+static int run_coll_dtype(ctx *c) {
+  void *buf;
+  CK_CUDA(cudaMalloc(&buf, 4096));
+  for (int it = 0; it < 2; it++) {
+    if (c->rank < 2) CK_NCCL(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, c->comm, c->s));
+    else CK_NCCL(ncclAllReduce(buf, buf, 2048, ncclHalf, ncclSum, c->comm, c->s));
+    CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  CK_CUDA(cudaFree(buf));
+  return 0;
+}
+
+/* host_stuck: ranks 0-2 post an AllReduce that rank 3 skips, and every
+ * rank then waits in host code (an MPI barrier, a store barrier, a Python
+ * sleep: here a sleep) instead of a CUDA wait: no deadlock can be proven.
+ * group.stall must say early who waits for whom; group.hang ends the
+ * waiting ranks at A2ACHECK_HANG_TIMEOUT. Rank 3 ends after 25 s. */
+static int run_host_stuck(ctx *c) {
+  float *buf;
+  CK_CUDA(cudaMalloc((void **)&buf, 1024 * sizeof(float)));
+  for (int it = 0; it < 12; it++) {
+    CK_NCCL(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, c->comm, c->s));
+    CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  if (c->rank != 3) CK_NCCL(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, c->comm, c->s));
+  struct timespec ts = {25, 0};
+  while (nanosleep(&ts, &ts) != 0) {}
+  return 0;
+}
+
 static int rank_main(ctx *c) {
   if (c->idpipe[0] >= 0) {
     /* torchrun-like: rank 0 creates the id (and hosts the coordinator) and
@@ -277,6 +448,13 @@ static int rank_main(ctx *c) {
   else if (!strcmp(s, "skip") || !strcmp(s, "hang")) st = run_skip(c);
   else if (!strcmp(s, "order")) st = run_order(c);
   else if (!strcmp(s, "coll_count")) st = run_coll_count(c);
+  else if (!strcmp(s, "poll_skip")) st = run_poll_skip(c);
+  else if (!strcmp(s, "poll_slow")) st = run_poll_slow(c);
+  else if (!strcmp(s, "a2a_mixed")) st = run_a2a_mixed(c);
+  else if (!strcmp(s, "a2a_vs_sendrecv")) st = run_a2a_vs_sendrecv(c);
+  else if (!strcmp(s, "a2a_count")) st = run_a2a_count(c);
+  else if (!strcmp(s, "coll_dtype")) st = run_coll_dtype(c);
+  else if (!strcmp(s, "host_stuck")) st = run_host_stuck(c);
   else st = run_moe(c);
   CK_NCCL(ncclCommDestroy(c->comm));
   CK_CUDA(cudaStreamDestroy(c->s));

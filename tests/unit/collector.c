@@ -258,6 +258,9 @@ a2a_event ev_make(a2a_kind kind) {
   ev.api = "test";
   ev.device = 0;
   ev.thread = 1;
+  /* Every event is the next call (of whichever thread it is given to). */
+  static uint32_t seq;
+  ev.seq = ++seq;
   ev.callsite = (const void *)0x1000;
   return ev;
 }

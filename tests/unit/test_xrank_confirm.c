@@ -20,6 +20,7 @@ typedef struct got {
   uint64_t site;
   char text[2048];
   int has_json;
+  int fail;
 } got;
 static got g[32];
 static int ng;
@@ -32,12 +33,13 @@ static void emit(void *ctx, const xr_confirm_verdict *v) {
   g[ng].site = v->site;
   snprintf(g[ng].text, sizeof g[ng].text, "%s", v->text);
   g[ng].has_json = v->json != NULL;
+  g[ng].fail = v->fail;
   ng++;
 }
 static const char *site_name(void *ctx, size_t proc, uint64_t site) {
   static char b[64];
   (void)ctx;
-  snprintf(b, sizeof b, "train.py:%d(proc%zu)", (int)(site & 0xfff), proc);
+  snprintf(b, sizeof b, "train.py:%d(proc%zu)", (int)(site & 0xfff) - 17, proc);
   return b;
 }
 static xr_confirm_io io = {.site_name = site_name, .emit = emit};
@@ -169,8 +171,15 @@ START_TEST(hang_after_timeout_without_progress) {
   ck_assert_int_eq(ng, 3);
   for (int i = 0; i < ng; i++) {
     ck_assert_int_eq(g[i].check, A2A_CK_GROUP_HANG);
+    ck_assert(g[i].fail);
     ck_assert_ptr_nonnull(strstr(g[i].text, "no rank made progress for 30 s"));
-    ck_assert_ptr_nonnull(strstr(g[i].text, "incomplete launch unit"));
+    /* Who waits in what for whom, and what the awaited rank is doing. */
+    ck_assert_ptr_nonnull(strstr(g[i].text, "comm 000000000000000d (4 ranks):"));
+    ck_assert_ptr_nonnull(strstr(g[i].text, "rank 1 (global rank 201, pid 201) waits in collective #1 "
+                                            "ncclAllReduce(count 1024, float32) at train.py:239(proc1) "
+                                            "for rank 3 to post its collective #1"));
+    ck_assert_ptr_nonnull(strstr(g[i].text, "rank 3 (global rank 203, pid 203): posted 0 collectives"));
+    ck_assert_ptr_nonnull(strstr(g[i].text, "in no CUDA/NCCL wait a2acheck sees: stuck in host code"));
   }
   /* Once. */
   ck_assert_int_eq(step(500 * S, 4), XR_CONFIRM_NOTHING);
@@ -220,6 +229,53 @@ START_TEST(dead_processes_get_no_verdict) {
 }
 END_TEST
 
+START_TEST(stall_warns_early_then_hang_fails) {
+  xr_confirm_free(&c);
+  xr_confirm_opts o = {.confirm_s = 5.0, .hang_timeout_s = 30.0, .stall_s = 10.0};
+  xr_confirm_init(&c, &o);
+  pending_no_blocked();
+  /* Rank 3 posted one collective on another comm before getting stuck. */
+  pb_comm(&b[3], 0xF, 0, 1, 4);
+  b[3].comms[1].last_site = 0x77;
+  b[3].comms[0].last_site = 0x66;
+  ck_assert_int_eq(step(100 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(109 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(110 * S, 4), XR_CONFIRM_STALL);
+  ck_assert_int_eq(ng, 3);
+  ck_assert_int_eq(g[0].check, A2A_CK_GROUP_STALL);
+  ck_assert(!g[0].fail); /* a warning: the run goes on */
+  ck_assert_ptr_nonnull(strstr(g[0].text, "stall: no rank made progress for 10 s"));
+  ck_assert_ptr_nonnull(strstr(g[0].text, "no deadlock can be proven"));
+  ck_assert_ptr_nonnull(strstr(g[0].text, "the last at train.py:85(proc3)"));
+  /* Once per stall. */
+  ck_assert_int_eq(step(115 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 3);
+  /* The hang at the timeout, failing. */
+  ck_assert_int_eq(step(130 * S, 4), XR_CONFIRM_HANG);
+  ck_assert_int_eq(ng, 6);
+  ck_assert_int_eq(g[3].check, A2A_CK_GROUP_HANG);
+  ck_assert(g[3].fail);
+  /* Progress re-arms the stall warning (not the hang, reported once). */
+  xr_confirm_free(&c);
+  xr_confirm_init(&c, &o);
+  ng = 0;
+  ck_assert_int_eq(step(0, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(10 * S, 4), XR_CONFIRM_STALL);
+  b[3].comms[0].coll_posted = 1; /* rank 3 moves */
+  ck_assert_int_eq(step(12 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(22 * S, 4), XR_CONFIRM_STALL);
+  ck_assert_int_eq(ng, 6);
+  /* A stall window not shorter than the timeout, or 0, means no stall. */
+  xr_confirm_free(&c);
+  xr_confirm_opts o2 = {.confirm_s = 5.0, .hang_timeout_s = 30.0, .stall_s = 0};
+  xr_confirm_init(&c, &o2);
+  ng = 0;
+  ck_assert_int_eq(step(0, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(29 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(30 * S, 4), XR_CONFIRM_HANG);
+}
+END_TEST
+
 static Suite *confirm_suite(void) {
   Suite *s = suite_create("xrank_confirm");
   TCase *tc = tcase_create("policy");
@@ -231,6 +287,7 @@ static Suite *confirm_suite(void) {
   tcase_add_test(tc, short_blocks_do_not_count);
   tcase_add_test(tc, hang_after_timeout_without_progress);
   tcase_add_test(tc, progress_keeps_the_hang_away);
+  tcase_add_test(tc, stall_warns_early_then_hang_fails);
   tcase_add_test(tc, dead_processes_get_no_verdict);
   suite_add_tcase(s, tc);
   return s;

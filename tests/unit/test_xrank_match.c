@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "a2a_core.h"
+#include "a2a_event.h"
 #include "xrank_match.h"
 
 typedef struct got {
@@ -344,11 +345,149 @@ START_TEST(ops_from_wrong_conn_or_unknown_comm_ignored) {
 }
 END_TEST
 
+/* ncclAlltoAll on one rank against a grouped send/recv loop on the other:
+ * NCCL matches them pair by pair (the AlltoAll is per-peer sends and
+ * receives), so the sizes are compared pair by pair and the mismatch names
+ * both operations; equal sizes match silently. */
+static xr_op a2a(uint64_t comm, int rank, uint64_t count, int dtype, uint64_t site) {
+  xr_op o = coll(comm, rank, A2A_COLL_ALLTOALL, count, dtype, -1);
+  o.site = site;
+  o.group = 1;
+  return o;
+}
+
+START_TEST(alltoall_against_send_recv_pairwise) {
+  xr_matcher *m = mk(2, 0xa2);
+  /* Step 1: rank 0 ncclAlltoAll(256 float); rank 1 a loop with 256 each way: clean. */
+  xr_op a = a2a(0xa2, 0, 256, F32, 70);
+  xr_matcher_op(m, 0, &a);
+  for (int p = 0; p < 2; p++) {
+    xr_op sd = p2p(0xa2, 1, XR_OP_SEND, p, 256, F32, 1, 80);
+    xr_op rv = p2p(0xa2, 1, XR_OP_RECV, p, 256, F32, 1, 81);
+    xr_matcher_op(m, 1, &sd);
+    xr_matcher_op(m, 1, &rv);
+  }
+  ck_assert_int_eq(g_n, 0);
+  for (int r = 0; r < 2; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 0);
+  /* Step 2: rank 1 receives 128 from rank 0 (unequal splits). */
+  a = a2a(0xa2, 0, 256, F32, 70);
+  xr_matcher_op(m, 0, &a);
+  for (int p = 0; p < 2; p++) {
+    xr_op sd = p2p(0xa2, 1, XR_OP_SEND, p, 256, F32, 2, 80);
+    xr_op rv = p2p(0xa2, 1, XR_OP_RECV, p, p == 0 ? 128 : 256, F32, 2, 81);
+    xr_matcher_op(m, 1, &sd);
+    xr_matcher_op(m, 1, &rv);
+  }
+  ck_assert_int_eq(count("size.p2p-mismatch"), 2); /* one to each rank */
+  const got *v = find("size.p2p-mismatch", 0);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "rank 0 sends 1024 B (256 x float32) to rank 1"));
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclAlltoAll at moe.py:70(conn0)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "rank 1 receives 512 B (128 x float32) from rank 0"));
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclRecv at moe.py:81(conn1)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "different operations"));
+  ck_assert_uint_eq(v->site, 70);
+  ck_assert_uint_eq(find("size.p2p-mismatch", 1)->site, 81);
+  ck_assert_int_eq(count("size.collective-mismatch"), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(alltoall_everywhere_keeps_the_collective_message) {
+  xr_matcher *m = mk(4, 0xa3);
+  for (int r = 0; r < 4; r++) {
+    xr_op a = a2a(0xa3, r, r == 2 ? 128 : 256, F32, 60 + r);
+    xr_matcher_op(m, r, &a);
+  }
+  /* Rank 2 disagrees with each of the three others: one verdict per pair,
+   * each rank 2's with its own site (the runtime folds them by site). */
+  ck_assert_int_eq(count("size.collective-mismatch"), 6);
+  ck_assert_int_eq(count("size.p2p-mismatch"), 0);
+  const got *v = find("size.collective-mismatch", 2);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclAlltoAll on communicator 00000000000000a3"));
+  ck_assert_ptr_nonnull(strstr(v->text, "calls ncclAlltoAll(count 128, float32) at moe.py:62(conn2)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclAlltoAll(count 256, float32)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "(a different count)"));
+  ck_assert_uint_eq(v->site, 62);
+  for (int r = 0; r < 4; r++) ck_assert_ptr_nonnull(find("size.collective-mismatch", r));
+  /* Every rank in the same AlltoAll: no collective index is consumed, a
+   * later AllReduce still matches collective #1 on every rank. */
+  g_n = 0;
+  for (int r = 0; r < 4; r++) {
+    xr_op c = coll(0xa3, r, A2A_COLL_ALLREDUCE, 16, F32, 0);
+    xr_matcher_op(m, r, &c);
+  }
+  ck_assert_int_eq(g_n, 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(gather_and_scatter_expand_around_the_root) {
+  xr_matcher *m = mk(3, 0xa4);
+  /* Gather to root 1: every rank sends 10 to rank 1, rank 1 receives 10
+   * from each; rank 2 passes 12: rank 1's receive from 2 mismatches. */
+  for (int r = 0; r < 3; r++) {
+    xr_op g = coll(0xa4, r, A2A_COLL_GATHER, r == 2 ? 12 : 10, F32, -1);
+    g.root = 1;
+    g.site = 40 + r;
+    xr_matcher_op(m, r, &g);
+  }
+  ck_assert_int_eq(count("size.collective-mismatch"), 2);
+  const got *v = find("size.collective-mismatch", 2);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclGather(count 12, float32, root 1)"));
+  /* Scatter from root 0, all equal: clean, nothing pending. */
+  g_n = 0;
+  for (int r = 0; r < 3; r++) {
+    xr_op sc = coll(0xa4, r, A2A_COLL_SCATTER, 5, F32, -1);
+    sc.root = 0;
+    xr_matcher_op(m, r, &sc);
+  }
+  ck_assert_int_eq(g_n, 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
+START_TEST(collective_dtype_at_equal_bytes) {
+  /* float on two ranks, half with twice the count on two: not "a different
+   * count" but the dtype mismatch it is; an error for a reduction. */
+  xr_matcher *m = mk(4, 0xa5);
+  for (int r = 0; r < 4; r++) {
+    xr_op c = coll(0xa5, r, A2A_COLL_ALLREDUCE, r < 2 ? 1024 : 2048, r < 2 ? F32 : F16, 0);
+    xr_matcher_op(m, r, &c);
+  }
+  ck_assert_int_eq(count("size.collective-mismatch"), 0);
+  ck_assert_int_eq(count("size.dtype-mismatch"), 4); /* ranks 2 and 3, and the reference twice */
+  const got *v = find("size.dtype-mismatch", 2);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "a different dtype at the same bytes"));
+  ck_assert_ptr_nonnull(strstr(v->text, "reduces them as its own type"));
+  ck_assert_int_eq(v->sev, A2A_SEV_ERROR);
+  /* Not a known cause of a hang. */
+  ck_assert_ptr_null(xr_matcher_last_mismatch(m, 0xa5));
+  xr_matcher_free(m);
+  /* AllGather (no reduction): a warning. */
+  m = mk(4, 0xa6);
+  for (int r = 0; r < 4; r++) {
+    xr_op c = coll(0xa6, r, A2A_COLL_ALLGATHER, r < 2 ? 64 : 128, r < 2 ? F32 : F16, -1);
+    xr_matcher_op(m, r, &c);
+  }
+  ck_assert_int_eq(count("size.dtype-mismatch"), 4);
+  ck_assert_int_eq(find("size.dtype-mismatch", 2)->sev, A2A_SEV_WARNING);
+  xr_matcher_free(m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_match");
   TCase *t = tcase_create("match");
   tcase_set_timeout(t, 30);
   tcase_add_test(t, alltoall_clean_with_reordering);
+  tcase_add_test(t, alltoall_against_send_recv_pairwise);
+  tcase_add_test(t, alltoall_everywhere_keeps_the_collective_message);
+  tcase_add_test(t, gather_and_scatter_expand_around_the_root);
+  tcase_add_test(t, collective_dtype_at_equal_bytes);
   tcase_add_test(t, p2p_size_mismatch_names_both);
   tcase_add_test(t, dtype_mismatch_same_bytes_is_warning);
   tcase_add_test(t, zero_counts_match_and_mismatch);
