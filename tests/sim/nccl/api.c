@@ -71,6 +71,12 @@ static ncclResult_t enqueue(struct sim_task *t, ncclRedOp_t op, const char *opna
   }
   r = sim_comm_ensure_ready(c, opname);
   if (r != ncclSuccess) goto fail;
+  if (atomic_load(&c->suspended)) {
+    sim_warn("%s: [simulator] communicator %p is suspended (ncclCommSuspend); its GPU memory is released "
+             "until ncclCommResume", opname, (void *)c);
+    r = ncclInvalidUsage;
+    goto fail;
+  }
   if (t->peer < 0 || t->peer >= c->nranks) {
     sim_warn("%s : invalid root %d (root should be in the 0..%d range)", opname, t->peer, c->nranks);
     r = ncclInvalidArgument;
@@ -277,6 +283,28 @@ SIM_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t wi
   }
   w->magic = 0;
   free(w);
+  return ncclSuccess;
+}
+
+/* NCCL answers the registered user pointer of a window (NULL, with
+ * success, on a communicator that gave no window). */
+SIM_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void **outUserPtr) {
+  ncclResult_t r = sim_comm_check(comm, "ncclWinGetUserPtr");
+  if (r != ncclSuccess) return r;
+  if (outUserPtr == NULL) {
+    sim_warn("ncclWinGetUserPtr : outUserPtr argument is NULL");
+    return ncclInvalidArgument;
+  }
+  struct sim_window *w = (struct sim_window *)(void *)win;
+  if (w == NULL) {
+    sim_warn("ncclWinGetUserPtr : win argument is NULL");
+    return ncclInvalidArgument;
+  }
+  if (w->magic != SIM_WIN_MAGIC || w->comm != comm) {
+    sim_warn("ncclWinGetUserPtr : invalid window %p", (void *)win);
+    return ncclInvalidArgument;
+  }
+  *outUserPtr = w->buff;
   return ncclSuccess;
 }
 

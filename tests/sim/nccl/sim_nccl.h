@@ -13,7 +13,10 @@
  *   xfer.c     channels (bounded step FIFOs in shared memory), the progress
  *              engine, execution of p2p batches and collectives
  *   reduce.c   datatype sizes, conversions (half, bfloat16, fp8), reductions
- *   debug.c    NCCL_DEBUG-style logging, error strings, last error
+ *   debug.c    NCCL_DEBUG-style logging, error strings, last error, version
+ *   devapi.c   host side of the device API: properties, teams, requirement sizes
+ *   param.c    the ncclParam* API (an empty parameter registry)
+ *   unmodelled.c the table of exported functions the simulator does not model
  *
  * Nothing here calls a cuda* function: the simulated runtime is reached only
  * through tests/sim/include/a2asim_internal.h, so - as with real NCCL, which
@@ -30,6 +33,7 @@
 #include <stdint.h>
 
 #include "a2asim_internal.h"
+#include "nccl_v230.h"
 
 /* Everything declared from here on is internal to libnccl.so.2: only the
  * functions of nccl.h (declared above, default visibility) are exported. */
@@ -52,7 +56,7 @@ void sim_log_reset(void);
 void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *sim_last_error(void);
-/* "NCCL version 2.28.9+sim" once per process with NCCL_DEBUG>=VERSION, as
+/* "NCCL version 2.30.7+sim" once per process with NCCL_DEBUG>=VERSION, as
  * NCCL prints it when rank 0 of a communicator initializes. */
 void sim_version_banner(void);
 
@@ -196,12 +200,15 @@ struct ncclComm {
   _Atomic int async;            /* ncclResult_t: InProgress during init */
   _Atomic int aborted;          /* in-flight and queued work gives up */
   _Atomic int revoked;
+  _Atomic int suspended;        /* ncclCommSuspend(NCCL_SUSPEND_MEM) */
   int finalized;
   /* ordering of the operations of this communicator */
   _Atomic uint64_t posted;      /* tickets handed out (host side) */
   _Atomic uint32_t executed;    /* futex: tickets completed (low 32 bits) */
   _Atomic uint64_t executed64;
-  _Atomic int refs;             /* the comm itself + one per queued item */
+  _Atomic int refs;             /* the comm itself + one per queued item,
+                                   captured plan and queued graph launch */
+  _Atomic uint32_t graph_plans; /* futex: plans held by CUDA graphs */
   uint32_t split_seq, shrink_seq, board_seq;
   pthread_mutex_t lock;         /* redops, registrations */
   struct sim_redop *redops;

@@ -53,3 +53,16 @@ endif()
 if(TARGET nccl_shm)
   a2asim_nccl_test(shm_cleanup 30 nccl_shm)
 endif()
+
+# Export rule (docs/simulator-nccl.md): exactly NCCL 2.30.7's dynamic
+# symbols, and (exports_real) everything the installed NCCL exports.
+a2asim_nccl_test(exports 30 sh ${A2ASIM_NCCL_ST}/nccl_exports.sh $<TARGET_FILE:a2asim_nccl>
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl/exports-2.30.7.txt)
+find_file(A2ASIM_REAL_NCCL libnccl.so.2 HINTS ${A2A_NCCL_INCLUDE}/../lib64 ${A2A_NCCL_INCLUDE}/../lib
+  /usr/local/cuda/lib64 NO_CACHE)
+if(NOT A2ASIM_REAL_NCCL)
+  set(A2ASIM_REAL_NCCL ${A2A_NCCL_INCLUDE}/../lib64/libnccl.so.2)
+endif()
+a2asim_nccl_test(exports_real 30 sh ${A2ASIM_NCCL_ST}/nccl_exports.sh $<TARGET_FILE:a2asim_nccl>
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl/exports-2.30.7.txt ${A2ASIM_REAL_NCCL})
+set_tests_properties(sim.nccl.exports_real PROPERTIES SKIP_RETURN_CODE 77)
