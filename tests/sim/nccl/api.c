@@ -47,19 +47,6 @@ static ncclResult_t check_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType_t 
   return r;
 }
 
-/* Which buffers an operation dereferences on this rank. */
-static void needs_buffers(const struct sim_task *t, int *send, int *recv) {
-  int root = t->comm->rank == t->peer;
-  switch (t->kind) {
-  case SIM_K_SEND: *send = 1; *recv = 0; break;
-  case SIM_K_RECV: *send = 0; *recv = 1; break;
-  case SIM_K_BROADCAST: *send = root; *recv = 1; break;
-  case SIM_K_REDUCE: case SIM_K_GATHER: *send = 1; *recv = root; break;
-  case SIM_K_SCATTER: *send = root; *recv = 1; break;
-  default: *send = 1; *recv = 1; break;
-  }
-}
-
 static ncclResult_t enqueue(struct sim_task *t, ncclRedOp_t op, const char *opname) {
   struct ncclComm *c = t->comm;
   ncclResult_t r = sim_comm_check(c, opname);
@@ -90,8 +77,9 @@ static ncclResult_t enqueue(struct sim_task *t, ncclRedOp_t op, const char *opna
   r = check_op(c, op, t->dtype, opname, t);
   if (r != ncclSuccess) goto fail;
   if (t->count > 0) {
-    int s, v;
-    needs_buffers(t, &s, &v);
+    size_t sb, rb;
+    sim_task_extent(t, &sb, &rb);
+    int s = sb > 0, v = rb > 0;
     if ((s && t->sendbuff == NULL) || (v && t->recvbuff == NULL)) {
       sim_warn("%s : %s argument is NULL", opname, s && t->sendbuff == NULL ? "sendbuff" : "recvbuff");
       r = ncclInvalidArgument;

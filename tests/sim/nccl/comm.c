@@ -110,8 +110,17 @@ static void comm_free_unused(struct ncclComm *c) {
   free(c);
 }
 
+/* Tombstones stay reachable from this list, so that leak checkers (the
+ * ASan build) do not report them: they are kept on purpose. */
+static pthread_mutex_t tomb_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ncclComm *tombs;
+
 static void comm_tombstone(struct ncclComm *c) {
   c->start_magic = c->end_magic = SIM_COMM_DEAD;
+  pthread_mutex_lock(&tomb_lock);
+  c->tomb_next = tombs;
+  tombs = c;
+  pthread_mutex_unlock(&tomb_lock);
 }
 
 /* ---- config ------------------------------------------------------------- */
@@ -462,9 +471,17 @@ static void wait_init_done(struct ncclComm *c) {
   }
 }
 
+/* Finalize waits for the comm's outstanding work and, as NCCL's
+ * commDestroySync, until no CUDA graph holds a captured plan of it: a
+ * graph that is never destroyed makes finalize (and destroy) hang. */
+static void finalize_wait(struct ncclComm *c) {
+  sim_comm_wait_graphs(c);
+  sim_comm_wait_idle(c);
+}
+
 static void *finalize_thread(void *arg) {
   struct ncclComm *c = arg;
-  sim_comm_wait_idle(c);
+  finalize_wait(c);
   atomic_store(&c->async, ncclSuccess);
   sim_comm_unref(c);
   return NULL;
@@ -481,7 +498,7 @@ SIM_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   }
   comm->finalized = 1;
   if (comm->blocking) {
-    sim_comm_wait_idle(comm);
+    finalize_wait(comm);
     return ncclSuccess;
   }
   atomic_store(&comm->async, ncclInProgress);
@@ -493,7 +510,7 @@ SIM_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   if (pthread_create(&t, &a, finalize_thread, comm) != 0) {
     pthread_attr_destroy(&a);
     sim_comm_unref(comm);
-    sim_comm_wait_idle(comm);
+    finalize_wait(comm);
     atomic_store(&comm->async, ncclSuccess);
     return ncclSuccess;
   }
@@ -506,8 +523,9 @@ SIM_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   ncclResult_t r = sim_comm_check(comm, "ncclCommDestroy");
   if (r != ncclSuccess) return r;
   wait_init_done(comm);
-  /* Destroy without finalize finalizes: outstanding work completes first. */
-  sim_comm_wait_idle(comm);
+  /* Destroy without finalize finalizes: outstanding work completes first,
+   * and graphs holding the comm's work must be gone (see finalize_wait). */
+  finalize_wait(comm);
   comm_tombstone(comm);
   sim_comm_unref(comm);
   return ncclSuccess;

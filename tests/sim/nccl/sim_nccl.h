@@ -215,6 +215,7 @@ struct ncclComm {
   int nredops;
   struct sim_reg *regs;
   char comm_name[64];
+  struct ncclComm *tomb_next;   /* list of destroyed comms (comm.c) */
   uint64_t end_magic;
 };
 
@@ -227,6 +228,9 @@ ncclResult_t sim_comm_ensure_ready(struct ncclComm *comm, const char *opname);
 void sim_comm_ref(struct ncclComm *comm);
 void sim_comm_unref(struct ncclComm *comm);
 void sim_comm_wait_idle(struct ncclComm *comm);
+/* Waits until no CUDA graph holds a captured plan of comm (NCCL's
+ * commDestroySync polls until every graph capturing the comm died). */
+void sim_comm_wait_graphs(struct ncclComm *comm);
 
 /* A deferred host-side job (init, split), run by ncclGroupEnd in its own
  * thread so that several ranks driven by one thread can meet. */
@@ -257,6 +261,8 @@ struct sim_task {
   int peer;                     /* send/recv peer, or root */
   int op;                       /* SIM_OP_* */
   struct sim_redop premul;      /* snapshot when op is PREMULSUM */
+  unsigned long long capture;   /* id of the stream's active CUDA graph
+                                   capture at the call, 0 if none */
 };
 /* Adds a checked task to the thread's group (an implicit group of one when
  * none is open: launched before returning). */
@@ -273,7 +279,10 @@ ncclResult_t sim_group_end(int simulate, float *est_us);
  * item): collectives in posting order, then all point-to-point tasks
  * concurrently. Blocks as long as peers do not match (a real hang). Returns
  * when done or when the communicator is aborted. */
-void sim_execute(struct ncclComm *comm, struct sim_task *tasks, int ntasks);
+void sim_execute(struct ncclComm *comm, const struct sim_task *tasks, int ntasks);
+/* Bytes an operation reads from sendbuff and writes to recvbuff on this
+ * rank (0 where it does not touch that buffer), as its count implies. */
+void sim_task_extent(const struct sim_task *t, size_t *send_bytes, size_t *recv_bytes);
 
 #pragma GCC visibility pop
 #endif /* SIM_NCCL_H */
