@@ -87,14 +87,15 @@ SIM_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqu
     sim_warn("ncclCommGrow: total ranks must be positive, got %d", nRanks);
     return ncclInvalidArgument;
   }
+  /* NCCL compares with the current size before it clears *newcomm. */
+  if (comm && sim_comm_check(comm, "ncclCommGrow") == ncclSuccess && nRanks <= comm->nranks) {
+    sim_warn("ncclCommGrow: total ranks %d is less than current ranks %d", nRanks, comm->nranks);
+    return ncclInvalidArgument;
+  }
   *newcomm = NULL;
   if (comm) {
     ncclResult_t r = comm_prologue(comm, "ncclCommGrow");
     if (r != ncclSuccess) return r;
-    if (nRanks <= comm->nranks) {
-      sim_warn("ncclCommGrow: total ranks %d is less than current ranks %d", nRanks, comm->nranks);
-      return ncclInvalidArgument;
-    }
     if (rank != -1) {
       sim_warn("ncclCommGrow: existing ranks must pass rank=-1, got %d", rank);
       return ncclInvalidArgument;
