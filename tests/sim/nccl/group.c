@@ -20,6 +20,11 @@
  * Errors. An argument error inside a group is returned by the call and
  * remembered (ncclGroupErrCheck); ncclGroupEnd then drops the whole group
  * and returns it.
+ *
+ * CUDA graphs. A communicator's operations of a group issued to a stream
+ * being captured become one persistent plan recorded into the graph
+ * instead (see "CUDA graph capture" below); each graph launch posts it
+ * again with a new ticket.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>

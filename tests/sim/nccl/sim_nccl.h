@@ -9,7 +9,8 @@
  *   comm.c     communicator lifecycle: init (blocking, non-blocking, in a
  *              group), split, shrink, finalize, destroy, abort, revoke
  *   group.c    thread-local group state, task collection, launch of one
- *              stream item per communicator, per-communicator ordering
+ *              stream item per communicator, per-communicator ordering,
+ *              persistent plans of captured groups (CUDA graphs)
  *   xfer.c     channels (bounded step FIFOs in shared memory), the progress
  *              engine, execution of p2p batches and collectives
  *   reduce.c   datatype sizes, conversions (half, bfloat16, fp8), reductions

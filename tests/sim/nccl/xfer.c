@@ -40,6 +40,10 @@
  * "[simulator]" warning names the mismatch). Reductions combine the
  * contributions in rank order 0..n-1 on every rank, so all ranks get the
  * same bits.
+ *
+ * Bounds (sim_execute): a buffer that runs past the end of the allocation
+ * the runtime knows it in is replaced by a shadow for the operation, so
+ * nothing here ever reads or writes beyond an allocation (see "bounds").
  */
 #define _GNU_SOURCE
 #include <stdio.h>
