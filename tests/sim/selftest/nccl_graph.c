@@ -4,7 +4,8 @@
  *       captured host-to-device copy, an AllReduce, a grouped all-to-all
  *       with unequal counts, an ncclAlltoAll, an in-place ReduceScatter, a
  *       Broadcast, a copy back) and replays it REPLAYS times with new input
- *       each time; every replay's results are checked
+ *       each time, twice back to back, eagerly, and launched inside another
+ *       capture; every replay's results are checked
  *   nccl_graph mixed proc|thread N    even ranks replay a captured
  *       all-to-all and AllReduce, odd ranks post the same operations
  *       eagerly; eager operations before, between and after the launches;
@@ -224,6 +225,21 @@ static int body_replay(ncclComm_t comm, int rank, int n, void *arg) {
   fails += step_issue(&st, comm, rank, s);
   CUDA_OK(cudaStreamSynchronize(s));
   fails += step_check(&st, rank, 8, "eager after replays", 0);
+  /* The graph launched inside another capture replays with the outer one. */
+  cudaGraph_t outer;
+  cudaGraphExec_t outer_exec;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  CUDA_OK(cudaGraphLaunch(exec, s));
+  CUDA_OK(cudaStreamEndCapture(s, &outer));
+  CUDA_OK(cudaGraphInstantiate(&outer_exec, outer, 0));
+  CUDA_OK(cudaGraphDestroy(outer));
+  for (int it = 9; it < 11; it++) {
+    if (step_fill(&st, rank, it)) return 1;
+    CUDA_OK(cudaGraphLaunch(outer_exec, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    fails += step_check(&st, rank, it, "nested replay", 0);
+  }
+  CUDA_OK(cudaGraphExecDestroy(outer_exec));
   CUDA_OK(cudaGraphExecDestroy(exec));
   step_free(&st);
   CUDA_OK(cudaStreamDestroy(s));
