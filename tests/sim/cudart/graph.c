@@ -152,16 +152,17 @@ int a2asim_stream_capture_work(void *stream, int per_thread, const struct a2asim
   it->u.fn.holder = h;
   it->what = what;
   pthread_mutex_lock(&s->mu);
-  if (s->capture == cudaStreamCaptureStatusActive)
-    e = sim_graph_append(s->cap_graph, it) != 0 ? cudaErrorMemoryAllocation : cudaSuccess;
-  else
-    e = s->capture == cudaStreamCaptureStatusInvalidated ? cudaErrorStreamCaptureInvalidated
-                                                          : cudaErrorIllegalState;
+  int st = s->capture;
   pthread_mutex_unlock(&s->mu);
-  /* Drops this item's reference: the graph's copy keeps the plan, or (on
-   * failure) the plan is released now. */
-  sim_item_free(it);
-  return e;
+  if (st != cudaStreamCaptureStatusActive) {
+    sim_item_free(it);   /* the only reference: releases the plan */
+    return st == cudaStreamCaptureStatusInvalidated ? cudaErrorStreamCaptureInvalidated : cudaErrorIllegalState;
+  }
+  /* Recorded the way every captured item is (sim_submit's capture path);
+   * submitting drops this item's reference, the graph's copy keeps the
+   * plan. Only a capture ended by another thread in between would queue
+   * the node itself, which then runs as a launch of its own. */
+  return sim_submit(s, it);
 }
 
 /* Queues one copy of graph node n on s: a graph-work node becomes this
