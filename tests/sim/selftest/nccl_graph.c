@@ -24,12 +24,12 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "a2asim.h"
 #include "nccl_harness.h"
 
 enum { REPLAYS = 4, HANG_MS = 800, MAXR = 8, CHUNK = 3000 };
@@ -248,7 +248,22 @@ static int body_replay(ncclComm_t comm, int rank, int n, void *arg) {
 
 /* ---- mixed: captured on even ranks, eager on odd ranks -------------------- */
 
-struct mixed_bufs { ncclComm_t comm; int rank, n; cudaStream_t s; float *send, *recv, *sum; };
+struct mixed_bufs {
+  ncclComm_t comm;
+  int rank, n;
+  cudaStream_t s;
+  float *send, *recv, *sum;
+  _Atomic int gate;
+};
+
+/* Host function holding its stream until the host opens the gate. */
+static void CUDART_CB wait_gate(void *p) {
+  _Atomic int *g = p;
+  while (!atomic_load(g)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
 
 static int mixed_issue(void *p) {
   struct mixed_bufs *b = p;
@@ -298,7 +313,7 @@ static int mixed_check(struct mixed_bufs *b, int it, const char *what) {
 static int body_mixed(ncclComm_t comm, int rank, int n, void *arg) {
   (void)arg;
   int fails = 0;
-  struct mixed_bufs b = {comm, rank, n, NULL, NULL, NULL, NULL};
+  struct mixed_bufs b = {comm, rank, n, NULL, NULL, NULL, NULL, 1};
   CUDA_OK(cudaStreamCreateWithFlags(&b.s, cudaStreamNonBlocking));
   CUDA_OK(cudaMalloc((void **)&b.send, (size_t)n * CHUNK * sizeof(float)));
   CUDA_OK(cudaMalloc((void **)&b.recv, (size_t)n * CHUNK * sizeof(float)));
@@ -319,14 +334,16 @@ static int body_mixed(ncclComm_t comm, int rank, int n, void *arg) {
   }
   if (mixed_fill(&b, 9)) return 1;
   if (graph) {
-    /* Destroy everything while the launch is still queued behind a delay:
-     * the queued instance still runs (its plan lives until it is done). */
-    if (a2asim_stream_set_delay(b.s, 200000) != 0) FAILF("a2asim_stream_set_delay");
+    /* Destroy everything while the launch is still queued behind a closed
+     * gate: the queued instance still runs (its plan lives until done). */
+    atomic_store(&b.gate, 0);
+    CUDA_OK(cudaLaunchHostFunc(b.s, wait_gate, &b.gate));
     CUDA_OK(cudaGraphLaunch(x1, b.s));
     CUDA_OK(cudaGraphExecDestroy(x1));
     CUDA_OK(cudaGraphExecDestroy(x2));
     CUDA_OK(cudaGraphDestroy(g));
-    if (a2asim_stream_set_delay(b.s, 0) != 0) FAILF("a2asim_stream_set_delay");
+    if (cudaStreamQuery(b.s) != cudaErrorNotReady) FAILF("rank %d: the gate did not hold the launch", rank);
+    atomic_store(&b.gate, 1);
   } else {
     fails += mixed_issue(&b);
   }
