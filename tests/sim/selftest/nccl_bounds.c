@@ -13,7 +13,9 @@
  *   AllGather whose receive buffer holds sendcount instead of
  *     nranks*sendcount elements: the canary after it is untouched;
  *   a Recv larger than its buffer (the sender sends the full count): the
- *     canary is untouched, the buffer gets its part.
+ *     canary is untouched, the buffer gets its part;
+ *   the ReduceScatter again with cudaMalloc'ed buffers (no canary: that is
+ *     for the ASan build).
  * Each case must also leave a "[simulator] ... allocation" WARN as the last
  * error (checked with processes: threads share the last-error buffer). Run under the ASan build (-DA2A_SANITIZE=ON) it would report any
  * access beyond the arrays' registered parts that escaped the check (the
@@ -88,6 +90,25 @@ static int body(ncclComm_t comm, int rank, int n, void *arg) {
   fails += expect_warn(comm, rank, "ReduceScatter");
   reg_free(send);
   reg_free(recv);
+
+  /* The same with cudaMalloc'ed buffers (the QA case, tests/e2e/
+   * layout_out_of_bounds.c): no canary, but the ASan build reports any
+   * access past the allocation. */
+  float *dsend, *drecv, *h = malloc(N * sizeof(float));
+  CUDA_OK(cudaMalloc((void **)&dsend, N * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&drecv, N * sizeof(float)));
+  for (size_t i = 0; i < N; i++) h[i] = (float)(rank + 1);
+  CUDA_OK(cudaMemcpy(dsend, h, N * sizeof(float), cudaMemcpyHostToDevice));
+  reset_warn();
+  NCCL_OK(ncclReduceScatter(dsend, drecv, N, ncclFloat32, ncclSum, comm, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(h, drecv, N * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < N; i++)
+    if (h[i] != want) { FAILF("rank %d: ReduceScatter (cudaMalloc)[%zu] = %g, want %g", rank, i, h[i], want); break; }
+  fails += expect_warn(comm, rank, "ReduceScatter (cudaMalloc)");
+  cudaFree(dsend);
+  cudaFree(drecv);
+  free(h);
 
   /* AllGather: receive buffer of N instead of n*N elements. */
   send = reg_alloc(N);
