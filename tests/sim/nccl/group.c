@@ -159,7 +159,8 @@ ncclResult_t sim_group_add_task(const struct sim_task *t0) {
   int status = 0;
   unsigned long long id = 0;
   /* A stream the runtime does not know is left to the launch to refuse. */
-  if (a2asim_stream_capture_state(t.stream, 0, &status, &id) != 0 || status != 1 /* Active */) id = 0;
+  if (a2asim_stream_capture_state(t.stream, 0, &status, &id) != 0 || status != cudaStreamCaptureStatusActive)
+    id = 0;
   t.capture = id;
   sim_group_start();
   ncclResult_t r = check_capture(&t);
