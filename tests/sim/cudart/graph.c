@@ -12,6 +12,14 @@
  * with a2asim_stream_enqueue/_multi inside a capture (refused with
  * cudaErrorStreamCaptureUnsupported; a2asim_stream_enqueue_capturable is
  * captured), and the capture mode's restrictions on other threads.
+ *
+ * Graph work (a2asim_stream_capture_work, for the simulator's NCCL): a node
+ * standing for a persistent plan whose every launch is a new instance. It
+ * is an IT_FN item whose fn is graph_work_node and whose arg is the
+ * graph_work record; graph_launch turns each copy it queues into an
+ * instance (fn = ops->run, arg = ops->launch(plan)), so per-launch state
+ * (NCCL's per-launch operation sequence) is made on the launching thread,
+ * in launch order.
  */
 #include "sim_rt.h"
 
@@ -85,6 +93,105 @@ static sim_graph *graph_from(const void *h, unsigned magic) {
 }
 
 void sim_graphs_after_fork_child(void) {}
+
+/* ---- graph work ---------------------------------------------------------------- */
+
+struct graph_work {
+  const struct a2asim_graph_work *ops;
+  void *plan;
+};
+
+/* The fn of a graph-work node: never queued as is (graph_launch replaces
+ * it), so reaching it means a node was queued without a launch; it then
+ * runs as one launch of its own. */
+static void graph_work_node(void *arg) {
+  struct graph_work *w = arg;
+  void *inst = w->ops->launch(w->plan);
+  if (!inst) return;
+  w->ops->launched(w->plan, inst, 0);
+  w->ops->run(inst);
+}
+
+static void graph_work_release(void *arg) {
+  struct graph_work *w = arg;
+  w->ops->release(w->plan);
+  free(w);
+}
+
+int a2asim_stream_capture_state(void *stream, int per_thread, int *status, unsigned long long *id) {
+  sim_stream *s;
+  cudaError_t e = sim_stream_resolve((cudaStream_t)stream, per_thread, &s);
+  if (e) return e;
+  pthread_mutex_lock(&s->mu);
+  if (status) *status = s->capture;
+  if (id) *id = s->capture != cudaStreamCaptureStatusNone ? s->cap_id : 0;
+  pthread_mutex_unlock(&s->mu);
+  return cudaSuccess;
+}
+
+int a2asim_stream_capture_work(void *stream, int per_thread, const struct a2asim_graph_work *ops, void *plan,
+                               const char *what) {
+  sim_stream *s;
+  cudaError_t e = ops ? sim_stream_resolve((cudaStream_t)stream, per_thread, &s) : cudaErrorInvalidValue;
+  struct graph_work *w = e ? NULL : malloc(sizeof *w);
+  struct sim_fn_holder *h = w ? malloc(sizeof *h) : NULL;
+  sim_item *it = h ? sim_item_new(IT_FN, 0) : NULL;
+  if (!it) {
+    free(h);
+    free(w);
+    if (ops) ops->release(plan);
+    return e ? e : cudaErrorMemoryAllocation;
+  }
+  w->ops = ops;
+  w->plan = plan;
+  h->release = graph_work_release;
+  h->arg = w;
+  atomic_store(&h->refs, 1);
+  it->u.fn.fn = graph_work_node;
+  it->u.fn.arg = w;
+  it->u.fn.holder = h;
+  it->what = what;
+  pthread_mutex_lock(&s->mu);
+  int st = s->capture;
+  pthread_mutex_unlock(&s->mu);
+  if (st != cudaStreamCaptureStatusActive) {
+    sim_item_free(it);   /* the only reference: releases the plan */
+    return st == cudaStreamCaptureStatusInvalidated ? cudaErrorStreamCaptureInvalidated : cudaErrorIllegalState;
+  }
+  /* Recorded the way every captured item is (sim_submit's capture path);
+   * submitting drops this item's reference, the graph's copy keeps the
+   * plan. Only a capture ended by another thread in between would queue
+   * the node itself, which then runs as a launch of its own. */
+  return sim_submit(s, it);
+}
+
+/* Queues one copy of graph node n on s: a graph-work node becomes this
+ * launch's instance unless s is capturing (then the node itself is
+ * recorded, to be launched with the outer graph). */
+static cudaError_t launch_node(sim_stream *s, const sim_item *n) {
+  sim_item *c = sim_item_clone(n);
+  if (!c) return cudaErrorMemoryAllocation;
+  /* An event destroyed since capture turns its node into a no-op. */
+  if ((c->kind == IT_RECORD && !sim_event_from_handle((cudaEvent_t)c->u.rec.ev)) ||
+      (c->kind == IT_WAIT && !sim_event_from_handle((cudaEvent_t)c->u.wait.ev)))
+    c->kind = IT_NOP;
+  if (c->kind != IT_FN || c->u.fn.fn != graph_work_node) return sim_submit(s, c);
+  pthread_mutex_lock(&s->mu);
+  int capturing = s->capture != cudaStreamCaptureStatusNone;
+  pthread_mutex_unlock(&s->mu);
+  if (capturing) return sim_submit(s, c);
+  struct graph_work *w = c->u.fn.arg;
+  void *inst = w->ops->launch(w->plan);
+  if (!inst) {
+    sim_item_free(c);
+    return cudaErrorMemoryAllocation;
+  }
+  c->u.fn.fn = w->ops->run;
+  c->u.fn.arg = inst;
+  cudaError_t e = sim_submit(s, c);
+  w->ops->launched(w->plan, inst, e);
+  return e;
+}
 
 /* ---- capture ------------------------------------------------------------------- */
 
@@ -260,13 +367,7 @@ static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t h, int ptds) 
   if (st) return (cudaError_t)st;
   if (x->n == 0) return sim_submit(s, sim_item_new(IT_NOP, 0));
   for (size_t i = 0; i < x->n; i++) {
-    sim_item *c = sim_item_clone(x->nodes[i]);
-    if (!c) return cudaErrorMemoryAllocation;
-    /* An event destroyed since capture turns its node into a no-op. */
-    if ((c->kind == IT_RECORD && !sim_event_from_handle((cudaEvent_t)c->u.rec.ev)) ||
-        (c->kind == IT_WAIT && !sim_event_from_handle((cudaEvent_t)c->u.wait.ev)))
-      c->kind = IT_NOP;
-    e = sim_submit(s, c);
+    e = launch_node(s, x->nodes[i]);
     if (e) return e;
   }
   return cudaSuccess;

@@ -86,6 +86,42 @@ int a2asim_device_free(void *p);
 int a2asim_stream_enqueue_capturable(void *stream, int per_thread, a2asim_work_fn fn,
                                      void *arg, a2asim_work_fn release, const char *what);
 
+/* Added for NCCL work captured into CUDA graphs (implemented in
+ * cudart/graph.c; docs/simulator-nccl.md "CUDA graphs").
+ *
+ * a2asim_stream_capture_state: *status = the stream's
+ *   cudaStreamCaptureStatus (None, Active, Invalidated), *id = the capture
+ *   id while not None (as cudaStreamGetCaptureInfo), else 0. Returns a
+ *   cudaError_t; calls no cuda* function and changes no last error.
+ *
+ * a2asim_stream_capture_work: records a node into the ACTIVE capture of
+ *   stream (cudaErrorStreamCaptureInvalidated if the capture was
+ *   invalidated, cudaErrorIllegalState if the stream is not capturing: the
+ *   work is never run eagerly). The node stands for a persistent plan:
+ *   at every cudaGraphLaunch of an instantiated graph holding it, on the
+ *   launching thread and in node order, ops->launch(plan) returns this
+ *   launch's instance (NULL: the launch fails with
+ *   cudaErrorMemoryAllocation); the instance is queued on the launch stream
+ *   in stream order, then ops->launched(plan, inst, err) is called (err: the
+ *   cudaError_t of queueing it; on success inst may already have run and
+ *   must not be touched; on failure it will never run). The worker calls
+ *   ops->run(inst) once per queued instance (it also frees inst). Launched
+ *   into a stream that is itself capturing, the node is recorded into that
+ *   capture instead (a graph launched inside a capture), and launch is
+ *   called when the outer graph is launched. ops->release(plan) runs once,
+ *   when the last graph, graph exec and queued instance holding the node
+ *   are gone; on an error return it has already run. ops must outlive
+ *   every plan. */
+struct a2asim_graph_work {
+  void *(*launch)(void *plan);
+  void (*launched)(void *plan, void *inst, int err);
+  a2asim_work_fn run;
+  a2asim_work_fn release;
+};
+int a2asim_stream_capture_state(void *stream, int per_thread, int *status, unsigned long long *id);
+int a2asim_stream_capture_work(void *stream, int per_thread, const struct a2asim_graph_work *ops,
+                               void *plan, const char *what);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,19 +47,6 @@ static ncclResult_t check_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType_t 
   return r;
 }
 
-/* Which buffers an operation dereferences on this rank. */
-static void needs_buffers(const struct sim_task *t, int *send, int *recv) {
-  int root = t->comm->rank == t->peer;
-  switch (t->kind) {
-  case SIM_K_SEND: *send = 1; *recv = 0; break;
-  case SIM_K_RECV: *send = 0; *recv = 1; break;
-  case SIM_K_BROADCAST: *send = root; *recv = 1; break;
-  case SIM_K_REDUCE: case SIM_K_GATHER: *send = 1; *recv = root; break;
-  case SIM_K_SCATTER: *send = root; *recv = 1; break;
-  default: *send = 1; *recv = 1; break;
-  }
-}
-
 static ncclResult_t enqueue(struct sim_task *t, ncclRedOp_t op, const char *opname) {
   struct ncclComm *c = t->comm;
   ncclResult_t r = sim_comm_check(c, opname);
@@ -71,6 +58,12 @@ static ncclResult_t enqueue(struct sim_task *t, ncclRedOp_t op, const char *opna
   }
   r = sim_comm_ensure_ready(c, opname);
   if (r != ncclSuccess) goto fail;
+  if (atomic_load(&c->suspended)) {
+    sim_warn("%s: [simulator] communicator %p is suspended (ncclCommSuspend); its GPU memory is released "
+             "until ncclCommResume", opname, (void *)c);
+    r = ncclInvalidUsage;
+    goto fail;
+  }
   if (t->peer < 0 || t->peer >= c->nranks) {
     sim_warn("%s : invalid root %d (root should be in the 0..%d range)", opname, t->peer, c->nranks);
     r = ncclInvalidArgument;
@@ -84,8 +77,9 @@ static ncclResult_t enqueue(struct sim_task *t, ncclRedOp_t op, const char *opna
   r = check_op(c, op, t->dtype, opname, t);
   if (r != ncclSuccess) goto fail;
   if (t->count > 0) {
-    int s, v;
-    needs_buffers(t, &s, &v);
+    size_t sb, rb;
+    sim_task_extent(t, &sb, &rb);
+    int s = sb > 0, v = rb > 0;
     if ((s && t->sendbuff == NULL) || (v && t->recvbuff == NULL)) {
       sim_warn("%s : %s argument is NULL", opname, s && t->sendbuff == NULL ? "sendbuff" : "recvbuff");
       r = ncclInvalidArgument;
@@ -277,6 +271,28 @@ SIM_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t wi
   }
   w->magic = 0;
   free(w);
+  return ncclSuccess;
+}
+
+/* NCCL answers the registered user pointer of a window (NULL, with
+ * success, on a communicator that gave no window). */
+SIM_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void **outUserPtr) {
+  ncclResult_t r = sim_comm_check(comm, "ncclWinGetUserPtr");
+  if (r != ncclSuccess) return r;
+  if (outUserPtr == NULL) {
+    sim_warn("ncclWinGetUserPtr : outUserPtr argument is NULL");
+    return ncclInvalidArgument;
+  }
+  struct sim_window *w = (struct sim_window *)(void *)win;
+  if (w == NULL) {
+    sim_warn("ncclWinGetUserPtr : win argument is NULL");
+    return ncclInvalidArgument;
+  }
+  if (w->magic != SIM_WIN_MAGIC || w->comm != comm) {
+    sim_warn("ncclWinGetUserPtr : invalid window %p", (void *)win);
+    return ncclInvalidArgument;
+  }
+  *outUserPtr = w->buff;
   return ncclSuccess;
 }
 

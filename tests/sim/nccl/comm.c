@@ -28,8 +28,6 @@
 
 #include "sim_nccl.h"
 
-#define CONFIG_MAGIC 0xcafebeefu
-
 ncclResult_t sim_comm_check(const struct ncclComm *comm, const char *opname) {
   if (comm == NULL) {
     sim_warn("%s : comm argument is NULL", opname);
@@ -112,8 +110,17 @@ static void comm_free_unused(struct ncclComm *c) {
   free(c);
 }
 
+/* Tombstones stay reachable from this list, so that leak checkers (the
+ * ASan build) do not report them: they are kept on purpose. */
+static pthread_mutex_t tomb_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ncclComm *tombs;
+
 static void comm_tombstone(struct ncclComm *c) {
   c->start_magic = c->end_magic = SIM_COMM_DEAD;
+  pthread_mutex_lock(&tomb_lock);
+  c->tomb_next = tombs;
+  tombs = c;
+  pthread_mutex_unlock(&tomb_lock);
 }
 
 /* ---- config ------------------------------------------------------------- */
@@ -122,23 +129,44 @@ static int env_blocking(void) {
   return e && *e ? atoi(e) != 0 : 1;
 }
 
+/* NCCL's parseCommConfig: the caller's struct may be shorter (older header)
+ * or longer (newer header) than the 2.30 one; min(size, ours) bytes are
+ * read over the defaults, and fields newer than the caller's version keep
+ * their defaults. Only blocking and commName change what the simulator
+ * does; the other fields are checked as NCCL checks them. */
 static ncclResult_t parse_config(const ncclConfig_t *cfg, int *blocking, char *name, size_t namelen) {
   *blocking = env_blocking();
   if (name) name[0] = 0;
   if (cfg == NULL) return ncclSuccess;
-  if (cfg->magic != CONFIG_MAGIC || cfg->size < offsetof(ncclConfig_t, cgaClusterSize)) {
-    sim_warn("Invalid config : magic %x size %zu (use NCCL_CONFIG_INITIALIZER)", cfg->magic, cfg->size);
+  struct sim_config_v23000 c;
+  memset(&c, 0, sizeof c);
+  c.blocking = c.graphUsageMode = c.graphStreamOrdering = NCCL_CONFIG_UNDEF_INT;
+  c.commName = NULL;
+  size_t size;
+  memcpy(&size, cfg, sizeof size);
+  memcpy(&c, cfg, size < sizeof c ? size : sizeof c);
+  if (c.magic != NCCL_API_MAGIC) {
+    sim_warn("ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
     return ncclInvalidArgument;
   }
-  if (cfg->blocking != NCCL_CONFIG_UNDEF_INT) {
-    if (cfg->blocking != 0 && cfg->blocking != 1) {
-      sim_warn("Invalid config blocking attribute value %d", cfg->blocking);
-      return ncclInvalidArgument;
-    }
-    *blocking = cfg->blocking;
+  if (c.version < 21400) c.blocking = NCCL_CONFIG_UNDEF_INT;
+  if (c.version < 22900) c.graphUsageMode = NCCL_CONFIG_UNDEF_INT;
+  if (c.version < 23005) c.graphStreamOrdering = NCCL_CONFIG_UNDEF_INT;
+  if (c.blocking != NCCL_CONFIG_UNDEF_INT && c.blocking != 0 && c.blocking != 1) {
+    sim_warn("Invalid config blocking attribute value %d", c.blocking);
+    return ncclInvalidArgument;
   }
-  if (name && cfg->size >= offsetof(ncclConfig_t, collnetEnable) && cfg->commName)
-    snprintf(name, namelen, "%s", cfg->commName);
+  if (c.graphUsageMode != NCCL_CONFIG_UNDEF_INT && (c.graphUsageMode < 0 || c.graphUsageMode > 2)) {
+    sim_warn("Invalig config graphUsageMode attribute value %d", c.graphUsageMode);   /* sic, NCCL */
+    return ncclInvalidArgument;
+  }
+  if (c.graphStreamOrdering != NCCL_CONFIG_UNDEF_INT && c.graphStreamOrdering != 0 && c.graphStreamOrdering != 1) {
+    sim_warn("Invalid config graphStreamOrdering attribute value %d", c.graphStreamOrdering);
+    return ncclInvalidArgument;
+  }
+  if (c.blocking != NCCL_CONFIG_UNDEF_INT) *blocking = c.blocking;
+  if (name && size > offsetof(struct sim_config_v23000, commName) && c.commName)
+    snprintf(name, namelen, "%s", c.commName);
   return ncclSuccess;
 }
 
@@ -443,9 +471,17 @@ static void wait_init_done(struct ncclComm *c) {
   }
 }
 
+/* Finalize waits for the comm's outstanding work and, as NCCL's
+ * commDestroySync, until no CUDA graph holds a captured plan of it: a
+ * graph that is never destroyed makes finalize (and destroy) hang. */
+static void finalize_wait(struct ncclComm *c) {
+  sim_comm_wait_graphs(c);
+  sim_comm_wait_idle(c);
+}
+
 static void *finalize_thread(void *arg) {
   struct ncclComm *c = arg;
-  sim_comm_wait_idle(c);
+  finalize_wait(c);
   atomic_store(&c->async, ncclSuccess);
   sim_comm_unref(c);
   return NULL;
@@ -462,7 +498,7 @@ SIM_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   }
   comm->finalized = 1;
   if (comm->blocking) {
-    sim_comm_wait_idle(comm);
+    finalize_wait(comm);
     return ncclSuccess;
   }
   atomic_store(&comm->async, ncclInProgress);
@@ -474,7 +510,7 @@ SIM_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   if (pthread_create(&t, &a, finalize_thread, comm) != 0) {
     pthread_attr_destroy(&a);
     sim_comm_unref(comm);
-    sim_comm_wait_idle(comm);
+    finalize_wait(comm);
     atomic_store(&comm->async, ncclSuccess);
     return ncclSuccess;
   }
@@ -487,8 +523,9 @@ SIM_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   ncclResult_t r = sim_comm_check(comm, "ncclCommDestroy");
   if (r != ncclSuccess) return r;
   wait_init_done(comm);
-  /* Destroy without finalize finalizes: outstanding work completes first. */
-  sim_comm_wait_idle(comm);
+  /* Destroy without finalize finalizes: outstanding work completes first,
+   * and graphs holding the comm's work must be gone (see finalize_wait). */
+  finalize_wait(comm);
   comm_tombstone(comm);
   sim_comm_unref(comm);
   return ncclSuccess;
@@ -531,4 +568,63 @@ SIM_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t *asyn
   }
   *asyncError = (ncclResult_t)atomic_load(&comm->async);
   return ncclSuccess;
+}
+
+/* ---- memory suspend / resume (NCCL 2.29.7+, src/mem_manager.cc) --------------------
+ * NCCL releases the communicator's dynamic GPU memory on ncclCommSuspend
+ * and restores it on ncclCommResume; both are collective (a device
+ * synchronization and a bootstrap barrier of all ranks). The simulator's
+ * communicators own no GPU memory, so the statistics are 0 bytes; the
+ * state, the checks and the barrier are modelled. An operation on a
+ * suspended communicator is refused (ncclInvalidUsage): on a GPU its
+ * kernel would touch released memory. */
+static ncclResult_t suspend_barrier(struct ncclComm *c) {
+  sim_comm_wait_idle(c);
+  int64_t mine[3] = {0, 0, c->rank}, *all = calloc((size_t)c->nranks * 3, sizeof *all);
+  ncclResult_t r = all ? board_allgather(c, mine, all) : ncclSystemError;
+  free(all);
+  return r;
+}
+
+static ncclResult_t suspend_resume(ncclComm_t comm, int suspend, int flags, const char *fn) {
+  ncclResult_t r = sim_comm_check(comm, fn);
+  if (r == ncclSuccess) r = sim_comm_ensure_ready(comm, fn);
+  if (r != ncclSuccess) return r;
+  if (suspend && !(flags & NCCL_SUSPEND_MEM)) return ncclSuccess;
+  if (atomic_load(&comm->suspended) == suspend) {
+    sim_warn(suspend ? "MemManager: Already suspended" : "MemManager: Not in suspended state");
+    return ncclInvalidUsage;
+  }
+  sim_info("%s: rank %d %s", fn, comm->rank, suspend ? "suspending memory" : "resuming all resources");
+  r = suspend_barrier(comm);
+  if (r == ncclSuccess) atomic_store(&comm->suspended, suspend);
+  if (!comm->blocking && r == ncclSuccess) r = (ncclResult_t)atomic_load(&comm->async);
+  return r;
+}
+
+SIM_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) {
+  return suspend_resume(comm, 1, flags, "ncclCommSuspend");
+}
+
+SIM_API(ncclResult_t, ncclCommResume, ncclComm_t comm) {
+  return suspend_resume(comm, 0, NCCL_SUSPEND_MEM, "ncclCommResume");
+}
+
+SIM_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value) {
+  ncclResult_t r = sim_comm_check(comm, "ncclCommMemStats");
+  if (r == ncclSuccess) r = sim_comm_ensure_ready(comm, "ncclCommMemStats");
+  if (r != ncclSuccess) return r;
+  if (value == NULL) return ncclInvalidArgument;   /* NCCL: no WARN */
+  switch (stat) {
+  case ncclStatGpuMemSuspend:
+  case ncclStatGpuMemPersist:
+  case ncclStatGpuMemTotal:
+    *value = 0;
+    return ncclSuccess;
+  case ncclStatGpuMemSuspended:
+    *value = (uint64_t)atomic_load(&comm->suspended);
+    return ncclSuccess;
+  default:
+    return ncclInvalidArgument;
+  }
 }

@@ -77,11 +77,12 @@ const char *sim_last_error(void) { return last_error; }
 void sim_version_banner(void) {
   static atomic_int printed;
   if (sim_log_level() < SIM_LOG_VERSION || atomic_exchange(&printed, 1)) return;
-  fprintf(stderr, "NCCL version %d.%d.%d+sim (a2acheck CPU simulator)\n", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+  fprintf(stderr, "NCCL version %d.%d.%d+sim (a2acheck CPU simulator)\n", SIM_NCCL_MAJOR, SIM_NCCL_MINOR,
+          SIM_NCCL_PATCH);
 }
 
 SIM_API(const char *, ncclGetErrorString, ncclResult_t result) {
-  /* Texts of NCCL 2.28 (src/init.cc ncclGetErrorString). */
+  /* Texts of NCCL 2.30 (src/init.cc ncclGetErrorString). */
   switch (result) {
   case ncclSuccess: return "no error";
   case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
@@ -91,6 +92,7 @@ SIM_API(const char *, ncclGetErrorString, ncclResult_t result) {
   case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
   case ncclRemoteError: return "remote process exited or there was a network error";
   case ncclInProgress: return "NCCL operation in progress";
+  case ncclTimeout: return "timeout";
   default: return "unknown result code";
   }
 }
@@ -105,7 +107,9 @@ SIM_API(ncclResult_t, ncclGetVersion, int *version) {
     sim_warn("ncclGetVersion : version argument is NULL");
     return ncclInvalidArgument;
   }
-  *version = NCCL_VERSION_CODE;
+  /* The API level the library implements, not the build's nccl.h: see
+   * docs/simulator-nccl.md "Version". */
+  *version = SIM_NCCL_VERSION_CODE;
   return ncclSuccess;
 }
 
@@ -113,5 +117,8 @@ SIM_API(ncclResult_t, ncclGetVersion, int *version) {
  * NCCL_DEBUG. The deprecation warning of the declaration is silenced here. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-SIM_API(void, ncclResetDebugInit, void) { sim_log_reset(); }
+SIM_API(void, ncclResetDebugInit, void) { ncclResetDebugInitInternal(); }
 #pragma GCC diagnostic pop
+
+/* NCCL exports this one strong, without a pncclX twin (debug.cc). */
+__attribute__((visibility("default"))) void ncclResetDebugInitInternal(void) { sim_log_reset(); }

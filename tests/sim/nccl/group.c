@@ -20,6 +20,11 @@
  * Errors. An argument error inside a group is returned by the call and
  * remembered (ncclGroupErrCheck); ncclGroupEnd then drops the whole group
  * and returns it.
+ *
+ * CUDA graphs. A communicator's operations of a group issued to a stream
+ * being captured become one persistent plan recorded into the graph
+ * instead (see "CUDA graph capture" below); each graph launch posts it
+ * again with a new ticket.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -134,24 +139,67 @@ static ncclResult_t run_jobs(struct sim_job **jobs, int n) {
 }
 
 /* ---- task collection ---------------------------------------------------- */
-ncclResult_t sim_group_add_task(const struct sim_task *t) {
+
+/* NCCL's ncclPlannerSetCapturingGraph: the streams a communicator is given
+ * within one group are all uncaptured or all captured by the same graph.
+ * Checked against the latest earlier task of the same communicator. */
+static ncclResult_t check_capture(const struct sim_task *t) {
+  for (int i = g_ntasks - 1; i >= 0; i--) {
+    if (g_tasks[i].comm != t->comm) continue;
+    if (g_tasks[i].capture == t->capture) return ncclSuccess;
+    sim_warn("Streams given to a communicator within a NCCL group must either be all uncaptured or all "
+             "captured by the same graph.");
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t sim_group_add_task(const struct sim_task *t0) {
+  struct sim_task t = *t0;
+  int status = 0;
+  unsigned long long id = 0;
+  /* A stream the runtime does not know is left to the launch to refuse. */
+  if (a2asim_stream_capture_state(t.stream, 0, &status, &id) != 0 || status != cudaStreamCaptureStatusActive)
+    id = 0;
+  t.capture = id;
   sim_group_start();
-  if (g_ntasks == g_taskcap) {
+  ncclResult_t r = check_capture(&t);
+  if (r == ncclSuccess && g_ntasks == g_taskcap) {
     int cap = g_taskcap ? 2 * g_taskcap : 32;
     struct sim_task *nt = realloc(g_tasks, (size_t)cap * sizeof *nt);
-    if (!nt) {
-      sim_group_error(ncclSystemError);
-      sim_group_end(0, NULL);
-      return ncclSystemError;
+    if (nt) {
+      g_tasks = nt;
+      g_taskcap = cap;
+    } else {
+      r = ncclSystemError;
     }
-    g_tasks = nt;
-    g_taskcap = cap;
   }
-  g_tasks[g_ntasks++] = *t;
+  if (r != ncclSuccess) {
+    sim_group_error(r);
+    ncclResult_t e = sim_group_end(0, NULL);
+    return e != ncclSuccess && e != ncclInProgress ? e : r;
+  }
+  g_tasks[g_ntasks++] = t;
   return sim_group_end(0, NULL);
 }
 
-/* One stream item: every task of one communicator from one group. */
+/* ---- execution in communicator order -------------------------------------- */
+
+/* Runs tasks as the communicator's operation number ticket: after every
+ * earlier ticket executed (or gave up), unless the comm was aborted. */
+static void execute_ticket(struct ncclComm *c, uint64_t ticket, const struct sim_task *tasks, int n) {
+  for (;;) {
+    uint32_t v = atomic_load(&c->executed);
+    if (atomic_load(&c->executed64) == ticket) break;
+    sim_futex_wait(&c->executed, v, 100);
+  }
+  if (!atomic_load(&c->aborted)) sim_execute(c, tasks, n);
+  atomic_fetch_add(&c->executed64, 1);
+  atomic_fetch_add(&c->executed, 1);
+  sim_futex_wake(&c->executed);
+}
+
+/* One eager stream item: every task of one communicator from one group. */
 struct sim_item {
   struct ncclComm *comm;
   uint64_t ticket;
@@ -162,55 +210,183 @@ struct sim_item {
 static void run_item(void *arg) {
   struct sim_item *it = arg;
   struct ncclComm *c = it->comm;
-  for (;;) {
-    uint32_t v = atomic_load(&c->executed);
-    if (atomic_load(&c->executed64) == it->ticket) break;
-    sim_futex_wait(&c->executed, v, 100);
-  }
-  if (!atomic_load(&c->aborted)) sim_execute(c, it->tasks, it->ntasks);
-  atomic_fetch_add(&c->executed64, 1);
-  atomic_fetch_add(&c->executed, 1);
-  sim_futex_wake(&c->executed);
+  execute_ticket(c, it->ticket, it->tasks, it->ntasks);
   sim_comm_unref(c);
   free(it);
 }
 
+/* ---- CUDA graph capture -----------------------------------------------------
+ * Inside a stream capture, ncclGroupEnd launches nothing: as NCCL's
+ * ncclLaunchPrepare makes a persistent plan whose kernel is captured, the
+ * group's operations of a communicator become one plan recorded as a graph
+ * node (a2asim_stream_capture_work). Every cudaGraphLaunch of a graph
+ * holding it takes a new ticket of the communicator on the launching
+ * thread (the launch is the host-side posting of the work, in order with
+ * eager operations), and the queued instance executes like an eager item:
+ * same matching, same hangs. The plan holds a reference on the comm and
+ * counts in comm->graph_plans until the last graph holding it is gone. */
+struct sim_plan {
+  struct ncclComm *comm;
+  int ntasks;
+  struct sim_task tasks[];
+};
+struct sim_launch {
+  struct sim_plan *plan;
+  uint64_t ticket;
+};
+
+static void *plan_launch(void *arg) {
+  struct sim_plan *p = arg;
+  struct sim_launch *l = malloc(sizeof *l);
+  if (!l) return NULL;
+  l->plan = p;
+  /* Ticket and queueing under the comm lock, as for an eager item; the
+   * lock is released by plan_launched. */
+  pthread_mutex_lock(&p->comm->lock);
+  l->ticket = atomic_fetch_add(&p->comm->posted, 1);
+  sim_comm_ref(p->comm);
+  return l;
+}
+
+static void plan_launched(void *arg, void *inst, int err) {
+  struct sim_plan *p = arg;
+  if (err) atomic_fetch_sub(&p->comm->posted, 1);
+  pthread_mutex_unlock(&p->comm->lock);
+  if (err) {
+    sim_comm_unref(p->comm);
+    free(inst);
+    sim_warn("Cuda failure %d launching a CUDA graph with NCCL work of comm %p", err, (void *)p->comm);
+  }
+}
+
+static void plan_run(void *arg) {
+  struct sim_launch *l = arg;
+  struct ncclComm *c = l->plan->comm;
+  execute_ticket(c, l->ticket, l->plan->tasks, l->plan->ntasks);
+  sim_comm_unref(c);
+  free(l);
+}
+
+static void plan_release(void *arg) {
+  struct sim_plan *p = arg;
+  struct ncclComm *c = p->comm;
+  free(p);
+  atomic_fetch_sub(&c->graph_plans, 1);
+  sim_futex_wake(&c->graph_plans);
+  sim_comm_unref(c);
+}
+
+static const struct a2asim_graph_work plan_ops = {plan_launch, plan_launched, plan_run, plan_release};
+
+static ncclResult_t capture_comm(struct ncclComm *c, const struct sim_task *tasks, int n, void *const *streams,
+                                 int ns) {
+  if (ns > 1) {
+    /* The simulated runtime captures one stream per graph, so this needs
+     * a capture that several streams joined. */
+    sim_warn("[simulator] a captured NCCL group of comm %p uses %d streams of one capture: not modelled",
+             (void *)c, ns);
+    return ncclInvalidUsage;
+  }
+  struct sim_plan *p = malloc(sizeof *p + (size_t)n * sizeof(struct sim_task));
+  if (!p) return ncclSystemError;
+  p->comm = c;
+  p->ntasks = n;
+  memcpy(p->tasks, tasks, (size_t)n * sizeof *tasks);
+  sim_comm_ref(c);
+  atomic_fetch_add(&c->graph_plans, 1);
+  int err = a2asim_stream_capture_work(streams[0], 0, &plan_ops, p, "ncclDevKernel");   /* owns p */
+  if (err != 0) {
+    sim_warn("Cuda failure %d capturing NCCL work on stream %p", err, streams[0]);
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
+void sim_comm_wait_graphs(struct ncclComm *c) {
+  for (;;) {
+    uint32_t v = atomic_load(&c->graph_plans);
+    if (v == 0) return;
+    sim_futex_wait(&c->graph_plans, v, 100);
+  }
+}
+
+/* ---- launch ------------------------------------------------------------------ */
+
+/* NCCL launches its kernel on the last new stream of the group
+ * (planner->streams is pushed at the head) after recording an event of the
+ * comm's device on each other stream. A stream of another device fails:
+ * cudaEventRecord, or cuLaunchKernelEx for the launch stream, returns
+ * "invalid resource handle". Called with the comm's device current, so the
+ * default streams resolve to it. */
+static ncclResult_t check_stream_devices(struct ncclComm *c, void *const *streams, int ns) {
+  for (int i = ns - 2; i >= -1; i--) {
+    int j = i < 0 ? ns - 1 : i, dev;
+    if (a2asim_stream_device(streams[j], &dev) != 0 || dev == c->cuda_dev) continue;
+    if (i < 0) sim_warn("Cuda failure 400 'invalid resource handle'");
+    else sim_warn("Cuda failure 'invalid resource handle'");
+    sim_info("[simulator] stream %p belongs to device %d, comm %p (rank %d) to device %d", streams[j], dev,
+             (void *)c, c->rank, c->cuda_dev);
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
 static ncclResult_t launch_comm(struct ncclComm *c, const struct sim_task *tasks, int n) {
-  struct sim_item *it = malloc(sizeof *it + (size_t)n * sizeof(struct sim_task));
   void **streams = malloc((size_t)n * sizeof *streams);
-  if (!it || !streams) { free(it); free(streams); return ncclSystemError; }
+  if (!streams) return ncclSystemError;
   int ns = 0;
   for (int i = 0; i < n; i++) {
-    it->tasks[i] = tasks[i];
     int seen = 0;
     for (int j = 0; j < ns; j++) seen |= streams[j] == tasks[i].stream;
     if (!seen) streams[ns++] = tasks[i].stream;
   }
-  it->comm = c;
-  it->ntasks = n;
   /* NCCL launches with cudaSetDevice(comm->cudaDev): a launch on the legacy
    * default stream (NULL) must go to the comm's device, not the caller's. */
   int old = a2asim_get_device();
   if (old != c->cuda_dev) a2asim_set_device(c->cuda_dev);
-  /* Ticket and enqueue under the comm lock: if the enqueue fails the
-   * ticket is handed back before anyone else can take the next one. */
-  pthread_mutex_lock(&c->lock);
-  it->ticket = atomic_fetch_add(&c->posted, 1);
-  sim_comm_ref(c);
-  int err = ns == 1 ? a2asim_stream_enqueue(streams[0], 0, run_item, it, "ncclDevKernel")
-                    : a2asim_stream_enqueue_multi(streams, ns, run_item, it, "ncclDevKernel");
-  if (err != 0) {
-    atomic_fetch_sub(&c->posted, 1);
-    pthread_mutex_unlock(&c->lock);
-    sim_comm_unref(c);
-    free(it);
-  } else {
-    pthread_mutex_unlock(&c->lock);
+  ncclResult_t r = check_stream_devices(c, streams, ns);
+  if (r == ncclSuccess && tasks[0].capture) {
+    r = capture_comm(c, tasks, n, streams, ns);
+  } else if (r == ncclSuccess) {
+    struct sim_item *it = malloc(sizeof *it + (size_t)n * sizeof(struct sim_task));
+    if (!it) {
+      r = ncclSystemError;
+    } else {
+      memcpy(it->tasks, tasks, (size_t)n * sizeof *tasks);
+      it->comm = c;
+      it->ntasks = n;
+      /* Ticket and enqueue under the comm lock: if the enqueue fails the
+       * ticket is handed back before anyone else can take the next one. */
+      pthread_mutex_lock(&c->lock);
+      it->ticket = atomic_fetch_add(&c->posted, 1);
+      sim_comm_ref(c);
+      int err = ns == 1 ? a2asim_stream_enqueue(streams[0], 0, run_item, it, "ncclDevKernel")
+                        : a2asim_stream_enqueue_multi(streams, ns, run_item, it, "ncclDevKernel");
+      if (err != 0) atomic_fetch_sub(&c->posted, 1);
+      pthread_mutex_unlock(&c->lock);
+      if (err != 0) {
+        sim_comm_unref(c);
+        free(it);
+        sim_warn("Cuda failure %d enqueuing NCCL work on stream %p", err, streams[0]);
+        r = ncclUnhandledCudaError;
+      }
+    }
   }
   if (old != c->cuda_dev) a2asim_set_device(old);
-  if (err != 0) sim_warn("Cuda failure %d enqueuing NCCL work on stream %p", err, streams[0]);
   free(streams);
-  return err != 0 ? ncclUnhandledCudaError : ncclSuccess;
+  return r;
+}
+
+/* NCCL's doLaunches: within a clique (the comms of one communicator that
+ * this process drives: here, the same key) none or all are captured. */
+static ncclResult_t check_clique_capture(const struct sim_task *tasks, int n) {
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (tasks[j].comm->key == tasks[i].comm->key && !tasks[j].capture != !tasks[i].capture) {
+        sim_warn("Either none or all communicators in a ncclGroup() can be CUDA graph captured.");
+        return ncclInvalidUsage;
+      }
+  return ncclSuccess;
 }
 
 static float estimate_us(const struct sim_task *t, int n) {
@@ -261,6 +437,11 @@ ncclResult_t sim_group_end(int simulate, float *est_us) {
     sim_warn("Blocking and nonblocking communicators are not allowed in the same group.");
     free(tasks);
     return ncclInvalidArgument;
+  }
+  ncclResult_t cr = check_clique_capture(tasks, ntasks);
+  if (cr != ncclSuccess) {
+    free(tasks);
+    return cr;
   }
   /* One item per communicator, communicators in order of first use. */
   int *done = calloc((size_t)ntasks + 1, sizeof *done);

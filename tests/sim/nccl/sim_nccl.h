@@ -9,11 +9,15 @@
  *   comm.c     communicator lifecycle: init (blocking, non-blocking, in a
  *              group), split, shrink, finalize, destroy, abort, revoke
  *   group.c    thread-local group state, task collection, launch of one
- *              stream item per communicator, per-communicator ordering
+ *              stream item per communicator, per-communicator ordering,
+ *              persistent plans of captured groups (CUDA graphs)
  *   xfer.c     channels (bounded step FIFOs in shared memory), the progress
  *              engine, execution of p2p batches and collectives
  *   reduce.c   datatype sizes, conversions (half, bfloat16, fp8), reductions
- *   debug.c    NCCL_DEBUG-style logging, error strings, last error
+ *   debug.c    NCCL_DEBUG-style logging, error strings, last error, version
+ *   devapi.c   host side of the device API: properties, teams, requirement sizes
+ *   param.c    the ncclParam* API (an empty parameter registry)
+ *   unmodelled.c the table of exported functions the simulator does not model
  *
  * Nothing here calls a cuda* function: the simulated runtime is reached only
  * through tests/sim/include/a2asim_internal.h, so - as with real NCCL, which
@@ -30,6 +34,7 @@
 #include <stdint.h>
 
 #include "a2asim_internal.h"
+#include "nccl_v230.h"
 
 /* Everything declared from here on is internal to libnccl.so.2: only the
  * functions of nccl.h (declared above, default visibility) are exported. */
@@ -52,7 +57,7 @@ void sim_log_reset(void);
 void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *sim_last_error(void);
-/* "NCCL version 2.28.9+sim" once per process with NCCL_DEBUG>=VERSION, as
+/* "NCCL version 2.30.7+sim" once per process with NCCL_DEBUG>=VERSION, as
  * NCCL prints it when rank 0 of a communicator initializes. */
 void sim_version_banner(void);
 
@@ -196,18 +201,22 @@ struct ncclComm {
   _Atomic int async;            /* ncclResult_t: InProgress during init */
   _Atomic int aborted;          /* in-flight and queued work gives up */
   _Atomic int revoked;
+  _Atomic int suspended;        /* ncclCommSuspend(NCCL_SUSPEND_MEM) */
   int finalized;
   /* ordering of the operations of this communicator */
   _Atomic uint64_t posted;      /* tickets handed out (host side) */
   _Atomic uint32_t executed;    /* futex: tickets completed (low 32 bits) */
   _Atomic uint64_t executed64;
-  _Atomic int refs;             /* the comm itself + one per queued item */
+  _Atomic int refs;             /* the comm itself + one per queued item,
+                                   captured plan and queued graph launch */
+  _Atomic uint32_t graph_plans; /* futex: plans held by CUDA graphs */
   uint32_t split_seq, shrink_seq, board_seq;
   pthread_mutex_t lock;         /* redops, registrations */
   struct sim_redop *redops;
   int nredops;
   struct sim_reg *regs;
   char comm_name[64];
+  struct ncclComm *tomb_next;   /* list of destroyed comms (comm.c) */
   uint64_t end_magic;
 };
 
@@ -220,6 +229,9 @@ ncclResult_t sim_comm_ensure_ready(struct ncclComm *comm, const char *opname);
 void sim_comm_ref(struct ncclComm *comm);
 void sim_comm_unref(struct ncclComm *comm);
 void sim_comm_wait_idle(struct ncclComm *comm);
+/* Waits until no CUDA graph holds a captured plan of comm (NCCL's
+ * commDestroySync polls until every graph capturing the comm died). */
+void sim_comm_wait_graphs(struct ncclComm *comm);
 
 /* A deferred host-side job (init, split), run by ncclGroupEnd in its own
  * thread so that several ranks driven by one thread can meet. */
@@ -250,6 +262,8 @@ struct sim_task {
   int peer;                     /* send/recv peer, or root */
   int op;                       /* SIM_OP_* */
   struct sim_redop premul;      /* snapshot when op is PREMULSUM */
+  unsigned long long capture;   /* id of the stream's active CUDA graph
+                                   capture at the call, 0 if none */
 };
 /* Adds a checked task to the thread's group (an implicit group of one when
  * none is open: launched before returning). */
@@ -266,7 +280,10 @@ ncclResult_t sim_group_end(int simulate, float *est_us);
  * item): collectives in posting order, then all point-to-point tasks
  * concurrently. Blocks as long as peers do not match (a real hang). Returns
  * when done or when the communicator is aborted. */
-void sim_execute(struct ncclComm *comm, struct sim_task *tasks, int ntasks);
+void sim_execute(struct ncclComm *comm, const struct sim_task *tasks, int ntasks);
+/* Bytes an operation reads from sendbuff and writes to recvbuff on this
+ * rank (0 where it does not touch that buffer), as its count implies. */
+void sim_task_extent(const struct sim_task *t, size_t *send_bytes, size_t *recv_bytes);
 
 #pragma GCC visibility pop
 #endif /* SIM_NCCL_H */

@@ -40,6 +40,10 @@
  * "[simulator]" warning names the mismatch). Reductions combine the
  * contributions in rank order 0..n-1 on every rank, so all ranks get the
  * same bits.
+ *
+ * Bounds (sim_execute): a buffer that runs past the end of the allocation
+ * the runtime knows it in is replaced by a shadow for the operation, so
+ * nothing here ever reads or writes beyond an allocation (see "bounds").
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -385,7 +389,80 @@ static int is_p2p(int kind) {
          kind == SIM_K_GATHER || kind == SIM_K_SCATTER;
 }
 
-void sim_execute(struct ncclComm *c, struct sim_task *tasks, int ntasks) {
+void sim_task_extent(const struct sim_task *t, size_t *send_bytes, size_t *recv_bytes) {
+  size_t b = t->count * sim_type_size(t->dtype), nb = b * (size_t)t->comm->nranks;
+  int root = t->comm->rank == t->peer;
+  size_t sb = 0, rb = 0;
+  switch (t->kind) {
+  case SIM_K_SEND: sb = b; break;
+  case SIM_K_RECV: rb = b; break;
+  case SIM_K_ALLREDUCE: sb = b; rb = b; break;
+  case SIM_K_BROADCAST: sb = root ? b : 0; rb = b; break;
+  case SIM_K_REDUCE: sb = b; rb = root ? b : 0; break;
+  case SIM_K_ALLGATHER: sb = b; rb = nb; break;
+  case SIM_K_REDUCESCATTER: sb = nb; rb = b; break;
+  case SIM_K_ALLTOALL: sb = nb; rb = nb; break;
+  case SIM_K_GATHER: sb = b; rb = root ? nb : 0; break;
+  case SIM_K_SCATTER: sb = root ? nb : 0; rb = b; break;
+  }
+  *send_bytes = sb;
+  *recv_bytes = rb;
+}
+
+/* ---- bounds -----------------------------------------------------------------
+ * An operation whose buffer runs past the end of the allocation it starts
+ * in (cudaMalloc, cudaMallocHost/HostAlloc, cudaMallocManaged, ncclMemAlloc
+ * or cudaHostRegister memory: the runtime knows its extent) would, on a
+ * GPU, read or overwrite whatever follows the allocation, or fault. The
+ * simulator never touches memory it does not know to be the buffer's: such
+ * a buffer is replaced by a shadow of the full extent for the operation -
+ * the known part copied in, the rest zeros - and only the known part of a
+ * written buffer is copied back. A WARN names the operation, the buffer
+ * and both sizes. Buffers the runtime does not know (plain host memory)
+ * are used as given. */
+struct shadow {
+  char *orig;                  /* the caller's buffer, NULL if not shadowed */
+  char *buf;
+  size_t avail;                /* bytes of orig inside its allocation */
+  int write;
+};
+
+static void shadow_buffer(struct ncclComm *c, const struct sim_task *t, const char *which, char **ptr,
+                          size_t need, int write, struct shadow *sh) {
+  int type, dev;
+  uintptr_t base;
+  size_t size;
+  memset(sh, 0, sizeof *sh);
+  if (need == 0 || *ptr == NULL || a2asim_pointer_lookup(*ptr, &type, &dev, &base, &size) != 0) return;
+  size_t avail = base + size - (uintptr_t)*ptr;
+  if (need <= avail) return;
+  sim_warn("[simulator] rank %d of comm %016llx: %s(count %zu) %s buffer %p needs %zu bytes but only %zu "
+           "are left in its %zu-byte allocation at %p: the %zu bytes beyond it are %s (a GPU would %s them, "
+           "or fault)",
+           c->rank, (unsigned long long)c->key, kind_name(t->kind), t->count, which, (void *)*ptr, need, avail,
+           size, (void *)base, need - avail, write ? "written to a scratch copy and dropped" : "read as zeros",
+           write ? "overwrite whatever follows" : "read whatever follows");
+  sh->buf = malloc(need);
+  if (!sh->buf) {
+    /* Running without the shadow would touch unknown memory. */
+    fprintf(stderr, "a2asim NCCL: out of memory for a %zu-byte shadow buffer\n", need);
+    abort();
+  }
+  memcpy(sh->buf, *ptr, avail);
+  memset(sh->buf + avail, 0, need - avail);
+  sh->orig = *ptr;
+  sh->avail = avail;
+  sh->write = write;
+  *ptr = sh->buf;
+}
+
+static void unshadow(struct shadow *sh) {
+  if (!sh->orig) return;
+  if (sh->write) memcpy(sh->orig, sh->buf, sh->avail);
+  free(sh->buf);
+}
+
+static void execute_checked(struct ncclComm *c, struct sim_task *tasks, int ntasks) {
   size_t maxops = 0;
   for (int i = 0; i < ntasks; i++) {
     if (!is_p2p(tasks[i].kind)) {
@@ -404,4 +481,30 @@ void sim_execute(struct ncclComm *c, struct sim_task *tasks, int ntasks) {
   chain(ops, nops);
   progress(c, ops, nops);
   free(ops);
+}
+
+void sim_execute(struct ncclComm *c, const struct sim_task *tasks, int ntasks) {
+  /* Works on a copy: buffers may be replaced by shadows, and a captured
+   * plan's tasks run again at every graph launch. */
+  struct sim_task local[8], *ts = ntasks <= 8 ? local : malloc((size_t)ntasks * sizeof *ts);
+  struct shadow shl[16], *sh = ntasks <= 8 ? shl : malloc(2 * (size_t)ntasks * sizeof *sh);
+  if (!ts || !sh) {
+    if (ts != local) free(ts);
+    if (sh != shl) free(sh);
+    return;
+  }
+  memcpy(ts, tasks, (size_t)ntasks * sizeof *ts);
+  for (int i = 0; i < ntasks; i++) {
+    size_t sb, rb;
+    sim_task_extent(&ts[i], &sb, &rb);
+    char *send = (char *)ts[i].sendbuff, *recv = ts[i].recvbuff;
+    shadow_buffer(c, &ts[i], "send", &send, sb, 0, &sh[2 * i]);
+    shadow_buffer(c, &ts[i], "receive", &recv, rb, 1, &sh[2 * i + 1]);
+    ts[i].sendbuff = send;
+    ts[i].recvbuff = recv;
+  }
+  execute_checked(c, ts, ntasks);
+  for (int i = 0; i < 2 * ntasks; i++) unshadow(&sh[i]);
+  if (ts != local) free(ts);
+  if (sh != shl) free(sh);
 }

@@ -8,7 +8,7 @@ target_include_directories(a2asim_nccl_harness PUBLIC ${A2ASIM_NCCL_ST}
   ${CMAKE_CURRENT_SOURCE_DIR}/include ${A2A_CUDA_INCLUDE} ${A2A_NCCL_INCLUDE})
 target_link_libraries(a2asim_nccl_harness PUBLIC a2asim_cudart a2asim_nccl Threads::Threads m)
 
-foreach(prog nccl_battery nccl_semantics nccl_hang nccl_lifecycle nccl_shm)
+foreach(prog nccl_battery nccl_semantics nccl_hang nccl_lifecycle nccl_shm nccl_graph nccl_bounds)
   if(EXISTS ${A2ASIM_NCCL_ST}/${prog}.c)
     add_executable(${prog} ${A2ASIM_NCCL_ST}/${prog}.c)
     target_link_libraries(${prog} PRIVATE a2asim_nccl_harness)
@@ -52,4 +52,43 @@ endif()
 
 if(TARGET nccl_shm)
   a2asim_nccl_test(shm_cleanup 30 nccl_shm)
+endif()
+
+# Export rule (docs/simulator-nccl.md): exactly NCCL 2.30.7's dynamic
+# symbols, and (exports_real) everything the installed NCCL exports.
+a2asim_nccl_test(exports 30 sh ${A2ASIM_NCCL_ST}/nccl_exports.sh $<TARGET_FILE:a2asim_nccl>
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl/exports-2.30.7.txt)
+find_file(A2ASIM_REAL_NCCL libnccl.so.2 HINTS ${A2A_NCCL_INCLUDE}/../lib64 ${A2A_NCCL_INCLUDE}/../lib
+  /usr/local/cuda/lib64 NO_CACHE)
+if(NOT A2ASIM_REAL_NCCL)
+  set(A2ASIM_REAL_NCCL ${A2A_NCCL_INCLUDE}/../lib64/libnccl.so.2)
+endif()
+a2asim_nccl_test(exports_real 30 sh ${A2ASIM_NCCL_ST}/nccl_exports.sh $<TARGET_FILE:a2asim_nccl>
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl/exports-2.30.7.txt ${A2ASIM_REAL_NCCL})
+set_tests_properties(sim.nccl.exports_real PROPERTIES SKIP_RETURN_CODE 77)
+
+# NCCL work captured into CUDA graphs (nccl_graph.c).
+if(TARGET nccl_graph)
+  a2asim_nccl_test(graph_replay_proc4 60 nccl_graph replay proc 4)
+  a2asim_nccl_test(graph_replay_thread3 60 nccl_graph replay thread 3)
+  a2asim_nccl_test(graph_mixed_proc4 60 nccl_graph mixed proc 4)
+  a2asim_nccl_test(graph_mixed_thread2 60 nccl_graph mixed thread 2)
+  a2asim_nccl_test(graph_single4 60 nccl_graph single 4)
+  a2asim_nccl_test(graph_hang 30 nccl_graph hang)
+  a2asim_nccl_test(graph_errors 30 nccl_graph errors)
+endif()
+
+# Out-of-bounds buffers: never touch memory past the allocation (nccl_bounds.c).
+if(TARGET nccl_bounds)
+  a2asim_nccl_test(bounds_proc 30 nccl_bounds proc)
+  a2asim_nccl_test(bounds_thread 30 nccl_bounds thread)
+endif()
+
+# The 2.29/2.30 API surface and the unmodelled table (nccl_api230.c).
+if(EXISTS ${A2ASIM_NCCL_ST}/nccl_api230.c)
+  add_executable(nccl_api230 ${A2ASIM_NCCL_ST}/nccl_api230.c)
+  target_include_directories(nccl_api230 PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/nccl)
+  target_link_libraries(nccl_api230 PRIVATE a2asim_nccl_harness)
+  set_target_properties(nccl_api230 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/sim)
+  a2asim_nccl_test(api230 30 nccl_api230)
 endif()
