@@ -8,9 +8,12 @@
  * Entries come from a2asim_register_kernel (name, parameter layout, host
  * implementation) or from nvcc's __cudaRegisterFunction (name only).
  */
+#define _GNU_SOURCE   /* dladdr */
 #include "sim_rt.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +116,15 @@ SIM_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *de
 SIM_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
                                          char *deviceAddress, const char *deviceName, int ext,
                                          size_t size, int constant, int global) {}
+
+/* Registration hooks nvcc-generated code may call that no header declares
+ * (their parameter lists are not public; the simulator ignores them). The
+ * real __cudaGetProcAddress returns 0. */
+SIM_EXPORT void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName, char *hostVar,
+                                      size_t size) {}
+SIM_EXPORT void __cudaRegisterUnifiedTable(void **fatCubinHandle, const void *table, void *a,
+                                           void *b, void *c) {}
+SIM_EXPORT void *__cudaGetProcAddress(void) { return NULL; }
 
 SIM_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                                        const char *deviceName, int thread_limit, uint3 *tid,
@@ -325,6 +337,18 @@ SIM_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex,
   if (paramIndex >= (size_t)k->nparams) return sim_ret(cudaErrorInvalidValue);
   if (paramOffset) *paramOffset = k->offsets[paramIndex];
   if (paramSize) *paramSize = k->sizes[paramIndex];
+  return cudaSuccess;
+}
+
+/* CUDA 13.2 (declared by the 13.2 header; defined here whatever header
+ * the simulator is built with). */
+SIM_EXPORT cudaError_t cudaFuncGetParamCount(const void *func, size_t *paramCount) {
+  sim_init();
+  if (!paramCount) return sim_ret(cudaErrorInvalidValue);
+  sim_kernel *k = func ? sim_kernel_lookup(func) : NULL;
+  if (!k) return sim_ret(cudaErrorInvalidDeviceFunction);
+  if (k->nparams < 0) return sim_ret(cudaErrorNotSupported);
+  *paramCount = (size_t)k->nparams;
   return cudaSuccess;
 }
 

@@ -88,6 +88,21 @@ void sim_sleep_us(double us);
 /* The device the calling worker is executing for (-1 on a host thread). */
 extern _Thread_local int sim_worker_device;
 
+/* Waits for the device's work, clears its sticky error and peer access and
+ * destroys its primary context (cudaDeviceReset, cuDevicePrimaryCtxReset). */
+void sim_device_reset(int dev);
+
+/* ---- context.c: primary contexts, the thread's context stack ----------- */
+
+void sim_ctx_mark_runtime_up(void);
+/* The runtime takes its reference on dev's primary context (idempotent). */
+void sim_ctx_activate(int dev);
+/* Same, and makes it the calling thread's current context (replacing the
+ * top of its stack). Called by every runtime call that needs the device. */
+void sim_ctx_use(int dev);
+void sim_ctx_device_reset(int dev);
+void sim_ctx_after_fork_child(void);
+
 /* ---- stream.c: streams, items, events, synchronization ---------------- */
 
 enum sim_stream_kind { SK_USER = 0, SK_LEGACY = 1, SK_PERTHREAD = 2 };
