@@ -55,6 +55,9 @@ static void knobs_parse(void) {
   if (knob_uint("A2ASIM_KERNEL_DELAY_US", 0, 60000000, &u)) sim_kn.kernel_delay_us = (unsigned)u;
   if (knob_uint("A2ASIM_LAUNCH_US", 0, 60000000, &u)) sim_kn.launch_us = (unsigned)u;
   if (knob_uint("A2ASIM_TRACE", 0, 1, &u)) sim_kn.trace = (int)u;
+  const char *uk = getenv("A2ASIM_UNIMPLEMENTED_KERNELS");
+  if (uk && !strcmp(uk, "fail")) sim_kn.unimpl_fail = 1;
+  else if (uk && strcmp(uk, "warn")) knob_warn("A2ASIM_UNIMPLEMENTED_KERNELS", uk, "not warn or fail");
   const char *bw = getenv("A2ASIM_BW_GBPS");
   if (bw) {
     char *end;

@@ -56,6 +56,7 @@ typedef struct sim_knobs {
   double bw_gbps;          /* A2ASIM_BW_GBPS, default 0 = off */
   char host[256];          /* A2ASIM_HOST, default gethostname() */
   int trace;               /* A2ASIM_TRACE, default 0 */
+  int unimpl_fail;         /* A2ASIM_UNIMPLEMENTED_KERNELS=fail (default warn) */
 } sim_knobs;
 
 typedef struct sim_device {
@@ -264,6 +265,7 @@ struct sim_kernel {
   int nparams;             /* -1: unknown layout */
   size_t *sizes, *offsets; /* owned */
   size_t argbytes;         /* sum of sizes */
+  atomic_bool warned;      /* launched without impl: reported once */
 };
 sim_kernel *sim_kernel_lookup(const void *func);
 void sim_kernel_fork_prepare(void);
