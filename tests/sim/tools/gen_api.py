@@ -26,6 +26,18 @@ Inputs:
   --sim-lib-dir DIR    the simulator's built libraries (build/sim/lib): the
                        functions it already models are its exports minus the
                        current stub tables
+Typical invocation, with the wheels of the releases (no GPU needed; the
+runtime's error functions work without one):
+  pip download --no-deps 'nvidia-cuda-runtime==13.2.*' 'nvidia-cuda-runtime==13.1.*' -d w
+  (unzip each wheel; R = its nvidia/cu13 directory, R13_1 the 13.1 one)
+  tests/sim/tools/gen_api.py --include $R/include --include /usr/local/cuda/include \
+      --older-include /usr/local/cuda/include --older-include $R13_1/include \
+      --libcudart $R/lib/libcudart.so.13 \
+      --older-libcudart 13000=/usr/local/cuda/lib64/libcudart.so.13 \
+      --older-libcudart 13010=$R13_1/lib/libcudart.so.13 --sim-lib-dir build/sim/lib
+(/usr/local/cuda/include, 13.0, also supplies crt/ and the profiler headers
+the runtime wheel lacks.) Rebuild and rerun after modelling a function.
+
 Outputs (in the source tree):
   tests/sim/cudart/libcudart.exports   reference export list
   tests/sim/cudart/unmodelled.inc      cudart stub table
