@@ -7,6 +7,9 @@
  */
 #include "sim_rt.h"
 
+#include "a2asim_driver.h"
+#include "a2asim_reference.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +55,9 @@ static void knobs_parse(void) {
   if (knob_uint("A2ASIM_KERNEL_DELAY_US", 0, 60000000, &u)) sim_kn.kernel_delay_us = (unsigned)u;
   if (knob_uint("A2ASIM_LAUNCH_US", 0, 60000000, &u)) sim_kn.launch_us = (unsigned)u;
   if (knob_uint("A2ASIM_TRACE", 0, 1, &u)) sim_kn.trace = (int)u;
+  const char *uk = getenv("A2ASIM_UNIMPLEMENTED_KERNELS");
+  if (uk && !strcmp(uk, "fail")) sim_kn.unimpl_fail = 1;
+  else if (uk && strcmp(uk, "warn")) knob_warn("A2ASIM_UNIMPLEMENTED_KERNELS", uk, "not warn or fail");
   const char *bw = getenv("A2ASIM_BW_GBPS");
   if (bw) {
     char *end;
@@ -112,6 +118,7 @@ static void fork_parent(void) {
 static void fork_child(void) {
   atomic_fetch_add(&sim_gen, 1);
   devices_reset();
+  sim_ctx_after_fork_child();
   sim_streams_after_fork_child();
   sim_events_after_fork_child();
   sim_graphs_after_fork_child();
@@ -123,6 +130,7 @@ static void init_once(void) {
   knobs_parse();
   devices_reset();
   pthread_atfork(fork_prepare, fork_parent, fork_child);
+  sim_ctx_mark_runtime_up();
 }
 
 void sim_init(void) { pthread_once(&sim_once, init_once); }
@@ -158,7 +166,9 @@ static cudaError_t dev_check(int dev) {
   sim_init();
   if (dev < 0 || dev >= sim_kn.devices) return cudaErrorInvalidDevice;
   int st = sim_sticky(dev);
-  return st ? (cudaError_t)st : cudaSuccess;
+  if (st) return (cudaError_t)st;
+  sim_ctx_use(dev);
+  return cudaSuccess;
 }
 
 /* ---- errors ------------------------------------------------------------ */
@@ -209,17 +219,22 @@ void a2asim_raise_sticky(int err) {
   atomic_compare_exchange_strong(&sim_dev[dev].sticky, &expected, err);
 }
 
-/* ---- versions ---------------------------------------------------------- */
+/* ---- versions ----------------------------------------------------------
+ * The simulator implements the ABI of the reference release (its export
+ * list, tests/sim/cudart/libcudart.exports), whatever header it was built
+ * with, and its driver is of the same release. */
+
+int a2asim_cuda_version(void) { return A2ASIM_REFERENCE_CUDA_VERSION; }
 
 SIM_EXPORT cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) {
   if (!runtimeVersion) return sim_ret(cudaErrorInvalidValue);
-  *runtimeVersion = CUDART_VERSION;
+  *runtimeVersion = A2ASIM_REFERENCE_CUDA_VERSION;
   return cudaSuccess;
 }
 
 SIM_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion) {
   if (!driverVersion) return sim_ret(cudaErrorInvalidValue);
-  *driverVersion = CUDART_VERSION;
+  *driverVersion = A2ASIM_REFERENCE_CUDA_VERSION;
   return cudaSuccess;
 }
 
@@ -236,8 +251,11 @@ SIM_EXPORT cudaError_t cudaSetDevice(int device) {
   sim_init();
   if (device < 0 || device >= sim_kn.devices) return sim_ret(cudaErrorInvalidDevice);
   /* Selecting a device is a thread-local choice: it succeeds even when the
-   * device holds a sticky error (the next call on it reports that). */
+   * device holds a sticky error (the next call on it reports that). Since
+   * CUDA 12 it also initializes the device's primary context and makes it
+   * current. */
   tls_cur_dev = device;
+  sim_ctx_use(device);
   return cudaSuccess;
 }
 
@@ -253,6 +271,7 @@ SIM_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsi
   if (device < 0 || device >= sim_kn.devices) return sim_ret(cudaErrorInvalidDevice);
   if (flags & ~1u) return sim_ret(cudaErrorInvalidValue);
   if (flags & 1u) sim_dev[device].flags = deviceFlags;
+  sim_ctx_activate(device);   /* initializes, does not make current */
   return cudaSuccess;
 }
 
@@ -271,14 +290,18 @@ SIM_EXPORT cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
   return cudaSuccess;
 }
 
-SIM_EXPORT cudaError_t cudaDeviceReset(void) {
-  sim_init();
-  int dev = tls_cur_dev;
+void sim_device_reset(int dev) {
   /* Reset waits for outstanding work (that still runs), then clears the
    * sticky error; allocations are not reclaimed in the simulator. */
   sim_device_wait_all(dev);
   atomic_store(&sim_dev[dev].sticky, 0);
   memset(sim_dev[dev].peer, 0, sizeof sim_dev[dev].peer);
+  sim_ctx_device_reset(dev);
+}
+
+SIM_EXPORT cudaError_t cudaDeviceReset(void) {
+  sim_init();
+  sim_device_reset(tls_cur_dev);
   return cudaSuccess;
 }
 
@@ -350,11 +373,14 @@ SIM_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int 
   return cudaSuccess;
 }
 
-SIM_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+/* The attribute table shared by cudaDeviceGetAttribute and the driver's
+ * cuDeviceGetAttribute (same codes). Returns 0, 1 for an unknown attribute,
+ * -1 for a bad device. */
+int a2asim_device_attribute(int attr_code, int device, int *value) {
   sim_init();
-  if (!value) return sim_ret(cudaErrorInvalidValue);
-  if (device < 0 || device >= sim_kn.devices) return sim_ret(cudaErrorInvalidDevice);
-  if ((int)attr <= 0 || (int)attr >= (int)cudaDevAttrMax) return sim_ret(cudaErrorInvalidValue);
+  if (device < 0 || device >= sim_kn.devices) return -1;
+  if (attr_code <= 0 || attr_code >= (int)cudaDevAttrMax) return 1;
+  enum cudaDeviceAttr attr = (enum cudaDeviceAttr)attr_code;
   struct cudaDeviceProp p;
   fill_props(&p, device);
   int v = 0;
@@ -396,7 +422,43 @@ SIM_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr at
   default: v = 0; break;   /* valid attribute, not modelled */
   }
   *value = v;
+  return 0;
+}
+
+SIM_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+  sim_init();
+  if (!value) return sim_ret(cudaErrorInvalidValue);
+  int r = a2asim_device_attribute((int)attr, device, value);
+  if (r < 0) return sim_ret(cudaErrorInvalidDevice);
+  if (r > 0) return sim_ret(cudaErrorInvalidValue);
   return cudaSuccess;
+}
+
+int a2asim_device_name(int dev, char *name, size_t len) {
+  sim_init();
+  if (dev < 0 || dev >= sim_kn.devices) return -1;
+  struct cudaDeviceProp p;
+  fill_props(&p, dev);
+  if (len) snprintf(name, len, "%s", p.name);
+  return 0;
+}
+
+int a2asim_device_uuid(int dev, unsigned char uuid[16]) {
+  sim_init();
+  if (dev < 0 || dev >= sim_kn.devices) return -1;
+  struct cudaDeviceProp p;
+  fill_props(&p, dev);
+  memcpy(uuid, p.uuid.bytes, 16);
+  return 0;
+}
+
+int a2asim_device_total_mem(int dev, size_t *bytes) {
+  sim_init();
+  if (dev < 0 || dev >= sim_kn.devices) return -1;
+  struct cudaDeviceProp p;
+  fill_props(&p, dev);
+  *bytes = p.totalGlobalMem;
+  return 0;
 }
 
 SIM_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {

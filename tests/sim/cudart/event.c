@@ -72,6 +72,7 @@ SIM_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int
   int dev = sim_cur_device();
   int st = sim_sticky(dev);
   if (st) return sim_ret((cudaError_t)st);
+  sim_ctx_use(dev);
   unsigned gen = atomic_load(&sim_gen);
   pthread_mutex_lock(&event_mu);
   /* calloc: lazily committed, and scanned by leak checkers. */

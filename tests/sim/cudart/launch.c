@@ -7,10 +7,23 @@
  * back as the cudaKernel_t, so every entry point resolves to one registry.
  * Entries come from a2asim_register_kernel (name, parameter layout, host
  * implementation) or from nvcc's __cudaRegisterFunction (name only).
+ *
+ * Unimplemented kernels: a launch of a kernel with no host implementation
+ * (any nvcc-compiled program's own kernels, or a symbol never registered)
+ * cannot run. So that this never silently looks like it ran, the first such
+ * launch of each kernel prints "a2asim: kernel X has no host
+ * implementation; not executed" on stderr, and the launch still takes its
+ * place in the stream as an empty item. With A2ASIM_UNIMPLEMENTED_KERNELS=fail
+ * such launches are refused with cudaErrorNoKernelImageForDevice (what CUDA
+ * answers when a binary has no code for the device), so a program that
+ * depends on them fails loudly.
  */
+#define _GNU_SOURCE   /* dladdr */
 #include "sim_rt.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +127,15 @@ SIM_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPt
                                          char *deviceAddress, const char *deviceName, int ext,
                                          size_t size, int constant, int global) {}
 
+/* Registration hooks nvcc-generated code may call that no header declares
+ * (their parameter lists are not public; the simulator ignores them). The
+ * real __cudaGetProcAddress returns 0. */
+SIM_EXPORT void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName, char *hostVar,
+                                      size_t size) {}
+SIM_EXPORT void __cudaRegisterUnifiedTable(void **fatCubinHandle, const void *table, void *a,
+                                           void *b, void *c) {}
+SIM_EXPORT void *__cudaGetProcAddress(void) { return NULL; }
+
 SIM_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                                        const char *deviceName, int thread_limit, uint3 *tid,
                                        uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
@@ -163,6 +185,57 @@ SIM_EXPORT cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryF
   return cudaSuccess;
 }
 
+/* ---- unimplemented kernels ------------------------------------------------------ */
+
+/* Functions launched without any registration, warned about once each. A
+ * lock-free open-addressing set; once full, one last line says so. */
+#define UNKNOWN_CAP 256
+static _Atomic(const void *) unknown_warned[UNKNOWN_CAP];
+static atomic_bool unknown_full;
+
+/* Returns true the first time func is seen. */
+static bool unknown_first(const void *func) {
+  size_t h = ((uintptr_t)func >> 4) * 0x9E3779B97F4A7C15ull % UNKNOWN_CAP;
+  for (size_t i = 0; i < UNKNOWN_CAP; i++) {
+    _Atomic(const void *) *slot = &unknown_warned[(h + i) % UNKNOWN_CAP];
+    const void *cur = atomic_load_explicit(slot, memory_order_acquire);
+    if (cur == func) return false;
+    if (!cur) {
+      const void *expected = NULL;
+      if (atomic_compare_exchange_strong(slot, &expected, func)) return true;
+      if (expected == func) return false;
+    }
+  }
+  if (!atomic_exchange(&unknown_full, true))
+    fprintf(stderr, "a2asim: more than %d unregistered kernels launched; no more are named\n",
+            UNKNOWN_CAP);
+  return false;
+}
+
+/* Applies the A2ASIM_UNIMPLEMENTED_KERNELS policy to a launch of func (k:
+ * its registry entry or NULL). Returns the launch's error, or success. */
+static cudaError_t unimplemented(const void *func, sim_kernel *k) {
+  bool first;
+  const char *name = k ? k->name : NULL;
+  char buf[64];
+  if (k) {
+    first = !atomic_exchange(&k->warned, true);
+  } else {
+    first = unknown_first(func);
+    Dl_info di;
+    if (dladdr(func, &di) && di.dli_sname && di.dli_saddr == func) name = di.dli_sname;
+  }
+  if (!name) {
+    snprintf(buf, sizeof buf, "%p", func);
+    name = buf;
+  }
+  if (first)
+    fprintf(stderr, "a2asim: kernel %s has no host implementation; %s\n", name,
+            sim_kn.unimpl_fail ? "launch refused (A2ASIM_UNIMPLEMENTED_KERNELS=fail)"
+                               : "not executed");
+  return sim_kn.unimpl_fail ? cudaErrorNoKernelImageForDevice : cudaSuccess;
+}
+
 /* ---- launches --------------------------------------------------------------------- */
 
 static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
@@ -179,7 +252,11 @@ static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, 
   int st = sim_sticky(s->device);
   if (st) return (cudaError_t)st;
   sim_kernel *k = sim_kernel_lookup(func);
-  if (k && !k->impl) k = NULL;   /* name-only: nothing to run */
+  if (!k || !k->impl) {          /* name-only or unknown: nothing to run */
+    e = unimplemented(func, k);
+    if (e) return e;
+    k = NULL;
+  }
   size_t np = k ? (size_t)k->nparams : 0;
   size_t extra = k ? np * sizeof(void *) + k->argbytes + 8 : 0;
   sim_item *it = sim_item_new(IT_KERNEL, extra);
@@ -325,6 +402,18 @@ SIM_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex,
   if (paramIndex >= (size_t)k->nparams) return sim_ret(cudaErrorInvalidValue);
   if (paramOffset) *paramOffset = k->offsets[paramIndex];
   if (paramSize) *paramSize = k->sizes[paramIndex];
+  return cudaSuccess;
+}
+
+/* CUDA 13.2 (declared by the 13.2 header; defined here whatever header
+ * the simulator is built with). */
+SIM_EXPORT cudaError_t cudaFuncGetParamCount(const void *func, size_t *paramCount) {
+  sim_init();
+  if (!paramCount) return sim_ret(cudaErrorInvalidValue);
+  sim_kernel *k = func ? sim_kernel_lookup(func) : NULL;
+  if (!k) return sim_ret(cudaErrorInvalidDeviceFunction);
+  if (k->nparams < 0) return sim_ret(cudaErrorNotSupported);
+  *paramCount = (size_t)k->nparams;
   return cudaSuccess;
 }
 

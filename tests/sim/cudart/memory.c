@@ -16,6 +16,8 @@
  */
 #include "sim_rt.h"
 
+#include "a2asim_driver.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,11 +32,13 @@ typedef struct alloc_rec {
   unsigned flags;
   bool owned;        /* false for cudaHostRegister'ed ranges */
   bool free_pending; /* cudaFreeAsync queued */
+  unsigned long long id; /* unique per allocation (CU_POINTER_ATTRIBUTE_BUFFER_ID) */
 } alloc_rec;
 
 static pthread_rwlock_t tab_lock = PTHREAD_RWLOCK_INITIALIZER;
 static alloc_rec *tab;
 static size_t tab_n, tab_cap;
+static _Atomic unsigned long long alloc_ids;
 
 /* Index of the first record with base > p (caller holds the lock). */
 static size_t tab_upper(uintptr_t p) {
@@ -55,7 +59,8 @@ static alloc_rec *tab_find(uintptr_t p) {
   return p - r->base < r->size ? r : NULL;
 }
 
-static int tab_insert(const alloc_rec *r) {
+static int tab_insert(alloc_rec *r) {
+  r->id = atomic_fetch_add(&alloc_ids, 1) + 1;
   pthread_rwlock_wrlock(&tab_lock);
   if (tab_n == tab_cap) {
     size_t cap = tab_cap ? tab_cap * 2 : 256;
@@ -100,6 +105,16 @@ int a2asim_pointer_lookup(const void *p, int *type, int *device, uintptr_t *base
   return r ? 0 : -1;
 }
 
+int a2asim_pointer_info(const void *p, a2asim_ptr_info *out) {
+  pthread_rwlock_rdlock(&tab_lock);
+  alloc_rec *r = tab_find((uintptr_t)p);
+  alloc_rec c = r ? *r : (alloc_rec){0};
+  pthread_rwlock_unlock(&tab_lock);
+  if (!r) return -1;
+  *out = (a2asim_ptr_info){c.type, c.device, c.base, c.size, c.id, c.flags};
+  return 0;
+}
+
 static int mem_type(const void *p) {
   int t;
   a2asim_pointer_lookup(p, &t, NULL, NULL, NULL);
@@ -114,6 +129,7 @@ static cudaError_t dev_alloc(void **out, size_t size, int type, unsigned flags) 
   int dev = sim_cur_device();
   int st = sim_sticky(dev);
   if (st) return (cudaError_t)st;
+  sim_ctx_use(dev);
   if (size == 0) { *out = NULL; return cudaSuccess; }
   bool counts = type == SIM_MEM_DEVICE || type == SIM_MEM_MANAGED;
   if (counts) {
@@ -182,6 +198,7 @@ static cudaError_t free_device(void *devPtr) {
   sim_init();
   int st = sim_sticky(sim_cur_device());
   if (st) return (cudaError_t)st;
+  sim_ctx_use(sim_cur_device());   /* cudaFree(NULL) is the classic context init */
   if (!devPtr) return cudaSuccess;
   pthread_rwlock_rdlock(&tab_lock);
   alloc_rec *r = tab_find((uintptr_t)devPtr);
@@ -302,6 +319,12 @@ SIM_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at
   default: attributes->type = cudaMemoryTypeHost; attributes->hostPointer = (void *)ptr; break;
   }
   return cudaSuccess;
+}
+
+/* A pure constructor (textures and arrays themselves are not modelled). */
+SIM_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
+                                                              enum cudaChannelFormatKind f) {
+  return (struct cudaChannelFormatDesc){x, y, z, w, f};
 }
 
 /* ---- stream-ordered allocation ---------------------------------------------- */

@@ -56,6 +56,7 @@ typedef struct sim_knobs {
   double bw_gbps;          /* A2ASIM_BW_GBPS, default 0 = off */
   char host[256];          /* A2ASIM_HOST, default gethostname() */
   int trace;               /* A2ASIM_TRACE, default 0 */
+  int unimpl_fail;         /* A2ASIM_UNIMPLEMENTED_KERNELS=fail (default warn) */
 } sim_knobs;
 
 typedef struct sim_device {
@@ -87,6 +88,21 @@ uint64_t sim_now_ns(void);             /* CLOCK_MONOTONIC */
 void sim_sleep_us(double us);
 /* The device the calling worker is executing for (-1 on a host thread). */
 extern _Thread_local int sim_worker_device;
+
+/* Waits for the device's work, clears its sticky error and peer access and
+ * destroys its primary context (cudaDeviceReset, cuDevicePrimaryCtxReset). */
+void sim_device_reset(int dev);
+
+/* ---- context.c: primary contexts, the thread's context stack ----------- */
+
+void sim_ctx_mark_runtime_up(void);
+/* The runtime takes its reference on dev's primary context (idempotent). */
+void sim_ctx_activate(int dev);
+/* Same, and makes it the calling thread's current context (replacing the
+ * top of its stack). Called by every runtime call that needs the device. */
+void sim_ctx_use(int dev);
+void sim_ctx_device_reset(int dev);
+void sim_ctx_after_fork_child(void);
 
 /* ---- stream.c: streams, items, events, synchronization ---------------- */
 
@@ -249,6 +265,7 @@ struct sim_kernel {
   int nparams;             /* -1: unknown layout */
   size_t *sizes, *offsets; /* owned */
   size_t argbytes;         /* sum of sizes */
+  atomic_bool warned;      /* launched without impl: reported once */
 };
 sim_kernel *sim_kernel_lookup(const void *func);
 void sim_kernel_fork_prepare(void);

@@ -281,6 +281,7 @@ static sim_stream *per_thread_stream(int dev) {
 
 cudaError_t sim_stream_resolve(cudaStream_t h, int ptds, sim_stream **out) {
   sim_init();
+  sim_ctx_use(sim_cur_device());
   sim_stream *s;
   if (h == NULL) h = ptds ? cudaStreamPerThread : cudaStreamLegacy;
   if (h == cudaStreamLegacy) {
@@ -642,6 +643,7 @@ static cudaError_t stream_create(cudaStream_t *pStream, unsigned flags, int prio
   int dev = sim_cur_device();
   int st = sim_sticky(dev);
   if (st) return (cudaError_t)st;
+  sim_ctx_use(dev);
   if (prio > 0) prio = 0;      /* CUDA clamps to [greatest, least] */
   if (prio < -5) prio = -5;
   sim_stream *s = stream_alloc(SK_USER, dev, flags, prio);

@@ -8,7 +8,7 @@ foreach(src ${A2ASIM_CUDART_TESTS})
   add_executable(${name} ${src})
   target_include_directories(${name} PRIVATE ${A2A_CUDA_INCLUDE} ${CMAKE_CURRENT_LIST_DIR}/../include
                              ${CMAKE_CURRENT_LIST_DIR})
-  target_link_libraries(${name} PRIVATE a2asim_cudart PkgConfig::CHECK Threads::Threads m)
+  target_link_libraries(${name} PRIVATE a2asim_cudart PkgConfig::CHECK Threads::Threads m ${CMAKE_DL_LIBS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/sim)
   add_test(NAME sim.cudart.${short} COMMAND ${name})
   set_tests_properties(sim.cudart.${short} PROPERTIES TIMEOUT 90 LABELS sim)
