@@ -303,6 +303,9 @@ typedef struct a2a_finding {
   const char *details_json;    /* a JSON object ("{...}") or NULL */
   const a2a_stack *stack;      /* captured earlier, or NULL */
   bool capture_stack;          /* stack == NULL: capture the current thread's */
+  bool echo;                   /* also to stderr below A2ACHECK_LOG_STDERR's
+                                  level (unless it is none): a warning the user
+                                  must see while the job runs (group.stall) */
 } a2a_finding;
 
 void a2a_report(const a2a_finding *f);

@@ -186,7 +186,7 @@ static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
     e->count_off = (unsigned)count_off;
     e->written = 1;
   }
-  if (!logged || echo_wanted(sev)) {
+  if (!logged || echo_wanted(sev) || (f->echo && a2a_rt.opts.log_stderr != A2A_ECHO_NONE)) {
     char rank[16];
     if (rec.rank >= 0) snprintf(rank, sizeof rank, "%d", rec.rank);
     else snprintf(rank, sizeof rank, "?");

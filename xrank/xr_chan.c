@@ -216,7 +216,9 @@ static void report(a2a_check_id check, a2a_severity sev, const a2a_comm *c, uint
   a2a_stack st = {.n = site ? 1 : 0, .pc = {(void *)(uintptr_t)site}};
   a2a_finding f = {.check = check, .severity = sev, .site = (const void *)(uintptr_t)site,
                    .comm = c, .message = msg, .details_json = json,
-                   .stack = site ? &st : NULL, .capture_stack = false};
+                   .stack = site ? &st : NULL, .capture_stack = false,
+                   /* A stall is news the user needs while the job still runs. */
+                   .echo = check == A2A_CK_GROUP_STALL};
   a2a_report(&f);
 }
 

@@ -12,7 +12,7 @@
  *                  bfloat16 as N/2 float32 (same bytes) -> size.dtype-mismatch
  *   coll_dtype     AllReduce; rank 3 passes ncclInt32 where the others pass
  *                  ncclFloat32 (same count and bytes)
- *                  -> size.collective-mismatch
+ *                  -> size.dtype-mismatch (error: a reduction)
  *   bcast_root     Broadcast; rank 2 believes the root is 1, the others 0
  *                  -> size.collective-mismatch
  *   a2a_count      ncclAlltoAll; rank 0 passes half the count

@@ -33,11 +33,14 @@
  *
  * Collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter) use
  * direct all-pairs exchanges on the collective channels; every step carries
- * a descriptor (kind, datatype, reduction, root, count). A receiver that
- * finds a descriptor different from its own operation stops there forever:
- * ranks calling different collectives, or different counts, hang as on
- * GPUs rather than crash or silently succeed (with NCCL_DEBUG=WARN a
- * "[simulator]" warning names the mismatch). Reductions combine the
+ * a descriptor (kind, reduction, root, bytes). A receiver that finds a
+ * descriptor different from its own operation stops there forever: ranks
+ * calling different collectives, or moving different byte counts, hang as
+ * on GPUs rather than crash or silently succeed (with NCCL_DEBUG=WARN a
+ * "[simulator]" warning names the mismatch). NCCL's data path moves bytes
+ * (steps and protocol lines are byte-sized), so ranks that describe the same
+ * bytes with different datatypes do not hang, in a reduction too: each rank
+ * reduces what it receives as its own type, and the result is garbage. Reductions combine the
  * contributions in rank order 0..n-1 on every rank, so all ranks get the
  * same bits.
  *
@@ -294,12 +297,13 @@ static void run_coll(struct ncclComm *c, struct sim_task *t) {
   memset(&d, 0, sizeof d);
   d.kind = t->kind;
   int reduction = t->kind == SIM_K_ALLREDUCE || t->kind == SIM_K_REDUCE || t->kind == SIM_K_REDUCESCATTER;
-  /* Data-movement collectives move bytes: two ranks that describe the same
-   * bytes with different datatypes still match, as in NCCL. */
-  d.dtype = reduction ? (int32_t)t->dtype : -1;
+  /* NCCL moves bytes: two ranks that describe the same bytes with
+   * different datatypes still match, reductions included (each reduces as
+   * its own type). */
+  d.dtype = -1;
   d.op = reduction ? t->op : SIM_OP_NONE;
   d.root = (t->kind == SIM_K_BROADCAST || t->kind == SIM_K_REDUCE) ? t->peer : -1;
-  d.count = reduction ? t->count : bytes;
+  d.count = bytes;
 
   struct xop *ops = calloc(2 * (size_t)n, sizeof *ops);
   int nops = 0;
