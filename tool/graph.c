@@ -276,7 +276,7 @@ static int cmp_row_rank(const void *a, const void *b) {
 
 static bool from_ops(rp_timeline *t, const jval *procs) {
   size_t capi = 0;
-  bool any = false, all_timed = true;
+  bool any = false;
   for (size_t i = 0; i < procs->u.arr.n; i++)
     if (json_get_arr(procs->u.arr.v[i], "ops")) any = true;
   if (!any) return false;
@@ -311,11 +311,6 @@ static bool from_ops(rp_timeline *t, const jval *procs) {
   t->rows = sorted;
   for (size_t i = 0; i < n; i++) {
     const jval *ops = json_get_arr(procs->u.arr.v[i], "ops");
-    for (size_t k = 0; ops && k < ops->u.arr.n; k++)
-      if (!json_get(ops->u.arr.v[k], "age_ms")) all_timed = false;
-  }
-  for (size_t i = 0; i < n; i++) {
-    const jval *ops = json_get_arr(procs->u.arr.v[i], "ops");
     size_t no = ops ? ops->u.arr.n : 0;
     if (no > 256) no = 256;
     size_t first = ops && ops->u.arr.n > no ? ops->u.arr.n - no : 0;
@@ -332,8 +327,12 @@ static bool from_ops(rp_timeline *t, const jval *procs) {
       json_get_int(op, "bytes", &bytes);
       json_get_int(op, "index", &index);
       char label[96];
-      if (has_peer) snprintf(label, sizeof label, "%s %lld", name ? name : "op", peer);
-      else snprintf(label, sizeof label, "%s", name ? name : "op");
+      const char *shown = name ? name : "op";
+      if (!strncmp(shown, "nccl", 4) && shown[4]) shown += 4; /* ncclAllReduce -> AllReduce */
+      size_t ll = (size_t)snprintf(label, sizeof label, "%s", shown);
+      if (has_peer && ll < sizeof label) ll += (size_t)snprintf(label + ll, sizeof label - ll, " %s%lld",
+                                                               json_get_str(op, "kind") && !strcmp(json_get_str(op, "kind"), "recv") ? "<-" : "->", peer);
+      if (index >= 0 && ll < sizeof label) snprintf(label + ll, sizeof label - ll, " #%lld", index);
       char tip[400];
       size_t tl = 0;
 #define TIP(...) \
@@ -348,16 +347,17 @@ static bool from_ops(rp_timeline *t, const jval *procs) {
       if (state) TIP(": %s", state);
       if (site) TIP(" at %s", site);
 #undef TIP
-      double x;
+      /* boxes in posting order, the last at 0; the age goes to the tip */
+      double x = (double)k - (double)(ops->u.arr.n - 1);
       double age;
-      if (all_timed && json_get_num(op, "age_ms", &age)) x = -age;
-      else x = (double)k - (double)(ops->u.arr.n - 1);
+      if (json_get_num(op, "age_ms", &age) && tl < sizeof tip)
+        snprintf(tip + tl, sizeof tip - tl, " (%.0f ms before the verdict)", age);
       add_item(t, &capi, rowof[i], x, label, state, tip, -1);
     }
   }
   free(order);
   free(rowof);
-  t->timed = all_timed;
+  t->timed = false;
   t->source = "details.processes[].ops";
   return true;
 }

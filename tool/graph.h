@@ -8,8 +8,9 @@
  *            "global rank G (pid P ...) is blocked ..." names the processes
  *            it waits for by "(pid Q" or "[comm HASH rank R:"); else nothing.
  *  timeline  details.processes[].ops [{comm,op,peer,count,bytes,dtype,index,
- *            site,state,age_ms?}] (posting order, oldest first); else the
- *            findings and exits of each process over time.
+ *            site,state,age_ms?}] (posting order, oldest first) as boxes in
+ *            that order; else the findings and exits of each process over
+ *            time.
  */
 #ifndef A2A_TOOL_GRAPH_H
 #define A2A_TOOL_GRAPH_H
@@ -47,7 +48,7 @@ void rp_graph_free(rp_graph *g);
 
 typedef struct rp_titem {
   int row;
-  double x;                 /* ms (timed) or position */
+  double x;                 /* ms (timed) or position (0 = the last op) */
   char label[96];
   char state[24];
   char tip[400];
@@ -64,7 +65,8 @@ typedef struct rp_timeline {
   size_t nrows;
   rp_titem *items;
   size_t nitems;
-  bool timed;               /* x is in ms (relative to the first item) */
+  bool timed;               /* x is in ms from the first item (findings);
+                               else the position in posting order (ops) */
   const char *source;       /* "details.processes[].ops" or "findings" */
 } rp_timeline;
 

@@ -43,11 +43,13 @@ typedef struct style {
 } style;
 
 static style node_style(const char *state) {
-  if (!strcmp(state, "blocked") || !strcmp(state, "stuck") || !strcmp(state, "waiting"))
+  if (!strcmp(state, "blocked") || !strcmp(state, "stuck") || !strcmp(state, "waiting") ||
+      !strcmp(state, "in-flight"))
     return (style){"#fde2e1", "#c0392b", ""};
-  if (!strcmp(state, "missing") || !strcmp(state, "exited") || !strcmp(state, "ended"))
+  if (!strcmp(state, "missing") || !strcmp(state, "exited") || !strcmp(state, "ended") ||
+      !strcmp(state, "cannot-start") || !strcmp(state, "not-started"))
     return (style){"#eceff1", "#6c7a89", "5,3"};
-  if (!strcmp(state, "awaited")) return (style){"#fff4d6", "#d68910", ""};
+  if (!strcmp(state, "awaited") || !strcmp(state, "open")) return (style){"#fff4d6", "#d68910", ""};
   if (!strcmp(state, "ok") || !strcmp(state, "completed") || !strcmp(state, "done"))
     return (style){"#e3f5e8", "#27ae60", ""};
   return (style){"#e8eef8", "#5d7ca6", ""};
@@ -86,17 +88,27 @@ static void svg_label(strbuf *b, double x, double y, const char *label, const ch
 
 static void graph_svg(strbuf *b, const rp_graph *g) {
   size_t n = g->nn > 64 ? 64 : g->nn;
-  const double bw = 150, bh = 46;
-  double R = n <= 1 ? 0 : n == 2 ? 170 : 60 + 34.0 * (double)n;
-  if (R > 520) R = 520;
-  double W = 2 * R + bw + 80, H = 2 * R + bh + 80;
-  if (n == 2) H = bh + 120;
-  double cx = W / 2, cy = H / 2;
+  const double bw = 160, bh = 46, pad = 30;
+  /* nodes on a circle (two side by side), then the drawing is cropped to
+   * what it uses */
+  double R = n <= 1 ? 0 : n == 2 ? 190 : 70 + 36.0 * (double)n;
+  if (R > 560) R = 560;
   double *x = xcalloc(n ? n : 1, sizeof *x), *y = xcalloc(n ? n : 1, sizeof *y);
+  double minx = 0, maxx = 0, miny = 0, maxy = 0;
   for (size_t i = 0; i < n; i++) {
     double a = n == 2 ? (i ? 0 : M_PI) : -M_PI / 2 + 2 * M_PI * (double)i / (double)n;
-    x[i] = cx + R * cos(a);
-    y[i] = cy + (n == 2 ? 0 : R * sin(a));
+    x[i] = R * cos(a);
+    y[i] = n == 2 ? 0 : R * sin(a);
+    if (!i || x[i] < minx) minx = x[i];
+    if (!i || x[i] > maxx) maxx = x[i];
+    if (!i || y[i] < miny) miny = y[i];
+    if (!i || y[i] > maxy) maxy = y[i];
+  }
+  double padx = n <= 12 ? pad + 170 : pad; /* room for the edge labels */
+  double W = maxx - minx + bw + 2 * padx, H = maxy - miny + bh + 2 * pad + (n == 2 ? 24 : 0);
+  for (size_t i = 0; i < n; i++) {
+    x[i] += -minx + bw / 2 + padx;
+    y[i] += -miny + bh / 2 + pad + (n == 2 ? 12 : 0);
   }
   sb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"wfg\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" role=\"img\" aria-label=\"wait-for graph\" font-size=\"12\">",
@@ -109,17 +121,13 @@ static void graph_svg(strbuf *b, const rp_graph *g) {
   for (size_t i = 0; i < g->ne; i++) {
     const rp_gedge *e = &g->e[i];
     if ((size_t)e->from >= n || (size_t)e->to >= n || e->from == e->to) continue;
-    bool back = false; /* an edge both ways: offset each side */
+    bool back = false; /* an edge both ways: each drawn off-centre, on its own side */
     for (size_t k = 0; k < g->ne; k++)
       if (g->e[k].from == e->to && g->e[k].to == e->from) back = true;
     double x1 = x[e->from], y1 = y[e->from], x2 = x[e->to], y2 = y[e->to];
-    if (back) {
-      double dx = x2 - x1, dy = y2 - y1, l = sqrt(dx * dx + dy * dy);
-      if (l > 0) {
-        double ox = -dy / l * 8, oy = dx / l * 8;
-        x1 += ox, y1 += oy, x2 += ox, y2 += oy;
-      }
-    }
+    double dx = x2 - x1, dy = y2 - y1, l = sqrt(dx * dx + dy * dy);
+    double nx = l > 0 ? -dy / l : 0, ny = l > 0 ? dx / l : 0; /* left normal */
+    if (back) x1 += nx * 9, y1 += ny * 9, x2 += nx * 9, y2 += ny * 9;
     double sx, sy, tx, ty;
     box_exit(x1, y1, x2, y2, bw / 2 + 2, bh / 2 + 2, &sx, &sy);
     box_exit(x2, y2, x1, y1, bw / 2 + 4, bh / 2 + 4, &tx, &ty);
@@ -134,11 +142,15 @@ static void graph_svg(strbuf *b, const rp_graph *g) {
               sx, sy, tx, ty, e->cycle ? "#c0392b" : "#555", e->cycle ? "2.4" : "1.6",
               e->cycle ? "arrc" : "arr");
     if (n <= 12 && e->label[0]) {
-      double mx = (sx + tx) / 2, my = (sy + ty) / 2 - 4;
-      sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#444\" font-size=\"11\" "
+      /* the label near the middle, pushed to the edge's own side */
+      double off = back ? 14 : 10;
+      double mx = (sx + tx) / 2 + nx * off, my = (sy + ty) / 2 + ny * off + 4;
+      const char *anchor = fabs(nx) < 0.3 ? "middle" : nx > 0 ? "start" : "end";
+      size_t ll = strlen(e->label) > 44 ? 44 : strlen(e->label);
+      sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" fill=\"#444\" font-size=\"11\" "
                    "paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"3\">",
-                mx, my);
-      sb_xmln(b, e->label, strlen(e->label) > 28 ? 28 : strlen(e->label));
+                mx, my, anchor);
+      sb_xmln(b, e->label, ll);
       sb_puts(b, "</text>");
     }
     sb_puts(b, "</g>");
@@ -188,7 +200,7 @@ static void timeline_svg(strbuf *b, const rp_timeline *t) {
     if (first || v > hi) hi = v;
     first = false;
   }
-  bool boxes = !t->timed;
+  bool boxes = strcmp(t->source, "findings") != 0;
   if (boxes) lo -= 0.5, hi += 0.5;
   if (hi - lo < 1e-9) lo -= 1, hi += 1;
   double pw = W - left - right;
@@ -209,20 +221,23 @@ static void timeline_svg(strbuf *b, const rp_timeline *t) {
   /* axis */
   double ay = top + rh * (double)rows;
   sb_printf(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#888\"/>", left, ay, W - right, ay);
-  for (int k = 0; k <= 5; k++) {
-    double v = lo + (hi - lo) * k / 5, xx = left + (v - lo) * sx;
+  int nticks = boxes && hi - lo <= 21 ? (int)(hi - lo) : 5;
+  for (int k = 0; k <= nticks; k++) {
+    double v = boxes && nticks != 5 ? lo + 0.5 + k : lo + (hi - lo) * k / 5, xx = left + (v - lo) * sx;
+    if (boxes && v > hi) break;
     sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>", xx, ay, xx, ay + 4);
     sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#5b6472\">", xx, ay + 16);
-    if (t->timed) {
+    if (!boxes) {
       if (hi - lo >= 10000) sb_printf(b, "%.1f s", v / 1000);
-      else sb_printf(b, "%.0f ms", v);
+      else if (hi - lo >= 20) sb_printf(b, "%.0f ms", v);
+      else sb_printf(b, "%.1f ms", v);
     } else {
-      sb_printf(b, "%s%.0f", v > 0.25 ? "+" : "", v);
+      sb_printf(b, "%ld", lround(v));
     }
     sb_puts(b, "</text>");
   }
-  if (!t->timed)
-    sb_printf(b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#5b6472\">operations before the verdict (0 = the last)</text>",
+  if (boxes)
+    sb_printf(b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#5b6472\">operations in posting order (0 = the last one before the verdict)</text>",
               W - right, ay + 30);
   for (size_t i = 0; i < t->nitems; i++) {
     const rp_titem *it = &t->items[i];
@@ -528,6 +543,11 @@ void rp_render_html(strbuf *b, const rp_job *j, const rp_opts *o) {
                   : "The last operations of each rank before the verdict, oldest first (hover for details).");
     timeline_svg(b, &t);
     sb_puts(b, "</div>");
+    if (strcmp(t.source, "findings") != 0)
+      sb_puts(b, "<p class=\"legend note\"><span><i class=\"sw\" style=\"background:#e3f5e8;border-color:#27ae60\"></i>completed</span>"
+                 "<span><i class=\"sw\" style=\"background:#fde2e1;border-color:#c0392b\"></i>waiting / in flight</span>"
+                 "<span><i class=\"sw\" style=\"background:#eceff1;border-color:#6c7a89\"></i>cannot start</span>"
+                 "<span><i class=\"sw\" style=\"background:#fff4d6;border-color:#d68910\"></i>in an open group</span></p>");
   }
   rp_timeline_free(&t);
 
