@@ -190,44 +190,50 @@ static void from_processes(rp_graph *g, const jval *d, const char *story) {
   }
 }
 
-/* Mark edges u->v that lie on a cycle (v reaches u). */
+/* Mark edges u->v that lie on a cycle (v reaches u): one breadth-first
+ * search over an adjacency array per distinct edge target,
+ * O(nodes * (nodes + edges)). */
 static void mark_cycles(rp_graph *g) {
-  if (g->nn > 1024 || g->ne > 16384) return;
-  char *seen = xmalloc(g->nn);
-  int *stack = xmalloc(g->nn * sizeof *stack);
-  for (size_t i = 0; i < g->ne; i++) {
-    if (g->e[i].cycle) {
-      g->cycle = true;
-      continue;
-    }
-    int u = g->e[i].from, v = g->e[i].to;
-    memset(seen, 0, g->nn);
-    size_t sp = 0;
-    stack[sp++] = v;
-    seen[v] = 1;
-    bool found = u == v;
-    while (sp && !found) {
-      int x = stack[--sp];
-      for (size_t k = 0; k < g->ne; k++) {
-        if (g->e[k].from != x) continue;
-        int y = g->e[k].to;
-        if (y == u) {
-          found = true;
-          break;
-        }
-        if (!seen[y]) {
-          seen[y] = 1;
-          stack[sp++] = y;
-        }
-      }
-    }
-    if (found) {
-      g->e[i].cycle = true;
-      g->cycle = true;
-    }
+  size_t nn = g->nn, ne = g->ne;
+  if (!nn || !ne || nn > 4096) return;
+  size_t *first = xcalloc(nn + 1, sizeof *first);
+  int *adj = xcalloc(ne, sizeof *adj);
+  for (size_t i = 0; i < ne; i++) first[g->e[i].from + 1]++;
+  for (size_t i = 0; i < nn; i++) first[i + 1] += first[i];
+  size_t *fill = xcalloc(nn, sizeof *fill);
+  for (size_t i = 0; i < ne; i++) {
+    int u = g->e[i].from;
+    adj[first[u] + fill[u]++] = g->e[i].to;
   }
+  char *seen = xmalloc(nn), *done = xcalloc(nn, 1);
+  int *queue = xmalloc(nn * sizeof *queue);
+  for (size_t i = 0; i < ne; i++) {
+    int v = g->e[i].to;
+    if (done[v]) continue;
+    done[v] = 1;
+    memset(seen, 0, nn);
+    size_t head = 0, tail = 0;
+    queue[tail++] = v;
+    seen[v] = 1;
+    while (head < tail) {
+      int x = queue[head++];
+      for (size_t k = first[x]; k < first[x + 1]; k++)
+        if (!seen[adj[k]]) {
+          seen[adj[k]] = 1;
+          queue[tail++] = adj[k];
+        }
+    }
+    for (size_t k = 0; k < ne; k++)
+      if (g->e[k].to == v && seen[g->e[k].from]) g->e[k].cycle = true;
+  }
+  for (size_t i = 0; i < ne; i++)
+    if (g->e[i].cycle) g->cycle = true;
+  free(first);
+  free(adj);
+  free(fill);
   free(seen);
-  free(stack);
+  free(done);
+  free(queue);
 }
 
 void rp_graph_build(const rp_job *j, const rp_finding *f, rp_graph *g) {

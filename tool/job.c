@@ -286,7 +286,10 @@ void rp_job_add_line(rp_job *j, int pi, const char *line, size_t len, size_t lin
   o->rank = -1;
   o->rec = r;
   if (strcmp(r.check, "perf.summary") != 0) p->nfindings++;
-  if (rp_check_is_deadlock(r.check)) p->deadlock = true;
+  if (rp_check_is_deadlock(r.check)) {
+    p->deadlock = true;
+    p->verdict = o->rec.check;
+  }
 }
 
 /* ---- merging ---- */
@@ -634,10 +637,11 @@ void rp_proc_label(const rp_proc *p, char *out, size_t cap) {
 
 void rp_proc_ending(const rp_proc *p, char *out, size_t cap) {
   if (!p->has_summary) {
-    snprintf(out, cap, "no summary: killed, ended with _exit() or still running%s",
-             p->deadlock ? " (after a deadlock verdict)" : "");
+    snprintf(out, cap, "no summary: killed, ended with _exit() or still running%s%s%s",
+             p->verdict ? " (after a " : "", p->verdict ? p->verdict : "", p->verdict ? " verdict)" : "");
   } else if (p->failed_now) {
-    snprintf(out, cap, "ended by a2acheck%s", p->deadlock ? " on the deadlock verdict" : "");
+    snprintf(out, cap, "ended by a2acheck%s%s%s", p->verdict ? " on the " : "", p->verdict ? p->verdict : "",
+             p->verdict ? " verdict" : "");
   } else if (p->fail_matched) {
     snprintf(out, cap, "exit %lld, changed by A2ACHECK_FAIL_ON=%s", p->exit_status,
              p->fail_on ? p->fail_on : "?");
@@ -686,8 +690,8 @@ void rp_job_policy(const rp_job *j, int level, bool use_summaries, rp_verdict *v
       if (p->failed_now) {
         v->matched = true;
         v->deadlock = p->deadlock;
-        snprintf(v->reason, sizeof v->reason, "%s (pid %lld) was ended by a2acheck%s", who, p->pid,
-                 p->deadlock ? " on a deadlock verdict" : "");
+        snprintf(v->reason, sizeof v->reason, "%s (pid %lld) was ended by a2acheck%s%s%s", who, p->pid,
+                 p->verdict ? " on a " : "", p->verdict ? p->verdict : "", p->verdict ? " verdict" : "");
       } else if (p->fail_matched) {
         v->matched = true;
         snprintf(v->reason, sizeof v->reason, "A2ACHECK_FAIL_ON=%s matched in %s (pid %lld)",

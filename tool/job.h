@@ -44,6 +44,7 @@ typedef struct rp_proc {
   const jval *summary_checks;   /* details.checks of the summary, or NULL */
   double first_ms, last_ms, summary_ms;
   bool deadlock;                /* logged group.deadlock or group.hang */
+  const char *verdict;          /* that check's name, or NULL */
 } rp_proc;
 
 typedef struct rp_occ {

@@ -117,8 +117,13 @@ static void finding_json(strbuf *b, const rp_job *j, const rp_finding *f) {
       if (s) sb_putc(b, ',');
       frame_json(b, o->rec.stack[s]);
     }
-    sb_puts(b, "],\"details\":");
-    json_write(b, o->rec.details);
+    sb_putc(b, ']');
+    /* a deadlock verdict's details (every process involved) are the same on
+     * every rank: written once, with the first side */
+    if (f->kind != RP_DEADLOCK || k == 0) {
+      sb_puts(b, ",\"details\":");
+      json_write(b, o->rec.details);
+    }
     kv_str(b, "file", p->path, true);
     sb_putc(b, '}');
   }

@@ -65,9 +65,12 @@ static void deadlock_who(strbuf *b, const rp_job *j, const rp_finding *f) {
     fmt_ranks(b, ranks, nr);
   }
   if (missing >= 0) {
-    if (mrank >= 0) sb_printf(b, "; missing: rank %lld", mrank);
-    else sb_printf(b, "; missing: pid %lld", missing);
-    sb_puts(b, malive ? ", alive but blocked elsewhere" : ", exited or ended the communicator");
+    bool hang = strcmp(f->check, "group.hang") == 0;
+    sb_puts(b, hang ? "; awaited: " : "; missing: ");
+    if (mrank >= 0) sb_printf(b, "rank %lld", mrank);
+    else sb_printf(b, "pid %lld", missing);
+    if (!hang) sb_puts(b, malive ? ", alive but blocked elsewhere" : ", exited or ended the communicator");
+    else if (!malive) sb_puts(b, ", exited");
   }
   sb_putc(b, ')');
   free(ranks);

@@ -379,10 +379,15 @@ def group_run_deadlock():
     html_ok(open(A.work + "/skip.html").read(), "skip html", "wfg")
     # a torchrun-like launcher that turns the failure into 1
     p = tool("run", "-q", "--", "sh", "-c", '"$0" order; exit 1', A.xrank)
-    check(p.returncode == 66 and "ended by a2acheck on a deadlock verdict" in p.stderr,
+    check(p.returncode == 66 and "ended by a2acheck on a group.deadlock verdict" in p.stderr,
           "66 even when the launcher exits 1", p.stderr[-1500:])
     p = tool("run", "-q", "--exitcode", "70", "--", A.xrank, "order")
     check(p.returncode == 70, "--exitcode 70: 70")
+    # no cycle, one rank sleeping outside CUDA: group.hang after --hang-timeout
+    p = tool("run", "--hang-timeout", "3", "--", A.xrank, "hang")
+    check(p.returncode == 66 and "ERROR group.hang  ranks 0-3" in p.stderr and "awaited: rank 3" in p.stderr
+          and "on the group.hang verdict" in p.stderr, "a hang: group.hang once, the awaited rank named, 66",
+          p.stderr[-2500:])
 
 
 def procs_matching(marker):
