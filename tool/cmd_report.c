@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -18,7 +19,7 @@ static const char report_help[] =
     "DIR defaults to $A2ACHECK_LOG_DIR, else the newest run in ./a2acheck-runs, else\n"
     "./a2acheck-logs. A DIR without logs of its own but with run subdirectories (like\n"
     "./a2acheck-runs) stands for its newest run. Several DIRs are merged as one job\n"
-    "(e.g. one directory per host).\n"
+    "(e.g. one directory per host); a .jsonl file stands for itself.\n"
     "\n"
     "options:\n"
     "  --format FMT          text (default), json, markdown, junit, sarif, html\n"
@@ -110,6 +111,11 @@ int cmd_report(int argc, char **argv) {
                       "./a2acheck-logs; name the run directory\n");
   } else {
     for (int k = 0; k < ndirs; k++) {
+      struct stat st;
+      if (stat(dirs[k], &st) == 0 && S_ISREG(st.st_mode)) { /* one log file */
+        if (rp_job_add_file(&j, dirs[k]) == 0) found++;
+        continue;
+      }
       char *d = resolve_run_dir(dirs[k], true);
       if (!d) {
         fprintf(stderr, "a2acheck report: %s: no a2acheck logs (a2acheck.*.jsonl) %s\n", dirs[k],

@@ -348,6 +348,12 @@ int cmd_run(int argc, char **argv) {
         goto out;
       }
       char *name = xstrndup(v, (size_t)(eq - v));
+      if (!strcmp(name, "A2ACHECK_LOG_DIR")) {
+        free(name);
+        cli_usage_error("run", "use --log-dir DIR, not -e A2ACHECK_LOG_DIR=");
+        status = A2A_EXIT_USAGE;
+        goto out;
+      }
       set_var(&ss, name, eq + 1, true);
       free(name);
     } else if (rp_outputs_arg(&outs, &a, "run")) {
@@ -514,10 +520,13 @@ int cmd_run(int argc, char **argv) {
 
   /* the command line */
   int ncmd = argc - cmd_at;
-  cmd = xcalloc((size_t)ncmd + 6, sizeof *cmd);
+  cmd = xcalloc((size_t)ncmd + 7, sizeof *cmd);
   int k = 0;
   if (sim) {
+    /* a2asim-run [NAME=VALUE...] [--] COMMAND: set the simulator up, then
+     * this binary puts the checker first and execs CMD */
     cmd[k++] = simrun;
+    cmd[k++] = "--";
     cmd[k++] = exe ? exe : "a2acheck";
     cmd[k++] = "__preload-first";
     cmd[k++] = lib;

@@ -94,44 +94,47 @@ static bool find_loc(const char *s, size_t *ls, size_t *le, a2a_frame *f) {
 }
 
 /* The native head: "func+0xOFF (module)", "func (inlined) (module)",
- * "?? (module+0xOFF)", "module+0xOFF", "func". */
+ * "?? (module+0xOFF)", "module+0xOFF", "func". The groups are taken from
+ * the right, so a function name with parentheses of its own (a demangled
+ * "std::function<void (int)>::operator()") stays whole. */
 static void parse_head(const char *s, size_t n, a2a_frame *f) {
   char buf[1024];
   copy(buf, sizeof buf, s, n);
-  char *p = buf;
-  char *paren = strstr(p, " (");
-  size_t flen = paren ? (size_t)(paren - p) : strlen(p);
-  char func[256];
-  copy(func, sizeof func, p, flen);
-  /* groups */
+  size_t len = strlen(buf);
   bool had_module = false;
-  for (char *g = paren; g && *g;) {
-    char *o = strchr(g, '(');
-    if (!o) break;
+  for (int groups = 0; groups < 2 && len && buf[len - 1] == ')'; groups++) {
     int depth = 0;
-    char *c = o;
-    for (; *c; c++) {
-      if (*c == '(') depth++;
-      else if (*c == ')' && --depth == 0) break;
+    size_t o = len;
+    while (o-- > 0) {
+      if (buf[o] == ')') depth++;
+      else if (buf[o] == '(' && --depth == 0) break;
     }
-    if (!*c) break;
-    size_t gl = (size_t)(c - o - 1);
-    if (gl == 7 && strncmp(o + 1, "inlined", 7) == 0) {
+    if (depth != 0 || o == 0 || buf[o - 1] != ' ') break; /* not a trailing " (...)" group */
+    size_t gl = len - o - 2;
+    const char *g = buf + o + 1;
+    if (gl == 7 && strncmp(g, "inlined", 7) == 0) {
       f->inlined = true;
+    } else if (gl == 6 && strncmp(g, "python", 6) == 0) {
+      f->python = true;
     } else if (!had_module && gl > 0) {
       char mod[256];
-      copy(mod, sizeof mod, o + 1, gl);
+      copy(mod, sizeof mod, g, gl);
       char *plus = strstr(mod, "+0x");
       if (plus) *plus = 0;
-      if (strcmp(mod, "python") == 0) f->python = true;
-      else snprintf(f->module, sizeof f->module, "%s", mod), had_module = true;
+      snprintf(f->module, sizeof f->module, "%s", mod);
+      had_module = true;
     }
-    g = c + 1;
+    len = o - 1;
+    buf[len] = 0;
   }
-  char *plus = strstr(func, "+0x");
-  if (plus) {
+  char func[256];
+  copy(func, sizeof func, buf, len);
+  /* a trailing "+0xHEX" offset */
+  char *plus = NULL;
+  for (char *q = strstr(func, "+0x"); q; q = strstr(q + 1, "+0x")) plus = q;
+  if (plus && plus[3] && strspn(plus + 3, "0123456789abcdefABCDEF") == strlen(plus + 3)) {
     *plus = 0;
-    if (!paren && !had_module) { /* "module+0x1588": an unsymbolized site */
+    if (!had_module && !f->inlined) { /* "module+0x1588": an unsymbolized site */
       snprintf(f->module, sizeof f->module, "%s", func);
       func[0] = 0;
     }

@@ -216,8 +216,12 @@ START_TEST(frames_native_and_python) {
       {"layer.pyx:9", "", "", "layer.pyx", 9, 0, true},
       {"_ZN4c10d5nccl2ApiEv+0x59 (libtorch_cuda.so)", "_ZN4c10d5nccl2ApiEv", "libtorch_cuda.so", "", 0, 0, false},
       {"", "", "", "", 0, 0, false},
-      {"garbage (((", "garbage", "", "", 0, 0, false},
+      {"garbage (((", "garbage (((", "", "", 0, 0, false},
       {"f (x:12)", "f", "x:12", "", 0, 0, false}, /* "x" is no path: not a location */
+      {"std::function<void (int)>::operator()(int) const+0x2a (libtorch.so)",
+       "std::function<void (int)>::operator()(int) const", "libtorch.so", "", 0, 0, false},
+      {"c10d::(anonymous namespace)::run(int) (inlined) (libc10d.so) at pg.cpp:77",
+       "c10d::(anonymous namespace)::run(int)", "libc10d.so", "pg.cpp", 77, 0, false},
   };
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
     const fcase *c = &cases[k];

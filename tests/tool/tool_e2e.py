@@ -304,6 +304,10 @@ def group_report():
     check(p.returncode == 0 and json.loads(p.stdout)["summary"]["deadlock"], "report RUNS: the newest run")
     p = tool("report", "--format", "json", fixture("p2p"), fixture("order"))
     check(json.loads(p.stdout)["summary"]["processes"] == 8, "report DIR DIR merges both")
+    one = sorted(glob.glob(fixture("p2p") + "/*rank1.jsonl")) + sorted(glob.glob(fixture("p2p") + "/*rank2.jsonl"))
+    p = tool("report", "--format", "json", *one)
+    d = json.loads(p.stdout)
+    check(d["summary"]["processes"] == 2 and d["findings"][0]["ranks"] == [1, 2], "report FILE FILE")
     empty = os.path.join(A.work, "empty")
     os.makedirs(empty, exist_ok=True)
     p = tool("report", empty)
@@ -444,6 +448,8 @@ def group_run_process():
     check(p.returncode == 0, "flags set their A2ACHECK_* variables; the library is preloaded", p.returncode)
     sup = os.path.join(A.work, "supp.txt")
     open(sup, "w").write("size.p2p-mismatch:run_rank\n")
+    check(tool("run", "-e", "A2ACHECK_LOG_DIR=/tmp", "--", "true").returncode == 2,
+          "-e A2ACHECK_LOG_DIR is refused (--log-dir)")
     p = tool("run", "-q", "--suppressions", "supp.txt", "--", "sh", "-c", 'test "$A2ACHECK_SUPPRESSIONS" = "%s"' % sup)
     check(p.returncode == 0, "--suppressions passes an absolute path")
     nccl = os.path.join(A.simlib, "libnccl.so.2")
@@ -453,7 +459,10 @@ def group_run_process():
     # --sim: through a wrapper that puts the simulator's libraries first
     fake = os.path.join(A.work, "fake-sim-run")
     with open(fake, "w") as fh:
-        fh.write('#!/bin/sh\nLD_PRELOAD="%s/libcudart.so.13:%s/libnccl.so.2${LD_PRELOAD:+:$LD_PRELOAD}" '
+        # the adversarial order: the simulator's libraries IN FRONT of what
+        # LD_PRELOAD held (a2asim-run itself appends them)
+        fh.write('#!/bin/sh\n[ "$1" = -- ] && shift\n'
+                 'LD_PRELOAD="%s/libcudart.so.13:%s/libnccl.so.2${LD_PRELOAD:+:$LD_PRELOAD}" '
                  'exec "$@"\n' % (A.simlib, A.simlib))
     os.chmod(fake, 0o755)
     p = tool("run", "--sim", "--", examples("a2a_bug"), "4", env={"A2ACHECK_SIM_RUN": fake})
@@ -463,6 +472,13 @@ def group_run_process():
     check("size.p2p-mismatch" not in p.stderr and "4 ranks finished" in p.stdout,
           "(control: without --sim's reordering the wrapper's libraries win and nothing is checked)",
           p.stdout + p.stderr[-1500:])
+    real = os.path.join(A.build, "sim", "bin", "a2asim-run")
+    if os.access(real, os.X_OK):
+        p = tool("run", "--sim", "--", examples("a2a_bug"), "4")
+        check("size.p2p-mismatch  ranks 1,2" in p.stderr and "4 ranks finished" in p.stdout,
+              "--sim with the simulator's own a2asim-run", p.stderr[-1500:])
+    else:
+        print("  note: %s is not in this build tree: --sim with the real wrapper not run" % real)
     p = tool("run", "--sim", "--", "true", env={"A2ACHECK_SIM_RUN": "/no/a2asim-run"})
     check(p.returncode == 2 and "simulator" in p.stderr, "--sim without the wrapper: a clear error", p.stderr)
     d = os.path.join(A.work, "fixed")
