@@ -582,10 +582,12 @@ int cmd_run(int argc, char **argv) {
   rp_opts o = {.color = false, .fail_level = level == RP_FAIL_WARNING ? RP_FAIL_WARNING : RP_FAIL_ERROR,
                .command = sb_str(&cmdline), .command_status = lr.status,
                .verdict = v.matched ? &v : NULL, .exit_status = status};
-  if (!files)
+  if (!files) {
     fprintf(stderr, "a2acheck: no process wrote a log in %s: the command made no NCCL or CUDA "
                     "runtime call through %s (NCCL linked statically or called through its own "
                     "dlsym, or the launcher did not pass LD_PRELOAD on)\n", rundir, SHIM_NAME);
+    if (!log_dir) rmdir(rundir); /* the fresh directory, if still empty */
+  }
   if (!quiet && files) {
     strbuf b = {0};
     o.color = fmt == RP_TEXT && color_wanted(color, STDERR_FILENO);
