@@ -58,6 +58,9 @@ def run(args, cwd=None, env=None, timeout=120, input_=None):
     e.pop("A2ACHECK_LOG_DIR", None)
     e.pop("A2ACHECK_RUNS_DIR", None)
     e.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    # an ASan build of a2acheck started with LD_PRELOAD set (the tests that
+    # keep an existing LD_PRELOAD) must not refuse to run
+    e.setdefault("ASAN_OPTIONS", "verify_asan_link_order=0")
     if env:
         e.update(env)
     p = subprocess.run(args, cwd=cwd or A.work, env=e, timeout=timeout, stdout=subprocess.PIPE,
