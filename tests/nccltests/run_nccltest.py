@@ -12,9 +12,10 @@ Modes (how the ranks are laid out; the nccl-tests arguments are in --app):
           mpirun (several --app: MPMD, "A : B"); N from --np (default 4)
           split evenly over the --app given, or per app as "N:PROG ARGS"
 
-Every run is on loopback only: NCCL_SOCKET_IFNAME=lo, Open MPI's btl
-self,tcp and its btl/oob TCP interfaces lo (also set as OMPI_MCA_* in the
-environment, which an MPI program started without mpirun reads too). As root,
+Every run stays on this host and on loopback: NCCL_SOCKET_IFNAME=lo, Open
+MPI's plm isolated (local launch, no ssh), btl self,tcp and its btl/oob TCP
+interfaces lo (also set as OMPI_MCA_* in the environment, which an MPI
+program started without mpirun reads too). As root,
 Open MPI needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM), set here. In MPMD syntax
 Open MPI's -x applies only to the app context it precedes: every context
 gets the full list.
@@ -35,7 +36,8 @@ Assertions (all must hold):
                       size of -b/-e/-f (or -i) with numeric times, "#wrong"
                       N/A in every column when -c 0 (else 0), "Out of bounds
                       values : 0 OK", the average bus bandwidth, "test
-                      concluded", and no "Test ... failure" line
+                      concluded", no "Test ... failure" line and no
+                      "a2asim:" warning (e.g. a kernel the simulator skipped)
   --no-pass-row       no result row claims a checked result ("#wrong" column
                       with a number): for runs that must fail loudly
   --output-has RE     nccl-tests' output (stdout+stderr) matches RE
@@ -77,7 +79,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import check_jsonl  # noqa: E402  (tests/e2e/check_jsonl.py: the shared log reader)
 
 SKIP = 77
-LOOPBACK_MCA = {"btl": "self,tcp", "btl_tcp_if_include": "lo", "oob_tcp_if_include": "lo"}
+# One host, loopback only: ranks started locally (plm isolated: no ssh/rsh
+# needed, none of a batch system's launchers), TCP between them over lo.
+LOCAL_MCA = {"plm": "isolated", "btl": "self,tcp", "btl_tcp_if_include": "lo",
+             "oob_tcp_if_include": "lo"}
 
 
 def in_ci():
@@ -174,6 +179,9 @@ def check_bench(out, argv_list, ranks, device_name, errors):
     fail = re.search(r"Test (NCCL |CUDA )?failure.*", out)
     if fail:
         errors.append("nccl-tests reports %r" % fail.group(0))
+    sim = re.search(r"^a2asim: .*", out, re.M)
+    if sim:
+        errors.append("the simulator warns (it did not run everything asked): %r" % sim.group(0))
 
 
 def jsonl_files(d):
@@ -236,10 +244,12 @@ def check_one_of(logdir, groups, errors):
 
 def build_command(a, apps, env_pairs):
     """The argv to run, and the environment for it."""
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
+    # The caller's own a2acheck/simulator settings must not change what a test
+    # asserts: only --env sets them.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("A2ACHECK_", "A2ASIM_")) and k != "LD_PRELOAD"}
     env["LD_LIBRARY_PATH"] = a.libdir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    for k, v in LOOPBACK_MCA.items():
+    for k, v in LOCAL_MCA.items():
         env["OMPI_MCA_" + k] = v
     if os.geteuid() == 0:
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
@@ -255,7 +265,7 @@ def build_command(a, apps, env_pairs):
         env.update(dict(rank_env))
         return apps[0][1], env
     cmd = [a.mpiexec]
-    for k, v in LOOPBACK_MCA.items():
+    for k, v in LOCAL_MCA.items():
         cmd += ["--mca", k, v]
     cmd += ["--oversubscribe", "--bind-to", "none"]
     for i, (np_, argv) in enumerate(apps):
