@@ -37,6 +37,9 @@ static int opq_push(opq *q, const xr_op *op) {
   return 0;
 }
 static const xr_op *opq_front(const opq *q) { return q->len ? &q->v[q->head] : NULL; }
+static const xr_op *opq_back(const opq *q) {
+  return q->len ? &q->v[(q->head + q->len - 1) % q->cap] : NULL;
+}
 static void opq_pop(opq *q) {
   if (!q->len) return;
   q->head = (q->head + 1) % q->cap;
@@ -591,6 +594,72 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   }
 }
 
+/* An API collective that NCCL runs as sends and receives (ncclAlltoAll,
+ * ncclGather, ncclScatter) on rank q against a real collective on rank r:
+ * nothing in NCCL ever matches the two, so the ranks hang. Named when q's
+ * front operation towards r (unmatched) is part of such a collective while
+ * r posts a real collective, or the reverse, and r never posted a send or
+ * receive with q on this communicator (then it is no send/recv-loop rank
+ * that may still post the counterparts): group.order-mismatch, a known
+ * cause of the hang. */
+static const xr_op *pending_part(mcomm *c, int q, int r) {
+  pairq *a = pair_get(c, q, r, 0), *b = pair_get(c, r, q, 0);
+  const xr_op *x = a && a->sends.len ? opq_front(&a->sends) : NULL;
+  if (x && x->rank == q && xr_coll_is_p2p(x->coll)) return x;
+  x = b && b->recvs.len ? opq_front(&b->recvs) : NULL;
+  if (x && x->rank == q && xr_coll_is_p2p(x->coll)) return x;
+  return NULL;
+}
+
+static int never_p2p(mcomm *c, int r, int q) {
+  pairq *a = pair_get(c, r, q, 0), *b = pair_get(c, q, r, 0);
+  return (!a || a->nsend == 0) && (!b || b->nrecv == 0);
+}
+
+static void kind_clash(xr_matcher *m, mcomm *c, int q, const xr_op *part, int r,
+                       const xr_op *coll) {
+  char text[768], d1[160], d2[160], s1[128], s2[128];
+  xr_op api = *part;
+  api.kind = XR_OP_COLL;
+  api.redop = -1;
+  if (api.coll == A2A_COLL_ALLTOALL) api.root = -1;
+  snprintf(text, sizeof text,
+           "communicator %016" PRIx64 ": rank %d calls %s at %s while rank %d calls %s at %s: "
+           "NCCL runs nccl%s as per-peer sends and receives, which a nccl%s never matches; the "
+           "ranks call collectives in different orders or one rank skipped one",
+           c->id, q, xr_op_describe(&api, d1, sizeof d1),
+           site_str(m, c->ranks[q].conn, part->site, s1, sizeof s1), r,
+           xr_op_describe(coll, d2, sizeof d2), site_str(m, c->ranks[r].conn, coll->site, s2, sizeof s2),
+           a2a_coll_name(part->coll), a2a_coll_name(coll->coll));
+  size_t tl = strlen(text);
+  gnote(m, c, q, r, text + tl, sizeof text - tl);
+  snprintf(c->last, sizeof c->last, "%s", text);
+  if (first_time(c, A2A_CK_GROUP_ORDER_MISMATCH, q < r ? q : r, q < r ? r : q)) {
+    send_verdict(m, c, q, A2A_CK_GROUP_ORDER_MISMATCH, A2A_SEV_ERROR, part->site, text, NULL);
+    send_verdict(m, c, r, A2A_CK_GROUP_ORDER_MISMATCH, A2A_SEV_ERROR, coll->site, text, NULL);
+  }
+}
+
+/* A real collective of rank r was just queued: clashes with parts of API
+ * collectives pending on other ranks. */
+static void clash_on_coll(xr_matcher *m, mcomm *c, int r) {
+  const xr_op *coll = opq_back(&c->ranks[r].colls);
+  for (int q = 0; q < c->nranks && coll; q++) {
+    if (q == r) continue;
+    const xr_op *part = pending_part(c, q, r);
+    if (part && never_p2p(c, r, q)) kind_clash(m, c, q, part, r, coll);
+  }
+}
+
+/* A part of an API collective of rank q towards r is pending: a clash when
+ * r waits in a real collective (its queue holds one no peer matched). */
+static void clash_on_part(xr_matcher *m, mcomm *c, int q, int r) {
+  if (r == q || r < 0 || r >= c->nranks) return;
+  const xr_op *coll = opq_front(&c->ranks[r].colls);
+  const xr_op *part = pending_part(c, q, r);
+  if (coll && part && never_p2p(c, r, q)) kind_clash(m, c, q, part, r, coll);
+}
+
 void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
   mcomm *c = comm_find(m, op->comm);
   if (!c || c->desynced) return;
@@ -611,12 +680,14 @@ void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
       p.kind = (uint16_t)kind;
       p.peer = peer;
       p2p_op(m, c, conn, &p);
+      if (!c->desynced) clash_on_part(m, c, op->rank, peer);
     }
     return;
   }
   if (opq_push(&c->ranks[op->rank].colls, op) != 0) { desync(c); return; }
   c->ranks[op->rank].ncoll++;
   match_colls(m, c);
+  if (!c->desynced && c->ranks[op->rank].colls.len) clash_on_coll(m, c, op->rank);
 }
 
 /* ------------------------------------------------------------------ */

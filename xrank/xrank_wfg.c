@@ -331,7 +331,19 @@ static void unit_desc(sbuf *s, const graph *g, const xr_wfg_opts *o, size_t u) {
   else if (U->kind == XR_OP_COLL)
     sb(s, "collective #%u nccl%s(count %" PRIu64 ", %s)", U->coll_lo + 1,
        a2a_coll_name(U->coll), U->count, a2a_dtype_name(U->dtype));
-  else
+  else if (U->npeers <= 2) {
+    /* Few peers: name the operations ("ncclSend to rank 3 and ncclRecv
+     * from rank 1"), as the program wrote them. */
+    sb(s, "p2p group #%u:", U->group);
+    int k = 0;
+    for (uint32_t e = 0; e < U->npeers && U->peer_off + e < g->ps[p].npeers; e++) {
+      const xr_peerent *pe = &g->ps[p].peers[U->peer_off + e];
+      if (pe->send_hi > pe->send_lo)
+        sb(s, "%s ncclSend to rank %d", k++ ? " and" : "", pe->peer);
+      if (pe->recv_hi > pe->recv_lo)
+        sb(s, "%s ncclRecv from rank %d", k++ ? " and" : "", pe->peer);
+    }
+  } else
     sb(s, "p2p group #%u (%u peer%s)", U->group, U->npeers, U->npeers == 1 ? "" : "s");
   sb(s, " at %s]", site_of(g, o, p, U->site, sbuf_, sizeof sbuf_));
 }

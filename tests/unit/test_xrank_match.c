@@ -479,6 +479,45 @@ START_TEST(collective_dtype_at_equal_bytes) {
 }
 END_TEST
 
+START_TEST(alltoall_against_allreduce_is_an_order_mismatch) {
+  /* alltoall_perf on ranks 0-1, all_reduce_perf on ranks 2-3: NCCL never
+   * matches the AlltoAll's sends with an AllReduce. */
+  xr_matcher *m = mk(4, 0xa7);
+  for (int r = 0; r < 2; r++) {
+    xr_op a = a2a(0xa7, r, 64, F32, 30 + r);
+    xr_matcher_op(m, r, &a);
+  }
+  for (int r = 2; r < 4; r++) {
+    xr_op c = coll(0xa7, r, A2A_COLL_ALLREDUCE, 256, F32, 0);
+    xr_matcher_op(m, r, &c);
+  }
+  ck_assert_int_gt(count("group.order-mismatch"), 0);
+  const got *v = find("group.order-mismatch", 2);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "calls ncclAlltoAll(count 64, float32)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclAllReduce(count 256, float32, sum)"));
+  ck_assert_ptr_nonnull(xr_matcher_last_mismatch(m, 0xa7)); /* a known hang cause */
+  xr_matcher_free(m);
+  /* A send/recv-loop rank that posts an AllReduce while a peer's AlltoAll
+   * waits for it is no clash: it exchanged p2p with that peer before and
+   * may post the counterparts later on another stream. */
+  m = mk(2, 0xa8);
+  xr_op a = a2a(0xa8, 0, 16, F32, 1);
+  xr_matcher_op(m, 0, &a);
+  for (int p = 0; p < 2; p++) {
+    xr_op sd = p2p(0xa8, 1, XR_OP_SEND, p, 16, F32, 1, 2), rv = p2p(0xa8, 1, XR_OP_RECV, p, 16, F32, 1, 3);
+    xr_matcher_op(m, 1, &sd);
+    xr_matcher_op(m, 1, &rv);
+  }
+  a = a2a(0xa8, 0, 16, F32, 1);
+  xr_matcher_op(m, 0, &a);
+  xr_op c = coll(0xa8, 1, A2A_COLL_ALLREDUCE, 8, F32, 0);
+  xr_matcher_op(m, 1, &c);
+  ck_assert_int_eq(count("group.order-mismatch"), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_match");
   TCase *t = tcase_create("match");
@@ -488,6 +527,7 @@ static Suite *suite(void) {
   tcase_add_test(t, alltoall_everywhere_keeps_the_collective_message);
   tcase_add_test(t, gather_and_scatter_expand_around_the_root);
   tcase_add_test(t, collective_dtype_at_equal_bytes);
+  tcase_add_test(t, alltoall_against_allreduce_is_an_order_mismatch);
   tcase_add_test(t, p2p_size_mismatch_names_both);
   tcase_add_test(t, dtype_mismatch_same_bytes_is_warning);
   tcase_add_test(t, zero_counts_match_and_mismatch);
