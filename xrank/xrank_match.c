@@ -600,8 +600,9 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
  * front operation towards r (unmatched) is part of such a collective while
  * r posts a real collective, or the reverse, and r never posted a send or
  * receive with q on this communicator (then it is no send/recv-loop rank
- * that may still post the counterparts): group.order-mismatch, a known
- * cause of the hang. */
+ * that may still post the counterparts), and q has not posted that
+ * collective (so it is not merely ahead of r): group.order-mismatch, a
+ * known cause of the hang. */
 static const xr_op *pending_part(mcomm *c, int q, int r) {
   pairq *a = pair_get(c, q, r, 0), *b = pair_get(c, r, q, 0);
   const xr_op *x = a && a->sends.len ? opq_front(&a->sends) : NULL;
@@ -640,24 +641,33 @@ static void kind_clash(xr_matcher *m, mcomm *c, int q, const xr_op *part, int r,
   }
 }
 
-/* A real collective of rank r was just queued: clashes with parts of API
- * collectives pending on other ranks. */
+/* A real collective of rank r, its collective #k, was just queued: a clash
+ * with a part of an API collective of rank q pending towards r when q has
+ * posted fewer than k real collectives (in q's order the AlltoAll comes
+ * before collective #k, in r's order collective #k comes before any send or
+ * receive with q: the ranks' orders differ). */
 static void clash_on_coll(xr_matcher *m, mcomm *c, int r) {
   const xr_op *coll = opq_back(&c->ranks[r].colls);
+  uint32_t k = c->ranks[r].ncoll;
   for (int q = 0; q < c->nranks && coll; q++) {
-    if (q == r) continue;
+    if (q == r || c->ranks[q].ncoll >= k) continue;
     const xr_op *part = pending_part(c, q, r);
     if (part && never_p2p(c, r, q)) kind_clash(m, c, q, part, r, coll);
   }
 }
 
 /* A part of an API collective of rank q towards r is pending: a clash when
- * r waits in a real collective (its queue holds one no peer matched). */
+ * r waits in a real collective that q has not posted (q is at its
+ * AlltoAll instead). */
 static void clash_on_part(xr_matcher *m, mcomm *c, int q, int r) {
   if (r == q || r < 0 || r >= c->nranks) return;
-  const xr_op *coll = opq_front(&c->ranks[r].colls);
+  const mrank *R = &c->ranks[r];
+  const xr_op *coll = opq_front(&R->colls);
+  if (!coll) return;
+  uint32_t k = R->ncoll - (uint32_t)R->colls.len + 1; /* its number */
+  if (c->ranks[q].ncoll >= k) return;
   const xr_op *part = pending_part(c, q, r);
-  if (coll && part && never_p2p(c, r, q)) kind_clash(m, c, q, part, r, coll);
+  if (part && never_p2p(c, r, q)) kind_clash(m, c, q, part, r, coll);
 }
 
 void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {

@@ -515,6 +515,19 @@ START_TEST(alltoall_against_allreduce_is_an_order_mismatch) {
   xr_matcher_op(m, 1, &c);
   ck_assert_int_eq(count("group.order-mismatch"), 0);
   xr_matcher_free(m);
+  /* Every rank AllReduce then AlltoAll; rank 0 is ahead (its AlltoAll parts
+   * arrive before rank 1's AllReduce): no clash. */
+  m = mk(2, 0xa9);
+  xr_op ar0 = coll(0xa9, 0, A2A_COLL_ALLREDUCE, 8, F32, 0);
+  xr_matcher_op(m, 0, &ar0);
+  a = a2a(0xa9, 0, 16, F32, 1);
+  xr_matcher_op(m, 0, &a);
+  xr_op ar1 = coll(0xa9, 1, A2A_COLL_ALLREDUCE, 8, F32, 0);
+  xr_matcher_op(m, 1, &ar1);
+  xr_op a1 = a2a(0xa9, 1, 16, F32, 1);
+  xr_matcher_op(m, 1, &a1);
+  ck_assert_int_eq(g_n, 0);
+  xr_matcher_free(m);
 }
 END_TEST
 
