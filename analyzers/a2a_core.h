@@ -26,6 +26,7 @@
 #define A2A_CORE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -122,14 +123,25 @@ extern const a2a_host *a2a_hostsvc;
  * analyzed). nparams is -1 when the runtime has no parameter information. */
 
 #define A2A_KPARAMS_MAX 64
+/* Kernel name classes (a2a_kparams.flags), from cudaFuncGetName. */
+enum { A2A_KP_NAME_COPY = 1 /* "copy" or "contiguous" in the name */ };
+
 typedef struct a2a_kparams {
   _Atomic(const void *) func;
   int nparams;
+  unsigned flags;             /* A2A_KP_* */
   const char *name;           /* cudaFuncGetName, or NULL */
   uint32_t offset[A2A_KPARAMS_MAX];
   uint16_t size[A2A_KPARAMS_MAX];
 } a2a_kparams;
 const a2a_kparams *a2a_kernel_params(const void *func);
+
+/* The stack of the first operation made from call site `site` (a return
+ * address), captured on the calling thread then and reused for every later
+ * one: an analyzer that keeps an operation's stack for a finding it may
+ * report later pays one unwind per call site, not per call. (The deeper
+ * frames are those of the first call through the site.) */
+void a2a_site_stack(const void *site, a2a_stack *out);
 
 /* ------------------------------------------------------------------ */
 /* Per-thread activity: the seq (a2a_event.seq) of the last call of each
@@ -250,6 +262,10 @@ typedef struct a2a_analyzer {
   /* The events it handles: A2A_KIND_BIT(kind) per kind, one mask per phase.
    * It is called only for those. */
   uint64_t pre, post;
+  /* It reads a2a_thread_last_seq: every call of every kind must reach the
+   * dispatcher (which stores the seq) while it runs, even kinds no analyzer
+   * handles. */
+  bool wants_activity;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -276,6 +292,35 @@ void a2a_core_init(const a2a_options *opt, const a2a_host *host,
                    const a2a_analyzer *const *analyzers, size_t n);
 /* Hand one event to the registries and every enabled analyzer. */
 void a2a_dispatch(const a2a_event *ev);
+
+/* The dispatch table, per (phase, kind): the handlers to call, in order,
+ * NULL-terminated (registry updates are entries too: creations first at
+ * POST, destructions last). Built at init; an analyzer that disables
+ * itself has its entries replaced by a no-op. a2a_dispatch_inline is
+ * a2a_dispatch for the shim's hot path: no call, no prologue. */
+#define A2A_MAX_HANDLERS 12
+typedef void (*a2a_handler)(const a2a_event *ev);
+extern _Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+extern _Atomic bool a2a_dispatch_ready;
+extern bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
+void a2a_note_activity(const a2a_event *ev);
+
+static inline void a2a_dispatch_inline(const a2a_event *ev) {
+  if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
+  unsigned k = (unsigned)ev->kind, ph = ev->phase == A2A_POST;
+  if (k >= A2A_EV__COUNT) return;
+  if (!ph && a2a_activity_on) a2a_note_activity(ev);
+  _Atomic(a2a_handler) *h = a2a_handlers[ph][k];
+  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+}
+/* Bit k set: some running analyzer handles events of kind k (or needs every
+ * call's activity). A wrapper may forward a call of a kind nobody wants
+ * without building its event (A2ACHECK_CHECKS=-all is a real off switch).
+ * Set at init (all kinds until then). */
+extern _Atomic uint64_t a2a_kinds_wanted;
+static inline bool a2a_kind_wanted(a2a_kind k) {
+  return (atomic_load_explicit(&a2a_kinds_wanted, memory_order_relaxed) >> k) & 1;
+}
 /* Run fini of every analyzer (process exit). */
 void a2a_core_fini(void);
 /* Fork hooks (called by the runtime's pthread_atfork child handler). */

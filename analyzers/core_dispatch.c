@@ -125,16 +125,18 @@ const size_t a2a_nlocal_analyzers = sizeof a2a_local_analyzers / sizeof a2a_loca
 
 #define MAX_ANALYZERS 16
 
-/* The list in effect and, per (phase, kind), the indices of the analyzers
- * subscribed to it: built at init from each analyzer's masks, minus those
- * whose checks are all disabled, so the hot path calls nothing else. An
- * analyzer that disables itself later is skipped through g_off. */
+/* The list in effect and, per (phase, kind), the handlers to call: built
+ * at init from each analyzer's masks, minus those whose checks are all
+ * disabled, so the hot path calls nothing else. An analyzer that disables
+ * itself later has its entries replaced by noop(). */
 static const a2a_analyzer *g_an[MAX_ANALYZERS];
 static size_t g_nan;
 static _Atomic bool g_off[MAX_ANALYZERS];
-static uint8_t g_sub[2][A2A_EV__COUNT][MAX_ANALYZERS];
-static uint8_t g_nsub[2][A2A_EV__COUNT];
-static _Atomic bool g_ready;
+_Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+static uint8_t g_hidx[2][A2A_EV__COUNT][A2A_MAX_HANDLERS]; /* analyzer of each entry */
+_Atomic bool a2a_dispatch_ready;
+bool a2a_activity_on;
+_Atomic uint64_t a2a_kinds_wanted = ~0ull;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const a2a_options *g_init_opt;
 static const a2a_host *g_init_host;
@@ -149,8 +151,26 @@ static bool wanted(const a2a_analyzer *a) {
   return a->owner == 0 || a2a_checks_any_owned(a->owner);
 }
 
+static void noop(const a2a_event *ev) { (void)ev; }
+
+/* Registries as handlers: creations are visible to the analyzers of the
+ * POST (first entries), destructions only after every analyzer saw it
+ * (last entries). */
+static void reg_comm_init(const a2a_event *ev) { if (ev->ok) a2a_registry_comm_init(ev); }
+static void reg_alloc(const a2a_event *ev) { if (ev->ok) a2a_registry_alloc(ev); }
+static void reg_comm_end(const a2a_event *ev) { if (ev->result == 0) a2a_registry_comm_end(ev); }
+static void reg_free(const a2a_event *ev) { if (ev->result == 0) a2a_registry_free(ev); }
+
+static void add_handler(int ph, int k, a2a_handler f, int analyzer, unsigned *n) {
+  if (*n >= A2A_MAX_HANDLERS) return; /* cannot happen with the table's analyzers */
+  g_hidx[ph][k][*n] = (uint8_t)(analyzer < 0 ? 0xff : analyzer);
+  atomic_store(&a2a_handlers[ph][k][(*n)++], f);
+}
+
 static void init_analyzers(void) {
+  atomic_store(&a2a_dispatch_ready, false);
   a2a_kparams_reset();
+  a2a_site_stacks_reset();
   for (size_t i = 0; i < g_nan; i++) {
     const a2a_analyzer *a = g_an[i];
     bool off = !wanted(a);
@@ -158,28 +178,47 @@ static void init_analyzers(void) {
     if (!off && a->init && a->init() != 0)
       a2a_analyzer_disable(a->name, "its initialization failed");
   }
-  memset(g_nsub, 0, sizeof g_nsub);
+  uint64_t want = 0;
+  a2a_activity_on = false;
   for (int ph = 0; ph < 2; ph++)
-    for (int k = 0; k < A2A_EV__COUNT; k++)
+    for (int k = 0; k < A2A_EV__COUNT; k++) {
+      unsigned n = 0;
+      if (ph == A2A_POST && k == A2A_EV_COMM_INIT) add_handler(ph, k, reg_comm_init, -1, &n);
+      if (ph == A2A_POST && k == A2A_EV_ALLOC) add_handler(ph, k, reg_alloc, -1, &n);
       for (size_t i = 0; i < g_nan; i++) {
         uint64_t mask = ph == A2A_PRE ? g_an[i]->pre : g_an[i]->post;
-        if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k)))
-          g_sub[ph][k][g_nsub[ph][k]++] = (uint8_t)i;
+        if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k))) {
+          add_handler(ph, k, g_an[i]->on_event, (int)i, &n);
+          want |= A2A_KIND_BIT(k);
+        }
       }
+      if (ph == A2A_POST && k == A2A_EV_COMM_END) add_handler(ph, k, reg_comm_end, -1, &n);
+      if (ph == A2A_POST && k == A2A_EV_FREE) add_handler(ph, k, reg_free, -1, &n);
+      atomic_store(&a2a_handlers[ph][k][n], NULL);
+    }
+  for (size_t i = 0; i < g_nan; i++)
+    if (!atomic_load(&g_off[i]) && g_an[i]->wants_activity) a2a_activity_on = true;
+  /* The registries see every creation and destruction, whoever else does;
+   * the runtime dispatches the process-exit and fork events itself. */
+  want |= A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_END) |
+          A2A_KIND_BIT(A2A_EV_ALLOC) | A2A_KIND_BIT(A2A_EV_FREE) |
+          A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) | A2A_KIND_BIT(A2A_EV_FORK_CHILD);
+  if (a2a_activity_on) want = ~0ull; /* every call's seq must reach the dispatcher */
+  atomic_store(&a2a_kinds_wanted, want);
 }
 
 static void init_once(void) {
   if (g_init_opt) a2a_opt = g_init_opt;
   merge_host(g_init_host);
   init_analyzers();
-  atomic_store_explicit(&g_ready, true, memory_order_release);
+  atomic_store_explicit(&a2a_dispatch_ready, true, memory_order_release);
 }
 
 void a2a_core_init(const a2a_options *opt, const a2a_host *host,
                    const a2a_analyzer *const *analyzers, size_t n) {
   g_init_opt = opt;
   g_init_host = host;
-  if (!atomic_load(&g_ready)) set_list(analyzers, n);
+  if (!atomic_load(&a2a_dispatch_ready)) set_list(analyzers, n);
   pthread_once(&g_once, init_once);
 }
 
@@ -189,7 +228,7 @@ void a2a_core_reset_for_tests(const a2a_options *opt, const a2a_host *host) {
   if (g_nan == 0) set_list(a2a_local_analyzers, a2a_nlocal_analyzers);
   a2a_registry_reset_for_tests();
   init_analyzers();
-  atomic_store(&g_ready, true);
+  atomic_store(&a2a_dispatch_ready, true);
 }
 
 void a2a_core_set_analyzers_for_tests(const a2a_analyzer *const *list, size_t n) {
@@ -214,39 +253,22 @@ uint32_t a2a_thread_last_seq(uint32_t thread) {
              : 0;
 }
 
-void a2a_dispatch(const a2a_event *ev) {
-  if (!atomic_load_explicit(&g_ready, memory_order_acquire)) return;
-  unsigned k = (unsigned)ev->kind;
-  if (k >= A2A_EV__COUNT) return;
-  int ph = ev->phase == A2A_POST;
-  if (!ph && ev->thread < A2A_ACTIVITY_THREADS)
+void a2a_note_activity(const a2a_event *ev) {
+  if (ev->thread < A2A_ACTIVITY_THREADS)
     atomic_store_explicit(&g_activity[ev->thread].last_seq, ev->seq, memory_order_relaxed);
-  /* Registries: creations are visible to the analyzers of the POST. */
-  if (ph && ev->ok) {
-    if (ev->kind == A2A_EV_COMM_INIT) a2a_registry_comm_init(ev);
-    else if (ev->kind == A2A_EV_ALLOC) a2a_registry_alloc(ev);
-  }
-  unsigned n = g_nsub[ph][k];
-  for (unsigned j = 0; j < n; j++) {
-    unsigned i = g_sub[ph][k][j];
-    if (!atomic_load_explicit(&g_off[i], memory_order_relaxed)) g_an[i]->on_event(ev);
-  }
-  /* ... destructions only after every analyzer saw the POST. */
-  if (ph && ev->result == 0) {
-    if (ev->kind == A2A_EV_COMM_END) a2a_registry_comm_end(ev);
-    else if (ev->kind == A2A_EV_FREE) a2a_registry_free(ev);
-  }
 }
 
+void a2a_dispatch(const a2a_event *ev) { a2a_dispatch_inline(ev); }
+
 void a2a_core_fini(void) {
-  if (!atomic_load(&g_ready)) return;
+  if (!atomic_load(&a2a_dispatch_ready)) return;
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->fini) g_an[i]->fini();
 }
 
 void a2a_core_after_fork_child(void) {
   a2a_registry_after_fork_child();
-  if (!atomic_load(&g_ready)) return;
+  if (!atomic_load(&a2a_dispatch_ready)) return;
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->after_fork_child) g_an[i]->after_fork_child();
 }
@@ -255,7 +277,15 @@ void a2a_analyzer_disable(const char *name, const char *why) {
   bool newly_off = false;
   for (size_t i = 0; i < g_nan; i++) {
     const a2a_analyzer *a = g_an[i];
-    if (strcmp(a->name, name) == 0 && !atomic_exchange(&g_off[i], true)) newly_off = true;
+    if (strcmp(a->name, name) == 0 && !atomic_exchange(&g_off[i], true)) {
+      newly_off = true;
+      /* Its entries call nothing from now on. */
+      for (int ph = 0; ph < 2; ph++)
+        for (int k = 0; k < A2A_EV__COUNT; k++)
+          for (unsigned j = 0; j < A2A_MAX_HANDLERS &&
+                               atomic_load(&a2a_handlers[ph][k][j]) != NULL; j++)
+            if (g_hidx[ph][k][j] == i) atomic_store(&a2a_handlers[ph][k][j], noop);
+    }
   }
   if (!newly_off) return; /* only the first call says so */
   char msg[256];

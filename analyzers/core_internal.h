@@ -27,5 +27,6 @@ bool a2a_infiniband_present(void);
 /* core_kparams.c */
 /* Forget every cached layout (init, unit tests). */
 void a2a_kparams_reset(void);
+void a2a_site_stacks_reset(void);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "a2a_core.h"
 #include "core_internal.h"
@@ -26,6 +27,13 @@ static size_t kp_home(const void *func) {
   x ^= x >> 29;
   x *= 0x9e3779b97f4a7c15ULL;
   return (size_t)(x >> 40) & (KP_SLOTS - 1);
+}
+
+static bool contains_ci(const char *s, const char *w) {
+  size_t n = strlen(w);
+  for (; *s; s++)
+    if (strncasecmp(s, w, n) == 0) return true;
+  return false;
 }
 
 static const a2a_kparams *kp_probe(const void *func) {
@@ -55,6 +63,8 @@ const a2a_kparams *a2a_kernel_params(const void *func) {
   if (tmp.nparams == 0) tmp.nparams = -1;
   const char *nm = NULL;
   if (a2a_hostsvc->func_name(func, &nm) == 0) tmp.name = nm;
+  if (tmp.name && (contains_ci(tmp.name, "copy") || contains_ci(tmp.name, "contiguous")))
+    tmp.flags |= A2A_KP_NAME_COPY;
 
   pthread_mutex_lock(&g_kp_mu);
   size_t i = kp_home(func);
@@ -65,6 +75,7 @@ const a2a_kparams *a2a_kernel_params(const void *func) {
     if (k == NULL) {
       slot = &g_kp[i];
       slot->nparams = tmp.nparams;
+      slot->flags = tmp.flags;
       slot->name = tmp.name;
       memcpy(slot->offset, tmp.offset, sizeof tmp.offset);
       memcpy(slot->size, tmp.size, sizeof tmp.size);
@@ -79,4 +90,56 @@ const a2a_kparams *a2a_kernel_params(const void *func) {
 void a2a_kparams_reset(void) {
   pthread_mutex_init(&g_kp_mu, NULL);
   for (size_t i = 0; i < KP_SLOTS; i++) atomic_store(&g_kp[i].func, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Call-site stacks (a2a_site_stack): one capture per call site. */
+
+#define SS_SLOTS 512 /* power of two */
+
+typedef struct site_stack {
+  _Atomic(const void *) site;
+  a2a_stack st;
+} site_stack;
+
+static site_stack g_ss[SS_SLOTS];
+static pthread_mutex_t g_ss_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t ss_home(const void *site) {
+  uint64_t x = (uint64_t)(uintptr_t)site * 0x9e3779b97f4a7c15ULL;
+  return (size_t)(x >> 40) & (SS_SLOTS - 1);
+}
+
+void a2a_site_stack(const void *site, a2a_stack *out) {
+  out->n = 0;
+  if (!site) return;
+  size_t i = ss_home(site);
+  for (size_t n = 0; n < SS_SLOTS; n++, i = (i + 1) & (SS_SLOTS - 1)) {
+    const void *k = atomic_load_explicit(&g_ss[i].site, memory_order_acquire);
+    if (k == site) {
+      *out = g_ss[i].st;
+      return;
+    }
+    if (k == NULL) break;
+  }
+  /* First operation from this site: capture on this thread (outside every
+   * lock: the unwinder may take the loader's), then publish. */
+  a2a_hostsvc->capture_stack(out);
+  pthread_mutex_lock(&g_ss_mu);
+  i = ss_home(site);
+  for (size_t n = 0; n < SS_SLOTS; n++, i = (i + 1) & (SS_SLOTS - 1)) {
+    const void *k = atomic_load_explicit(&g_ss[i].site, memory_order_relaxed);
+    if (k == site) break;
+    if (k == NULL) {
+      g_ss[i].st = *out;
+      atomic_store_explicit(&g_ss[i].site, site, memory_order_release);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_ss_mu);
+}
+
+void a2a_site_stacks_reset(void) {
+  pthread_mutex_init(&g_ss_mu, NULL);
+  for (size_t i = 0; i < SS_SLOTS; i++) atomic_store(&g_ss[i].site, NULL);
 }

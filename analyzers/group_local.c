@@ -328,6 +328,12 @@ static void on_exit_event(void) {
   }
 }
 
+/* Threads with an open group right now. The CUDA-call checks here matter
+ * only inside a group: with none open anywhere (the common case) a CUDA
+ * event costs one load. A thread that exits with a group open leaves the
+ * count high: the filter then only lets more events through. */
+static _Atomic int g_groups_open;
+
 static void on_fork_child(uint32_t self) {
   /* Only the forking thread exists in the child: its NCCL group depth was
    * inherited (thread_local), the other threads' groups are gone. */
@@ -341,6 +347,8 @@ static void on_fork_child(uint32_t self) {
   }
   a2a_tslots_fork_child(&g_threads, self);
   gm_after_fork_child(self);
+  gl_thread *me = a2a_tslots_get(&g_threads, self);
+  atomic_store(&g_groups_open, me && atomic_load(&me->depth) > 0 ? 1 : 0);
 }
 
 static bool needs_thread(a2a_kind k) {
@@ -369,8 +377,13 @@ static const bool g_relevant[A2A_EV__COUNT] = {
     [A2A_EV_FORK_CHILD] = true,
 };
 
+static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
+
 static void gl_on_event(const a2a_event *ev) {
   if ((unsigned)ev->kind >= A2A_EV__COUNT || !g_relevant[ev->kind]) return;
+  if (!is_nccl_kind(ev->kind) && ev->kind != A2A_EV_PROCESS_EXIT && ev->kind != A2A_EV_FORK_CHILD &&
+      atomic_load_explicit(&g_groups_open, memory_order_relaxed) == 0)
+    return;
   if (ev->kind == A2A_EV_PROCESS_EXIT) {
     on_exit_event();
     return;
@@ -397,6 +410,7 @@ static void gl_on_event(const a2a_event *ev) {
         group_clear(t);
         t->start_site = ev->callsite;
         gm_group_begin(t);
+        atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
       }
       atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
       break;
@@ -413,6 +427,7 @@ static void gl_on_event(const a2a_event *ev) {
         if (depth == 1) {
           t->closing = true;
           gm_group_end_pre(ev, t);
+          atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
         }
       } else if (t->closing && depth == 0) {
         gm_group_end_post(ev, t);
@@ -460,26 +475,29 @@ static void gl_on_event(const a2a_event *ev) {
 
 static int gl_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
+  atomic_store(&g_groups_open, 0);
   if (a2a_tslots_init(&g_threads, NULL) != 0) return -1;
   return gm_init();
 }
 
-#define GL_KINDS (A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_END) |      \
-              A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_COMM_QUERY) | \
-              A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |                    \
-              A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) |       \
-              A2A_KIND_BIT(A2A_EV_NCCL_REGISTER) | A2A_KIND_BIT(A2A_EV_REDOP) |         \
-              A2A_KIND_BIT(A2A_EV_STREAM_SYNC) | A2A_KIND_BIT(A2A_EV_STREAM_QUERY) |    \
-              A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |     \
-              A2A_KIND_BIT(A2A_EV_EVENT_QUERY) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |     \
-              A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |         \
-              A2A_KIND_BIT(A2A_EV_FORK_CHILD))
+/* CUDA calls matter in the phase that judges them only: the blocking
+ * calls and event records before the call, the queries after it (their
+ * answer). */
+#define GL_NCCL_KINDS                                                                         \
+  (A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_END) |                           \
+   A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_COMM_QUERY) |                  \
+   A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_GROUP_START) |  \
+   A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_NCCL_REGISTER) |                      \
+   A2A_KIND_BIT(A2A_EV_REDOP) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |                           \
+   A2A_KIND_BIT(A2A_EV_FORK_CHILD))
 
 const a2a_analyzer a2a_analyzer_group_local = {
     .name = "group_local",
     .owner = A2A_OWN_GROUP_LOCAL,
-    .pre = GL_KINDS,
-    .post = GL_KINDS,
+    .pre = GL_NCCL_KINDS | A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |
+           A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |
+           A2A_KIND_BIT(A2A_EV_MEMCPY),
+    .post = GL_NCCL_KINDS | A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY),
     .init = gl_init,
     .on_event = gl_on_event,
 };

@@ -66,6 +66,8 @@ static ly_thread *thread_get(uint32_t id, bool create) {
   t = a2a_tslots_claim(&g_threads, id, sizeof *t, &reused);
   if (!t) return NULL;
   if (reused) {
+    /* An exited thread's bracket is never closed by its POST. */
+    if (t->open_end >= 0) atomic_fetch_sub_explicit(&lyh_brackets_open, 1, memory_order_relaxed);
     thread_fini(t);
     memset(t, 0, sizeof *t);
   }
@@ -568,7 +570,32 @@ static void group_reset(ly_thread *t) {
   t->ranges_overflow = false;
 }
 
+/* Launches are the hot path: a POST matters only while a copy's timing
+ * bracket is open somewhere; a PRE only for a copy kernel (by its name,
+ * classified once per function) on a thread that already talks to NCCL. */
+static void layout_launch(const a2a_event *ev) {
+  ly_thread *t;
+  if (ev->phase == A2A_POST) {
+    if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
+        (t = thread_get(ev->thread, false)))
+      lyh_on_copy_post(t, ev);
+    return;
+  }
+  if (!ev->u.launch.func || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY))
+    return;
+  const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
+  if (!kp || !(kp->flags & A2A_KP_NAME_COPY)) return;
+  if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
+}
+
+__attribute__((noinline)) static void layout_other(const a2a_event *ev);
+
 static void layout_on_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_LAUNCH) layout_launch(ev);
+  else layout_other(ev);
+}
+
+static void layout_other(const a2a_event *ev) {
   ly_thread *t;
   switch (ev->kind) {
     case A2A_EV_GROUP_START:
@@ -602,7 +629,9 @@ static void layout_on_event(const a2a_event *ev) {
       return;
     case A2A_EV_MEMCPY:
       if (ev->phase == A2A_POST) {
-        if ((t = thread_get(ev->thread, false))) lyh_on_copy_post(t, ev);
+        if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
+            (t = thread_get(ev->thread, false)))
+          lyh_on_copy_post(t, ev);
         return;
       }
       /* Only device-to-device copies can be a hidden .contiguous(). */
@@ -614,12 +643,6 @@ static void layout_on_event(const a2a_event *ev) {
       /* The thread that creates a communicator usually posts on it: give it
        * a record now so that its copy kernels are seen from the start. */
       if (ev->phase == A2A_PRE) (void)thread_get(ev->thread, true);
-      return;
-    case A2A_EV_LAUNCH:
-      /* Launch is the hot path: only threads that already talk to NCCL. */
-      if (!(t = thread_get(ev->thread, false))) return;
-      if (ev->phase == A2A_POST) lyh_on_copy_post(t, ev);
-      else if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) lyh_on_launch(t, ev);
       return;
     case A2A_EV_PROCESS_EXIT:
       /* Pending hidden-copy findings of every thread (racy reads of other
@@ -639,6 +662,7 @@ static void layout_on_event(const a2a_event *ev) {
         }
       }
       a2a_tslots_fork_child(&g_threads, ev->thread);
+      atomic_store(&lyh_brackets_open, t && t->open_end >= 0 ? 1 : 0);
       return;
     default:
       return;
@@ -647,6 +671,7 @@ static void layout_on_event(const a2a_event *ev) {
 
 static int layout_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
+  atomic_store(&lyh_brackets_open, 0);
   return a2a_tslots_init(&g_threads, release_events);
 }
 

@@ -50,6 +50,10 @@ static void *copy_stream(const a2a_event *ev) {
   return ev->stream ? ev->stream : (ev->per_thread ? (void *)2 : NULL);
 }
 
+/* Brackets whose end event a launch's or copy's POST records (open_end):
+ * with none open anywhere, POSTs cost one load. */
+_Atomic int lyh_brackets_open;
+
 static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
   int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
   ly_producer *p = &t->prod[slot];
@@ -65,6 +69,7 @@ static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
       a2a_hostsvc->event_record(t->tev[slot][0], copy_stream(ev)) == 0) {
     p->timed = true;
     t->open_end = slot;
+    atomic_fetch_add_explicit(&lyh_brackets_open, 1, memory_order_relaxed);
   }
   return p;
 }
@@ -74,28 +79,12 @@ void lyh_on_copy_post(ly_thread *t, const a2a_event *ev) {
   int slot = t->open_end;
   if (slot < 0) return;
   t->open_end = -1;
+  atomic_fetch_sub_explicit(&lyh_brackets_open, 1, memory_order_relaxed);
   ly_producer *p = &t->prod[slot];
   p->end_ok = ev->result == 0 &&
               a2a_hostsvc->event_record(t->tev[slot][1], copy_stream(ev)) == 0;
 }
 
-static bool contains_ci(const char *s, const char *w) {
-  size_t n = strlen(w);
-  for (; s && *s; s++)
-    if (strncasecmp(s, w, n) == 0) return true;
-  return false;
-}
-
-/* Whether func is a copy kernel, from its name (the core's cached layout),
- * remembered per thread so the launch path does no string search. */
-static const ly_func *func_info(ly_thread *t, const void *func, const a2a_kparams *kp) {
-  ly_func *f = &t->funcs[((uintptr_t)func >> 4) % LAYOUT_FUNC_CACHE];
-  if (f->func == func) return f;
-  f->func = func;
-  f->name = kp ? kp->name : NULL;
-  f->is_copy = f->name && (contains_ci(f->name, "copy") || contains_ci(f->name, "contiguous"));
-  return f;
-}
 
 void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
   if (ev->kind != A2A_EV_MEMCPY || ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
@@ -114,8 +103,7 @@ void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
 void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
   if (!ev->u.launch.func || !ev->u.launch.args) return;
   const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
-  const ly_func *f = func_info(t, ev->u.launch.func, kp);
-  if (!f->is_copy || !kp) return;
+  if (!kp || !(kp->flags & A2A_KP_NAME_COPY)) return;
   /* The written pointer: the first pointer-sized word of the parameters
    * (by-value structs included) that lies in a known device segment, else
    * the first word that looks like a pointer. Copy kernels take their
@@ -139,7 +127,7 @@ void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
   if (!written) written = first;
   if (!written) return;
   ly_producer *p = producer_add(t, ev);
-  p->what = f->name;
+  p->what = kp->name;
   p->dst = written;
 }
 

@@ -10,6 +10,7 @@
 #ifndef A2A_LAYOUT_STATE_H
 #define A2A_LAYOUT_STATE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,7 +19,6 @@
 
 #define LAYOUT_MAX_RANGES 2048     /* ranges of one open group */
 #define LAYOUT_MAX_PRODUCERS 8     /* recent copies per thread */
-#define LAYOUT_FUNC_CACHE 64       /* kernel -> "is a copy kernel" */
 #define LAYOUT_ALIGN 16
 #define LAYOUT_ALIGN_MIN_BYTES 4096
 #define LAYOUT_MAX_FEEDS 8         /* copy sites awaiting a timed report */
@@ -67,11 +67,6 @@ typedef struct ly_feed {
   int slot;                 /* producer slot timing a later copy, -1 none */
 } ly_feed;
 
-typedef struct ly_func {
-  const void *func;
-  const char *name;
-  bool is_copy;
-} ly_func;
 
 typedef struct ly_thread {
   int depth;                /* NCCL group nesting */
@@ -88,7 +83,6 @@ typedef struct ly_thread {
   int tev_state;            /* 0 not created, 1 ready, -1 unavailable */
   ly_feed feeds[LAYOUT_MAX_FEEDS];
   unsigned nfeeds;
-  ly_func funcs[LAYOUT_FUNC_CACHE];
   const ly_range *scratch[LAYOUT_MAX_RANGES]; /* sorting at ncclGroupEnd */
 } ly_thread;
 
@@ -96,6 +90,8 @@ typedef struct ly_thread {
 /* A device-to-device copy (PRE) / a kernel launch (PRE) by the thread. */
 void lyh_on_memcpy(ly_thread *t, const a2a_event *ev);
 void lyh_on_launch(ly_thread *t, const a2a_event *ev);
+/* Timing brackets open anywhere (a POST must close them). */
+extern _Atomic int lyh_brackets_open;
 /* POST of a copy or launch: closes a timing bracket opened at its PRE. */
 void lyh_on_copy_post(ly_thread *t, const a2a_event *ev);
 /* An operation's send ranges / an ending group's sends against the

@@ -844,7 +844,25 @@ static void poll_all(void) {
     if (!g_comms[i]->inherited) poll_comm(g_comms[i]);
 }
 
+/* A kernel launch (the hot path, PRE only): it ends the overlap window an
+ * operation armed, and counts for the launches-per-stream and overlap
+ * samples. */
+static void pc_launch(const a2a_event *ev) {
+  pc_tls *t = tls();
+  t->armed_c = NULL;
+  void *k = a2a_perf_skey(ev->stream, ev->per_thread);
+  note_launch(t, k);
+  if (t->sample_c) sample_launch(t, k);
+}
+
+__attribute__((noinline)) static void pc_other(const a2a_event *ev);
+
 static void perf_comm_on_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_LAUNCH) pc_launch(ev);
+  else pc_other(ev);
+}
+
+static void pc_other(const a2a_event *ev) {
   pc_tls *t = tls();
   switch (ev->kind) {
   case A2A_EV_COMM_INIT:
@@ -868,16 +886,8 @@ static void perf_comm_on_event(const a2a_event *ev) {
   case A2A_EV_GROUP_END:
     on_group_end(t, ev);
     break;
-  case A2A_EV_LAUNCH:
   case A2A_EV_GRAPH_LAUNCH:
-    if (ev->phase == A2A_PRE) {
-      t->armed_c = NULL;
-      if (ev->kind == A2A_EV_LAUNCH) {
-        void *k = a2a_perf_skey(ev->stream, ev->per_thread);
-        note_launch(t, k);
-        sample_launch(t, k);
-      }
-    }
+    if (ev->phase == A2A_PRE) t->armed_c = NULL;
     break;
   case A2A_EV_HOST_FUNC:
   case A2A_EV_MEMSET:
@@ -1287,22 +1297,26 @@ static void perf_comm_after_fork_child(void) {
   atomic_fetch_add(&g_gen, 1);
 }
 
-#define PC_KINDS (A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_END) |        \
-              A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |                      \
-              A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) |         \
-              A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH) |           \
-              A2A_KIND_BIT(A2A_EV_HOST_FUNC) | A2A_KIND_BIT(A2A_EV_MEMSET) |              \
-              A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT) |      \
-              A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |      \
-              A2A_KIND_BIT(A2A_EV_EVENT_SYNC) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |        \
-              A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) |                                  \
-              A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT))
+/* Each kind in the phase it is handled in (perf_comm_on_event). */
+#define PC_BOTH                                                                          \
+  (A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_GROUP_START) | \
+   A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |                    \
+   A2A_KIND_BIT(A2A_EV_EVENT_SYNC) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC))
+#define PC_PRE                                                                            \
+  (PC_BOTH | A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_LAUNCH) |                \
+   A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH) | A2A_KIND_BIT(A2A_EV_HOST_FUNC) |                   \
+   A2A_KIND_BIT(A2A_EV_MEMSET) | A2A_KIND_BIT(A2A_EV_MEMCPY) |                            \
+   A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT))
+#define PC_POST                                                                           \
+  (PC_BOTH | A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_EVENT_RECORD) |         \
+   A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) |    \
+   A2A_KIND_BIT(A2A_EV_PROCESS_EXIT))
 
 const a2a_analyzer a2a_analyzer_perf_comm = {
     .name = "perf_comm",
     .owner = A2A_OWN_PERF_COMM,
-    .pre = PC_KINDS,
-    .post = PC_KINDS & ~A2A_KIND_BIT(A2A_EV_LAUNCH), /* launches: PRE only */
+    .pre = PC_PRE,
+    .post = PC_POST,
     .init = perf_comm_init,
     .on_event = perf_comm_on_event,
     .fini = perf_comm_fini,

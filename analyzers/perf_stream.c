@@ -83,6 +83,7 @@ typedef struct ps_tls {
   uint64_t ops_at_sync;        /* a2a_perf_ops_thread() at the last full sync */
   struct { void *s; bool synced; } st[PS_SYNC_STREAMS];
   int nst;
+  int last;                    /* index of the stream of the last work */
   bool lost;                   /* more streams than tracked: no equivalence */
 } ps_tls;
 static _Thread_local ps_tls t_ps;
@@ -97,11 +98,17 @@ static ps_tls *tls(void) {
 }
 
 static void note_work(ps_tls *t, void *s) {
+  /* Most launches go to the stream of the previous one. */
+  if (t->last < t->nst && t->st[t->last].s == s) {
+    t->st[t->last].synced = false;
+    return;
+  }
   for (int i = 0; i < t->nst; i++)
-    if (t->st[i].s == s) { t->st[i].synced = false; return; }
+    if (t->st[i].s == s) { t->st[i].synced = false; t->last = i; return; }
   if (t->nst < PS_SYNC_STREAMS) {
     t->st[t->nst].s = s;
     t->st[t->nst].synced = false;
+    t->last = t->nst;
     t->nst++;
   } else {
     t->lost = true;
@@ -198,7 +205,16 @@ static void check_churn(const a2a_event *ev, bool streams) {
   a2a_report(&f);
 }
 
+__attribute__((noinline)) static void ps_other(const a2a_event *ev);
+
 static void perf_stream_on_event(const a2a_event *ev) {
+  /* Launches (the hot path, PRE only): the stream had work since its last
+   * synchronization. */
+  if (ev->kind == A2A_EV_LAUNCH) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+  else ps_other(ev);
+}
+
+static void ps_other(const a2a_event *ev) {
   ps_tls *t;
   switch (ev->kind) {
   case A2A_EV_STREAM_CREATE:
@@ -223,7 +239,6 @@ static void perf_stream_on_event(const a2a_event *ev) {
   case A2A_EV_EVENT_DESTROY:
     if (ev->phase == A2A_POST && ev->result == 0) atomic_fetch_add(&g_event_destroys, 1);
     break;
-  case A2A_EV_LAUNCH:
   case A2A_EV_COLL:
   case A2A_EV_P2P:
     if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));

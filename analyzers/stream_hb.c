@@ -1109,7 +1109,7 @@ static void pending_add(pending *arr, int *npending, int cap, const a2a_event *e
   p->what = what;
   p->comm = ev->comm;
   p->stack.n = 0;
-  if (a2a_opt->stack_depth > 0) a2a_hostsvc->capture_stack(&p->stack);
+  if (a2a_opt->stack_depth > 0) a2a_site_stack(ev->callsite, &p->stack);
 }
 
 /* Enqueue the pending accesses of ts (an ungrouped call or the outermost
@@ -1443,7 +1443,19 @@ static int hb_init(void) {
 
 static bool ok_result(const a2a_event *ev) { return ev->result == 0; }
 
+__attribute__((noinline)) static void hb_other(const a2a_event *ev);
+
 static void hb_on_event(const a2a_event *ev) {
+  /* Launches (the hot path) matter only while communication buffers are
+   * tracked (see "Launch prefilter"). */
+  if (ev->kind == A2A_EV_LAUNCH &&
+      (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
+       atomic_load_explicit(&g_disabled, memory_order_relaxed)))
+    return;
+  hb_other(ev);
+}
+
+static void hb_other(const a2a_event *ev) {
   if (ev->phase != A2A_POST) return;
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   switch (ev->kind) {

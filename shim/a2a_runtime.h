@@ -19,7 +19,9 @@
 #define A2A_RUNTIME_H
 
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "a2a_core.h"
 
@@ -27,21 +29,48 @@
 extern "C" {
 #endif
 
+/* The per-call state, inline for the wrappers (every intercepted call
+ * reads it): the runtime's state, and per thread the guard depth, the
+ * thread index and the call counter. initial-exec TLS: the library is
+ * preloaded. Defined in rt_init.c; nothing else writes them. */
+#define A2A_RT_TLS __thread __attribute__((tls_model("initial-exec"), visibility("hidden")))
+extern _Atomic int a2a_rt_g_state;
+extern A2A_RT_TLS int a2a_rt_t_depth;
+extern A2A_RT_TLS uint32_t a2a_rt_t_index;
+extern A2A_RT_TLS uint32_t a2a_rt_t_call_seq;
+enum { A2A_RT_STATE_READY = 2 };    /* = A2A_RT_READY (rt_internal.h) */
+bool a2a_rt_enter_slow(void);
+uint32_t a2a_rt_thread_index_slow(void);
+
 /* Lazily initializes the runtime (pthread_once) on first call. Returns true
  * when the calling thread should analyze this call: the tool is enabled,
  * initialized, and this is the outermost intercepted call on this thread
  * (the thread-local depth guard is incremented; pair with a2a_rt_leave).
  * Returns false (and changes nothing) otherwise. Never blocks for long. */
-bool a2a_rt_enter(void);
-void a2a_rt_leave(void);
+static inline bool a2a_rt_enter(void) {
+  if (__builtin_expect(atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) !=
+                           A2A_RT_STATE_READY, 0))
+    return a2a_rt_enter_slow();
+  if (a2a_rt_t_depth) return false;
+  a2a_rt_t_depth = 1;
+  return true;
+}
+static inline void a2a_rt_leave(void) { a2a_rt_t_depth = 0; }
 
 /* Small per-process thread index (1, 2, ...), cached thread-locally. */
-uint32_t a2a_rt_thread_index(void);
+static inline uint32_t a2a_rt_thread_index(void) {
+  uint32_t i = a2a_rt_t_index;
+  return __builtin_expect(i != 0, 1) ? i : a2a_rt_thread_index_slow();
+}
 /* The number of this call among the calling thread's analyzed calls
  * (1, 2, ...; a2a_event.seq). */
-uint32_t a2a_rt_next_call_seq(void);
+static inline uint32_t a2a_rt_next_call_seq(void) { return ++a2a_rt_t_call_seq; }
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
-uint64_t a2a_rt_now_ns(void);
+static inline uint64_t a2a_rt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 /* Counts intercepted NCCL calls (for the a2acheck.not-intercepting check). */
 void a2a_rt_note_nccl_call(void);
 

@@ -182,10 +182,31 @@ int a2a_shim_query_device(void);
     return A2A_REAL(name)(__VA_ARGS__);                                       \
   }
 
+/* The same for the hot CUDA wrappers (launches, event record and wait,
+ * copies, queries): also forward unchanged, without building an event,
+ * when no running analyzer handles this kind of call (a2a_kind_wanted). */
+#define A2A_PASS_THROUGH_UNLESS_WANTED(evkind, name, ...)                     \
+  int a2a_errno_ = errno;                                                     \
+  if (!a2a_rt_enter()) {                                                      \
+    errno = a2a_errno_;                                                       \
+    return A2A_REAL(name)(__VA_ARGS__);                                       \
+  }                                                                           \
+  if (!a2a_kind_wanted(evkind)) {                                             \
+    a2a_rt_leave();                                                           \
+    errno = a2a_errno_;                                                       \
+    return A2A_REAL(name)(__VA_ARGS__);                                       \
+  }
+
 /* Declare and initialize the event of this call. */
 #define A2A_EVENT(ev, evkind, apiname)                                        \
   a2a_event ev;                                                               \
   a2a_shim_event_init(&ev, (evkind), (apiname), __builtin_return_address(0))
+
+/* The same without zeroing the union (96 bytes): for the hot wrappers,
+ * which fill every member of their kind's union member themselves. */
+#define A2A_EVENT_HOT(ev, evkind, apiname)                                    \
+  a2a_event ev;                                                               \
+  a2a_shim_event_head(&ev, (evkind), (apiname), __builtin_return_address(0))
 
 /* Dispatch PRE, then restore the application's errno for the real call. */
 #define A2A_PRE(ev)                                                           \
@@ -199,6 +220,17 @@ int a2a_shim_query_device(void);
   do {                                                                        \
     a2a_errno_ = errno;                                                       \
     a2a_event_set_result(&(ev), (int)(r));                                    \
+  } while (0)
+
+/* The same for the hot wrappers: the POST keeps the PRE's t_ns (one clock
+ * read per call; nothing reads a launch's, copy's or event record's POST
+ * time). */
+#define A2A_POST_END_HOT(ev)                                                  \
+  do {                                                                        \
+    (ev).phase = A2A_POST;                                                    \
+    a2a_dispatch_inline(&(ev));                                               \
+    a2a_rt_leave();                                                           \
+    errno = a2a_errno_;                                                       \
   } while (0)
 
 /* Dispatch POST, leave the tool, restore errno as the real call left it. */
@@ -222,18 +254,37 @@ static inline void a2a_shim_event_init(a2a_event *ev, a2a_kind kind, const char 
   };
 }
 
+static inline void a2a_shim_event_head(a2a_event *ev, a2a_kind kind, const char *api,
+                                       const void *callsite)
+{
+  ev->kind = kind;
+  ev->phase = A2A_PRE;
+  ev->api = api;
+  ev->result = 0;
+  ev->ok = 0;
+  ev->in_progress = 0;
+  ev->device = a2a_shim_current_device();
+  ev->thread = a2a_rt_thread_index();
+  ev->seq = a2a_rt_next_call_seq();
+  ev->t_ns = 0;
+  ev->callsite = callsite;
+  ev->stream = NULL;
+  ev->per_thread = 0;
+  ev->comm = NULL;
+}
+
 static inline void a2a_shim_pre(a2a_event *ev)
 {
   ev->phase = A2A_PRE;
   ev->t_ns = a2a_rt_now_ns();
-  a2a_dispatch(ev);
+  a2a_dispatch_inline(ev);
 }
 
 static inline void a2a_shim_post(a2a_event *ev)
 {
   ev->phase = A2A_POST;
   ev->t_ns = a2a_rt_now_ns();
-  a2a_dispatch(ev);
+  a2a_dispatch_inline(ev);
 }
 
 #ifdef __cplusplus

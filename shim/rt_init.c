@@ -39,13 +39,18 @@
 a2a_rt_globals a2a_rt;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static _Atomic int g_state = A2A_RT_UNINIT;
+_Atomic int a2a_rt_g_state = A2A_RT_UNINIT;
+#define g_state a2a_rt_g_state
+_Static_assert((int)A2A_RT_READY == (int)A2A_RT_STATE_READY, "the inline guard's READY");
 static _Atomic uint32_t g_next_thread;
 static _Atomic int g_nccl_seen;
 
-static TLS int t_depth;
+A2A_RT_TLS int a2a_rt_t_depth;
+A2A_RT_TLS uint32_t a2a_rt_t_index;
+A2A_RT_TLS uint32_t a2a_rt_t_call_seq;
+#define t_depth a2a_rt_t_depth
+#define t_index a2a_rt_t_index
 static TLS int t_in_init;
-static TLS uint32_t t_index;
 static TLS int t_nccl_noted;
 
 int a2a_rt_state(void) { return atomic_load_explicit(&g_state, memory_order_acquire); }
@@ -163,9 +168,9 @@ static void rt_init(void) {
   errno = saved;
 }
 
-bool a2a_rt_enter(void) {
+bool a2a_rt_enter_slow(void) {
   int s = atomic_load_explicit(&g_state, memory_order_acquire);
-  if (__builtin_expect(s != A2A_RT_READY, 0)) {
+  if (s != A2A_RT_READY) {
     /* UNINIT or INITIALIZING: every thread but the initializing one waits
      * in pthread_once (microseconds), so no call of another thread escapes
      * analysis while the runtime starts. */
@@ -180,22 +185,11 @@ bool a2a_rt_enter(void) {
   return true;
 }
 
-void a2a_rt_leave(void) { t_depth = 0; }
-
-uint32_t a2a_rt_thread_index(void) {
-  if (__builtin_expect(t_index == 0, 0))
-    t_index = atomic_fetch_add_explicit(&g_next_thread, 1, memory_order_relaxed) + 1;
+uint32_t a2a_rt_thread_index_slow(void) {
+  if (t_index == 0) t_index = atomic_fetch_add_explicit(&g_next_thread, 1, memory_order_relaxed) + 1;
   return t_index;
 }
 
-static TLS uint32_t t_call_seq;
-uint32_t a2a_rt_next_call_seq(void) { return ++t_call_seq; }
-
-uint64_t a2a_rt_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no system call */
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void a2a_rt_note_nccl_call(void) {
   /* A thread writes the shared flag once, not on every call. */

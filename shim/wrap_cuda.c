@@ -75,7 +75,7 @@ A2A_PUBLIC cudaError_t cudaSetDevice(int device)
 /* The most common shape: an event that only names a stream (or nothing). */
 #define A2A_STREAM_WRAP(name, evkind, per_thread_, stream_, ...)              \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_PASS_THROUGH_UNLESS_WANTED((evkind), name, __VA_ARGS__);              \
     A2A_EVENT(ev, (evkind), #name);                                           \
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
@@ -153,16 +153,17 @@ A2A_PUBLIC cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *pri
 
 #define A2A_WAIT_EVENT_WRAP(name, per_thread_)                                \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, stream, event, flags);              \
-    A2A_EVENT(ev, A2A_EV_STREAM_WAIT_EVENT, #name);                           \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_STREAM_WAIT_EVENT, name, stream, event, flags); \
+    A2A_EVENT_HOT(ev, A2A_EV_STREAM_WAIT_EVENT, #name);                       \
     ev.stream = (void *)stream;                                               \
     ev.per_thread = (per_thread_);                                            \
     ev.u.event.event = (void *)event;                                         \
+    ev.u.event.event2 = NULL;                                                 \
     ev.u.event.flags = flags;                                                 \
     A2A_PRE(ev);                                                              \
     cudaError_t r = A2A_REAL(name)(stream, event, flags);                     \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END(ev);                                                         \
+    A2A_POST_END_HOT(ev);                                                         \
     return r;                                                                 \
   }
 
@@ -195,16 +196,17 @@ A2A_PUBLIC cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int
 
 #define A2A_EVENT_RECORD_WRAP(name, per_thread_, flags_, ...)                 \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
-    A2A_EVENT(ev, A2A_EV_EVENT_RECORD, #name);                                \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_EVENT_RECORD, name, __VA_ARGS__);   \
+    A2A_EVENT_HOT(ev, A2A_EV_EVENT_RECORD, #name);                            \
     ev.stream = (void *)stream;                                               \
     ev.per_thread = (per_thread_);                                            \
     ev.u.event.event = (void *)event;                                         \
+    ev.u.event.event2 = NULL;                                                 \
     ev.u.event.flags = (flags_);                                              \
     A2A_PRE(ev);                                                              \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END(ev);                                                         \
+    A2A_POST_END_HOT(ev);                                                         \
     return r;                                                                 \
   }
 
@@ -221,7 +223,7 @@ A2A_PUBLIC cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStre
 
 #define A2A_EVENT_ONLY_WRAP(name, evkind)                                     \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, event);                             \
+    A2A_PASS_THROUGH_UNLESS_WANTED((evkind), name, event);                    \
     A2A_EVENT(ev, (evkind), #name);                                           \
     ev.u.event.event = (void *)event;                                         \
     A2A_PRE(ev);                                                              \
@@ -357,15 +359,17 @@ static inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
 #define A2A_MEMCPY_WRAP(name, async_, per_thread_, stream_, ...)              \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
-    A2A_EVENT(ev, A2A_EV_MEMCPY, #name);                                      \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_MEMCPY, name, __VA_ARGS__);         \
+    A2A_EVENT_HOT(ev, A2A_EV_MEMCPY, #name);                                  \
+    ev.u.copy.value = 0;                                                      \
+    ev.u.copy.peer = 0;                                                       \
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
     A2A_COPY1D_FIELDS(ev, dst, src, count, kind, async_);                     \
     A2A_PRE(ev);                                                              \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END(ev);                                                         \
+    A2A_POST_END_HOT(ev);                                                         \
     return r;                                                                 \
   }
 
@@ -383,7 +387,7 @@ A2A_PUBLIC cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t c
 
 #define A2A_MEMSET_WRAP(name, async_, per_thread_, stream_, ...)              \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_MEMSET, name, __VA_ARGS__);         \
     A2A_EVENT(ev, A2A_EV_MEMSET, #name);                                      \
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
@@ -547,14 +551,15 @@ static inline void launch_fields(a2a_event *ev, const void *func, dim3 grid, dim
  * shape; functype is `const void *` or `cudaKernel_t`. */
 #define A2A_LAUNCH_WRAP(name, per_thread_, fparam)                            \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, fparam, gridDim, blockDim, args, sharedMem, stream); \
-    A2A_EVENT(ev, A2A_EV_LAUNCH, #name);                                      \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_LAUNCH, name, fparam, gridDim, blockDim, args,   \
+                                   sharedMem, stream);                        \
+    A2A_EVENT_HOT(ev, A2A_EV_LAUNCH, #name);                                  \
     launch_fields(&ev, (const void *)fparam, gridDim, blockDim, args, sharedMem, stream, \
                   (per_thread_));                                             \
     A2A_PRE(ev);                                                              \
     cudaError_t r = A2A_REAL(name)(fparam, gridDim, blockDim, args, sharedMem, stream); \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END(ev);                                                         \
+    A2A_POST_END_HOT(ev);                                                         \
     return r;                                                                 \
   }
 
@@ -581,7 +586,7 @@ A2A_PUBLIC cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 g
 
 #define A2A_LAUNCH_EX_WRAP(name, per_thread_)                                 \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, config, func, args);                \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_LAUNCH, name, config, func, args);  \
     A2A_EVENT(ev, A2A_EV_LAUNCH, #name);                                      \
     if (config)                                                               \
       launch_fields(&ev, func, config->gridDim, config->blockDim, args,       \

@@ -751,6 +751,7 @@ static void after_fork_child(void) {
 const a2a_analyzer a2a_analyzer_xrank = {
     .name = "xrank",
     .owner = A2A_OWN_XRANK,
+    .wants_activity = true, /* polling waits: a2a_thread_last_seq */
     .pre = A2A_KIND_BIT(A2A_EV_COMM_INIT) | XR_SYNC_KINDS,
     .post = A2A_KIND_BIT(A2A_EV_GET_UNIQUE_ID) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
             A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
