@@ -1,0 +1,114 @@
+/* bench_calls.c - one kind of intercepted call, N times, for callgrind:
+ * `bench_calls MODE N [INFLIGHT]` runs a warm-up of the same calls, then
+ * measured_loop(), the only function bench/run collects with callgrind's
+ * --toggle-collect, so the count is the application thread's instructions
+ * for exactly N calls (the simulator's own work included, which the plain
+ * run without the shim subtracts).
+ *
+ * MODE: launch, record, wait, memcpy, allreduce, sendrecv (an ncclSend +
+ * ncclRecv pair in a group, to and from itself on a one-rank communicator),
+ * alltoall. INFLIGHT: communication buffers left in flight (their
+ * operations never synchronized) before the loop, so the checks that track
+ * in-flight buffers have that many to consider (0, 8, 32, 128).
+ *
+ * Not a test: it prints nothing but a line with the mode and N. */
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2asim.h"
+
+#define CK(call)                                                                   \
+  do {                                                                             \
+    int e_ = (int)(call);                                                          \
+    if (e_ != 0) {                                                                 \
+      fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, e_);        \
+      exit(1);                                                                     \
+    }                                                                              \
+  } while (0)
+
+static void k_noop(void) {}
+static void noop_impl(void **args, const a2asim_launch_info *li) { (void)args; (void)li; }
+
+typedef struct env {
+  ncclComm_t comm;
+  cudaStream_t s, s2;
+  cudaEvent_t ev;
+  float *buf, *buf2, *host;
+} env;
+
+enum { M_LAUNCH, M_RECORD, M_WAIT, M_MEMCPY, M_ALLREDUCE, M_SENDRECV, M_ALLTOALL, M_N };
+static const char *const mode_names[M_N] = {"launch", "record", "wait", "memcpy",
+                                            "allreduce", "sendrecv", "alltoall"};
+
+static void one(const env *e, int mode) {
+  dim3 d1 = {1, 1, 1};
+  float *arg = e->buf;
+  void *args[] = {&arg};
+  switch (mode) {
+  case M_LAUNCH: CK(cudaLaunchKernel((const void *)k_noop, d1, d1, args, 0, e->s)); break;
+  case M_RECORD: CK(cudaEventRecord(e->ev, e->s)); break;
+  case M_WAIT: CK(cudaStreamWaitEvent(e->s2, e->ev, 0)); break;
+  case M_MEMCPY: CK(cudaMemcpyAsync(e->buf2, e->buf, 256, cudaMemcpyDeviceToDevice, e->s)); break;
+  case M_ALLREDUCE: CK(ncclAllReduce(e->buf, e->buf, 8, ncclFloat, ncclSum, e->comm, e->s)); break;
+  case M_SENDRECV:
+    CK(ncclGroupStart());
+    CK(ncclSend(e->buf, 8, ncclFloat, 0, e->comm, e->s));
+    CK(ncclRecv(e->buf2, 8, ncclFloat, 0, e->comm, e->s));
+    CK(ncclGroupEnd());
+    break;
+  case M_ALLTOALL: CK(ncclAlltoAll(e->buf, e->buf2, 8, ncclFloat, e->comm, e->s)); break;
+  }
+}
+
+/* Kept out of line and unmerged so callgrind can toggle on it. */
+__attribute__((noinline, noclone)) void warmup_loop(const env *e, int mode, int n) {
+  for (int i = 0; i < n; i++) one(e, mode);
+}
+__attribute__((noinline, noclone)) void measured_loop(const env *e, int mode, int n) {
+  for (int i = 0; i < n; i++) one(e, mode);
+  __asm__ volatile("" ::: "memory");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall N [INFLIGHT]\n",
+            argv[0]);
+    return 2;
+  }
+  int mode = -1;
+  for (int m = 0; m < M_N; m++)
+    if (!strcmp(argv[1], mode_names[m])) mode = m;
+  int n = atoi(argv[2]), inflight = argc > 3 ? atoi(argv[3]) : 0;
+  if (mode < 0 || n <= 0 || inflight < 0 || inflight > 1024) return 2;
+  CK(a2asim_register_kernel((const void *)k_noop, noop_impl, "noop", 0, NULL));
+  CK(cudaSetDevice(0));
+  env e;
+  ncclUniqueId id;
+  CK(ncclGetUniqueId(&id));
+  CK(ncclCommInitRank(&e.comm, 1, id, 0));
+  CK(cudaStreamCreateWithFlags(&e.s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&e.s2, cudaStreamNonBlocking));
+  CK(cudaEventCreateWithFlags(&e.ev, cudaEventDisableTiming));
+  CK(cudaMalloc((void **)&e.buf, 1 << 20));
+  CK(cudaMalloc((void **)&e.buf2, 1 << 20));
+  /* Buffers in flight: AllReduces on their own buffers on a third stream,
+   * never synchronized (the checks keep them as in-flight ranges). */
+  cudaStream_t s3;
+  CK(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
+  for (int i = 0; i < inflight; i++) {
+    float *b;
+    CK(cudaMalloc((void **)&b, 4096));
+    CK(ncclAllReduce(b, b, 64, ncclFloat, ncclSum, e.comm, s3));
+  }
+  warmup_loop(&e, mode, n < 200 ? n : 200);
+  CK(cudaStreamSynchronize(e.s));
+  CK(cudaStreamSynchronize(e.s2));
+  measured_loop(&e, mode, n);
+  CK(cudaStreamSynchronize(e.s));
+  CK(cudaStreamSynchronize(e.s2));
+  printf("%s %d\n", mode_names[mode], n);
+  return 0;
+}
