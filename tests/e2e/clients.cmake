@@ -12,7 +12,7 @@ find_package(Python3 COMPONENTS Interpreter QUIET)
 if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   set(A2A_CLIENT_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/client_check.py)
   set(A2A_CLIENT_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/client)
-  foreach(prog torch)
+  foreach(prog torch nccltests)
     a2a_e2e_program(client_${prog} ${CMAKE_CURRENT_LIST_DIR}/client_${prog}.c)
   endforeach()
 
@@ -72,5 +72,31 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_client_test(torch_events torch events --env A2ACHECK_PERF_MIN_GAIN=0.02
     --message "perf.stream-churn=a material share of the host's time"
     :: --expect perf.stream-churn:warning --forbid stream.default-stream --no-other-errors
+       --ignore a2acheck.no-coordinator)
+endif()
+
+if(TARGET a2acheck AND Python3_Interpreter_FOUND)
+  # ---- nccl-tests: hypercube all-gather, alltoall size sweep ----------------
+  # -g 4: the outer group merges the steps: a true overlap, explained as the
+  # merge (item 10); the merged steps are no all-to-all (item 7); the
+  # own-block copy is part of the algorithm (item 7).
+  a2a_client_test(nccltests_hypercube_g4 nccltests hypercube_g4
+    --message "layout.overlap=nested inside the group opened at start_coll"
+    --message "layout.overlap=merges everything posted until the outermost ncclGroupEnd"
+    --message "layout.scattered=It is not an all-to-all"
+    --message-lacks "layout.scattered=all_to_all_single"
+    --message "layout.hidden-copy=part of the algorithm, not a .contiguous"
+    :: --expect layout.overlap:error --forbid layout.scattered:warning --forbid "*:warning"
+       --no-other-errors --ignore a2acheck.no-coordinator)
+  # One GPU per process: each step its own group: correct, data verified.
+  a2a_client_test(nccltests_hypercube_t nccltests hypercube_t
+    --message "layout.hidden-copy=assembles"
+    :: --forbid "*:error" --forbid "*:warning" --forbid layout.scattered
+       --ignore a2acheck.no-coordinator)
+  # A size sweep: the small operations' batching gain is a fraction of a
+  # percent (item 6).
+  a2a_client_test(nccltests_sweep nccltests sweep --env A2ASIM_BW_GBPS=1
+    --message "perf.small-messages=below A2ACHECK_PERF_MIN_GAIN"
+    :: --expect perf.small-messages:info --forbid "*:error" --forbid "*:warning"
        --ignore a2acheck.no-coordinator)
 endif()
