@@ -17,15 +17,22 @@
  *  - layout.overlap (error): one operation whose receive range overlaps its
  *    send range other than in the in-place form nccl.h defines, or, inside
  *    one group, a receive range of one operation overlapping a send or
- *    receive range of another (checked at the outermost ncclGroupEnd).
+ *    receive range of another (checked at the outermost ncclGroupEnd). Two
+ *    operations posted in different groups nested inside one outer group
+ *    are in one group for NCCL: the message says so, and where the outer
+ *    group was opened.
  *  - layout.misaligned (warning): a buffer, or a per-peer chunk of a
  *    per-rank buffer, whose address is not 16-byte aligned, when the region
  *    is at least LAYOUT_ALIGN_MIN_BYTES (below that NCCL's latency-bound
  *    protocols make alignment irrelevant).
  *  - layout.scattered (warning): a group on one communicator that sends to
- *    and receives from several peers (a grouped all-to-all) whose non-empty
- *    per-peer chunks do not form one contiguous region per direction (in
- *    any order: the chunks, merged by address, leave gaps).
+ *    and receives from every other rank (a grouped all-to-all) whose
+ *    non-empty per-peer chunks do not form one contiguous region per
+ *    direction (in any order: the chunks, merged by address, leave gaps;
+ *    a gap where this rank's own chunk belongs, when it posts none, is not
+ *    one). A group that exchanges with several peers but not all of them
+ *    (a halo exchange, steps of an all-gather merged by an outer group) is
+ *    an info that says what was seen, without the all-to-all advice.
  *  - layout.hidden-copy (info): a send buffer written, since the thread's
  *    previous NCCL operation, by a device-to-device copy of exactly the bytes
  *    sent (cudaMemcpy*), or by a kernel whose name says copy/contiguous and
@@ -376,6 +383,25 @@ static const ly_range *best_other(const best2 *b, const ly_range *x) {
   return b->b1 && b->b1->op != x->op ? b->b1 : b->b2;
 }
 
+/* The outermost open group's call site, symbolized (cached per site; the
+ * symbolizer takes the runtime's report lock, this analyzer holds none). */
+static const char *outer_text(ly_thread *t) {
+  if (!t->outer_site) return "an unknown call site";
+  if (t->outer_text_site != t->outer_site) {
+    a2a_hostsvc->site_text(t->outer_site, t->outer_text, sizeof t->outer_text);
+    t->outer_text_site = t->outer_site;
+  }
+  return t->outer_text;
+}
+
+/* "nested group 3", or "the outer group itself" for operations posted
+ * directly in it. */
+static const char *grp_name(uint16_t grp, char *buf, size_t cap) {
+  if (grp == 0) snprintf(buf, cap, "the outer group itself");
+  else snprintf(buf, cap, "nested group %u", (unsigned)grp);
+  return buf;
+}
+
 static void check_group_overlap(ly_thread *t, const a2a_event *end) {
   if (t->nranges < 2) return;
   const ly_range **sorted = t->scratch;
@@ -399,12 +425,27 @@ static void check_group_overlap(ly_thread *t, const a2a_event *end) {
   }
   if (!x) return;
   uintptr_t lo = x->lo > y->lo ? x->lo : y->lo, hi = x->hi < y->hi ? x->hi : y->hi;
-  char msg[768], js[896];
+  char msg[1600], js[1024], merged[900] = "";
+  char px[32] = "", py[32] = "", px2[32], py2[32];
+  bool nested = x->grp != y->grp;
+  if (nested)
+    snprintf(merged, sizeof merged,
+             " The two were posted in different ncclGroupStart/ncclGroupEnd pairs (%s and %s "
+             "of the %u nested in it), but those pairs are nested inside the group opened at "
+             "%s: a nested ncclGroupEnd launches nothing, NCCL merges everything posted until "
+             "the outermost ncclGroupEnd into one launch, so operations posted as separate "
+             "steps run at the same time, and here one writes bytes the other reads or writes. "
+             "Fix: end the outer group before the dependent step (or post the steps outside any outer group), or give every "
+             "receive its own disjoint region.",
+             grp_name(x->grp, px2, sizeof px2), grp_name(y->grp, py2, sizeof py2),
+             (unsigned)t->nnested, outer_text(t));
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
   a2a_json_str(&j, "api", end->api);
   a2a_json_uint(&j, "operations_in_group", t->nops);
+  a2a_json_uint(&j, "nested_groups", t->nnested);
+  if (t->outer_site) a2a_json_ptr(&j, "group_site", t->outer_site);
   a2a_json_uint(&j, "overlapping_ranges", pairs);
   const ly_range *both[2] = {x, y};
   a2a_json_arr_begin(&j, "ranges");
@@ -417,21 +458,21 @@ static void check_group_overlap(ly_thread *t, const a2a_event *end) {
     a2a_json_uint(&j, "bytes", (unsigned long long)(both[k]->hi - both[k]->lo));
     if (both[k]->comm) a2a_json_str(&j, "comm", both[k]->comm->name);
     a2a_json_ptr(&j, "site", both[k]->site);
+    a2a_json_uint(&j, "nested_group", both[k]->grp);
     a2a_json_obj_end(&j);
   }
   a2a_json_arr_end(&j);
   a2a_json_uint(&j, "overlap_bytes", (unsigned long long)(hi - lo));
   a2a_json_obj_end(&j);
-  char px[32] = "", py[32] = "";
   if (x->peer >= 0) snprintf(px, sizeof px, " (peer %d)", x->peer);
   if (y->peer >= 0) snprintf(py, sizeof py, " (peer %d)", y->peer);
   snprintf(msg, sizeof msg,
            "In one NCCL group, the %s range [%p, +%zu) of %s%s overlaps the %s range [%p, +%zu) "
-           "of %s%s by %zu bytes: the operations run concurrently, so the data is corrupted; give "
-           "every receive its own disjoint region.",
+           "of %s%s by %zu bytes: the operations run concurrently, so the data is corrupted%s",
            x->is_recv ? "receive" : "send", (void *)x->lo, (size_t)(x->hi - x->lo), x->api, px,
            y->is_recv ? "receive" : "send", (void *)y->lo, (size_t)(y->hi - y->lo), y->api, py,
-           (size_t)(hi - lo));
+           (size_t)(hi - lo), nested ? "." : "; give every receive its own disjoint region.");
+  if (nested) snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%s", merged);
   /* The site of the later-posted operation of the pair: the line to fix. */
   const ly_range *later = x->op > y->op ? x : y;
   report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, later->site, later->comm, msg, js);
@@ -446,39 +487,82 @@ static int cmp_peer(const ly_range *x, const ly_range *y) {
 }
 
 typedef struct dir_stats {
-  unsigned chunks, regions, peers;
+  unsigned chunks, regions, peers, others; /* peers: of every posted operation (empty
+                                             ones too); others: those other than
+                                             this rank */
+  unsigned busy_peers;                     /* peers of the non-empty chunks */
+  bool self;                               /* a chunk for this rank itself */
   size_t bytes, smallest;
+  uint16_t grp_lo, grp_hi;                 /* nested groups the chunks came from */
+  size_t self_gap;                         /* gap between peers rank-1 and rank+1 */
 } dir_stats;
 
 /* Non-empty P2P chunks of one direction on one comm: peers counted in peer
  * order, regions in address order (chunks that touch or overlap merge into
  * one region: a buffer laid out in another order than the peers', or one
- * send buffer posted to every peer, is still one region). */
-static void direction(ly_thread *t, void *comm, bool recv, dir_stats *d) {
+ * send buffer posted to every peer, is still one region). A rank that
+ * posts no chunk for itself (it copies its own block locally) leaves a gap
+ * where that block belongs in an all_to_all_single layout, between the
+ * chunks of peers rank-1 and rank+1: its size is recorded (self_gap; rank:
+ * this rank in the communicator, -1 if unknown), and the caller forgives it
+ * when both directions have one of the same size - what a rank sends to
+ * itself is what it receives from itself. */
+static void direction(ly_thread *t, void *comm, bool recv, int rank, dir_stats *d) {
   const ly_range **v = t->scratch;
   unsigned n = 0;
   int last_peer = -1;
   memset(d, 0, sizeof *d);
+  d->grp_lo = UINT16_MAX;
   for (unsigned i = 0; i < t->nranges; i++) {
     const ly_range *r = &t->ranges[i];
-    if (!r->p2p || r->comm_handle != comm || r->is_recv != recv) continue;
-    if (r->lo < r->hi) v[n++] = r;
+    if (r->p2p && r->comm_handle == comm && r->is_recv == recv) v[n++] = r;
   }
+  /* Peers: every posted operation counts, empty ones too (an all-to-all
+   * with zero splits still addresses every rank). */
   sort_ranges(v, n, cmp_peer);
   for (unsigned i = 0; i < n; i++) {
+    if (v[i]->peer != last_peer) {
+      d->peers++;
+      if (v[i]->peer == rank) d->self = v[i]->lo < v[i]->hi || d->self;
+      else d->others++;
+    }
+    last_peer = v[i]->peer;
+    if (v[i]->grp < d->grp_lo) d->grp_lo = v[i]->grp;
+    if (v[i]->grp > d->grp_hi) d->grp_hi = v[i]->grp;
+  }
+  /* Chunks and regions: the non-empty ones. */
+  unsigned m = 0;
+  for (unsigned i = 0; i < n; i++)
+    if (v[i]->lo < v[i]->hi) v[m++] = v[i];
+  last_peer = -1;
+  for (unsigned i = 0; i < m; i++) { /* still in peer order */
     size_t b = v[i]->hi - v[i]->lo;
+    if (i == 0 || v[i]->peer != last_peer) d->busy_peers++;
+    last_peer = v[i]->peer;
     d->chunks++;
     d->bytes += b;
     if (!d->smallest || b < d->smallest) d->smallest = b;
-    if (v[i]->peer != last_peer) d->peers++;
-    last_peer = v[i]->peer;
   }
-  sort_ranges(v, n, cmp_lo);
+  sort_ranges(v, m, cmp_lo);
   uintptr_t end = 0; /* greatest end of the regions so far */
-  for (unsigned i = 0; i < n; i++) {
+  int end_peer = -1; /* the peer of the chunk that reaches it */
+  for (unsigned i = 0; i < m; i++) {
+    if (i > 0 && v[i]->lo > end && rank >= 0 && !d->self && end_peer == rank - 1 &&
+        v[i]->peer == rank + 1)
+      d->self_gap = v[i]->lo - end;
     if (i == 0 || v[i]->lo > end) d->regions++;
-    if (v[i]->hi > end) end = v[i]->hi;
+    if (v[i]->hi > end) {
+      end = v[i]->hi;
+      end_peer = v[i]->peer;
+    }
   }
+}
+
+/* "1 region" / "3 separate regions". */
+static const char *regions_text(unsigned n, char *buf, size_t cap) {
+  if (n == 1) snprintf(buf, cap, "1 region");
+  else snprintf(buf, cap, "%u separate regions", n);
+  return buf;
 }
 
 static void check_scattered(ly_thread *t, const a2a_event *end) {
@@ -492,18 +576,32 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
     for (unsigned k = 0; k < ndone; k++) seen |= done[k] == r->comm_handle;
     if (seen) continue;
     done[ndone++] = r->comm_handle;
+    int nranks = r->comm && r->comm->nranks > 0 ? r->comm->nranks : -1;
+    int rank = nranks > 0 ? r->comm->rank : -1;
     dir_stats s, v;
-    direction(t, r->comm_handle, false, &s);
-    direction(t, r->comm_handle, true, &v);
-    if (s.peers < 2 || v.peers < 2) continue; /* not an all-to-all pattern */
+    direction(t, r->comm_handle, false, rank, &s);
+    direction(t, r->comm_handle, true, rank, &v);
+    if (s.busy_peers < 2 || v.busy_peers < 2) continue; /* one peer: nothing to lay out */
+    if (s.self_gap && s.self_gap == v.self_gap) { /* this rank's own block, kept local */
+      s.regions--;
+      v.regions--;
+    }
     if (s.regions <= 1 && v.regions <= 1) continue;
-    char msg[640], js[640];
+    /* An all-to-all sends to and receives from every other rank. */
+    bool a2a = nranks > 1 && (int)s.others == nranks - 1 && (int)v.others == nranks - 1;
+    uint16_t glo = s.grp_lo < v.grp_lo ? s.grp_lo : v.grp_lo;
+    uint16_t ghi = s.grp_hi > v.grp_hi ? s.grp_hi : v.grp_hi;
+    bool merged = ghi > glo; /* chunks from more than one nested group */
+    char msg[1400], js[768], peers[96], merge[600] = "";
     a2a_json j;
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
     a2a_json_str(&j, "api", end->api);
     if (r->comm) a2a_json_str(&j, "comm", r->comm->name);
     a2a_json_ptr(&j, "comm_handle", r->comm_handle);
+    if (nranks > 0) a2a_json_int(&j, "nranks", nranks);
+    a2a_json_bool(&j, "all_to_all", a2a);
+    a2a_json_uint(&j, "nested_groups", t->nnested);
     const dir_stats *both[2] = {&s, &v};
     const char *names[2] = {"send", "recv"};
     for (int k = 0; k < 2; k++) {
@@ -516,15 +614,40 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
       a2a_json_obj_end(&j);
     }
     a2a_json_obj_end(&j);
+    const char *cname = r->comm ? r->comm->name : "a communicator";
+    if (a2a) {
+      char sr[48], vr[48];
+      snprintf(msg, sizeof msg,
+               "A grouped all-to-all on %s (every rank a peer) sends %zu bytes from %s and "
+               "receives %zu bytes into %s (%u/%u chunks): the per-peer chunks are views, not "
+               "one contiguous buffer per direction; pack them into one send and one receive "
+               "buffer (all_to_all_single layout) to avoid extra copies and small transfers.",
+               cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
+               regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks);
+      report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_WARNING, end->callsite, r->comm, msg, js);
+      continue;
+    }
+    if (nranks > 0)
+      snprintf(peers, sizeof peers, "%u of its %d other ranks", s.others > v.others ? s.others
+                                                                                     : v.others,
+               nranks - 1);
+    else
+      snprintf(peers, sizeof peers, "%u peers (the communicator's size is unknown)",
+               s.peers > v.peers ? s.peers : v.peers);
+    if (merged)
+      snprintf(merge, sizeof merge,
+               " Its operations were posted in %u separate ncclGroupStart/ncclGroupEnd pairs "
+               "nested inside the group opened at %s, which NCCL launches as this one group.",
+               (unsigned)(ghi - glo + 1), outer_text(t));
+    char sr[48], vr[48];
     snprintf(msg, sizeof msg,
-             "A grouped all-to-all on %s sends %zu bytes from %u separate regions and receives "
-             "%zu bytes into %u separate regions (%u/%u chunks): the per-peer "
-             "chunks are views, not one contiguous buffer per direction; pack them into one "
-             "send and one receive buffer (all_to_all_single layout) to avoid extra copies and "
-             "small transfers.",
-             r->comm ? r->comm->name : "a communicator", s.bytes, s.regions, v.bytes, v.regions,
-             s.chunks, v.chunks);
-    report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_WARNING, end->callsite, r->comm, msg, js);
+             "A group on %s exchanges with %s: it sends %zu bytes from %s and receives %zu bytes "
+             "into %s (%u/%u chunks).%s It is not an all-to-all, so its layout is the "
+             "algorithm's (a halo exchange, the steps of an all-gather); NCCL moves every chunk "
+             "as a transfer of its own, contiguous or not, and nothing here needs repacking.",
+             cname, peers, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
+             regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks, merge);
+    report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, end->callsite, r->comm, msg, js);
   }
 }
 
@@ -547,6 +670,7 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     r->comm = c;
     r->comm_handle = ev->comm;
     r->op = t->nops;
+    r->grp = t->grp_at[(t->depth < LAYOUT_MAX_DEPTH ? t->depth : LAYOUT_MAX_DEPTH) - 1];
     r->peer = ev->kind == A2A_EV_P2P ? ev->u.p2p.peer : -1;
     r->is_recv = op->r[i].is_recv;
     r->p2p = ev->kind == A2A_EV_P2P;
@@ -600,7 +724,16 @@ static void layout_other(const a2a_event *ev) {
   switch (ev->kind) {
     case A2A_EV_GROUP_START:
       if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true))) return;
-      if (t->depth++ == 0) group_reset(t);
+      if (t->depth == 0) {
+        group_reset(t);
+        t->outer_site = ev->callsite;
+        t->nnested = 0;
+        t->grp_at[0] = 0;
+      } else {
+        if (t->nnested < UINT16_MAX) t->nnested++;
+        if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->nnested;
+      }
+      t->depth++;
       return;
     case A2A_EV_GROUP_END:
       if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true)) || t->depth == 0) return;

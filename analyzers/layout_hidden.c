@@ -27,7 +27,19 @@
  * enqueued. The pending finding is reported, with the measured duration, at
  * the first NCCL operation of the thread after such a copy completed; at
  * process exit whatever is still pending is reported with what is known.
- * So a copy that happens once is reported at exit, without a duration. */
+ * So a copy that happens once is reported at exit, without a duration.
+ *
+ * What the copy is for. A copy whose block the same operation or group
+ * also receives next to - the block lies right before or after a receive
+ * range of the group on the same communicator, or inside the collective's
+ * own receive buffer - places this rank's own block into the output the
+ * communication assembles (the local part of an all-gather built from
+ * send/receive, of an in-place all-gather): part of the algorithm, avoidable
+ * only by producing the block in place. Any other exact copy stages data
+ * that already existed elsewhere (a .clone(), a copy_ into a send buffer, a
+ * .contiguous() of a tensor that was dense); a copy kernel's output is a
+ * packing copy (.contiguous() of a strided tensor). The message says which
+ * was seen. */
 
 static bool tev_ready(ly_thread *t) {
   if (t->tev_state) return t->tev_state > 0;
@@ -96,6 +108,7 @@ void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
   }
   ly_producer *p = producer_add(t, ev);
   p->dst = (uintptr_t)ev->u.copy.dst;
+  p->src = (uintptr_t)ev->u.copy.src;
   p->bytes = ev->u.copy.bytes;
   p->what = ev->api;
 }
@@ -135,7 +148,8 @@ void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
 static void report_feed(ly_feed *f, double ms) {
   f->reported = true;
   f->slot = -1;
-  char msg[768], js[768], dur[64] = "";
+  char msg[1200], js[900], dur[64] = "", peer[32] = "";
+  const char *what = f->what ? f->what : "a copy";
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
@@ -143,20 +157,49 @@ static void report_feed(ly_feed *f, double ms) {
   if (f->comm) a2a_json_str(&j, "comm", f->comm->name);
   a2a_json_ptr(&j, "send_buffer", (const void *)f->lo);
   a2a_json_uint(&j, "send_bytes", f->bytes);
-  a2a_json_str(&j, "copy", f->what ? f->what : "copy");
+  a2a_json_str(&j, "copy", what);
   a2a_json_ptr(&j, "copy_site", f->copy_site);
   if (f->copy_bytes) a2a_json_uint(&j, "copy_bytes", f->copy_bytes);
+  if (f->copy_src) a2a_json_ptr(&j, "copy_source", (const void *)f->copy_src);
+  a2a_json_str(&j, "kind", f->assembles ? "assembles-output" : f->copy_bytes ? "staging" : "packing");
   a2a_json_uint(&j, "ns_since_copy", f->ns_since_copy);
   if (ms >= 0) {
     a2a_json_dbl(&j, "copy_ms", ms);
     snprintf(dur, sizeof dur, ", %.3f ms per call", ms);
   }
   a2a_json_obj_end(&j);
-  snprintf(msg, sizeof msg,
-           "The send buffer [%p, +%zu) of %s was filled just before by %s (a copy of the same "
-           "data, like an implicit .contiguous()%s): produce the data directly in a contiguous "
-           "buffer to save a full copy per call.",
-           (void *)f->lo, f->bytes, f->op_api, f->what ? f->what : "a copy", dur);
+  if (f->op_peer >= 0) snprintf(peer, sizeof peer, " (peer %d)", f->op_peer);
+  if (f->assembles) {
+    char rpeer[32] = "";
+    if (f->assemble_peer >= 0) snprintf(rpeer, sizeof rpeer, " from peer %d", f->assemble_peer);
+    snprintf(msg, sizeof msg,
+             "The send buffer [%p, +%zu) of %s%s is the block %s copied there just before%s, "
+             "and %s%s receives into the bytes next to it: the copy places this rank's own "
+             "block into the output the communication assembles (the local part of an "
+             "all-gather built from sends and receives), which is part of the algorithm, not a "
+             ".contiguous(). It costs one copy of the block per call; producing the block in "
+             "its place in the output (the in-place form, with the send buffer inside the "
+             "receive buffer) avoids it.",
+             (void *)f->lo, f->bytes, f->op_api, peer, what, dur,
+             f->assemble_api ? f->assemble_api : "the same operation", rpeer);
+  } else if (f->copy_bytes) {
+    char src[48] = "";
+    if (f->copy_src) snprintf(src, sizeof src, " from %p", (void *)f->copy_src);
+    snprintf(msg, sizeof msg,
+             "The send buffer [%p, +%zu) of %s%s was filled just before by %s, a copy of "
+             "exactly these bytes%s%s: the data already existed in another buffer and was "
+             "copied only to be sent (a staging copy, a .clone() or copy_() into the send "
+             "buffer, a .contiguous() of a tensor that was already dense). Send from the "
+             "source buffer, or produce the data in the send buffer, to save a full copy per "
+             "call.",
+             (void *)f->lo, f->bytes, f->op_api, peer, what, src, dur);
+  } else {
+    snprintf(msg, sizeof msg,
+             "The send buffer [%p, +%zu) of %s%s was written just before by the copy kernel "
+             "%s%s: a packing copy, like an implicit .contiguous() of a strided tensor. Produce "
+             "the data directly in a contiguous buffer to save a full copy per call.",
+             (void *)f->lo, f->bytes, f->op_api, peer, what, dur);
+  }
   /* Reported later than the operation: its call site is the stack. */
   a2a_stack one = {.n = f->op_site ? 1 : 0};
   one.pc[0] = (void *)f->op_site;
@@ -166,28 +209,30 @@ static void report_feed(ly_feed *f, double ms) {
   a2a_report(&fd);
 }
 
-/* A producer matched a send buffer of the operation (api at site). */
-static void hidden_match(ly_thread *t, const a2a_event *ev, const char *api, const a2a_comm *c,
-                         ly_producer *p, uintptr_t lo, size_t bytes) {
+/* A producer matched a send buffer of the operation (api at site); the
+ * feed that waits for its report, or NULL if it was reported at once. */
+static ly_feed *hidden_match(ly_thread *t, const a2a_event *ev, const char *api, const a2a_comm *c,
+                             void *comm_handle, int peer, ly_producer *p, uintptr_t lo,
+                             size_t bytes) {
   p->used = true;
   ly_feed *f = feed_find(t, p->site);
+  ly_feed fresh = {.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
+                   .copy_src = p->src, .op_site = ev->callsite, .op_api = api, .comm = c,
+                   .comm_handle = comm_handle, .op_peer = peer, .lo = lo, .bytes = bytes,
+                   .ns_since_copy = ev->t_ns >= p->t_ns ? ev->t_ns - p->t_ns : 0,
+                   .slot = -1, .gen = t->gen, .assemble_peer = -1};
   if (!f) {
     if (t->nfeeds == LAYOUT_MAX_FEEDS) { /* no room to wait: report untimed */
-      ly_feed tmp = {.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
-                     .op_site = ev->callsite, .op_api = api, .comm = c, .lo = lo,
-                     .bytes = bytes, .ns_since_copy = ev->t_ns - p->t_ns};
-      report_feed(&tmp, -1);
-      return;
+      report_feed(&fresh, -1);
+      return NULL;
     }
     f = &t->feeds[t->nfeeds++];
-    *f = (ly_feed){.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
-                   .op_site = ev->callsite, .op_api = api, .comm = c, .lo = lo,
-                   .bytes = bytes, .ns_since_copy = ev->t_ns >= p->t_ns ? ev->t_ns - p->t_ns : 0,
-                   .slot = -1};
-    return;
+    *f = fresh;
+    return f;
   }
-  if (f->reported || !p->timed || !p->end_ok) return;
+  if (f->reported || !p->timed || !p->end_ok) return NULL;
   f->slot = (int)(p - t->prod);
+  return NULL;
 }
 
 /* Report the pending feeds whose timed copy completed (at_exit: all). */
@@ -219,17 +264,42 @@ static ly_producer *find_producer(ly_thread *t, uintptr_t lo, size_t bytes) {
 }
 
 void lyh_check_op(ly_thread *t, const a2a_event *ev, const a2a_comm *c, const lr_op *op) {
+  int peer = ev->kind == A2A_EV_P2P ? ev->u.p2p.peer : -1;
   for (int i = 0; i < op->n; i++) {
     const lr_range *r = &op->r[i];
     if (r->is_recv || r->lo >= r->hi) continue;
     ly_producer *p = find_producer(t, r->lo, r->hi - r->lo);
-    if (p) hidden_match(t, ev, ev->api, c, p, r->lo, r->hi - r->lo);
+    if (!p) continue;
+    ly_feed *f = hidden_match(t, ev, ev->api, c, ev->comm, peer, p, r->lo, r->hi - r->lo);
+    /* A collective sending a block of its own receive buffer (in-place
+     * all-gather, gather): the copy placed the local block. */
+    for (int k = 0; f && k < op->n; k++)
+      if (op->r[k].is_recv && op->r[k].lo <= r->lo && r->hi <= op->r[k].hi) {
+        f->assembles = true;
+        f->assemble_api = ev->api;
+      }
   }
 }
 
 /* At the end of a group: the group's sends to one comm together span
- * exactly the bytes of one copy (the grouped all-to-all case). */
+ * exactly the bytes of one copy (the grouped all-to-all case); and for the
+ * copies matched in this group, whether a receive of the group on the same
+ * communicator lies right next to the copied block. */
 void lyh_check_group(ly_thread *t, const a2a_event *end) {
+  for (unsigned k = 0; k < t->nfeeds; k++) {
+    ly_feed *f = &t->feeds[k];
+    if (f->reported || f->assembles || f->gen != t->gen) continue;
+    for (unsigned i = 0; i < t->nranges; i++) {
+      const ly_range *r = &t->ranges[i];
+      if (!r->is_recv || r->lo >= r->hi || r->comm_handle != f->comm_handle) continue;
+      if (r->lo == f->lo + f->bytes || r->hi == f->lo) {
+        f->assembles = true;
+        f->assemble_api = r->api;
+        f->assemble_peer = r->peer;
+        break;
+      }
+    }
+  }
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   const ly_range *first = NULL;
   for (unsigned i = 0; i < t->nranges; i++) {
@@ -242,7 +312,7 @@ void lyh_check_group(ly_thread *t, const a2a_event *end) {
   }
   if (!first) return;
   ly_producer *p = find_producer(t, lo, hi - lo);
-  if (p) hidden_match(t, end, "the group's sends", first->comm, p, lo, hi - lo);
+  if (p) hidden_match(t, end, "the group's sends", first->comm, first->comm_handle, -1, p, lo, hi - lo);
 }
 
 void lyh_release(ly_thread *t) {

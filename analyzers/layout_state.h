@@ -31,6 +31,9 @@ typedef struct ly_range {
   const a2a_comm *comm;     /* NULL if unknown */
   void *comm_handle;
   uint32_t op;              /* operation index in the group */
+  uint16_t grp;             /* the nested group it was posted in: 0 directly
+                               in the outermost one, k the k-th
+                               ncclGroupStart nested inside it */
   int peer;                 /* P2P peer, -1 for collectives */
   bool is_recv;
   bool p2p;
@@ -40,6 +43,7 @@ typedef struct ly_range {
 typedef struct ly_producer {
   uintptr_t dst;            /* written address (memcpy dst / the copy
                                kernel's destination parameter) */
+  uintptr_t src;            /* memcpy: the source; kernel: 0 */
   size_t bytes;             /* memcpy: bytes; kernel: 0 (unknown) */
   const char *what;         /* "cudaMemcpyAsync" or the kernel's name */
   const void *site;
@@ -56,11 +60,21 @@ typedef struct ly_feed {
   const void *copy_site;
   const char *what;
   size_t copy_bytes;
+  uintptr_t copy_src;       /* memcpy: where the bytes came from, else 0 */
   bool reported;
+  /* The copy places its block into a buffer the same operation or group
+   * receives into (see lyh_assembles): part of the algorithm, not a
+   * packing copy. Judged for the group the feed was found in (gen). */
+  bool assembles;
+  int assemble_peer;        /* the receive next to the block: its peer, -1 */
+  const char *assemble_api;
+  uint64_t gen;
   /* the finding to report */
   const void *op_site;
   const char *op_api;
   const a2a_comm *comm;
+  void *comm_handle;
+  int op_peer;              /* P2P peer of the send, -1 */
   uintptr_t lo;
   size_t bytes;
   uint64_t ns_since_copy;
@@ -68,8 +82,19 @@ typedef struct ly_feed {
 } ly_feed;
 
 
+#define LAYOUT_MAX_DEPTH 8         /* nesting levels whose group index is kept */
+
 typedef struct ly_thread {
   int depth;                /* NCCL group nesting */
+  /* The open outermost group: where it was opened, how many groups were
+   * nested in it so far, and the index (ly_range.grp) of the innermost
+   * open one per depth. */
+  const void *outer_site;
+  uint16_t nnested;
+  uint16_t grp_at[LAYOUT_MAX_DEPTH];
+  /* outer_site symbolized (the runtime's symbolizer), cached per site. */
+  const void *outer_text_site;
+  char outer_text[192];
   uint64_t gen;             /* advanced after each operation outside a group
                                and at each outermost ncclGroupEnd */
   uint32_t nops;

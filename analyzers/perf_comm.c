@@ -991,15 +991,28 @@ static void report_small(const pc_comm *c) {
              "of them timed).",
              est_small * 1e3, est_total * 1e3, 100.0 * frac_time,
              (unsigned long long)c->small_measured);
-  char msg[1024], det[768], gain_pct[64] = "";
-  if (timed) snprintf(gain_pct, sizeof gain_pct, ", %.0f%% of the communication time", 100.0 * gain_frac);
+  /* Material when the estimated saving is at least A2ACHECK_PERF_MIN_GAIN
+   * of the communication time; without timing the share is unknown and
+   * nothing says it matters: info. */
+  bool material = timed && gain_frac >= a2a_perf_min_gain();
+  char msg[1400], det[768], gain_pct[160] = "", verdict[200];
+  if (timed)
+    snprintf(gain_pct, sizeof gain_pct, ", %.1f%% of the communication time", 100.0 * gain_frac);
+  if (material)
+    snprintf(verdict, sizeof verdict, "at least A2ACHECK_PERF_MIN_GAIN=%.0f%%: worth it",
+             100.0 * a2a_perf_min_gain());
+  else if (timed)
+    snprintf(verdict, sizeof verdict,
+             "below A2ACHECK_PERF_MIN_GAIN=%.0f%%: the per-operation cost does not matter here",
+             100.0 * a2a_perf_min_gain());
+  else
+    snprintf(verdict, sizeof verdict,
+             "the operations were not timed, so their share of the communication time is "
+             "unknown");
   snprintf(msg, sizeof msg,
            "%s: %llu of %llu operations (%.0f%%) moved less than %s each (%s in all, %s on "
            "average).%s Sent as %llu operations of %s instead, they would save an estimated "
-           "%.3f ms (%llu fewer operations x %.1f us per-operation cost, %s)%s. Fix: batch or "
-           "fuse them: concatenate the tensors into one all_to_all_single/all_reduce, raise "
-           "the bucket size (DDP bucket_cap_mb), or post them inside one "
-           "ncclGroupStart/ncclGroupEnd so NCCL launches them together.",
+           "%.3f ms (%llu fewer operations x %.1f us per-operation cost, %s)%s, %s.%s",
            c->name, (unsigned long long)c->small_ops, (unsigned long long)c->ops,
            100.0 * (double)c->small_ops / (double)c->ops,
            a2a_perf_fmt_bytes(batch, b1, sizeof b1),
@@ -1007,7 +1020,12 @@ static void report_small(const pc_comm *c) {
            a2a_perf_fmt_bytes(c->small_bytes / c->small_ops, b3, sizeof b3), timing,
            (unsigned long long)batches, b1, gain * 1e3,
            (unsigned long long)(c->small_ops - (batches < c->small_ops ? batches : c->small_ops)),
-           alpha * 1e6, src, gain_pct);
+           alpha * 1e6, src, gain_pct, verdict,
+           material ? " Fix: batch or fuse them: concatenate the tensors into one "
+                      "all_to_all_single/all_reduce, raise the bucket size (DDP bucket_cap_mb), "
+                      "or post them inside one ncclGroupStart/ncclGroupEnd so NCCL launches "
+                      "them together."
+                    : "");
   a2a_json j;
   a2a_json_init(&j, det, sizeof det);
   a2a_json_obj_begin(&j, NULL);
@@ -1025,8 +1043,11 @@ static void report_small(const pc_comm *c) {
   a2a_json_str(&j, "per_op_cost_source", src);
   a2a_json_dbl(&j, "estimated_gain_s", gain);
   a2a_json_dbl(&j, "estimated_gain_fraction", gain_frac);
+  a2a_json_dbl(&j, "min_gain", a2a_perf_min_gain());
+  a2a_json_bool(&j, "timed", timed);
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = A2A_CK_PERF_SMALL_MESSAGES, .severity = A2A_SEV_WARNING,
+  a2a_finding f = {.check = A2A_CK_PERF_SMALL_MESSAGES,
+                   .severity = material ? A2A_SEV_WARNING : A2A_SEV_INFO,
                    .comm = c->rec, .message = msg, .details_json = det};
   a2a_report(&f);
 }

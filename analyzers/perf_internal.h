@@ -31,6 +31,13 @@ static inline uint64_t a2a_perf_small_min_ops(void) {
   return a2a_opt->small_msg_min_ops < 1 ? 1 : (uint64_t)a2a_opt->small_msg_min_ops;
 }
 
+/* The share of time a saving must reach to be material: a warning at or
+ * above it, info below (A2ACHECK_PERF_MIN_GAIN, clamped to [0, 1]). */
+static inline double a2a_perf_min_gain(void) {
+  double g = a2a_opt->perf_min_gain;
+  return g != g || g < 0 ? 0 : g > 1 ? 1 : g;
+}
+
 /* perf_comm.c: logical communication operations (a lone collective or p2p
  * call, or one outermost ncclGroupEnd) seen so far, process-wide and by the
  * calling thread. */

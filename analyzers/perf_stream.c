@@ -5,6 +5,20 @@
  *                      communication operation
  * and the stream-priority table perf_comm.c uses for perf.stream-priority.
  *
+ * perf.stream-churn's cost is measured, not presumed. Creating and
+ * destroying a stream or event synchronizes nothing (cudaStreamDestroy and
+ * cudaEventDestroy of a stream or event with pending work return at once
+ * and release it when the work completes; creation enqueues nothing): what
+ * churn costs is the host time of those driver calls. The analyzer times
+ * each create/destroy call (its PRE to its POST) and, at exit, when the
+ * pattern holds (about one created per operation and most destroyed
+ * again, at least A2ACHECK_PERF_MIN_OPS of each), compares that time with
+ * the wall time from the first creation to the last create/destroy call
+ * (the whole churning period: a share taken at one moment would follow
+ * the bursts): a warning when the share reaches A2ACHECK_PERF_MIN_GAIN,
+ * else an info saying what was seen and what it cost. PyTorch's Stream.wait_stream (a new DisableTiming event per
+ * call) is the common immaterial case.
+ *
  * A "step", for perf.sync-heavy, is the span between two full
  * synchronizations of a thread that contains at least one communication
  * operation (perf_comm.c counts them). The check reports when
@@ -22,6 +36,7 @@
 #include "perf_internal.h"
 
 #define PS_TABLE 4096        /* stream priority slots (power of two) */
+#define CUDA_EVENT_DISABLE_TIMING 0x2u /* cudaEventDisableTiming (driver_types.h) */
 #define PS_SYNC_STREAMS 8    /* streams tracked between full synchronizations */
 #define PS_MAX_OPS_PER_SYNC 4 /* perf.sync-heavy: full synchronizations at least
                                  every this many communication operations on
@@ -77,9 +92,17 @@ static atomic_uint g_gen = 1;
 static atomic_ullong g_stream_creates, g_stream_destroys, g_event_creates, g_event_destroys;
 static atomic_ullong g_synced_steps, g_synced_ops;
 static atomic_bool g_warned_streams, g_warned_events, g_warned_sync;
+/* perf.stream-churn's measurements, [0] streams, [1] events: host time in
+ * the create and destroy calls, the first creation's time, and (events)
+ * how many were created with timing enabled. */
+static atomic_ullong g_churn_ns[2], g_churn_first_ns[2], g_churn_last_ns[2];
+static atomic_ullong g_event_timing;
+static const void *g_churn_site[2];    /* written once, by the first creator */
+static a2a_stack g_churn_stack[2];
 
 typedef struct ps_tls {
   unsigned gen;
+  uint64_t churn_pre_ns;       /* PRE time of this thread's create/destroy call */
   uint64_t ops_at_sync;        /* a2a_perf_ops_thread() at the last full sync */
   struct { void *s; bool synced; } st[PS_SYNC_STREAMS];
   int nst;
@@ -168,44 +191,117 @@ static void full_sync(ps_tls *t, const a2a_event *ev, const char *how) {
   a2a_report(&f);
 }
 
-static void check_churn(const a2a_event *ev, bool streams) {
-  atomic_ullong *cr = streams ? &g_stream_creates : &g_event_creates;
-  atomic_ullong *de = streams ? &g_stream_destroys : &g_event_destroys;
-  atomic_bool *warned = streams ? &g_warned_streams : &g_warned_events;
-  uint64_t c = atomic_load(cr), d = atomic_load(de), ops = a2a_perf_ops_total();
+/* Whether the churn pattern holds for streams/events: created about once
+ * per communication operation or more, and mostly destroyed again (a pool
+ * created once and kept is fine). */
+static bool churn_pattern(int k, uint64_t *c, uint64_t *d, uint64_t *ops) {
+  *c = atomic_load(k ? &g_event_creates : &g_stream_creates);
+  *d = atomic_load(k ? &g_event_destroys : &g_stream_destroys);
+  *ops = a2a_perf_ops_total();
   uint64_t min = a2a_perf_min_ops();
-  /* Created about once per operation or more, and mostly destroyed again
-   * (a pool created once and kept is fine). */
-  if (c < min || d < min || ops < min || c * 2 < ops || d * 2 < c) return;
-  if (atomic_load(warned) || !a2a_check_on(A2A_CK_PERF_STREAM_CHURN) || atomic_exchange(warned, true))
+  return *c >= min && *d >= min && *ops >= min && *c * 2 >= *ops && *d * 2 >= *c;
+}
+
+/* Report perf.stream-churn for kind k (0 streams, 1 events), at exit: a
+ * warning when the measured share of the host's time is material, an info
+ * otherwise. */
+static void report_churn(int k) {
+  uint64_t c, d, ops;
+  atomic_bool *warned = k ? &g_warned_events : &g_warned_streams;
+  if (atomic_load(warned) || !churn_pattern(k, &c, &d, &ops) ||
+      !a2a_check_on(A2A_CK_PERF_STREAM_CHURN))
     return;
-  const char *what = streams ? "streams" : "events";
-  char msg[768], det[256];
-  snprintf(msg, sizeof msg,
-           "%llu %s were created and %llu destroyed during %llu communication operations "
-           "(%.1f per operation). Creating and destroying CUDA %s is a driver call that can "
-           "synchronize and costs far more than reusing them. Fix: create them once, before "
-           "the loop, and reuse them%s.",
-           (unsigned long long)c, what, (unsigned long long)d, (unsigned long long)ops,
-           (double)c / (double)ops, what,
-           streams ? " (hoist torch.cuda.Stream() out of the step)"
-                   : " (keep torch.cuda.Event objects; TORCH_NCCL_CUDA_EVENT_CACHE=1 for "
-                     "ProcessGroupNCCL's own events)");
+  uint64_t cost = atomic_load(&g_churn_ns[k]), first = atomic_load(&g_churn_first_ns[k]);
+  uint64_t last = atomic_load(&g_churn_last_ns[k]);
+  double span = first && last > first ? (double)(last - first) : 0;
+  double share = span > 0 ? (double)cost / span : 0;
+  bool material = share >= a2a_perf_min_gain();
+  if (atomic_exchange(warned, true)) return;
+  const char *what = k ? "events" : "streams";
+  double per_op = (double)c / (double)ops;
+  char msg[1400], det[384], fix[400] = "", measured[300];
+  snprintf(measured, sizeof measured,
+           "The host spent %.3f ms in those create and destroy calls, %.1f%% of the %.1f ms "
+           "from the first creation to the last call (A2ACHECK_PERF_MIN_GAIN=%.0f%%)",
+           (double)cost * 1e-6, 100.0 * share, span * 1e-6, 100.0 * a2a_perf_min_gain());
+  const char *cache = k ? a2a_hostsvc->getenv("TORCH_NCCL_CUDA_EVENT_CACHE") : NULL;
+  if (k)
+    snprintf(fix, sizeof fix,
+             "create the events once and reuse them (PyTorch: keep a torch.cuda.Event and call "
+             "event.record(stream) and other.wait_event(event) instead of "
+             "other.wait_stream(stream), which makes a new event per call)%s",
+             cache && strcmp(cache, "0") == 0
+                 ? "; TORCH_NCCL_CUDA_EVENT_CACHE=0 is set: remove it, so that "
+                   "ProcessGroupNCCL reuses its per-collective events again"
+                 : "");
+  else
+    snprintf(fix, sizeof fix,
+             "create the streams once and reuse them (torch.cuda.Stream() takes a stream "
+             "from PyTorch's pool and creates none: these come from code that calls "
+             "cudaStreamCreate* itself)");
+  if (material)
+    snprintf(msg, sizeof msg,
+             "%llu %s were created and %llu destroyed during %llu communication operations "
+             "(%.1f per operation). %s: a material share of the host's time. Creating and "
+             "destroying CUDA %s synchronizes nothing (a destroyed %s with pending work is "
+             "released once the work completes), but each is a driver call on the host. Fix: "
+             "%s.",
+             (unsigned long long)c, what, (unsigned long long)d, (unsigned long long)ops, per_op,
+             measured, what, k ? "event" : "stream", fix);
+  else
+    snprintf(msg, sizeof msg,
+             "%llu %s were created and %llu destroyed during %llu communication operations "
+             "(%.1f per operation%s). %s, below the share that would matter. Creating and "
+             "destroying CUDA %s synchronizes nothing; it costs only those host calls, so this "
+             "matters only if the host is the bottleneck. To avoid it anyway: %s.",
+             (unsigned long long)c, what, (unsigned long long)d, (unsigned long long)ops, per_op,
+             k && atomic_load(&g_event_timing) == 0
+                 ? "; without timing, as PyTorch's Stream.wait_stream and record_event() make "
+                   "them, one per call"
+                 : "",
+             measured, what, fix);
   a2a_json j;
   a2a_json_init(&j, det, sizeof det);
   a2a_json_obj_begin(&j, NULL);
-  a2a_json_str(&j, "kind", streams ? "stream" : "event");
+  a2a_json_str(&j, "kind", k ? "event" : "stream");
   a2a_json_uint(&j, "created", c);
   a2a_json_uint(&j, "destroyed", d);
   a2a_json_uint(&j, "comm_ops", ops);
-  a2a_json_dbl(&j, "per_op", (double)c / (double)ops);
+  a2a_json_dbl(&j, "per_op", per_op);
+  if (k) a2a_json_uint(&j, "created_with_timing", atomic_load(&g_event_timing));
+  a2a_json_dbl(&j, "host_time_s", (double)cost * 1e-9);
+  a2a_json_dbl(&j, "span_s", span * 1e-9);
+  a2a_json_dbl(&j, "host_time_fraction", share);
+  a2a_json_dbl(&j, "min_gain", a2a_perf_min_gain());
   a2a_json_obj_end(&j);
-  a2a_finding f = {.check = A2A_CK_PERF_STREAM_CHURN, .severity = A2A_SEV_WARNING, .site = ev->callsite,
-                   .message = msg, .details_json = det, .capture_stack = true};
+  a2a_finding f = {.check = A2A_CK_PERF_STREAM_CHURN,
+                   .severity = material ? A2A_SEV_WARNING : A2A_SEV_INFO,
+                   .site = g_churn_site[k], .message = msg, .details_json = det,
+                   .stack = g_churn_stack[k].n ? &g_churn_stack[k] : NULL};
   a2a_report(&f);
 }
 
 __attribute__((noinline)) static void ps_other(const a2a_event *ev);
+/* A create or destroy call of kind k (0 streams, 1 events) returned: add
+ * its duration (from this thread's PRE) to the measured host time. */
+static void churn_time(int k, const a2a_event *ev, bool create) {
+  ps_tls *t = tls();
+  uint64_t pre = t->churn_pre_ns;
+  t->churn_pre_ns = 0;
+  if (pre && ev->t_ns >= pre) atomic_fetch_add(&g_churn_ns[k], ev->t_ns - pre);
+  uint64_t last = atomic_load_explicit(&g_churn_last_ns[k], memory_order_relaxed);
+  while (ev->t_ns > last &&
+         !atomic_compare_exchange_weak(&g_churn_last_ns[k], &last, ev->t_ns)) {
+  }
+  if (create && pre) {
+    uint64_t zero = 0;
+    if (atomic_compare_exchange_strong(&g_churn_first_ns[k], &zero, pre)) {
+      /* The first creation's stack (once per kind), reported at exit. */
+      a2a_hostsvc->capture_stack(&g_churn_stack[k]);
+      g_churn_site[k] = ev->callsite;
+    }
+  }
+}
 
 static void perf_stream_on_event(const a2a_event *ev) {
   /* Launches (the hot path, PRE only): the stream had work since its last
@@ -218,27 +314,31 @@ static void ps_other(const a2a_event *ev) {
   ps_tls *t;
   switch (ev->kind) {
   case A2A_EV_STREAM_CREATE:
-    if (ev->phase == A2A_POST && ev->result == 0) {
+  case A2A_EV_STREAM_DESTROY:
+  case A2A_EV_EVENT_CREATE:
+  case A2A_EV_EVENT_DESTROY: {
+    if (ev->phase == A2A_PRE) {
+      tls()->churn_pre_ns = ev->t_ns;
+      break;
+    }
+    int k = ev->kind == A2A_EV_EVENT_CREATE || ev->kind == A2A_EV_EVENT_DESTROY;
+    bool create = ev->kind == A2A_EV_STREAM_CREATE || ev->kind == A2A_EV_EVENT_CREATE;
+    churn_time(k, ev, create && ev->result == 0);
+    if (ev->result != 0) break;
+    if (ev->kind == A2A_EV_STREAM_CREATE) {
       prio_set(ev->stream, ev->u.stream_create.priority);
       atomic_fetch_add(&g_stream_creates, 1);
-      check_churn(ev, true);
-    }
-    break;
-  case A2A_EV_STREAM_DESTROY:
-    if (ev->phase == A2A_POST && ev->result == 0) {
+    } else if (ev->kind == A2A_EV_STREAM_DESTROY) {
       if (a2a_perf_stream_priority(ev->stream) != 0) prio_set(ev->stream, 0);
       atomic_fetch_add(&g_stream_destroys, 1);
-    }
-    break;
-  case A2A_EV_EVENT_CREATE:
-    if (ev->phase == A2A_POST && ev->result == 0) {
+    } else if (ev->kind == A2A_EV_EVENT_CREATE) {
       atomic_fetch_add(&g_event_creates, 1);
-      check_churn(ev, false);
+      if (!(ev->u.event.flags & CUDA_EVENT_DISABLE_TIMING)) atomic_fetch_add(&g_event_timing, 1);
+    } else {
+      atomic_fetch_add(&g_event_destroys, 1);
     }
     break;
-  case A2A_EV_EVENT_DESTROY:
-    if (ev->phase == A2A_POST && ev->result == 0) atomic_fetch_add(&g_event_destroys, 1);
-    break;
+  }
   case A2A_EV_COLL:
   case A2A_EV_P2P:
     if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
@@ -277,6 +377,14 @@ static int perf_stream_init(void) {
   atomic_store(&g_warned_streams, false);
   atomic_store(&g_warned_events, false);
   atomic_store(&g_warned_sync, false);
+  for (int k = 0; k < 2; k++) {
+    atomic_store(&g_churn_ns[k], 0);
+    atomic_store(&g_churn_last_ns[k], 0);
+    g_churn_site[k] = NULL;
+    g_churn_stack[k].n = 0;
+    atomic_store(&g_churn_first_ns[k], 0);
+  }
+  atomic_store(&g_event_timing, 0);
   atomic_fetch_add(&g_gen, 1);
   return 0;
 }
@@ -294,7 +402,21 @@ static void perf_stream_after_fork_child(void) {
   atomic_store(&g_warned_streams, false);
   atomic_store(&g_warned_events, false);
   atomic_store(&g_warned_sync, false);
+  for (int k = 0; k < 2; k++) {
+    atomic_store(&g_churn_ns[k], 0);
+    atomic_store(&g_churn_last_ns[k], 0);
+    g_churn_site[k] = NULL;
+    g_churn_stack[k].n = 0;
+    atomic_store(&g_churn_first_ns[k], 0);
+  }
+  atomic_store(&g_event_timing, 0);
   atomic_fetch_add(&g_gen, 1);
+}
+
+/* At exit: perf.stream-churn, with the whole run's measurement. */
+static void perf_stream_fini(void) {
+  report_churn(0);
+  report_churn(1);
 }
 
 /* Also runs for perf_comm's checks: perf.stream-priority reads the stream
@@ -305,10 +427,13 @@ const a2a_analyzer a2a_analyzer_perf_stream = {
     .pre = A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_COLL) |
            A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_MEMCPY) |
            A2A_KIND_BIT(A2A_EV_MEMSET) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |
-           A2A_KIND_BIT(A2A_EV_STREAM_SYNC),
+           A2A_KIND_BIT(A2A_EV_STREAM_SYNC) | A2A_KIND_BIT(A2A_EV_STREAM_CREATE) |
+           A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) | A2A_KIND_BIT(A2A_EV_EVENT_CREATE) |
+           A2A_KIND_BIT(A2A_EV_EVENT_DESTROY),
     .post = A2A_KIND_BIT(A2A_EV_STREAM_CREATE) | A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) |
             A2A_KIND_BIT(A2A_EV_EVENT_CREATE) | A2A_KIND_BIT(A2A_EV_EVENT_DESTROY),
     .init = perf_stream_init,
     .on_event = perf_stream_on_event,
+    .fini = perf_stream_fini,
     .after_fork_child = perf_stream_after_fork_child,
 };

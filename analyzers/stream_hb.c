@@ -2,7 +2,9 @@
  *
  * Checks: stream.unsynced-input, stream.unsynced-output,
  * stream.free-in-flight (errors) and stream.default-stream (warning); see
- * docs/checks.md. The model is described in docs/design.md, "Happens-before
+ * docs/checks.md. stream.default-stream is reported for communication on
+ * the legacy default stream of a device that also has blocking streams
+ * (see "Blocking streams per device"): only those serialize with it. The model is described in docs/design.md, "Happens-before
  * model (stream checks) and blind spots"; in short:
  *
  *  - Timelines: every stream (a cudaStream_t handle; the legacy default
@@ -118,6 +120,7 @@ typedef struct sreg_slot {
   void *handle; /* NULL = empty */
   tl_kind kind;
   int device;
+  const void *site; /* the creating call */
 } sreg_slot;
 
 typedef struct ev_slot {
@@ -214,6 +217,25 @@ static uint32_t g_stack_next;
 static thread_state *g_threads[MAX_THREADS];
 static int g_last_dev[MAX_THREADS];
 
+/* Blocking streams per device, for stream.default-stream. The legacy
+ * default stream is ordered with every blocking stream of its device (CUDA
+ * runtime API, "Stream synchronization behavior"): what is enqueued on it
+ * waits for their earlier work and their later work waits for it.
+ * Non-blocking streams (cudaStreamNonBlocking: PyTorch's, NCCL's own) are
+ * not. So communication on the legacy stream costs overlap only on a
+ * device that has blocking streams: streams created through an
+ * intercepted cudaStreamCreate* without cudaStreamNonBlocking (counted on
+ * creation and destruction, under g_mu), and per-thread default streams
+ * (--default-stream per-thread, cudaStreamPerThread), noted when their
+ * timeline is made. Streams we never saw created are not counted (they are
+ * treated as blocking for ordering, where that is the safe side; here the
+ * safe side is not to warn). Read lock-free by the warning. */
+#define HB_MAX_DEV 64
+static atomic_int g_dev_blocking[HB_MAX_DEV];
+static atomic_bool g_dev_ptds[HB_MAX_DEV];
+static void *g_dev_blk_example[HB_MAX_DEV];       /* g_mu: the latest live one */
+static const void *g_dev_blk_site[HB_MAX_DEV];    /* g_mu: its creating call */
+
 /* Recent copy/memset destinations (see "Recent copies" below): a fixed ring,
  * filled even while no range is tracked. g_nring counts live entries (the
  * fast path reads it lock-free, like g_nranges). */
@@ -281,6 +303,10 @@ static sreg_slot *sreg_find(void *h) {
 static void sreg_remove(void *h) {
   sreg_slot *e = sreg_find(h);
   if (!e) return;
+  if (e->kind == TL_BLOCKING && e->device >= 0 && e->device < HB_MAX_DEV) {
+    atomic_fetch_sub_explicit(&g_dev_blocking[e->device], 1, memory_order_relaxed);
+    if (g_dev_blk_example[e->device] == h) g_dev_blk_example[e->device] = NULL;
+  }
   size_t i = (size_t)(e - g_sreg);
   g_sreg[i].handle = NULL;
   g_nsreg--;
@@ -298,13 +324,18 @@ static void sreg_remove(void *h) {
 
 /* Remember a created stream. A full table only loses the kind (the stream
  * is then treated as blocking: the safe direction). */
-static void sreg_put(void *h, tl_kind kind, int device) {
+static void sreg_put(void *h, tl_kind kind, int device, const void *site) {
   sreg_remove(h);
   if (g_nsreg >= SREG_SLOTS * 3 / 4) return;
   size_t i = handle_hash(h, SREG_SLOTS);
   while (g_sreg[i].handle) i = (i + 1) & (SREG_SLOTS - 1);
-  g_sreg[i] = (sreg_slot){h, kind, device};
+  g_sreg[i] = (sreg_slot){h, kind, device, site};
   g_nsreg++;
+  if (kind == TL_BLOCKING && device >= 0 && device < HB_MAX_DEV) {
+    atomic_fetch_add_explicit(&g_dev_blocking[device], 1, memory_order_relaxed);
+    g_dev_blk_example[device] = h;
+    g_dev_blk_site[device] = site;
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -356,6 +387,8 @@ static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
     disable_self("the process uses more live streams than the 128 it tracks");
     return -1;
   }
+  if (kind == TL_PER_THREAD && device >= 0 && device < HB_MAX_DEV)
+    atomic_store_explicit(&g_dev_ptds[device], true, memory_order_relaxed);
   t->kind = kind;
   t->live = true;
   t->capturing = false;
@@ -1161,22 +1194,70 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
   bounds_update();
 }
 
+/* The creating call of a device's example blocking stream, symbolized once
+ * per thread and site (the symbolizer takes the runtime's report lock; a
+ * program that is warned about keeps posting on the legacy stream). */
+static _Thread_local struct { const void *site; char text[256]; } t_blk_site;
+
+/* stream.default-stream: communication on the legacy default stream of a
+ * device that has blocking streams (see "Blocking streams per device").
+ * Two relaxed loads when it does not apply; the lock and the message only
+ * when it does. */
 static void default_stream_warning(const a2a_event *ev, const char *what) {
   bool legacy = ev->stream == STREAM_LEGACY || (ev->stream == NULL && !ev->per_thread);
-  if (!legacy || !a2a_check_on(A2A_CK_STREAM_DEFAULT_STREAM)) return;
-  char msg[512], js[512];
+  if (!legacy) return;
+  int dev = dev_of(ev);
+  if (dev < 0 || dev >= HB_MAX_DEV) return;
+  int nblk = atomic_load_explicit(&g_dev_blocking[dev], memory_order_relaxed);
+  bool ptds = atomic_load_explicit(&g_dev_ptds[dev], memory_order_relaxed);
+  if ((nblk <= 0 && !ptds) || !a2a_check_on(A2A_CK_STREAM_DEFAULT_STREAM)) return;
+  pthread_mutex_lock(&g_mu);
+  void *example = g_dev_blk_example[dev];
+  const void *site = g_dev_blk_site[dev];
+  pthread_mutex_unlock(&g_mu);
+  char others[640] = "", created[300] = "";
+  if (nblk > 0 && example) {
+    if (site && t_blk_site.site != site) {
+      a2a_hostsvc->site_text(site, t_blk_site.text, sizeof t_blk_site.text);
+      t_blk_site.site = site;
+    }
+    if (site) snprintf(created, sizeof created, " at %s", t_blk_site.text);
+    snprintf(others, sizeof others,
+             "%d blocking stream%s (created without cudaStreamNonBlocking; the latest, %p, "
+             "created%s)%s",
+             nblk, nblk == 1 ? "" : "s", example, created,
+             ptds ? " and per-thread default streams" : "");
+  } else if (nblk > 0) {
+    snprintf(others, sizeof others, "%d blocking stream%s (created without "
+             "cudaStreamNonBlocking)%s", nblk, nblk == 1 ? "" : "s",
+             ptds ? " and per-thread default streams" : "");
+  } else {
+    snprintf(others, sizeof others, "per-thread default streams (cudaStreamPerThread, "
+             "--default-stream per-thread), which are blocking");
+  }
+  char msg[1400], js[768];
   snprintf(msg, sizeof msg,
-           "%s runs on the legacy default stream: it serializes with every blocking "
-           "stream of device %d (work on them waits for it and it waits for them), so "
-           "communication cannot overlap computation. Pass a stream created with "
-           "cudaStreamNonBlocking (or use per-thread default streams).",
-           what, dev_of(ev));
+           "%s runs on the legacy default stream of device %d, and device %d also has %s: "
+           "CUDA orders the legacy default stream with every blocking stream of its device "
+           "(work enqueued on those streams after this communication waits for it, and the "
+           "communication waits for their earlier work), so it cannot overlap their "
+           "computation. Fix: create those streams with cudaStreamNonBlocking (as "
+           "torch.cuda.Stream and NCCL's own streams are), or pass NCCL a stream created "
+           "with cudaStreamNonBlocking.",
+           what, dev, dev, others);
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
   a2a_json_str(&j, "operation", what);
-  a2a_json_int(&j, "device", dev_of(ev));
+  a2a_json_int(&j, "device", dev);
   a2a_json_ptr(&j, "stream", ev->stream);
+  a2a_json_int(&j, "blocking_streams", nblk);
+  a2a_json_bool(&j, "per_thread_default_streams", ptds);
+  if (example) a2a_json_ptr(&j, "example_stream", example);
+  if (example && site) {
+    a2a_json_ptr(&j, "example_stream_created_at", site);
+    a2a_json_str(&j, "example_stream_created_at_text", t_blk_site.text);
+  }
   a2a_json_obj_end(&j);
   a2a_finding f = {.check = A2A_CK_STREAM_DEFAULT_STREAM, .severity = A2A_SEV_WARNING,
                    .site = ev->callsite, .comm = a2a_comm_lookup(ev->comm),
@@ -1436,6 +1517,12 @@ static int hb_init(void) {
     ring_set_live(0);
     atomic_store(&g_ncapture, 0);
     atomic_store(&g_disabled, false);
+    for (int d = 0; d < HB_MAX_DEV; d++) {
+      atomic_store(&g_dev_blocking[d], 0);
+      atomic_store(&g_dev_ptds[d], false);
+      g_dev_blk_example[d] = NULL;
+      g_dev_blk_site[d] = NULL;
+    }
   }
   pthread_mutex_unlock(&g_mu);
   return rc;
@@ -1497,7 +1584,7 @@ static void hb_other(const a2a_event *ev) {
         g_tl[i].live = false;
     sreg_put(ev->stream,
              (ev->u.stream_create.flags & CUDA_STREAM_NON_BLOCKING) ? TL_NONBLOCKING : TL_BLOCKING,
-             dev_of(ev));
+             dev_of(ev), ev->callsite);
     pthread_mutex_unlock(&g_mu);
     return;
   case A2A_EV_STREAM_DESTROY:

@@ -11,9 +11,11 @@
  * no global runtime state, so the unit tests compile them directly
  * (tests/unit/test_options.c, test_log_checks.c, test_log_format.c).
  *
- * Locking: one mutex, a2a_rt_mu (rt_report.c), protects the finding tables,
- * the log files and the symbolizer caches. It is never held while calling
- * into an analyzer or into CUDA/NCCL, and never held on the hot path.
+ * Locking: a2a_rt_mu (rt_report.c) protects the log files, the formatting
+ * buffers and the symbolizer caches; rt_report.c's own table lock, held only
+ * for a few loads and stores and taken after a2a_rt_mu (never the other way
+ * round), the finding counts. Neither is held while calling into an
+ * analyzer or into CUDA/NCCL, nor on the hot path.
  */
 #ifndef A2A_RT_INTERNAL_H
 #define A2A_RT_INTERNAL_H

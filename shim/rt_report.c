@@ -4,30 +4,48 @@
  *
  * A finding goes through:
  *   1. selection: a2a_check_on(check) (A2ACHECK_CHECKS);
- *   2. under a2a_rt_mu: dedup by (check, call site) - a repeat only bumps the
- *      entry's count; a new entry beyond A2ACHECK_MAX_PER_CHECK for its check
- *      is only counted ("suppressed"); otherwise it gets the next finding
- *      number, its stack is captured (on the reporting thread) and
+ *   2. the failure policy (A2ACHECK_FAIL_ON), evaluated for every
+ *      occurrence, logged or not;
+ *   3. counting, under g_tab_mu: dedup by (check, call site) - a repeat only
+ *      bumps the entry's count; a new entry beyond A2ACHECK_MAX_PER_CHECK
+ *      for its check is only counted ("suppressed"); otherwise it is to be
+ *      written;
+ *   4. writing, under a2a_rt_mu: it gets the next finding number, its stack
+ *      is captured (on the reporting thread, before the lock) and
  *      symbolized, it is formatted and written to both logs and, if its
  *      severity reaches A2ACHECK_LOG_STDERR (or the logs are unavailable),
- *      echoed to stderr as one line;
- *   3. the failure policy (A2ACHECK_FAIL_ON) is evaluated for every
- *      occurrence, logged or not.
+ *      echoed to stderr as one line.
  * A finding whose site is NULL is deduplicated by (check, message text).
  *
- * Memory: fixed tables (MAX_CHECKS checks, MAX_ENTRIES distinct findings),
- * static formatting buffers; nothing is allocated after init. When the entry
- * table is full, further distinct findings are counted as dropped.
+ * Two locks, so that counting is exact whatever the writer does. g_tab_mu
+ * guards the tables and counters and is only ever held for a few loads and
+ * stores (no I/O, no symbolization, no call out, never while waiting for
+ * another lock). a2a_rt_mu guards the log files, the formatting buffers, the
+ * symbolizer caches and the entries' file offsets; it is held while a
+ * finding is symbolized and written, which can take long (a large library's
+ * symbol table read the first time, a slow file system). Lock order:
+ * a2a_rt_mu, then g_tab_mu. A repeat, or a finding over the cap, never
+ * waits for the writer: two threads raising the same finding at once are
+ * both counted, whichever of them writes it.
+ *
+ * Memory: fixed tables (one check_stat per check of the table, MAX_ENTRIES
+ * distinct findings), static formatting buffers; nothing is allocated after
+ * init. When the entry table is full, further distinct findings are counted
+ * as dropped.
  *
  * Reentrancy and deadlock freedom: a finding raised on a thread that is
- * already inside a2a_report (for example from a signal handler) is counted
- * as dropped instead of waiting for the lock that thread holds. The writer
- * holds a2a_rt_mu while it symbolizes (dladdr takes the dynamic loader's
- * lock); a thread that reports from inside the loader (a library
- * constructor run by dlopen making an intercepted call) would wait for
- * a2a_rt_mu while holding the loader's lock. So a2a_report waits for the
- * mutex at most REPORT_WAIT_S seconds and then drops the finding (counted),
- * which breaks any such cycle.
+ * already inside a2a_report (from a signal handler) is counted as dropped
+ * instead of waiting for a lock that thread may hold. The writer holds
+ * a2a_rt_mu while it symbolizes (dladdr takes the dynamic loader's lock); a
+ * thread that reports from inside the loader (a library constructor run by
+ * dlopen making an intercepted call) would wait for a2a_rt_mu while holding
+ * the loader's lock. So a new finding waits for a2a_rt_mu at most
+ * REPORT_WAIT_S seconds; it is then counted (distinct, occurrences) but not
+ * written, and the summary says how many were not.
+ *
+ * The summary counts what was reported until it is written. A finding that
+ * a still running thread (the cross-rank channel delivering a late verdict)
+ * raises after it is written as usual, followed by an amended summary.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,16 +62,22 @@
 #define MAX_ENTRIES 4096        /* power of two */
 
 pthread_mutex_t a2a_rt_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_tab_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* g_tab_mu guards check_stat, the entries' identity and counts, and the
+ * counters below it; a2a_rt_mu guards the entries' file fields (json_off,
+ * count_off, written) and g_next_id. */
 typedef struct check_stat {
   bool seen;                           /* reported at least once */
   a2a_severity max_sev;
-  unsigned long logged;                /* distinct findings written */
+  unsigned long logged;                /* distinct findings written (or being
+                                          written) */
   unsigned long suppressed;            /* distinct findings over the cap */
+  unsigned long unwritten;             /* distinct findings the writer could
+                                          not take within REPORT_WAIT_S */
   unsigned long distinct_by_sev[3];
-  bool is_summary;                     /* perf.summary: a report about the
-                                          run, listed but not counted as a
-                                          finding */
+  bool is_report;                      /* perf.summary: statistics about the
+                                          run, listed apart, not a finding */
   unsigned long long occurrences;
 } check_stat;
 
@@ -62,16 +86,17 @@ typedef struct entry {
   int check;                           /* index in g_checks */
   uintptr_t key;                       /* call site, or a message hash */
   a2a_severity sev;
-  unsigned long long count;            /* occurrences folded in */
-  unsigned long long written;          /* count value in the JSONL */
-  off_t json_off;                      /* -1: not in the JSONL */
+  unsigned long long count;            /* occurrences folded in (g_tab_mu) */
+  unsigned long long written;          /* count value in the JSONL (a2a_rt_mu) */
+  off_t json_off;                      /* -1: not in the JSONL (a2a_rt_mu) */
   unsigned count_off;                  /* of the count digits in the line */
 } entry;
 
 static check_stat g_checks[A2A_CK__COUNT];   /* indexed by a2a_check_id */
 static entry g_entries[MAX_ENTRIES];
-static unsigned long g_next_id;
-static unsigned long g_dropped_full;
+static unsigned long g_dropped_full;         /* entry table full */
+static bool g_summary_done;                  /* the summary was computed */
+static unsigned long g_next_id;              /* a2a_rt_mu */
 static _Atomic unsigned long g_dropped_nested;
 static _Atomic bool g_fail_matched;
 static _Atomic unsigned long g_distinct_by_sev[3];
@@ -103,7 +128,7 @@ static bool accepting(int s) {
   return s == A2A_RT_INITIALIZING || s == A2A_RT_READY || s == A2A_RT_FINISHED;
 }
 
-/* ---- tables (a2a_rt_mu held) ---- */
+/* ---- tables (g_tab_mu held) ---- */
 
 static int check_index(a2a_check_id id, a2a_severity sev) {
   if ((unsigned)id >= (unsigned)A2A_CK__COUNT) return -1;
@@ -111,7 +136,7 @@ static int check_index(a2a_check_id id, a2a_severity sev) {
   if (!c->seen) {
     c->seen = true;
     c->max_sev = sev;
-    c->is_summary = id == A2A_CK_PERF_SUMMARY;
+    c->is_report = id == A2A_CK_PERF_SUMMARY;
   } else if (sev > c->max_sev) {
     c->max_sev = sev;
   }
@@ -152,6 +177,15 @@ static bool echo_wanted(a2a_severity sev) {
   return t != A2A_ECHO_NONE && (long)sev >= 3 - t;
 }
 
+/* "rank 3, pid 1234" / "pid 1234, rank unknown": whose summary a line is,
+ * for the many ranks that share one terminal. */
+static void who(char *buf, size_t cap) {
+  int rank = a2a_rt_global_rank();
+  if (rank >= 0) snprintf(buf, cap, "rank %d, pid %d", rank, a2a_rt.pid);
+  else snprintf(buf, cap, "pid %d, rank unknown", a2a_rt.pid);
+}
+
+/* a2a_rt_mu held. */
 static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
                           const a2a_stack *st) {
   char now[40];
@@ -197,6 +231,8 @@ static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
   }
 }
 
+static void summary_emit(bool amended);
+
 void a2a_report(const a2a_finding *f) {
   int s = a2a_rt_state();
   if (!f || (unsigned)f->check >= (unsigned)A2A_CK__COUNT || !accepting(s)) return;
@@ -215,20 +251,19 @@ void a2a_report(const a2a_finding *f) {
 
   uintptr_t key = f->site ? (uintptr_t)f->site : (uintptr_t)fnv1a(f->message) | 1;
 
-  if (!a2a_rt_lock_within(REPORT_WAIT_S)) {
-    atomic_fetch_add(&g_dropped_nested, 1);
-    t_in_report = 0;
-    errno = saved;
-    return;
-  }
+  /* Count: every occurrence, whatever the writer is doing. */
+  entry *e = NULL;
+  check_stat *c = NULL;
+  bool write = false;
+  pthread_mutex_lock(&g_tab_mu);
   int ci = check_index(f->check, sev);
   if (ci < 0) {
     g_dropped_full++;
   } else {
-    check_stat *c = &g_checks[ci];
+    c = &g_checks[ci];
     c->occurrences++;
     bool fresh = false;
-    entry *e = entry_for(ci, key, &fresh);
+    e = entry_for(ci, key, &fresh);
     if (!e) {
       g_dropped_full++;
     } else if (!fresh) {
@@ -237,25 +272,39 @@ void a2a_report(const a2a_finding *f) {
       e->sev = sev;
       e->count = 1;
       c->distinct_by_sev[sev]++;
-      if (!c->is_summary) atomic_fetch_add(&g_distinct_by_sev[sev], 1);
+      if (!c->is_report) atomic_fetch_add(&g_distinct_by_sev[sev], 1);
       if ((long)c->logged >= a2a_rt.opts.max_per_check) {
         c->suppressed++;
       } else {
-        /* The stack is captured only for a finding that is written (not
-         * for repeats): this thread's own frames, the lock does not matter
-         * to libunwind. */
-        a2a_stack captured;
-        const a2a_stack *st = f->stack;
-        if (!st && f->capture_stack) {
-          a2a_rt_capture_stack(&captured);
-          st = &captured;
-        }
-        c->logged++;
-        write_finding(f, sev, e, st);
+        c->logged++;   /* reserved now: the cap holds under concurrency */
+        write = true;
       }
     }
   }
-  pthread_mutex_unlock(&a2a_rt_mu);
+  pthread_mutex_unlock(&g_tab_mu);
+
+  if (write) {
+    /* The stack is captured only for a finding that is written (not for
+     * repeats), on this thread and before the writer's lock. */
+    a2a_stack captured;
+    const a2a_stack *st = f->stack;
+    if (!st && f->capture_stack) {
+      a2a_rt_capture_stack(&captured);
+      st = &captured;
+    }
+    if (a2a_rt_lock_within(REPORT_WAIT_S)) {
+      /* g_summary_done only changes with a2a_rt_mu held. */
+      bool late = g_summary_done;
+      write_finding(f, sev, e, st);
+      if (late) summary_emit(true);
+      pthread_mutex_unlock(&a2a_rt_mu);
+    } else {
+      pthread_mutex_lock(&g_tab_mu);
+      c->logged--;
+      c->unwritten++;
+      pthread_mutex_unlock(&g_tab_mu);
+    }
+  }
   t_in_report = 0;
   errno = saved;
 }
@@ -266,62 +315,110 @@ bool a2a_rt_report_fail_matched(void) { return atomic_load(&g_fail_matched); }
 
 static char g_sum_text[16384];
 static char g_sum_json[16384];
+static unsigned long long g_counts[MAX_ENTRIES]; /* snapshot of entry counts */
+static check_stat g_snap[A2A_CK__COUNT];        /* snapshot of the checks */
+static int g_exit_status;
+static const char *g_fail_reason;
 
-void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
-  if (!a2a_rt_lock_within(SUMMARY_WAIT_S)) {
-    a2a_rt_stderr("warning: a finding being written did not complete within %d s; "
-                  "no summary", SUMMARY_WAIT_S);
-    return;
-  }
-  /* Final counts into the JSONL, in place (fixed-width field). */
+/* The summary's numbers, computed from a snapshot of the tables. */
+typedef struct sum_counts {
+  unsigned long n[3];          /* distinct findings by severity */
+  unsigned long total, dropped_full, dropped_nested, unwritten, reports;
+  unsigned long long occ;
+} sum_counts;
+
+/* a2a_rt_mu held: snapshot the tables (briefly under g_tab_mu) and patch
+ * the final counts into the JSONL (fixed-width field, in place). */
+static void snapshot(sum_counts *k) {
+  pthread_mutex_lock(&g_tab_mu);
+  for (size_t i = 0; i < MAX_ENTRIES; i++) g_counts[i] = g_entries[i].used ? g_entries[i].count : 0;
+  memcpy(g_snap, g_checks, sizeof g_snap);
+  k->dropped_full = g_dropped_full;
+  g_summary_done = true;
+  pthread_mutex_unlock(&g_tab_mu);
+
   for (size_t i = 0; i < MAX_ENTRIES; i++) {
     entry *e = &g_entries[i];
-    if (!e->used || e->json_off < 0 || e->count == e->written) continue;
+    if (e->json_off < 0 || g_counts[i] == e->written) continue;
     char digits[A2A_RT_COUNT_WIDTH + 1];
-    snprintf(digits, sizeof digits, "%-*llu", A2A_RT_COUNT_WIDTH, e->count);
+    snprintf(digits, sizeof digits, "%-*llu", A2A_RT_COUNT_WIDTH, g_counts[i]);
     a2a_rt_log_patch_json(e->json_off + (off_t)e->count_off, digits, A2A_RT_COUNT_WIDTH);
-    e->written = e->count;
+    e->written = g_counts[i];
   }
-
-  unsigned long n[3] = {0, 0, 0};
-  unsigned long long occ = 0;
+  memset(k->n, 0, sizeof k->n);
+  k->occ = 0;
+  k->unwritten = k->reports = 0;
   for (int i = 0; i < A2A_CK__COUNT; i++) {
-    if (!g_checks[i].seen || g_checks[i].is_summary) continue; /* reports about the run */
-    for (int k = 0; k < 3; k++) n[k] += g_checks[i].distinct_by_sev[k];
-    occ += g_checks[i].occurrences;
+    const check_stat *c = &g_snap[i];
+    if (!c->seen) continue;
+    if (c->is_report) { /* statistics about the run: listed apart */
+      k->reports += c->distinct_by_sev[0] + c->distinct_by_sev[1] + c->distinct_by_sev[2];
+      continue;
+    }
+    for (int s = 0; s < 3; s++) k->n[s] += c->distinct_by_sev[s];
+    k->occ += c->occurrences;
+    k->unwritten += c->unwritten;
   }
-  unsigned long total = n[0] + n[1] + n[2];
-  unsigned long dropped = g_dropped_full + atomic_load(&g_dropped_nested);
-  bool fail = atomic_load(&g_fail_matched);
-  char fail_on[512];
-  a2a_rt_failpol_describe(&a2a_rt.failpol, fail_on, sizeof fail_on);
+  k->total = k->n[0] + k->n[1] + k->n[2];
+  k->dropped_nested = atomic_load(&g_dropped_nested);
+}
 
-  /* Text (log and stderr). */
+/* a2a_rt_mu held. amended: a finding arrived after the summary was
+ * written; write the summary again (logs: a full one, marked amended;
+ * stderr: one line). */
+static void summary_emit(bool amended) {
+  sum_counts k;
+  snapshot(&k);
+  int exit_status = g_exit_status;
+  const char *fail_reason = g_fail_reason;
+  unsigned long dropped = k.dropped_full + k.dropped_nested;
+  bool fail = atomic_load(&g_fail_matched);
+  char fail_on[512], me[64];
+  a2a_rt_failpol_describe(&a2a_rt.failpol, fail_on, sizeof fail_on);
+  who(me, sizeof me);
+
+  /* Text (log and stderr). Findings only in the counts and the table; the
+   * perf.summary reports on a line of their own. */
   size_t tl = 0;
   bool ovf = false;
   char *T = g_sum_text;
   size_t TC = sizeof g_sum_text;
   tl = a2a_rt_printf(T, TC, tl, &ovf,
-                     "summary: %lu distinct finding%s (%lu error, %lu warning, %lu info), "
+                     "summary%s for %s: %lu distinct finding%s (%lu error, %lu warning, %lu info), "
                      "%llu occurrence%s\n",
-                     total, total == 1 ? "" : "s", n[2], n[1], n[0], occ, occ == 1 ? "" : "s");
-  int nseen = 0;
-  for (int i = 0; i < A2A_CK__COUNT; i++) nseen += g_checks[i].seen;
-  if (nseen)
+                     amended ? " (amended: findings arrived after the first one)" : "", me,
+                     k.total, k.total == 1 ? "" : "s", k.n[2], k.n[1], k.n[0], k.occ,
+                     k.occ == 1 ? "" : "s");
+  if (k.total)
     tl = a2a_rt_printf(T, TC, tl, &ovf, "  %-34s %-8s %8s %10s %12s\n", "check", "severity",
                        "logged", "suppressed", "occurrences");
   for (int i = 0; i < A2A_CK__COUNT; i++) {
-    check_stat *c = &g_checks[i];
-    if (!c->seen) continue;
+    const check_stat *c = &g_snap[i];
+    if (!c->seen || c->is_report) continue;
     tl = a2a_rt_printf(T, TC, tl, &ovf, "  %-34s %-8s %8lu %10lu %12llu\n",
-                       a2a_check_name((a2a_check_id)i),
-                       a2a_rt_severity_name(c->max_sev), c->logged, c->suppressed,
-                       c->occurrences);
+                       a2a_check_name((a2a_check_id)i), a2a_rt_severity_name(c->max_sev),
+                       c->logged, c->suppressed, c->occurrences);
   }
-  if (dropped)
+  if (k.reports)
     tl = a2a_rt_printf(T, TC, tl, &ovf,
-                       "  %lu finding(s) dropped (tables full, raised while another was "
-                       "being written on the same thread, or the writer was stuck)\n", dropped);
+                       "  and %lu perf.summary report%s (per-communicator statistics, not "
+                       "findings) in the log\n",
+                       k.reports, k.reports == 1 ? "" : "s");
+  if (k.unwritten)
+    tl = a2a_rt_printf(T, TC, tl, &ovf,
+                       "  %lu of these finding(s) are counted but not in the log: the log writer "
+                       "was busy for more than %d s\n",
+                       k.unwritten, REPORT_WAIT_S);
+  if (k.dropped_full)
+    tl = a2a_rt_printf(T, TC, tl, &ovf,
+                       "  %lu occurrence(s) not counted: the table of %d distinct findings is "
+                       "full\n",
+                       k.dropped_full, MAX_ENTRIES);
+  if (k.dropped_nested)
+    tl = a2a_rt_printf(T, TC, tl, &ovf,
+                       "  %lu finding(s) dropped: raised on a thread that was already reporting "
+                       "one (a signal handler)\n",
+                       k.dropped_nested);
   if (fail_reason)
     tl = a2a_rt_printf(T, TC, tl, &ovf, "  ended by a2acheck with exit status %ld: %.400s\n",
                        a2a_rt.opts.exitcode, fail_reason);
@@ -338,8 +435,8 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
   a2a_rt_time_iso(now, sizeof now);
   int rank = a2a_rt_global_rank();
   char msg[160];
-  snprintf(msg, sizeof msg, "%lu distinct findings (%lu error, %lu warning, %lu info)", total,
-           n[2], n[1], n[0]);
+  snprintf(msg, sizeof msg, "%lu distinct findings (%lu error, %lu warning, %lu info)", k.total,
+           k.n[2], k.n[1], k.n[0]);
   jl = a2a_rt_puts(J, JC, jl, "{\"check\":\"a2acheck.summary\",\"severity\":\"info\",\"rank\":", &ovf);
   jl = rank >= 0 ? a2a_rt_printf(J, JC, jl, &ovf, "%d", rank) : a2a_rt_puts(J, JC, jl, "null", &ovf);
   jl = a2a_rt_puts(J, JC, jl, ",\"host\":", &ovf);
@@ -348,22 +445,24 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
   jl = a2a_rt_put_jstr(J, JC, jl, msg, &ovf);
   jl = a2a_rt_printf(J, JC, jl, &ovf,
                      ",\"details\":{\"findings\":{\"error\":%lu,\"warning\":%lu,\"info\":%lu},"
-                     "\"occurrences\":%llu,\"dropped\":%lu,\"nccl_calls_seen\":%s,"
+                     "\"occurrences\":%llu,\"dropped\":%lu,\"unwritten\":%lu,\"reports\":%lu,"
+                     "\"amended\":%s,\"nccl_calls_seen\":%s,"
                      "\"exit_status\":%d,\"fail_on\":\"%.400s\",\"fail_matched\":%s,"
                      "\"failed_now\":%s,\"checks\":[",
-                     n[2], n[1], n[0], occ, dropped, a2a_rt_nccl_seen() ? "true" : "false",
+                     k.n[2], k.n[1], k.n[0], k.occ, dropped, k.unwritten, k.reports,
+                     amended ? "true" : "false", a2a_rt_nccl_seen() ? "true" : "false",
                      exit_status, fail_on, fail ? "true" : "false",
                      fail_reason ? "true" : "false");
-  for (int i = 0, k = 0; i < A2A_CK__COUNT; i++) {
-    check_stat *c = &g_checks[i];
+  for (int i = 0, n = 0; i < A2A_CK__COUNT; i++) {
+    const check_stat *c = &g_snap[i];
     if (!c->seen) continue;
-    jl = a2a_rt_puts(J, JC, jl, k++ ? ",{\"check\":" : "{\"check\":", &ovf);
+    jl = a2a_rt_puts(J, JC, jl, n++ ? ",{\"check\":" : "{\"check\":", &ovf);
     jl = a2a_rt_put_jstr(J, JC, jl, a2a_check_name((a2a_check_id)i), &ovf);
     jl = a2a_rt_printf(J, JC, jl, &ovf,
-                       ",\"severity\":\"%s\",\"logged\":%lu,\"suppressed\":%lu,"
-                       "\"occurrences\":%llu}",
-                       a2a_rt_severity_name(c->max_sev), c->logged, c->suppressed,
-                       c->occurrences);
+                       ",\"severity\":\"%s\",\"finding\":%s,\"logged\":%lu,\"suppressed\":%lu,"
+                       "\"unwritten\":%lu,\"occurrences\":%llu}",
+                       a2a_rt_severity_name(c->max_sev), c->is_report ? "false" : "true",
+                       c->logged, c->suppressed, c->unwritten, c->occurrences);
   }
   jl = a2a_rt_puts(J, JC, jl, "]},\"stack\":[],\"time\":", &ovf);
   jl = a2a_rt_put_jstr(J, JC, jl, now, &ovf);
@@ -374,47 +473,71 @@ void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
     jl = (size_t)snprintf(J, JC,
                           "{\"check\":\"a2acheck.summary\",\"severity\":\"info\",\"pid\":%d,"
                           "\"message\":\"%lu distinct findings\",\"details\":{},\"count\":1}\n",
-                          a2a_rt.pid, total);
+                          a2a_rt.pid, k.total);
   }
 
-  char header[64];
-  int hn = snprintf(header, sizeof header, "---- a2acheck summary ----\n");
+  char header[80];
+  int hn = snprintf(header, sizeof header, "---- a2acheck summary%s ----\n",
+                    amended ? " (amended)" : "");
   a2a_rt_log_append(header, (size_t)hn, NULL, 0, NULL);
   a2a_rt_log_append(T, tl, J, jl, NULL);
 
   /* stderr: the table when something was found, one line otherwise; nothing
-   * with A2ACHECK_LOG_STDERR=none unless the exit status is changed. */
-  if (a2a_rt.opts.log_stderr != A2A_ECHO_NONE || fail || fail_reason) {
-    const char *path = a2a_rt_log_jsonl_path();
-    if (total == 0 && !dropped && !fail_reason) {
-      a2a_rt_stderr("no findings%s%s", *path ? "; log: " : "", path);
-    } else {
-      /* One write(2) for the whole block, so the summaries of several ranks
-       * sharing a terminal do not interleave line by line. */
-      static char out[20480];
-      size_t ol = 0;
-      bool o2 = false;
-      for (char *line = T; *line;) {
-        char *nl = strchr(line, '\n');
-        int k = (int)(nl ? (size_t)(nl - line) : strlen(line));
-        ol = a2a_rt_printf(out, sizeof out, ol, &o2, "a2acheck: %.*s\n", k, line);
-        line += k + (nl ? 1 : 0);
-      }
-      if (*path) ol = a2a_rt_printf(out, sizeof out, ol, &o2, "a2acheck: details: %s\n", path);
-      ssize_t w = write(STDERR_FILENO, out, ol);
-      (void)w;
+   * with A2ACHECK_LOG_STDERR=none unless the exit status is changed. Every
+   * line says whose summary it is. */
+  if (a2a_rt.opts.log_stderr == A2A_ECHO_NONE && !fail && !fail_reason) return;
+  const char *path = a2a_rt_log_jsonl_path();
+  if (amended) {
+    a2a_rt_stderr("summary amended for %s: %lu distinct finding%s (%lu error, %lu warning, "
+                  "%lu info) after findings reported once the summary was written%s%s",
+                  me, k.total, k.total == 1 ? "" : "s", k.n[2], k.n[1], k.n[0],
+                  *path ? "; details: " : "", path);
+  } else if (k.total == 0 && !dropped && !fail_reason) {
+    char rep[96] = "";
+    if (k.reports)
+      snprintf(rep, sizeof rep, " (%lu perf.summary report%s in the log)", k.reports,
+               k.reports == 1 ? "" : "s");
+    a2a_rt_stderr("%s: no findings%s%s%s", me, rep, *path ? "; log: " : "", path);
+  } else {
+    /* One write(2) for the whole block, so the summaries of several ranks
+     * sharing a terminal do not interleave line by line. */
+    static char out[20480];
+    size_t ol = 0;
+    bool o2 = false;
+    for (char *line = T; *line;) {
+      char *nl = strchr(line, '\n');
+      int n = (int)(nl ? (size_t)(nl - line) : strlen(line));
+      ol = a2a_rt_printf(out, sizeof out, ol, &o2, "a2acheck: %.*s\n", n, line);
+      line += n + (nl ? 1 : 0);
     }
+    if (*path) ol = a2a_rt_printf(out, sizeof out, ol, &o2, "a2acheck: details: %s\n", path);
+    ssize_t w = write(STDERR_FILENO, out, ol);
+    (void)w;
   }
+}
+
+void a2a_rt_report_summary(int exit_status, const char *fail_reason) {
+  if (!a2a_rt_lock_within(SUMMARY_WAIT_S)) {
+    a2a_rt_stderr("warning: a finding being written did not complete within %d s; "
+                  "no summary", SUMMARY_WAIT_S);
+    return;
+  }
+  g_exit_status = exit_status;
+  g_fail_reason = fail_reason;
+  summary_emit(false);
   pthread_mutex_unlock(&a2a_rt_mu);
 }
 
 void a2a_rt_report_after_fork_child(void) {
   /* Called in the child before a2a_rt_mu is released (or re-created, when
-   * prepare could not take it): only this thread exists. */
+   * prepare could not take it): only this thread exists. A thread of the
+   * parent may have held g_tab_mu at the fork: a fresh one. */
+  pthread_mutex_init(&g_tab_mu, NULL);
   memset(g_checks, 0, sizeof g_checks);
   memset(g_entries, 0, sizeof g_entries);
   g_next_id = 0;
   g_dropped_full = 0;
+  g_summary_done = false;
   atomic_store(&g_dropped_nested, 0);
   atomic_store(&g_fail_matched, false);
   for (int k = 0; k < 3; k++) atomic_store(&g_distinct_by_sev[k], 0);

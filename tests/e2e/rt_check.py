@@ -20,6 +20,9 @@ then asserts on its exit status, its stderr and the log files it wrote
   logdir       %h and %p in A2ACHECK_LOG_DIR, relative to the working dir
   fork         parent and children write their own complete logs
   threads      8 threads x 20 call sites at once: exact dedup/cap totals
+  stall        the same finding from several threads while its first writer
+               is stuck (the text log is a FIFO): every occurrence counted,
+               the repeats never wait, a new finding counted but not written
   dlsym        a2acheck.not-intercepting (info) for NCCL called via dlsym
   static       a2acheck.not-intercepting (warning) for a static NCCL
   lasterror    the application's pending CUDA error survives a2acheck's own
@@ -136,7 +139,9 @@ def case_group(a):
     echo = [l for l in p.stderr.splitlines() if l.startswith("a2acheck: [rank ")]
     check(len(echo) == 1 and " error group.unbalanced: " in echo[0],
           "one stderr echo line 'a2acheck: [rank R] error group.unbalanced: ...'")
-    check("a2acheck: summary: 1 distinct finding" in p.stderr, "summary on stderr")
+    check("a2acheck: summary for pid %d, rank unknown: 1 distinct finding (1 error, 0 warning, "
+          "0 info), 1 occurrence" % f["pid"] in p.stderr if g else False,
+          "summary on stderr, naming the process it is for")
     check("a2acheck 100: 1 error finding(s), 1 in all" in p.stdout,
           "include/a2acheck.h: version and finding count seen from the program")
 
@@ -322,6 +327,32 @@ def case_threads(a):
     check(det.get("dropped") == 0, "nothing dropped")
 
 
+def case_stall(a):
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog, "stall"], a.work, {"A2ACHECK_LOG_DIR": d, "RANK": "0",
+                                        "A2ACHECK_LOG_STDERR": "none"}, a.shim)
+    check(p.returncode == 0, "status 0: the repeats did not wait for the stuck writer (got %d)"
+          % p.returncode)
+    # The text log is the program's FIFO: read only the JSONL.
+    js = glob.glob(os.path.join(d, "a2acheck.*.rank0.jsonl"))
+    check(len(js) == 1, "one JSONL file (got %r)" % js)
+    recs = [json.loads(l) for l in open(js[0]).read().splitlines()] if js else []
+    g = findings(recs, "group.unbalanced")
+    check(len(g) == 1 and g[0]["stack"][0].startswith("site_0+"),
+          "site_0's finding written once, site_1's not (its writer gave up): %r"
+          % [f["stack"][:1] for f in g])
+    check(bool(g) and g[0]["count"] == 1 + 4 * 3,
+          "site_0: every occurrence counted, 13 (got %r)" % [f["count"] for f in g])
+    det = summary_of(recs).get("details", {})
+    c = [x for x in det.get("checks", []) if x["check"] == "group.unbalanced"]
+    check(len(c) == 1 and (c[0]["logged"], c[0]["unwritten"], c[0]["occurrences"]) == (1, 1, 14),
+          "summary: 1 logged, 1 counted but not written, 14 occurrences (%r)" % c)
+    check(det.get("findings", {}).get("error") == 2, "summary: 2 distinct errors")
+    check(det.get("dropped") == 0 and det.get("unwritten") == 1,
+          "nothing dropped, one finding not written (%r, %r)"
+          % (det.get("dropped"), det.get("unwritten")))
+
+
 def case_notint(a, kind):
     d = os.path.join(a.work, "logs")
     args = [a.prog, kind] + ([a.arg] if a.arg else [])
@@ -389,7 +420,7 @@ def main():
     cases = {"group": case_group, "repeat": case_repeat, "failon": case_failon,
              "badoption": case_badoption, "unwritable": case_unwritable,
              "checks": case_checks, "help": case_help, "logdir": case_logdir, "rank": case_rank,
-             "threads": case_threads, "unresolved": case_unresolved,
+             "threads": case_threads, "stall": case_stall, "unresolved": case_unresolved,
              "lasterror": case_lasterror, "fork": case_fork,
              "dlsym": lambda a: case_notint(a, "dlsym"),
              "static": lambda a: case_notint(a, "static")}

@@ -72,6 +72,9 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME rt.threads
            COMMAND ${A2A_RT_CHECK} threads --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_threads> --work ${A2A_RT_TEST_DIR}/threads)
+  add_test(NAME rt.threads_stall
+           COMMAND ${A2A_RT_CHECK} stall --shim $<TARGET_FILE:a2acheck>
+                   --prog $<TARGET_FILE:rt_threads> --work ${A2A_RT_TEST_DIR}/stall)
   add_test(NAME rt.not_intercepting_dlsym
            COMMAND ${A2A_RT_CHECK} dlsym --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_not_intercepting> --arg $<TARGET_FILE:a2asim_nccl>
@@ -87,7 +90,7 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${A2A_RT_CHECK} unresolved --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_not_intercepting> --work ${A2A_RT_TEST_DIR}/unresolved)
   set_tests_properties(rt.group rt.repeat rt.failon rt.badoption rt.unwritable rt.checks
-                       rt.help rt.rank rt.logdir rt.fork rt.threads rt.not_intercepting_dlsym rt.not_intercepting_static rt.unresolved
+                       rt.help rt.rank rt.logdir rt.fork rt.threads rt.threads_stall rt.not_intercepting_dlsym rt.not_intercepting_static rt.unresolved
                        rt.last_error
                        PROPERTIES TIMEOUT 200 LABELS rt)
 endif()

@@ -18,9 +18,10 @@
  *              stream with blocking streams orders everything (the
  *              communication stream is delayed so a missing order shows)
  *   churn      2 ranks, 200 steps; every step creates its communication
- *              stream and events and destroys them afterwards (the seed's
- *              torch.cuda.Stream() inside the loop): correct but slow, so
- *              perf.stream-churn is the only finding allowed
+ *              stream and events and destroys them afterwards (code that
+ *              calls cudaStreamCreate in the loop; torch.cuda.Stream() takes
+ *              a pooled stream and creates none): correct; the churn costs
+ *              host microseconds per step, perf.stream-churn says so (info)
  *   churn_race BUGGY: the same, and from step 150 on the communication
  *              stream no longer waits for the producer's event
  *              -> stream.unsynced-input (plus perf.stream-churn)

@@ -118,10 +118,11 @@ exit $fail
   a2a_scenario(a2a_single_grouped a2a_single grouped COMPARE CHECK ${CLEAN})
   a2a_scenario(a2a_single_unequal a2a_single unequal COMPARE CHECK ${CLEAN})
   a2a_scenario(a2a_single_idle_rank a2a_single idle_rank COMPARE CHECK ${CLEAN})
-  a2a_scenario(a2a_single_legacy a2a_single legacy COMPARE
-    CHECK --expect stream.default-stream:warning --only --allow "perf.*:info")
-  a2a_scenario(a2a_single_legacy_handle a2a_single legacy_handle COMPARE
-    CHECK --expect stream.default-stream:warning --only --allow "perf.*:info")
+  # Everything on the legacy default stream and no blocking stream beside
+  # it (PyTorch's synchronous collectives): nothing serializes, no
+  # stream.default-stream (issue 11 item 4).
+  a2a_scenario(a2a_single_legacy a2a_single legacy COMPARE CHECK ${CLEAN})
+  a2a_scenario(a2a_single_legacy_handle a2a_single legacy_handle COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_wait async_op wait COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_query async_op query COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_record_stream async_op record_stream COMPARE CHECK ${CLEAN})
@@ -182,10 +183,11 @@ exit $fail
   a2a_scenario(procs_nccl_comm_id procs each_gets_id COMPARE ENV NCCL_COMM_ID=127.0.0.1:39517 CHECK ${CLEAN})
   a2a_scenario(procs_id_creator_exits procs creator_exits COMPARE
     CHECK ${STRICT} --ignore "a2acheck.no-coordinator:info")
-  # The churn program is slow on purpose: the perf.* warnings it gets
-  # (stream-churn, small-messages, no-overlap, low-bandwidth) are true.
+  # The churn program is slow on purpose: the perf.* findings it gets are
+  # true; its stream and event churn costs ~1% of its host time on the
+  # simulator, an info (perf.stream-churn measures it).
   a2a_scenario(extra_stream_churn extra churn COMPARE
-    CHECK --expect perf.stream-churn:warning --forbid "*:error" --forbid "stream.*"
+    CHECK --expect perf.stream-churn:info --forbid "*:error" --forbid "stream.*"
           --forbid "a2acheck.*" --forbid "group.*" --forbid "layout.*" --forbid "size.*")
   a2a_scenario(extra_perf_sane extra perf_sane COMPARE CHECK ${CLEAN})
   a2a_scenario(extra_scale16 extra scale16 COMPARE ENV A2ASIM_DEVICES=16 CHECK ${CLEAN})

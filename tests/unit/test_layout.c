@@ -463,6 +463,96 @@ START_TEST(pairwise_exchange_is_not_an_all_to_all) {
 }
 END_TEST
 
+/* nccl-tests' hypercube all-gather as rank 1 of 4 posts it (block = 1024
+ * floats of one buffer): step 1 sends block 1 to peer 0 and receives block
+ * 0, step 2 sends blocks 0-1 to peer 3 and receives blocks 2-3. */
+#define BLK 4096u
+static void hypercube_steps(int outer) {
+  if (outer) group(1);
+  group(1);
+  p2p(1, SEG0 + 1 * BLK, 1024, 0);
+  p2p(0, SEG0 + 0 * BLK, 1024, 0);
+  group(0);
+  group(1);
+  p2p(1, SEG0 + 0 * BLK, 2048, 3);
+  p2p(0, SEG0 + 2 * BLK, 2048, 3);
+  group(0);
+  if (outer) group(0);
+}
+
+START_TEST(hypercube_steps_in_their_own_groups_are_clean) {
+  hypercube_steps(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
+/* nccl-tests -g N > 1 opens an outer group around the steps: NCCL merges
+ * them into one launch, so step 2's send reads block 0 while step 1's
+ * receive is still writing it: a real overlap, explained as the merge. The
+ * merged exchange is not an all-to-all: an info, without the advice. */
+START_TEST(hypercube_steps_merged_by_an_outer_group) {
+  hypercube_steps(1);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  const collected *o = collector_find("layout.overlap");
+  ck_assert_ptr_nonnull(strstr(o->message, "nested inside the group opened at 0x2000"));
+  ck_assert_ptr_nonnull(strstr(o->message, "nested group 1 and nested group 2 of the 2"));
+  ck_assert_ptr_nonnull(strstr(o->message, "merges everything posted until the outermost"));
+  ck_assert_ptr_nonnull(strstr(o->details, "\"nested_groups\":2"));
+  ck_assert_uint_eq(collector_count("layout.scattered"), 1);
+  const collected *sc = collector_find("layout.scattered");
+  ck_assert_int_eq(sc->severity, A2A_SEV_INFO);
+  ck_assert_ptr_nonnull(strstr(sc->message, "exchanges with 2 of its 3 other ranks"));
+  ck_assert_ptr_nonnull(strstr(sc->message, "It is not an all-to-all"));
+  ck_assert_ptr_nonnull(strstr(sc->message, "2 separate ncclGroupStart/ncclGroupEnd pairs"));
+  ck_assert_ptr_null(strstr(sc->message, "all_to_all_single"));
+  ck_assert_ptr_nonnull(strstr(sc->details, "\"all_to_all\":false"));
+}
+END_TEST
+
+/* A grouped all-to-all that keeps its own block local (no send or receive
+ * to itself): in the all_to_all_single layout its own slot is a gap, of the
+ * same size in both directions - not scattered. A gap of another size is. */
+START_TEST(all_to_all_without_self_chunk_is_not_scattered) {
+  uintptr_t s[3], r[3];
+  size_t c[3] = {1024, 1024, 1024};
+  int peers[3] = {0, 2, 3};
+  group(1);
+  for (int i = 0; i < 3; i++) {
+    s[i] = SEG0 + (uintptr_t)peers[i] * BLK;
+    r[i] = SEG0 + 65536 + (uintptr_t)peers[i] * BLK;
+    p2p(1, s[i], c[i], peers[i]);
+    p2p(0, r[i], c[i], peers[i]);
+  }
+  group(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  /* Send chunks strided (a gap of 3 blocks), receives packed. */
+  group(1);
+  for (int i = 0; i < 3; i++) {
+    p2p(1, SEG0 + (uintptr_t)peers[i] * 2 * BLK, c[i], peers[i]);
+    p2p(0, SEG0 + 131072 + (uintptr_t)i * BLK, c[i], peers[i]);
+  }
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.scattered"), 1);
+  ck_assert_int_eq(collector_find("layout.scattered")->severity, A2A_SEV_WARNING);
+}
+END_TEST
+
+/* Zero splits still address every rank: a scattered all-to-all with an
+ * empty chunk is still an all-to-all (the warning, with the advice). */
+START_TEST(scattered_all_to_all_with_a_zero_split_warns) {
+  group(1);
+  for (int p = 0; p < 4; p++) {
+    p2p(1, SEG0 + (uintptr_t)p * 2 * BLK, p == 2 ? 0 : 1024, p);
+    p2p(0, SEG0 + 131072 + (uintptr_t)p * BLK, p == 2 ? 0 : 1024, p);
+  }
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.scattered"), 1);
+  const collected *f = collector_find("layout.scattered");
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(f->message, "all_to_all_single layout"));
+}
+END_TEST
+
 /* ---------------- hidden-copy ---------------- */
 
 START_TEST(pytorch_allocator_patterns_are_silent) {
@@ -606,6 +696,54 @@ START_TEST(repeated_copy_is_timed) {
 }
 END_TEST
 
+/* hypercube's out-of-place all-gather: the rank's own block is copied from
+ * its send buffer into its slot of the receive buffer, then sent, while the
+ * same group receives the block next to it: the copy assembles the output
+ * (part of the algorithm), and the message says so instead of blaming a
+ * .contiguous(). */
+START_TEST(copy_that_assembles_the_output) {
+  d2d(SEG0 + 1 * BLK, SEG0 + 262144, BLK);
+  group(1);
+  p2p(1, SEG0 + 1 * BLK, 1024, 0);
+  p2p(0, SEG0 + 0 * BLK, 1024, 0);
+  group(0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  const collected *c = collector_find("layout.hidden-copy");
+  ck_assert_int_eq(c->severity, A2A_SEV_INFO);
+  ck_assert_ptr_nonnull(strstr(c->message, "receives into the bytes next to it"));
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclRecv from peer 0"));
+  ck_assert_ptr_nonnull(strstr(c->message, "part of the algorithm, not a .contiguous()"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"kind\":\"assembles-output\""));
+}
+END_TEST
+
+/* The in-place all-gather form of the same: the block copied into
+ * recvbuff + rank*count, then ncclAllGather(sendbuff = that block). */
+START_TEST(copy_into_in_place_all_gather_assembles) {
+  d2d(SEG0 + RANK * BLK, SEG0 + 262144, BLK);
+  coll(A2A_COLL_ALLGATHER, "ncclAllGather", SEG0 + RANK * BLK, SEG0, 1024, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  const collected *c = collector_find("layout.hidden-copy");
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclAllGather receives into the bytes next to it"));
+  ck_assert_uint_eq(collector_count("layout.overlap"), 0);
+}
+END_TEST
+
+/* A copy of exactly the bytes sent, nothing received next to it: staging. */
+START_TEST(staging_copy_message) {
+  d2d(SEG0, SEG0 + 65536, 4096);
+  p2p(1, SEG0, 1024, 2);
+  exit_event();
+  const collected *c = collector_find("layout.hidden-copy");
+  ck_assert_ptr_nonnull(c);
+  ck_assert_ptr_nonnull(strstr(c->message, "a copy of exactly these bytes from 0x10010000"));
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclSend (peer 2)"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"kind\":\"staging\""));
+}
+END_TEST
+
 START_TEST(checks_can_be_disabled) {
   collector_disable_check("layout");
   p2p(1, HOSTP, 256, 0);
@@ -645,6 +783,13 @@ static Suite *suite(void) {
   tcase_add_test(tc, chunks_from_separate_regions_are_scattered);
   tcase_add_test(tc, one_region_in_any_peer_order_is_not_scattered);
   tcase_add_test(tc, one_send_buffer_to_every_peer_is_not_scattered);
+  tcase_add_test(tc, hypercube_steps_in_their_own_groups_are_clean);
+  tcase_add_test(tc, hypercube_steps_merged_by_an_outer_group);
+  tcase_add_test(tc, all_to_all_without_self_chunk_is_not_scattered);
+  tcase_add_test(tc, scattered_all_to_all_with_a_zero_split_warns);
+  tcase_add_test(tc, copy_that_assembles_the_output);
+  tcase_add_test(tc, copy_into_in_place_all_gather_assembles);
+  tcase_add_test(tc, staging_copy_message);
   tcase_add_test(tc, pairwise_exchange_is_not_an_all_to_all);
   tcase_add_test(tc, memcpy_then_send);
   tcase_add_test(tc, copy_of_other_size_or_before_previous_op_is_silent);

@@ -247,6 +247,64 @@ START_TEST(small_messages_with_fitted_gain) {
   double small_t = 100 * (0.05e-3 + 65536.0 / 10e9), big_t = 8 * (0.05e-3 + 4.0 * 1048576 / 10e9);
   ck_assert_double_eq_tol(details_num(f, "small_time_fraction"), small_t / (small_t + big_t), 1e-3);
   ck_assert_ptr_nonnull(strstr(f->details, "\"per_op_cost_source\":\"fitted\""));
+  /* 4.65 ms of ~9.4 ms: material. */
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(f->message, "Fix: batch or fuse them"));
+}
+END_TEST
+
+/* The same shape with a 5 us per-operation cost and 512 KiB operations:
+ * batching would save (100 - 50) x 5 us = 0.25 ms of ~9 ms, 2.7%: below
+ * A2ACHECK_PERF_MIN_GAIN (5%), an info without the advice; a warning once
+ * the threshold is set below it. */
+static void small_immaterial_run(void) {
+  comm_init(COMM, 4);
+  size_t i = 0;
+  for (; i < 8; i++) alltoall(i, 4u << 20, 0.005 + (4.0 * 1048576) / 10e9 * 1e3, S1);
+  for (; i < 108; i++) alltoall(i, 512u << 10, 0.005 + 524288.0 / 10e9 * 1e3, S1);
+  a2a_core_fini();
+}
+
+START_TEST(small_messages_immaterial_gain_is_info) {
+  small_immaterial_run();
+  const collected *f = collector_find("perf.small-messages");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(f->severity, A2A_SEV_INFO);
+  double frac = details_num(f, "estimated_gain_fraction");
+  ck_assert_double_eq_tol(frac, 50 * 5e-6 / (100 * (5e-6 + 524288.0 / 10e9) +
+                                              8 * (5e-6 + 4.0 * 1048576 / 10e9)), 1e-3);
+  ck_assert(frac < 0.05);
+  ck_assert_ptr_nonnull(strstr(f->message, "below A2ACHECK_PERF_MIN_GAIN=5%"));
+  ck_assert_ptr_null(strstr(f->message, "Fix:"));
+}
+END_TEST
+
+START_TEST(small_messages_min_gain_option) {
+  collector_options()->perf_min_gain = 0.02;
+  collector_reinit();
+  small_immaterial_run();
+  const collected *f = collector_find("perf.small-messages");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(f->message, "at least A2ACHECK_PERF_MIN_GAIN=2%"));
+}
+END_TEST
+
+/* Not timed (A2ACHECK_PERF_MEASURE=0): the share is unknown, so nothing
+ * says the gain matters: info. */
+START_TEST(small_messages_untimed_is_info) {
+  collector_options()->perf_measure = 0;
+  collector_reinit();
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 100; i++) {
+    a2a_event ev = coll(A2A_COLL_ALLTOALL, 1024, NCCL_INT8, S1);
+    ev_dispatch(&ev, 0);
+  }
+  a2a_core_fini();
+  const collected *f = collector_find("perf.small-messages");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(f->severity, A2A_SEV_INFO);
+  ck_assert_ptr_nonnull(strstr(f->message, "were not timed"));
 }
 END_TEST
 
@@ -535,39 +593,117 @@ START_TEST(sync_heavy_every_stream) {
 }
 END_TEST
 
-START_TEST(stream_churn) {
+/* A stream or event create/destroy whose call takes call_ns. */
+static void timed_call(a2a_kind k, void *handle, unsigned flags, uint64_t call_ns) {
+  a2a_event ev = ev_make(k);
+  if (k == A2A_EV_EVENT_CREATE || k == A2A_EV_EVENT_DESTROY) {
+    ev.u.event.event = handle;
+    ev.u.event.flags = flags;
+  } else {
+    ev.u.stream_create.flags = flags;
+  }
+  if (k != A2A_EV_STREAM_CREATE && k != A2A_EV_EVENT_CREATE) ev.stream = handle;
+  ev_pre(&ev);
+  collector_advance_ns(call_ns);
+  if (k == A2A_EV_STREAM_CREATE) ev.stream = handle;
+  ev_post(&ev, 0);
+}
+
+/* One stream per operation; every create and destroy takes call_ns and
+ * the rest of a step step_ns of host time. */
+static void stream_churn_run(uint64_t call_ns, uint64_t step_ns) {
   comm_init(COMM, 4);
   for (size_t i = 0; i < 20; i++) {
-    create_stream((void *)(0x1000 + i), 0);
+    timed_call(A2A_EV_STREAM_CREATE, (void *)(0x1000 + i), 0, call_ns);
     alltoall(i, 4u << 20, 1.0, (void *)(0x1000 + i));
-    simple(A2A_EV_STREAM_DESTROY, (void *)(0x1000 + i));
+    collector_advance_ns(step_ns);
+    timed_call(A2A_EV_STREAM_DESTROY, (void *)(0x1000 + i), 0, call_ns);
   }
+}
+
+START_TEST(stream_churn_measured_cost_decides) {
+  /* 2 x 2 us of calls per 1 ms step: 0.4%, an info at exit. */
+  stream_churn_run(2000, 1000000);
+  ck_assert_uint_eq(collector_count("perf.stream-churn"), 0); /* judged at exit */
+  a2a_core_fini();
   ck_assert_uint_eq(collector_count("perf.stream-churn"), 1);
   const collected *f = collector_find("perf.stream-churn");
+  ck_assert_int_eq(f->severity, A2A_SEV_INFO);
   ck_assert_ptr_nonnull(strstr(f->details, "\"kind\":\"stream\""));
-  ck_assert_int_eq((int)details_num(f, "created"), 17);
+  ck_assert_int_eq((int)details_num(f, "created"), 20);
+  ck_assert_int_eq((int)details_num(f, "comm_ops"), 20);
+  ck_assert_double_eq_tol(details_num(f, "host_time_s"), 40 * 2e-6, 1e-9);
+  /* From the first create's start to the last destroy's end. */
+  ck_assert_double_eq_tol(details_num(f, "span_s"), 20 * (1e-3 + 4e-6), 1e-9);
+  ck_assert_ptr_nonnull(strstr(f->message, "synchronizes nothing"));
+  ck_assert_ptr_null(strstr(f->message, "can synchronize"));
+  ck_assert_ptr_nonnull(strstr(f->message, "torch.cuda.Stream() takes a stream from PyTorch's pool"));
+}
+END_TEST
+
+START_TEST(stream_churn_material_cost_warns) {
+  /* 2 x 100 us of calls per 1 ms step: 16.7%. */
+  stream_churn_run(100000, 1000000);
+  a2a_core_fini();
+  const collected *f = collector_find("perf.stream-churn");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_double_eq_tol(details_num(f, "host_time_fraction"), 0.2 / 1.2, 1e-6);
+  ck_assert_ptr_nonnull(strstr(f->message, "a material share of the host's time"));
 }
 END_TEST
 
 START_TEST(event_churn_and_pool_is_quiet) {
   comm_init(COMM, 4);
   /* A pool of 4 events kept for the run: quiet. */
-  for (int k = 0; k < 4; k++) {
-    a2a_event ev = ev_make(A2A_EV_EVENT_CREATE);
-    ev_dispatch(&ev, 0);
-  }
+  for (int k = 0; k < 4; k++) timed_call(A2A_EV_EVENT_CREATE, (void *)(uintptr_t)(0xe00 + k), 2, 0);
   for (size_t i = 0; i < 20; i++) alltoall(i, 4u << 20, 1.0, S1);
+  a2a_core_fini();
   ck_assert_uint_eq(collector_count("perf.stream-churn"), 0);
-  /* Then one event created and destroyed per op. */
-  for (size_t i = 20; i < 60; i++) {
-    a2a_event ev = ev_make(A2A_EV_EVENT_CREATE);
-    ev_dispatch(&ev, 0);
+}
+END_TEST
+
+/* PyTorch's Stream.wait_stream: a DisableTiming event created, recorded,
+ * waited on and destroyed per call, ~1 us each, steps of 1 ms: an info
+ * that says so, without TORCH_NCCL_CUDA_EVENT_CACHE advice (which does not
+ * touch these events). */
+START_TEST(event_churn_wait_stream_idiom_is_info) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 40; i++) {
+    timed_call(A2A_EV_EVENT_CREATE, (void *)0xe1, 2 /* cudaEventDisableTiming */, 1000);
     alltoall(i, 4u << 20, 1.0, S1);
-    a2a_event d = ev_make(A2A_EV_EVENT_DESTROY);
-    ev_dispatch(&d, 0);
+    collector_advance_ns(1000000);
+    timed_call(A2A_EV_EVENT_DESTROY, (void *)0xe1, 0, 1000);
   }
-  ck_assert_uint_eq(collector_count("perf.stream-churn"), 1);
-  ck_assert_ptr_nonnull(strstr(collector_find("perf.stream-churn")->details, "\"kind\":\"event\""));
+  a2a_core_fini();
+  const collected *f = collector_find("perf.stream-churn");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(f->severity, A2A_SEV_INFO);
+  ck_assert_ptr_nonnull(strstr(f->details, "\"kind\":\"event\""));
+  ck_assert_int_eq((int)details_num(f, "created_with_timing"), 0);
+  ck_assert_ptr_nonnull(strstr(f->message, "Stream.wait_stream"));
+  ck_assert_ptr_null(strstr(f->message, "TORCH_NCCL_CUDA_EVENT_CACHE"));
+}
+END_TEST
+
+/* The event cache advice only where it works: TORCH_NCCL_CUDA_EVENT_CACHE=0
+ * set (ProcessGroupNCCL's cache is on by default since PyTorch 2.6). */
+START_TEST(event_churn_cache_advice_only_when_disabled) {
+  setenv("TORCH_NCCL_CUDA_EVENT_CACHE", "0", 1); /* the fake host reads the process's */
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 40; i++) {
+    timed_call(A2A_EV_EVENT_CREATE, (void *)0xe1, 0, 200000);
+    alltoall(i, 4u << 20, 1.0, S1);
+    collector_advance_ns(500000);
+    timed_call(A2A_EV_EVENT_DESTROY, (void *)0xe1, 0, 200000);
+  }
+  a2a_core_fini();
+  const collected *f = collector_find("perf.stream-churn");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_int_eq((int)details_num(f, "created_with_timing"), 40);
+  ck_assert_ptr_nonnull(strstr(f->message, "TORCH_NCCL_CUDA_EVENT_CACHE=0 is set"));
+  unsetenv("TORCH_NCCL_CUDA_EVENT_CACHE");
 }
 END_TEST
 
@@ -608,6 +744,9 @@ int main(void) {
   tcase_add_test(tc, fork_child_reports_its_own_comm);
   tcase_add_test(tc, pending_events_are_never_waited_for);
   tcase_add_test(tc, small_messages_with_fitted_gain);
+  tcase_add_test(tc, small_messages_immaterial_gain_is_info);
+  tcase_add_test(tc, small_messages_min_gain_option);
+  tcase_add_test(tc, small_messages_untimed_is_info);
   tcase_add_test(tc, batched_messages_are_quiet);
   tcase_add_test(tc, single_rank_comm_is_not_judged);
   tcase_add_test(tc, grouped_p2p_alltoall_is_one_op);
@@ -623,7 +762,10 @@ int main(void) {
   tcase_add_test(tc, sync_once_per_step_is_quiet);
   tcase_add_test(tc, stream_priority_both_raised_is_quiet);
   tcase_add_test(tc, sync_heavy_every_stream);
-  tcase_add_test(tc, stream_churn);
+  tcase_add_test(tc, stream_churn_measured_cost_decides);
+  tcase_add_test(tc, stream_churn_material_cost_warns);
+  tcase_add_test(tc, event_churn_wait_stream_idiom_is_info);
+  tcase_add_test(tc, event_churn_cache_advice_only_when_disabled);
   tcase_add_test(tc, event_churn_and_pool_is_quiet);
   tcase_add_test(tc, graph_capture_is_not_timed);
   suite_add_tcase(s, tc);

@@ -18,6 +18,7 @@
 
 #define NCCL_FLOAT 7 /* ncclFloat32: 4 bytes */
 #define NONBLOCKING 1u
+#define STREAM_LEGACY_HANDLE ((void *)0x1) /* cudaStreamLegacy */
 
 static void *const COMM = (void *)0xc0;
 static void *const S_COMM = (void *)0x5100; /* communication stream */
@@ -573,16 +574,76 @@ END_TEST
 
 /* ---------------- default-stream ---------------- */
 
-START_TEST(default_stream_warns) {
+/* The legacy default stream costs overlap only against blocking streams of
+ * its device: alone, or beside non-blocking streams (PyTorch >= 2.8's
+ * synchronous collectives: the current stream is the legacy one, torch's
+ * streams are non-blocking), it is not reported. */
+START_TEST(default_stream_silent_alone_and_beside_nonblocking_streams) {
   setup();
   send_on(NULL, SENDBUF, 16, (void *)0x4000);
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_COMP, NONBLOCKING);
+  send_on(NULL, SENDBUF, 16, (void *)0x4000);
+  allreduce_on(STREAM_LEGACY_HANDLE, SENDBUF, RECVBUF, 16);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 0);
+}
+END_TEST
+
+START_TEST(default_stream_warns_beside_a_blocking_stream) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_COMP, 0); /* blocking: serializes with the legacy stream */
+  send_on(NULL, SENDBUF, 16, (void *)0x4000);
   ck_assert_int_eq(collector_count("stream.default-stream"), 1);
-  ck_assert_int_eq(collector_find("stream.default-stream")->severity, A2A_SEV_WARNING);
+  const collected *c = collector_find("stream.default-stream");
+  ck_assert_int_eq(c->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(c->message, "1 blocking stream"));
+  ck_assert_ptr_nonnull(strstr(c->message, "0x5200"));
+  /* The explicit cudaStreamLegacy handle is the same stream. */
+  allreduce_on(STREAM_LEGACY_HANDLE, SENDBUF, RECVBUF, 16);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 2);
+}
+END_TEST
+
+START_TEST(default_stream_blocking_stream_of_another_device_or_destroyed) {
+  setup();
+  a2a_event ev = ev_make(A2A_EV_STREAM_CREATE);
+  ev.api = "cudaStreamCreate";
+  ev.device = 1; /* a blocking stream of device 1 does not touch device 0 */
+  ev_pre(&ev);
+  ev.stream = S_OTHER;
+  ev_post(&ev, 0);
+  send_on(NULL, SENDBUF, 16, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 0);
+  stream_create(S_COMP, 0);
+  stream_ev(A2A_EV_STREAM_DESTROY, S_COMP, 0);
+  send_on(NULL, SENDBUF, 16, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 0);
+  stream_create(S_COMP, 0); /* created again: counted again */
+  send_on(NULL, SENDBUF, 16, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 1);
+}
+END_TEST
+
+START_TEST(default_stream_warns_beside_per_thread_default_streams) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  send_on(S_COMM, SENDBUF, 16, (void *)0x4000); /* tracked from now on */
+  a2a_event ev = ev_make(A2A_EV_EVENT_RECORD); /* on cudaStreamPerThread */
+  ev.per_thread = 1;
+  ev.u.event.event = (void *)0xe1;
+  ev_dispatch(&ev, 0);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 0);
+  send_on(NULL, SENDBUF, 16, (void *)0x4001);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.default-stream")->message,
+                               "per-thread default streams"));
 }
 END_TEST
 
 START_TEST(default_stream_silent_on_own_and_per_thread_streams) {
   setup();
+  stream_create(S_COMP, 0);
   stream_create(S_COMM, NONBLOCKING);
   send_on(S_COMM, SENDBUF, 16, (void *)0x4000);
   a2a_event ev = ev_make(A2A_EV_P2P);
@@ -1397,7 +1458,10 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, free_async_on_same_stream_is_ordered);
   tcase_add_test(tc, cuda_free_of_cudamalloc_memory_synchronizes);
   tcase_add_test(tc, cuda_free_of_stream_ordered_memory_fires);
-  tcase_add_test(tc, default_stream_warns);
+  tcase_add_test(tc, default_stream_silent_alone_and_beside_nonblocking_streams);
+  tcase_add_test(tc, default_stream_warns_beside_a_blocking_stream);
+  tcase_add_test(tc, default_stream_blocking_stream_of_another_device_or_destroyed);
+  tcase_add_test(tc, default_stream_warns_beside_per_thread_default_streams);
   tcase_add_test(tc, default_stream_silent_on_own_and_per_thread_streams);
   tcase_add_test(tc, zero_counts_track_nothing);
   tcase_add_test(tc, in_place_allreduce);

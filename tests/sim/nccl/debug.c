@@ -17,6 +17,7 @@
 #include "sim_nccl.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t log_atfork_once = PTHREAD_ONCE_INIT;
 static int log_level = -1;              /* -1: not parsed yet */
 static char last_error[1024];
 
@@ -38,6 +39,13 @@ int sim_log_level(void) {
 
 void sim_log_reset(void) { __atomic_store_n(&log_level, -1, __ATOMIC_RELEASE); }
 
+/* A fork while another thread holds log_lock would leave it locked in the
+ * child forever (its next WARN hangs): fork takes it first. Registered at
+ * the first use of the lock, before which no fork can find it held. */
+static void log_prepare(void) { pthread_mutex_lock(&log_lock); }
+static void log_release(void) { pthread_mutex_unlock(&log_lock); }
+static void log_atfork(void) { pthread_atfork(log_prepare, log_release, log_release); }
+
 static void vlog(const char *kind, const char *fmt, va_list ap, int print) {
   char msg[900];
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -49,6 +57,7 @@ static void vlog(const char *kind, const char *fmt, va_list ap, int print) {
             (int)syscall(SYS_gettid), a2asim_get_device(), kind, msg);
   }
   if (kind[0] == 'W') {
+    pthread_once(&log_atfork_once, log_atfork);
     pthread_mutex_lock(&log_lock);
     snprintf(last_error, sizeof last_error, "%s", msg);
     pthread_mutex_unlock(&log_lock);
