@@ -51,6 +51,12 @@
 #define PC_MAX_LOWBW_REPORTS 8 /* perf.low-bandwidth findings per communicator */
 #define PC_WINS 8              /* compute windows per overlap sample */
 #define PC_SAMPLE_EVERY 4      /* an overlap sample every this many operations */
+#define PC_TIME_ALL 256        /* a communicator's first operations: all timed */
+#define PC_TIME_EVERY 8        /* after those, one operation in this many is
+                                  timed and one overlap sample is taken every
+                                  PC_SAMPLE_EVERY * PC_TIME_EVERY operations
+                                  (two event records and a poll cost more
+                                  than the rest of the analyzer per call) */
 #define PC_JUDGE 8             /* (operation, size bucket) cells judged for
                                   perf.low-bandwidth per communicator */
 #define PC_WIN 8               /* operations per window (see pc_judge) */
@@ -115,6 +121,8 @@ typedef struct pc_comm {
 
   uint64_t ops, bytes, small_ops, small_bytes;
   uint64_t measured, unmeasured;
+  uint64_t started;            /* logical operations seen at PRE */
+  uint64_t sampled_out;        /* not timed by choice (PC_TIME_EVERY) */
   double time_s, small_time_s;
   uint64_t small_measured;
   double min_small_s;          /* fastest small operation */
@@ -419,7 +427,7 @@ static int ev_offset(void *x, void *y, double *ms) {
 static void sample_reset(pc_comm *c) {
   c->smp.state = 0;
   c->smp.nwin = 0;
-  c->smp.next_at = c->ops + PC_SAMPLE_EVERY;
+  c->smp.next_at = c->ops + (c->ops < PC_TIME_ALL ? PC_SAMPLE_EVERY : PC_SAMPLE_EVERY * PC_TIME_EVERY);
 }
 
 /* Called with c->mu held at the start of a logical operation on stream. */
@@ -558,9 +566,21 @@ static void poll_locked(pc_comm *c) {
   }
 }
 
-/* Take a slot and record the start event on stream; -1 if not timed. */
+/* Take a slot and record the start event on stream; -1 if not timed, -2
+ * if sampled out. Every operation is timed until PC_TIME_ALL, then one in
+ * PC_TIME_EVERY: the statistics that need counts (small-message share,
+ * time per operation) extrapolate from the timed ones; the judged windows
+ * and the latency/bandwidth fit only see fewer points. */
 static int start_locked(pc_comm *c, void *stream) {
   if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return -1;
+  uint64_t k = c->started++;
+  if (k >= PC_TIME_ALL && k % PC_TIME_EVERY != 0) {
+    if (c->smp.state == 0 && c->ops >= c->smp.next_at) {
+      poll_locked(c);
+      sample_start_locked(c, stream);
+    }
+    return -2;
+  }
   poll_locked(c);
   sample_start_locked(c, stream);
   if (c->head - c->tail >= PC_RING) return -1;
@@ -575,7 +595,8 @@ static int start_locked(pc_comm *c, void *stream) {
 /* Record the end event for a started slot, or cancel it (ok false). */
 static void finish_locked(pc_comm *c, int slot, void *stream, bool ok, int op, uint64_t bytes) {
   if (slot < 0) {
-    if (ok) c->unmeasured++;
+    if (ok && slot == -2) c->sampled_out++;
+    else if (ok) c->unmeasured++;
     return;
   }
   pc_meas *m = &c->ring[slot];
@@ -1187,6 +1208,7 @@ static void report_summary(const pc_comm *c) {
   a2a_json_uint(&j, "small_ops", c->small_ops);
   a2a_json_uint(&j, "measured_ops", c->measured);
   a2a_json_uint(&j, "unmeasured_ops", c->unmeasured + (c->head - c->tail));
+  if (c->sampled_out) a2a_json_uint(&j, "sampled_out_ops", c->sampled_out);
   if (c->unjudged) a2a_json_uint(&j, "unjudged_ops", c->unjudged);
   a2a_json_dbl(&j, "time_s", c->time_s);
   a2a_json_uint(&j, "blocked_after_ops", c->blocked_after);
