@@ -36,6 +36,9 @@ uint32_t a2a_rt_thread_index(void) { return 1; }
 uint32_t a2a_rt_next_call_seq(void) { static uint32_t s; return ++s; }
 uint64_t a2a_rt_now_ns(void) { return ++fake_clock; }
 void a2a_rt_note_nccl_call(void) { nccl_calls++; }
+/* The runtime's Python call sites (shim/rt_python.c): no Python here; the
+ * wrapper must hide errno changes of this too. */
+const void *a2a_rt_py_site(const void *pc) { errno = EAGAIN; return pc; }
 void a2a_rt_unresolved(const char *symbol, const char *library) { unresolved_calls++; }
 
 enum { MAX_EVENTS = 64 };
