@@ -20,6 +20,10 @@ Usage: py_sites.py MODE
   held      ctypes.PyDLL: the GIL is held during each call
   thread    as released, from a threading.Thread (frames of threading.py
             outside the user's function)
+  deadlock  both ranks receive before they send and wait for the receive:
+            group.deadlock, whose story names the receive and the
+            synchronization by their Python lines; a2acheck ends both
+            ranks with status 66
 """
 import ctypes
 import os
@@ -78,12 +82,23 @@ def gather_in_place(lib, rank, comm):
     ok(lib.cudaDeviceSynchronize(), "cudaDeviceSynchronize")
 
 
-def rank_main(lib, rank, uid):
+def deadlock(lib, rank, comm, stream):
+    """Both ranks receive first and send afterwards: neither receive can
+    complete, each rank waits in the synchronization - group.deadlock."""
+    buf = dalloc(lib, 4 * N)
+    ok(lib.ncclRecv(buf, ctypes.c_size_t(N), NCCL_FLOAT, 1 - rank, comm, stream), "ncclRecv")  # SITE:dlrecv
+    ok(lib.cudaStreamSynchronize(stream), "cudaStreamSynchronize")  # SITE:dlsync
+    ok(lib.ncclSend(buf, ctypes.c_size_t(N), NCCL_FLOAT, 1 - rank, comm, stream), "ncclSend")
+
+
+def rank_main(lib, rank, uid, mode):
     ok(lib.cudaSetDevice(rank), "cudaSetDevice")
     comm = ctypes.c_void_p()
     ok(lib.ncclCommInitRank(ctypes.byref(comm), 2, uid, rank), "ncclCommInitRank")
     stream = ctypes.c_void_p()
     ok(lib.cudaStreamCreate(ctypes.byref(stream)), "cudaStreamCreate")
+    if mode == "deadlock":
+        deadlock(lib, rank, comm, stream)   # a2acheck ends the process (66)
     exchange(lib, rank, comm, stream)
     gather_in_place(lib, rank, comm)
     ok(lib.ncclCommDestroy(comm), "ncclCommDestroy")
@@ -91,7 +106,7 @@ def rank_main(lib, rank, uid):
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "released"
-    if mode not in ("released", "held", "thread"):
+    if mode not in ("released", "held", "thread", "deadlock"):
         print(__doc__)
         return 2
     lib = api(mode)
@@ -101,14 +116,15 @@ def main():
     pid = os.fork()
     rank = 1 if pid == 0 else 0
     if mode == "thread":
-        t = threading.Thread(target=rank_main, args=(lib, rank, uid), name=f"rank{rank}")
+        t = threading.Thread(target=rank_main, args=(lib, rank, uid, mode), name=f"rank{rank}")
         t.start()
         t.join()
     else:
-        rank_main(lib, rank, uid)
+        rank_main(lib, rank, uid, mode)
     if pid == 0:
         sys.exit(0)   # through exit(): the preloaded tool writes its logs
     _, status = os.waitpid(pid, 0)
+    status = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128
     print(f"py_sites.py {mode}: done (rank 1 status {status})", flush=True)
     return 0 if status == 0 else 1
 

@@ -17,13 +17,16 @@
 #   pipe      released, process_vm_readv refused (EPERM): the pipe fallback
 #   refused   released, every checked read faults (EFAULT): Python frames
 #             refused for the process, said on stderr, native frames only
+#   deadlock  both ranks receive first and wait: group.deadlock (status 66)
+#             starting at the synchronization's line, its story naming the
+#             receive and the synchronization by their Python lines
 # Each must exit 0 (no crash, no hang) with the expected first frames: the
 # program's line on both ranks for size.p2p-mismatch (raised on the
 # cross-rank thread, from the sites captured at the calls), the peer's
 # Python site in its message, the program's line for layout.overlap and
 # stream.default-stream (raised in the call), and SARIF locations there.
 set -u
-py= run= shim= fail= checker= tool= logs= modes="released held thread pipe refused"
+py= run= shim= fail= checker= tool= logs= modes="released held thread pipe refused deadlock"
 while [ $# -gt 0 ]; do
   case $1 in
     --python) py=$2; shift 2 ;;
@@ -62,6 +65,18 @@ for mode in $modes; do
   rc=$?
   echo "--- $mode: exit $rc in $(( $(date +%s) - start )) s"
   sed 's/^/    /' "$dir/out.txt"
+  if [ "$mode" = deadlock ]; then
+    if [ "$rc" -ne 66 ]; then
+      echo "FAIL: deadlock: py_sites.py exited $rc, not 66"
+      status=1
+      continue
+    fi
+    "$checker" "$here/check_sites.py" --logs "$dir" --script "$prog" \
+      --first group.deadlock@0=deadlock:dlsync --first group.deadlock@1=deadlock:dlsync \
+      --names group.deadlock@0=dlsync --names group.deadlock@0=dlrecv \
+      --names group.deadlock@1=dlsync --names group.deadlock@1=dlrecv || status=1
+    continue
+  fi
   if [ "$rc" -ne 0 ]; then
     echo "FAIL: $mode: py_sites.py exited $rc"
     status=1
