@@ -86,10 +86,12 @@ void a2a_rt_capture_stack(a2a_stack *st) {
   st->n = 0;
   /* On a thread that runs Python: its frames first (rt_python.c), then the
    * native frames up to where the interpreter begins, at least a few of
-   * them when there is room (the C++ entry points the call went through). */
+   * them (up to 4, at most half the depth: the C++ entry points the call
+   * went through). */
   int nat = 0;
   while (skip + nat < n && !a2a_rt_py_pc_in_interpreter(pcs[skip + nat])) nat++;
   int keep = nat < 4 ? nat : 4;
+  if (keep > max / 2) keep = max / 2;   /* a short stack is mostly Python */
   bool python = false;
   int np = a2a_rt_py_capture(st->pc, max - keep, &python);
   if (python) {
