@@ -73,6 +73,13 @@ static inline uint64_t a2a_rt_now_ns(void) {
 }
 /* Counts intercepted NCCL calls (for the a2acheck.not-intercepting check). */
 void a2a_rt_note_nccl_call(void);
+/* The call site of an NCCL call (a2a_event.callsite): pc itself, or - when
+ * the calling thread runs Python - an opaque handle for (the innermost user
+ * Python frame, pc), so that two Python lines reaching NCCL through one
+ * libtorch return address are two sites (shim/rt_python.c). Pure reads of
+ * the calling thread's own interpreter state: no GIL, no allocation; a hash
+ * probe per Python frame up to the first user frame. */
+const void *a2a_rt_py_site(const void *pc);
 
 /* Called by the interposition layer when a real symbol cannot be resolved:
  * logs once per symbol. */

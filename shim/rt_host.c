@@ -147,8 +147,10 @@ static void host_site_text(const void *pc, char *buf, size_t cap) {
   int saved = errno;
   int n = a2a_rt_symbolize(pc, frames, 4);
   /* The outermost of the inlined frames is the real function; the
-   * innermost (frame 0) is where the call is: keep that one. */
-  snprintf(buf, cap, "%s", n > 0 ? frames[0] : "?");
+   * innermost (frame 0) is where the call is: keep that one. For a Python
+   * call site frame 0 is the user's Python frame; one that does not fit
+   * loses the start of its path, never its line. */
+  a2a_rt_py_fit(n > 0 ? frames[0] : "?", buf, cap);
   pthread_mutex_unlock(&a2a_rt_mu);
   errno = saved;
 }

@@ -207,6 +207,112 @@ bool a2a_rt_dwarf_lookup(const a2a_rt_dwarf *d, uint64_t addr, const char **file
 int a2a_rt_dwarf_inlines(const a2a_rt_dwarf *d, uint64_t addr, a2a_rt_inline *out, int max);
 
 /* ------------------------------------------------------------------ */
+/* rt_pyframe.c (pure): CPython layouts, library frames, frame text, C++
+ * name shortening. */
+
+/* Where one CPython version keeps a thread's innermost frame and what is
+ * read from frames, code objects and strings: byte offsets. */
+typedef struct a2a_rt_py_layout {
+  int minor;              /* 3.minor */
+  bool frame_objects;     /* 3.9/3.10: a PyFrameObject chain; else interpreter frames */
+  int ts_frame;           /* in PyThreadState: the frame, or the _PyCFrame pointer */
+  int cframe_current;     /* -1: ts_frame is the frame; else current_frame in _PyCFrame */
+  int fr_back, fr_code, fr_instr;   /* previous frame, code object, position */
+  int fr_owner;           /* the frame's owner byte, -1 none */
+  int owner_cstack;       /* FRAME_OWNED_BY_CSTACK (frames to skip), -1 none */
+  int instr_scale;        /* frame objects: bytes per f_lasti unit; else 0: fr_instr is
+                             a pointer into the code at co_code */
+  int co_filename, co_name, co_qualname, co_firstlineno, co_code;   /* qualname -1: none */
+  int ob_type;            /* PyObject.ob_type */
+  int str_length, str_state, str_ascii_size, str_compact_size;      /* PyASCIIObject */
+} a2a_rt_py_layout;
+
+/* The built-in layout of CPython 3.minor (9..12); false for other versions. */
+bool a2a_rt_py_layout_builtin(int minor, a2a_rt_py_layout *L);
+/* The layout from 3.13's _Py_DebugOffsets (n bytes at debug); 0 on success,
+ * -1 not a 3.13 table, -2 a free-threaded build (not supported). */
+int a2a_rt_py_layout_from_debug(const void *debug, size_t n, a2a_rt_py_layout *L);
+/* A PEP 393 string's code points (kind 1, 2 or 4 bytes each) as UTF-8,
+ * NUL-terminated, cut at a whole character. Returns the length. */
+size_t a2a_rt_py_str_utf8(unsigned kind, const void *data, size_t len, char *out, size_t cap);
+
+/* What a code object's file is. */
+enum { A2A_PY_USER = 0, A2A_PY_LIB, A2A_PY_STDLIB };
+/* Classify a co_filename: under site-packages/ or dist-packages/ (lib = the
+ * top-level package), torch's own tree elsewhere (lib "torch"), the standard
+ * library (.../lib/python3.N/, <frozen ...>; lib "stdlib"), else user code
+ * (also <string>, <stdin>). */
+int a2a_rt_py_classify(const char *path, char *lib, size_t cap);
+/* Which frames a stack shows, from the classes of a thread's frames
+ * (innermost first; recorded[i]: frame i has an interned entry). The
+ * anchor is the innermost recorded user frame, else the innermost recorded
+ * frame outside the standard library, else the innermost recorded one (-1:
+ * none). The plan: the anchor and its callers outwards, each run of other
+ * frames between user frames folded into one item; then the frames inside
+ * the anchor (what it called: torch's API) as one LEADING fold. */
+int a2a_rt_py_anchor(const unsigned char *cls, const bool *recorded, int n);
+enum { A2A_PY_ITEM_FRAME = 1, A2A_PY_ITEM_FOLD, A2A_PY_ITEM_LEADING };
+typedef struct a2a_rt_py_item {
+  int kind;
+  int a, b;               /* frames [a, b) */
+} a2a_rt_py_item;
+int a2a_rt_py_plan(const unsigned char *cls, const bool *recorded, int n, a2a_rt_py_item *out,
+                   int max);
+/* "func (path:line)", the path shortened from the left (".../b/c.py") when
+ * the whole does not fit in cap. Returns the length. */
+size_t a2a_rt_py_frame_text(char *out, size_t cap, const char *func, const char *file,
+                            int line);
+/* Copy a frame's text into cap bytes; a "func (path:line)" frame that does
+ * not fit keeps its line and loses the start of its path. */
+void a2a_rt_py_fit(const char *frame, char *out, size_t cap);
+/* "... N frames in torch[, deepspeed[ and K more]][, innermost func]". */
+size_t a2a_rt_py_fold_text(char *out, size_t cap, int count, const char *lib1,
+                           const char *lib2, int nlibs, const char *innermost);
+/* __cxa_demangle's signature. */
+typedef char *(*a2a_rt_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+/* name demangled with dm into *buf (a malloc'ed buffer of *len bytes that dm
+ * may replace; start with NULL, 0), or name itself: not a mangled C++ name
+ * ("_Z..."), no dm (no C++ runtime in the process), or dm failed. */
+const char *a2a_rt_cxx_demangle(a2a_rt_demangle_fn dm, const char *name, char **buf,
+                                size_t *len);
+/* Shorten a demangled C++ name in place to at most budget characters:
+ * drop the parameter list, then template arguments ("<...>"), then cut. */
+void a2a_rt_cxx_shorten(char *s, size_t budget);
+/* Whether a demangled function name (with or without a return type) is a
+ * member of namespace ns ("pybind11::"). */
+bool a2a_rt_cxx_in_namespace(const char *s, const char *ns);
+
+/* ------------------------------------------------------------------ */
+/* rt_python.c: Python call sites (docs/design.md, "Python call sites").
+ *
+ * Stacks and call sites hold a2acheck handles besides return addresses:
+ * values with bit 63 set (never a user-space address), rendered by the
+ * symbolizer. Kinds: a call site (an interned Python frame + the native
+ * return address), a Python frame, a folded run of library frames, and a
+ * native frame captured under Python frames (pybind11 glue is dropped when
+ * it is rendered). */
+
+/* a2a_rt_py_site(): a2a_runtime.h. */
+/* The calling thread's Python stack as handles, innermost user frame first,
+ * library runs folded (see rt_python.c); at most max. *python_seen is set
+ * when the thread has Python frames (the native part is then cut at the
+ * interpreter). Returns the number of handles. */
+int a2a_rt_py_capture(void **out, int max, bool *python_seen);
+/* Whether pc lies in the Python interpreter's own object. */
+bool a2a_rt_py_pc_in_interpreter(const void *pc);
+/* Whether v is a handle rather than a return address. */
+static inline bool a2a_rt_is_handle(const void *v) { return ((uintptr_t)v >> 63) != 0; }
+/* A native frame captured under Python frames, as a handle (or pc itself
+ * if it cannot be encoded). */
+void *a2a_rt_py_native(void *pc);
+/* Render a handle into out[0..max): like a2a_rt_symbolize. Requires
+ * a2a_rt_mu (it symbolizes native parts). */
+int a2a_rt_py_render(const void *h, char (*out)[A2A_RT_FRAME_LEN], int max);
+/* One line for the log header: the interpreter found and whether its frames
+ * are read ("" when there is no Python in the process). */
+const char *a2a_rt_py_status(void);
+
+/* ------------------------------------------------------------------ */
 /* rt_init.c: state, guard, lazy init. */
 
 enum {
@@ -283,12 +389,18 @@ void a2a_rt_log_after_fork_child(void);
 /* Capture the calling thread's stack, skipping liba2acheck's own frames;
  * keeps at most A2ACHECK_STACK_DEPTH frames. */
 void a2a_rt_capture_stack(a2a_stack *st);
-/* Symbolize a return address into out[0..max): one frame per function
- * inlined at that point (innermost first, "f (inlined) (module) at
- * file:line"), then "func+0xoff (module)" plus " at file:line" when the
- * object has line tables. Returns the number of frames written (>= 1 when
- * max >= 1). Requires a2a_rt_mu. */
+/* Symbolize a return address or a handle (rt_python.c) into out[0..max):
+ * one frame per function inlined at that point (innermost first, "f
+ * (inlined) (module) at file:line"), then "func+0xoff (module)" plus " at
+ * file:line" when the object has line tables; a handle gives its Python
+ * frame(s) or fold. Returns the number of frames written (>= 1 when max >=
+ * 1, except 0 for a pybind11 glue frame captured under Python frames).
+ * Requires a2a_rt_mu. */
 int a2a_rt_symbolize(const void *pc, char (*out)[A2A_RT_FRAME_LEN], int max);
+/* a2a_rt_symbolize for a return address (not a handle); drop_glue: return 0
+ * frames for pybind11's dispatch glue (a frame captured under Python). */
+int a2a_rt_symbolize_native(const void *pc, char (*out)[A2A_RT_FRAME_LEN], int max,
+                            bool drop_glue);
 /* Whether pc lies in liba2acheck.so itself. */
 bool a2a_rt_pc_is_ours(const void *pc);
 

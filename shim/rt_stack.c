@@ -5,14 +5,20 @@
  * local array, then drop the leading frames that lie inside liba2acheck.so
  * (the report path, the analyzer, the wrapper), so frame #0 is the return
  * address into the application's function that made the NCCL/CUDA call.
+ * On a thread that runs Python the stack starts with its Python frames
+ * (handles from rt_python.c: the innermost user frame first, library runs
+ * folded), followed by the native frames up to the interpreter.
  *
  * Symbolization (under a2a_rt_mu, only when a finding is written): dladdr()
  * names exported functions; for the rest (static functions, executables
  * not linked with -rdynamic) the object's ELF .symtab is read from its file
  * (mmap'ed once per object, cached), which names every function of a binary
  * that was not stripped. When the file also has DWARF line tables (-g),
- * rt_dwarf.c adds the source position. Frames print as
- * "func+0xoff (module)" or "func+0xoff (module) at file.c:line".
+ * rt_dwarf.c adds the source position. C++ names are demangled with the
+ * process's own __cxa_demangle when libstdc++ is loaded (else they stay
+ * mangled) and shortened to fit a frame (parameter list, then template
+ * arguments). Frames print as "func+0xoff (module)" or "func+0xoff
+ * (module) at file.c:line"; handles render through rt_python.c.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -78,6 +84,21 @@ void a2a_rt_capture_stack(a2a_stack *st) {
   int max = (int)(sizeof st->pc / sizeof st->pc[0]);
   if (depth < max) max = depth < 0 ? 0 : (int)depth;
   st->n = 0;
+  /* On a thread that runs Python: its frames first (rt_python.c), then the
+   * native frames up to where the interpreter begins, at least a few of
+   * them (up to 4, at most half the depth: the C++ entry points the call
+   * went through). */
+  int nat = 0;
+  while (skip + nat < n && !a2a_rt_py_pc_in_interpreter(pcs[skip + nat])) nat++;
+  int keep = nat < 4 ? nat : 4;
+  if (keep > max / 2) keep = max / 2;   /* a short stack is mostly Python */
+  bool python = false;
+  int np = a2a_rt_py_capture(st->pc, max - keep, &python);
+  if (python) {
+    st->n = np;
+    for (int i = skip; i < skip + nat && st->n < max; i++) st->pc[st->n++] = a2a_rt_py_native(pcs[i]);
+    return;
+  }
   for (int i = skip; i < n && st->n < max; i++) st->pc[st->n++] = pcs[i];
 }
 
@@ -164,7 +185,50 @@ static const char *base_of(const char *p) {
   return b ? b + 1 : p;
 }
 
+/* ---- C++ names ---- */
+
+/* __cxa_demangle from the libstdc++ of the process, when one is loaded (no
+ * link dependency); its output buffer is kept between calls (it grows it
+ * with realloc). Under a2a_rt_mu. */
+static char *g_dm_buf;
+static size_t g_dm_len;
+
+static const char *demangle(const char *name) {
+  static a2a_rt_demangle_fn dm;
+  if (!name || name[0] != '_' || name[1] != 'Z') return name;
+  if (!dm) dm = (a2a_rt_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  /* Loaded only in a local scope (a Python extension's dependency): found
+   * by soname, never loaded by us. The handle stays open: dm must outlive
+   * any dlclose by the application. */
+  static const char *const libs[] = {"libstdc++.so.6", "libc++abi.so.1"};
+  for (size_t i = 0; !dm && i < sizeof libs / sizeof libs[0]; i++) {
+    void *h = dlopen(libs[i], RTLD_NOLOAD | RTLD_LAZY);
+    if (h) dm = (a2a_rt_demangle_fn)dlsym(h, "__cxa_demangle");
+  }
+  return a2a_rt_cxx_demangle(dm, name, &g_dm_buf, &g_dm_len);   /* no dm: stays mangled */
+}
+
+/* "name+0xoff (module)[ at file:line]" in cap bytes, the name shortened to
+ * what is left by the rest. */
+static void put_native(char *o, size_t cap, const char *name, unsigned long off,
+                       const char *module, const char *file, unsigned line) {
+  char rest[160], nm[4096];
+  if (file) snprintf(rest, sizeof rest, "+0x%lx (%.40s) at %.60s:%u", off, module, file, line);
+  else snprintf(rest, sizeof rest, "+0x%lx (%.40s)", off, module);
+  snprintf(nm, sizeof nm, "%s", name);
+  size_t budget = cap - 1 - strlen(rest);
+  a2a_rt_cxx_shorten(nm, budget < 40 ? 40 : budget);
+  /* nm fits (shortened above); the precision only bounds the compiler's view. */
+  snprintf(o, cap, "%.*s%s", (int)(cap - 1), nm, rest);
+}
+
 int a2a_rt_symbolize(const void *pc, char (*out)[A2A_RT_FRAME_LEN], int max) {
+  if (a2a_rt_is_handle(pc)) return a2a_rt_py_render(pc, out, max);
+  return a2a_rt_symbolize_native(pc, out, max, false);
+}
+
+int a2a_rt_symbolize_native(const void *pc, char (*out)[A2A_RT_FRAME_LEN], int max,
+                            bool drop_glue) {
   const size_t cap = A2A_RT_FRAME_LEN;
   Dl_info info;
   struct link_map *lm = NULL;
@@ -182,6 +246,25 @@ int a2a_rt_symbolize(const void *pc, char (*out)[A2A_RT_FRAME_LEN], int max) {
   uintptr_t rel = (uintptr_t)q - lm->l_addr, start = 0;
   symtab *t = tab_for(lm, path);
 
+  /* The function: exported (dladdr) or from .symtab, demangled. */
+  const char *name = NULL;
+  unsigned long off = 0;
+  if (info.dli_sname && info.dli_saddr) {
+    name = info.dli_sname;
+    off = (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_saddr);
+  } else if ((name = lookup(t, rel, &start)) != NULL) {
+    off = (unsigned long)((uintptr_t)pc - lm->l_addr - start);
+  }
+  char fname[4096];
+  if (name) {
+    snprintf(fname, sizeof fname, "%s", demangle(name));   /* the buffer is reused */
+    name = fname;
+  }
+  /* pybind11's dispatch glue between a Python frame and the bound C++
+   * function says nothing the frames around it do not (drop_glue: the
+   * frame was captured under Python frames). */
+  if (drop_glue && name && a2a_rt_cxx_in_namespace(name, "pybind11::")) return 0;
+
   /* Source position of pc and the inlined calls it is inside (-g only). */
   const char *file = NULL;
   unsigned line = 0;
@@ -197,28 +280,22 @@ int a2a_rt_symbolize(const void *pc, char (*out)[A2A_RT_FRAME_LEN], int max) {
   for (int j = 0; j < ninl && k < max - 1; j++, k++) {
     const char *f = j == 0 ? file : inl[j - 1].call_file;
     unsigned l = j == 0 ? line : inl[j - 1].call_line;
-    if (f) snprintf(out[k], cap, "%.80s (inlined) (%.40s) at %.40s:%u", inl[j].name, module,
-                    base_of(f), l);
-    else snprintf(out[k], cap, "%.80s (inlined) (%.40s)", inl[j].name, module);
+    char nm[4096];
+    snprintf(nm, sizeof nm, "%s", demangle(inl[j].name));
+    a2a_rt_cxx_shorten(nm, 80);
+    if (f) snprintf(out[k], cap, "%.80s (inlined) (%.40s) at %.40s:%u", nm, module, base_of(f), l);
+    else snprintf(out[k], cap, "%.80s (inlined) (%.40s)", nm, module);
   }
   if (ninl > 0) {   /* the function the code was inlined into: at the call */
     file = inl[ninl - 1].call_file;
     line = inl[ninl - 1].call_line;
   }
   char *o = out[k];
-  int n;
-  if (info.dli_sname && info.dli_saddr) {
-    n = snprintf(o, cap, "%s+0x%lx (%s)", info.dli_sname,
-                 (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_saddr), module);
-  } else {
-    const char *name = lookup(t, rel, &start);
-    if (name)
-      n = snprintf(o, cap, "%s+0x%lx (%s)", name,
-                   (unsigned long)((uintptr_t)pc - lm->l_addr - start), module);
-    else
-      n = snprintf(o, cap, "?? (%s+0x%lx)", module, (unsigned long)((uintptr_t)pc - lm->l_addr));
-  }
   /* " at file.c:line" when the object carries line tables (built with -g). */
-  if (file && n > 0 && (size_t)n < cap) snprintf(o + n, cap - (size_t)n, " at %s:%u", base_of(file), line);
+  if (name) put_native(o, cap, name, off, module, file ? base_of(file) : NULL, line);
+  else if (file)
+    snprintf(o, cap, "?? (%.40s+0x%lx) at %.60s:%u", module, (unsigned long)((uintptr_t)pc - lm->l_addr),
+             base_of(file), line);
+  else snprintf(o, cap, "?? (%s+0x%lx)", module, (unsigned long)((uintptr_t)pc - lm->l_addr));
   return k + 1;
 }

@@ -20,10 +20,18 @@
  *    cudaFuncGetParamInfo). cudaLaunchKernelExC's grid/block/shared memory
  *    and stream come from its cudaLaunchConfig_t.
  *  - cudaStreamGetPriority has no event kind: forwarded without an event.
+ *  - The calls that block the host until the GPU is done (stream, event and
+ *    device synchronization, synchronous cudaMemcpy) get a Python-aware call
+ *    site (a2a_rt_py_site) like NCCL calls: they are where a deadlocked
+ *    rank waits, and the deadlock story names them. Other CUDA calls keep
+ *    the native return address (no per-call Python work on launches).
  */
 #include <string.h>
 
 #include "intercept.h"
+
+/* A blocking call's site: the Python line when Python called it. */
+#define A2A_BLOCKING_SITE(ev) ((ev).callsite = a2a_rt_py_site((ev).callsite))
 
 /* ------------------------------------------------------------------ */
 /* Current device */
@@ -79,6 +87,7 @@ A2A_PUBLIC cudaError_t cudaSetDevice(int device)
     A2A_EVENT(ev, (evkind), #name);                                           \
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
+    if ((evkind) == A2A_EV_STREAM_SYNC) A2A_BLOCKING_SITE(ev);                \
     A2A_PRE(ev);                                                              \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN(ev, r);                                                    \
@@ -90,6 +99,7 @@ A2A_PUBLIC cudaError_t cudaDeviceSynchronize(void)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(cudaDeviceSynchronize);
   A2A_EVENT(ev, A2A_EV_DEVICE_SYNC, "cudaDeviceSynchronize");
+  A2A_BLOCKING_SITE(ev);
   A2A_PRE(ev);
   cudaError_t r = A2A_REAL(cudaDeviceSynchronize)();
   A2A_POST_BEGIN(ev, r);
@@ -226,6 +236,7 @@ A2A_PUBLIC cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStre
     A2A_PASS_THROUGH_UNLESS_WANTED((evkind), name, event);                    \
     A2A_EVENT(ev, (evkind), #name);                                           \
     ev.u.event.event = (void *)event;                                         \
+    if ((evkind) == A2A_EV_EVENT_SYNC) A2A_BLOCKING_SITE(ev);                 \
     A2A_PRE(ev);                                                              \
     cudaError_t r = A2A_REAL(name)(event);                                    \
     A2A_POST_BEGIN(ev, r);                                                    \
@@ -366,6 +377,7 @@ static inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
     A2A_COPY1D_FIELDS(ev, dst, src, count, kind, async_);                     \
+    if (!(async_)) A2A_BLOCKING_SITE(ev);                                     \
     A2A_PRE(ev);                                                              \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN(ev, r);                                                    \

@@ -49,6 +49,10 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
     ev->device = a2a_shim_query_device();
   ev->comm = comm;
   ev->stream = (void *)stream;
+  /* From Python, the site is (the innermost user Python frame, the native
+   * return address): every Python line reaches NCCL through the same few
+   * libtorch return addresses. No Python work outside Python threads. */
+  ev->callsite = a2a_rt_py_site(ev->callsite);
   a2a_rt_note_nccl_call();
 }
 

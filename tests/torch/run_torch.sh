@@ -4,7 +4,7 @@
 # optionally with a2acheck preloaded in front of the simulator.
 #
 #   run_torch.sh --run A2ASIM_RUN --nproc N --expect TEXT [--shim LIB --logs DIR]
-#                -- PROGRAM [ARG...]
+#                [--check COMMAND] -- PROGRAM [ARG...]
 #
 # Passes when torchrun exits 0, exactly N lines contain TEXT (each worker
 # checks its own data and prints TEXT only if every byte was right), and the
@@ -12,13 +12,15 @@
 # data with copies only, so such a line would mean work silently dropped).
 # With --shim, every finding a2acheck reports is echoed to stderr
 # (A2ACHECK_LOG_STDERR=info) and listed at the end; the logs go to DIR.
+# --check: a shell command run after the program (with $A2A_LOGS set to DIR)
+# that asserts on the logs; the test fails if it fails.
 #
 # The Python is $A2A_TORCH_PYTHON, else ~/.cache/a2acheck/venv-torch/bin/python
 # (.ci/torch-venv.sh makes it). Without torch the test is skipped (exit 77)
 # with a message saying so - except in CI (CI=true), where it fails.
 set -u
 
-run= nproc= expect= shim= logs=
+run= nproc= expect= shim= logs= check=
 while [ $# -gt 0 ]; do
   case $1 in
     --run) run=$2; shift 2 ;;
@@ -26,6 +28,7 @@ while [ $# -gt 0 ]; do
     --expect) expect=$2; shift 2 ;;
     --shim) shim=$2; shift 2 ;;
     --logs) logs=$2; shift 2 ;;
+    --check) check=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "run_torch.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -76,6 +79,10 @@ if [ -n "$shim" ]; then
   n=$(grep -c '^a2acheck: \[rank' "$out")
   echo "a2acheck reported $n finding line(s):"
   grep '^a2acheck: \[rank' "$out" | sed 's/^/  /'
+fi
+if [ -n "$check" ] && ! A2A_LOGS="$logs" sh -c "$check"; then
+  echo "FAIL: the check of the logs failed: $check"
+  fail=1
 fi
 [ "$fail" -eq 0 ] && echo PASS
 exit "$fail"
