@@ -72,7 +72,7 @@ static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
   memset(p, 0, sizeof *p);
   p->site = ev->callsite;
   p->gen = t->gen;
-  p->t_ns = ev->t_ns;
+  p->t_ns = ev->t_ns ? ev->t_ns : a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0;
   /* A feed still waiting on this slot's events loses that measurement. */
   for (unsigned i = 0; i < t->nfeeds; i++)
     if (t->feeds[i].slot == slot) t->feeds[i].slot = -1;

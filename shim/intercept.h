@@ -215,6 +215,18 @@ int a2a_shim_query_device(void);
     errno = a2a_errno_;                                                       \
   } while (0)
 
+/* The hot wrappers' PRE (launch, event record, stream wait, copy): the
+ * clock is read only when `timed` (a blocking copy, where a host may wait);
+ * otherwise t_ns is 0 (a2a_event.h) - one clock read is a tenth of a
+ * launch's budget and nothing needs the time of the others. */
+#define A2A_PRE_HOT(ev, timed)                                                \
+  do {                                                                        \
+    (ev).phase = A2A_PRE;                                                     \
+    (ev).t_ns = (timed) ? a2a_rt_now_ns() : 0;                                \
+    a2a_dispatch_inline(&(ev));                                               \
+    errno = a2a_errno_;                                                       \
+  } while (0)
+
 /* Right after the real call: keep the errno it left, record the result. */
 #define A2A_POST_BEGIN(ev, r)                                                 \
   do {                                                                        \

@@ -170,10 +170,10 @@ A2A_PUBLIC cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *pri
     ev.u.event.event = (void *)event;                                         \
     ev.u.event.event2 = NULL;                                                 \
     ev.u.event.flags = flags;                                                 \
-    A2A_PRE(ev);                                                              \
+    A2A_PRE_HOT(ev, 0);                                                       \
     cudaError_t r = A2A_REAL(name)(stream, event, flags);                     \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_HOT(ev);                                                         \
+    A2A_POST_END_HOT(ev);                                                     \
     return r;                                                                 \
   }
 
@@ -213,10 +213,10 @@ A2A_PUBLIC cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int
     ev.u.event.event = (void *)event;                                         \
     ev.u.event.event2 = NULL;                                                 \
     ev.u.event.flags = (flags_);                                              \
-    A2A_PRE(ev);                                                              \
+    A2A_PRE_HOT(ev, 0);                                                       \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_HOT(ev);                                                         \
+    A2A_POST_END_HOT(ev);                                                     \
     return r;                                                                 \
   }
 
@@ -378,10 +378,10 @@ static inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
     ev.per_thread = (per_thread_);                                            \
     A2A_COPY1D_FIELDS(ev, dst, src, count, kind, async_);                     \
     if (!(async_)) A2A_BLOCKING_SITE(ev);                                     \
-    A2A_PRE(ev);                                                              \
+    A2A_PRE_HOT(ev, !(async_));                                               \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_HOT(ev);                                                         \
+    A2A_POST_END_HOT(ev);                                                     \
     return r;                                                                 \
   }
 
@@ -568,10 +568,10 @@ static inline void launch_fields(a2a_event *ev, const void *func, dim3 grid, dim
     A2A_EVENT_HOT(ev, A2A_EV_LAUNCH, #name);                                  \
     launch_fields(&ev, (const void *)fparam, gridDim, blockDim, args, sharedMem, stream, \
                   (per_thread_));                                             \
-    A2A_PRE(ev);                                                              \
+    A2A_PRE_HOT(ev, 0);                                                       \
     cudaError_t r = A2A_REAL(name)(fparam, gridDim, blockDim, args, sharedMem, stream); \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_HOT(ev);                                                         \
+    A2A_POST_END_HOT(ev);                                                     \
     return r;                                                                 \
   }
 
