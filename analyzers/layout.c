@@ -495,7 +495,23 @@ typedef struct dir_stats {
   size_t bytes, smallest;
   uint16_t grp_lo, grp_hi;                 /* nested groups the chunks came from */
   size_t self_gap;                         /* gap between peers rank-1 and rank+1 */
+  size_t max_gap;                          /* the largest gap between regions */
+  bool aligned;                            /* every region starts 512-byte aligned */
 } dir_stats;
+
+/* PyTorch's caching allocator hands out blocks rounded up to 512 bytes,
+ * 512-byte aligned (c10/cuda/CUDACachingAllocator.cpp, kMinBlockSize): the
+ * separate tensors of all_to_all(output_list, input_list) or of a
+ * batch_isend_irecv list lie in such blocks, one after another when
+ * allocated in a row, or every other block when sends and receives were
+ * allocated alternately. Regions that all start aligned with gaps below
+ * two blocks are taken as separate tensors, not as views of one buffer with
+ * data skipped between them (a strided or capacity-padded view skips at
+ * least a chunk: its gaps are as large as the data). */
+#define LY_ALLOC_BLOCK 512
+static bool separate_blocks(const dir_stats *d) {
+  return d->regions <= 1 || (d->aligned && d->max_gap < 2 * LY_ALLOC_BLOCK);
+}
 
 /* Non-empty P2P chunks of one direction on one comm: peers counted in peer
  * order, regions in address order (chunks that touch or overlap merge into
@@ -513,6 +529,7 @@ static void direction(ly_thread *t, void *comm, bool recv, int rank, dir_stats *
   int last_peer = -1;
   memset(d, 0, sizeof *d);
   d->grp_lo = UINT16_MAX;
+  d->aligned = true;
   for (unsigned i = 0; i < t->nranges; i++) {
     const ly_range *r = &t->ranges[i];
     if (r->p2p && r->comm_handle == comm && r->is_recv == recv) v[n++] = r;
@@ -550,7 +567,11 @@ static void direction(ly_thread *t, void *comm, bool recv, int rank, dir_stats *
     if (i > 0 && v[i]->lo > end && rank >= 0 && !d->self && end_peer == rank - 1 &&
         v[i]->peer == rank + 1)
       d->self_gap = v[i]->lo - end;
-    if (i == 0 || v[i]->lo > end) d->regions++;
+    if (i > 0 && v[i]->lo > end && v[i]->lo - end > d->max_gap) d->max_gap = v[i]->lo - end;
+    if (i == 0 || v[i]->lo > end) {
+      d->regions++;
+      if (v[i]->lo % LY_ALLOC_BLOCK) d->aligned = false;
+    }
     if (v[i]->hi > end) {
       end = v[i]->hi;
       end_peer = v[i]->peer;
@@ -611,10 +632,26 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
       a2a_json_uint(&j, "regions", both[k]->regions);
       a2a_json_uint(&j, "bytes", both[k]->bytes);
       a2a_json_uint(&j, "smallest_chunk_bytes", both[k]->smallest);
+      a2a_json_uint(&j, "largest_gap_bytes", both[k]->max_gap);
       a2a_json_obj_end(&j);
     }
     a2a_json_obj_end(&j);
     const char *cname = r->comm ? r->comm->name : "a communicator";
+    if (a2a && separate_blocks(&s) && separate_blocks(&v)) {
+      /* all_to_all over tensor lists: nothing to pack without a copy. */
+      char sr[48], vr[48];
+      snprintf(msg, sizeof msg,
+               "A grouped all-to-all on %s (every rank a peer) sends %zu bytes from %s and "
+               "receives %zu bytes into %s (%u/%u chunks), each a separate allocator block with "
+               "nothing skipped between them: separate tensors (as all_to_all with tensor "
+               "lists posts them), not views of one buffer. NCCL moves every chunk as a "
+               "transfer of its own, contiguous or not; packing them into one buffer would "
+               "add a copy, not save one.",
+               cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
+               regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks);
+      report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, end->callsite, r->comm, msg, js);
+      continue;
+    }
     if (a2a) {
       char sr[48], vr[48];
       snprintf(msg, sizeof msg,

@@ -553,6 +553,36 @@ START_TEST(scattered_all_to_all_with_a_zero_split_warns) {
 }
 END_TEST
 
+/* torch's all_to_all with tensor lists (and batch_isend_irecv): every
+ * chunk its own 512-byte caching-allocator block, in a row or every other
+ * block. Separate tensors, not views: an info without the packing advice.
+ * The same chunks a whole chunk apart (a strided view) still warn. */
+START_TEST(tensor_list_all_to_all_is_an_info) {
+  for (int stride = 512; stride <= 1024; stride += 512) {
+    setup();
+    group(1);
+    for (int p = 0; p < 4; p++) {
+      p2p(1, SEG0 + (uintptr_t)p * stride, 4 + p, p); /* 16..28 bytes of float */
+      p2p(0, SEG0 + 65536 + (uintptr_t)p * stride, 4 + p, p);
+    }
+    group(0);
+    ck_assert_uint_eq(collector_count("layout.scattered"), 1);
+    const collected *f = collector_find("layout.scattered");
+    ck_assert_int_eq(f->severity, A2A_SEV_INFO);
+    ck_assert_ptr_nonnull(strstr(f->message, "separate tensors"));
+    ck_assert_ptr_null(strstr(f->message, "all_to_all_single"));
+  }
+  setup();
+  group(1);
+  for (int p = 0; p < 4; p++) {
+    p2p(1, SEG0 + (uintptr_t)p * 2 * BLK, 1024, p);
+    p2p(0, SEG0 + 65536 + (uintptr_t)p * BLK, 1024, p);
+  }
+  group(0);
+  ck_assert_int_eq(collector_find("layout.scattered")->severity, A2A_SEV_WARNING);
+}
+END_TEST
+
 /* ---------------- hidden-copy ---------------- */
 
 START_TEST(pytorch_allocator_patterns_are_silent) {
@@ -787,6 +817,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, hypercube_steps_merged_by_an_outer_group);
   tcase_add_test(tc, all_to_all_without_self_chunk_is_not_scattered);
   tcase_add_test(tc, scattered_all_to_all_with_a_zero_split_warns);
+  tcase_add_test(tc, tensor_list_all_to_all_is_an_info);
   tcase_add_test(tc, copy_that_assembles_the_output);
   tcase_add_test(tc, copy_into_in_place_all_gather_assembles);
   tcase_add_test(tc, staging_copy_message);

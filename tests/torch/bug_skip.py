@@ -1,0 +1,63 @@
+"""bug_skip.py - one rank skips an all_to_all_single that the others make, in
+a loop of steps (step s sends s+1 float32 elements to every peer, equal
+splits: ncclAlltoAll). Run by torchrun on the simulator
+(tests/torch/torchtest.py); every step that completes is checked and
+reported ("ok", or "corrupt" with the wrong elements).
+
+    bug_skip.py exit RANK      RANK leaves the loop after step 0 (as if it had
+                               run out of data), destroys its process group
+                               and exits 0; the others block in step 1
+                               forever (a2acheck: group.deadlock, exit 66)
+    bug_skip.py continue RANK  RANK skips step 2 and goes on: its step 3
+                               (4 elements per peer) meets the others' step
+                               2 (3 elements), and so on; at the end the
+                               others wait for a last step it never makes
+    bug_skip.py sleep RANK S1 S2
+                               RANK sleeps S1 seconds before step 1 (a slow
+                               data loader: a stall that ends), then S2
+                               seconds before step 2 (a hang)
+"""
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from torch_worker import Rank, chunk, sentinel
+
+STEPS = 4
+
+
+def step(R, s):
+    """Step s: s+1 elements to every peer; reports what arrived."""
+    me, n, k = R.rank, R.world, s + 1
+    inp = torch.cat([chunk(me, p, k, torch.float32, salt=s) for p in range(n)]).to(R.dev)
+    out = sentinel(n * k, torch.float32, R.dev)
+    dist.all_to_all_single(out, inp)
+    got = out.cpu()  # blocks until the all-to-all is done
+    want = torch.cat([chunk(p, me, k, torch.float32, salt=s) for p in range(n)])
+    if torch.equal(got, want):
+        R.report(f"step{s}", "ok", f"{want.numel()} elements")
+        return
+    bad = (got != want).nonzero().flatten().tolist()
+    R.report(f"step{s}", "corrupt", f"{len(bad)} of {want.numel()} elements wrong, first {bad[:4]}: "
+             f"got {got[bad[:4]].tolist()} want {want[bad[:4]].tolist()}")
+
+
+def main():
+    mode, who = sys.argv[1], int(sys.argv[2])
+    R = Rank(device_id=True)
+    for s in range(STEPS):
+        if R.rank == who:
+            if mode == "exit" and s == 1:
+                break
+            if mode == "continue" and s == 2:
+                continue
+            if mode == "sleep" and s in (1, 2):
+                time.sleep(float(sys.argv[2 + s]))
+        step(R, s)
+    R.finish()
+
+
+if __name__ == "__main__":
+    main()
