@@ -11,7 +11,12 @@
 
 #define MAX_NRANKS (1 << 16)       /* larger registrations are rejected */
 #define MAX_QUEUE (1u << 16)       /* pending ops per queue before giving up */
-#define NBUCKETS 256
+/* The pair table: sized to the communicator when it is registered, a
+ * power of two >= nranks^2 between 256 and 2^18 buckets; the index of pair
+ * (s, d) is s*nranks+d, so up to 512 ranks it is direct (no collisions) and
+ * beyond, 1,024 ranks' million pairs share 2^18 buckets four to a chain. */
+#define MIN_BUCKETS 256
+#define MAX_BUCKETS (1u << 18)
 #define MAX_KEYS 256               /* distinct verdict keys per comm */
 
 /* A FIFO of pending operations. */
@@ -51,7 +56,8 @@ typedef struct pairq {
   int32_t s, d;
   opq sends, recvs;       /* unmatched sends s->d, unmatched receives at d from s */
   uint32_t nsend, nrecv;  /* posted so far */
-  struct pairq *next;
+  struct pairq *next;     /* in its bucket */
+  struct pairq *all;      /* every pair of the comm, for the walks */
 } pairq;
 
 typedef struct mrank {
@@ -72,7 +78,9 @@ typedef struct mcomm {
   int desynced;           /* a queue overflowed: matching stopped */
   mrank *ranks;
   uint32_t coll_matched;
-  pairq *buckets[NBUCKETS];
+  pairq **buckets;        /* nbuckets, a power of two */
+  size_t nbuckets;
+  pairq *pairs;           /* every pair (the `all` list) */
   uint64_t keys[MAX_KEYS];
   int nkeys;
   char last[768];
@@ -101,16 +109,14 @@ xr_matcher *xr_matcher_new(const xr_match_out *out) {
 }
 
 static void comm_free(mcomm *c) {
-  for (int i = 0; i < NBUCKETS; i++) {
-    pairq *p = c->buckets[i];
-    while (p) {
-      pairq *n = p->next;
-      opq_free(&p->sends);
-      opq_free(&p->recvs);
-      free(p);
-      p = n;
-    }
+  for (pairq *p = c->pairs; p;) {
+    pairq *n = p->all;
+    opq_free(&p->sends);
+    opq_free(&p->recvs);
+    free(p);
+    p = n;
   }
+  free(c->buckets);
   if (c->ranks)
     for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
   free(c->ranks);
@@ -281,7 +287,11 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
     c = calloc(1, sizeof *c);
     if (!c) return;
     c->ranks = calloc((size_t)reg->nranks, sizeof *c->ranks);
-    if (!c->ranks) { free(c); return; }
+    size_t nb = MIN_BUCKETS, want = (size_t)reg->nranks * (size_t)reg->nranks;
+    while (nb < want && nb < MAX_BUCKETS) nb *= 2;
+    c->buckets = calloc(nb, sizeof *c->buckets);
+    c->nbuckets = nb;
+    if (!c->ranks || !c->buckets) { free(c->ranks); free(c->buckets); free(c); return; }
     for (int r = 0; r < reg->nranks; r++) c->ranks[r].conn = -1;
     c->id = reg->comm;
     c->parent = reg->parent;
@@ -429,8 +439,7 @@ static void match_colls(xr_matcher *m, mcomm *c) {
 /* Point-to-point. */
 
 static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
-  uint64_t k = ((uint64_t)(uint32_t)s * 2654435761u) ^ (uint32_t)d;
-  size_t b = (size_t)(k % NBUCKETS);
+  size_t b = ((size_t)(uint32_t)s * (size_t)c->nranks + (size_t)(uint32_t)d) & (c->nbuckets - 1);
   for (pairq *p = c->buckets[b]; p; p = p->next)
     if (p->s == s && p->d == d) return p;
   if (!create) return NULL;
@@ -440,6 +449,8 @@ static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
   p->d = d;
   p->next = c->buckets[b];
   c->buckets[b] = p;
+  p->all = c->pairs;
+  c->pairs = p;
   return p;
 }
 
@@ -540,11 +551,10 @@ static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *
 
 static void desync(mcomm *c) {
   c->desynced = 1;
-  for (int i = 0; i < NBUCKETS; i++)
-    for (pairq *p = c->buckets[i]; p; p = p->next) {
-      opq_free(&p->sends);
-      opq_free(&p->recvs);
-    }
+  for (pairq *p = c->pairs; p; p = p->all) {
+    opq_free(&p->sends);
+    opq_free(&p->recvs);
+  }
   for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
 }
 
@@ -711,26 +721,25 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
   if (x < 0 || x >= c->nranks || c->ranks[x].ended) return;
   c->ranks[x].ended = 1;
   char text[768], d1[160], s1[128];
-  for (int i = 0; i < NBUCKETS; i++)
-    for (pairq *p = c->buckets[i]; p; p = p->next) {
-      /* Sends to x that x never received, receives from x never sent. */
-      const opq *q = p->d == x && p->s != x ? &p->sends : p->s == x && p->d != x ? &p->recvs : NULL;
-      if (!q || !q->len) continue;
-      const xr_op *op = opq_front(q);
-      int waiter = op->rank;
-      uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
-      snprintf(text, sizeof text,
-               "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d %s "
-               "without posting the matching %s (it posted %u %s rank %d; %zu of rank %d's "
-               "operations towards it are unmatched)",
-               waiter, xr_op_describe(op, d1, sizeof d1), op->group,
-               site_str(m, conn_of(c, waiter), op->site, s1, sizeof s1), c->id, x, how,
-               op->kind == XR_OP_SEND ? "receive" : "send", posted,
-               op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, q->len, waiter);
-      snprintf(c->last, sizeof c->last, "%s", text);
-      if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, waiter, x))
-        send_verdict(m, c, waiter, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
-    }
+  for (pairq *p = c->pairs; p; p = p->all) {
+    /* Sends to x that x never received, receives from x never sent. */
+    const opq *q = p->d == x && p->s != x ? &p->sends : p->s == x && p->d != x ? &p->recvs : NULL;
+    if (!q || !q->len) continue;
+    const xr_op *op = opq_front(q);
+    int waiter = op->rank;
+    uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
+    snprintf(text, sizeof text,
+             "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d %s "
+             "without posting the matching %s (it posted %u %s rank %d; %zu of rank %d's "
+             "operations towards it are unmatched)",
+             waiter, xr_op_describe(op, d1, sizeof d1), op->group,
+             site_str(m, conn_of(c, waiter), op->site, s1, sizeof s1), c->id, x, how,
+             op->kind == XR_OP_SEND ? "receive" : "send", posted,
+             op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, q->len, waiter);
+    snprintf(c->last, sizeof c->last, "%s", text);
+    if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, waiter, x))
+      send_verdict(m, c, waiter, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
+  }
 }
 
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {
@@ -752,26 +761,30 @@ void xr_matcher_conn_gone(xr_matcher *m, int conn) {
 
 /* Pending operations of conn on c; only those of `rank` when rank >= 0. A
  * collective counts while no rank ended (after that it can never match);
- * a send/receive while its peer is registered and has not ended. */
+ * a send/receive while its peer has not ended. A peer not registered yet
+ * counts as one that may still post: its registration can arrive after
+ * this rank's records and flush (a slower process), and answering the
+ * flush then would let this rank exit before the verdict about the pair
+ * (the client's wait is bounded, so a peer that never registers costs at
+ * most that bound at ncclCommDestroy). */
 static size_t pending_in(const mcomm *c, int conn, int rank) {
   size_t n = 0;
   int mine = 0, anyended = 0;
   for (int r = 0; r < c->nranks; r++) {
     if (c->ranks[r].conn == conn && (rank < 0 || r == rank)) mine = 1;
-    if (c->ranks[r].ended || c->ranks[r].conn < 0) anyended = 1;
+    if (c->ranks[r].ended) anyended = 1;
   }
   if (!mine) return 0;
   for (int r = 0; r < c->nranks; r++)
     if (c->ranks[r].conn == conn && (rank < 0 || r == rank) && !anyended) n += c->ranks[r].colls.len;
-  for (int i = 0; i < NBUCKETS; i++)
-    for (const pairq *p = c->buckets[i]; p; p = p->next) {
-      if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
-          (rank < 0 || p->s == rank) && !c->ranks[p->d].ended && c->ranks[p->d].conn >= 0)
-        n += p->sends.len;
-      if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
-          (rank < 0 || p->d == rank) && !c->ranks[p->s].ended && c->ranks[p->s].conn >= 0)
-        n += p->recvs.len;
-    }
+  for (const pairq *p = c->pairs; p; p = p->all) {
+    if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
+        (rank < 0 || p->s == rank) && !c->ranks[p->d].ended)
+      n += p->sends.len;
+    if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
+        (rank < 0 || p->d == rank) && !c->ranks[p->s].ended)
+      n += p->recvs.len;
+  }
   return n;
 }
 
