@@ -148,8 +148,20 @@ typedef struct cunit {
   int8_t coll, dtype;
   xr_peerent *peers;
   uint32_t npeers, cappeers;
-  struct cunit *next;
+  struct cunit *next, *prev;   /* every unit, in posting order (S.head) */
+  struct cunit *snext, *sprev; /* its (thread, stream) queue */
 } cunit;
+
+/* The units of one (thread, stream), in posting order: the stream runs
+ * them in that order, so only the head can complete next, and the open
+ * ones (posted into a group not yet ended) are the tail from `open` on.
+ * Records and polls touch one queue and its head or tail: their cost does
+ * not grow with the operations in flight. */
+typedef struct squeue {
+  uint32_t thread;
+  uint64_t stream;
+  cunit *head, *tail, *open;
+} squeue;
 
 #define MAX_CONNS 64
 #define MAX_COMMS 4096
@@ -160,6 +172,8 @@ static struct {
   ccomm *comms[MAX_COMMS];
   int ncomms;
   cunit *head, *tail;
+  squeue *sq;               /* one per (thread, stream) with units */
+  int nsq, capsq;
   uint32_t state_version;
   uint64_t last_state_ns;
   int reported_drops;
@@ -497,15 +511,52 @@ static void unit_p2p(ccomm *cc, cunit *u, int kind, int32_t peer) {
   else { if (e->recv_hi == e->recv_lo) e->recv_lo = idx; e->recv_hi = idx + 1; }
 }
 
+static squeue *sq_find(uint32_t thread, uint64_t stream, int create) {
+  for (int i = 0; i < S.nsq; i++)
+    if (S.sq[i].thread == thread && S.sq[i].stream == stream) return &S.sq[i];
+  if (!create) return NULL;
+  if (S.nsq == S.capsq) {
+    int nc = S.capsq ? S.capsq * 2 : 16;
+    squeue *n = realloc(S.sq, (size_t)nc * sizeof *n);
+    if (!n) return NULL;
+    S.sq = n;
+    S.capsq = nc;
+  }
+  squeue *q = &S.sq[S.nsq++];
+  *q = (squeue){.thread = thread, .stream = stream};
+  return q;
+}
+
+/* Unlink u from the global list and its queue q, and free it. */
+static void unit_retire(squeue *q, cunit *u) {
+  if (u->prev) u->prev->next = u->next; else S.head = u->next;
+  if (u->next) u->next->prev = u->prev; else S.tail = u->prev;
+  if (u->sprev) u->sprev->snext = u->snext; else q->head = u->snext;
+  if (u->snext) u->snext->sprev = u->sprev; else q->tail = u->sprev;
+  if (q->open == u) q->open = u->snext;
+  if (u->owner && u->event) xr_event_release(u->event, u->device);
+  free(u->peers);
+  free(u);
+}
+
+/* Drop empty queues (swap with the last). */
+static void sq_compact(void) {
+  for (int i = 0; i < S.nsq;)
+    if (!S.sq[i].head) S.sq[i] = S.sq[--S.nsq];
+    else i++;
+}
+
 static void on_op(const xr_rec *r) {
   xr_op op = r->u.op;
   ccomm *cc = comm_find(op.comm, op.rank);
   if (!cc || cc->conn < 0) return;
   cconn *k = &S.conns[cc->conn];
   /* The open unit of this thread, stream and comm, or a new one. */
+  squeue *q = sq_find(r->thread, r->stream, 1);
+  if (!q) return;
   cunit *u = NULL;
-  for (cunit *x = S.head; x; x = x->next)
-    if (!x->closed && x->thread == r->thread && x->stream == r->stream && x->cc == cc) u = x;
+  for (cunit *x = q->open; x; x = x->snext)
+    if (x->cc == cc) u = x;
   if (!u) {
     u = calloc(1, sizeof *u);
     if (!u) return;
@@ -519,8 +570,13 @@ static void on_op(const xr_rec *r) {
     u->coll = op.coll;
     u->dtype = op.dtype;
     u->coll_lo = u->coll_hi = cc->coll_posted;
+    u->prev = S.tail;
     if (S.tail) S.tail->next = u; else S.head = u;
     S.tail = u;
+    u->sprev = q->tail;
+    if (q->tail) q->tail->snext = u; else q->head = u;
+    q->tail = u;
+    if (!q->open) q->open = u;
   }
   op.group = u->group;
   cc->last_kind = op.kind;
@@ -550,14 +606,15 @@ static void on_op(const xr_rec *r) {
 
 static void on_unit_end(const xr_rec *r) {
   int owner = 1;
-  for (cunit *x = S.head; x; x = x->next)
-    if (!x->closed && x->thread == r->thread && x->stream == r->stream) {
-      x->closed = 1;
-      x->event = r->event;
-      x->device = r->device;
-      x->owner = owner;
-      owner = 0;
-    }
+  squeue *q = sq_find(r->thread, r->stream, 0);
+  for (cunit *x = q ? q->open : NULL; x; x = x->snext) {
+    x->closed = 1;
+    x->event = r->event;
+    x->device = r->device;
+    x->owner = owner;
+    owner = 0;
+  }
+  if (q) q->open = NULL;
   if (owner && r->event) xr_event_release(r->event, r->device); /* no tracked unit */
 }
 
@@ -630,33 +687,38 @@ static int drain(int max) {
 }
 
 /* Completion: a unit is done when its event is; units without an event
- * (untracked) are done at once. */
+ * (untracked) are done at once. Per queue, from the head: a unit whose
+ * event is pending keeps the later ones of its stream (they run after it),
+ * except untracked ones, which nothing can tell complete later either. */
 static int poll_units(void) {
   int changed = 0;
-  void *last_ev = NULL;
-  int last_st = 1;
-  cunit **pp = &S.head, *prev = NULL;
-  while (*pp) {
-    cunit *u = *pp;
-    int done = 0;
-    if (u->closed) {
-      if (!u->event) done = 1;
-      else {
+  for (int i = 0; i < S.nsq; i++) {
+    squeue *q = &S.sq[i];
+    void *last_ev = NULL;
+    int last_st = 1;
+    for (cunit *u = q->head, *n; u && u->closed; u = n) {
+      n = u->snext;
+      int done = 1;
+      if (u->event) {
         if (u->event != last_ev) {
           last_ev = u->event;
           last_st = a2a_hostsvc && a2a_hostsvc->event_query ? a2a_hostsvc->event_query(u->event) : 0;
         }
         done = last_st != 1; /* complete, or an error: stop tracking */
       }
+      if (!done) {
+        /* The rest of the stream waits behind it; untracked units go. */
+        for (cunit *x = n, *xn; x && x->closed; x = xn) {
+          xn = x->snext;
+          if (!x->event) { unit_retire(q, x); changed = 1; }
+        }
+        break;
+      }
+      unit_retire(q, u);
+      changed = 1;
     }
-    if (!done) { prev = u; pp = &u->next; continue; }
-    *pp = u->next;
-    if (S.tail == u) S.tail = prev;
-    if (u->owner && u->event) xr_event_release(u->event, u->device);
-    free(u->peers);
-    free(u);
-    changed = 1;
   }
+  if (changed) sq_compact();
   return changed;
 }
 
@@ -1037,7 +1099,7 @@ static void proc_after_fork_child(void) {
   pthread_cond_init(&g_cv, NULL);
   for (int i = 0; i < S.nconns; i++)
     if (S.conns[i].fd >= 0) close(S.conns[i].fd);
-  memset(&S, 0, sizeof S);
+  memset(&S, 0, sizeof S); /* S.sq leaks in the child, as the units do */
   g_thread_running = 0;
   g_thread_pid = 0;
   g_exit_done = 0;
