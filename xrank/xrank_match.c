@@ -739,26 +739,36 @@ void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {
   rank_ended(m, c, rank, "ended the communicator");
 }
 
-void xr_matcher_conn_gone(xr_matcher *m, int conn) {
+static void conn_ended(xr_matcher *m, int conn, const char *how) {
   mconn *mc = conn_get(m, conn);
   if (!mc) return;
   for (mcomm *c = m->comms; c; c = c->next) {
     if (c->desynced) continue;
     for (int r = 0; r < c->nranks; r++)
-      if (c->ranks[r].conn == conn) rank_ended(m, c, r, "exited");
+      if (c->ranks[r].conn == conn) rank_ended(m, c, r, how);
   }
   mc->gone = 1;
 }
 
+void xr_matcher_conn_gone(xr_matcher *m, int conn) { conn_ended(m, conn, "exited"); }
+
+void xr_matcher_conn_died(xr_matcher *m, int conn) {
+  conn_ended(m, conn, "died (killed or crashed)");
+}
+
 /* Pending operations of conn on c; only those of `rank` when rank >= 0. A
  * collective counts while no rank ended (after that it can never match);
- * a send/receive while its peer is registered and has not ended. */
+ * a send/receive while its peer has not ended. A peer not registered yet
+ * still may (its connection can come later than ours: each one's
+ * handshake takes its own round trips), so its counterparts are awaited;
+ * every wait on this is bounded by its asker (ncclCommDestroy 2 s, exit
+ * 2.5 s). */
 static size_t pending_in(const mcomm *c, int conn, int rank) {
   size_t n = 0;
   int mine = 0, anyended = 0;
   for (int r = 0; r < c->nranks; r++) {
     if (c->ranks[r].conn == conn && (rank < 0 || r == rank)) mine = 1;
-    if (c->ranks[r].ended || c->ranks[r].conn < 0) anyended = 1;
+    if (c->ranks[r].ended) anyended = 1;
   }
   if (!mine) return 0;
   for (int r = 0; r < c->nranks; r++)
@@ -766,10 +776,10 @@ static size_t pending_in(const mcomm *c, int conn, int rank) {
   for (int i = 0; i < NBUCKETS; i++)
     for (const pairq *p = c->buckets[i]; p; p = p->next) {
       if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
-          (rank < 0 || p->s == rank) && !c->ranks[p->d].ended && c->ranks[p->d].conn >= 0)
+          (rank < 0 || p->s == rank) && !c->ranks[p->d].ended)
         n += p->sends.len;
       if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
-          (rank < 0 || p->d == rank) && !c->ranks[p->s].ended && c->ranks[p->s].conn >= 0)
+          (rank < 0 || p->d == rank) && !c->ranks[p->s].ended)
         n += p->recvs.len;
     }
   return n;
