@@ -11,7 +11,9 @@
 
 #define MAX_NRANKS (1 << 16)       /* larger registrations are rejected */
 #define MAX_QUEUE (1u << 16)       /* pending ops per queue before giving up */
-#define NBUCKETS 256
+#define NBUCKETS 256             /* initial (sender, receiver) chains per comm */
+#define MAX_PAIRS (1u << 22)      /* pairs per comm (a 2048-rank all-to-all):
+                                     past it matching stops on the comm */
 #define MAX_KEYS 256               /* distinct verdict keys per comm */
 
 /* A FIFO of pending operations. */
@@ -72,7 +74,10 @@ typedef struct mcomm {
   int desynced;           /* a queue overflowed: matching stopped */
   mrank *ranks;
   uint32_t coll_matched;
-  pairq *buckets[NBUCKETS];
+  pairq **buckets;        /* (sender, receiver) queues: nbuckets chains, a power
+                             of two, doubled when there are twice as many
+                             pairs (an all-to-all on n ranks makes n^2) */
+  size_t nbuckets, npairs;
   uint64_t keys[MAX_KEYS];
   int nkeys;
   char last[768];
@@ -101,7 +106,7 @@ xr_matcher *xr_matcher_new(const xr_match_out *out) {
 }
 
 static void comm_free(mcomm *c) {
-  for (int i = 0; i < NBUCKETS; i++) {
+  for (size_t i = 0; i < c->nbuckets; i++) {
     pairq *p = c->buckets[i];
     while (p) {
       pairq *n = p->next;
@@ -114,6 +119,7 @@ static void comm_free(mcomm *c) {
   if (c->ranks)
     for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
   free(c->ranks);
+  free(c->buckets);
   free(c);
 }
 
@@ -281,7 +287,9 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
     c = calloc(1, sizeof *c);
     if (!c) return;
     c->ranks = calloc((size_t)reg->nranks, sizeof *c->ranks);
-    if (!c->ranks) { free(c); return; }
+    c->nbuckets = NBUCKETS;
+    c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
+    if (!c->ranks || !c->buckets) { free(c->ranks); free(c->buckets); free(c); return; }
     for (int r = 0; r < reg->nranks; r++) c->ranks[r].conn = -1;
     c->id = reg->comm;
     c->parent = reg->parent;
@@ -428,18 +436,41 @@ static void match_colls(xr_matcher *m, mcomm *c) {
 /* ------------------------------------------------------------------ */
 /* Point-to-point. */
 
+static size_t pair_bucket(int32_t s, int32_t d, size_t nbuckets) {
+  uint64_t k = ((uint64_t)(uint32_t)s << 32 | (uint32_t)d) * 0x9e3779b97f4a7c15ull;
+  return (size_t)(k >> 32) & (nbuckets - 1);
+}
+
+/* Twice the chains, when the table is that full (nothing changes if the
+ * allocation fails: chains just get longer). */
+static void pairs_grow(mcomm *c) {
+  size_t nb = c->nbuckets * 2;
+  pairq **t = calloc(nb, sizeof *t);
+  if (!t) return;
+  for (size_t i = 0; i < c->nbuckets; i++)
+    for (pairq *p = c->buckets[i], *n; p; p = n) {
+      n = p->next;
+      size_t b = pair_bucket(p->s, p->d, nb);
+      p->next = t[b];
+      t[b] = p;
+    }
+  free(c->buckets);
+  c->buckets = t;
+  c->nbuckets = nb;
+}
+
 static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
-  uint64_t k = ((uint64_t)(uint32_t)s * 2654435761u) ^ (uint32_t)d;
-  size_t b = (size_t)(k % NBUCKETS);
+  size_t b = pair_bucket(s, d, c->nbuckets);
   for (pairq *p = c->buckets[b]; p; p = p->next)
     if (p->s == s && p->d == d) return p;
-  if (!create) return NULL;
+  if (!create || c->npairs >= MAX_PAIRS) return NULL;
   pairq *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->s = s;
   p->d = d;
   p->next = c->buckets[b];
   c->buckets[b] = p;
+  if (++c->npairs > 2 * c->nbuckets) pairs_grow(c);
   return p;
 }
 
@@ -540,7 +571,7 @@ static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *
 
 static void desync(mcomm *c) {
   c->desynced = 1;
-  for (int i = 0; i < NBUCKETS; i++)
+  for (size_t i = 0; i < c->nbuckets; i++)
     for (pairq *p = c->buckets[i]; p; p = p->next) {
       opq_free(&p->sends);
       opq_free(&p->recvs);
@@ -554,7 +585,7 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   int s = op->kind == XR_OP_SEND ? op->rank : op->peer;
   int d = op->kind == XR_OP_SEND ? op->peer : op->rank;
   pairq *p = pair_get(c, s, d, 1);
-  if (!p) return;
+  if (!p) { desync(c); return; } /* a skipped operation would shift every later match */
   /* Posted towards a peer that already ended the comm or exited: it will
    * never be matched. */
   int other = op->kind == XR_OP_SEND ? d : s;
@@ -711,7 +742,7 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
   if (x < 0 || x >= c->nranks || c->ranks[x].ended) return;
   c->ranks[x].ended = 1;
   char text[768], d1[160], s1[128];
-  for (int i = 0; i < NBUCKETS; i++)
+  for (size_t i = 0; i < c->nbuckets; i++)
     for (pairq *p = c->buckets[i]; p; p = p->next) {
       /* Sends to x that x never received, receives from x never sent. */
       const opq *q = p->d == x && p->s != x ? &p->sends : p->s == x && p->d != x ? &p->recvs : NULL;
@@ -773,7 +804,7 @@ static size_t pending_in(const mcomm *c, int conn, int rank) {
   if (!mine) return 0;
   for (int r = 0; r < c->nranks; r++)
     if (c->ranks[r].conn == conn && (rank < 0 || r == rank) && !anyended) n += c->ranks[r].colls.len;
-  for (int i = 0; i < NBUCKETS; i++)
+  for (size_t i = 0; i < c->nbuckets; i++)
     for (const pairq *p = c->buckets[i]; p; p = p->next) {
       if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
           (rank < 0 || p->s == rank) && !c->ranks[p->d].ended)
