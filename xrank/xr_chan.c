@@ -132,11 +132,12 @@ bool xr_out_msg(xr_buf *out, xr_msgtype type, const void *payload, size_t plen) 
  * leaves this process before the coordinator proved itself. */
 enum { CC_WAIT, CC_CONNECTING, CC_HANDSHAKE, CC_READY, CC_DEAD };
 
-/* Attempts: a connection that is refused, closed or silent before the
- * coordinator proved itself is tried again (a flooded coordinator evicts
- * pending connections; a fallback coordinator may not listen yet) with
- * doubling pauses from 50 ms to 1 s, for XR_RETRY_NS from the first try. A
- * coordinator that answers with a wrong proof is never retried. */
+/* Attempts: a connection that is closed or silent before the coordinator
+ * proved itself is tried again (a flooded coordinator evicts pending
+ * connections), and so is a refused one to A2ACHECK_COORDINATOR (it may not
+ * listen yet), with doubling pauses from 50 ms to 1 s, for XR_RETRY_NS from
+ * the first try. A coordinator that answers with a wrong proof is never
+ * retried. */
 #define XR_ATTEMPT_NS 3000000000ull
 #define XR_RETRY_NS 8000000000ull
 
@@ -466,7 +467,11 @@ static void attempt_failed(cconn *k, uint64_t now, int refused) {
   k->attempts++;
   if (refused) k->refused++;
   else k->closed++;
-  if (now - k->t_first > XR_RETRY_NS || atomic_load(&g_exit_req)) {
+  /* An id record's coordinator listened before the id was handed out:
+   * refused means it is gone. A2ACHECK_COORDINATOR's may not listen yet
+   * (the process that binds it first is still starting). */
+  int gone = refused && k->rec.pid && !k->closed;
+  if (gone || now - k->t_first > XR_RETRY_NS || atomic_load(&g_exit_req)) {
     char what[256];
     if (!k->closed) {
       /* Nothing ever listened: the id's creator is gone (a setup script
