@@ -30,7 +30,7 @@ def missing(why):
         print("FAIL: the fuzzers need clang with libFuzzer in CI: " + why)
         return 1
     print("SKIPPED (not run): the fuzzers need clang with libFuzzer (Debian: apt-get install "
-          "clang): " + why)
+          "clang libclang-rt-dev): " + why)
     return 77
 
 
