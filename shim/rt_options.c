@@ -61,7 +61,12 @@ static const struct { const char *env; long lo, hi; } ranges[] = {
   {"A2ACHECK_STACK_DEPTH", 0, 32},
   {"A2ACHECK_MAX_PER_CHECK", 1, 1000000},
   {"A2ACHECK_HELP", 0, 2},
+  {"A2ACHECK_XRANK_INSECURE", 0, 1},
 };
+
+/* String rows whose value is a secret: the log header says whether one is
+ * set, never what it is (logs may be readable by others). */
+static bool row_secret(const opt_row *r) { return strcmp(r->env, "A2ACHECK_TOKEN") == 0; }
 
 static void row_range(const opt_row *r, long *lo, long *hi) {
   *lo = -__LONG_MAX__ - 1;
@@ -257,6 +262,7 @@ size_t a2a_rt_options_describe(const a2a_options *o, const unsigned char *from_e
   for (size_t i = 0; i < A2A_RT_NOPTS; i++) {
     char v[256];
     value_text(&rows[i], o, false, v, sizeof v);
+    if (row_secret(&rows[i]) && strcmp(v, "(unset)") != 0) snprintf(v, sizeof v, "(set, not shown)");
     len = a2a_rt_printf(buf, cap, len, &ovf, "  %s=%s  (%s)\n", rows[i].env, v,
                         from_env && from_env[i] ? "environment" : "default");
   }

@@ -37,6 +37,7 @@
 
 #include "a2a_core.h"
 #include "xr_internal.h"
+#include "xrank_match.h"
 
 pthread_mutex_t g_xr_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -86,16 +87,35 @@ int xr_sock_write(int fd, xr_buf *out) {
 int xr_sock_read(int fd, xr_buf *in, size_t max) {
   for (;;) {
     if (!xr_buf_reserve(in, 65536, max)) {
-      if (in->cap - in->len == 0) return -1; /* a frame larger than allowed */
+      if (in->cap - in->len == 0) { errno = EMSGSIZE; return -1; } /* a frame larger than allowed */
     }
     size_t room = in->cap - in->len;
     ssize_t k = recv(fd, in->p + in->len, room, MSG_DONTWAIT);
     if (k > 0) { in->len += (size_t)k; if ((size_t)k < room) return 0; continue; }
-    if (k == 0) return -1;
+    if (k == 0) { errno = 0; return -1; }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     return -1;
   }
+}
+
+int xr_write_sealed(int fd, xr_buf *out, xr_buf *wire, xr_mac *tx) {
+  size_t off = 0;
+  while (off < out->len) {
+    xr_hdr h;
+    memcpy(&h, out->p + off, sizeof h);
+    size_t n = sizeof h + h.len;
+    if (!xr_buf_reserve(wire, n + XR_TAG_BYTES, XR_OUT_MAX)) {
+      xr_buf_consume(out, off);
+      return XR_WRITE_FULL;
+    }
+    memcpy(wire->p + wire->len, out->p + off, n);
+    xr_seal(tx, wire->p + wire->len, n, wire->cap - wire->len);
+    wire->len += n + XR_TAG_BYTES;
+    off += n;
+  }
+  xr_buf_consume(out, off);
+  return xr_sock_write(fd, wire) < 0 ? XR_WRITE_DEAD : XR_WRITE_OK;
 }
 
 bool xr_out_msg(xr_buf *out, xr_msgtype type, const void *payload, size_t plen) {
@@ -105,19 +125,40 @@ bool xr_out_msg(xr_buf *out, xr_msgtype type, const void *payload, size_t plen) 
 
 /* ---- client state (background thread only) ------------------------ */
 
-enum { CC_CONNECTING, CC_READY, CC_DEAD };
+/* A client connection: WAIT (between attempts, no socket) -> CONNECTING ->
+ * HANDSHAKE (HELLO sent, CHALLENGE awaited) -> READY (the coordinator
+ * proved it knows the secret; AUTH sent; everything sealed) -> DEAD.
+ * Messages queued before READY wait in `out`; nothing but HELLO and AUTH
+ * leaves this process before the coordinator proved itself. */
+enum { CC_WAIT, CC_CONNECTING, CC_HANDSHAKE, CC_READY, CC_DEAD };
+
+/* Attempts: a connection that is closed or silent before the coordinator
+ * proved itself is tried again (a flooded coordinator evicts pending
+ * connections), and so is a refused one to A2ACHECK_COORDINATOR (it may not
+ * listen yet), with doubling pauses from 50 ms to 1 s, for XR_RETRY_NS from
+ * the first try. A coordinator that answers with a wrong proof is never
+ * retried. */
+#define XR_ATTEMPT_NS 3000000000ull
+#define XR_RETRY_NS 8000000000ull
 
 typedef struct cconn {
   int fd, state;
   xr_idrec rec;
-  uint64_t t_start;
-  xr_buf in, out;
+  xr_secret secret;
+  uint64_t t_first, t_start, t_ready, next_try;
+  int attempts, refused, closed;  /* failed attempts, by kind */
+  xr_hello hello;                 /* this attempt's (the transcript) */
+  uint8_t hs[sizeof(xr_hdr) + sizeof(xr_challenge)];
+  size_t hs_have;
+  xr_mac tx, rx;
+  xr_buf in, out, wire;
   uint64_t *sites;          /* open-addressing set of sites already sent */
   size_t capsites, nsites;
   xr_op batch[256];
   uint32_t nbatch;
   int flushed;              /* FLUSHED received */
   int bye_sent;
+  int lost;                 /* it was READY, then the connection died */
   char desc[96];
 } cconn;
 
@@ -181,6 +222,11 @@ static struct {
   struct { uint32_t slot; int conn; } ewait[64]; /* COMMFLUSH sent, unanswered */
   xr_idrec fallback;        /* A2ACHECK_COORDINATOR record */
   int fallback_state;       /* 0 untried, 1 ok, -1 failed */
+  const char *fallback_why; /* why it failed, for the per-comm finding */
+  /* Local watchdog (coordinator lost): the last time this process made
+   * progress (an operation posted, a unit completed). */
+  uint64_t last_progress_ns, t_lost;
+  int nlost, hang_reported;
 } S;
 
 /* The background thread holds g_work_mu except while it sleeps in poll():
@@ -222,45 +268,104 @@ static void ewait_done(uint32_t id) {
   pthread_mutex_unlock(&g_xr_mu);
 }
 
-static void report(a2a_check_id check, a2a_severity sev, const a2a_comm *c, uint64_t site,
-                   const char *msg, const char *json) {
+static void report_ex(a2a_check_id check, a2a_severity sev, const a2a_comm *c, uint64_t site,
+                      const char *msg, const char *json, bool echo) {
   /* This thread's stack means nothing to the user; the operation's own call
    * site (a return address in this process) does: the runtime symbolizes it
    * like any frame ("fn+off (module) at file.c:line"). */
   a2a_stack st = {.n = site ? 1 : 0, .pc = {(void *)(uintptr_t)site}};
   a2a_finding f = {.check = check, .severity = sev, .site = (const void *)(uintptr_t)site,
                    .comm = c, .message = msg, .details_json = json,
-                   .stack = site ? &st : NULL, .capture_stack = false,
-                   /* A stall is news the user needs while the job still runs. */
-                   .echo = check == A2A_CK_GROUP_STALL};
+                   .stack = site ? &st : NULL, .capture_stack = false, .echo = echo};
   a2a_report(&f);
 }
 
-static void conn_dead(cconn *k, const char *why) {
+static void report(a2a_check_id check, a2a_severity sev, const a2a_comm *c, uint64_t site,
+                   const char *msg, const char *json) {
+  /* A stall is news the user needs while the job still runs. */
+  report_ex(check, sev, c, site, msg, json, check == A2A_CK_GROUP_STALL);
+}
+
+void xr_report(a2a_check_id check, a2a_severity sev, const a2a_comm *c, uint64_t site,
+               const char *msg, bool echo) {
+  report_ex(check, sev, c, site, msg, NULL, echo);
+}
+
+/* The communicators that use connection k, for messages. */
+static void comms_of(const cconn *k, char *out, size_t cap) {
+  size_t len = 0;
+  int idx = (int)(k - S.conns);
+  out[0] = 0;
+  for (int i = 0; i < S.ncomms && len + 40 < cap; i++)
+    if (S.comms[i]->conn == idx)
+      len += S.comms[i]->c
+                 ? (size_t)snprintf(out + len, cap - len, "%s%s", len ? ", " : "", S.comms[i]->c->name)
+                 : (size_t)snprintf(out + len, cap - len, "%s%016" PRIx64, len ? ", " : "",
+                                    S.comms[i]->id);
+  if (!len) snprintf(out, cap, "its communicators");
+}
+
+#define XR_CHECKS "cross-rank checks (size.*-mismatch, group.order-mismatch, group.deadlock, group.hang)"
+#define XR_CHECKS_C "Cross-rank checks (size.*-mismatch, group.order-mismatch, group.deadlock, group.hang)"
+
+/* Connection k ends for good: `what` says how (a sentence fragment after
+ * "the cross-rank coordinator at ..."). Before the coordinator proved
+ * itself that means it was never used; after, it is lost mid-run: a warning
+ * on stderr, and this process's own watchdog (local_watchdog) takes over
+ * its pending operations. */
+static void conn_end(cconn *k, a2a_check_id check, a2a_severity sev, const char *what) {
   if (k->state == CC_DEAD) return;
+  int was_ready = k->state == CC_READY;
   if (k->fd >= 0) close(k->fd);
   k->fd = -1;
   k->state = CC_DEAD;
+  xr_buf_free(&k->in);
+  xr_buf_free(&k->out);
+  xr_buf_free(&k->wire);
   for (size_t i = 0; i < sizeof S.ewait / sizeof S.ewait[0]; i++)
     if (S.ewait[i].slot && S.ewait[i].conn == (int)(k - S.conns)) ewait_done(S.ewait[i].slot);
-  if (atomic_load(&g_exit_req) || S.failing) return; /* we are leaving anyway */
-  char comms[512] = "";
-  size_t len = 0;
-  int idx = (int)(k - S.conns);
-  for (int i = 0; i < S.ncomms && len + 40 < sizeof comms; i++)
-    if (S.comms[i]->conn == idx)
-      len += S.comms[i]->c
-                 ? (size_t)snprintf(comms + len, sizeof comms - len, "%s%s", len ? ", " : "",
-                                    S.comms[i]->c->name)
-                 : (size_t)snprintf(comms + len, sizeof comms - len, "%s%016" PRIx64,
-                                    len ? ", " : "", S.comms[i]->id);
-  char msg[1024];
-  snprintf(msg, sizeof msg,
-           "the cross-rank coordinator %s %s: cross-rank checks (size.*-mismatch, "
-           "group.order-mismatch, group.deadlock, group.hang) are off from now on for %s. The "
-           "run continues unchanged.",
-           k->desc, why, len ? comms : "its communicators");
-  report(A2A_CK_NO_COORDINATOR, A2A_SEV_INFO, NULL, 0, msg, NULL);
+  uint64_t now = xr_now_ns();
+  if (was_ready) {
+    k->lost = 1;
+    S.nlost++;
+    if (!S.t_lost) S.t_lost = now;
+  }
+  /* Leaving anyway: a coordinator that goes first is no news then; one
+   * never reached still is (nothing of this process was checked). */
+  if (S.failing || (atomic_load(&g_exit_req) && was_ready)) return;
+  char comms[512], msg[1400];
+  comms_of(k, comms, sizeof comms);
+  if (was_ready)
+    snprintf(msg, sizeof msg,
+             "lost the cross-rank coordinator %s %.1f s after connecting: it %s. "
+             XR_CHECKS_C " are off from now on for %s. This process keeps its own checks, "
+             "and if its pending operations on them make no progress for "
+             "A2ACHECK_HANG_TIMEOUT (%g s) it reports group.hang itself.",
+             k->desc, (double)(now - k->t_ready) / 1e9, what, comms,
+             a2a_opt ? a2a_opt->hang_timeout : 300.0);
+  else
+    snprintf(msg, sizeof msg,
+             "the cross-rank coordinator %s %s: " XR_CHECKS " are off for %s. The run "
+             "continues unchanged.",
+             k->desc, what, comms);
+  report_ex(check, sev, NULL, 0, msg, NULL, sev >= A2A_SEV_WARNING);
+}
+
+static void conn_dead(cconn *k, const char *what) {
+  conn_end(k, A2A_CK_NO_COORDINATOR, A2A_SEV_WARNING, what);
+}
+
+/* What a socket error means for an authenticated connection. */
+static const char *lost_why(int e) {
+  switch (e) {
+  case 0: return "closed the connection (its process ended or closed it)";
+  case ECONNRESET: return "reset the connection (its process ended)";
+  case ETIMEDOUT: return "stopped acknowledging for 10 s (its host or the network path to it is down)";
+  case EHOSTUNREACH: case ENETUNREACH: case ENETDOWN: case EHOSTDOWN:
+    return "became unreachable (the network path to it is down)";
+  case EMSGSIZE: return "sent an oversized message";
+  default: return "failed (socket error)";
+  }
 }
 
 static void batch_flush(cconn *k);
@@ -271,7 +376,7 @@ static void conn_send(cconn *k, xr_msgtype t, const void *p, size_t n) {
   if (k->state == CC_DEAD) return;
   batch_flush(k);
   if (k->state == CC_DEAD) return;
-  if (!xr_out_msg(&k->out, t, p, n)) conn_dead(k, "does not read its messages");
+  if (!xr_out_msg(&k->out, t, p, n)) conn_dead(k, "does not read its messages (32 MiB unsent)");
 }
 
 static void batch_flush(cconn *k) {
@@ -280,7 +385,7 @@ static void batch_flush(cconn *k) {
     size_t need = sizeof(xr_hdr) + 8 + k->nbatch * sizeof(xr_op);
     if (!xr_buf_reserve(&k->out, need, XR_OUT_MAX) ||
         !xr_put_ops(k->out.p, k->out.cap, &k->out.len, k->batch, k->nbatch))
-      conn_dead(k, "does not read its messages");
+      conn_dead(k, "does not read its messages (32 MiB unsent)");
   }
   k->nbatch = 0;
 }
@@ -315,48 +420,134 @@ static void send_site(cconn *k, uint64_t site) {
 }
 
 static bool idrec_valid(const xr_idrec *r) {
-  if (r->magic != XR_IDREC_MAGIC || r->version != 1 || r->family != 4) return false;
+  if (r->magic != XR_IDREC_MAGIC || r->version != XR_IDREC_VERSION || r->family != 4) return false;
   return r->check == (uint32_t)a2a_hash_bytes(r, offsetof(xr_idrec, check), 0x1d);
 }
 
-/* Connect (non-blocking) to the coordinator named by rec; reuse a
- * connection to the same coordinator. Returns its index or -1. */
+void xr_random(uint8_t *out, size_t n) {
+  if (getrandom(out, n, GRND_NONBLOCK) == (ssize_t)n) return;
+  /* Before the entropy pool is ready (early boot): /dev/urandom never blocks. */
+  size_t got = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  while (fd >= 0 && got < n) {
+    ssize_t k = read(fd, out + got, n - got);
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  if (fd >= 0) close(fd);
+  for (uint64_t t[2] = {xr_now_ns(), (uint64_t)getpid()}; got < n; got++)
+    out[got] = (uint8_t)(a2a_hash_bytes(t, sizeof t, got) >> 11);
+}
+
+static void attempt_failed(cconn *k, uint64_t now, int refused);
+
+/* One attempt: connect (non-blocking) and queue the HELLO. */
+static void attempt_start(cconn *k, uint64_t now) {
+  k->t_start = now;
+  k->hs_have = 0;
+  k->in.len = 0;
+  k->wire.len = 0;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) { conn_dead(k, "cannot be reached (no socket)"); return; }
+  int one = 1;
+  unsigned uto = XR_USER_TIMEOUT_MS;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof uto);
+  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = k->rec.port};
+  memcpy(&sin.sin_addr, k->rec.addr, 4);
+  k->fd = fd;
+  k->state = CC_CONNECTING;
+  memset(&k->hello, 0, sizeof k->hello);
+  k->hello.version = XR_PROTO_VERSION;
+  xr_random(k->hello.nonce, sizeof k->hello.nonce);
+  k->hello.pid = (int32_t)getpid();
+  k->hello.grank = a2a_hostsvc && a2a_hostsvc->global_rank ? a2a_hostsvc->global_rank() : -1;
+  const char *hn = a2a_hostsvc && a2a_hostsvc->hostname ? a2a_hostsvc->hostname() : NULL;
+  snprintf(k->hello.host, sizeof k->hello.host, "%s", hn ? hn : "?");
+  xr_out_msg(&k->wire, XR_MSG_HELLO, &k->hello, sizeof k->hello);
+  if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0) {
+    k->state = CC_HANDSHAKE;
+    if (xr_sock_write(k->fd, &k->wire) < 0) attempt_failed(k, now, 0);
+  } else if (errno != EINPROGRESS) {
+    attempt_failed(k, now, errno == ECONNREFUSED);
+  }
+}
+
+/* This attempt failed before the coordinator proved itself; refused:
+ * nothing listened. Try again after a pause, for XR_RETRY_NS in all. */
+static void attempt_failed(cconn *k, uint64_t now, int refused) {
+  if (k->fd >= 0) close(k->fd);
+  k->fd = -1;
+  k->attempts++;
+  if (refused) k->refused++;
+  else k->closed++;
+  /* An id record's coordinator listened before the id was handed out:
+   * refused means it is gone. A2ACHECK_COORDINATOR's may not listen yet
+   * (the process that binds it first is still starting). */
+  int gone = refused && k->rec.pid && !k->closed;
+  if (gone || now - k->t_first > XR_RETRY_NS || atomic_load(&g_exit_req)) {
+    char what[256];
+    if (!k->closed) {
+      /* Nothing ever listened: the id's creator is gone (a setup script
+       * that exited: documented, not a fault of the job). */
+      snprintf(what, sizeof what, "could not be reached (connection refused, %d attempts in %.1f s)",
+               k->attempts, (double)(now - k->t_first) / 1e9);
+      conn_end(k, A2A_CK_NO_COORDINATOR, A2A_SEV_INFO, what);
+    } else {
+      snprintf(what, sizeof what,
+               "could not be authenticated with: %d attempts in %.1f s were refused, closed or "
+               "left unanswered before it proved itself (is it overloaded or flooded?)",
+               k->attempts, (double)(now - k->t_first) / 1e9);
+      conn_dead(k, what);
+    }
+    return;
+  }
+  int sh = k->attempts - 1 < 5 ? k->attempts - 1 : 5;
+  uint64_t pause = 50000000ull << sh;
+  k->next_try = now + (pause > 1000000000ull ? 1000000000ull : pause);
+  k->state = CC_WAIT;
+}
+
+/* The process at k's address answered but is not the coordinator of this
+ * job: never retried, nothing it sent is used. */
+static void auth_failed(cconn *k, const char *how) {
+  char what[640];
+  snprintf(what, sizeof what, "%s; nothing it sent was used%s", how,
+           k->rec.pid ? " (the process at that address is not the one that created the "
+                        "ncclUniqueId)"
+                      : " (another process may hold A2ACHECK_COORDINATOR's address, or "
+                        "A2ACHECK_TOKEN differs between the job's processes)");
+  conn_end(k, A2A_CK_AUTH_FAILED, A2A_SEV_WARNING, what);
+}
+
+/* Connect to the coordinator named by rec; reuse a connection to the same
+ * coordinator. Returns its index or -1. */
 static int conn_for(const xr_idrec *rec) {
   for (int i = 0; i < S.nconns; i++)
     if (S.conns[i].rec.port == rec->port && !memcmp(S.conns[i].rec.addr, rec->addr, 16) &&
         !memcmp(S.conns[i].rec.token, rec->token, XR_TOKEN_BYTES))
-      return S.conns[i].state == CC_DEAD ? -1 : i;
+      return S.conns[i].state == CC_DEAD && !S.conns[i].lost ? -1 : i;
   if (S.nconns >= MAX_CONNS) return -1;
   cconn *k = &S.conns[S.nconns];
   memset(k, 0, sizeof *k);
   k->rec = *rec;
   k->fd = -1;
+  xr_secret_init(&k->secret, rec->token);
   char ip[INET_ADDRSTRLEN] = "?";
   inet_ntop(AF_INET, rec->addr, ip, sizeof ip);
-  snprintf(k->desc, sizeof k->desc, "at %s:%u (pid %u)", ip, ntohs(rec->port), rec->pid);
+  if (rec->pid) snprintf(k->desc, sizeof k->desc, "at %s:%u (pid %u)", ip, ntohs(rec->port), rec->pid);
+  else snprintf(k->desc, sizeof k->desc, "at %s:%u (A2ACHECK_COORDINATOR)", ip, ntohs(rec->port));
   int idx = S.nconns++;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) { k->state = CC_CONNECTING; conn_dead(k, "cannot be reached (no socket)"); return -1; }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = rec->port};
-  memcpy(&sin.sin_addr, rec->addr, 4);
-  k->fd = fd;
-  k->state = CC_CONNECTING;
-  k->t_start = xr_now_ns();
-  if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0) k->state = CC_READY;
-  else if (errno != EINPROGRESS) { conn_dead(k, "cannot be reached (connect failed)"); return -1; }
-  xr_hello h = {.version = XR_PROTO_VERSION, .pid = (int32_t)getpid(),
-                .grank = a2a_hostsvc && a2a_hostsvc->global_rank ? a2a_hostsvc->global_rank() : -1};
-  memcpy(h.token, rec->token, XR_TOKEN_BYTES);
-  const char *hn = a2a_hostsvc && a2a_hostsvc->hostname ? a2a_hostsvc->hostname() : NULL;
-  snprintf(h.host, sizeof h.host, "%s", hn ? hn : "?");
-  conn_send(k, XR_MSG_HELLO, &h, sizeof h);
-  return idx;
+  k->t_first = xr_now_ns();
+  attempt_start(k, k->t_first);
+  return k->state == CC_DEAD ? -1 : idx;
 }
 
 /* A2ACHECK_COORDINATOR=host:port (IPv4 or a resolvable name is not
- * supported: dotted quad only). The process that can bind it hosts it. */
+ * supported: dotted quad only). The process that can bind it hosts it. Its
+ * secret comes from A2ACHECK_TOKEN; without one, only
+ * A2ACHECK_XRANK_INSECURE=1 lets it run (secret derived from the address,
+ * which anyone who can reach it knows). */
 static int fallback_conn(void) {
   if (S.fallback_state < 0) return -1;
   if (S.fallback_state == 0) {
@@ -373,12 +564,37 @@ static int fallback_conn(void) {
     memcpy(ip, spec, (size_t)(colon - spec));
     ip[colon - spec] = 0;
     if (inet_pton(AF_INET, ip, &a) != 1) return -1;
-    /* Everyone derives the same token from the address (the channel is as
-     * trusted as the cluster network: documented). */
     uint8_t token[XR_TOKEN_BYTES];
-    uint64_t h1 = a2a_hash_bytes(spec, strlen(spec), 0xa2a), h2 = a2a_hash_bytes(spec, strlen(spec), 0xc0);
-    memcpy(token, &h1, 8);
-    memcpy(token + 8, &h2, 8);
+    const char *secret = a2a_opt->xrank_token;
+    if (secret && *secret && strlen(secret) >= 16) {
+      xr_token_from_text(secret, token);
+    } else if (a2a_opt->xrank_insecure == 1 && !(secret && *secret)) {
+      char t[160];
+      snprintf(t, sizeof t, "insecure:%s", spec);
+      xr_token_from_text(t, token);
+    } else {
+      char msg[900];
+      if (secret && *secret)
+        snprintf(msg, sizeof msg,
+                 "A2ACHECK_TOKEN has %zu characters, fewer than the 16 a secret needs: cross-rank "
+                 "checks through A2ACHECK_COORDINATOR=%s are off. Set A2ACHECK_TOKEN to the same "
+                 "secret of at least 16 characters (e.g. from `openssl rand -hex 16`) in every "
+                 "process of the job.",
+                 strlen(secret), spec);
+      else
+        snprintf(msg, sizeof msg,
+                 "A2ACHECK_COORDINATOR=%s is set but A2ACHECK_TOKEN is not: cross-rank checks "
+                 "through it are off. Without a secret shared by the job's processes, any process "
+                 "that can reach %s could pose as the coordinator, fail the job or forge its "
+                 "findings. Set A2ACHECK_TOKEN to the same secret of at least 16 characters (e.g. "
+                 "from `openssl rand -hex 16`) in every process of the job, or "
+                 "A2ACHECK_XRANK_INSECURE=1 to accept that risk.",
+                 spec, spec);
+      report_ex(A2A_CK_NO_COORDINATOR, A2A_SEV_WARNING, NULL, 0, msg, NULL, true);
+      S.fallback_why = "was not used: A2ACHECK_COORDINATOR is set without a usable A2ACHECK_TOKEN "
+                       "(see the warning)";
+      return -1;
+    }
     xr_idrec rec;
     pthread_mutex_lock(&g_xr_mu);
     int hosted = xr_coord_listen(a.s_addr, htons((uint16_t)port), token, &rec);
@@ -386,12 +602,15 @@ static int fallback_conn(void) {
     if (hosted != 0) {
       memset(&rec, 0, sizeof rec);
       rec.magic = XR_IDREC_MAGIC;
-      rec.version = 1;
+      rec.version = XR_IDREC_VERSION;
       rec.family = 4;
       rec.port = htons((uint16_t)port);
       memcpy(rec.addr, &a.s_addr, 4);
       memcpy(rec.token, token, sizeof token);
+    } else {
+      rec.pid = 0; /* name it by the option in messages */
     }
+    memset(token, 0, sizeof token);
     S.fallback = rec;
     S.fallback_state = 1;
   }
@@ -402,12 +621,7 @@ static int fallback_conn(void) {
  * communicators (created on first need; the same one as for its ids). */
 static int local_conn(void) {
   uint8_t token[XR_TOKEN_BYTES];
-  if (getrandom(token, sizeof token, GRND_NONBLOCK) != (ssize_t)sizeof token) {
-    uint64_t t[2] = {xr_now_ns(), (uint64_t)getpid()};
-    uint64_t h1 = a2a_hash_bytes(t, sizeof t, 3), h2 = a2a_hash_bytes(t, sizeof t, h1);
-    memcpy(token, &h1, 8);
-    memcpy(token + 8, &h2, 8);
-  }
+  xr_random(token, sizeof token);
   xr_idrec rec;
   pthread_mutex_lock(&g_xr_mu);
   int rc = xr_coord_listen(htonl(INADDR_LOOPBACK), 0, token, &rec);
@@ -422,16 +636,19 @@ static ccomm *comm_find(uint64_t id, int32_t rank) {
 }
 
 static void report_nocoord(const a2a_comm *c, uint64_t id, uint64_t site, const char *how) {
-  char msg[768], cname[48];
+  char msg[900], cname[48];
   if (c) snprintf(cname, sizeof cname, "%s", c->name);
   else snprintf(cname, sizeof cname, "%016" PRIx64, id);
+  int unknown = !strcmp(how, "is unknown");
   snprintf(msg, sizeof msg,
-           "no cross-rank coordinator for communicator %s: its coordinator %s (the "
-           "ncclUniqueId carries no a2acheck record - was the process that called "
-           "ncclGetUniqueId run without a2acheck? - and A2ACHECK_COORDINATOR=host:port is "
-           "not set). Cross-rank checks (size.*-mismatch, group.order-mismatch, "
-           "group.deadlock) are off for this communicator.",
-           cname, how);
+           "no cross-rank coordinator for communicator %s: its coordinator %s%s. "
+           "Cross-rank checks (size.*-mismatch, group.order-mismatch, group.deadlock) are off "
+           "for this communicator.",
+           cname, how,
+           unknown ? " (the ncclUniqueId carries no a2acheck record - was the process that "
+                     "called ncclGetUniqueId run without a2acheck? - and "
+                     "A2ACHECK_COORDINATOR=host:port is not set)"
+                   : "");
   report(A2A_CK_NO_COORDINATOR, A2A_SEV_INFO, c, site, msg, NULL);
 }
 
@@ -461,20 +678,23 @@ static void on_commreg(const xr_rec *r) {
     if (cc->conn < 0) how = p && p->conn < 0 ? NULL : "is unknown (parent communicator not seen)";
   } else {
     cc->conn = fallback_conn();
-    if (cc->conn < 0) how = "is unknown";
+    if (cc->conn < 0) how = S.fallback_why ? S.fallback_why : "is unknown";
   }
+  /* A communicator of a coordinator lost earlier keeps that connection:
+   * its units are tracked for this process's own watchdog. */
+  if (cc->conn >= 0 && S.conns[cc->conn].lost)
+    how = "was lost earlier in the run (this process's own hang watchdog covers the "
+          "communicator)";
   S.comms[S.ncomms++] = cc;
   cc->site = reg->site;
-  if (cc->conn < 0 && how && !r->comm) {
+  if (how && !r->comm) {
     /* Registered at the init's PRE: say it when the init succeeded (the
      * finding then names the communicator and this rank). */
     cc->nocoord = how;
     return;
   }
-  if (cc->conn < 0) {
-    if (how) report_nocoord(r->comm, reg->comm, reg->site, how);
-    return;
-  }
+  if (how) report_nocoord(r->comm, reg->comm, reg->site, how);
+  if (cc->conn < 0 || S.conns[cc->conn].state == CC_DEAD) return;
   cconn *k = &S.conns[cc->conn];
   send_site(k, reg->site);
   /* The coordinator compares devices across processes of one host: send the
@@ -771,7 +991,8 @@ static void send_state(uint64_t now, int exiting) {
   for (int i = 0; i < S.nconns; i++) {
     cconn *k = &S.conns[i];
     batch_flush(k);
-    if (k->state == CC_DEAD || k->bye_sent) continue;
+    /* A report is a snapshot: one not yet sendable is replaced by the next. */
+    if (k->state != CC_READY || k->bye_sent) continue;
     if (!xr_buf_reserve(&k->out, need, XR_OUT_MAX) ||
         !xr_put_state(k->out.p, k->out.cap, &k->out.len, &st))
       conn_dead(k, "does not read its messages");
@@ -786,7 +1007,13 @@ static void on_verdict(const xr_verdict *v) {
   a2a_severity sev = v->severity < 0 ? A2A_SEV_INFO : v->severity > 2 ? A2A_SEV_ERROR
                                                                         : (a2a_severity)v->severity;
   if (v->check < 0 || v->check >= A2A_CK__COUNT) return;
-  report((a2a_check_id)v->check, sev, cc ? cc->c : NULL, v->site, v->text, v->json);
+  /* The verdict's seal verified: it comes from the job's coordinator. Its
+   * text still goes through the sanitizer before any log or terminal sees
+   * it (a story keeps its indented lines, nothing else). */
+  static char text[XR_MAX_TEXT + XR_MAX_TEXT / 2], json[XR_MAX_JSON + 1];
+  xr_sanitize_text(text, sizeof text, v->text, true);
+  if (v->json) xr_sanitize_text(json, sizeof json, v->json, false);
+  report((a2a_check_id)v->check, sev, cc ? cc->c : NULL, v->site, text, v->json ? json : NULL);
   if (!(v->flags & XR_VERDICT_FAIL) || S.failing) return;
   /* A check disabled in A2ACHECK_CHECKS was not reported: it fails nothing. */
   if (!a2a_check_on((a2a_check_id)v->check)) return;
@@ -803,6 +1030,7 @@ static void on_verdict(const xr_verdict *v) {
   if (a2a_hostsvc && a2a_hostsvc->fail_now) a2a_hostsvc->fail_now(a2a_check_name((a2a_check_id)v->check));
 }
 
+/* Input of a READY connection: sealed frames only. */
 static void conn_input(cconn *k) {
   size_t off = 0;
   for (;;) {
@@ -811,9 +1039,14 @@ static void conn_input(cconn *k) {
     size_t used;
     int fr = xr_frame(k->in.p + off, k->in.len - off, &h, &pl, &used);
     if (fr == 0) break;
-    if (fr < 0) { conn_dead(k, "sent a malformed message"); return; }
+    if (fr < 0 || xr_unseal(&k->rx, k->in.p + off, &h) != 0) {
+      /* Not from the coordinator that proved itself (or a corrupt stream):
+       * nothing in it is used. */
+      conn_dead(k, "sent a message that is malformed or not sealed with the session's key");
+      return;
+    }
     off += used;
-    if (h.type == XR_MSG_WELCOME) {
+    if (h.type == XR_MSG_PING) {
       continue;
     } else if (h.type == XR_MSG_FLUSHED) {
       k->flushed = 1;
@@ -835,28 +1068,83 @@ static void conn_input(cconn *k) {
   xr_buf_consume(&k->in, off);
 }
 
+/* HANDSHAKE: read the CHALLENGE at its exact size and check the
+ * coordinator's proof; then AUTH, and everything queued, sealed. */
+static void hs_input(cconn *k, uint64_t now) {
+  for (;;) {
+    ssize_t r = recv(k->fd, k->hs + k->hs_have, sizeof k->hs - k->hs_have, MSG_DONTWAIT);
+    if (r == 0) { attempt_failed(k, now, 0); return; }
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) attempt_failed(k, now, errno == ECONNREFUSED);
+      return;
+    }
+    k->hs_have += (size_t)r;
+    int c = xr_hs_check(k->hs, k->hs_have, XR_MSG_CHALLENGE, sizeof(xr_challenge));
+    if (c < 0) {
+      auth_failed(k, "answered with something other than an a2acheck challenge of this "
+                     "version (another a2acheck version, or not a2acheck)");
+      return;
+    }
+    if (c == 0) continue;
+    xr_challenge ch;
+    memcpy(&ch, k->hs + sizeof(xr_hdr), sizeof ch);
+    uint8_t want[XR_PROOF_BYTES];
+    xr_auth_coord_proof(&k->secret, &k->hello, ch.nonce, want);
+    if (ch.version != XR_PROTO_VERSION || !xr_ct_equal(want, ch.proof, sizeof want)) {
+      auth_failed(k, "answered with a wrong proof: it does not know the job's secret");
+      return;
+    }
+    xr_auth a;
+    xr_auth_client_proof(&k->secret, &k->hello, &ch, a.proof);
+    xr_auth_session(&k->secret, &k->hello, &ch, &k->tx, &k->rx);
+    if (!xr_out_msg(&k->wire, XR_MSG_AUTH, &a, sizeof a)) { conn_dead(k, "failed (no memory)"); return; }
+    k->state = CC_READY;
+    k->t_ready = now;
+    return;
+  }
+}
+
 /* ---- the thread --------------------------------------------------- */
 
+/* Attempts that are due, or past their deadline. */
+static void client_tick(uint64_t now) {
+  for (int i = 0; i < S.nconns; i++) {
+    cconn *k = &S.conns[i];
+    if (k->state == CC_WAIT) {
+      if (atomic_load(&g_exit_req)) attempt_failed(k, now, 0); /* gives up: exiting */
+      else if (now >= k->next_try) attempt_start(k, now);
+    } else if ((k->state == CC_CONNECTING || k->state == CC_HANDSHAKE) &&
+               now - k->t_start > XR_ATTEMPT_NS) {
+      attempt_failed(k, now, 0);
+    }
+  }
+}
+
 static void client_io(struct pollfd *pfd, int *map, size_t n) {
+  uint64_t now = xr_now_ns();
   for (size_t i = 0; i < n; i++) {
     cconn *k = &S.conns[map[i]];
-    if (k->state == CC_DEAD) continue;
     short re = pfd[i].revents;
+    if (!re || k->fd != pfd[i].fd) continue;
     if (k->state == CC_CONNECTING) {
-      if (!(re & (POLLOUT | POLLERR | POLLHUP))) {
-        if (xr_now_ns() - k->t_start > 5000000000ull) conn_dead(k, "could not be reached (timeout)");
-        continue;
-      }
       int err = 0;
       socklen_t el = sizeof err;
       getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-      if (err) { conn_dead(k, "could not be reached (connection refused)"); continue; }
-      k->state = CC_READY;
+      if (err) { attempt_failed(k, now, err == ECONNREFUSED); continue; }
+      k->state = CC_HANDSHAKE;
     }
-    if (re & (POLLIN | POLLHUP | POLLERR)) {
+    if (k->state == CC_HANDSHAKE) {
+      if (k->wire.len && xr_sock_write(k->fd, &k->wire) < 0) { attempt_failed(k, now, 0); continue; }
+      if (re & (POLLIN | POLLHUP | POLLERR)) hs_input(k, now);
+      if (k->state != CC_READY) continue;
+    }
+    if (k->state == CC_READY && (re & (POLLIN | POLLHUP | POLLERR))) {
+      errno = 0;
       int rr = xr_sock_read(k->fd, &k->in, XR_IN_MAX);
+      int e = errno;
       conn_input(k);
-      if (rr < 0 && k->state != CC_DEAD) conn_dead(k, "went away (connection closed)");
+      if (rr < 0 && k->state != CC_DEAD) conn_dead(k, lost_why(e));
     }
   }
 }
@@ -864,20 +1152,23 @@ static void client_io(struct pollfd *pfd, int *map, size_t n) {
 static void flush_outputs(void) {
   for (int i = 0; i < S.nconns; i++) {
     cconn *k = &S.conns[i];
-    if (k->state == CC_READY && k->out.len && xr_sock_write(k->fd, &k->out) < 0)
-      conn_dead(k, "went away (write failed)");
+    if (k->state != CC_READY || (!k->out.len && !k->wire.len)) continue;
+    int r = xr_write_sealed(k->fd, &k->out, &k->wire, &k->tx);
+    if (r == XR_WRITE_DEAD) conn_dead(k, lost_why(errno));
+    else if (r == XR_WRITE_FULL) conn_dead(k, "does not read its messages (32 MiB unsent)");
   }
 }
 
 static void loop_once(int timeout_ms) {
-  struct pollfd pfd[MAX_CONNS + 4200];
+  static struct pollfd pfd[MAX_CONNS + 1 + 64 + 4096];
   int map[MAX_CONNS];
   size_t n = 0;
   for (int i = 0; i < S.nconns; i++) {
     cconn *k = &S.conns[i];
-    if (k->state == CC_DEAD) continue;
-    pfd[n] = (struct pollfd){.fd = k->fd,
-                             .events = (short)(POLLIN | (k->state == CC_CONNECTING || k->out.len ? POLLOUT : 0))};
+    if (k->state == CC_DEAD || k->state == CC_WAIT) continue;
+    short ev = k->state == CC_CONNECTING ? POLLOUT
+               : (short)(POLLIN | (k->wire.len || (k->state == CC_READY && k->out.len) ? POLLOUT : 0));
+    pfd[n] = (struct pollfd){.fd = k->fd, .events = ev};
     map[n++] = i;
   }
   size_t nc = xr_coord_pollfds(pfd + n, sizeof pfd / sizeof pfd[0] - n);
@@ -886,8 +1177,88 @@ static void loop_once(int timeout_ms) {
   int pr = poll(pfd, n + nc, timeout_ms);
   pthread_mutex_lock(&g_work_mu);
   uint64_t now = xr_now_ns();
-  if (pr > 0 || n) client_io(pfd, map, n);
-  xr_coord_io(pfd + n, nc, now);
+  if (pr > 0) {
+    client_io(pfd, map, n);
+    xr_coord_io(pfd + n, nc, now);
+  }
+  client_tick(now);
+}
+
+/* ---- local watchdog (coordinator lost) ------------------------------ */
+
+static const char *wait_name(const xr_threadstate *t) {
+  if (t->flags & XR_THREAD_POLLING) return "a polling loop (cudaStreamQuery/cudaEventQuery)";
+  switch (t->wait) {
+  case XR_WAIT_STREAM: return "a stream synchronization";
+  case XR_WAIT_EVENT: return "an event synchronization";
+  case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
+  case XR_WAIT_MEMCPY: return "a blocking copy";
+  case XR_WAIT_SPLIT: return "ncclCommSplit/Shrink";
+  case XR_WAIT_INIT: return "a blocking communicator init";
+  default: return "a blocking call";
+  }
+}
+
+/* Once a coordinator was lost, nobody else can tell this process that it
+ * hangs: when its launched operations on the lost coordinator's
+ * communicators stay incomplete and the process made no progress (no
+ * operation posted, none completed) for A2ACHECK_HANG_TIMEOUT, it reports
+ * group.hang itself and applies the same exit policy as a verdict. */
+static void local_watchdog(uint64_t now) {
+  if (!S.nlost || S.hang_reported || S.failing || !a2a_opt) return;
+  double to = a2a_opt->hang_timeout;
+  if (!(to > 0) || (double)(now - S.last_progress_ns) < to * 1e9) return;
+  cunit *first = NULL;
+  unsigned n = 0;
+  char list[1600];
+  size_t len = 0;
+  list[0] = 0;
+  for (cunit *u = S.head; u; u = u->next) {
+    if (!u->closed || u->cc->conn < 0 || !S.conns[u->cc->conn].lost) continue;
+    if (!first) first = u;
+    if (n++ >= 8 || len + 200 >= sizeof list) continue;
+    xr_op op = {.comm = u->cc->id, .count = u->count, .rank = u->cc->rank,
+                .peer = u->npeers ? u->peers[0].peer : -1, .root = -1,
+                .kind = (uint16_t)u->kind, .coll = u->coll, .dtype = u->dtype, .redop = -1};
+    char d[160], cname[48];
+    if (u->cc->c) snprintf(cname, sizeof cname, "%s", u->cc->c->name);
+    else snprintf(cname, sizeof cname, "%016" PRIx64, u->cc->id);
+    len += (size_t)snprintf(list + len, sizeof list - len, "\n  %s on %s (rank %d of %d)%s",
+                            xr_op_describe(&op, d, sizeof d), cname, u->cc->rank, u->cc->nranks,
+                            u->npeers > 1 ? ", with its other peers in the same group" : "");
+  }
+  if (!n) return;
+  if (n > 8) len += (size_t)snprintf(list + len, sizeof list - len, "\n  ... and %u more", n - 8);
+  xr_threadstate th[8];
+  size_t nt = xr_blocked_snapshot(th, 8, now);
+  for (size_t t = 0; t < nt && len + 300 < sizeof list; t++) {
+    char site[120] = "";
+    if (th[t].site && a2a_hostsvc && a2a_hostsvc->site_text)
+      a2a_hostsvc->site_text((const void *)(uintptr_t)th[t].site, site, sizeof site);
+    len += (size_t)snprintf(list + len, sizeof list - len, "\n  thread %u waits in %s for %.1f s%s%s",
+                            th[t].thread, wait_name(&th[t]), (double)th[t].blocked_ms / 1e3,
+                            site[0] ? " at " : "", site);
+  }
+  S.hang_reported = 1;
+  char msg[2400], json[256];
+  snprintf(msg, sizeof msg,
+           "this process made no progress for %.0f s (no operation posted, none completed) while "
+           "%u launched operation(s) on communicators whose cross-rank coordinator was lost "
+           "%.0f s ago are incomplete. Without the coordinator the other ranks' state is "
+           "unknown; this is this process's own watchdog (A2ACHECK_HANG_TIMEOUT). Pending:%s",
+           (double)(now - S.last_progress_ns) / 1e9, n, (double)(now - S.t_lost) / 1e9, list);
+  snprintf(json, sizeof json,
+           "{\"reason\":\"coordinator-lost\",\"seconds_without_progress\":%.1f,"
+           "\"pending_units\":%u,\"seconds_since_coordinator_lost\":%.1f}",
+           (double)(now - S.last_progress_ns) / 1e9, n, (double)(now - S.t_lost) / 1e9);
+  report(A2A_CK_GROUP_HANG, A2A_SEV_ERROR, first->cc->c, first->site, msg, json);
+  if (!a2a_check_on(A2A_CK_GROUP_HANG) || a2a_opt->on_deadlock != 0 ||
+      !a2a_hostsvc->fail_policy(A2A_CK_GROUP_HANG, A2A_SEV_ERROR))
+    return;
+  S.failing = 1;
+  atomic_store(&g_failing_pub, 1);
+  xr_coord_linger(3000000000ull);
+  if (a2a_hostsvc->fail_now) a2a_hostsvc->fail_now("group.hang");
 }
 
 static void *thread_main(void *arg) {
@@ -898,10 +1269,12 @@ static void *thread_main(void *arg) {
   pthread_mutex_lock(&g_work_mu);
   uint64_t last_tick = 0;
   int idle = 0;
+  S.last_progress_ns = xr_now_ns();
   for (;;) {
     int got = drain(8192);
     int changed = poll_units();
     uint64_t now = xr_now_ns();
+    if (got || changed) S.last_progress_ns = now;
     int exiting = atomic_load(&g_exit_req);
     /* Reports: every 300 ms (the coordinator's freshness check relies on
      * a steady cadence), at once when a unit completed while blocked. */
@@ -909,6 +1282,7 @@ static void *thread_main(void *arg) {
       send_state(now, 0);
     if (now - last_tick > 100000000ull) {
       xr_coord_tick(now);
+      local_watchdog(now);
       last_tick = now;
     }
     flush_outputs();
@@ -938,13 +1312,28 @@ static void *thread_main(void *arg) {
     uint64_t now = xr_now_ns();
     if (now - last_tick > 100000000ull) { xr_coord_tick(now); last_tick = now; }
   }
+  for (int i = 0; i < S.nconns; i++) {
+    cconn *k = &S.conns[i];
+    if (k->state != CC_READY || k->bye_sent || k->flushed) continue;
+    /* A live coordinator answers within 2.5 s: this one is stopped,
+     * overloaded or cut off, and what it would have said is lost. */
+    char msg[600];
+    snprintf(msg, sizeof msg,
+             "the cross-rank coordinator %s did not confirm within %.0f s at exit that this "
+             "process's operations were matched (it is stopped, overloaded, or the network path "
+             "to it is down): mismatch findings about this process's last operations may be "
+             "missing.",
+             k->desc, (double)(xr_now_ns() - t0) / 1e9);
+    report_ex(A2A_CK_NO_COORDINATOR, A2A_SEV_WARNING, NULL, 0, msg, NULL, true);
+  }
   xr_bye b = {.status = 0};
   for (int i = 0; i < S.nconns; i++)
-    if (S.conns[i].state != CC_DEAD && !S.conns[i].bye_sent) {
+    if (S.conns[i].state == CC_READY && !S.conns[i].bye_sent) {
       conn_send(&S.conns[i], XR_MSG_BYE, &b, sizeof b);
       S.conns[i].bye_sent = 1;
     }
   flush_outputs();
+  xr_coord_report_totals();
   pthread_mutex_unlock(&g_work_mu);
   pthread_mutex_lock(&g_xr_mu);
   g_exit_done = 1;
@@ -1018,13 +1407,9 @@ static void proc_uid_created(unsigned char *id) {
   /* Only when NCCL left the tail zero (it does: magic + sockaddr). */
   for (int i = XR_IDREC_OFF; i < 128; i++)
     if (id[i]) return;
+  /* The job's secret: random, carried by the id to every rank. */
   uint8_t token[XR_TOKEN_BYTES];
-  if (getrandom(token, sizeof token, GRND_NONBLOCK) != (ssize_t)sizeof token) {
-    uint64_t t[2] = {xr_now_ns(), (uint64_t)getpid() * 0x9e3779b97f4a7c15ull};
-    uint64_t h1 = a2a_hash_bytes(t, sizeof t, 1), h2 = a2a_hash_bytes(id, 128, h1);
-    memcpy(token, &h1, 8);
-    memcpy(token + 8, &h2, 8);
-  }
+  xr_random(token, sizeof token);
   xr_idrec rec;
   pthread_mutex_lock(&g_xr_mu);
   int rc = xr_coord_listen(bind_address(id), 0, token, &rec);

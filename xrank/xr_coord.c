@@ -1,14 +1,41 @@
 /* xr_coord.c - the coordinator a process hosts when it created an
  * ncclUniqueId (or bound A2ACHECK_COORDINATOR): a TCP listener, one
- * connection per client process (authenticated by the token of the id's
- * record), the matcher (xrank_match.c) fed with every client's
- * registrations and operations, and the wait-for graph (xrank_wfg.c) over
- * the clients' progress reports, evaluated every 250 ms.
+ * connection per client process, the matcher (xrank_match.c) fed with every
+ * client's registrations and operations, and the wait-for graph
+ * (xrank_wfg.c) over the clients' progress reports, evaluated every 250 ms.
  *
  * Deadlock confirmation and the hang timeout are a pure policy
  * (xrank_confirm.c, unit-tested with a synthetic clock); this file only
  * gathers the states and delivers the verdicts it emits. With reports every
  * 300 ms a deadlock is reported within A2ACHECK_HANG_CONFIRM of forming.
+ *
+ * The listener is reachable by anyone who can reach its address (it is the
+ * interface NCCL's bootstrap uses), and the coordinator lives inside a
+ * process of the job (often rank 0's training process). So before a
+ * connection authenticated (xrank_auth.h) it costs a small fixed amount:
+ *  - it occupies one of XR_PREAUTH_MAX slots (static memory, nothing is
+ *    allocated), at most XR_PREAUTH_PER_SRC from one source address;
+ *  - only the HELLO is read, at its exact size, then only the AUTH; any
+ *    other byte closes it; it must authenticate within XR_AUTH_DEADLINE_NS;
+ *  - when the slots are full, a new connection evicts the oldest one of its
+ *    own address (or, below that cap, the oldest of all) that has not sent
+ *    its HELLO yet, else the oldest one; a real client sends its HELLO with
+ *    the connection and retries if it is evicted, so a flood of idle
+ *    connections delays it by a round trip at most;
+ *  - a connection whose descriptor would be among the process's last
+ *    XR_FD_RESERVE under RLIMIT_NOFILE is closed at once (the application's
+ *    own open() must not fail because of a2acheck), and when accept itself
+ *    fails (EMFILE, ENOBUFS) the listener rests for 100 ms instead of
+ *    spinning on a backlog it cannot take.
+ * Authenticated connections are never reused: their index is the matcher's
+ * connection id (at most MAX_SCONNS client processes per coordinator).
+ *
+ * How an authenticated connection ends decides what its process is to the
+ * deadlock model: BYE - it exited; closed without BYE (end of file, reset) -
+ * it died (killed or crashed: the kernel closed its socket); timed out (no
+ * acknowledgement for XR_USER_TIMEOUT_MS), a bad seal or a protocol error -
+ * it is lost: its state is forgotten and its counterparts are unknown, never
+ * "exited" (a cut cable must not prove a deadlock).
  *
  * Runs on the background thread only, except xr_coord_listen (g_xr_mu).
  * Nothing a client sends can crash or stall it: frames are bounded and
@@ -24,30 +51,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "a2a_core.h"
 #include "xr_internal.h"
+#include "xrank_auth.h"
 #include "xrank_confirm.h"
 #include "xrank_match.h"
 #include "xrank_wfg.h"
 
 #define MAX_SCONNS 4096
-#define HELLO_TIMEOUT_NS 10000000000ull
+#define XR_PREAUTH_MAX 64
+#define XR_PREAUTH_PER_SRC 16
+#define XR_AUTH_DEADLINE_NS 2000000000ull
+#define XR_FD_RESERVE 32
+#define XR_PING_NS 1000000000ull
 
 typedef struct site_ent {
   uint64_t site;
   char text[120];
 } site_ent;
 
+/* How an authenticated connection ended (see the file comment). */
+enum { END_OPEN, END_BYE, END_DIED, END_LOST };
+
 typedef struct sconn {
   int fd;
-  int open, authed, bye, detached;
-  uint64_t t_open;
-  xr_buf in, out;
+  int open, authed, bye, detached, end;
+  uint64_t t_open, last_tx;
+  xr_buf in, out, wire;      /* out: messages to seal; wire: sealed bytes */
+  xr_mac rx, tx;
   int pid, grank;
   char host[64];
+  char addr[24];             /* the peer's address, for messages */
   xr_procstate st;
   int has_state;
   uint64_t progress;
@@ -61,10 +99,44 @@ typedef struct sconn {
   int ncf;
 } sconn;
 
+/* A connection before authentication: fixed size, static. */
+typedef struct pconn {
+  int fd;                    /* -1: free */
+  int step;                  /* 1: HELLO expected; 2: CHALLENGE sent, AUTH expected */
+  uint32_t src;              /* IPv4 source address (network order) */
+  uint16_t sport;
+  uint64_t t_open;
+  size_t have;
+  uint8_t buf[sizeof(xr_hdr) + sizeof(xr_hello)];
+  xr_hello hello;
+  xr_challenge chal;
+} pconn;
+_Static_assert(sizeof(xr_hdr) + sizeof(xr_auth) <= sizeof(((pconn *)0)->buf), "AUTH fits");
+
+/* Why pre-authentication connections were closed (figures for the
+ * a2acheck.auth-failed findings and the tests). */
+#define XR_REJECTS(X)                                                 \
+  X(timeout, "did not authenticate within 2 s")                       \
+  X(closed, "closed before authenticating")                           \
+  X(bad_hello, "sent something other than a HELLO of this version")  \
+  X(bad_auth, "sent a wrong proof (it does not know the job's secret)") \
+  X(evicted, "were evicted by newer connections (slots full)")         \
+  X(fd_reserve, "were refused: the process is near its descriptor limit")
+enum {
+#define X(name, text) REJ_##name,
+  XR_REJECTS(X)
+#undef X
+  REJ__COUNT
+};
+static const char *const rej_text[] = {
+#define X(name, text) text,
+    XR_REJECTS(X)
+#undef X
+};
+
 static struct {
   _Atomic int lfd;           /* -1 when not hosting */
-  int init;
-  uint8_t token[XR_TOKEN_BYTES];
+  xr_secret secret;
   xr_idrec rec;
   sconn *c;
   int nc;
@@ -72,6 +144,11 @@ static struct {
   uint64_t last_eval;
   xr_confirm confirm;        /* the deadlock/hang policy's state */
   int confirm_init;
+  pconn pre[XR_PREAUTH_MAX];
+  uint64_t accept_rest_until;
+  uint64_t rejects[REJ__COUNT];
+  uint64_t accepted, authed;
+  int reported_reject;
 } K = {.lfd = -1};
 
 static xr_op g_ops[XR_MAX_OPS_PER_MSG];
@@ -109,17 +186,60 @@ static void site_store(sconn *s, const xr_site *in) {
   while (s->sites[h].site && s->sites[h].site != in->site) h = (h + 1) & (s->capsites - 1);
   if (!s->sites[h].site) s->nsites++;
   s->sites[h].site = in->site;
-  snprintf(s->sites[h].text, sizeof s->sites[h].text, "%s", in->text);
+  /* The text goes into other ranks' stories: nothing in it may forge a line. */
+  xr_sanitize_text(s->sites[h].text, sizeof s->sites[h].text, in->text, false);
+}
+
+/* ---- closing and writing authenticated connections ---- */
+
+static void conn_closed(int i, int end) {
+  sconn *s = &K.c[i];
+  if (s->open) close(s->fd);
+  s->open = 0;
+  s->fd = -1;
+  s->st.alive = 0;
+  if (!s->end) s->end = end;
+  if (s->authed && !s->detached) {
+    if (s->end == END_LOST) {
+      /* Lost, not gone: forget its state (its counterparts are unknown from
+       * now on, as for a process that detached). */
+      s->detached = 1;
+      if (s->has_state) xr_state_free(&s->st);
+      s->has_state = 0;
+    } else if (K.m && s->end == END_DIED) {
+      xr_matcher_conn_died(K.m, i);
+    } else if (K.m) {
+      xr_matcher_conn_gone(K.m, i);
+    }
+  }
+  xr_buf_free(&s->in);
+  xr_buf_free(&s->out);
+  xr_buf_free(&s->wire);
+}
+
+/* The end a socket error means: a timeout or an unreachable path is a lost
+ * connection, anything else (end of file, reset) a dead process. */
+static int end_of_errno(int e) {
+  return e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH || e == ENETDOWN ||
+                 e == EHOSTDOWN
+             ? END_LOST
+             : END_DIED;
+}
+
+static void conn_write(int i) {
+  sconn *s = &K.c[i];
+  if (!s->open || (!s->out.len && !s->wire.len)) return;
+  int r = xr_write_sealed(s->fd, &s->out, &s->wire, &s->tx);
+  if (r == XR_WRITE_DEAD) conn_closed(i, end_of_errno(errno));
+  else if (r == XR_WRITE_FULL) conn_closed(i, END_LOST); /* it reads nothing */
 }
 
 /* ---- matcher callbacks ---- */
 
 static void send_to(int conn, xr_msgtype t, const void *p, size_t n) {
   if (conn < 0 || conn >= K.nc || !K.c[conn].open) return;
-  if (!xr_out_msg(&K.c[conn].out, t, p, n)) {
-    close(K.c[conn].fd);
-    K.c[conn].open = 0;
-  }
+  if (!xr_out_msg(&K.c[conn].out, t, p, n)) conn_closed(conn, END_LOST);
+  else K.c[conn].last_tx = xr_now_ns();
 }
 
 static void m_verdict(void *ctx, int conn, const xr_verdict *v) {
@@ -128,10 +248,10 @@ static void m_verdict(void *ctx, int conn, const xr_verdict *v) {
   sconn *s = &K.c[conn];
   size_t need = sizeof(xr_hdr) + 128 + XR_MAX_TEXT + XR_MAX_JSON;
   if (!xr_buf_reserve(&s->out, need, XR_OUT_MAX) ||
-      !xr_put_verdict(s->out.p, s->out.cap, &s->out.len, v)) {
-    close(s->fd);
-    s->open = 0;
-  }
+      !xr_put_verdict(s->out.p, s->out.cap, &s->out.len, v))
+    conn_closed(conn, END_LOST);
+  else
+    s->last_tx = xr_now_ns();
 }
 
 static const char *m_site(void *ctx, int conn, uint64_t site) {
@@ -165,15 +285,16 @@ int xr_coord_listen(uint32_t ip4, uint16_t port_net, const uint8_t *token, xr_id
   getsockname(fd, (struct sockaddr *)&sin, &sl);
   memset(rec, 0, sizeof *rec);
   rec->magic = XR_IDREC_MAGIC;
-  rec->version = 1;
+  rec->version = XR_IDREC_VERSION;
   rec->family = 4;
   rec->port = sin.sin_port;
   memcpy(rec->addr, &sin.sin_addr.s_addr, 4);
   memcpy(rec->token, token, XR_TOKEN_BYTES);
   rec->pid = (uint32_t)getpid();
   rec->check = (uint32_t)a2a_hash_bytes(rec, offsetof(xr_idrec, check), 0x1d);
-  memcpy(K.token, token, XR_TOKEN_BYTES);
+  xr_secret_init(&K.secret, token);
   K.rec = *rec;
+  for (int i = 0; i < XR_PREAUTH_MAX; i++) K.pre[i].fd = -1;
   if (!K.m) {
     xr_match_out out = {.ctx = NULL, .verdict = m_verdict, .site_name = m_site};
     K.m = xr_matcher_new(&out);
@@ -189,49 +310,234 @@ size_t xr_coord_other_clients(void) {
   return n;
 }
 
-/* Connection index of each poll entry after the listener's. */
-static int g_pmap[MAX_SCONNS];
+/* ---- before authentication ---- */
+
+static void addr_text(uint32_t ip, uint16_t port, char *out, size_t cap) {
+  char a[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &ip, a, sizeof a);
+  snprintf(out, cap, "%s:%u", a, ntohs(port));
+}
+
+static void pre_close(int p, int why) {
+  pconn *c = &K.pre[p];
+  if (c->fd < 0) return;
+  close(c->fd);
+  c->fd = -1;
+  if (why < 0) return;
+  K.rejects[why]++;
+  /* An idle connection that timed out or was evicted is noise; a peer that
+   * spoke the protocol wrongly is news: said once, with the address. Every
+   * kind is counted for the summary at exit. */
+  if (!K.reported_reject && (why == REJ_bad_hello || why == REJ_bad_auth)) {
+    K.reported_reject = 1;
+    char from[24], at[24], msg[640];
+    addr_text(c->src, c->sport, from, sizeof from);
+    addr_text(*(const uint32_t *)(const void *)K.rec.addr, K.rec.port, at, sizeof at);
+    snprintf(msg, sizeof msg,
+             "a connection from %s to this process's cross-rank coordinator at %s %s; it was "
+             "closed and nothing it sent was used. Another process may be probing the port, "
+             "or a process of another job or a2acheck version uses the address. Connections "
+             "that do not authenticate are closed within 2 s (at most %d at a time, %d per "
+             "address) and cost the job nothing else; further ones are only counted (the "
+             "totals are reported at exit).",
+             from, at, rej_text[why], XR_PREAUTH_MAX, XR_PREAUTH_PER_SRC);
+    xr_report(A2A_CK_AUTH_FAILED, A2A_SEV_WARNING, NULL, 0, msg, true);
+  }
+}
+
+/* Whether a should be evicted before b: one that sent nothing yet first,
+ * then the older. */
+static bool evict_before(const pconn *a, const pconn *b) {
+  if (a->step != b->step) return a->step < b->step;
+  return a->t_open < b->t_open;
+}
+
+/* A slot for a new connection from src, evicting if needed. */
+static int pre_slot(uint32_t src) {
+  int free_i = -1, nsrc = 0, old_src = -1, old_any = -1;
+  for (int i = 0; i < XR_PREAUTH_MAX; i++) {
+    pconn *c = &K.pre[i];
+    if (c->fd < 0) {
+      if (free_i < 0) free_i = i;
+      continue;
+    }
+    if (c->src == src) {
+      nsrc++;
+      if (old_src < 0 || evict_before(c, &K.pre[old_src])) old_src = i;
+    }
+    if (old_any < 0 || evict_before(c, &K.pre[old_any])) old_any = i;
+  }
+  int v = nsrc >= XR_PREAUTH_PER_SRC ? old_src : free_i >= 0 ? free_i : old_any;
+  if (K.pre[v].fd >= 0) pre_close(v, REJ_evicted);
+  return v;
+}
+
+/* The client proved itself: an authenticated connection. */
+static void promote(int p, uint64_t now) {
+  pconn *c = &K.pre[p];
+  if (K.nc >= MAX_SCONNS) { pre_close(p, -1); return; }
+  if (K.nc % 64 == 0) {
+    sconn *nc = realloc(K.c, (size_t)(K.nc + 64) * sizeof *nc);
+    if (!nc) { pre_close(p, -1); return; }
+    K.c = nc;
+  }
+  int i = K.nc++;
+  sconn *s = &K.c[i];
+  memset(s, 0, sizeof *s);
+  s->fd = c->fd;
+  s->open = 1;
+  s->authed = 1;
+  s->t_open = now;
+  s->last_tx = now;
+  xr_auth_session(&K.secret, &c->hello, &c->chal, &s->rx, &s->tx);
+  s->pid = c->hello.pid;
+  s->grank = c->hello.grank;
+  xr_sanitize_text(s->host, sizeof s->host, c->hello.host, false);
+  addr_text(c->src, c->sport, s->addr, sizeof s->addr);
+  c->fd = -1; /* the descriptor moved */
+  K.authed++;
+  xr_matcher_hello(K.m, i, s->pid, s->grank, s->host);
+}
+
+/* Read what the handshake step expects, never more. */
+static void pre_read(int p, uint64_t now) {
+  pconn *c = &K.pre[p];
+  while (c->fd >= 0) {
+    uint16_t type = c->step == 1 ? XR_MSG_HELLO : XR_MSG_AUTH;
+    size_t plen = c->step == 1 ? sizeof(xr_hello) : sizeof(xr_auth);
+    size_t want = sizeof(xr_hdr) + plen - c->have;
+    ssize_t k = recv(c->fd, c->buf + c->have, want, MSG_DONTWAIT);
+    if (k == 0) { pre_close(p, REJ_closed); return; }
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) pre_close(p, REJ_closed);
+      return;
+    }
+    c->have += (size_t)k;
+    int r = xr_hs_check(c->buf, c->have, type, plen);
+    if (r < 0) { pre_close(p, c->step == 1 ? REJ_bad_hello : REJ_bad_auth); return; }
+    if (r == 0) return; /* more later */
+    c->have = 0;
+    if (c->step == 1) {
+      memcpy(&c->hello, c->buf + sizeof(xr_hdr), sizeof c->hello);
+      if (c->hello.version != XR_PROTO_VERSION || c->hello.flags != 0 ||
+          !memchr(c->hello.host, 0, sizeof c->hello.host)) {
+        pre_close(p, REJ_bad_hello);
+        return;
+      }
+      memset(&c->chal, 0, sizeof c->chal);
+      c->chal.version = XR_PROTO_VERSION;
+      xr_random(c->chal.nonce, sizeof c->chal.nonce);
+      xr_auth_coord_proof(&K.secret, &c->hello, c->chal.nonce, c->chal.proof);
+      uint8_t out[sizeof(xr_hdr) + sizeof(xr_challenge)];
+      size_t n = 0;
+      xr_put(out, sizeof out, &n, XR_MSG_CHALLENGE, &c->chal, sizeof c->chal);
+      /* A fresh socket's send buffer takes 68 bytes; anything less means
+       * the peer is gone. */
+      if (send(c->fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n) {
+        pre_close(p, REJ_closed);
+        return;
+      }
+      c->step = 2;
+    } else {
+      xr_auth a;
+      memcpy(&a, c->buf + sizeof(xr_hdr), sizeof a);
+      uint8_t want_proof[XR_PROOF_BYTES];
+      xr_auth_client_proof(&K.secret, &c->hello, &c->chal, want_proof);
+      if (!xr_ct_equal(want_proof, a.proof, sizeof want_proof)) {
+        pre_close(p, REJ_bad_auth);
+        return;
+      }
+      promote(p, now);
+      return;
+    }
+  }
+}
+
+static void accept_some(int lfd, uint64_t now) {
+  if (now < K.accept_rest_until) return;
+  struct rlimit rl;
+  uint64_t fd_cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                        ? (uint64_t)rl.rlim_cur
+                        : UINT64_MAX;
+  for (int tries = 0; tries < 32; tries++) {
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    int fd = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        /* Out of descriptors or memory: the backlog waits (real clients
+         * retry); polling it now would only spin. */
+        K.accept_rest_until = now + 100000000ull;
+        K.rejects[REJ_fd_reserve]++;
+      }
+      return;
+    }
+    /* Descriptors are allocated lowest first: this one's number is a lower
+     * bound of the descriptors the process has open. */
+    if (fd_cap != UINT64_MAX && (uint64_t)fd + XR_FD_RESERVE >= fd_cap) {
+      close(fd);
+      K.rejects[REJ_fd_reserve]++;
+      K.accept_rest_until = now + 50000000ull;
+      return;
+    }
+    K.accepted++;
+    uint32_t src = sa.sin_family == AF_INET ? sa.sin_addr.s_addr : 0;
+    int p = pre_slot(src);
+    pconn *c = &K.pre[p];
+    memset(c, 0, sizeof *c);
+    c->fd = fd;
+    c->step = 1;
+    c->src = src;
+    c->sport = sa.sin_port;
+    c->t_open = now;
+    int one = 1;
+    unsigned uto = XR_USER_TIMEOUT_MS;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof uto);
+    pre_read(p, now); /* a real client's HELLO is usually there already */
+  }
+}
+
+static void pre_expire(uint64_t now) {
+  for (int p = 0; p < XR_PREAUTH_MAX; p++)
+    if (K.pre[p].fd >= 0 && now - K.pre[p].t_open > XR_AUTH_DEADLINE_NS) pre_close(p, REJ_timeout);
+}
+
+/* ---- poll set ---- */
+
+/* What each poll entry is: -1 the listener, -2 - p pre-auth slot p, i >= 0
+ * authenticated connection i. */
+static int g_pmap[1 + XR_PREAUTH_MAX + MAX_SCONNS];
 
 size_t xr_coord_pollfds(struct pollfd *pfd, size_t max) {
   int lfd = atomic_load(&K.lfd);
   if (lfd < 0 || max == 0) return 0;
   size_t n = 0;
-  pfd[n++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+  if (xr_now_ns() >= K.accept_rest_until) {
+    g_pmap[n] = -1;
+    pfd[n++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+  }
+  for (int p = 0; p < XR_PREAUTH_MAX && n < max; p++)
+    if (K.pre[p].fd >= 0) {
+      g_pmap[n] = -2 - p;
+      pfd[n++] = (struct pollfd){.fd = K.pre[p].fd, .events = POLLIN};
+    }
   for (int i = 0; i < K.nc && n < max; i++)
     if (K.c[i].open) {
-      g_pmap[n - 1] = i;
-      pfd[n++] = (struct pollfd){.fd = K.c[i].fd,
-                                 .events = (short)(POLLIN | (K.c[i].out.len ? POLLOUT : 0))};
+      g_pmap[n] = i;
+      pfd[n++] = (struct pollfd){
+          .fd = K.c[i].fd,
+          .events = (short)(POLLIN | (K.c[i].out.len || K.c[i].wire.len ? POLLOUT : 0))};
     }
   return n;
-}
-
-static void conn_closed(int i) {
-  sconn *s = &K.c[i];
-  if (s->open) close(s->fd);
-  s->open = 0;
-  s->st.alive = 0;
-  if (s->authed && !s->detached && K.m) xr_matcher_conn_gone(K.m, i);
-  xr_buf_free(&s->in);
-  xr_buf_free(&s->out);
 }
 
 /* One message from client i. Returns -1 on a protocol error. */
 static int handle(int i, const xr_hdr *h, const uint8_t *pl, uint64_t now) {
   sconn *s = &K.c[i];
-  if (!s->authed) {
-    xr_hello he;
-    if (h->type != XR_MSG_HELLO || xr_get_fixed(h, pl, &he, sizeof he) != 0) return -1;
-    if (memcmp(he.token, K.token, XR_TOKEN_BYTES) != 0 || he.version != XR_PROTO_VERSION) return -1;
-    s->authed = 1;
-    s->pid = he.pid;
-    s->grank = he.grank;
-    snprintf(s->host, sizeof s->host, "%s", he.host);
-    xr_matcher_hello(K.m, i, he.pid, he.grank, he.host);
-    xr_welcome w = {.version = XR_PROTO_VERSION, .conn = (uint32_t)i};
-    send_to(i, XR_MSG_WELCOME, &w, sizeof w);
-    return 0;
-  }
   if (s->detached) return 0;
   switch (h->type) {
   case XR_MSG_COMMREG: {
@@ -275,6 +581,7 @@ static int handle(int i, const xr_hdr *h, const uint8_t *pl, uint64_t now) {
     xr_bye b;
     if (xr_get_fixed(h, pl, &b, sizeof b) != 0) return -1;
     s->bye = 1;
+    s->end = END_BYE;
     s->st.alive = 0;
     if (b.status == -1) {
       /* Detached (its record queue overflowed): forget it; its peers'
@@ -332,58 +639,54 @@ static void cflush_check(uint64_t now) {
   }
 }
 
+/* Input of authenticated connection i: sealed frames only. */
+static void conn_input(int i, uint64_t now) {
+  sconn *s = &K.c[i];
+  errno = 0;
+  int rr = xr_sock_read(s->fd, &s->in, XR_IN_MAX);
+  int rerr = errno;
+  size_t off = 0;
+  for (;;) {
+    xr_hdr h;
+    const uint8_t *pl;
+    size_t used;
+    int fr = xr_frame(s->in.p + off, s->in.len - off, &h, &pl, &used);
+    if (fr == 0) break;
+    /* A frame that is malformed or whose seal is wrong was not sent by the
+     * client we authenticated (or the stream is corrupt): the connection is
+     * lost, and nothing in the frame is used. */
+    if (fr < 0 || xr_unseal(&s->rx, s->in.p + off, &h) != 0 || handle(i, &h, pl, now) != 0) {
+      conn_closed(i, END_LOST);
+      return;
+    }
+    off += used;
+    if (!s->open) return;
+  }
+  if (rr < 0) { conn_closed(i, s->bye ? END_BYE : rerr ? end_of_errno(rerr) : END_DIED); return; }
+  xr_buf_consume(&s->in, off);
+}
+
 void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now) {
   int lfd = atomic_load(&K.lfd);
-  if (lfd < 0 || n == 0) return;
-  if (pfd[0].revents & POLLIN) {
-    for (int tries = 0; tries < 64; tries++) {
-      int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) break;
-      if (K.nc >= MAX_SCONNS) { close(fd); continue; }
-      if (K.nc % 64 == 0) {
-        sconn *nc = realloc(K.c, (size_t)(K.nc + 64) * sizeof *nc);
-        if (!nc) { close(fd); continue; }
-        K.c = nc;
-      }
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      sconn *s = &K.c[K.nc++];
-      memset(s, 0, sizeof *s);
-      s->fd = fd;
-      s->open = 1;
-      s->t_open = now;
-      s->grank = -1;
+  if (lfd < 0) return;
+  for (size_t j = 0; j < n; j++) {
+    int m = g_pmap[j];
+    short re = pfd[j].revents;
+    if (!re) continue;
+    if (m == -1) {
+      if (pfd[j].fd == lfd) accept_some(lfd, now);
+    } else if (m <= -2) {
+      int p = -2 - m;
+      if (K.pre[p].fd == pfd[j].fd) pre_read(p, now);
+    } else if (m < K.nc && K.c[m].open && K.c[m].fd == pfd[j].fd) {
+      if (re & (POLLIN | POLLHUP | POLLERR)) conn_input(m, now);
+      if (K.c[m].open) conn_write(m);
     }
   }
-  for (size_t j = 1; j < n; j++) {
-    int i = g_pmap[j - 1];
-    if (i < 0 || i >= K.nc || !K.c[i].open || K.c[i].fd != pfd[j].fd) continue;
-    sconn *s = &K.c[i];
-    if (pfd[j].revents & (POLLIN | POLLHUP | POLLERR)) {
-      int rr = xr_sock_read(s->fd, &s->in, XR_IN_MAX);
-      size_t off = 0;
-      int bad = 0;
-      for (;;) {
-        xr_hdr h;
-        const uint8_t *pl;
-        size_t used;
-        int fr = xr_frame(s->in.p + off, s->in.len - off, &h, &pl, &used);
-        if (fr == 0) break;
-        if (fr < 0 || handle(i, &h, pl, now) != 0) { bad = 1; break; }
-        off += used;
-        if (!s->open) break;
-      }
-      if (bad || rr < 0) { conn_closed(i); continue; }
-      xr_buf_consume(&s->in, off);
-    }
-    if (s->open && !s->authed && now - s->t_open > HELLO_TIMEOUT_NS) { conn_closed(i); continue; }
-    if (s->open && s->out.len && xr_sock_write(s->fd, &s->out) < 0) conn_closed(i);
-  }
+  pre_expire(now);
   /* Input may have settled a waiting rank (its peers' records arrived). */
   cflush_check(now);
-  for (int i = 0; i < K.nc; i++)
-    if (K.c[i].open && K.c[i].out.len && xr_sock_write(K.c[i].fd, &K.c[i].out) < 0)
-      conn_closed(i);
+  for (int i = 0; i < K.nc; i++) conn_write(i);
 }
 
 /* ---- deadlock / hang evaluation (policy: xrank_confirm.c) ---- */
@@ -429,6 +732,7 @@ static void evaluate(uint64_t now) {
       if (!K.c[i].has_state) continue;
       ps[k] = K.c[i].st;
       ps[k].alive = K.c[i].open && !K.c[i].bye;
+      ps[k].died = !K.c[i].open && K.c[i].end == END_DIED;
       map[k] = i;
       ids[k] = (uint32_t)i;
       k++;
@@ -444,35 +748,64 @@ static void evaluate(uint64_t now) {
 
 void xr_coord_tick(uint64_t now) {
   if (atomic_load(&K.lfd) < 0) return;
+  pre_expire(now);
   cflush_check(now);
   for (int i = 0; i < K.nc; i++) {
     sconn *s = &K.c[i];
-    if (!s->open || !s->flush_pending) continue;
-    if (xr_matcher_pending(K.m, i) == 0 || now - s->flush_since > 2500000000ull) {
+    if (!s->open) continue;
+    if (s->flush_pending &&
+        (xr_matcher_pending(K.m, i) == 0 || now - s->flush_since > 2500000000ull)) {
       xr_flush f = {.token = 1};
       send_to(i, XR_MSG_FLUSHED, &f, sizeof f);
       s->flush_pending = 0;
+    }
+    /* Something unacknowledged on every connection, so a dead path times
+     * out (TCP_USER_TIMEOUT) even while the coordinator has nothing to say. */
+    if (s->open && now - s->last_tx >= XR_PING_NS) {
+      xr_ping pg = {.n = now};
+      send_to(i, XR_MSG_PING, &pg, sizeof pg);
     }
   }
   if (now - K.last_eval >= 250000000ull) {
     K.last_eval = now;
     evaluate(now);
   }
-  for (int i = 0; i < K.nc; i++)
-    if (K.c[i].open && K.c[i].out.len && xr_sock_write(K.c[i].fd, &K.c[i].out) < 0) conn_closed(i);
+  for (int i = 0; i < K.nc; i++) conn_write(i);
 }
 
 void xr_coord_linger(uint64_t max_ns) {
   if (atomic_load(&K.lfd) < 0) return;
   uint64_t t0 = xr_now_ns();
-  struct pollfd pfd[MAX_SCONNS + 1];
+  static struct pollfd pfd[1 + XR_PREAUTH_MAX + MAX_SCONNS];
   while (xr_coord_other_clients() > 0 && xr_now_ns() - t0 < max_ns) {
-    for (int i = 0; i < K.nc; i++)
-      if (K.c[i].open && K.c[i].out.len && xr_sock_write(K.c[i].fd, &K.c[i].out) < 0) conn_closed(i);
+    for (int i = 0; i < K.nc; i++) conn_write(i);
     size_t n = xr_coord_pollfds(pfd, sizeof pfd / sizeof pfd[0]);
     if (poll(pfd, n, 10) < 0) continue;
     xr_coord_io(pfd, n, xr_now_ns());
   }
+}
+
+void xr_coord_report_totals(void) {
+  if (atomic_load(&K.lfd) < 0) return;
+  uint64_t total = 0;
+  for (int r = 0; r < REJ__COUNT; r++) total += K.rejects[r];
+  /* Evictions and refusals are counted with the flood that caused them;
+   * clean runs (every connection authenticated) say nothing. */
+  if (!total) return;
+  char at[24], msg[1024];
+  addr_text(*(const uint32_t *)(const void *)K.rec.addr, K.rec.port, at, sizeof at);
+  size_t len = (size_t)snprintf(msg, sizeof msg,
+                                "the cross-rank coordinator at %s accepted %" PRIu64
+                                " connections, %" PRIu64 " of which authenticated; of the others",
+                                at, K.accepted, K.authed);
+  for (int r = 0; r < REJ__COUNT && len < sizeof msg; r++)
+    if (K.rejects[r])
+      len += (size_t)snprintf(msg + len, sizeof msg - len, "%s %" PRIu64 " %s", len ? "," : "",
+                              K.rejects[r], rej_text[r]);
+  if (len < sizeof msg)
+    snprintf(msg + len, sizeof msg - len,
+             ". None of them was used; the job's ranks were served meanwhile.");
+  xr_report(A2A_CK_AUTH_FAILED, A2A_SEV_WARNING, NULL, 0, msg, false);
 }
 
 void xr_coord_after_fork_child(void) {
@@ -482,6 +815,8 @@ void xr_coord_after_fork_child(void) {
   if (lfd >= 0) close(lfd);
   for (int i = 0; i < K.nc; i++)
     if (K.c[i].open) close(K.c[i].fd);
+  for (int p = 0; p < XR_PREAUTH_MAX; p++)
+    if (K.pre[p].fd >= 0 && lfd >= 0) close(K.pre[p].fd);
   memset(&K, 0, sizeof K);
   atomic_store(&K.lfd, -1);
 }

@@ -19,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "a2a_core.h"
 #include "xrank.h"
+#include "xrank_auth.h"
 #include "xrank_proto.h"
 #include "xrank_rec.h"
 
@@ -36,13 +38,31 @@ void xr_buf_consume(xr_buf *b, size_t n);
 void xr_buf_free(xr_buf *b);
 /* Write as much of out as the socket takes. -1 on a dead socket. */
 int xr_sock_write(int fd, xr_buf *out);
-/* Read what is available into in (bounded). -1 on EOF or error. */
+/* Read what is available into in (bounded). -1 on end of file (errno 0),
+ * an error (errno set) or a frame over max (EMSGSIZE). */
 int xr_sock_read(int fd, xr_buf *in, size_t max);
 /* Append one message; false if the buffer would exceed its bound. */
 bool xr_out_msg(xr_buf *out, xr_msgtype type, const void *payload, size_t plen);
 
+/* An authenticated connection's output: out holds whole unsealed messages
+ * as the encoders wrote them, wire the sealed bytes not yet taken by the
+ * socket. Seal everything in out into wire, then write what the socket
+ * takes. XR_WRITE_DEAD (errno set) on a dead socket, XR_WRITE_FULL when the
+ * peer has left XR_OUT_MAX unread. */
+enum { XR_WRITE_OK = 0, XR_WRITE_DEAD = -1, XR_WRITE_FULL = -2 };
+int xr_write_sealed(int fd, xr_buf *out, xr_buf *wire, xr_mac *tx);
+
 #define XR_OUT_MAX (32u << 20)   /* a peer that reads nothing is dropped */
 #define XR_IN_MAX (XR_MAX_PAYLOAD + 64 * 1024)
+/* TCP_USER_TIMEOUT of every side-channel socket: data unacknowledged this
+ * long (a dead host or path; the coordinator pings every second so there
+ * always is some) ends the connection as lost. */
+#define XR_USER_TIMEOUT_MS 10000u
+
+/* A finding from the background thread (xr_chan.c): the call site, if
+ * any, is the operation's own; echo also writes it to stderr. */
+void xr_report(a2a_check_id check, a2a_severity sev, const a2a_comm *c, uint64_t site,
+               const char *msg, bool echo);
 
 /* ---- the coordinator (xr_coord.c) ---- */
 
@@ -63,11 +83,17 @@ size_t xr_coord_other_clients(void);
  * verdicts queued for the others, read what they send so closing does not
  * reset the connections) until the other clients left or max_ns passed. */
 void xr_coord_linger(uint64_t max_ns);
+/* At exit, when connections failed to authenticate: one finding with the
+ * totals (a2acheck.auth-failed). */
+void xr_coord_report_totals(void);
 /* Fork child: forget (close) everything inherited. */
 void xr_coord_after_fork_child(void);
 
 /* ---- shared ---- */
 extern pthread_mutex_t g_xr_mu;
 uint64_t xr_now_ns(void);
+/* n unpredictable bytes (getrandom; /dev/urandom before the pool is
+ * ready): secrets and nonces. */
+void xr_random(uint8_t *out, size_t n);
 
 #endif /* A2A_XR_INTERNAL_H */

@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define XR_PROTO_VERSION 2u
+#define XR_PROTO_VERSION 3u
 #define XR_TOKEN_BYTES 16
 
 /* Operation kinds of a fingerprint. */
@@ -199,6 +199,8 @@ _Static_assert(sizeof(xr_threadstate) == 56, "xr_threadstate is a wire record");
  * owned by whoever built the struct (the parser: one block). */
 typedef struct xr_procstate {
   int alive;             /* 0 once the process said bye or its socket closed */
+  int died;              /* not alive, and its socket closed without a bye:
+                            killed or crashed (coordinator side only) */
   int32_t pid, grank;    /* process id, global rank (-1 unknown) */
   char host[64];
   uint32_t version;      /* report sequence number */
@@ -208,6 +210,11 @@ typedef struct xr_procstate {
   const xr_threadstate *threads;
   const xr_peerent *peers;
 } xr_procstate;
+
+/* How a process that is no longer alive ended, for stories. */
+static inline const char *xr_proc_gone(const xr_procstate *p) {
+  return p->died ? "died (its connection closed without a goodbye: killed or crashed)" : "exited";
+}
 
 #ifdef __cplusplus
 }

@@ -74,8 +74,9 @@ static void emit_story(const xr_confirm *c, a2a_check_id check, const xr_procsta
       len += (size_t)snprintf(text + len, sizeof text - len, "; the awaited process: pid %d", q->pid);
     else
       len += (size_t)snprintf(text + len, sizeof text - len, "; the missing process: pid %d%s", q->pid,
-                              q->alive ? " (alive, blocked elsewhere)"
-                                       : " (exited or ended the communicator)");
+                              q->alive  ? " (alive, blocked elsewhere)"
+                              : q->died ? " (died: killed or crashed)"
+                                        : " (exited or ended the communicator)");
     if (q->grank >= 0 && len < sizeof text)
       len += (size_t)snprintf(text + len, sizeof text - len, ", global rank %d", q->grank);
   }
@@ -213,7 +214,7 @@ static void describe_proc_state(sbuf *s, const xr_confirm_io *io, const xr_procs
                                 const xr_commstate *qc) {
   char hb[32];
   const xr_procstate *Q = &ps[q];
-  if (!Q->alive) { sb(s, "exited"); return; }
+  if (!Q->alive) { sb(s, "%s", xr_proc_gone(Q)); return; }
   if (qc && qc->ended) { sb(s, "ended the communicator"); return; }
   if (Q->nthreads) {
     const xr_threadstate *T = &Q->threads[0];

@@ -11,12 +11,9 @@
 
 #define MAX_NRANKS (1 << 16)       /* larger registrations are rejected */
 #define MAX_QUEUE (1u << 16)       /* pending ops per queue before giving up */
-/* The pair table: sized to the communicator when it is registered, a
- * power of two >= nranks^2 between 256 and 2^18 buckets; the index of pair
- * (s, d) is s*nranks+d, so up to 512 ranks it is direct (no collisions) and
- * beyond, 1,024 ranks' million pairs share 2^18 buckets four to a chain. */
-#define MIN_BUCKETS 256
-#define MAX_BUCKETS (1u << 18)
+#define NBUCKETS 256             /* initial (sender, receiver) chains per comm */
+#define MAX_PAIRS (1u << 22)      /* pairs per comm (a 2048-rank all-to-all):
+                                     past it matching stops on the comm */
 #define MAX_KEYS 256               /* distinct verdict keys per comm */
 
 /* A FIFO of pending operations. */
@@ -56,8 +53,7 @@ typedef struct pairq {
   int32_t s, d;
   opq sends, recvs;       /* unmatched sends s->d, unmatched receives at d from s */
   uint32_t nsend, nrecv;  /* posted so far */
-  struct pairq *next;     /* in its bucket */
-  struct pairq *all;      /* every pair of the comm, for the walks */
+  struct pairq *next;
 } pairq;
 
 typedef struct mrank {
@@ -78,9 +74,10 @@ typedef struct mcomm {
   int desynced;           /* a queue overflowed: matching stopped */
   mrank *ranks;
   uint32_t coll_matched;
-  pairq **buckets;        /* nbuckets, a power of two */
-  size_t nbuckets;
-  pairq *pairs;           /* every pair (the `all` list) */
+  pairq **buckets;        /* (sender, receiver) queues: nbuckets chains, a power
+                             of two, doubled when there are twice as many
+                             pairs (an all-to-all on n ranks makes n^2) */
+  size_t nbuckets, npairs;
   uint64_t keys[MAX_KEYS];
   int nkeys;
   char last[768];
@@ -109,17 +106,20 @@ xr_matcher *xr_matcher_new(const xr_match_out *out) {
 }
 
 static void comm_free(mcomm *c) {
-  for (pairq *p = c->pairs; p;) {
-    pairq *n = p->all;
-    opq_free(&p->sends);
-    opq_free(&p->recvs);
-    free(p);
-    p = n;
+  for (size_t i = 0; i < c->nbuckets; i++) {
+    pairq *p = c->buckets[i];
+    while (p) {
+      pairq *n = p->next;
+      opq_free(&p->sends);
+      opq_free(&p->recvs);
+      free(p);
+      p = n;
+    }
   }
-  free(c->buckets);
   if (c->ranks)
     for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
   free(c->ranks);
+  free(c->buckets);
   free(c);
 }
 
@@ -287,10 +287,8 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
     c = calloc(1, sizeof *c);
     if (!c) return;
     c->ranks = calloc((size_t)reg->nranks, sizeof *c->ranks);
-    size_t nb = MIN_BUCKETS, want = (size_t)reg->nranks * (size_t)reg->nranks;
-    while (nb < want && nb < MAX_BUCKETS) nb *= 2;
-    c->buckets = calloc(nb, sizeof *c->buckets);
-    c->nbuckets = nb;
+    c->nbuckets = NBUCKETS;
+    c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
     if (!c->ranks || !c->buckets) { free(c->ranks); free(c->buckets); free(c); return; }
     for (int r = 0; r < reg->nranks; r++) c->ranks[r].conn = -1;
     c->id = reg->comm;
@@ -438,19 +436,41 @@ static void match_colls(xr_matcher *m, mcomm *c) {
 /* ------------------------------------------------------------------ */
 /* Point-to-point. */
 
+static size_t pair_bucket(int32_t s, int32_t d, size_t nbuckets) {
+  uint64_t k = ((uint64_t)(uint32_t)s << 32 | (uint32_t)d) * 0x9e3779b97f4a7c15ull;
+  return (size_t)(k >> 32) & (nbuckets - 1);
+}
+
+/* Twice the chains, when the table is that full (nothing changes if the
+ * allocation fails: chains just get longer). */
+static void pairs_grow(mcomm *c) {
+  size_t nb = c->nbuckets * 2;
+  pairq **t = calloc(nb, sizeof *t);
+  if (!t) return;
+  for (size_t i = 0; i < c->nbuckets; i++)
+    for (pairq *p = c->buckets[i], *n; p; p = n) {
+      n = p->next;
+      size_t b = pair_bucket(p->s, p->d, nb);
+      p->next = t[b];
+      t[b] = p;
+    }
+  free(c->buckets);
+  c->buckets = t;
+  c->nbuckets = nb;
+}
+
 static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
-  size_t b = ((size_t)(uint32_t)s * (size_t)c->nranks + (size_t)(uint32_t)d) & (c->nbuckets - 1);
+  size_t b = pair_bucket(s, d, c->nbuckets);
   for (pairq *p = c->buckets[b]; p; p = p->next)
     if (p->s == s && p->d == d) return p;
-  if (!create) return NULL;
+  if (!create || c->npairs >= MAX_PAIRS) return NULL;
   pairq *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->s = s;
   p->d = d;
   p->next = c->buckets[b];
   c->buckets[b] = p;
-  p->all = c->pairs;
-  c->pairs = p;
+  if (++c->npairs > 2 * c->nbuckets) pairs_grow(c);
   return p;
 }
 
@@ -551,10 +571,11 @@ static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *
 
 static void desync(mcomm *c) {
   c->desynced = 1;
-  for (pairq *p = c->pairs; p; p = p->all) {
-    opq_free(&p->sends);
-    opq_free(&p->recvs);
-  }
+  for (size_t i = 0; i < c->nbuckets; i++)
+    for (pairq *p = c->buckets[i]; p; p = p->next) {
+      opq_free(&p->sends);
+      opq_free(&p->recvs);
+    }
   for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
 }
 
@@ -564,7 +585,7 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   int s = op->kind == XR_OP_SEND ? op->rank : op->peer;
   int d = op->kind == XR_OP_SEND ? op->peer : op->rank;
   pairq *p = pair_get(c, s, d, 1);
-  if (!p) return;
+  if (!p) { desync(c); return; } /* a skipped operation would shift every later match */
   /* Posted towards a peer that already ended the comm or exited: it will
    * never be matched. */
   int other = op->kind == XR_OP_SEND ? d : s;
@@ -721,25 +742,26 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
   if (x < 0 || x >= c->nranks || c->ranks[x].ended) return;
   c->ranks[x].ended = 1;
   char text[768], d1[160], s1[128];
-  for (pairq *p = c->pairs; p; p = p->all) {
-    /* Sends to x that x never received, receives from x never sent. */
-    const opq *q = p->d == x && p->s != x ? &p->sends : p->s == x && p->d != x ? &p->recvs : NULL;
-    if (!q || !q->len) continue;
-    const xr_op *op = opq_front(q);
-    int waiter = op->rank;
-    uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
-    snprintf(text, sizeof text,
-             "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d %s "
-             "without posting the matching %s (it posted %u %s rank %d; %zu of rank %d's "
-             "operations towards it are unmatched)",
-             waiter, xr_op_describe(op, d1, sizeof d1), op->group,
-             site_str(m, conn_of(c, waiter), op->site, s1, sizeof s1), c->id, x, how,
-             op->kind == XR_OP_SEND ? "receive" : "send", posted,
-             op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, q->len, waiter);
-    snprintf(c->last, sizeof c->last, "%s", text);
-    if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, waiter, x))
-      send_verdict(m, c, waiter, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
-  }
+  for (size_t i = 0; i < c->nbuckets; i++)
+    for (pairq *p = c->buckets[i]; p; p = p->next) {
+      /* Sends to x that x never received, receives from x never sent. */
+      const opq *q = p->d == x && p->s != x ? &p->sends : p->s == x && p->d != x ? &p->recvs : NULL;
+      if (!q || !q->len) continue;
+      const xr_op *op = opq_front(q);
+      int waiter = op->rank;
+      uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
+      snprintf(text, sizeof text,
+               "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d %s "
+               "without posting the matching %s (it posted %u %s rank %d; %zu of rank %d's "
+               "operations towards it are unmatched)",
+               waiter, xr_op_describe(op, d1, sizeof d1), op->group,
+               site_str(m, conn_of(c, waiter), op->site, s1, sizeof s1), c->id, x, how,
+               op->kind == XR_OP_SEND ? "receive" : "send", posted,
+               op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, q->len, waiter);
+      snprintf(c->last, sizeof c->last, "%s", text);
+      if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, waiter, x))
+        send_verdict(m, c, waiter, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
+    }
 }
 
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {
@@ -748,25 +770,30 @@ void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {
   rank_ended(m, c, rank, "ended the communicator");
 }
 
-void xr_matcher_conn_gone(xr_matcher *m, int conn) {
+static void conn_ended(xr_matcher *m, int conn, const char *how) {
   mconn *mc = conn_get(m, conn);
   if (!mc) return;
   for (mcomm *c = m->comms; c; c = c->next) {
     if (c->desynced) continue;
     for (int r = 0; r < c->nranks; r++)
-      if (c->ranks[r].conn == conn) rank_ended(m, c, r, "exited");
+      if (c->ranks[r].conn == conn) rank_ended(m, c, r, how);
   }
   mc->gone = 1;
+}
+
+void xr_matcher_conn_gone(xr_matcher *m, int conn) { conn_ended(m, conn, "exited"); }
+
+void xr_matcher_conn_died(xr_matcher *m, int conn) {
+  conn_ended(m, conn, "died (killed or crashed)");
 }
 
 /* Pending operations of conn on c; only those of `rank` when rank >= 0. A
  * collective counts while no rank ended (after that it can never match);
  * a send/receive while its peer has not ended. A peer not registered yet
- * counts as one that may still post: its registration can arrive after
- * this rank's records and flush (a slower process), and answering the
- * flush then would let this rank exit before the verdict about the pair
- * (the client's wait is bounded, so a peer that never registers costs at
- * most that bound at ncclCommDestroy). */
+ * still may (its connection can come later than ours: each one's
+ * handshake takes its own round trips), so its counterparts are awaited;
+ * every wait on this is bounded by its asker (ncclCommDestroy 2 s, exit
+ * 2.5 s). */
 static size_t pending_in(const mcomm *c, int conn, int rank) {
   size_t n = 0;
   int mine = 0, anyended = 0;
@@ -777,14 +804,15 @@ static size_t pending_in(const mcomm *c, int conn, int rank) {
   if (!mine) return 0;
   for (int r = 0; r < c->nranks; r++)
     if (c->ranks[r].conn == conn && (rank < 0 || r == rank) && !anyended) n += c->ranks[r].colls.len;
-  for (const pairq *p = c->pairs; p; p = p->all) {
-    if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
-        (rank < 0 || p->s == rank) && !c->ranks[p->d].ended)
-      n += p->sends.len;
-    if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
-        (rank < 0 || p->d == rank) && !c->ranks[p->s].ended)
-      n += p->recvs.len;
-  }
+  for (size_t i = 0; i < c->nbuckets; i++)
+    for (const pairq *p = c->buckets[i]; p; p = p->next) {
+      if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
+          (rank < 0 || p->s == rank) && !c->ranks[p->d].ended)
+        n += p->sends.len;
+      if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
+          (rank < 0 || p->d == rank) && !c->ranks[p->s].ended)
+        n += p->recvs.len;
+    }
   return n;
 }
 

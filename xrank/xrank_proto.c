@@ -12,7 +12,9 @@
 static size_t fixed_size(uint16_t type) {
   switch (type) {
   case XR_MSG_HELLO: return sizeof(xr_hello);
-  case XR_MSG_WELCOME: return sizeof(xr_welcome);
+  case XR_MSG_CHALLENGE: return sizeof(xr_challenge);
+  case XR_MSG_AUTH: return sizeof(xr_auth);
+  case XR_MSG_PING: return sizeof(xr_ping);
   case XR_MSG_COMMREG: return sizeof(xr_commreg);
   case XR_MSG_SITE: return sizeof(xr_site);
   case XR_MSG_COMMEND: return sizeof(xr_commend);
@@ -146,12 +148,21 @@ int xr_frame(const uint8_t *buf, size_t len, xr_hdr *hdr,
   memcpy(&h, buf, sizeof h);
   if (h.magic != XR_MAGIC) return -1;
   if (h.type == 0 || h.type >= XR_MSG__COUNT) return -1;
-  if (h.len > XR_MAX_PAYLOAD) return -1;
+  if (h.flags & ~(uint16_t)XR_HDR_SEALED) return -1;
+  if (h.len > XR_MAX_PAYLOAD + (h.flags & XR_HDR_SEALED ? XR_SEAL_BYTES : 0)) return -1;
   if (len - sizeof h < h.len) return 0;
   *hdr = h;
   *payload = buf + sizeof h;
   *used = sizeof h + h.len;
   return 1;
+}
+
+int xr_hs_check(const uint8_t *buf, size_t have, uint16_t type, size_t plen) {
+  xr_hdr want = {.magic = XR_MAGIC, .type = type, .flags = 0, .len = (uint32_t)plen};
+  size_t n = have < sizeof want ? have : sizeof want;
+  if (memcmp(buf, &want, n) != 0) return -1;
+  if (have > sizeof want + plen) return -1;
+  return have == sizeof want + plen;
 }
 
 static bool nul_in(const char *s, size_t n) { return memchr(s, 0, n) != NULL; }
@@ -171,7 +182,7 @@ int xr_check_payload(const xr_hdr *hdr, const uint8_t *payload) {
     } else if (hdr->type == XR_MSG_COMMREG) {
       xr_commreg r;
       memcpy(&r, payload, sizeof r);
-      if (r.nranks <= 0 || r.rank < 0 || r.rank >= r.nranks) return -1;
+      if (r.nranks <= 0 || r.nranks > XR_MAX_NRANKS || r.rank < 0 || r.rank >= r.nranks) return -1;
     } else if (hdr->type == XR_MSG_COMMFLUSH || hdr->type == XR_MSG_COMMFLUSHED) {
       xr_commflush f;
       memcpy(&f, payload, sizeof f);
@@ -216,7 +227,7 @@ int xr_check_payload(const xr_hdr *hdr, const uint8_t *payload) {
       xr_commstate c;
       memcpy(&c, p + (size_t)i * sizeof c, sizeof c);
       if (c.peer_off > h.npeers || c.npeers > h.npeers - c.peer_off) return -1;
-      if (c.nranks <= 0 || c.rank < 0 || c.rank >= c.nranks) return -1;
+      if (c.nranks <= 0 || c.nranks > XR_MAX_NRANKS || c.rank < 0 || c.rank >= c.nranks) return -1;
     }
     p += (size_t)h.ncomms * sizeof(xr_commstate);
     for (uint32_t i = 0; i < h.nunits; i++) {
@@ -329,4 +340,68 @@ int32_t xr_visible_device(const char *cvd, int ordinal) {
   for (; k < n && p[k] >= '0' && p[k] <= '9' && v < (1L << 24); k++) v = v * 10 + (p[k] - '0');
   if (k == n) return (int32_t)v;
   return (int32_t)(0x40000000u | (uint32_t)(a2a_hash_bytes(p, n, 0xcd) & 0x3fffffffu));
+}
+
+/* ---- text from peers ---- */
+
+/* Length of the well-formed UTF-8 sequence at p (1..4), 0 if malformed
+ * (overlong forms, surrogates and code points past U+10FFFF included);
+ * *cp gets its code point. */
+static size_t utf8_seq(const unsigned char *p, uint32_t *cp) {
+  unsigned char c = p[0];
+  size_t n;
+  uint32_t v, min;
+  if (c >= 0xc2 && c <= 0xdf) { n = 2; v = c & 0x1f; min = 0x80; }
+  else if (c >= 0xe0 && c <= 0xef) { n = 3; v = c & 0x0f; min = 0x800; }
+  else if (c >= 0xf0 && c <= 0xf4) { n = 4; v = c & 0x07; min = 0x10000; }
+  else return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the NUL */
+    v = v << 6 | (p[i] & 0x3f);
+  }
+  if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+  *cp = v;
+  return n;
+}
+
+/* Code points that move the cursor, end a line or reorder text. */
+static bool cp_unsafe(uint32_t v) {
+  return (v >= 0x80 && v <= 0x9f) ||                     /* C1 controls (CSI) */
+         v == 0x2028 || v == 0x2029 ||                   /* line/paragraph sep */
+         (v >= 0x200e && v <= 0x200f) || (v >= 0x202a && v <= 0x202e) ||
+         (v >= 0x2066 && v <= 0x2069) || v == 0x061c ||  /* bidi controls */
+         v == 0xfeff;
+}
+
+size_t xr_sanitize_text(char *dst, size_t cap, const char *src, bool multiline) {
+  if (!cap) return 0;
+  size_t o = 0;
+  const unsigned char *p = (const unsigned char *)(src ? src : "");
+#define PUT(ch) do { if (o + 1 >= cap) goto done; dst[o++] = (char)(ch); } while (0)
+  while (*p) {
+    unsigned char c = *p;
+    if (c == '\n') {
+      p++;
+      if (!multiline) { PUT(' '); continue; }
+      if (o + 3 >= cap) goto done;
+      dst[o++] = '\n';
+      int lead = p[0] == ' ' ? (p[1] == ' ' ? 2 : 1) : 0;
+      for (; lead < 2; lead++) dst[o++] = ' ';
+      continue;
+    }
+    if (c == '\t') { PUT(' '); p++; continue; }
+    if (c < 0x20 || c == 0x7f) { PUT('?'); p++; continue; }
+    if (c < 0x80) { PUT(c); p++; continue; }
+    uint32_t cp = 0;
+    size_t n = utf8_seq(p, &cp);
+    if (!n || cp_unsafe(cp)) { PUT('?'); p += n ? n : 1; continue; }
+    if (o + n >= cap) goto done;
+    memcpy(dst + o, p, n);
+    o += n;
+    p += n;
+  }
+#undef PUT
+done:
+  dst[o] = 0;
+  return o;
 }

@@ -8,6 +8,12 @@
  * that do not add up, or strings that are not NUL-terminated inside their
  * field are protocol errors, after which the connection is dropped. Nothing
  * a peer sends can make the parser read or write out of bounds.
+ *
+ * A connection starts with a handshake (HELLO, CHALLENGE, AUTH; unsealed,
+ * each read only at its exact size) in which both sides prove that they
+ * know the job's secret; every later message is sealed with a tag
+ * (xrank_auth.h). Text a peer sends reaches a log only through
+ * xr_sanitize_text. Fuzzed by xrank/fuzz_proto.c.
  */
 #ifndef A2A_XRANK_PROTO_H
 #define A2A_XRANK_PROTO_H
@@ -23,14 +29,18 @@ extern "C" {
 #endif
 
 #define XR_MAGIC 0x52583241u /* "A2XR" little-endian */
-#define XR_MAX_PAYLOAD (1u << 20)
+#define XR_MAX_PAYLOAD (1u << 20)  /* without the seal's tag */
+#define XR_SEAL_BYTES 16             /* = XR_TAG_BYTES (xrank_auth.h) */
 #define XR_MAX_OPS_PER_MSG 4096u
 #define XR_MAX_TEXT 6000u
+#define XR_MAX_NRANKS (1 << 20) /* communicator sizes on the wire (as the client caps them) */
 #define XR_MAX_JSON 8000u
 
 typedef enum xr_msgtype {
-  XR_MSG_HELLO = 1,    /* client -> coordinator: token, pid, rank, host */
-  XR_MSG_WELCOME,      /* coordinator -> client: accepted */
+  XR_MSG_HELLO = 1,    /* client -> coordinator: nonce, pid, rank, host */
+  XR_MSG_CHALLENGE,    /* coordinator -> client: nonce, proof (xrank_auth.h) */
+  XR_MSG_AUTH,         /* client -> coordinator: proof */
+  /* Sealed from here on (XR_HDR_SEALED). */
   XR_MSG_COMMREG,      /* xr_commreg */
   XR_MSG_OPS,          /* batch of xr_op */
   XR_MSG_SITE,         /* call-site address -> printable text */
@@ -43,26 +53,47 @@ typedef enum xr_msgtype {
   XR_MSG_COMMFLUSH,    /* client asks at ncclCommDestroy/Finalize: answer when
                           every verdict about this rank on this comm is sent */
   XR_MSG_COMMFLUSHED,  /* coordinator's answer (echoes comm, rank, seq) */
+  XR_MSG_PING,         /* coordinator -> client, every second: keeps a dead
+                          path detectable (TCP_USER_TIMEOUT needs unacked data) */
   XR_MSG__COUNT
 } xr_msgtype;
+
+/* Header flags. SEALED: the last XR_TAG_BYTES of the payload are its
+ * message authentication tag (xrank_auth.h); every message after the
+ * handshake carries one. Other bits are protocol errors. */
+enum { XR_HDR_SEALED = 1 };
 
 typedef struct xr_hdr {
   uint32_t magic;
   uint16_t type;
   uint16_t flags;
-  uint32_t len; /* payload bytes */
+  uint32_t len; /* payload bytes (with the tag when sealed) */
 } xr_hdr;
 _Static_assert(sizeof(xr_hdr) == 12, "xr_hdr is a wire record");
 
+#define XR_NONCE_BYTES 16
+#define XR_PROOF_BYTES 32
+
 typedef struct xr_hello {
-  uint8_t token[XR_TOKEN_BYTES];
   uint32_t version;
+  uint32_t flags;                 /* 0 */
+  uint8_t nonce[XR_NONCE_BYTES];  /* the client's, from getrandom */
   int32_t pid, grank;
-  uint32_t pad;
   char host[64];
 } xr_hello;
+_Static_assert(sizeof(xr_hello) == 96, "xr_hello is a wire record");
 
-typedef struct xr_welcome { uint32_t version, conn; } xr_welcome;
+typedef struct xr_challenge {
+  uint32_t version;
+  uint32_t pad;
+  uint8_t nonce[XR_NONCE_BYTES];  /* the coordinator's */
+  uint8_t proof[XR_PROOF_BYTES];  /* it knows the secret (xrank_auth.h) */
+} xr_challenge;
+_Static_assert(sizeof(xr_challenge) == 56, "xr_challenge is a wire record");
+
+typedef struct xr_auth { uint8_t proof[XR_PROOF_BYTES]; } xr_auth;
+typedef struct xr_ping { uint64_t n; } xr_ping;
+
 typedef struct xr_site { uint64_t site; char text[120]; } xr_site;
 typedef struct xr_commend { uint64_t comm; int32_t how, rank; } xr_commend;
 typedef struct xr_bye { int32_t status, pad; } xr_bye;
@@ -117,10 +148,34 @@ int32_t xr_visible_device(const char *cvd, int ordinal);
 
 /* Frame at the start of buf[0..len): returns 1 and sets *hdr and *payload
  * when a whole valid-looking frame is there (*used = its bytes), 0 when more
- * bytes are needed, -1 on a protocol error (bad magic, unknown type, payload
- * over XR_MAX_PAYLOAD). */
+ * bytes are needed, -1 on a protocol error (bad magic, unknown type or flag,
+ * payload over XR_MAX_PAYLOAD, plus the tag when sealed). A sealed frame's
+ * *hdr and payload still include the tag: xr_unseal (xrank_auth.h) checks
+ * and strips it before the payload is decoded. */
 int xr_frame(const uint8_t *buf, size_t len, xr_hdr *hdr,
              const uint8_t **payload, size_t *used);
+
+/* Before authentication a peer may send exactly one message of one type
+ * and size (HELLO, then AUTH; the client expects CHALLENGE), unsealed.
+ * buf[0..have) holds the first bytes received for it: 1 when all
+ * sizeof(xr_hdr) + plen bytes are there and the header is exactly that,
+ * 0 when more are needed (read at most the difference: nothing beyond the
+ * message is ever read), -1 as soon as a byte received disagrees. */
+int xr_hs_check(const uint8_t *buf, size_t have, uint16_t type, size_t plen);
+
+/* ---- text from peers ---- */
+
+/* Copy text a peer sent (verdict text, call sites, host names) into
+ * dst[0..cap) so that it cannot forge or hide log lines or drive a
+ * terminal: control characters, DEL, C1 controls, invalid UTF-8 and Unicode
+ * line/paragraph separators and bidirectional overrides become '?'; a tab
+ * becomes a space. With multiline, newlines are kept (stories are
+ * indented lines) but every line after the first starts with at least two
+ * spaces, so no line of a message can pass for a finding's header in the
+ * text log ("[time] error ...") or for a line of a2acheck's own on stderr
+ * ("a2acheck: ..."); without multiline a newline becomes a space.
+ * Truncated to fit; returns the length. */
+size_t xr_sanitize_text(char *dst, size_t cap, const char *src, bool multiline);
 
 /* Validate a payload for its type (sizes, counts, strings). 0 if valid,
  * -1 otherwise. Fixed-size messages must have exactly their size. */

@@ -32,6 +32,9 @@ extern "C" {
 #define XR_IDREC_OFF 80
 #define XR_IDREC_BYTES 48
 #define XR_IDREC_MAGIC 0x58613241u /* "A2aX" */
+/* 2: the coordinator speaks XR_PROTO_VERSION 3 (authenticated). A client of
+ * another version finds no record it knows (no coordinator, said once). */
+#define XR_IDREC_VERSION 2
 
 typedef struct xr_idrec {
   uint32_t magic;
@@ -39,7 +42,7 @@ typedef struct xr_idrec {
   uint8_t family;    /* 4 or 6 */
   uint16_t port;     /* network order */
   uint8_t addr[16];  /* IPv4 in the first 4 bytes */
-  uint8_t token[XR_TOKEN_BYTES];
+  uint8_t token[XR_TOKEN_BYTES]; /* the job's secret (xrank_auth.h) */
   uint32_t pid;      /* coordinator host's pid (for messages) */
   uint32_t check;    /* hash of the bytes above */
 } xr_idrec;

@@ -57,6 +57,20 @@ static const mem *find_mem(const graph *g, uint64_t comm, int32_t rank) {
   return bsearch(&key, g->mems, g->nmems, sizeof key, mem_cmp);
 }
 
+/* The first membership of comm in the sorted table (g->nmems if none):
+ * loops over a communicator's ranks visit the members that reported, never
+ * 0..nranks (ranks nobody heard from are assumed to progress anyway, and a
+ * communicator may have a million ranks). */
+static size_t mem_first(const graph *g, uint64_t comm) {
+  size_t lo = 0, hi = g->nmems;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->mems[mid].comm < comm) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* The process's membership of comm as rank (a process may hold several
  * ranks of one communicator: one thread or device per rank). */
 static const xr_commstate *comm_of(const xr_procstate *p, uint64_t comm, int32_t rank) {
@@ -88,7 +102,7 @@ static int add_req(graph *g, req r) {
 static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
                    uint32_t lo, uint32_t hi) {
   const mem *m = find_mem(g, comm, q);
-  if (!m) return add_req(g, (req){.type = R_UNKNOWN, .what = what, .qrank = q, .index = lo});
+  if (!m) return 0; /* a rank nobody heard from: assumed to progress */
   const xr_procstate *Q = &g->ps[m->proc];
   const xr_commstate *qc = &Q->comms[m->ci];
   uint32_t posted;
@@ -177,9 +191,13 @@ static int build(graph *g) {
         /* The first and the last collective of the unit stand for all. */
         uint32_t ks[2] = {U->coll_lo, U->coll_hi - 1};
         for (int t = 0; t < (ks[0] == ks[1] ? 1 : 2); t++)
-          for (int32_t q = 0; q < cs->nranks; q++)
-            if (q != cs->rank && resolve(g, U->comm, cs->rank, q, 'c', ks[t], ks[t] + 1) != 0)
-              return -1;
+          for (size_t i = mem_first(g, U->comm); i < g->nmems && g->mems[i].comm == U->comm; i++) {
+            int32_t q = g->mems[i].rank;
+            if (q == cs->rank || q < 0 || q >= cs->nranks || (i && g->mems[i - 1].comm == U->comm &&
+                                                               g->mems[i - 1].rank == q))
+              continue;
+            if (resolve(g, U->comm, cs->rank, q, 'c', ks[t], ks[t] + 1) != 0) return -1;
+          }
       }
       for (uint32_t e = 0; e < U->npeers; e++) {
         const xr_peerent *pe = &P->peers[U->peer_off + e];
@@ -233,10 +251,11 @@ static bool split_ok(const graph *g, size_t p, const xr_threadstate *t, int32_t 
   const xr_commstate *me = comm_of(&g->ps[p], t->comm, t->rank);
   if (bad) *bad = -1;
   if (!me) return true;
-  for (int32_t q = 0; q < me->nranks; q++) {
-    if (q == t->rank) continue;
+  for (size_t i = mem_first(g, t->comm); i < g->nmems && g->mems[i].comm == t->comm; i++) {
+    int32_t q = g->mems[i].rank;
+    if (q == t->rank || q < 0 || q >= me->nranks) continue;
+    /* Ranks nobody heard from are not in the table: assumed to progress. */
     const mem *m = find_mem(g, t->comm, q);
-    if (!m) continue; /* unknown rank: assume it progresses */
     const xr_procstate *Q = &g->ps[m->proc];
     const xr_commstate *qc = &Q->comms[m->ci];
     if (qc->splits > t->index) continue;
@@ -426,7 +445,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       proc_name(s, Q);
       if (why != R_POSTER) {
         sb(s, ", %s: rank %d is the missing rank.",
-           why == R_EXITED ? "exited" : "ended the communicator", q);
+           why == R_EXITED ? xr_proc_gone(Q) : "ended the communicator", q);
         return;
       }
       const xr_threadstate *T2 = dead_thread(g, qp, 0);
@@ -453,8 +472,8 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
     mark(inv, (size_t)g->uproc[u]);
     if (!g->start[u] && (g->ps[g->uproc[u]].units[u - g->uoff[g->uproc[u]]].flags & XR_UNIT_OPEN) &&
         (g->pred[u] < 0 || g->comp[g->pred[u]])) {
-      sb(s, ", which was never launched: its group is still open (no ncclGroupEnd)%s.",
-         g->ps[g->uproc[u]].alive ? " and its process is stuck" : " and its process exited");
+      sb(s, ", which was never launched: its group is still open (no ncclGroupEnd) and its process %s.",
+         g->ps[g->uproc[u]].alive ? "is stuck" : xr_proc_gone(&g->ps[g->uproc[u]]));
       return;
     }
     if (!g->start[u]) {
@@ -504,10 +523,10 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       proc_name(s, Q);
       if (bad->posted > bad->index)
         sb(s, ", %s before completing it: rank %d is the missing rank.",
-           bad->type == R_EXITED ? "exited" : "ended the communicator", bad->qrank);
+           bad->type == R_EXITED ? xr_proc_gone(Q) : "ended the communicator", bad->qrank);
       else
         sb(s, ", %s after posting %u %s%s: rank %d is the missing rank.",
-           bad->type == R_EXITED ? "exited" : "ended the communicator", bad->posted,
+           bad->type == R_EXITED ? xr_proc_gone(Q) : "ended the communicator", bad->posted,
            what_name(bad->what), bad->posted == 1 ? "" : "s", bad->qrank);
       return;
     }

@@ -6,7 +6,8 @@
 find_package(Python3 COMPONENTS Interpreter QUIET)
 
 if(TARGET a2acheck AND Python3_Interpreter_FOUND)
-  a2a_e2e_program(xrank_scenarios ${CMAKE_CURRENT_LIST_DIR}/xrank_scenarios.c)
+  a2a_e2e_program(xrank_scenarios ${CMAKE_CURRENT_LIST_DIR}/xrank_scenarios.c
+                  ${CMAKE_CURRENT_LIST_DIR}/xrank_harness.c)
   set(A2A_XRANK_LOGS ${CMAKE_BINARY_DIR}/tests/e2e/logs/xrank)
 
   # a2a_xrank_test(NAME TIMEOUT "SCENARIO ARGS" checker-args...)
@@ -129,18 +130,37 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   # Its negative control: one count differs on a split comm at step 19.
   a2a_xrank_test(moe_badhalf 60 "moe 100 badhalf" --status 0,66 --within 15
     --expect "size.collective-mismatch@5" --contains "size.collective-mismatch=count 32")
-  # The id's creator (the coordinator) is killed mid-run: ranks continue.
-  a2a_xrank_test(coord_kill 90 "coord_kill" --status 0 --only-no-coordinator)
+  # The id's creator (the coordinator) is killed mid-run: ranks continue,
+  # and each says so at once, on stderr too (issue 15).
+  a2a_xrank_test(coord_kill 90 "coord_kill" --status 0 --only-no-coordinator
+    --contains "a2acheck.no-coordinator=lost the cross-rank coordinator"
+    --stdout-contains "warning a2acheck.no-coordinator: lost the cross-rank coordinator"
+    --delay "a2acheck.no-coordinator:fault_epoch<=2")
   # torchrun-like: rank 0 creates the id and hosts the coordinator.
   a2a_xrank_test(rank0_host_skip 60 "skip" --env XRANK_RANK0_ID=1
     --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
     --expect "group.deadlock@1" --contains "group.deadlock=rank 3 is the missing rank")
   a2a_xrank_test(rank0_host_clean 60 "moe 300" --env XRANK_RANK0_ID=1 --status 0 --none)
   # Ids without a coordinator record: A2ACHECK_COORDINATOR=host:port (the
-  # first rank that binds it hosts it) still finds the deadlock ...
+  # first rank that binds it hosts it) with the job's A2ACHECK_TOKEN still
+  # finds the deadlock ...
   a2a_xrank_test(fallback_order 60 "order" --env XRANK_STRIP_ID=1
-    --env "A2ACHECK_COORDINATOR=127.0.0.1:{free_port}"
+    --env "A2ACHECK_COORDINATOR=127.0.0.1:{free_port}" --env A2ACHECK_TOKEN=7d1c0e5a9b3f4e2a8c6d
     --rank-status 0=66 --rank-status 1=66 --within 15 --expect "group.deadlock@0")
+  # ... and so does A2ACHECK_XRANK_INSECURE=1 without a token (the user's
+  # explicit choice) ...
+  a2a_xrank_test(fallback_insecure 60 "order" --env XRANK_STRIP_ID=1
+    --env "A2ACHECK_COORDINATOR=127.0.0.1:{free_port}" --env A2ACHECK_XRANK_INSECURE=1
+    --rank-status 0=66 --rank-status 1=66 --within 15 --expect "group.deadlock@0")
+  # ... but without either it refuses to run cross-rank checks, with one
+  # clear warning on stderr (and a too short token likewise).
+  a2a_xrank_test(fallback_no_token 60 "moe 100" --env XRANK_STRIP_ID=1
+    --env "A2ACHECK_COORDINATOR=127.0.0.1:{free_port}" --status 0 --only-no-coordinator
+    --contains "a2acheck.no-coordinator=A2ACHECK_TOKEN is not"
+    --stdout-contains "warning a2acheck.no-coordinator: A2ACHECK_COORDINATOR=127.0.0.1:")
+  a2a_xrank_test(fallback_short_token 60 "moe 100" --env XRANK_STRIP_ID=1
+    --env "A2ACHECK_COORDINATOR=127.0.0.1:{free_port}" --env A2ACHECK_TOKEN=short
+    --status 0 --only-no-coordinator --contains "a2acheck.no-coordinator=fewer than the 16")
   # ... and without it cross-rank checks are off, said once per comm.
   a2a_xrank_test(no_coordinator 60 "moe 100" --env XRANK_STRIP_ID=1 --status 0
     --only-no-coordinator)
@@ -148,4 +168,109 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_xrank_test(moe_busy 80 "moe 1000 busy" --status 0 --none)
   a2a_xrank_test(moe_sleep 80 "moe 1000 sleep" --status 0 --none)
   set_tests_properties(e2e.xrank.moe_busy e2e.xrank.moe_sleep PROPERTIES LABELS "e2e;xrank;slow")
+
+  # ---- the side channel under attack (issue 15): loopback attackers from
+  # xrank_attack.py, started by the launcher once the id exists; every one
+  # of these fails with the version-2 channel. XRANK_MEASURE prints what the
+  # attack costs the process hosting the coordinator.
+  set(A2A_ATTACK "{python} {srcdir}/xrank_attack.py")
+  # F1: a process that bound A2ACHECK_COORDINATOR's port first answers as a
+  # coordinator that does not know A2ACHECK_TOKEN and sends a FAIL verdict
+  # whose text forges log lines and terminal escapes: the ranks must not
+  # exit 66, nor log a byte of it.
+  foreach(mode legacy v3)
+    a2a_xrank_test(attack_fake_coordinator_${mode} 60 "moe 100" --env XRANK_STRIP_ID=1
+      --env "A2ACHECK_COORDINATOR=127.0.0.1:{free_port}" --env A2ACHECK_TOKEN=7d1c0e5a9b3f4e2a8c6d
+      --env "XRANK_ATTACK=${A2A_ATTACK} fake-coord {port} ${mode}"
+      --status 0 --every-rank a2acheck.auth-failed
+      --forbid group.deadlock --forbid size.p2p-mismatch --text-forbid FORGED --text-forbid "\\x1b")
+  endforeach()
+  # F2: 1,100 idle connections against a launcher limited to 1,024
+  # descriptors: its own open() keeps working, it does not spin, and the
+  # ranks' mismatch is found.
+  a2a_xrank_test(attack_idle_flood 60 "p2p_exit" --env XRANK_NOFILE=1024 --env XRANK_MEASURE=1
+    --env "XRANK_ATTACK=${A2A_ATTACK} idle {host} {port} 1100"
+    --status 0 --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --metric "host_open_failures<=0" --metric "host_fds_growth<=80" --metric "host_cpu_pct<=10")
+  # F3: 300 connections each announcing a 1 MiB HELLO and sending most of
+  # it: nothing beyond a HELLO's 108 bytes is read before authentication.
+  a2a_xrank_test(attack_hello_1mib 60 "p2p_exit" --env XRANK_MEASURE=1
+    --env "XRANK_ATTACK=${A2A_ATTACK} hello1m {host} {port} 300"
+    --status 0 --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --metric "host_rss_growth_kb<=4096" --metric "host_fds_growth<=80")
+  # F4: 4,200 connect/close pairs first: slots are reused, the ranks
+  # connect and the real mismatch is found.
+  a2a_xrank_test(attack_churn 60 "p2p_exit" --env XRANK_MEASURE=1
+    --env "XRANK_ATTACK=${A2A_ATTACK} churn {host} {port} 4200"
+    --status 0 --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --forbid a2acheck.no-coordinator --metric "host_fds_growth<=80")
+  # Floods that go on while the ranks run: idle connections reopened as fast
+  # as they are closed, and valid HELLOs that never answer the challenge.
+  # The ranks still connect and get their verdicts (the deadlock ends them).
+  a2a_xrank_test(attack_flood_during_run 60 "p2p_mismatch" --env XRANK_NOFILE=1024
+    --env XRANK_MEASURE=1 --env "XRANK_ATTACK=${A2A_ATTACK} idle {host} {port} 1100 --reconnect"
+    --status 0,66 --within 20 --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --forbid a2acheck.no-coordinator --metric "host_open_failures<=0"
+    --if-any-status 66 --expect group.deadlock)
+  a2a_xrank_test(attack_hellos_during_run 60 "p2p_mismatch" --env XRANK_MEASURE=1
+    --env "XRANK_ATTACK=${A2A_ATTACK} hellos {host} {port} 30"
+    --status 0,66 --within 20 --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --forbid a2acheck.no-coordinator --if-any-status 66 --expect group.deadlock)
+  # Authenticated peers gone bad: malformed messages with valid seals, or a
+  # wrong seal, each close their connection; one that never reads what the
+  # coordinator sends stalls nothing.
+  a2a_xrank_test(attack_authed_junk 60 "order"
+    --env "XRANK_ATTACK=${A2A_ATTACK} junk-client {host} {port} {token}"
+    --stdout-contains "closed 6 of 6 connections"
+    --rank-status 0=66 --rank-status 1=66 --within 15 --expect "group.deadlock@0"
+    --expect "group.deadlock@1")
+  a2a_xrank_test(fault_peer_not_reading 60 "p2p_mismatch" --env XRANK_MEASURE=1
+    --env "XRANK_ATTACK=${A2A_ATTACK} stall-client {host} {port} {token} 200000"
+    --status 0,66 --within 15 --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --metric "host_rss_growth_kb<=8192" --if-any-status 66 --expect group.deadlock)
+
+  # ---- faults (issue 15) ----
+  # A rank SIGKILLed mid-run: its peers hang in the next all-to-all; the
+  # coordinator sees its connection close without a goodbye and proves the
+  # deadlock, saying the rank died.
+  a2a_xrank_test(fault_rank_killed 60 "loop 400" --env XRANK_FAULT=kill_rank:2 --signal-ok 2
+    --rank-status 0=66 --rank-status 1=66 --rank-status 3=66 --within 15
+    --expect "group.deadlock@0" --expect "group.deadlock@3"
+    --contains "group.deadlock=rank 2, global rank 2" --contains "group.deadlock=died"
+    --delay "group.deadlock:fault_epoch<=10")
+  # The coordinator's process is killed, then rank 3 stops early: the
+  # survivors warn at once and their own watchdog reports the hang after
+  # A2ACHECK_HANG_TIMEOUT, with the same exit policy.
+  a2a_xrank_test(fault_coordinator_killed_then_hang 60 "loop 400" --env XRANK_HELPER_HOST=1
+    --env XRANK_FAULT=kill_coord --env XRANK_SKIP=3:100 --env A2ACHECK_HANG_TIMEOUT=4
+    --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --after 4 --within 12
+    --expect "group.hang@0" --expect "group.hang@2" --forbid group.deadlock
+    --contains "group.hang=cross-rank coordinator was lost"
+    --stdout-contains "warning a2acheck.no-coordinator: lost the cross-rank coordinator"
+    --delay "a2acheck.no-coordinator:fault_epoch<=2")
+  # The coordinator's process stops (SIGSTOP: it reads nothing): the ranks
+  # run on and end; at exit each says that the coordinator did not answer.
+  a2a_xrank_test(fault_coordinator_stopped 60 "loop 300" --env XRANK_HELPER_HOST=1
+    --env XRANK_FAULT=stop_coord --status 0 --forbid group.deadlock --forbid group.hang
+    --expect "a2acheck.no-coordinator@0" --expect "a2acheck.no-coordinator@3"
+    --contains "a2acheck.no-coordinator=did not confirm")
+  # Ranks in another network namespace than the coordinator, joined by a
+  # veth pair the test creates; the link goes down at step 50 and rank 3
+  # stops at step 100: the others' side channel times out (a lost path,
+  # not a dead rank: no deadlock is claimed), their watchdog reports the
+  # hang, rank 3 ends normally. Needs root (skipped with a message outside
+  # CI).
+  add_test(NAME e2e.xrank.fault_netns_link_down
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/xrank_netns.py
+      --dir ${A2A_XRANK_LOGS}/fault_netns_link_down --preload $<TARGET_FILE:a2acheck>
+      --libdir ${CMAKE_BINARY_DIR}/sim/lib --limit 60 --prog $<TARGET_FILE:xrank_scenarios>
+      --args "loop 400" --env XRANK_SKIP=3:100 --env A2ACHECK_HANG_TIMEOUT=4
+      --env "XRANK_FAULT=cmd:ip link set dev {veth} down"
+      --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 20
+      --expect "group.hang@0" --forbid group.deadlock
+      --contains "a2acheck.no-coordinator=lost the cross-rank coordinator at 10.213."
+      --contains "a2acheck.no-coordinator=network path"
+      --delay "a2acheck.no-coordinator:fault_epoch<=15")
+  set_tests_properties(e2e.xrank.fault_netns_link_down PROPERTIES TIMEOUT 90
+    SKIP_RETURN_CODE 77 LABELS "e2e;xrank")
 endif()

@@ -27,8 +27,25 @@ xrank_scenarios.c). Assertions (all must hold):
   --none                 no finding besides perf.* and *.summary
   --only-no-coordinator  no finding besides a2acheck.no-coordinator (which
                          every rank must have), perf.* and *.summary
+  --signal-ok R          rank R may die from a signal (the fault tests kill it)
+  --metric NAME<=V       the program printed "metric NAME X" with X <= V
+  --metric NAME>=V       ... with X >= V
+  --delay CHECK:METRIC<=S
+                         the first CHECK finding was written at most S seconds
+                         after the CLOCK_REALTIME epoch the program printed as
+                         "metric METRIC" (time to detect a fault)
+  --text-forbid TEXT     no line of the text logs (*.log) and of the program's
+                         output contains TEXT (forged lines, escapes: Python
+                         escapes such as \x1b are decoded)
+  --stdout-contains TEXT the program's output (the ranks' stderr) has TEXT
+  --every-rank CHECK     every rank's log has a CHECK finding (by the file's
+                         rank, for findings made before the rank was known)
+
+In --env values, {free_port} becomes a port free right now, {python} this
+Python and {srcdir} the directory of this script (tests/e2e).
 """
 import argparse
+import datetime
 import fnmatch
 import glob
 import json
@@ -71,6 +88,8 @@ def main():
     ap.add_argument("--prog", required=True)
     ap.add_argument("--args", required=True)
     ap.add_argument("--env", action="append", default=[], help="VAR=VALUE for the program")
+    ap.add_argument("--signal-ok", action="append", type=int, default=[],
+                    help="rank R may die from a signal")
     ap.add_argument("--killed-ok", action="store_true",
                     help="ranks still running at the program's wait limit were killed: expected")
     args, rest = ap.parse_known_args()
@@ -82,13 +101,19 @@ def main():
                 "NCCL_SOCKET_IFNAME": "lo",
                 "LD_LIBRARY_PATH": args.libdir + (":" + env["LD_LIBRARY_PATH"]
                                                   if env.get("LD_LIBRARY_PATH") else "")})
+    free_port = None
     for kv in args.env:
         k, _, v = kv.partition("=")
+        v = v.replace("{python}", sys.executable).replace(
+            "{srcdir}", os.path.dirname(os.path.abspath(__file__)))
         if "{free_port}" in v:
-            # A port free right now: a fixed one could be held by another run.
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                v = v.replace("{free_port}", str(s.getsockname()[1]))
+            # A port free right now: a fixed one could be held by another run
+            # (one port per test: every {free_port} is the same).
+            if free_port is None:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", 0))
+                    free_port = s.getsockname()[1]
+            v = v.replace("{free_port}", str(free_port))
         env[k] = v
     try:
         p = subprocess.run([args.prog] + args.args.split(), env=env, timeout=args.limit,
@@ -112,8 +137,10 @@ def main():
     if not ranks and not args.killed_ok:
         print("FAIL: no rank status lines")
         return 1
+    metrics = {m.group(1): float(m.group(2))
+               for m in re.finditer(r"^metric (\S+) (-?[\d.]+)$", p.stdout, re.M)}
     for r, (kind, st, _) in ranks.items():
-        if kind != "exit" and not args.killed_ok:
+        if kind != "exit" and not args.killed_ok and r not in args.signal_ok:
             print("FAIL: rank %d died from signal %d" % (r, st))
             return 1
     finds = load(args.dir)
@@ -184,6 +211,48 @@ def main():
                 failures.append("--earlier %s: a check has no finding" % v)
             elif secs(tb[0]) - secs(ta[0]) < 1.0:
                 failures.append("--earlier %s: %s at %s is not 1 s before %s at %s" % (v, ca, ta[0], cb, tb[0]))
+        elif a == "--metric":
+            m = re.match(r"(\S+?)(<=|>=)(-?[\d.]+)$", v)
+            if not m:
+                print("usage error: --metric %s" % v)
+                return 2
+            name, op, lim = m.group(1), m.group(2), float(m.group(3))
+            if name not in metrics:
+                failures.append("the program printed no metric %s" % name)
+            elif (metrics[name] > lim) if op == "<=" else (metrics[name] < lim):
+                failures.append("metric %s = %g, expected %s %g" % (name, metrics[name], op, lim))
+        elif a == "--delay":
+            m = re.match(r"([^:]+):(\S+?)<=([\d.]+)$", v)
+            if not m:
+                print("usage error: --delay %s" % v)
+                return 2
+            check, name, lim = m.group(1), m.group(2), float(m.group(3))
+            ts = sorted(f["time"] for f in finds if f["check"] == check)
+            if name not in metrics or not ts:
+                failures.append("--delay %s: no metric %s or no %s finding" % (v, name, check))
+            else:
+                t = datetime.datetime.strptime(ts[0][:23], "%Y-%m-%dT%H:%M:%S.%f").replace(
+                    tzinfo=datetime.timezone.utc).timestamp()
+                d = t - metrics[name]
+                print("delay: first %s %.3f s after %s" % (check, d, name))
+                if d > lim:
+                    failures.append("first %s came %.2f s after %s, limit %g s" % (check, d, name, lim))
+        elif a == "--text-forbid":
+            text = v.encode().decode("unicode_escape")
+            texts = [p.stdout]
+            for path in glob.glob(os.path.join(args.dir, "**", "*.log"), recursive=True):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    texts.append(f.read())
+            if any(text in t for t in texts):
+                failures.append("forbidden text %r in a text log or the output" % v)
+        elif a == "--every-rank":
+            for r in sorted(ranks):
+                if not any(f["check"] == v and (f.get("rank") == r or ".rank%d." % r in f["_file"])
+                           for f in finds):
+                    failures.append("rank %d's log has no %s finding" % (r, v))
+        elif a == "--stdout-contains":
+            if v not in p.stdout:
+                failures.append("the program's output lacks %r" % v)
         elif a == "--contains-two-comms":
             ok = False
             for f in finds:

@@ -52,12 +52,21 @@
  *   coll_dtype     AllReduce of 4 KiB: float32 on ranks 0-1, float16 on 2-3.
  *   host_stuck     rank 3 skips an AllReduce; every rank then sleeps 25 s in
  *                  host code (no CUDA wait: no proof possible).
+ *   loop STEPS     4 ranks, STEPS grouped all-to-alls, each followed by a
+ *                  stream synchronization and XRANK_STEP_MS of host time;
+ *                  XRANK_SKIP=R:S: rank R stops before step S (it
+ *                  "finished"), the others hang in step S.
+ * With XRANK_HELPER_HOST=1 (always for coord_kill) a separate helper
+ * process creates the world id and hosts the coordinator. The attack and
+ * fault knobs (XRANK_ATTACK, XRANK_FAULT, XRANK_MEASURE, XRANK_NOFILE,
+ * XRANK_NETNS_RANKS) are the launcher's, see xrank_harness.h.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <pthread.h>
 #include <sched.h>
@@ -69,6 +78,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "xrank_harness.h"
 
 #define WAIT_LIMIT_S 100
 
@@ -417,6 +428,31 @@ static int run_host_stuck(ctx *c) {
   return 0;
 }
 
+/* loop: the fault tests' workload (see the file comment). */
+static int run_loop(ctx *c) {
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  int skip_rank = -1, skip_step = -1;
+  const char *sk = getenv("XRANK_SKIP");
+  if (sk && sscanf(sk, "%d:%d", &skip_rank, &skip_step) != 2) skip_rank = -1;
+  const char *ms = getenv("XRANK_STEP_MS");
+  long step_us = (ms ? atol(ms) : 2) * 1000;
+  for (int step = 0; step < c->steps; step++) {
+    if (c->rank == skip_rank && step == skip_step) break;
+    if (c->progress_fd >= 0 && c->rank == 0 && step == 50) {
+      char b = 1;
+      if (write(c->progress_fd, &b, 1) != 1) return 1;
+    }
+    alltoall(c, send, recv, cnt_equal, step, -1, 0);
+    CK_CUDA(cudaStreamSynchronize(c->s));
+    if (step_us > 0) usleep((useconds_t)step_us);
+  }
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
 static int rank_main(ctx *c) {
   if (c->idpipe[0] >= 0) {
     /* torchrun-like: rank 0 creates the id (and hosts the coordinator) and
@@ -455,6 +491,7 @@ static int rank_main(ctx *c) {
   else if (!strcmp(s, "a2a_count")) st = run_a2a_count(c);
   else if (!strcmp(s, "coll_dtype")) st = run_coll_dtype(c);
   else if (!strcmp(s, "host_stuck")) st = run_host_stuck(c);
+  else if (!strcmp(s, "loop")) st = run_loop(c);
   else st = run_moe(c);
   CK_NCCL(ncclCommDestroy(c->comm));
   CK_CUDA(cudaStreamDestroy(c->s));
@@ -462,10 +499,12 @@ static int rank_main(ctx *c) {
 }
 
 /* garbage: a hostile local process talks to the coordinator named in the
- * id before the ranks start: wrong magic, wrong token, a frame header that
- * promises 1 MiB and stalls, an authenticated client sending malformed and
- * oversized messages, random bytes. The coordinator must drop them and
- * still find the ranks' deadlock. The record layout is a2acheck's
+ * id before the ranks start: wrong magic, a version-2 HELLO carrying the
+ * token in clear (refused: protocol 3 never sends it), a frame header that
+ * promises 1 MiB and stalls, an oversized one, the version-2 HELLO followed
+ * by malformed messages, random bytes. The coordinator must drop them and
+ * still find the ranks' deadlock. (Authenticated peers sending junk:
+ * xrank_attack.py junk-client.) The record layout is a2acheck's
  * (xrank/xrank_rec.h): bytes 80..127, port at +6, IPv4 at +8, token
  * at +24. */
 static int connect_coord(const ncclUniqueId *id) {
@@ -502,7 +541,7 @@ static int send_garbage(const ncclUniqueId *id) {
     case 1: put_hdr(buf, 1, 96); memset(buf + 12, 7, 96); n = 108; break; /* bad token */
     case 2: put_hdr(buf, 7, 1u << 20); n = 12; break;              /* promise, stall */
     case 3: put_hdr(buf, 7, 0x7fffffffu); n = 12; break;           /* oversized */
-    case 4: {                                                      /* authed, then junk */
+    case 4: {                                                      /* v2 HELLO, then junk */
       put_hdr(buf, 1, 96);
       memset(buf + 12, 0, 96);
       memcpy(buf + 12, (const unsigned char *)id->internal + 80 + 24, 16); /* token */
@@ -532,13 +571,14 @@ static int send_garbage(const ncclUniqueId *id) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s p2p_mismatch|p2p_exit|skip|order|coll_count|moe STEPS [busy|sleep]|coord_kill\n",
+    fprintf(stderr, "usage: %s p2p_mismatch|p2p_exit|skip|order|coll_count|moe STEPS [busy|sleep]|coord_kill|loop STEPS\n",
             argv[0]);
     return 2;
   }
+  xh_limits();
   ctx c = {.scenario = argv[1], .steps = 1000, .progress_fd = -1, .idpipe = {-1, -1}};
   if (getenv("XRANK_RANK0_ID") && pipe(c.idpipe) != 0) return 1;
-  if (!strcmp(c.scenario, "moe")) {
+  if (!strcmp(c.scenario, "moe") || !strcmp(c.scenario, "loop")) {
     if (argc > 2) c.steps = atoi(argv[2]);
     if (argc > 3) c.variant = argv[3];
   }
@@ -546,12 +586,18 @@ int main(int argc, char **argv) {
   pid_t helper = -1;
   int prog[2] = {-1, -1};
   if (!strcmp(c.scenario, "coord_kill")) {
-    /* The id's creator is a separate process that only hosts the
-     * coordinator; it hands the id over a pipe and waits to be killed. */
     c.scenario = "moe";
     c.steps = 300;
+    if (!getenv("XRANK_FAULT")) setenv("XRANK_FAULT", "kill_coord", 1);
+    setenv("XRANK_HELPER_HOST", "1", 1);
+  }
+  if (xh_fault_wanted() && pipe(prog) != 0) return 1;
+  c.progress_fd = prog[1];
+  if (getenv("XRANK_HELPER_HOST")) {
+    /* The id's creator is a separate process that only hosts the
+     * coordinator; it hands the id over a pipe and waits to be killed. */
     int idp[2];
-    if (pipe(idp) != 0 || pipe(prog) != 0) return 1;
+    if (pipe(idp) != 0) return 1;
     helper = fork();
     if (helper == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -561,7 +607,6 @@ int main(int argc, char **argv) {
       for (;;) pause();
     }
     if (read(idp[0], &c.ids[0], sizeof c.ids[0]) != (ssize_t)sizeof c.ids[0]) return 1;
-    c.progress_fd = prog[1];
   } else {
     CK_NCCL(ncclGetUniqueId(&c.ids[0]));
     CK_NCCL(ncclGetUniqueId(&c.ids[1]));
@@ -577,6 +622,8 @@ int main(int argc, char **argv) {
     c.scenario = "order";
     c.nranks = 2;
   }
+  pid_t attacker = xh_attack_start(&c.ids[0]);
+  if (attacker < 0) return 1;
   const char *wl = getenv("XRANK_WAIT_LIMIT");
   double wait_limit = wl ? atof(wl) : WAIT_LIMIT_S;
   fflush(NULL);
@@ -589,6 +636,7 @@ int main(int argc, char **argv) {
       /* A rank never outlives its launcher (a killed test leaves nothing). */
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() == 1) _exit(1);
+      if (xh_rank_enter() != 0) _exit(1);
       c.rank = r;
       int rst = rank_main(&c);
       if (!strcmp(c.scenario, "p2p_exit")) _exit(rst); /* no atexit handlers */
@@ -596,17 +644,18 @@ int main(int argc, char **argv) {
     }
     pids[r] = p;
   }
-  if (helper > 0) {
-    char b;
-    if (read(prog[0], &b, 1) == 1) {
-      kill(helper, SIGKILL);
-      printf("coordinator host %d killed after %.1f s\n", (int)helper, now_s() - t0);
-    }
-    waitpid(helper, NULL, 0);
-  }
   int left = c.nranks, ok = 1;
   int done[8] = {0};
   while (left > 0) {
+    if (prog[0] >= 0) {
+      struct pollfd pf = {.fd = prog[0], .events = POLLIN};
+      char b;
+      if (poll(&pf, 1, 0) > 0 && read(prog[0], &b, 1) == 1) {
+        xh_fault(helper, pids, c.nranks, t0);
+        close(prog[0]);
+        prog[0] = -1;
+      }
+    }
     int ws;
     pid_t p = waitpid(-1, &ws, WNOHANG);
     if (p > 0) {
@@ -623,11 +672,18 @@ int main(int argc, char **argv) {
       for (int r = 0; r < c.nranks; r++)
         if (!done[r]) { printf("rank %d still running after %.0f s: killed\n", r, wait_limit); kill(pids[r], SIGKILL); }
       ok = 0;
-      while (waitpid(-1, NULL, 0) > 0) {}
+      while (waitpid(-1, NULL, WNOHANG) > 0) {}
+      for (int r = 0; r < c.nranks; r++)
+        if (!done[r]) waitpid(pids[r], NULL, 0);
       break;
     }
     usleep(20000);
   }
+  if (helper > 0) {
+    kill(helper, SIGKILL);
+    waitpid(helper, NULL, 0);
+  }
+  xh_end(attacker);
   fflush(stdout);
   return ok ? 0 : 1;
 }

@@ -1,19 +1,30 @@
 /* test_xrank_proto.c - the side channel's wire protocol: round trips, and
  * malformed, truncated and oversized input rejected without reading out of
- * bounds. */
+ * bounds; the fuzz target's corpus (tests/fuzz/corpus/proto/: its seeds and
+ * every input a fuzzer crashed on) replayed, mutated, in every build.
+ *
+ *   test_xrank_proto --write-seeds DIR   regenerate the seeds (xrank/fuzz_proto.c)
+ */
 #include <check.h>
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "a2a_checks.h"
 #include "xrank_proto.h"
+
+int xr_fuzz_one(const uint8_t *data, size_t size);
+int xr_fuzz_seeds(const char *dir);
+extern unsigned xr_fuzz_dispatched;
 
 static uint8_t buf[1 << 16];
 
 START_TEST(frame_round_trip_fixed) {
   size_t len = 0;
   xr_hello h = {.version = XR_PROTO_VERSION, .pid = 42, .grank = 3};
-  memset(h.token, 7, sizeof h.token);
+  memset(h.nonce, 7, sizeof h.nonce);
   strcpy(h.host, "node1");
   ck_assert(xr_put(buf, sizeof buf, &len, XR_MSG_HELLO, &h, sizeof h));
   xr_commreg r = {.comm = 0xabc, .nranks = 4, .rank = 2, .device = 1, .site = 0x1234};
@@ -247,6 +258,88 @@ START_TEST(state_round_trip_and_bad_slices) {
 }
 END_TEST
 
+/* Before authentication exactly one message of one size is read: the
+ * check says "more" for every proper prefix, "done" at the exact end, and
+ * refuses as soon as a byte disagrees (magic, type, flags, length) or a
+ * byte beyond the message was read. */
+START_TEST(handshake_exact_size) {
+  xr_hello h = {.version = XR_PROTO_VERSION, .pid = 1};
+  size_t len = 0;
+  ck_assert(xr_put(buf, sizeof buf, &len, XR_MSG_HELLO, &h, sizeof h));
+  for (size_t k = 0; k < len; k++)
+    ck_assert_int_eq(xr_hs_check(buf, k, XR_MSG_HELLO, sizeof h), 0);
+  ck_assert_int_eq(xr_hs_check(buf, len, XR_MSG_HELLO, sizeof h), 1);
+  ck_assert_int_eq(xr_hs_check(buf, len + 1, XR_MSG_HELLO, sizeof h), -1);
+  ck_assert_int_eq(xr_hs_check(buf, len, XR_MSG_AUTH, sizeof(xr_auth)), -1);
+  /* A HELLO header announcing 1 MiB is refused at its 12th byte. */
+  xr_hdr big = {.magic = XR_MAGIC, .type = XR_MSG_HELLO, .len = 1u << 20};
+  memcpy(buf, &big, sizeof big);
+  ck_assert_int_eq(xr_hs_check(buf, 8, XR_MSG_HELLO, sizeof h), 0);
+  ck_assert_int_eq(xr_hs_check(buf, sizeof big, XR_MSG_HELLO, sizeof h), -1);
+  /* Sealed or other flags, a wrong magic at its first byte. */
+  xr_hdr fl = {.magic = XR_MAGIC, .type = XR_MSG_HELLO, .flags = XR_HDR_SEALED, .len = sizeof h};
+  memcpy(buf, &fl, sizeof fl);
+  ck_assert_int_eq(xr_hs_check(buf, sizeof fl, XR_MSG_HELLO, sizeof h), -1);
+  buf[0] ^= 1;
+  ck_assert_int_eq(xr_hs_check(buf, 1, XR_MSG_HELLO, sizeof h), -1);
+}
+END_TEST
+
+/* Sealed frames may carry the tag beyond XR_MAX_PAYLOAD; unknown flag
+ * bits are protocol errors. */
+START_TEST(frame_flags_and_sealed_limit) {
+  xr_hdr h = {.magic = XR_MAGIC, .type = XR_MSG_STATE, .flags = 4, .len = 16};
+  xr_hdr o;
+  const uint8_t *pl;
+  size_t used;
+  memcpy(buf, &h, sizeof h);
+  ck_assert_int_eq(xr_frame(buf, sizeof h + 16, &o, &pl, &used), -1);
+  h.flags = XR_HDR_SEALED;
+  h.len = XR_MAX_PAYLOAD + XR_SEAL_BYTES;
+  memcpy(buf, &h, sizeof h);
+  ck_assert_int_eq(xr_frame(buf, sizeof h, &o, &pl, &used), 0); /* needs more: allowed size */
+  h.len++;
+  memcpy(buf, &h, sizeof h);
+  ck_assert_int_eq(xr_frame(buf, sizeof h, &o, &pl, &used), -1);
+  h.flags = 0;
+  h.len = XR_MAX_PAYLOAD + 1;
+  memcpy(buf, &h, sizeof h);
+  ck_assert_int_eq(xr_frame(buf, sizeof h, &o, &pl, &used), -1);
+}
+END_TEST
+
+/* Text from a peer: a forged log line, terminal escapes, C1 controls,
+ * invalid UTF-8 and bidi overrides are defused; a story's indented lines
+ * stay as they are. */
+START_TEST(sanitize_peer_text) {
+  char out[256];
+  /* A story: kept byte for byte. */
+  const char *story = "deadlock:\n  comm 1 (2 ranks):\n    rank 0 waits";
+  xr_sanitize_text(out, sizeof out, story, true);
+  ck_assert_str_eq(out, story);
+  /* A forged finding header and an a2acheck stderr line: indented. */
+  xr_sanitize_text(out, sizeof out,
+                   "x\n[2025-01-01T00:00:00] error group.deadlock  (finding #9)\na2acheck: ok", true);
+  ck_assert_str_eq(out, "x\n  [2025-01-01T00:00:00] error group.deadlock  (finding #9)\n  a2acheck: ok");
+  /* Escapes, CR, DEL, tab. */
+  xr_sanitize_text(out, sizeof out, "a\x1b[2Jb\rc\x7f\td", true);
+  ck_assert_str_eq(out, "a?[2Jb?c? d");
+  /* Single-line: newlines become spaces. */
+  xr_sanitize_text(out, sizeof out, "f+0x1 (lib)\n[fake] error", false);
+  ck_assert_str_eq(out, "f+0x1 (lib) [fake] error");
+  /* UTF-8: valid kept; C1 CSI (U+009B), overlong, surrogate, bidi override
+   * and line separator replaced; a truncated sequence too. */
+  xr_sanitize_text(out, sizeof out, "\xc3\xa9\xc2\x9b\xc0\xaf\xed\xa0\x80\xe2\x80\xae\xe2\x80\xa8\xe2\x82", false);
+  ck_assert_str_eq(out, "\xc3\xa9??????????"); /* 1 + 2 + 3 + 1 + 1 + 2 */
+  /* Truncation keeps a terminated string inside cap. */
+  char small[8];
+  ck_assert_uint_eq(xr_sanitize_text(small, sizeof small, "0123456789", false), 7);
+  ck_assert_str_eq(small, "0123456");
+  ck_assert_uint_le(xr_sanitize_text(small, sizeof small, "ab\ncd\nef", true), 7);
+  ck_assert_uint_eq(strlen(small), xr_sanitize_text(small, sizeof small, "ab\ncd\nef", true));
+}
+END_TEST
+
 /* Random bytes never crash the parser (run under ASan in the sanitizer
  * build) and almost never parse. */
 START_TEST(fuzz_random_bytes) {
@@ -277,6 +370,67 @@ START_TEST(fuzz_random_bytes) {
     }
   }
   free(b);
+}
+END_TEST
+
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint8_t *b = malloc(1 << 20);
+  *n = b ? fread(b, 1, 1 << 20, f) : 0;
+  fclose(f);
+  return b;
+}
+
+/* Every file of the corpus (seeds and crash regressions) runs through the
+ * fuzz entry, each seed then in 300 single-byte mutations; the seeds are what
+ * xr_fuzz_seeds writes today (regenerate with --write-seeds when the
+ * protocol changes), and the two session seeds get past the handshake. */
+START_TEST(fuzz_corpus_replay) {
+  DIR *d = opendir(A2A_FUZZ_CORPUS_DIR);
+  ck_assert_msg(d != NULL, "no corpus at %s", A2A_FUZZ_CORPUS_DIR);
+  char tmp[] = "/tmp/a2a-seeds-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(tmp));
+  int nseeds = xr_fuzz_seeds(tmp);
+  ck_assert_int_gt(nseeds, 0);
+  int files = 0, fresh = 0;
+  srand(99);
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char path[1024], gen[1024];
+    snprintf(path, sizeof path, "%s/%s", A2A_FUZZ_CORPUS_DIR, e->d_name);
+    snprintf(gen, sizeof gen, "%s/%s", tmp, e->d_name);
+    size_t n = 0, gn = 0;
+    uint8_t *b = slurp(path, &n), *g = slurp(gen, &gn);
+    ck_assert_ptr_nonnull(b);
+    if (g) {
+      ck_assert_msg(gn == n && memcmp(g, b, n) == 0,
+                    "seed %s is stale: regenerate with test_xrank_proto --write-seeds %s",
+                    e->d_name, A2A_FUZZ_CORPUS_DIR);
+      fresh++;
+      unlink(gen);
+    }
+    xr_fuzz_one(b, n);
+    if (!strcmp(e->d_name, "coord-session") || !strcmp(e->d_name, "client-session"))
+      ck_assert_msg(xr_fuzz_dispatched >= 3, "%s stops at the handshake", e->d_name);
+    /* Seeds are mutated; crash regressions (regress-*) replay as they are
+     * (some are slow on purpose: big communicators). */
+    for (int m = 0; m < 300 && n > 1 && strncmp(e->d_name, "regress-", 8); m++) {
+      size_t at = 1 + (size_t)rand() % (n - 1);
+      uint8_t old = b[at];
+      b[at] = (uint8_t)rand();
+      xr_fuzz_one(b, n);
+      xr_fuzz_one(b, at); /* truncated there */
+      b[at] = old;
+    }
+    free(b);
+    free(g);
+    files++;
+  }
+  closedir(d);
+  rmdir(tmp);
+  ck_assert_int_eq(fresh, nseeds); /* every seed is in the corpus */
+  ck_assert_int_ge(files, nseeds);
 }
 END_TEST
 
@@ -311,13 +465,22 @@ static Suite *suite(void) {
   tcase_add_test(t, commflush_round_trip_and_malformed);
   tcase_add_test(t, verdict_round_trip_and_corruption);
   tcase_add_test(t, state_round_trip_and_bad_slices);
+  tcase_add_test(t, handshake_exact_size);
+  tcase_add_test(t, frame_flags_and_sealed_limit);
+  tcase_add_test(t, sanitize_peer_text);
   tcase_add_test(t, fuzz_random_bytes);
   tcase_add_test(t, visible_device_identity);
+  tcase_add_test(t, fuzz_corpus_replay);
   suite_add_tcase(s, t);
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--write-seeds")) {
+    int n = xr_fuzz_seeds(argv[2]);
+    printf("%d seeds written to %s\n", n, argv[2]);
+    return n > 0 ? 0 : 1;
+  }
   SRunner *r = srunner_create(suite());
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
