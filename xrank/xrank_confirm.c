@@ -41,6 +41,10 @@ static const char *w_mismatch(void *ctx, uint64_t comm) {
   return s->io->mismatch ? s->io->mismatch(s->io->ctx, comm) : NULL;
 }
 
+static void details_json(a2a_json *j, char *buf, size_t cap, const xr_procstate *ps, size_t n,
+                         const uint8_t *inv, const xr_wfg_result *res, const xr_confirm_io *io,
+                         int lvl);
+
 /* Headline + story + the per-process list, to each involved live process
  * (or only to `only`, when it is not (size_t)-1). */
 static void emit_story(const xr_confirm *c, a2a_check_id check, const xr_procstate *ps, size_t n,
@@ -88,35 +92,13 @@ static void emit_story(const xr_confirm *c, a2a_check_id check, const xr_procsta
     memcpy(text + len + 2, story, sl);
     text[len + 2 + sl] = 0;
   }
+  /* The details, as rich as fits: every pending operation and the graph,
+   * then one operation per process, then the processes alone. */
   a2a_json j;
-  a2a_json_init(&j, json, sizeof json);
-  a2a_json_obj_begin(&j, NULL);
-  a2a_json_bool(&j, "cycle", res->cycle != 0);
-  a2a_json_int(&j, "dead_threads", res->dead_threads);
-  if (res->missing_proc >= 0) a2a_json_int(&j, "missing_pid", ps[res->missing_proc].pid);
-  a2a_json_arr_begin(&j, "processes");
-  for (size_t p = 0; p < n; p++) {
-    if (!inv[p]) continue;
-    a2a_json_obj_begin(&j, NULL);
-    a2a_json_int(&j, "pid", ps[p].pid);
-    a2a_json_int(&j, "global_rank", ps[p].grank);
-    a2a_json_str(&j, "host", ps[p].host);
-    a2a_json_bool(&j, "alive", ps[p].alive != 0);
-    a2a_json_arr_begin(&j, "comms");
-    for (uint32_t k = 0; k < ps[p].ncomms; k++) {
-      a2a_json_obj_begin(&j, NULL);
-      char id[24];
-      snprintf(id, sizeof id, "%016" PRIx64, ps[p].comms[k].comm);
-      a2a_json_str(&j, "comm", id);
-      a2a_json_int(&j, "rank", ps[p].comms[k].rank);
-      a2a_json_int(&j, "collectives_posted", ps[p].comms[k].coll_posted);
-      a2a_json_obj_end(&j);
-    }
-    a2a_json_arr_end(&j);
-    a2a_json_obj_end(&j);
+  for (int lvl = 2; lvl >= 0; lvl--) {
+    details_json(&j, json, sizeof json, ps, n, inv, res, io, lvl);
+    if (!j.overflow) break;
   }
-  a2a_json_arr_end(&j);
-  a2a_json_obj_end(&j);
   for (size_t p = 0; p < n; p++) {
     if (!inv[p] || !ps[p].alive || (only != (size_t)-1 && p != only)) continue;
     xr_confirm_verdict v = {.check = check,
@@ -207,6 +189,161 @@ static const char *thread_wait(const xr_threadstate *T) {
   case XR_WAIT_INIT: return "ncclCommInitRank";
   default: return "a blocking call";
   }
+}
+
+/* ---- details: processes, their blocked threads and pending operations,
+ * and the wait-for graph between processes (the report tool draws it:
+ * docs/report.md) ---- */
+
+#define DETAIL_OPS 8 /* pending operations per process at lvl 2 (the newest) */
+
+static const char *unit_op_name(const xr_unitstate *U, char *buf, size_t cap) {
+  if (U->kind == XR_OP_COLL) snprintf(buf, cap, "nccl%s", a2a_coll_name(U->coll));
+  else if (U->npeers <= 1) snprintf(buf, cap, "%s", U->kind == XR_OP_SEND ? "ncclSend" : "ncclRecv");
+  else snprintf(buf, cap, "ncclSend/ncclRecv");
+  return buf;
+}
+
+/* Does unit U of process p wait for process q to post something? For a
+ * collective: q holds a rank of the comm that has not posted it. For sends
+ * and receives: q holds a peer that has not posted the counterparts. */
+static int unit_awaits(const xr_procstate *ps, size_t n, size_t p, const xr_unitstate *U,
+                       size_t q) {
+  const xr_procstate *P = &ps[p], *Q = &ps[q];
+  for (uint32_t k = 0; k < Q->ncomms; k++) {
+    const xr_commstate *qc = &Q->comms[k];
+    if (qc->comm != U->comm || (q == p && qc->rank == U->rank)) continue;
+    if (U->kind == XR_OP_COLL && !xr_coll_is_p2p(U->coll)) {
+      if (qc->coll_posted < U->coll_hi) return 1;
+      continue;
+    }
+    for (uint32_t e = 0; e < U->npeers && U->peer_off + e < P->npeers; e++) {
+      const xr_peerent *pe = &P->peers[U->peer_off + e];
+      if (pe->peer != qc->rank) continue;
+      uint32_t qs, qr;
+      posted_with(Q, qc, U->rank, &qs, &qr);
+      if ((pe->send_hi > pe->send_lo && qr < pe->send_hi) ||
+          (pe->recv_hi > pe->recv_lo && qs < pe->recv_hi))
+        return 1;
+    }
+  }
+  (void)n;
+  return 0;
+}
+
+static void details_json(a2a_json *j, char *buf, size_t cap, const xr_procstate *ps, size_t n,
+                         const uint8_t *inv, const xr_wfg_result *res, const xr_confirm_io *io,
+                         int lvl) {
+  char hb[32], id[24], nb[40];
+  a2a_json_init(j, buf, cap);
+  a2a_json_obj_begin(j, NULL);
+  a2a_json_bool(j, "cycle", res->cycle != 0);
+  a2a_json_int(j, "dead_threads", res->dead_threads);
+  if (res->missing_proc >= 0) a2a_json_int(j, "missing_pid", ps[res->missing_proc].pid);
+  a2a_json_arr_begin(j, "processes");
+  for (size_t p = 0; p < n; p++) {
+    if (!inv[p]) continue;
+    const xr_procstate *P = &ps[p];
+    a2a_json_obj_begin(j, NULL);
+    a2a_json_int(j, "pid", P->pid);
+    a2a_json_int(j, "global_rank", P->grank);
+    a2a_json_str(j, "host", P->host);
+    a2a_json_bool(j, "alive", P->alive != 0);
+    a2a_json_arr_begin(j, "comms");
+    for (uint32_t k = 0; k < P->ncomms; k++) {
+      a2a_json_obj_begin(j, NULL);
+      snprintf(id, sizeof id, "%016" PRIx64, P->comms[k].comm);
+      a2a_json_str(j, "comm", id);
+      a2a_json_int(j, "rank", P->comms[k].rank);
+      a2a_json_int(j, "collectives_posted", P->comms[k].coll_posted);
+      a2a_json_obj_end(j);
+    }
+    a2a_json_arr_end(j);
+    if (lvl > 0) {
+      a2a_json_arr_begin(j, "blocked");
+      for (uint32_t t = 0; t < P->nthreads; t++) {
+        const xr_threadstate *T = &P->threads[t];
+        a2a_json_obj_begin(j, NULL);
+        a2a_json_str(j, "in", thread_wait(T));
+        a2a_json_str(j, "site", site_or_hex(io, p, T->site, hb, sizeof hb));
+        a2a_json_uint(j, "blocked_ms", T->blocked_ms);
+        a2a_json_obj_end(j);
+      }
+      a2a_json_arr_end(j);
+      uint32_t first = 0, most = lvl > 1 ? DETAIL_OPS : 1;
+      if (P->nunits > most) first = P->nunits - most;
+      a2a_json_arr_begin(j, "ops");
+      for (uint32_t u = first; u < P->nunits; u++) {
+        const xr_unitstate *U = &P->units[u];
+        a2a_json_obj_begin(j, NULL);
+        a2a_json_str(j, "op", unit_op_name(U, nb, sizeof nb));
+        snprintf(id, sizeof id, "%016" PRIx64, U->comm);
+        a2a_json_str(j, "comm", id);
+        a2a_json_int(j, "rank", U->rank);
+        if (U->kind != XR_OP_COLL && U->npeers == 1 && U->peer_off < P->npeers) {
+          a2a_json_str(j, "kind", U->kind == XR_OP_SEND ? "send" : "recv");
+          a2a_json_int(j, "peer", P->peers[U->peer_off].peer);
+        } else if (U->kind != XR_OP_COLL) {
+          a2a_json_uint(j, "peers", U->npeers);
+        }
+        a2a_json_uint(j, "index", U->kind == XR_OP_COLL && !xr_coll_is_p2p(U->coll) ? U->coll_lo + 1
+                                                                                  : U->group);
+        a2a_json_uint(j, "count", U->count);
+        a2a_json_str(j, "dtype", a2a_dtype_name(U->dtype));
+        a2a_json_str(j, "state", U->flags & XR_UNIT_OPEN ? "open" : "pending");
+        a2a_json_str(j, "site", site_or_hex(io, p, U->site, hb, sizeof hb));
+        a2a_json_obj_end(j);
+      }
+      a2a_json_arr_end(j);
+    }
+    a2a_json_obj_end(j);
+  }
+  a2a_json_arr_end(j);
+  if (lvl > 0) {
+    /* The graph between the involved processes: p -> q when a thread of
+     * p is blocked and one of p's pending operations awaits q. */
+    a2a_json_obj_begin(j, "graph");
+    a2a_json_arr_begin(j, "nodes");
+    for (size_t p = 0; p < n; p++) {
+      if (!inv[p]) continue;
+      const xr_procstate *P = &ps[p];
+      a2a_json_obj_begin(j, NULL);
+      snprintf(id, sizeof id, "p%d", P->pid);
+      a2a_json_str(j, "id", id);
+      a2a_json_int(j, "pid", P->pid);
+      if (P->grank >= 0) a2a_json_int(j, "rank", P->grank);
+      a2a_json_str(j, "state", !P->alive ? (P->died ? "died" : "exited")
+                               : P->nthreads ? "blocked"
+                               : (int)p == res->missing_proc ? "missing"
+                                                              : "running");
+      a2a_json_obj_end(j);
+    }
+    a2a_json_arr_end(j);
+    a2a_json_arr_begin(j, "edges");
+    for (size_t p = 0; p < n; p++) {
+      if (!inv[p] || !ps[p].nthreads) continue;
+      for (size_t q = 0; q < n; q++) {
+        if (!inv[q] || q == p) continue;
+        const xr_unitstate *why = NULL;
+        for (uint32_t u = 0; u < ps[p].nunits && !why; u++)
+          if (!(ps[p].units[u].flags & XR_UNIT_OPEN) && unit_awaits(ps, n, p, &ps[p].units[u], q))
+            why = &ps[p].units[u];
+        if (!why) continue;
+        a2a_json_obj_begin(j, NULL);
+        snprintf(id, sizeof id, "p%d", ps[p].pid);
+        a2a_json_str(j, "from", id);
+        snprintf(id, sizeof id, "p%d", ps[q].pid);
+        a2a_json_str(j, "to", id);
+        char lab[64];
+        snprintf(lab, sizeof lab, "waits in %s", unit_op_name(why, nb, sizeof nb));
+        a2a_json_str(j, "label", lab);
+        a2a_json_obj_end(j);
+      }
+    }
+    a2a_json_arr_end(j);
+    a2a_json_obj_end(j);
+  }
+  a2a_json_obj_end(j);
 }
 
 /* What the process is doing, as far as a2acheck sees it. */
