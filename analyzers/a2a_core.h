@@ -380,6 +380,7 @@ void a2a_json_str(a2a_json *j, const char *key, const char *val);
 void a2a_json_int(a2a_json *j, const char *key, long long val);
 void a2a_json_uint(a2a_json *j, const char *key, unsigned long long val);
 void a2a_json_dbl(a2a_json *j, const char *key, double val);
+void a2a_json_null(a2a_json *j, const char *key);
 void a2a_json_bool(a2a_json *j, const char *key, bool val);
 void a2a_json_ptr(a2a_json *j, const char *key, const void *p); /* "0x..." */
 /* Append JSON-escaped s (without quotes) to buf[len..cap). Returns new len. */

@@ -104,6 +104,7 @@ static void raw(a2a_json *j, const char *k, const char *fmt, ...) {
 void a2a_json_int(a2a_json *j, const char *k, long long v) { raw(j, k, "%lld", v); }
 void a2a_json_uint(a2a_json *j, const char *k, unsigned long long v) { raw(j, k, "%llu", v); }
 void a2a_json_bool(a2a_json *j, const char *k, bool v) { raw(j, k, "%s", v ? "true" : "false"); }
+void a2a_json_null(a2a_json *j, const char *k) { raw(j, k, "%s", "null"); }
 void a2a_json_ptr(a2a_json *j, const char *k, const void *p) {
   raw(j, k, "\"0x%llx\"", (unsigned long long)(uintptr_t)p);
 }

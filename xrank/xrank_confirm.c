@@ -204,28 +204,72 @@ static const char *unit_op_name(const xr_unitstate *U, char *buf, size_t cap) {
   return buf;
 }
 
-/* Does unit U of process p wait for process q to post something? For a
- * collective: q holds a rank of the comm that has not posted it. For sends
- * and receives: q holds a peer that has not posted the counterparts. */
+/* Unit u of P is queued behind an earlier incomplete unit on its stream
+ * (it cannot start before that one completes). */
+static int queued_behind(const xr_procstate *P, uint32_t u) {
+  for (uint32_t k = 0; k < u; k++)
+    if (P->units[k].stream == P->units[u].stream && !(P->units[k].flags & XR_UNIT_OPEN)) return 1;
+  return 0;
+}
+
+static int ranges_meet(uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
+  return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
+}
+
+/* Q's unit holding the counterpart of U (comm rank qc->rank), or -1. */
+static int counterpart(const xr_procstate *P, const xr_unitstate *U, const xr_procstate *Q,
+                       const xr_commstate *qc) {
+  for (uint32_t k = 0; k < Q->nunits; k++) {
+    const xr_unitstate *V = &Q->units[k];
+    if (V->comm != U->comm || V->rank != qc->rank) continue;
+    if (U->kind == XR_OP_COLL && !xr_coll_is_p2p(U->coll)) {
+      if (ranges_meet(U->coll_lo, U->coll_hi, V->coll_lo, V->coll_hi)) return (int)k;
+      continue;
+    }
+    for (uint32_t e = 0; e < U->npeers && U->peer_off + e < P->npeers; e++) {
+      const xr_peerent *pe = &P->peers[U->peer_off + e];
+      if (pe->peer != qc->rank) continue;
+      for (uint32_t f = 0; f < V->npeers && V->peer_off + f < Q->npeers; f++) {
+        const xr_peerent *qe = &Q->peers[V->peer_off + f];
+        if (qe->peer == U->rank && (ranges_meet(pe->send_lo, pe->send_hi, qe->recv_lo, qe->recv_hi) ||
+                                    ranges_meet(pe->recv_lo, pe->recv_hi, qe->send_lo, qe->send_hi)))
+          return (int)k;
+      }
+    }
+  }
+  return -1;
+}
+
+/* Does unit U of process p wait for process q? q holds a rank of U's comm
+ * that has not posted U's counterpart (a collective it has not called, a
+ * receive or send it has not posted), or whose counterpart is queued
+ * behind another of q's incomplete operations on its stream. */
 static int unit_awaits(const xr_procstate *ps, size_t n, size_t p, const xr_unitstate *U,
                        size_t q) {
   const xr_procstate *P = &ps[p], *Q = &ps[q];
   for (uint32_t k = 0; k < Q->ncomms; k++) {
     const xr_commstate *qc = &Q->comms[k];
     if (qc->comm != U->comm || (q == p && qc->rank == U->rank)) continue;
+    int involved = 0, posted = 1;
     if (U->kind == XR_OP_COLL && !xr_coll_is_p2p(U->coll)) {
-      if (qc->coll_posted < U->coll_hi) return 1;
-      continue;
+      involved = 1;
+      posted = qc->coll_posted >= U->coll_hi;
+    } else {
+      for (uint32_t e = 0; e < U->npeers && U->peer_off + e < P->npeers; e++) {
+        const xr_peerent *pe = &P->peers[U->peer_off + e];
+        if (pe->peer != qc->rank) continue;
+        uint32_t qs, qr;
+        posted_with(Q, qc, U->rank, &qs, &qr);
+        involved = 1;
+        if ((pe->send_hi > pe->send_lo && qr < pe->send_hi) ||
+            (pe->recv_hi > pe->recv_lo && qs < pe->recv_hi))
+          posted = 0;
+      }
     }
-    for (uint32_t e = 0; e < U->npeers && U->peer_off + e < P->npeers; e++) {
-      const xr_peerent *pe = &P->peers[U->peer_off + e];
-      if (pe->peer != qc->rank) continue;
-      uint32_t qs, qr;
-      posted_with(Q, qc, U->rank, &qs, &qr);
-      if ((pe->send_hi > pe->send_lo && qr < pe->send_hi) ||
-          (pe->recv_hi > pe->recv_lo && qs < pe->recv_hi))
-        return 1;
-    }
+    if (!involved) continue;
+    if (!posted) return 1;
+    int v = counterpart(P, U, Q, qc);
+    if (v >= 0 && queued_behind(Q, (uint32_t)v)) return 1;
   }
   (void)n;
   return 0;
@@ -259,39 +303,46 @@ static void details_json(a2a_json *j, char *buf, size_t cap, const xr_procstate 
       a2a_json_obj_end(j);
     }
     a2a_json_arr_end(j);
+    if (lvl > 0 && P->nthreads) {
+      const xr_threadstate *T = &P->threads[0];
+      a2a_json_obj_begin(j, "blocked");
+      a2a_json_str(j, "call", thread_wait(T));
+      a2a_json_str(j, "site", site_or_hex(io, p, T->site, hb, sizeof hb));
+      a2a_json_uint(j, "ms", T->blocked_ms);
+      a2a_json_uint(j, "thread", T->thread);
+      a2a_json_obj_end(j);
+    }
     if (lvl > 0) {
-      a2a_json_arr_begin(j, "blocked");
-      for (uint32_t t = 0; t < P->nthreads; t++) {
-        const xr_threadstate *T = &P->threads[t];
-        a2a_json_obj_begin(j, NULL);
-        a2a_json_str(j, "in", thread_wait(T));
-        a2a_json_str(j, "site", site_or_hex(io, p, T->site, hb, sizeof hb));
-        a2a_json_uint(j, "blocked_ms", T->blocked_ms);
-        a2a_json_obj_end(j);
-      }
-      a2a_json_arr_end(j);
       uint32_t first = 0, most = lvl > 1 ? DETAIL_OPS : 1;
       if (P->nunits > most) first = P->nunits - most;
       a2a_json_arr_begin(j, "ops");
       for (uint32_t u = first; u < P->nunits; u++) {
         const xr_unitstate *U = &P->units[u];
+        int coll = U->kind == XR_OP_COLL && !xr_coll_is_p2p(U->coll);
+        int one = !coll && U->kind != XR_OP_COLL && U->npeers == 1 && U->peer_off < P->npeers;
+        int waiting = 0;
+        for (size_t q = 0; q < n && !waiting; q++) waiting = unit_awaits(ps, n, p, U, q);
         a2a_json_obj_begin(j, NULL);
-        a2a_json_str(j, "op", unit_op_name(U, nb, sizeof nb));
         snprintf(id, sizeof id, "%016" PRIx64, U->comm);
         a2a_json_str(j, "comm", id);
-        a2a_json_int(j, "rank", U->rank);
-        if (U->kind != XR_OP_COLL && U->npeers == 1 && U->peer_off < P->npeers) {
-          a2a_json_str(j, "kind", U->kind == XR_OP_SEND ? "send" : "recv");
-          a2a_json_int(j, "peer", P->peers[U->peer_off].peer);
-        } else if (U->kind != XR_OP_COLL) {
-          a2a_json_uint(j, "peers", U->npeers);
-        }
-        a2a_json_uint(j, "index", U->kind == XR_OP_COLL && !xr_coll_is_p2p(U->coll) ? U->coll_lo + 1
-                                                                                  : U->group);
+        a2a_json_int(j, "comm_rank", U->rank);
+        a2a_json_str(j, "op", unit_op_name(U, nb, sizeof nb));
+        a2a_json_str(j, "kind", U->kind == XR_OP_COLL ? "collective"
+                                : U->kind == XR_OP_SEND ? "send"
+                                                        : "recv");
+        if (one) a2a_json_int(j, "peer", P->peers[U->peer_off].peer);
+        else a2a_json_null(j, "peer");
+        if (!coll && U->npeers > 1) a2a_json_uint(j, "peers", U->npeers);
         a2a_json_uint(j, "count", U->count);
+        a2a_json_uint(j, "bytes", U->count * a2a_dtype_size(U->dtype));
         a2a_json_str(j, "dtype", a2a_dtype_name(U->dtype));
-        a2a_json_str(j, "state", U->flags & XR_UNIT_OPEN ? "open" : "pending");
+        if (coll) a2a_json_uint(j, "index", U->coll_lo + 1);
+        a2a_json_uint(j, "group", U->group);
         a2a_json_str(j, "site", site_or_hex(io, p, U->site, hb, sizeof hb));
+        a2a_json_str(j, "state", U->flags & XR_UNIT_OPEN ? "open"
+                                 : queued_behind(P, u)  ? "cannot-start"
+                                 : waiting              ? "waiting"
+                                                        : "in-flight");
         a2a_json_obj_end(j);
       }
       a2a_json_arr_end(j);
@@ -312,10 +363,23 @@ static void details_json(a2a_json *j, char *buf, size_t cap, const xr_procstate 
       a2a_json_str(j, "id", id);
       a2a_json_int(j, "pid", P->pid);
       if (P->grank >= 0) a2a_json_int(j, "rank", P->grank);
-      a2a_json_str(j, "state", !P->alive ? (P->died ? "died" : "exited")
-                               : P->nthreads ? "blocked"
+      int awaited = 0;
+      for (size_t x = 0; x < n && !awaited; x++)
+        if (inv[x] && x != p && ps[x].nthreads)
+          for (uint32_t u = 0; u < ps[x].nunits && !awaited; u++)
+            awaited = !(ps[x].units[u].flags & XR_UNIT_OPEN) &&
+                      unit_awaits(ps, n, x, &ps[x].units[u], p);
+      char lab[96];
+      int ll = P->grank >= 0 ? snprintf(lab, sizeof lab, "rank %d", P->grank)
+                             : snprintf(lab, sizeof lab, "pid %d", P->pid);
+      if (P->nthreads && ll > 0 && (size_t)ll < sizeof lab)
+        snprintf(lab + ll, sizeof lab - (size_t)ll, "\n%s", thread_wait(&P->threads[0]));
+      a2a_json_str(j, "label", lab);
+      a2a_json_str(j, "state", !P->alive                    ? "exited"
                                : (int)p == res->missing_proc ? "missing"
-                                                              : "running");
+                               : P->nthreads                 ? "blocked"
+                               : awaited                     ? "awaited"
+                                                             : "ok");
       a2a_json_obj_end(j);
     }
     a2a_json_arr_end(j);

@@ -19,6 +19,7 @@ typedef struct got {
   size_t proc;
   uint64_t site;
   char text[2048];
+  char json[8192];
   int has_json;
   int fail;
 } got;
@@ -33,6 +34,7 @@ static void emit(void *ctx, const xr_confirm_verdict *v) {
   g[ng].site = v->site;
   snprintf(g[ng].text, sizeof g[ng].text, "%s", v->text);
   g[ng].has_json = v->json != NULL;
+  snprintf(g[ng].json, sizeof g[ng].json, "%s", v->json ? v->json : "");
   g[ng].fail = v->fail;
   ng++;
 }
@@ -100,6 +102,16 @@ START_TEST(deadlock_confirmed_after_window_and_fresh_reports) {
   ck_assert_ptr_nonnull(strstr(g[0].text, "a wait-for cycle"));
   ck_assert_uint_eq(g[0].site, 0x999); /* the receiver's own blocked call */
   ck_assert(g[0].has_json);
+  /* The details: each process blocked, its first operation waiting on
+   * the other and its second queued behind it, and the graph's two edges
+   * (the report tool draws them; docs/report.md). */
+  const char *js = g[0].json;
+  ck_assert_ptr_nonnull(strstr(js, "\"blocked\":{\"call\":\"cudaStreamSynchronize\""));
+  ck_assert_ptr_nonnull(strstr(js, "\"state\":\"waiting\""));
+  ck_assert_ptr_nonnull(strstr(js, "\"state\":\"cannot-start\""));
+  ck_assert_ptr_nonnull(strstr(js, "\"from\":\"p100\",\"to\":\"p101\""));
+  ck_assert_ptr_nonnull(strstr(js, "\"from\":\"p101\",\"to\":\"p100\""));
+  ck_assert_ptr_nonnull(strstr(js, "\"label\":\"rank 100\\ncudaStreamSynchronize\""));
   /* Reported once: later steps say nothing, not even a hang. */
   b[0].st.version = b[1].st.version = 9;
   ck_assert_int_eq(step(400 * S, 2), XR_CONFIRM_NOTHING);
