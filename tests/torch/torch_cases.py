@@ -54,6 +54,12 @@ def split_mismatch(t):
     t.results_are(["sendrecv_vs_sendrecv"], "ok", ranks=[0, 1, 2])
     if not t.shim:
         return
+    split_mismatch_findings(t)
+    t.worker_exit(range(4), 0, failed_now=False)
+
+
+def split_mismatch_findings(t):
+    """bug_split.py's two mismatches, each in the logs of both its ranks."""
     t.finding("size.p2p-mismatch", [0, 1], sender=0, receiver=1, send_bytes=8, recv_bytes=12,
               send_count=2, recv_count=3, send_dtype="float32", recv_dtype="float32",
               send_api="ncclAlltoAll", recv_api="ncclRecv",
@@ -66,7 +72,6 @@ def split_mismatch(t):
              "exactly these two mismatches, each logged by both of its ranks",
              f"{len(t.find('size.p2p-mismatch'))} size.p2p-mismatch lines")
     no_other_errors(t, {"size.p2p-mismatch"})
-    t.worker_exit(range(4), 0, failed_now=False)
 
 
 def missing_rank(f):
@@ -256,6 +261,45 @@ def tool_deadlock(t):
     t.worker_exit([1], 0, failed_now=False)
 
 
+def tool_split(t):
+    """a2acheck run --sim --fail-on error -- torchrun ... bug_split.py on 4
+    ranks: the merged report names the check, both ranks of each pair and
+    both Python lines (the all_to_all_single call in exchange(), reached
+    from main()), and the run fails (66) although nothing hung: every
+    worker's A2ACHECK_FAIL_ON=error turns its 0 into 66, torchrun reports
+    that as 1, a2acheck run as 66."""
+    t.expect(t.status == 66, f"a2acheck run --fail-on error exited 66 (got {t.status})")
+    result = re.search(r"^result: .*$", t.out, re.M)
+    line = result[0] if result else "no result line"
+    t.expect(result and "the command exited 1;" in line and "A2ACHECK_FAIL_ON=error matched" in line,
+             "the report's result line: the failure policy matched, torchrun exited 1", line)
+    # One merged finding per pair, both ranks named, both sides' Python sites.
+    blocks = re.split(r"\n(?=\[\d+\] )", t.out)
+    for pair in ("ranks 0,1", "ranks 2,3"):
+        b = next((x for x in blocks if "size.p2p-mismatch" in x.split("\n", 1)[0] and pair in x.split("\n", 1)[0]), "")
+        t.expect(b, f"a merged size.p2p-mismatch finding for {pair}",
+                 "finding headers: " + "; ".join(x.split("\n", 1)[0] for x in blocks if x.startswith("[")))
+        if b:
+            t.expect(re.search(r"bug_split\.py:\d+", b) and "exchange" in b,
+                     f"{pair}: the finding names the Python call site (exchange in bug_split.py:LINE)",
+                     b[:600])
+    split_mismatch_findings(t)
+    # Each worker's summary: the policy matched. torchrun SIGTERMs the others
+    # when the first exits 66 at its end, so a rank still on its way out may
+    # have written no summary: then it was killed (-15) with its finding logged.
+    for r in range(4):
+        s = t.summaries.get(r)
+        if s is None:
+            code = t.torchrun_exit.get(t.pid_of.get(r))
+            t.expect(code == -15 and t.find("size.p2p-mismatch", rank=r),
+                     f"rank {r}: no summary, so killed by torchrun after another worker's 66, "
+                     "its finding logged", f"torchrun: exit {code}")
+            continue
+        t.expect(s.get("fail_matched") and s.get("exit_status") == 0,
+                 f"rank {r}: the application's status 0, A2ACHECK_FAIL_ON=error matched (so 66)",
+                 f"fail_matched {s.get('fail_matched')}, exit_status {s.get('exit_status')}")
+
+
 def tool_clean(t):
     """a2acheck run --sim -- torchrun ... correct.py lazy on 2 ranks."""
     t.expect(t.status == 0, f"a2acheck run exited 0 (got {t.status})")
@@ -272,4 +316,4 @@ def tool_clean(t):
 
 CASES = {f.__name__: f for f in (
     correct, deepspeed_moe, split_mismatch, skip_exit, skip_continue, sleep, nowait, group_order,
-    ds_epsize, ds_epsize_coordinator_exits, skip_exit_rank0, tool_deadlock, tool_clean)}
+    ds_epsize, ds_epsize_coordinator_exits, skip_exit_rank0, tool_deadlock, tool_split, tool_clean)}

@@ -278,7 +278,7 @@ def launch(args, py):
     env.update(kv.split("=", 1) for kv in args.env)
     env["A2ASIM_DEVICES"] = str(args.nproc)
     if args.tool:
-        cmd = [args.tool, "run", "--sim", "--log-dir", args.logs, "--"] + torchrun
+        cmd = [args.tool, "run", "--sim", "--log-dir", args.logs] + args.tool_arg + ["--"] + torchrun
         env["A2ACHECK_SIM_RUN"] = args.run
     else:
         cmd = [args.run] + torchrun
@@ -317,6 +317,8 @@ def main():
     mode.add_argument("--shim")
     mode.add_argument("--tool")
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--tool-arg", action="append", default=[],
+                    help="a flag for `a2acheck run` (with --tool), before --")
     ap.add_argument("--limit", type=int, default=240,
                     help="seconds before a job that nothing ended is killed (a hang fails here, "
                          "before ctest's TIMEOUT)")
