@@ -23,11 +23,21 @@ DS_PATTERNS = [
 ]
 
 
+# correct.py runs hundreds of collectives of a few bytes each on purpose
+# (every pattern on tiny tensors, so each rank can check every element):
+# perf.small-messages is right to name that (on a GPU each one costs its
+# launch latency), and whether the estimated saving reaches
+# A2ACHECK_PERF_MIN_GAIN of the measured communication time depends on the
+# simulator's load. It is the one warning a correct program may get.
+CORRECT_MAY_WARN = {"perf.small-messages"}
+
+
 def correct(t, patterns=CORRECT_PATTERNS):
     t.torchrun_ok()
     t.all_patterns_ok(patterns)
     if t.shim:
-        t.clean()
+        t.only(CORRECT_MAY_WARN)
+        no_other_errors(t, set())
         t.worker_exit(range(t.nproc), 0, failed_now=False)
 
 
@@ -305,12 +315,12 @@ def tool_clean(t):
     t.expect(t.status == 0, f"a2acheck run exited 0 (got {t.status})")
     result = re.search(r"^result: .*$", t.out, re.M)
     line = result[0] if result else "no result line"
-    t.expect(re.match(r"result: (no findings|\d+ findings?: 0 errors, 0 warnings, \d+ info);", line)
+    t.expect(re.match(r"result: (no findings|\d+ findings?: 0 errors, \d+ warnings?, \d+ info);", line)
              and "the command exited 0;" in line,
-             'the report\'s result line: "no findings" (or 0 errors, 0 warnings), torchrun exited 0',
-             line)
+             'the report\'s result line: "no findings" (or 0 errors), torchrun exited 0', line)
     t.all_patterns_ok(CORRECT_PATTERNS)
-    t.clean()
+    t.only(CORRECT_MAY_WARN)
+    no_other_errors(t, set())
     t.worker_exit(range(t.nproc), 0, failed_now=False)
 
 
