@@ -274,7 +274,12 @@ static void report_ex(a2a_check_id check, a2a_severity sev, const a2a_comm *c, u
    * site (a return address in this process) does: the runtime symbolizes it
    * like any frame ("fn+off (module) at file.c:line"). */
   a2a_stack st = {.n = site ? 1 : 0, .pc = {(void *)(uintptr_t)site}};
-  a2a_finding f = {.check = check, .severity = sev, .site = (const void *)(uintptr_t)site,
+  /* Every stall is news (docs/checks.md: once per stall): a later stall at
+   * the same call site - every tensor.cpu() waits in the same
+   * cudaStreamSynchronize - is not a repeat of the first, so stalls are
+   * told apart by their text (the runtime's dedup key without a site). */
+  const void *key = check == A2A_CK_GROUP_STALL ? NULL : (const void *)(uintptr_t)site;
+  a2a_finding f = {.check = check, .severity = sev, .site = key,
                    .comm = c, .message = msg, .details_json = json,
                    .stack = site ? &st : NULL, .capture_stack = false, .echo = echo};
   a2a_report(&f);

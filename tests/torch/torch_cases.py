@@ -170,17 +170,11 @@ def sleep(t):
     for f in stalls:
         t.expect(missing_rank(f).get("global_rank") == 1 and missing_rank(f).get("alive"),
                  "group.stall names global rank 1, alive, as the awaited process", f.get("details"))
-    # The second stall (step 2) is reported too, but a rank whose two stalls
-    # wait at the same call site (rank 0: the cudaStreamSynchronize of
-    # out.cpu()) logs the second only as a repeat: the log deduplicates by
-    # (check, call site); its summary counts both. A rank torchrun killed
-    # has no summary: take the best rank.
-    def stalls_of(r):
-        occ = next((c.get("occurrences", 0) for c in t.summaries.get(r, {}).get("checks", [])
-                    if c.get("check") == "group.stall"), 0)
-        return max(occ, len(t.find("group.stall", rank=r)))
-    t.expect(max(stalls_of(0), stalls_of(1)) >= 2, "both stalls were reported (logged or counted)",
-             f"rank 0: {stalls_of(0)}, rank 1: {stalls_of(1)}")
+    # The second stall (step 2) is logged too, although rank 0 waits at the
+    # same call site both times (the cudaStreamSynchronize of out.cpu()):
+    # each stall is its own finding (docs/checks.md, group.stall).
+    t.expect(len(t.find("group.stall", rank=0)) >= 2, "rank 0 logged both stalls",
+             f"{len(t.find('group.stall', rank=0))} group.stall line(s) in rank 0's log")
     deadlock_on(t, [0], missing=1, cycle=False, check="group.hang",
                 text=["no rank made progress for 8 s", "global rank 1", "may still post it"])
     t.no_finding("group.deadlock")
