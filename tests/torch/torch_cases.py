@@ -261,6 +261,11 @@ def tool_deadlock(t):
     t.expect(result and "errors (deadlock)" in line and "the command exited 1;" in line,
              "the report's result line: a deadlock, and torchrun exited 1", line)
     deadlock_on(t, [0], missing=1, cycle=False)
+    # How long each thread has been blocked is measured from its call (the
+    # blocking copy of .cpu() is a hot call whose event carries no time).
+    blocked = [int(ms) for ms in re.findall(r"is blocked in .*? for (\d+) ms", t.out)]
+    t.expect(blocked and all(0 < ms < 120000 for ms in blocked),
+             "blocked threads: durations between 0 and the job's length", blocked)
     t.worker_exit([0], 66, failed_now=True)
     t.worker_exit([1], 0, failed_now=False)
 
