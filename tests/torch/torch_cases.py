@@ -266,6 +266,10 @@ def tool_deadlock(t):
     blocked = [int(ms) for ms in re.findall(r"is blocked in .*? for (\d+) ms", t.out)]
     t.expect(blocked and all(0 < ms < 120000 for ms in blocked),
              "blocked threads: durations between 0 and the job's length", blocked)
+    # ... and named by the Python line that blocks: `got = out.cpu()`.
+    sites = re.findall(r"is blocked in \S+ at (.*?) for \d+ ms", t.out)
+    t.expect(sites and all(re.search(r"bug_skip\.py:37\)$", x) for x in sites),
+             "the blocked thread's site is the .cpu() line of bug_skip.py", sites)
     t.worker_exit([0], 66, failed_now=True)
     t.worker_exit([1], 0, failed_now=False)
 
