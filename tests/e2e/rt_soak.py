@@ -41,6 +41,7 @@ def main():
     ap.add_argument("--ops", type=int, required=True)
     ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
+    a.shim, a.prog, a.work = (os.path.abspath(x) for x in (a.shim, a.prog, a.work))
     d = os.path.join(a.work, "logs")
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)

@@ -124,19 +124,14 @@ if(Python3_Interpreter_FOUND)
   endforeach()
 endif()
 
-# ---- scale: 10^6 operations with findings firing constantly (default), ----
-# 10^7 under the label soak (ctest -L soak); figures in docs/reliability.md.
+# ---- scale: 10^7 operations with findings firing constantly --------------
+# (about 5 s on the 2-core test machine; figures in docs/reliability.md).
 a2a_rt_program(rt_soak ${CMAKE_CURRENT_LIST_DIR}/rt_soak.c)
 target_link_libraries(rt_soak PRIVATE a2asim_nccl a2asim_cudart)
 if(Python3_Interpreter_FOUND)
   add_test(NAME rt.soak
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_soak.py --ops 1000000
-                   --shim $<TARGET_FILE:a2acheck> --prog $<TARGET_FILE:rt_soak>
-                   --work ${A2A_RT_TEST_DIR}/soak)
-  set_tests_properties(rt.soak PROPERTIES TIMEOUT 300 LABELS rt)
-  add_test(NAME soak.ops_1e7
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_soak.py --ops 10000000
                    --shim $<TARGET_FILE:a2acheck> --prog $<TARGET_FILE:rt_soak>
-                   --work ${A2A_RT_TEST_DIR}/soak7)
-  set_tests_properties(soak.ops_1e7 PROPERTIES TIMEOUT 1200 LABELS soak)
+                   --work ${A2A_RT_TEST_DIR}/soak)
+  set_tests_properties(rt.soak PROPERTIES TIMEOUT 300 LABELS "rt;soak")
 endif()
