@@ -96,7 +96,7 @@ static void learn_process(void) {
    * application does not move the logs between the first and the last
    * write (or between the parent and a forked child). */
   const char *dir = a2a_rt.opts.log_dir ? a2a_rt.opts.log_dir : "./a2acheck-logs";
-  char jobdir[PATH_MAX];
+  char jobdir[sizeof a2a_rt.log_dir];
   if (a2a_rt.opt_from_env[A2A_RT_OPT_log_dir]) {
     snprintf(a2a_rt.log_dir_why, sizeof a2a_rt.log_dir_why, "A2ACHECK_LOG_DIR");
   } else {
@@ -105,7 +105,7 @@ static void learn_process(void) {
     char label[160];
     const char *src = a2a_rt_job_label(real_getenv, a2a_rt.host, a2a_rt.pid, (int)getppid(),
                                        label, sizeof label);
-    snprintf(jobdir, sizeof jobdir, "%s/%s", dir, label);
+    snprintf(jobdir, sizeof jobdir, "%.800s/%.160s", dir, label);
     dir = jobdir;
     snprintf(a2a_rt.log_dir_why, sizeof a2a_rt.log_dir_why, "default, run directory from %s",
              src);
