@@ -34,8 +34,9 @@
  * stderr instead; the process is never disturbed otherwise.
  *
  * Write errors (ENOSPC, EIO, EFBIG): the first one is reported once on
- * stderr; the log is then left as it is (findings go to stderr) and the
- * summary, on stderr and in whatever still fits in the log, names the error.
+ * stderr; the file it failed on is not written again, findings go to stderr
+ * from then on, and the summary, on stderr and in whatever still fits in the
+ * logs, names the error.
  * EFBIG only arises if the application ignores SIGXFSZ; otherwise exceeding
  * RLIMIT_FSIZE ends the process as it would without a2acheck.
  *
@@ -70,20 +71,26 @@ static dev_t g_dir_dev;
 static ino_t g_dir_ino;
 static bool g_unavailable;
 static int g_write_err;           /* first write error (errno), 0 if none */
+static bool g_txt_failed, g_json_failed;   /* a write to that file failed */
 static int g_file_rank = -1;      /* rank in the current file names */
 static off_t g_json_end;
 static char g_dir[PATH_MAX];
 static char g_txt_path[PATH_MAX], g_json_path[PATH_MAX];
 static char g_err_path[PATH_MAX];
 
-/* The first failed write: said once on stderr; from then on the logs are
- * not written (a2a_rt_log_append returns false, so findings go to stderr). */
-static void write_failed(const char *path, int err) {
+/* A failed write: the first one is said once on stderr. The file it failed
+ * on is not written again (a later write could land after a gap); the other
+ * one still is, so the summary record may still reach the JSONL when only
+ * the text log failed, but a2a_rt_log_append returns false from now on, so
+ * every later finding also goes to stderr. */
+static void write_failed(bool json, const char *path, int err) {
+  if (json) g_json_failed = true;
+  else g_txt_failed = true;
   if (g_write_err) return;
   g_write_err = err ? err : EIO;
   snprintf(g_err_path, sizeof g_err_path, "%s", path);
   a2a_rt_stderr("error: cannot write the log file '%s' (%s); the log is incomplete and "
-                "a2acheck writes further findings to stderr only.",
+                "a2acheck writes further findings to stderr.",
                 path, strerror(g_write_err));
 }
 
@@ -102,9 +109,9 @@ static int write_all(int fd, const char *s, size_t n) {
 }
 
 static void log_text(const char *s, size_t n) {
-  if (g_write_err || g_txt < 0) return;
+  if (g_txt_failed || g_txt < 0) return;
   int err = write_all(g_txt, s, n);
-  if (err) write_failed(g_txt_path, err);
+  if (err) write_failed(false, g_txt_path, err);
 }
 
 /* Expand %h (host) and %p (pid) like NCCL_DEBUG_FILE. */
@@ -352,7 +359,7 @@ bool a2a_rt_log_append(const char *text, size_t tn, const char *json, size_t jn,
   if (!open_logs()) return false;
   maybe_rename();
   if (text && tn) log_text(text, tn);
-  if (json && jn && !g_write_err) {
+  if (json && jn && !g_json_failed) {
     ssize_t w;
     do w = pwrite(g_json, json, jn, g_json_end);
     while (w < 0 && errno == EINTR);
@@ -364,16 +371,16 @@ bool a2a_rt_log_append(const char *text, size_t tn, const char *json, size_t jn,
       /* Disk full mid-line: cut the partial line off so the file stays
        * valid JSON Lines. */
       if (w > 0 && ftruncate(g_json, g_json_end) != 0) g_json_end += w;
-      write_failed(g_json_path, err);
+      write_failed(true, g_json_path, err);
     }
   }
   return !g_write_err;
 }
 
 void a2a_rt_log_patch_json(off_t off, const char *s, size_t n) {
-  if (g_json < 0 || off < 0 || g_write_err) return;
+  if (g_json < 0 || off < 0 || g_json_failed) return;
   ssize_t w = pwrite(g_json, s, n, off);
-  if (w != (ssize_t)n) write_failed(g_json_path, w < 0 ? errno : ENOSPC);
+  if (w != (ssize_t)n) write_failed(true, g_json_path, w < 0 ? errno : ENOSPC);
 }
 
 const char *a2a_rt_log_jsonl_path(void) { return g_json >= 0 ? g_json_path : ""; }
@@ -397,5 +404,6 @@ void a2a_rt_log_after_fork_child(void) {
   g_file_rank = -1;
   g_json_end = 0;
   g_write_err = 0;
+  g_txt_failed = g_json_failed = false;
   g_txt_path[0] = g_json_path[0] = g_err_path[0] = '\0';
 }

@@ -280,14 +280,17 @@ def case_fsize():
 
     def limit():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1200, 1200))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1600, 1600))
     p = run({"A2ACHECK_LOG_DIR": d, "RANK": "0"}, preexec=limit)
     kept_status(p)
     summary_says_incomplete(p, "File too large")
     finding_on_stderr(p)
-    for n in logs_in(d):
-        if n.endswith(".jsonl"):
-            check(valid_jsonl(os.path.join(d, n)) is not None, "the JSONL holds complete lines only")
+    js = [n for n in logs_in(d) if n.endswith(".jsonl")]
+    recs = valid_jsonl(os.path.join(d, js[0])) if js else None
+    check(recs is not None, "the JSONL holds complete lines only")
+    summ = [r for r in recs or [] if r.get("check") == "a2acheck.summary"]
+    check(len(summ) == 1 and summ[0]["details"].get("log_write_error") == "File too large",
+          "the text log failed first: the JSONL summary record still came and names the error")
 
 
 def case_fulldisk():
