@@ -149,10 +149,9 @@ static int open_dir(const char *dir) {
     give_up("create the log directory", dir, strerror(errno));
     return -1;
   }
-  bool created = false;
   char *save = NULL;
   for (char *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-    created = false;
+    bool created = false;
     int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (nfd < 0 && errno == ENOENT) {
       if (mkdirat(fd, c, 0700) == 0) created = true;
@@ -238,6 +237,8 @@ static int create_file(int rank, const char *ext, int extra, const char *path) {
     else
       snprintf(why, sizeof why, "%s", strerror(err));
     give_up("create the log file", path, why);
+  } else {
+    (void)fchmod(fd, 0600);   /* a umask like 0277 must not leave it unreadable */
   }
   return fd;
 }

@@ -9,7 +9,8 @@ rt_group_unbalanced (one group.unbalanced error, exit status 3) with
 liba2acheck.so preloaded. A name the attacker plants is predicted exactly:
 the program is started by `sh -c 'plant; exec prog'`, so its pid is the
 shell's $$. Cases:
-  modes      umask 022: every directory a2acheck creates is 0700, files 0600;
+  modes      umask 022 (and 0277): every directory a2acheck creates is 0700,
+             files 0600;
              a root-owned 1777 directory above (like /tmp) is fine
   symlink    a2acheck.<host>.<pid>.rank5.log is a symlink to a file we own:
              the file is neither truncated nor written, the link stays
@@ -158,6 +159,18 @@ def case_modes():
     for n in names:
         check(mode(os.path.join(logs, n)) == 0o600, "%s is 0600 (got %s)"
               % (n, oct(mode(os.path.join(logs, n)))))
+    # a umask that takes the owner's bits too: still 0700 and 0600
+    logs2 = os.path.join(base, "c")
+    old = os.umask(0o277)
+    try:
+        p = run({"A2ACHECK_LOG_DIR": logs2})
+    finally:
+        os.umask(old)
+    names = logs_in(logs2) if os.access(logs2, os.X_OK) else []
+    check(os.path.isdir(logs2) and mode(logs2) == 0o700 and len(names) == 2 and
+          all(mode(os.path.join(logs2, n)) == 0o600 for n in names),
+          "umask 0277: the directory 0700, files 0600 (%s, %r)"
+          % (oct(mode(logs2)) if os.path.exists(logs2) else "nothing", names))
     # a sticky world-writable directory above, like /tmp, is fine
     sticky = os.path.join(base, "tmp")
     os.mkdir(sticky)
