@@ -695,8 +695,11 @@ static void on_event(const a2a_event *ev) {
                  : ev->kind == A2A_EV_EVENT_SYNC ? XR_WAIT_EVENT
                  : ev->kind == A2A_EV_DEVICE_SYNC ? XR_WAIT_DEVICE
                                                   : XR_WAIT_MEMCPY;
+    /* An asynchronous copy that blocks (pageable host memory) is a hot call:
+     * its event carries no time (a2a_event.h), so the clock is read here. */
+    uint64_t since = ev->t_ns ? ev->t_ns : a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0;
     set_blocked(t, w, xr_stream_id(ev->stream, ev->per_thread), (uint64_t)(uintptr_t)ev->callsite,
-                ev->t_ns, 0, 0, 0);
+                since, 0, 0, 0);
     return;
   }
   case A2A_EV_STREAM_QUERY:
