@@ -240,13 +240,23 @@ static void value_text(const opt_row *r, const a2a_options *o, bool def, char *b
   const char *field = def ? NULL : (const char *)o + r->off;
   switch (r->type) {
   case T_INT: snprintf(buf, cap, "%ld", def ? r->idef : *(const long *)field); break;
-  case T_DBL: snprintf(buf, cap, "%g", def ? r->ddef : *(const double *)field); break;
+  case T_DBL: {
+    /* Short, yet exact: the header must show the value in effect, not a
+     * neighbour that rounds across a range's bound. */
+    double v = def ? r->ddef : *(const double *)field;
+    snprintf(buf, cap, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, cap, "%.17g", v);
+    break;
+  }
   case T_ENUM:
     a2a_rt_enum_name(r->values, def ? r->idef : *(const long *)field, buf, cap);
     break;
   case T_STR: {
     const char *s = def ? r->sdef : *(const char *const *)field;
     snprintf(buf, cap, "%s", s ? s : "(unset)");
+    /* One line per option in the log header, whatever the value holds. */
+    for (char *p = buf; *p; p++)
+      if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     break;
   }
   }

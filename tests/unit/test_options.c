@@ -8,6 +8,8 @@
 
 #include "../../shim/rt_format.c"
 #include "../../shim/rt_options.c"
+#include "../fuzz/fuzz_options.c"
+#include <dirent.h>
 
 /* A fake environment: pairs of name, value. */
 static const char *fake_env[16][2];
@@ -295,6 +297,59 @@ START_TEST(enum_name_out_of_range) {
 }
 END_TEST
 
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint8_t *b = malloc(1 << 20);
+  *n = b ? fread(b, 1, 1 << 20, f) : 0;
+  fclose(f);
+  return b;
+}
+
+/* The fuzz target's corpus (seeds and every input a fuzzer crashed on)
+ * through the fuzz entry, each seed also in single-byte mutations. */
+START_TEST(fuzz_corpus_replay) {
+  DIR *d = opendir(A2A_FUZZ_OPTIONS_CORPUS);
+  ck_assert_msg(d != NULL, "no corpus at %s", A2A_FUZZ_OPTIONS_CORPUS);
+  int files = 0;
+  srand(5);
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", A2A_FUZZ_OPTIONS_CORPUS, e->d_name);
+    size_t n = 0;
+    uint8_t *b = slurp(path, &n);
+    ck_assert_ptr_nonnull(b);
+    a2a_fuzz_options_one(b, n);
+    for (int m = 0; m < 200 && n > 1 && strncmp(e->d_name, "regress-", 8); m++) {
+      size_t at = (size_t)rand() % n;
+      uint8_t old = b[at];
+      b[at] = (uint8_t)rand();
+      a2a_fuzz_options_one(b, n);
+      a2a_fuzz_options_one(b, at);
+      b[at] = old;
+    }
+    free(b);
+    files++;
+  }
+  closedir(d);
+  ck_assert_int_ge(files, 3);
+}
+END_TEST
+
+/* The header shows the value in effect exactly, even one just inside a
+ * bound that %g would round onto it. */
+START_TEST(header_values_are_exact) {
+  env_set("A2ACHECK_LOW_BW_RATIO", "0.9999999");
+  env_set("A2ACHECK_LOG_DIR", "a\nb");
+  ck_assert_int_eq(parse(), 0);
+  char buf[8192];
+  a2a_rt_options_describe(&o, from_env, buf, sizeof buf);
+  ck_assert_ptr_nonnull(strstr(buf, "A2ACHECK_LOW_BW_RATIO=0.9999999  (environment)"));
+  ck_assert_ptr_nonnull(strstr(buf, "A2ACHECK_LOG_DIR=a?b  (environment)"));
+}
+END_TEST
+
 static Suite *options_suite(void) {
   Suite *s = suite_create("options");
   TCase *tc = tcase_create("parse");
@@ -310,6 +365,8 @@ static Suite *options_suite(void) {
   tcase_add_test(tc, defaults_are_in_range);
   tcase_add_test(tc, bad_values_are_shown_safely);
   tcase_add_test(tc, help_shows_ranges);
+  tcase_add_test(tc, fuzz_corpus_replay);
+  tcase_add_test(tc, header_values_are_exact);
   tcase_add_test(tc, parse_long_edges);
   tcase_add_test(tc, strings_are_copied);
   tcase_add_test(tc, describe_names_every_variable_and_its_origin);
