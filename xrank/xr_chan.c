@@ -567,9 +567,10 @@ static int fallback_conn(void) {
     /* An unusable value is said once, on stderr (the user set it and would
      * otherwise get no cross-rank checks without a word). */
     const char *bad = NULL;
-    if (!colon || colon == spec) bad = "is not host:port";
+    if (!colon) bad = "is not host:port";
     else if (!end || end == colon + 1 || *end || port <= 0 || port > 65535)
       bad = "has no port in 1..65535";
+    else if (colon == spec) bad = "has no host";
     else if ((size_t)(colon - spec) >= sizeof ip) bad = "has a host part that is too long";
     if (!bad) {
       memcpy(ip, spec, (size_t)(colon - spec));
