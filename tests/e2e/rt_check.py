@@ -254,6 +254,9 @@ def case_suppress(a):
     m = [l for l in p.stderr.splitlines() if "A2ACHECK_SUPPRESSIONS=" in l]
     check(len(m) == 1 and "cannot be opened" in m[0], "one message for a missing file (%r)" % m)
     check(p.returncode == 3 and " error group.unbalanced: " in p.stderr, "the finding is reported")
+    text, _ = one_process_logs(d, p)
+    check("A2ACHECK_SUPPRESSIONS=(unset)  (default)" in text,
+          "the header does not show the unreadable file as in effect")
 
 
 def case_optranges(a):
