@@ -170,6 +170,11 @@ static void rt_init(void) {
   a2a_rt_failpol_describe(&a2a_rt.failpol, fail_on, sizeof fail_on);
   a2a_rt.opts.fail_on = fail_on;
   if (a2a_rt.failpol.defaulted) a2a_rt.opt_from_env[A2A_RT_OPT_fail_on] = 0;
+  /* Read once, here: matching happens only when a finding is reported. */
+  if (a2a_rt_supp_load(a2a_rt.opts.suppressions, init_warn, NULL) < 0) {
+    a2a_rt.opts.suppressions = NULL;   /* the header shows only what is in effect */
+    a2a_rt.opt_from_env[A2A_RT_OPT_suppressions] = 0;
+  }
   learn_process();
   a2a_rt_report_init();
   a2a_rt_exit_install();

@@ -559,8 +559,8 @@ static int conn_for(const xr_idrec *rec) {
   return k->state == CC_DEAD ? -1 : idx;
 }
 
-/* A2ACHECK_COORDINATOR=host:port (IPv4 or a resolvable name is not
- * supported: dotted quad only). The process that can bind it hosts it. Its
+/* A2ACHECK_COORDINATOR=host:port (IPv4 dotted quad only: a host name is
+ * not resolved). The process that can bind it hosts it. Its
  * secret comes from A2ACHECK_TOKEN; without one, only
  * A2ACHECK_XRANK_INSECURE=1 lets it run (secret derived from the address,
  * which anyone who can reach it knows). */
@@ -575,11 +575,29 @@ static int fallback_conn(void) {
     char *end = NULL;
     long port = colon ? strtol(colon + 1, &end, 10) : -1;
     struct in_addr a;
-    if (!colon || (size_t)(colon - spec) >= sizeof ip || !end || *end || port <= 0 || port > 65535)
+    /* An unusable value is said once, on stderr (the user set it and would
+     * otherwise get no cross-rank checks without a word). */
+    const char *bad = NULL;
+    if (!colon) bad = "is not host:port";
+    else if (!end || end == colon + 1 || *end || port <= 0 || port > 65535)
+      bad = "has no port in 1..65535";
+    else if (colon == spec) bad = "has no host";
+    else if ((size_t)(colon - spec) >= sizeof ip) bad = "has a host part that is too long";
+    if (!bad) {
+      memcpy(ip, spec, (size_t)(colon - spec));
+      ip[colon - spec] = 0;
+      if (inet_pton(AF_INET, ip, &a) != 1)
+        bad = "does not start with an IPv4 address (host names are not resolved)";
+    }
+    if (bad) {
+      char msg[300];
+      snprintf(msg, sizeof msg,
+               "A2ACHECK_COORDINATOR=%.100s %s: cross-rank checks through it are off. Use "
+               "A.B.C.D:PORT, e.g. 10.0.0.1:29400.", spec, bad);
+      report_ex(A2A_CK_NO_COORDINATOR, A2A_SEV_WARNING, NULL, 0, msg, NULL, true);
+      S.fallback_why = "was not used: A2ACHECK_COORDINATOR is unusable (see the warning)";
       return -1;
-    memcpy(ip, spec, (size_t)(colon - spec));
-    ip[colon - spec] = 0;
-    if (inet_pton(AF_INET, ip, &a) != 1) return -1;
+    }
     uint8_t token[XR_TOKEN_BYTES];
     const char *secret = a2a_opt->xrank_token;
     if (secret && *secret && strlen(secret) >= 16) {

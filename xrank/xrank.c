@@ -57,6 +57,10 @@ static _Atomic int g_ring_ok;
 static _Atomic int g_thread_requested;
 
 static void ring_alloc(void) {
+  /* A2ACHECK_XRANK_QUEUE is a power of two in 1024..2^22 (the options
+   * parser rejects anything else, never rounds it), so the ring is exactly
+   * the size the log header shows; the loop only guards a hand-built
+   * a2a_options (unit tests). */
   long want = a2a_opt ? a2a_opt->xrank_queue : 16384;
   size_t n = 1024;
   while ((long)n < want && n < (1u << 22)) n <<= 1;

@@ -66,7 +66,8 @@ add_dependencies(rt_not_intercepting a2asim_nccl rt_static_nccl)
 
 if(Python3_Interpreter_FOUND)
   set(A2A_RT_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_check.py)
-  foreach(case group repeat failon badoption unwritable checks help rank logdir)
+  foreach(case group repeat failon badoption unwritable checks suppress optranges help rank
+               logdir)
     add_test(NAME rt.${case}
              COMMAND ${A2A_RT_CHECK} ${case} --shim $<TARGET_FILE:a2acheck>
                      --prog $<TARGET_FILE:rt_group_unbalanced> --work ${A2A_RT_TEST_DIR}/${case})
