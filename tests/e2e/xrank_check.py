@@ -40,6 +40,11 @@ xrank_scenarios.c). Assertions (all must hold):
   --stdout-contains TEXT the program's output (the ranks' stderr) has TEXT
   --every-rank CHECK     every rank's log has a CHECK finding (by the file's
                          rank, for findings made before the rank was known)
+  --no-leftovers S       no process of the run (found by a tag in its
+                         environment) is left S s after the program ended
+                         (a lingering coordinator must end with its clients)
+  --exit-delay R<=S      rank R's process ended at most S s after it called
+                         exit() (the program prints "rank R calls exit after T s")
 
 In --env values, {free_port} becomes a port free right now, {python} this
 Python and {srcdir} the directory of this script (tests/e2e).
@@ -55,6 +60,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 
 IGNORE = ("perf.*", "*.summary")
 
@@ -79,6 +85,34 @@ def text_of(f):
     return str(f.get("message", "")) + " " + json.dumps(f.get("details"))
 
 
+def leftovers(tag, wait_s):
+    """Processes whose environment carries the run's tag, waiting up to
+    wait_s for them to end: ([(pid, comm)], seconds waited)."""
+    needle = ("A2A_XRANK_RUN_TAG=" + tag).encode()
+    t0 = time.monotonic()
+    while True:
+        found = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if needle not in f.read().split(b"\0"):
+                        continue
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read()
+                if st[st.rfind(")") + 2:].startswith("Z"):
+                    continue  # ended, not yet reaped by init
+                with open("/proc/%s/comm" % d) as f:
+                    found.append((int(d), f.read().strip()))
+            except OSError:
+                continue
+        waited = time.monotonic() - t0
+        if not found or waited >= wait_s:
+            return found, waited
+        time.sleep(0.05)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
@@ -101,6 +135,9 @@ def main():
                 "NCCL_SOCKET_IFNAME": "lo",
                 "LD_LIBRARY_PATH": args.libdir + (":" + env["LD_LIBRARY_PATH"]
                                                   if env.get("LD_LIBRARY_PATH") else "")})
+    # Every process of the run inherits this tag: --no-leftovers finds them.
+    tag = "%d-%s" % (os.getpid(), os.urandom(6).hex())
+    env["A2A_XRANK_RUN_TAG"] = tag
     free_port = None
     for kv in args.env:
         k, _, v = kv.partition("=")
@@ -250,6 +287,29 @@ def main():
                 if not any(f["check"] == v and (f.get("rank") == r or ".rank%d." % r in f["_file"])
                            for f in finds):
                     failures.append("rank %d's log has no %s finding" % (r, v))
+        elif a == "--no-leftovers":
+            left, waited = leftovers(tag, float(v))
+            print("leftover processes: %d, %.2f s after the program ended" % (len(left), waited))
+            if left:
+                failures.append("processes of the run still alive %.1f s after it ended: %s"
+                                % (waited, left))
+                for pid, _ in left:
+                    try:
+                        os.kill(pid, 9)
+                    except OSError:
+                        pass
+        elif a == "--exit-delay":
+            m = re.match(r"(\d+)<=([\d.]+)$", v)
+            call = re.search(r"^rank %s calls exit after ([\d.]+) s$" % (m.group(1) if m else "x"),
+                             p.stdout, re.M)
+            if not m or not call or int(m.group(1)) not in ranks:
+                failures.append("--exit-delay %s: no exit call or end line for the rank" % v)
+            else:
+                d = ranks[int(m.group(1))][2] - float(call.group(1))
+                print("exit delay: rank %s ended %.3f s after calling exit()" % (m.group(1), d))
+                if d > float(m.group(2)):
+                    failures.append("rank %s ended %.2f s after calling exit(), limit %s s"
+                                    % (m.group(1), d, m.group(2)))
         elif a == "--stdout-contains":
             if v not in p.stdout:
                 failures.append("the program's output lacks %r" % v)
