@@ -1168,6 +1168,13 @@ static void flush_outputs(void) {
   }
 }
 
+/* Whether a live connection still has bytes to send. */
+static int outputs_pending(void) {
+  for (int i = 0; i < S.nconns; i++)
+    if (S.conns[i].state == CC_READY && (S.conns[i].out.len || S.conns[i].wire.len)) return 1;
+  return 0;
+}
+
 static void loop_once(int timeout_ms) {
   static struct pollfd pfd[MAX_CONNS + 1 + 64 + 4096];
   int map[MAX_CONNS];
@@ -1398,6 +1405,12 @@ static void *thread_main(void *arg) {
       S.conns[i].bye_sent = 1;
     }
   flush_outputs();
+  /* What the sockets did not take yet (a full buffer) goes before the close,
+   * bounded: the BYE must arrive for this process to count as exited. */
+  for (uint64_t t1 = xr_now_ns(); outputs_pending() && xr_now_ns() - t1 < 200000000ull;) {
+    loop_once(5);
+    flush_outputs();
+  }
   xr_coord_report_totals();
   /* Our BYE is in the socket, ahead of its close: the coordinator - here or
    * in the lingering process - counts this process as exited, not died. */
