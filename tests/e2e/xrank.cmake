@@ -154,7 +154,7 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --rank-status 0=0 --rank-status 1=66 --rank-status 2=66 --rank-status 3=66 --within 15
     --expect "group.deadlock@1" --expect "group.deadlock@2" --expect "group.deadlock@3"
     --contains "group.deadlock=rank 0 is the missing rank" --forbid group.hang
-    --forbid a2acheck.no-coordinator --exit-delay "0<=1" --no-leftovers 2)
+    --forbid a2acheck.no-coordinator --exit-delay "0<=1" --no-leftovers 2 --lingerer-clean)
   a2a_xrank_test(rank0_exit_mismatch 60 "rank0_exit mismatch" --status 0
     --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
     --contains "size.p2p-mismatch=rank 1 sends 256 B"

@@ -43,6 +43,9 @@ xrank_scenarios.c). Assertions (all must hold):
   --no-leftovers S       no process of the run (found by a tag in its
                          environment) is left S s after the program ended
                          (a lingering coordinator must end with its clients)
+  --lingerer-clean       while the program runs, a lingering coordinator
+                         (a2acheck-coord) appears, and holds no descriptor but
+                         sockets and /dev/null and no /dev/* mapping
   --exit-delay R<=S      rank R's process ended at most S s after it called
                          exit() (the program prints "rank R calls exit after T s")
 
@@ -60,6 +63,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 IGNORE = ("perf.*", "*.summary")
@@ -113,6 +117,37 @@ def leftovers(tag, wait_s):
         time.sleep(0.05)
 
 
+def watch_lingerers(tag, seen, stop):
+    """Samples every a2acheck-coord process of the run until stop: what it
+    holds besides sockets and /dev/null, and any /dev/* mapping but /dev/zero."""
+    needle = ("A2A_XRANK_RUN_TAG=" + tag).encode()
+    while not stop.is_set():
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/comm" % d) as f:
+                    if f.read().strip() != "a2acheck-coord":
+                        continue
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if needle not in f.read().split(b"\0"):
+                        continue
+                bad = seen.setdefault(int(d), set())
+                for fd in os.listdir("/proc/%s/fd" % d):
+                    t = os.readlink("/proc/%s/fd/%s" % (d, fd))
+                    if not t.startswith("socket:") and t != "/dev/null":
+                        bad.add("fd %s -> %s" % (fd, t))
+                with open("/proc/%s/maps" % d) as f:
+                    for line in f:
+                        parts = line.split(None, 5)
+                        path = parts[5].strip() if len(parts) > 5 else ""
+                        if path.startswith("/dev/") and not path.startswith("/dev/zero"):
+                            bad.add("mapping " + path)
+            except OSError:
+                continue
+        time.sleep(0.05)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
@@ -152,6 +187,11 @@ def main():
                     free_port = s.getsockname()[1]
             v = v.replace("{free_port}", str(free_port))
         env[k] = v
+    seen = {}  # lingering coordinators: pid -> what it held that it should not
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch_lingerers, args=(tag, seen, stop), daemon=True)
+    if "--lingerer-clean" in rest:
+        watcher.start()
     try:
         p = subprocess.run([args.prog] + args.args.split(), env=env, timeout=args.limit,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -159,6 +199,9 @@ def main():
         print((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout)
         print("FAIL: the program ran past %d s" % args.limit)
         return 1
+    stop.set()
+    if watcher.is_alive():
+        watcher.join()
     print(p.stdout[-20000:])
     if p.returncode != 0 and not args.killed_ok:
         print("FAIL: the launcher exited %d (a rank hung or setup failed)" % p.returncode)
@@ -191,6 +234,14 @@ def main():
         if a == "--if-any-status":
             active = any(st == int(v) for (_, st, _) in ranks.values())
             i += 1
+            continue
+        if a == "--lingerer-clean":
+            print("lingering coordinators seen: %s" % (seen or "none"))
+            if not seen:
+                failures.append("--lingerer-clean: no lingering coordinator was seen")
+            for pid, bad in sorted(seen.items()):
+                if bad:
+                    failures.append("lingering coordinator %d holds %s" % (pid, sorted(bad)))
             continue
         if a in ("--none", "--only-no-coordinator"):
             if not active:

@@ -79,6 +79,8 @@
 #include <signal.h>
 #include <pthread.h>
 #include <sched.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -472,7 +474,22 @@ static int run_rank0_exit(ctx *c) {
     alltoall(c, send, recv, cnt_equal, step, -1, 0);
     CK_CUDA(cudaStreamSynchronize(c->s));
   }
-  if (c->rank == 0) return 0; /* finished: destroys its comm and exits */
+  if (c->rank == 0) {
+    /* A device-file mapping, as a GPU process has (the driver's, NCCL's
+     * /dev/shm): the lingering coordinator must not keep it (xrank_check.py
+     * --lingerer-clean). */
+    char name[64];
+    snprintf(name, sizeof name, "/a2a-xrank-%d", (int)getpid());
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) {
+      if (ftruncate(fd, 1 << 16) == 0 &&
+          mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED)
+        perror("mmap");
+      close(fd);
+      shm_unlink(name);
+    }
+    return 0; /* finished: destroys its comm and exits */
+  }
   char b;
   while (read(c->gone[0], &b, 1) > 0) {}
   const char *mode = c->variant ? c->variant : "deadlock";
