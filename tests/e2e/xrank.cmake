@@ -162,6 +162,14 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --forbid a2acheck.no-coordinator --exit-delay "0<=1" --no-leftovers 2)
   a2a_xrank_test(rank0_exit_clean 60 "rank0_exit clean" --status 0 --none
     --exit-delay "0<=1" --no-leftovers 2)
+  # The survivors go on longer than the lingering process serves
+  # (A2ACHECK_HANG_CONFIRM + 10 s = 10.5 s): it ends on its bound, and they
+  # are told the coordinator is lost, as when a host dies; nothing is left.
+  a2a_xrank_test(rank0_exit_long 60 "rank0_exit long" --env A2ACHECK_HANG_CONFIRM=0.5
+    --status 0 --expect "a2acheck.no-coordinator@1" --expect "a2acheck.no-coordinator@3"
+    --contains "a2acheck.no-coordinator=lost the cross-rank coordinator"
+    --forbid group.deadlock --forbid group.hang --forbid size.p2p-mismatch
+    --exit-delay "0<=1" --no-leftovers 2)
   # Ids without a coordinator record: A2ACHECK_COORDINATOR=host:port (the
   # first rank that binds it hosts it) with the job's A2ACHECK_TOKEN still
   # finds the deadlock ...
