@@ -332,6 +332,7 @@ typedef struct a2a_rt_globals {
   char host[64];
   int env_rank;               /* from RANK & co, -1 if none */
   char log_dir[1024];         /* absolute, %h and %p not yet expanded */
+  char log_dir_why[128];      /* how log_dir was chosen (log header) */
   char init_warnings[2048];   /* warnings printed at init, repeated in the log */
   char argv0[256];
 } a2a_rt_globals;
@@ -382,6 +383,24 @@ const char *a2a_rt_log_jsonl_path(void);
 bool a2a_rt_log_unavailable(void);
 /* Close the inherited descriptors without writing (fork child). */
 void a2a_rt_log_after_fork_child(void);
+/* The first write error on a log file (errno value, 0 if none) and the path
+ * of that file; the summary reports it. */
+int a2a_rt_log_write_error(const char **path);
+/* Whether this process has created its log files. */
+bool a2a_rt_log_opened(void);
+
+/* ------------------------------------------------------------------ */
+/* rt_logdir.c: where the logs go and which directories may hold them (pure
+ * policy, tests/unit/test_logdir.c). */
+
+/* The run directory name of this process's job under the default log
+ * directory, from the launcher's job identity (see rt_logdir.c) into
+ * out[0..cap); returns what it was derived from, for the log header. */
+const char *a2a_rt_job_label(a2a_rt_getenv_fn get, const char *host, int pid, int ppid,
+                             char *out, size_t cap);
+/* NULL if a directory with this owner and mode may receive the log files,
+ * else the reason it may not. */
+const char *a2a_rt_dir_check(unsigned uid, unsigned mode, unsigned euid);
 
 /* ------------------------------------------------------------------ */
 /* rt_stack.c: stacks and symbols. */

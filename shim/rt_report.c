@@ -376,6 +376,13 @@ static void summary_emit(bool amended) {
   char fail_on[512], me[64];
   a2a_rt_failpol_describe(&a2a_rt.failpol, fail_on, sizeof fail_on);
   who(me, sizeof me);
+  /* A process that made no NCCL call and found nothing (a launcher such as
+   * torchrun's agent, a helper process) leaves no files and says nothing. */
+  if (!amended && !a2a_rt_log_opened() && !a2a_rt_nccl_seen() && k.total == 0 && !k.reports &&
+      !dropped && !fail && !fail_reason)
+    return;
+  const char *werr_path;
+  int werr = a2a_rt_log_write_error(&werr_path);
 
   /* Text (log and stderr). Findings only in the counts and the table; the
    * perf.summary reports on a line of their own. */
@@ -419,6 +426,9 @@ static void summary_emit(bool amended) {
                        "  %lu finding(s) dropped: raised on a thread that was already reporting "
                        "one (a signal handler)\n",
                        k.dropped_nested);
+  if (werr)
+    tl = a2a_rt_printf(T, TC, tl, &ovf, "  the log is incomplete: writing %.400s failed (%s)\n",
+                       werr_path, strerror(werr));
   if (fail_reason)
     tl = a2a_rt_printf(T, TC, tl, &ovf, "  ended by a2acheck with exit status %ld: %.400s\n",
                        a2a_rt.opts.exitcode, fail_reason);
@@ -448,11 +458,17 @@ static void summary_emit(bool amended) {
                      "\"occurrences\":%llu,\"dropped\":%lu,\"unwritten\":%lu,\"reports\":%lu,"
                      "\"amended\":%s,\"nccl_calls_seen\":%s,"
                      "\"exit_status\":%d,\"fail_on\":\"%.400s\",\"fail_matched\":%s,"
-                     "\"failed_now\":%s,\"checks\":[",
+                     "\"failed_now\":%s,",
                      k.n[2], k.n[1], k.n[0], k.occ, dropped, k.unwritten, k.reports,
                      amended ? "true" : "false", a2a_rt_nccl_seen() ? "true" : "false",
                      exit_status, fail_on, fail ? "true" : "false",
                      fail_reason ? "true" : "false");
+  if (werr) {
+    jl = a2a_rt_puts(J, JC, jl, "\"log_write_error\":", &ovf);
+    jl = a2a_rt_put_jstr(J, JC, jl, strerror(werr), &ovf);
+    jl = a2a_rt_puts(J, JC, jl, ",", &ovf);
+  }
+  jl = a2a_rt_puts(J, JC, jl, "\"checks\":[", &ovf);
   for (int i = 0, n = 0; i < A2A_CK__COUNT; i++) {
     const check_stat *c = &g_snap[i];
     if (!c->seen) continue;
@@ -492,7 +508,7 @@ static void summary_emit(bool amended) {
                   "%lu info) after findings reported once the summary was written%s%s",
                   me, k.total, k.total == 1 ? "" : "s", k.n[2], k.n[1], k.n[0],
                   *path ? "; details: " : "", path);
-  } else if (k.total == 0 && !dropped && !fail_reason) {
+  } else if (k.total == 0 && !dropped && !fail_reason && !werr) {
     char rep[96] = "";
     if (k.reports)
       snprintf(rep, sizeof rep, " (%lu perf.summary report%s in the log)", k.reports,

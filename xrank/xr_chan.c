@@ -87,8 +87,19 @@ int xr_sock_write(int fd, xr_buf *out) {
 
 int xr_sock_read(int fd, xr_buf *in, size_t max) {
   for (;;) {
-    if (!xr_buf_reserve(in, 65536, max)) {
-      if (in->cap - in->len == 0) { errno = EMSGSIZE; return -1; } /* a frame larger than allowed */
+    if (!xr_buf_reserve(in, 65536, max) && in->cap - in->len == 0) {
+      /* Full. The buffer starts at a frame boundary (callers consume whole
+       * frames), and a frame of at most max bytes is complete in it: the
+       * caller takes the frames and reads the rest at the next poll (a burst
+       * of small frames is not an error). Only a first frame larger than
+       * max can never complete. */
+      xr_hdr h;
+      if (in->len >= sizeof h) {
+        memcpy(&h, in->p, sizeof h);
+        if (sizeof h + (size_t)h.len <= in->len) return 0;
+      }
+      errno = EMSGSIZE;
+      return -1;
     }
     size_t room = in->cap - in->len;
     ssize_t k = recv(fd, in->p + in->len, room, MSG_DONTWAIT);
@@ -1358,7 +1369,10 @@ static void *thread_main(void *arg) {
     flush_outputs();
     if (exiting) break;
     idle = got || changed ? 0 : idle + 1;
-    loop_once(idle > 10 ? 10 : 2);
+    /* A full batch: more records wait (the application may be blocked on
+     * the full queue, xrank.c's backpressure), so the sockets are only
+     * polled, not waited on. */
+    loop_once(got >= 8192 ? 0 : idle > 10 ? 10 : 2);
   }
   /* Exit: last records, a final report, FLUSH, bounded wait for FLUSHED
    * (and, when hosting, for the other processes to say bye), BYE. */

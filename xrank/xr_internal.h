@@ -38,8 +38,10 @@ void xr_buf_consume(xr_buf *b, size_t n);
 void xr_buf_free(xr_buf *b);
 /* Write as much of out as the socket takes. -1 on a dead socket. */
 int xr_sock_write(int fd, xr_buf *out);
-/* Read what is available into in (bounded). -1 on end of file (errno 0),
- * an error (errno set) or a frame over max (EMSGSIZE). */
+/* Read what is available into in (bounded by max; in starts at a frame
+ * boundary). 0 also when in is full but holds a complete first frame (the
+ * caller consumes frames and reads on). -1 on end of file (errno 0), an
+ * error (errno set) or a first frame over max (EMSGSIZE). */
 int xr_sock_read(int fd, xr_buf *in, size_t max);
 /* Append one message; false if the buffer would exceed its bound. */
 bool xr_out_msg(xr_buf *out, xr_msgtype type, const void *payload, size_t plen);

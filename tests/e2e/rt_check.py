@@ -329,16 +329,19 @@ def case_threads(a):
 
 def case_stall(a):
     d = os.path.join(a.work, "logs")
-    p = run([a.prog, "stall"], a.work, {"A2ACHECK_LOG_DIR": d, "RANK": "0",
-                                        "A2ACHECK_LOG_STDERR": "none"}, a.shim)
+    lib = os.path.join(a.work, "librt_stall_sites.so")   # a copy: it becomes a FIFO
+    if os.path.lexists(lib):
+        os.unlink(lib)
+    shutil.copy(a.arg, lib)
+    p = run([a.prog, "stall", lib], a.work, {"A2ACHECK_LOG_DIR": d, "RANK": "0",
+                                             "A2ACHECK_LOG_STDERR": "none"}, a.shim)
     check(p.returncode == 0, "status 0: the repeats did not wait for the stuck writer (got %d)"
           % p.returncode)
-    # The text log is the program's FIFO: read only the JSONL.
     js = glob.glob(os.path.join(d, "a2acheck.*.rank0.jsonl"))
     check(len(js) == 1, "one JSONL file (got %r)" % js)
     recs = [json.loads(l) for l in open(js[0]).read().splitlines()] if js else []
     g = findings(recs, "group.unbalanced")
-    check(len(g) == 1 and g[0]["stack"][0].startswith("site_0+"),
+    check(len(g) == 1 and g[0]["stack"][0].startswith("stall_site_0+"),
           "site_0's finding written once, site_1's not (its writer gave up): %r"
           % [f["stack"][:1] for f in g])
     check(bool(g) and g[0]["count"] == 1 + 4 * 3,

@@ -93,6 +93,21 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --expect "group.deadlock@3"
     --contains "group.deadlock=ncclAlltoAll(count 64, float32) as sends and receives"
     --contains "group.deadlock=cudaStreamQuery polling loop")
+  # 100,000 back-to-back AllReduces with no host synchronization, then one
+  # whose count differs on rank 1: the queue to the background thread never
+  # overflows (the posting thread waits when it is full), the process stays
+  # attached, and the last collective's mismatch and the hang it causes are
+  # found. Before: the queue overflowed after ~12,000 (the process
+  # detached), and a burst of small frames made the coordinator drop the
+  # connection (a full input buffer was taken for an oversized frame).
+  a2a_xrank_test(burst_100k 150 "burst 100000" --status 66
+    --expect "size.collective-mismatch@0" --expect "size.collective-mismatch@1"
+    --contains "size.collective-mismatch=collective #100001"
+    --expect "group.deadlock@0" --expect "group.deadlock@1" --forbid a2acheck.no-coordinator)
+  # The same with the smallest queue (1,024 records): backpressure, no drop.
+  a2a_xrank_test(burst_tiny_queue 120 "burst 20000" --env A2ACHECK_XRANK_QUEUE=1024 --status 66
+    --expect "size.collective-mismatch@1" --contains "size.collective-mismatch=collective #20001"
+    --expect "group.deadlock@0" --forbid a2acheck.no-coordinator)
   # Every rank in ncclAlltoAll, one count differs: the collective-level message.
   a2a_xrank_test(a2a_count 60 "a2a_count" --status 0,66
     --expect "size.collective-mismatch@2"

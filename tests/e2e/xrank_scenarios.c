@@ -52,6 +52,10 @@
  *   coll_dtype     AllReduce of 4 KiB: float32 on ranks 0-1, float16 on 2-3.
  *   host_stuck     rank 3 skips an AllReduce; every rank then sleeps 25 s in
  *                  host code (no CUDA wait: no proof possible).
+ *   burst STEPS    2 ranks, STEPS back-to-back AllReduces (no host
+ *                  synchronization between them), then one with another
+ *                  count on rank 1: cross-rank checking must still be
+ *                  attached at the end to name it (size.collective-mismatch).
  *   loop STEPS     4 ranks, STEPS grouped all-to-alls, each followed by a
  *                  stream synchronization and XRANK_STEP_MS of host time;
  *                  XRANK_SKIP=R:S: rank R stops before step S (it
@@ -238,6 +242,17 @@ static int run_coll_count(ctx *c) {
     CK_NCCL(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, c->comm, c->s));
     CK_CUDA(cudaStreamSynchronize(c->s));
   }
+  return 0;
+}
+
+static int run_burst(ctx *c) {
+  float *buf;
+  CK_CUDA(cudaMalloc((void **)&buf, 256 * sizeof(float)));
+  for (int i = 0; i < c->steps; i++)
+    CK_NCCL(ncclAllReduce(buf, buf, 256, ncclFloat, ncclSum, c->comm, c->s));
+  CK_NCCL(ncclAllReduce(buf, buf, c->rank == 1 ? 200 : 256, ncclFloat, ncclSum, c->comm, c->s));
+  CK_CUDA(cudaStreamSynchronize(c->s));
+  printf("rank %d: %d allreduces done\n", c->rank, c->steps + 1);
   return 0;
 }
 
@@ -562,6 +577,7 @@ static int rank_main(ctx *c) {
   else if (!strcmp(s, "host_stuck")) st = run_host_stuck(c);
   else if (!strcmp(s, "loop")) st = run_loop(c);
   else if (!strcmp(s, "rank0_exit")) st = run_rank0_exit(c);
+  else if (!strcmp(s, "burst")) st = run_burst(c);
   else st = run_moe(c);
   CK_NCCL(ncclCommDestroy(c->comm));
   CK_CUDA(cudaStreamDestroy(c->s));
@@ -654,11 +670,13 @@ int main(int argc, char **argv) {
     if (argc > 2) c.variant = argv[2];
   }
   if (getenv("XRANK_RANK0_ID") && pipe(c.idpipe) != 0) return 1;
-  if (!strcmp(c.scenario, "moe") || !strcmp(c.scenario, "loop")) {
+  if (!strcmp(c.scenario, "moe") || !strcmp(c.scenario, "loop") || !strcmp(c.scenario, "burst")) {
     if (argc > 2) c.steps = atoi(argv[2]);
     if (argc > 3) c.variant = argv[3];
   }
-  c.nranks = !strcmp(c.scenario, "order") ? 2 : !strcmp(c.scenario, "moe") ? 8 : 4;
+  c.nranks = !strcmp(c.scenario, "order") || !strcmp(c.scenario, "burst") ? 2
+             : !strcmp(c.scenario, "moe")                                 ? 8
+                                                                          : 4;
   pid_t helper = -1;
   int prog[2] = {-1, -1};
   if (!strcmp(c.scenario, "coord_kill")) {

@@ -275,6 +275,15 @@ def tool_deadlock(t):
     t.expect(result and "errors (deadlock)" in line and "the command exited 1;" in line,
              "the report's result line: a deadlock, and torchrun exited 1", line)
     deadlock_on(t, [0], missing=1, cycle=False)
+    # How long each thread has been blocked is measured from its call (the
+    # blocking copy of .cpu() is a hot call whose event carries no time).
+    blocked = [int(ms) for ms in re.findall(r"is blocked in .*? for (\d+) ms", t.out)]
+    t.expect(blocked and all(0 < ms < 120000 for ms in blocked),
+             "blocked threads: durations between 0 and the job's length", blocked)
+    # ... and named by the Python line that blocks: `got = out.cpu()`.
+    sites = re.findall(r"is blocked in \S+ at (.*?) for \d+ ms", t.out)
+    t.expect(sites and all(re.search(r"bug_skip\.py:37\)$", x) for x in sites),
+             "the blocked thread's site is the .cpu() line of bug_skip.py", sites)
     t.worker_exit([0], 66, failed_now=True)
     t.worker_exit([1], 0, failed_now=False)
 
