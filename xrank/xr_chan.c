@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,9 +247,12 @@ static struct {
  * loader's in dladdr, the runtime's log lock in a2a_report). */
 static pthread_mutex_t g_work_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_atfork_done;
-static void fork_prepare(void) { pthread_mutex_lock(&g_work_mu); }
-static void fork_parent(void) { pthread_mutex_unlock(&g_work_mu); }
-static void fork_child(void) { pthread_mutex_init(&g_work_mu, NULL); }
+/* Set on the background thread around its own forks (linger_fork): it
+ * holds g_work_mu then, and the child keeps the state as it is. */
+static __thread int t_own_fork;
+static void fork_prepare(void) { if (!t_own_fork) pthread_mutex_lock(&g_work_mu); }
+static void fork_parent(void) { if (!t_own_fork) pthread_mutex_unlock(&g_work_mu); }
+static void fork_child(void) { if (!t_own_fork) pthread_mutex_init(&g_work_mu, NULL); }
 
 /* Thread control (g_xr_mu). */
 static pthread_t g_thread;
@@ -1193,6 +1197,13 @@ static void flush_outputs(void) {
   }
 }
 
+/* Whether a live connection still has bytes to send. */
+static int outputs_pending(void) {
+  for (int i = 0; i < S.nconns; i++)
+    if (S.conns[i].state == CC_READY && (S.conns[i].out.len || S.conns[i].wire.len)) return 1;
+  return 0;
+}
+
 static void loop_once(int timeout_ms) {
   static struct pollfd pfd[MAX_CONNS + 1 + 64 + 4096];
   int map[MAX_CONNS];
@@ -1295,6 +1306,60 @@ static void local_watchdog(uint64_t now) {
   if (a2a_hostsvc->fail_now) a2a_hostsvc->fail_now("group.hang");
 }
 
+/* ---- the coordinator outlives its host's normal exit ---------------- */
+
+/* How long a host that exits waits in-process for the other clients' BYE
+ * before it hands the coordinator to a lingering process instead: ranks
+ * that end together (a correct job) say BYE within this, and no process is
+ * made. */
+#define XR_LINGER_GRACE_NS 100000000ull
+
+/* How long the lingering process serves at most: a deadlock that involves
+ * the exited host forms at once (its BYE makes it "exited"), and is proven
+ * within A2ACHECK_HANG_CONFIRM of the survivors' reports; 10 s more cover
+ * reports delayed by load and the delivery. Later work of the survivors
+ * goes unchecked across ranks (they are told the coordinator is lost, and
+ * their own watchdog covers hangs), and the host's memory, which the
+ * lingering process shares copy-on-write, is not held for long. */
+static uint64_t linger_bound_ns(void) {
+  double hc = a2a_opt ? a2a_opt->hang_confirm : 5.0;
+  return (uint64_t)((hc + 10.0) * 1e9);
+}
+
+/* The host exits normally with clients still connected: a grandchild takes
+ * the coordinator over (xr_coord_serve_detached) and this process goes on
+ * exiting at once with its own status. A grandchild (the child in between
+ * exits at once and is reaped here) is never a child of the host: an
+ * application that waits for its children at exit, or a launcher waiting
+ * for its own, never sees it; it is adopted by init or the nearest
+ * subreaper (`a2acheck run`), stays in the job's process group (the job's
+ * signals reach it) and makes no CUDA or NCCL call. Runs on the background
+ * thread holding g_work_mu (t_own_fork: our atfork handlers let it be; the
+ * runtime's do nothing once it is FINISHED). Returns whether it took over;
+ * if fork fails, the caller serves in-process as before. */
+static int linger_fork(void) {
+  uint64_t bound = linger_bound_ns();
+  t_own_fork = 1;
+  pid_t mid = fork();
+  if (mid == 0) {
+    pid_t l = fork();
+    if (l == 0) xr_coord_serve_detached(bound);
+    _exit(l < 0 ? 1 : 0);
+  }
+  t_own_fork = 0;
+  if (mid < 0) return 0;
+  int st = 0;
+  pid_t w;
+  do w = waitpid(mid, &st, 0);
+  while (w < 0 && errno == EINTR);
+  /* ECHILD: the application reaps children itself (SIGCHLD ignored or a
+   * handler): the grandchild was made unless fork failed, which is rare;
+   * take it as made. */
+  if (w == mid && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) return 0;
+  xr_coord_release();
+  return 1;
+}
+
 static void *thread_main(void *arg) {
   (void)arg;
   sigset_t all;
@@ -1343,7 +1408,9 @@ static void *thread_main(void *arg) {
     for (int i = 0; i < S.nconns; i++)
       if (S.conns[i].state != CC_DEAD && !S.conns[i].bye_sent && !S.conns[i].flushed) waiting = 1;
     uint64_t el = xr_now_ns() - t0;
-    if (!waiting && (xr_coord_other_clients() == 0 || el > 3000000000ull)) break;
+    /* Hosting: a short grace for the others' BYE, then a lingering process
+     * serves them (below); this process's exit is not held up. */
+    if (!waiting && (xr_coord_other_clients() == 0 || el > XR_LINGER_GRACE_NS)) break;
     if (el > 5000000000ull) break;
     loop_once(5);
     uint64_t now = xr_now_ns();
@@ -1370,7 +1437,19 @@ static void *thread_main(void *arg) {
       S.conns[i].bye_sent = 1;
     }
   flush_outputs();
+  /* What the sockets did not take yet (a full buffer) goes before the close,
+   * bounded: the BYE must arrive for this process to count as exited. */
+  for (uint64_t t1 = xr_now_ns(); outputs_pending() && xr_now_ns() - t1 < 200000000ull;) {
+    loop_once(5);
+    flush_outputs();
+  }
   xr_coord_report_totals();
+  /* Our BYE is in the socket, ahead of its close: the coordinator - here or
+   * in the lingering process - counts this process as exited, not died. */
+  if (xr_coord_hosting() && xr_coord_peers_left() > 0 && !linger_fork()) {
+    /* No lingering process: serve here as before, bounded. */
+    xr_coord_linger(3000000000ull);
+  }
   pthread_mutex_unlock(&g_work_mu);
   pthread_mutex_lock(&g_xr_mu);
   g_exit_done = 1;

@@ -85,6 +85,18 @@ size_t xr_coord_other_clients(void);
  * verdicts queued for the others, read what they send so closing does not
  * reset the connections) until the other clients left or max_ns passed. */
 void xr_coord_linger(uint64_t max_ns);
+/* Clients still to be served: other processes' connections not closed and
+ * without BYE, and connections still authenticating. */
+size_t xr_coord_peers_left(void);
+/* The lingering process (a grandchild forked by the host at its normal
+ * exit while peers are left, docs/design.md "The coordinator outlives its
+ * host"): keep only the coordinator's descriptors, drop device mappings,
+ * default signals, serve until no peer is left or max_ns passed, then
+ * _exit(0). Reports nothing. Never returns. */
+_Noreturn void xr_coord_serve_detached(uint64_t max_ns);
+/* The host, once the lingering process took over: close its copies of the
+ * coordinator's sockets and stop hosting. */
+void xr_coord_release(void);
 /* At exit, when connections failed to authenticate: one finding with the
  * totals (a2acheck.auth-failed). */
 void xr_coord_report_totals(void);

@@ -155,7 +155,36 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_xrank_test(rank0_host_skip 60 "skip" --env XRANK_RANK0_ID=1
     --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
     --expect "group.deadlock@1" --contains "group.deadlock=rank 3 is the missing rank")
-  a2a_xrank_test(rank0_host_clean 60 "moe 300" --env XRANK_RANK0_ID=1 --status 0 --none)
+  a2a_xrank_test(rank0_host_clean 60 "moe 300" --env XRANK_RANK0_ID=1 --status 0 --none
+    --no-leftovers 2)
+  # The host of the coordinator (rank 0, torchrun-like) finishes first and
+  # exits normally while ranks 1-3 are still connected: a lingering process
+  # takes the coordinator over (docs/design.md, "The coordinator outlives
+  # its host"). Rank 0 ends at once with its own status, the others' verdicts
+  # still come from the coordinator within seconds (a deadlock with the
+  # exited rank 0, not A2ACHECK_HANG_TIMEOUT's group.hang; a mismatched pair
+  # between two survivors; nothing for a correct continuation), and no
+  # process of the run is left once the ranks are gone.
+  a2a_xrank_test(rank0_exit_deadlock 60 "rank0_exit deadlock" --env A2ACHECK_HANG_TIMEOUT=60
+    --rank-status 0=0 --rank-status 1=66 --rank-status 2=66 --rank-status 3=66 --within 15
+    --expect "group.deadlock@1" --expect "group.deadlock@2" --expect "group.deadlock@3"
+    --contains "group.deadlock=rank 0 is the missing rank" --forbid group.hang
+    --forbid a2acheck.no-coordinator --exit-delay "0<=1" --no-leftovers 2 --lingerer-clean)
+  a2a_xrank_test(rank0_exit_mismatch 60 "rank0_exit mismatch" --status 0
+    --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --contains "size.p2p-mismatch=rank 1 sends 256 B"
+    --contains "size.p2p-mismatch=rank 2 receives 192 B"
+    --forbid a2acheck.no-coordinator --exit-delay "0<=1" --no-leftovers 2)
+  a2a_xrank_test(rank0_exit_clean 60 "rank0_exit clean" --status 0 --none
+    --exit-delay "0<=1" --no-leftovers 2)
+  # The survivors go on longer than the lingering process serves
+  # (A2ACHECK_HANG_CONFIRM + 10 s = 10.5 s): it ends on its bound, and they
+  # are told the coordinator is lost, as when a host dies; nothing is left.
+  a2a_xrank_test(rank0_exit_long 60 "rank0_exit long" --env A2ACHECK_HANG_CONFIRM=0.5
+    --status 0 --expect "a2acheck.no-coordinator@1" --expect "a2acheck.no-coordinator@3"
+    --contains "a2acheck.no-coordinator=lost the cross-rank coordinator"
+    --forbid group.deadlock --forbid group.hang --forbid size.p2p-mismatch
+    --exit-delay "0<=1" --no-leftovers 2)
   # Ids without a coordinator record: A2ACHECK_COORDINATOR=host:port (the
   # first rank that binds it hosts it) with the job's A2ACHECK_TOKEN still
   # finds the deadlock ...

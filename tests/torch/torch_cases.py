@@ -233,24 +233,38 @@ def ds_epsize(t):
     t.worker_exit(range(4), 66, failed_now=True)
 
 
+def coordinator_outlived(t):
+    """The host of the coordinator (rank 0) exited normally before the
+    verdict, and nothing of the job was left behind (the lingering
+    coordinator ended with its last client)."""
+    t.worker_exit([0], 0, failed_now=False)
+    t.expect(not re.search(r"^torchtest: killed processes the launcher left behind", t.out, re.M),
+             "no process of the job was left behind",
+             re.findall(r"^torchtest: .*(?:left behind|ended after).*$", t.out, re.M))
+
+
 def ds_epsize_coordinator_exits(t):
     """bug_ds_epsize.py 2 4: ranks 0-1 finish and exit, ranks 2-3 wait in
-    split #5 for them (what should be reported)."""
+    split #5 for them; rank 0's process hosted the coordinator (run with
+    A2ACHECK_HANG_CONFIRM=8: the verdict comes after it exited)."""
     t.torchrun_failed()
     if not t.shim:
         return
     deadlock_on(t, [2, 3], text=["ncclCommSplit #5", "(it has made 4)"])
     t.worker_exit([2, 3], 66, failed_now=True)
+    coordinator_outlived(t)
 
 
 def skip_exit_rank0(t):
     """bug_skip.py exit 0 on 2 ranks: rank 0 (whose process hosts the
-    coordinator) leaves after step 0 (what should be reported)."""
+    coordinator) leaves after step 0 and exits (run with
+    A2ACHECK_HANG_CONFIRM=8: the verdict comes after it exited)."""
     t.torchrun_failed()
     if not t.shim:
         return
     deadlock_on(t, [1], missing=0, cycle=False)
     t.worker_exit([1], 66, failed_now=True)
+    coordinator_outlived(t)
 
 
 def tool_deadlock(t):
