@@ -152,10 +152,12 @@ def main():
         # runtime (LSan: "Running thread N was not suspended" when a thread
         # exits during the leak check), shown but not a failure.
         bad = any(m in text for m in ("ERROR:", "WARNING: ThreadSanitizer", "runtime error", "SUMMARY:"))
-        print("==== sanitizer %s %s" % ("report" if bad else "note", p))
-        print(text[-8000:])
         if bad:
+            print("==== sanitizer report %s" % p)
+            print(text[-8000:])
             got.append(p)
+        else:
+            print("(sanitizer note, not a report: %s: %s)" % (os.path.basename(p), text.strip()[:200]))
     if got:
         print("FAIL: %d sanitizer report(s) in %s (fix the bug; suppress only third-party code or a "
               "documented by-design leak, in tests/sanitize/*.supp with a comment)" % (len(got), reports))
