@@ -43,8 +43,8 @@ extern "C" {
  * defaults, A2ACHECK_HELP and docs. */
 
 typedef struct a2a_options {
-#define A2A_OPT_INT(name, env, def, help) long name;
-#define A2A_OPT_DBL(name, env, def, help) double name;
+#define A2A_OPT_INT(name, env, def, range, help) long name;
+#define A2A_OPT_DBL(name, env, def, range, help) double name;
 #define A2A_OPT_STR(name, env, def, help) const char *name;
 #include "a2a_options.inc"
 #undef A2A_OPT_INT

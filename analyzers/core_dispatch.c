@@ -24,8 +24,8 @@
 /* ---------------- options ---------------- */
 
 static const a2a_options g_defaults = {
-#define A2A_OPT_INT(name, env, def, help) .name = (def),
-#define A2A_OPT_DBL(name, env, def, help) .name = (def),
+#define A2A_OPT_INT(name, env, def, range, help) .name = (def),
+#define A2A_OPT_DBL(name, env, def, range, help) .name = (def),
 #define A2A_OPT_STR(name, env, def, help) .name = (def),
 #include "a2a_options.inc"
 #undef A2A_OPT_INT

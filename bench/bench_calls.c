@@ -1,5 +1,5 @@
 /* bench_calls.c - one kind of intercepted call, N times, for callgrind:
- * `bench_calls MODE N [INFLIGHT]` runs a warm-up of the same calls, then
+ * `bench_calls MODE N [INFLIGHT [SYNC]]` runs a warm-up of the same calls, then
  * measured_loop(), the only function bench/run collects with callgrind's
  * --toggle-collect, so the count is the application thread's instructions
  * for exactly N calls (the simulator's own work included, which the plain
@@ -9,14 +9,19 @@
  * ncclRecv pair in a group, to and from itself on a one-rank communicator),
  * alltoall. INFLIGHT: communication buffers left in flight (their
  * operations never synchronized) before the loop, so the checks that track
- * in-flight buffers have that many to consider (0, 8, 32, 128).
+ * in-flight buffers have that many to consider (0, 8, 32, 128). SYNC: if
+ * > 0, the loop synchronizes its streams every SYNC calls (long runs: the
+ * RSS figures, the background thread's cost with SYNC operations in flight).
  *
- * Not a test: it prints nothing but a line with the mode and N. */
+ * Not a test: it prints one JSON line - mode, N, the loop's wall time per
+ * call (timed outside measured_loop, so callgrind's count does not include
+ * the clock) and the process's RSS after the loop (VmRSS and VmHWM, KiB). */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "a2asim.h"
 
@@ -67,14 +72,39 @@ static void one(const env *e, int mode) {
 __attribute__((noinline, noclone)) void warmup_loop(const env *e, int mode, int n) {
   for (int i = 0; i < n; i++) one(e, mode);
 }
-__attribute__((noinline, noclone)) void measured_loop(const env *e, int mode, int n) {
-  for (int i = 0; i < n; i++) one(e, mode);
+__attribute__((noinline, noclone)) void measured_loop(const env *e, int mode, int n, int sync) {
+  for (int i = 0; i < n; i++) {
+    one(e, mode);
+    if (sync > 0 && (i + 1) % sync == 0) {
+      CK(cudaStreamSynchronize(e->s));
+      CK(cudaStreamSynchronize(e->s2));
+    }
+  }
   __asm__ volatile("" ::: "memory");
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* "VmRSS:   1234 kB" -> 1234; -1 if /proc is not there. */
+static long status_kib(const char *key) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long v = -1;
+  size_t kl = strlen(key);
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, key, kl) && line[kl] == ':') v = strtol(line + kl + 1, NULL, 10);
+  fclose(f);
+  return v;
 }
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall N [INFLIGHT]\n",
+    fprintf(stderr, "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall N [INFLIGHT [SYNC]]\n",
             argv[0]);
     return 2;
   }
@@ -82,7 +112,8 @@ int main(int argc, char **argv) {
   for (int m = 0; m < M_N; m++)
     if (!strcmp(argv[1], mode_names[m])) mode = m;
   int n = atoi(argv[2]), inflight = argc > 3 ? atoi(argv[3]) : 0;
-  if (mode < 0 || n <= 0 || inflight < 0 || inflight > 1024) return 2;
+  int sync = argc > 4 ? atoi(argv[4]) : 0;
+  if (mode < 0 || n <= 0 || inflight < 0 || inflight > 1024 || sync < 0) return 2;
   CK(a2asim_register_kernel((const void *)k_noop, noop_impl, "noop", 0, NULL));
   CK(cudaSetDevice(0));
   env e;
@@ -106,9 +137,14 @@ int main(int argc, char **argv) {
   warmup_loop(&e, mode, n < 200 ? n : 200);
   CK(cudaStreamSynchronize(e.s));
   CK(cudaStreamSynchronize(e.s2));
-  measured_loop(&e, mode, n);
+  double t0 = now_s();
+  measured_loop(&e, mode, n, sync);
+  double t1 = now_s();
   CK(cudaStreamSynchronize(e.s));
   CK(cudaStreamSynchronize(e.s2));
-  printf("%s %d\n", mode_names[mode], n);
+  printf("{\"mode\": \"%s\", \"n\": %d, \"inflight\": %d, \"sync\": %d, \"ns_per_call\": %.1f, "
+         "\"rss_kib\": %ld, \"hwm_kib\": %ld}\n",
+         mode_names[mode], n, inflight, sync, (t1 - t0) / n * 1e9, status_kib("VmRSS"),
+         status_kib("VmHWM"));
   return 0;
 }

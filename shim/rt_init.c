@@ -96,6 +96,20 @@ static void learn_process(void) {
    * application does not move the logs between the first and the last
    * write (or between the parent and a forked child). */
   const char *dir = a2a_rt.opts.log_dir ? a2a_rt.opts.log_dir : "./a2acheck-logs";
+  char jobdir[sizeof a2a_rt.log_dir];
+  if (a2a_rt.opt_from_env[A2A_RT_OPT_log_dir]) {
+    snprintf(a2a_rt.log_dir_why, sizeof a2a_rt.log_dir_why, "A2ACHECK_LOG_DIR");
+  } else {
+    /* The default: one run directory per job (rt_logdir.c), decided now so
+     * that forked children share it. */
+    char label[160];
+    const char *src = a2a_rt_job_label(real_getenv, a2a_rt.host, a2a_rt.pid, (int)getppid(),
+                                       label, sizeof label);
+    snprintf(jobdir, sizeof jobdir, "%.800s/%.160s", dir, label);
+    dir = jobdir;
+    snprintf(a2a_rt.log_dir_why, sizeof a2a_rt.log_dir_why, "default, run directory from %s",
+             src);
+  }
   char cwd[PATH_MAX];
   if (dir[0] == '/' || !getcwd(cwd, sizeof cwd)) {
     snprintf(a2a_rt.log_dir, sizeof a2a_rt.log_dir, "%s", dir);
@@ -156,6 +170,11 @@ static void rt_init(void) {
   a2a_rt_failpol_describe(&a2a_rt.failpol, fail_on, sizeof fail_on);
   a2a_rt.opts.fail_on = fail_on;
   if (a2a_rt.failpol.defaulted) a2a_rt.opt_from_env[A2A_RT_OPT_fail_on] = 0;
+  /* Read once, here: matching happens only when a finding is reported. */
+  if (a2a_rt_supp_load(a2a_rt.opts.suppressions, init_warn, NULL) < 0) {
+    a2a_rt.opts.suppressions = NULL;   /* the header shows only what is in effect */
+    a2a_rt.opt_from_env[A2A_RT_OPT_suppressions] = 0;
+  }
   learn_process();
   a2a_rt_report_init();
   a2a_rt_exit_install();

@@ -36,8 +36,8 @@
 
 /* Row indices, in table order. */
 enum {
-#define A2A_OPT_INT(name, env, def, help) A2A_RT_OPT_##name,
-#define A2A_OPT_DBL(name, env, def, help) A2A_RT_OPT_##name,
+#define A2A_OPT_INT(name, env, def, range, help) A2A_RT_OPT_##name,
+#define A2A_OPT_DBL(name, env, def, range, help) A2A_RT_OPT_##name,
 #define A2A_OPT_STR(name, env, def, help) A2A_RT_OPT_##name,
 #include "a2a_options.inc"
 #undef A2A_OPT_INT
@@ -207,6 +207,35 @@ bool a2a_rt_dwarf_lookup(const a2a_rt_dwarf *d, uint64_t addr, const char **file
 int a2a_rt_dwarf_inlines(const a2a_rt_dwarf *d, uint64_t addr, a2a_rt_inline *out, int max);
 
 /* ------------------------------------------------------------------ */
+/* rt_suppress.c: A2ACHECK_SUPPRESSIONS, `check:pattern` rules (the format
+ * and the matching rule are at the top of rt_suppress.c). */
+#define A2A_RT_SUPP_MAX 256          /* rules kept per file */
+#define A2A_RT_SUPP_FILE_MAX 65536   /* bytes read from the file */
+typedef struct a2a_rt_supp_rule {
+  char check[64];                    /* a check, a category or a glob */
+  char pattern[192];                 /* a glob, '^'/'$' anchors */
+} a2a_rt_supp_rule;
+typedef struct a2a_rt_supp {
+  int n;
+  a2a_rt_supp_rule rules[A2A_RT_SUPP_MAX];
+  char file[256];
+} a2a_rt_supp;
+/* Pure: parse text[0..len) into *s; each bad line is reported through warn
+ * ("FILE:LINE: why") and skipped. Returns the number of bad lines. */
+int a2a_rt_supp_parse(a2a_rt_supp *s, const char *text, size_t len, const char *fname,
+                      a2a_rt_warn_fn warn, void *warn_arg);
+/* Pure: the index of the first rule suppressing a finding of check whose
+ * stack renders as frames[0..nframes), -1 if none. */
+int a2a_rt_supp_match(const a2a_rt_supp *s, const char *check,
+                      const char (*frames)[A2A_RT_FRAME_LEN], int nframes);
+/* Pure: the sanitizers' pattern rule on t[0..tn). */
+bool a2a_rt_supp_glob(const char *pat, const char *t, size_t tn);
+/* Read and parse the process's file once (init); one message if it cannot
+ * be read. Returns the number of rules, -1 if unreadable. */
+int a2a_rt_supp_load(const char *path, a2a_rt_warn_fn warn, void *warn_arg);
+/* The process's rules, NULL when there are none. */
+const a2a_rt_supp *a2a_rt_supp_active(void);
+
 /* rt_pyframe.c (pure): CPython layouts, library frames, frame text, C++
  * name shortening. */
 
@@ -332,6 +361,7 @@ typedef struct a2a_rt_globals {
   char host[64];
   int env_rank;               /* from RANK & co, -1 if none */
   char log_dir[1024];         /* absolute, %h and %p not yet expanded */
+  char log_dir_why[128];      /* how log_dir was chosen (log header) */
   char init_warnings[2048];   /* warnings printed at init, repeated in the log */
   char argv0[256];
 } a2a_rt_globals;
@@ -382,6 +412,24 @@ const char *a2a_rt_log_jsonl_path(void);
 bool a2a_rt_log_unavailable(void);
 /* Close the inherited descriptors without writing (fork child). */
 void a2a_rt_log_after_fork_child(void);
+/* The first write error on a log file (errno value, 0 if none) and the path
+ * of that file; the summary reports it. */
+int a2a_rt_log_write_error(const char **path);
+/* Whether this process has created its log files. */
+bool a2a_rt_log_opened(void);
+
+/* ------------------------------------------------------------------ */
+/* rt_logdir.c: where the logs go and which directories may hold them (pure
+ * policy, tests/unit/test_logdir.c). */
+
+/* The run directory name of this process's job under the default log
+ * directory, from the launcher's job identity (see rt_logdir.c) into
+ * out[0..cap); returns what it was derived from, for the log header. */
+const char *a2a_rt_job_label(a2a_rt_getenv_fn get, const char *host, int pid, int ppid,
+                             char *out, size_t cap);
+/* NULL if a directory with this owner and mode may receive the log files,
+ * else the reason it may not. */
+const char *a2a_rt_dir_check(unsigned uid, unsigned mode, unsigned euid);
 
 /* ------------------------------------------------------------------ */
 /* rt_stack.c: stacks and symbols. */

@@ -8,8 +8,12 @@
  * Strictness (mimalloc's rule): a value either parses completely or is
  * rejected with a warning that names the variable, shows the bad value and
  * the default that is kept. Integers are decimal, optionally signed, with no
- * leading/trailing spaces or garbage and within the row's range; ENUM values
- * are one of the row's names (case-insensitive); an empty value is unset.
+ * leading/trailing spaces or garbage; numbers are finite (no NaN, no inf);
+ * both must lie in the row's range (A2A_RANGE in the table), which is
+ * enforced, never clamped or rounded; ENUM values are one of the row's names
+ * (case-insensitive); an empty value is unset. The bad value is shown
+ * truncated and with control characters replaced, so a hostile environment
+ * cannot forge lines on stderr.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "a2a_optrange.h"
 #include "rt_internal.h"
 
 typedef enum { T_INT, T_DBL, T_STR, T_ENUM } opt_type;
@@ -34,17 +39,18 @@ typedef struct opt_row {
   const char *sdef;
   const char *values;   /* ENUM: "a|b|c" */
   const char *help;
+  a2a_opt_range range;  /* INT, DBL */
 } opt_row;
 
 static const opt_row rows[] = {
-#define A2A_OPT_INT(name, env, def, help) \
-  {env, T_INT, offsetof(a2a_options, name), (long)(def), 0.0, NULL, NULL, help},
-#define A2A_OPT_DBL(name, env, def, help) \
-  {env, T_DBL, offsetof(a2a_options, name), 0, (double)(def), NULL, NULL, help},
+#define A2A_OPT_INT(name, env, def, range, help) \
+  {env, T_INT, offsetof(a2a_options, name), (long)(def), 0.0, NULL, NULL, help, range},
+#define A2A_OPT_DBL(name, env, def, range, help) \
+  {env, T_DBL, offsetof(a2a_options, name), 0, (double)(def), NULL, NULL, help, range},
 #define A2A_OPT_STR(name, env, def, help) \
-  {env, T_STR, offsetof(a2a_options, name), 0, 0.0, (def), NULL, help},
+  {env, T_STR, offsetof(a2a_options, name), 0, 0.0, (def), NULL, help, {0, 0, 0}},
 #define A2A_OPT_ENUM(name, env, def, values, help) \
-  {env, T_ENUM, offsetof(a2a_options, name), (long)(def), 0.0, NULL, values, help},
+  {env, T_ENUM, offsetof(a2a_options, name), (long)(def), 0.0, NULL, values, help, {0, 0, 0}},
 #include "a2a_options.inc"
 #undef A2A_OPT_INT
 #undef A2A_OPT_DBL
@@ -53,29 +59,19 @@ static const opt_row rows[] = {
 };
 _Static_assert(sizeof rows / sizeof rows[0] == A2A_RT_NOPTS, "row count");
 
-/* Valid ranges of the integer rows that have one. Rows of other areas that
- * are not listed only need to be a decimal long. */
-static const struct { const char *env; long lo, hi; } ranges[] = {
-  {"A2ACHECK_DISABLE", 0, 1},
-  {"A2ACHECK_EXITCODE", 1, 255},
-  {"A2ACHECK_STACK_DEPTH", 0, 32},
-  {"A2ACHECK_MAX_PER_CHECK", 1, 1000000},
-  {"A2ACHECK_HELP", 0, 2},
-  {"A2ACHECK_XRANK_INSECURE", 0, 1},
-};
-
 /* String rows whose value is a secret: the log header says whether one is
  * set, never what it is (logs may be readable by others). */
 static bool row_secret(const opt_row *r) { return strcmp(r->env, "A2ACHECK_TOKEN") == 0; }
 
-static void row_range(const opt_row *r, long *lo, long *hi) {
-  *lo = -__LONG_MAX__ - 1;
-  *hi = __LONG_MAX__;
-  for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
-    if (strcmp(ranges[i].env, r->env) == 0) {
-      *lo = ranges[i].lo;
-      *hi = ranges[i].hi;
-    }
+/* The bad value as shown in a warning: at most 64 bytes, control
+ * characters and non-ASCII bytes as '?'. */
+static const char *shown(const char *s, char *buf, size_t cap) {
+  size_t k = 0;
+  for (; s[k] && k + 1 < cap && k < 64; k++)
+    buf[k] = s[k] >= 0x20 && s[k] < 0x7f ? s[k] : '?';
+  buf[k] = '\0';
+  if (s[k] && k + 4 < cap) memcpy(buf + k, "...", 4);
+  return buf;
 }
 
 /* String values are copied here so that a later setenv() by the
@@ -184,32 +180,33 @@ int a2a_rt_options_parse(a2a_options *o, unsigned char *from_env,
     const char *s = getenv_fn ? getenv_fn(r->env) : NULL;
     if (!s || !*s) continue;
     char *field = (char *)o + r->off;
-    char dbuf[64];
+    char dbuf[64], bad[72];
     bool ok = false;
     switch (r->type) {
-    case T_INT: {
-      long lo, hi, v;
-      row_range(r, &lo, &hi);
-      ok = a2a_rt_parse_long(s, lo, hi, &v);
-      if (ok) *(long *)field = v;
-      else if (lo != -__LONG_MAX__ - 1)
-        warnf(warn, warn_arg, &nwarn,
-              "%s=\"%s\" is not a decimal integer in [%ld, %ld]; keeping the default %ld",
-              r->env, s, lo, hi, r->idef);
-      else
-        warnf(warn, warn_arg, &nwarn,
-              "%s=\"%s\" is not a decimal integer; keeping the default %ld",
-              r->env, s, r->idef);
-      break;
-    }
+    case T_INT:
     case T_DBL: {
-      double v;
-      ok = parse_double(s, &v);
-      if (ok) *(double *)field = v;
+      /* Parse, then check the range: the message says which rule failed,
+       * the valid values and what is kept. */
+      char range[96], def[40];
+      a2a_opt_range_text(&r->range, range, sizeof range);
+      shown(s, bad, sizeof bad);
+      if (r->type == T_INT) snprintf(def, sizeof def, "%ld", r->idef);
+      else snprintf(def, sizeof def, "%g", r->ddef);
+      long lv = 0;
+      double dv = 0;
+      bool parsed = r->type == T_INT ? a2a_rt_parse_long(s, -__LONG_MAX__ - 1, __LONG_MAX__, &lv)
+                                     : parse_double(s, &dv);
+      if (r->type == T_INT) dv = (double)lv;
+      ok = parsed && a2a_opt_in_range(&r->range, dv);
+      if (ok && r->type == T_INT) *(long *)field = lv;
+      else if (ok) *(double *)field = dv;
+      else if (!parsed)
+        warnf(warn, warn_arg, &nwarn, "%s=\"%s\" is not %s (valid: %s); keeping the default %s",
+              r->env, bad, r->type == T_INT ? "a decimal integer" : "a finite number", range, def);
       else
         warnf(warn, warn_arg, &nwarn,
-              "%s=\"%s\" is not a finite number; keeping the default %g",
-              r->env, s, r->ddef);
+              "%s=\"%s\" is out of range (valid: %s%s); keeping the default %s", r->env, bad,
+              range, (r->range.flags & A2A_RANGE_POW2) ? ", not rounded" : "", def);
       break;
     }
     case T_ENUM: {
@@ -218,7 +215,8 @@ int a2a_rt_options_parse(a2a_options *o, unsigned char *from_env,
       if (ok) *(long *)field = v;
       else
         warnf(warn, warn_arg, &nwarn,
-              "%s=\"%s\" is not one of %s; keeping the default \"%s\"", r->env, s,
+              "%s=\"%s\" is not one of %s; keeping the default \"%s\"", r->env,
+              shown(s, bad, sizeof bad),
               r->values, a2a_rt_enum_name(r->values, r->idef, dbuf, sizeof dbuf));
       break;
     }
@@ -242,13 +240,23 @@ static void value_text(const opt_row *r, const a2a_options *o, bool def, char *b
   const char *field = def ? NULL : (const char *)o + r->off;
   switch (r->type) {
   case T_INT: snprintf(buf, cap, "%ld", def ? r->idef : *(const long *)field); break;
-  case T_DBL: snprintf(buf, cap, "%g", def ? r->ddef : *(const double *)field); break;
+  case T_DBL: {
+    /* Short, yet exact: the header must show the value in effect, not a
+     * neighbour that rounds across a range's bound. */
+    double v = def ? r->ddef : *(const double *)field;
+    snprintf(buf, cap, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, cap, "%.17g", v);
+    break;
+  }
   case T_ENUM:
     a2a_rt_enum_name(r->values, def ? r->idef : *(const long *)field, buf, cap);
     break;
   case T_STR: {
     const char *s = def ? r->sdef : *(const char *const *)field;
     snprintf(buf, cap, "%s", s ? s : "(unset)");
+    /* One line per option in the log header, whatever the value holds. */
+    for (char *p = buf; *p; p++)
+      if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     break;
   }
   }
@@ -269,14 +277,18 @@ size_t a2a_rt_options_describe(const a2a_options *o, const unsigned char *from_e
   return len;
 }
 
-static const char *type_name(const opt_row *r) {
+/* "int 0..32", "number 0.5..600", "string" or the enum's values. */
+static void type_text(const opt_row *r, char *buf, size_t cap) {
+  char range[96];
   switch (r->type) {
-  case T_INT: return "int";
-  case T_DBL: return "number";
-  case T_STR: return "string";
-  case T_ENUM: return r->values;
+  case T_INT:
+  case T_DBL:
+    a2a_opt_range_text(&r->range, range, sizeof range);
+    snprintf(buf, cap, "%s%s%s", r->type == T_INT ? "int" : "number", *range ? " " : "", range);
+    return;
+  case T_STR: snprintf(buf, cap, "string"); return;
+  case T_ENUM: snprintf(buf, cap, "%s", r->values); return;
   }
-  return "?";
 }
 
 size_t a2a_rt_options_help(char *buf, size_t cap, int markdown) {
@@ -293,13 +305,14 @@ size_t a2a_rt_options_help(char *buf, size_t cap, int markdown) {
                       "reported and the default kept):\n", &ovf);
   for (size_t i = 0; i < A2A_RT_NOPTS; i++) {
     const opt_row *r = &rows[i];
-    char d[256];
+    char d[256], tn[128];
     value_text(r, NULL, true, d, sizeof d);
+    type_text(r, tn, sizeof tn);
     if (markdown) {
       /* '|' inside a cell must be escaped in Markdown tables. */
       char t[256];
       size_t k = 0;
-      for (const char *p = type_name(r); *p && k + 3 < sizeof t; p++) {
+      for (const char *p = tn; *p && k + 3 < sizeof t; p++) {
         if (*p == '|') t[k++] = '\\';
         t[k++] = *p;
       }
@@ -308,7 +321,7 @@ size_t a2a_rt_options_help(char *buf, size_t cap, int markdown) {
                           t, d, r->help);
     } else {
       len = a2a_rt_printf(buf, cap, len, &ovf, "  %-26s %-28s default %s\n      %s\n",
-                          r->env, type_name(r), d, r->help);
+                          r->env, tn, d, r->help);
     }
   }
   return len;

@@ -17,6 +17,14 @@
  *      echoed to stderr as one line.
  * A finding whose site is NULL is deduplicated by (check, message text).
  *
+ * Suppressions (A2ACHECK_SUPPRESSIONS, rt_suppress.c): with rules loaded, a
+ * new distinct finding is matched before step 3 decides: its stack is
+ * captured and symbolized (under a2a_rt_mu) and matched once; a silenced
+ * entry is only counted (suppressed, per check) and its repeats with it; it
+ * is never written nor echoed and never matches the failure policy, whose
+ * evaluation waits for the match (an occurrence that arrives meanwhile is
+ * remembered in the entry). Repeats are never matched again.
+ *
  * Two locks, so that counting is exact whatever the writer does. g_tab_mu
  * guards the tables and counters and is only ever held for a few loads and
  * stores (no I/O, no symbolization, no call out, never while waiting for
@@ -72,7 +80,10 @@ typedef struct check_stat {
   a2a_severity max_sev;
   unsigned long logged;                /* distinct findings written (or being
                                           written) */
-  unsigned long suppressed;            /* distinct findings over the cap */
+  unsigned long suppressed;            /* distinct findings over the cap or
+                                          silenced by a suppression */
+  unsigned long silenced;              /* of these, by a suppression */
+  unsigned long long silenced_occ;     /* their occurrences */
   unsigned long unwritten;             /* distinct findings the writer could
                                           not take within REPORT_WAIT_S */
   unsigned long distinct_by_sev[3];
@@ -89,6 +100,10 @@ typedef struct entry {
   unsigned long long count;            /* occurrences folded in (g_tab_mu) */
   unsigned long long written;          /* count value in the JSONL (a2a_rt_mu) */
   off_t json_off;                      /* -1: not in the JSONL (a2a_rt_mu) */
+  bool pending;                        /* being matched against the suppressions */
+  bool fail_pending;                   /* an occurrence matched the failure
+                                          policy while pending */
+  bool silenced;                       /* matched a suppression */
   unsigned count_off;                  /* of the count digits in the line */
 } entry;
 
@@ -185,15 +200,19 @@ static void who(char *buf, size_t cap) {
   else snprintf(buf, cap, "pid %d, rank unknown", a2a_rt.pid);
 }
 
-/* a2a_rt_mu held. */
-static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
-                          const a2a_stack *st) {
-  char now[40];
-  a2a_rt_time_iso(now, sizeof now);
+/* a2a_rt_mu held: the stack as it is logged, into g_frames. */
+static int symbolize_stack(const a2a_stack *st) {
   int nframes = 0;
   int max = a2a_rt.opts.stack_depth < 32 ? (int)a2a_rt.opts.stack_depth : 32;
   for (int i = 0; st && i < st->n && nframes < max; i++)
     nframes += a2a_rt_symbolize(st->pc[i], g_frames + nframes, max - nframes);
+  return nframes;
+}
+
+/* a2a_rt_mu held; g_frames[0..nframes) symbolized. */
+static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e, int nframes) {
+  char now[40];
+  a2a_rt_time_iso(now, sizeof now);
   a2a_rt_record rec = {
       .id = ++g_next_id,
       .check = a2a_check_name(f->check),
@@ -233,6 +252,19 @@ static void write_finding(const a2a_finding *f, a2a_severity sev, entry *e,
 
 static void summary_emit(bool amended);
 
+/* g_tab_mu held: a new distinct finding that is not silenced is counted;
+ * whether it is to be written (under A2ACHECK_MAX_PER_CHECK). */
+static bool count_fresh(check_stat *c, a2a_severity sev) {
+  c->distinct_by_sev[sev]++;
+  if (!c->is_report) atomic_fetch_add(&g_distinct_by_sev[sev], 1);
+  if ((long)c->logged >= a2a_rt.opts.max_per_check) {
+    c->suppressed++;
+    return false;
+  }
+  c->logged++;   /* reserved now: the cap holds under concurrency */
+  return true;
+}
+
 void a2a_report(const a2a_finding *f) {
   int s = a2a_rt_state();
   if (!f || (unsigned)f->check >= (unsigned)A2A_CK__COUNT || !accepting(s)) return;
@@ -246,19 +278,22 @@ void a2a_report(const a2a_finding *f) {
   a2a_severity sev = f->severity > A2A_SEV_ERROR   ? A2A_SEV_ERROR
                      : f->severity < A2A_SEV_INFO ? A2A_SEV_INFO
                                                   : f->severity;
-  if (a2a_rt_failpol_matches(&a2a_rt.failpol, f->check, sev))
-    atomic_store(&g_fail_matched, true);
+  /* With suppressions the failure policy waits for the match (below). */
+  const a2a_rt_supp *supp = a2a_rt_supp_active();
+  bool fail_now = a2a_rt_failpol_matches(&a2a_rt.failpol, f->check, sev);
+  if (fail_now && !supp) atomic_store(&g_fail_matched, true);
 
   uintptr_t key = f->site ? (uintptr_t)f->site : (uintptr_t)fnv1a(f->message) | 1;
 
   /* Count: every occurrence, whatever the writer is doing. */
   entry *e = NULL;
   check_stat *c = NULL;
-  bool write = false;
+  bool write = false, match = false;
   pthread_mutex_lock(&g_tab_mu);
   int ci = check_index(f->check, sev);
   if (ci < 0) {
     g_dropped_full++;
+    if (fail_now && supp) atomic_store(&g_fail_matched, true);
   } else {
     c = &g_checks[ci];
     c->occurrences++;
@@ -266,22 +301,67 @@ void a2a_report(const a2a_finding *f) {
     e = entry_for(ci, key, &fresh);
     if (!e) {
       g_dropped_full++;
+      if (fail_now && supp) atomic_store(&g_fail_matched, true);
     } else if (!fresh) {
       e->count++;
+      if (e->silenced) c->silenced_occ++;
+      else if (e->pending) e->fail_pending |= fail_now;
+      else if (fail_now && supp) atomic_store(&g_fail_matched, true);
     } else {
       e->sev = sev;
       e->count = 1;
-      c->distinct_by_sev[sev]++;
-      if (!c->is_report) atomic_fetch_add(&g_distinct_by_sev[sev], 1);
-      if ((long)c->logged >= a2a_rt.opts.max_per_check) {
-        c->suppressed++;
+      if (supp && !c->is_report) {
+        e->pending = true;
+        e->fail_pending = fail_now;
+        match = true;
       } else {
-        c->logged++;   /* reserved now: the cap holds under concurrency */
-        write = true;
+        if (fail_now && supp) atomic_store(&g_fail_matched, true);
+        write = count_fresh(c, sev);
       }
     }
   }
   pthread_mutex_unlock(&g_tab_mu);
+
+  if (match) {
+    /* Matched once, on this thread: the stack as it would be logged. */
+    a2a_stack captured;
+    const a2a_stack *st = f->stack;
+    if (!st && f->capture_stack) {
+      a2a_rt_capture_stack(&captured);
+      st = &captured;
+    }
+    bool locked = a2a_rt_lock_within(REPORT_WAIT_S);
+    int nframes = locked ? symbolize_stack(st) : 0;
+    int rule = locked ? a2a_rt_supp_match(supp, a2a_check_name(f->check),
+                                          (const char(*)[A2A_RT_FRAME_LEN])g_frames, nframes)
+                      : -1;
+    pthread_mutex_lock(&g_tab_mu);
+    e->pending = false;
+    if (rule >= 0) {
+      e->silenced = true;
+      c->silenced++;
+      c->suppressed++;
+      c->silenced_occ += e->count;
+    } else {
+      if (e->fail_pending) atomic_store(&g_fail_matched, true);
+      write = count_fresh(c, sev);
+      if (write && !locked) {
+        c->logged--;
+        c->unwritten++;
+        write = false;
+      }
+    }
+    pthread_mutex_unlock(&g_tab_mu);
+    if (locked) {
+      if (write) {
+        bool late = g_summary_done;
+        write_finding(f, sev, e, nframes);
+        if (late) summary_emit(true);
+      }
+      pthread_mutex_unlock(&a2a_rt_mu);
+    }
+    write = false;
+  }
 
   if (write) {
     /* The stack is captured only for a finding that is written (not for
@@ -295,7 +375,7 @@ void a2a_report(const a2a_finding *f) {
     if (a2a_rt_lock_within(REPORT_WAIT_S)) {
       /* g_summary_done only changes with a2a_rt_mu held. */
       bool late = g_summary_done;
-      write_finding(f, sev, e, st);
+      write_finding(f, sev, e, symbolize_stack(st));
       if (late) summary_emit(true);
       pthread_mutex_unlock(&a2a_rt_mu);
     } else {
@@ -323,7 +403,7 @@ static const char *g_fail_reason;
 /* The summary's numbers, computed from a snapshot of the tables. */
 typedef struct sum_counts {
   unsigned long n[3];          /* distinct findings by severity */
-  unsigned long total, dropped_full, dropped_nested, unwritten, reports;
+  unsigned long total, dropped_full, dropped_nested, unwritten, reports, silenced;
   unsigned long long occ;
 } sum_counts;
 
@@ -347,7 +427,7 @@ static void snapshot(sum_counts *k) {
   }
   memset(k->n, 0, sizeof k->n);
   k->occ = 0;
-  k->unwritten = k->reports = 0;
+  k->unwritten = k->reports = k->silenced = 0;
   for (int i = 0; i < A2A_CK__COUNT; i++) {
     const check_stat *c = &g_snap[i];
     if (!c->seen) continue;
@@ -356,8 +436,9 @@ static void snapshot(sum_counts *k) {
       continue;
     }
     for (int s = 0; s < 3; s++) k->n[s] += c->distinct_by_sev[s];
-    k->occ += c->occurrences;
+    k->occ += c->occurrences - c->silenced_occ;
     k->unwritten += c->unwritten;
+    k->silenced += c->silenced;
   }
   k->total = k->n[0] + k->n[1] + k->n[2];
   k->dropped_nested = atomic_load(&g_dropped_nested);
@@ -376,6 +457,13 @@ static void summary_emit(bool amended) {
   char fail_on[512], me[64];
   a2a_rt_failpol_describe(&a2a_rt.failpol, fail_on, sizeof fail_on);
   who(me, sizeof me);
+  /* A process that made no NCCL call and found nothing (a launcher such as
+   * torchrun's agent, a helper process) leaves no files and says nothing. */
+  if (!amended && !a2a_rt_log_opened() && !a2a_rt_nccl_seen() && k.total == 0 && !k.reports &&
+      !dropped && !fail && !fail_reason)
+    return;
+  const char *werr_path;
+  int werr = a2a_rt_log_write_error(&werr_path);
 
   /* Text (log and stderr). Findings only in the counts and the table; the
    * perf.summary reports on a line of their own. */
@@ -389,7 +477,7 @@ static void summary_emit(bool amended) {
                      amended ? " (amended: findings arrived after the first one)" : "", me,
                      k.total, k.total == 1 ? "" : "s", k.n[2], k.n[1], k.n[0], k.occ,
                      k.occ == 1 ? "" : "s");
-  if (k.total)
+  if (k.total || k.silenced)
     tl = a2a_rt_printf(T, TC, tl, &ovf, "  %-34s %-8s %8s %10s %12s\n", "check", "severity",
                        "logged", "suppressed", "occurrences");
   for (int i = 0; i < A2A_CK__COUNT; i++) {
@@ -404,6 +492,13 @@ static void summary_emit(bool amended) {
                        "  and %lu perf.summary report%s (per-communicator statistics, not "
                        "findings) in the log\n",
                        k.reports, k.reports == 1 ? "" : "s");
+  if (k.silenced) {
+    const a2a_rt_supp *sp = a2a_rt_supp_active();
+    tl = a2a_rt_printf(T, TC, tl, &ovf,
+                       "  %lu finding(s) silenced by A2ACHECK_SUPPRESSIONS=%.200s (counted as "
+                       "suppressed, not in the log, not for A2ACHECK_FAIL_ON)\n",
+                       k.silenced, sp ? sp->file : "?");
+  }
   if (k.unwritten)
     tl = a2a_rt_printf(T, TC, tl, &ovf,
                        "  %lu of these finding(s) are counted but not in the log: the log writer "
@@ -419,6 +514,9 @@ static void summary_emit(bool amended) {
                        "  %lu finding(s) dropped: raised on a thread that was already reporting "
                        "one (a signal handler)\n",
                        k.dropped_nested);
+  if (werr)
+    tl = a2a_rt_printf(T, TC, tl, &ovf, "  the log is incomplete: writing %.400s failed (%s)\n",
+                       werr_path, strerror(werr));
   if (fail_reason)
     tl = a2a_rt_printf(T, TC, tl, &ovf, "  ended by a2acheck with exit status %ld: %.400s\n",
                        a2a_rt.opts.exitcode, fail_reason);
@@ -448,11 +546,17 @@ static void summary_emit(bool amended) {
                      "\"occurrences\":%llu,\"dropped\":%lu,\"unwritten\":%lu,\"reports\":%lu,"
                      "\"amended\":%s,\"nccl_calls_seen\":%s,"
                      "\"exit_status\":%d,\"fail_on\":\"%.400s\",\"fail_matched\":%s,"
-                     "\"failed_now\":%s,\"checks\":[",
+                     "\"failed_now\":%s,\"suppressions\":%lu,",
                      k.n[2], k.n[1], k.n[0], k.occ, dropped, k.unwritten, k.reports,
                      amended ? "true" : "false", a2a_rt_nccl_seen() ? "true" : "false",
                      exit_status, fail_on, fail ? "true" : "false",
-                     fail_reason ? "true" : "false");
+                     fail_reason ? "true" : "false", k.silenced);
+  if (werr) {
+    jl = a2a_rt_puts(J, JC, jl, "\"log_write_error\":", &ovf);
+    jl = a2a_rt_put_jstr(J, JC, jl, strerror(werr), &ovf);
+    jl = a2a_rt_puts(J, JC, jl, ",", &ovf);
+  }
+  jl = a2a_rt_puts(J, JC, jl, "\"checks\":[", &ovf);
   for (int i = 0, n = 0; i < A2A_CK__COUNT; i++) {
     const check_stat *c = &g_snap[i];
     if (!c->seen) continue;
@@ -460,9 +564,9 @@ static void summary_emit(bool amended) {
     jl = a2a_rt_put_jstr(J, JC, jl, a2a_check_name((a2a_check_id)i), &ovf);
     jl = a2a_rt_printf(J, JC, jl, &ovf,
                        ",\"severity\":\"%s\",\"finding\":%s,\"logged\":%lu,\"suppressed\":%lu,"
-                       "\"unwritten\":%lu,\"occurrences\":%llu}",
+                       "\"suppressed_by_file\":%lu,\"unwritten\":%lu,\"occurrences\":%llu}",
                        a2a_rt_severity_name(c->max_sev), c->is_report ? "false" : "true",
-                       c->logged, c->suppressed, c->unwritten, c->occurrences);
+                       c->logged, c->suppressed, c->silenced, c->unwritten, c->occurrences);
   }
   jl = a2a_rt_puts(J, JC, jl, "]},\"stack\":[],\"time\":", &ovf);
   jl = a2a_rt_put_jstr(J, JC, jl, now, &ovf);
@@ -492,11 +596,14 @@ static void summary_emit(bool amended) {
                   "%lu info) after findings reported once the summary was written%s%s",
                   me, k.total, k.total == 1 ? "" : "s", k.n[2], k.n[1], k.n[0],
                   *path ? "; details: " : "", path);
-  } else if (k.total == 0 && !dropped && !fail_reason) {
-    char rep[96] = "";
+  } else if (k.total == 0 && !dropped && !fail_reason && !werr) {
+    char rep[160] = "";
     if (k.reports)
       snprintf(rep, sizeof rep, " (%lu perf.summary report%s in the log)", k.reports,
                k.reports == 1 ? "" : "s");
+    if (k.silenced)
+      snprintf(rep + strlen(rep), sizeof rep - strlen(rep),
+               " (%lu silenced by A2ACHECK_SUPPRESSIONS)", k.silenced);
     a2a_rt_stderr("%s: no findings%s%s%s", me, rep, *path ? "; log: " : "", path);
   } else {
     /* One write(2) for the whole block, so the summaries of several ranks

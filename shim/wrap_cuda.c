@@ -23,8 +23,10 @@
  *  - The calls that block the host until the GPU is done (stream, event and
  *    device synchronization, synchronous cudaMemcpy) get a Python-aware call
  *    site (a2a_rt_py_site) like NCCL calls: they are where a deadlocked
- *    rank waits, and the deadlock story names them. Other CUDA calls keep
- *    the native return address (no per-call Python work on launches).
+ *    rank waits, and the deadlock story names them. So do asynchronous
+ *    device-to-host copies: into pageable memory they block (torch's
+ *    .cpu(), .item()), and they are rare next to launches. Other CUDA calls
+ *    keep the native return address (no per-call Python work on launches).
  */
 #include <string.h>
 
@@ -377,7 +379,7 @@ static inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
     A2A_COPY1D_FIELDS(ev, dst, src, count, kind, async_);                     \
-    if (!(async_)) A2A_BLOCKING_SITE(ev);                                     \
+    if (!(async_) || kind == cudaMemcpyDeviceToHost) A2A_BLOCKING_SITE(ev);    \
     A2A_PRE_HOT(ev, !(async_));                                               \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN(ev, r);                                                    \

@@ -149,6 +149,12 @@ int cmd_options(int argc, char **argv) {
       sb_json_str(&b, r->env);
       static const char *tn[] = {"int", "number", "string", "enum"};
       sb_printf(&b, ",\"type\":\"%s\"", tn[r->type]);
+      char range[80];
+      a2a_opt_range_text(&r->range, range, sizeof range);
+      if (*range) {
+        sb_puts(&b, ",\"range\":");
+        sb_json_str(&b, range);
+      }
       if (r->type == OPT_ENUM) {
         sb_puts(&b, ",\"values\":[");
         const char *p = r->values;

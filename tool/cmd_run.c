@@ -118,18 +118,20 @@ static char *abs_path(const char *p) {
   return xasprintf("%s/%s", buf, p);
 }
 
+/* mkdir -p; what it creates is 0700: the library refuses a log directory
+ * that others may write to (shim/rt_logdir.c), whatever the umask made. */
 static int mkdir_p(const char *path) {
   char *p = xstrdup(path);
   for (char *s = p + 1; *s; s++) {
     if (*s != '/') continue;
     *s = 0;
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
       free(p);
       return -1;
     }
     *s = '/';
   }
-  int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+  int rc = mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
   free(p);
   return rc;
 }

@@ -8,10 +8,10 @@
 #include <string.h>
 
 const a2a_opt_row a2a_opt_rows[] = {
-#define A2A_OPT_INT(name, env, def, help) {#name, env, OPT_INT, (def), 0, NULL, NULL, help},
-#define A2A_OPT_DBL(name, env, def, help) {#name, env, OPT_DBL, 0, (def), NULL, NULL, help},
-#define A2A_OPT_STR(name, env, def, help) {#name, env, OPT_STR, 0, 0, (def), NULL, help},
-#define A2A_OPT_ENUM(name, env, def, values, help) {#name, env, OPT_ENUM, (def), 0, NULL, values, help},
+#define A2A_OPT_INT(name, env, def, range, help) {#name, env, OPT_INT, (def), 0, NULL, NULL, help, range},
+#define A2A_OPT_DBL(name, env, def, range, help) {#name, env, OPT_DBL, 0, (def), NULL, NULL, help, range},
+#define A2A_OPT_STR(name, env, def, help) {#name, env, OPT_STR, 0, 0, (def), NULL, help, {0, 0, 0}},
+#define A2A_OPT_ENUM(name, env, def, values, help) {#name, env, OPT_ENUM, (def), 0, NULL, values, help, {0, 0, 0}},
 #include "a2a_options.inc"
 #undef A2A_OPT_INT
 #undef A2A_OPT_DBL
@@ -21,9 +21,16 @@ const a2a_opt_row a2a_opt_rows[] = {
 const size_t a2a_opt_nrows = sizeof a2a_opt_rows / sizeof a2a_opt_rows[0];
 
 const char *a2a_opt_type_text(const a2a_opt_row *r) {
+  /* "int 0..32", "number 0.5..600": the type and the row's range. */
+  static char buf[96];
+  char range[80];
   switch (r->type) {
-  case OPT_INT: return "int";
-  case OPT_DBL: return "number";
+  case OPT_INT:
+  case OPT_DBL:
+    a2a_opt_range_text(&r->range, range, sizeof range);
+    snprintf(buf, sizeof buf, "%s%s%s", r->type == OPT_INT ? "int" : "number", *range ? " " : "",
+             range);
+    return buf;
   case OPT_STR: return "string";
   case OPT_ENUM: return r->values;
   }
@@ -74,20 +81,23 @@ int a2a_opt_enum_index(const a2a_opt_row *r, const char *v) {
 }
 
 const char *a2a_opt_check_value(const a2a_opt_row *r, const char *v) {
+  /* The runtime's rules (shim/rt_options.c): no blanks, nothing trailing,
+   * finite, within the row's range. */
   char *end;
   errno = 0;
+  bool lead = *v == '-' || *v == '+' || (*v >= '0' && *v <= '9') || (*v == '.' && r->type == OPT_DBL);
+  double d = 0;
   switch (r->type) {
   case OPT_INT:
-    strtoll(v, &end, 10);
-    if (!*v || *end || errno) return "not an integer";
-    return NULL;
-  case OPT_DBL: {
-    double d = strtod(v, &end);
-    if (!*v || *end || errno || !isfinite(d)) return "not a number";
-    return NULL;
-  }
+    d = (double)strtoll(v, &end, 10);
+    if (!*v || !lead || *end || errno) return "not a decimal integer";
+    break;
+  case OPT_DBL:
+    d = strtod(v, &end);
+    if (!*v || !lead || *end || errno || !isfinite(d)) return "not a finite number";
+    break;
   case OPT_STR: return NULL;
   case OPT_ENUM: return a2a_opt_enum_index(r, v) < 0 ? "not one of the listed values" : NULL;
   }
-  return NULL;
+  return a2a_opt_in_range(&r->range, d) ? NULL : "out of range";
 }

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "a2a_optrange.h"
+
 typedef enum a2a_opt_type { OPT_INT, OPT_DBL, OPT_STR, OPT_ENUM } a2a_opt_type;
 
 typedef struct a2a_opt_row {
@@ -18,6 +20,7 @@ typedef struct a2a_opt_row {
   const char *sdef;         /* STR (may be NULL: unset) */
   const char *values;       /* ENUM: "a|b|c" */
   const char *help;
+  a2a_opt_range range;      /* INT, DBL: the valid values (a2a_optrange.h) */
 } a2a_opt_row;
 
 extern const a2a_opt_row a2a_opt_rows[];

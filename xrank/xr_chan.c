@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,8 +87,19 @@ int xr_sock_write(int fd, xr_buf *out) {
 
 int xr_sock_read(int fd, xr_buf *in, size_t max) {
   for (;;) {
-    if (!xr_buf_reserve(in, 65536, max)) {
-      if (in->cap - in->len == 0) { errno = EMSGSIZE; return -1; } /* a frame larger than allowed */
+    if (!xr_buf_reserve(in, 65536, max) && in->cap - in->len == 0) {
+      /* Full. The buffer starts at a frame boundary (callers consume whole
+       * frames), and a frame of at most max bytes is complete in it: the
+       * caller takes the frames and reads the rest at the next poll (a burst
+       * of small frames is not an error). Only a first frame larger than
+       * max can never complete. */
+      xr_hdr h;
+      if (in->len >= sizeof h) {
+        memcpy(&h, in->p, sizeof h);
+        if (sizeof h + (size_t)h.len <= in->len) return 0;
+      }
+      errno = EMSGSIZE;
+      return -1;
     }
     size_t room = in->cap - in->len;
     ssize_t k = recv(fd, in->p + in->len, room, MSG_DONTWAIT);
@@ -235,6 +247,9 @@ static struct {
  * loader's in dladdr, the runtime's log lock in a2a_report). */
 static pthread_mutex_t g_work_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_atfork_done;
+/* Set on the background thread around its own forks (linger_fork): it
+ * holds g_work_mu then, and the child keeps the state as it is. */
+static __thread int t_own_fork;
 /* Start-up handshake: set before pthread_create, cleared by the thread once
  * it holds g_work_mu. Until then the new thread is inside its own start-up
  * (the C library's, a sanitizer runtime's: allocator and registry locks)
@@ -244,6 +259,7 @@ static int g_atfork_done;
  * lock held and hung. */
 static _Atomic int g_thread_starting;
 static void fork_prepare(void) {
+  if (t_own_fork) return;
   for (int i = 0; i < 5000; i++) {
     pthread_mutex_lock(&g_work_mu);
     if (!atomic_load(&g_thread_starting)) return;
@@ -252,8 +268,9 @@ static void fork_prepare(void) {
   }
   pthread_mutex_lock(&g_work_mu);
 }
-static void fork_parent(void) { pthread_mutex_unlock(&g_work_mu); }
+static void fork_parent(void) { if (!t_own_fork) pthread_mutex_unlock(&g_work_mu); }
 static void fork_child(void) {
+  if (t_own_fork) return;
   pthread_mutex_init(&g_work_mu, NULL);
   atomic_store(&g_thread_starting, 0);
 }
@@ -567,8 +584,8 @@ static int conn_for(const xr_idrec *rec) {
   return k->state == CC_DEAD ? -1 : idx;
 }
 
-/* A2ACHECK_COORDINATOR=host:port (IPv4 or a resolvable name is not
- * supported: dotted quad only). The process that can bind it hosts it. Its
+/* A2ACHECK_COORDINATOR=host:port (IPv4 dotted quad only: a host name is
+ * not resolved). The process that can bind it hosts it. Its
  * secret comes from A2ACHECK_TOKEN; without one, only
  * A2ACHECK_XRANK_INSECURE=1 lets it run (secret derived from the address,
  * which anyone who can reach it knows). */
@@ -583,11 +600,29 @@ static int fallback_conn(void) {
     char *end = NULL;
     long port = colon ? strtol(colon + 1, &end, 10) : -1;
     struct in_addr a;
-    if (!colon || (size_t)(colon - spec) >= sizeof ip || !end || *end || port <= 0 || port > 65535)
+    /* An unusable value is said once, on stderr (the user set it and would
+     * otherwise get no cross-rank checks without a word). */
+    const char *bad = NULL;
+    if (!colon) bad = "is not host:port";
+    else if (!end || end == colon + 1 || *end || port <= 0 || port > 65535)
+      bad = "has no port in 1..65535";
+    else if (colon == spec) bad = "has no host";
+    else if ((size_t)(colon - spec) >= sizeof ip) bad = "has a host part that is too long";
+    if (!bad) {
+      memcpy(ip, spec, (size_t)(colon - spec));
+      ip[colon - spec] = 0;
+      if (inet_pton(AF_INET, ip, &a) != 1)
+        bad = "does not start with an IPv4 address (host names are not resolved)";
+    }
+    if (bad) {
+      char msg[300];
+      snprintf(msg, sizeof msg,
+               "A2ACHECK_COORDINATOR=%.100s %s: cross-rank checks through it are off. Use "
+               "A.B.C.D:PORT, e.g. 10.0.0.1:29400.", spec, bad);
+      report_ex(A2A_CK_NO_COORDINATOR, A2A_SEV_WARNING, NULL, 0, msg, NULL, true);
+      S.fallback_why = "was not used: A2ACHECK_COORDINATOR is unusable (see the warning)";
       return -1;
-    memcpy(ip, spec, (size_t)(colon - spec));
-    ip[colon - spec] = 0;
-    if (inet_pton(AF_INET, ip, &a) != 1) return -1;
+    }
     uint8_t token[XR_TOKEN_BYTES];
     const char *secret = a2a_opt->xrank_token;
     if (secret && *secret && strlen(secret) >= 16) {
@@ -1183,6 +1218,13 @@ static void flush_outputs(void) {
   }
 }
 
+/* Whether a live connection still has bytes to send. */
+static int outputs_pending(void) {
+  for (int i = 0; i < S.nconns; i++)
+    if (S.conns[i].state == CC_READY && (S.conns[i].out.len || S.conns[i].wire.len)) return 1;
+  return 0;
+}
+
 static void loop_once(int timeout_ms) {
   static struct pollfd pfd[MAX_CONNS + 1 + 64 + 4096];
   int map[MAX_CONNS];
@@ -1285,6 +1327,60 @@ static void local_watchdog(uint64_t now) {
   if (a2a_hostsvc->fail_now) a2a_hostsvc->fail_now("group.hang");
 }
 
+/* ---- the coordinator outlives its host's normal exit ---------------- */
+
+/* How long a host that exits waits in-process for the other clients' BYE
+ * before it hands the coordinator to a lingering process instead: ranks
+ * that end together (a correct job) say BYE within this, and no process is
+ * made. */
+#define XR_LINGER_GRACE_NS 100000000ull
+
+/* How long the lingering process serves at most: a deadlock that involves
+ * the exited host forms at once (its BYE makes it "exited"), and is proven
+ * within A2ACHECK_HANG_CONFIRM of the survivors' reports; 10 s more cover
+ * reports delayed by load and the delivery. Later work of the survivors
+ * goes unchecked across ranks (they are told the coordinator is lost, and
+ * their own watchdog covers hangs), and the host's memory, which the
+ * lingering process shares copy-on-write, is not held for long. */
+static uint64_t linger_bound_ns(void) {
+  double hc = a2a_opt ? a2a_opt->hang_confirm : 5.0;
+  return (uint64_t)((hc + 10.0) * 1e9);
+}
+
+/* The host exits normally with clients still connected: a grandchild takes
+ * the coordinator over (xr_coord_serve_detached) and this process goes on
+ * exiting at once with its own status. A grandchild (the child in between
+ * exits at once and is reaped here) is never a child of the host: an
+ * application that waits for its children at exit, or a launcher waiting
+ * for its own, never sees it; it is adopted by init or the nearest
+ * subreaper (`a2acheck run`), stays in the job's process group (the job's
+ * signals reach it) and makes no CUDA or NCCL call. Runs on the background
+ * thread holding g_work_mu (t_own_fork: our atfork handlers let it be; the
+ * runtime's do nothing once it is FINISHED). Returns whether it took over;
+ * if fork fails, the caller serves in-process as before. */
+static int linger_fork(void) {
+  uint64_t bound = linger_bound_ns();
+  t_own_fork = 1;
+  pid_t mid = fork();
+  if (mid == 0) {
+    pid_t l = fork();
+    if (l == 0) xr_coord_serve_detached(bound);
+    _exit(l < 0 ? 1 : 0);
+  }
+  t_own_fork = 0;
+  if (mid < 0) return 0;
+  int st = 0;
+  pid_t w;
+  do w = waitpid(mid, &st, 0);
+  while (w < 0 && errno == EINTR);
+  /* ECHILD: the application reaps children itself (SIGCHLD ignored or a
+   * handler): the grandchild was made unless fork failed, which is rare;
+   * take it as made. */
+  if (w == mid && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) return 0;
+  xr_coord_release();
+  return 1;
+}
+
 static void *thread_main(void *arg) {
   (void)arg;
   sigset_t all;
@@ -1313,7 +1409,10 @@ static void *thread_main(void *arg) {
     flush_outputs();
     if (exiting) break;
     idle = got || changed ? 0 : idle + 1;
-    loop_once(idle > 10 ? 10 : 2);
+    /* A full batch: more records wait (the application may be blocked on
+     * the full queue, xrank.c's backpressure), so the sockets are only
+     * polled, not waited on. */
+    loop_once(got >= 8192 ? 0 : idle > 10 ? 10 : 2);
   }
   /* Exit: last records, a final report, FLUSH, bounded wait for FLUSHED
    * (and, when hosting, for the other processes to say bye), BYE. */
@@ -1331,7 +1430,9 @@ static void *thread_main(void *arg) {
     for (int i = 0; i < S.nconns; i++)
       if (S.conns[i].state != CC_DEAD && !S.conns[i].bye_sent && !S.conns[i].flushed) waiting = 1;
     uint64_t el = xr_now_ns() - t0;
-    if (!waiting && (xr_coord_other_clients() == 0 || el > 3000000000ull)) break;
+    /* Hosting: a short grace for the others' BYE, then a lingering process
+     * serves them (below); this process's exit is not held up. */
+    if (!waiting && (xr_coord_other_clients() == 0 || el > XR_LINGER_GRACE_NS)) break;
     if (el > 5000000000ull) break;
     loop_once(5);
     uint64_t now = xr_now_ns();
@@ -1358,7 +1459,19 @@ static void *thread_main(void *arg) {
       S.conns[i].bye_sent = 1;
     }
   flush_outputs();
+  /* What the sockets did not take yet (a full buffer) goes before the close,
+   * bounded: the BYE must arrive for this process to count as exited. */
+  for (uint64_t t1 = xr_now_ns(); outputs_pending() && xr_now_ns() - t1 < 200000000ull;) {
+    loop_once(5);
+    flush_outputs();
+  }
   xr_coord_report_totals();
+  /* Our BYE is in the socket, ahead of its close: the coordinator - here or
+   * in the lingering process - counts this process as exited, not died. */
+  if (xr_coord_hosting() && xr_coord_peers_left() > 0 && !linger_fork()) {
+    /* No lingering process: serve here as before, bounded. */
+    xr_coord_linger(3000000000ull);
+  }
   pthread_mutex_unlock(&g_work_mu);
   pthread_mutex_lock(&g_xr_mu);
   g_exit_done = 1;

@@ -51,8 +51,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "a2a_core.h"
@@ -149,6 +154,8 @@ static struct {
   uint64_t rejects[REJ__COUNT];
   uint64_t accepted, authed;
   int reported_reject;
+  int self_pid;              /* the hosting process (its own client connection) */
+  int lingering;             /* this is the lingering process: it reports nothing */
 } K = {.lfd = -1};
 
 static xr_op g_ops[XR_MAX_OPS_PER_MSG];
@@ -291,6 +298,7 @@ int xr_coord_listen(uint32_t ip4, uint16_t port_net, const uint8_t *token, xr_id
   memcpy(rec->addr, &sin.sin_addr.s_addr, 4);
   memcpy(rec->token, token, XR_TOKEN_BYTES);
   rec->pid = (uint32_t)getpid();
+  K.self_pid = getpid();
   rec->check = (uint32_t)a2a_hash_bytes(rec, offsetof(xr_idrec, check), 0x1d);
   xr_secret_init(&K.secret, token);
   K.rec = *rec;
@@ -304,9 +312,17 @@ int xr_coord_listen(uint32_t ip4, uint16_t port_net, const uint8_t *token, xr_id
 }
 
 size_t xr_coord_other_clients(void) {
+  /* The host's own connection is told by the pid the listener was made in:
+   * in the lingering process (another pid) it is still the host's. */
   size_t n = 0;
   for (int i = 0; i < K.nc; i++)
-    if (K.c[i].open && K.c[i].authed && !K.c[i].bye && K.c[i].pid != getpid()) n++;
+    if (K.c[i].open && K.c[i].authed && !K.c[i].bye && K.c[i].pid != K.self_pid) n++;
+  return n;
+}
+
+size_t xr_coord_peers_left(void) {
+  size_t n = xr_coord_other_clients();
+  for (int p = 0; p < XR_PREAUTH_MAX; p++) n += K.pre[p].fd >= 0;
   return n;
 }
 
@@ -328,7 +344,7 @@ static void pre_close(int p, int why) {
   /* An idle connection that timed out or was evicted is noise; a peer that
    * spoke the protocol wrongly is news: said once, with the address. Every
    * kind is counted for the summary at exit. */
-  if (!K.reported_reject && (why == REJ_bad_hello || why == REJ_bad_auth)) {
+  if (!K.reported_reject && !K.lingering && (why == REJ_bad_hello || why == REJ_bad_auth)) {
     K.reported_reject = 1;
     char from[24], at[24], msg[640];
     addr_text(c->src, c->sport, from, sizeof from);
@@ -786,7 +802,7 @@ void xr_coord_linger(uint64_t max_ns) {
 }
 
 void xr_coord_report_totals(void) {
-  if (atomic_load(&K.lfd) < 0) return;
+  if (atomic_load(&K.lfd) < 0 || K.lingering) return;
   uint64_t total = 0;
   for (int r = 0; r < REJ__COUNT; r++) total += K.rejects[r];
   /* Evictions and refusals are counted with the flood that caused them;
@@ -819,4 +835,132 @@ void xr_coord_after_fork_child(void) {
     if (K.pre[p].fd >= 0 && lfd >= 0) close(K.pre[p].fd);
   memset(&K, 0, sizeof K);
   atomic_store(&K.lfd, -1);
+}
+
+/* ---- outliving the host's exit (the lingering process) ---- */
+
+void xr_coord_release(void) {
+  /* The lingering process owns the sockets now: close this process's
+   * copies (close only: a shutdown would end them for both) and stop
+   * hosting. Nothing is freed: the process is exiting. */
+  int lfd = atomic_exchange(&K.lfd, -1);
+  if (lfd < 0) return;
+  close(lfd);
+  for (int p = 0; p < XR_PREAUTH_MAX; p++)
+    if (K.pre[p].fd >= 0) { close(K.pre[p].fd); K.pre[p].fd = -1; }
+  for (int i = 0; i < K.nc; i++)
+    if (K.c[i].open) { close(K.c[i].fd); K.c[i].open = 0; K.c[i].fd = -1; }
+  K.nc = 0;
+}
+
+static bool fd_kept(int fd) {
+  if (fd == atomic_load(&K.lfd)) return true;
+  for (int p = 0; p < XR_PREAUTH_MAX; p++)
+    if (K.pre[p].fd == fd) return true;
+  for (int i = 0; i < K.nc; i++)
+    if (K.c[i].open && K.c[i].fd == fd) return true;
+  return false;
+}
+
+/* Close every descriptor the host had except the coordinator's: its log
+ * files, its pipes to the launcher (a reader waiting for end of file must
+ * get it when the host ends), the host's own client end of its connection
+ * (the coordinator must see it close), NCCL's and the GPU driver's files
+ * (a device stays in use while any process holds them). */
+static void close_all_but_coordinator(void) {
+  struct rlimit rl;
+  long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur
+                                                                                 : 1L << 20;
+  for (long fd = 0; fd < max; fd++) {
+    if (fd_kept((int)fd)) continue;
+    /* Ranges up to the next kept descriptor in one call where the kernel
+     * has close_range (5.9); else one by one (bounded by the limit). */
+    long next = max;
+    for (int i = 0; i < K.nc; i++)
+      if (K.c[i].open && K.c[i].fd > fd && K.c[i].fd < next) next = K.c[i].fd;
+    for (int p = 0; p < XR_PREAUTH_MAX; p++)
+      if (K.pre[p].fd > fd && K.pre[p].fd < next) next = K.pre[p].fd;
+    int lfd = atomic_load(&K.lfd);
+    if (lfd > fd && lfd < next) next = lfd;
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)fd, (unsigned)(next - 1), 0u) == 0) {
+      fd = next - 1;
+      continue;
+    }
+#endif
+    close((int)fd);
+  }
+  /* 0-2 lead nowhere, so that nothing written there can reach a socket
+   * that would otherwise get one of those numbers. */
+  int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd <= 2 && nul >= 0; fd++)
+    if (fd != nul && !fd_kept(fd)) dup2(nul, fd);
+  if (nul > 2) close(nul);
+}
+
+/* Unmap what the host mapped from device files (/dev/nvidia*, /dev/shm
+ * segments of NCCL's transports, InfiniBand): the driver keeps a device's
+ * resources while a mapping exists. /dev/zero (shared anonymous memory)
+ * stays: an allocator may hold it. */
+static void unmap_devices(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    if (len + 4096 > cap) {
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) break;
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t k = read(fd, buf + len, cap - len - 1);
+    if (k <= 0) break;
+    len += (size_t)k;
+  }
+  close(fd);
+  if (!buf) return;
+  buf[len] = 0;
+  for (char *line = buf, *nl; line && *line; line = nl) {
+    nl = strchr(line, '\n');
+    if (nl) *nl++ = 0;
+    unsigned long lo, hi;
+    int path_at = 0;
+    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || !path_at) continue;
+    const char *path = line + path_at;
+    if (!strncmp(path, "/dev/", 5) && strncmp(path, "/dev/zero", 9) != 0 && hi > lo)
+      munmap((void *)lo, hi - lo);
+  }
+  free(buf);
+}
+
+_Noreturn void xr_coord_serve_detached(uint64_t max_ns) {
+  K.lingering = 1;
+  close_all_but_coordinator();
+  unmap_devices();
+  if (chdir("/") != 0) { /* keeps the host's directory busy, nothing else */ }
+  prctl(PR_SET_NAME, "a2acheck-coord", 0, 0, 0);
+  /* The host's handlers (Python's, the application's) would run code of a
+   * process that no longer exists here: the defaults, so that the job's
+   * signals (Ctrl-C to its process group, the launcher's SIGTERM) end this
+   * process too. The background thread blocked every signal: unblock. */
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP) signal(sig, sig == SIGPIPE ? SIG_IGN : SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  static struct pollfd pfd[1 + XR_PREAUTH_MAX + MAX_SCONNS];
+  uint64_t t0 = xr_now_ns(), last_tick = 0;
+  for (uint64_t now = t0; xr_coord_peers_left() > 0 && now - t0 < max_ns; now = xr_now_ns()) {
+    for (int i = 0; i < K.nc; i++) conn_write(i);
+    size_t n = xr_coord_pollfds(pfd, sizeof pfd / sizeof pfd[0]);
+    if (poll(pfd, n, 20) > 0) xr_coord_io(pfd, n, xr_now_ns());
+    now = xr_now_ns();
+    if (now - last_tick >= 100000000ull) {
+      xr_coord_tick(now);
+      last_tick = now;
+    }
+  }
+  for (int i = 0; i < K.nc; i++) conn_write(i);
+  _exit(0);
 }

@@ -38,8 +38,10 @@ void xr_buf_consume(xr_buf *b, size_t n);
 void xr_buf_free(xr_buf *b);
 /* Write as much of out as the socket takes. -1 on a dead socket. */
 int xr_sock_write(int fd, xr_buf *out);
-/* Read what is available into in (bounded). -1 on end of file (errno 0),
- * an error (errno set) or a frame over max (EMSGSIZE). */
+/* Read what is available into in (bounded by max; in starts at a frame
+ * boundary). 0 also when in is full but holds a complete first frame (the
+ * caller consumes frames and reads on). -1 on end of file (errno 0), an
+ * error (errno set) or a first frame over max (EMSGSIZE). */
 int xr_sock_read(int fd, xr_buf *in, size_t max);
 /* Append one message; false if the buffer would exceed its bound. */
 bool xr_out_msg(xr_buf *out, xr_msgtype type, const void *payload, size_t plen);
@@ -83,6 +85,18 @@ size_t xr_coord_other_clients(void);
  * verdicts queued for the others, read what they send so closing does not
  * reset the connections) until the other clients left or max_ns passed. */
 void xr_coord_linger(uint64_t max_ns);
+/* Clients still to be served: other processes' connections not closed and
+ * without BYE, and connections still authenticating. */
+size_t xr_coord_peers_left(void);
+/* The lingering process (a grandchild forked by the host at its normal
+ * exit while peers are left, docs/design.md "The coordinator outlives its
+ * host"): keep only the coordinator's descriptors, drop device mappings,
+ * default signals, serve until no peer is left or max_ns passed, then
+ * _exit(0). Reports nothing. Never returns. */
+_Noreturn void xr_coord_serve_detached(uint64_t max_ns);
+/* The host, once the lingering process took over: close its copies of the
+ * coordinator's sockets and stop hosting. */
+void xr_coord_release(void);
 /* At exit, when connections failed to authenticate: one finding with the
  * totals (a2acheck.auth-failed). */
 void xr_coord_report_totals(void);

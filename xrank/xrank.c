@@ -16,9 +16,11 @@
  * they are not fingerprinted (zero-count send/recv are).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "a2a_core.h"
 #include "xrank.h"
@@ -55,6 +57,10 @@ static _Atomic int g_ring_ok;
 static _Atomic int g_thread_requested;
 
 static void ring_alloc(void) {
+  /* A2ACHECK_XRANK_QUEUE is a power of two in 1024..2^22 (the options
+   * parser rejects anything else, never rounds it), so the ring is exactly
+   * the size the log header shows; the loop only guards a hand-built
+   * a2a_options (unit tests). */
   long want = a2a_opt ? a2a_opt->xrank_queue : 16384;
   size_t n = 1024;
   while ((long)n < want && n < (1u << 22)) n <<= 1;
@@ -66,6 +72,41 @@ static void ring_alloc(void) {
   atomic_store(&g_enq, 0);
   g_deq = 0;
   atomic_store(&g_ring_ok, 1);
+}
+
+/* The queue is full: the application has run A2ACHECK_XRANK_QUEUE records
+ * ahead of the background thread (a burst of back-to-back operations on a
+ * loaded machine). A dropped record would detach this process from
+ * cross-rank checking for the rest of the run, so the posting thread waits
+ * for room instead (backpressure, as NCCL's own enqueue blocks when its
+ * work FIFO is full): yielding, then sleeping 50 us at a time, at most
+ * BACKPRESSURE_NS per record. If the thread makes no room in that time it
+ * is not running (not started, stuck): backpressure is switched off for
+ * the process and records are dropped and reported as before (the drain's
+ * warning). Only this full-queue path waits; the hot path is unchanged.
+ * True when the cell at pos may be free now (the caller retries). */
+#define BACKPRESSURE_NS 2000000000ull
+static _Atomic int g_backpressure_off;
+
+static bool backpressure(cell *c, size_t pos) {
+  if (atomic_load_explicit(&g_backpressure_off, memory_order_relaxed) || !a2a_hostsvc ||
+      !a2a_hostsvc->now_ns)
+    return false;
+  uint64_t t0 = a2a_hostsvc->now_ns();
+  for (unsigned i = 0;; i++) {
+    size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+    if ((intptr_t)seq - (intptr_t)pos >= 0) return true;
+    if (i < 64) {
+      sched_yield();
+      continue;
+    }
+    if (a2a_hostsvc->now_ns() - t0 > BACKPRESSURE_NS) {
+      atomic_store(&g_backpressure_off, 1);
+      return false;
+    }
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  }
 }
 
 static int push(const xr_rec *rec) {
@@ -87,8 +128,11 @@ static int push(const xr_rec *rec) {
         break;
       }
     } else if (diff < 0) {
-      atomic_fetch_add_explicit(&g_drops, 1, memory_order_relaxed);
-      return 0;
+      if (!backpressure(c, pos)) {
+        atomic_fetch_add_explicit(&g_drops, 1, memory_order_relaxed);
+        return 0;
+      }
+      pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
     } else {
       pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
     }
@@ -695,8 +739,11 @@ static void on_event(const a2a_event *ev) {
                  : ev->kind == A2A_EV_EVENT_SYNC ? XR_WAIT_EVENT
                  : ev->kind == A2A_EV_DEVICE_SYNC ? XR_WAIT_DEVICE
                                                   : XR_WAIT_MEMCPY;
+    /* An asynchronous copy that blocks (pageable host memory) is a hot call:
+     * its event carries no time (a2a_event.h), so the clock is read here. */
+    uint64_t since = ev->t_ns ? ev->t_ns : a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0;
     set_blocked(t, w, xr_stream_id(ev->stream, ev->per_thread), (uint64_t)(uintptr_t)ev->callsite,
-                ev->t_ns, 0, 0, 0);
+                since, 0, 0, 0);
     return;
   }
   case A2A_EV_STREAM_QUERY:

@@ -14,6 +14,8 @@ then asserts on its exit status, its stderr and the log files it wrote
   unwritable   a log dir that cannot be created: one clear message, the
                finding on stderr, no crash, the program's status
   checks       A2ACHECK_CHECKS=-group suppresses the finding
+  suppress     A2ACHECK_SUPPRESSIONS silences exactly the matching finding
+  optranges    out-of-range numeric options rejected, the default in effect
   rank         file names: rank from RANK, or learned from the first
                communicator after the files were created (rename)
   help         A2ACHECK_HELP=1 prints the options table
@@ -192,6 +194,91 @@ def case_badoption(a):
     check("A2ACHECK_EXITCODE=\"12abc\"" in p.stderr, "warning names A2ACHECK_EXITCODE")
 
 
+def case_suppress(a):
+    """Two findings at two call sites; a suppression file silences exactly
+    the one at unbalanced_caller (5 occurrences): it is neither logged nor
+    echoed nor counted for A2ACHECK_FAIL_ON, and is counted in the summary;
+    the other is still reported and still fails the run under
+    --fail-on error. Silencing both: the program's own status. Bad lines
+    are named with file:line and skipped; an unreadable file is said once."""
+    sup = os.path.join(a.work, "supp.txt")
+    with open(sup, "w") as f:
+        f.write("# accepted: the legacy path\n\n"
+                "group.unbalanced: ^unbalanced_caller$\n"
+                "no-colon-here\n"
+                "nosuch.check:x\n")
+    d = os.path.join(a.work, "logs")
+    p = run([a.prog, "repeat"], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_FAIL_ON": "error",
+                                         "A2ACHECK_SUPPRESSIONS": sup}, a.shim)
+    check(p.returncode == 66, "the finding left still fails the run (got %d)" % p.returncode)
+    bad = [l for l in p.stderr.splitlines() if "A2ACHECK_SUPPRESSIONS" in l and "line ignored" in l]
+    check(len(bad) == 2 and "supp.txt:4:" in bad[0] and "supp.txt:5:" in bad[1],
+          "one message per bad line, with file:line (got %r)" % bad)
+    text, recs = one_process_logs(d, p)
+    g = findings(recs, "group.unbalanced")
+    tops = [f["stack"][0].split("+")[0] for f in g if f.get("stack")]
+    check(tops == ["other_site"], "only other_site is logged (got %r)" % tops)
+    check("unbalanced_caller" not in text.split("---- a2acheck summary")[0],
+          "the silenced finding is not in the text log")
+    echo = [l for l in p.stderr.splitlines() if l.startswith("a2acheck: [rank ")]
+    check(len(echo) == 1 and "other_site" in echo[0], "only the other finding is echoed (%r)" % echo)
+    det = summary_of(recs).get("details", {})
+    row = [c for c in det.get("checks", []) if c.get("check") == "group.unbalanced"]
+    check(det.get("suppressions") == 1, "summary: 1 finding silenced (%r)" % det.get("suppressions"))
+    check(row and (row[0]["logged"], row[0]["suppressed"], row[0]["suppressed_by_file"]) == (1, 1, 1),
+          "per check: logged 1, suppressed 1, by the file 1 (%r)" % row)
+    check(det.get("findings", {}).get("error") == 1 and det.get("occurrences") == 1,
+          "the headline counts only the finding left (%r)" % det.get("findings"))
+    check("1 finding(s) silenced by A2ACHECK_SUPPRESSIONS=" + sup in p.stderr,
+          "the stderr summary says what was silenced")
+    check("a2acheck 100: 1 error finding(s), 1 in all" in p.stdout,
+          "include/a2acheck.h counts only the finding left")
+
+    # Both silenced (the category): no failure, the program's status.
+    with open(sup, "w") as f:
+        f.write("group:*\n")
+    shutil.rmtree(d, ignore_errors=True)
+    p = run([a.prog, "repeat"], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_FAIL_ON": "error",
+                                         "A2ACHECK_SUPPRESSIONS": sup}, a.shim)
+    check(p.returncode == 3, "silenced findings do not fail the run (got %d)" % p.returncode)
+    check("no findings (2 silenced by A2ACHECK_SUPPRESSIONS)" in p.stderr,
+          "the one-line summary says 2 were silenced")
+    _, recs = one_process_logs(d, p)
+    check(not findings(recs, "group.unbalanced"), "nothing logged")
+    check(summary_of(recs).get("details", {}).get("fail_matched") is False, "fail_matched false")
+
+    # An unreadable file: one message, nothing silenced.
+    shutil.rmtree(d, ignore_errors=True)
+    p = run([a.prog], a.work, {"A2ACHECK_LOG_DIR": d, "A2ACHECK_SUPPRESSIONS": sup + ".missing"},
+            a.shim)
+    m = [l for l in p.stderr.splitlines() if "A2ACHECK_SUPPRESSIONS=" in l]
+    check(len(m) == 1 and "cannot be opened" in m[0], "one message for a missing file (%r)" % m)
+    check(p.returncode == 3 and " error group.unbalanced: " in p.stderr, "the finding is reported")
+    text, _ = one_process_logs(d, p)
+    check("A2ACHECK_SUPPRESSIONS=(unset)  (default)" in text,
+          "the header does not show the unreadable file as in effect")
+
+
+def case_optranges(a):
+    """Out-of-range numeric options (issue 15): one message each naming the
+    variable, the value and the default kept; the log header shows the
+    default in effect, not the rejected value."""
+    d = os.path.join(a.work, "logs")
+    bad = {"A2ACHECK_HANG_CONFIRM": ("-1", "5"), "A2ACHECK_HANG_TIMEOUT": ("0", "300"),
+           "A2ACHECK_XRANK_QUEUE": ("3000", "16384"), "A2ACHECK_LOW_BW_RATIO": ("2", "0.5"),
+           "A2ACHECK_SMALL_MSG": ("-1", "1048576"), "A2ACHECK_PERF_MIN_OPS": ("0", "16")}
+    env = {"A2ACHECK_LOG_DIR": d}
+    env.update({k: v[0] for k, v in bad.items()})
+    p = run([a.prog], a.work, env, a.shim)
+    check(p.returncode == 3, "the program's status (got %d)" % p.returncode)
+    text, _ = one_process_logs(d, p)
+    for k, (v, kept) in bad.items():
+        w = [l for l in p.stderr.splitlines() if l.find('%s="%s"' % (k, v)) >= 0]
+        check(len(w) == 1 and "keeping the default %s" % kept in w[0],
+              "one warning for %s=%s keeping %s (got %r)" % (k, v, kept, w))
+        check("%s=%s  (default)" % (k, kept) in text, "the header shows %s=%s in effect" % (k, kept))
+
+
 def case_unwritable(a):
     blocker = os.path.join(a.work, "not-a-dir")
     open(blocker, "w").close()
@@ -329,16 +416,19 @@ def case_threads(a):
 
 def case_stall(a):
     d = os.path.join(a.work, "logs")
-    p = run([a.prog, "stall"], a.work, {"A2ACHECK_LOG_DIR": d, "RANK": "0",
-                                        "A2ACHECK_LOG_STDERR": "none"}, a.shim)
+    lib = os.path.join(a.work, "librt_stall_sites.so")   # a copy: it becomes a FIFO
+    if os.path.lexists(lib):
+        os.unlink(lib)
+    shutil.copy(a.arg, lib)
+    p = run([a.prog, "stall", lib], a.work, {"A2ACHECK_LOG_DIR": d, "RANK": "0",
+                                             "A2ACHECK_LOG_STDERR": "none"}, a.shim)
     check(p.returncode == 0, "status 0: the repeats did not wait for the stuck writer (got %d)"
           % p.returncode)
-    # The text log is the program's FIFO: read only the JSONL.
     js = glob.glob(os.path.join(d, "a2acheck.*.rank0.jsonl"))
     check(len(js) == 1, "one JSONL file (got %r)" % js)
     recs = [json.loads(l) for l in open(js[0]).read().splitlines()] if js else []
     g = findings(recs, "group.unbalanced")
-    check(len(g) == 1 and g[0]["stack"][0].startswith("site_0+"),
+    check(len(g) == 1 and g[0]["stack"][0].startswith("stall_site_0+"),
           "site_0's finding written once, site_1's not (its writer gave up): %r"
           % [f["stack"][:1] for f in g])
     check(bool(g) and g[0]["count"] == 1 + 4 * 3,
@@ -419,7 +509,8 @@ def main():
     os.makedirs(a.work)
     cases = {"group": case_group, "repeat": case_repeat, "failon": case_failon,
              "badoption": case_badoption, "unwritable": case_unwritable,
-             "checks": case_checks, "help": case_help, "logdir": case_logdir, "rank": case_rank,
+             "checks": case_checks, "suppress": case_suppress, "optranges": case_optranges,
+             "help": case_help, "logdir": case_logdir, "rank": case_rank,
              "threads": case_threads, "stall": case_stall, "unresolved": case_unresolved,
              "lasterror": case_lasterror, "fork": case_fork,
              "dlsym": lambda a: case_notint(a, "dlsym"),

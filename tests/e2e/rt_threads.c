@@ -11,19 +11,23 @@
  *   rt_threads stall   the same finding raised by several threads while the
  *                      thread that raised it first is stuck writing it (the
  *                      first symbolization of a large library, a slow file
- *                      system; here: the text log is a FIFO nobody reads
- *                      yet, so the writer blocks opening it). STALL_THREADS
+ *                      system; here: the call sites are in a copy of
+ *                      librt_stall_sites.so, argv[2], whose path becomes a
+ *                      FIFO nobody writes yet once it is loaded, so the
+ *                      writer blocks opening it to read its symbols; the
+ *                      log files themselves are never FIFOs: a2acheck
+ *                      refuses an existing name). STALL_THREADS
  *                      threads then raise it STALL_REPS times each, and one
- *                      more thread raises a second, new finding (site_1).
+ *                      more thread raises a second, new finding (stall_site_1).
  *                      The repeats must return at once, while the writer
  *                      is still stuck (counting never waits for the
  *                      writer: exit status 5 otherwise); rt_check.py then requires every
  *                      occurrence counted: 1 + STALL_THREADS * STALL_REPS
- *                      for site_0, 1 for site_1 (counted but not written),
- *                      nothing dropped. Needs RANK=0 and A2ACHECK_LOG_DIR:
- *                      the program names the log file as the runtime will.
+ *                      for stall_site_0, 1 for stall_site_1 (counted but not
+ *                      written), nothing dropped.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <nccl.h>
@@ -68,46 +72,44 @@ static void *worker(void *arg) {
 #define STALL_THREADS 4
 #define STALL_REPS 3
 
-static char g_fifo[4096];
-static atomic_int g_release;         /* the reader may open the FIFO */
+static char g_fifo[4096];            /* the library's path, now a FIFO */
+static atomic_int g_release;         /* the writer may be unblocked */
 static atomic_int g_first_tid;       /* the first reporter's thread id */
 static atomic_int g_first_done;      /* its call returned */
+static void (*stall_0)(void), (*stall_1)(void);   /* in the library */
 
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
-/* Reads the text log once released, until the process ends (a FIFO without
- * a reader would SIGPIPE the summary at exit). */
+/* Once released, opens the FIFO for writing and closes it: the runtime's
+ * blocked open returns and it reads an empty file (no symbol table). */
 static void *reader(void *arg) {
   (void)arg;
   while (!atomic_load(&g_release)) sleep_ms(5);
-  int fd = open(g_fifo, O_RDONLY);
-  if (fd < 0) return NULL;
-  char buf[4096];
-  while (read(fd, buf, sizeof buf) > 0) {
-  }
+  int fd = open(g_fifo, O_WRONLY);
+  if (fd >= 0) close(fd);
   return NULL;
 }
 
 static void *first_reporter(void *arg) {
   (void)arg;
   atomic_store(&g_first_tid, (int)syscall(SYS_gettid));
-  site_0();  /* the first finding: its writer opens the FIFO and blocks */
+  stall_0();  /* the first finding: its writer opens the FIFO and blocks */
   atomic_store(&g_first_done, 1);
   return NULL;
 }
 
 static void *repeater(void *arg) {
   (void)arg;
-  for (int r = 0; r < STALL_REPS; r++) site_0();
+  for (int r = 0; r < STALL_REPS; r++) stall_0();
   return NULL;
 }
 
 static void *other_finding(void *arg) {
   (void)arg;
-  site_1();
+  stall_1();
   return NULL;
 }
 
@@ -128,20 +130,22 @@ static int in_open(int tid) {
   return nr == SYS_openat;
 }
 
-static int stall_main(void) {
-  const char *dir = getenv("A2ACHECK_LOG_DIR");
-  if (!dir || !getenv("RANK")) {
-    fprintf(stderr, "stall: needs A2ACHECK_LOG_DIR and RANK\n");
+static int stall_main(const char *lib) {
+  if (!lib) {
+    fprintf(stderr, "stall: needs the path of a copy of librt_stall_sites.so\n");
     return 2;
   }
-  char host[256];
-  if (gethostname(host, sizeof host) != 0) strcpy(host, "unknown-host");
-  host[sizeof host - 1] = '\0';
-  host[strcspn(host, ".")] = '\0';
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) return 2;
-  snprintf(g_fifo, sizeof g_fifo, "%s/a2acheck.%s.%d.rank%s.log", dir, host, (int)getpid(),
-           getenv("RANK"));
-  if (mkfifo(g_fifo, 0644) != 0) {
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h || !(stall_0 = (void (*)(void))dlsym(h, "stall_site_0")) ||
+      !(stall_1 = (void (*)(void))dlsym(h, "stall_site_1"))) {
+    fprintf(stderr, "stall: %s\n", dlerror());
+    return 2;
+  }
+  char tmp[4200];
+  snprintf(g_fifo, sizeof g_fifo, "%s", lib);
+  snprintf(tmp, sizeof tmp, "%s.fifo", lib);
+  unlink(tmp);
+  if (mkfifo(tmp, 0600) != 0 || rename(tmp, g_fifo) != 0) {
     perror("mkfifo");
     return 2;
   }
@@ -156,7 +160,7 @@ static int stall_main(void) {
     if (!stuck) sleep_ms(5);
   }
   if (!stuck) {
-    fprintf(stderr, "stall: the first reporter never blocked on the log FIFO\n");
+    fprintf(stderr, "stall: the first reporter never blocked on the FIFO\n");
     atomic_store(&g_release, 1);
     return 4;
   }
@@ -182,7 +186,7 @@ static int stall_main(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "stall") == 0) return stall_main();
+  if (argc > 1 && strcmp(argv[1], "stall") == 0) return stall_main(argc > 2 ? argv[2] : NULL);
   pthread_t t[NTHREADS];
   pthread_barrier_init(&go, NULL, NTHREADS);
   for (int i = 0; i < NTHREADS; i++)

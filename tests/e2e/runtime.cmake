@@ -50,7 +50,12 @@ target_link_libraries(rt_fork PRIVATE a2asim_nccl a2asim_cudart)
 a2a_rt_program(rt_last_error ${CMAKE_CURRENT_LIST_DIR}/rt_last_error.c)
 target_link_libraries(rt_last_error PRIVATE a2asim_nccl a2asim_cudart)
 a2a_rt_program(rt_threads ${CMAKE_CURRENT_LIST_DIR}/rt_threads.c)
-target_link_libraries(rt_threads PRIVATE a2asim_nccl a2asim_cudart)
+target_link_libraries(rt_threads PRIVATE a2asim_nccl a2asim_cudart ${CMAKE_DL_LIBS})
+add_library(rt_stall_sites SHARED ${CMAKE_CURRENT_LIST_DIR}/rt_stall_sites.c)
+target_include_directories(rt_stall_sites PRIVATE ${A2A_NCCL_INCLUDE})
+target_link_libraries(rt_stall_sites PRIVATE a2asim_nccl)
+set_target_properties(rt_stall_sites PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${A2A_RT_TEST_DIR})
+add_dependencies(rt_threads rt_stall_sites)
 
 add_library(rt_static_nccl SHARED ${CMAKE_CURRENT_LIST_DIR}/rt_static_nccl.c)
 target_link_options(rt_static_nccl PRIVATE -Wl,-Bsymbolic)
@@ -61,7 +66,8 @@ add_dependencies(rt_not_intercepting a2asim_nccl rt_static_nccl)
 
 if(Python3_Interpreter_FOUND)
   set(A2A_RT_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_check.py)
-  foreach(case group repeat failon badoption unwritable checks help rank logdir)
+  foreach(case group repeat failon badoption unwritable checks suppress optranges help rank
+               logdir)
     add_test(NAME rt.${case}
              COMMAND ${A2A_RT_CHECK} ${case} --shim $<TARGET_FILE:a2acheck>
                      --prog $<TARGET_FILE:rt_group_unbalanced> --work ${A2A_RT_TEST_DIR}/${case})
@@ -74,7 +80,8 @@ if(Python3_Interpreter_FOUND)
                    --prog $<TARGET_FILE:rt_threads> --work ${A2A_RT_TEST_DIR}/threads)
   add_test(NAME rt.threads_stall
            COMMAND ${A2A_RT_CHECK} stall --shim $<TARGET_FILE:a2acheck>
-                   --prog $<TARGET_FILE:rt_threads> --work ${A2A_RT_TEST_DIR}/stall)
+                   --prog $<TARGET_FILE:rt_threads> --arg $<TARGET_FILE:rt_stall_sites>
+                   --work ${A2A_RT_TEST_DIR}/stall)
   add_test(NAME rt.not_intercepting_dlsym
            COMMAND ${A2A_RT_CHECK} dlsym --shim $<TARGET_FILE:a2acheck>
                    --prog $<TARGET_FILE:rt_not_intercepting> --arg $<TARGET_FILE:a2asim_nccl>
@@ -102,4 +109,30 @@ if(Python3_Interpreter_FOUND AND EXISTS ${PROJECT_SOURCE_DIR}/README.md)
                    --shim $<TARGET_FILE:a2acheck> --prog $<TARGET_FILE:rt_group_unbalanced>
                    --readme ${PROJECT_SOURCE_DIR}/README.md)
   set_tests_properties(rt.readme_options PROPERTIES TIMEOUT 100 LABELS rt)
+endif()
+
+# ---- log files: attacks (F5, F6), full disk, run directory per job --------
+# rt_logfiles.py; fulldisk and dirowner need root (CI), else they skip with a
+# message and fail under CI=true.
+if(Python3_Interpreter_FOUND)
+  foreach(case modes symlink fifo precreated dirmode dirowner rename fsize fulldisk nocall perjob)
+    add_test(NAME rt.logfiles.${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_logfiles.py ${case}
+                     --shim $<TARGET_FILE:a2acheck> --prog $<TARGET_FILE:rt_group_unbalanced>
+                     --cudaprog $<TARGET_FILE:rt_not_intercepting> --tool $<TARGET_FILE:a2acheck_cli>
+                     --work ${A2A_RT_TEST_DIR}/logfiles)
+    set_tests_properties(rt.logfiles.${case} PROPERTIES TIMEOUT 120 LABELS rt)
+  endforeach()
+endif()
+
+# ---- scale: 10^7 operations with findings firing constantly --------------
+# (about 5 s on the 2-core test machine; figures in docs/reliability.md).
+a2a_rt_program(rt_soak ${CMAKE_CURRENT_LIST_DIR}/rt_soak.c)
+target_link_libraries(rt_soak PRIVATE a2asim_nccl a2asim_cudart)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME rt.soak
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/rt_soak.py --ops 10000000
+                   --shim $<TARGET_FILE:a2acheck> --prog $<TARGET_FILE:rt_soak>
+                   --work ${A2A_RT_TEST_DIR}/soak)
+  set_tests_properties(rt.soak PROPERTIES TIMEOUT 300 LABELS "rt;soak")
 endif()

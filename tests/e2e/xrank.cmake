@@ -93,6 +93,21 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --expect "group.deadlock@3"
     --contains "group.deadlock=ncclAlltoAll(count 64, float32) as sends and receives"
     --contains "group.deadlock=cudaStreamQuery polling loop")
+  # 100,000 back-to-back AllReduces with no host synchronization, then one
+  # whose count differs on rank 1: the queue to the background thread never
+  # overflows (the posting thread waits when it is full), the process stays
+  # attached, and the last collective's mismatch and the hang it causes are
+  # found. Before: the queue overflowed after ~12,000 (the process
+  # detached), and a burst of small frames made the coordinator drop the
+  # connection (a full input buffer was taken for an oversized frame).
+  a2a_xrank_test(burst_100k 150 "burst 100000" --status 66
+    --expect "size.collective-mismatch@0" --expect "size.collective-mismatch@1"
+    --contains "size.collective-mismatch=collective #100001"
+    --expect "group.deadlock@0" --expect "group.deadlock@1" --forbid a2acheck.no-coordinator)
+  # The same with the smallest queue (1,024 records): backpressure, no drop.
+  a2a_xrank_test(burst_tiny_queue 120 "burst 20000" --env A2ACHECK_XRANK_QUEUE=1024 --status 66
+    --expect "size.collective-mismatch@1" --contains "size.collective-mismatch=collective #20001"
+    --expect "group.deadlock@0" --forbid a2acheck.no-coordinator)
   # Every rank in ncclAlltoAll, one count differs: the collective-level message.
   a2a_xrank_test(a2a_count 60 "a2a_count" --status 0,66
     --expect "size.collective-mismatch@2"
@@ -140,7 +155,36 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_xrank_test(rank0_host_skip 60 "skip" --env XRANK_RANK0_ID=1
     --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
     --expect "group.deadlock@1" --contains "group.deadlock=rank 3 is the missing rank")
-  a2a_xrank_test(rank0_host_clean 60 "moe 300" --env XRANK_RANK0_ID=1 --status 0 --none)
+  a2a_xrank_test(rank0_host_clean 60 "moe 300" --env XRANK_RANK0_ID=1 --status 0 --none
+    --no-leftovers 2)
+  # The host of the coordinator (rank 0, torchrun-like) finishes first and
+  # exits normally while ranks 1-3 are still connected: a lingering process
+  # takes the coordinator over (docs/design.md, "The coordinator outlives
+  # its host"). Rank 0 ends at once with its own status, the others' verdicts
+  # still come from the coordinator within seconds (a deadlock with the
+  # exited rank 0, not A2ACHECK_HANG_TIMEOUT's group.hang; a mismatched pair
+  # between two survivors; nothing for a correct continuation), and no
+  # process of the run is left once the ranks are gone.
+  a2a_xrank_test(rank0_exit_deadlock 60 "rank0_exit deadlock" --env A2ACHECK_HANG_TIMEOUT=60
+    --rank-status 0=0 --rank-status 1=66 --rank-status 2=66 --rank-status 3=66 --within 15
+    --expect "group.deadlock@1" --expect "group.deadlock@2" --expect "group.deadlock@3"
+    --contains "group.deadlock=rank 0 is the missing rank" --forbid group.hang
+    --forbid a2acheck.no-coordinator --exit-delay "0<=1" --no-leftovers 2 --lingerer-clean)
+  a2a_xrank_test(rank0_exit_mismatch 60 "rank0_exit mismatch" --status 0
+    --expect "size.p2p-mismatch@1" --expect "size.p2p-mismatch@2"
+    --contains "size.p2p-mismatch=rank 1 sends 256 B"
+    --contains "size.p2p-mismatch=rank 2 receives 192 B"
+    --forbid a2acheck.no-coordinator --exit-delay "0<=1" --no-leftovers 2)
+  a2a_xrank_test(rank0_exit_clean 60 "rank0_exit clean" --status 0 --none
+    --exit-delay "0<=1" --no-leftovers 2)
+  # The survivors go on longer than the lingering process serves
+  # (A2ACHECK_HANG_CONFIRM + 10 s = 10.5 s): it ends on its bound, and they
+  # are told the coordinator is lost, as when a host dies; nothing is left.
+  a2a_xrank_test(rank0_exit_long 60 "rank0_exit long" --env A2ACHECK_HANG_CONFIRM=0.5
+    --status 0 --expect "a2acheck.no-coordinator@1" --expect "a2acheck.no-coordinator@3"
+    --contains "a2acheck.no-coordinator=lost the cross-rank coordinator"
+    --forbid group.deadlock --forbid group.hang --forbid size.p2p-mismatch
+    --exit-delay "0<=1" --no-leftovers 2)
   # Ids without a coordinator record: A2ACHECK_COORDINATOR=host:port (the
   # first rank that binds it hosts it) with the job's A2ACHECK_TOKEN still
   # finds the deadlock ...
@@ -161,6 +205,16 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_xrank_test(fallback_short_token 60 "moe 100" --env XRANK_STRIP_ID=1
     --env "A2ACHECK_COORDINATOR=127.0.0.1:{free_port}" --env A2ACHECK_TOKEN=short
     --status 0 --only-no-coordinator --contains "a2acheck.no-coordinator=fewer than the 16")
+  # ... and an unusable A2ACHECK_COORDINATOR (a host name, no port, a port
+  # out of range) is said once on stderr, not ignored (issue 15, options).
+  foreach(spec "notahost:29400" ":99999" "127.0.0.1" "127.0.0.1:0")
+    string(MAKE_C_IDENTIFIER "${spec}" sid)
+    a2a_xrank_test(fallback_bad_spec_${sid} 60 "moe 100" --env XRANK_STRIP_ID=1
+      --env "A2ACHECK_COORDINATOR=${spec}" --env A2ACHECK_TOKEN=7d1c0e5a9b3f4e2a8c6d
+      --status 0 --only-no-coordinator
+      --contains "a2acheck.no-coordinator=cross-rank checks through it are off"
+      --stdout-contains "warning a2acheck.no-coordinator: A2ACHECK_COORDINATOR=${spec} ")
+  endforeach()
   # ... and without it cross-rank checks are off, said once per comm.
   a2a_xrank_test(no_coordinator 60 "moe 100" --env XRANK_STRIP_ID=1 --status 0
     --only-no-coordinator)

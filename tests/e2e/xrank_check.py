@@ -40,6 +40,14 @@ xrank_scenarios.c). Assertions (all must hold):
   --stdout-contains TEXT the program's output (the ranks' stderr) has TEXT
   --every-rank CHECK     every rank's log has a CHECK finding (by the file's
                          rank, for findings made before the rank was known)
+  --no-leftovers S       no process of the run (found by a tag in its
+                         environment) is left S s after the program ended
+                         (a lingering coordinator must end with its clients)
+  --lingerer-clean       while the program runs, a lingering coordinator
+                         (a2acheck-coord) appears, and holds no descriptor but
+                         sockets and /dev/null and no /dev/* mapping
+  --exit-delay R<=S      rank R's process ended at most S s after it called
+                         exit() (the program prints "rank R calls exit after T s")
 
 In --env values, {free_port} becomes a port free right now, {python} this
 Python and {srcdir} the directory of this script (tests/e2e).
@@ -55,6 +63,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
+import time
 
 IGNORE = ("perf.*", "*.summary")
 
@@ -79,6 +89,65 @@ def text_of(f):
     return str(f.get("message", "")) + " " + json.dumps(f.get("details"))
 
 
+def leftovers(tag, wait_s):
+    """Processes whose environment carries the run's tag, waiting up to
+    wait_s for them to end: ([(pid, comm)], seconds waited)."""
+    needle = ("A2A_XRANK_RUN_TAG=" + tag).encode()
+    t0 = time.monotonic()
+    while True:
+        found = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if needle not in f.read().split(b"\0"):
+                        continue
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read()
+                if st[st.rfind(")") + 2:].startswith("Z"):
+                    continue  # ended, not yet reaped by init
+                with open("/proc/%s/comm" % d) as f:
+                    found.append((int(d), f.read().strip()))
+            except OSError:
+                continue
+        waited = time.monotonic() - t0
+        if not found or waited >= wait_s:
+            return found, waited
+        time.sleep(0.05)
+
+
+def watch_lingerers(tag, seen, stop):
+    """Samples every a2acheck-coord process of the run until stop: what it
+    holds besides sockets and /dev/null, and any /dev/* mapping but /dev/zero."""
+    needle = ("A2A_XRANK_RUN_TAG=" + tag).encode()
+    while not stop.is_set():
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/comm" % d) as f:
+                    if f.read().strip() != "a2acheck-coord":
+                        continue
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if needle not in f.read().split(b"\0"):
+                        continue
+                bad = seen.setdefault(int(d), set())
+                for fd in os.listdir("/proc/%s/fd" % d):
+                    t = os.readlink("/proc/%s/fd/%s" % (d, fd))
+                    if not t.startswith("socket:") and t != "/dev/null":
+                        bad.add("fd %s -> %s" % (fd, t))
+                with open("/proc/%s/maps" % d) as f:
+                    for line in f:
+                        parts = line.split(None, 5)
+                        path = parts[5].strip() if len(parts) > 5 else ""
+                        if path.startswith("/dev/") and not path.startswith("/dev/zero"):
+                            bad.add("mapping " + path)
+            except OSError:
+                continue
+        time.sleep(0.05)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
@@ -101,6 +170,9 @@ def main():
                 "NCCL_SOCKET_IFNAME": "lo",
                 "LD_LIBRARY_PATH": args.libdir + (":" + env["LD_LIBRARY_PATH"]
                                                   if env.get("LD_LIBRARY_PATH") else "")})
+    # Every process of the run inherits this tag: --no-leftovers finds them.
+    tag = "%d-%s" % (os.getpid(), os.urandom(6).hex())
+    env["A2A_XRANK_RUN_TAG"] = tag
     free_port = None
     for kv in args.env:
         k, _, v = kv.partition("=")
@@ -115,6 +187,11 @@ def main():
                     free_port = s.getsockname()[1]
             v = v.replace("{free_port}", str(free_port))
         env[k] = v
+    seen = {}  # lingering coordinators: pid -> what it held that it should not
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch_lingerers, args=(tag, seen, stop), daemon=True)
+    if "--lingerer-clean" in rest:
+        watcher.start()
     try:
         p = subprocess.run([args.prog] + args.args.split(), env=env, timeout=args.limit,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -122,6 +199,9 @@ def main():
         print((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout)
         print("FAIL: the program ran past %d s" % args.limit)
         return 1
+    stop.set()
+    if watcher.is_alive():
+        watcher.join()
     print(p.stdout[-20000:])
     if p.returncode != 0 and not args.killed_ok:
         print("FAIL: the launcher exited %d (a rank hung or setup failed)" % p.returncode)
@@ -154,6 +234,14 @@ def main():
         if a == "--if-any-status":
             active = any(st == int(v) for (_, st, _) in ranks.values())
             i += 1
+            continue
+        if a == "--lingerer-clean":
+            print("lingering coordinators seen: %s" % (seen or "none"))
+            if not seen:
+                failures.append("--lingerer-clean: no lingering coordinator was seen")
+            for pid, bad in sorted(seen.items()):
+                if bad:
+                    failures.append("lingering coordinator %d holds %s" % (pid, sorted(bad)))
             continue
         if a in ("--none", "--only-no-coordinator"):
             if not active:
@@ -250,6 +338,29 @@ def main():
                 if not any(f["check"] == v and (f.get("rank") == r or ".rank%d." % r in f["_file"])
                            for f in finds):
                     failures.append("rank %d's log has no %s finding" % (r, v))
+        elif a == "--no-leftovers":
+            left, waited = leftovers(tag, float(v))
+            print("leftover processes: %d, %.2f s after the program ended" % (len(left), waited))
+            if left:
+                failures.append("processes of the run still alive %.1f s after it ended: %s"
+                                % (waited, left))
+                for pid, _ in left:
+                    try:
+                        os.kill(pid, 9)
+                    except OSError:
+                        pass
+        elif a == "--exit-delay":
+            m = re.match(r"(\d+)<=([\d.]+)$", v)
+            call = re.search(r"^rank %s calls exit after ([\d.]+) s$" % (m.group(1) if m else "x"),
+                             p.stdout, re.M)
+            if not m or not call or int(m.group(1)) not in ranks:
+                failures.append("--exit-delay %s: no exit call or end line for the rank" % v)
+            else:
+                d = ranks[int(m.group(1))][2] - float(call.group(1))
+                print("exit delay: rank %s ended %.3f s after calling exit()" % (m.group(1), d))
+                if d > float(m.group(2)):
+                    failures.append("rank %s ended %.2f s after calling exit(), limit %s s"
+                                    % (m.group(1), d, m.group(2)))
         elif a == "--stdout-contains":
             if v not in p.stdout:
                 failures.append("the program's output lacks %r" % v)

@@ -52,10 +52,24 @@
  *   coll_dtype     AllReduce of 4 KiB: float32 on ranks 0-1, float16 on 2-3.
  *   host_stuck     rank 3 skips an AllReduce; every rank then sleeps 25 s in
  *                  host code (no CUDA wait: no proof possible).
+ *   burst STEPS    2 ranks, STEPS back-to-back AllReduces (no host
+ *                  synchronization between them), then one with another
+ *                  count on rank 1: cross-rank checking must still be
+ *                  attached at the end to name it (size.collective-mismatch).
  *   loop STEPS     4 ranks, STEPS grouped all-to-alls, each followed by a
  *                  stream synchronization and XRANK_STEP_MS of host time;
  *                  XRANK_SKIP=R:S: rank R stops before step S (it
  *                  "finished"), the others hang in step S.
+ *   rank0_exit MODE 4 ranks, torchrun-like (rank 0 creates the id and hosts
+ *                  the coordinator); 3 all-to-alls, then rank 0 returns from
+ *                  main (exit 0) while ranks 1-3 wait until its process is
+ *                  gone (end of file on a pipe only it holds), then: deadlock
+ *                  - a 4th all-to-all with rank 0 (they hang); mismatch -
+ *                  rank 1 sends 64 floats to rank 2, which receives 48;
+ *                  clean - a correct send/recv ring among ranks 1-3; long -
+ *                  the ring after 12 s outside CUDA. The
+ *                  coordinator must outlive rank 0's process. Every rank
+ *                  prints "rank R calls exit after T s" before exit().
  * With XRANK_HELPER_HOST=1 (always for coord_kill) a separate helper
  * process creates the world id and hosts the coordinator. The attack and
  * fault knobs (XRANK_ATTACK, XRANK_FAULT, XRANK_MEASURE, XRANK_NOFILE,
@@ -70,6 +84,8 @@
 #include <signal.h>
 #include <pthread.h>
 #include <sched.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -116,6 +132,7 @@ typedef struct ctx {
   const char *variant;
   int progress_fd; /* coord_kill: rank 0 reports step 50 here */
   int idpipe[2];   /* XRANK_RANK0_ID: rank 0 makes the world id, sends it */
+  int gone[2];     /* rank0_exit: only rank 0 holds the write end */
 } ctx;
 
 /* Grouped all-to-all: rank sends cnt(rank, p) floats to p and receives
@@ -225,6 +242,17 @@ static int run_coll_count(ctx *c) {
     CK_NCCL(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, c->comm, c->s));
     CK_CUDA(cudaStreamSynchronize(c->s));
   }
+  return 0;
+}
+
+static int run_burst(ctx *c) {
+  float *buf;
+  CK_CUDA(cudaMalloc((void **)&buf, 256 * sizeof(float)));
+  for (int i = 0; i < c->steps; i++)
+    CK_NCCL(ncclAllReduce(buf, buf, 256, ncclFloat, ncclSum, c->comm, c->s));
+  CK_NCCL(ncclAllReduce(buf, buf, c->rank == 1 ? 200 : 256, ncclFloat, ncclSum, c->comm, c->s));
+  CK_CUDA(cudaStreamSynchronize(c->s));
+  printf("rank %d: %d allreduces done\n", c->rank, c->steps + 1);
   return 0;
 }
 
@@ -453,6 +481,62 @@ static int run_loop(ctx *c) {
   return 0;
 }
 
+/* rank0_exit: see the file comment. */
+static int run_rank0_exit(ctx *c) {
+  float *send, *recv;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  for (int step = 0; step < 3; step++) {
+    alltoall(c, send, recv, cnt_equal, step, -1, 0);
+    CK_CUDA(cudaStreamSynchronize(c->s));
+  }
+  if (c->rank == 0) {
+    /* A device-file mapping, as a GPU process has (the driver's, NCCL's
+     * /dev/shm): the lingering coordinator must not keep it (xrank_check.py
+     * --lingerer-clean). */
+    char name[64];
+    snprintf(name, sizeof name, "/a2a-xrank-%d", (int)getpid());
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) {
+      if (ftruncate(fd, 1 << 16) == 0 &&
+          mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED)
+        perror("mmap");
+      close(fd);
+      shm_unlink(name);
+    }
+    return 0; /* finished: destroys its comm and exits */
+  }
+  char b;
+  while (read(c->gone[0], &b, 1) > 0) {}
+  const char *mode = c->variant ? c->variant : "deadlock";
+  if (!strcmp(mode, "long")) {
+    /* Longer than the lingering coordinator serves: it leaves, and the
+     * ring below runs without it. */
+    struct timespec ts = {12, 0};
+    while (nanosleep(&ts, &ts) != 0) {}
+    mode = "clean";
+  }
+  if (!strcmp(mode, "deadlock")) {
+    alltoall(c, send, recv, cnt_equal, 3, -1, 0);
+  } else if (!strcmp(mode, "mismatch")) {
+    if (c->rank == 1) CK_NCCL(ncclSend(send, 64, ncclFloat, 2, c->comm, c->s));
+    if (c->rank == 2) CK_NCCL(ncclRecv(recv, 48, ncclFloat, 1, c->comm, c->s));
+  } else {
+    for (int it = 0; it < 5; it++) {
+      int next = c->rank % 3 + 1, prev = (c->rank + 1) % 3 + 1;
+      CK_NCCL(ncclGroupStart());
+      CK_NCCL(ncclSend(send, 64, ncclFloat, next, c->comm, c->s));
+      CK_NCCL(ncclRecv(recv, 64, ncclFloat, prev, c->comm, c->s));
+      CK_NCCL(ncclGroupEnd());
+      CK_CUDA(cudaStreamSynchronize(c->s));
+    }
+  }
+  CK_CUDA(cudaStreamSynchronize(c->s));
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  return 0;
+}
+
 static int rank_main(ctx *c) {
   if (c->idpipe[0] >= 0) {
     /* torchrun-like: rank 0 creates the id (and hosts the coordinator) and
@@ -492,6 +576,8 @@ static int rank_main(ctx *c) {
   else if (!strcmp(s, "coll_dtype")) st = run_coll_dtype(c);
   else if (!strcmp(s, "host_stuck")) st = run_host_stuck(c);
   else if (!strcmp(s, "loop")) st = run_loop(c);
+  else if (!strcmp(s, "rank0_exit")) st = run_rank0_exit(c);
+  else if (!strcmp(s, "burst")) st = run_burst(c);
   else st = run_moe(c);
   CK_NCCL(ncclCommDestroy(c->comm));
   CK_CUDA(cudaStreamDestroy(c->s));
@@ -576,13 +662,21 @@ int main(int argc, char **argv) {
     return 2;
   }
   xh_limits();
-  ctx c = {.scenario = argv[1], .steps = 1000, .progress_fd = -1, .idpipe = {-1, -1}};
+  ctx c = {.scenario = argv[1], .steps = 1000, .progress_fd = -1, .idpipe = {-1, -1},
+           .gone = {-1, -1}};
+  if (!strcmp(c.scenario, "rank0_exit")) {
+    setenv("XRANK_RANK0_ID", "1", 1);
+    if (pipe(c.gone) != 0) return 1;
+    if (argc > 2) c.variant = argv[2];
+  }
   if (getenv("XRANK_RANK0_ID") && pipe(c.idpipe) != 0) return 1;
-  if (!strcmp(c.scenario, "moe") || !strcmp(c.scenario, "loop")) {
+  if (!strcmp(c.scenario, "moe") || !strcmp(c.scenario, "loop") || !strcmp(c.scenario, "burst")) {
     if (argc > 2) c.steps = atoi(argv[2]);
     if (argc > 3) c.variant = argv[3];
   }
-  c.nranks = !strcmp(c.scenario, "order") ? 2 : !strcmp(c.scenario, "moe") ? 8 : 4;
+  c.nranks = !strcmp(c.scenario, "order") || !strcmp(c.scenario, "burst") ? 2
+             : !strcmp(c.scenario, "moe")                                 ? 8
+                                                                          : 4;
   pid_t helper = -1;
   int prog[2] = {-1, -1};
   if (!strcmp(c.scenario, "coord_kill")) {
@@ -638,12 +732,16 @@ int main(int argc, char **argv) {
       if (getppid() == 1) _exit(1);
       if (xh_rank_enter() != 0) _exit(1);
       c.rank = r;
+      if (r != 0 && c.gone[1] >= 0) close(c.gone[1]);
       int rst = rank_main(&c);
       if (!strcmp(c.scenario, "p2p_exit")) _exit(rst); /* no atexit handlers */
+      printf("rank %d calls exit after %.3f s\n", r, now_s() - t0);
+      fflush(stdout);
       exit(rst);
     }
     pids[r] = p;
   }
+  if (c.gone[1] >= 0) close(c.gone[1]);
   int left = c.nranks, ok = 1;
   int done[8] = {0};
   while (left > 0) {
@@ -663,7 +761,7 @@ int main(int argc, char **argv) {
         if (pids[r] == p && !done[r]) {
           done[r] = 1;
           left--;
-          if (WIFEXITED(ws)) printf("rank %d exit %d after %.1f s\n", r, WEXITSTATUS(ws), now_s() - t0);
+          if (WIFEXITED(ws)) printf("rank %d exit %d after %.3f s\n", r, WEXITSTATUS(ws), now_s() - t0);
           else printf("rank %d signal %d after %.1f s\n", r, WTERMSIG(ws), now_s() - t0);
         }
       continue;

@@ -17,6 +17,10 @@
 #   pipe      released, process_vm_readv refused (EPERM): the pipe fallback
 #   refused   released, every checked read faults (EFAULT): Python frames
 #             refused for the process, said on stderr, native frames only
+#   suppress  released, with A2ACHECK_SUPPRESSIONS silencing layout.overlap by
+#             its Python function and stream.default-stream by its Python
+#             file (frames only Python has): both absent from the logs and
+#             counted in the summaries, size.p2p-mismatch still reported
 #   deadlock  both ranks receive first and wait: group.deadlock (status 66)
 #             starting at the synchronization's line, its story naming the
 #             receive and the synchronization by their Python lines
@@ -26,7 +30,7 @@
 # Python site in its message, the program's line for layout.overlap and
 # stream.default-stream (raised in the call), and SARIF locations there.
 set -u
-py= run= shim= fail= checker= tool= logs= modes="released held thread pipe refused deadlock"
+py= run= shim= fail= checker= tool= logs= modes="released held thread pipe refused suppress deadlock"
 while [ $# -gt 0 ]; do
   case $1 in
     --python) py=$2; shift 2 ;;
@@ -57,8 +61,13 @@ for mode in $modes; do
     pipe) arg=released preload="$fail:$shim"; export A2A_TEST_VM_READV=EPERM ;;
     refused) arg=released preload="$fail:$shim"; export A2A_TEST_VM_READV=EFAULT ;;
     unsupported) arg=released; unset A2A_TEST_VM_READV ;;
+    suppress) arg=released; unset A2A_TEST_VM_READV
+      printf '# Python frames only\nlayout.overlap:^gather_in_place$\nstream.default-stream:py_sites.py$\n' \
+        > "$dir/supp.txt"
+      export A2ACHECK_SUPPRESSIONS="$dir/supp.txt" ;;
     *) unset A2A_TEST_VM_READV ;;
   esac
+  [ "$mode" = suppress ] || unset A2ACHECK_SUPPRESSIONS
   start=$(date +%s)
   LD_PRELOAD="$preload" A2ACHECK_LOG_DIR="$dir" A2ACHECK_LOG_STDERR=error \
     timeout 120 "$run" A2ASIM_DEVICES=2 "$py" "$prog" "$arg" > "$dir/out.txt" 2>&1
@@ -80,6 +89,29 @@ for mode in $modes; do
   if [ "$rc" -ne 0 ]; then
     echo "FAIL: $mode: py_sites.py exited $rc"
     status=1
+    continue
+  fi
+  if [ "$mode" = suppress ]; then
+    "$checker" - "$dir" <<'PYEOF' || status=1
+import glob, json, sys
+recs = [json.loads(l) for j in glob.glob(sys.argv[1] + "/a2acheck.*.jsonl") for l in open(j)]
+got = {r["check"] for r in recs}
+sup = {}
+for r in recs:
+    if r["check"] == "a2acheck.summary":
+        for c in r["details"]["checks"]:
+            sup[c["check"]] = sup.get(c["check"], 0) + c.get("suppressed_by_file", 0)
+bad = []
+if got & {"layout.overlap", "stream.default-stream"}:
+    bad.append("silenced findings logged: %r" % sorted(got))
+if "size.p2p-mismatch" not in got:
+    bad.append("size.p2p-mismatch no longer reported")
+if sup.get("layout.overlap") != 1 or sup.get("stream.default-stream", 0) < 2:
+    bad.append("summaries' suppressed_by_file: %r" % sup)
+print("FAIL: suppress: " + "; ".join(bad) if bad else
+      "suppress: layout.overlap and stream.default-stream silenced by Python frames (%r)" % sup)
+sys.exit(1 if bad else 0)
+PYEOF
     continue
   fi
   if [ "$mode" = refused ] || [ "$mode" = unsupported ]; then

@@ -14,6 +14,7 @@
 #include "graph.h"
 #include "job.h"
 #include "json.h"
+#include "options.h"
 #include "record.h"
 #include "report.h"
 
@@ -27,6 +28,32 @@ static int parse_ok(const char *text, jval **v, arena *a) {
   char err[128];
   return json_parse(text, strlen(text), a, NULL, v, err, sizeof err);
 }
+
+/* `a2acheck run`'s flags check values by the runtime's rules, ranges from
+ * the one options table (a2a_options.inc) included: a value the runtime
+ * would reject is a usage error before anything runs. */
+START_TEST(run_flags_use_the_table_ranges) {
+  const a2a_opt_row *r = a2a_opt_by_env("A2ACHECK_HANG_TIMEOUT");
+  ck_assert_ptr_nonnull(r);
+  ck_assert_ptr_null(a2a_opt_check_value(r, "10"));
+  ck_assert_str_eq(a2a_opt_check_value(r, "-5"), "out of range");
+  ck_assert_str_eq(a2a_opt_check_value(r, "0"), "out of range");
+  ck_assert_str_eq(a2a_opt_check_value(r, "nan"), "not a finite number");
+  ck_assert_str_eq(a2a_opt_check_value(r, " 5"), "not a finite number");
+  r = a2a_opt_by_env("A2ACHECK_XRANK_QUEUE");
+  ck_assert_ptr_null(a2a_opt_check_value(r, "2048"));
+  ck_assert_str_eq(a2a_opt_check_value(r, "3000"), "out of range");
+  ck_assert_str_eq(a2a_opt_check_value(r, "4611686018427387904"), "out of range");
+  ck_assert_str_eq(a2a_opt_check_value(r, "0x800"), "not a decimal integer");
+  ck_assert_str_eq(a2a_opt_type_text(r), "int a power of two in 1024..4194304");
+  r = a2a_opt_by_env("A2ACHECK_STALL_WARNING");
+  ck_assert_ptr_null(a2a_opt_check_value(r, "0"));
+  ck_assert_str_eq(a2a_opt_check_value(r, "0.1"), "out of range");
+  r = a2a_opt_by_env("A2ACHECK_LOW_BW_RATIO");
+  ck_assert_str_eq(a2a_opt_check_value(r, "1"), "out of range");
+  ck_assert_ptr_null(a2a_opt_check_value(r, ".5"));
+}
+END_TEST
 
 START_TEST(json_accepts_rfc8259) {
   arena a = {0};
@@ -557,6 +584,7 @@ END_TEST
 static Suite *tool_suite(void) {
   Suite *s = suite_create("tool");
   TCase *tc = tcase_create("json");
+  tcase_add_test(tc, run_flags_use_the_table_ranges);
   tcase_add_test(tc, json_accepts_rfc8259);
   tcase_add_test(tc, json_refuses_what_rfc8259_refuses);
   tcase_add_test(tc, json_limits_bound_work);

@@ -233,24 +233,38 @@ def ds_epsize(t):
     t.worker_exit(range(4), 66, failed_now=True)
 
 
+def coordinator_outlived(t):
+    """The host of the coordinator (rank 0) exited normally before the
+    verdict, and nothing of the job was left behind (the lingering
+    coordinator ended with its last client)."""
+    t.worker_exit([0], 0, failed_now=False)
+    t.expect(not re.search(r"^torchtest: killed processes the launcher left behind", t.out, re.M),
+             "no process of the job was left behind",
+             re.findall(r"^torchtest: .*(?:left behind|ended after).*$", t.out, re.M))
+
+
 def ds_epsize_coordinator_exits(t):
     """bug_ds_epsize.py 2 4: ranks 0-1 finish and exit, ranks 2-3 wait in
-    split #5 for them (what should be reported)."""
+    split #5 for them; rank 0's process hosted the coordinator (run with
+    A2ACHECK_HANG_CONFIRM=8: the verdict comes after it exited)."""
     t.torchrun_failed()
     if not t.shim:
         return
     deadlock_on(t, [2, 3], text=["ncclCommSplit #5", "(it has made 4)"])
     t.worker_exit([2, 3], 66, failed_now=True)
+    coordinator_outlived(t)
 
 
 def skip_exit_rank0(t):
     """bug_skip.py exit 0 on 2 ranks: rank 0 (whose process hosts the
-    coordinator) leaves after step 0 (what should be reported)."""
+    coordinator) leaves after step 0 and exits (run with
+    A2ACHECK_HANG_CONFIRM=8: the verdict comes after it exited)."""
     t.torchrun_failed()
     if not t.shim:
         return
     deadlock_on(t, [1], missing=0, cycle=False)
     t.worker_exit([1], 66, failed_now=True)
+    coordinator_outlived(t)
 
 
 def tool_deadlock(t):
@@ -261,6 +275,15 @@ def tool_deadlock(t):
     t.expect(result and "errors (deadlock)" in line and "the command exited 1;" in line,
              "the report's result line: a deadlock, and torchrun exited 1", line)
     deadlock_on(t, [0], missing=1, cycle=False)
+    # How long each thread has been blocked is measured from its call (the
+    # blocking copy of .cpu() is a hot call whose event carries no time).
+    blocked = [int(ms) for ms in re.findall(r"is blocked in .*? for (\d+) ms", t.out)]
+    t.expect(blocked and all(0 < ms < 120000 for ms in blocked),
+             "blocked threads: durations between 0 and the job's length", blocked)
+    # ... and named by the Python line that blocks: `got = out.cpu()`.
+    sites = re.findall(r"is blocked in \S+ at (.*?) for \d+ ms", t.out)
+    t.expect(sites and all(re.search(r"bug_skip\.py:37\)$", x) for x in sites),
+             "the blocked thread's site is the .cpu() line of bug_skip.py", sites)
     t.worker_exit([0], 66, failed_now=True)
     t.worker_exit([1], 0, failed_now=False)
 

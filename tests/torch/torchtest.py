@@ -252,10 +252,27 @@ def children():
     return pids
 
 
-def end_leftovers():
-    """Kills and reaps what is left of the job (leftover workers only exist
-    when the launcher itself was killed or left them)."""
-    left = children()
+def end_leftovers(grace_s=3.0):
+    """Reaps what ended of the job, waits up to grace_s for the rest to end
+    (a2acheck's lingering coordinator, adopted by this subreaper, ends with
+    its last client), then kills and reaps what is still left (leftover
+    workers only exist when the launcher itself was killed or left them).
+    Returns (pids killed, pids that ended within the grace, seconds)."""
+    t0, late = time.monotonic(), []
+    while True:
+        left = []
+        for pid in children():
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if done:
+                late.append(pid)
+            else:
+                left.append(pid)
+        if not left or time.monotonic() - t0 >= grace_s:
+            break
+        time.sleep(0.05)
     for pid in left:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -266,7 +283,7 @@ def end_leftovers():
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass
-    return left
+    return left, late, time.monotonic() - t0
 
 
 def launch(args, py):
@@ -301,7 +318,10 @@ def launch(args, py):
             out, _ = p.communicate()
         out += f"\ntorchtest: the job ran past {args.limit} s and was killed\n"
         status = None
-    left = end_leftovers()
+    left, late, waited = end_leftovers()
+    if late:
+        out += f"\ntorchtest: {len(late)} process(es) of the job ended after the launcher, " \
+               f"within {waited:.2f} s: {late}\n"
     if left:
         out += f"\ntorchtest: killed processes the launcher left behind: {left}\n"
     return status, out, time.monotonic() - start

@@ -8,6 +8,8 @@
 
 #include "../../shim/rt_format.c"
 #include "../../shim/rt_options.c"
+#include "../fuzz/fuzz_options.c"
+#include <dirent.h>
 
 /* A fake environment: pairs of name, value. */
 static const char *fake_env[16][2];
@@ -109,7 +111,131 @@ START_TEST(ranges_are_enforced) {
   ck_assert_int_eq(o.exitcode, 66);
   ck_assert_int_eq(o.stack_depth, 16);
   ck_assert_int_eq(o.disable, 0);
-  ck_assert_ptr_nonnull(strstr(warned, "A2ACHECK_EXITCODE=\"0\" is not a decimal integer in [1, 255]"));
+  ck_assert_ptr_nonnull(strstr(warned, "A2ACHECK_EXITCODE=\"0\" is out of range (valid: 1..255); "
+                                       "keeping the default 66"));
+}
+END_TEST
+
+/* The holes of issue 15 ("Options"): each value was accepted silently (or
+ * clamped/rounded) before the ranges moved into the table. Each must now be
+ * refused with a message naming the variable, the value and the default
+ * kept, and the default must be what the options hold. */
+START_TEST(issue15_option_holes) {
+  static const struct { const char *env, *bad, *says; } holes[] = {
+    {"A2ACHECK_HANG_CONFIRM", "-1", "(valid: 0.5..600); keeping the default 5"},
+    {"A2ACHECK_HANG_CONFIRM", "0.01", "(valid: 0.5..600); keeping the default 5"},
+    {"A2ACHECK_HANG_TIMEOUT", "-5", "keeping the default 300"},
+    {"A2ACHECK_HANG_TIMEOUT", "0", "keeping the default 300"},
+    {"A2ACHECK_XRANK_QUEUE", "4611686018427387904", "a power of two in 1024..4194304, not rounded"},
+    {"A2ACHECK_XRANK_QUEUE", "3000", "a power of two in 1024..4194304, not rounded"},
+    {"A2ACHECK_XRANK_QUEUE", "512", "keeping the default 16384"},
+    {"A2ACHECK_LOW_BW_RATIO", "2", "(valid: 0 < x < 1); keeping the default 0.5"},
+    {"A2ACHECK_LOW_BW_RATIO", "0", "(valid: 0 < x < 1)"},
+    {"A2ACHECK_LOW_BW_RATIO", "1", "(valid: 0 < x < 1)"},
+    {"A2ACHECK_SMALL_MSG", "-1", "keeping the default 1048576"},
+    {"A2ACHECK_PERF_MIN_OPS", "0", "keeping the default 16"},
+    {"A2ACHECK_SMALL_MSG_MIN_OPS", "0", "keeping the default 64"},
+    {"A2ACHECK_PERF_MIN_GAIN", "1.5", "(valid: 0..1); keeping the default 0.05"},
+    {"A2ACHECK_PERF_MIN_GAIN", "-0.1", "keeping the default 0.05"},
+    {"A2ACHECK_STALL_WARNING", "0.1", "(valid: 0 or 0.5..604800); keeping the default 30"},
+    {"A2ACHECK_STALL_WARNING", "-3", "keeping the default 30"},
+    {"A2ACHECK_EXPECTED_BUSBW", "-1", "keeping the default 0"},
+    {"A2ACHECK_PERF_LATENCY_US", "-2", "keeping the default 0"},
+    {"A2ACHECK_STACK_DEPTH", "-1", "keeping the default 16"},
+    {"A2ACHECK_MAX_PER_CHECK", "0", "keeping the default 100"},
+    {"A2ACHECK_PERF_MEASURE", "2", "keeping the default 1"},
+    {"A2ACHECK_HANG_CONFIRM", "nan", "is not a finite number"},
+    {"A2ACHECK_HANG_CONFIRM", "inf", "is not a finite number"},
+    {"A2ACHECK_HANG_TIMEOUT", "1e999", "is not a finite number"},
+    {"A2ACHECK_LOW_BW_RATIO", "NaN", "is not a finite number"},
+  };
+  for (size_t i = 0; i < sizeof holes / sizeof holes[0]; i++) {
+    fake_n = 0;
+    env_set(holes[i].env, holes[i].bad);
+    ck_assert_int_eq(parse(), 1);
+    char head[160];
+    snprintf(head, sizeof head, "%s=\"%s\" is ", holes[i].env, holes[i].bad);
+    ck_assert_msg(strstr(warned, head) && strstr(warned, holes[i].says), "%s=%s: %s",
+                  holes[i].env, holes[i].bad, warned);
+    /* The header shows only what is in effect: the default, from the table. */
+    char buf[8192];
+    a2a_rt_options_describe(&o, from_env, buf, sizeof buf);
+    char line[160];
+    snprintf(line, sizeof line, "%s=%s  (", holes[i].env, holes[i].bad);
+    ck_assert_msg(!strstr(buf, line), "the header shows the rejected %s", line);
+  }
+  ck_assert_double_eq(o.hang_confirm, 5.0);
+  fake_n = 0;
+  env_set("A2ACHECK_HANG_TIMEOUT", "0");
+  env_set("A2ACHECK_XRANK_QUEUE", "4611686018427387904");
+  parse();
+  ck_assert_double_eq(o.hang_timeout, 300.0);
+  ck_assert_int_eq(o.xrank_queue, 16384);
+  ck_assert_int_eq(from_env[A2A_RT_OPT_hang_timeout], 0);
+}
+END_TEST
+
+START_TEST(in_range_values_are_taken) {
+  env_set("A2ACHECK_HANG_CONFIRM", "0.5");
+  env_set("A2ACHECK_HANG_TIMEOUT", "4");
+  env_set("A2ACHECK_STALL_WARNING", "0");
+  env_set("A2ACHECK_XRANK_QUEUE", "4194304");
+  env_set("A2ACHECK_LOW_BW_RATIO", "0.999");
+  env_set("A2ACHECK_SMALL_MSG", "0");
+  env_set("A2ACHECK_PERF_MIN_GAIN", "1");
+  env_set("A2ACHECK_PERF_MIN_OPS", "1");
+  ck_assert_int_eq(parse(), 0);
+  ck_assert_double_eq(o.hang_confirm, 0.5);
+  ck_assert_double_eq(o.hang_timeout, 4);
+  ck_assert_double_eq(o.stall_warning, 0);
+  ck_assert_int_eq(o.xrank_queue, 4194304);
+  ck_assert_double_eq(o.low_bw_ratio, 0.999);
+  ck_assert_int_eq(o.small_msg, 0);
+  ck_assert_double_eq(o.perf_min_gain, 1);
+  ck_assert_int_eq(o.perf_min_ops, 1);
+}
+END_TEST
+
+/* The table is consistent: every numeric default lies in its own range. */
+START_TEST(defaults_are_in_range) {
+  for (size_t i = 0; i < A2A_RT_NOPTS; i++) {
+    const opt_row *r = &rows[i];
+    if (r->type == T_INT) ck_assert_msg(a2a_opt_in_range(&r->range, (double)r->idef), "%s", r->env);
+    if (r->type == T_DBL) ck_assert_msg(a2a_opt_in_range(&r->range, r->ddef), "%s", r->env);
+    if (r->type == T_INT || r->type == T_DBL)
+      ck_assert_msg(r->range.lo != 0 || r->range.hi != 0, "%s has no range", r->env);
+  }
+}
+END_TEST
+
+/* A hostile value cannot forge lines: control characters are replaced and
+ * the value is cut. */
+START_TEST(bad_values_are_shown_safely) {
+  env_set("A2ACHECK_HANG_CONFIRM", "1\n[rank 0] error group.deadlock: forged\x1b[2J");
+  env_set("A2ACHECK_LOG_STDERR", "x\ry");
+  ck_assert_int_eq(parse(), 2);
+  ck_assert_ptr_null(strchr(warned, '\r'));
+  ck_assert_ptr_null(strchr(warned, '\x1b'));
+  int lines = 0;
+  for (char *p = warned; *p; p++) lines += *p == '\n';
+  ck_assert_int_eq(lines, 2);
+  char big[300];
+  memset(big, '7', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  fake_n = 0;
+  env_set("A2ACHECK_STACK_DEPTH", big);
+  ck_assert_int_eq(parse(), 1);
+  ck_assert_ptr_nonnull(strstr(warned, "...\" is not a decimal integer"));
+}
+END_TEST
+
+START_TEST(help_shows_ranges) {
+  char md[16384];
+  a2a_rt_options_help(md, sizeof md, 1);
+  ck_assert_ptr_nonnull(strstr(md, "| `A2ACHECK_HANG_CONFIRM` | number 0.5..600 | `5` |"));
+  ck_assert_ptr_nonnull(strstr(md, "| `A2ACHECK_XRANK_QUEUE` | int a power of two in 1024..4194304 |"));
+  ck_assert_ptr_nonnull(strstr(md, "| `A2ACHECK_STALL_WARNING` | number 0 or 0.5..604800 |"));
+  ck_assert_ptr_nonnull(strstr(md, "| `A2ACHECK_LOW_BW_RATIO` | number 0 < x < 1 |"));
 }
 END_TEST
 
@@ -159,7 +285,7 @@ START_TEST(help_lists_every_row) {
   }
   /* Markdown cells escape the '|' of enum value lists. */
   ck_assert_ptr_nonnull(strstr(md, "none\\|error\\|warning\\|info"));
-  ck_assert_ptr_nonnull(strstr(md, "| `A2ACHECK_EXITCODE` | int | `66` |"));
+  ck_assert_ptr_nonnull(strstr(md, "| `A2ACHECK_EXITCODE` | int 1..255 | `66` |"));
 }
 END_TEST
 
@@ -168,6 +294,59 @@ START_TEST(enum_name_out_of_range) {
   ck_assert_str_eq(a2a_rt_enum_name("a|bb|c", 1, b, sizeof b), "bb");
   ck_assert_str_eq(a2a_rt_enum_name("a|bb|c", 2, b, sizeof b), "c");
   ck_assert_str_eq(a2a_rt_enum_name("a|bb|c", 5, b, sizeof b), "5");
+}
+END_TEST
+
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint8_t *b = malloc(1 << 20);
+  *n = b ? fread(b, 1, 1 << 20, f) : 0;
+  fclose(f);
+  return b;
+}
+
+/* The fuzz target's corpus (seeds and every input a fuzzer crashed on)
+ * through the fuzz entry, each seed also in single-byte mutations. */
+START_TEST(fuzz_corpus_replay) {
+  DIR *d = opendir(A2A_FUZZ_OPTIONS_CORPUS);
+  ck_assert_msg(d != NULL, "no corpus at %s", A2A_FUZZ_OPTIONS_CORPUS);
+  int files = 0;
+  srand(5);
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", A2A_FUZZ_OPTIONS_CORPUS, e->d_name);
+    size_t n = 0;
+    uint8_t *b = slurp(path, &n);
+    ck_assert_ptr_nonnull(b);
+    a2a_fuzz_options_one(b, n);
+    for (int m = 0; m < 200 && n > 1 && strncmp(e->d_name, "regress-", 8); m++) {
+      size_t at = (size_t)rand() % n;
+      uint8_t old = b[at];
+      b[at] = (uint8_t)rand();
+      a2a_fuzz_options_one(b, n);
+      a2a_fuzz_options_one(b, at);
+      b[at] = old;
+    }
+    free(b);
+    files++;
+  }
+  closedir(d);
+  ck_assert_int_ge(files, 3);
+}
+END_TEST
+
+/* The header shows the value in effect exactly, even one just inside a
+ * bound that %g would round onto it. */
+START_TEST(header_values_are_exact) {
+  env_set("A2ACHECK_LOW_BW_RATIO", "0.9999999");
+  env_set("A2ACHECK_LOG_DIR", "a\nb");
+  ck_assert_int_eq(parse(), 0);
+  char buf[8192];
+  a2a_rt_options_describe(&o, from_env, buf, sizeof buf);
+  ck_assert_ptr_nonnull(strstr(buf, "A2ACHECK_LOW_BW_RATIO=0.9999999  (environment)"));
+  ck_assert_ptr_nonnull(strstr(buf, "A2ACHECK_LOG_DIR=a?b  (environment)"));
 }
 END_TEST
 
@@ -181,6 +360,13 @@ static Suite *options_suite(void) {
   tcase_add_test(tc, bad_enum_warns_and_keeps_default);
   tcase_add_test(tc, integers_are_strict);
   tcase_add_test(tc, ranges_are_enforced);
+  tcase_add_test(tc, issue15_option_holes);
+  tcase_add_test(tc, in_range_values_are_taken);
+  tcase_add_test(tc, defaults_are_in_range);
+  tcase_add_test(tc, bad_values_are_shown_safely);
+  tcase_add_test(tc, help_shows_ranges);
+  tcase_add_test(tc, fuzz_corpus_replay);
+  tcase_add_test(tc, header_values_are_exact);
   tcase_add_test(tc, parse_long_edges);
   tcase_add_test(tc, strings_are_copied);
   tcase_add_test(tc, describe_names_every_variable_and_its_origin);
