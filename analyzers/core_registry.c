@@ -239,6 +239,15 @@ void a2a_registry_after_fork_child(void) {
 
 void a2a_registry_reset_for_tests(void) {
   pthread_mutex_lock(&g_comm_mu);
+  /* Records are never freed while the process runs (readers hold them
+   * without a lock); a test resets with no reader left, so they go now
+   * (else the next inserts overwrite g_comm_all and LeakSanitizer reports
+   * them). */
+  unsigned n = atomic_load(&g_comm_count);
+  for (unsigned i = 0; i < n; i++) {
+    free(g_comm_all[i]);
+    g_comm_all[i] = NULL;
+  }
   for (size_t i = 0; i < COMM_SLOTS; i++) atomic_store(&g_comm_slots[i], NULL);
   atomic_store(&g_comm_count, 0);
   atomic_store(&g_comm_dropped, 0);

@@ -1,8 +1,8 @@
 /* rt_stack.c - call stacks for findings: capture with libunwind, symbolize
  * at write time.
  *
- * Capture (any thread, no lock, no allocation): unw_backtrace() into a
- * local array, then drop the leading frames that lie inside liba2acheck.so
+ * Capture (any thread, no lock of ours, no allocation): libunwind's step
+ * walk into a local array, then drop the leading frames that lie inside liba2acheck.so
  * (the report path, the analyzer, the wrapper), so frame #0 is the return
  * address into the application's function that made the NCCL/CUDA call.
  * On a thread that runs Python the stack starts with its Python frames
@@ -25,7 +25,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,7 +40,7 @@
 /* ---- our own text range ---- */
 
 static uintptr_t g_self_lo, g_self_hi;
-static _Atomic int g_self_known;
+static pthread_once_t g_self_once = PTHREAD_ONCE_INIT;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
   uintptr_t me = (uintptr_t)arg;
@@ -66,18 +66,53 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
+static void self_once(void) { dl_iterate_phdr(find_self, (void *)(uintptr_t)&a2a_rt_pc_is_ours); }
+
 bool a2a_rt_pc_is_ours(const void *pc) {
-  if (!atomic_load_explicit(&g_self_known, memory_order_acquire)) {
-    /* Racing threads compute the same range. */
-    dl_iterate_phdr(find_self, (void *)(uintptr_t)&a2a_rt_pc_is_ours);
-    atomic_store_explicit(&g_self_known, 1, memory_order_release);
-  }
+  /* Once: threads racing to compute the same range wrote it unordered (a
+   * data race ThreadSanitizer reports). */
+  pthread_once(&g_self_once, self_once);
   return (uintptr_t)pc >= g_self_lo && (uintptr_t)pc < g_self_hi;
+}
+
+/* The return addresses of the calling thread's frames, the caller of this
+ * function first. Walks with unw_step rather than unw_backtrace: libunwind's
+ * fast tracer keeps a 256 KiB frame cache per thread behind a pthread key
+ * whose destructor re-arms itself for every destructor round, so it runs
+ * after a sanitizer runtime (ThreadSanitizer) has torn the thread down and
+ * crashes there; it also costs every thread that ever captured. The step
+ * walk uses the address space's global caches only. A capture happens once
+ * per call site and per finding, never per call, so the slower walk does
+ * not reach the hot path. */
+static pthread_once_t g_unw_once = PTHREAD_ONCE_INIT;
+/* libunwind initializes itself on first use from every thread that gets
+ * there first, writing a global signal mask without a lock (a data race
+ * ThreadSanitizer reports in libunwind.so when two threads capture their
+ * first stacks together); one cursor made once, before any other, does that
+ * initialization alone. */
+static void unw_once(void) {
+  unw_context_t uc;
+  unw_cursor_t c;
+  if (unw_getcontext(&uc) == 0) (void)unw_init_local(&c, &uc);
+}
+
+static int __attribute__((noinline)) unwind_pcs(void **pcs, int max) {
+  unw_context_t uc;
+  unw_cursor_t c;
+  pthread_once(&g_unw_once, unw_once);
+  if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0) return 0;
+  int n = 0;
+  while (n < max && unw_step(&c) > 0) {
+    unw_word_t ip;
+    if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+    pcs[n++] = (void *)(uintptr_t)ip;
+  }
+  return n;
 }
 
 void a2a_rt_capture_stack(a2a_stack *st) {
   void *pcs[64];
-  int n = unw_backtrace(pcs, 64);
+  int n = unwind_pcs(pcs, 64);
   int skip = 0;
   while (skip < n && a2a_rt_pc_is_ours(pcs[skip])) skip++;
   long depth = a2a_rt.opts.stack_depth;

@@ -250,9 +250,30 @@ static int g_atfork_done;
 /* Set on the background thread around its own forks (linger_fork): it
  * holds g_work_mu then, and the child keeps the state as it is. */
 static __thread int t_own_fork;
-static void fork_prepare(void) { if (!t_own_fork) pthread_mutex_lock(&g_work_mu); }
+/* Start-up handshake: set before pthread_create, cleared by the thread once
+ * it holds g_work_mu. Until then the new thread is inside its own start-up
+ * (the C library's, a sanitizer runtime's: allocator and registry locks)
+ * and g_work_mu alone does not keep a fork away from that; a fork waits for
+ * the handshake first (bounded: a thread that never runs is not waited for
+ * beyond 5 s). Found by ASan: ranks forked then inherited its allocator
+ * lock held and hung. */
+static _Atomic int g_thread_starting;
+static void fork_prepare(void) {
+  if (t_own_fork) return;
+  for (int i = 0; i < 5000; i++) {
+    pthread_mutex_lock(&g_work_mu);
+    if (!atomic_load(&g_thread_starting)) return;
+    pthread_mutex_unlock(&g_work_mu);
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  pthread_mutex_lock(&g_work_mu);
+}
 static void fork_parent(void) { if (!t_own_fork) pthread_mutex_unlock(&g_work_mu); }
-static void fork_child(void) { if (!t_own_fork) pthread_mutex_init(&g_work_mu, NULL); }
+static void fork_child(void) {
+  if (t_own_fork) return;
+  pthread_mutex_init(&g_work_mu, NULL);
+  atomic_store(&g_thread_starting, 0);
+}
 
 /* Thread control (g_xr_mu). */
 static pthread_t g_thread;
@@ -1366,6 +1387,7 @@ static void *thread_main(void *arg) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
   pthread_mutex_lock(&g_work_mu);
+  atomic_store(&g_thread_starting, 0); /* see fork_prepare */
   uint64_t last_tick = 0;
   int idle = 0;
   S.last_progress_ns = xr_now_ns();
@@ -1470,9 +1492,12 @@ static void start_thread_locked(void) {
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  atomic_store(&g_thread_starting, 1);
   if (pthread_create(&g_thread, &at, thread_main, NULL) == 0) {
     g_thread_running = 1;
     g_thread_pid = getpid();
+  } else {
+    atomic_store(&g_thread_starting, 0);
   }
   pthread_attr_destroy(&at);
 }

@@ -1,8 +1,13 @@
 /* collector.c - see collector.h. Single-threaded use is the norm; a mutex
- * keeps findings consistent when a test drives events from several threads. */
+ * keeps findings consistent when a test drives events from several threads,
+ * and another (ev_mu) the fake CUDA events: analyzers create and record them
+ * on every thread, and an unlocked bound check and increment let two threads
+ * write events[MAX_EVENTS] (found by ThreadSanitizer, test_stream_hb's
+ * four-thread test). */
 #include "collector.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +33,7 @@ static struct { const void *func; const char *name; int n; size_t off[32], size[
 static size_t nkernels;
 static struct { bool done; uint64_t at; void *stream; } events[MAX_EVENTS];
 static size_t nevents;
+static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static int rank = -1;
 static char fail_reason[512];
 static bool failed;
@@ -136,32 +142,55 @@ static int h_param_info(const void *func, size_t idx, size_t *off, size_t *size)
   return -1;
 }
 
-static int h_event_create(void **ev, int timing) {
-  if (nevents >= MAX_EVENTS) return -1;
-  events[nevents] = (typeof(events[0])){0};
-  *ev = (void *)(uintptr_t)(++nevents);
-  return 0;
-}
 static size_t ev_index(void *ev) { return (size_t)(uintptr_t)ev - 1; }
+static int h_event_create(void **ev, int timing) {
+  int rc = -1;
+  pthread_mutex_lock(&ev_mu);
+  if (nevents < MAX_EVENTS) {
+    events[nevents] = (typeof(events[0])){0};
+    *ev = (void *)(uintptr_t)(++nevents);
+    rc = 0;
+  }
+  pthread_mutex_unlock(&ev_mu);
+  return rc;
+}
 static int h_event_record(void *ev, void *stream) {
   size_t i = ev_index(ev);
-  if (i >= nevents) return -1;
-  events[i].done = false;
-  events[i].stream = stream;
-  return 0;
+  int rc = -1;
+  pthread_mutex_lock(&ev_mu);
+  if (i < nevents) {
+    events[i].done = false;
+    events[i].stream = stream;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&ev_mu);
+  return rc;
 }
 static int h_event_query(void *ev) {
   size_t i = ev_index(ev);
-  if (i >= nevents) return -1;
-  return events[i].done ? 0 : 1;
+  int rc = -1;
+  pthread_mutex_lock(&ev_mu);
+  if (i < nevents) rc = events[i].done ? 0 : 1;
+  pthread_mutex_unlock(&ev_mu);
+  return rc;
 }
 static int h_event_elapsed(float *ms, void *a, void *b) {
   size_t i = ev_index(a), j = ev_index(b);
-  if (i >= nevents || j >= nevents || !events[i].done || !events[j].done) return -1;
-  *ms = (float)((double)(events[j].at - events[i].at) / 1e6);
-  return 0;
+  int rc = -1;
+  pthread_mutex_lock(&ev_mu);
+  if (i < nevents && j < nevents && events[i].done && events[j].done) {
+    *ms = (float)((double)(events[j].at - events[i].at) / 1e6);
+    rc = 0;
+  }
+  pthread_mutex_unlock(&ev_mu);
+  return rc;
 }
-static int h_event_destroy(void *ev) { return ev_index(ev) < nevents ? 0 : -1; }
+static int h_event_destroy(void *ev) {
+  pthread_mutex_lock(&ev_mu);
+  int rc = ev_index(ev) < nevents ? 0 : -1;
+  pthread_mutex_unlock(&ev_mu);
+  return rc;
+}
 static void h_capture_stack(a2a_stack *st) {
   st->n = 1;
   st->pc[0] = (void *)h_capture_stack;
@@ -209,19 +238,31 @@ void collector_add_kernel(const void *func, const char *name, int nparams,
   nkernels++;
 }
 
-size_t collector_event_count(void) { return nevents; }
-void *collector_event_at(size_t i) { return i < nevents ? (void *)(uintptr_t)(i + 1) : NULL; }
+size_t collector_event_count(void) {
+  pthread_mutex_lock(&ev_mu);
+  size_t n = nevents;
+  pthread_mutex_unlock(&ev_mu);
+  return n;
+}
+void *collector_event_at(size_t i) { return i < collector_event_count() ? (void *)(uintptr_t)(i + 1) : NULL; }
 void *collector_event_stream(void *ev) {
   size_t i = ev_index(ev);
-  return i < nevents ? events[i].stream : NULL;
+  pthread_mutex_lock(&ev_mu);
+  void *s = i < nevents ? events[i].stream : NULL;
+  pthread_mutex_unlock(&ev_mu);
+  return s;
 }
 void collector_event_complete(void *ev, uint64_t at_ns) {
   size_t i = ev_index(ev);
+  pthread_mutex_lock(&ev_mu);
   if (i < nevents) { events[i].done = true; events[i].at = at_ns; }
+  pthread_mutex_unlock(&ev_mu);
 }
 void collector_complete_all_events(uint64_t at_ns) {
+  pthread_mutex_lock(&ev_mu);
   for (size_t i = 0; i < nevents; i++)
     if (!events[i].done) { events[i].done = true; events[i].at = at_ns; }
+  pthread_mutex_unlock(&ev_mu);
 }
 void collector_set_rank(int r) { rank = r; }
 const char *collector_fail_reason(void) { return failed ? fail_reason : NULL; }
@@ -239,7 +280,9 @@ void collector_reset(void) {
   apply_disabled();
   nptrs = 0;
   nkernels = 0;
+  pthread_mutex_lock(&ev_mu);
   nevents = 0;
+  pthread_mutex_unlock(&ev_mu);
   rank = -1;
   failed = false;
   fail_reason[0] = '\0';
@@ -258,9 +301,10 @@ a2a_event ev_make(a2a_kind kind) {
   ev.api = "test";
   ev.device = 0;
   ev.thread = 1;
-  /* Every event is the next call (of whichever thread it is given to). */
-  static uint32_t seq;
-  ev.seq = ++seq;
+  /* Every event is the next call (of whichever thread it is given to);
+   * tests make events on several threads. */
+  static _Atomic uint32_t seq;
+  ev.seq = atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed) + 1;
   ev.callsite = (const void *)0x1000;
   return ev;
 }
