@@ -153,6 +153,13 @@ void a2a_site_stack(const void *site, a2a_stack *out);
 
 #define A2A_ACTIVITY_THREADS 1024
 uint32_t a2a_thread_last_seq(uint32_t thread);
+/* The same for the thread's last call that a polling loop does not make
+ * (anything but cudaStreamQuery, cudaEventQuery, ncclCommGetAsyncError,
+ * cudaGetLastError/PeekAtLastError, cudaSetDevice): whether a thread still
+ * only polls since a call it remembers, without the polling thread
+ * publishing every poll (a reader could never catch a spinning loop's
+ * state between two of its writes). */
+uint32_t a2a_thread_last_other_seq(uint32_t thread);
 
 /* ------------------------------------------------------------------ */
 /* Communicator registry. One record per communicator this process created;
@@ -262,7 +269,7 @@ typedef struct a2a_analyzer {
   /* The events it handles: A2A_KIND_BIT(kind) per kind, one mask per phase.
    * It is called only for those. */
   uint64_t pre, post;
-  /* It reads a2a_thread_last_seq: every call of every kind must reach the
+  /* It reads a2a_thread_last_(other_)seq: every call of every kind must reach the
    * dispatcher (which stores the seq) while it runs, even kinds no analyzer
    * handles. */
   bool wants_activity;

@@ -218,14 +218,16 @@ typedef struct blockpub {
  * Python loop on work.is_completed(). The episode starts at its first
  * not-ready query; an object leaves the set when its query succeeds; any
  * other call of the thread ends the episode (the background thread sees
- * that through a2a_thread_last_seq: the thread's last call is no longer the
- * last poll). A thread that never posted communication (PyTorch's watchdog
+ * that through a2a_thread_last_other_seq: the thread made a call a polling
+ * loop does not make since the episode's first query). Only changes of the
+ * polled set are published; a loop spinning on the same objects writes
+ * nothing the background thread reads. A thread that never posted communication (PyTorch's watchdog
  * polls every work's events) is never taken as waiting. */
 #define MAX_POLL 8
 typedef struct pollpub {
   _Atomic uint32_t n;              /* objects polled, not yet complete */
   _Atomic uint32_t all;            /* more than MAX_POLL: waits for all units */
-  _Atomic uint32_t last_seq;       /* seq of the episode's last call */
+  _Atomic uint32_t start_seq;      /* seq of the episode's first query */
   _Atomic uint64_t since_ns, site;
   _Atomic uint64_t key[MAX_POLL];  /* stream id, or event handle */
   _Atomic uint32_t is_event[MAX_POLL];
@@ -242,6 +244,7 @@ typedef struct tslot {
   int posted;                      /* this thread posted communication */
   int blocked;                     /* a blocking call is published */
   int polling;                     /* a polling episode is published */
+  uint32_t poll_last_seq;          /* seq of the episode's last call */
   /* Published under a sequence lock: written by the owner, read by the
    * background thread. Every field is atomic (relaxed), the sequence
    * orders them (C11 seqlock: odd while being written). */
@@ -299,40 +302,48 @@ static void poll_clear(tslot *t) {
 enum { POLL_NEUTRAL = 0, POLL_STREAM = 1, POLL_EVENT = 2 };
 static void on_poll(tslot *t, const a2a_event *ev, int what, uint64_t key, int not_ready) {
   if (!t->posted) return;
-  int cont = t->polling && ev->seq == RLOAD(t->p.last_seq) + 1;
+  int cont = t->polling && ev->seq == t->poll_last_seq + 1;
   int is_event = what == POLL_EVENT;
+  t->poll_last_seq = ev->seq;
   if (!cont) {
     poll_clear(t);
     if (what == POLL_NEUTRAL || !not_ready) return; /* an episode starts with a not-ready query */
   }
+  /* What changes (the owner reads its own fields). A continuation that
+   * changes nothing - a loop spinning on the same not-ready objects -
+   * publishes nothing: the episode is alive as long as the thread made no
+   * other call (a2a_thread_last_other_seq), so the reader's sequence lock
+   * is not broken by every poll. */
+  uint32_t n = cont ? RLOAD(t->p.n) : 0, i = 0;
+  uint32_t all = cont ? RLOAD(t->p.all) : 0;
+  int add = 0, del = 0;
+  if (what != POLL_NEUTRAL) {
+    while (i < n && !(RLOAD(t->p.key[i]) == key && RLOAD(t->p.is_event[i]) == (uint32_t)is_event)) i++;
+    add = not_ready && i == n && (n < MAX_POLL || !all);
+    del = !not_ready && i < n; /* complete: the loop stops polling it */
+  }
+  if (cont && !add && !del) return;
   pub_begin(t);
-  uint32_t n = RLOAD(t->p.n);
   if (!cont) {
-    n = 0;
     RSTORE(t->p.all, 0);
     RSTORE(t->p.since_ns, ev->t_ns);
     RSTORE(t->p.site, (uint64_t)(uintptr_t)ev->callsite);
+    RSTORE(t->p.start_seq, ev->seq);
   }
-  if (what != POLL_NEUTRAL) {
-    uint32_t i = 0;
-    while (i < n && !(RLOAD(t->p.key[i]) == key && RLOAD(t->p.is_event[i]) == (uint32_t)is_event)) i++;
-    if (not_ready && i == n) {
-      if (n < MAX_POLL) {
-        RSTORE(t->p.key[n], key);
-        RSTORE(t->p.is_event[n], (uint32_t)is_event);
-        n++;
-      } else {
-        RSTORE(t->p.all, 1);
-      }
-    } else if (!not_ready && i < n) {
-      /* Complete: the loop stops polling it. */
-      n--;
-      RSTORE(t->p.key[i], RLOAD(t->p.key[n]));
-      RSTORE(t->p.is_event[i], RLOAD(t->p.is_event[n]));
+  if (add) {
+    if (n < MAX_POLL) {
+      RSTORE(t->p.key[n], key);
+      RSTORE(t->p.is_event[n], (uint32_t)is_event);
+      n++;
+    } else {
+      RSTORE(t->p.all, 1);
     }
+  } else if (del) {
+    n--;
+    RSTORE(t->p.key[i], RLOAD(t->p.key[n]));
+    RSTORE(t->p.is_event[i], RLOAD(t->p.is_event[n]));
   }
   RSTORE(t->p.n, n);
-  RSTORE(t->p.last_seq, ev->seq);
   pub_end(t);
   t->polling = n > 0 || RLOAD(t->p.all);
   if (!t->polling) poll_clear(t);
@@ -366,8 +377,9 @@ size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
         k++;
       }
       uint32_t np = RLOAD(t->p.n), all = RLOAD(t->p.all);
-      /* Still polling: its last call is the episode's last poll. */
-      int polling = (np || all) && a2a_thread_last_seq(i) == RLOAD(t->p.last_seq);
+      /* Still polling: no call but polls since the episode began. */
+      int polling = (np || all) &&
+                    (int32_t)(a2a_thread_last_other_seq(i) - RLOAD(t->p.start_seq)) < 0;
       if (polling && !w) {
         uint64_t since = RLOAD(t->p.since_ns), site = RLOAD(t->p.site);
         if (all) {
@@ -798,7 +810,7 @@ static void after_fork_child(void) {
 const a2a_analyzer a2a_analyzer_xrank = {
     .name = "xrank",
     .owner = A2A_OWN_XRANK,
-    .wants_activity = true, /* polling waits: a2a_thread_last_seq */
+    .wants_activity = true, /* polling waits: a2a_thread_last_other_seq */
     .pre = A2A_KIND_BIT(A2A_EV_COMM_INIT) | XR_SYNC_KINDS,
     .post = A2A_KIND_BIT(A2A_EV_GET_UNIQUE_ID) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
             A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
