@@ -490,8 +490,9 @@ static void summary_emit(bool amended) {
   if (k.reports)
     tl = a2a_rt_printf(T, TC, tl, &ovf,
                        "  and %lu perf.summary report%s (per-communicator statistics, not "
-                       "findings) in the log\n",
-                       k.reports, k.reports == 1 ? "" : "s");
+                       "findings) %s\n",
+                       k.reports, k.reports == 1 ? "" : "s",
+                       a2a_rt_log_unavailable() ? "on stderr above" : "in the log");
   if (k.silenced) {
     const a2a_rt_supp *sp = a2a_rt_supp_active();
     tl = a2a_rt_printf(T, TC, tl, &ovf,
@@ -599,8 +600,8 @@ static void summary_emit(bool amended) {
   } else if (k.total == 0 && !dropped && !fail_reason && !werr) {
     char rep[160] = "";
     if (k.reports)
-      snprintf(rep, sizeof rep, " (%lu perf.summary report%s in the log)", k.reports,
-               k.reports == 1 ? "" : "s");
+      snprintf(rep, sizeof rep, " (%lu perf.summary report%s %s)", k.reports,
+               k.reports == 1 ? "" : "s", a2a_rt_log_unavailable() ? "on stderr above" : "in the log");
     if (k.silenced)
       snprintf(rep + strlen(rep), sizeof rep - strlen(rep),
                " (%lu silenced by A2ACHECK_SUPPRESSIONS)", k.silenced);
