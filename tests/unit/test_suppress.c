@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../shim/rt_suppress.c"
+#include "corpus_replay.h"
 #include "../fuzz/fuzz_suppress.c"
 
 static char warned[8192];
@@ -195,43 +196,10 @@ START_TEST(loader_reports_unreadable_files_once) {
 }
 END_TEST
 
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  uint8_t *b = malloc(1 << 20);
-  *n = b ? fread(b, 1, 1 << 20, f) : 0;
-  fclose(f);
-  return b;
-}
-
 /* The fuzz target's corpus (seeds and every input a fuzzer crashed on)
  * through the fuzz entry, each seed also in single-byte mutations. */
 START_TEST(fuzz_corpus_replay) {
-  DIR *d = opendir(A2A_FUZZ_SUPPRESS_CORPUS);
-  ck_assert_msg(d != NULL, "no corpus at %s", A2A_FUZZ_SUPPRESS_CORPUS);
-  int files = 0;
-  srand(7);
-  for (struct dirent *e; (e = readdir(d));) {
-    if (e->d_name[0] == '.') continue;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", A2A_FUZZ_SUPPRESS_CORPUS, e->d_name);
-    size_t n = 0;
-    uint8_t *b = slurp(path, &n);
-    ck_assert_ptr_nonnull(b);
-    a2a_fuzz_suppress_one(b, n);
-    for (int m = 0; m < 300 && n > 1 && strncmp(e->d_name, "regress-", 8); m++) {
-      size_t at = (size_t)rand() % n;
-      uint8_t old = b[at];
-      b[at] = (uint8_t)rand();
-      a2a_fuzz_suppress_one(b, n);
-      a2a_fuzz_suppress_one(b, at);
-      b[at] = old;
-    }
-    free(b);
-    files++;
-  }
-  closedir(d);
-  ck_assert_int_ge(files, 3);
+  ck_assert_int_ge(a2a_test_replay_corpus(A2A_FUZZ_SUPPRESS_CORPUS, a2a_fuzz_suppress_one, 300, 7u), 3);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "corpus_replay.h"
 #include "a2a_checks.h"
 #include "xrank_proto.h"
 
@@ -373,15 +374,6 @@ START_TEST(fuzz_random_bytes) {
 }
 END_TEST
 
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  uint8_t *b = malloc(1 << 20);
-  *n = b ? fread(b, 1, 1 << 20, f) : 0;
-  fclose(f);
-  return b;
-}
-
 /* Every file of the corpus (seeds and crash regressions) runs through the
  * fuzz entry, each seed then in 300 single-byte mutations; the seeds are what
  * xr_fuzz_seeds writes today (regenerate with --write-seeds when the
@@ -401,7 +393,7 @@ START_TEST(fuzz_corpus_replay) {
     snprintf(path, sizeof path, "%s/%s", A2A_FUZZ_CORPUS_DIR, e->d_name);
     snprintf(gen, sizeof gen, "%s/%s", tmp, e->d_name);
     size_t n = 0, gn = 0;
-    uint8_t *b = slurp(path, &n), *g = slurp(gen, &gn);
+    uint8_t *b = a2a_test_slurp(path, &n), *g = a2a_test_slurp(gen, &gn);
     ck_assert_ptr_nonnull(b);
     if (g) {
       ck_assert_msg(gn == n && memcmp(g, b, n) == 0,
