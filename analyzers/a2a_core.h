@@ -89,6 +89,12 @@ typedef struct a2a_host {
   int (*event_query)(void *ev);
   int (*event_elapsed_ms)(float *ms, void *start, void *end);
   int (*event_destroy)(void *ev);
+  /* cudaStreamQuery with the REAL runtime: 0 every operation enqueued on
+   * the stream so far is complete, 1 some is not, -1 error or no runtime.
+   * Adds no happens-before edge and enqueues nothing. The caller must know
+   * the stream is alive and not being captured (a query of a capturing
+   * stream invalidates the capture). */
+  int (*stream_query)(void *stream);
   /* Capture the current thread's stack, skipping the tool's own frames. */
   void (*capture_stack)(a2a_stack *st);
   /* Global rank of this process (-1 until known) and host name. */
@@ -160,6 +166,28 @@ uint32_t a2a_thread_last_seq(uint32_t thread);
  * publishing every poll (a reader could never catch a spinning loop's
  * state between two of its writes). */
 uint32_t a2a_thread_last_other_seq(uint32_t thread);
+
+/* Deferred per-thread work. An analyzer that left work for a thread to
+ * finish "before the thread does anything but more NCCL communication"
+ * (the cross-rank analyzer's completion markers: xrank.c) registers one
+ * hook and sets the thread's flag; the dispatcher calls the hook on that
+ * thread at the PRE of its next call of any kind but A2A_NOFLUSH_KINDS,
+ * before any analyzer sees that call, and clears the flag first. Costs one
+ * load and branch per call of the thread (the activity store's cache
+ * line). Only while a wants_activity analyzer runs (every call reaches the
+ * dispatcher then); the flag of a thread past A2A_ACTIVITY_THREADS cannot
+ * be set (a2a_thread_want_flush returns false: do the work at once). */
+typedef void (*a2a_flush_fn)(uint32_t thread);
+void a2a_set_flush_hook(a2a_flush_fn fn);
+bool a2a_thread_want_flush(uint32_t thread);
+/* The calls that do not flush: NCCL communication and group calls, and
+ * calls that neither enqueue work nor wait (error and communicator
+ * queries, reduction-operator creation). */
+#define A2A_NOFLUSH_KINDS                                                                 \
+  (A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_GROUP_START) | \
+   A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) |                 \
+   A2A_KIND_BIT(A2A_EV_COMM_QUERY) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |                     \
+   A2A_KIND_BIT(A2A_EV_REDOP))
 
 /* ------------------------------------------------------------------ */
 /* Communicator registry. One record per communicator this process created;

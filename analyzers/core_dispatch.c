@@ -52,6 +52,7 @@ static int fb_event_record(void *e, void *s) { return -1; }
 static int fb_event_query(void *e) { return -1; }
 static int fb_event_elapsed(float *ms, void *a, void *b) { return -1; }
 static int fb_event_destroy(void *e) { return -1; }
+static int fb_stream_query(void *s) { return -1; }
 static void fb_capture_stack(a2a_stack *st) { st->n = 0; }
 static int fb_global_rank(void) { return -1; }
 static const char *fb_hostname(void) { return "localhost"; }
@@ -86,6 +87,7 @@ static const a2a_host g_fallback_host = {
     .event_query = fb_event_query,
     .event_elapsed_ms = fb_event_elapsed,
     .event_destroy = fb_event_destroy,
+    .stream_query = fb_stream_query,
     .capture_stack = fb_capture_stack,
     .global_rank = fb_global_rank,
     .hostname = fb_hostname,
@@ -244,9 +246,19 @@ const a2a_analyzer *a2a_core_analyzer_at(size_t i) { return i < g_nan ? g_an[i] 
 typedef struct activity {
   _Atomic uint32_t last_seq;
   _Atomic uint32_t last_other_seq; /* the last call a polling loop does not make */
-  char pad[64 - 2 * sizeof(uint32_t)];
+  uint32_t flush;                  /* owner thread only: deferred work pending */
+  char pad[64 - 3 * sizeof(uint32_t)];
 } activity;
 static activity g_activity[A2A_ACTIVITY_THREADS];
+static a2a_flush_fn g_flush_hook;
+
+void a2a_set_flush_hook(a2a_flush_fn fn) { g_flush_hook = fn; }
+
+bool a2a_thread_want_flush(uint32_t thread) {
+  if (thread >= A2A_ACTIVITY_THREADS || !g_flush_hook || !a2a_activity_on) return false;
+  g_activity[thread].flush = 1;
+  return true;
+}
 
 uint32_t a2a_thread_last_seq(uint32_t thread) {
   return thread < A2A_ACTIVITY_THREADS
@@ -271,6 +283,10 @@ void a2a_note_activity(const a2a_event *ev) {
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
   if (!(A2A_KIND_BIT(ev->kind) & POLL_KINDS))
     atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+  if (a->flush && !(A2A_KIND_BIT(ev->kind) & A2A_NOFLUSH_KINDS)) {
+    a->flush = 0;
+    if (g_flush_hook) g_flush_hook(ev->thread);
+  }
 }
 
 void a2a_dispatch(const a2a_event *ev) { a2a_dispatch_inline(ev); }
@@ -282,6 +298,9 @@ void a2a_core_fini(void) {
 }
 
 void a2a_core_after_fork_child(void) {
+  /* Deferred work belonged to the parent's threads (and its streams'
+   * state): the analyzer that deferred it forgets it in its own hook. */
+  for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) g_activity[i].flush = 0;
   a2a_registry_after_fork_child();
   if (!atomic_load(&a2a_dispatch_ready)) return;
   for (size_t i = 0; i < g_nan; i++)

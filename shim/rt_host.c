@@ -125,6 +125,18 @@ static int host_event_destroy(void *ev) {
   return rc;
 }
 
+static int host_stream_query(void *stream) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet()) {
+    cudaError_t e = A2A_REAL(cudaStreamQuery)((cudaStream_t)stream);
+    if (e == cudaSuccess) rc = 0;
+    else if (e == cudaErrorNotReady) rc = 1;
+    if (e != cudaSuccess) (void)A2A_REAL(cudaGetLastError)(); /* as host_event_query */
+  }
+  errno = saved;
+  return rc;
+}
+
 static void host_capture_stack(a2a_stack *st) { a2a_rt_capture_stack(st); }
 
 static const char *host_hostname(void) { return a2a_rt.host; }
@@ -204,6 +216,7 @@ const a2a_host a2a_rt_host = {
     .event_query = host_event_query,
     .event_elapsed_ms = host_event_elapsed_ms,
     .event_destroy = host_event_destroy,
+    .stream_query = host_stream_query,
     .capture_stack = host_capture_stack,
     .global_rank = a2a_rt_global_rank,
     .hostname = host_hostname,

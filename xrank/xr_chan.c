@@ -195,6 +195,9 @@ typedef struct cunit {
   void *event;
   int device;               /* the event's pool */
   int closed, owner;        /* owner: releases the event */
+  uint32_t await_run;       /* closed, its marker not received yet (xrank.c) */
+  uint32_t await_gen;
+  uint64_t await_since;     /* when the background thread saw it closed */
   uint64_t site, count;
   uint32_t group, coll_lo, coll_hi;
   int16_t kind;
@@ -886,8 +889,16 @@ static void on_op(const xr_rec *r) {
 static void on_unit_end(const xr_rec *r) {
   int owner = 1;
   squeue *q = sq_find(r->thread, r->stream, 0);
+  uint64_t now = r->u.unit.deferred ? xr_now_ns() : 0;
   for (cunit *x = q ? q->open : NULL; x; x = x->snext) {
     x->closed = 1;
+    if (r->u.unit.deferred) {
+      /* Its marker comes later (UNIT_MARK of this run). */
+      x->await_run = r->u.unit.run;
+      x->await_gen = r->u.unit.gen;
+      x->await_since = now;
+      continue;
+    }
     x->event = r->event;
     x->device = r->device;
     x->owner = owner;
@@ -895,6 +906,25 @@ static void on_unit_end(const xr_rec *r) {
   }
   if (q) q->open = NULL;
   if (owner && r->event) xr_event_release(r->event, r->device); /* no tracked unit */
+}
+
+/* The marker of a run: every unit of the run shares its event; the run's
+ * last unit, retired last (the queue retires in order), gives it back.
+ * Units a stream query already retired (poll_units) are simply gone. An
+ * event NULL (not recordable) leaves the run's units untracked. */
+static void on_unit_mark(const xr_rec *r) {
+  squeue *q = sq_find(r->thread, r->stream, 0);
+  cunit *last = NULL;
+  for (cunit *x = q ? q->head : NULL; x; x = x->snext)
+    if (x->closed && x->await_run == r->u.unit.run) {
+      x->await_run = 0;
+      x->event = r->event;
+      x->device = r->device;
+      x->owner = 0;
+      last = x;
+    }
+  if (last && r->event) last->owner = 1;
+  else if (r->event) xr_event_release(r->event, r->device);
 }
 
 static void on_commend(const xr_rec *r) {
@@ -940,6 +970,7 @@ static int drain(int max) {
     case XR_REC_COMMREG: on_commreg(&r); break;
     case XR_REC_OP: on_op(&r); break;
     case XR_REC_UNIT_END: on_unit_end(&r); break;
+    case XR_REC_UNIT_MARK: on_unit_mark(&r); break;
     case XR_REC_COMMEND: on_commend(&r); break;
     case XR_REC_COMMBIND: on_commbind(&r); break;
     default: break;
@@ -968,17 +999,31 @@ static int drain(int max) {
 /* Completion: a unit is done when its event is; units without an event
  * (untracked) are done at once. Per queue, from the head: a unit whose
  * event is pending keeps the later ones of its stream (they run after it),
- * except untracked ones, which nothing can tell complete later either. */
+ * except untracked ones, which nothing can tell complete later either.
+ * A unit still awaiting its run's marker (xrank.c, "completion markers") is
+ * pending too; once it has waited XR_MARK_RESCUE_NS (its thread went on
+ * with host code), an idle stream (xr_deferred_query) completes it and
+ * every unit behind it: they were all drained, so enqueued, before the
+ * query. */
+#define XR_MARK_RESCUE_NS 20000000ull
 static int poll_units(void) {
   int changed = 0;
+  uint64_t now = 0;
   for (int i = 0; i < S.nsq; i++) {
     squeue *q = &S.sq[i];
     void *last_ev = NULL;
-    int last_st = 1;
+    int last_st = 1, idle = 0;
     for (cunit *u = q->head, *n; u && u->closed; u = n) {
       n = u->snext;
       int done = 1;
-      if (u->event) {
+      if (idle) {
+        done = 1;
+      } else if (u->await_run) {
+        if (!now) now = xr_now_ns();
+        done = now - u->await_since > XR_MARK_RESCUE_NS &&
+               xr_deferred_query(q->stream, u->await_gen) == 0;
+        idle = done;
+      } else if (u->event) {
         if (u->event != last_ev) {
           last_ev = u->event;
           last_st = a2a_hostsvc && a2a_hostsvc->event_query ? a2a_hostsvc->event_query(u->event) : 0;
@@ -989,7 +1034,7 @@ static int poll_units(void) {
         /* The rest of the stream waits behind it; untracked units go. */
         for (cunit *x = n, *xn; x && x->closed; x = xn) {
           xn = x->snext;
-          if (!x->event) { unit_retire(q, x); changed = 1; }
+          if (!x->event && !x->await_run) { unit_retire(q, x); changed = 1; }
         }
         break;
       }

@@ -7,7 +7,8 @@
  *    outermost ncclGroupEnd, once per stream the group used) a completion
  *    event from a small pool is recorded with the REAL runtime, so the
  *    background thread can poll for completion without adding any
- *    happens-before edge to the application;
+ *    happens-before edge to the application - one per run of back-to-back
+ *    units on a stream ("completion markers" below);
  *  - synchronizing calls (stream/event/device synchronize, blocking memcpy)
  *    set the calling thread's "blocked" slot in PRE and clear it in POST;
  *  - ncclGetUniqueId POST hands the id to the process side, which hosts a
@@ -242,6 +243,9 @@ typedef struct tslot {
   uint64_t init_hash;              /* id hash registered at an init's PRE */
   int32_t init_rank;
   int posted;                      /* this thread posted communication */
+  int ndfr;                        /* completion markers deferred (below) */
+  uint32_t run;                    /* the last marker run started */
+  struct dfr { uint64_t stream; int device; uint32_t run, gen; } dfr[8];
   int blocked;                     /* a blocking call is published */
   int polling;                     /* a polling episode is published */
   uint32_t poll_last_seq;          /* seq of the episode's last call */
@@ -445,6 +449,7 @@ static uint64_t comm_id(const a2a_comm *c) {
 /* ---- events -> records -------------------------------------------- */
 
 static _Atomic int g_active = 1;
+static void flush_markers(uint32_t thread);
 
 int xr_active(void) { return atomic_load(&g_active); }
 
@@ -455,6 +460,7 @@ int xr_active(void) { return atomic_load(&g_active); }
 static int init(void) {
   int on = !(a2a_opt && a2a_opt->disable);
   atomic_store(&g_active, on && a2a_checks_any_owned(A2A_OWN_XRANK));
+  a2a_set_flush_hook(flush_markers);
   return 0;
 }
 
@@ -498,7 +504,119 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
   return found && !drop;
 }
 
+/* ---- completion markers ---------------------------------------------- */
+/* A unit is known complete when an event recorded after it on its stream
+ * is. Recording one per unit costs a real cudaEventRecord per operation
+ * (the largest part of an NCCL call's cost), yet between two units of a
+ * stream that the thread posts back to back - nothing but NCCL
+ * communication calls between them (A2A_NOFLUSH_KINDS) - nothing else runs
+ * on that stream, so one marker after the last unit of such a run tells
+ * when the run is complete:
+ *  - a unit on an explicit stream is closed "deferred" (UNIT_END with
+ *    u.unit.deferred) into the thread's run for that stream (one run per
+ *    stream, at most 8 streams; a ninth records the oldest run's marker);
+ *  - at the PRE of the thread's next call of any other kind (the
+ *    dispatcher's flush hook: a synchronization, a query, a launch, an
+ *    event record, a set-device, a stream destroy ...), before anything is
+ *    enqueued behind the run, the thread records one marker per run and
+ *    sends it as UNIT_MARK: the marker sits exactly where per-unit events
+ *    would have sat after the run's last unit;
+ *  - a thread that goes on with host code only (a checkpoint, a store
+ *    barrier) leaves its runs unmarked: the background thread, which never
+ *    records into the application's streams, asks cudaStreamQuery after
+ *    XR_MARK_RESCUE_NS whether the stream is idle (xr_deferred_query).
+ * What a run loses: the run's units complete together in the model, so a
+ * unit that completed but whose run did not is still reported pending.
+ * The wait-for graph completes such a unit anyway when its peers posted
+ * their counterparts (its requirements hold), so a deadlock proof still
+ * names the unit that really blocks; a hang dump may list the completed
+ * ones of the run before it.
+ * Not deferred (recorded at once, as before): units on the legacy or
+ * per-thread default stream (the handle means the calling thread's stream,
+ * which the background thread cannot name), units while any stream capture
+ * is active (a marker recorded into a capture would join the graph), a
+ * thread past A2A_ACTIVITY_THREADS. */
+static _Atomic uint32_t g_defer_gen; /* bumped at every stream destroy and capture begin */
+static _Atomic int g_capturing;      /* captures begun, not yet ended */
+static _Atomic int g_querying;       /* the background thread is in xr_deferred_query */
+
+static void mark_run(uint32_t thread, const struct dfr *d) {
+  void *ev = NULL;
+  /* A capture began since (another thread's: ours flushed at its PRE):
+   * the marker would join it. The run is closed untracked instead. */
+  if (!atomic_load(&g_capturing)) {
+    ev = event_get(d->device);
+    if (ev && a2a_hostsvc->event_record(ev, (void *)(uintptr_t)d->stream) != 0) {
+      xr_event_release(ev, d->device);
+      ev = NULL;
+    }
+  }
+  xr_rec r = {.type = XR_REC_UNIT_MARK, .thread = thread, .stream = d->stream, .event = ev,
+              .device = (int16_t)(d->device < 0 ? 0 : d->device)};
+  r.u.unit.run = d->run;
+  push(&r);
+}
+
+/* The dispatcher's flush hook (a2a_set_flush_hook), on the thread itself. */
+static void flush_markers(uint32_t thread) {
+  tslot *t = slot(thread);
+  if (!t) return;
+  for (int i = 0; i < t->ndfr; i++) mark_run(thread, &t->dfr[i]);
+  t->ndfr = 0;
+}
+
+/* Stream destroy and capture begin (PRE, any thread): no background query
+ * of a deferred run from now on (the handle may dangle, the query would
+ * invalidate the capture), and none in progress when the call goes on. */
+static void defer_fence(void) {
+  atomic_fetch_add(&g_defer_gen, 1);
+  while (atomic_load(&g_querying)) sched_yield();
+}
+
+int xr_deferred_query(uint64_t stream, uint32_t gen) {
+  if (stream == 0 || stream == 2) return -1;
+  /* Dekker with defer_fence (sequentially consistent on both sides):
+   * either this sees the new generation, or the fence waits for this. */
+  atomic_store(&g_querying, 1);
+  int st = -1;
+  if (atomic_load(&g_defer_gen) == gen && atomic_load(&g_capturing) == 0)
+    st = a2a_hostsvc->stream_query((void *)(uintptr_t)stream);
+  atomic_store(&g_querying, 0);
+  return st;
+}
+
+/* Close a unit into the thread's run for its stream; false when it must
+ * get its own event now. */
+static bool defer_unit(uint32_t thread, uint64_t stream, int device) {
+  tslot *t = slot(thread);
+  if (!t || stream == 0 || stream == 2 || atomic_load_explicit(&g_capturing, memory_order_relaxed))
+    return false;
+  struct dfr *d = NULL;
+  for (int i = 0; i < t->ndfr && !d; i++)
+    if (t->dfr[i].stream == stream && t->dfr[i].device == device) d = &t->dfr[i];
+  if (!d) {
+    if (t->ndfr == (int)(sizeof t->dfr / sizeof t->dfr[0])) {
+      mark_run(thread, &t->dfr[0]);
+      memmove(&t->dfr[0], &t->dfr[1], (size_t)(t->ndfr - 1) * sizeof t->dfr[0]);
+      t->ndfr--;
+    }
+    if (!a2a_thread_want_flush(thread)) return false;
+    if (++t->run == 0) t->run = 1; /* 0: no run */
+    d = &t->dfr[t->ndfr++];
+    *d = (struct dfr){.stream = stream, .device = device, .run = t->run,
+                      .gen = atomic_load_explicit(&g_defer_gen, memory_order_relaxed)};
+  }
+  xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream,
+              .device = (int16_t)(device < 0 ? 0 : device)};
+  r.u.unit.run = d->run;
+  r.u.unit.gen = d->gen;
+  r.u.unit.deferred = 1;
+  push(&r);
+  return true;
+}
+
 static void close_unit(uint32_t thread, uint64_t stream, void *rawstream, int device) {
+  if (defer_unit(thread, stream, device)) return;
   void *ev = event_get(device);
   if (ev && a2a_hostsvc->event_record(ev, rawstream) != 0) {
     /* Not recordable here (another device's stream): untracked. */
@@ -774,7 +892,26 @@ static void on_event(const a2a_event *ev) {
     if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
     return;
   case A2A_EV_PROCESS_EXIT:
+    flush_markers(ev->thread);
     if (g_port->process_exit) g_port->process_exit();
+    return;
+  case A2A_EV_STREAM_DESTROY:
+    defer_fence();
+    return;
+  case A2A_EV_GRAPH_CAPTURE_BEGIN:
+    if (ev->phase == A2A_PRE) {
+      atomic_fetch_add(&g_capturing, 1);
+      defer_fence();
+    } else if (ev->result != 0) {
+      atomic_fetch_sub(&g_capturing, 1); /* no capture began */
+    }
+    return;
+  case A2A_EV_GRAPH_CAPTURE_END:
+    /* Ended: success, or invalidated (cudaErrorStreamCaptureInvalidated,
+     * 901). Any other failure ended nothing (a miscount upwards only keeps
+     * markers immediate). */
+    if ((ev->result == 0 || ev->result == 901) && atomic_load(&g_capturing) > 0)
+      atomic_fetch_sub(&g_capturing, 1);
     return;
   default:
     return;
@@ -800,6 +937,8 @@ static void after_fork_child(void) {
   }
   atomic_store(&g_drops, 0);
   atomic_store(&g_thread_requested, 0);
+  atomic_store(&g_capturing, 0); /* other threads' captures are gone */
+  atomic_store(&g_querying, 0);
   if (g_port->after_fork_child) g_port->after_fork_child();
 }
 
@@ -811,13 +950,15 @@ const a2a_analyzer a2a_analyzer_xrank = {
     .name = "xrank",
     .owner = A2A_OWN_XRANK,
     .wants_activity = true, /* polling waits: a2a_thread_last_other_seq */
-    .pre = A2A_KIND_BIT(A2A_EV_COMM_INIT) | XR_SYNC_KINDS,
+    .pre = A2A_KIND_BIT(A2A_EV_COMM_INIT) | XR_SYNC_KINDS | A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) |
+           A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN),
     .post = A2A_KIND_BIT(A2A_EV_GET_UNIQUE_ID) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
             A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
             A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) | XR_SYNC_KINDS |
             A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY) |
             A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |
-            A2A_KIND_BIT(A2A_EV_SET_DEVICE) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT),
+            A2A_KIND_BIT(A2A_EV_SET_DEVICE) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |
+            A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END),
     .init = init,
     .on_event = on_event,
     .fini = NULL,

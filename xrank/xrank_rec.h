@@ -49,15 +49,22 @@ typedef struct xr_idrec {
 _Static_assert(sizeof(xr_idrec) == XR_IDREC_BYTES, "xr_idrec fills the id's tail");
 
 /* COMMBIND: a communicator registered at its init's PRE (comm NULL then)
- * got its registry record at POST. */
-enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND, XR_REC_COMMBIND };
+ * got its registry record at POST.
+ * Completion markers (xrank.c, "completion markers"): a UNIT_END with
+ * u.unit.deferred set closes its units without an event yet: the thread
+ * records one marker after a run of back-to-back operations on a stream,
+ * before its next call that is not NCCL communication, and sends it as a
+ * UNIT_MARK for the run (thread, stream, u.unit.run); event NULL there
+ * means the marker could not be recorded (the run's units are untracked). */
+enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND, XR_REC_COMMBIND,
+       XR_REC_UNIT_MARK };
 
 typedef struct xr_rec {
   uint8_t type;
   uint8_t has_idrec;     /* COMMREG: 1 idrec is valid; 2 a process-local
                             (ncclCommInitAll) comm: this process's own
                             coordinator matches it */
-  int16_t device;        /* UNIT_END: the device of the event's pool */
+  int16_t device;        /* UNIT_END/MARK: the device of the event's pool */
   uint32_t thread;       /* shim thread index */
   uint64_t stream;       /* normalized stream id (see xr_stream_id) */
   void *event;           /* UNIT_END: completion event, or NULL (untracked) */
@@ -67,6 +74,8 @@ typedef struct xr_rec {
     struct { xr_commreg reg; xr_idrec idrec; } reg;
     struct { uint64_t comm; int32_t how, rank; uint32_t wait; } end; /* wait:
                            COMMEND, the end-of-comm wait slot or 0 */
+    struct { uint32_t run, gen; uint8_t deferred; } unit; /* UNIT_END/MARK:
+                           the marker run; gen: xr_deferred_query's */
   } u;
 } xr_rec;
 
@@ -89,6 +98,13 @@ size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns);
 void xr_event_release(void *ev, int device);
 /* Whether cross-rank checking runs in this process (not disabled). */
 int xr_active(void);
+/* Whether every operation enqueued so far on stream (an xr_stream_id of an
+ * explicit stream) is complete: 0 yes, 1 no, -1 cannot tell now. For units
+ * whose marker their thread has not recorded yet (it went on with host
+ * code). gen is the run's u.unit.gen: the query is made only if no stream
+ * was destroyed and no capture began since (the handle might be dangling,
+ * or the query would invalidate the capture), and none is active. */
+int xr_deferred_query(uint64_t stream, uint32_t gen);
 
 /* ---- the port to the process side (xr_chan.c provides xr_process_port) -- */
 typedef struct xr_port {

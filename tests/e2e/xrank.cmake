@@ -108,6 +108,18 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_xrank_test(burst_tiny_queue 120 "burst 20000" --env A2ACHECK_XRANK_QUEUE=1024 --status 66
     --expect "size.collective-mismatch@1" --contains "size.collective-mismatch=collective #20001"
     --expect "group.deadlock@0" --forbid a2acheck.no-coordinator)
+  # Back-to-back operations, then 4 s of host code before synchronizing: the
+  # completion markers of the runs are never recorded by the ranks' threads
+  # before the host phase; the background thread finds the streams idle, so
+  # a stall warning (1 s) and a hang timeout (3 s) shorter than the phase
+  # report nothing. bad: rank 1's last AllReduce differs; its run stays
+  # pending through the phase, and the mismatch and the deadlock are found.
+  a2a_xrank_test(host_phase 60 "host_phase" --env A2ACHECK_STALL_WARNING=1
+    --env A2ACHECK_HANG_TIMEOUT=3 --status 0
+    --forbid group.stall --forbid group.hang --forbid group.deadlock)
+  a2a_xrank_test(host_phase_bad 60 "host_phase bad" --env A2ACHECK_STALL_WARNING=1
+    --status 66 --expect "size.collective-mismatch@1" --expect "group.stall@1"
+    --expect "group.deadlock@1")
   # Every rank in ncclAlltoAll, one count differs: the collective-level message.
   a2a_xrank_test(a2a_count 60 "a2a_count" --status 0,66
     --expect "size.collective-mismatch@2"

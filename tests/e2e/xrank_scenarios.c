@@ -52,6 +52,9 @@
  *   coll_dtype     AllReduce of 4 KiB: float32 on ranks 0-1, float16 on 2-3.
  *   host_stuck     rank 3 skips an AllReduce; every rank then sleeps 25 s in
  *                  host code (no CUDA wait: no proof possible).
+ *   host_phase [bad] 4 ranks: back-to-back all-to-alls and AllReduces, then
+ *                  4 s of host code, then a synchronization (bad: rank 1's
+ *                  last AllReduce passes another count).
  *   burst STEPS    2 ranks, STEPS back-to-back AllReduces (no host
  *                  synchronization between them), then one with another
  *                  count on rank 1: cross-rank checking must still be
@@ -253,6 +256,35 @@ static int run_burst(ctx *c) {
   CK_NCCL(ncclAllReduce(buf, buf, c->rank == 1 ? 200 : 256, ncclFloat, ncclSum, c->comm, c->s));
   CK_CUDA(cudaStreamSynchronize(c->s));
   printf("rank %d: %d allreduces done\n", c->rank, c->steps + 1);
+  return 0;
+}
+
+/* host_phase [bad]: runs of back-to-back operations (grouped all-to-alls
+ * and AllReduces, no other CUDA call between them), then 4 s of host code
+ * with no CUDA call at all (a checkpoint write, a store barrier), then a
+ * synchronization. The runs' completion markers are never recorded by the
+ * threads before the host phase (xrank.c, "completion markers"): the
+ * background thread must find the streams idle on its own, or
+ * A2ACHECK_STALL_WARNING / A2ACHECK_HANG_TIMEOUT shorter than the phase
+ * would report the completed operations as stuck. bad: rank 1's last
+ * AllReduce passes another count (it hangs, as with NCCL): its run must
+ * stay pending through the host phase (the mismatch and the deadlock once
+ * the ranks synchronize). */
+static int run_host_phase(ctx *c) {
+  float *send, *recv, *grad;
+  CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
+  CK_CUDA(cudaMalloc((void **)&grad, 256 * sizeof(float)));
+  for (int step = 0; step < 20; step++) {
+    alltoall(c, send, recv, cnt_equal, step, -1, 0);
+    CK_NCCL(ncclAllReduce(grad, grad, 256, ncclFloat, ncclSum, c->comm, c->s));
+  }
+  int bad = c->variant && !strcmp(c->variant, "bad") && c->rank == 1;
+  CK_NCCL(ncclAllReduce(grad, grad, bad ? 200 : 256, ncclFloat, ncclSum, c->comm, c->s));
+  struct timespec ts = {4, 0};
+  while (nanosleep(&ts, &ts) != 0) {}
+  CK_CUDA(cudaStreamSynchronize(c->s));
+  printf("rank %d: host phase done\n", c->rank);
   return 0;
 }
 
@@ -578,6 +610,7 @@ static int rank_main(ctx *c) {
   else if (!strcmp(s, "loop")) st = run_loop(c);
   else if (!strcmp(s, "rank0_exit")) st = run_rank0_exit(c);
   else if (!strcmp(s, "burst")) st = run_burst(c);
+  else if (!strcmp(s, "host_phase")) st = run_host_phase(c);
   else st = run_moe(c);
   CK_NCCL(ncclCommDestroy(c->comm));
   CK_CUDA(cudaStreamDestroy(c->s));
@@ -664,6 +697,7 @@ int main(int argc, char **argv) {
   xh_limits();
   ctx c = {.scenario = argv[1], .steps = 1000, .progress_fd = -1, .idpipe = {-1, -1},
            .gone = {-1, -1}};
+  if (!strcmp(c.scenario, "host_phase") && argc > 2) c.variant = argv[2];
   if (!strcmp(c.scenario, "rank0_exit")) {
     setenv("XRANK_RANK0_ID", "1", 1);
     if (pipe(c.gone) != 0) return 1;

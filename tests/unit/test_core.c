@@ -104,6 +104,59 @@ START_TEST(dispatch_follows_subscriptions_and_owned_checks) {
 }
 END_TEST
 
+/* Deferred per-thread work (a2a_set_flush_hook): the hook runs on the
+ * thread's next call of a flushing kind, before any analyzer sees it, and
+ * not for NCCL communication, group or query calls; only with an analyzer
+ * that wants every call's activity. */
+static int g_flushes, g_flush_seen_by_analyzer;
+static uint32_t g_flush_thread;
+static void count_flush(uint32_t thread) {
+  g_flushes++;
+  g_flush_thread = thread;
+}
+static void fc_event(const a2a_event *ev) {
+  (void)ev;
+  g_flush_seen_by_analyzer = g_flushes;
+}
+static const a2a_analyzer fake_c = {.name = "fake_c", .wants_activity = true,
+                                    .pre = A2A_KIND_BIT(A2A_EV_LAUNCH), .on_event = fc_event};
+START_TEST(flush_hook_runs_before_the_next_other_call) {
+  static const a2a_analyzer *const list[] = {&fake_c};
+  a2a_core_set_analyzers_for_tests(list, 1);
+  collector_reinit();
+  g_flushes = g_flush_seen_by_analyzer = 0;
+  a2a_set_flush_hook(count_flush);
+  ck_assert(a2a_thread_want_flush(1));
+  static const a2a_kind quiet[] = {A2A_EV_COLL, A2A_EV_P2P, A2A_EV_GROUP_START,
+                                   A2A_EV_GROUP_END, A2A_EV_ERROR_QUERY, A2A_EV_COMM_QUERY};
+  for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+    a2a_event q = ev_make(quiet[i]);
+    ev_dispatch(&q, 0);
+  }
+  ck_assert_int_eq(g_flushes, 0);
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  ev_dispatch(&l, 0);
+  ck_assert_int_eq(g_flushes, 1);
+  ck_assert_uint_eq(g_flush_thread, 1);
+  ck_assert_int_eq(g_flush_seen_by_analyzer, 1); /* the hook ran first */
+  a2a_event sync = ev_make(A2A_EV_STREAM_SYNC);
+  ev_dispatch(&sync, 0);
+  ck_assert_int_eq(g_flushes, 1); /* once per request */
+  ck_assert(a2a_thread_want_flush(1));
+  a2a_event sd = ev_make(A2A_EV_SET_DEVICE);
+  ev_dispatch(&sd, 0);
+  ck_assert_int_eq(g_flushes, 2);
+  ck_assert(!a2a_thread_want_flush(A2A_ACTIVITY_THREADS)); /* no slot: do it now */
+  /* No analyzer wants activity: nothing can be deferred. */
+  a2a_core_set_analyzers_for_tests(list + 1, 0);
+  collector_reinit();
+  ck_assert(!a2a_thread_want_flush(1));
+  a2a_set_flush_hook(NULL);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 START_TEST(event_result_facts) {
   a2a_event e = ev_make(A2A_EV_COMM_INIT);
   a2a_event_set_result(&e, A2A_NCCL_IN_PROGRESS);
@@ -316,6 +369,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, every_listed_analyzer_is_linked);
   tcase_add_test(tc, dispatch_follows_subscriptions_and_owned_checks);
+  tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
   tcase_add_test(tc, event_result_facts);
   tcase_add_test(tc, comm_registry_identity);
   tcase_add_test(tc, split_identity_follows_sequence_and_color);
