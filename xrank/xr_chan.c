@@ -1048,6 +1048,15 @@ static int poll_units(void) {
 
 /* ---- progress reports -------------------------------------------- */
 
+/* A later unit of u's stream shares its completion marker (the runs of
+ * xrank.c's completion markers and a group's units are consecutive in the
+ * stream's queue): u may be complete although its marker is not. */
+static int shares_marker(const cunit *u) {
+  const cunit *n = u->snext;
+  if (!n || !n->closed) return 0;
+  return (u->await_run && n->await_run == u->await_run) || (u->event && n->event == u->event);
+}
+
 static void send_state(uint64_t now, int exiting) {
   static xr_commstate comms[256];
   static xr_unitstate units[2048];
@@ -1078,7 +1087,9 @@ static void send_state(uint64_t now, int exiting) {
                                         .peer_off = st.npeers, .npeers = u->npeers,
                                         .kind = u->kind, .coll = u->coll, .dtype = u->dtype,
                                         .rank = u->cc->rank,
-                                        .flags = u->closed ? 0u : (uint32_t)XR_UNIT_OPEN};
+                                        .flags = !u->closed ? (uint32_t)XR_UNIT_OPEN
+                                                 : shares_marker(u) ? (uint32_t)XR_UNIT_MAYBE_DONE
+                                                                    : 0u};
     if (u->npeers) memcpy(&peers[st.npeers], u->peers, u->npeers * sizeof *peers);
     st.npeers += u->npeers;
   }

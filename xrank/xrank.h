@@ -163,8 +163,13 @@ typedef struct xr_unitstate {
 
 /* Unit flags. OPEN: posted inside a group whose ncclGroupEnd has not been
  * called yet: nothing is launched; it starts only if its process may still
- * end the group. */
-enum { XR_UNIT_OPEN = 1 };
+ * end the group. MAYBE_DONE: a later unit of its stream shares its
+ * completion marker (a run of back-to-back units, xrank.c "completion
+ * markers"; the units of one group): it is reported incomplete because the
+ * marker is, and may have completed. A known argument mismatch on its comm
+ * does not keep it from completing in the wait-for graph, and a hang dump
+ * does not name it while its counterparts are all posted. */
+enum { XR_UNIT_OPEN = 1, XR_UNIT_MAYBE_DONE = 2 };
 _Static_assert(sizeof(xr_unitstate) == 64, "xr_unitstate is a wire record");
 
 /* Host-side blocking call on which a thread waits. */

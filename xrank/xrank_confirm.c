@@ -482,9 +482,23 @@ static void pending_story(sbuf *s, const xr_procstate *ps, size_t n, const xr_co
     int nawaited = 0, lines = 0;
     for (size_t p = 0; p < n; p++) {
       if (!ps[p].alive) continue;
-      const xr_unitstate *U = NULL;
-      for (uint32_t j = 0; j < ps[p].nunits && !U; j++)
-        if (ps[p].units[j].comm == comm) U = &ps[p].units[j];
+      /* The oldest unit on comm, passing units that may be complete
+       * (MAYBE_DONE: reported for a shared marker) whose counterparts are
+       * all posted: the one after them is where the rank waits. */
+      const xr_unitstate *U = NULL, *first = NULL;
+      for (uint32_t j = 0; j < ps[p].nunits && !U; j++) {
+        const xr_unitstate *V = &ps[p].units[j];
+        if (V->comm != comm) continue;
+        if (!first) first = V;
+        int waits = !(V->flags & XR_UNIT_MAYBE_DONE);
+        for (int32_t q = 0; q < nranks && !waits; q++) {
+          char what;
+          uint32_t idx;
+          waits = q != V->rank && awaits(ps, n, p, V, q, &what, &idx);
+        }
+        if (waits) U = V;
+      }
+      if (!U) U = first;
       if (!U) continue;
       if (++lines > 12) continue;
       sb(s, "\n    rank %d (", U->rank);

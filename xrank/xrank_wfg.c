@@ -182,8 +182,12 @@ static int build(graph *g) {
        * complete even with every counterpart started (NCCL hangs on
        * them): with a known mismatch on its comm a unit completes only in
        * reality, never in the model. The caller's stability check keeps
-       * a unit that does complete from being reported. */
-      g->suspect[u] = g->opts && g->opts->mismatch && g->opts->mismatch(g->opts->ctx, U->comm);
+       * a unit that does complete from being reported. Not a unit that
+       * shares its completion marker with a later one (MAYBE_DONE): it is
+       * reported pending for the marker's sake, and the later unit, which
+       * is certainly incomplete, carries the suspicion. */
+      g->suspect[u] = g->opts && g->opts->mismatch && !(U->flags & XR_UNIT_MAYBE_DONE) &&
+                      g->opts->mismatch(g->opts->ctx, U->comm);
       const xr_commstate *cs = comm_of(P, U->comm, U->rank);
       g->myrank[u] = cs ? cs->rank : -1;
       if (!cs) continue;

@@ -113,13 +113,18 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   # before the host phase; the background thread finds the streams idle, so
   # a stall warning (1 s) and a hang timeout (3 s) shorter than the phase
   # report nothing. bad: rank 1's last AllReduce differs; its run stays
-  # pending through the phase, and the mismatch and the deadlock are found.
+  # pending through the phase, and the mismatch and the deadlock are found,
+  # both stories naming the collective that hangs (#21), not the first of
+  # the run that shares its marker.
   a2a_xrank_test(host_phase 60 "host_phase" --env A2ACHECK_STALL_WARNING=1
     --env A2ACHECK_HANG_TIMEOUT=3 --status 0
     --forbid group.stall --forbid group.hang --forbid group.deadlock)
   a2a_xrank_test(host_phase_bad 60 "host_phase bad" --env A2ACHECK_STALL_WARNING=1
     --status 66 --expect "size.collective-mismatch@1" --expect "group.stall@1"
-    --expect "group.deadlock@1")
+    --expect "group.deadlock@1"
+    --contains "group.stall=rank 1 (global rank 1, pid"
+    --contains "group.stall=waits in collective #21 ncclAllReduce(count 200"
+    --contains "group.deadlock=collective #21 ncclAllReduce(count 200, float32) at")
   # Every rank in ncclAlltoAll, one count differs: the collective-level message.
   a2a_xrank_test(a2a_count 60 "a2a_count" --status 0,66
     --expect "size.collective-mismatch@2"

@@ -235,6 +235,35 @@ START_TEST(known_mismatch_makes_suspect) {
 }
 END_TEST
 
+/* A run of back-to-back collectives shares one completion marker: rank 0
+ * reports collectives #1 and #2 pending (#1 MAYBE_DONE: only the marker is),
+ * rank 1 finished #1. With a known mismatch on the comm, #1 still completes
+ * in the graph (every counterpart posted) and the story names #2, the one
+ * that hangs; without the flag the suspicion would stop at #1. */
+START_TEST(maybe_done_unit_is_not_suspect) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 70 + r);
+    pb_comm(&b[r], 0x99, r, 2, 2);
+  }
+  pb_coll(&b[0], 0x99, 1, 0)->flags = XR_UNIT_MAYBE_DONE;
+  pb_coll(&b[0], 0x99, 1, 1);
+  pb_coll(&b[1], 0x99, 1, 1);
+  for (int r = 0; r < 2; r++) pb_block(&b[r], 1, 3000);
+  xr_procstate ps[2] = {b[0].st, b[1].st};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = 0, .mismatch = mm_cb};
+  xr_wfg_result res;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_ptr_nonnull(strstr(story, "collective #2"));
+  ck_assert_ptr_null(strstr(story, "collective #1 "));
+  /* The same state without the flag: #1 is suspect and named. */
+  b[0].units[0].flags = 0;
+  ps[0] = b[0].st;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_ptr_nonnull(strstr(story, "collective #1 "));
+}
+END_TEST
+
 /* One process holding two ranks of one comm (a thread per rank): units
  * are matched by their own rank. */
 START_TEST(two_ranks_in_one_process) {
@@ -314,6 +343,7 @@ static Suite *suite(void) {
   tcase_add_test(t, thread_targets);
   tcase_add_test(t, split_skipped_deadlock);
   tcase_add_test(t, known_mismatch_makes_suspect);
+  tcase_add_test(t, maybe_done_unit_is_not_suspect);
   tcase_add_test(t, two_ranks_in_one_process);
   tcase_add_test(t, init_wait_with_known_mismatch);
   tcase_add_test(t, open_group_never_launched);
