@@ -14,9 +14,9 @@
  *     compute stream waits `done`; the host synchronizes once per step.
  *
  * moe_step() is kept out of line so that callgrind --toggle-collect=moe_step
- * counts exactly the application threads' instructions for the steps (the
- * simulator's work on those threads included; the run without the shim
- * subtracts it). Rank 0 prints one JSON line with the wall time per step of
+ * counts exactly the application threads' instructions for the measured
+ * steps, after WARMUP steps run by moe_warmup() (the simulator's work on
+ * those threads included; the run without the shim subtracts it). Rank 0 prints one JSON line with the wall time per step of
  * the timed steps (after WARMUP untimed ones).
  *
  * Usage: bench_moe [STEPS [NRANKS [LAUNCHES]]] (defaults 20, 8, 200). */
@@ -56,7 +56,7 @@ static void a2a(const rank_state *st, int combine) {
   E2E_NCCL(ncclGroupEnd());
 }
 
-__attribute__((noinline, noclone)) void moe_step(rank_state *st, int steps) {
+static inline __attribute__((always_inline)) void steps_body(rank_state *st, int steps) {
   for (int s = 0; s < steps; s++) {
     for (int i = 0; i < st->launches / 2; i++) e2e_add(st->sc, st->act, st->act, 64, 1.0f);
     E2E_CUDA(cudaEventRecord(st->routed, st->sc));
@@ -75,6 +75,16 @@ __attribute__((noinline, noclone)) void moe_step(rank_state *st, int steps) {
   }
   __asm__ volatile("" ::: "memory");
 }
+
+/* The warm-up and the measured steps run the same body from two functions:
+ * callgrind --toggle-collect=moe_step counts only the measured ones. The
+ * warm-up takes what a process pays once (the shim resolving each real
+ * function on its first call, the first unwind of each call site, kernel
+ * parameter layouts): "fixed cost per process" is its own figure, and
+ * counting it here made the per-step ratio depend on how many steps were
+ * measured. */
+__attribute__((noinline, noclone)) void moe_warmup(rank_state *st, int steps) { steps_body(st, steps); }
+__attribute__((noinline, noclone)) void moe_step(rank_state *st, int steps) { steps_body(st, steps); }
 
 static double now_s(void) {
   struct timespec ts;
@@ -102,9 +112,7 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   st.send = e2e_dalloc(ns * sizeof(float));
   st.recv = e2e_dalloc((nr > 64 ? nr : 64) * sizeof(float));
   st.grad = e2e_dalloc(4096 * sizeof(float));
-  /* callgrind counts the warm-up steps too (moe_step both times): the
-   * figure is a with/without ratio, so they weigh the same on both sides. */
-  moe_step(&st, WARMUP);
+  moe_warmup(&st, WARMUP);
   double t0 = now_s();
   moe_step(&st, c->steps);
   double t1 = now_s();
