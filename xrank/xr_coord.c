@@ -667,6 +667,24 @@ static void cflush_check(uint64_t now) {
   }
 }
 
+/* Answer the FLUSH requests that are settled: nothing of the process is
+ * waiting for a counterpart any more (every verdict about it was queued
+ * before this answer), or the request is older than a client waits. Runs
+ * after every batch of input (an exiting process waits for the answer:
+ * at the next tick it came up to 100 ms late, the whole of a clean
+ * process's exit time) and on the tick. */
+static void flush_check(uint64_t now) {
+  for (int i = 0; i < K.nc; i++) {
+    sconn *s = &K.c[i];
+    if (!s->open || !s->flush_pending) continue;
+    if (xr_matcher_pending(K.m, i) == 0 || now - s->flush_since > 2500000000ull) {
+      xr_flush f = {.token = 1};
+      send_to(i, XR_MSG_FLUSHED, &f, sizeof f);
+      s->flush_pending = 0;
+    }
+  }
+}
+
 /* Input of authenticated connection i: sealed frames only. */
 static void conn_input(int i, uint64_t now) {
   sconn *s = &K.c[i];
@@ -714,6 +732,7 @@ void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now) {
   pre_expire(now);
   /* Input may have settled a waiting rank (its peers' records arrived). */
   cflush_check(now);
+  flush_check(now);
   for (int i = 0; i < K.nc; i++) conn_write(i);
 }
 
@@ -778,15 +797,10 @@ void xr_coord_tick(uint64_t now) {
   if (atomic_load(&K.lfd) < 0) return;
   pre_expire(now);
   cflush_check(now);
+  flush_check(now);
   for (int i = 0; i < K.nc; i++) {
     sconn *s = &K.c[i];
     if (!s->open) continue;
-    if (s->flush_pending &&
-        (xr_matcher_pending(K.m, i) == 0 || now - s->flush_since > 2500000000ull)) {
-      xr_flush f = {.token = 1};
-      send_to(i, XR_MSG_FLUSHED, &f, sizeof f);
-      s->flush_pending = 0;
-    }
     /* Something unacknowledged on every connection, so a dead path times
      * out (TCP_USER_TIMEOUT) even while the coordinator has nothing to say. */
     if (s->open && now - s->last_tx >= XR_PING_NS) {

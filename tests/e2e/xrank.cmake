@@ -99,11 +99,14 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   # attached, and the last collective's mismatch and the hang it causes are
   # found. Before: the queue overflowed after ~12,000 (the process
   # detached), and a burst of small frames made the coordinator drop the
-  # connection (a full input buffer was taken for an oversized frame).
+  # connection (a full input buffer was taken for an oversized frame). The
+  # 100,001 units share one completion marker: a progress report keeps the
+  # run's first and last units, and the story names the last, #100001.
   a2a_xrank_test(burst_100k 150 "burst 100000" --status 66
     --expect "size.collective-mismatch@0" --expect "size.collective-mismatch@1"
     --contains "size.collective-mismatch=collective #100001"
-    --expect "group.deadlock@0" --expect "group.deadlock@1" --forbid a2acheck.no-coordinator)
+    --expect "group.deadlock@0" --expect "group.deadlock@1" --forbid a2acheck.no-coordinator
+    --contains "group.deadlock=rank 0: collective #100001 ncclAllReduce(count 256")
   # The same with the smallest queue (1,024 records): backpressure, no drop.
   a2a_xrank_test(burst_tiny_queue 120 "burst 20000" --env A2ACHECK_XRANK_QUEUE=1024 --status 66
     --expect "size.collective-mismatch@1" --contains "size.collective-mismatch=collective #20001"
