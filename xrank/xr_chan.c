@@ -1004,7 +1004,7 @@ static int drain(int max) {
  * pending too; once it has waited XR_MARK_RESCUE_NS (its thread went on
  * with host code), an idle stream (xr_deferred_query) completes it and
  * every unit behind it: they were all drained, so enqueued, before the
- * query. */
+ * query. A destroyed stream's awaiting units are retired untracked. */
 #define XR_MARK_RESCUE_NS 20000000ull
 static int poll_units(void) {
   int changed = 0;
@@ -1020,9 +1020,12 @@ static int poll_units(void) {
         done = 1;
       } else if (u->await_run) {
         if (!now) now = xr_now_ns();
-        done = now - u->await_since > XR_MARK_RESCUE_NS &&
-               xr_deferred_query(q->stream, u->await_gen) == 0;
-        idle = done;
+        int st = now - u->await_since > XR_MARK_RESCUE_NS ? xr_deferred_query(q->stream, u->await_gen)
+                                                          : -1;
+        /* Idle: it and everything behind it are complete. Destroyed:
+         * untracked from now on, like a unit whose event failed. */
+        done = st == 0 || st == -2;
+        idle = st == 0;
       } else if (u->event) {
         if (u->event != last_ev) {
           last_ev = u->event;

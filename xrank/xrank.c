@@ -524,7 +524,9 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
  *  - a thread that goes on with host code only (a checkpoint, a store
  *    barrier) leaves its runs unmarked: the background thread, which never
  *    records into the application's streams, asks cudaStreamQuery after
- *    XR_MARK_RESCUE_NS whether the stream is idle (xr_deferred_query).
+ *    XR_MARK_RESCUE_NS whether the stream is idle (xr_deferred_query); a
+ *    run whose stream was destroyed since is closed untracked (the handle
+ *    may dangle: nothing can be asked about it any more).
  * What a run loses: the run's units complete together in the model, so a
  * unit that completed but whose run did not is still reported pending.
  * The wait-for graph completes such a unit anyway when its peers posted
@@ -536,7 +538,16 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
  * which the background thread cannot name), units while any stream capture
  * is active (a marker recorded into a capture would join the graph), a
  * thread past A2A_ACTIVITY_THREADS. */
-static _Atomic uint32_t g_defer_gen; /* bumped at every stream destroy and capture begin */
+/* The background thread queries a stream only when it cannot be dangling
+ * or captured: every stream destroy (PRE, any thread) writes the handle
+ * into a ring of the last 256 and bumps g_destroy_gen; a run remembers the
+ * generation it began at; and neither a destroy nor a capture begin goes
+ * on while a query runs (a Dekker pair: sequentially consistent on both
+ * sides, either the query sees the destroy or capture, or the call waits
+ * for the query). */
+#define DESTROY_RING 256
+static _Atomic uint32_t g_destroy_gen;
+static _Atomic uint64_t g_destroyed[DESTROY_RING];
 static _Atomic int g_capturing;      /* captures begun, not yet ended */
 static _Atomic int g_querying;       /* the background thread is in xr_deferred_query */
 
@@ -565,22 +576,29 @@ static void flush_markers(uint32_t thread) {
   t->ndfr = 0;
 }
 
-/* Stream destroy and capture begin (PRE, any thread): no background query
- * of a deferred run from now on (the handle may dangle, the query would
- * invalidate the capture), and none in progress when the call goes on. */
-static void defer_fence(void) {
-  atomic_fetch_add(&g_defer_gen, 1);
+static void wait_no_query(void) {
   while (atomic_load(&g_querying)) sched_yield();
+}
+
+/* PRE of a stream destroy (any thread). */
+static void destroy_fence(uint64_t stream) {
+  uint32_t g = atomic_load(&g_destroy_gen);
+  atomic_store(&g_destroyed[g % DESTROY_RING], stream);
+  atomic_fetch_add(&g_destroy_gen, 1);
+  wait_no_query();
 }
 
 int xr_deferred_query(uint64_t stream, uint32_t gen) {
   if (stream == 0 || stream == 2) return -1;
-  /* Dekker with defer_fence (sequentially consistent on both sides):
-   * either this sees the new generation, or the fence waits for this. */
   atomic_store(&g_querying, 1);
   int st = -1;
-  if (atomic_load(&g_defer_gen) == gen && atomic_load(&g_capturing) == 0)
-    st = a2a_hostsvc->stream_query((void *)(uintptr_t)stream);
+  uint32_t now = atomic_load(&g_destroy_gen);
+  if (atomic_load(&g_capturing) == 0 && now - gen < DESTROY_RING) {
+    st = 0;
+    for (uint32_t k = gen; k != now && st == 0; k++)
+      if (atomic_load(&g_destroyed[k % DESTROY_RING]) == stream) st = -2;
+    if (st == 0) st = a2a_hostsvc->stream_query((void *)(uintptr_t)stream);
+  }
   atomic_store(&g_querying, 0);
   return st;
 }
@@ -604,7 +622,7 @@ static bool defer_unit(uint32_t thread, uint64_t stream, int device) {
     if (++t->run == 0) t->run = 1; /* 0: no run */
     d = &t->dfr[t->ndfr++];
     *d = (struct dfr){.stream = stream, .device = device, .run = t->run,
-                      .gen = atomic_load_explicit(&g_defer_gen, memory_order_relaxed)};
+                      .gen = atomic_load(&g_destroy_gen)};
   }
   xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream,
               .device = (int16_t)(device < 0 ? 0 : device)};
@@ -896,12 +914,12 @@ static void on_event(const a2a_event *ev) {
     if (g_port->process_exit) g_port->process_exit();
     return;
   case A2A_EV_STREAM_DESTROY:
-    defer_fence();
+    destroy_fence(xr_stream_id(ev->stream, ev->per_thread));
     return;
   case A2A_EV_GRAPH_CAPTURE_BEGIN:
     if (ev->phase == A2A_PRE) {
       atomic_fetch_add(&g_capturing, 1);
-      defer_fence();
+      wait_no_query();
     } else if (ev->result != 0) {
       atomic_fetch_sub(&g_capturing, 1); /* no capture began */
     }

@@ -99,11 +99,11 @@ void xr_event_release(void *ev, int device);
 /* Whether cross-rank checking runs in this process (not disabled). */
 int xr_active(void);
 /* Whether every operation enqueued so far on stream (an xr_stream_id of an
- * explicit stream) is complete: 0 yes, 1 no, -1 cannot tell now. For units
- * whose marker their thread has not recorded yet (it went on with host
- * code). gen is the run's u.unit.gen: the query is made only if no stream
- * was destroyed and no capture began since (the handle might be dangling,
- * or the query would invalidate the capture), and none is active. */
+ * explicit stream) is complete: 0 yes, 1 no, -1 cannot tell now (a capture
+ * is active: the query could invalidate it; or too many streams were
+ * destroyed since to tell), -2 the stream was destroyed since (nothing can
+ * be asked). For units whose marker their thread has not recorded yet (it
+ * went on with host code). gen is the run's u.unit.gen. */
 int xr_deferred_query(uint64_t stream, uint32_t gen);
 
 /* ---- the port to the process side (xr_chan.c provides xr_process_port) -- */

@@ -122,6 +122,12 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   a2a_xrank_test(host_phase 60 "host_phase" --env A2ACHECK_STALL_WARNING=1
     --env A2ACHECK_HANG_TIMEOUT=3 --status 0
     --forbid group.stall --forbid group.hang --forbid group.deadlock)
+  # The runs' thread exits at once and another thread destroys their stream
+  # before the background thread asks about it: the units are closed
+  # untracked (the handle may dangle), not left pending for the stall.
+  a2a_xrank_test(host_phase_destroy 60 "host_phase destroy" --env A2ACHECK_STALL_WARNING=1
+    --env A2ACHECK_HANG_TIMEOUT=3 --status 0
+    --forbid group.stall --forbid group.hang --forbid group.deadlock)
   a2a_xrank_test(host_phase_bad 60 "host_phase bad" --env A2ACHECK_STALL_WARNING=1
     --status 66 --expect "size.collective-mismatch@1" --expect "group.stall@1"
     --expect "group.deadlock@1"

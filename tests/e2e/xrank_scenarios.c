@@ -52,9 +52,11 @@
  *   coll_dtype     AllReduce of 4 KiB: float32 on ranks 0-1, float16 on 2-3.
  *   host_stuck     rank 3 skips an AllReduce; every rank then sleeps 25 s in
  *                  host code (no CUDA wait: no proof possible).
- *   host_phase [bad] 4 ranks: back-to-back all-to-alls and AllReduces, then
- *                  4 s of host code, then a synchronization (bad: rank 1's
- *                  last AllReduce passes another count).
+ *   host_phase [bad|destroy] 4 ranks: back-to-back all-to-alls and
+ *                  AllReduces, then 4 s of host code, then a synchronization
+ *                  (bad: rank 1's last AllReduce passes another count;
+ *                  destroy: a thread posts the AllReduces on its own stream
+ *                  and exits, the main thread destroys that stream at once).
  *   burst STEPS    2 ranks, STEPS back-to-back AllReduces (no host
  *                  synchronization between them), then one with another
  *                  count on rank 1: cross-rank checking must still be
@@ -270,7 +272,36 @@ static int run_burst(ctx *c) {
  * AllReduce passes another count (it hangs, as with NCCL): its run must
  * stay pending through the host phase (the mismatch and the deadlock once
  * the ranks synchronize). */
+typedef struct poster {
+  ctx *c;
+  cudaStream_t s;
+  float *buf;
+} poster;
+
+/* host_phase destroy: a thread posts back-to-back AllReduces on its own
+ * stream and exits; the main thread destroys that stream at once. */
+static void *post_and_exit(void *arg) {
+  poster *p = arg;
+  for (int i = 0; i < 20; i++)
+    CK_NCCL(ncclAllReduce(p->buf, p->buf, 256, ncclFloat, ncclSum, p->c->comm, p->s));
+  return NULL;
+}
+
 static int run_host_phase(ctx *c) {
+  if (c->variant && !strcmp(c->variant, "destroy")) {
+    poster p = {.c = c};
+    CK_CUDA(cudaMalloc((void **)&p.buf, 256 * sizeof(float)));
+    CK_CUDA(cudaStreamCreateWithFlags(&p.s, cudaStreamNonBlocking));
+    pthread_t th;
+    if (pthread_create(&th, NULL, post_and_exit, &p) != 0) return 1;
+    pthread_join(th, NULL);
+    CK_CUDA(cudaStreamDestroy(p.s));
+    struct timespec ts = {4, 0};
+    while (nanosleep(&ts, &ts) != 0) {}
+    CK_CUDA(cudaDeviceSynchronize());
+    printf("rank %d: host phase done\n", c->rank);
+    return 0;
+  }
   float *send, *recv, *grad;
   CK_CUDA(cudaMalloc((void **)&send, 64 * sizeof(float) * (size_t)c->nranks));
   CK_CUDA(cudaMalloc((void **)&recv, 64 * sizeof(float) * (size_t)c->nranks));
