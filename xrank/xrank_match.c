@@ -15,7 +15,8 @@
 #define MAX_PAIRS (1u << 22)      /* pairs per comm (a 2048-rank all-to-all):
                                      past it matching stops on the comm */
 #define MAX_NODES (1u << 26)      /* pending sends/receives per comm (3.5 GiB
-                                     of nodes): past it matching stops */
+                                     of nodes, 32-bit indices): past it
+                                     matching stops */
 #define MAX_KEYS 256               /* distinct verdict keys per comm */
 
 /* A FIFO of pending operations (a rank's unmatched collectives). */
@@ -57,8 +58,9 @@ static void opq_free(opq *q) { free(q->v); memset(q, 0, sizeof *q); }
  * sends and unmatched receives at once (an operation meeting a waiting
  * counterpart is matched, never queued), so `kind` says which the queue
  * holds. Pairs live in one array per comm and are found through a chained
- * hash table of indices: no allocation per pair or per pending operation,
- * and freeing a comm frees a few arrays (a 1,024-rank all-to-all makes a
+ * hash table of indices: no allocation per pair or per pending operation
+ * (the arrays double when full; matched operations' nodes are reused), and
+ * freeing a comm frees a few arrays (a 1,024-rank all-to-all makes a
  * million pairs). Indices are 1-based; 0 is "none". */
 typedef struct pairq {
   int32_t s, d;
