@@ -11,6 +11,9 @@
 
 #define MAX_NRANKS (1 << 16)       /* larger registrations are rejected */
 #define MAX_QUEUE (1u << 16)       /* pending ops per queue before giving up */
+#define DIRECT_RANKS 256           /* up to this many ranks, pair (s, d) is
+                                      slot s*nranks+d of a direct table (at
+                                      most 256 KiB); beyond, a hash table */
 #define MIN_BUCKETS 256            /* initial (sender, receiver) chains per comm */
 #define MAX_PAIRS (1u << 22)      /* pairs per comm (a 2048-rank all-to-all):
                                      past it matching stops on the comm */
@@ -105,10 +108,13 @@ typedef struct mcomm {
   uint32_t coll_matched;
   pairq *pairs;           /* pairs[1..npairs] (pairs[0] unused), capacity cpairs */
   uint32_t npairs, cpairs;
-  uint32_t *buckets;      /* chain heads: nbuckets, a power of two, doubled
-                             when there are more pairs than buckets (an
-                             all-to-all on n ranks makes n^2) */
+  uint32_t *buckets;      /* direct: nranks^2 slots (pair index or 0);
+                             else chain heads: nbuckets, a power of two,
+                             doubled when there are more pairs than buckets
+                             (an all-to-all on n ranks makes n^2); both made
+                             with the first pair */
   size_t nbuckets;
+  int direct;
   pnode *nodes;           /* nodes[1..nnodes] (nodes[0] unused), capacity
                              cnodes; the free ones chained from freenode */
   uint32_t nnodes, cnodes, freenode;
@@ -149,6 +155,7 @@ static void pairs_free(mcomm *c) {
   c->nodes = NULL;
   c->npairs = c->cpairs = c->nnodes = c->cnodes = c->freenode = 0;
   c->nbuckets = 0;
+  c->direct = 0;
 }
 
 static void comm_free(mcomm *c) {
@@ -503,15 +510,26 @@ static void pairs_grow(mcomm *c) {
   c->nbuckets = nb;
 }
 
-/* The pair (s, d), created when `create` (NULL when it is not there, or it
- * cannot be created: MAX_PAIRS reached, or out of memory). The pointer is
- * valid until the next call that creates a pair. */
-static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
-  if (c->nbuckets) {
-    for (uint32_t i = c->buckets[pair_bucket(s, d, c->nbuckets)]; i; i = c->pairs[i].next)
-      if (c->pairs[i].s == s && c->pairs[i].d == d) return &c->pairs[i];
+static size_t pair_slot(const mcomm *c, int32_t s, int32_t d) {
+  return (size_t)(uint32_t)s * (size_t)(uint32_t)c->nranks + (size_t)(uint32_t)d;
+}
+
+/* The pair (s, d) (both in [0, nranks)), or NULL. */
+static inline __attribute__((always_inline)) pairq *pair_find(const mcomm *c, int32_t s, int32_t d) {
+  if (c->direct) {
+    uint32_t i = c->buckets[pair_slot(c, s, d)];
+    return i ? &c->pairs[i] : NULL;
   }
-  if (!create || c->npairs >= MAX_PAIRS) return NULL;
+  if (!c->nbuckets) return NULL;
+  for (uint32_t i = c->buckets[pair_bucket(s, d, c->nbuckets)]; i; i = c->pairs[i].next)
+    if (c->pairs[i].s == s && c->pairs[i].d == d) return &c->pairs[i];
+  return NULL;
+}
+
+/* A new pair (s, d), not in the table yet; NULL when MAX_PAIRS is reached
+ * or out of memory. Out of line: a pair is made once and found often. */
+static __attribute__((noinline)) pairq *pair_new(mcomm *c, int32_t s, int32_t d) {
+  if (c->npairs >= MAX_PAIRS) return NULL;
   if (c->npairs + 1 >= c->cpairs) {
     uint32_t nc = c->cpairs ? c->cpairs * 2 : 64;
     pairq *np = realloc(c->pairs, (size_t)nc * sizeof *np);
@@ -519,21 +537,38 @@ static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
     c->pairs = np;
     c->cpairs = nc;
   }
-  if (c->npairs >= c->nbuckets) pairs_grow(c);
+  if (!c->nbuckets && c->nranks <= DIRECT_RANKS) {
+    size_t n = (size_t)c->nranks * (size_t)c->nranks;
+    if (!(c->buckets = calloc(n, sizeof *c->buckets))) return NULL;
+    c->nbuckets = n;
+    c->direct = 1;
+  } else if (!c->direct && c->npairs >= c->nbuckets) {
+    pairs_grow(c);
+  }
   if (!c->nbuckets) return NULL;
   uint32_t i = ++c->npairs;
   pairq *p = &c->pairs[i];
   memset(p, 0, sizeof *p);
   p->s = s;
   p->d = d;
-  size_t b = pair_bucket(s, d, c->nbuckets);
-  p->next = c->buckets[b];
-  c->buckets[b] = i;
+  if (c->direct) {
+    c->buckets[pair_slot(c, s, d)] = i;
+  } else {
+    size_t b = pair_bucket(s, d, c->nbuckets);
+    p->next = c->buckets[b];
+    c->buckets[b] = i;
+  }
   return p;
 }
 
-/* The rank that posted p's queued operations, and the peer they wait for. */
-static int pq_owner(const pairq *p) { return p->kind == XR_OP_SEND ? p->s : p->d; }
+/* The pair (s, d), created when `create` (NULL when it is not there, or it
+ * cannot be created). The pointer is valid until the next pair_new. */
+static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
+  pairq *p = pair_find(c, s, d);
+  return p || !create ? p : pair_new(c, s, d);
+}
+
+/* The peer p's queued operations wait for (their poster is op.rank). */
 static int pq_other(const pairq *p) { return p->kind == XR_OP_SEND ? p->d : p->s; }
 /* Unmatched sends s->d / receives at d from s. */
 static uint32_t pq_sends(const pairq *p) { return p->kind == XR_OP_SEND ? p->len : 0; }
@@ -542,57 +577,73 @@ static const xr_op *pq_front(const mcomm *c, const pairq *p) {
   return p->len ? &c->nodes[p->head].op : NULL;
 }
 
-/* Whether p's front operation is part of an API collective that counts
- * towards its peer's parts_to (see mrank). */
-static int pq_front_part(const mcomm *c, const pairq *p) {
-  return p->len && pq_owner(p) != pq_other(p) && xr_coll_is_p2p(c->nodes[p->head].op.coll);
+/* A node never used yet (the pool grows), or 0. Out of line: the free list
+ * serves nearly every push. */
+static __attribute__((noinline)) uint32_t node_new(mcomm *c) {
+  if (c->nnodes + 1 >= c->cnodes) {
+    if (c->cnodes >= MAX_NODES) return 0;
+    uint32_t nc = c->cnodes ? c->cnodes * 2 : 64;
+    pnode *nn = realloc(c->nodes, (size_t)nc * sizeof *nn);
+    if (!nn) return 0;
+    c->nodes = nn;
+    c->cnodes = nc;
+  }
+  return ++c->nnodes;
 }
 
-/* Queue op (of p's kind, or p is empty) on p, keeping the ranks' counters:
+/* Whether op, queued on a pair by its poster towards `other`, counts in
+ * the peer's parts_to (see mrank). */
+static int is_part_towards(const xr_op *op, int other) {
+  return other != op->rank && xr_coll_is_p2p(op->coll);
+}
+
+/* pair_find, pq_push and pq_pop are always inlined: with p2p_op they are
+ * the path of every send and receive (their slow parts are out of line).
+ *
+ * Queue op (of p's kind, or p is empty) on p, keeping the ranks' counters:
  * `live` of its poster while the peer has not ended, `parts_to` of the
  * peer when it becomes the front. -1 (nothing queued) when the queue is
  * full or the pool cannot grow. */
-static int pq_push(mcomm *c, pairq *p, const xr_op *op) {
+static inline __attribute__((always_inline)) int pq_push(mcomm *c, pairq *p, const xr_op *op) {
   if (p->len >= MAX_QUEUE) return -1;
   uint32_t i = c->freenode;
-  if (i) {
-    c->freenode = c->nodes[i].next;
+  if (i) c->freenode = c->nodes[i].next;
+  else if (!(i = node_new(c))) return -1;
+  pnode *n = &c->nodes[i];
+  n->op = *op;
+  n->next = 0;
+  int other = op->kind == XR_OP_SEND ? p->d : p->s; /* the poster is op->rank */
+  mrank *O = &c->ranks[other];
+  if (p->len++) {
+    c->nodes[p->tail].next = i;
   } else {
-    if (c->nnodes + 1 >= c->cnodes) {
-      if (c->cnodes >= MAX_NODES) return -1;
-      uint32_t nc = c->cnodes ? c->cnodes * 2 : 64;
-      pnode *nn = realloc(c->nodes, (size_t)nc * sizeof *nn);
-      if (!nn) return -1;
-      c->nodes = nn;
-      c->cnodes = nc;
-    }
-    i = ++c->nnodes;
-  }
-  c->nodes[i].op = *op;
-  c->nodes[i].next = 0;
-  if (p->len) c->nodes[p->tail].next = i;
-  else {
     p->head = i;
     p->kind = op->kind;
+    if (is_part_towards(op, other)) O->parts_to++;
   }
   p->tail = i;
-  p->len++;
-  if (!c->ranks[pq_other(p)].ended) c->ranks[pq_owner(p)].live++;
-  if (p->len == 1 && pq_front_part(c, p)) c->ranks[pq_other(p)].parts_to++;
+  if (!O->ended) c->ranks[op->rank].live++;
   return 0;
 }
 
 /* Drop p's front operation (its node goes to the free list). */
-static void pq_pop(mcomm *c, pairq *p) {
+static inline __attribute__((always_inline)) void pq_pop(mcomm *c, pairq *p) {
   if (!p->len) return;
-  if (pq_front_part(c, p)) c->ranks[pq_other(p)].parts_to--;
-  if (!c->ranks[pq_other(p)].ended) c->ranks[pq_owner(p)].live--;
   uint32_t i = p->head;
-  p->head = c->nodes[i].next;
-  c->nodes[i].next = c->freenode;
+  pnode *n = &c->nodes[i];
+  int other = pq_other(p);
+  mrank *O = &c->ranks[other];
+  if (!O->ended) c->ranks[n->op.rank].live--;
+  int was_part = is_part_towards(&n->op, other);
+  p->head = n->next;
+  n->next = c->freenode;
   c->freenode = i;
-  if (--p->len == 0) p->head = p->tail = 0;
-  else if (pq_front_part(c, p)) c->ranks[pq_other(p)].parts_to++;
+  if (--p->len == 0) {
+    p->head = p->tail = 0;
+    O->parts_to -= (uint32_t)was_part;
+  } else {
+    O->parts_to += (uint32_t)is_part_towards(&c->nodes[p->head].op, other) - (uint32_t)was_part;
+  }
 }
 
 /* A send and the receive it matches, in NCCL's per-pair order. Three cases:
@@ -730,19 +781,17 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   }
   if (op->kind == XR_OP_SEND) {
     uint32_t idx = p->nsend++;
-    if (waiting) {
-      xr_op r = *pq_front(c, p);
+    if (waiting) { /* compared in place, then dropped (compare_p2p keeps no pointer) */
+      compare_p2p(m, c, op, pq_front(c, p), idx);
       pq_pop(c, p);
-      compare_p2p(m, c, op, &r, idx);
     } else if (pq_push(c, p, op) != 0) {
       desync(c);
     }
   } else if (op->kind == XR_OP_RECV) {
     uint32_t idx = p->nrecv++;
     if (waiting) {
-      xr_op sd = *pq_front(c, p);
+      compare_p2p(m, c, pq_front(c, p), op, idx);
       pq_pop(c, p);
-      compare_p2p(m, c, &sd, op, idx);
     } else if (pq_push(c, p, op) != 0) {
       desync(c);
     }
