@@ -11,12 +11,18 @@
 
 #define MAX_NRANKS (1 << 16)       /* larger registrations are rejected */
 #define MAX_QUEUE (1u << 16)       /* pending ops per queue before giving up */
-#define NBUCKETS 256             /* initial (sender, receiver) chains per comm */
+#define DIRECT_RANKS 256           /* up to this many ranks, pair (s, d) is
+                                      slot s*nranks+d of a direct table (at
+                                      most 256 KiB); beyond, a hash table */
+#define MIN_BUCKETS 256            /* initial (sender, receiver) chains per comm */
 #define MAX_PAIRS (1u << 22)      /* pairs per comm (a 2048-rank all-to-all):
                                      past it matching stops on the comm */
+#define MAX_NODES (1u << 26)      /* pending sends/receives per comm (3.5 GiB
+                                     of nodes, 32-bit indices): past it
+                                     matching stops */
 #define MAX_KEYS 256               /* distinct verdict keys per comm */
 
-/* A FIFO of pending operations. */
+/* A FIFO of pending operations (a rank's unmatched collectives). */
 typedef struct opq {
   xr_op *v;
   size_t head, len, cap;
@@ -49,12 +55,29 @@ static void opq_pop(opq *q) {
 }
 static void opq_free(opq *q) { free(q->v); memset(q, 0, sizeof *q); }
 
+/* One (sender s, receiver d) pair of a communicator: the i-th send s->d
+ * matches the i-th receive at d from s. Its unmatched operations wait in
+ * one FIFO of nodes (the comm's node pool): a pair never holds unmatched
+ * sends and unmatched receives at once (an operation meeting a waiting
+ * counterpart is matched, never queued), so `kind` says which the queue
+ * holds. Pairs live in one array per comm and are found through a chained
+ * hash table of indices: no allocation per pair or per pending operation
+ * (the arrays double when full; matched operations' nodes are reused), and
+ * freeing a comm frees a few arrays (a 1,024-rank all-to-all makes a
+ * million pairs). Indices are 1-based; 0 is "none". */
 typedef struct pairq {
   int32_t s, d;
-  opq sends, recvs;       /* unmatched sends s->d, unmatched receives at d from s */
   uint32_t nsend, nrecv;  /* posted so far */
-  struct pairq *next;
+  uint32_t next;          /* next pair in its bucket's chain */
+  uint32_t head, tail;    /* the queue's first and last node */
+  uint32_t len;           /* operations queued */
+  uint16_t kind;          /* XR_OP_SEND or XR_OP_RECV while len > 0 */
 } pairq;
+
+typedef struct pnode {
+  xr_op op;
+  uint32_t next;          /* next in its pair's queue, or in the free list */
+} pnode;
 
 typedef struct mrank {
   int conn;               /* -1 until registered */
@@ -63,6 +86,12 @@ typedef struct mrank {
   uint64_t site;          /* init call site */
   uint32_t ncoll;         /* collectives posted */
   opq colls;              /* collectives not yet matched across all ranks */
+  size_t live;            /* this rank's queued sends/receives whose peer has
+                             not ended (what pending counts) */
+  uint32_t parts_to;      /* pair queues of other ranks towards this one whose
+                             front is part of an API collective (AlltoAll,
+                             Gather, Scatter): while 0, no clash with one of
+                             this rank's collectives is possible */
 } mrank;
 
 typedef struct mcomm {
@@ -71,13 +100,24 @@ typedef struct mcomm {
   uint32_t split_index;
   int how;
   int nregistered;
+  int nended;             /* ranks ended */
+  int nready;             /* ranks with an unmatched collective: the next
+                             one is compared when all nranks have one */
   int desynced;           /* a queue overflowed: matching stopped */
   mrank *ranks;
   uint32_t coll_matched;
-  pairq **buckets;        /* (sender, receiver) queues: nbuckets chains, a power
-                             of two, doubled when there are twice as many
-                             pairs (an all-to-all on n ranks makes n^2) */
-  size_t nbuckets, npairs;
+  pairq *pairs;           /* pairs[1..npairs] (pairs[0] unused), capacity cpairs */
+  uint32_t npairs, cpairs;
+  uint32_t *buckets;      /* direct: nranks^2 slots (pair index or 0);
+                             else chain heads: nbuckets, a power of two,
+                             doubled when there are more pairs than buckets
+                             (an all-to-all on n ranks makes n^2); both made
+                             with the first pair */
+  size_t nbuckets;
+  int direct;
+  pnode *nodes;           /* nodes[1..nnodes] (nodes[0] unused), capacity
+                             cnodes; the free ones chained from freenode */
+  uint32_t nnodes, cnodes, freenode;
   uint64_t keys[MAX_KEYS];
   int nkeys;
   char last[768];
@@ -105,21 +145,24 @@ xr_matcher *xr_matcher_new(const xr_match_out *out) {
   return m;
 }
 
+/* The pair table and node pool (a desynced comm keeps none). */
+static void pairs_free(mcomm *c) {
+  free(c->pairs);
+  free(c->buckets);
+  free(c->nodes);
+  c->pairs = NULL;
+  c->buckets = NULL;
+  c->nodes = NULL;
+  c->npairs = c->cpairs = c->nnodes = c->cnodes = c->freenode = 0;
+  c->nbuckets = 0;
+  c->direct = 0;
+}
+
 static void comm_free(mcomm *c) {
-  for (size_t i = 0; i < c->nbuckets; i++) {
-    pairq *p = c->buckets[i];
-    while (p) {
-      pairq *n = p->next;
-      opq_free(&p->sends);
-      opq_free(&p->recvs);
-      free(p);
-      p = n;
-    }
-  }
+  pairs_free(c);
   if (c->ranks)
     for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
   free(c->ranks);
-  free(c->buckets);
   free(c);
 }
 
@@ -287,9 +330,7 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
     c = calloc(1, sizeof *c);
     if (!c) return;
     c->ranks = calloc((size_t)reg->nranks, sizeof *c->ranks);
-    c->nbuckets = NBUCKETS;
-    c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
-    if (!c->ranks || !c->buckets) { free(c->ranks); free(c->buckets); free(c); return; }
+    if (!c->ranks) { free(c); return; }
     for (int r = 0; r < reg->nranks; r++) c->ranks[r].conn = -1;
     c->id = reg->comm;
     c->parent = reg->parent;
@@ -362,13 +403,20 @@ static int coll_same(const xr_op *a, const xr_op *b) {
          a->redop == b->redop && a->root == b->root;
 }
 
+/* Compares the next collective once every rank is registered and has one
+ * queued (nready counts the ranks with one, so the check is O(1) per
+ * operation and the comparison O(nranks) per collective: O(1) per entry). */
 static void match_colls(xr_matcher *m, mcomm *c) {
-  for (;;) {
-    for (int r = 0; r < c->nranks; r++)
-      if (c->ranks[r].conn < 0 || !c->ranks[r].colls.len) return;
-    /* Majority (first rank wins ties); O(n^2) but only up to 64 ranks. */
+  while (c->nregistered == c->nranks && c->nready == c->nranks) {
+    /* Majority (first rank wins ties); O(n^2) but only up to 64 ranks, and
+     * only when some rank differs from rank 0: when none does, rank 0 has
+     * the most possible votes and wins. */
     int ref = 0, best = 0;
     int lim = c->nranks <= 64 ? c->nranks : 1;
+    const xr_op *r0 = opq_front(&c->ranks[0].colls);
+    int r = 1;
+    while (r < c->nranks && coll_same(r0, opq_front(&c->ranks[r].colls))) r++;
+    if (r == c->nranks) lim = 0, best = c->nranks;
     for (int a = 0; a < lim; a++) {
       int n = 0;
       for (int b = 0; b < c->nranks; b++)
@@ -428,7 +476,10 @@ static void match_colls(xr_matcher *m, mcomm *c) {
         send_verdict(m, c, ref, check, sev, rop->site, text, NULL);
       }
     }
-    for (int r = 0; r < c->nranks; r++) opq_pop(&c->ranks[r].colls);
+    for (int r = 0; r < c->nranks; r++) {
+      opq_pop(&c->ranks[r].colls);
+      if (!c->ranks[r].colls.len) c->nready--;
+    }
     c->coll_matched++;
   }
 }
@@ -441,37 +492,158 @@ static size_t pair_bucket(int32_t s, int32_t d, size_t nbuckets) {
   return (size_t)(k >> 32) & (nbuckets - 1);
 }
 
-/* Twice the chains, when the table is that full (nothing changes if the
- * allocation fails: chains just get longer). */
+/* Twice the chains, when there are more pairs than chains (nothing changes
+ * if the allocation fails: chains just get longer). The first table has
+ * MIN_BUCKETS chains. */
 static void pairs_grow(mcomm *c) {
-  size_t nb = c->nbuckets * 2;
-  pairq **t = calloc(nb, sizeof *t);
+  size_t nb = c->nbuckets ? c->nbuckets * 2 : MIN_BUCKETS;
+  uint32_t *t = calloc(nb, sizeof *t);
   if (!t) return;
-  for (size_t i = 0; i < c->nbuckets; i++)
-    for (pairq *p = c->buckets[i], *n; p; p = n) {
-      n = p->next;
-      size_t b = pair_bucket(p->s, p->d, nb);
-      p->next = t[b];
-      t[b] = p;
-    }
+  for (uint32_t i = 1; i <= c->npairs; i++) {
+    pairq *p = &c->pairs[i];
+    size_t b = pair_bucket(p->s, p->d, nb);
+    p->next = t[b];
+    t[b] = i;
+  }
   free(c->buckets);
   c->buckets = t;
   c->nbuckets = nb;
 }
 
-static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
-  size_t b = pair_bucket(s, d, c->nbuckets);
-  for (pairq *p = c->buckets[b]; p; p = p->next)
-    if (p->s == s && p->d == d) return p;
-  if (!create || c->npairs >= MAX_PAIRS) return NULL;
-  pairq *p = calloc(1, sizeof *p);
-  if (!p) return NULL;
+static size_t pair_slot(const mcomm *c, int32_t s, int32_t d) {
+  return (size_t)(uint32_t)s * (size_t)(uint32_t)c->nranks + (size_t)(uint32_t)d;
+}
+
+/* The pair (s, d) (both in [0, nranks)), or NULL. */
+static inline __attribute__((always_inline)) pairq *pair_find(const mcomm *c, int32_t s, int32_t d) {
+  if (c->direct) {
+    uint32_t i = c->buckets[pair_slot(c, s, d)];
+    return i ? &c->pairs[i] : NULL;
+  }
+  if (!c->nbuckets) return NULL;
+  for (uint32_t i = c->buckets[pair_bucket(s, d, c->nbuckets)]; i; i = c->pairs[i].next)
+    if (c->pairs[i].s == s && c->pairs[i].d == d) return &c->pairs[i];
+  return NULL;
+}
+
+/* A new pair (s, d), not in the table yet; NULL when MAX_PAIRS is reached
+ * or out of memory. Out of line: a pair is made once and found often. */
+static __attribute__((noinline)) pairq *pair_new(mcomm *c, int32_t s, int32_t d) {
+  if (c->npairs >= MAX_PAIRS) return NULL;
+  if (c->npairs + 1 >= c->cpairs) {
+    uint32_t nc = c->cpairs ? c->cpairs * 2 : 64;
+    pairq *np = realloc(c->pairs, (size_t)nc * sizeof *np);
+    if (!np) return NULL;
+    c->pairs = np;
+    c->cpairs = nc;
+  }
+  if (!c->nbuckets && c->nranks <= DIRECT_RANKS) {
+    size_t n = (size_t)c->nranks * (size_t)c->nranks;
+    if (!(c->buckets = calloc(n, sizeof *c->buckets))) return NULL;
+    c->nbuckets = n;
+    c->direct = 1;
+  } else if (!c->direct && c->npairs >= c->nbuckets) {
+    pairs_grow(c);
+  }
+  if (!c->nbuckets) return NULL;
+  uint32_t i = ++c->npairs;
+  pairq *p = &c->pairs[i];
+  memset(p, 0, sizeof *p);
   p->s = s;
   p->d = d;
-  p->next = c->buckets[b];
-  c->buckets[b] = p;
-  if (++c->npairs > 2 * c->nbuckets) pairs_grow(c);
+  if (c->direct) {
+    c->buckets[pair_slot(c, s, d)] = i;
+  } else {
+    size_t b = pair_bucket(s, d, c->nbuckets);
+    p->next = c->buckets[b];
+    c->buckets[b] = i;
+  }
   return p;
+}
+
+/* The pair (s, d), created when `create` (NULL when it is not there, or it
+ * cannot be created). The pointer is valid until the next pair_new. */
+static pairq *pair_get(mcomm *c, int32_t s, int32_t d, int create) {
+  pairq *p = pair_find(c, s, d);
+  return p || !create ? p : pair_new(c, s, d);
+}
+
+/* The peer p's queued operations wait for (their poster is op.rank). */
+static int pq_other(const pairq *p) { return p->kind == XR_OP_SEND ? p->d : p->s; }
+/* Unmatched sends s->d / receives at d from s. */
+static uint32_t pq_sends(const pairq *p) { return p->kind == XR_OP_SEND ? p->len : 0; }
+static uint32_t pq_recvs(const pairq *p) { return p->kind == XR_OP_RECV ? p->len : 0; }
+static const xr_op *pq_front(const mcomm *c, const pairq *p) {
+  return p->len ? &c->nodes[p->head].op : NULL;
+}
+
+/* A node never used yet (the pool grows), or 0. Out of line: the free list
+ * serves nearly every push. */
+static __attribute__((noinline)) uint32_t node_new(mcomm *c) {
+  if (c->nnodes + 1 >= c->cnodes) {
+    if (c->cnodes >= MAX_NODES) return 0;
+    uint32_t nc = c->cnodes ? c->cnodes * 2 : 64;
+    pnode *nn = realloc(c->nodes, (size_t)nc * sizeof *nn);
+    if (!nn) return 0;
+    c->nodes = nn;
+    c->cnodes = nc;
+  }
+  return ++c->nnodes;
+}
+
+/* Whether op, queued on a pair by its poster towards `other`, counts in
+ * the peer's parts_to (see mrank). */
+static int is_part_towards(const xr_op *op, int other) {
+  return other != op->rank && xr_coll_is_p2p(op->coll);
+}
+
+/* pair_find, pq_push and pq_pop are always inlined: with p2p_op they are
+ * the path of every send and receive (their slow parts are out of line).
+ *
+ * Queue op (of p's kind, or p is empty) on p, keeping the ranks' counters:
+ * `live` of its poster while the peer has not ended, `parts_to` of the
+ * peer when it becomes the front. -1 (nothing queued) when the queue is
+ * full or the pool cannot grow. */
+static inline __attribute__((always_inline)) int pq_push(mcomm *c, pairq *p, const xr_op *op) {
+  if (p->len >= MAX_QUEUE) return -1;
+  uint32_t i = c->freenode;
+  if (i) c->freenode = c->nodes[i].next;
+  else if (!(i = node_new(c))) return -1;
+  pnode *n = &c->nodes[i];
+  n->op = *op;
+  n->next = 0;
+  int other = op->kind == XR_OP_SEND ? p->d : p->s; /* the poster is op->rank */
+  mrank *O = &c->ranks[other];
+  if (p->len++) {
+    c->nodes[p->tail].next = i;
+  } else {
+    p->head = i;
+    p->kind = op->kind;
+    if (is_part_towards(op, other)) O->parts_to++;
+  }
+  p->tail = i;
+  if (!O->ended) c->ranks[op->rank].live++;
+  return 0;
+}
+
+/* Drop p's front operation (its node goes to the free list). */
+static inline __attribute__((always_inline)) void pq_pop(mcomm *c, pairq *p) {
+  if (!p->len) return;
+  uint32_t i = p->head;
+  pnode *n = &c->nodes[i];
+  int other = pq_other(p);
+  mrank *O = &c->ranks[other];
+  if (!O->ended) c->ranks[n->op.rank].live--;
+  int was_part = is_part_towards(&n->op, other);
+  p->head = n->next;
+  n->next = c->freenode;
+  c->freenode = i;
+  if (--p->len == 0) {
+    p->head = p->tail = 0;
+    O->parts_to -= (uint32_t)was_part;
+  } else {
+    O->parts_to += (uint32_t)is_part_towards(&c->nodes[p->head].op, other) - (uint32_t)was_part;
+  }
 }
 
 /* A send and the receive it matches, in NCCL's per-pair order. Three cases:
@@ -569,14 +741,17 @@ static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *
   if (d != s) send_verdict(m, c, d, check, sev, rcv->site, text, json);
 }
 
+/* Matching stops on c for good: nothing reads its queues or pairs again
+ * (operations, ends and pending skip a desynced comm), so they are freed. */
 static void desync(mcomm *c) {
   c->desynced = 1;
-  for (size_t i = 0; i < c->nbuckets; i++)
-    for (pairq *p = c->buckets[i]; p; p = p->next) {
-      opq_free(&p->sends);
-      opq_free(&p->recvs);
-    }
-  for (int r = 0; r < c->nranks; r++) opq_free(&c->ranks[r].colls);
+  pairs_free(c);
+  for (int r = 0; r < c->nranks; r++) {
+    opq_free(&c->ranks[r].colls);
+    c->ranks[r].live = 0;
+    c->ranks[r].parts_to = 0;
+  }
+  c->nready = 0;
 }
 
 /* One send or receive, matched per (sender, receiver) in posting order. */
@@ -589,8 +764,8 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   /* Posted towards a peer that already ended the comm or exited: it will
    * never be matched. */
   int other = op->kind == XR_OP_SEND ? d : s;
-  if (other != op->rank && c->ranks[other].ended &&
-      !(op->kind == XR_OP_SEND ? p->recvs.len : p->sends.len)) {
+  uint32_t waiting = op->kind == XR_OP_SEND ? pq_recvs(p) : pq_sends(p); /* counterparts */
+  if (other != op->rank && c->ranks[other].ended && !waiting) {
     char text[768], d1[160], s1[128];
     snprintf(text, sizeof text,
              "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d already "
@@ -606,20 +781,18 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   }
   if (op->kind == XR_OP_SEND) {
     uint32_t idx = p->nsend++;
-    if (p->recvs.len) {
-      xr_op r = *opq_front(&p->recvs);
-      opq_pop(&p->recvs);
-      compare_p2p(m, c, op, &r, idx);
-    } else if (opq_push(&p->sends, op) != 0) {
+    if (waiting) { /* compared in place, then dropped (compare_p2p keeps no pointer) */
+      compare_p2p(m, c, op, pq_front(c, p), idx);
+      pq_pop(c, p);
+    } else if (pq_push(c, p, op) != 0) {
       desync(c);
     }
   } else if (op->kind == XR_OP_RECV) {
     uint32_t idx = p->nrecv++;
-    if (p->sends.len) {
-      xr_op sd = *opq_front(&p->sends);
-      opq_pop(&p->sends);
-      compare_p2p(m, c, &sd, op, idx);
-    } else if (opq_push(&p->recvs, op) != 0) {
+    if (waiting) {
+      compare_p2p(m, c, pq_front(c, p), op, idx);
+      pq_pop(c, p);
+    } else if (pq_push(c, p, op) != 0) {
       desync(c);
     }
   }
@@ -636,9 +809,9 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
  * known cause of the hang. */
 static const xr_op *pending_part(mcomm *c, int q, int r) {
   pairq *a = pair_get(c, q, r, 0), *b = pair_get(c, r, q, 0);
-  const xr_op *x = a && a->sends.len ? opq_front(&a->sends) : NULL;
+  const xr_op *x = a && pq_sends(a) ? pq_front(c, a) : NULL;
   if (x && x->rank == q && xr_coll_is_p2p(x->coll)) return x;
-  x = b && b->recvs.len ? opq_front(&b->recvs) : NULL;
+  x = b && pq_recvs(b) ? pq_front(c, b) : NULL;
   if (x && x->rank == q && xr_coll_is_p2p(x->coll)) return x;
   return NULL;
 }
@@ -678,6 +851,9 @@ static void kind_clash(xr_matcher *m, mcomm *c, int q, const xr_op *part, int r,
  * before collective #k, in r's order collective #k comes before any send or
  * receive with q: the ranks' orders differ). */
 static void clash_on_coll(xr_matcher *m, mcomm *c, int r) {
+  /* Such a part is the front of a queue towards r: without one, no q
+   * qualifies (the common case, and the walk below is O(nranks)). */
+  if (!c->ranks[r].parts_to) return;
   const xr_op *coll = opq_back(&c->ranks[r].colls);
   uint32_t k = c->ranks[r].ncoll;
   for (int q = 0; q < c->nranks && coll; q++) {
@@ -726,6 +902,7 @@ void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
     return;
   }
   if (opq_push(&c->ranks[op->rank].colls, op) != 0) { desync(c); return; }
+  if (c->ranks[op->rank].colls.len == 1) c->nready++;
   c->ranks[op->rank].ncoll++;
   match_colls(m, c);
   if (!c->desynced && c->ranks[op->rank].colls.len) clash_on_coll(m, c, op->rank);
@@ -738,30 +915,50 @@ static int conn_of(const mcomm *c, int r) {
   return r >= 0 && r < c->nranks ? c->ranks[r].conn : -1;
 }
 
+/* A send to x that x never received (pair (r, x)) or a receive from x
+ * never sent (pair (x, r)), queued by waiter r != x: size.unmatched-p2p to
+ * r, about the queue's front operation. */
+static void unmatched_towards(xr_matcher *m, mcomm *c, const pairq *p, int x, const char *how) {
+  char text[768], d1[160], s1[128];
+  const xr_op *op = pq_front(c, p);
+  int waiter = op->rank;
+  uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
+  snprintf(text, sizeof text,
+           "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d %s "
+           "without posting the matching %s (it posted %u %s rank %d; %" PRIu32 " of rank %d's "
+           "operations towards it are unmatched)",
+           waiter, xr_op_describe(op, d1, sizeof d1), op->group,
+           site_str(m, conn_of(c, waiter), op->site, s1, sizeof s1), c->id, x, how,
+           op->kind == XR_OP_SEND ? "receive" : "send", posted,
+           op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, p->len, waiter);
+  snprintf(c->last, sizeof c->last, "%s", text);
+  if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, waiter, x))
+    send_verdict(m, c, waiter, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
+}
+
+/* Rank x ended: every operation queued towards x stops being pending, and
+ * each waiter is told, in rank order (for each rank r its sends to x, then
+ * its receives from x): 2 nranks pair lookups, not a walk of the table. */
 static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
   if (x < 0 || x >= c->nranks || c->ranks[x].ended) return;
   c->ranks[x].ended = 1;
-  char text[768], d1[160], s1[128];
-  for (size_t i = 0; i < c->nbuckets; i++)
-    for (pairq *p = c->buckets[i]; p; p = p->next) {
-      /* Sends to x that x never received, receives from x never sent. */
-      const opq *q = p->d == x && p->s != x ? &p->sends : p->s == x && p->d != x ? &p->recvs : NULL;
-      if (!q || !q->len) continue;
-      const xr_op *op = opq_front(q);
-      int waiter = op->rank;
-      uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
-      snprintf(text, sizeof text,
-               "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d %s "
-               "without posting the matching %s (it posted %u %s rank %d; %zu of rank %d's "
-               "operations towards it are unmatched)",
-               waiter, xr_op_describe(op, d1, sizeof d1), op->group,
-               site_str(m, conn_of(c, waiter), op->site, s1, sizeof s1), c->id, x, how,
-               op->kind == XR_OP_SEND ? "receive" : "send", posted,
-               op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, q->len, waiter);
-      snprintf(c->last, sizeof c->last, "%s", text);
-      if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, waiter, x))
-        send_verdict(m, c, waiter, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
+  c->nended++;
+  for (int r = 0; r < c->nranks; r++) {
+    const pairq *p = pair_get(c, r, x, 0);
+    if (r == x) { /* x's operations with itself: no longer pending, nobody told */
+      if (p) c->ranks[x].live -= p->len;
+      continue;
     }
+    if (p && pq_sends(p)) {
+      c->ranks[r].live -= p->len;
+      unmatched_towards(m, c, p, x, how);
+    }
+    p = pair_get(c, x, r, 0);
+    if (p && pq_recvs(p)) {
+      c->ranks[r].live -= p->len;
+      unmatched_towards(m, c, p, x, how);
+    }
+  }
 }
 
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {
@@ -793,26 +990,19 @@ void xr_matcher_conn_died(xr_matcher *m, int conn) {
  * still may (its connection can come later than ours: each one's
  * handshake takes its own round trips), so its counterparts are awaited;
  * every wait on this is bounded by its asker (ncclCommDestroy 2 s, exit
- * 2.5 s). */
+ * 2.5 s). O(1) for one rank, O(nranks) for a connection: the coordinator
+ * asks at every tick for each flushing connection and rank. */
 static size_t pending_in(const mcomm *c, int conn, int rank) {
   size_t n = 0;
-  int mine = 0, anyended = 0;
-  for (int r = 0; r < c->nranks; r++) {
-    if (c->ranks[r].conn == conn && (rank < 0 || r == rank)) mine = 1;
-    if (c->ranks[r].ended) anyended = 1;
+  int lo = rank < 0 ? 0 : rank, hi = rank < 0 ? c->nranks : rank + 1;
+  for (int r = lo; r < hi; r++) {
+    const mrank *R = &c->ranks[r];
+    if (R->conn != conn) continue;
+    /* Its queued sends/receives towards peers that have not ended (kept
+     * in `live` as they are queued, matched and their peers end). */
+    n += R->live;
+    if (!c->nended) n += R->colls.len;
   }
-  if (!mine) return 0;
-  for (int r = 0; r < c->nranks; r++)
-    if (c->ranks[r].conn == conn && (rank < 0 || r == rank) && !anyended) n += c->ranks[r].colls.len;
-  for (size_t i = 0; i < c->nbuckets; i++)
-    for (const pairq *p = c->buckets[i]; p; p = p->next) {
-      if (p->s >= 0 && p->s < c->nranks && c->ranks[p->s].conn == conn &&
-          (rank < 0 || p->s == rank) && !c->ranks[p->d].ended)
-        n += p->sends.len;
-      if (p->d >= 0 && p->d < c->nranks && c->ranks[p->d].conn == conn &&
-          (rank < 0 || p->d == rank) && !c->ranks[p->s].ended)
-        n += p->recvs.len;
-    }
   return n;
 }
 

@@ -1,7 +1,8 @@
 /* test_xrank_match.c - the coordinator's matcher over synthetic fingerprint
  * streams: p2p size and dtype mismatches (naming both ranks, sizes and
  * sites), reordering within a group, zero counts, collectives (order and
- * argument mismatches), split comms, registrations, unmatched p2p, flush. */
+ * argument mismatches), split comms, registrations, unmatched p2p, flush,
+ * and a 1,024-rank communicator (matching, mismatches, pending, ends). */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -531,6 +532,152 @@ START_TEST(alltoall_against_allreduce_is_an_order_mismatch) {
 }
 END_TEST
 
+/* A 1,024-rank communicator (issue 13's size): every rank ncclAlltoAll,
+ * then ncclAllReduce (no clash: the AlltoAll parts are all matched by
+ * then), then a grouped all-to-all of sends and receives posted round-robin
+ * the way interleaved connections deliver it, with one short receive; then
+ * one rank's sends with nobody receiving, settled by ends. Pending is asked
+ * of every rank (cheap: counted as operations are queued and matched). */
+enum { BIG = 1024 };
+static const uint64_t BIGC = 0xb16;
+
+static void big_round_robin(xr_matcher *m, uint32_t group, int short_s, int short_d) {
+  for (int k = 0; k < BIG; k++)
+    for (int r = 0; r < BIG; r++) {
+      int to = (r + k) % BIG, from = (r - k + BIG) % BIG;
+      xr_op s = p2p(BIGC, r, XR_OP_SEND, to, 16 + (uint64_t)((r + 3 * to) % 7), F32, group, 88);
+      uint64_t rc = 16 + (uint64_t)((from + 3 * r) % 7);
+      if (from == short_s && r == short_d) rc = 1;
+      xr_op v = p2p(BIGC, r, XR_OP_RECV, from, rc, F32, group, 91);
+      xr_matcher_op(m, r, &s);
+      xr_matcher_op(m, r, &v);
+    }
+}
+
+START_TEST(large_comm_alltoall) {
+  xr_matcher *m = mk(BIG, BIGC);
+  for (int r = 0; r < BIG; r++) {
+    xr_op a = a2a(BIGC, r, 32, F32, 70);
+    xr_matcher_op(m, r, &a);
+  }
+  for (int r = 0; r < BIG; r++) {
+    xr_op c = coll(BIGC, r, A2A_COLL_ALLREDUCE, 8, F32, 0);
+    xr_matcher_op(m, r, &c);
+  }
+  ck_assert_int_eq(g_n, 0);
+  big_round_robin(m, 2, -1, -1);
+  ck_assert_int_eq(g_n, 0);
+  for (int r = 0; r < BIG; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 0);
+  /* Rank 700 receives 1 float from rank 3, which sends 16 + (3 + 2100) % 7. */
+  big_round_robin(m, 3, 3, 700);
+  ck_assert_int_eq(g_n, 2);
+  ck_assert_int_eq(count("size.p2p-mismatch"), 2);
+  const got *v = find("size.p2p-mismatch", 700);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(find("size.p2p-mismatch", 3));
+  ck_assert_ptr_nonnull(strstr(v->text, "rank 3 sends 76 B (19 x float32) to rank 700 in group #3"));
+  ck_assert_ptr_nonnull(strstr(v->text, "rank 700 receives 4 B (1 x float32) from rank 3"));
+  ck_assert_ptr_nonnull(strstr(v->text, "p2p #3 between them")); /* AlltoAll, step 2, step 3 */
+  ck_assert_uint_eq(v->site, 91);
+  for (int r = 0; r < BIG; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 0);
+  /* Rank 0 sends to everyone, nobody receives yet. */
+  g_n = 0;
+  for (int p = 1; p < BIG; p++) {
+    xr_op s = p2p(BIGC, 0, XR_OP_SEND, p, 8, F32, 4, 88);
+    xr_matcher_op(m, 0, &s);
+  }
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), BIG - 1);
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 0, BIGC, 0), BIG - 1);
+  ck_assert_uint_eq(xr_matcher_pending(m, 1), 0);
+  /* Rank 9 receives its send: one fewer. */
+  xr_op rv = p2p(BIGC, 9, XR_OP_RECV, 0, 8, F32, 4, 91);
+  xr_matcher_op(m, 9, &rv);
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), BIG - 2);
+  /* Rank 5 ends the comm, rank 6's process exits: each settles one send,
+   * with the verdict to rank 0 first. */
+  xr_matcher_comm_end(m, 5, BIGC, 5);
+  ck_assert_int_eq(count("size.unmatched-p2p"), 1);
+  ck_assert_ptr_nonnull(strstr(find("size.unmatched-p2p", 0)->text, "rank 5 ended the communicator"));
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), BIG - 3);
+  xr_matcher_conn_gone(m, 6);
+  ck_assert_int_eq(count("size.unmatched-p2p"), 2);
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), BIG - 4);
+  /* With a rank gone, no collective can complete: an AllReduce queued by
+   * rank 0 is not pending. */
+  xr_op c = coll(BIGC, 0, A2A_COLL_ALLREDUCE, 8, F32, 0);
+  xr_matcher_op(m, 0, &c);
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), BIG - 4);
+  xr_matcher_free(m); /* a million pairs: a few arrays */
+}
+END_TEST
+
+/* 1,024-rank collectives: matched when the last rank posts (one rank
+ * behind keeps the others pending), an argument mismatch of one rank
+ * names it and the reference, and an AlltoAll of some ranks against an
+ * AllReduce of another is an order mismatch (the ranks with AlltoAll parts
+ * pending towards it are found among 1,024). */
+START_TEST(large_comm_collectives) {
+  xr_matcher *m = mk(BIG, BIGC);
+  for (int i = 0; i < 20; i++)
+    for (int r = 0; r < BIG; r++) {
+      if (i == 19 && r == 77) continue; /* rank 77 is behind */
+      xr_op c = coll(BIGC, r, A2A_COLL_ALLREDUCE, 1024, F32, 0);
+      xr_matcher_op(m, r, &c);
+    }
+  ck_assert_int_eq(g_n, 0);
+  ck_assert_uint_eq(xr_matcher_pending(m, 5), 1);
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 1023, BIGC, 1023), 1);
+  ck_assert_uint_eq(xr_matcher_pending(m, 77), 0);
+  xr_op late = coll(BIGC, 77, A2A_COLL_ALLREDUCE, 1024, F32, 0);
+  xr_matcher_op(m, 77, &late);
+  for (int r = 0; r < BIG; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 0);
+  for (int r = 0; r < BIG; r++) {
+    xr_op c = coll(BIGC, r, A2A_COLL_ALLREDUCE, r == 1000 ? 512 : 1024, F32, 0);
+    xr_matcher_op(m, r, &c);
+  }
+  ck_assert_int_eq(g_n, 2);
+  const got *g = find("size.collective-mismatch", 1000);
+  ck_assert_ptr_nonnull(g);
+  ck_assert_ptr_nonnull(find("size.collective-mismatch", 0)); /* the reference */
+  ck_assert_ptr_nonnull(strstr(g->text, "collective #21"));
+  ck_assert_ptr_nonnull(strstr(g->text, "rank 1000 calls ncclAllReduce(count 512"));
+  xr_matcher_free(m);
+  m = mk(BIG, BIGC);
+  for (int r = 0; r < 4; r++) {
+    xr_op a = a2a(BIGC, r, 16, F32, 30);
+    xr_matcher_op(m, r, &a);
+  }
+  ck_assert_int_eq(g_n, 0);
+  xr_op c = coll(BIGC, 900, A2A_COLL_ALLREDUCE, 8, F32, 0);
+  xr_matcher_op(m, 900, &c);
+  ck_assert_int_eq(count("group.order-mismatch"), 8); /* ranks 0-3 and 900, per pair */
+  for (int q = 0; q < 4; q++) ck_assert_ptr_nonnull(find("group.order-mismatch", q));
+  const got *v = find("group.order-mismatch", 900);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "calls ncclAlltoAll(count 16, float32)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "rank 900 calls ncclAllReduce(count 8, float32, sum)"));
+  xr_matcher_free(m);
+}
+END_TEST
+
+/* Rank 0 first in posting order differs from the rest of 8: the majority
+ * (rank 1) is the reference, not rank 0. */
+START_TEST(collective_majority_not_rank0) {
+  xr_matcher *m = mk(8, 6);
+  for (int r = 0; r < 8; r++) {
+    xr_op o = coll(6, r, A2A_COLL_ALLREDUCE, r == 0 ? 2048 : 1024, F32, 0);
+    xr_matcher_op(m, r, &o);
+  }
+  ck_assert_int_eq(count("size.collective-mismatch"), 2);
+  const got *g = find("size.collective-mismatch", 0);
+  ck_assert_ptr_nonnull(g);
+  ck_assert_ptr_nonnull(strstr(g->text, "rank 0 calls ncclAllReduce(count 2048"));
+  ck_assert_ptr_nonnull(strstr(g->text, "but rank 1 and the other ranks call ncclAllReduce(count 1024"));
+  ck_assert_ptr_nonnull(find("size.collective-mismatch", 1));
+  xr_matcher_free(m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_match");
   TCase *t = tcase_create("match");
@@ -551,7 +698,14 @@ static Suite *suite(void) {
   tcase_add_test(t, unmatched_when_peer_ends_and_flush);
   tcase_add_test(t, pending_rank_per_comm);
   tcase_add_test(t, ops_from_wrong_conn_or_unknown_comm_ignored);
+  tcase_add_test(t, collective_majority_not_rank0);
   suite_add_tcase(s, t);
+  /* 1,024 ranks: seconds under the sanitizers. */
+  TCase *big = tcase_create("large");
+  tcase_set_timeout(big, 100);
+  tcase_add_test(big, large_comm_alltoall);
+  tcase_add_test(big, large_comm_collectives);
+  suite_add_tcase(s, big);
   return s;
 }
 
