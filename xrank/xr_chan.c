@@ -168,6 +168,7 @@ typedef struct cconn {
   size_t capsites, nsites;
   xr_op batch[256];
   uint32_t nbatch;
+  uint64_t batch_t0;        /* when the batch's first operation came */
   int flushed;              /* FLUSHED received */
   int bye_sent;
   int lost;                 /* it was READY, then the connection died */
@@ -882,6 +883,7 @@ static void on_op(const xr_rec *r) {
     unit_p2p(cc, u, op.kind, op.peer);
   }
   send_site(k, op.site);
+  if (!k->nbatch) k->batch_t0 = xr_now_ns();
   k->batch[k->nbatch++] = op;
   if (k->nbatch == sizeof k->batch / sizeof k->batch[0]) batch_flush(k);
 }
@@ -961,6 +963,13 @@ static void on_commbind(const xr_rec *r) {
   cc->nocoord = NULL;
 }
 
+#define XR_BATCH_NS 1000000ull
+static int batches_pending(void) {
+  for (int i = 0; i < S.nconns; i++)
+    if (S.conns[i].nbatch) return 1;
+  return 0;
+}
+
 static int drain(int max) {
   xr_rec r;
   int n = 0;
@@ -976,7 +985,19 @@ static int drain(int max) {
     default: break;
     }
   }
-  for (int i = 0; i < S.nconns; i++) batch_flush(&S.conns[i]);
+  /* A batch goes out when it is full, before any other message of its
+   * connection, or once it is XR_BATCH_NS old: every sealed frame costs a
+   * MAC on both ends (two SHA-256 compressions and more), which a frame per
+   * drain - one or two operations while the application posts them one by
+   * one - paid per operation. The delay is far below the progress reports'
+   * cadence (300 ms) that deadlock detection works at. */
+  uint64_t now = 0;
+  for (int i = 0; i < S.nconns; i++) {
+    cconn *k = &S.conns[i];
+    if (!k->nbatch) continue;
+    if (!now) now = xr_now_ns();
+    if (now - k->batch_t0 >= XR_BATCH_NS) batch_flush(k);
+  }
   if (!S.reported_drops && xr_ring_drops()) {
     S.reported_drops = 1;
     char msg[512];
@@ -1081,16 +1102,18 @@ static void send_state(uint64_t now, int exiting) {
         c->npeers++;
       }
   }
-  /* More units than a report holds (a long run of back-to-back operations
-   * behind one pending marker): the middle of each run is left out - those
-   * units may be complete, and the run's first and last ones keep the
-   * stream's order and the unit that is certainly incomplete (the last). */
-  size_t total = 0;
-  for (cunit *u = S.head; u && total <= 2048; u = u->next) total += u->cc->conn >= 0;
-  int thin = total > 2048;
+  /* The middle of each run of units that share a completion marker is
+   * left out: those units may be complete (MAYBE_DONE), and the run's first
+   * and last ones keep the stream's order and the unit that is certainly
+   * incomplete (the last). A report's size then follows the runs, not the
+   * operations in flight: a burst of 100,001 back-to-back AllReduces is two
+   * units (it was cut to its first 2,048, without the hung last one), and
+   * the report's MAC and the coordinator's graph stay small. For the peers'
+   * requirements a unit left out counts as complete, like any unit not
+   * reported: a deadlock can only be missed that way, never invented. */
   for (cunit *u = S.head; u && st.nunits < 2048; u = u->next) {
     if (u->cc->conn < 0) continue;
-    if (thin && u->closed && shares_marker(u) && u->sprev && shares_marker(u->sprev)) continue;
+    if (u->closed && shares_marker(u) && u->sprev && shares_marker(u->sprev)) continue;
     if (st.npeers + u->npeers > 16384) break;
     units[st.nunits++] = (xr_unitstate){.comm = u->cc->id, .stream = u->stream, .site = u->site,
                                         .count = u->count, .group = u->group,
@@ -1479,7 +1502,7 @@ static void *thread_main(void *arg) {
     /* A full batch: more records wait (the application may be blocked on
      * the full queue, xrank.c's backpressure), so the sockets are only
      * polled, not waited on. */
-    loop_once(got >= 8192 ? 0 : idle > 10 ? 10 : 2);
+    loop_once(got >= 8192 ? 0 : batches_pending() ? 1 : idle > 10 ? 10 : 2);
   }
   /* Exit: last records, a final report, FLUSH, bounded wait for FLUSHED
    * (and, when hosting, for the other processes to say bye), BYE. */
