@@ -266,15 +266,30 @@ enum {
   AT_name = 0x03, AT_low_pc = 0x11, AT_high_pc = 0x12, AT_stmt_list = 0x10,
   AT_ranges = 0x55, AT_abstract_origin = 0x31, AT_specification = 0x47,
   AT_linkage_name = 0x6e, AT_MIPS_linkage_name = 0x2007, AT_call_file = 0x58,
-  AT_call_line = 0x59,
+  AT_call_line = 0x59, AT_sibling = 0x01,
 };
-enum { TAG_subprogram = 0x2e, TAG_inlined = 0x1d };
+enum { TAG_subprogram = 0x2e, TAG_inlined = 0x1d, TAG_structure = 0x13, TAG_class = 0x02,
+       TAG_union = 0x17, TAG_enumeration = 0x04 };
+
+/* Abbreviation codes 1..ABBREV_INDEX-1 of the unit walked for inlined
+ * calls are indexed (a pass over its table, on the stack): a DIE's
+ * abbreviation is then found at once instead of by a scan of the table from
+ * its start, which made one symbolization of a frame in a large C++/CUDA
+ * compile unit cost ~800 M instructions (every DIE scanned hundreds of
+ * abbreviations). */
+#define ABBREV_INDEX 384 /* 6 KiB of stack */
+typedef struct abbrev_ent {
+  const uint8_t *spec;          /* after the tag and children flag; NULL unknown */
+  uint16_t tag;
+  bool children;
+} abbrev_ent;
 
 typedef struct unit {
   const uint8_t *start, *end;   /* the unit, header included */
   const uint8_t *dies;          /* first DIE */
   const uint8_t *abbrev;        /* its abbreviation table */
   int version, offsz;
+  const abbrev_ent *index;      /* [ABBREV_INDEX] or NULL */
 } unit;
 
 typedef struct die {
@@ -284,6 +299,7 @@ typedef struct die {
   bool has_low, high_is_len, has_high;
   int64_t ranges;               /* section offset, -1 none */
   int64_t origin;               /* unit-relative DIE offset, -1 none */
+  int64_t sibling;              /* unit-relative offset of the next sibling, -1 none */
   const char *name;
   uint64_t call_file, call_line;
   uint64_t stmt_list;
@@ -310,6 +326,27 @@ static const uint8_t *find_abbrev(const a2a_rt_dwarf *d, const uint8_t *table, u
     }
   }
   return NULL;
+}
+
+/* Index the abbreviation table of u into idx (codes below ABBREV_INDEX;
+ * others are looked up by scanning, as before). */
+static void index_abbrevs(const a2a_rt_dwarf *d, unit *u, abbrev_ent *idx) {
+  memset(idx, 0, ABBREV_INDEX * sizeof *idx);
+  cur c = {u->abbrev, d->abbrev + d->abbrev_size, false};
+  for (int guard = 0; guard < 100000 && !c.bad; guard++) {
+    uint64_t k = uleb(&c);
+    if (k == 0 || c.bad) break;
+    unsigned t = (unsigned)uleb(&c);
+    bool ch = rd(&c, 1) != 0;
+    if (c.bad) break;
+    if (k < ABBREV_INDEX && t <= UINT16_MAX && !idx[k].spec) idx[k] = (abbrev_ent){c.p, (uint16_t)t, ch};
+    for (;;) {
+      uint64_t at = uleb(&c), form = uleb(&c);
+      if (form == F_implicit_const) sleb(&c);
+      if (c.bad || (at == 0 && form == 0)) break;
+    }
+  }
+  u->index = idx;
 }
 
 /* Read one attribute value of `form`; numbers in *v, strings in *s. Returns
@@ -364,14 +401,21 @@ static bool attr_value(cur *c, uint64_t form, int64_t implicit, const unit *u,
 static bool read_die(cur *c, const unit *u, const a2a_rt_dwarf *d, die *out, bool *null) {
   *null = false;
   memset(out, 0, sizeof *out);
-  out->ranges = out->origin = -1;
+  out->ranges = out->origin = out->sibling = -1;
   uint64_t code = uleb(c);
   if (c->bad) return false;
   if (code == 0) {
     *null = true;
     return false;
   }
-  const uint8_t *spec = find_abbrev(d, u->abbrev, code, &out->tag, &out->children);
+  const uint8_t *spec;
+  if (u->index && code < ABBREV_INDEX && u->index[code].spec) {
+    spec = u->index[code].spec;
+    out->tag = u->index[code].tag;
+    out->children = u->index[code].children;
+  } else {
+    spec = find_abbrev(d, u->abbrev, code, &out->tag, &out->children);
+  }
   if (!spec) return false;
   cur a = {spec, d->abbrev + d->abbrev_size, false};
   for (int guard = 0; guard < 256; guard++) {
@@ -396,6 +440,9 @@ static bool read_die(cur *c, const unit *u, const a2a_rt_dwarf *d, die *out, boo
     case AT_ranges: out->ranges = form == F_sec_offset ? (int64_t)v : -2; break;
     case AT_abstract_origin: case AT_specification:
       if (ref && v < (uint64_t)(u->end - u->start)) out->origin = (int64_t)v;
+      break;
+    case AT_sibling:
+      if (ref && v < (uint64_t)(u->end - u->start)) out->sibling = (int64_t)v;
       break;
     case AT_call_file: out->call_file = v; break;
     case AT_call_line: out->call_line = v; break;
@@ -461,6 +508,7 @@ static const char *die_name(const unit *u, const a2a_rt_dwarf *d, int64_t off) {
 }
 
 static bool read_unit(cur *c, const a2a_rt_dwarf *d, unit *u) {
+  u->index = NULL;
   u->start = c->p;
   uint64_t len = rd(c, 4);
   u->offsz = 4;
@@ -504,6 +552,8 @@ int a2a_rt_dwarf_inlines(const a2a_rt_dwarf *d, uint64_t addr, a2a_rt_inline *ou
       if (!die_contains(&cu, addr, base, &u, d)) continue;
     }
     if (!cu.children) continue;
+    abbrev_ent idx[ABBREV_INDEX];
+    index_abbrevs(d, &u, idx);
     /* Walk the unit's DIEs; chain[] holds the DIEs containing addr, by
      * depth (the subprogram, then the inlined calls nested in it). */
     struct { int depth; die e; } chain[16];
@@ -517,13 +567,27 @@ int a2a_rt_dwarf_inlines(const a2a_rt_dwarf *d, uint64_t addr, a2a_rt_inline *ou
         continue;
       }
       if (sub_depth >= 0 && depth <= sub_depth) break;      /* the next sibling */
-      if ((e.tag == TAG_subprogram || e.tag == TAG_inlined) &&
-          die_contains(&e, addr, base, &u, d)) {
+      bool hit = (e.tag == TAG_subprogram || e.tag == TAG_inlined) &&
+                 die_contains(&e, addr, base, &u, d);
+      if (hit) {
         if (e.tag == TAG_subprogram && sub_depth < 0) sub_depth = depth;
         /* Ranges of siblings are disjoint: a match replaces any earlier
          * match at its depth or deeper. */
         while (n > 0 && chain[n - 1].depth >= depth) n--;
         if (n < 16) chain[n].depth = depth, chain[n].e = e, n++;
+      }
+      /* A function that does not contain addr contains no call of it
+       * either, and a type's members hold no code (GCC and Clang put a
+       * member function's code in a DIE outside its class, pointing back
+       * with DW_AT_specification): their children are skipped when the
+       * compiler said where the next sibling is (only forward: a bad
+       * offset cannot loop). */
+      bool opaque = e.tag == TAG_subprogram || e.tag == TAG_structure || e.tag == TAG_class ||
+                    e.tag == TAG_union || e.tag == TAG_enumeration;
+      if (!hit && e.children && opaque && e.sibling >= 0 &&
+          u.start + e.sibling > c.p && u.start + e.sibling <= c.end) {
+        c.p = u.start + e.sibling;
+        continue;
       }
       if (e.children) depth++;
     }
