@@ -152,6 +152,15 @@ void a2a_site_stack(const void *site, a2a_stack *out);
  * A2A_ACTIVITY_THREADS or never seen. */
 
 #define A2A_ACTIVITY_THREADS 1024
+/* One cache line per thread, so threads storing their own never share.
+ * Written only by a2a_note_activity / a2a_note_activity_kind (the
+ * dispatcher); read through the two functions below. */
+typedef struct a2a_activity {
+  _Atomic uint32_t last_seq;
+  _Atomic uint32_t last_other_seq; /* the last call a polling loop does not make */
+  char pad[64 - 2 * sizeof(uint32_t)];
+} a2a_activity;
+extern a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 uint32_t a2a_thread_last_seq(uint32_t thread);
 /* The same for the thread's last call that a polling loop does not make
  * (anything but cudaStreamQuery, cudaEventQuery, ncclCommGetAsyncError,
@@ -318,6 +327,34 @@ static inline void a2a_dispatch_inline(const a2a_event *ev) {
   if (k >= A2A_EV__COUNT) return;
   if (!ph && a2a_activity_on) a2a_note_activity(ev);
   _Atomic(a2a_handler) *h = a2a_handlers[ph][k];
+  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+}
+
+/* The kinds a polling loop makes (a2a_thread_last_other_seq ignores them). */
+#define A2A_POLL_KINDS                                                                    \
+  (A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY) |                 \
+   A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |             \
+   A2A_KIND_BIT(A2A_EV_SET_DEVICE))
+
+/* a2a_note_activity for an event whose kind the caller knows at compile
+ * time: two relaxed stores into the thread's own line, no call. */
+static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
+  if (ev->thread >= A2A_ACTIVITY_THREADS) return;
+  a2a_activity *a = &a2a_activity_tab[ev->thread];
+  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
+  if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
+    atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+}
+
+/* a2a_dispatch_inline for the shim's hot wrappers (launches, event
+ * records, stream waits, copies), which know the event's kind and phase
+ * at compile time (`kind` and `phase` must be constants and equal to
+ * ev->kind and ev->phase): the handler list's address is a constant, the
+ * activity store inline. Same handlers, same order. */
+static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
+  if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
+  if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
+  _Atomic(a2a_handler) *h = a2a_handlers[phase == A2A_POST][kind];
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }
 /* Bit k set: some running analyzer handles events of kind k (or needs every

@@ -240,36 +240,25 @@ size_t a2a_core_analyzer_count(void) { return g_nan; }
 const a2a_analyzer *a2a_core_analyzer_at(size_t i);
 const a2a_analyzer *a2a_core_analyzer_at(size_t i) { return i < g_nan ? g_an[i] : NULL; }
 
-/* One cache line per thread, so threads storing their own never share. */
-typedef struct activity {
-  _Atomic uint32_t last_seq;
-  _Atomic uint32_t last_other_seq; /* the last call a polling loop does not make */
-  char pad[64 - 2 * sizeof(uint32_t)];
-} activity;
-static activity g_activity[A2A_ACTIVITY_THREADS];
+a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 
 uint32_t a2a_thread_last_seq(uint32_t thread) {
   return thread < A2A_ACTIVITY_THREADS
-             ? atomic_load_explicit(&g_activity[thread].last_seq, memory_order_relaxed)
+             ? atomic_load_explicit(&a2a_activity_tab[thread].last_seq, memory_order_relaxed)
              : 0;
 }
 
 uint32_t a2a_thread_last_other_seq(uint32_t thread) {
   return thread < A2A_ACTIVITY_THREADS
-             ? atomic_load_explicit(&g_activity[thread].last_other_seq, memory_order_relaxed)
+             ? atomic_load_explicit(&a2a_activity_tab[thread].last_other_seq, memory_order_relaxed)
              : 0;
 }
 
-#define POLL_KINDS                                                                        \
-  (A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY) |                 \
-   A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |             \
-   A2A_KIND_BIT(A2A_EV_SET_DEVICE))
-
 void a2a_note_activity(const a2a_event *ev) {
   if (ev->thread >= A2A_ACTIVITY_THREADS) return;
-  activity *a = &g_activity[ev->thread];
+  a2a_activity *a = &a2a_activity_tab[ev->thread];
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
-  if (!(A2A_KIND_BIT(ev->kind) & POLL_KINDS))
+  if (!(A2A_KIND_BIT(ev->kind) & A2A_POLL_KINDS))
     atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
 }
 

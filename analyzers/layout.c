@@ -749,10 +749,27 @@ static void layout_launch(const a2a_event *ev) {
   if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
 }
 
+/* Copies (a hot call too): a POST closes a timing bracket if one is
+ * open; a PRE of a device-to-device copy is a candidate producer of a
+ * send buffer (only those can be a hidden .contiguous()). */
+static void layout_memcpy(const a2a_event *ev) {
+  ly_thread *t;
+  if (ev->phase == A2A_POST) {
+    if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
+        (t = thread_get(ev->thread, false)))
+      lyh_on_copy_post(t, ev);
+    return;
+  }
+  if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
+      (t = thread_get(ev->thread, true)))
+    lyh_on_memcpy(t, ev);
+}
+
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
 
 static void layout_on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_LAUNCH) layout_launch(ev);
+  else if (ev->kind == A2A_EV_MEMCPY) layout_memcpy(ev);
   else layout_other(ev);
 }
 
@@ -796,18 +813,6 @@ static void layout_other(const a2a_event *ev) {
       } else if (t->depth == 0) {
         t->gen++;
       }
-      return;
-    case A2A_EV_MEMCPY:
-      if (ev->phase == A2A_POST) {
-        if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
-            (t = thread_get(ev->thread, false)))
-          lyh_on_copy_post(t, ev);
-        return;
-      }
-      /* Only device-to-device copies can be a hidden .contiguous(). */
-      if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
-          (t = thread_get(ev->thread, true)))
-        lyh_on_memcpy(t, ev);
       return;
     case A2A_EV_COMM_INIT:
       /* The thread that creates a communicator usually posts on it: give it

@@ -921,7 +921,7 @@ static void hb_lock(report_q *q) {
 static void hb_unlock(report_q *q) {
   pthread_mutex_unlock(&g_mu);
   tls_q = NULL;
-  flush_reports(q);
+  if (q->n) flush_reports(q);
 }
 
 /* Which check a pair (earlier access p, new access with flags nf) violates
@@ -1538,6 +1538,15 @@ static void hb_on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_LAUNCH &&
       (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
        atomic_load_explicit(&g_disabled, memory_order_relaxed)))
+    return;
+  /* Event records and stream waits (the other hot calls) only while
+   * ranges are tracked, recent copies remembered or a capture is open:
+   * hb_other's own test ("the rest matters only while..."), made here
+   * without entering it. */
+  if ((ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) &&
+      atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_nring, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
     return;
   hb_other(ev);
 }

@@ -59,6 +59,7 @@ _Atomic bool a2a_dispatch_ready = true;
 bool a2a_activity_on = false;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 void a2a_note_activity(const a2a_event *ev) { (void)ev; }
+a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 __attribute__((constructor)) static void install_recorder(void)
 {
   for (int ph = 0; ph < 2; ph++)

@@ -300,6 +300,39 @@ START_TEST(tslots_outlive_no_thread) {
 }
 END_TEST
 
+/* a2a_kernel_params answers a repeated function from the calling thread's
+ * last answer: the answer must be the table's, and a reset (init) must
+ * not let a thread keep an answer from before it. */
+static void k_one(void) {}
+static void k_two(void) {}
+
+START_TEST(kernel_params_cache_follows_resets) {
+  size_t off1[] = {0}, sz1[] = {8};
+  size_t off2[] = {0, 8}, sz2[] = {8, 4};
+  collector_add_kernel((const void *)k_one, "copy_kernel", 1, off1, sz1);
+  collector_add_kernel((const void *)k_two, "gemm", 2, off2, sz2);
+  const a2a_kparams *a = a2a_kernel_params((const void *)k_one);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_int_eq(a->nparams, 1);
+  ck_assert(a->flags & A2A_KP_NAME_COPY);
+  ck_assert_ptr_eq(a2a_kernel_params((const void *)k_one), a); /* repeated: cached */
+  const a2a_kparams *b = a2a_kernel_params((const void *)k_two);
+  ck_assert_int_eq(b->nparams, 2);
+  ck_assert(!(b->flags & A2A_KP_NAME_COPY));
+  ck_assert_ptr_eq(a2a_kernel_params((const void *)k_one), a);
+  ck_assert_ptr_null(a2a_kernel_params(NULL));
+  /* A reset empties the table: k_one is asked again, and the host now
+   * knows nothing of it (a stale cached answer would still say 1
+   * parameter, "copy_kernel"). */
+  collector_reset();
+  const a2a_kparams *c = a2a_kernel_params((const void *)k_one);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(c->nparams, -1);
+  ck_assert_ptr_null(c->name);
+  ck_assert(!(c->flags & A2A_KP_NAME_COPY));
+}
+END_TEST
+
 START_TEST(hash_is_stable) {
   /* Pinned value: ranks on different hosts and builds must compute the same
    * communicator identity from the same bytes. */
@@ -326,6 +359,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, json_writer_overflow_stays_terminated);
   tcase_add_test(tc, dtype_table);
   tcase_add_test(tc, hash_is_stable);
+  tcase_add_test(tc, kernel_params_cache_follows_resets);
   tcase_add_test(tc, tslots_outlive_no_thread);
   suite_add_tcase(s, tc);
   return s;
