@@ -911,11 +911,16 @@ static void flush_reports(report_q *q) {
   q->n = 0;
 }
 
-/* Take / release the analyzer lock around a handler that may report. */
+static void stage_drain(void);
+
+/* Take / release the analyzer lock around a handler that may report; the
+ * deferred copies of every thread are applied first (see "Deferred
+ * copies"). */
 static void hb_lock(report_q *q) {
   q->n = 0;
   tls_q = q;
   pthread_mutex_lock(&g_mu);
+  stage_drain();
 }
 
 static void hb_unlock(report_q *q) {
@@ -1398,24 +1403,60 @@ static bool copy_host_waits(const a2a_event *ev) {
   return !dd;
 }
 
+/* What on_copy needs of a copy or memset event: taken from the event at
+ * its POST, or kept in a thread's deferred-copy ring until a drain (see
+ * "Deferred copies"). device is dev_of(ev) at the call. */
+typedef struct copy_rec {
+  void *stream;
+  const void *dst, *src;
+  size_t bytes;
+  const void *site;
+  const char *api;
+  uint32_t thread;
+  int device;
+  int8_t per_thread;
+  int8_t cpykind;
+  bool memset_;
+} copy_rec;
+
+static void copy_rec_of(const a2a_event *ev, copy_rec *c) {
+  c->stream = ev->stream;
+  c->dst = ev->u.copy.dst;
+  c->src = ev->u.copy.src;
+  c->bytes = ev->u.copy.bytes;
+  c->site = ev->callsite;
+  c->api = ev->api;
+  c->thread = ev->thread;
+  c->device = dev_of(ev);
+  c->per_thread = (int8_t)ev->per_thread;
+  c->cpykind = (int8_t)ev->u.copy.cpykind;
+  c->memset_ = ev->kind == A2A_EV_MEMSET;
+}
+
+/* Whether a copy that does not make the host wait goes into the
+ * recent-copy ring: unless its destination is known to be host memory. */
+static bool copy_remembered(const copy_rec *c) {
+  return c->dst && c->bytes &&
+         (c->memset_ || (c->cpykind != A2A_CPY_D2H && c->cpykind != A2A_CPY_H2H));
+}
+
 /* cudaMemcpy* and cudaMemset*. Synchronous variants run on the default
  * stream (legacy or per-thread); host_waits: copy_host_waits(ev). A copy
  * that does not make the host wait also goes into the recent-copy ring
- * (unless its destination is known to be host memory). */
-static void on_copy(const a2a_event *ev, bool host_waits) {
-  bool memset_ = ev->kind == A2A_EV_MEMSET;
-  uintptr_t dst = (uintptr_t)ev->u.copy.dst, src = (uintptr_t)ev->u.copy.src;
-  size_t n = ev->u.copy.bytes;
+ * (copy_remembered). */
+static void on_copy(const copy_rec *c, bool host_waits) {
+  bool memset_ = c->memset_;
+  uintptr_t dst = (uintptr_t)c->dst, src = (uintptr_t)c->src;
+  size_t n = c->bytes;
   bool touches = span_tracked(dst, dst + n) || (!memset_ && span_tracked(src, src + n));
-  bool remember = !host_waits && dst && n &&
-                  (memset_ || (ev->u.copy.cpykind != A2A_CPY_D2H && ev->u.copy.cpykind != A2A_CPY_H2H));
+  bool remember = !host_waits && copy_remembered(c);
   if (!touches && !host_waits && !remember) return;
-  int s = tl_of_ev(ev);
+  int s = tl_of(c->stream, c->per_thread, c->thread, c->device);
   if (s < 0 || g_tl[s].capturing) return;
   enqueue_edges(s);
   if (touches || remember) {
-    access a = {.clk = tick(s), .tl = (uint16_t)s, .site = ev->callsite, .stack = -1,
-                .what = ev->api ? ev->api : (memset_ ? "cudaMemset" : "cudaMemcpy"),
+    access a = {.clk = tick(s), .tl = (uint16_t)s, .site = c->site, .stack = -1,
+                .what = c->api ? c->api : (memset_ ? "cudaMemset" : "cudaMemcpy"),
                 .kind = host_waits ? AK_HOSTCOPY : (memset_ ? AK_MEMSET : AK_MEMCPY)};
     if (touches && !memset_) {
       a.flags = F_READ;
@@ -1429,6 +1470,131 @@ static void on_copy(const a2a_event *ev, bool host_waits) {
     vc_join(g_tl[HOST_TL].vc, g_tl[s].vc);
     ring_expire();
   }
+}
+
+/* ------------------------------------------------------------------ */
+/* Deferred copies.
+ *
+ * A copy that does not make the host wait, made while nothing is tracked
+ * and no capture is open, only enters the recent-copy ring - yet doing so
+ * under g_mu (timeline lookup, edges, a tick) was most of an asynchronous
+ * copy's cost. Such a copy is instead appended, without a lock, to a ring
+ * of its own thread (single producer: the thread; single consumer: the
+ * holder of g_mu), and every holder of g_mu first applies every thread's
+ * deferred copies in order (stage_drain: exactly on_copy, as at the
+ * copy's POST). So each thread's copies are applied before its own next
+ * event that takes the lock, and a copy whose POST returned before another
+ * thread's event is applied before that event: the same order the lock
+ * would have given, for every pair of calls one of which happened before
+ * the other. Two concurrent calls may be applied in either order, as
+ * with the lock. The only difference: a copy applied by another thread's
+ * drain that touches a range tracked meanwhile (a communication operation
+ * concurrent with the copy) is reported with that thread's stack.
+ *
+ * g_staged says some ring may hold entries. The producer publishes its
+ * entry, then (seq_cst) sets the flag if it reads it clear; the drain
+ * clears it, then (seq_cst) reads every ring: one of the two sees the
+ * other's write (store-buffering with fences), so no entry is left
+ * unseen under a clear flag. The lock-free fronts treat a set flag like a
+ * non-empty recent-copy ring (event records and waits take the lock). */
+
+#define STAGE_N 32 /* deferred copies per thread */
+
+typedef struct stage_ring {
+  _Atomic uint32_t head; /* written by the owning thread */
+  _Atomic uint32_t tail; /* written under g_mu */
+  copy_rec e[STAGE_N];
+} stage_ring;
+
+static _Atomic(stage_ring *) g_stage[MAX_THREADS]; /* allocated under g_mu */
+static _Atomic uint32_t g_stage_hi;                /* 1 + the highest thread with a ring */
+static _Atomic int g_staged;
+
+/* A run of deferred copies on one stream, applied back to back: the
+ * stream's timeline is looked up and its enqueue edges applied once (a
+ * second enqueue_edges right after the first, with no clock changed in
+ * between, joins nothing new); each copy still gets its own tick. */
+typedef struct stage_run {
+  bool ok;
+  void *stream;
+  int8_t per_thread;
+  uint32_t thread;
+  int device;
+  int s;
+} stage_run;
+
+/* on_copy(c, false) for a deferred copy while nothing is tracked: it only
+ * enters the recent-copy ring (stage_copy deferred only such copies). */
+static void stage_apply(const copy_rec *c, stage_run *run) {
+  if (g_nr) { /* ranges appeared meanwhile (a concurrent operation) */
+    run->ok = false;
+    on_copy(c, false);
+    return;
+  }
+  if (!run->ok || run->stream != c->stream || run->per_thread != c->per_thread ||
+      run->thread != c->thread || run->device != c->device) {
+    int s = tl_of(c->stream, c->per_thread, c->thread, c->device);
+    run->ok = false;
+    if (s < 0 || g_tl[s].capturing) return;
+    enqueue_edges(s);
+    *run = (stage_run){true, c->stream, c->per_thread, c->thread, c->device, s};
+  }
+  int s = run->s;
+  uintptr_t dst = (uintptr_t)c->dst;
+  access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_WRITE, .site = c->site, .stack = -1,
+              .what = c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"),
+              .kind = c->memset_ ? AK_MEMSET : AK_MEMCPY};
+  ring_put(dst, dst + c->bytes, &a);
+}
+
+/* Under g_mu: apply every deferred copy, each thread's in order. */
+static void stage_drain(void) {
+  if (!atomic_load_explicit(&g_staged, memory_order_relaxed)) return;
+  atomic_store(&g_staged, 0); /* seq_cst: see above */
+  uint32_t hi = atomic_load(&g_stage_hi);
+  stage_run run = {.ok = false};
+  for (uint32_t i = 0; i < hi; i++) {
+    stage_ring *r = atomic_load_explicit(&g_stage[i], memory_order_relaxed);
+    if (!r) continue;
+    uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint32_t h = atomic_load(&r->head); /* seq_cst: see above */
+    for (; t != h; t++) stage_apply(&r->e[t % STAGE_N], &run);
+    atomic_store_explicit(&r->tail, t, memory_order_release);
+  }
+}
+
+/* Defer a copy of ev's thread (see above); false when the thread has no
+ * ring yet or its ring is full (the caller then takes the lock: the
+ * drain empties the ring, and the first call allocates it). */
+static bool stage_copy(const a2a_event *ev) {
+  if (ev->thread >= MAX_THREADS) return false;
+  stage_ring *r = atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire);
+  if (!r) return false;
+  uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+  if (h - atomic_load_explicit(&r->tail, memory_order_acquire) >= STAGE_N) return false;
+  copy_rec_of(ev, &r->e[h % STAGE_N]);
+  atomic_store(&r->head, h + 1); /* seq_cst: see above */
+  if (!atomic_load(&g_staged)) atomic_store_explicit(&g_staged, 1, memory_order_relaxed);
+  return true;
+}
+
+/* Under g_mu: give thread a ring (its next copies are deferred). */
+static void stage_alloc(uint32_t thread) {
+  if (thread >= MAX_THREADS || atomic_load_explicit(&g_stage[thread], memory_order_relaxed)) return;
+  stage_ring *r = calloc(1, sizeof *r);
+  if (!r) return; /* its copies keep taking the lock */
+  atomic_store_explicit(&g_stage[thread], r, memory_order_release);
+  if (atomic_load(&g_stage_hi) <= thread) atomic_store(&g_stage_hi, thread + 1);
+}
+
+/* Under g_mu (initialization, a forked child): every ring empty. Rings
+ * are kept: a thread may be between its load of the ring and its store. */
+static void stage_reset(void) {
+  for (uint32_t i = 0; i < MAX_THREADS; i++) {
+    stage_ring *r = atomic_load(&g_stage[i]);
+    if (r) atomic_store(&r->tail, atomic_load(&r->head));
+  }
+  atomic_store(&g_staged, 0);
 }
 
 static void drop_span(uintptr_t lo, uintptr_t hi) {
@@ -1516,6 +1682,7 @@ static int hb_init(void) {
     g_ring_next = 0;
     ring_set_live(0);
     atomic_store(&g_ncapture, 0);
+    stage_reset();
     atomic_store(&g_disabled, false);
     for (int d = 0; d < HB_MAX_DEV; d++) {
       atomic_store(&g_dev_blocking[d], 0);
@@ -1546,8 +1713,24 @@ static void hb_on_event(const a2a_event *ev) {
   if ((ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) &&
       atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
       atomic_load_explicit(&g_nring, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_staged, memory_order_relaxed) == 0 &&
       atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
     return;
+  /* Copies and memsets that do not make the host wait, while nothing is
+   * tracked and no capture is open: a recent copy is deferred (see
+   * "Deferred copies"), any other has nothing to do. The rest (a thread's
+   * first copy, a full ring, anything tracked) goes the locked way. */
+  if ((ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) && ev->phase == A2A_POST &&
+      ev->result == 0 &&
+      (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
+      atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
+      !atomic_load_explicit(&g_disabled, memory_order_relaxed)) {
+    bool remember = ev->u.copy.dst && ev->u.copy.bytes &&
+                    (ev->kind == A2A_EV_MEMSET || (ev->u.copy.cpykind != A2A_CPY_D2H &&
+                                                   ev->u.copy.cpykind != A2A_CPY_H2H));
+    if (!remember || stage_copy(ev)) return;
+  }
   hb_other(ev);
 }
 
@@ -1585,6 +1768,7 @@ static void hb_other(const a2a_event *ev) {
   case A2A_EV_STREAM_CREATE:
     if (!ok_result(ev) || !ev->stream) return;
     pthread_mutex_lock(&g_mu);
+    stage_drain(); /* the copies before it were on the old stream */
     /* A live timeline with this handle belongs to a stream whose destroy
      * we missed: the new stream is a new timeline. */
     for (int i = 1; i < g_ntl; i++)
@@ -1599,6 +1783,7 @@ static void hb_other(const a2a_event *ev) {
   case A2A_EV_STREAM_DESTROY:
     if (!ok_result(ev)) return;
     pthread_mutex_lock(&g_mu);
+    stage_drain(); /* the copies before it were on the old stream */
     /* The handle is unmapped, the timeline kept: its pending work still
      * completes, its clock values stay meaningful, a new stream that gets
      * the same handle is a new timeline. */
@@ -1619,6 +1804,7 @@ static void hb_other(const a2a_event *ev) {
      * (CUDA requires them to have rejoined the origin by then). */
     if (!ok_result(ev)) return;
     pthread_mutex_lock(&g_mu);
+    stage_drain(); /* copies before the capture ran */
     int s = tl_of_ev(ev);
     if (s >= 0 && ev->kind == A2A_EV_GRAPH_CAPTURE_BEGIN) {
       set_capturing(s, true, s);
@@ -1645,6 +1831,7 @@ static void hb_other(const a2a_event *ev) {
   bool tracked = atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0;
   if (ev->kind == A2A_EV_LAUNCH && !tracked) return;
   bool active = tracked || atomic_load_explicit(&g_nring, memory_order_relaxed) != 0 ||
+                atomic_load_explicit(&g_staged, memory_order_relaxed) != 0 ||
                 atomic_load_explicit(&g_ncapture, memory_order_relaxed) != 0;
   if (!active && ev->kind != A2A_EV_MEMCPY && ev->kind != A2A_EV_MEMSET) return;
   if (!ok_result(ev)) return;
@@ -1653,8 +1840,11 @@ static void hb_other(const a2a_event *ev) {
     /* Inactive: only a copy that the ring would remember costs the lock. */
     bool host_waits = copy_host_waits(ev);
     if (!active && host_waits) return;
+    copy_rec c;
+    copy_rec_of(ev, &c);
     hb_lock(&q);
-    on_copy(ev, host_waits);
+    stage_alloc(ev->thread); /* its next copies can be deferred */
+    on_copy(&c, host_waits);
     hb_unlock(&q);
     return;
   }
@@ -1750,7 +1940,13 @@ static void hb_after_fork_child(void) {
 
 size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
 
-size_t stream_hb_copy_ring_count(void) { return atomic_load(&g_nring); }
+size_t stream_hb_copy_ring_count(void) {
+  /* Deferred copies count: apply them first. */
+  pthread_mutex_lock(&g_mu);
+  stage_drain();
+  pthread_mutex_unlock(&g_mu);
+  return atomic_load(&g_nring);
+}
 
 const a2a_analyzer a2a_analyzer_stream_hb = {
     .name = "stream_hb",

@@ -866,6 +866,65 @@ START_TEST(fresh_block_upload_with_edge_is_ordered) {
 }
 END_TEST
 
+/* A thread's copies after its first, made while nothing is tracked, are
+ * deferred without the lock ("Deferred copies" in stream_hb.c) and applied
+ * by the next holder of the lock: the thread's own event record sees them
+ * (no finding with the edge, many more copies than a thread's deferred
+ * ring holds), and so does an operation of another thread made after them
+ * (a finding without the edge). */
+static void memop_on(uint32_t thread, void *dst, size_t n, void *s) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpyAsync";
+  ev.thread = thread;
+  ev.stream = s;
+  ev.u.copy.dst = dst;
+  ev.u.copy.src = (void *)0x1234;
+  ev.u.copy.bytes = ev.u.copy.width = n;
+  ev.u.copy.height = 1;
+  ev.u.copy.cpykind = A2A_CPY_H2D;
+  ev.u.copy.async = 1;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(deferred_copies_keep_their_order) {
+  setup();
+  void *up_done = (void *)0xe9;
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  enum { N = 40 }; /* more than a thread's deferred ring (32), fewer than the copy ring */
+  for (uintptr_t i = 0; i < N; i++) memop_on(1, (void *)(0x83000000 + i * 0x1000), 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, up_done, S_UP, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), N); /* every copy remembered */
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, up_done, S_COMM, 0);
+  for (uintptr_t i = 0; i < N; i++)
+    send_on(S_COMM, (void *)(0x83000000 + i * 0x1000), 16, (void *)0x4100);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(deferred_copies_of_another_thread) {
+  /* Deferred copies of thread 7 into fresh buffers (nothing is tracked),
+   * then thread 1's operation on another stream without an edge: each is
+   * reported. */
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  memop_on(7, (void *)0x84000000, 64, S_UP); /* the thread's first: locked */
+  memop_on(7, (void *)0x84001000, 64, S_UP); /* deferred */
+  memop_on(7, (void *)0x84002000, 64, S_UP); /* deferred */
+  send_on(S_COMM, (void *)0x84001000, 16, (void *)0x4101);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  send_on(S_COMM, (void *)0x84002000, 16, (void *)0x4102);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+  /* A host synchronization covers deferred copies like the others. */
+  memop_on(7, (void *)0x84003000, 64, S_UP);
+  stream_ev(A2A_EV_STREAM_SYNC, S_UP, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
+  send_on(S_COMM, (void *)0x84003000, 16, (void *)0x4103);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+}
+END_TEST
+
 /* The ring is consulted only by a range's first communication use, and
  * forgets what a new allocation (or a free) replaces; host-waiting copies
  * and copies to host memory are not remembered. */
@@ -1472,6 +1531,8 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, fresh_block_upload_without_edge_fires);
   tcase_add_test(tc, fresh_block_upload_with_edge_is_ordered);
   tcase_add_test(tc, copy_ring_lifetime);
+  tcase_add_test(tc, deferred_copies_keep_their_order);
+  tcase_add_test(tc, deferred_copies_of_another_thread);
   tcase_add_test(tc, kernel_on_send_buffer_in_flight_is_not_reported);
   tcase_add_test(tc, kernel_on_in_place_buffer_in_flight_fires);
   tcase_add_test(tc, free_of_send_buffer_in_flight_after_reader_kernel_fires);
