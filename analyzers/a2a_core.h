@@ -282,6 +282,14 @@ typedef struct a2a_analyzer {
    * dispatcher (which stores the seq) while it runs, even kinds no analyzer
    * handles. */
   bool wants_activity;
+  /* Optional: for the kinds of post_gated (a subset of post), its POST
+   * handler does nothing while *post_gate is 0 - the handler tests that
+   * itself, so this is only a hint: the hot dispatch (a2a_dispatch_hot)
+   * skips a POST whose every handler is gated and every gate 0, without
+   * calling them. A gate is read with a relaxed load, like the handler's
+   * own test. */
+  uint64_t post_gated;
+  const _Atomic unsigned *post_gate;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -350,10 +358,22 @@ static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
  * records, stream waits, copies), which know the event's kind and phase
  * at compile time (`kind` and `phase` must be constants and equal to
  * ev->kind and ev->phase): the handler list's address is a constant, the
- * activity store inline. Same handlers, same order. */
+ * activity store inline. Same handlers, same order; a POST whose handlers
+ * are all gated shut is skipped (a2a_analyzer.post_gate). */
+/* Per kind, for the POST: a2a_post_all_gated[k] when every POST handler of
+ * kind k is gated (a2a_analyzer.post_gate), and then the gates,
+ * NULL-terminated. Built at init with the handler table. */
+extern bool a2a_post_all_gated[A2A_EV__COUNT];
+extern const _Atomic unsigned *a2a_post_gates[A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+
 static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
   if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
   if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
+  if (phase == A2A_POST && a2a_post_all_gated[kind]) {
+    const _Atomic unsigned *const *g = a2a_post_gates[kind];
+    while (*g && atomic_load_explicit(*g, memory_order_relaxed) == 0) g++;
+    if (!*g) return; /* every gate closed: no handler has anything to do */
+  }
   _Atomic(a2a_handler) *h = a2a_handlers[phase == A2A_POST][kind];
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }

@@ -135,6 +135,8 @@ static _Atomic bool g_off[MAX_ANALYZERS];
 _Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
 static uint8_t g_hidx[2][A2A_EV__COUNT][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 _Atomic bool a2a_dispatch_ready;
+bool a2a_post_all_gated[A2A_EV__COUNT];
+const _Atomic unsigned *a2a_post_gates[A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
 bool a2a_activity_on;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -167,6 +169,22 @@ static void add_handler(int ph, int k, a2a_handler f, int analyzer, unsigned *n)
   atomic_store(&a2a_handlers[ph][k][(*n)++], f);
 }
 
+/* The POST gates of kind k (n handlers in the table): all_gated only when
+ * every handler is an analyzer's with a gate for k (registry entries never
+ * are). */
+static void build_gates(int k, unsigned n) {
+  bool all = n > 0;
+  unsigned ng = 0;
+  for (unsigned j = 0; j < n && all; j++) {
+    uint8_t i = g_hidx[A2A_POST][k][j];
+    const a2a_analyzer *a = i == 0xff ? NULL : g_an[i];
+    if (!a || !a->post_gate || !(a->post_gated & A2A_KIND_BIT(k))) all = false;
+    else a2a_post_gates[k][ng++] = a->post_gate;
+  }
+  a2a_post_gates[k][all ? ng : 0] = NULL;
+  a2a_post_all_gated[k] = all;
+}
+
 static void init_analyzers(void) {
   atomic_store(&a2a_dispatch_ready, false);
   a2a_kparams_reset();
@@ -195,6 +213,7 @@ static void init_analyzers(void) {
       if (ph == A2A_POST && k == A2A_EV_COMM_END) add_handler(ph, k, reg_comm_end, -1, &n);
       if (ph == A2A_POST && k == A2A_EV_FREE) add_handler(ph, k, reg_free, -1, &n);
       atomic_store(&a2a_handlers[ph][k][n], NULL);
+      if (ph == A2A_POST) build_gates(k, n);
     }
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->wants_activity) a2a_activity_on = true;

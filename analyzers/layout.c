@@ -837,7 +837,7 @@ static void layout_other(const a2a_event *ev) {
         }
       }
       a2a_tslots_fork_child(&g_threads, ev->thread);
-      atomic_store(&lyh_brackets_open, t && t->open_end >= 0 ? 1 : 0);
+      atomic_store(&lyh_brackets_open, t && t->open_end >= 0 ? 1u : 0u);
       return;
     default:
       return;
@@ -846,7 +846,7 @@ static void layout_other(const a2a_event *ev) {
 
 static int layout_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
-  atomic_store(&lyh_brackets_open, 0);
+  atomic_store(&lyh_brackets_open, 0u);
   return a2a_tslots_init(&g_threads, release_events);
 }
 
@@ -862,6 +862,9 @@ const a2a_analyzer a2a_analyzer_layout = {
     .post = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
             A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_LAUNCH) |
             A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) | A2A_KIND_BIT(A2A_EV_FORK_CHILD),
+    /* A launch's or copy's POST only closes a timing bracket. */
+    .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_MEMCPY),
+    .post_gate = &lyh_brackets_open,
     .init = layout_init,
     .on_event = layout_on_event,
 };

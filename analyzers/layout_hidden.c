@@ -64,7 +64,7 @@ static void *copy_stream(const a2a_event *ev) {
 
 /* Brackets whose end event a launch's or copy's POST records (open_end):
  * with none open anywhere, POSTs cost one load. */
-_Atomic int lyh_brackets_open;
+_Atomic unsigned lyh_brackets_open;
 
 static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
   int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);

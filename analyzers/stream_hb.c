@@ -192,7 +192,7 @@ typedef struct stack_slot {
  * (touched only by thread i). */
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic size_t g_nranges;
+static _Atomic unsigned g_nranges; /* also the launch POST gate */
 static _Atomic bool g_disabled;
 
 static timeline *g_tl; /* [MAX_TL]; g_tl[0] is the host */
@@ -1195,7 +1195,7 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
     bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
     access_range(r, &a, covers, p->stack.n > 0 ? &p->stack : NULL, &rep);
   }
-  atomic_store(&g_nranges, g_nr);
+  atomic_store(&g_nranges, (unsigned)g_nr);
   bounds_update();
 }
 
@@ -1601,7 +1601,7 @@ static void drop_span(uintptr_t lo, uintptr_t hi) {
   ring_drop_span(lo, hi);
   size_t k = pos_after(lo);
   while (k < g_nr && g_rng[g_order[k]].lo < hi) order_remove_at(k);
-  atomic_store(&g_nranges, g_nr);
+  atomic_store(&g_nranges, (unsigned)g_nr);
   bounds_update();
 }
 
@@ -1677,7 +1677,7 @@ static int hb_init(void) {
       if (g_threads[i]) memset(g_threads[i], 0, sizeof *g_threads[i]);
       g_last_dev[i] = 0;
     }
-    atomic_store(&g_nranges, 0);
+    atomic_store(&g_nranges, 0u);
     memset(g_ring, 0, sizeof g_ring);
     g_ring_next = 0;
     ring_set_live(0);
@@ -1964,6 +1964,9 @@ const a2a_analyzer a2a_analyzer_stream_hb = {
             A2A_KIND_BIT(A2A_EV_EVENT_QUERY) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |
             A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |
             A2A_KIND_BIT(A2A_EV_HOST_FUNC) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH),
+    /* Launches matter only while ranges are tracked. */
+    .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
+    .post_gate = &g_nranges,
     .init = hb_init,
     .on_event = hb_on_event,
     .fini = NULL,

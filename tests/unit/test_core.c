@@ -104,6 +104,62 @@ START_TEST(dispatch_follows_subscriptions_and_owned_checks) {
 }
 END_TEST
 
+/* POST gates: the hot dispatch skips a launch's POST when every handler
+ * of it is gated and every gate is 0; an ungated handler, or an open gate,
+ * runs the list as usual. */
+static _Atomic unsigned g_gate_a, g_gate_b;
+static int g_gated_calls, g_plain_calls;
+static void gated_event(const a2a_event *ev) { (void)ev; g_gated_calls++; }
+static void plain_event(const a2a_event *ev) { (void)ev; g_plain_calls++; }
+static const a2a_analyzer gated_a = {.name = "gated_a", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .post_gate = &g_gate_a, .on_event = gated_event};
+static const a2a_analyzer gated_b = {.name = "gated_b", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .post_gate = &g_gate_b, .on_event = gated_event};
+static const a2a_analyzer ungated = {.name = "ungated", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .on_event = plain_event};
+
+static void hot_launch_post(void) {
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  l.phase = A2A_POST;
+  a2a_dispatch_hot(&l, A2A_EV_LAUNCH, A2A_POST);
+}
+
+START_TEST(post_gates_skip_only_when_all_closed) {
+  static const a2a_analyzer *const two[] = {&gated_a, &gated_b};
+  a2a_core_set_analyzers_for_tests(two, 2);
+  collector_reinit();
+  g_gated_calls = g_plain_calls = 0;
+  atomic_store(&g_gate_a, 0);
+  atomic_store(&g_gate_b, 0);
+  ck_assert(a2a_post_all_gated[A2A_EV_LAUNCH]);
+  hot_launch_post();
+  ck_assert_int_eq(g_gated_calls, 0);
+  atomic_store(&g_gate_b, 1); /* one open gate: every handler runs */
+  hot_launch_post();
+  ck_assert_int_eq(g_gated_calls, 2);
+  atomic_store(&g_gate_b, 0);
+  hot_launch_post();
+  ck_assert_int_eq(g_gated_calls, 2);
+  /* The generic dispatch never skips: the handlers test their gates. */
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  l.phase = A2A_POST;
+  a2a_dispatch(&l);
+  ck_assert_int_eq(g_gated_calls, 4);
+  /* An ungated handler of the kind: never skipped. */
+  static const a2a_analyzer *const mixed[] = {&gated_a, &ungated};
+  a2a_core_set_analyzers_for_tests(mixed, 2);
+  collector_reinit();
+  ck_assert(!a2a_post_all_gated[A2A_EV_LAUNCH]);
+  hot_launch_post();
+  ck_assert_int_eq(g_gated_calls, 5);
+  ck_assert_int_eq(g_plain_calls, 1);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 START_TEST(event_result_facts) {
   a2a_event e = ev_make(A2A_EV_COMM_INIT);
   a2a_event_set_result(&e, A2A_NCCL_IN_PROGRESS);
@@ -349,6 +405,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, every_listed_analyzer_is_linked);
   tcase_add_test(tc, dispatch_follows_subscriptions_and_owned_checks);
+  tcase_add_test(tc, post_gates_skip_only_when_all_closed);
   tcase_add_test(tc, event_result_facts);
   tcase_add_test(tc, comm_registry_identity);
   tcase_add_test(tc, split_identity_follows_sequence_and_color);
