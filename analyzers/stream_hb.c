@@ -254,6 +254,25 @@ static _Atomic unsigned g_ncapture;
 
 #define HOST_TL 0
 
+/* The last timelines found by tl_of (under g_mu), keyed by its arguments:
+ * a program records, waits and copies on the same few streams over and
+ * over, and the lookup below walks every timeline. An entry is valid only
+ * while g_tl_epoch is unchanged: it is advanced whenever a stream handle
+ * stops or starts mapping to a timeline (tl_new, a stream's creation or
+ * destruction, initialization). */
+#define TL_CACHE 4
+typedef struct tl_cache_ent {
+  void *stream;
+  uint32_t thread;
+  int device;
+  int per_thread;
+  int tl;
+  uint64_t epoch;
+} tl_cache_ent;
+static tl_cache_ent g_tl_cache[TL_CACHE];
+static uint64_t g_tl_epoch = 1;
+
+
 /* ------------------------------------------------------------------ */
 /* Small helpers */
 
@@ -391,6 +410,7 @@ static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
     atomic_store_explicit(&g_dev_ptds[device], true, memory_order_relaxed);
   t->kind = kind;
   t->live = true;
+  g_tl_epoch++; /* tl_of's cache: a handle maps anew */
   t->capturing = false;
   t->cap_origin = 0;
   t->device = device;
@@ -399,8 +419,28 @@ static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
   return i;
 }
 
+static int tl_find(void *stream, int per_thread, uint32_t thread, int device);
+
+/* A miss: look up (or make) the timeline and remember it in c. Out of
+ * line, so that a hit needs no stack frame. */
+__attribute__((noinline)) static int tl_of_miss(void *stream, int per_thread, uint32_t thread,
+                                                int device, tl_cache_ent *c) {
+  int s = tl_find(stream, per_thread, thread, device);
+  if (s >= 0)
+    *c = (tl_cache_ent){stream, thread, device, per_thread, s, g_tl_epoch};
+  return s;
+}
+
+static inline int tl_of(void *stream, int per_thread, uint32_t thread, int device) {
+  tl_cache_ent *c = &g_tl_cache[((uintptr_t)stream >> 4 ^ (uintptr_t)stream >> 12) % TL_CACHE];
+  if (c->epoch == g_tl_epoch && c->stream == stream && c->per_thread == per_thread &&
+      c->thread == thread && c->device == device)
+    return c->tl;
+  return tl_of_miss(stream, per_thread, thread, device, c);
+}
+
 /* The timeline of a stream argument; creates it on first sight. */
-static int tl_of(void *stream, int per_thread, uint32_t thread, int device) {
+static int tl_find(void *stream, int per_thread, uint32_t thread, int device) {
   tl_kind kind;
   if (stream == STREAM_LEGACY || (stream == NULL && !per_thread)) kind = TL_LEGACY;
   else if (stream == STREAM_PER_THREAD || stream == NULL) kind = TL_PER_THREAD;
@@ -1667,6 +1707,7 @@ static int hb_init(void) {
     g_ntl = 1; /* the host */
     g_tl[HOST_TL].kind = TL_HOST;
     g_tl[HOST_TL].live = true;
+    g_tl_epoch++; /* tl_of's cache */
     g_tl[HOST_TL].device = -1;
     g_nev = 0;
     g_nr = 0;
@@ -1697,6 +1738,51 @@ static int hb_init(void) {
 
 static bool ok_result(const a2a_event *ev) { return ev->result == 0; }
 
+/* cudaEventRecord (g_mu held): the event captures the stream's clock. */
+static void on_record(const a2a_event *ev) {
+  int s = tl_of_ev(ev);
+  if (s < 0) return;
+  ev_slot *e = ev_find(ev->u.event.event, true);
+  if (g_tl[s].capturing) {
+    /* A graph node, not a completion point: the eager clock (if any) is
+     * kept; a stream waiting on it joins the capture. */
+    if (e) e->cap_origin = g_tl[s].cap_origin;
+    return;
+  }
+  enqueue_edges(s);
+  if (!e) return;
+  /* The clock entries of timelines not made yet are 0 in every clock and
+   * stay 0 in e->vc (slots start zeroed; g_ntl only grows until init):
+   * copy the ones in use. */
+  memcpy(e->vc, g_tl[s].vc, (size_t)g_ntl * sizeof e->vc[0]);
+  e->recorded = true;
+  e->cap_origin = 0;
+}
+
+/* cudaStreamWaitEvent (g_mu held): the stream joins the event's clock. */
+static void on_wait(const a2a_event *ev) {
+  int s = tl_of_ev(ev);
+  if (s < 0 || g_tl[s].capturing) return;
+  ev_slot *e = ev_find(ev->u.event.event, false);
+  if (e && e->cap_origin && g_tl[e->cap_origin].capturing) {
+    set_capturing(s, true, e->cap_origin); /* forked into the capture */
+    return;
+  }
+  enqueue_edges(s);
+  if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
+}
+
+/* Event records and stream waits while the analyzer is active (the front
+ * tested that): hb_other's path for them, without its dispatch. */
+__attribute__((noinline)) static void hb_record_wait(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed) || !ok_result(ev)) return;
+  report_q q;
+  hb_lock(&q);
+  if (ev->kind == A2A_EV_EVENT_RECORD) on_record(ev);
+  else on_wait(ev);
+  hb_unlock(&q);
+}
+
 __attribute__((noinline)) static void hb_other(const a2a_event *ev);
 
 static void hb_on_event(const a2a_event *ev) {
@@ -1716,6 +1802,11 @@ static void hb_on_event(const a2a_event *ev) {
       atomic_load_explicit(&g_staged, memory_order_relaxed) == 0 &&
       atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
     return;
+  if ((ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) &&
+      ev->phase == A2A_POST) {
+    hb_record_wait(ev);
+    return;
+  }
   /* Copies and memsets that do not make the host wait, while nothing is
    * tracked and no capture is open: a recent copy is deferred (see
    * "Deferred copies"), any other has nothing to do. The rest (a thread's
@@ -1775,6 +1866,7 @@ static void hb_other(const a2a_event *ev) {
       if (g_tl[i].live && g_tl[i].handle == ev->stream && g_tl[i].kind != TL_LEGACY &&
           g_tl[i].kind != TL_PER_THREAD)
         g_tl[i].live = false;
+    g_tl_epoch++; /* tl_of's cache: the handle no longer maps here */
     sreg_put(ev->stream,
              (ev->u.stream_create.flags & CUDA_STREAM_NON_BLOCKING) ? TL_NONBLOCKING : TL_BLOCKING,
              dev_of(ev), ev->callsite);
@@ -1791,6 +1883,7 @@ static void hb_other(const a2a_event *ev) {
       if (g_tl[i].live && g_tl[i].handle == ev->stream && g_tl[i].kind != TL_LEGACY &&
           g_tl[i].kind != TL_PER_THREAD)
         g_tl[i].live = false;
+    g_tl_epoch++; /* tl_of's cache: the handle no longer maps here */
     sreg_remove(ev->stream);
     pthread_mutex_unlock(&g_mu);
     return;
@@ -1869,35 +1962,8 @@ static void hb_other(const a2a_event *ev) {
     if (p && ev->u.mem.mem != A2A_MEM_HOST_PINNED) drop_span(p, p + (ev->u.mem.size ? ev->u.mem.size : 1));
     break;
   }
-  case A2A_EV_EVENT_RECORD: {
-    int s = tl_of_ev(ev);
-    if (s < 0) break;
-    ev_slot *e = ev_find(ev->u.event.event, true);
-    if (g_tl[s].capturing) {
-      /* A graph node, not a completion point: the eager clock (if any) is
-       * kept; a stream waiting on it joins the capture. */
-      if (e) e->cap_origin = g_tl[s].cap_origin;
-      break;
-    }
-    enqueue_edges(s);
-    if (!e) break;
-    memcpy(e->vc, g_tl[s].vc, sizeof e->vc);
-    e->recorded = true;
-    e->cap_origin = 0;
-    break;
-  }
-  case A2A_EV_STREAM_WAIT_EVENT: {
-    int s = tl_of_ev(ev);
-    if (s < 0 || g_tl[s].capturing) break;
-    ev_slot *e = ev_find(ev->u.event.event, false);
-    if (e && e->cap_origin && g_tl[e->cap_origin].capturing) {
-      set_capturing(s, true, e->cap_origin); /* forked into the capture */
-      break;
-    }
-    enqueue_edges(s);
-    if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
-    break;
-  }
+  case A2A_EV_EVENT_RECORD: on_record(ev); break;
+  case A2A_EV_STREAM_WAIT_EVENT: on_wait(ev); break;
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_EVENT_QUERY: { /* ok_result: query returned cudaSuccess */
     ev_slot *e = ev_find(ev->u.event.event, false);
