@@ -66,9 +66,17 @@ static void thread_fini(void *rec) {
 
 static void release_events(void *rec) { lyh_release(rec); }
 
-static ly_thread *thread_get(uint32_t id, bool create) {
+/* A thread's first record (out of line: thread_get is on hot paths). */
+__attribute__((noinline)) static ly_thread *thread_claim(uint32_t id);
+
+static inline ly_thread *thread_get(uint32_t id, bool create) {
   ly_thread *t = a2a_tslots_get(&g_threads, id);
   if (t || !create) return t;
+  return thread_claim(id);
+}
+
+static ly_thread *thread_claim(uint32_t id) {
+  ly_thread *t;
   bool reused;
   t = a2a_tslots_claim(&g_threads, id, sizeof *t, &reused);
   if (!t) return NULL;
