@@ -258,6 +258,60 @@ START_TEST(alloc_registry_bounds) {
 }
 END_TEST
 
+/* a2a_alloc_find answers repeated lookups from the thread's last answer
+ * (found segment, or pointer not found) while the registry is unchanged:
+ * a free, a new allocation at the same address (another size and serial)
+ * and an allocation over a pointer that was not found must all be seen. */
+static void free_at(uintptr_t p) {
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.u.mem.ptr = (void *)p;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(alloc_cache_follows_frees_and_reuse) {
+  alloc(0x40000, 0x1000, 1);
+  a2a_alloc a;
+  ck_assert(a2a_alloc_find((void *)0x40010, &a));
+  ck_assert_uint_eq(a.size, 0x1000);
+  uint64_t serial = a.serial;
+  ck_assert(a2a_alloc_find((void *)0x40fff, &a)); /* same segment: cached */
+  ck_assert_uint_eq(a.base, 0x40000);
+  ck_assert(!a2a_alloc_find((void *)0x41000, &a)); /* past its end */
+  free_at(0x40000);
+  ck_assert(!a2a_alloc_find((void *)0x40010, &a)); /* freed */
+  alloc(0x40000, 0x100, 2); /* the same address again, smaller */
+  ck_assert(a2a_alloc_find((void *)0x40010, &a));
+  ck_assert_uint_eq(a.size, 0x100);
+  ck_assert_int_eq(a.device, 2);
+  ck_assert_uint_ne(a.serial, serial);
+  ck_assert(!a2a_alloc_find((void *)0x40800, &a)); /* was inside the old one */
+  ck_assert(!a2a_alloc_find((void *)0x50000, &a));
+  ck_assert(!a2a_alloc_find((void *)0x50000, &a)); /* a cached miss */
+  alloc(0x50000, 0x10, 0);
+  ck_assert(a2a_alloc_find((void *)0x50000, &a)); /* allocated since */
+  ck_assert_uint_eq(a.size, 0x10);
+  free_at(0x50000);
+  ck_assert(!a2a_alloc_find((void *)0x50000, &a));
+}
+END_TEST
+
+static void *alloc_elsewhere(void *arg) {
+  (void)arg;
+  alloc(0x60000, 0x1000, 3);
+  return NULL;
+}
+
+START_TEST(alloc_cache_sees_other_threads) {
+  a2a_alloc a;
+  ck_assert(!a2a_alloc_find((void *)0x60000, &a));
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, alloc_elsewhere, NULL), 0);
+  pthread_join(th, NULL);
+  ck_assert(a2a_alloc_find((void *)0x60000, &a));
+  ck_assert_int_eq(a.device, 3);
+}
+END_TEST
+
 START_TEST(failed_alloc_is_not_registered) {
   a2a_event ev = ev_make(A2A_EV_ALLOC);
   ev.u.mem.size = 16;
@@ -412,6 +466,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, comm_end_sets_state_and_handle_reuse_replaces);
   tcase_add_test(tc, alloc_registry_bounds);
   tcase_add_test(tc, failed_alloc_is_not_registered);
+  tcase_add_test(tc, alloc_cache_follows_frees_and_reuse);
+  tcase_add_test(tc, alloc_cache_sees_other_threads);
   tcase_add_test(tc, json_writer);
   tcase_add_test(tc, json_writer_overflow_stays_terminated);
   tcase_add_test(tc, dtype_table);
