@@ -726,6 +726,18 @@ static bool page_maybe(uintptr_t p) {
   return (atomic_load_explicit(&g_pages[b / 64], memory_order_relaxed) >> (b % 64)) & 1;
 }
 
+/* Whether no tracked range can overlap [lo, lo+n) (lock-free; a stale or
+ * hashed-together bit only answers false). Spans over 16 pages answer
+ * false. */
+static bool span_pages_clear(uintptr_t lo, size_t n) {
+  if (n == 0) return true;
+  uintptr_t first = lo >> PAGE_SHIFT, last = (lo + n - 1) >> PAGE_SHIFT;
+  if (last < first || last - first >= 16) return false;
+  for (uintptr_t pg = first; pg <= last; pg++)
+    if (page_maybe(pg << PAGE_SHIFT)) return false;
+  return true;
+}
+
 /* Whether any 8-byte word of the launch's parameters may point into a
  * tracked range (lock-free; false positives only). */
 static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
@@ -1563,13 +1575,17 @@ typedef struct stage_run {
   int s;
 } stage_run;
 
-/* on_copy(c, false) for a deferred copy while nothing is tracked: it only
- * enters the recent-copy ring (stage_copy deferred only such copies). */
+/* on_copy(c, false) for a deferred copy that touches no tracked range:
+ * it only enters the recent-copy ring (stage_copy deferred only copies
+ * whose pages no tracked range touched). */
 static void stage_apply(const copy_rec *c, stage_run *run) {
-  if (g_nr) { /* ranges appeared meanwhile (a concurrent operation) */
-    run->ok = false;
-    on_copy(c, false);
-    return;
+  if (g_nr) { /* the copy may touch a range (one made meanwhile, concurrently) */
+    uintptr_t d = (uintptr_t)c->dst, sp = (uintptr_t)c->src;
+    if (span_tracked(d, d + c->bytes) || (!c->memset_ && span_tracked(sp, sp + c->bytes))) {
+      run->ok = false;
+      on_copy(c, false);
+      return;
+    }
   }
   if (!run->ok || run->stream != c->stream || run->per_thread != c->per_thread ||
       run->thread != c->thread || run->device != c->device) {
@@ -1785,13 +1801,28 @@ __attribute__((noinline)) static void hb_record_wait(const a2a_event *ev) {
 
 __attribute__((noinline)) static void hb_other(const a2a_event *ev);
 
+/* A launch while ranges are tracked (the front tested that): hb_other's
+ * path for it, without its dispatch. The parameter words against the
+ * page filter, the lock only when one may hit. */
+static void hb_launch(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
+  const a2a_kparams *f = a2a_kernel_params(ev->u.launch.func);
+  if (!f || f->nparams <= 0 || !launch_may_touch(ev, f)) return;
+  report_q q;
+  hb_lock(&q);
+  on_launch(ev, f);
+  hb_unlock(&q);
+}
+
 static void hb_on_event(const a2a_event *ev) {
   /* Launches (the hot path) matter only while communication buffers are
    * tracked (see "Launch prefilter"). */
-  if (ev->kind == A2A_EV_LAUNCH &&
-      (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
-       atomic_load_explicit(&g_disabled, memory_order_relaxed)))
+  if (ev->kind == A2A_EV_LAUNCH) {
+    if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
+        !atomic_load_explicit(&g_disabled, memory_order_relaxed))
+      hb_launch(ev);
     return;
+  }
   /* Event records and stream waits (the other hot calls) only while
    * ranges are tracked, recent copies remembered or a capture is open:
    * hb_other's own test ("the rest matters only while..."), made here
@@ -1807,16 +1838,21 @@ static void hb_on_event(const a2a_event *ev) {
     hb_record_wait(ev);
     return;
   }
-  /* Copies and memsets that do not make the host wait, while nothing is
-   * tracked and no capture is open: a recent copy is deferred (see
-   * "Deferred copies"), any other has nothing to do. The rest (a thread's
-   * first copy, a full ring, anything tracked) goes the locked way. */
+  /* Copies and memsets that do not make the host wait and cannot touch a
+   * tracked range (none is tracked, or the launch prefilter's pages of
+   * both spans are clear), while no capture is open: a recent copy is
+   * deferred (see "Deferred copies"), any other has nothing to do. The
+   * rest (a thread's first copy, a full ring, a span that may be tracked)
+   * goes the locked way. */
   if ((ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) && ev->phase == A2A_POST &&
       ev->result == 0 &&
       (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
-      atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
       atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
-      !atomic_load_explicit(&g_disabled, memory_order_relaxed)) {
+      !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
+      (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
+       (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
+        (ev->kind == A2A_EV_MEMSET ||
+         span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
     bool remember = ev->u.copy.dst && ev->u.copy.bytes &&
                     (ev->kind == A2A_EV_MEMSET || (ev->u.copy.cpykind != A2A_CPY_D2H &&
                                                    ev->u.copy.cpykind != A2A_CPY_H2H));

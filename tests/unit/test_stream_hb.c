@@ -925,6 +925,33 @@ START_TEST(deferred_copies_of_another_thread) {
 }
 END_TEST
 
+/* While ranges are tracked, a copy whose pages no tracked range touches
+ * is deferred too; one into a tracked range is judged at its call, with
+ * its own stack, as before. */
+START_TEST(deferred_copies_while_ranges_are_tracked) {
+  setup();
+  two_streams_warm(NONBLOCKING); /* SENDBUF/RECVBUF tracked */
+  stream_create(S_UP, NONBLOCKING);
+  void *up_done = (void *)0xea;
+  memop_on(1, (void *)0x90000000, 64, S_UP); /* the thread's first: locked */
+  memop_on(1, (void *)0x90001000, 64, S_UP); /* another page: deferred */
+  memop_on(1, (void *)0x90002000, 64, S_UP);
+  send_on(S_COMM, (void *)0x90001000, 16, (void *)0x4201); /* no edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  memop_on(1, (void *)0x90003000, 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, up_done, S_UP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, up_done, S_COMM, 0);
+  send_on(S_COMM, (void *)0x90002000, 16, (void *)0x4202); /* ordered by the edge */
+  send_on(S_COMM, (void *)0x90003000, 16, (void *)0x4203);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  /* A copy into the tracked receive buffer while its operation may still
+   * write it: reported at the copy. */
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  memop_on(1, RECVBUF, 64, S_UP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
 /* The ring is consulted only by a range's first communication use, and
  * forgets what a new allocation (or a free) replaces; host-waiting copies
  * and copies to host memory are not remembered. */
@@ -1533,6 +1560,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, copy_ring_lifetime);
   tcase_add_test(tc, deferred_copies_keep_their_order);
   tcase_add_test(tc, deferred_copies_of_another_thread);
+  tcase_add_test(tc, deferred_copies_while_ranges_are_tracked);
   tcase_add_test(tc, kernel_on_send_buffer_in_flight_is_not_reported);
   tcase_add_test(tc, kernel_on_in_place_buffer_in_flight_fires);
   tcase_add_test(tc, free_of_send_buffer_in_flight_after_reader_kernel_fires);
