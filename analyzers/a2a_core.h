@@ -370,9 +370,14 @@ static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phas
   if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
   if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
   if (phase == A2A_POST && a2a_post_all_gated[kind]) {
+    /* Every gate closed: no handler has anything to do. (The list has at
+     * least one gate; the first is tested unrolled.) */
     const _Atomic unsigned *const *g = a2a_post_gates[kind];
-    while (*g && atomic_load_explicit(*g, memory_order_relaxed) == 0) g++;
-    if (!*g) return; /* every gate closed: no handler has anything to do */
+    if (atomic_load_explicit(g[0], memory_order_relaxed) == 0) {
+      for (g++; *g && atomic_load_explicit(*g, memory_order_relaxed) == 0; g++) {
+      }
+      if (!*g) return;
+    }
   }
   _Atomic(a2a_handler) *h = a2a_handlers[phase == A2A_POST][kind];
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);

@@ -182,7 +182,7 @@ static void build_gates(int k, unsigned n) {
     else a2a_post_gates[k][ng++] = a->post_gate;
   }
   a2a_post_gates[k][all ? ng : 0] = NULL;
-  a2a_post_all_gated[k] = all;
+  a2a_post_all_gated[k] = all && ng > 0; /* the hot dispatch reads gates[k][0] */
 }
 
 static void init_analyzers(void) {
