@@ -1435,6 +1435,63 @@ START_TEST(threads_drive_pipelines_concurrently) {
 }
 END_TEST
 
+/* Threads that copy (deferred: nothing of theirs is tracked when they
+ * copy into a fresh block), record, wait and send, concurrently: every
+ * copy is ordered by its own thread's edge, so nothing is reported
+ * (run under ThreadSanitizer by sanitize.tsan: the deferred-copy rings'
+ * single-producer / lock-holder protocol). */
+static void *copier(void *p) {
+  const worker_arg *w = p;
+  uintptr_t t = w->thread;
+  void *up = (void *)(0x62000 + t * 0x100), *comm = (void *)(0x63000 + t * 0x100);
+  void *done = (void *)(0xf000 + t);
+  a2a_event ev = ev_make(A2A_EV_STREAM_CREATE);
+  ev.thread = w->thread;
+  ev.u.stream_create.flags = NONBLOCKING;
+  ev.stream = up;
+  ev_dispatch(&ev, 0);
+  ev.stream = comm;
+  ev_dispatch(&ev, 0);
+  for (uintptr_t i = 0; i < 500; i++) {
+    void *buf = (void *)(0x100000000 + t * 0x40000000 + i * 0x200000); /* fresh pages */
+    memop_on(w->thread, buf, 64, up);
+    memop_on(w->thread, (char *)buf + 0x800, 64, up);
+    ev = ev_make(A2A_EV_EVENT_RECORD);
+    ev.thread = w->thread;
+    ev.stream = up;
+    ev.u.event.event = done;
+    ev_dispatch(&ev, 0);
+    ev.kind = A2A_EV_STREAM_WAIT_EVENT;
+    ev.stream = comm;
+    ev_dispatch(&ev, 0);
+    ev = ev_make(A2A_EV_P2P);
+    ev.thread = w->thread;
+    ev.api = "ncclSend";
+    ev.comm = COMM;
+    ev.stream = comm;
+    ev.u.p2p.is_send = 1;
+    ev.u.p2p.buff = buf;
+    ev.u.p2p.count = 16;
+    ev.u.p2p.dtype = NCCL_FLOAT;
+    ev_dispatch(&ev, 0);
+  }
+  return NULL;
+}
+
+START_TEST(threads_defer_copies_concurrently) {
+  setup();
+  enum { NT = 4 };
+  pthread_t th[NT];
+  worker_arg args[NT];
+  for (int i = 0; i < NT; i++) {
+    args[i].thread = (uint32_t)(i + 2);
+    ck_assert_int_eq(pthread_create(&th[i], NULL, copier, &args[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 /* Past STREAM_HB_MAX_TL used streams a lost edge could invent races: the
  * analyzer says so once and stops instead. */
 START_TEST(too_many_streams_disables_the_analyzer) {
@@ -1570,6 +1627,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, untracked_launches_are_ignored);
   tcase_add_test(tc, many_streams_created_up_front);
   tcase_add_test(tc, threads_drive_pipelines_concurrently);
+  tcase_add_test(tc, threads_defer_copies_concurrently);
   tcase_add_test(tc, too_many_streams_disables_the_analyzer);
   tcase_add_test(tc, stream_churn_recycles_timelines);
   tcase_add_test(tc, recycling_without_host_cover_only_hides);
