@@ -1892,10 +1892,10 @@ static void hb_other(const a2a_event *ev) {
   case A2A_EV_P2P:
     if (ev->ok) on_comm_op(ev);
     return;
-  case A2A_EV_STREAM_CREATE:
+  case A2A_EV_STREAM_CREATE: {
     if (!ok_result(ev) || !ev->stream) return;
-    pthread_mutex_lock(&g_mu);
-    stage_drain(); /* the copies before it were on the old stream */
+    report_q q;
+    hb_lock(&q); /* applies the deferred copies: those before it were on the old stream */
     /* A live timeline with this handle belongs to a stream whose destroy
      * we missed: the new stream is a new timeline. */
     for (int i = 1; i < g_ntl; i++)
@@ -1906,12 +1906,13 @@ static void hb_other(const a2a_event *ev) {
     sreg_put(ev->stream,
              (ev->u.stream_create.flags & CUDA_STREAM_NON_BLOCKING) ? TL_NONBLOCKING : TL_BLOCKING,
              dev_of(ev), ev->callsite);
-    pthread_mutex_unlock(&g_mu);
+    hb_unlock(&q);
     return;
-  case A2A_EV_STREAM_DESTROY:
+  }
+  case A2A_EV_STREAM_DESTROY: {
     if (!ok_result(ev)) return;
-    pthread_mutex_lock(&g_mu);
-    stage_drain(); /* the copies before it were on the old stream */
+    report_q q;
+    hb_lock(&q); /* applies the deferred copies: those before it were on the old stream */
     /* The handle is unmapped, the timeline kept: its pending work still
      * completes, its clock values stay meaningful, a new stream that gets
      * the same handle is a new timeline. */
@@ -1921,8 +1922,9 @@ static void hb_other(const a2a_event *ev) {
         g_tl[i].live = false;
     g_tl_epoch++; /* tl_of's cache: the handle no longer maps here */
     sreg_remove(ev->stream);
-    pthread_mutex_unlock(&g_mu);
+    hb_unlock(&q);
     return;
+  }
   case A2A_EV_GRAPH_CAPTURE_BEGIN:
   case A2A_EV_GRAPH_CAPTURE_END: {
     /* While a stream captures, its work is recorded into a graph, not run:
@@ -1932,8 +1934,8 @@ static void hb_other(const a2a_event *ev) {
      * the capture ends for all of them at the origin's cudaStreamEndCapture
      * (CUDA requires them to have rejoined the origin by then). */
     if (!ok_result(ev)) return;
-    pthread_mutex_lock(&g_mu);
-    stage_drain(); /* copies before the capture ran */
+    report_q q;
+    hb_lock(&q); /* applies the deferred copies: those before the capture ran */
     int s = tl_of_ev(ev);
     if (s >= 0 && ev->kind == A2A_EV_GRAPH_CAPTURE_BEGIN) {
       set_capturing(s, true, s);
@@ -1942,7 +1944,7 @@ static void hb_other(const a2a_event *ev) {
       for (int i = 1; i < g_ntl; i++)
         if (g_tl[i].capturing && g_tl[i].cap_origin == origin) set_capturing(i, false, 0);
     }
-    pthread_mutex_unlock(&g_mu);
+    hb_unlock(&q);
     return;
   }
   case A2A_EV_EVENT_DESTROY:
