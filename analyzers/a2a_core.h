@@ -158,6 +158,16 @@ void a2a_site_stack(const void *site, a2a_stack *out);
  * A2A_ACTIVITY_THREADS or never seen. */
 
 #define A2A_ACTIVITY_THREADS 1024
+/* One cache line per thread, so threads storing their own never share.
+ * Written only by a2a_note_activity / a2a_note_activity_kind (the
+ * dispatcher); read through the two functions below. */
+typedef struct a2a_activity {
+  _Atomic uint32_t last_seq;
+  _Atomic uint32_t last_other_seq; /* the last call a polling loop does not make */
+  uint32_t flush;                  /* owner thread only: deferred work (below) */
+  char pad[64 - 3 * sizeof(uint32_t)];
+} a2a_activity;
+extern a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 uint32_t a2a_thread_last_seq(uint32_t thread);
 /* The same for the thread's last call that a polling loop does not make
  * (anything but cudaStreamQuery, cudaEventQuery, ncclCommGetAsyncError,
@@ -180,6 +190,8 @@ uint32_t a2a_thread_last_other_seq(uint32_t thread);
 typedef void (*a2a_flush_fn)(uint32_t thread);
 void a2a_set_flush_hook(a2a_flush_fn fn);
 bool a2a_thread_want_flush(uint32_t thread);
+/* Clear the thread's flag and run the hook (the dispatcher's slow path). */
+void a2a_run_flush(uint32_t thread);
 /* The calls that do not flush: NCCL communication and group calls, and
  * calls that neither enqueue work nor wait (error and communicator
  * queries, reduction-operator creation). */
@@ -301,6 +313,14 @@ typedef struct a2a_analyzer {
    * dispatcher (which stores the seq) while it runs, even kinds no analyzer
    * handles. */
   bool wants_activity;
+  /* Optional: for the kinds of post_gated (a subset of post), its POST
+   * handler does nothing while *post_gate is 0 - the handler tests that
+   * itself, so this is only a hint: the hot dispatch (a2a_dispatch_hot)
+   * skips a POST whose every handler is gated and every gate 0, without
+   * calling them. A gate is read with a relaxed load, like the handler's
+   * own test. */
+  uint64_t post_gated;
+  const _Atomic unsigned *post_gate;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -346,6 +366,53 @@ static inline void a2a_dispatch_inline(const a2a_event *ev) {
   if (k >= A2A_EV__COUNT) return;
   if (!ph && a2a_activity_on) a2a_note_activity(ev);
   _Atomic(a2a_handler) *h = a2a_handlers[ph][k];
+  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+}
+
+/* The kinds a polling loop makes (a2a_thread_last_other_seq ignores them). */
+#define A2A_POLL_KINDS                                                                    \
+  (A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY) |                 \
+   A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |             \
+   A2A_KIND_BIT(A2A_EV_SET_DEVICE))
+
+/* a2a_note_activity for an event whose kind the caller knows at compile
+ * time: two relaxed stores into the thread's own line and the deferred-work
+ * test, no call unless work was deferred. */
+static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
+  if (ev->thread >= A2A_ACTIVITY_THREADS) return;
+  a2a_activity *a = &a2a_activity_tab[ev->thread];
+  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
+  if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
+    atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+  if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(ev->thread);
+}
+
+/* a2a_dispatch_inline for the shim's hot wrappers (launches, event
+ * records, stream waits, copies), which know the event's kind and phase
+ * at compile time (`kind` and `phase` must be constants and equal to
+ * ev->kind and ev->phase): the handler list's address is a constant, the
+ * activity store inline. Same handlers, same order; a POST whose handlers
+ * are all gated shut is skipped (a2a_analyzer.post_gate). */
+/* Per kind, for the POST: a2a_post_all_gated[k] when every POST handler of
+ * kind k is gated (a2a_analyzer.post_gate), and then the gates,
+ * NULL-terminated. Built at init with the handler table. */
+extern bool a2a_post_all_gated[A2A_EV__COUNT];
+extern const _Atomic unsigned *a2a_post_gates[A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+
+static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
+  if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
+  if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
+  if (phase == A2A_POST && a2a_post_all_gated[kind]) {
+    /* Every gate closed: no handler has anything to do. (The list has at
+     * least one gate; the first is tested unrolled.) */
+    const _Atomic unsigned *const *g = a2a_post_gates[kind];
+    if (atomic_load_explicit(g[0], memory_order_relaxed) == 0) {
+      for (g++; *g && atomic_load_explicit(*g, memory_order_relaxed) == 0; g++) {
+      }
+      if (!*g) return;
+    }
+  }
+  _Atomic(a2a_handler) *h = a2a_handlers[phase == A2A_POST][kind];
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }
 /* Bit k set: some running analyzer handles events of kind k (or needs every

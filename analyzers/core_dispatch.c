@@ -137,6 +137,8 @@ static _Atomic bool g_off[MAX_ANALYZERS];
 _Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
 static uint8_t g_hidx[2][A2A_EV__COUNT][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 _Atomic bool a2a_dispatch_ready;
+bool a2a_post_all_gated[A2A_EV__COUNT];
+const _Atomic unsigned *a2a_post_gates[A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
 bool a2a_activity_on;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -169,6 +171,22 @@ static void add_handler(int ph, int k, a2a_handler f, int analyzer, unsigned *n)
   atomic_store(&a2a_handlers[ph][k][(*n)++], f);
 }
 
+/* The POST gates of kind k (n handlers in the table): all_gated only when
+ * every handler is an analyzer's with a gate for k (registry entries never
+ * are). */
+static void build_gates(int k, unsigned n) {
+  bool all = n > 0;
+  unsigned ng = 0;
+  for (unsigned j = 0; j < n && all; j++) {
+    uint8_t i = g_hidx[A2A_POST][k][j];
+    const a2a_analyzer *a = i == 0xff ? NULL : g_an[i];
+    if (!a || !a->post_gate || !(a->post_gated & A2A_KIND_BIT(k))) all = false;
+    else a2a_post_gates[k][ng++] = a->post_gate;
+  }
+  a2a_post_gates[k][all ? ng : 0] = NULL;
+  a2a_post_all_gated[k] = all && ng > 0; /* the hot dispatch reads gates[k][0] */
+}
+
 static void init_analyzers(void) {
   atomic_store(&a2a_dispatch_ready, false);
   a2a_kparams_reset();
@@ -197,6 +215,7 @@ static void init_analyzers(void) {
       if (ph == A2A_POST && k == A2A_EV_COMM_END) add_handler(ph, k, reg_comm_end, -1, &n);
       if (ph == A2A_POST && k == A2A_EV_FREE) add_handler(ph, k, reg_free, -1, &n);
       atomic_store(&a2a_handlers[ph][k][n], NULL);
+      if (ph == A2A_POST) build_gates(k, n);
     }
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->wants_activity) a2a_activity_on = true;
@@ -242,51 +261,41 @@ size_t a2a_core_analyzer_count(void) { return g_nan; }
 const a2a_analyzer *a2a_core_analyzer_at(size_t i);
 const a2a_analyzer *a2a_core_analyzer_at(size_t i) { return i < g_nan ? g_an[i] : NULL; }
 
-/* One cache line per thread, so threads storing their own never share. */
-typedef struct activity {
-  _Atomic uint32_t last_seq;
-  _Atomic uint32_t last_other_seq; /* the last call a polling loop does not make */
-  uint32_t flush;                  /* owner thread only: deferred work pending */
-  char pad[64 - 3 * sizeof(uint32_t)];
-} activity;
-static activity g_activity[A2A_ACTIVITY_THREADS];
+a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 static a2a_flush_fn g_flush_hook;
 
 void a2a_set_flush_hook(a2a_flush_fn fn) { g_flush_hook = fn; }
 
 bool a2a_thread_want_flush(uint32_t thread) {
   if (thread >= A2A_ACTIVITY_THREADS || !g_flush_hook || !a2a_activity_on) return false;
-  g_activity[thread].flush = 1;
+  a2a_activity_tab[thread].flush = 1;
   return true;
+}
+
+void a2a_run_flush(uint32_t thread) {
+  a2a_activity_tab[thread].flush = 0;
+  if (g_flush_hook) g_flush_hook(thread);
 }
 
 uint32_t a2a_thread_last_seq(uint32_t thread) {
   return thread < A2A_ACTIVITY_THREADS
-             ? atomic_load_explicit(&g_activity[thread].last_seq, memory_order_relaxed)
+             ? atomic_load_explicit(&a2a_activity_tab[thread].last_seq, memory_order_relaxed)
              : 0;
 }
 
 uint32_t a2a_thread_last_other_seq(uint32_t thread) {
   return thread < A2A_ACTIVITY_THREADS
-             ? atomic_load_explicit(&g_activity[thread].last_other_seq, memory_order_relaxed)
+             ? atomic_load_explicit(&a2a_activity_tab[thread].last_other_seq, memory_order_relaxed)
              : 0;
 }
 
-#define POLL_KINDS                                                                        \
-  (A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY) |                 \
-   A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |             \
-   A2A_KIND_BIT(A2A_EV_SET_DEVICE))
-
 void a2a_note_activity(const a2a_event *ev) {
   if (ev->thread >= A2A_ACTIVITY_THREADS) return;
-  activity *a = &g_activity[ev->thread];
+  a2a_activity *a = &a2a_activity_tab[ev->thread];
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
-  if (!(A2A_KIND_BIT(ev->kind) & POLL_KINDS))
+  if (!(A2A_KIND_BIT(ev->kind) & A2A_POLL_KINDS))
     atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
-  if (a->flush && !(A2A_KIND_BIT(ev->kind) & A2A_NOFLUSH_KINDS)) {
-    a->flush = 0;
-    if (g_flush_hook) g_flush_hook(ev->thread);
-  }
+  if (a->flush && !(A2A_KIND_BIT(ev->kind) & A2A_NOFLUSH_KINDS)) a2a_run_flush(ev->thread);
 }
 
 void a2a_dispatch(const a2a_event *ev) { a2a_dispatch_inline(ev); }
@@ -300,7 +309,7 @@ void a2a_core_fini(void) {
 void a2a_core_after_fork_child(void) {
   /* Deferred work belonged to the parent's threads (and its streams'
    * state): the analyzer that deferred it forgets it in its own hook. */
-  for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) g_activity[i].flush = 0;
+  for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].flush = 0;
   a2a_registry_after_fork_child();
   if (!atomic_load(&a2a_dispatch_ready)) return;
   for (size_t i = 0; i < g_nan; i++)

@@ -22,6 +22,21 @@
 static a2a_kparams g_kp[KP_SLOTS];
 static pthread_mutex_t g_kp_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The calling thread's last answer: a program launches the same few
+ * kernels over and over, and one launch asks twice (layout, stream_hb),
+ * so the probe of the table is skipped when the function repeats. An entry
+ * is immutable once published and the table only empties at a reset
+ * (init, unit tests), which bumps g_kp_gen: a cached answer from before it
+ * is not used. Only found entries are cached (a full table answers NULL
+ * and asks again next time). A forked child keeps the table and this
+ * thread's cache, consistently. */
+static _Atomic unsigned g_kp_gen;
+static _Thread_local struct {
+  const void *func;
+  const a2a_kparams *kp;
+  unsigned gen;
+} t_kp_last;
+
 static size_t kp_home(const void *func) {
   uint64_t x = (uint64_t)(uintptr_t)func;
   x ^= x >> 29;
@@ -46,10 +61,29 @@ static const a2a_kparams *kp_probe(const void *func) {
   return NULL;
 }
 
+static const a2a_kparams *kp_remember(const void *func, const a2a_kparams *kp, unsigned gen) {
+  if (kp) {
+    t_kp_last.func = func;
+    t_kp_last.kp = kp;
+    t_kp_last.gen = gen;
+  }
+  return kp;
+}
+
+/* Everything but the repeated function: out of line, so that the fast
+ * path below needs no stack frame. */
+__attribute__((noinline)) static const a2a_kparams *kp_lookup(const void *func, unsigned gen);
+
 const a2a_kparams *a2a_kernel_params(const void *func) {
+  unsigned gen = atomic_load_explicit(&g_kp_gen, memory_order_relaxed);
+  if (func == t_kp_last.func && gen == t_kp_last.gen && func) return t_kp_last.kp;
+  return kp_lookup(func, gen);
+}
+
+static const a2a_kparams *kp_lookup(const void *func, unsigned gen) {
   if (!func) return NULL;
   const a2a_kparams *f = kp_probe(func);
-  if (f) return f;
+  if (f) return kp_remember(func, f, gen);
   /* Ask the host before taking the lock (the real runtime is called). */
   a2a_kparams tmp;
   memset(&tmp, 0, sizeof tmp);
@@ -84,12 +118,13 @@ const a2a_kparams *a2a_kernel_params(const void *func) {
     }
   }
   pthread_mutex_unlock(&g_kp_mu);
-  return slot;
+  return kp_remember(func, slot, gen);
 }
 
 void a2a_kparams_reset(void) {
   pthread_mutex_init(&g_kp_mu, NULL);
   for (size_t i = 0; i < KP_SLOTS; i++) atomic_store(&g_kp[i].func, NULL);
+  atomic_fetch_add(&g_kp_gen, 1); /* every thread's cached answer is stale */
 }
 
 /* ------------------------------------------------------------------ */

@@ -8,8 +8,10 @@
  *
  * Allocations: a sorted array of segments under a reader-writer lock.
  * Writers are cudaMalloc/cudaFree (rare with a caching allocator); readers
- * are the analyzers at each NCCL operation (a shared lock, no syscall in the
- * uncontended case).
+ * are the analyzers at each NCCL operation and some copies and copy kernels
+ * (a shared lock, no syscall in the uncontended case), answered without it
+ * when the thread's last lookup already found the segment (see
+ * g_alloc_gen).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -167,15 +169,53 @@ static size_t upper(uintptr_t p) {
   return lo;
 }
 
+/* The registry's generation: advanced (under the write lock) by every
+ * change - an allocation, a free, a reset. A per-thread cache remembers
+ * the last segment a lookup found and the last pointer it did not find,
+ * each with the generation it was read at (under the read lock), and
+ * answers a lookup from them, without the lock, while the generation is
+ * unchanged: a free, or a free and a new allocation at the same address
+ * (another size, another serial), makes every cached answer stale. A
+ * lookup racing with a change on another thread may answer from before
+ * it, as if it had run first (as with the lock). A forked child keeps the
+ * registry and this thread's cache, consistently. */
+static _Atomic uint64_t g_alloc_gen = 1;
+static _Thread_local struct {
+  uint64_t gen;          /* of the found segment; 0 = none */
+  a2a_alloc seg;
+  uint64_t miss_gen;     /* of the pointer not found; 0 = none */
+  uintptr_t miss;
+} t_alloc_last;
+
+static bool seg_holds(const a2a_alloc *a, uintptr_t x) {
+  /* A zero-size allocation still names its base address. */
+  return x == a->base || x - a->base < a->size;
+}
+
 bool a2a_alloc_find(const void *p, a2a_alloc *out) {
   uintptr_t x = (uintptr_t)p;
+  uint64_t gen = atomic_load_explicit(&g_alloc_gen, memory_order_acquire);
+  if (t_alloc_last.gen == gen && seg_holds(&t_alloc_last.seg, x)) {
+    if (out) *out = t_alloc_last.seg;
+    return true;
+  }
+  if (t_alloc_last.miss_gen == gen && t_alloc_last.miss == x) return false;
   bool found = false;
   pthread_rwlock_rdlock(&g_alloc_mu);
+  gen = atomic_load_explicit(&g_alloc_gen, memory_order_relaxed); /* stable under the lock */
   size_t i = upper(x);
   if (i > 0) {
     const a2a_alloc *a = &g_allocs[i - 1];
-    /* A zero-size allocation still names its base address. */
-    if (x == a->base || x - a->base < a->size) { if (out) *out = *a; found = true; }
+    if (seg_holds(a, x)) {
+      if (out) *out = *a;
+      t_alloc_last.seg = *a;
+      t_alloc_last.gen = gen;
+      found = true;
+    }
+  }
+  if (!found) {
+    t_alloc_last.miss = x;
+    t_alloc_last.miss_gen = gen;
   }
   pthread_rwlock_unlock(&g_alloc_mu);
   return found;
@@ -213,6 +253,7 @@ void a2a_registry_alloc(const a2a_event *ev) {
       .mem = ev->u.mem.mem,
       .serial = ++g_alloc_serial,
   };
+  atomic_fetch_add_explicit(&g_alloc_gen, 1, memory_order_release); /* cached answers are stale */
   pthread_rwlock_unlock(&g_alloc_mu);
 }
 
@@ -225,6 +266,7 @@ void a2a_registry_free(const a2a_event *ev) {
     i--;
     memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - i - 1) * sizeof *g_allocs);
     g_nallocs--;
+    atomic_fetch_add_explicit(&g_alloc_gen, 1, memory_order_release); /* cached answers are stale */
   }
   pthread_rwlock_unlock(&g_alloc_mu);
 }
@@ -254,5 +296,6 @@ void a2a_registry_reset_for_tests(void) {
   pthread_mutex_unlock(&g_comm_mu);
   pthread_rwlock_wrlock(&g_alloc_mu);
   g_nallocs = 0;
+  atomic_fetch_add(&g_alloc_gen, 1); /* cached answers are stale */
   pthread_rwlock_unlock(&g_alloc_mu);
 }

@@ -379,11 +379,20 @@ static const bool g_relevant[A2A_EV__COUNT] = {
 
 static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
 
+__attribute__((noinline)) static void gl_body(const a2a_event *ev);
+
+/* The front: CUDA calls (event records, copies: hot calls) matter only
+ * while some thread has a group open, so they return here, before the
+ * body's prologue. */
 static void gl_on_event(const a2a_event *ev) {
   if ((unsigned)ev->kind >= A2A_EV__COUNT || !g_relevant[ev->kind]) return;
   if (!is_nccl_kind(ev->kind) && ev->kind != A2A_EV_PROCESS_EXIT && ev->kind != A2A_EV_FORK_CHILD &&
       atomic_load_explicit(&g_groups_open, memory_order_relaxed) == 0)
     return;
+  gl_body(ev);
+}
+
+static void gl_body(const a2a_event *ev) {
   if (ev->kind == A2A_EV_PROCESS_EXIT) {
     on_exit_event();
     return;

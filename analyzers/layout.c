@@ -66,9 +66,17 @@ static void thread_fini(void *rec) {
 
 static void release_events(void *rec) { lyh_release(rec); }
 
-static ly_thread *thread_get(uint32_t id, bool create) {
+/* A thread's first record (out of line: thread_get is on hot paths). */
+__attribute__((noinline)) static ly_thread *thread_claim(uint32_t id);
+
+static inline ly_thread *thread_get(uint32_t id, bool create) {
   ly_thread *t = a2a_tslots_get(&g_threads, id);
   if (t || !create) return t;
+  return thread_claim(id);
+}
+
+static ly_thread *thread_claim(uint32_t id) {
+  ly_thread *t;
   bool reused;
   t = a2a_tslots_claim(&g_threads, id, sizeof *t, &reused);
   if (!t) return NULL;
@@ -749,10 +757,27 @@ static void layout_launch(const a2a_event *ev) {
   if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
 }
 
+/* Copies (a hot call too): a POST closes a timing bracket if one is
+ * open; a PRE of a device-to-device copy is a candidate producer of a
+ * send buffer (only those can be a hidden .contiguous()). */
+static void layout_memcpy(const a2a_event *ev) {
+  ly_thread *t;
+  if (ev->phase == A2A_POST) {
+    if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
+        (t = thread_get(ev->thread, false)))
+      lyh_on_copy_post(t, ev);
+    return;
+  }
+  if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
+      (t = thread_get(ev->thread, true)))
+    lyh_on_memcpy(t, ev);
+}
+
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
 
 static void layout_on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_LAUNCH) layout_launch(ev);
+  else if (ev->kind == A2A_EV_MEMCPY) layout_memcpy(ev);
   else layout_other(ev);
 }
 
@@ -797,18 +822,6 @@ static void layout_other(const a2a_event *ev) {
         t->gen++;
       }
       return;
-    case A2A_EV_MEMCPY:
-      if (ev->phase == A2A_POST) {
-        if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
-            (t = thread_get(ev->thread, false)))
-          lyh_on_copy_post(t, ev);
-        return;
-      }
-      /* Only device-to-device copies can be a hidden .contiguous(). */
-      if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
-          (t = thread_get(ev->thread, true)))
-        lyh_on_memcpy(t, ev);
-      return;
     case A2A_EV_COMM_INIT:
       /* The thread that creates a communicator usually posts on it: give it
        * a record now so that its copy kernels are seen from the start. */
@@ -832,7 +845,7 @@ static void layout_other(const a2a_event *ev) {
         }
       }
       a2a_tslots_fork_child(&g_threads, ev->thread);
-      atomic_store(&lyh_brackets_open, t && t->open_end >= 0 ? 1 : 0);
+      atomic_store(&lyh_brackets_open, t && t->open_end >= 0 ? 1u : 0u);
       return;
     default:
       return;
@@ -841,7 +854,7 @@ static void layout_other(const a2a_event *ev) {
 
 static int layout_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
-  atomic_store(&lyh_brackets_open, 0);
+  atomic_store(&lyh_brackets_open, 0u);
   return a2a_tslots_init(&g_threads, release_events);
 }
 
@@ -857,6 +870,9 @@ const a2a_analyzer a2a_analyzer_layout = {
     .post = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
             A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_LAUNCH) |
             A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) | A2A_KIND_BIT(A2A_EV_FORK_CHILD),
+    /* A launch's or copy's POST only closes a timing bracket. */
+    .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_MEMCPY),
+    .post_gate = &lyh_brackets_open,
     .init = layout_init,
     .on_event = layout_on_event,
 };

@@ -64,16 +64,13 @@ static void *copy_stream(const a2a_event *ev) {
 
 /* Brackets whose end event a launch's or copy's POST records (open_end):
  * with none open anywhere, POSTs cost one load. */
-_Atomic int lyh_brackets_open;
+_Atomic unsigned lyh_brackets_open;
 
-static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
-  int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
-  ly_producer *p = &t->prod[slot];
-  memset(p, 0, sizeof *p);
-  p->site = ev->callsite;
-  p->gen = t->gen;
-  p->t_ns = ev->t_ns ? ev->t_ns : a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0;
-  /* A feed still waiting on this slot's events loses that measurement. */
+/* The feeds' side of a new producer in slot (only while some copy site
+ * is known to feed a send buffer): a feed waiting on the slot's events
+ * loses that measurement, and a copy from a feeding site is bracketed. */
+__attribute__((noinline)) static void producer_feeds(ly_thread *t, const a2a_event *ev,
+                                                     int slot, ly_producer *p) {
   for (unsigned i = 0; i < t->nfeeds; i++)
     if (t->feeds[i].slot == slot) t->feeds[i].slot = -1;
   ly_feed *f = feed_find(t, ev->callsite);
@@ -83,6 +80,18 @@ static ly_producer *producer_add(ly_thread *t, const a2a_event *ev) {
     t->open_end = slot;
     atomic_fetch_add_explicit(&lyh_brackets_open, 1, memory_order_relaxed);
   }
+}
+
+/* A new producer: the oldest slot, rewritten whole (dst, src, bytes and
+ * what are the caller's). */
+static inline ly_producer *producer_add(ly_thread *t, const a2a_event *ev, uintptr_t dst,
+                                        uintptr_t src, size_t bytes, const char *what) {
+  int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
+  ly_producer *p = &t->prod[slot];
+  *p = (ly_producer){
+      .dst = dst, .src = src, .bytes = bytes, .what = what, .site = ev->callsite, .gen = t->gen,
+      .t_ns = ev->t_ns ? ev->t_ns : a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0};
+  if (t->nfeeds) producer_feeds(t, ev, slot, p);
   return p;
 }
 
@@ -106,11 +115,8 @@ void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
     a2a_alloc a;
     if (!a2a_alloc_find(ev->u.copy.src, &a) || a.mem == A2A_MEM_HOST_PINNED) return;
   }
-  ly_producer *p = producer_add(t, ev);
-  p->dst = (uintptr_t)ev->u.copy.dst;
-  p->src = (uintptr_t)ev->u.copy.src;
-  p->bytes = ev->u.copy.bytes;
-  p->what = ev->api;
+  producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src, ev->u.copy.bytes,
+               ev->api);
 }
 
 void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
@@ -139,9 +145,7 @@ void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
   }
   if (!written) written = first;
   if (!written) return;
-  ly_producer *p = producer_add(t, ev);
-  p->what = kp->name;
-  p->dst = written;
+  producer_add(t, ev, written, 0, 0, kp->name);
 }
 
 /* Report a feed's finding; ms < 0: duration unknown. */

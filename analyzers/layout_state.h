@@ -116,7 +116,7 @@ typedef struct ly_thread {
 void lyh_on_memcpy(ly_thread *t, const a2a_event *ev);
 void lyh_on_launch(ly_thread *t, const a2a_event *ev);
 /* Timing brackets open anywhere (a POST must close them). */
-extern _Atomic int lyh_brackets_open;
+extern _Atomic unsigned lyh_brackets_open;
 /* POST of a copy or launch: closes a timing bracket opened at its PRE. */
 void lyh_on_copy_post(ly_thread *t, const a2a_event *ev);
 /* An operation's send ranges / an ending group's sends against the

@@ -878,9 +878,37 @@ static void pc_launch(const a2a_event *ev) {
 
 __attribute__((noinline)) static void pc_other(const a2a_event *ev);
 
+/* The hot calls' fronts, each the same as its case in pc_other:
+ * launches; event records (POST: only after an operation armed this
+ * thread); stream waits (PRE: only while an overlap sample's epoch is
+ * open); asynchronous copies (PRE: they end the armed window). */
 static void perf_comm_on_event(const a2a_event *ev) {
-  if (ev->kind == A2A_EV_LAUNCH) pc_launch(ev);
-  else pc_other(ev);
+  pc_tls *t;
+  switch (ev->kind) {
+  case A2A_EV_LAUNCH:
+    pc_launch(ev);
+    return;
+  case A2A_EV_EVENT_RECORD:
+    t = tls();
+    if (ev->phase == A2A_POST && t->armed_c &&
+        a2a_perf_skey(ev->stream, ev->per_thread) == t->armed_stream)
+      t->armed_event = ev->u.event.event;
+    return;
+  case A2A_EV_STREAM_WAIT_EVENT:
+    t = tls();
+    if (ev->phase == A2A_PRE && t->sample_c)
+      sample_wait_event(t, a2a_perf_skey(ev->stream, ev->per_thread));
+    return;
+  case A2A_EV_MEMCPY:
+    if (ev->phase == A2A_PRE && ev->u.copy.async) {
+      tls()->armed_c = NULL;
+      return;
+    }
+    break;
+  default:
+    break;
+  }
+  pc_other(ev);
 }
 
 static void pc_other(const a2a_event *ev) {

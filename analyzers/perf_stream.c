@@ -307,6 +307,10 @@ static void perf_stream_on_event(const a2a_event *ev) {
   /* Launches (the hot path, PRE only): the stream had work since its last
    * synchronization. */
   if (ev->kind == A2A_EV_LAUNCH) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+  /* Copies (PRE): an asynchronous one is work on its stream, as in
+   * ps_other, without entering it. */
+  else if (ev->kind == A2A_EV_MEMCPY && ev->phase == A2A_PRE && ev->u.copy.async)
+    note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
   else ps_other(ev);
 }
 

@@ -192,7 +192,7 @@ typedef struct stack_slot {
  * (touched only by thread i). */
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic size_t g_nranges;
+static _Atomic unsigned g_nranges; /* also the launch POST gate */
 static _Atomic bool g_disabled;
 
 static timeline *g_tl; /* [MAX_TL]; g_tl[0] is the host */
@@ -253,6 +253,25 @@ static _Atomic unsigned g_nring;
 static _Atomic unsigned g_ncapture;
 
 #define HOST_TL 0
+
+/* The last timelines found by tl_of (under g_mu), keyed by its arguments:
+ * a program records, waits and copies on the same few streams over and
+ * over, and the lookup below walks every timeline. An entry is valid only
+ * while g_tl_epoch is unchanged: it is advanced whenever a stream handle
+ * stops or starts mapping to a timeline (tl_new, a stream's creation or
+ * destruction, initialization). */
+#define TL_CACHE 4
+typedef struct tl_cache_ent {
+  void *stream;
+  uint32_t thread;
+  int device;
+  int per_thread;
+  int tl;
+  uint64_t epoch;
+} tl_cache_ent;
+static tl_cache_ent g_tl_cache[TL_CACHE];
+static uint64_t g_tl_epoch = 1;
+
 
 /* ------------------------------------------------------------------ */
 /* Small helpers */
@@ -391,6 +410,7 @@ static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
     atomic_store_explicit(&g_dev_ptds[device], true, memory_order_relaxed);
   t->kind = kind;
   t->live = true;
+  g_tl_epoch++; /* tl_of's cache: a handle maps anew */
   t->capturing = false;
   t->cap_origin = 0;
   t->device = device;
@@ -399,8 +419,28 @@ static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
   return i;
 }
 
+static int tl_find(void *stream, int per_thread, uint32_t thread, int device);
+
+/* A miss: look up (or make) the timeline and remember it in c. Out of
+ * line, so that a hit needs no stack frame. */
+__attribute__((noinline)) static int tl_of_miss(void *stream, int per_thread, uint32_t thread,
+                                                int device, tl_cache_ent *c) {
+  int s = tl_find(stream, per_thread, thread, device);
+  if (s >= 0)
+    *c = (tl_cache_ent){stream, thread, device, per_thread, s, g_tl_epoch};
+  return s;
+}
+
+static inline int tl_of(void *stream, int per_thread, uint32_t thread, int device) {
+  tl_cache_ent *c = &g_tl_cache[((uintptr_t)stream >> 4 ^ (uintptr_t)stream >> 12) % TL_CACHE];
+  if (c->epoch == g_tl_epoch && c->stream == stream && c->per_thread == per_thread &&
+      c->thread == thread && c->device == device)
+    return c->tl;
+  return tl_of_miss(stream, per_thread, thread, device, c);
+}
+
 /* The timeline of a stream argument; creates it on first sight. */
-static int tl_of(void *stream, int per_thread, uint32_t thread, int device) {
+static int tl_find(void *stream, int per_thread, uint32_t thread, int device) {
   tl_kind kind;
   if (stream == STREAM_LEGACY || (stream == NULL && !per_thread)) kind = TL_LEGACY;
   else if (stream == STREAM_PER_THREAD || stream == NULL) kind = TL_PER_THREAD;
@@ -686,6 +726,18 @@ static bool page_maybe(uintptr_t p) {
   return (atomic_load_explicit(&g_pages[b / 64], memory_order_relaxed) >> (b % 64)) & 1;
 }
 
+/* Whether no tracked range can overlap [lo, lo+n) (lock-free; a stale or
+ * hashed-together bit only answers false). Spans over 16 pages answer
+ * false. */
+static bool span_pages_clear(uintptr_t lo, size_t n) {
+  if (n == 0) return true;
+  uintptr_t first = lo >> PAGE_SHIFT, last = (lo + n - 1) >> PAGE_SHIFT;
+  if (last < first || last - first >= 16) return false;
+  for (uintptr_t pg = first; pg <= last; pg++)
+    if (page_maybe(pg << PAGE_SHIFT)) return false;
+  return true;
+}
+
 /* Whether any 8-byte word of the launch's parameters may point into a
  * tracked range (lock-free; false positives only). */
 static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
@@ -911,17 +963,22 @@ static void flush_reports(report_q *q) {
   q->n = 0;
 }
 
-/* Take / release the analyzer lock around a handler that may report. */
+static void stage_drain(void);
+
+/* Take / release the analyzer lock around a handler that may report; the
+ * deferred copies of every thread are applied first (see "Deferred
+ * copies"). */
 static void hb_lock(report_q *q) {
   q->n = 0;
   tls_q = q;
   pthread_mutex_lock(&g_mu);
+  stage_drain();
 }
 
 static void hb_unlock(report_q *q) {
   pthread_mutex_unlock(&g_mu);
   tls_q = NULL;
-  flush_reports(q);
+  if (q->n) flush_reports(q);
 }
 
 /* Which check a pair (earlier access p, new access with flags nf) violates
@@ -1190,7 +1247,7 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
     bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
     access_range(r, &a, covers, p->stack.n > 0 ? &p->stack : NULL, &rep);
   }
-  atomic_store(&g_nranges, g_nr);
+  atomic_store(&g_nranges, (unsigned)g_nr);
   bounds_update();
 }
 
@@ -1398,24 +1455,60 @@ static bool copy_host_waits(const a2a_event *ev) {
   return !dd;
 }
 
+/* What on_copy needs of a copy or memset event: taken from the event at
+ * its POST, or kept in a thread's deferred-copy ring until a drain (see
+ * "Deferred copies"). device is dev_of(ev) at the call. */
+typedef struct copy_rec {
+  void *stream;
+  const void *dst, *src;
+  size_t bytes;
+  const void *site;
+  const char *api;
+  uint32_t thread;
+  int device;
+  int8_t per_thread;
+  int8_t cpykind;
+  bool memset_;
+} copy_rec;
+
+static void copy_rec_of(const a2a_event *ev, copy_rec *c) {
+  c->stream = ev->stream;
+  c->dst = ev->u.copy.dst;
+  c->src = ev->u.copy.src;
+  c->bytes = ev->u.copy.bytes;
+  c->site = ev->callsite;
+  c->api = ev->api;
+  c->thread = ev->thread;
+  c->device = dev_of(ev);
+  c->per_thread = (int8_t)ev->per_thread;
+  c->cpykind = (int8_t)ev->u.copy.cpykind;
+  c->memset_ = ev->kind == A2A_EV_MEMSET;
+}
+
+/* Whether a copy that does not make the host wait goes into the
+ * recent-copy ring: unless its destination is known to be host memory. */
+static bool copy_remembered(const copy_rec *c) {
+  return c->dst && c->bytes &&
+         (c->memset_ || (c->cpykind != A2A_CPY_D2H && c->cpykind != A2A_CPY_H2H));
+}
+
 /* cudaMemcpy* and cudaMemset*. Synchronous variants run on the default
  * stream (legacy or per-thread); host_waits: copy_host_waits(ev). A copy
  * that does not make the host wait also goes into the recent-copy ring
- * (unless its destination is known to be host memory). */
-static void on_copy(const a2a_event *ev, bool host_waits) {
-  bool memset_ = ev->kind == A2A_EV_MEMSET;
-  uintptr_t dst = (uintptr_t)ev->u.copy.dst, src = (uintptr_t)ev->u.copy.src;
-  size_t n = ev->u.copy.bytes;
+ * (copy_remembered). */
+static void on_copy(const copy_rec *c, bool host_waits) {
+  bool memset_ = c->memset_;
+  uintptr_t dst = (uintptr_t)c->dst, src = (uintptr_t)c->src;
+  size_t n = c->bytes;
   bool touches = span_tracked(dst, dst + n) || (!memset_ && span_tracked(src, src + n));
-  bool remember = !host_waits && dst && n &&
-                  (memset_ || (ev->u.copy.cpykind != A2A_CPY_D2H && ev->u.copy.cpykind != A2A_CPY_H2H));
+  bool remember = !host_waits && copy_remembered(c);
   if (!touches && !host_waits && !remember) return;
-  int s = tl_of_ev(ev);
+  int s = tl_of(c->stream, c->per_thread, c->thread, c->device);
   if (s < 0 || g_tl[s].capturing) return;
   enqueue_edges(s);
   if (touches || remember) {
-    access a = {.clk = tick(s), .tl = (uint16_t)s, .site = ev->callsite, .stack = -1,
-                .what = ev->api ? ev->api : (memset_ ? "cudaMemset" : "cudaMemcpy"),
+    access a = {.clk = tick(s), .tl = (uint16_t)s, .site = c->site, .stack = -1,
+                .what = c->api ? c->api : (memset_ ? "cudaMemset" : "cudaMemcpy"),
                 .kind = host_waits ? AK_HOSTCOPY : (memset_ ? AK_MEMSET : AK_MEMCPY)};
     if (touches && !memset_) {
       a.flags = F_READ;
@@ -1431,11 +1524,140 @@ static void on_copy(const a2a_event *ev, bool host_waits) {
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* Deferred copies.
+ *
+ * A copy that does not make the host wait, made while nothing is tracked
+ * and no capture is open, only enters the recent-copy ring - yet doing so
+ * under g_mu (timeline lookup, edges, a tick) was most of an asynchronous
+ * copy's cost. Such a copy is instead appended, without a lock, to a ring
+ * of its own thread (single producer: the thread; single consumer: the
+ * holder of g_mu), and every holder of g_mu first applies every thread's
+ * deferred copies in order (stage_drain: exactly on_copy, as at the
+ * copy's POST). So each thread's copies are applied before its own next
+ * event that takes the lock, and a copy whose POST returned before another
+ * thread's event is applied before that event: the same order the lock
+ * would have given, for every pair of calls one of which happened before
+ * the other. Two concurrent calls may be applied in either order, as
+ * with the lock. The only difference: a copy applied by another thread's
+ * drain that touches a range tracked meanwhile (a communication operation
+ * concurrent with the copy) is reported with that thread's stack.
+ *
+ * g_staged says some ring may hold entries. The producer publishes its
+ * entry, then (seq_cst) sets the flag if it reads it clear; the drain
+ * clears it, then (seq_cst) reads every ring: one of the two sees the
+ * other's write (store-buffering with fences), so no entry is left
+ * unseen under a clear flag. The lock-free fronts treat a set flag like a
+ * non-empty recent-copy ring (event records and waits take the lock). */
+
+#define STAGE_N 32 /* deferred copies per thread */
+
+typedef struct stage_ring {
+  _Atomic uint32_t head; /* written by the owning thread */
+  _Atomic uint32_t tail; /* written under g_mu */
+  copy_rec e[STAGE_N];
+} stage_ring;
+
+static _Atomic(stage_ring *) g_stage[MAX_THREADS]; /* allocated under g_mu */
+static _Atomic uint32_t g_stage_hi;                /* 1 + the highest thread with a ring */
+static _Atomic int g_staged;
+
+/* A run of deferred copies on one stream, applied back to back: the
+ * stream's timeline is looked up and its enqueue edges applied once (a
+ * second enqueue_edges right after the first, with no clock changed in
+ * between, joins nothing new); each copy still gets its own tick. */
+typedef struct stage_run {
+  bool ok;
+  void *stream;
+  int8_t per_thread;
+  uint32_t thread;
+  int device;
+  int s;
+} stage_run;
+
+/* on_copy(c, false) for a deferred copy that touches no tracked range:
+ * it only enters the recent-copy ring (stage_copy deferred only copies
+ * whose pages no tracked range touched). */
+static void stage_apply(const copy_rec *c, stage_run *run) {
+  if (g_nr) { /* the copy may touch a range (one made meanwhile, concurrently) */
+    uintptr_t d = (uintptr_t)c->dst, sp = (uintptr_t)c->src;
+    if (span_tracked(d, d + c->bytes) || (!c->memset_ && span_tracked(sp, sp + c->bytes))) {
+      run->ok = false;
+      on_copy(c, false);
+      return;
+    }
+  }
+  if (!run->ok || run->stream != c->stream || run->per_thread != c->per_thread ||
+      run->thread != c->thread || run->device != c->device) {
+    int s = tl_of(c->stream, c->per_thread, c->thread, c->device);
+    run->ok = false;
+    if (s < 0 || g_tl[s].capturing) return;
+    enqueue_edges(s);
+    *run = (stage_run){true, c->stream, c->per_thread, c->thread, c->device, s};
+  }
+  int s = run->s;
+  uintptr_t dst = (uintptr_t)c->dst;
+  access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_WRITE, .site = c->site, .stack = -1,
+              .what = c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"),
+              .kind = c->memset_ ? AK_MEMSET : AK_MEMCPY};
+  ring_put(dst, dst + c->bytes, &a);
+}
+
+/* Under g_mu: apply every deferred copy, each thread's in order. */
+static void stage_drain(void) {
+  if (!atomic_load_explicit(&g_staged, memory_order_relaxed)) return;
+  atomic_store(&g_staged, 0); /* seq_cst: see above */
+  uint32_t hi = atomic_load(&g_stage_hi);
+  stage_run run = {.ok = false};
+  for (uint32_t i = 0; i < hi; i++) {
+    stage_ring *r = atomic_load_explicit(&g_stage[i], memory_order_relaxed);
+    if (!r) continue;
+    uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint32_t h = atomic_load(&r->head); /* seq_cst: see above */
+    for (; t != h; t++) stage_apply(&r->e[t % STAGE_N], &run);
+    atomic_store_explicit(&r->tail, t, memory_order_release);
+  }
+}
+
+/* Defer a copy of ev's thread (see above); false when the thread has no
+ * ring yet or its ring is full (the caller then takes the lock: the
+ * drain empties the ring, and the first call allocates it). */
+static bool stage_copy(const a2a_event *ev) {
+  if (ev->thread >= MAX_THREADS) return false;
+  stage_ring *r = atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire);
+  if (!r) return false;
+  uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+  if (h - atomic_load_explicit(&r->tail, memory_order_acquire) >= STAGE_N) return false;
+  copy_rec_of(ev, &r->e[h % STAGE_N]);
+  atomic_store(&r->head, h + 1); /* seq_cst: see above */
+  if (!atomic_load(&g_staged)) atomic_store_explicit(&g_staged, 1, memory_order_relaxed);
+  return true;
+}
+
+/* Under g_mu: give thread a ring (its next copies are deferred). */
+static void stage_alloc(uint32_t thread) {
+  if (thread >= MAX_THREADS || atomic_load_explicit(&g_stage[thread], memory_order_relaxed)) return;
+  stage_ring *r = calloc(1, sizeof *r);
+  if (!r) return; /* its copies keep taking the lock */
+  atomic_store_explicit(&g_stage[thread], r, memory_order_release);
+  if (atomic_load(&g_stage_hi) <= thread) atomic_store(&g_stage_hi, thread + 1);
+}
+
+/* Under g_mu (initialization, a forked child): every ring empty. Rings
+ * are kept: a thread may be between its load of the ring and its store. */
+static void stage_reset(void) {
+  for (uint32_t i = 0; i < MAX_THREADS; i++) {
+    stage_ring *r = atomic_load(&g_stage[i]);
+    if (r) atomic_store(&r->tail, atomic_load(&r->head));
+  }
+  atomic_store(&g_staged, 0);
+}
+
 static void drop_span(uintptr_t lo, uintptr_t hi) {
   ring_drop_span(lo, hi);
   size_t k = pos_after(lo);
   while (k < g_nr && g_rng[g_order[k]].lo < hi) order_remove_at(k);
-  atomic_store(&g_nranges, g_nr);
+  atomic_store(&g_nranges, (unsigned)g_nr);
   bounds_update();
 }
 
@@ -1501,6 +1723,7 @@ static int hb_init(void) {
     g_ntl = 1; /* the host */
     g_tl[HOST_TL].kind = TL_HOST;
     g_tl[HOST_TL].live = true;
+    g_tl_epoch++; /* tl_of's cache */
     g_tl[HOST_TL].device = -1;
     g_nev = 0;
     g_nr = 0;
@@ -1511,11 +1734,12 @@ static int hb_init(void) {
       if (g_threads[i]) memset(g_threads[i], 0, sizeof *g_threads[i]);
       g_last_dev[i] = 0;
     }
-    atomic_store(&g_nranges, 0);
+    atomic_store(&g_nranges, 0u);
     memset(g_ring, 0, sizeof g_ring);
     g_ring_next = 0;
     ring_set_live(0);
     atomic_store(&g_ncapture, 0);
+    stage_reset();
     atomic_store(&g_disabled, false);
     for (int d = 0; d < HB_MAX_DEV; d++) {
       atomic_store(&g_dev_blocking[d], 0);
@@ -1530,15 +1754,110 @@ static int hb_init(void) {
 
 static bool ok_result(const a2a_event *ev) { return ev->result == 0; }
 
+/* cudaEventRecord (g_mu held): the event captures the stream's clock. */
+static void on_record(const a2a_event *ev) {
+  int s = tl_of_ev(ev);
+  if (s < 0) return;
+  ev_slot *e = ev_find(ev->u.event.event, true);
+  if (g_tl[s].capturing) {
+    /* A graph node, not a completion point: the eager clock (if any) is
+     * kept; a stream waiting on it joins the capture. */
+    if (e) e->cap_origin = g_tl[s].cap_origin;
+    return;
+  }
+  enqueue_edges(s);
+  if (!e) return;
+  /* The clock entries of timelines not made yet are 0 in every clock and
+   * stay 0 in e->vc (slots start zeroed; g_ntl only grows until init):
+   * copy the ones in use. */
+  memcpy(e->vc, g_tl[s].vc, (size_t)g_ntl * sizeof e->vc[0]);
+  e->recorded = true;
+  e->cap_origin = 0;
+}
+
+/* cudaStreamWaitEvent (g_mu held): the stream joins the event's clock. */
+static void on_wait(const a2a_event *ev) {
+  int s = tl_of_ev(ev);
+  if (s < 0 || g_tl[s].capturing) return;
+  ev_slot *e = ev_find(ev->u.event.event, false);
+  if (e && e->cap_origin && g_tl[e->cap_origin].capturing) {
+    set_capturing(s, true, e->cap_origin); /* forked into the capture */
+    return;
+  }
+  enqueue_edges(s);
+  if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
+}
+
+/* Event records and stream waits while the analyzer is active (the front
+ * tested that): hb_other's path for them, without its dispatch. */
+__attribute__((noinline)) static void hb_record_wait(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed) || !ok_result(ev)) return;
+  report_q q;
+  hb_lock(&q);
+  if (ev->kind == A2A_EV_EVENT_RECORD) on_record(ev);
+  else on_wait(ev);
+  hb_unlock(&q);
+}
+
 __attribute__((noinline)) static void hb_other(const a2a_event *ev);
+
+/* A launch while ranges are tracked (the front tested that): hb_other's
+ * path for it, without its dispatch. The parameter words against the
+ * page filter, the lock only when one may hit. */
+static void hb_launch(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
+  const a2a_kparams *f = a2a_kernel_params(ev->u.launch.func);
+  if (!f || f->nparams <= 0 || !launch_may_touch(ev, f)) return;
+  report_q q;
+  hb_lock(&q);
+  on_launch(ev, f);
+  hb_unlock(&q);
+}
 
 static void hb_on_event(const a2a_event *ev) {
   /* Launches (the hot path) matter only while communication buffers are
    * tracked (see "Launch prefilter"). */
-  if (ev->kind == A2A_EV_LAUNCH &&
-      (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
-       atomic_load_explicit(&g_disabled, memory_order_relaxed)))
+  if (ev->kind == A2A_EV_LAUNCH) {
+    if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
+        !atomic_load_explicit(&g_disabled, memory_order_relaxed))
+      hb_launch(ev);
     return;
+  }
+  /* Event records and stream waits (the other hot calls) only while
+   * ranges are tracked, recent copies remembered or a capture is open:
+   * hb_other's own test ("the rest matters only while..."), made here
+   * without entering it. */
+  if ((ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) &&
+      atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_nring, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_staged, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
+    return;
+  if ((ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) &&
+      ev->phase == A2A_POST) {
+    hb_record_wait(ev);
+    return;
+  }
+  /* Copies and memsets that do not make the host wait and cannot touch a
+   * tracked range (none is tracked, or the launch prefilter's pages of
+   * both spans are clear), while no capture is open: a recent copy is
+   * deferred (see "Deferred copies"), any other has nothing to do. The
+   * rest (a thread's first copy, a full ring, a span that may be tracked)
+   * goes the locked way. */
+  if ((ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) && ev->phase == A2A_POST &&
+      ev->result == 0 &&
+      (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
+      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
+      !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
+      (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
+       (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
+        (ev->kind == A2A_EV_MEMSET ||
+         span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
+    bool remember = ev->u.copy.dst && ev->u.copy.bytes &&
+                    (ev->kind == A2A_EV_MEMSET || (ev->u.copy.cpykind != A2A_CPY_D2H &&
+                                                   ev->u.copy.cpykind != A2A_CPY_H2H));
+    if (!remember || stage_copy(ev)) return;
+  }
   hb_other(ev);
 }
 
@@ -1573,23 +1892,27 @@ static void hb_other(const a2a_event *ev) {
   case A2A_EV_P2P:
     if (ev->ok) on_comm_op(ev);
     return;
-  case A2A_EV_STREAM_CREATE:
+  case A2A_EV_STREAM_CREATE: {
     if (!ok_result(ev) || !ev->stream) return;
-    pthread_mutex_lock(&g_mu);
+    report_q q;
+    hb_lock(&q); /* applies the deferred copies: those before it were on the old stream */
     /* A live timeline with this handle belongs to a stream whose destroy
      * we missed: the new stream is a new timeline. */
     for (int i = 1; i < g_ntl; i++)
       if (g_tl[i].live && g_tl[i].handle == ev->stream && g_tl[i].kind != TL_LEGACY &&
           g_tl[i].kind != TL_PER_THREAD)
         g_tl[i].live = false;
+    g_tl_epoch++; /* tl_of's cache: the handle no longer maps here */
     sreg_put(ev->stream,
              (ev->u.stream_create.flags & CUDA_STREAM_NON_BLOCKING) ? TL_NONBLOCKING : TL_BLOCKING,
              dev_of(ev), ev->callsite);
-    pthread_mutex_unlock(&g_mu);
+    hb_unlock(&q);
     return;
-  case A2A_EV_STREAM_DESTROY:
+  }
+  case A2A_EV_STREAM_DESTROY: {
     if (!ok_result(ev)) return;
-    pthread_mutex_lock(&g_mu);
+    report_q q;
+    hb_lock(&q); /* applies the deferred copies: those before it were on the old stream */
     /* The handle is unmapped, the timeline kept: its pending work still
      * completes, its clock values stay meaningful, a new stream that gets
      * the same handle is a new timeline. */
@@ -1597,9 +1920,11 @@ static void hb_other(const a2a_event *ev) {
       if (g_tl[i].live && g_tl[i].handle == ev->stream && g_tl[i].kind != TL_LEGACY &&
           g_tl[i].kind != TL_PER_THREAD)
         g_tl[i].live = false;
+    g_tl_epoch++; /* tl_of's cache: the handle no longer maps here */
     sreg_remove(ev->stream);
-    pthread_mutex_unlock(&g_mu);
+    hb_unlock(&q);
     return;
+  }
   case A2A_EV_GRAPH_CAPTURE_BEGIN:
   case A2A_EV_GRAPH_CAPTURE_END: {
     /* While a stream captures, its work is recorded into a graph, not run:
@@ -1609,7 +1934,8 @@ static void hb_other(const a2a_event *ev) {
      * the capture ends for all of them at the origin's cudaStreamEndCapture
      * (CUDA requires them to have rejoined the origin by then). */
     if (!ok_result(ev)) return;
-    pthread_mutex_lock(&g_mu);
+    report_q q;
+    hb_lock(&q); /* applies the deferred copies: those before the capture ran */
     int s = tl_of_ev(ev);
     if (s >= 0 && ev->kind == A2A_EV_GRAPH_CAPTURE_BEGIN) {
       set_capturing(s, true, s);
@@ -1618,7 +1944,7 @@ static void hb_other(const a2a_event *ev) {
       for (int i = 1; i < g_ntl; i++)
         if (g_tl[i].capturing && g_tl[i].cap_origin == origin) set_capturing(i, false, 0);
     }
-    pthread_mutex_unlock(&g_mu);
+    hb_unlock(&q);
     return;
   }
   case A2A_EV_EVENT_DESTROY:
@@ -1636,6 +1962,7 @@ static void hb_other(const a2a_event *ev) {
   bool tracked = atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0;
   if (ev->kind == A2A_EV_LAUNCH && !tracked) return;
   bool active = tracked || atomic_load_explicit(&g_nring, memory_order_relaxed) != 0 ||
+                atomic_load_explicit(&g_staged, memory_order_relaxed) != 0 ||
                 atomic_load_explicit(&g_ncapture, memory_order_relaxed) != 0;
   if (!active && ev->kind != A2A_EV_MEMCPY && ev->kind != A2A_EV_MEMSET) return;
   if (!ok_result(ev)) return;
@@ -1644,8 +1971,11 @@ static void hb_other(const a2a_event *ev) {
     /* Inactive: only a copy that the ring would remember costs the lock. */
     bool host_waits = copy_host_waits(ev);
     if (!active && host_waits) return;
+    copy_rec c;
+    copy_rec_of(ev, &c);
     hb_lock(&q);
-    on_copy(ev, host_waits);
+    stage_alloc(ev->thread); /* its next copies can be deferred */
+    on_copy(&c, host_waits);
     hb_unlock(&q);
     return;
   }
@@ -1670,35 +2000,8 @@ static void hb_other(const a2a_event *ev) {
     if (p && ev->u.mem.mem != A2A_MEM_HOST_PINNED) drop_span(p, p + (ev->u.mem.size ? ev->u.mem.size : 1));
     break;
   }
-  case A2A_EV_EVENT_RECORD: {
-    int s = tl_of_ev(ev);
-    if (s < 0) break;
-    ev_slot *e = ev_find(ev->u.event.event, true);
-    if (g_tl[s].capturing) {
-      /* A graph node, not a completion point: the eager clock (if any) is
-       * kept; a stream waiting on it joins the capture. */
-      if (e) e->cap_origin = g_tl[s].cap_origin;
-      break;
-    }
-    enqueue_edges(s);
-    if (!e) break;
-    memcpy(e->vc, g_tl[s].vc, sizeof e->vc);
-    e->recorded = true;
-    e->cap_origin = 0;
-    break;
-  }
-  case A2A_EV_STREAM_WAIT_EVENT: {
-    int s = tl_of_ev(ev);
-    if (s < 0 || g_tl[s].capturing) break;
-    ev_slot *e = ev_find(ev->u.event.event, false);
-    if (e && e->cap_origin && g_tl[e->cap_origin].capturing) {
-      set_capturing(s, true, e->cap_origin); /* forked into the capture */
-      break;
-    }
-    enqueue_edges(s);
-    if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
-    break;
-  }
+  case A2A_EV_EVENT_RECORD: on_record(ev); break;
+  case A2A_EV_STREAM_WAIT_EVENT: on_wait(ev); break;
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_EVENT_QUERY: { /* ok_result: query returned cudaSuccess */
     ev_slot *e = ev_find(ev->u.event.event, false);
@@ -1741,7 +2044,13 @@ static void hb_after_fork_child(void) {
 
 size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
 
-size_t stream_hb_copy_ring_count(void) { return atomic_load(&g_nring); }
+size_t stream_hb_copy_ring_count(void) {
+  /* Deferred copies count: apply them first. */
+  pthread_mutex_lock(&g_mu);
+  stage_drain();
+  pthread_mutex_unlock(&g_mu);
+  return atomic_load(&g_nring);
+}
 
 const a2a_analyzer a2a_analyzer_stream_hb = {
     .name = "stream_hb",
@@ -1759,6 +2068,9 @@ const a2a_analyzer a2a_analyzer_stream_hb = {
             A2A_KIND_BIT(A2A_EV_EVENT_QUERY) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |
             A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |
             A2A_KIND_BIT(A2A_EV_HOST_FUNC) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH),
+    /* Launches matter only while ranges are tracked. */
+    .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
+    .post_gate = &g_nranges,
     .init = hb_init,
     .on_event = hb_on_event,
     .fini = NULL,

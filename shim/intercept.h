@@ -215,15 +215,16 @@ int a2a_shim_query_device(void);
     errno = a2a_errno_;                                                       \
   } while (0)
 
-/* The hot wrappers' PRE (launch, event record, stream wait, copy): the
+/* The hot wrappers' PRE (launch, event record, stream wait, copy; evkind
+ * the event's kind, a constant: a2a_dispatch_hot): the
  * clock is read only when `timed` (a blocking copy, where a host may wait);
  * otherwise t_ns is 0 (a2a_event.h) - one clock read is a tenth of a
  * launch's budget and nothing needs the time of the others. */
-#define A2A_PRE_HOT(ev, timed)                                                \
+#define A2A_PRE_HOT(ev, evkind, timed)                                        \
   do {                                                                        \
     (ev).phase = A2A_PRE;                                                     \
     (ev).t_ns = (timed) ? a2a_rt_now_ns() : 0;                                \
-    a2a_dispatch_inline(&(ev));                                               \
+    a2a_dispatch_hot(&(ev), (evkind), A2A_PRE);                               \
     errno = a2a_errno_;                                                       \
   } while (0)
 
@@ -234,13 +235,24 @@ int a2a_shim_query_device(void);
     a2a_event_set_result(&(ev), (int)(r));                                    \
   } while (0)
 
+/* A2A_POST_BEGIN for the hot CUDA wrappers: their kind is never an NCCL
+ * one, so `in_progress` stays 0 (a2a_shim_event_head) and `ok` is result
+ * 0 - what a2a_event_set_result computes, without reading the kind back
+ * from an event the handlers may have seen through a pointer. */
+#define A2A_POST_BEGIN_HOT(ev, r)                                             \
+  do {                                                                        \
+    a2a_errno_ = errno;                                                       \
+    (ev).result = (int)(r);                                                   \
+    (ev).ok = (r) == 0;                                                       \
+  } while (0)
+
 /* The same for the hot wrappers: the POST keeps the PRE's t_ns (one clock
  * read per call; nothing reads a launch's, copy's or event record's POST
  * time). */
-#define A2A_POST_END_HOT(ev)                                                  \
+#define A2A_POST_END_HOT(ev, evkind)                                          \
   do {                                                                        \
     (ev).phase = A2A_POST;                                                    \
-    a2a_dispatch_inline(&(ev));                                               \
+    a2a_dispatch_hot(&(ev), (evkind), A2A_POST);                              \
     a2a_rt_leave();                                                           \
     errno = a2a_errno_;                                                       \
   } while (0)

@@ -172,10 +172,10 @@ A2A_PUBLIC cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *pri
     ev.u.event.event = (void *)event;                                         \
     ev.u.event.event2 = NULL;                                                 \
     ev.u.event.flags = flags;                                                 \
-    A2A_PRE_HOT(ev, 0);                                                       \
+    A2A_PRE_HOT(ev, A2A_EV_STREAM_WAIT_EVENT, 0);                             \
     cudaError_t r = A2A_REAL(name)(stream, event, flags);                     \
-    A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_HOT(ev);                                                     \
+    A2A_POST_BEGIN_HOT(ev, r);                                                \
+    A2A_POST_END_HOT(ev, A2A_EV_STREAM_WAIT_EVENT);                           \
     return r;                                                                 \
   }
 
@@ -215,10 +215,10 @@ A2A_PUBLIC cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int
     ev.u.event.event = (void *)event;                                         \
     ev.u.event.event2 = NULL;                                                 \
     ev.u.event.flags = (flags_);                                              \
-    A2A_PRE_HOT(ev, 0);                                                       \
+    A2A_PRE_HOT(ev, A2A_EV_EVENT_RECORD, 0);                                  \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
-    A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_HOT(ev);                                                     \
+    A2A_POST_BEGIN_HOT(ev, r);                                                \
+    A2A_POST_END_HOT(ev, A2A_EV_EVENT_RECORD);                                \
     return r;                                                                 \
   }
 
@@ -380,10 +380,10 @@ static inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
     ev.per_thread = (per_thread_);                                            \
     A2A_COPY1D_FIELDS(ev, dst, src, count, kind, async_);                     \
     if (!(async_) || kind == cudaMemcpyDeviceToHost) A2A_BLOCKING_SITE(ev);    \
-    A2A_PRE_HOT(ev, !(async_));                                               \
+    A2A_PRE_HOT(ev, A2A_EV_MEMCPY, !(async_));                                \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
-    A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_HOT(ev);                                                     \
+    A2A_POST_BEGIN_HOT(ev, r);                                                \
+    A2A_POST_END_HOT(ev, A2A_EV_MEMCPY);                                      \
     return r;                                                                 \
   }
 
@@ -570,10 +570,10 @@ static inline void launch_fields(a2a_event *ev, const void *func, dim3 grid, dim
     A2A_EVENT_HOT(ev, A2A_EV_LAUNCH, #name);                                  \
     launch_fields(&ev, (const void *)fparam, gridDim, blockDim, args, sharedMem, stream, \
                   (per_thread_));                                             \
-    A2A_PRE_HOT(ev, 0);                                                       \
+    A2A_PRE_HOT(ev, A2A_EV_LAUNCH, 0);                                        \
     cudaError_t r = A2A_REAL(name)(fparam, gridDim, blockDim, args, sharedMem, stream); \
-    A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_HOT(ev);                                                     \
+    A2A_POST_BEGIN_HOT(ev, r);                                                \
+    A2A_POST_END_HOT(ev, A2A_EV_LAUNCH);                                      \
     return r;                                                                 \
   }
 

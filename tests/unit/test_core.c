@@ -146,12 +146,74 @@ START_TEST(flush_hook_runs_before_the_next_other_call) {
   a2a_event sd = ev_make(A2A_EV_SET_DEVICE);
   ev_dispatch(&sd, 0);
   ck_assert_int_eq(g_flushes, 2);
+  /* The hot wrappers' dispatch (constant kind) flushes too. */
+  ck_assert(a2a_thread_want_flush(1));
+  a2a_event h = ev_make(A2A_EV_LAUNCH);
+  h.phase = A2A_PRE;
+  a2a_dispatch_hot(&h, A2A_EV_LAUNCH, A2A_PRE);
+  ck_assert_int_eq(g_flushes, 3);
   ck_assert(!a2a_thread_want_flush(A2A_ACTIVITY_THREADS)); /* no slot: do it now */
   /* No analyzer wants activity: nothing can be deferred. */
   a2a_core_set_analyzers_for_tests(list + 1, 0);
   collector_reinit();
   ck_assert(!a2a_thread_want_flush(1));
   a2a_set_flush_hook(NULL);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
+/* POST gates: the hot dispatch skips a launch's POST when every handler
+ * of it is gated and every gate is 0; an ungated handler, or an open gate,
+ * runs the list as usual. */
+static _Atomic unsigned g_gate_a, g_gate_b;
+static int g_gated_calls, g_plain_calls;
+static void gated_event(const a2a_event *ev) { (void)ev; g_gated_calls++; }
+static void plain_event(const a2a_event *ev) { (void)ev; g_plain_calls++; }
+static const a2a_analyzer gated_a = {.name = "gated_a", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .post_gate = &g_gate_a, .on_event = gated_event};
+static const a2a_analyzer gated_b = {.name = "gated_b", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .post_gate = &g_gate_b, .on_event = gated_event};
+static const a2a_analyzer ungated = {.name = "ungated", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                     .on_event = plain_event};
+
+static void hot_launch_post(void) {
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  l.phase = A2A_POST;
+  a2a_dispatch_hot(&l, A2A_EV_LAUNCH, A2A_POST);
+}
+
+START_TEST(post_gates_skip_only_when_all_closed) {
+  static const a2a_analyzer *const two[] = {&gated_a, &gated_b};
+  a2a_core_set_analyzers_for_tests(two, 2);
+  collector_reinit();
+  g_gated_calls = g_plain_calls = 0;
+  atomic_store(&g_gate_a, 0);
+  atomic_store(&g_gate_b, 0);
+  ck_assert(a2a_post_all_gated[A2A_EV_LAUNCH]);
+  hot_launch_post();
+  ck_assert_int_eq(g_gated_calls, 0);
+  atomic_store(&g_gate_b, 1); /* one open gate: every handler runs */
+  hot_launch_post();
+  ck_assert_int_eq(g_gated_calls, 2);
+  atomic_store(&g_gate_b, 0);
+  hot_launch_post();
+  ck_assert_int_eq(g_gated_calls, 2);
+  /* The generic dispatch never skips: the handlers test their gates. */
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  l.phase = A2A_POST;
+  a2a_dispatch(&l);
+  ck_assert_int_eq(g_gated_calls, 4);
+  /* An ungated handler of the kind: never skipped. */
+  static const a2a_analyzer *const mixed[] = {&gated_a, &ungated};
+  a2a_core_set_analyzers_for_tests(mixed, 2);
+  collector_reinit();
+  ck_assert(!a2a_post_all_gated[A2A_EV_LAUNCH]);
+  hot_launch_post();
+  ck_assert_int_eq(g_gated_calls, 5);
+  ck_assert_int_eq(g_plain_calls, 1);
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
   collector_reset();
 }
@@ -255,6 +317,60 @@ START_TEST(alloc_registry_bounds) {
 }
 END_TEST
 
+/* a2a_alloc_find answers repeated lookups from the thread's last answer
+ * (found segment, or pointer not found) while the registry is unchanged:
+ * a free, a new allocation at the same address (another size and serial)
+ * and an allocation over a pointer that was not found must all be seen. */
+static void free_at(uintptr_t p) {
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.u.mem.ptr = (void *)p;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(alloc_cache_follows_frees_and_reuse) {
+  alloc(0x40000, 0x1000, 1);
+  a2a_alloc a;
+  ck_assert(a2a_alloc_find((void *)0x40010, &a));
+  ck_assert_uint_eq(a.size, 0x1000);
+  uint64_t serial = a.serial;
+  ck_assert(a2a_alloc_find((void *)0x40fff, &a)); /* same segment: cached */
+  ck_assert_uint_eq(a.base, 0x40000);
+  ck_assert(!a2a_alloc_find((void *)0x41000, &a)); /* past its end */
+  free_at(0x40000);
+  ck_assert(!a2a_alloc_find((void *)0x40010, &a)); /* freed */
+  alloc(0x40000, 0x100, 2); /* the same address again, smaller */
+  ck_assert(a2a_alloc_find((void *)0x40010, &a));
+  ck_assert_uint_eq(a.size, 0x100);
+  ck_assert_int_eq(a.device, 2);
+  ck_assert_uint_ne(a.serial, serial);
+  ck_assert(!a2a_alloc_find((void *)0x40800, &a)); /* was inside the old one */
+  ck_assert(!a2a_alloc_find((void *)0x50000, &a));
+  ck_assert(!a2a_alloc_find((void *)0x50000, &a)); /* a cached miss */
+  alloc(0x50000, 0x10, 0);
+  ck_assert(a2a_alloc_find((void *)0x50000, &a)); /* allocated since */
+  ck_assert_uint_eq(a.size, 0x10);
+  free_at(0x50000);
+  ck_assert(!a2a_alloc_find((void *)0x50000, &a));
+}
+END_TEST
+
+static void *alloc_elsewhere(void *arg) {
+  (void)arg;
+  alloc(0x60000, 0x1000, 3);
+  return NULL;
+}
+
+START_TEST(alloc_cache_sees_other_threads) {
+  a2a_alloc a;
+  ck_assert(!a2a_alloc_find((void *)0x60000, &a));
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, alloc_elsewhere, NULL), 0);
+  pthread_join(th, NULL);
+  ck_assert(a2a_alloc_find((void *)0x60000, &a));
+  ck_assert_int_eq(a.device, 3);
+}
+END_TEST
+
 START_TEST(failed_alloc_is_not_registered) {
   a2a_event ev = ev_make(A2A_EV_ALLOC);
   ev.u.mem.size = 16;
@@ -353,6 +469,39 @@ START_TEST(tslots_outlive_no_thread) {
 }
 END_TEST
 
+/* a2a_kernel_params answers a repeated function from the calling thread's
+ * last answer: the answer must be the table's, and a reset (init) must
+ * not let a thread keep an answer from before it. */
+static void k_one(void) {}
+static void k_two(void) {}
+
+START_TEST(kernel_params_cache_follows_resets) {
+  size_t off1[] = {0}, sz1[] = {8};
+  size_t off2[] = {0, 8}, sz2[] = {8, 4};
+  collector_add_kernel((const void *)k_one, "copy_kernel", 1, off1, sz1);
+  collector_add_kernel((const void *)k_two, "gemm", 2, off2, sz2);
+  const a2a_kparams *a = a2a_kernel_params((const void *)k_one);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_int_eq(a->nparams, 1);
+  ck_assert(a->flags & A2A_KP_NAME_COPY);
+  ck_assert_ptr_eq(a2a_kernel_params((const void *)k_one), a); /* repeated: cached */
+  const a2a_kparams *b = a2a_kernel_params((const void *)k_two);
+  ck_assert_int_eq(b->nparams, 2);
+  ck_assert(!(b->flags & A2A_KP_NAME_COPY));
+  ck_assert_ptr_eq(a2a_kernel_params((const void *)k_one), a);
+  ck_assert_ptr_null(a2a_kernel_params(NULL));
+  /* A reset empties the table: k_one is asked again, and the host now
+   * knows nothing of it (a stale cached answer would still say 1
+   * parameter, "copy_kernel"). */
+  collector_reset();
+  const a2a_kparams *c = a2a_kernel_params((const void *)k_one);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(c->nparams, -1);
+  ck_assert_ptr_null(c->name);
+  ck_assert(!(c->flags & A2A_KP_NAME_COPY));
+}
+END_TEST
+
 START_TEST(hash_is_stable) {
   /* Pinned value: ranks on different hosts and builds must compute the same
    * communicator identity from the same bytes. */
@@ -370,16 +519,20 @@ static Suite *suite(void) {
   tcase_add_test(tc, every_listed_analyzer_is_linked);
   tcase_add_test(tc, dispatch_follows_subscriptions_and_owned_checks);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
+  tcase_add_test(tc, post_gates_skip_only_when_all_closed);
   tcase_add_test(tc, event_result_facts);
   tcase_add_test(tc, comm_registry_identity);
   tcase_add_test(tc, split_identity_follows_sequence_and_color);
   tcase_add_test(tc, comm_end_sets_state_and_handle_reuse_replaces);
   tcase_add_test(tc, alloc_registry_bounds);
   tcase_add_test(tc, failed_alloc_is_not_registered);
+  tcase_add_test(tc, alloc_cache_follows_frees_and_reuse);
+  tcase_add_test(tc, alloc_cache_sees_other_threads);
   tcase_add_test(tc, json_writer);
   tcase_add_test(tc, json_writer_overflow_stays_terminated);
   tcase_add_test(tc, dtype_table);
   tcase_add_test(tc, hash_is_stable);
+  tcase_add_test(tc, kernel_params_cache_follows_resets);
   tcase_add_test(tc, tslots_outlive_no_thread);
   suite_add_tcase(s, tc);
   return s;

@@ -866,6 +866,92 @@ START_TEST(fresh_block_upload_with_edge_is_ordered) {
 }
 END_TEST
 
+/* A thread's copies after its first, made while nothing is tracked, are
+ * deferred without the lock ("Deferred copies" in stream_hb.c) and applied
+ * by the next holder of the lock: the thread's own event record sees them
+ * (no finding with the edge, many more copies than a thread's deferred
+ * ring holds), and so does an operation of another thread made after them
+ * (a finding without the edge). */
+static void memop_on(uint32_t thread, void *dst, size_t n, void *s) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpyAsync";
+  ev.thread = thread;
+  ev.stream = s;
+  ev.u.copy.dst = dst;
+  ev.u.copy.src = (void *)0x1234;
+  ev.u.copy.bytes = ev.u.copy.width = n;
+  ev.u.copy.height = 1;
+  ev.u.copy.cpykind = A2A_CPY_H2D;
+  ev.u.copy.async = 1;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(deferred_copies_keep_their_order) {
+  setup();
+  void *up_done = (void *)0xe9;
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  enum { N = 40 }; /* more than a thread's deferred ring (32), fewer than the copy ring */
+  for (uintptr_t i = 0; i < N; i++) memop_on(1, (void *)(0x83000000 + i * 0x1000), 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, up_done, S_UP, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), N); /* every copy remembered */
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, up_done, S_COMM, 0);
+  for (uintptr_t i = 0; i < N; i++)
+    send_on(S_COMM, (void *)(0x83000000 + i * 0x1000), 16, (void *)0x4100);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(deferred_copies_of_another_thread) {
+  /* Deferred copies of thread 7 into fresh buffers (nothing is tracked),
+   * then thread 1's operation on another stream without an edge: each is
+   * reported. */
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  memop_on(7, (void *)0x84000000, 64, S_UP); /* the thread's first: locked */
+  memop_on(7, (void *)0x84001000, 64, S_UP); /* deferred */
+  memop_on(7, (void *)0x84002000, 64, S_UP); /* deferred */
+  send_on(S_COMM, (void *)0x84001000, 16, (void *)0x4101);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  send_on(S_COMM, (void *)0x84002000, 16, (void *)0x4102);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+  /* A host synchronization covers deferred copies like the others. */
+  memop_on(7, (void *)0x84003000, 64, S_UP);
+  stream_ev(A2A_EV_STREAM_SYNC, S_UP, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
+  send_on(S_COMM, (void *)0x84003000, 16, (void *)0x4103);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+}
+END_TEST
+
+/* While ranges are tracked, a copy whose pages no tracked range touches
+ * is deferred too; one into a tracked range is judged at its call, with
+ * its own stack, as before. */
+START_TEST(deferred_copies_while_ranges_are_tracked) {
+  setup();
+  two_streams_warm(NONBLOCKING); /* SENDBUF/RECVBUF tracked */
+  stream_create(S_UP, NONBLOCKING);
+  void *up_done = (void *)0xea;
+  memop_on(1, (void *)0x90000000, 64, S_UP); /* the thread's first: locked */
+  memop_on(1, (void *)0x90001000, 64, S_UP); /* another page: deferred */
+  memop_on(1, (void *)0x90002000, 64, S_UP);
+  send_on(S_COMM, (void *)0x90001000, 16, (void *)0x4201); /* no edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  memop_on(1, (void *)0x90003000, 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, up_done, S_UP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, up_done, S_COMM, 0);
+  send_on(S_COMM, (void *)0x90002000, 16, (void *)0x4202); /* ordered by the edge */
+  send_on(S_COMM, (void *)0x90003000, 16, (void *)0x4203);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  /* A copy into the tracked receive buffer while its operation may still
+   * write it: reported at the copy. */
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  memop_on(1, RECVBUF, 64, S_UP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
 /* The ring is consulted only by a range's first communication use, and
  * forgets what a new allocation (or a free) replaces; host-waiting copies
  * and copies to host memory are not remembered. */
@@ -1349,6 +1435,63 @@ START_TEST(threads_drive_pipelines_concurrently) {
 }
 END_TEST
 
+/* Threads that copy (deferred: nothing of theirs is tracked when they
+ * copy into a fresh block), record, wait and send, concurrently: every
+ * copy is ordered by its own thread's edge, so nothing is reported
+ * (run under ThreadSanitizer by sanitize.tsan: the deferred-copy rings'
+ * single-producer / lock-holder protocol). */
+static void *copier(void *p) {
+  const worker_arg *w = p;
+  uintptr_t t = w->thread;
+  void *up = (void *)(0x62000 + t * 0x100), *comm = (void *)(0x63000 + t * 0x100);
+  void *done = (void *)(0xf000 + t);
+  a2a_event ev = ev_make(A2A_EV_STREAM_CREATE);
+  ev.thread = w->thread;
+  ev.u.stream_create.flags = NONBLOCKING;
+  ev.stream = up;
+  ev_dispatch(&ev, 0);
+  ev.stream = comm;
+  ev_dispatch(&ev, 0);
+  for (uintptr_t i = 0; i < 500; i++) {
+    void *buf = (void *)(0x100000000 + t * 0x40000000 + i * 0x200000); /* fresh pages */
+    memop_on(w->thread, buf, 64, up);
+    memop_on(w->thread, (char *)buf + 0x800, 64, up);
+    ev = ev_make(A2A_EV_EVENT_RECORD);
+    ev.thread = w->thread;
+    ev.stream = up;
+    ev.u.event.event = done;
+    ev_dispatch(&ev, 0);
+    ev.kind = A2A_EV_STREAM_WAIT_EVENT;
+    ev.stream = comm;
+    ev_dispatch(&ev, 0);
+    ev = ev_make(A2A_EV_P2P);
+    ev.thread = w->thread;
+    ev.api = "ncclSend";
+    ev.comm = COMM;
+    ev.stream = comm;
+    ev.u.p2p.is_send = 1;
+    ev.u.p2p.buff = buf;
+    ev.u.p2p.count = 16;
+    ev.u.p2p.dtype = NCCL_FLOAT;
+    ev_dispatch(&ev, 0);
+  }
+  return NULL;
+}
+
+START_TEST(threads_defer_copies_concurrently) {
+  setup();
+  enum { NT = 4 };
+  pthread_t th[NT];
+  worker_arg args[NT];
+  for (int i = 0; i < NT; i++) {
+    args[i].thread = (uint32_t)(i + 2);
+    ck_assert_int_eq(pthread_create(&th[i], NULL, copier, &args[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 /* Past STREAM_HB_MAX_TL used streams a lost edge could invent races: the
  * analyzer says so once and stops instead. */
 START_TEST(too_many_streams_disables_the_analyzer) {
@@ -1472,6 +1615,9 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, fresh_block_upload_without_edge_fires);
   tcase_add_test(tc, fresh_block_upload_with_edge_is_ordered);
   tcase_add_test(tc, copy_ring_lifetime);
+  tcase_add_test(tc, deferred_copies_keep_their_order);
+  tcase_add_test(tc, deferred_copies_of_another_thread);
+  tcase_add_test(tc, deferred_copies_while_ranges_are_tracked);
   tcase_add_test(tc, kernel_on_send_buffer_in_flight_is_not_reported);
   tcase_add_test(tc, kernel_on_in_place_buffer_in_flight_fires);
   tcase_add_test(tc, free_of_send_buffer_in_flight_after_reader_kernel_fires);
@@ -1481,6 +1627,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, untracked_launches_are_ignored);
   tcase_add_test(tc, many_streams_created_up_front);
   tcase_add_test(tc, threads_drive_pipelines_concurrently);
+  tcase_add_test(tc, threads_defer_copies_concurrently);
   tcase_add_test(tc, too_many_streams_disables_the_analyzer);
   tcase_add_test(tc, stream_churn_recycles_timelines);
   tcase_add_test(tc, recycling_without_host_cover_only_hides);
