@@ -38,9 +38,35 @@
 
 static a2a_tslots g_threads;
 
+/* The calling thread's record, cached in the thread: a record belongs to
+ * its thread until the thread exits (then this cache is gone with it), so
+ * (id, record) stays right until the analyzer is re-initialized or the
+ * process forks, which bump g_gl_gen. Saves the slot lookup on the two
+ * phases of every NCCL call. */
+static _Atomic unsigned g_gl_gen;
+static _Thread_local struct {
+  unsigned gen;
+  uint32_t id;
+  gl_thread *t;
+} t_gl;
+
 static void report_open(gl_thread *t, const a2a_event *ev);
 
+static gl_thread *thread_get_slow(uint32_t id);
+
 gl_thread *gl_thread_get(uint32_t id) {
+  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
+  if (t_gl.t && t_gl.gen == gen && t_gl.id == id) return t_gl.t;
+  gl_thread *t = thread_get_slow(id);
+  if (t) {
+    t_gl.gen = gen;
+    t_gl.id = id;
+    t_gl.t = t;
+  }
+  return t;
+}
+
+static gl_thread *thread_get_slow(uint32_t id) {
   gl_thread *t = a2a_tslots_get(&g_threads, id);
   if (t) return t;
   /* First NCCL event of this thread: a slot's first claim is the only
@@ -86,8 +112,7 @@ static gl_stream *stream_find(gl_thread *t, uintptr_t key) {
   return NULL;
 }
 
-static void record_op(gl_thread *t, const a2a_event *ev) {
-  const a2a_comm *c = a2a_comm_lookup(ev->comm);
+static void record_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
   uintptr_t key = gl_stream_key(ev->stream, ev->per_thread);
   t->nops++;
   if (!stream_find(t, key) && t->nstreams < GL_MAX_STREAMS) {
@@ -346,6 +371,7 @@ static void on_fork_child(uint32_t self) {
     }
   }
   a2a_tslots_fork_child(&g_threads, self);
+  atomic_fetch_add_explicit(&g_gl_gen, 1, memory_order_relaxed);
   gm_after_fork_child(self);
   gl_thread *me = a2a_tslots_get(&g_threads, self);
   atomic_store(&g_groups_open, me && atomic_load(&me->depth) > 0 ? 1 : 0);
@@ -402,6 +428,21 @@ static void gl_on_event(const a2a_event *ev) {
   }
   int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
   sync_hit h;
+  /* An operation's communicator: looked up at its PRE, reused at its POST
+   * (the same call; a handle reused meanwhile by another thread would only
+   * make the POST release what the PRE acquired, which is right). */
+  a2a_comm *op_comm = NULL;
+  if (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P) {
+    if (t && ev->phase == A2A_POST && t->op_handle == ev->comm) {
+      op_comm = t->op_comm;
+    } else {
+      op_comm = a2a_comm_lookup(ev->comm);
+      if (t && ev->phase == A2A_PRE) {
+        t->op_handle = ev->comm;
+        t->op_comm = op_comm;
+      }
+    }
+  }
 
   switch (ev->kind) {
     case A2A_EV_GROUP_START:
@@ -437,7 +478,7 @@ static void gl_on_event(const a2a_event *ev) {
 
     case A2A_EV_COLL:
     case A2A_EV_P2P:
-      if (ev->phase == A2A_PRE && t && depth > 0) record_op(t, ev);
+      if (ev->phase == A2A_PRE && t && depth > 0) record_op(t, ev, op_comm);
       break;
 
     case A2A_EV_EVENT_RECORD:
@@ -470,12 +511,13 @@ static void gl_on_event(const a2a_event *ev) {
     default:
       break;
   }
-  gm_on_event(ev, t);
+  gm_on_event(ev, t, op_comm);
 }
 
 static int gl_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
   atomic_store(&g_groups_open, 0);
+  atomic_fetch_add(&g_gl_gen, 1);
   if (a2a_tslots_init(&g_threads, NULL) != 0) return -1;
   return gm_init();
 }
