@@ -979,7 +979,7 @@ static void hb_lock(report_q *q) {
 static void hb_unlock(report_q *q) {
   pthread_mutex_unlock(&g_mu);
   tls_q = NULL;
-  flush_reports(q);
+  if (q->n) flush_reports(q);
 }
 
 /* Which check a pair (earlier access p, new access with flags nf) violates
@@ -1252,6 +1252,7 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
 
   size_t nr_before = g_nr;
   bool reshaped = false;
+  range *prev_r = NULL; /* the range of arr[i - 1], exactly its bounds */
   for (int i = 0; i < npending; i++) {
     pending *p = &arr[i];
     if (g_tl[tls[i]].capturing) continue;
@@ -1262,9 +1263,15 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
      * call's own (cache full) is copied into the ring. */
     if (p->stk == &p->scratch) a.stack = stack_put(p->stk, &a.stack_gen);
     else a.stk = p->stk;
-    bool fresh, exact;
-    range *r = range_for_comm(p->lo, p->hi, &fresh, &exact);
+    bool fresh = false, exact = true;
+    /* The receive side of an in-place operation has the bounds of its send
+     * side: the range the send side just used is exactly it. */
+    range *r = prev_r && prev_r->lo == p->lo && prev_r->hi == p->hi
+                   ? prev_r
+                   : range_for_comm(p->lo, p->hi, &fresh, &exact);
+    prev_r = NULL;
     if (!r) continue;
+    if (r->lo == p->lo && r->hi == p->hi) prev_r = r;
     if (fresh) ring_pull(r, p->lo, p->hi);
     /* An existing range with exactly these bounds has its pages marked
      * already (bits are cleared only when no range is left). */
