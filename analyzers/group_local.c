@@ -52,12 +52,11 @@ static _Thread_local struct {
 
 static void report_open(gl_thread *t, const a2a_event *ev);
 
-static gl_thread *thread_get_slow(uint32_t id);
+static gl_thread *thread_claim(uint32_t id);
 
-gl_thread *gl_thread_get(uint32_t id) {
-  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
-  if (t_gl.t && t_gl.gen == gen && t_gl.id == id) return t_gl.t;
-  gl_thread *t = thread_get_slow(id);
+/* Out of line, so that the cached path below needs no stack frame. */
+__attribute__((noinline)) static gl_thread *thread_get_slow(uint32_t id, unsigned gen) {
+  gl_thread *t = thread_claim(id);
   if (t) {
     t_gl.gen = gen;
     t_gl.id = id;
@@ -66,7 +65,15 @@ gl_thread *gl_thread_get(uint32_t id) {
   return t;
 }
 
-static gl_thread *thread_get_slow(uint32_t id) {
+static inline gl_thread *thread_of(uint32_t id) {
+  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
+  if (t_gl.t && t_gl.gen == gen && t_gl.id == id) return t_gl.t;
+  return thread_get_slow(id, gen);
+}
+
+gl_thread *gl_thread_get(uint32_t id) { return thread_of(id); }
+
+static gl_thread *thread_claim(uint32_t id) {
   gl_thread *t = a2a_tslots_get(&g_threads, id);
   if (t) return t;
   /* First NCCL event of this thread: a slot's first claim is the only
@@ -405,7 +412,32 @@ static const bool g_relevant[A2A_EV__COUNT] = {
 
 static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
 
+/* A collective or p2p call (both phases): the hot path of gl_on_event. */
+static void gl_on_op(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  /* The operation's communicator: looked up at the PRE, reused at the POST
+   * (the same call; a handle reused meanwhile by another thread would only
+   * make the POST release what the PRE acquired, which is right). */
+  a2a_comm *c;
+  if (t && ev->phase == A2A_POST && t->op_handle == ev->comm) {
+    c = t->op_comm;
+  } else {
+    c = a2a_comm_lookup(ev->comm);
+    if (t && ev->phase == A2A_PRE) {
+      t->op_handle = ev->comm;
+      t->op_comm = c;
+    }
+  }
+  if (ev->phase == A2A_PRE && t && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0)
+    record_op(t, ev, c);
+  gm_on_op(ev, t, c);
+}
+
 static void gl_on_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P) {
+    gl_on_op(ev);
+    return;
+  }
   if ((unsigned)ev->kind >= A2A_EV__COUNT || !g_relevant[ev->kind]) return;
   if (!is_nccl_kind(ev->kind) && ev->kind != A2A_EV_PROCESS_EXIT && ev->kind != A2A_EV_FORK_CHILD &&
       atomic_load_explicit(&g_groups_open, memory_order_relaxed) == 0)
@@ -424,26 +456,10 @@ static void gl_on_event(const a2a_event *ev) {
      * allocating one for threads that never touch NCCL. */
     bool nccl = ev->kind == A2A_EV_GROUP_START || ev->kind == A2A_EV_GROUP_END ||
                 ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P || ev->kind == A2A_EV_COMM_INIT;
-    t = nccl ? gl_thread_get(ev->thread) : a2a_tslots_get(&g_threads, ev->thread);
+    t = nccl ? thread_of(ev->thread) : a2a_tslots_get(&g_threads, ev->thread);
   }
   int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
   sync_hit h;
-  /* An operation's communicator: looked up at its PRE, reused at its POST
-   * (the same call; a handle reused meanwhile by another thread would only
-   * make the POST release what the PRE acquired, which is right). */
-  a2a_comm *op_comm = NULL;
-  if (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P) {
-    if (t && ev->phase == A2A_POST && t->op_handle == ev->comm) {
-      op_comm = t->op_comm;
-    } else {
-      op_comm = a2a_comm_lookup(ev->comm);
-      if (t && ev->phase == A2A_PRE) {
-        t->op_handle = ev->comm;
-        t->op_comm = op_comm;
-      }
-    }
-  }
-
   switch (ev->kind) {
     case A2A_EV_GROUP_START:
       if (ev->phase != A2A_PRE || !t) break;
@@ -476,10 +492,6 @@ static void gl_on_event(const a2a_event *ev) {
       }
       break;
 
-    case A2A_EV_COLL:
-    case A2A_EV_P2P:
-      if (ev->phase == A2A_PRE && t && depth > 0) record_op(t, ev, op_comm);
-      break;
 
     case A2A_EV_EVENT_RECORD:
       if (ev->phase == A2A_PRE && t && depth > 0) record_event(t, ev);
@@ -511,7 +523,7 @@ static void gl_on_event(const a2a_event *ev) {
     default:
       break;
   }
-  gm_on_event(ev, t, op_comm);
+  gm_on_event(ev, t, NULL);
 }
 
 static int gl_init(void) {
@@ -539,7 +551,16 @@ const a2a_analyzer a2a_analyzer_group_local = {
     .pre = GL_NCCL_KINDS | A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |
            A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |
            A2A_KIND_BIT(A2A_EV_MEMCPY),
-    .post = GL_NCCL_KINDS | A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY),
+    /* After the call, of the NCCL kinds only these do anything: the
+     * communicator's creation (ncclCommInitAll's devices), the async error
+     * it returned, an operation's end (concurrent-use) and the group's end
+     * (ncclGroupStart, queries, registrations and ncclCommDestroy are
+     * judged before the call only). */
+    .post = A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) |
+            A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
+            A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |
+            A2A_KIND_BIT(A2A_EV_FORK_CHILD) | A2A_KIND_BIT(A2A_EV_STREAM_QUERY) |
+            A2A_KIND_BIT(A2A_EV_EVENT_QUERY),
     .init = gl_init,
     .on_event = gl_on_event,
 };

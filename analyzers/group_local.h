@@ -124,6 +124,9 @@ int gm_init(void);
  * collective or p2p call, the registry record of ev->comm (NULL if none),
  * which the tracker looked up; ignored for other kinds. */
 void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm);
+/* gm_on_event for a collective or p2p call (c: its communicator's record),
+ * the tracker's fast path. */
+void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST
  * (release the communicators held by the group). */
 void gm_group_end_pre(const a2a_event *ev, gl_thread *t);
