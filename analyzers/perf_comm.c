@@ -174,6 +174,7 @@ static atomic_uint g_gen = 1;      /* bumps on (re)init: invalidates TLS */
 static atomic_int g_captures;      /* graph captures in progress */
 static atomic_ullong g_ops_total;
 static atomic_bool g_full_warned;  /* PC_MAX_COMMS exceeded */
+static atomic_uint g_table_ver;    /* bumps on every insertion into g_table */
 
 typedef struct pc_gacc {           /* one communicator's share of an open group */
   pc_comm *c;
@@ -204,6 +205,11 @@ typedef struct pc_tls {
   uint64_t ops;
   pc_comm *sample_c;               /* the communicator whose overlap sample's
                                       epoch this thread has open */
+  /* The thread's last handle lookup, valid while g_table_ver is unchanged
+   * (see lookup_cached). */
+  const void *last_h;
+  pc_comm *last_c;
+  unsigned last_ver;
 } pc_tls;
 
 static _Thread_local pc_tls t_pc;
@@ -239,6 +245,20 @@ static pc_comm *lookup(const void *h) {
     if (c->handle == h) return c->inherited ? NULL : c;
   }
   return NULL;
+}
+
+/* lookup() through the thread's last answer: the table only changes by
+ * insertions (a reused handle's slot is overwritten by the newest
+ * communicator), each of which bumps g_table_ver; re-initialization and
+ * fork reset the thread's record (g_gen). */
+static pc_comm *lookup_cached(pc_tls *t, const void *h) {
+  unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
+  if (h && t->last_h == h && t->last_ver == ver) return t->last_c;
+  pc_comm *c = lookup(h);
+  t->last_h = h;
+  t->last_c = c;
+  t->last_ver = ver;
+  return c;
 }
 
 static bool host_events_usable(void) {
@@ -304,6 +324,7 @@ static void comm_create(const a2a_event *ev) {
     pc_comm *o = atomic_load(&g_table[i]);
     if (!o || o->handle == h) { atomic_store_explicit(&g_table[i], c, memory_order_release); break; }
   }
+  atomic_fetch_add_explicit(&g_table_ver, 1, memory_order_release);
   pthread_mutex_unlock(&g_create_mu);
 }
 
@@ -827,7 +848,7 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
   /* The POST of a lone operation: the communicator its PRE looked up. */
   pc_comm *c = ev->phase == A2A_POST && t->single_c && t->single_c->handle == ev->comm
                    ? t->single_c
-                   : lookup(ev->comm);
+                   : lookup_cached(t, ev->comm);
   if (!c) return;
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   if (ev->phase == A2A_PRE) {
