@@ -386,8 +386,6 @@ static void on_fork_child(uint32_t self) {
 
 static bool needs_thread(a2a_kind k) {
   switch (k) {
-    case A2A_EV_GROUP_START: case A2A_EV_GROUP_END:
-    case A2A_EV_COLL: case A2A_EV_P2P:
     case A2A_EV_STREAM_SYNC: case A2A_EV_STREAM_QUERY:
     case A2A_EV_EVENT_RECORD: case A2A_EV_EVENT_SYNC: case A2A_EV_EVENT_QUERY:
     case A2A_EV_DEVICE_SYNC: case A2A_EV_MEMCPY:
@@ -433,9 +431,48 @@ static void gl_on_op(const a2a_event *ev) {
   gm_on_op(ev, t, c);
 }
 
+/* ncclGroupStart / ncclGroupEnd (ncclGroupSimulateEnd too): the group
+ * tracking. (group_misuse's checks judge neither call.) */
+static void gl_on_group(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  if (!t) return;
+  int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  if (ev->kind == A2A_EV_GROUP_START) {
+    if (ev->phase != A2A_PRE) return;
+    if (depth == 0) {
+      group_clear(t);
+      t->start_site = ev->callsite;
+      gm_group_begin(t);
+      atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
+    }
+    atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
+    return;
+  }
+  if (ev->phase == A2A_PRE) {
+    if (depth == 0) {
+      if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
+      return;
+    }
+    /* NCCL decrements the depth whatever the outcome. */
+    atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
+    if (depth == 1) {
+      t->closing = true;
+      gm_group_end_pre(ev, t);
+      atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
+    }
+  } else if (t->closing && depth == 0) {
+    gm_group_end_post(ev, t);
+    group_clear(t);
+  }
+}
+
 static void gl_on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P) {
     gl_on_op(ev);
+    return;
+  }
+  if (ev->kind == A2A_EV_GROUP_START || ev->kind == A2A_EV_GROUP_END) {
+    gl_on_group(ev);
     return;
   }
   if ((unsigned)ev->kind >= A2A_EV__COUNT || !g_relevant[ev->kind]) return;
@@ -454,45 +491,12 @@ static void gl_on_event(const a2a_event *ev) {
   if (needs_thread(ev->kind)) {
     /* Non-NCCL events need a record only while a group is open; avoid
      * allocating one for threads that never touch NCCL. */
-    bool nccl = ev->kind == A2A_EV_GROUP_START || ev->kind == A2A_EV_GROUP_END ||
-                ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P || ev->kind == A2A_EV_COMM_INIT;
-    t = nccl ? thread_of(ev->thread) : a2a_tslots_get(&g_threads, ev->thread);
+    t = ev->kind == A2A_EV_COMM_INIT ? thread_of(ev->thread)
+                                     : a2a_tslots_get(&g_threads, ev->thread);
   }
   int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
   sync_hit h;
   switch (ev->kind) {
-    case A2A_EV_GROUP_START:
-      if (ev->phase != A2A_PRE || !t) break;
-      if (depth == 0) {
-        group_clear(t);
-        t->start_site = ev->callsite;
-        gm_group_begin(t);
-        atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
-      }
-      atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
-      break;
-
-    case A2A_EV_GROUP_END:
-      if (!t) break;
-      if (ev->phase == A2A_PRE) {
-        if (depth == 0) {
-          if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
-          break;
-        }
-        /* NCCL decrements the depth whatever the outcome. */
-        atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
-        if (depth == 1) {
-          t->closing = true;
-          gm_group_end_pre(ev, t);
-          atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
-        }
-      } else if (t->closing && depth == 0) {
-        gm_group_end_post(ev, t);
-        group_clear(t);
-      }
-      break;
-
-
     case A2A_EV_EVENT_RECORD:
       if (ev->phase == A2A_PRE && t && depth > 0) record_event(t, ev);
       break;
