@@ -161,6 +161,7 @@ typedef struct access {
 
 typedef struct range {
   uintptr_t lo, hi;
+  bool live;      /* in g_order (range hints check it; see range_hinted) */
   uint64_t last_use;
   int nacc;
   access acc[MAX_ACC];
@@ -623,6 +624,7 @@ static range *range_containing(uintptr_t p) {
 }
 
 static void order_remove_at(size_t k) {
+  g_rng[g_order[k]].live = false;
   memmove(&g_order[k], &g_order[k + 1], (g_nr - k - 1) * sizeof g_order[0]);
   g_nr--;
 }
@@ -653,6 +655,7 @@ static range *range_insert(uintptr_t lo, uintptr_t hi) {
   memset(r, 0, sizeof *r);
   r->lo = lo;
   r->hi = hi;
+  r->live = true;
   size_t k = pos_after(lo);
   memmove(&g_order[k + 1], &g_order[k], (g_nr - k) * sizeof g_order[0]);
   g_order[k] = (uint16_t)slot;
@@ -677,6 +680,29 @@ static bool range_split(size_t k, uintptr_t at) {
   g_order[k + 1] = (uint16_t)slot;
   g_nr++;
   return true;
+}
+
+/* Range hints: the pool slot of the range a communication access of
+ * exactly [lo,hi) last used, keyed by lo. A hint is only a guess: it is
+ * taken when that slot still holds a live range with exactly those bounds,
+ * which is then the range range_for_comm would return (ranges are disjoint:
+ * no split, no merge), found without the binary search. Not taken while
+ * the pool is nearly full (range_for_comm evicts first then). */
+#define RNG_HINTS 256
+static uint16_t g_rng_hint[RNG_HINTS]; /* slot + 1; 0 none */
+
+static size_t rng_hint_of(uintptr_t lo) { return handle_hash((void *)lo, RNG_HINTS); }
+
+static range *range_hinted(uintptr_t lo, uintptr_t hi) {
+  if (g_nr + 3 > MAX_RANGES) return NULL;
+  unsigned h = g_rng_hint[rng_hint_of(lo)];
+  if (!h) return NULL;
+  range *r = &g_rng[h - 1];
+  return r->live && r->lo == lo && r->hi == hi ? r : NULL;
+}
+
+static void range_hint_set(const range *r) {
+  g_rng_hint[rng_hint_of(r->lo)] = (uint16_t)(r - g_rng + 1);
 }
 
 /* The range a communication access [lo,hi) uses: an exact match, a new
@@ -707,6 +733,7 @@ static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh, bool *exac
   if (r->lo < lo) lo = r->lo;
   for (size_t i = k + 1; i < end; i++) {
     range *o = &g_rng[g_order[i]];
+    o->live = false; /* merged into r, dropped from g_order below */
     for (int j = 0; j < o->nacc; j++) acc_add(r, &o->acc[j], NULL);
     if (o->last_use > r->last_use) r->last_use = o->last_use;
   }
@@ -1266,12 +1293,15 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
     bool fresh = false, exact = true;
     /* The receive side of an in-place operation has the bounds of its send
      * side: the range the send side just used is exactly it. */
-    range *r = prev_r && prev_r->lo == p->lo && prev_r->hi == p->hi
-                   ? prev_r
-                   : range_for_comm(p->lo, p->hi, &fresh, &exact);
+    range *r = prev_r && prev_r->lo == p->lo && prev_r->hi == p->hi ? prev_r
+                                                                    : range_hinted(p->lo, p->hi);
+    if (!r) r = range_for_comm(p->lo, p->hi, &fresh, &exact);
     prev_r = NULL;
     if (!r) continue;
-    if (r->lo == p->lo && r->hi == p->hi) prev_r = r;
+    if (r->lo == p->lo && r->hi == p->hi) {
+      prev_r = r;
+      range_hint_set(r);
+    }
     if (fresh) ring_pull(r, p->lo, p->hi);
     /* An existing range with exactly these bounds has its pages marked
      * already (bits are cleared only when no range is left). */
@@ -1599,6 +1629,8 @@ static int hb_init(void) {
     memset(g_stacks, 0, STACK_RING * sizeof *g_stacks);
     g_ntl = 1; /* the host */
     g_host_ver = 1;
+    for (size_t i = 0; i < MAX_RANGES; i++) g_rng[i].live = false;
+    memset(g_rng_hint, 0, sizeof g_rng_hint);
     memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
     g_tl[HOST_TL].live = true;

@@ -1532,6 +1532,43 @@ START_TEST(earlier_stack_from_site_cache_and_past_it) {
 }
 END_TEST
 
+/* Range hints (the slot an exact [lo,hi) last used) after the range was
+ * split, merged again, and freed: every step still finds the right range. */
+START_TEST(range_hints_follow_split_merge_and_free) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  char *x = (char *)SEG + 0x20000;
+  allreduce_on(S_COMM, x, x, 2048); /* [x, +8K) */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  allreduce_on(S_COMM, x, x, 1024); /* [x, +4K): the old range is split */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  allreduce_on(S_COMM, x, x, 2048); /* [x, +8K) again: merged, the hint is stale */
+  launch_fill(S_COMP, x + 6144, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  for (int i = 0; i < 3; i++) allreduce_on(S_COMM, x, x, 2048); /* hinted */
+  launch_fill(S_COMP, x, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+  /* cudaFree of the segment forgets every range; the next use is fresh. */
+  a2a_event f = ev_make(A2A_EV_FREE);
+  f.api = "cudaFree";
+  f.u.mem.ptr = (void *)SEG;
+  f.u.mem.mem = A2A_MEM_DEVICE;
+  ev_dispatch(&f, 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  a2a_event a = ev_make(A2A_EV_ALLOC);
+  a.api = "cudaMalloc";
+  a.u.mem.mem = A2A_MEM_DEVICE;
+  a.u.mem.size = SEG_SIZE;
+  ev_pre(&a);
+  a.u.mem.ptr = (void *)SEG;
+  ev_post(&a, 0);
+  allreduce_on(S_COMM, x, x, 2048);
+  launch_fill(S_COMP, x + 100, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 3);
+}
+END_TEST
+
 START_TEST(check_can_be_disabled) {
   setup();
   collector_disable_check("stream");
@@ -1605,6 +1642,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, host_clock_growth_reaches_a_stream_that_joined_before);
   tcase_add_test(tc, stream_hints_resolve_each_stream_to_its_own_timeline);
   tcase_add_test(tc, earlier_stack_from_site_cache_and_past_it);
+  tcase_add_test(tc, range_hints_follow_split_merge_and_free);
   tcase_add_test(tc, untracked_launch_is_cheap);
   tcase_add_test(tc, untracked_copy_cost);
   suite_add_tcase(s, tc);
