@@ -148,6 +148,12 @@ const a2a_kparams *a2a_kernel_params(const void *func);
  * report later pays one unwind per call site, not per call. (The deeper
  * frames are those of the first call through the site.) */
 void a2a_site_stack(const void *site, a2a_stack *out);
+/* The same without the copy: the cached stack itself, which stays valid and
+ * unchanged until the analyzers are re-initialized (an analyzer may keep
+ * the pointer in its state), or - when the cache is full - scratch, filled
+ * with this call's own capture (valid as long as scratch is). NULL when
+ * site is NULL. */
+const a2a_stack *a2a_site_stack_ref(const void *site, a2a_stack *scratch);
 
 /* ------------------------------------------------------------------ */
 /* Per-thread activity: the seq (a2a_event.seq) of the last call of each

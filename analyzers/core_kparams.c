@@ -145,33 +145,40 @@ static size_t ss_home(const void *site) {
   return (size_t)(x >> 40) & (SS_SLOTS - 1);
 }
 
-void a2a_site_stack(const void *site, a2a_stack *out) {
-  out->n = 0;
-  if (!site) return;
+const a2a_stack *a2a_site_stack_ref(const void *site, a2a_stack *scratch) {
+  if (!site) return NULL;
   size_t i = ss_home(site);
   for (size_t n = 0; n < SS_SLOTS; n++, i = (i + 1) & (SS_SLOTS - 1)) {
     const void *k = atomic_load_explicit(&g_ss[i].site, memory_order_acquire);
-    if (k == site) {
-      *out = g_ss[i].st;
-      return;
-    }
+    if (k == site) return &g_ss[i].st;
     if (k == NULL) break;
   }
   /* First operation from this site: capture on this thread (outside every
-   * lock: the unwinder may take the loader's), then publish. */
-  a2a_hostsvc->capture_stack(out);
+   * lock: the unwinder may take the loader's), then publish. A slot's stack
+   * is written once, before its site is published, and never again until
+   * a2a_site_stacks_reset: readers need no lock and may keep the pointer. */
+  a2a_hostsvc->capture_stack(scratch);
+  const a2a_stack *ref = scratch; /* the cache is full: this call's own */
   pthread_mutex_lock(&g_ss_mu);
   i = ss_home(site);
   for (size_t n = 0; n < SS_SLOTS; n++, i = (i + 1) & (SS_SLOTS - 1)) {
     const void *k = atomic_load_explicit(&g_ss[i].site, memory_order_relaxed);
-    if (k == site) break;
+    if (k == site) { ref = &g_ss[i].st; break; } /* another thread was first */
     if (k == NULL) {
-      g_ss[i].st = *out;
+      g_ss[i].st = *scratch;
       atomic_store_explicit(&g_ss[i].site, site, memory_order_release);
+      ref = &g_ss[i].st;
       break;
     }
   }
   pthread_mutex_unlock(&g_ss_mu);
+  return ref;
+}
+
+void a2a_site_stack(const void *site, a2a_stack *out) {
+  const a2a_stack *ref = a2a_site_stack_ref(site, out);
+  if (!ref) out->n = 0;
+  else if (ref != out) *out = *ref;
 }
 
 void a2a_site_stacks_reset(void) {

@@ -38,9 +38,42 @@
 
 static a2a_tslots g_threads;
 
+/* The calling thread's record, cached in the thread: a record belongs to
+ * its thread until the thread exits (then this cache is gone with it), so
+ * (id, record) stays right until the analyzer is re-initialized or the
+ * process forks, which bump g_gl_gen. Saves the slot lookup on the two
+ * phases of every NCCL call. */
+static _Atomic unsigned g_gl_gen;
+static _Thread_local struct {
+  unsigned gen;
+  uint32_t id;
+  gl_thread *t;
+} t_gl;
+
 static void report_open(gl_thread *t, const a2a_event *ev);
 
-gl_thread *gl_thread_get(uint32_t id) {
+static gl_thread *thread_claim(uint32_t id);
+
+/* Out of line, so that the cached path below needs no stack frame. */
+__attribute__((noinline)) static gl_thread *thread_get_slow(uint32_t id, unsigned gen) {
+  gl_thread *t = thread_claim(id);
+  if (t) {
+    t_gl.gen = gen;
+    t_gl.id = id;
+    t_gl.t = t;
+  }
+  return t;
+}
+
+static inline gl_thread *thread_of(uint32_t id) {
+  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
+  if (t_gl.t && t_gl.gen == gen && t_gl.id == id) return t_gl.t;
+  return thread_get_slow(id, gen);
+}
+
+gl_thread *gl_thread_get(uint32_t id) { return thread_of(id); }
+
+static gl_thread *thread_claim(uint32_t id) {
   gl_thread *t = a2a_tslots_get(&g_threads, id);
   if (t) return t;
   /* First NCCL event of this thread: a slot's first claim is the only
@@ -86,8 +119,7 @@ static gl_stream *stream_find(gl_thread *t, uintptr_t key) {
   return NULL;
 }
 
-static void record_op(gl_thread *t, const a2a_event *ev) {
-  const a2a_comm *c = a2a_comm_lookup(ev->comm);
+static void record_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
   uintptr_t key = gl_stream_key(ev->stream, ev->per_thread);
   t->nops++;
   if (!stream_find(t, key) && t->nstreams < GL_MAX_STREAMS) {
@@ -346,6 +378,7 @@ static void on_fork_child(uint32_t self) {
     }
   }
   a2a_tslots_fork_child(&g_threads, self);
+  atomic_fetch_add_explicit(&g_gl_gen, 1, memory_order_relaxed);
   gm_after_fork_child(self);
   gl_thread *me = a2a_tslots_get(&g_threads, self);
   atomic_store(&g_groups_open, me && atomic_load(&me->depth) > 0 ? 1 : 0);
@@ -353,8 +386,6 @@ static void on_fork_child(uint32_t self) {
 
 static bool needs_thread(a2a_kind k) {
   switch (k) {
-    case A2A_EV_GROUP_START: case A2A_EV_GROUP_END:
-    case A2A_EV_COLL: case A2A_EV_P2P:
     case A2A_EV_STREAM_SYNC: case A2A_EV_STREAM_QUERY:
     case A2A_EV_EVENT_RECORD: case A2A_EV_EVENT_SYNC: case A2A_EV_EVENT_QUERY:
     case A2A_EV_DEVICE_SYNC: case A2A_EV_MEMCPY:
@@ -379,12 +410,76 @@ static const bool g_relevant[A2A_EV__COUNT] = {
 
 static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
 
+/* A collective or p2p call (both phases): the hot path of gl_on_event. */
+static void gl_on_op(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  /* The operation's communicator: looked up at the PRE, reused at the POST
+   * (the same call; a handle reused meanwhile by another thread would only
+   * make the POST release what the PRE acquired, which is right). */
+  a2a_comm *c;
+  if (t && ev->phase == A2A_POST && t->op_handle == ev->comm) {
+    c = t->op_comm;
+  } else {
+    c = a2a_comm_lookup(ev->comm);
+    if (t && ev->phase == A2A_PRE) {
+      t->op_handle = ev->comm;
+      t->op_comm = c;
+    }
+  }
+  if (ev->phase == A2A_PRE && t && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0)
+    record_op(t, ev, c);
+  gm_on_op(ev, t, c);
+}
+
+/* ncclGroupStart / ncclGroupEnd (ncclGroupSimulateEnd too): the group
+ * tracking. (group_misuse's checks judge neither call.) */
+static void gl_on_group(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  if (!t) return;
+  int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  if (ev->kind == A2A_EV_GROUP_START) {
+    if (ev->phase != A2A_PRE) return;
+    if (depth == 0) {
+      group_clear(t);
+      t->start_site = ev->callsite;
+      gm_group_begin(t);
+      atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
+    }
+    atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
+    return;
+  }
+  if (ev->phase == A2A_PRE) {
+    if (depth == 0) {
+      if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
+      return;
+    }
+    /* NCCL decrements the depth whatever the outcome. */
+    atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
+    if (depth == 1) {
+      t->closing = true;
+      gm_group_end_pre(ev, t);
+      atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
+    }
+  } else if (t->closing && depth == 0) {
+    gm_group_end_post(ev, t);
+    group_clear(t);
+  }
+}
+
 __attribute__((noinline)) static void gl_body(const a2a_event *ev);
 
 /* The front: CUDA calls (event records, copies: hot calls) matter only
  * while some thread has a group open, so they return here, before the
  * body's prologue. */
 static void gl_on_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P) {
+    gl_on_op(ev);
+    return;
+  }
+  if (ev->kind == A2A_EV_GROUP_START || ev->kind == A2A_EV_GROUP_END) {
+    gl_on_group(ev);
+    return;
+  }
   if ((unsigned)ev->kind >= A2A_EV__COUNT || !g_relevant[ev->kind]) return;
   if (!is_nccl_kind(ev->kind) && ev->kind != A2A_EV_PROCESS_EXIT && ev->kind != A2A_EV_FORK_CHILD &&
       atomic_load_explicit(&g_groups_open, memory_order_relaxed) == 0)
@@ -405,50 +500,12 @@ static void gl_body(const a2a_event *ev) {
   if (needs_thread(ev->kind)) {
     /* Non-NCCL events need a record only while a group is open; avoid
      * allocating one for threads that never touch NCCL. */
-    bool nccl = ev->kind == A2A_EV_GROUP_START || ev->kind == A2A_EV_GROUP_END ||
-                ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P || ev->kind == A2A_EV_COMM_INIT;
-    t = nccl ? gl_thread_get(ev->thread) : a2a_tslots_get(&g_threads, ev->thread);
+    t = ev->kind == A2A_EV_COMM_INIT ? thread_of(ev->thread)
+                                     : a2a_tslots_get(&g_threads, ev->thread);
   }
   int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
   sync_hit h;
-
   switch (ev->kind) {
-    case A2A_EV_GROUP_START:
-      if (ev->phase != A2A_PRE || !t) break;
-      if (depth == 0) {
-        group_clear(t);
-        t->start_site = ev->callsite;
-        gm_group_begin(t);
-        atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
-      }
-      atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
-      break;
-
-    case A2A_EV_GROUP_END:
-      if (!t) break;
-      if (ev->phase == A2A_PRE) {
-        if (depth == 0) {
-          if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
-          break;
-        }
-        /* NCCL decrements the depth whatever the outcome. */
-        atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
-        if (depth == 1) {
-          t->closing = true;
-          gm_group_end_pre(ev, t);
-          atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
-        }
-      } else if (t->closing && depth == 0) {
-        gm_group_end_post(ev, t);
-        group_clear(t);
-      }
-      break;
-
-    case A2A_EV_COLL:
-    case A2A_EV_P2P:
-      if (ev->phase == A2A_PRE && t && depth > 0) record_op(t, ev);
-      break;
-
     case A2A_EV_EVENT_RECORD:
       if (ev->phase == A2A_PRE && t && depth > 0) record_event(t, ev);
       break;
@@ -479,12 +536,13 @@ static void gl_body(const a2a_event *ev) {
     default:
       break;
   }
-  gm_on_event(ev, t);
+  gm_on_event(ev, t, NULL);
 }
 
 static int gl_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
   atomic_store(&g_groups_open, 0);
+  atomic_fetch_add(&g_gl_gen, 1);
   if (a2a_tslots_init(&g_threads, NULL) != 0) return -1;
   return gm_init();
 }
@@ -506,7 +564,16 @@ const a2a_analyzer a2a_analyzer_group_local = {
     .pre = GL_NCCL_KINDS | A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |
            A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |
            A2A_KIND_BIT(A2A_EV_MEMCPY),
-    .post = GL_NCCL_KINDS | A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY),
+    /* After the call, of the NCCL kinds only these do anything: the
+     * communicator's creation (ncclCommInitAll's devices), the async error
+     * it returned, an operation's end (concurrent-use) and the group's end
+     * (ncclGroupStart, queries, registrations and ncclCommDestroy are
+     * judged before the call only). */
+    .post = A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) |
+            A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
+            A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |
+            A2A_KIND_BIT(A2A_EV_FORK_CHILD) | A2A_KIND_BIT(A2A_EV_STREAM_QUERY) |
+            A2A_KIND_BIT(A2A_EV_EVENT_QUERY),
     .init = gl_init,
     .on_event = gl_on_event,
 };

@@ -95,6 +95,12 @@ typedef struct gl_thread {
   int initall_devs[GL_MAX_DEVS];
   unsigned ninitall;
   bool initall_pre_judged;
+
+  /* The communicator of the operation in progress (between the PRE and
+   * the POST of a collective or p2p call): its handle and registry record,
+   * looked up once at the PRE for both phases and both files. */
+  const void *op_handle;
+  a2a_comm *op_comm;
 } gl_thread;
 
 /* Normalized stream identity: NULL means the legacy default stream
@@ -114,8 +120,13 @@ void gl_stack_one(a2a_stack *st, const void *pc);
 
 /* group_misuse.c */
 int gm_init(void);
-/* Per event, after the tracker updated t (t may be NULL). */
-void gm_on_event(const a2a_event *ev, gl_thread *t);
+/* Per event, after the tracker updated t (t may be NULL). op_comm: for a
+ * collective or p2p call, the registry record of ev->comm (NULL if none),
+ * which the tracker looked up; ignored for other kinds. */
+void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm);
+/* gm_on_event for a collective or p2p call (c: its communicator's record),
+ * the tracker's fast path. */
+void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST
  * (release the communicators held by the group). */
 void gm_group_end_pre(const a2a_event *ev, gl_thread *t);

@@ -292,7 +292,7 @@ static bool bad_state(const a2a_event *ev, int st) {
   }
 }
 
-static void check_use(const a2a_event *ev) {
+static void check_use(const a2a_event *ev, a2a_comm *op_comm) {
   if (ev->phase != A2A_PRE) return;
   switch (ev->kind) {
     case A2A_EV_COLL: case A2A_EV_P2P: case A2A_EV_NCCL_REGISTER: case A2A_EV_REDOP:
@@ -313,7 +313,7 @@ static void check_use(const a2a_event *ev) {
       return;
   }
   if (!ev->comm) return; /* NCCL itself returns ncclInvalidArgument */
-  a2a_comm *c = a2a_comm_lookup(ev->comm);
+  a2a_comm *c = is_op(ev) ? op_comm : a2a_comm_lookup(ev->comm);
   if (!c) {
     bool known = false;
     if (a2a_comm_dropped() == 0) a2a_comm_foreach(any_comm, &known);
@@ -387,10 +387,17 @@ static void async_post(const a2a_event *ev, const a2a_comm *c) {
   }
 }
 
-static void async_pre(const a2a_event *ev, const a2a_comm *c) {
+static void report_async(const a2a_event *ev, const a2a_comm *c, int e);
+
+/* One load when the communicator has no asynchronous error (the rule). */
+static inline void async_pre(const a2a_event *ev, const a2a_comm *c) {
   if (!c || c->serial >= GM_MAX_COMMS) return;
-  int e = atomic_load(&g_async[c->serial]);
-  if (!e) return;
+  int e = atomic_load_explicit(&g_async[c->serial], memory_order_acquire);
+  if (e) report_async(ev, c, e);
+}
+
+__attribute__((noinline)) static void report_async(const a2a_event *ev, const a2a_comm *c,
+                                                   int e) {
   const void *qsite = atomic_load(&g_async_site[c->serial]);
   char msg[512], js[384];
   a2a_json j;
@@ -445,8 +452,23 @@ void gm_group_end_post(const a2a_event *ev, gl_thread *t) {
   t->nheld = 0;
 }
 
-void gm_on_event(const a2a_event *ev, gl_thread *t) {
-  if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) check_use(ev);
+void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
+  if (ev->phase == A2A_PRE) {
+    if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) check_use(ev, c);
+    if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH)) check_device(ev, t, c);
+    if (a2a_check_on(A2A_CK_GROUP_ASYNC_ERROR)) async_pre(ev, c);
+    if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE)) concurrent_pre(ev, t, c);
+  } else {
+    concurrent_post(ev, t, c);
+  }
+}
+
+void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm) {
+  if (is_op(ev)) {
+    gm_on_op(ev, t, op_comm);
+    return;
+  }
+  if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) check_use(ev, op_comm);
   if (ev->kind == A2A_EV_COMM_INIT) {
     if (a2a_check_on(A2A_CK_GROUP_DUPLICATE_DEVICE)) check_duplicate_init(ev, t);
     return;
@@ -454,14 +476,5 @@ void gm_on_event(const a2a_event *ev, gl_thread *t) {
   if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
     if (ev->phase == A2A_POST) async_post(ev, a2a_comm_lookup(ev->comm));
     return;
-  }
-  if (!is_op(ev)) return;
-  a2a_comm *c = a2a_comm_lookup(ev->comm);
-  if (ev->phase == A2A_PRE) {
-    if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH)) check_device(ev, t, c);
-    if (a2a_check_on(A2A_CK_GROUP_ASYNC_ERROR)) async_pre(ev, c);
-    if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE)) concurrent_pre(ev, t, c);
-  } else {
-    concurrent_post(ev, t, c);
   }
 }

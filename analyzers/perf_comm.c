@@ -121,7 +121,12 @@ typedef struct pc_comm {
 
   uint64_t ops, bytes, small_ops, small_bytes;
   uint64_t measured, unmeasured;
-  uint64_t started;            /* logical operations seen at PRE */
+  _Atomic uint64_t started;    /* logical operations seen at PRE */
+  /* Lock-free mirrors for the PRE of an operation that is not timed (see
+   * start_op): ops, and the ops count at which an overlap sample is due
+   * (smp.next_at while no sample is in flight, else UINT64_MAX). Written
+   * under mu wherever their originals change. */
+  _Atomic uint64_t ops_pub, smp_due;
   uint64_t sampled_out;        /* not timed by choice (PC_TIME_EVERY) */
   double time_s, small_time_s;
   uint64_t small_measured;
@@ -169,6 +174,7 @@ static atomic_uint g_gen = 1;      /* bumps on (re)init: invalidates TLS */
 static atomic_int g_captures;      /* graph captures in progress */
 static atomic_ullong g_ops_total;
 static atomic_bool g_full_warned;  /* PC_MAX_COMMS exceeded */
+static atomic_uint g_table_ver;    /* bumps on every insertion into g_table */
 
 typedef struct pc_gacc {           /* one communicator's share of an open group */
   pc_comm *c;
@@ -199,6 +205,11 @@ typedef struct pc_tls {
   uint64_t ops;
   pc_comm *sample_c;               /* the communicator whose overlap sample's
                                       epoch this thread has open */
+  /* The thread's last handle lookup, valid while g_table_ver is unchanged
+   * (see lookup_cached). */
+  const void *last_h;
+  pc_comm *last_c;
+  unsigned last_ver;
 } pc_tls;
 
 static _Thread_local pc_tls t_pc;
@@ -234,6 +245,20 @@ static pc_comm *lookup(const void *h) {
     if (c->handle == h) return c->inherited ? NULL : c;
   }
   return NULL;
+}
+
+/* lookup() through the thread's last answer: the table only changes by
+ * insertions (a reused handle's slot is overwritten by the newest
+ * communicator), each of which bumps g_table_ver; re-initialization and
+ * fork reset the thread's record (g_gen). */
+static pc_comm *lookup_cached(pc_tls *t, const void *h) {
+  unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
+  if (h && t->last_h == h && t->last_ver == ver) return t->last_c;
+  pc_comm *c = lookup(h);
+  t->last_h = h;
+  t->last_c = c;
+  t->last_ver = ver;
+  return c;
 }
 
 static bool host_events_usable(void) {
@@ -299,6 +324,7 @@ static void comm_create(const a2a_event *ev) {
     pc_comm *o = atomic_load(&g_table[i]);
     if (!o || o->handle == h) { atomic_store_explicit(&g_table[i], c, memory_order_release); break; }
   }
+  atomic_fetch_add_explicit(&g_table_ver, 1, memory_order_release);
   pthread_mutex_unlock(&g_create_mu);
 }
 
@@ -308,6 +334,7 @@ static void comm_create(const a2a_event *ev) {
 static void account_op(pc_comm *c, int op, uint64_t bytes) {
   int b = a2a_perf_bucket(bytes);
   c->ops++;
+  atomic_store_explicit(&c->ops_pub, c->ops, memory_order_relaxed);
   c->bytes += bytes;
   c->hist[b]++;
   c->st[op][b].ops++;
@@ -424,10 +451,17 @@ static int ev_offset(void *x, void *y, double *ms) {
   return -1;
 }
 
+/* After every change of smp.state or smp.next_at (c->mu held). */
+static void smp_publish(pc_comm *c) {
+  atomic_store_explicit(&c->smp_due, c->smp.state == 0 ? c->smp.next_at : UINT64_MAX,
+                        memory_order_relaxed);
+}
+
 static void sample_reset(pc_comm *c) {
   c->smp.state = 0;
   c->smp.nwin = 0;
   c->smp.next_at = c->ops + (c->ops < PC_TIME_ALL ? PC_SAMPLE_EVERY : PC_SAMPLE_EVERY * PC_TIME_EVERY);
+  smp_publish(c);
 }
 
 /* Called with c->mu held at the start of a logical operation on stream. */
@@ -437,6 +471,7 @@ static void sample_start_locked(pc_comm *c, void *stream) {
   c->smp.state = 1;
   c->smp.stream = stream;
   c->smp.nwin = 0;
+  smp_publish(c);
 }
 
 /* At the operation's POST (c->mu held): the epoch opens on this thread. */
@@ -444,6 +479,7 @@ static void sample_finish_locked(pc_tls *t, pc_comm *c, void *stream, bool ok) {
   if (c->smp.state != 1 || c->smp.stream != stream) return;
   if (ok && a2a_hostsvc->event_record(c->smp.ev1, stream) == 0) {
     c->smp.state = 2;
+    smp_publish(c);
     t->sample_c = c;
   } else {
     sample_reset(c);
@@ -487,17 +523,22 @@ static void sample_wait_event(pc_tls *t, void *k) {
   pthread_mutex_unlock(&c->mu);
 }
 
-/* The epoch ends: the thread's next operation or synchronization. */
-static void sample_epoch_end(pc_tls *t) {
+/* The epoch ends: the thread's next operation or synchronization. (Inline
+ * test, out-of-line work: nearly every call has no epoch open.) */
+__attribute__((noinline)) static void sample_epoch_close(pc_tls *t) {
   pc_comm *c = t->sample_c;
-  if (!c) return;
   t->sample_c = NULL;
   pthread_mutex_lock(&c->mu);
   if (c->smp.state == 2) {
     close_windows_locked(c, NULL, false);
     c->smp.state = 3;
+    smp_publish(c);
   }
   pthread_mutex_unlock(&c->mu);
+}
+
+static inline void sample_epoch_end(pc_tls *t) {
+  if (t->sample_c) sample_epoch_close(t);
 }
 
 static int cmp_dbl2(const void *a, const void *b) {
@@ -570,10 +611,9 @@ static void poll_locked(pc_comm *c) {
  * if sampled out. Every operation is timed until PC_TIME_ALL, then one in
  * PC_TIME_EVERY: the statistics that need counts (small-message share,
  * time per operation) extrapolate from the timed ones; the judged windows
- * and the latency/bandwidth fit only see fewer points. */
-static int start_locked(pc_comm *c, void *stream) {
-  if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return -1;
-  uint64_t k = c->started++;
+ * and the latency/bandwidth fit only see fewer points. k: the operation's
+ * number (c->started before it). */
+static int start_locked(pc_comm *c, void *stream, uint64_t k) {
   if (k >= PC_TIME_ALL && k % PC_TIME_EVERY != 0) {
     if (c->smp.state == 0 && c->ops >= c->smp.next_at) {
       poll_locked(c);
@@ -589,6 +629,25 @@ static int start_locked(pc_comm *c, void *stream) {
   if (a2a_hostsvc->event_record(m->ev0, stream) != 0) return -1;
   m->state = 1;
   c->head++;
+  return slot;
+}
+
+/* The PRE of a logical operation on stream: start_locked under c->mu.
+ * An operation that is sampled out while no overlap sample is due (7 in 8
+ * after the first PC_TIME_ALL) has nothing to record or poll, and returns
+ * without the lock: the mirrors say so (exact for a communicator used by
+ * one thread at a time; under concurrent misuse a sample may start a few
+ * operations late). */
+static int start_op(pc_comm *c, void *stream) {
+  if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return -1;
+  uint64_t k = atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
+  if (k >= PC_TIME_ALL && k % PC_TIME_EVERY != 0 &&
+      atomic_load_explicit(&c->ops_pub, memory_order_relaxed) <
+          atomic_load_explicit(&c->smp_due, memory_order_relaxed))
+    return -2;
+  pthread_mutex_lock(&c->mu);
+  int slot = start_locked(c, stream, k);
+  pthread_mutex_unlock(&c->mu);
   return slot;
 }
 
@@ -667,21 +726,32 @@ static void check_priority(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, 
   }
 }
 
-/* Called once per logical operation (after its POST): serialization and
- * priority look at the launches since the previous one, then reset them. */
-static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
+/* Whether the operation on stream was serialized: compute launched by this
+ * thread since its previous operation, all of it on the operation's own
+ * stream (the stream-sharing half of perf.no-overlap). Read at the POST,
+ * before after_op resets the launches. */
+static bool op_serialized(const pc_tls *t, void *stream) {
   uint32_t same = 0, other = t->ls_lost;
   for (int i = 0; i < t->nls; i++) {
     if (t->ls[i].s == stream) same += t->ls[i].n;
     else other += t->ls[i].n;
   }
+  return same > 0 && other == 0;
+}
+
+/* The serialization count, with c->mu held: in the critical section of the
+ * operation's POST (one lock pair per operation, not two). */
+static void count_serialized_locked(pc_comm *c, bool serialized, const void *site) {
+  if (!serialized) return;
+  c->serialized++;
+  if (!c->serial_site) c->serial_site = site;
+}
+
+/* Called once per logical operation (after its POST, c->mu released):
+ * priority looks at the launches since the previous one, then they are
+ * reset. */
+static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
   check_priority(t, c, stream, bytes, site);
-  pthread_mutex_lock(&c->mu);
-  if (same > 0 && other == 0) {
-    c->serialized++;
-    if (!c->serial_site) c->serial_site = site;
-  }
-  pthread_mutex_unlock(&c->mu);
   t->nls = 0;
   t->ls_lost = 0;
   t->armed_c = c;
@@ -779,16 +849,17 @@ static void group_classify(const pc_gacc *g, int nranks, int *op, uint64_t *byte
 }
 
 static void on_comm_op(pc_tls *t, const a2a_event *ev) {
-  pc_comm *c = lookup(ev->comm);
+  /* The POST of a lone operation: the communicator its PRE looked up. */
+  pc_comm *c = ev->phase == A2A_POST && t->single_c && t->single_c->handle == ev->comm
+                   ? t->single_c
+                   : lookup_cached(t, ev->comm);
   if (!c) return;
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   if (ev->phase == A2A_PRE) {
     t->armed_c = NULL;
     sample_epoch_end(t);
     if (t->depth > 0) return;
-    pthread_mutex_lock(&c->mu);
-    t->single_slot = start_locked(c, s);
-    pthread_mutex_unlock(&c->mu);
+    t->single_slot = start_op(c, s);
     t->single_c = c;
     return;
   }
@@ -810,10 +881,12 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
   }
   /* NCCL drops zero-byte collectives; a zero-byte p2p moves nothing. */
   bool ok = ev->result == 0 && bytes > 0;
+  bool serialized = ok && op_serialized(t, s);
   pthread_mutex_lock(&c->mu);
   finish_locked(c, slot, s, ok, op, bytes);
   sample_finish_locked(t, c, s, ok);
   if (ok) account_op(c, op, bytes);
+  count_serialized_locked(c, serialized, ev->callsite);
   pthread_mutex_unlock(&c->mu);
   if (ok) after_op(t, c, s, bytes, ev->callsite);
 }
@@ -827,9 +900,7 @@ static void on_group_end(pc_tls *t, const a2a_event *ev) {
     for (int i = 0; i < t->ng; i++) {
       pc_gacc *g = &t->g[i];
       if (g->mixed_streams || t->g_overflow) continue;
-      pthread_mutex_lock(&g->c->mu);
-      g->slot = start_locked(g->c, g->stream);
-      pthread_mutex_unlock(&g->c->mu);
+      g->slot = start_op(g->c, g->stream);
     }
     return;
   }
@@ -841,10 +912,12 @@ static void on_group_end(pc_tls *t, const a2a_event *ev) {
     uint64_t bytes;
     group_classify(g, g->c->nranks, &op, &bytes);
     bool ok = ev->result == 0 && !simulate && bytes > 0;
+    bool serialized = ok && op_serialized(t, g->stream);
     pthread_mutex_lock(&g->c->mu);
     finish_locked(g->c, g->slot, g->stream, ok, op, bytes);
     sample_finish_locked(t, g->c, g->stream, ok);
     if (ok) account_op(g->c, op, bytes);
+    count_serialized_locked(g->c, serialized, g->site);
     pthread_mutex_unlock(&g->c->mu);
     if (ok) after_op(t, g->c, g->stream, bytes, g->site);
   }
@@ -905,6 +978,14 @@ static void perf_comm_on_event(const a2a_event *ev) {
       return;
     }
     break;
+  /* The NCCL hot kinds, past pc_other's switch over every kind. */
+  case A2A_EV_COLL:
+  case A2A_EV_P2P:
+    on_comm_op(tls(), ev);
+    return;
+  case A2A_EV_GROUP_END:
+    on_group_end(tls(), ev);
+    return;
   default:
     break;
   }

@@ -109,6 +109,7 @@ typedef struct timeline {
   int device;     /* -1 unknown: matches every device */
   uint32_t thread;/* TL_PER_THREAD: owning host thread */
   void *handle;
+  uint64_t host_ver; /* g_host_ver when the host clock was last joined in */
   uint32_t vc[MAX_TL];
 } timeline;
 
@@ -151,12 +152,16 @@ typedef struct access {
   const void *site; /* user call site */
   const char *what; /* API name or kernel name (static strings) */
   void *comm;       /* AK_COMM: ncclComm_t */
+  const a2a_stack *stk; /* AK_COMM: the call site's cached stack
+                           (a2a_site_stack_ref: immutable until re-init), or
+                           NULL: then the ring slot below, if any */
   int stack;        /* AK_COMM: slot in the stack ring, -1 none */
   uint32_t stack_gen;
 } access;
 
 typedef struct range {
   uintptr_t lo, hi;
+  bool live;      /* in g_order (range hints check it; see range_hinted) */
   uint64_t last_use;
   int nacc;
   access acc[MAX_ACC];
@@ -172,7 +177,10 @@ typedef struct pending {
   const void *site;
   const char *what;
   void *comm;
-  a2a_stack stack;
+  /* The operation's stack: the site's cached one, or (the site cache is
+   * full) scratch holding this call's capture; NULL: none. */
+  const a2a_stack *stk;
+  a2a_stack scratch;
 } pending;
 
 typedef struct thread_state {
@@ -197,6 +205,16 @@ static _Atomic bool g_disabled;
 
 static timeline *g_tl; /* [MAX_TL]; g_tl[0] is the host */
 static int g_ntl;
+/* Bumped whenever the host clock grows (host_join): a timeline whose
+ * host_ver equals it already holds the host clock, and enqueue_edges skips
+ * the join (every enqueue joins the host; the host clock changes only at
+ * synchronizations, far less often). Starts at 1; a new timeline has 0. */
+static uint64_t g_host_ver = 1;
+/* Hints for tl_of: the timeline a key (stream handle; legacy stream per
+ * device; per-thread stream per thread and device) last resolved to. A hint
+ * is only a guess, checked with tl_is, so a stale one costs the scan. */
+#define TL_HINTS 64
+static int16_t g_tl_hint[TL_HINTS];
 static sreg_slot *g_sreg; /* [SREG_SLOTS] */
 static size_t g_nsreg;
 static ev_slot *g_ev;  /* [EV_SLOTS] */
@@ -288,6 +306,18 @@ static int dev_of(const a2a_event *ev) {
 static void vc_join(uint32_t *dst, const uint32_t *src) {
   for (int i = 0; i < g_ntl; i++)
     if (src[i] > dst[i]) dst[i] = src[i];
+}
+
+/* The host waits for what src covers: join it into the host clock. */
+static void host_join(const uint32_t *src) {
+  uint32_t *dst = g_tl[HOST_TL].vc;
+  bool grew = false;
+  for (int i = 0; i < g_ntl; i++)
+    if (src[i] > dst[i]) {
+      dst[i] = src[i];
+      grew = true;
+    }
+  if (grew) g_host_ver++;
 }
 
 static bool hb(const access *a, const uint32_t *vc) { return vc[a->tl] >= a->clk; }
@@ -397,6 +427,7 @@ static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
     uint32_t last = t->vc[i];
     if (t->capturing) set_capturing(i, false, 0);
     memcpy(t->vc, g_tl[HOST_TL].vc, sizeof t->vc);
+    t->host_ver = g_host_ver;
     if (t->vc[i] < last) t->vc[i] = last;
   } else if (g_ntl < MAX_TL) {
     i = g_ntl++;
@@ -417,6 +448,19 @@ static int tl_new(tl_kind kind, void *handle, int device, uint32_t thread) {
   t->thread = thread;
   t->handle = handle;
   return i;
+}
+
+/* Whether timeline i is the live timeline of a stream argument (kind as
+ * tl_of derives it). At most one live timeline matches a key: tl_new runs
+ * only when none does, and a stream's creation or destruction unmaps the
+ * timeline its handle had. */
+static bool tl_is(int i, tl_kind kind, void *stream, uint32_t thread, int device) {
+  const timeline *t = &g_tl[i];
+  if (!t->live) return false;
+  if (kind == TL_LEGACY) return t->kind == TL_LEGACY && t->device == device;
+  if (kind == TL_PER_THREAD)
+    return t->kind == TL_PER_THREAD && t->thread == thread && t->device == device;
+  return t->handle == stream && t->kind != TL_LEGACY && t->kind != TL_PER_THREAD;
 }
 
 static int tl_find(void *stream, int per_thread, uint32_t thread, int device);
@@ -442,20 +486,25 @@ static inline int tl_of(void *stream, int per_thread, uint32_t thread, int devic
 /* The timeline of a stream argument; creates it on first sight. */
 static int tl_find(void *stream, int per_thread, uint32_t thread, int device) {
   tl_kind kind;
-  if (stream == STREAM_LEGACY || (stream == NULL && !per_thread)) kind = TL_LEGACY;
-  else if (stream == STREAM_PER_THREAD || stream == NULL) kind = TL_PER_THREAD;
-  else kind = TL_UNKNOWN;
-  for (int i = 1; i < g_ntl; i++) {
-    timeline *t = &g_tl[i];
-    if (!t->live) continue;
-    if (kind == TL_LEGACY) {
-      if (t->kind == TL_LEGACY && t->device == device) return i;
-    } else if (kind == TL_PER_THREAD) {
-      if (t->kind == TL_PER_THREAD && t->thread == thread && t->device == device) return i;
-    } else if (t->handle == stream && t->kind != TL_LEGACY && t->kind != TL_PER_THREAD) {
+  uintptr_t key;
+  if (stream == STREAM_LEGACY || (stream == NULL && !per_thread)) {
+    kind = TL_LEGACY;
+    key = (uintptr_t)(unsigned)device << 4 | 1;
+  } else if (stream == STREAM_PER_THREAD || stream == NULL) {
+    kind = TL_PER_THREAD;
+    key = ((uintptr_t)thread << 32 | (unsigned)device) << 4 | 2;
+  } else {
+    kind = TL_UNKNOWN;
+    key = (uintptr_t)stream;
+  }
+  size_t h = handle_hash((void *)key, TL_HINTS);
+  int hint = g_tl_hint[h];
+  if (hint > 0 && hint < g_ntl && tl_is(hint, kind, stream, thread, device)) return hint;
+  for (int i = 1; i < g_ntl; i++)
+    if (tl_is(i, kind, stream, thread, device)) {
+      g_tl_hint[h] = (int16_t)i;
       return i;
     }
-  }
   if (kind == TL_UNKNOWN) {
     const sreg_slot *r = sreg_find(stream);
     if (r) {
@@ -463,8 +512,10 @@ static int tl_find(void *stream, int per_thread, uint32_t thread, int device) {
       device = r->device;
     }
   }
-  return tl_new(kind, (kind == TL_LEGACY || kind == TL_PER_THREAD) ? NULL : stream, device,
-                thread);
+  int i = tl_new(kind, (kind == TL_LEGACY || kind == TL_PER_THREAD) ? NULL : stream, device,
+                 thread);
+  if (i > 0) g_tl_hint[h] = (int16_t)i;
+  return i;
 }
 
 static int tl_of_ev(const a2a_event *ev) {
@@ -474,7 +525,10 @@ static int tl_of_ev(const a2a_event *ev) {
 /* The host enqueues work on timeline s: apply the implicit edges. */
 static void enqueue_edges(int s) {
   timeline *t = &g_tl[s];
-  vc_join(t->vc, g_tl[HOST_TL].vc);
+  if (t->host_ver != g_host_ver) { /* else t holds the host clock already */
+    vc_join(t->vc, g_tl[HOST_TL].vc);
+    t->host_ver = g_host_ver;
+  }
   if (t->kind == TL_LEGACY) {
     for (int i = 1; i < g_ntl; i++)
       if (i != s && is_blocking_kind(g_tl[i].kind) && dev_match(g_tl[i].device, t->device))
@@ -493,7 +547,7 @@ static void ring_expire(void);
 /* The host waits for everything enqueued on the streams of device dev. */
 static void host_join_device(int dev) {
   for (int i = 1; i < g_ntl; i++)
-    if (dev_match(g_tl[i].device, dev)) vc_join(g_tl[HOST_TL].vc, g_tl[i].vc);
+    if (dev_match(g_tl[i].device, dev)) host_join(g_tl[i].vc);
   ring_expire();
 }
 
@@ -610,6 +664,7 @@ static range *range_containing(uintptr_t p) {
 }
 
 static void order_remove_at(size_t k) {
+  g_rng[g_order[k]].live = false;
   memmove(&g_order[k], &g_order[k + 1], (g_nr - k - 1) * sizeof g_order[0]);
   g_nr--;
 }
@@ -640,6 +695,7 @@ static range *range_insert(uintptr_t lo, uintptr_t hi) {
   memset(r, 0, sizeof *r);
   r->lo = lo;
   r->hi = hi;
+  r->live = true;
   size_t k = pos_after(lo);
   memmove(&g_order[k + 1], &g_order[k], (g_nr - k) * sizeof g_order[0]);
   g_order[k] = (uint16_t)slot;
@@ -666,6 +722,29 @@ static bool range_split(size_t k, uintptr_t at) {
   return true;
 }
 
+/* Range hints: the pool slot of the range a communication access of
+ * exactly [lo,hi) last used, keyed by lo. A hint is only a guess: it is
+ * taken when that slot still holds a live range with exactly those bounds,
+ * which is then the range range_for_comm would return (ranges are disjoint:
+ * no split, no merge), found without the binary search. Not taken while
+ * the pool is nearly full (range_for_comm evicts first then). */
+#define RNG_HINTS 256
+static uint16_t g_rng_hint[RNG_HINTS]; /* slot + 1; 0 none */
+
+static size_t rng_hint_of(uintptr_t lo) { return handle_hash((void *)lo, RNG_HINTS); }
+
+static range *range_hinted(uintptr_t lo, uintptr_t hi) {
+  if (g_nr + 3 > MAX_RANGES) return NULL;
+  unsigned h = g_rng_hint[rng_hint_of(lo)];
+  if (!h) return NULL;
+  range *r = &g_rng[h - 1];
+  return r->live && r->lo == lo && r->hi == hi ? r : NULL;
+}
+
+static void range_hint_set(const range *r) {
+  g_rng_hint[rng_hint_of(r->lo)] = (uint16_t)(r - g_rng + 1);
+}
+
 /* The range a communication access [lo,hi) uses: an exact match, a new
  * range, or the union of every range overlapping [lo,hi) (histories merged;
  * a merged history is conservative, see docs/design.md). A range that
@@ -675,7 +754,7 @@ static bool range_split(size_t k, uintptr_t at) {
  * must not make accesses to the block's other tensors look like accesses
  * to this operation's buffer. (When the pool is full the split is skipped
  * and the union is wider: conservative.) */
-static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh) {
+static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh, bool *exact) {
   while (g_nr > 0 && g_nr + 3 > MAX_RANGES) evict_lru(); /* room for 2 splits + 1 insert */
   size_t k = pos_after(lo);
   if (k < g_nr && g_rng[g_order[k]].lo < lo && range_split(k, lo)) k++;
@@ -683,14 +762,18 @@ static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh) {
   while (end < g_nr && g_rng[g_order[end]].lo < hi) end++;
   if (end > k && g_rng[g_order[end - 1]].hi > hi) range_split(end - 1, hi);
   *fresh = end == k;
+  *exact = false;
   if (end == k) return range_insert(lo, hi);
-  if (end == k + 1 && g_rng[g_order[k]].lo == lo && g_rng[g_order[k]].hi == hi)
+  if (end == k + 1 && g_rng[g_order[k]].lo == lo && g_rng[g_order[k]].hi == hi) {
+    *exact = true; /* (unless a split above made it: then g_nr grew) */
     return &g_rng[g_order[k]];
+  }
   /* Merge ranges k..end-1 with [lo,hi) into the first one. */
   range *r = &g_rng[g_order[k]];
   if (r->lo < lo) lo = r->lo;
   for (size_t i = k + 1; i < end; i++) {
     range *o = &g_rng[g_order[i]];
+    o->live = false; /* merged into r, dropped from g_order below */
     for (int j = 0; j < o->nacc; j++) acc_add(r, &o->acc[j], NULL);
     if (o->last_use > r->last_use) r->last_use = o->last_use;
   }
@@ -908,7 +991,9 @@ static void report(a2a_check_id check, const range *r, const access *prev,
   e->now = *now;
   e->prev_tl = snap_tl(prev->tl);
   e->now_tl = snap_tl(now->tl);
-  const a2a_stack *ps = prev->kind == AK_COMM ? stack_get(prev->stack, prev->stack_gen) : NULL;
+  const a2a_stack *ps = prev->kind != AK_COMM ? NULL
+                        : prev->stk           ? prev->stk
+                                              : stack_get(prev->stack, prev->stack_gen);
   e->has_prev_stack = ps != NULL;
   if (ps) e->prev_stack = *ps;
   e->now_stack = now_stack;
@@ -1198,8 +1283,13 @@ static void pending_add(pending *arr, int *npending, int cap, const a2a_event *e
   p->site = ev->callsite;
   p->what = what;
   p->comm = ev->comm;
-  p->stack.n = 0;
-  if (a2a_opt->stack_depth > 0) a2a_site_stack(ev->callsite, &p->stack);
+  p->stk = NULL;
+  if (a2a_opt->stack_depth <= 0) return;
+  /* One lookup per call: the send and receive sides of a call share it. */
+  const pending *q = p > arr ? p - 1 : NULL;
+  if (q && q->site == p->site && q->stk && q->stk != &q->scratch) p->stk = q->stk;
+  else p->stk = a2a_site_stack_ref(ev->callsite, &p->scratch);
+  if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
 /* Enqueue the pending accesses of ts (an ungrouped call or the outermost
@@ -1210,7 +1300,11 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
   int streams[MAX_PENDING], nstreams = 0;
   for (int i = 0; i < npending; i++) {
     pending *p = &arr[i];
-    int s = tl_of(p->stream, p->per_thread, thread, p->device);
+    const pending *q = i > 0 ? &arr[i - 1] : NULL;
+    int s = q && q->stream == p->stream && q->per_thread == p->per_thread &&
+                    q->device == p->device
+                ? tls[i - 1] /* the same stream argument: the same timeline */
+                : tl_of(p->stream, p->per_thread, thread, p->device);
     tls[i] = s;
     if (s < 0) return;
     bool seen = false;
@@ -1220,35 +1314,66 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
   /* NCCL launches a group spanning several streams as one unit: every
    * stream waits for the others before and after. Join first, so the
    * group's own accesses are not reported against each other (overlaps
-   * inside a group are layout.overlap's business). */
-  uint32_t joined[MAX_TL] = {0};
-  for (int k = 0; k < nstreams; k++) {
-    if (g_tl[streams[k]].capturing) continue;
-    enqueue_edges(streams[k]);
-    tick(streams[k]);
-    vc_join(joined, g_tl[streams[k]].vc);
+   * inside a group are layout.overlap's business). On one stream there is
+   * nothing to join: its own clock already is the join. */
+  if (nstreams == 1) {
+    if (!g_tl[streams[0]].capturing) {
+      enqueue_edges(streams[0]);
+      tick(streams[0]);
+    }
+  } else {
+    uint32_t joined[MAX_TL];
+    memset(joined, 0, (size_t)g_ntl * sizeof joined[0]); /* vc_join reads g_ntl entries */
+    for (int k = 0; k < nstreams; k++) {
+      if (g_tl[streams[k]].capturing) continue;
+      enqueue_edges(streams[k]);
+      tick(streams[k]);
+      vc_join(joined, g_tl[streams[k]].vc);
+    }
+    for (int k = 0; k < nstreams; k++) vc_join(g_tl[streams[k]].vc, joined);
   }
-  for (int k = 0; k < nstreams; k++) vc_join(g_tl[streams[k]].vc, joined);
   for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
 
+  size_t nr_before = g_nr;
+  bool reshaped = false;
+  range *prev_r = NULL; /* the range of arr[i - 1], exactly its bounds */
   for (int i = 0; i < npending; i++) {
     pending *p = &arr[i];
     if (g_tl[tls[i]].capturing) continue;
     access a = {.clk = clk[i], .tl = (uint16_t)tls[i], .flags = (uint8_t)(p->flags | F_COMM),
                 .kind = AK_COMM, .nops = p->nops, .site = p->site, .what = p->what,
                 .comm = p->comm, .stack = -1};
-    a.stack = stack_put(&p->stack, &a.stack_gen);
-    bool fresh;
-    range *r = range_for_comm(p->lo, p->hi, &fresh);
+    /* The site cache's stack is kept by reference; only a capture of this
+     * call's own (cache full) is copied into the ring. */
+    if (p->stk == &p->scratch) a.stack = stack_put(p->stk, &a.stack_gen);
+    else a.stk = p->stk;
+    bool fresh = false, exact = true;
+    /* The receive side of an in-place operation has the bounds of its send
+     * side: the range the send side just used is exactly it. */
+    range *r = prev_r && prev_r->lo == p->lo && prev_r->hi == p->hi ? prev_r
+                                                                    : range_hinted(p->lo, p->hi);
+    if (!r) r = range_for_comm(p->lo, p->hi, &fresh, &exact);
+    prev_r = NULL;
     if (!r) continue;
+    if (r->lo == p->lo && r->hi == p->hi) {
+      prev_r = r;
+      range_hint_set(r);
+    }
     if (fresh) ring_pull(r, p->lo, p->hi);
-    pages_mark(r->lo, r->hi);
+    /* An existing range with exactly these bounds has its pages marked
+     * already (bits are cleared only when no range is left). */
+    if (!exact) {
+      pages_mark(r->lo, r->hi);
+      reshaped = true;
+    }
     unsigned rep = 0;
     bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
-    access_range(r, &a, covers, p->stack.n > 0 ? &p->stack : NULL, &rep);
+    access_range(r, &a, covers, p->stk, &rep);
   }
-  atomic_store(&g_nranges, (unsigned)g_nr);
-  bounds_update();
+  if (reshaped || g_nr != nr_before) {
+    atomic_store(&g_nranges, (unsigned)g_nr);
+    bounds_update();
+  }
 }
 
 /* The creating call of a device's example blocking stream, symbolized once
@@ -1325,6 +1450,10 @@ static void default_stream_warning(const a2a_event *ev, const char *what) {
 /* Byte extents of a collective's send and receive buffers on this rank. */
 static void coll_extents(const a2a_event *ev, size_t *sbytes, size_t *rbytes) {
   size_t n = ev->u.coll.count * a2a_dtype_size(ev->u.coll.dtype);
+  if (ev->u.coll.coll == A2A_COLL_ALLREDUCE) { /* needs neither size nor rank */
+    *sbytes = *rbytes = n;
+    return;
+  }
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   size_t nr = c && c->nranks > 0 ? (size_t)c->nranks : 1;
   int rank = c ? c->rank : -1;
@@ -1519,7 +1648,7 @@ static void on_copy(const copy_rec *c, bool host_waits) {
     if (remember) ring_put(dst, dst + n, &a);
   }
   if (host_waits) {
-    vc_join(g_tl[HOST_TL].vc, g_tl[s].vc);
+    host_join(g_tl[s].vc);
     ring_expire();
   }
 }
@@ -1721,6 +1850,10 @@ static int hb_init(void) {
     memset(g_ev, 0, EV_SLOTS * sizeof *g_ev);
     memset(g_stacks, 0, STACK_RING * sizeof *g_stacks);
     g_ntl = 1; /* the host */
+    g_host_ver = 1;
+    for (size_t i = 0; i < MAX_RANGES; i++) g_rng[i].live = false;
+    memset(g_rng_hint, 0, sizeof g_rng_hint);
+    memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
     g_tl[HOST_TL].live = true;
     g_tl_epoch++; /* tl_of's cache */
@@ -2005,7 +2138,7 @@ static void hb_other(const a2a_event *ev) {
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_EVENT_QUERY: { /* ok_result: query returned cudaSuccess */
     ev_slot *e = ev_find(ev->u.event.event, false);
-    if (e && e->recorded) vc_join(g_tl[HOST_TL].vc, e->vc);
+    if (e && e->recorded) host_join(e->vc);
     ring_expire();
     break;
   }
@@ -2016,7 +2149,7 @@ static void hb_other(const a2a_event *ev) {
     /* Synchronizing on the legacy stream also waits for the blocking
      * streams' earlier work it is ordered after. */
     if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
-    vc_join(g_tl[HOST_TL].vc, g_tl[s].vc);
+    host_join(g_tl[s].vc);
     ring_expire();
     break;
   }

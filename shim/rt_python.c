@@ -530,9 +530,10 @@ static void classes(const walked *w, int n, unsigned char *cls, bool *rec) {
   }
 }
 
-const void *a2a_rt_py_site(const void *pc) {
-  uintptr_t ts = this_tstate();
-  if (!ts || (uintptr_t)pc >= PC_MAX) return pc;
+/* The walk, out of line: its frame (three 64-entry arrays) is set up only
+ * for a thread that has Python state, not on every NCCL call of a process
+ * without Python. */
+__attribute__((noinline)) static const void *py_site_walk(uintptr_t ts, const void *pc) {
   int saved = errno;
   walked w[64];
   int n = walk(ts, w, 64, true);
@@ -544,6 +545,12 @@ const void *a2a_rt_py_site(const void *pc) {
   int pick = a2a_rt_py_anchor(cls, rec, n);
   if (pick < 0) return pc;
   return mk(H_SITE, (uint64_t)(w[pick].idx + 1) << 48 | (uintptr_t)pc);
+}
+
+const void *a2a_rt_py_site(const void *pc) {
+  uintptr_t ts = this_tstate();
+  if (!ts || (uintptr_t)pc >= PC_MAX) return pc;
+  return py_site_walk(ts, pc);
 }
 
 /* A fold of the frames w[a..b): its count and up to two of its libraries

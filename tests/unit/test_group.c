@@ -520,6 +520,38 @@ START_TEST(two_threads_inside_one_comm) {
 }
 END_TEST
 
+/* The POST of an operation reuses the communicator record its PRE looked
+ * up (group_local's op_handle/op_comm): interleaved operations of two
+ * threads on two communicators each release what their own PRE acquired. */
+START_TEST(post_releases_what_its_pre_acquired) {
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_b, 2, 0, 0);
+  a2a_event a = p2p(c0, 1, DEV_SEND, 16, 1, STREAM_A);
+  a2a_event b = p2p(c1, 0, DEV_RECV, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_pre(&a);
+  ev_pre(&b);
+  ev_post(&b, 0);
+  a2a_event b2 = p2p(c1, 1, DEV_SEND, 16, 1, STREAM_B); /* thread 2 again, c1 */
+  b2.thread = 2;
+  ev_dispatch(&b2, 0);
+  ev_post(&a, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  /* Both communicators are free: each thread may use the other's. */
+  a2a_event x = p2p(c1, 1, DEV_SEND, 16, 1, STREAM_A);
+  a2a_event y = p2p(c0, 0, DEV_RECV, 16, 1, STREAM_B);
+  y.thread = 2;
+  ev_dispatch(&x, 0);
+  ev_dispatch(&y, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  /* And holding one while the other thread enters it is still caught. */
+  ev_pre(&x);
+  ev_dispatch(&b2, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  ev_post(&x, 0);
+}
+END_TEST
+
 START_TEST(open_group_holds_the_comm) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   group(A2A_EV_GROUP_START, 1);
@@ -889,6 +921,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, reused_handle_is_the_new_comm);
   tcase_add_test(tc, two_threads_inside_one_comm);
   tcase_add_test(tc, open_group_holds_the_comm);
+  tcase_add_test(tc, post_releases_what_its_pre_acquired);
   tcase_add_test(tc, different_comms_in_parallel_are_fine);
   tcase_add_test(tc, op_after_async_error);
   tcase_add_test(tc, threads_with_their_own_comms_are_silent);

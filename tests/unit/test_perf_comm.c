@@ -707,6 +707,65 @@ START_TEST(event_churn_cache_advice_only_when_disabled) {
 }
 END_TEST
 
+/* The timing and overlap sampling policy past the first 256 operations
+ * (one in 8 timed, an overlap sample every 32): start_op decides sampled-out
+ * operations without the communicator's lock when no overlap sample is
+ * due. The counts here are those of the locked implementation before that
+ * fast path (measured ops, unmeasured ops, overlap samples), for lone
+ * operations and groups, with events completing at once or only at the
+ * occasional synchronization. */
+static void sampling_run(int nops, int sync_every, bool grouped) {
+  comm_init(COMM, 4);
+  for (int i = 0; i < nops; i++) {
+    if (grouped) {
+      a2a_event g = ev_make(A2A_EV_GROUP_START);
+      ev_dispatch(&g, 0);
+    }
+    a2a_event op = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+    ev_dispatch(&op, 0);
+    if (grouped) {
+      a2a_event g = ev_make(A2A_EV_GROUP_END);
+      ev_dispatch(&g, 0);
+    }
+    simple(A2A_EV_LAUNCH, S2);
+    if (sync_every == 1 || i % sync_every == 0) {
+      /* Every event completes, later in creation order: each timing pair
+       * and overlap sample gets a positive duration. */
+      for (size_t e = 0; e < collector_event_count(); e++)
+        collector_event_complete(collector_event_at(e), now + e * 1000);
+      now += 1000000;
+      simple(A2A_EV_DEVICE_SYNC, NULL);
+    }
+  }
+}
+
+static void sampling_expect(int measured, int unmeasured, int samples) {
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "measured_ops"), measured);
+  ck_assert_int_eq((int)details_num(sum, "unmeasured_ops"), unmeasured);
+  ck_assert_int_eq((int)details_num(sum, "overlap_samples"), samples);
+}
+
+START_TEST(sampling_policy_lone_ops_synced) {
+  sampling_run(256 + 400, 1, false);
+  sampling_expect(306, 0, 55);
+}
+END_TEST
+
+START_TEST(sampling_policy_lone_ops_rare_sync) {
+  sampling_run(256 + 400, 37, false);
+  sampling_expect(271, 35, 17);
+}
+END_TEST
+
+START_TEST(sampling_policy_groups_rare_sync) {
+  sampling_run(256 + 400, 37, true);
+  sampling_expect(271, 35, 17);
+}
+END_TEST
+
 START_TEST(graph_capture_is_not_timed) {
   comm_init(COMM, 4);
   size_t before = collector_event_count();
@@ -768,6 +827,9 @@ int main(void) {
   tcase_add_test(tc, event_churn_cache_advice_only_when_disabled);
   tcase_add_test(tc, event_churn_and_pool_is_quiet);
   tcase_add_test(tc, graph_capture_is_not_timed);
+  tcase_add_test(tc, sampling_policy_lone_ops_synced);
+  tcase_add_test(tc, sampling_policy_lone_ops_rare_sync);
+  tcase_add_test(tc, sampling_policy_groups_rare_sync);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

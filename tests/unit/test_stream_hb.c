@@ -1560,6 +1560,158 @@ START_TEST(recycling_without_host_cover_only_hides) {
 }
 END_TEST
 
+/* ---------------- fast paths of a communication operation ---------------- */
+
+/* A lone operation on one stream skips the join of the group's streams
+ * (nothing to join); a group spanning two streams still joins them: the
+ * producer on the second stream is ordered before the send on the first. */
+START_TEST(single_stream_op_vs_two_stream_group) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  launch_fill(S_OTHER, SENDBUF, (void *)0x3000);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  recv_on(S_OTHER, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* The same producer before a lone send on S_COMM only: not ordered. */
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  launch_fill(S_OTHER, SENDBUF, (void *)0x3001);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4001);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+/* A buffer reused by every operation takes the exact-range path (no page
+ * marking, no bounds update): a kernel touching it on another stream is
+ * still seen, after many operations and after a synchronization in between. */
+START_TEST(reused_buffer_stays_tracked) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 50; i++) allreduce_on(S_COMM, RECVBUF, RECVBUF, NBYTES / 4);
+  ck_assert_uint_eq(stream_hb_range_count(), 2);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  for (int i = 0; i < 50; i++) allreduce_on(S_COMM, RECVBUF, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+}
+END_TEST
+
+/* enqueue_edges skips the host join while the host clock has not grown:
+ * a synchronization after the stream's last join must still order the
+ * stream's next operation after what the host waited for. */
+START_TEST(host_clock_growth_reaches_a_stream_that_joined_before) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* S_COMM joins the host */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0); /* the host grows */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4001);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* Control: the same without the host synchronization fires. */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3001);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4002);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+/* tl_of's hints: more streams than hint slots, so hints are overwritten
+ * and collide; every stream must still resolve to its own timeline (work
+ * on one stream is ordered after that stream's own operation, and only
+ * after it). */
+START_TEST(stream_hints_resolve_each_stream_to_its_own_timeline) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  enum { NS = 100 };
+  for (uintptr_t i = 0; i < NS; i++) {
+    stream_create((void *)(0x9000 + i * 0x10), NONBLOCKING);
+    recv_on((void *)(0x9000 + i * 0x10), (char *)RECVBUF + i * 64, 16);
+  }
+  launch_fill((void *)(0x9000 + 7 * 0x10), (char *)RECVBUF + 8 * 64, (void *)0x3fff);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  for (uintptr_t i = 0; i < NS; i++)
+    launch_fill((void *)(0x9000 + i * 0x10), (char *)RECVBUF + i * 64, (void *)(0x3000 + i));
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* The earlier operation's stack in a finding: the call site's cached stack
+ * kept by reference, and past the site cache (512 sites) a capture of the
+ * call's own in the stack ring. Both give the same details. */
+START_TEST(earlier_stack_from_site_cache_and_past_it) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int round = 0; round < 2; round++) {
+    /* Round 1 fills the site cache first with other sites. */
+    if (round == 1)
+      for (uintptr_t site = 0x100000; site < 0x100000 + 600; site++) {
+        send_on(S_COMM, SENDBUF, NBYTES / 4, (const void *)site);
+        stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+      }
+    size_t before = collector_count("stream.unsynced-output");
+    a2a_event ev = ev_make(A2A_EV_P2P);
+    ev.api = "ncclRecv";
+    ev.comm = COMM;
+    ev.stream = S_COMM;
+    ev.callsite = (const void *)(uintptr_t)(0x7000 + round); /* a new site */
+    ev.u.p2p.buff = RECVBUF;
+    ev.u.p2p.count = NBYTES / 4;
+    ev.u.p2p.dtype = NCCL_FLOAT;
+    ev_dispatch(&ev, 0);
+    launch_fill(S_COMP, RECVBUF, (void *)(uintptr_t)(0x3000 + round));
+    ck_assert_uint_eq(collector_count("stream.unsynced-output"), before + 1);
+    const collected *f = collector_get(collector_total() - 1);
+    ck_assert_str_eq(f->check, "stream.unsynced-output");
+    const char *earlier = strstr(f->details, "\"earlier\"");
+    ck_assert_ptr_nonnull(earlier);
+    ck_assert_ptr_nonnull(strstr(earlier, "\"stack\""));
+    stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  }
+}
+END_TEST
+
+/* Range hints (the slot an exact [lo,hi) last used) after the range was
+ * split, merged again, and freed: every step still finds the right range. */
+START_TEST(range_hints_follow_split_merge_and_free) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  char *x = (char *)SEG + 0x20000;
+  allreduce_on(S_COMM, x, x, 2048); /* [x, +8K) */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  allreduce_on(S_COMM, x, x, 1024); /* [x, +4K): the old range is split */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  allreduce_on(S_COMM, x, x, 2048); /* [x, +8K) again: merged, the hint is stale */
+  launch_fill(S_COMP, x + 6144, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  for (int i = 0; i < 3; i++) allreduce_on(S_COMM, x, x, 2048); /* hinted */
+  launch_fill(S_COMP, x, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+  /* cudaFree of the segment forgets every range; the next use is fresh. */
+  a2a_event f = ev_make(A2A_EV_FREE);
+  f.api = "cudaFree";
+  f.u.mem.ptr = (void *)SEG;
+  f.u.mem.mem = A2A_MEM_DEVICE;
+  ev_dispatch(&f, 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  a2a_event a = ev_make(A2A_EV_ALLOC);
+  a.api = "cudaMalloc";
+  a.u.mem.mem = A2A_MEM_DEVICE;
+  a.u.mem.size = SEG_SIZE;
+  ev_pre(&a);
+  a.u.mem.ptr = (void *)SEG;
+  ev_post(&a, 0);
+  allreduce_on(S_COMM, x, x, 2048);
+  launch_fill(S_COMP, x + 100, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 3);
+}
+END_TEST
+
 START_TEST(check_can_be_disabled) {
   setup();
   collector_disable_check("stream");
@@ -1632,6 +1784,12 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, stream_churn_recycles_timelines);
   tcase_add_test(tc, recycling_without_host_cover_only_hides);
   tcase_add_test(tc, check_can_be_disabled);
+  tcase_add_test(tc, single_stream_op_vs_two_stream_group);
+  tcase_add_test(tc, reused_buffer_stays_tracked);
+  tcase_add_test(tc, host_clock_growth_reaches_a_stream_that_joined_before);
+  tcase_add_test(tc, stream_hints_resolve_each_stream_to_its_own_timeline);
+  tcase_add_test(tc, earlier_stack_from_site_cache_and_past_it);
+  tcase_add_test(tc, range_hints_follow_split_merge_and_free);
   tcase_add_test(tc, untracked_launch_is_cheap);
   tcase_add_test(tc, untracked_copy_cost);
   suite_add_tcase(s, tc);
