@@ -1081,6 +1081,28 @@ static int shares_marker(const cunit *u) {
   return (u->await_run && n->await_run == u->await_run) || (u->event && n->event == u->event);
 }
 
+/* A plain collective unit (one collective, no peers) of a comm. */
+static int plain_coll(const cunit *u) {
+  return u->closed && u->npeers == 0 && u->kind == XR_OP_COLL && !xr_coll_is_p2p(u->coll) &&
+         u->coll_hi == u->coll_lo + 1;
+}
+
+/* RUN_STEP: u continues, in a progress report, the unit before it on its
+ * stream: both plain collectives of one comm, consecutive in the comm's
+ * order, sharing one completion marker (a run of back-to-back AllReduces).
+ * Such a run is reported as one unit, collectives [first, last + 1), named
+ * after its last (XR_UNIT_RUN): it completes when its marker does, and its
+ * counterparts are the same collectives of the peers. A report's size then
+ * follows the runs, not the operations in flight (the background thread's
+ * cost per record stays flat with 1,000 operations in flight). Units of
+ * different comms are never merged: a cycle between communicators goes
+ * through them (e2e.scenario.bug_order_groups). */
+static int run_member(const cunit *u) {
+  const cunit *p = u->sprev;
+  return p && plain_coll(p) && plain_coll(u) && shares_marker(p) && p->cc == u->cc &&
+         u->coll_lo == p->coll_hi;
+}
+
 static void send_state(uint64_t now, int exiting) {
   static xr_commstate comms[256];
   static xr_unitstate units[2048];
@@ -1114,20 +1136,25 @@ static void send_state(uint64_t now, int exiting) {
    * run's middle units are what a cycle between communicators goes
    * through (e2e.scenario.bug_order_groups). */
   size_t total = 0;
-  for (cunit *u = S.head; u && total <= 2048; u = u->next) total += u->cc->conn >= 0;
+  for (cunit *u = S.head; u && total <= 2048; u = u->next)
+    total += u->cc->conn >= 0 && !run_member(u);
   for (cunit *u = S.head; u && st.nunits < 2048; u = u->next) {
-    if (u->cc->conn < 0) continue;
-    if (total > 2048 && st.nunits >= 1536 && u->closed && shares_marker(u)) continue;
+    if (u->cc->conn < 0 || run_member(u)) continue;
+    /* The run of collectives u begins (RUN_STEP), reported as one unit. */
+    const cunit *last = u;
+    while (last->snext && run_member(last->snext)) last = last->snext;
+    if (total > 2048 && st.nunits >= 1536 && last->closed && shares_marker(last)) continue;
     if (st.npeers + u->npeers > 16384) break;
-    units[st.nunits++] = (xr_unitstate){.comm = u->cc->id, .stream = u->stream, .site = u->site,
-                                        .count = u->count, .group = u->group,
-                                        .coll_lo = u->coll_lo, .coll_hi = u->coll_hi,
+    units[st.nunits++] = (xr_unitstate){.comm = u->cc->id, .stream = u->stream, .site = last->site,
+                                        .count = last->count, .group = u->group,
+                                        .coll_lo = u->coll_lo, .coll_hi = last->coll_hi,
                                         .peer_off = st.npeers, .npeers = u->npeers,
-                                        .kind = u->kind, .coll = u->coll, .dtype = u->dtype,
+                                        .kind = u->kind, .coll = last->coll, .dtype = last->dtype,
                                         .rank = u->cc->rank,
-                                        .flags = !u->closed ? (uint32_t)XR_UNIT_OPEN
-                                                 : shares_marker(u) ? (uint32_t)XR_UNIT_MAYBE_DONE
-                                                                    : 0u};
+                                        .flags = (!u->closed ? (uint32_t)XR_UNIT_OPEN
+                                                  : shares_marker(last) ? (uint32_t)XR_UNIT_MAYBE_DONE
+                                                                        : 0u) |
+                                                 (last != u ? (uint32_t)XR_UNIT_RUN : 0u)};
     if (u->npeers) memcpy(&peers[st.npeers], u->peers, u->npeers * sizeof *peers);
     st.npeers += u->npeers;
   }

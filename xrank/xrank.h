@@ -168,8 +168,11 @@ typedef struct xr_unitstate {
  * markers"; the units of one group): it is reported incomplete because the
  * marker is, and may have completed. A known argument mismatch on its comm
  * does not keep it from completing in the wait-for graph, and a hang dump
- * does not name it while its counterparts are all posted. */
-enum { XR_UNIT_OPEN = 1, XR_UNIT_MAYBE_DONE = 2 };
+ * does not name it while its counterparts are all posted. RUN: it stands
+ * for a run of back-to-back collectives of its comm sharing one marker,
+ * collectives [coll_lo, coll_hi), described by the last (site, count,
+ * dtype). */
+enum { XR_UNIT_OPEN = 1, XR_UNIT_MAYBE_DONE = 2, XR_UNIT_RUN = 4 };
 _Static_assert(sizeof(xr_unitstate) == 64, "xr_unitstate is a wire record");
 
 /* Host-side blocking call on which a thread waits. */

@@ -165,6 +165,10 @@ static void describe_unit(sbuf *s, const xr_confirm_io *io, size_t p, const xr_u
   if (U->kind == XR_OP_COLL && xr_coll_is_p2p(U->coll))
     sb(s, "nccl%s(count %" PRIu64 ", %s)", a2a_coll_name(U->coll), U->count,
        a2a_dtype_name(U->dtype));
+  else if (U->kind == XR_OP_COLL && (U->flags & XR_UNIT_RUN) && U->coll_hi > U->coll_lo + 1)
+    sb(s, "collectives #%u to #%u (back to back, one completion marker), the last nccl%s(count %"
+          PRIu64 ", %s)", U->coll_lo + 1, U->coll_hi, a2a_coll_name(U->coll), U->count,
+       a2a_dtype_name(U->dtype));
   else if (U->kind == XR_OP_COLL)
     sb(s, "collective #%u nccl%s(count %" PRIu64 ", %s)", U->coll_lo + 1, a2a_coll_name(U->coll),
        U->count, a2a_dtype_name(U->dtype));

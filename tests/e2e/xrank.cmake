@@ -100,13 +100,14 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   # found. Before: the queue overflowed after ~12,000 (the process
   # detached), and a burst of small frames made the coordinator drop the
   # connection (a full input buffer was taken for an oversized frame). The
-  # 100,001 units share one completion marker: a progress report keeps the
-  # run's first and last units, and the story names the last, #100001.
+  # 100,001 AllReduces share one completion marker: a progress report
+  # carries them as one run of collectives, named after the last (#100001,
+  # the one whose count differs).
   a2a_xrank_test(burst_100k 150 "burst 100000" --status 66
     --expect "size.collective-mismatch@0" --expect "size.collective-mismatch@1"
     --contains "size.collective-mismatch=collective #100001"
     --expect "group.deadlock@0" --expect "group.deadlock@1" --forbid a2acheck.no-coordinator
-    --contains "group.deadlock=rank 0: collective #100001 ncclAllReduce(count 256")
+    --contains "group.deadlock=rank 0: collectives #1 to #100001 (back to back, one completion marker), the last ncclAllReduce(count 256")
   # The same with the smallest queue (1,024 records): backpressure, no drop.
   a2a_xrank_test(burst_tiny_queue 120 "burst 20000" --env A2ACHECK_XRANK_QUEUE=1024 --status 66
     --expect "size.collective-mismatch@1" --contains "size.collective-mismatch=collective #20001"
@@ -117,8 +118,9 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
   # a stall warning (1 s) and a hang timeout (3 s) shorter than the phase
   # report nothing. bad: rank 1's last AllReduce differs; its run stays
   # pending through the phase, and the mismatch and the deadlock are found,
-  # both stories naming the collective that hangs (#21), not the first of
-  # the run that shares its marker.
+  # both stories naming the collective that hangs (#21, the last of the
+  # AllReduces #20-#21 reported as one run), not the first unit of the run
+  # that shares its marker (p2p group #1).
   a2a_xrank_test(host_phase 60 "host_phase" --env A2ACHECK_STALL_WARNING=1
     --env A2ACHECK_HANG_TIMEOUT=3 --status 0
     --forbid group.stall --forbid group.hang --forbid group.deadlock)
@@ -132,8 +134,8 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --status 66 --expect "size.collective-mismatch@1" --expect "group.stall@1"
     --expect "group.deadlock@1"
     --contains "group.stall=rank 1 (global rank 1, pid"
-    --contains "group.stall=waits in collective #21 ncclAllReduce(count 200"
-    --contains "group.deadlock=collective #21 ncclAllReduce(count 200, float32) at")
+    --contains "group.stall=to #21 (back to back, one completion marker), the last ncclAllReduce(count 200"
+    --contains "group.deadlock=to #21 (back to back, one completion marker), the last ncclAllReduce(count 200, float32) at")
   # Every rank in ncclAlltoAll, one count differs: the collective-level message.
   a2a_xrank_test(a2a_count 60 "a2a_count" --status 0,66
     --expect "size.collective-mismatch@2"

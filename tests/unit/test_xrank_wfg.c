@@ -264,6 +264,27 @@ START_TEST(maybe_done_unit_is_not_suspect) {
 }
 END_TEST
 
+/* A run of back-to-back collectives reported as one unit (XR_UNIT_RUN,
+ * collectives #1..#3): it waits for the peers' last one. Rank 1 posted two
+ * and is computing: no deadlock; rank 1 exited: a deadlock whose story
+ * names the run by its range and its last collective. */
+START_TEST(run_unit_waits_for_the_last_collective) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) pb_init(&b[r], 80 + r);
+  pb_comm(&b[0], 0x77, 0, 2, 3);
+  pb_comm(&b[1], 0x77, 1, 2, 2);
+  xr_unitstate *u = pb_coll(&b[0], 0x77, 1, 0);
+  u->coll_hi = 3;
+  u->flags = XR_UNIT_RUN;
+  pb_block(&b[0], 1, 3000);
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+  b[1].st.alive = 0;
+  ck_assert_int_eq(analyze(b, 2, &res), 1);
+  ck_assert_ptr_nonnull(strstr(story, "collectives #1 to #3 (back to back, one completion marker)"));
+}
+END_TEST
+
 /* One process holding two ranks of one comm (a thread per rank): units
  * are matched by their own rank. */
 START_TEST(two_ranks_in_one_process) {
@@ -344,6 +365,7 @@ static Suite *suite(void) {
   tcase_add_test(t, split_skipped_deadlock);
   tcase_add_test(t, known_mismatch_makes_suspect);
   tcase_add_test(t, maybe_done_unit_is_not_suspect);
+  tcase_add_test(t, run_unit_waits_for_the_last_collective);
   tcase_add_test(t, two_ranks_in_one_process);
   tcase_add_test(t, init_wait_with_known_mismatch);
   tcase_add_test(t, open_group_never_launched);
