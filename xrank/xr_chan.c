@@ -1027,7 +1027,7 @@ static int drain(int max) {
  * every unit behind it: they were all drained, so enqueued, before the
  * query. A destroyed stream's awaiting units are retired untracked. */
 #define XR_MARK_RESCUE_NS 20000000ull
-static int poll_units(void) {
+static int poll_units(int final) {
   int changed = 0;
   uint64_t now = 0;
   for (int i = 0; i < S.nsq; i++) {
@@ -1041,8 +1041,9 @@ static int poll_units(void) {
         done = 1;
       } else if (u->await_run) {
         if (!now) now = xr_now_ns();
-        int st = now - u->await_since > XR_MARK_RESCUE_NS ? xr_deferred_query(q->stream, u->await_gen)
-                                                          : -1;
+        int st = final || now - u->await_since > XR_MARK_RESCUE_NS
+                     ? xr_deferred_query(q->stream, u->await_gen)
+                     : -1;
         /* Idle: it and everything behind it are complete. Destroyed:
          * untracked from now on, like a unit whose event failed. */
         done = st == 0 || st == -2;
@@ -1514,7 +1515,7 @@ static void *thread_main(void *arg) {
   S.last_progress_ns = xr_now_ns();
   for (;;) {
     int got = drain(8192);
-    int changed = poll_units();
+    int changed = poll_units(0);
     uint64_t now = xr_now_ns();
     if (got || changed) S.last_progress_ns = now;
     int exiting = atomic_load(&g_exit_req);
@@ -1538,7 +1539,9 @@ static void *thread_main(void *arg) {
   /* Exit: last records, a final report, FLUSH, bounded wait for FLUSHED
    * (and, when hosting, for the other processes to say bye), BYE. */
   drain(1 << 20);
-  poll_units();
+  /* The last report: runs whose threads did not flush their marker (only
+   * the exiting thread did) are asked about at once, not after 20 ms. */
+  poll_units(1);
   send_state(xr_now_ns(), 1);
   xr_flush fl = {.token = 1};
   for (int i = 0; i < S.nconns; i++)

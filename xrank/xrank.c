@@ -547,21 +547,46 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
  * for the query). */
 #define DESTROY_RING 256
 static _Atomic uint32_t g_destroy_gen;
+static _Atomic uint32_t g_destroy_next; /* slots taken; g_destroy_gen: slots published */
 static _Atomic uint64_t g_destroyed[DESTROY_RING];
 static _Atomic int g_capturing;      /* captures begun, not yet ended */
 static _Atomic int g_querying;       /* the background thread is in xr_deferred_query */
 
+/* Whether stream was destroyed since generation gen (1), was not (0), or
+ * cannot be told (-1: more destroys since than the ring holds). */
+static int destroyed_since(uint64_t stream, uint32_t gen) {
+  uint32_t now = atomic_load(&g_destroy_gen);
+  if (now - gen >= DESTROY_RING - 16) return -1; /* margin: destroys racing this scan */
+  for (uint32_t k = gen; k != now; k++)
+    if (atomic_load(&g_destroyed[k % DESTROY_RING]) == stream) return 1;
+  return 0;
+}
+
+/* An event that failed to record (another device's context current, a
+ * stream the runtime refuses) is destroyed, not pooled: the pool is LIFO,
+ * and it would be handed out, and fail, for every later unit. */
+static void event_drop(void *ev) {
+  if (ev && a2a_hostsvc && a2a_hostsvc->event_destroy) a2a_hostsvc->event_destroy(ev);
+}
+
+static _Atomic int g_marking; /* application threads inside mark_run */
+
 static void mark_run(uint32_t thread, const struct dfr *d) {
   void *ev = NULL;
   /* A capture began since (another thread's: ours flushed at its PRE):
-   * the marker would join it. The run is closed untracked instead. */
-  if (!atomic_load(&g_capturing)) {
+   * the marker would join it. Or the run's stream was destroyed by another
+   * thread since (the handle may dangle or name a new stream). The run is
+   * closed untracked instead. g_marking pairs with destroy_fence (Dekker):
+   * a destroy either shows in the ring here or waits for this record. */
+  atomic_fetch_add(&g_marking, 1);
+  if (!atomic_load(&g_capturing) && destroyed_since(d->stream, d->gen) == 0) {
     ev = event_get(d->device);
     if (ev && a2a_hostsvc->event_record(ev, (void *)(uintptr_t)d->stream) != 0) {
-      xr_event_release(ev, d->device);
+      event_drop(ev);
       ev = NULL;
     }
   }
+  atomic_fetch_sub(&g_marking, 1);
   xr_rec r = {.type = XR_REC_UNIT_MARK, .thread = thread, .stream = d->stream, .event = ev,
               .device = (int16_t)(d->device < 0 ? 0 : d->device)};
   r.u.unit.run = d->run;
@@ -582,22 +607,23 @@ static void wait_no_query(void) {
 
 /* PRE of a stream destroy (any thread). */
 static void destroy_fence(uint64_t stream) {
-  uint32_t g = atomic_load(&g_destroy_gen);
+  /* The slot first, the generation after (readers scan [gen, now)):
+   * concurrent destroys each take their own slot. */
+  uint32_t g = atomic_fetch_add(&g_destroy_next, 1);
   atomic_store(&g_destroyed[g % DESTROY_RING], stream);
+  while (atomic_load(&g_destroy_gen) != g) sched_yield(); /* publish in order */
   atomic_fetch_add(&g_destroy_gen, 1);
   wait_no_query();
+  while (atomic_load(&g_marking)) sched_yield();
 }
 
 int xr_deferred_query(uint64_t stream, uint32_t gen) {
   if (stream == 0 || stream == 2) return -1;
   atomic_store(&g_querying, 1);
   int st = -1;
-  uint32_t now = atomic_load(&g_destroy_gen);
-  if (atomic_load(&g_capturing) == 0 && now - gen < DESTROY_RING) {
-    st = 0;
-    for (uint32_t k = gen; k != now && st == 0; k++)
-      if (atomic_load(&g_destroyed[k % DESTROY_RING]) == stream) st = -2;
-    if (st == 0) st = a2a_hostsvc->stream_query((void *)(uintptr_t)stream);
+  if (atomic_load(&g_capturing) == 0) {
+    int d = destroyed_since(stream, gen);
+    st = d < 0 ? -1 : d ? -2 : a2a_hostsvc->stream_query((void *)(uintptr_t)stream);
   }
   atomic_store(&g_querying, 0);
   return st;
@@ -605,13 +631,35 @@ int xr_deferred_query(uint64_t stream, uint32_t gen) {
 
 /* Close a unit into the thread's run for its stream; false when it must
  * get its own event now. */
+/* Record the marker of the thread's run on stream now, if it has one. */
+static void mark_stream(uint32_t thread, tslot *t, uint64_t stream) {
+  for (int i = 0; i < t->ndfr; i++)
+    if (t->dfr[i].stream == stream) {
+      mark_run(thread, &t->dfr[i]);
+      t->dfr[i] = t->dfr[--t->ndfr];
+      return;
+    }
+}
+
 static bool defer_unit(uint32_t thread, uint64_t stream, int device) {
   tslot *t = slot(thread);
-  if (!t || stream == 0 || stream == 2 || atomic_load_explicit(&g_capturing, memory_order_relaxed))
+  if (!t) return false;
+  if (stream == 0 || stream == 2 || atomic_load_explicit(&g_capturing, memory_order_relaxed)) {
+    /* This unit gets its own event: a run of the thread on its stream is
+     * closed first, so that the stream's units stay in marker order. */
+    mark_stream(thread, t, stream);
     return false;
+  }
   struct dfr *d = NULL;
   for (int i = 0; i < t->ndfr && !d; i++)
     if (t->dfr[i].stream == stream && t->dfr[i].device == device) d = &t->dfr[i];
+  if (d && atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) != d->gen &&
+      destroyed_since(stream, d->gen) != 0) {
+    /* The run's stream was destroyed and this handle may be a new stream
+     * at the same address: the old run is closed, a new one begins. */
+    mark_stream(thread, t, stream);
+    d = NULL;
+  }
   if (!d) {
     if (t->ndfr == (int)(sizeof t->dfr / sizeof t->dfr[0])) {
       mark_run(thread, &t->dfr[0]);
@@ -638,7 +686,7 @@ static void close_unit(uint32_t thread, uint64_t stream, void *rawstream, int de
   void *ev = event_get(device);
   if (ev && a2a_hostsvc->event_record(ev, rawstream) != 0) {
     /* Not recordable here (another device's stream): untracked. */
-    xr_event_release(ev, device);
+    event_drop(ev);
     ev = NULL;
   }
   xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream, .event = ev,
@@ -957,6 +1005,8 @@ static void after_fork_child(void) {
   atomic_store(&g_thread_requested, 0);
   atomic_store(&g_capturing, 0); /* other threads' captures are gone */
   atomic_store(&g_querying, 0);
+  atomic_store(&g_marking, 0);
+  atomic_store(&g_destroy_next, atomic_load(&g_destroy_gen)); /* a destroy in flight is gone */
   if (g_port->after_fork_child) g_port->after_fork_child();
 }
 

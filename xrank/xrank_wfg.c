@@ -44,6 +44,7 @@ typedef struct graph {
   size_t nmems;
   bool *start, *comp, *live;
   bool *suspect;          /* its comm has a known argument mismatch */
+  uint64_t *scomm;        /* the comm whose mismatch made it suspect */
 } graph;
 
 static int mem_cmp(const void *a, const void *b) {
@@ -160,7 +161,8 @@ static int build(graph *g) {
   g->comp = calloc(g->nu + 1, 1);
   g->live = calloc(n + 1, 1);
   g->suspect = calloc(g->nu + 1, 1);
-  if (!g->suspect || !g->uoff || !g->uproc || !g->pred || !g->myrank || !g->roff || !g->mems ||
+  g->scomm = calloc(g->nu + 1, sizeof *g->scomm);
+  if (!g->suspect || !g->scomm || !g->uoff || !g->uproc || !g->pred || !g->myrank || !g->roff || !g->mems ||
       !g->start || !g->comp || !g->live)
     return -1;
   for (size_t p = 0; p < n; p++)
@@ -186,8 +188,24 @@ static int build(graph *g) {
        * shares its completion marker with a later one (MAYBE_DONE): it is
        * reported pending for the marker's sake, and the later unit, which
        * is certainly incomplete, carries the suspicion. */
-      g->suspect[u] = g->opts && g->opts->mismatch && !(U->flags & XR_UNIT_MAYBE_DONE) &&
+      bool mm = g->opts && g->opts->mismatch;
+      g->suspect[u] = mm && !(U->flags & XR_UNIT_MAYBE_DONE) &&
                       g->opts->mismatch(g->opts->ctx, U->comm);
+      g->scomm[u] = U->comm;
+      /* The suspicion of MAYBE_DONE units before it on the stream (its
+       * run) passes to the first unit that is not: that one is certainly
+       * incomplete, and may be so only because one of them hangs, also
+       * when it belongs to another comm (a group or run over two comms,
+       * the first with the mismatch). */
+      for (int32_t k = g->pred[u]; mm && !g->suspect[u] && !(U->flags & XR_UNIT_MAYBE_DONE) && k >= 0;
+           k = g->pred[k]) {
+        const xr_unitstate *K = &P->units[(size_t)k - g->uoff[p]];
+        if (!(K->flags & XR_UNIT_MAYBE_DONE)) break;
+        if (g->opts->mismatch(g->opts->ctx, K->comm)) {
+          g->suspect[u] = true;
+          g->scomm[u] = K->comm;
+        }
+      }
       const xr_commstate *cs = comm_of(P, U->comm, U->rank);
       g->myrank[u] = cs ? cs->rank : -1;
       if (!cs) continue;
@@ -224,6 +242,7 @@ static void graph_free(graph *g) {
   free(g->uoff); free(g->uproc); free(g->pred); free(g->myrank); free(g->roff);
   free(g->reqs); free(g->mems); free(g->start); free(g->comp); free(g->live);
   free(g->suspect);
+  free(g->scomm);
 }
 
 int xr_thread_waits_on(const xr_procstate *st, const xr_threadstate *t,
@@ -623,7 +642,7 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
       if (u < 0) { sb(&s, "nothing known."); continue; }
       unit_desc(&s, &g, opts, (size_t)u);
       walk(&g, opts, (size_t)u, p, NULL, seen, seenp, &s, res, involved);
-      comm = ps[p].units[(size_t)u - g.uoff[p]].comm;
+      comm = g.scomm[u] ? g.scomm[u] : ps[p].units[(size_t)u - g.uoff[p]].comm;
     }
     int known = 0;
     for (int i = 0; i < ncomms_seen; i++) known |= comms_seen[i] == comm;

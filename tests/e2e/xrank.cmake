@@ -136,6 +136,13 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --contains "group.stall=rank 1 (global rank 1, pid"
     --contains "group.stall=to #21 (back to back, one completion marker), the last ncclAllReduce(count 200"
     --contains "group.deadlock=to #21 (back to back, one completion marker), the last ncclAllReduce(count 200, float32) at")
+  # A group over two comms, the first with a count mismatch that hangs: the
+  # units share one completion marker, and the first (possibly complete for
+  # all the marker tells) passes its comm's suspicion to the second: the
+  # blocked ranks are a deadlock naming the known cause.
+  a2a_xrank_test(group_two_comms 60 "group_two_comms" --status 0,66 --within 15
+    --expect "size.collective-mismatch@1" --expect "group.deadlock@1"
+    --contains "group.deadlock=known cause on comm")
   # Every rank in ncclAlltoAll, one count differs: the collective-level message.
   a2a_xrank_test(a2a_count 60 "a2a_count" --status 0,66
     --expect "size.collective-mismatch@2"

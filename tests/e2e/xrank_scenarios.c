@@ -57,6 +57,8 @@
  *                  (bad: rank 1's last AllReduce passes another count;
  *                  destroy: a thread posts the AllReduces on its own stream
  *                  and exits, the main thread destroys that stream at once).
+ *   group_two_comms 4 ranks: a group of an AllReduce on the world comm
+ *                  (rank 1: another count) and one on a split copy of it.
  *   burst STEPS    2 ranks, STEPS back-to-back AllReduces (no host
  *                  synchronization between them), then one with another
  *                  count on rank 1: cross-rank checking must still be
@@ -316,6 +318,27 @@ static int run_host_phase(ctx *c) {
   while (nanosleep(&ts, &ts) != 0) {}
   CK_CUDA(cudaStreamSynchronize(c->s));
   printf("rank %d: host phase done\n", c->rank);
+  return 0;
+}
+
+/* group_two_comms: one group holds an AllReduce on the world comm (rank
+ * 1 passes another count: it hangs, as with NCCL) and one on a split copy
+ * of it; every rank then synchronizes. The two units share one completion
+ * marker: the mismatch on the first comm must still make the second's
+ * unit suspect, and the blocked ranks a deadlock. */
+static int run_group_two_comms(ctx *c) {
+  ncclComm_t other;
+  CK_NCCL(ncclCommSplit(c->comm, 0, c->rank, &other, NULL));
+  float *a, *b;
+  CK_CUDA(cudaMalloc((void **)&a, 256 * sizeof(float)));
+  CK_CUDA(cudaMalloc((void **)&b, 256 * sizeof(float)));
+  CK_NCCL(ncclAllReduce(a, a, 256, ncclFloat, ncclSum, c->comm, c->s));
+  CK_NCCL(ncclGroupStart());
+  CK_NCCL(ncclAllReduce(a, a, c->rank == 1 ? 200 : 256, ncclFloat, ncclSum, c->comm, c->s));
+  CK_NCCL(ncclAllReduce(b, b, 256, ncclFloat, ncclSum, other, c->s));
+  CK_NCCL(ncclGroupEnd());
+  CK_CUDA(cudaStreamSynchronize(c->s));
+  printf("rank %d: group done\n", c->rank);
   return 0;
 }
 
@@ -642,6 +665,7 @@ static int rank_main(ctx *c) {
   else if (!strcmp(s, "rank0_exit")) st = run_rank0_exit(c);
   else if (!strcmp(s, "burst")) st = run_burst(c);
   else if (!strcmp(s, "host_phase")) st = run_host_phase(c);
+  else if (!strcmp(s, "group_two_comms")) st = run_group_two_comms(c);
   else st = run_moe(c);
   CK_NCCL(ncclCommDestroy(c->comm));
   CK_CUDA(cudaStreamDestroy(c->s));

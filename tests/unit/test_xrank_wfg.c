@@ -264,6 +264,30 @@ START_TEST(maybe_done_unit_is_not_suspect) {
 }
 END_TEST
 
+/* A group over two comms shares one marker: the first comm's unit
+ * (MAYBE_DONE) has the known mismatch, the second's unit is certainly
+ * incomplete: it carries the suspicion, so the blocked ranks are still a
+ * deadlock. */
+START_TEST(maybe_done_suspicion_passes_to_the_next_comm) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 90 + r);
+    pb_comm(&b[r], 0x99, r, 2, 1);
+    pb_comm(&b[r], 0x55, r, 2, 1);
+    pb_coll(&b[r], 0x99, 1, 0)->flags = XR_UNIT_MAYBE_DONE;
+    pb_coll(&b[r], 0x55, 1, 0);
+    pb_block(&b[r], 1, 3000);
+  }
+  xr_procstate ps[2] = {b[0].st, b[1].st};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = 0, .mismatch = mm_cb};
+  xr_wfg_result res;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_ptr_nonnull(strstr(story, "known cause on comm 0000000000000099"));
+  o.mismatch = NULL; /* no mismatch known: both complete, no deadlock */
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 0);
+}
+END_TEST
+
 /* A run of back-to-back collectives reported as one unit (XR_UNIT_RUN,
  * collectives #1..#3): it waits for the peers' last one. Rank 1 posted two
  * and is computing: no deadlock; rank 1 exited: a deadlock whose story
@@ -366,6 +390,7 @@ static Suite *suite(void) {
   tcase_add_test(t, known_mismatch_makes_suspect);
   tcase_add_test(t, maybe_done_unit_is_not_suspect);
   tcase_add_test(t, run_unit_waits_for_the_last_collective);
+  tcase_add_test(t, maybe_done_suspicion_passes_to_the_next_comm);
   tcase_add_test(t, two_ranks_in_one_process);
   tcase_add_test(t, init_wait_with_known_mismatch);
   tcase_add_test(t, open_group_never_launched);
