@@ -96,16 +96,17 @@ static int host_event_record(void *ev, void *stream) {
   return rc;
 }
 
+/* Step 3 for the queries: 0 complete, 1 pending, -1 error. The runtime
+ * does not record cudaErrorNotReady as the last error; consuming it anyway
+ * is harmless: the caller peeked "no error" before. */
+static int query_done(cudaError_t e) {
+  if (e != cudaSuccess) (void)A2A_REAL(cudaGetLastError)();
+  return e == cudaSuccess ? 0 : e == cudaErrorNotReady ? 1 : -1;
+}
+
 static int host_event_query(void *ev) {
   int saved = errno, rc = -1;
-  if (cuda_quiet()) {
-    cudaError_t e = A2A_REAL(cudaEventQuery)((cudaEvent_t)ev);
-    if (e == cudaSuccess) rc = 0;
-    else if (e == cudaErrorNotReady) rc = 1;
-    /* cudaErrorNotReady is not recorded as the last error by the runtime;
-     * consuming it anyway is harmless: we peeked "no error" before. */
-    if (e != cudaSuccess) (void)A2A_REAL(cudaGetLastError)();
-  }
+  if (cuda_quiet()) rc = query_done(A2A_REAL(cudaEventQuery)((cudaEvent_t)ev));
   errno = saved;
   return rc;
 }
@@ -127,12 +128,7 @@ static int host_event_destroy(void *ev) {
 
 static int host_stream_query(void *stream) {
   int saved = errno, rc = -1;
-  if (cuda_quiet()) {
-    cudaError_t e = A2A_REAL(cudaStreamQuery)((cudaStream_t)stream);
-    if (e == cudaSuccess) rc = 0;
-    else if (e == cudaErrorNotReady) rc = 1;
-    if (e != cudaSuccess) (void)A2A_REAL(cudaGetLastError)(); /* as host_event_query */
-  }
+  if (cuda_quiet()) rc = query_done(A2A_REAL(cudaStreamQuery)((cudaStream_t)stream));
   errno = saved;
   return rc;
 }

@@ -564,9 +564,12 @@ static int destroyed_since(uint64_t stream, uint32_t gen) {
 
 /* An event that failed to record (another device's context current, a
  * stream the runtime refuses) is destroyed, not pooled: the pool is LIFO,
- * and it would be handed out, and fail, for every later unit. */
-static void event_drop(void *ev) {
-  if (ev && a2a_hostsvc && a2a_hostsvc->event_destroy) a2a_hostsvc->event_destroy(ev);
+ * and it would be handed out, and fail, for every later unit. When the
+ * destroy is refused too (the application has an error pending: the host
+ * services stay away from the runtime), the event was not at fault: it
+ * goes back to the pool rather than leak. */
+static void event_drop(void *ev, int device) {
+  if (ev && a2a_hostsvc->event_destroy(ev) != 0) xr_event_release(ev, device);
 }
 
 static _Atomic int g_marking; /* application threads inside mark_run */
@@ -582,7 +585,7 @@ static void mark_run(uint32_t thread, const struct dfr *d) {
   if (!atomic_load(&g_capturing) && destroyed_since(d->stream, d->gen) == 0) {
     ev = event_get(d->device);
     if (ev && a2a_hostsvc->event_record(ev, (void *)(uintptr_t)d->stream) != 0) {
-      event_drop(ev);
+      event_drop(ev, d->device);
       ev = NULL;
     }
   }
@@ -686,7 +689,7 @@ static void close_unit(uint32_t thread, uint64_t stream, void *rawstream, int de
   void *ev = event_get(device);
   if (ev && a2a_hostsvc->event_record(ev, rawstream) != 0) {
     /* Not recordable here (another device's stream): untracked. */
-    event_drop(ev);
+    event_drop(ev, device);
     ev = NULL;
   }
   xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream, .event = ev,
