@@ -462,6 +462,14 @@ typedef struct a2a_finding {
 } a2a_finding;
 
 void a2a_report(const a2a_finding *f);
+/* A repeat of a finding already seen at (check, site), site not NULL:
+ * counts this occurrence exactly as a2a_report would count it (the failure
+ * policy, the entry's count, a suppression's silence) and returns true -
+ * also when the check is off, as a2a_report would drop it. Returns false
+ * when there is no such finding yet: the caller formats it and calls
+ * a2a_report. For checks that can fire at every step, so that a repeat does
+ * not format a message and JSON only to have them deduplicated away. */
+bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *site);
 /* Whether A2ACHECK_CHECKS enables a check: a2a_check_on(A2A_CK_...) in
  * a2a_checks.h (two relaxed loads; analyzers may call it on the hot path to
  * skip work). */

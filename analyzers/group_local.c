@@ -205,6 +205,7 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
 }
 
 static void report_end_without_start(const a2a_event *ev) {
+  if (a2a_report_repeat(A2A_CK_GROUP_UNBALANCED, A2A_SEV_ERROR, ev->callsite)) return;
   char msg[384], js[256];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
@@ -233,6 +234,7 @@ typedef struct sync_hit {
 } sync_hit;
 
 static void report_sync(gl_thread *t, const a2a_event *ev, const sync_hit *h) {
+  if (a2a_report_repeat(A2A_CK_GROUP_SYNC_IN_GROUP, A2A_SEV_ERROR, ev->callsite)) return;
   char msg[640], js[640];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);

@@ -432,6 +432,11 @@ static void check_group_overlap(ly_thread *t, const a2a_event *end) {
     if (cur->is_recv) best_add(&recv, cur);
   }
   if (!x) return;
+  /* The site of the later-posted operation of the pair: the line to fix. */
+  const ly_range *later = x->op > y->op ? x : y;
+  /* An in-place loop (nccl-tests' in-place sendrecv) repeats it every step:
+   * only the first is formatted. */
+  if (a2a_report_repeat(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, later->site)) return;
   uintptr_t lo = x->lo > y->lo ? x->lo : y->lo, hi = x->hi < y->hi ? x->hi : y->hi;
   char msg[1600], js[1024], merged[900] = "";
   char px[32] = "", py[32] = "", px2[32], py2[32];
@@ -481,8 +486,6 @@ static void check_group_overlap(ly_thread *t, const a2a_event *end) {
            y->is_recv ? "receive" : "send", (void *)y->lo, (size_t)(y->hi - y->lo), y->api, py,
            (size_t)(hi - lo), nested ? "." : "; give every receive its own disjoint region.");
   if (nested) snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%s", merged);
-  /* The site of the later-posted operation of the pair: the line to fix. */
-  const ly_range *later = x->op > y->op ? x : y;
   report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, later->site, later->comm, msg, js);
 }
 

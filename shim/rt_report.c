@@ -16,6 +16,9 @@
  *      severity reaches A2ACHECK_LOG_STDERR (or the logs are unavailable),
  *      echoed to stderr as one line.
  * A finding whose site is NULL is deduplicated by (check, message text).
+ * a2a_report_repeat() is step 3's repeat branch alone, for a caller that
+ * has not formatted its finding yet: a check that fires at every step pays
+ * for one lookup, not for a message and JSON that are deduplicated away.
  *
  * Suppressions (A2ACHECK_SUPPRESSIONS, rt_suppress.c): with rules loaded, a
  * new distinct finding is matched before step 3 decides: its stack is
@@ -164,12 +167,14 @@ static uint64_t fnv1a(const char *s) {
   return h;
 }
 
-/* Find or create the entry; *fresh says whether it is new. NULL if full. */
-static entry *entry_for(int check, uintptr_t key, bool *fresh) {
+/* Find the entry, or create it when create; *fresh says whether it is new.
+ * NULL if full, or absent and !create. */
+static entry *entry_for(int check, uintptr_t key, bool *fresh, bool create) {
   size_t h = (size_t)((key ^ ((uint64_t)check * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull >> 32);
   for (size_t probe = 0; probe < MAX_ENTRIES; probe++) {
     entry *e = &g_entries[(h + probe) & (MAX_ENTRIES - 1)];
     if (!e->used) {
+      if (!create) return NULL;
       memset(e, 0, sizeof *e);
       e->used = true;
       e->check = check;
@@ -265,6 +270,41 @@ static bool count_fresh(check_stat *c, a2a_severity sev) {
   return true;
 }
 
+/* A repeat of entry e of check c: counted, matched against the failure
+ * policy as its entry was (silenced: never; match pending: remembered).
+ * g_tab_mu held. */
+static void count_repeat(check_stat *c, entry *e, bool fail_now, bool supp) {
+  e->count++;
+  if (e->silenced) c->silenced_occ++;
+  else if (e->pending) e->fail_pending |= fail_now;
+  else if (fail_now && supp) atomic_store(&g_fail_matched, true);
+}
+
+static a2a_severity clamp_sev(a2a_severity s) {
+  return s > A2A_SEV_ERROR ? A2A_SEV_ERROR : s < A2A_SEV_INFO ? A2A_SEV_INFO : s;
+}
+
+bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *site) {
+  if (!site || (unsigned)check >= (unsigned)A2A_CK__COUNT || !accepting(a2a_rt_state()))
+    return false; /* a2a_report decides (and drops) */
+  if (!a2a_check_on(check)) return true; /* a2a_report would drop it unseen */
+  if (t_in_report) return false;         /* a2a_report counts the nested drop */
+  a2a_severity sev = clamp_sev(severity);
+  const a2a_rt_supp *supp = a2a_rt_supp_active();
+  bool fail_now = a2a_rt_failpol_matches(&a2a_rt.failpol, check, sev);
+  bool fresh = false;
+  pthread_mutex_lock(&g_tab_mu);
+  entry *e = entry_for((int)check, (uintptr_t)site, &fresh, false);
+  if (e) {
+    check_stat *c = &g_checks[check_index(check, sev)];
+    c->occurrences++;
+    count_repeat(c, e, fail_now, supp != NULL);
+  }
+  pthread_mutex_unlock(&g_tab_mu);
+  if (e && fail_now && !supp) atomic_store(&g_fail_matched, true);
+  return e != NULL;
+}
+
 void a2a_report(const a2a_finding *f) {
   int s = a2a_rt_state();
   if (!f || (unsigned)f->check >= (unsigned)A2A_CK__COUNT || !accepting(s)) return;
@@ -275,9 +315,7 @@ void a2a_report(const a2a_finding *f) {
   }
   int saved = errno;
   t_in_report = 1;
-  a2a_severity sev = f->severity > A2A_SEV_ERROR   ? A2A_SEV_ERROR
-                     : f->severity < A2A_SEV_INFO ? A2A_SEV_INFO
-                                                  : f->severity;
+  a2a_severity sev = clamp_sev(f->severity);
   /* With suppressions the failure policy waits for the match (below). */
   const a2a_rt_supp *supp = a2a_rt_supp_active();
   bool fail_now = a2a_rt_failpol_matches(&a2a_rt.failpol, f->check, sev);
@@ -298,15 +336,12 @@ void a2a_report(const a2a_finding *f) {
     c = &g_checks[ci];
     c->occurrences++;
     bool fresh = false;
-    e = entry_for(ci, key, &fresh);
+    e = entry_for(ci, key, &fresh, true);
     if (!e) {
       g_dropped_full++;
       if (fail_now && supp) atomic_store(&g_fail_matched, true);
     } else if (!fresh) {
-      e->count++;
-      if (e->silenced) c->silenced_occ++;
-      else if (e->pending) e->fail_pending |= fail_now;
-      else if (fail_now && supp) atomic_store(&g_fail_matched, true);
+      count_repeat(c, e, fail_now, supp != NULL);
     } else {
       e->sev = sev;
       e->count = 1;

@@ -57,6 +57,13 @@ void a2a_report(const a2a_finding *f) {
   pthread_mutex_unlock(&mu);
 }
 
+/* Every occurrence is collected in full: never a repeat. */
+bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *site) {
+  (void)severity;
+  (void)site;
+  return !a2a_check_on(check);
+}
+
 /* The enabled set the disabled names leave (exact names or categories). */
 static void apply_disabled(void) {
   a2a_check_set set = a2a_check_set_all();
