@@ -184,8 +184,19 @@ int a2a_shim_query_device(void);
 
 /* The same for the hot CUDA wrappers (launches, event record and wait,
  * copies, queries): also forward unchanged, without building an event,
- * when no running analyzer handles this kind of call (a2a_kind_wanted). */
+ * when no running analyzer handles this kind of call (a2a_kind_wanted).
+ * That test comes first, before errno is touched: with the kind off
+ * (A2ACHECK_CHECKS=-all) and the real function resolved, the wrapper is a
+ * few loads and a tail call, with no frame (GCC shrink-wraps the rest).
+ * Every kind is wanted until the runtime is initialized, so the lazy
+ * initialization still runs on the first call. */
 #define A2A_PASS_THROUGH_UNLESS_WANTED(evkind, name, ...)                     \
+  if (!a2a_kind_wanted(evkind)) {                                             \
+    void *a2a_real_ = atomic_load_explicit(&a2a_real_slot[A2A_SYM_##name],    \
+                                           memory_order_acquire);             \
+    if (__builtin_expect(a2a_real_ != NULL, 1))                               \
+      return ((a2a_real_##name##_t)a2a_real_)(__VA_ARGS__);                   \
+  }                                                                           \
   int a2a_errno_ = errno;                                                     \
   if (!a2a_rt_enter()) {                                                      \
     errno = a2a_errno_;                                                       \
