@@ -629,6 +629,7 @@ static const a2a_stack *stack_get(int slot, uint32_t gen) {
 /* Ranges: disjoint intervals in g_rng, sorted through g_order. */
 
 static void pages_clear(void);
+static void rng_grew(void);
 
 static void bounds_update(void) {
   if (g_nr == 0) {
@@ -700,6 +701,7 @@ static range *range_insert(uintptr_t lo, uintptr_t hi) {
   memmove(&g_order[k + 1], &g_order[k], (g_nr - k) * sizeof g_order[0]);
   g_order[k] = (uint16_t)slot;
   g_nr++;
+  rng_grew();
   return r;
 }
 
@@ -782,6 +784,7 @@ static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh, bool *exac
   r->hi = hi;
   memmove(&g_order[k + 1], &g_order[end], (g_nr - end) * sizeof g_order[0]);
   g_nr -= end - k - 1;
+  rng_grew();
   return r;
 }
 
@@ -821,9 +824,55 @@ static bool span_pages_clear(uintptr_t lo, size_t n) {
   return true;
 }
 
+/* Known misses. The page filter answers "maybe" for every small buffer
+ * that shares a 2 MiB page with a tracked range (allocators pack small
+ * blocks together: PyTorch's caching allocator cuts them from 2 MiB
+ * segments, the simulator's from its pool), and each launch passed one
+ * would take the lock to find nothing. So each thread keeps the last
+ * LAUNCH_MISSES parameter words that the locked lookup placed in no range,
+ * stamped with g_rng_gen, which grows (under g_mu) whenever a range is
+ * inserted or widened - the only changes that can put a missed word in a
+ * range (a split keeps the union; removals only shrink it). A word stamped
+ * with the current generation is a miss for sure. A range inserted by
+ * another thread concurrently with the launch is a race between the two
+ * calls that the page filter's lock-free read has too; once that insert
+ * happens-before the launch (any synchronization of the two threads), the
+ * launch's load sees the new generation. */
+#define LAUNCH_MISSES 8
+static _Atomic uint64_t g_rng_gen;
+static _Thread_local struct {
+  uint64_t gen;
+  unsigned n;
+  uintptr_t w[LAUNCH_MISSES];
+} t_miss;
+
+static void rng_grew(void) {
+  atomic_store_explicit(&g_rng_gen, atomic_load_explicit(&g_rng_gen, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+static bool known_miss(uintptr_t w, uint64_t gen) {
+  if (t_miss.gen != gen) return false;
+  unsigned n = t_miss.n < LAUNCH_MISSES ? t_miss.n : LAUNCH_MISSES;
+  for (unsigned i = 0; i < n; i++)
+    if (t_miss.w[i] == w) return true;
+  return false;
+}
+
+/* Under g_mu: w is in no range now. */
+static void note_miss(uintptr_t w) {
+  uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_relaxed);
+  if (t_miss.gen != gen) {
+    t_miss.gen = gen;
+    t_miss.n = 0;
+  }
+  t_miss.w[t_miss.n++ % LAUNCH_MISSES] = w;
+}
+
 /* Whether any 8-byte word of the launch's parameters may point into a
  * tracked range (lock-free; false positives only). */
 static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
+  uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_relaxed);
   for (int p = 0; p < f->nparams; p++) {
     const unsigned char *bytes = ev->u.launch.args[p];
     size_t sz = f->size[p];
@@ -832,7 +881,7 @@ static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
     for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
       uint64_t w;
       memcpy(&w, bytes + off, sizeof w);
-      if (w && page_maybe((uintptr_t)w)) return true;
+      if (w && page_maybe((uintptr_t)w) && !known_miss((uintptr_t)w, gen)) return true;
     }
   }
   return false;
@@ -1542,7 +1591,10 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
       uint64_t w;
       memcpy(&w, bytes + off, sizeof w);
       range *r = range_containing((uintptr_t)w);
-      if (!r) continue;
+      if (!r) {
+        if (w && page_maybe((uintptr_t)w)) note_miss((uintptr_t)w);
+        continue;
+      }
       bool dup = false;
       for (int h = 0; h < nhits; h++) dup |= hits[h] == r;
       if (!dup && nhits < KERNEL_MAX_HITS) hits[nhits++] = r;

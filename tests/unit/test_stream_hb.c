@@ -749,6 +749,22 @@ START_TEST(views_into_one_segment_are_separate) {
 }
 END_TEST
 
+/* A launch on a buffer that shares a page with a tracked range but lies in
+ * none is remembered as a miss (no lock next time); a range inserted there
+ * later must end that: the receive's output read too early is found. */
+START_TEST(launch_known_miss_ends_when_a_range_appears) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* same page, no range: a miss */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* the remembered miss */
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
 START_TEST(grouped_alltoall_merges_chunks_and_applies_at_group_end) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -1761,6 +1777,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, zero_counts_track_nothing);
   tcase_add_test(tc, in_place_allreduce);
   tcase_add_test(tc, views_into_one_segment_are_separate);
+  tcase_add_test(tc, launch_known_miss_ends_when_a_range_appears);
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
