@@ -91,6 +91,8 @@ int gm_init(void) {
   return 0;
 }
 
+/* Each report_* below first asks a2a_report_repeat: a misuse repeated every
+ * step at one call site is counted without being formatted again. */
 static void report(a2a_check_id check, const a2a_event *ev, const void *site, const a2a_comm *c,
                    const char *msg, const char *js) {
   a2a_finding f = {.check = check, .severity = A2A_SEV_ERROR, .site = site, .comm = c,
@@ -115,6 +117,7 @@ static bool is_op(const a2a_event *ev) { return ev->kind == A2A_EV_COLL || ev->k
 
 static void report_mismatch(const a2a_event *ev, const void *site, const char *api,
                             const a2a_comm *c, int cur) {
+  if (a2a_report_repeat(A2A_CK_GROUP_DEVICE_MISMATCH, A2A_SEV_ERROR, site)) return;
   char msg[512], js[384];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
@@ -156,6 +159,7 @@ static void check_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
 
 static void report_duplicate(const a2a_event *ev, int dev, int rank, int other_rank,
                              const char *how, const a2a_comm *c) {
+  if (a2a_report_repeat(A2A_CK_GROUP_DUPLICATE_DEVICE, A2A_SEV_ERROR, ev->callsite)) return;
   char msg[512], js[256];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
@@ -254,6 +258,7 @@ static int any_comm(a2a_comm *c, void *arg) {
 
 static void report_uad(const a2a_event *ev, const a2a_comm *c, const void *handle,
                        const char *role) {
+  if (a2a_report_repeat(A2A_CK_GROUP_USE_AFTER_DESTROY, A2A_SEV_ERROR, ev->callsite)) return;
   char msg[512], js[384];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
@@ -333,6 +338,7 @@ static bool held_by(gl_thread *t, uint32_t serial) {
 }
 
 static void report_concurrent(const a2a_event *ev, const a2a_comm *c, uint32_t other) {
+  if (a2a_report_repeat(A2A_CK_GROUP_CONCURRENT_USE, A2A_SEV_ERROR, ev->callsite)) return;
   char msg[512], js[384];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
@@ -398,6 +404,7 @@ static inline void async_pre(const a2a_event *ev, const a2a_comm *c) {
 
 __attribute__((noinline)) static void report_async(const a2a_event *ev, const a2a_comm *c,
                                                    int e) {
+  if (a2a_report_repeat(A2A_CK_GROUP_ASYNC_ERROR, A2A_SEV_ERROR, ev->callsite)) return;
   const void *qsite = atomic_load(&g_async_site[c->serial]);
   char msg[512], js[384];
   a2a_json j;

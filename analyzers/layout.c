@@ -189,7 +189,10 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
   ly_mem m;
   classify((const void *)r->lo, &m);
 
+  /* A finding repeated every step (the same call site) is only counted:
+   * a2a_report_repeat, before anything is formatted. */
   if (m.type == 0 && a2a_check_on(A2A_CK_LAYOUT_HOST_MEMORY)) {
+    if (a2a_report_repeat(A2A_CK_LAYOUT_HOST_MEMORY, A2A_SEV_ERROR, ev->callsite)) return;
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
     json_common(&j, ev, c);
@@ -205,7 +208,8 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
   }
 
   if (m.type == 2 && c && c->device >= 0 && m.device >= 0 && m.device != c->device &&
-      a2a_check_on(A2A_CK_LAYOUT_WRONG_DEVICE)) {
+      a2a_check_on(A2A_CK_LAYOUT_WRONG_DEVICE) &&
+      !a2a_report_repeat(A2A_CK_LAYOUT_WRONG_DEVICE, A2A_SEV_ERROR, ev->callsite)) {
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
     json_common(&j, ev, c);
@@ -219,7 +223,8 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
     report(A2A_CK_LAYOUT_WRONG_DEVICE, A2A_SEV_ERROR, ev->callsite, c, msg, js);
   }
 
-  if (m.seg && r->hi > m.base + m.size && a2a_check_on(A2A_CK_LAYOUT_OUT_OF_BOUNDS)) {
+  if (m.seg && r->hi > m.base + m.size && a2a_check_on(A2A_CK_LAYOUT_OUT_OF_BOUNDS) &&
+      !a2a_report_repeat(A2A_CK_LAYOUT_OUT_OF_BOUNDS, A2A_SEV_ERROR, ev->callsite)) {
     size_t over = r->hi - (m.base + m.size);
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
@@ -249,7 +254,7 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
   if (r->lo % LAYOUT_ALIGN && chunk >= LAYOUT_ALIGN_MIN_BYTES) bad = r->lo;
   else if (r->per_rank && chunk % LAYOUT_ALIGN && chunk >= LAYOUT_ALIGN_MIN_BYTES && bytes > chunk)
     bad = r->lo + chunk;
-  if (!bad) return;
+  if (!bad || a2a_report_repeat(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, ev->callsite)) return;
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
   json_common(&j, ev, c);
@@ -320,6 +325,7 @@ static void check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op
                      coll == A2A_COLL_SCATTER))
     return;
   if (inplace_ok(ev, c, op)) return;
+  if (a2a_report_repeat(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, ev->callsite)) return;
   char msg[640], js[768];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);

@@ -1054,6 +1054,9 @@ static void flush_reports(report_q *q) {
     const queued *e = &q->q[i];
     const access *prev = &e->prev, *now = &e->now;
     const access *op = (now->flags & F_COMM) ? now : prev;
+    /* A race repeated every step is counted without being described again
+     * (two call sites symbolized, the message and JSON). */
+    if (a2a_report_repeat(e->check, A2A_SEV_ERROR, now->site)) continue;
     char pa[200], pt[120], na[200], nt[120], ps[200], ns[200];
     describe_acc(pa, sizeof pa, prev);
     describe_tl(pt, sizeof pt, &e->prev_tl);
