@@ -1121,12 +1121,19 @@ static void acc_add(range *r, const access *a, const uint32_t *vc_now) {
   r->acc[r->nacc - 1] = *a;
 }
 
-/* Check access a (on timeline a->tl, whose clock is vc) against r's history,
- * report the first conflict of each check, then remember it. covers: a
- * touches every byte of r (a write then supersedes what it is ordered
- * after). *reported carries the checks already reported for this access. */
-static void access_range(range *r, const access *a, bool covers, const a2a_stack *st,
-                         unsigned *reported) {
+/* Whether every access in r's history is ordered before vc (the common
+ * case of a correct program: checking a new access against r finds no
+ * conflict). */
+static bool all_ordered(const range *r, const uint32_t *vc) {
+  for (int i = 0; i < r->nacc; i++)
+    if (!hb(&r->acc[i], vc)) return false;
+  return true;
+}
+
+/* access_range's general path (out of line: its frame is large). */
+__attribute__((noinline)) static void access_range_slow(range *r, const access *a, bool covers,
+                                                        const a2a_stack *st,
+                                                        unsigned *reported) {
   const uint32_t *vc = g_tl[a->tl].vc;
   bool conflicted[MAX_ACC] = {0};
   for (int i = 0; i < r->nacc; i++) {
@@ -1149,6 +1156,24 @@ static void access_range(range *r, const access *a, bool covers, const a2a_stack
     r->nacc = k;
   }
   acc_add(r, a, vc);
+}
+
+/* Check access a (on timeline a->tl, whose clock is vc) against r's history,
+ * report the first conflict of each check, then remember it. covers: a
+ * touches every byte of r (a write then supersedes what it is ordered
+ * after). *reported carries the checks already reported for this access. */
+static inline void access_range(range *r, const access *a, bool covers, const a2a_stack *st,
+                                unsigned *reported) {
+  if ((a->flags & F_WRITE) && covers && a->kind != AK_FREE && all_ordered(r, g_tl[a->tl].vc)) {
+    /* What access_range_slow does then: nothing to report, the write
+     * supersedes every remembered access (all ordered before it), and is
+     * remembered alone. */
+    r->last_use = ++g_use;
+    r->acc[0] = *a;
+    r->nacc = 1;
+    return;
+  }
+  access_range_slow(r, a, covers, st, reported);
 }
 
 /* A non-communication access [lo,hi) (memcpy/memset/host copy): every
@@ -1292,17 +1317,90 @@ static void pending_add(pending *arr, int *npending, int cap, const a2a_event *e
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
-/* Enqueue the pending accesses of ts (an ungrouped call or the outermost
- * ncclGroupEnd). Caller holds g_mu. */
-static void pending_apply(pending *arr, int npending, uint32_t thread) {
+/* Whether two pending accesses name the same stream argument (then they
+ * are on the same timeline). */
+static bool same_stream(const pending *p, const pending *q) {
+  return p->stream == q->stream && p->per_thread == q->per_thread && p->device == q->device;
+}
+
+/* The accesses of arr[0..npending) after their streams' edges and ticks:
+ * arr[i] is on timeline tls[i] at epoch clk[i], or, when tls is NULL (one
+ * stream), all on timeline s1 at epoch clk1. Caller holds g_mu. */
+static void pending_access(pending *arr, int npending, const int *tls, const uint32_t *clk,
+                           int s1, uint32_t clk1) {
+  size_t nr_before = g_nr;
+  bool reshaped = false;
+  range *prev_r = NULL; /* the range of arr[i - 1], exactly its bounds */
+  for (int i = 0; i < npending; i++) {
+    pending *p = &arr[i];
+    int s = tls ? tls[i] : s1;
+    if (g_tl[s].capturing) continue;
+    bool fresh = false, exact = true;
+    /* The receive side of an in-place operation has the bounds of its send
+     * side: the range the send side just used is exactly it. A hinted
+     * range is exactly its bounds too, and the hint of either already
+     * names it: only a range range_for_comm found sets it. */
+    range *r = prev_r && prev_r->lo == p->lo && prev_r->hi == p->hi ? prev_r
+                                                                    : range_hinted(p->lo, p->hi);
+    bool hinted = r != NULL;
+    if (!r) r = range_for_comm(p->lo, p->hi, &fresh, &exact);
+    prev_r = NULL;
+    if (!r) continue;
+    if (r->lo == p->lo && r->hi == p->hi) {
+      prev_r = r;
+      if (!hinted) range_hint_set(r);
+    }
+    if (fresh) ring_pull(r, p->lo, p->hi);
+    /* An existing range with exactly these bounds has its pages marked
+     * already (bits are cleared only when no range is left). */
+    if (!exact) {
+      pages_mark(r->lo, r->hi);
+      reshaped = true;
+    }
+    /* An in-place operation (this read, then a write of exactly the same
+     * bounds at the same point of the same timeline) on a range whose
+     * history is all ordered before it: the read reports nothing, and the
+     * write, which covers the range, reports nothing and supersedes every
+     * access then remembered, the read included (whatever the read's
+     * remembering evicted was ordered before it too). So the read leaves
+     * nothing behind but its use of the range: skip it. (A read whose
+     * stack is a capture of its own would have taken a stack-ring slot
+     * nothing refers to any more.) */
+    if (prev_r && i + 1 < npending && p->flags == F_READ) {
+      const pending *w = &arr[i + 1];
+      if (w->flags == F_WRITE && w->lo == p->lo && w->hi == p->hi &&
+          (!tls || (tls[i + 1] == s && clk[i + 1] == clk[i])) && all_ordered(r, g_tl[s].vc)) {
+        r->last_use = ++g_use;
+        continue; /* arr[i + 1] finds prev_r */
+      }
+    }
+    access a = {.clk = tls ? clk[i] : clk1, .tl = (uint16_t)s,
+                .flags = (uint8_t)(p->flags | F_COMM), .kind = AK_COMM, .nops = p->nops,
+                .site = p->site, .what = p->what, .comm = p->comm, .stack = -1};
+    /* The site cache's stack is kept by reference; only a capture of this
+     * call's own (cache full) is copied into the ring. */
+    if (p->stk == &p->scratch) a.stack = stack_put(p->stk, &a.stack_gen);
+    else a.stk = p->stk;
+    unsigned rep = 0;
+    bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
+    access_range(r, &a, covers, p->stk, &rep);
+  }
+  if (reshaped || g_nr != nr_before) {
+    atomic_store(&g_nranges, (unsigned)g_nr);
+    bounds_update();
+  }
+}
+
+/* pending_apply for accesses on several streams. */
+__attribute__((noinline)) static void pending_apply_multi(pending *arr, int npending,
+                                                          uint32_t thread) {
   int tls[MAX_PENDING];
   uint32_t clk[MAX_PENDING];
   int streams[MAX_PENDING], nstreams = 0;
   for (int i = 0; i < npending; i++) {
     pending *p = &arr[i];
     const pending *q = i > 0 ? &arr[i - 1] : NULL;
-    int s = q && q->stream == p->stream && q->per_thread == p->per_thread &&
-                    q->device == p->device
+    int s = q && same_stream(q, p)
                 ? tls[i - 1] /* the same stream argument: the same timeline */
                 : tl_of(p->stream, p->per_thread, thread, p->device);
     tls[i] = s;
@@ -1314,8 +1412,9 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
   /* NCCL launches a group spanning several streams as one unit: every
    * stream waits for the others before and after. Join first, so the
    * group's own accesses are not reported against each other (overlaps
-   * inside a group are layout.overlap's business). On one stream there is
-   * nothing to join: its own clock already is the join. */
+   * inside a group are layout.overlap's business). (Several stream
+   * arguments may still name one timeline: then there is nothing to join,
+   * its own clock already is the join.) */
   if (nstreams == 1) {
     if (!g_tl[streams[0]].capturing) {
       enqueue_edges(streams[0]);
@@ -1333,47 +1432,24 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
     for (int k = 0; k < nstreams; k++) vc_join(g_tl[streams[k]].vc, joined);
   }
   for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
+  pending_access(arr, npending, tls, clk, 0, 0);
+}
 
-  size_t nr_before = g_nr;
-  bool reshaped = false;
-  range *prev_r = NULL; /* the range of arr[i - 1], exactly its bounds */
-  for (int i = 0; i < npending; i++) {
-    pending *p = &arr[i];
-    if (g_tl[tls[i]].capturing) continue;
-    access a = {.clk = clk[i], .tl = (uint16_t)tls[i], .flags = (uint8_t)(p->flags | F_COMM),
-                .kind = AK_COMM, .nops = p->nops, .site = p->site, .what = p->what,
-                .comm = p->comm, .stack = -1};
-    /* The site cache's stack is kept by reference; only a capture of this
-     * call's own (cache full) is copied into the ring. */
-    if (p->stk == &p->scratch) a.stack = stack_put(p->stk, &a.stack_gen);
-    else a.stk = p->stk;
-    bool fresh = false, exact = true;
-    /* The receive side of an in-place operation has the bounds of its send
-     * side: the range the send side just used is exactly it. */
-    range *r = prev_r && prev_r->lo == p->lo && prev_r->hi == p->hi ? prev_r
-                                                                    : range_hinted(p->lo, p->hi);
-    if (!r) r = range_for_comm(p->lo, p->hi, &fresh, &exact);
-    prev_r = NULL;
-    if (!r) continue;
-    if (r->lo == p->lo && r->hi == p->hi) {
-      prev_r = r;
-      range_hint_set(r);
+/* Enqueue the pending accesses of ts (an ungrouped call or the outermost
+ * ncclGroupEnd). Caller holds g_mu. The common case, every access on one
+ * stream argument (an ungrouped call always is), needs no per-access
+ * timeline or epoch: one lookup, one set of edges, one tick. */
+static void pending_apply(pending *arr, int npending, uint32_t thread) {
+  const pending *p0 = &arr[0];
+  for (int i = 1; i < npending; i++)
+    if (!same_stream(&arr[i], p0)) {
+      pending_apply_multi(arr, npending, thread);
+      return;
     }
-    if (fresh) ring_pull(r, p->lo, p->hi);
-    /* An existing range with exactly these bounds has its pages marked
-     * already (bits are cleared only when no range is left). */
-    if (!exact) {
-      pages_mark(r->lo, r->hi);
-      reshaped = true;
-    }
-    unsigned rep = 0;
-    bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
-    access_range(r, &a, covers, p->stk, &rep);
-  }
-  if (reshaped || g_nr != nr_before) {
-    atomic_store(&g_nranges, (unsigned)g_nr);
-    bounds_update();
-  }
+  int s = tl_of(p0->stream, p0->per_thread, thread, p0->device);
+  if (s < 0 || g_tl[s].capturing) return; /* (a capturing stream's accesses are skipped) */
+  enqueue_edges(s);
+  pending_access(arr, npending, NULL, NULL, s, tick(s));
 }
 
 /* The creating call of a device's example blocking stream, symbolized once
