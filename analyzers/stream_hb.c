@@ -1435,6 +1435,23 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
   pending_access(arr, npending, tls, clk, 0, 0);
 }
 
+/* One side of an ungrouped call (see on_comm_op): pending_add's new entry,
+ * without the stack. */
+static void op_side(pending *p, const a2a_event *ev, int dev, uintptr_t lo, size_t bytes,
+                    uint8_t flags, const char *what) {
+  p->stream = ev->stream;
+  p->per_thread = ev->per_thread;
+  p->device = dev;
+  p->lo = lo;
+  p->hi = lo + bytes;
+  p->flags = flags;
+  p->nops = 1;
+  p->site = ev->callsite;
+  p->what = what;
+  p->comm = ev->comm;
+  p->stk = NULL;
+}
+
 /* Enqueue the pending accesses of ts (an ungrouped call or the outermost
  * ncclGroupEnd). Caller holds g_mu. The common case, every access on one
  * stream argument (an ungrouped call always is), needs no per-access
@@ -1583,11 +1600,27 @@ static void on_comm_op(const a2a_event *ev) {
     pending_add(ts->p, &ts->npending, MAX_PENDING, ev, rp, rbytes, F_WRITE, what);
     return;
   }
+  /* An ungrouped call: its accesses are built here, as pending_add would
+   * (its two accesses never merge: their directions differ), with one
+   * stack lookup for both. */
   pending now[2];
   int n = 0;
-  pending_add(now, &n, 2, ev, sp, sbytes, F_READ, what);
-  pending_add(now, &n, 2, ev, rp, rbytes, F_WRITE, what);
+  int dev = dev_of(ev);
+  if (sbytes && sp) op_side(&now[n++], ev, dev, sp, sbytes, F_READ, what);
+  if (rbytes && rp) op_side(&now[n++], ev, dev, rp, rbytes, F_WRITE, what);
   if (n == 0) return;
+  if (a2a_opt->stack_depth > 0) {
+    const a2a_stack *stk = a2a_site_stack_ref(ev->callsite, &now[0].scratch);
+    if (stk && stk->n <= 0) stk = NULL;
+    now[0].stk = stk;
+    if (n == 2) {
+      now[1].stk = stk;
+      if (stk == &now[0].scratch) { /* the site cache is full: each keeps its own */
+        now[1].scratch = now[0].scratch;
+        now[1].stk = &now[1].scratch;
+      }
+    }
+  }
   report_q q;
   hb_lock(&q);
   pending_apply(now, n, ev->thread);
