@@ -1164,13 +1164,18 @@ __attribute__((noinline)) static void access_range_slow(range *r, const access *
  * after). *reported carries the checks already reported for this access. */
 static inline void access_range(range *r, const access *a, bool covers, const a2a_stack *st,
                                 unsigned *reported) {
-  if ((a->flags & F_WRITE) && covers && a->kind != AK_FREE && all_ordered(r, g_tl[a->tl].vc)) {
-    /* What access_range_slow does then: nothing to report, the write
-     * supersedes every remembered access (all ordered before it), and is
-     * remembered alone. */
+  const uint32_t *vc = g_tl[a->tl].vc;
+  if (a->kind != AK_FREE && all_ordered(r, vc)) {
+    /* What access_range_slow does then: nothing to report; a covering
+     * write supersedes every remembered access (all ordered before it) and
+     * is remembered alone, anything else is added to them. */
     r->last_use = ++g_use;
-    r->acc[0] = *a;
-    r->nacc = 1;
+    if ((a->flags & F_WRITE) && covers) {
+      r->acc[0] = *a;
+      r->nacc = 1;
+    } else {
+      acc_add(r, a, vc);
+    }
     return;
   }
   access_range_slow(r, a, covers, st, reported);
