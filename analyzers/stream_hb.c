@@ -60,7 +60,6 @@
  */
 #include "stream_hb.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -69,6 +68,7 @@
 #include <string.h>
 
 #include "a2a_core.h"
+#include "a2a_lock.h"
 
 #define MAX_TL STREAM_HB_MAX_TL
 #define EV_SLOTS STREAM_HB_EVENT_SLOTS
@@ -199,7 +199,9 @@ typedef struct stack_slot {
  * (atomic, read lock-free by the fast path), g_threads[i] and g_last_dev[i]
  * (touched only by thread i). */
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+/* (An a2a_lock, not a pthread mutex: it is taken once per NCCL call and per
+ * event record or wait while buffers are in flight.) */
+static a2a_lock g_mu = A2A_LOCK_INIT;
 static _Atomic unsigned g_nranges; /* also the launch POST gate */
 static _Atomic bool g_disabled;
 
@@ -1056,12 +1058,12 @@ static void stage_drain(void);
 static void hb_lock(report_q *q) {
   q->n = 0;
   tls_q = q;
-  pthread_mutex_lock(&g_mu);
+  a2a_lock_acquire(&g_mu);
   stage_drain();
 }
 
 static void hb_unlock(report_q *q) {
-  pthread_mutex_unlock(&g_mu);
+  a2a_lock_release(&g_mu);
   tls_q = NULL;
   if (q->n) flush_reports(q);
 }
@@ -1491,10 +1493,10 @@ static void default_stream_warning(const a2a_event *ev, const char *what) {
   int nblk = atomic_load_explicit(&g_dev_blocking[dev], memory_order_relaxed);
   bool ptds = atomic_load_explicit(&g_dev_ptds[dev], memory_order_relaxed);
   if ((nblk <= 0 && !ptds) || !a2a_check_on(A2A_CK_STREAM_DEFAULT_STREAM)) return;
-  pthread_mutex_lock(&g_mu);
+  a2a_lock_acquire(&g_mu);
   void *example = g_dev_blk_example[dev];
   const void *site = g_dev_blk_site[dev];
-  pthread_mutex_unlock(&g_mu);
+  a2a_lock_release(&g_mu);
   char others[640] = "", created[300] = "";
   if (nblk > 0 && example) {
     if (site && t_blk_site.site != site) {
@@ -1948,7 +1950,7 @@ static void on_free(const a2a_event *ev) {
 static void *xcalloc(size_t n, size_t sz) { return calloc(n, sz); }
 
 static int hb_init(void) {
-  pthread_mutex_lock(&g_mu);
+  a2a_lock_acquire(&g_mu);
   if (!g_tl) g_tl = xcalloc(MAX_TL, sizeof *g_tl);
   if (!g_sreg) g_sreg = xcalloc(SREG_SLOTS, sizeof *g_sreg);
   if (!g_ev) g_ev = xcalloc(EV_SLOTS, sizeof *g_ev);
@@ -1995,7 +1997,7 @@ static int hb_init(void) {
       g_dev_blk_site[d] = NULL;
     }
   }
-  pthread_mutex_unlock(&g_mu);
+  a2a_lock_release(&g_mu);
   return rc;
 }
 
@@ -2196,9 +2198,9 @@ static void hb_other(const a2a_event *ev) {
   }
   case A2A_EV_EVENT_DESTROY:
     if (!ok_result(ev)) return;
-    pthread_mutex_lock(&g_mu);
+    a2a_lock_acquire(&g_mu);
     if (g_nev) ev_remove(ev->u.event.event);
-    pthread_mutex_unlock(&g_mu);
+    a2a_lock_release(&g_mu);
     return;
   default: break;
   }
@@ -2285,7 +2287,7 @@ static void hb_after_fork_child(void) {
    * The child starts from a clean slate: CUDA work of the parent is not the
    * child's (CUDA cannot be used across fork; the simulator gives the child
    * a fresh runtime), and stale ranges would only confuse new allocations. */
-  pthread_mutex_init(&g_mu, NULL);
+  a2a_lock_reset(&g_mu);
   hb_init();
 }
 
@@ -2293,9 +2295,9 @@ size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
 
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
-  pthread_mutex_lock(&g_mu);
+  a2a_lock_acquire(&g_mu);
   stage_drain();
-  pthread_mutex_unlock(&g_mu);
+  a2a_lock_release(&g_mu);
   return atomic_load(&g_nring);
 }
 
