@@ -186,6 +186,11 @@ typedef struct pending {
 typedef struct thread_state {
   int depth; /* ncclGroupStart nesting */
   int npending;
+  /* The site-stack cache's answers for the thread's last two call sites
+   * (see site_stack). */
+  const void *ss_site[2];
+  const a2a_stack *ss_stk[2];
+  unsigned ss_next;
   pending p[MAX_PENDING];
 } thread_state;
 
@@ -1285,12 +1290,32 @@ static thread_state *thread_state_of(uint32_t thread) {
   return g_threads[thread];
 }
 
-/* Append one communication access to a pending list, merging it into an
- * earlier one of the same stream, direction and communicator when the two
- * are adjacent (the per-peer chunks of a grouped all-to-all). */
-static void pending_add(pending *arr, int *npending, int cap, const a2a_event *ev, uintptr_t lo,
-                        size_t bytes, uint8_t flags, const char *what) {
+/* a2a_site_stack_ref(site, scratch), answered from the thread's last two
+ * answers for a site when it is one of them: an answer from the site cache
+ * stays valid until a2a_site_stacks_reset, which only the analyzers'
+ * (re)initialization calls, and hb_init then clears every thread's state.
+ * (An answer that is this call's own capture, the cache being full, is not
+ * kept.) */
+static const a2a_stack *site_stack(thread_state *ts, const void *site, a2a_stack *scratch) {
+  if (site && ts->ss_site[0] == site) return ts->ss_stk[0];
+  if (site && ts->ss_site[1] == site) return ts->ss_stk[1];
+  const a2a_stack *stk = a2a_site_stack_ref(site, scratch);
+  if (site && stk != scratch) {
+    unsigned k = ts->ss_next++ & 1;
+    ts->ss_site[k] = site;
+    ts->ss_stk[k] = stk;
+  }
+  return stk;
+}
+
+/* Append one communication access to ts's pending list, merging it into
+ * an earlier one of the same stream, direction and communicator when the
+ * two are adjacent (the per-peer chunks of a grouped all-to-all). */
+static void pending_add(thread_state *ts, const a2a_event *ev, uintptr_t lo, size_t bytes,
+                        uint8_t flags, const char *what) {
   if (bytes == 0 || lo == 0) return;
+  pending *arr = ts->p;
+  int *npending = &ts->npending, cap = MAX_PENDING;
   uintptr_t hi = lo + bytes;
   int dev = dev_of(ev);
   for (int i = *npending - 1; i >= 0 && i >= *npending - 8; i--) {
@@ -1320,7 +1345,7 @@ static void pending_add(pending *arr, int *npending, int cap, const a2a_event *e
   /* One lookup per call: the send and receive sides of a call share it. */
   const pending *q = p > arr ? p - 1 : NULL;
   if (q && q->site == p->site && q->stk && q->stk != &q->scratch) p->stk = q->stk;
-  else p->stk = a2a_site_stack_ref(ev->callsite, &p->scratch);
+  else p->stk = site_stack(ts, ev->callsite, &p->scratch);
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
@@ -1603,8 +1628,8 @@ static void on_comm_op(const a2a_event *ev) {
   if (!ts) return;
   if (ts->depth > 0) {
     /* Inside a group: NCCL enqueues at the outermost ncclGroupEnd. */
-    pending_add(ts->p, &ts->npending, MAX_PENDING, ev, sp, sbytes, F_READ, what);
-    pending_add(ts->p, &ts->npending, MAX_PENDING, ev, rp, rbytes, F_WRITE, what);
+    pending_add(ts, ev, sp, sbytes, F_READ, what);
+    pending_add(ts, ev, rp, rbytes, F_WRITE, what);
     return;
   }
   /* An ungrouped call: its accesses are built here, as pending_add would
@@ -1617,7 +1642,7 @@ static void on_comm_op(const a2a_event *ev) {
   if (rbytes && rp) op_side(&now[n++], ev, dev, rp, rbytes, F_WRITE, what);
   if (n == 0) return;
   if (a2a_opt->stack_depth > 0) {
-    const a2a_stack *stk = a2a_site_stack_ref(ev->callsite, &now[0].scratch);
+    const a2a_stack *stk = site_stack(ts, ev->callsite, &now[0].scratch);
     if (stk && stk->n <= 0) stk = NULL;
     now[0].stk = stk;
     if (n == 2) {
