@@ -1358,8 +1358,9 @@ static bool same_stream(const pending *p, const pending *q) {
 /* The accesses of arr[0..npending) after their streams' edges and ticks:
  * arr[i] is on timeline tls[i] at epoch clk[i], or, when tls is NULL (one
  * stream), all on timeline s1 at epoch clk1. Caller holds g_mu. */
-static void pending_access(pending *arr, int npending, const int *tls, const uint32_t *clk,
-                           int s1, uint32_t clk1) {
+__attribute__((always_inline)) static inline void pending_access(pending *arr, int npending,
+                                                                 const int *tls, const uint32_t *clk,
+                                                                 int s1, uint32_t clk1) {
   size_t nr_before = g_nr;
   bool reshaped = false;
   range *prev_r = NULL; /* the range of arr[i - 1], exactly its bounds */
