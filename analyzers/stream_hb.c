@@ -60,7 +60,6 @@
  */
 #include "stream_hb.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -69,6 +68,7 @@
 #include <string.h>
 
 #include "a2a_core.h"
+#include "a2a_lock.h"
 
 #define MAX_TL STREAM_HB_MAX_TL
 #define EV_SLOTS STREAM_HB_EVENT_SLOTS
@@ -186,6 +186,11 @@ typedef struct pending {
 typedef struct thread_state {
   int depth; /* ncclGroupStart nesting */
   int npending;
+  /* The site-stack cache's answers for the thread's last two call sites
+   * (see site_stack). */
+  const void *ss_site[2];
+  const a2a_stack *ss_stk[2];
+  unsigned ss_next;
   pending p[MAX_PENDING];
 } thread_state;
 
@@ -199,7 +204,9 @@ typedef struct stack_slot {
  * (atomic, read lock-free by the fast path), g_threads[i] and g_last_dev[i]
  * (touched only by thread i). */
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+/* (An a2a_lock, not a pthread mutex: it is taken once per NCCL call and per
+ * event record or wait while buffers are in flight.) */
+static a2a_lock g_mu = A2A_LOCK_INIT;
 static _Atomic unsigned g_nranges; /* also the launch POST gate */
 static _Atomic bool g_disabled;
 
@@ -1108,12 +1115,12 @@ static void stage_drain(void);
 static void hb_lock(report_q *q) {
   q->n = 0;
   tls_q = q;
-  pthread_mutex_lock(&g_mu);
+  a2a_lock_acquire(&g_mu);
   stage_drain();
 }
 
 static void hb_unlock(report_q *q) {
-  pthread_mutex_unlock(&g_mu);
+  a2a_lock_release(&g_mu);
   tls_q = NULL;
   if (q->n) flush_reports(q);
 }
@@ -1173,12 +1180,19 @@ static void acc_add(range *r, const access *a, const uint32_t *vc_now) {
   r->acc[r->nacc - 1] = *a;
 }
 
-/* Check access a (on timeline a->tl, whose clock is vc) against r's history,
- * report the first conflict of each check, then remember it. covers: a
- * touches every byte of r (a write then supersedes what it is ordered
- * after). *reported carries the checks already reported for this access. */
-static void access_range(range *r, const access *a, bool covers, const a2a_stack *st,
-                         unsigned *reported) {
+/* Whether every access in r's history is ordered before vc (the common
+ * case of a correct program: checking a new access against r finds no
+ * conflict). */
+static bool all_ordered(const range *r, const uint32_t *vc) {
+  for (int i = 0; i < r->nacc; i++)
+    if (!hb(&r->acc[i], vc)) return false;
+  return true;
+}
+
+/* access_range's general path (out of line: its frame is large). */
+__attribute__((noinline)) static void access_range_slow(range *r, const access *a, bool covers,
+                                                        const a2a_stack *st,
+                                                        unsigned *reported) {
   const uint32_t *vc = g_tl[a->tl].vc;
   bool conflicted[MAX_ACC] = {0};
   for (int i = 0; i < r->nacc; i++) {
@@ -1201,6 +1215,29 @@ static void access_range(range *r, const access *a, bool covers, const a2a_stack
     r->nacc = k;
   }
   acc_add(r, a, vc);
+}
+
+/* Check access a (on timeline a->tl, whose clock is vc) against r's history,
+ * report the first conflict of each check, then remember it. covers: a
+ * touches every byte of r (a write then supersedes what it is ordered
+ * after). *reported carries the checks already reported for this access. */
+static inline void access_range(range *r, const access *a, bool covers, const a2a_stack *st,
+                                unsigned *reported) {
+  const uint32_t *vc = g_tl[a->tl].vc;
+  if (a->kind != AK_FREE && all_ordered(r, vc)) {
+    /* What access_range_slow does then: nothing to report; a covering
+     * write supersedes every remembered access (all ordered before it) and
+     * is remembered alone, anything else is added to them. */
+    r->last_use = ++g_use;
+    if ((a->flags & F_WRITE) && covers) {
+      r->acc[0] = *a;
+      r->nacc = 1;
+    } else {
+      acc_add(r, a, vc);
+    }
+    return;
+  }
+  access_range_slow(r, a, covers, st, reported);
 }
 
 /* A non-communication access [lo,hi) (memcpy/memset/host copy): every
@@ -1305,12 +1342,32 @@ static thread_state *thread_state_of(uint32_t thread) {
   return g_threads[thread];
 }
 
-/* Append one communication access to a pending list, merging it into an
- * earlier one of the same stream, direction and communicator when the two
- * are adjacent (the per-peer chunks of a grouped all-to-all). */
-static void pending_add(pending *arr, int *npending, int cap, const a2a_event *ev, uintptr_t lo,
-                        size_t bytes, uint8_t flags, const char *what) {
+/* a2a_site_stack_ref(site, scratch), answered from the thread's last two
+ * answers for a site when it is one of them: an answer from the site cache
+ * stays valid until a2a_site_stacks_reset, which only the analyzers'
+ * (re)initialization calls, and hb_init then clears every thread's state.
+ * (An answer that is this call's own capture, the cache being full, is not
+ * kept.) */
+static const a2a_stack *site_stack(thread_state *ts, const void *site, a2a_stack *scratch) {
+  if (site && ts->ss_site[0] == site) return ts->ss_stk[0];
+  if (site && ts->ss_site[1] == site) return ts->ss_stk[1];
+  const a2a_stack *stk = a2a_site_stack_ref(site, scratch);
+  if (site && stk != scratch) {
+    unsigned k = ts->ss_next++ & 1;
+    ts->ss_site[k] = site;
+    ts->ss_stk[k] = stk;
+  }
+  return stk;
+}
+
+/* Append one communication access to ts's pending list, merging it into
+ * an earlier one of the same stream, direction and communicator when the
+ * two are adjacent (the per-peer chunks of a grouped all-to-all). */
+static void pending_add(thread_state *ts, const a2a_event *ev, uintptr_t lo, size_t bytes,
+                        uint8_t flags, const char *what) {
   if (bytes == 0 || lo == 0) return;
+  pending *arr = ts->p;
+  int *npending = &ts->npending, cap = MAX_PENDING;
   uintptr_t hi = lo + bytes;
   int dev = dev_of(ev);
   for (int i = *npending - 1; i >= 0 && i >= *npending - 8; i--) {
@@ -1340,21 +1397,95 @@ static void pending_add(pending *arr, int *npending, int cap, const a2a_event *e
   /* One lookup per call: the send and receive sides of a call share it. */
   const pending *q = p > arr ? p - 1 : NULL;
   if (q && q->site == p->site && q->stk && q->stk != &q->scratch) p->stk = q->stk;
-  else p->stk = a2a_site_stack_ref(ev->callsite, &p->scratch);
+  else p->stk = site_stack(ts, ev->callsite, &p->scratch);
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
-/* Enqueue the pending accesses of ts (an ungrouped call or the outermost
- * ncclGroupEnd). Caller holds g_mu. */
-static void pending_apply(pending *arr, int npending, uint32_t thread) {
+/* Whether two pending accesses name the same stream argument (then they
+ * are on the same timeline). */
+static bool same_stream(const pending *p, const pending *q) {
+  return p->stream == q->stream && p->per_thread == q->per_thread && p->device == q->device;
+}
+
+/* The accesses of arr[0..npending) after their streams' edges and ticks:
+ * arr[i] is on timeline tls[i] at epoch clk[i], or, when tls is NULL (one
+ * stream), all on timeline s1 at epoch clk1. Caller holds g_mu. */
+__attribute__((always_inline)) static inline void pending_access(pending *arr, int npending,
+                                                                 const int *tls, const uint32_t *clk,
+                                                                 int s1, uint32_t clk1) {
+  size_t nr_before = g_nr;
+  bool reshaped = false;
+  range *prev_r = NULL; /* the range of arr[i - 1], exactly its bounds */
+  for (int i = 0; i < npending; i++) {
+    pending *p = &arr[i];
+    int s = tls ? tls[i] : s1;
+    if (g_tl[s].capturing) continue;
+    bool fresh = false, exact = true;
+    /* The receive side of an in-place operation has the bounds of its send
+     * side: the range the send side just used is exactly it. A hinted
+     * range is exactly its bounds too, and the hint of either already
+     * names it: only a range range_for_comm found sets it. */
+    range *r = prev_r && prev_r->lo == p->lo && prev_r->hi == p->hi ? prev_r
+                                                                    : range_hinted(p->lo, p->hi);
+    bool hinted = r != NULL;
+    if (!r) r = range_for_comm(p->lo, p->hi, &fresh, &exact);
+    prev_r = NULL;
+    if (!r) continue;
+    if (r->lo == p->lo && r->hi == p->hi) {
+      prev_r = r;
+      if (!hinted) range_hint_set(r);
+    }
+    if (fresh) ring_pull(r, p->lo, p->hi);
+    /* An existing range with exactly these bounds has its pages marked
+     * already (bits are cleared only when no range is left). */
+    if (!exact) {
+      pages_mark(r->lo, r->hi);
+      reshaped = true;
+    }
+    /* An in-place operation (this read, then a write of exactly the same
+     * bounds at the same point of the same timeline) on a range whose
+     * history is all ordered before it: the read reports nothing, and the
+     * write, which covers the range, reports nothing and supersedes every
+     * access then remembered, the read included (whatever the read's
+     * remembering evicted was ordered before it too). So the read leaves
+     * nothing behind but its use of the range: skip it. (A read whose
+     * stack is a capture of its own would have taken a stack-ring slot
+     * nothing refers to any more.) */
+    if (prev_r && i + 1 < npending && p->flags == F_READ) {
+      const pending *w = &arr[i + 1];
+      if (w->flags == F_WRITE && w->lo == p->lo && w->hi == p->hi &&
+          (!tls || (tls[i + 1] == s && clk[i + 1] == clk[i])) && all_ordered(r, g_tl[s].vc)) {
+        r->last_use = ++g_use;
+        continue; /* arr[i + 1] finds prev_r */
+      }
+    }
+    access a = {.clk = tls ? clk[i] : clk1, .tl = (uint16_t)s,
+                .flags = (uint8_t)(p->flags | F_COMM), .kind = AK_COMM, .nops = p->nops,
+                .site = p->site, .what = p->what, .comm = p->comm, .stack = -1};
+    /* The site cache's stack is kept by reference; only a capture of this
+     * call's own (cache full) is copied into the ring. */
+    if (p->stk == &p->scratch) a.stack = stack_put(p->stk, &a.stack_gen);
+    else a.stk = p->stk;
+    unsigned rep = 0;
+    bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
+    access_range(r, &a, covers, p->stk, &rep);
+  }
+  if (reshaped || g_nr != nr_before) {
+    atomic_store(&g_nranges, (unsigned)g_nr);
+    bounds_update();
+  }
+}
+
+/* pending_apply for accesses on several streams. */
+__attribute__((noinline)) static void pending_apply_multi(pending *arr, int npending,
+                                                          uint32_t thread) {
   int tls[MAX_PENDING];
   uint32_t clk[MAX_PENDING];
   int streams[MAX_PENDING], nstreams = 0;
   for (int i = 0; i < npending; i++) {
     pending *p = &arr[i];
     const pending *q = i > 0 ? &arr[i - 1] : NULL;
-    int s = q && q->stream == p->stream && q->per_thread == p->per_thread &&
-                    q->device == p->device
+    int s = q && same_stream(q, p)
                 ? tls[i - 1] /* the same stream argument: the same timeline */
                 : tl_of(p->stream, p->per_thread, thread, p->device);
     tls[i] = s;
@@ -1366,8 +1497,9 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
   /* NCCL launches a group spanning several streams as one unit: every
    * stream waits for the others before and after. Join first, so the
    * group's own accesses are not reported against each other (overlaps
-   * inside a group are layout.overlap's business). On one stream there is
-   * nothing to join: its own clock already is the join. */
+   * inside a group are layout.overlap's business). (Several stream
+   * arguments may still name one timeline: then there is nothing to join,
+   * its own clock already is the join.) */
   if (nstreams == 1) {
     if (!g_tl[streams[0]].capturing) {
       enqueue_edges(streams[0]);
@@ -1385,47 +1517,41 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
     for (int k = 0; k < nstreams; k++) vc_join(g_tl[streams[k]].vc, joined);
   }
   for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
+  pending_access(arr, npending, tls, clk, 0, 0);
+}
 
-  size_t nr_before = g_nr;
-  bool reshaped = false;
-  range *prev_r = NULL; /* the range of arr[i - 1], exactly its bounds */
-  for (int i = 0; i < npending; i++) {
-    pending *p = &arr[i];
-    if (g_tl[tls[i]].capturing) continue;
-    access a = {.clk = clk[i], .tl = (uint16_t)tls[i], .flags = (uint8_t)(p->flags | F_COMM),
-                .kind = AK_COMM, .nops = p->nops, .site = p->site, .what = p->what,
-                .comm = p->comm, .stack = -1};
-    /* The site cache's stack is kept by reference; only a capture of this
-     * call's own (cache full) is copied into the ring. */
-    if (p->stk == &p->scratch) a.stack = stack_put(p->stk, &a.stack_gen);
-    else a.stk = p->stk;
-    bool fresh = false, exact = true;
-    /* The receive side of an in-place operation has the bounds of its send
-     * side: the range the send side just used is exactly it. */
-    range *r = prev_r && prev_r->lo == p->lo && prev_r->hi == p->hi ? prev_r
-                                                                    : range_hinted(p->lo, p->hi);
-    if (!r) r = range_for_comm(p->lo, p->hi, &fresh, &exact);
-    prev_r = NULL;
-    if (!r) continue;
-    if (r->lo == p->lo && r->hi == p->hi) {
-      prev_r = r;
-      range_hint_set(r);
+/* One side of an ungrouped call (see on_comm_op): pending_add's new entry,
+ * without the stack. */
+static void op_side(pending *p, const a2a_event *ev, int dev, uintptr_t lo, size_t bytes,
+                    uint8_t flags, const char *what) {
+  p->stream = ev->stream;
+  p->per_thread = ev->per_thread;
+  p->device = dev;
+  p->lo = lo;
+  p->hi = lo + bytes;
+  p->flags = flags;
+  p->nops = 1;
+  p->site = ev->callsite;
+  p->what = what;
+  p->comm = ev->comm;
+  p->stk = NULL;
+}
+
+/* Enqueue the pending accesses of ts (an ungrouped call or the outermost
+ * ncclGroupEnd). Caller holds g_mu. The common case, every access on one
+ * stream argument (an ungrouped call always is), needs no per-access
+ * timeline or epoch: one lookup, one set of edges, one tick. */
+static void pending_apply(pending *arr, int npending, uint32_t thread) {
+  const pending *p0 = &arr[0];
+  for (int i = 1; i < npending; i++)
+    if (!same_stream(&arr[i], p0)) {
+      pending_apply_multi(arr, npending, thread);
+      return;
     }
-    if (fresh) ring_pull(r, p->lo, p->hi);
-    /* An existing range with exactly these bounds has its pages marked
-     * already (bits are cleared only when no range is left). */
-    if (!exact) {
-      pages_mark(r->lo, r->hi);
-      reshaped = true;
-    }
-    unsigned rep = 0;
-    bool covers = p->lo <= r->lo && p->hi >= r->hi; /* r may be a merged, larger range */
-    access_range(r, &a, covers, p->stk, &rep);
-  }
-  if (reshaped || g_nr != nr_before) {
-    atomic_store(&g_nranges, (unsigned)g_nr);
-    bounds_update();
-  }
+  int s = tl_of(p0->stream, p0->per_thread, thread, p0->device);
+  if (s < 0 || g_tl[s].capturing) return; /* (a capturing stream's accesses are skipped) */
+  enqueue_edges(s);
+  pending_access(arr, npending, NULL, NULL, s, tick(s));
 }
 
 /* The creating call of a device's example blocking stream, symbolized once
@@ -1445,10 +1571,10 @@ static void default_stream_warning(const a2a_event *ev, const char *what) {
   int nblk = atomic_load_explicit(&g_dev_blocking[dev], memory_order_relaxed);
   bool ptds = atomic_load_explicit(&g_dev_ptds[dev], memory_order_relaxed);
   if ((nblk <= 0 && !ptds) || !a2a_check_on(A2A_CK_STREAM_DEFAULT_STREAM)) return;
-  pthread_mutex_lock(&g_mu);
+  a2a_lock_acquire(&g_mu);
   void *example = g_dev_blk_example[dev];
   const void *site = g_dev_blk_site[dev];
-  pthread_mutex_unlock(&g_mu);
+  a2a_lock_release(&g_mu);
   char others[640] = "", created[300] = "";
   if (nblk > 0 && example) {
     if (site && t_blk_site.site != site) {
@@ -1555,15 +1681,31 @@ static void on_comm_op(const a2a_event *ev) {
   if (!ts) return;
   if (ts->depth > 0) {
     /* Inside a group: NCCL enqueues at the outermost ncclGroupEnd. */
-    pending_add(ts->p, &ts->npending, MAX_PENDING, ev, sp, sbytes, F_READ, what);
-    pending_add(ts->p, &ts->npending, MAX_PENDING, ev, rp, rbytes, F_WRITE, what);
+    pending_add(ts, ev, sp, sbytes, F_READ, what);
+    pending_add(ts, ev, rp, rbytes, F_WRITE, what);
     return;
   }
+  /* An ungrouped call: its accesses are built here, as pending_add would
+   * (its two accesses never merge: their directions differ), with one
+   * stack lookup for both. */
   pending now[2];
   int n = 0;
-  pending_add(now, &n, 2, ev, sp, sbytes, F_READ, what);
-  pending_add(now, &n, 2, ev, rp, rbytes, F_WRITE, what);
+  int dev = dev_of(ev);
+  if (sbytes && sp) op_side(&now[n++], ev, dev, sp, sbytes, F_READ, what);
+  if (rbytes && rp) op_side(&now[n++], ev, dev, rp, rbytes, F_WRITE, what);
   if (n == 0) return;
+  if (a2a_opt->stack_depth > 0) {
+    const a2a_stack *stk = site_stack(ts, ev->callsite, &now[0].scratch);
+    if (stk && stk->n <= 0) stk = NULL;
+    now[0].stk = stk;
+    if (n == 2) {
+      now[1].stk = stk;
+      if (stk == &now[0].scratch) { /* the site cache is full: each keeps its own */
+        now[1].scratch = now[0].scratch;
+        now[1].stk = &now[1].scratch;
+      }
+    }
+  }
   report_q q;
   hb_lock(&q);
   pending_apply(now, n, ev->thread);
@@ -1889,7 +2031,7 @@ static void on_free(const a2a_event *ev) {
 static void *xcalloc(size_t n, size_t sz) { return calloc(n, sz); }
 
 static int hb_init(void) {
-  pthread_mutex_lock(&g_mu);
+  a2a_lock_acquire(&g_mu);
   if (!g_tl) g_tl = xcalloc(MAX_TL, sizeof *g_tl);
   if (!g_sreg) g_sreg = xcalloc(SREG_SLOTS, sizeof *g_sreg);
   if (!g_ev) g_ev = xcalloc(EV_SLOTS, sizeof *g_ev);
@@ -1936,7 +2078,7 @@ static int hb_init(void) {
       g_dev_blk_site[d] = NULL;
     }
   }
-  pthread_mutex_unlock(&g_mu);
+  a2a_lock_release(&g_mu);
   return rc;
 }
 
@@ -2137,9 +2279,9 @@ static void hb_other(const a2a_event *ev) {
   }
   case A2A_EV_EVENT_DESTROY:
     if (!ok_result(ev)) return;
-    pthread_mutex_lock(&g_mu);
+    a2a_lock_acquire(&g_mu);
     if (g_nev) ev_remove(ev->u.event.event);
-    pthread_mutex_unlock(&g_mu);
+    a2a_lock_release(&g_mu);
     return;
   default: break;
   }
@@ -2226,7 +2368,7 @@ static void hb_after_fork_child(void) {
    * The child starts from a clean slate: CUDA work of the parent is not the
    * child's (CUDA cannot be used across fork; the simulator gives the child
    * a fresh runtime), and stale ranges would only confuse new allocations. */
-  pthread_mutex_init(&g_mu, NULL);
+  a2a_lock_reset(&g_mu);
   hb_init();
 }
 
@@ -2234,9 +2376,9 @@ size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
 
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
-  pthread_mutex_lock(&g_mu);
+  a2a_lock_acquire(&g_mu);
   stage_drain();
-  pthread_mutex_unlock(&g_mu);
+  a2a_lock_release(&g_mu);
   return atomic_load(&g_nring);
 }
 

@@ -2,10 +2,12 @@
  * JSON writer, dtype table, and the analyzer table itself. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "a2a_core.h"
+#include "a2a_lock.h"
 #include "collector.h"
 #include "core_internal.h"
 
@@ -438,6 +440,34 @@ static void *claim_and_exit(void *p) {
   return NULL;
 }
 
+/* a2a_lock: four threads add to a plain counter under the lock, with a
+ * yield inside the critical section every so often so that the others
+ * find it held and sleep in the kernel: no increment may be lost, and the
+ * lock ends free. */
+static a2a_lock g_test_lock = A2A_LOCK_INIT;
+static long g_locked_count;
+
+static void *lock_hammer(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 20000; i++) {
+    a2a_lock_acquire(&g_test_lock);
+    long v = g_locked_count;
+    if (i % 64 == 0) sched_yield();
+    g_locked_count = v + 1;
+    a2a_lock_release(&g_test_lock);
+  }
+  return NULL;
+}
+
+START_TEST(lock_excludes_under_contention) {
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, lock_hammer, NULL), 0);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  ck_assert_int_eq(g_locked_count, 4 * 20000);
+  ck_assert_int_eq(atomic_load(&g_test_lock.v), 0);
+}
+END_TEST
+
 START_TEST(tslots_outlive_no_thread) {
   /* 3 x A2A_TSLOTS threads, one after the other, with ever-growing
    * indices: each gets a record, and from the second round on it is an
@@ -534,6 +564,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, hash_is_stable);
   tcase_add_test(tc, kernel_params_cache_follows_resets);
   tcase_add_test(tc, tslots_outlive_no_thread);
+  tcase_add_test(tc, lock_excludes_under_contention);
   suite_add_tcase(s, tc);
   return s;
 }
