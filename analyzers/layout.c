@@ -69,10 +69,34 @@ static void release_events(void *rec) { lyh_release(rec); }
 /* A thread's first record (out of line: thread_get is on hot paths). */
 __attribute__((noinline)) static ly_thread *thread_claim(uint32_t id);
 
-static inline ly_thread *thread_get(uint32_t id, bool create) {
+/* The calling thread's record, cached in the thread: a record belongs to
+ * its thread until the thread exits (then this cache is gone with it), so
+ * (id, record) stays right until the analyzer is re-initialized or the
+ * process forks, which bump g_ly_gen. Saves the slot lookup on both phases
+ * of every NCCL call and on every device-to-device copy. */
+static _Atomic unsigned g_ly_gen;
+static _Thread_local struct {
+  unsigned gen;
+  uint32_t id;
+  ly_thread *t;
+} t_ly;
+
+__attribute__((noinline)) static ly_thread *thread_get_slow(uint32_t id, bool create,
+                                                            unsigned gen) {
   ly_thread *t = a2a_tslots_get(&g_threads, id);
-  if (t || !create) return t;
-  return thread_claim(id);
+  if (!t && create) t = thread_claim(id);
+  if (t) {
+    t_ly.gen = gen;
+    t_ly.id = id;
+    t_ly.t = t;
+  }
+  return t;
+}
+
+static inline ly_thread *thread_get(uint32_t id, bool create) {
+  unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
+  if (t_ly.t && t_ly.gen == gen && t_ly.id == id) return t_ly.t;
+  return thread_get_slow(id, create, gen);
 }
 
 static ly_thread *thread_claim(uint32_t id) {
@@ -178,12 +202,15 @@ static void json_range(a2a_json *j, const char *key, const lr_range *r) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Per-buffer checks: host-memory, wrong-device, out-of-bounds, misaligned. */
+/* Per-buffer checks: host-memory, wrong-device, out-of-bounds, misaligned.
+ * Returns true when nothing was reported and the verdict rests on the
+ * allocation registry alone (a ly_memo may keep it). */
 
-static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op,
+static bool check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op,
                          const lr_range *r) {
   size_t bytes = r->hi - r->lo;
-  if (bytes == 0) return; /* NCCL does not touch a zero-byte buffer */
+  if (bytes == 0) return true; /* NCCL does not touch a zero-byte buffer */
+  bool clean = true;
   char msg[640], js[768];
   a2a_json j;
   ly_mem m;
@@ -201,7 +228,7 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
              "pass device memory (cudaMalloc, a CUDA tensor) or at least pinned memory.",
              ev->api, role(r, ev), (void *)r->lo, bytes);
     report(A2A_CK_LAYOUT_HOST_MEMORY, A2A_SEV_ERROR, ev->callsite, c, msg, js);
-    return; /* the other checks mean nothing for host memory */
+    return false; /* the other checks mean nothing for host memory */
   }
 
   if (m.type == 2 && c && c->device >= 0 && m.device >= 0 && m.device != c->device &&
@@ -217,6 +244,7 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
              "buffer on the communicator's device (or use the communicator of that device).",
              ev->api, role(r, ev), (void *)r->lo, bytes, m.device, c->name, c->device);
     report(A2A_CK_LAYOUT_WRONG_DEVICE, A2A_SEV_ERROR, ev->callsite, c, msg, js);
+    clean = false;
   }
 
   if (m.seg && r->hi > m.base + m.size && a2a_check_on(A2A_CK_LAYOUT_OUT_OF_BOUNDS)) {
@@ -238,9 +266,10 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
              ev->api, role(r, ev), (void *)r->lo, bytes, r->elems, op->elem,
              r->per_rank ? ", count times nranks" : "", over, (void *)m.base, m.size);
     report(A2A_CK_LAYOUT_OUT_OF_BOUNDS, A2A_SEV_ERROR, ev->callsite, c, msg, js);
+    clean = false;
   }
 
-  if (r->saturated || !a2a_check_on(A2A_CK_LAYOUT_MISALIGNED)) return;
+  if (r->saturated || !a2a_check_on(A2A_CK_LAYOUT_MISALIGNED)) return clean && m.seg;
   /* The buffer itself, then the per-peer chunks of a per-rank buffer. */
   size_t chunk = r->per_rank ? lr_mul(r->elems / (c && c->nranks > 0 ? (size_t)c->nranks : 1),
                                       op->elem)
@@ -249,7 +278,7 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
   if (r->lo % LAYOUT_ALIGN && chunk >= LAYOUT_ALIGN_MIN_BYTES) bad = r->lo;
   else if (r->per_rank && chunk % LAYOUT_ALIGN && chunk >= LAYOUT_ALIGN_MIN_BYTES && bytes > chunk)
     bad = r->lo + chunk;
-  if (!bad) return;
+  if (!bad) return clean && m.seg;
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
   json_common(&j, ev, c);
@@ -264,6 +293,7 @@ static void check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
            ev->api, role(r, ev), bad == r->lo ? "address" : "per-peer chunk at", (void *)bad,
            LAYOUT_ALIGN, chunk, bad == r->lo ? "region" : "chunks", LAYOUT_ALIGN);
   report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, ev->callsite, c, msg, js);
+  return false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -306,20 +336,22 @@ static const char *inplace_rule(int coll) {
   }
 }
 
-static void check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op *op) {
+/* Returns false when it reported (the verdict depends on the event's
+ * arguments and the communicator's rank only). */
+static bool check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op *op) {
   /* Two ranges: r[0] is the send range, r[1] the receive range. */
-  if (ev->kind != A2A_EV_COLL || op->n < 2) return;
+  if (ev->kind != A2A_EV_COLL || op->n < 2) return true;
   const lr_range *s = &op->r[0], *r = &op->r[1];
-  if (s->saturated || r->saturated) return; /* an overflowed count: out-of-bounds says it */
-  if (!lr_overlap(s->lo, s->hi, r->lo, r->hi)) return;
+  if (s->saturated || r->saturated) return true; /* an overflowed count: out-of-bounds says it */
+  if (!lr_overlap(s->lo, s->hi, r->lo, r->hi)) return true;
   /* Without the communicator the rank is unknown: only judge what does not
    * depend on it. */
   int coll = ev->u.coll.coll;
   if (!op->exact && (coll == A2A_COLL_ALLGATHER || coll == A2A_COLL_REDUCESCATTER ||
                      coll == A2A_COLL_ALLTOALL || coll == A2A_COLL_GATHER ||
                      coll == A2A_COLL_SCATTER))
-    return;
-  if (inplace_ok(ev, c, op)) return;
+    return true;
+  if (inplace_ok(ev, c, op)) return true;
   char msg[640], js[768];
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
@@ -335,6 +367,7 @@ static void check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op
            ev->api, (void *)r->lo, (size_t)(r->hi - r->lo), (void *)s->lo,
            (size_t)(s->hi - s->lo), inplace_rule(coll));
   report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, ev->callsite, c, msg, js);
+  return false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -410,8 +443,10 @@ static const char *grp_name(uint16_t grp, char *buf, size_t cap) {
   return buf;
 }
 
-static void check_group_overlap(ly_thread *t, const a2a_event *end) {
-  if (t->nranges < 2) return;
+/* Returns false when it reported (the verdict depends on the ranges'
+ * bounds, directions and operations only). */
+static bool check_group_overlap(ly_thread *t, const a2a_event *end) {
+  if (t->nranges < 2) return true;
   const ly_range **sorted = t->scratch;
   unsigned n = 0;
   for (unsigned i = 0; i < t->nranges; i++)
@@ -431,7 +466,7 @@ static void check_group_overlap(ly_thread *t, const a2a_event *end) {
     best_add(&any, cur);
     if (cur->is_recv) best_add(&recv, cur);
   }
-  if (!x) return;
+  if (!x) return true;
   uintptr_t lo = x->lo > y->lo ? x->lo : y->lo, hi = x->hi < y->hi ? x->hi : y->hi;
   char msg[1600], js[1024], merged[900] = "";
   char px[32] = "", py[32] = "", px2[32], py2[32];
@@ -484,6 +519,7 @@ static void check_group_overlap(ly_thread *t, const a2a_event *end) {
   /* The site of the later-posted operation of the pair: the line to fix. */
   const ly_range *later = x->op > y->op ? x : y;
   report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, later->site, later->comm, msg, js);
+  return false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -594,10 +630,13 @@ static const char *regions_text(unsigned n, char *buf, size_t cap) {
   return buf;
 }
 
-static void check_scattered(ly_thread *t, const a2a_event *end) {
+/* Returns false when it reported (the verdict depends on the P2P ranges'
+ * bounds, directions, peers, nested groups and communicators only). */
+static bool check_scattered(ly_thread *t, const a2a_event *end) {
   /* Each communicator of the group once. */
   void *done[16];
   unsigned ndone = 0;
+  bool clean = true;
   for (unsigned i = 0; i < t->nranges && ndone < 16; i++) {
     const ly_range *r = &t->ranges[i];
     if (!r->p2p) continue;
@@ -658,6 +697,7 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
                cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
                regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks);
       report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, end->callsite, r->comm, msg, js);
+      clean = false;
       continue;
     }
     if (a2a) {
@@ -670,6 +710,7 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
                cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
                regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks);
       report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_WARNING, end->callsite, r->comm, msg, js);
+      clean = false;
       continue;
     }
     if (nranks > 0)
@@ -693,11 +734,46 @@ static void check_scattered(ly_thread *t, const a2a_event *end) {
              cname, peers, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
              regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks, merge);
     report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, end->callsite, r->comm, msg, js);
+    clean = false;
   }
+  return clean;
 }
 
 /* ------------------------------------------------------------------ */
 /* Events. */
+
+/* Whether range r has the remembered group's key k (ly_gkey: everything
+ * the group checks judge, nothing that only goes into a message). */
+static inline bool gkey_eq(const ly_gkey *k, const ly_range *r) {
+  return k->lo == r->lo && k->hi == r->hi && k->comm_handle == r->comm_handle &&
+         k->comm == r->comm && k->op == r->op && k->grp == r->grp && k->peer == r->peer &&
+         k->is_recv == r->is_recv && k->p2p == r->p2p;
+}
+
+/* The ending group's verdicts: overlap and scatter are judged again only
+ * when the group differs from the last one they found clean (a training
+ * loop posts the same group every step). */
+static void check_group(ly_thread *t, const a2a_event *end) {
+  uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
+  uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+  if (t->gmemo_same && t->nranges == t->gmemo_n && t->gmemo_checks[0] == w0 &&
+      t->gmemo_checks[1] == w1)
+    return;
+  bool clean = true;
+  if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) clean &= check_group_overlap(t, end);
+  if (a2a_check_on(A2A_CK_LAYOUT_SCATTERED)) clean &= check_scattered(t, end);
+  if (!clean || t->nranges > LAYOUT_GMEMO_MAX) return; /* the last clean group stays */
+  for (unsigned i = 0; i < t->nranges; i++) {
+    const ly_range *r = &t->ranges[i];
+    t->gmemo[i] = (ly_gkey){.lo = r->lo, .hi = r->hi, .comm_handle = r->comm_handle,
+                            .comm = r->comm, .op = r->op, .grp = r->grp, .peer = r->peer,
+                            .is_recv = r->is_recv, .p2p = r->p2p};
+  }
+  t->gmemo_n = t->nranges;
+  t->gmemo_checks[0] = w0;
+  t->gmemo_checks[1] = w1;
+  t->gmemo_valid = true;
+}
 
 static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
                           const lr_op *op) {
@@ -719,16 +795,77 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     r->peer = ev->kind == A2A_EV_P2P ? ev->u.p2p.peer : -1;
     r->is_recv = op->r[i].is_recv;
     r->p2p = ev->kind == A2A_EV_P2P;
+    /* Still the remembered clean group, range by range (gmemo_same). */
+    if (t->gmemo_same) {
+      unsigned k = t->nranges - 1;
+      t->gmemo_same = k < t->gmemo_n && gkey_eq(&t->gmemo[k], r);
+    }
   }
+}
+
+/* The memo key of a COLL or P2P event on communicator c (ly_memo). */
+static inline void memo_key(const a2a_event *ev, const a2a_comm *c, ly_memo *k) {
+  k->alloc_gen = a2a_alloc_generation();
+  k->comm = c;
+  k->checks[0] = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
+  k->checks[1] = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+  if (ev->kind == A2A_EV_P2P) {
+    k->b0 = ev->u.p2p.buff;
+    k->b1 = NULL;
+    k->count = ev->u.p2p.count;
+    k->dtype = ev->u.p2p.dtype;
+    k->root = -1;
+    k->what = A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0);
+  } else {
+    k->b0 = ev->u.coll.sendbuff;
+    k->b1 = ev->u.coll.recvbuff;
+    k->count = ev->u.coll.count;
+    k->dtype = ev->u.coll.dtype;
+    k->root = ev->u.coll.root;
+    k->what = A2A_EV_COLL << 8 | ((int32_t)ev->u.coll.coll & 0xff);
+  }
+}
+
+static inline ly_memo *memo_slot(ly_thread *t, const ly_memo *k) {
+  uint64_t x = (uint64_t)(uintptr_t)k->b0 ^ ((uint64_t)(uintptr_t)k->b1 << 1) ^ k->count;
+  x *= 0x9e3779b97f4a7c15ULL;
+  return &t->memo[x >> 59 & (LAYOUT_MEMO - 1)];
+}
+
+static inline bool memo_eq(const ly_memo *a, const ly_memo *b) {
+  return a->b0 == b->b0 && a->b1 == b->b1 && a->count == b->count &&
+         a->alloc_gen == b->alloc_gen && a->comm == b->comm && a->what == b->what &&
+         a->dtype == b->dtype && a->root == b->root && a->checks[0] == b->checks[0] &&
+         a->checks[1] == b->checks[1];
+}
+
+/* Whether a producer could match a send buffer now: only one written since
+ * the thread's previous operation (its generation) can (find_producer),
+ * and the newest producer has the greatest generation. */
+static inline bool producers_live(const ly_thread *t) {
+  return t->nprod && t->prod[(t->nprod - 1) % LAYOUT_MAX_PRODUCERS].gen == t->gen;
 }
 
 static void on_op(ly_thread *t, const a2a_event *ev) {
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
+  ly_memo key;
+  memo_key(ev, c, &key);
+  ly_memo *m = memo_slot(t, &key);
+  bool known = memo_eq(m, &key);
+  bool hidden = a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t);
+  if (known && !hidden && t->depth == 0) { /* nothing to judge or record */
+    t->nops++;
+    return;
+  }
   lr_op op;
   if (!lr_op_ranges(ev, c, &op)) return;
-  for (int i = 0; i < op.n; i++) check_buffer(ev, c, &op, &op.r[i]);
-  if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) check_op_overlap(ev, c, &op);
-  if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) lyh_check_op(t, ev, c, &op);
+  if (!known) {
+    bool clean = true;
+    for (int i = 0; i < op.n; i++) clean &= check_buffer(ev, c, &op, &op.r[i]);
+    if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) clean &= check_op_overlap(ev, c, &op);
+    if (clean) *m = key;
+  }
+  if (hidden) lyh_check_op(t, ev, c, &op);
   if (t->depth > 0) record_ranges(t, ev, c, &op);
   t->nops++;
 }
@@ -737,6 +874,7 @@ static void group_reset(ly_thread *t) {
   t->nranges = 0;
   t->nops = 0;
   t->ranges_overflow = false;
+  t->gmemo_same = t->gmemo_valid;
 }
 
 /* Launches are the hot path: a POST matters only while a copy's timing
@@ -805,9 +943,11 @@ static void layout_other(const a2a_event *ev) {
        * overflowed range list is incomplete: overlap and scatter are then
        * not judged (never a finding from partial data). */
       if (!t->ranges_overflow) {
-        if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) check_group_overlap(t, ev);
-        if (a2a_check_on(A2A_CK_LAYOUT_SCATTERED)) check_scattered(t, ev);
-        if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) lyh_check_group(t, ev);
+        check_group(t, ev);
+        /* Only a feed found in this group or a producer written since the
+         * previous operation can match (lyh_check_group). */
+        if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && (t->nfeeds || producers_live(t)))
+          lyh_check_group(t, ev);
       }
       group_reset(t);
       t->gen++;
@@ -845,6 +985,7 @@ static void layout_other(const a2a_event *ev) {
         }
       }
       a2a_tslots_fork_child(&g_threads, ev->thread);
+      atomic_fetch_add_explicit(&g_ly_gen, 1, memory_order_relaxed);
       atomic_store(&lyh_brackets_open, t && t->open_end >= 0 ? 1u : 0u);
       return;
     default:
@@ -855,6 +996,7 @@ static void layout_other(const a2a_event *ev) {
 static int layout_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
   atomic_store(&lyh_brackets_open, 0u);
+  atomic_fetch_add(&g_ly_gen, 1); /* every thread's cached record is stale */
   return a2a_tslots_init(&g_threads, release_events);
 }
 

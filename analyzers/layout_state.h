@@ -83,6 +83,41 @@ typedef struct ly_feed {
 
 
 #define LAYOUT_MAX_DEPTH 8         /* nesting levels whose group index is kept */
+#define LAYOUT_MEMO 32             /* clean verdicts remembered per thread (a power of 2) */
+
+/* An operation whose per-buffer checks (host-memory, wrong-device,
+ * out-of-bounds, misaligned) and own overlap check found nothing, with
+ * every input of those verdicts: the arguments that shape its ranges, the
+ * communicator record (immutable once published: rank, nranks, device),
+ * the enabled checks and the allocation registry's generation. Only
+ * verdicts drawn from the registry alone are kept: a buffer the registry
+ * does not hold was judged by cudaPointerGetAttributes, which no
+ * generation covers. An equal key later means the same verdict, so the
+ * checks are skipped (a training loop posts the same buffers every step). */
+typedef struct ly_memo {
+  uint64_t alloc_gen;       /* a2a_alloc_generation(); 0 = empty entry */
+  const void *b0, *b1;      /* sendbuff, recvbuff (P2P: buff, NULL) */
+  size_t count;
+  const a2a_comm *comm;     /* NULL: unknown communicator */
+  uint64_t checks[2];       /* a2a_checks_enabled_w */
+  int32_t dtype, root;      /* P2P: root -1 */
+  int32_t what;             /* kind << 8 | coll (COLL) or is_send (P2P) */
+} ly_memo;
+
+#define LAYOUT_GMEMO_MAX 256       /* ranges of a group whose clean verdict is kept */
+
+/* What the group checks (overlap, scatter) judge of one range: equal keys
+ * in equal order mean equal verdicts. The comm record is immutable once
+ * published (its rank and size are part of the scatter verdict). */
+typedef struct ly_gkey {
+  uintptr_t lo, hi;
+  const a2a_comm *comm;
+  void *comm_handle;
+  uint32_t op;
+  uint16_t grp;
+  int peer;
+  bool is_recv, p2p;
+} ly_gkey;
 
 typedef struct ly_thread {
   int depth;                /* NCCL group nesting */
@@ -101,6 +136,14 @@ typedef struct ly_thread {
   ly_range ranges[LAYOUT_MAX_RANGES];
   unsigned nranges;
   bool ranges_overflow;
+  ly_memo memo[LAYOUT_MEMO]; /* direct-mapped by memo_slot */
+  /* The last group whose overlap and scatter checks found nothing, and
+   * whether the open group is the same so far (compared as its ranges are
+   * recorded; reset to gmemo_valid at the outermost ncclGroupStart). */
+  ly_gkey gmemo[LAYOUT_GMEMO_MAX];
+  unsigned gmemo_n;
+  uint64_t gmemo_checks[2];  /* a2a_checks_enabled_w it was judged with */
+  bool gmemo_valid, gmemo_same;
   ly_producer prod[LAYOUT_MAX_PRODUCERS];
   unsigned nprod;           /* ring position */
   int open_end;             /* slot whose end event the call's POST records, -1 */
