@@ -997,6 +997,7 @@ static int layout_init(void) {
   /* Re-initialization (unit tests) starts from a clean slate. */
   atomic_store(&lyh_brackets_open, 0u);
   atomic_fetch_add(&g_ly_gen, 1); /* every thread's cached record is stale */
+  lyh_clock_init();
   return a2a_tslots_init(&g_threads, release_events);
 }
 

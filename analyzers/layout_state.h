@@ -48,7 +48,7 @@ typedef struct ly_producer {
   const char *what;         /* "cudaMemcpyAsync" or the kernel's name */
   const void *site;
   uint64_t gen;             /* thread's operation generation when written */
-  uint64_t t_ns;
+  uint64_t ticks;           /* lyh_ticks() when written */
   bool used;
   bool timed;               /* start event recorded before the copy */
   bool end_ok;              /* end event recorded after it */
@@ -155,8 +155,54 @@ typedef struct ly_thread {
 } ly_thread;
 
 /* layout_hidden.c: layout.hidden-copy. */
-/* A device-to-device copy (PRE) / a kernel launch (PRE) by the thread. */
-void lyh_on_memcpy(ly_thread *t, const a2a_event *ev);
+
+/* The producers' clock: cheap to read on every device-to-device copy,
+ * converted to nanoseconds only for a finding (layout_hidden.c). */
+#if defined(__x86_64__) || defined(__i386__)
+#define LYH_TSC 1
+static inline uint64_t lyh_ticks(void) { return __builtin_ia32_rdtsc(); }
+#else
+#define LYH_TSC 0
+static inline uint64_t lyh_ticks(void) { return a2a_hostsvc->now_ns(); }
+#endif
+/* Start of the tick rate's measurement (layout's initialization). */
+void lyh_clock_init(void);
+
+/* The feeds' side of a new producer (only while t->nfeeds). */
+void lyh_producer_feeds(ly_thread *t, const a2a_event *ev, int slot, ly_producer *p);
+
+/* A new producer: the oldest slot, rewritten whole (dst, src, bytes and
+ * what are the caller's). Inline: a device-to-device copy is a hot call. */
+static inline ly_producer *lyh_producer_add(ly_thread *t, const a2a_event *ev, uintptr_t dst,
+                                            uintptr_t src, size_t bytes, const char *what) {
+  int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
+  ly_producer *p = &t->prod[slot];
+  p->dst = dst;
+  p->src = src;
+  p->bytes = bytes;
+  p->what = what;
+  p->site = ev->callsite;
+  p->gen = t->gen;
+  p->ticks = lyh_ticks();
+  p->used = p->timed = p->end_ok = false;
+  if (t->nfeeds) lyh_producer_feeds(t, ev, slot, p);
+  return p;
+}
+
+/* A device-to-device copy (PRE) by the thread: a producer. */
+static inline void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
+  if (ev->kind != A2A_EV_MEMCPY || ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
+  int k = ev->u.copy.cpykind;
+  if (k != A2A_CPY_D2D && k != A2A_CPY_DEFAULT) return;
+  if (k == A2A_CPY_DEFAULT) { /* a D2D copy, as far as the registry knows */
+    a2a_alloc a;
+    if (!a2a_alloc_find(ev->u.copy.src, &a) || a.mem == A2A_MEM_HOST_PINNED) return;
+  }
+  lyh_producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src, ev->u.copy.bytes,
+                   ev->api);
+}
+
+/* A kernel launch (PRE) by the thread. */
 void lyh_on_launch(ly_thread *t, const a2a_event *ev);
 /* Timing brackets open anywhere (a POST must close them). */
 extern _Atomic unsigned lyh_brackets_open;
