@@ -97,7 +97,8 @@ void lyh_clock_init(void) {
 static uint64_t ticks_to_ns(uint64_t ticks) {
   uint64_t tsc = lyh_ticks(), ns = a2a_hostsvc->now_ns();
   if (tsc <= g_cal_tsc || ns <= g_cal_ns) return 0; /* no usable rate */
-  return (uint64_t)((double)ticks * (double)(ns - g_cal_ns) / (double)(tsc - g_cal_tsc));
+  double v = (double)ticks * (double)(ns - g_cal_ns) / (double)(tsc - g_cal_tsc);
+  return v < 1.8e19 ? (uint64_t)v : UINT64_MAX; /* a conversion out of range is undefined */
 }
 #else
 void lyh_clock_init(void) {}
