@@ -913,9 +913,18 @@ static void layout_memcpy(const a2a_event *ev) {
 
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
 
+/* An operation's POST only closes its generation (outside a group): out
+ * of layout_other, whose frame is the PRE's. */
+__attribute__((noinline)) static void layout_op_post(const a2a_event *ev) {
+  ly_thread *t = thread_get(ev->thread, true);
+  if (t && t->depth == 0) t->gen++;
+}
+
 static void layout_on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_LAUNCH) layout_launch(ev);
   else if (ev->kind == A2A_EV_MEMCPY) layout_memcpy(ev);
+  else if (ev->phase == A2A_POST && (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P))
+    layout_op_post(ev);
   else layout_other(ev);
 }
 
@@ -954,13 +963,9 @@ static void layout_other(const a2a_event *ev) {
       return;
     case A2A_EV_COLL:
     case A2A_EV_P2P:
-      if (!(t = thread_get(ev->thread, true))) return;
-      if (ev->phase == A2A_PRE) {
-        if (t->nfeeds) lyh_poll(t, false);
-        on_op(t, ev);
-      } else if (t->depth == 0) {
-        t->gen++;
-      }
+      if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true))) return;
+      if (t->nfeeds) lyh_poll(t, false);
+      on_op(t, ev);
       return;
     case A2A_EV_COMM_INIT:
       /* The thread that creates a communicator usually posts on it: give it
