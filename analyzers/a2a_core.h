@@ -264,6 +264,14 @@ typedef struct a2a_alloc {
 bool a2a_alloc_find(const void *p, a2a_alloc *out);
 /* Number of live segments. */
 size_t a2a_alloc_count(void);
+/* The registry's generation: never 0, and advanced by every change to the
+ * registry (an allocation, a free, a reset), so an answer derived from
+ * lookups stays valid while the generation read before them is unchanged
+ * (a per-thread memo of a verdict; core_registry.c's own lookup cache). */
+extern _Atomic uint64_t a2a_alloc_gen;
+static inline uint64_t a2a_alloc_generation(void) {
+  return atomic_load_explicit(&a2a_alloc_gen, memory_order_acquire);
+}
 
 /* ------------------------------------------------------------------ */
 /* Per-thread records (core_tslots.c). An analyzer that keeps state per

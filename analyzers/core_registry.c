@@ -11,7 +11,7 @@
  * are the analyzers at each NCCL operation and some copies and copy kernels
  * (a shared lock, no syscall in the uncontended case), answered without it
  * when the thread's last lookup already found the segment (see
- * g_alloc_gen).
+ * a2a_alloc_gen).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -203,7 +203,7 @@ static size_t upper(uintptr_t p) {
  * lookup racing with a change on another thread may answer from before
  * it, as if it had run first (as with the lock). A forked child keeps the
  * registry and this thread's cache, consistently. */
-static _Atomic uint64_t g_alloc_gen = 1;
+_Atomic uint64_t a2a_alloc_gen = 1;
 static _Thread_local struct {
   uint64_t gen;          /* of the found segment; 0 = none */
   a2a_alloc seg;
@@ -218,7 +218,7 @@ static bool seg_holds(const a2a_alloc *a, uintptr_t x) {
 
 bool a2a_alloc_find(const void *p, a2a_alloc *out) {
   uintptr_t x = (uintptr_t)p;
-  uint64_t gen = atomic_load_explicit(&g_alloc_gen, memory_order_acquire);
+  uint64_t gen = atomic_load_explicit(&a2a_alloc_gen, memory_order_acquire);
   if (t_alloc_last.gen == gen && seg_holds(&t_alloc_last.seg, x)) {
     if (out) *out = t_alloc_last.seg;
     return true;
@@ -226,7 +226,7 @@ bool a2a_alloc_find(const void *p, a2a_alloc *out) {
   if (t_alloc_last.miss_gen == gen && t_alloc_last.miss == x) return false;
   bool found = false;
   pthread_rwlock_rdlock(&g_alloc_mu);
-  gen = atomic_load_explicit(&g_alloc_gen, memory_order_relaxed); /* stable under the lock */
+  gen = atomic_load_explicit(&a2a_alloc_gen, memory_order_relaxed); /* stable under the lock */
   size_t i = upper(x);
   if (i > 0) {
     const a2a_alloc *a = &g_allocs[i - 1];
@@ -277,7 +277,7 @@ void a2a_registry_alloc(const a2a_event *ev) {
       .mem = ev->u.mem.mem,
       .serial = ++g_alloc_serial,
   };
-  atomic_fetch_add_explicit(&g_alloc_gen, 1, memory_order_release); /* cached answers are stale */
+  atomic_fetch_add_explicit(&a2a_alloc_gen, 1, memory_order_release); /* cached answers are stale */
   pthread_rwlock_unlock(&g_alloc_mu);
 }
 
@@ -290,7 +290,7 @@ void a2a_registry_free(const a2a_event *ev) {
     i--;
     memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - i - 1) * sizeof *g_allocs);
     g_nallocs--;
-    atomic_fetch_add_explicit(&g_alloc_gen, 1, memory_order_release); /* cached answers are stale */
+    atomic_fetch_add_explicit(&a2a_alloc_gen, 1, memory_order_release); /* cached answers are stale */
   }
   pthread_rwlock_unlock(&g_alloc_mu);
 }
@@ -321,6 +321,6 @@ void a2a_registry_reset_for_tests(void) {
   pthread_mutex_unlock(&g_comm_mu);
   pthread_rwlock_wrlock(&g_alloc_mu);
   g_nallocs = 0;
-  atomic_fetch_add(&g_alloc_gen, 1); /* cached answers are stale */
+  atomic_fetch_add(&a2a_alloc_gen, 1); /* cached answers are stale */
   pthread_rwlock_unlock(&g_alloc_mu);
 }

@@ -69,8 +69,7 @@ _Atomic unsigned lyh_brackets_open;
 /* The feeds' side of a new producer in slot (only while some copy site
  * is known to feed a send buffer): a feed waiting on the slot's events
  * loses that measurement, and a copy from a feeding site is bracketed. */
-__attribute__((noinline)) static void producer_feeds(ly_thread *t, const a2a_event *ev,
-                                                     int slot, ly_producer *p) {
+void lyh_producer_feeds(ly_thread *t, const a2a_event *ev, int slot, ly_producer *p) {
   for (unsigned i = 0; i < t->nfeeds; i++)
     if (t->feeds[i].slot == slot) t->feeds[i].slot = -1;
   ly_feed *f = feed_find(t, ev->callsite);
@@ -82,18 +81,29 @@ __attribute__((noinline)) static void producer_feeds(ly_thread *t, const a2a_eve
   }
 }
 
-/* A new producer: the oldest slot, rewritten whole (dst, src, bytes and
- * what are the caller's). */
-static inline ly_producer *producer_add(ly_thread *t, const a2a_event *ev, uintptr_t dst,
-                                        uintptr_t src, size_t bytes, const char *what) {
-  int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
-  ly_producer *p = &t->prod[slot];
-  *p = (ly_producer){
-      .dst = dst, .src = src, .bytes = bytes, .what = what, .site = ev->callsite, .gen = t->gen,
-      .t_ns = ev->t_ns ? ev->t_ns : a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0};
-  if (t->nfeeds) producer_feeds(t, ev, slot, p);
-  return p;
+/* The producers' clock (lyh_ticks): on x86 the time-stamp counter, read
+ * with one instruction instead of a clock_gettime per device-to-device
+ * copy, and converted to nanoseconds only when a finding needs it, by the
+ * rate measured between layout's initialization (lyh_clock_init) and that
+ * moment. Elsewhere ticks are CLOCK_MONOTONIC nanoseconds already. */
+#if LYH_TSC
+static uint64_t g_cal_tsc, g_cal_ns;
+
+void lyh_clock_init(void) {
+  g_cal_tsc = lyh_ticks();
+  g_cal_ns = a2a_hostsvc->now_ns();
 }
+
+static uint64_t ticks_to_ns(uint64_t ticks) {
+  uint64_t tsc = lyh_ticks(), ns = a2a_hostsvc->now_ns();
+  if (tsc <= g_cal_tsc || ns <= g_cal_ns) return 0; /* no usable rate */
+  double v = (double)ticks * (double)(ns - g_cal_ns) / (double)(tsc - g_cal_tsc);
+  return v < 1.8e19 ? (uint64_t)v : UINT64_MAX; /* a conversion out of range is undefined */
+}
+#else
+void lyh_clock_init(void) {}
+static uint64_t ticks_to_ns(uint64_t ticks) { return ticks; }
+#endif
 
 /* POST of a copy: close the bracket opened at its PRE. */
 void lyh_on_copy_post(ly_thread *t, const a2a_event *ev) {
@@ -106,18 +116,6 @@ void lyh_on_copy_post(ly_thread *t, const a2a_event *ev) {
               a2a_hostsvc->event_record(t->tev[slot][1], copy_stream(ev)) == 0;
 }
 
-
-void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
-  if (ev->kind != A2A_EV_MEMCPY || ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
-  int k = ev->u.copy.cpykind;
-  if (k != A2A_CPY_D2D && k != A2A_CPY_DEFAULT) return;
-  if (k == A2A_CPY_DEFAULT) { /* a D2D copy, as far as the registry knows */
-    a2a_alloc a;
-    if (!a2a_alloc_find(ev->u.copy.src, &a) || a.mem == A2A_MEM_HOST_PINNED) return;
-  }
-  producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src, ev->u.copy.bytes,
-               ev->api);
-}
 
 void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
   if (!ev->u.launch.func || !ev->u.launch.args) return;
@@ -145,7 +143,7 @@ void lyh_on_launch(ly_thread *t, const a2a_event *ev) {
   }
   if (!written) written = first;
   if (!written) return;
-  producer_add(t, ev, written, 0, 0, kp->name);
+  lyh_producer_add(t, ev, written, 0, 0, kp->name);
 }
 
 /* Report a feed's finding; ms < 0: duration unknown. */
@@ -213,6 +211,13 @@ static void report_feed(ly_feed *f, double ms) {
   a2a_report(&fd);
 }
 
+/* The time since producer p was written (0 if the clock went backwards,
+ * e.g. counters of two cores that disagree). */
+static uint64_t ns_since(const ly_producer *p) {
+  uint64_t now = lyh_ticks();
+  return now > p->ticks ? ticks_to_ns(now - p->ticks) : 0;
+}
+
 /* A producer matched a send buffer of the operation (api at site); the
  * feed that waits for its report, or NULL if it was reported at once. */
 static ly_feed *hidden_match(ly_thread *t, const a2a_event *ev, const char *api, const a2a_comm *c,
@@ -223,7 +228,7 @@ static ly_feed *hidden_match(ly_thread *t, const a2a_event *ev, const char *api,
   ly_feed fresh = {.copy_site = p->site, .what = p->what, .copy_bytes = p->bytes,
                    .copy_src = p->src, .op_site = ev->callsite, .op_api = api, .comm = c,
                    .comm_handle = comm_handle, .op_peer = peer, .lo = lo, .bytes = bytes,
-                   .ns_since_copy = ev->t_ns >= p->t_ns ? ev->t_ns - p->t_ns : 0,
+                   .ns_since_copy = ns_since(p),
                    .slot = -1, .gen = t->gen, .assemble_peer = -1};
   if (!f) {
     if (t->nfeeds == LAYOUT_MAX_FEEDS) { /* no room to wait: report untimed */

@@ -48,7 +48,7 @@ typedef struct ly_producer {
   const char *what;         /* "cudaMemcpyAsync" or the kernel's name */
   const void *site;
   uint64_t gen;             /* thread's operation generation when written */
-  uint64_t t_ns;
+  uint64_t ticks;           /* lyh_ticks() when written */
   bool used;
   bool timed;               /* start event recorded before the copy */
   bool end_ok;              /* end event recorded after it */
@@ -83,6 +83,41 @@ typedef struct ly_feed {
 
 
 #define LAYOUT_MAX_DEPTH 8         /* nesting levels whose group index is kept */
+#define LAYOUT_MEMO 32             /* clean verdicts remembered per thread (a power of 2) */
+
+/* An operation whose per-buffer checks (host-memory, wrong-device,
+ * out-of-bounds, misaligned) and own overlap check found nothing, with
+ * every input of those verdicts: the arguments that shape its ranges, the
+ * communicator record (immutable once published: rank, nranks, device),
+ * the enabled checks and the allocation registry's generation. Only
+ * verdicts drawn from the registry alone are kept: a buffer the registry
+ * does not hold was judged by cudaPointerGetAttributes, which no
+ * generation covers. An equal key later means the same verdict, so the
+ * checks are skipped (a training loop posts the same buffers every step). */
+typedef struct ly_memo {
+  uint64_t alloc_gen;       /* a2a_alloc_generation(); 0 = empty entry */
+  const void *b0, *b1;      /* sendbuff, recvbuff (P2P: buff, NULL) */
+  size_t count;
+  const a2a_comm *comm;     /* NULL: unknown communicator */
+  uint64_t checks[2];       /* a2a_checks_enabled_w */
+  int32_t dtype, root;      /* P2P: root -1 */
+  int32_t what;             /* kind << 8 | coll (COLL) or is_send (P2P) */
+} ly_memo;
+
+#define LAYOUT_GMEMO_MAX 256       /* ranges of a group whose clean verdict is kept */
+
+/* What the group checks (overlap, scatter) judge of one range: equal keys
+ * in equal order mean equal verdicts. The comm record is immutable once
+ * published (its rank and size are part of the scatter verdict). */
+typedef struct ly_gkey {
+  uintptr_t lo, hi;
+  const a2a_comm *comm;
+  void *comm_handle;
+  uint32_t op;
+  uint16_t grp;
+  int peer;
+  bool is_recv, p2p;
+} ly_gkey;
 
 typedef struct ly_thread {
   int depth;                /* NCCL group nesting */
@@ -101,6 +136,14 @@ typedef struct ly_thread {
   ly_range ranges[LAYOUT_MAX_RANGES];
   unsigned nranges;
   bool ranges_overflow;
+  ly_memo memo[LAYOUT_MEMO]; /* direct-mapped by memo_slot */
+  /* The last group whose overlap and scatter checks found nothing, and
+   * whether the open group is the same so far (compared as its ranges are
+   * recorded; reset to gmemo_valid at the outermost ncclGroupStart). */
+  ly_gkey gmemo[LAYOUT_GMEMO_MAX];
+  unsigned gmemo_n;
+  uint64_t gmemo_checks[2];  /* a2a_checks_enabled_w it was judged with */
+  bool gmemo_valid, gmemo_same;
   ly_producer prod[LAYOUT_MAX_PRODUCERS];
   unsigned nprod;           /* ring position */
   int open_end;             /* slot whose end event the call's POST records, -1 */
@@ -112,8 +155,54 @@ typedef struct ly_thread {
 } ly_thread;
 
 /* layout_hidden.c: layout.hidden-copy. */
-/* A device-to-device copy (PRE) / a kernel launch (PRE) by the thread. */
-void lyh_on_memcpy(ly_thread *t, const a2a_event *ev);
+
+/* The producers' clock: cheap to read on every device-to-device copy,
+ * converted to nanoseconds only for a finding (layout_hidden.c). */
+#if defined(__x86_64__) || defined(__i386__)
+#define LYH_TSC 1
+static inline uint64_t lyh_ticks(void) { return __builtin_ia32_rdtsc(); }
+#else
+#define LYH_TSC 0
+static inline uint64_t lyh_ticks(void) { return a2a_hostsvc->now_ns(); }
+#endif
+/* Start of the tick rate's measurement (layout's initialization). */
+void lyh_clock_init(void);
+
+/* The feeds' side of a new producer (only while t->nfeeds). */
+void lyh_producer_feeds(ly_thread *t, const a2a_event *ev, int slot, ly_producer *p);
+
+/* A new producer: the oldest slot, rewritten whole (dst, src, bytes and
+ * what are the caller's). Inline: a device-to-device copy is a hot call. */
+static inline ly_producer *lyh_producer_add(ly_thread *t, const a2a_event *ev, uintptr_t dst,
+                                            uintptr_t src, size_t bytes, const char *what) {
+  int slot = (int)(t->nprod++ % LAYOUT_MAX_PRODUCERS);
+  ly_producer *p = &t->prod[slot];
+  p->dst = dst;
+  p->src = src;
+  p->bytes = bytes;
+  p->what = what;
+  p->site = ev->callsite;
+  p->gen = t->gen;
+  p->ticks = lyh_ticks();
+  p->used = p->timed = p->end_ok = false;
+  if (t->nfeeds) lyh_producer_feeds(t, ev, slot, p);
+  return p;
+}
+
+/* A device-to-device copy (PRE) by the thread: a producer. */
+static inline void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
+  if (ev->kind != A2A_EV_MEMCPY || ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
+  int k = ev->u.copy.cpykind;
+  if (k != A2A_CPY_D2D && k != A2A_CPY_DEFAULT) return;
+  if (k == A2A_CPY_DEFAULT) { /* a D2D copy, as far as the registry knows */
+    a2a_alloc a;
+    if (!a2a_alloc_find(ev->u.copy.src, &a) || a.mem == A2A_MEM_HOST_PINNED) return;
+  }
+  lyh_producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src, ev->u.copy.bytes,
+                   ev->api);
+}
+
+/* A kernel launch (PRE) by the thread. */
 void lyh_on_launch(ly_thread *t, const a2a_event *ev);
 /* Timing brackets open anywhere (a POST must close them). */
 extern _Atomic unsigned lyh_brackets_open;

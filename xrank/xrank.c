@@ -247,6 +247,8 @@ typedef struct tslot {
   uint32_t run;                    /* the last marker run started */
   struct dfr { uint64_t stream; int device; uint32_t run, gen; } dfr[8];
   int blocked;                     /* a blocking call is published */
+  int copy_blocked;                /* ... by a copy's PRE, counted in
+                                      g_copies_blocked until its POST */
   int polling;                     /* a polling episode is published */
   uint32_t poll_last_seq;          /* seq of the episode's last call */
   /* Published under a sequence lock: written by the owner, read by the
@@ -450,6 +452,13 @@ static uint64_t comm_id(const a2a_comm *c) {
 
 static _Atomic int g_active = 1;
 static void flush_markers(uint32_t thread);
+
+/* Copies whose PRE published a blocked state (tslot.copy_blocked) and
+ * whose POST has not cleared it yet: a copy's POST does nothing while this
+ * is 0, so it is the analyzer's POST gate for copies (a2a_analyzer.
+ * post_gate; a2a_dispatch_hot skips the POST when every handler's gate is
+ * closed). */
+static _Atomic unsigned g_copies_blocked;
 
 int xr_active(void) { return atomic_load(&g_active); }
 
@@ -732,8 +741,20 @@ static void on_op(const a2a_event *ev, xr_op *op) {
    * background thread treats a unit without an event as complete). */
 }
 
+static void on_event_body(const a2a_event *ev);
+
+/* The front (no stack frame): an asynchronous copy other than device to
+ * host (or of an unknown direction) never blocks the host, so neither of
+ * its phases has anything to publish - the common copy returns here. */
 static void on_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_MEMCPY && ev->u.copy.async && ev->u.copy.cpykind != A2A_CPY_D2H &&
+      ev->u.copy.cpykind != A2A_CPY_DEFAULT)
+    return;
   if (!atomic_load_explicit(&g_active, memory_order_relaxed)) return;
+  on_event_body(ev);
+}
+
+__attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
   tslot *t;
   switch (ev->kind) {
   case A2A_EV_GET_UNIQUE_ID:
@@ -912,6 +933,14 @@ static void on_event(const a2a_event *ev) {
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_DEVICE_SYNC:
   case A2A_EV_MEMCPY: {
+    /* A copy's POST clears only what its PRE published (copy_blocked). */
+    if (ev->kind == A2A_EV_MEMCPY && ev->phase == A2A_POST) {
+      if (!(t = slot(ev->thread)) || !t->copy_blocked) return;
+      t->copy_blocked = 0;
+      atomic_fetch_sub_explicit(&g_copies_blocked, 1, memory_order_relaxed);
+      clear_blocked(t);
+      return;
+    }
     /* cudaMemcpyAsync into pageable host memory returns only when the copy
      * is done (the driver stages it): a wait on its stream. Into pinned,
      * managed or device memory it does not block. */
@@ -943,6 +972,10 @@ static void on_event(const a2a_event *ev) {
     uint64_t since = ev->t_ns ? ev->t_ns : a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0;
     set_blocked(t, w, xr_stream_id(ev->stream, ev->per_thread), (uint64_t)(uintptr_t)ev->callsite,
                 since, 0, 0, 0);
+    if (ev->kind == A2A_EV_MEMCPY && !t->copy_blocked) {
+      t->copy_blocked = 1;
+      atomic_fetch_add_explicit(&g_copies_blocked, 1, memory_order_relaxed);
+    }
     return;
   }
   case A2A_EV_STREAM_QUERY:
@@ -993,6 +1026,7 @@ static void after_fork_child(void) {
    * to the parent's CUDA context. Start from scratch (the ring memory is
    * reused; nothing is freed because another thread may have held it). */
   memset(g_ts, 0, sizeof g_ts);
+  atomic_store(&g_copies_blocked, 0); /* no thread of the child is in a copy */
   pthread_mutex_init(&g_pool_mu, NULL);
   pthread_mutex_init(&g_pend_mu, NULL);
   pthread_mutex_init(&g_local_mu, NULL);
@@ -1030,6 +1064,9 @@ const a2a_analyzer a2a_analyzer_xrank = {
             A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |
             A2A_KIND_BIT(A2A_EV_SET_DEVICE) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |
             A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END),
+    /* A copy's POST only clears the blocked state its PRE published. */
+    .post_gated = A2A_KIND_BIT(A2A_EV_MEMCPY),
+    .post_gate = &g_copies_blocked,
     .init = init,
     .on_event = on_event,
     .fini = NULL,

@@ -57,11 +57,34 @@ void a2a_report(const a2a_finding *f) {
   pthread_mutex_unlock(&mu);
 }
 
-/* Every occurrence is collected in full: never a repeat. */
+/* By default every occurrence is collected in full (never a repeat). With
+ * collector_dedup(true), as the runtime's sink: a finding already collected
+ * at (check, site) is a repeat, counted on that entry. */
+static bool dedup;
+static size_t repeats[MAX_FINDINGS];
+
+void collector_dedup(bool on) { dedup = on; }
+
 bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *site) {
   (void)severity;
-  (void)site;
-  return !a2a_check_on(check);
+  if (!a2a_check_on(check)) return true;
+  if (!dedup || !site) return false;
+  bool found = false;
+  pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < nfindings && !found; i++)
+    if (findings[i].site == site && strcmp(findings[i].check, a2a_check_name(check)) == 0) {
+      repeats[i]++;
+      found = true;
+    }
+  pthread_mutex_unlock(&mu);
+  return found;
+}
+
+size_t collector_occurrences(const char *check) {
+  size_t n = 0;
+  for (size_t i = 0; i < nfindings; i++)
+    if (strcmp(findings[i].check, check) == 0) n += 1 + repeats[i];
+  return n;
 }
 
 /* The enabled set the disabled names leave (exact names or categories). */
@@ -283,6 +306,8 @@ void collector_reinit(void) { a2a_core_reset_for_tests(&opts, &fake_host); }
 void collector_reset(void) {
   pthread_mutex_lock(&mu);
   nfindings = 0;
+  dedup = false;
+  memset(repeats, 0, sizeof repeats);
   ndisabled = 0;
   apply_disabled();
   nptrs = 0;

@@ -39,6 +39,10 @@ void collector_reinit(void);
 /* Findings. */
 size_t collector_total(void);
 size_t collector_count(const char *check);            /* by exact name */
+/* Deduplicate as the runtime does (a2a_report_repeat: a finding already
+ * collected at its (check, site) is only counted); off after each reset. */
+void collector_dedup(bool on);
+size_t collector_occurrences(const char *check);      /* entries + repeats */
 size_t collector_count_prefix(const char *prefix);    /* e.g. "layout." */
 size_t collector_count_severity(a2a_severity sev);
 const collected *collector_get(size_t i);

@@ -774,6 +774,152 @@ START_TEST(staging_copy_message) {
 }
 END_TEST
 
+/* ---------------- remembered verdicts ----------------
+ * A clean operation or group is not judged again while nothing its verdict
+ * depends on changed (layout_state.h, ly_memo and ly_gkey): each test
+ * repeats a clean call, then changes one input, and the check must fire. */
+
+static void free_at(uintptr_t p) {
+  a2a_event ev = ev_make(A2A_EV_FREE);
+  ev.api = "cudaFree";
+  ev.u.mem.ptr = (void *)p;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(remembered_verdict_follows_free_and_reuse) {
+  p2p(0, SEG0 + 512 * 1024, 128 * 1024, 2); /* in bounds */
+  p2p(0, SEG0 + 512 * 1024, 128 * 1024, 2); /* the same, remembered */
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0 + 64, SEG0 + 8192, 256, -1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  free_at(SEG0); /* the segment is reused, smaller */
+  alloc(SEG0, 768 * 1024, 0, A2A_MEM_DEVICE);
+  p2p(0, SEG0 + 512 * 1024, 128 * 1024, 2);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  free_at(SEG0); /* freed for good: pageable memory there now */
+  collector_add_pointer(SEG0, MiB, 0, -1);
+  g_site = (const void *)0x1003;
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0 + 64, SEG0 + 8192, 256, -1);
+  ck_assert_uint_eq(collector_count("layout.host-memory"), 2); /* both buffers */
+  g_site = (const void *)0x1000;
+}
+END_TEST
+
+START_TEST(remembered_verdict_is_per_communicator_and_checks) {
+  p2p(1, SEG1, 256, 0); /* wrong device... */
+  ck_assert_uint_eq(collector_count("layout.wrong-device"), 1);
+  /* ...but right for a communicator of device 1 (the same buffers). */
+  static unsigned char id_b[128] = {2};
+  void *comm_b = (void *)0xd0;
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommInitRank";
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.ids = id_b;
+  ev.u.init.nids = 1;
+  ev.u.init.nranks = NRANKS;
+  ev.u.init.rank = RANK;
+  ev.u.init.device = 1;
+  ev.device = 1;
+  ev_pre(&ev);
+  ev.u.init.newcomm = comm_b;
+  ev_post(&ev, 0);
+  void *comm_a = comm;
+  comm = comm_b;
+  p2p(1, SEG1, 256, 0);
+  p2p(1, SEG1, 256, 0);
+  ck_assert_uint_eq(collector_count("layout.wrong-device"), 1);
+  comm = comm_a;
+  g_site = (const void *)0x1004;
+  p2p(1, SEG1, 256, 0);
+  ck_assert_uint_eq(collector_count("layout.wrong-device"), 2);
+  /* A verdict found with a check disabled is not one for the check enabled. */
+  a2a_check_set none = a2a_check_set_all();
+  a2a_check_set_put(&none, A2A_CK_LAYOUT_MISALIGNED, false);
+  a2a_checks_set_enabled(&none);
+  g_site = (const void *)0x1005;
+  p2p(1, SEG0 + 8, 2048, 0);
+  ck_assert_uint_eq(collector_count("layout.misaligned"), 0);
+  a2a_check_set all = a2a_check_set_all();
+  a2a_checks_set_enabled(&all);
+  p2p(1, SEG0 + 8, 2048, 0);
+  ck_assert_uint_eq(collector_count("layout.misaligned"), 1);
+  g_site = (const void *)0x1000;
+}
+END_TEST
+
+START_TEST(remembered_bad_calls_keep_reporting) {
+  for (int i = 0; i < 3; i++) {
+    g_site = (const void *)(uintptr_t)(0x1100 + i); /* a site each: reports are per site */
+    p2p(0, SEG0 + MiB - 64, 32, 2);                 /* 128 bytes from 64 before the end */
+  }
+  g_site = (const void *)0x1000;
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 3);
+}
+END_TEST
+
+/* With the runtime's deduplication, a bad call repeated at one site is a
+ * repeat from the second time on - still a finding, never a remembered
+ * clean verdict: every occurrence is counted. */
+static void sendrecv_group(uintptr_t send, uintptr_t recv, int peer);
+
+START_TEST(repeated_bad_calls_are_counted) {
+  collector_dedup(true);
+  for (int i = 0; i < 3; i++) p2p(0, SEG0 + MiB - 64, 32, 2); /* out of bounds */
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.out-of-bounds"), 3);
+  g_site = (const void *)0x1008;
+  for (int i = 0; i < 3; i++) p2p(1, SEG1, 256, 0); /* wrong device */
+  ck_assert_uint_eq(collector_count("layout.wrong-device"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.wrong-device"), 3);
+  g_site = (const void *)0x1009;
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 512, 2); /* overlap */
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 3);
+  g_site = (const void *)0x1000;
+}
+END_TEST
+
+static void sendrecv_group(uintptr_t send, uintptr_t recv, int peer) {
+  group(1);
+  p2p(1, send, 256, peer);
+  p2p(0, recv, 256, peer);
+  group(0);
+}
+
+START_TEST(remembered_group_verdict_follows_the_ranges) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2); /* clean, then remembered */
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  sendrecv_group(SEG0, SEG0 + 512, 2); /* the receive moved onto the send */
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  for (int i = 0; i < 2; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
+  /* The remembered group with one more operation, which overlaps. */
+  g_site = (const void *)0x1006;
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 4096, 256, 2);
+  p2p(0, SEG0 + 4096 + 512, 256, 3);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 2);
+  /* A prefix of it, then the same ranges in other nested groups. */
+  g_site = (const void *)0x1007;
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  group(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 2);
+  for (int i = 0; i < 2; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
+  group(1);
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  group(0);
+  group(1);
+  p2p(0, SEG0 + 4096, 256, 2);
+  p2p(0, SEG0 + 4096 + 512, 256, 3);
+  group(0);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 3);
+  g_site = (const void *)0x1000;
+}
+END_TEST
+
 START_TEST(checks_can_be_disabled) {
   collector_disable_check("layout");
   p2p(1, HOSTP, 256, 0);
@@ -828,6 +974,11 @@ static Suite *suite(void) {
   tcase_add_test(tc, copy_kernel_reading_the_send_buffer_is_silent);
   tcase_add_test(tc, copy_then_grouped_sends);
   tcase_add_test(tc, repeated_copy_is_timed);
+  tcase_add_test(tc, remembered_verdict_follows_free_and_reuse);
+  tcase_add_test(tc, remembered_verdict_is_per_communicator_and_checks);
+  tcase_add_test(tc, remembered_bad_calls_keep_reporting);
+  tcase_add_test(tc, repeated_bad_calls_are_counted);
+  tcase_add_test(tc, remembered_group_verdict_follows_the_ranges);
   tcase_add_test(tc, checks_can_be_disabled);
   suite_add_tcase(s, tc);
   return s;
