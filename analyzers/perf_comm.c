@@ -51,12 +51,15 @@
 #define PC_MAX_LOWBW_REPORTS 8 /* perf.low-bandwidth findings per communicator */
 #define PC_WINS 8              /* compute windows per overlap sample */
 #define PC_SAMPLE_EVERY 4      /* an overlap sample every this many operations */
-#define PC_TIME_ALL 256        /* a communicator's first operations: all timed */
-#define PC_TIME_EVERY 8        /* after those, one operation in this many is
-                                  timed and one overlap sample is taken every
-                                  PC_SAMPLE_EVERY * PC_TIME_EVERY operations
-                                  (two event records and a poll cost more
-                                  than the rest of the analyzer per call) */
+#define PC_TIME_ALL 64         /* a communicator's first operations: all timed */
+#define PC_TIME_EVERY 16       /* after those, one operation in this many is
+                                  timed (chosen by pc_timed, not by a fixed
+                                  stride) and an overlap sample is taken
+                                  about every PC_SAMPLE_EVERY * PC_TIME_EVERY
+                                  operations (two event records and a poll
+                                  cost several times the rest of the
+                                  analyzer per call) */
+#define PC_WEYL 0x9E3779B97F4A7C15ull /* 2^64 / golden ratio (pc_timed) */
 #define PC_JUDGE 8             /* (operation, size bucket) cells judged for
                                   perf.low-bandwidth per communicator */
 #define PC_WIN 8               /* operations per window (see pc_judge) */
@@ -423,8 +426,9 @@ static void account_time(pc_comm *c, const pc_meas *m, double s) {
 
 /* ------------------------------------------------------------------ */
 /* Overlap (HTA: time communication overlaps compute / communication time),
- * measured on samples. Every PC_SAMPLE_EVERY-th operation of a
- * communicator (one at a time) gets its own start/end events; from its
+ * measured on samples. An operation of a communicator every
+ * PC_SAMPLE_EVERY, later about every PC_SAMPLE_EVERY * PC_TIME_EVERY
+ * (sample_reset; one at a time) gets its own start/end events; from its
  * POST until the issuing thread's next operation or synchronization (the
  * "epoch"), the first kernel that thread launches on another stream opens a
  * compute window there: an event recorded on that stream before the
@@ -457,10 +461,21 @@ static void smp_publish(pc_comm *c) {
                         memory_order_relaxed);
 }
 
+/* The next overlap sample: PC_SAMPLE_EVERY operations on while every
+ * operation is timed, then PC_SAMPLE_EVERY * PC_TIME_EVERY on average,
+ * the gap drawn from [half, 1.5x) of that by the operation count (the same
+ * Weyl sequence as pc_timed): a fixed gap would keep sampling the same
+ * operation of a program's step (a step of two AlltoAlls and a fixed gap
+ * of 64 sample only the first one, whose overlap can differ). */
 static void sample_reset(pc_comm *c) {
   c->smp.state = 0;
   c->smp.nwin = 0;
-  c->smp.next_at = c->ops + (c->ops < PC_TIME_ALL ? PC_SAMPLE_EVERY : PC_SAMPLE_EVERY * PC_TIME_EVERY);
+  uint64_t ops = c->ops, gap = PC_SAMPLE_EVERY;
+  if (ops >= PC_TIME_ALL) {
+    const uint64_t mean = PC_SAMPLE_EVERY * PC_TIME_EVERY; /* a power of two */
+    gap = mean / 2 + ((ops * PC_WEYL) >> (64 - __builtin_ctzll(mean)));
+  }
+  c->smp.next_at = ops + gap;
   smp_publish(c);
 }
 
@@ -607,14 +622,41 @@ static void poll_locked(pc_comm *c) {
   }
 }
 
+/* Whether the communicator's operation number k (0-based, counted at PRE)
+ * is timed. Every one of the first PC_TIME_ALL, so that a short run - and
+ * the start of every run, where the warm-up and lazy connections show - is
+ * judged on all its operations; then one in PC_TIME_EVERY, chosen by the
+ * Weyl sequence j * (2^64 / golden ratio) mod 2^64 < 2^64 / PC_TIME_EVERY
+ * (j = k - PC_TIME_ALL): exactly one in PC_TIME_EVERY in the long run, gaps
+ * of 8, 13 or 21 operations (j = 0 is timed), and - unlike every
+ * PC_TIME_EVERY-th operation - equally often for every position in a
+ * program's step, whatever the step's length (a step of two operations of
+ * different sizes would otherwise only ever time one of them, and its
+ * other (operation, size bucket) cell would be judged on the first
+ * PC_TIME_ALL operations alone). Sound for the checks because the timed
+ * operations are an unbiased sample of each cell:
+ *  - perf.low-bandwidth judges windows of PC_WIN timed operations of a
+ *    cell by their median (pc_judge): a window spans ~PC_WIN *
+ *    PC_TIME_EVERY operations of the cell instead of PC_WIN, and a slowdown
+ *    that lasts for more than half the run is still more than half of the
+ *    windows; the check needs 2 complete windows (A2ACHECK_PERF_MIN_OPS),
+ *    which a cell gets within its first PC_TIME_ALL operations or after
+ *    about 2 * PC_WIN * PC_TIME_EVERY more;
+ *  - perf.small-messages scales the mean time of the timed small and large
+ *    operations by their counts (every operation is counted), and fits
+ *    alpha by least squares over the timed ones: fewer points, same
+ *    expectation. */
+static inline bool pc_timed(uint64_t k) {
+  return k < PC_TIME_ALL || (k - PC_TIME_ALL) * PC_WEYL < (UINT64_MAX / PC_TIME_EVERY) + 1;
+}
+
 /* Take a slot and record the start event on stream; -1 if not timed, -2
- * if sampled out. Every operation is timed until PC_TIME_ALL, then one in
- * PC_TIME_EVERY: the statistics that need counts (small-message share,
- * time per operation) extrapolate from the timed ones; the judged windows
- * and the latency/bandwidth fit only see fewer points. k: the operation's
- * number (c->started before it). */
+ * if sampled out (pc_timed). The statistics that need counts
+ * (small-message share, time per operation) extrapolate from the timed
+ * operations; the judged windows and the latency/bandwidth fit only see
+ * fewer points. k: the operation's number (c->started before it). */
 static int start_locked(pc_comm *c, void *stream, uint64_t k) {
-  if (k >= PC_TIME_ALL && k % PC_TIME_EVERY != 0) {
+  if (!pc_timed(k)) {
     if (c->smp.state == 0 && c->ops >= c->smp.next_at) {
       poll_locked(c);
       sample_start_locked(c, stream);
@@ -633,15 +675,15 @@ static int start_locked(pc_comm *c, void *stream, uint64_t k) {
 }
 
 /* The PRE of a logical operation on stream: start_locked under c->mu.
- * An operation that is sampled out while no overlap sample is due (7 in 8
- * after the first PC_TIME_ALL) has nothing to record or poll, and returns
+ * An operation that is sampled out while no overlap sample is due (15 in
+ * 16 after the first PC_TIME_ALL) has nothing to record or poll, and returns
  * without the lock: the mirrors say so (exact for a communicator used by
  * one thread at a time; under concurrent misuse a sample may start a few
  * operations late). */
 static int start_op(pc_comm *c, void *stream) {
   if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return -1;
   uint64_t k = atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
-  if (k >= PC_TIME_ALL && k % PC_TIME_EVERY != 0 &&
+  if (!pc_timed(k) &&
       atomic_load_explicit(&c->ops_pub, memory_order_relaxed) <
           atomic_load_explicit(&c->smp_due, memory_order_relaxed))
     return -2;
