@@ -107,6 +107,19 @@ typedef struct pc_judge {
   uint64_t bytes;              /* time and bytes */
 } pc_judge;
 
+/* What every successful logical operation adds, by whoever posted it
+ * (pc_comm.cnt): its (operation, size bucket) cell's operations and bytes,
+ * the small-message totals, and why it was not timed. Each copy has one
+ * writer at a time, which updates it with relaxed loads and stores (no
+ * read-modify-write, no lock); readers (the reports at exit, the overlap
+ * sample schedule) load it relaxed and add the copies up (fold_counts). */
+typedef struct pc_cnt {
+  _Atomic uint64_t ops, small_ops, small_bytes;
+  _Atomic uint64_t sampled_out;  /* not timed by choice (pc_timed) */
+  _Atomic uint64_t untimed;      /* not timed: no events, a capture, ... */
+  _Atomic uint64_t cell[A2A_PERF_OP__COUNT][A2A_PERF_NBUCKETS][2]; /* ops, bytes */
+} pc_cnt;
+
 typedef struct pc_meas {
   void *ev0, *ev1;
   int state;                   /* 0 free, 1 start recorded, 2 both recorded, 3 cancelled */
@@ -122,15 +135,25 @@ typedef struct pc_comm {
   bool can_measure;            /* events created, blocking communicator */
   pthread_mutex_t mu;
 
-  uint64_t ops, bytes, small_ops, small_bytes;
-  uint64_t measured, unmeasured;
+  /* The operation counts (pc_cnt): cnt[0] is written by the
+   * communicator's owner - the first thread whose operation on it was
+   * counted (owner = its thread index + 1) - with or without mu, cnt[1] by
+   * every other thread under mu. An operation that needs nothing else
+   * under mu (sampled out, no overlap sample of its own, not serialized)
+   * is counted by its owner without the lock: one writer per copy, so the
+   * counts stay exact even when threads take turns on a communicator or
+   * misuse it concurrently. */
+  pc_cnt cnt[2];
+  _Atomic uint32_t owner;
+  /* The report's view, summed from cnt at exit (fold_counts): */
+  uint64_t ops, bytes, small_ops, small_bytes, sampled_out, untimed;
+  uint64_t measured, unmeasured; /* unmeasured: harvests and end records that failed */
   _Atomic uint64_t started;    /* logical operations seen at PRE */
-  /* Lock-free mirrors for the PRE of an operation that is not timed (see
-   * start_op): ops, and the ops count at which an overlap sample is due
-   * (smp.next_at while no sample is in flight, else UINT64_MAX). Written
-   * under mu wherever their originals change. */
-  _Atomic uint64_t ops_pub, smp_due;
-  uint64_t sampled_out;        /* not timed by choice (PC_TIME_EVERY) */
+  /* The ops count at which an overlap sample is due (smp.next_at while no
+   * sample is in flight, else UINT64_MAX), for the lock-free PRE of an
+   * operation that is not timed (start_op). Written under mu wherever
+   * smp.state or smp.next_at change. */
+  _Atomic uint64_t smp_due;
   double time_s, small_time_s;
   uint64_t small_measured;
   double min_small_s;          /* fastest small operation */
@@ -332,19 +355,92 @@ static void comm_create(const a2a_event *ev) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Accounting (c->mu held). */
+/* Accounting. */
 
-static void account_op(pc_comm *c, int op, uint64_t bytes) {
+/* What start_op decided at an operation's PRE: a ring slot (>= 0, timed),
+ * or one of these. The _FAST ones were decided without c->mu, which also
+ * means that the PRE started no overlap sample: if nothing else needs the
+ * lock, the POST counts the operation without it (count_fast). */
+enum {
+  PC_UNTIMED = -1,       /* not timed: no events, ring full, a capture */
+  PC_SAMPLED = -2,       /* sampled out (pc_timed), under c->mu */
+  PC_SAMPLED_FAST = -3,  /* sampled out, no sample due, decided lock-free */
+  PC_UNTIMED_FAST = -4,  /* cannot time (no events, a capture), lock-free */
+};
+
+/* One writer per field (pc_cnt): a relaxed load and store, never a locked
+ * read-modify-write. */
+#define PC_ADD(f, v) \
+  atomic_store_explicit(&(f), atomic_load_explicit(&(f), memory_order_relaxed) + (v), \
+                        memory_order_relaxed)
+#define PC_LOAD(f) atomic_load_explicit(&(f), memory_order_relaxed)
+
+/* Count one successful operation into n (its single writer: see pc_cnt). */
+static inline void count_op(pc_cnt *n, int op, uint64_t bytes, int slot) {
   int b = a2a_perf_bucket(bytes);
-  c->ops++;
-  atomic_store_explicit(&c->ops_pub, c->ops, memory_order_relaxed);
-  c->bytes += bytes;
-  c->hist[b]++;
-  c->st[op][b].ops++;
-  c->st[op][b].bytes += bytes;
+  PC_ADD(n->ops, 1);
+  PC_ADD(n->cell[op][b][0], 1);
+  PC_ADD(n->cell[op][b][1], bytes);
   if (bytes < a2a_perf_small_msg()) {
-    c->small_ops++;
-    c->small_bytes += bytes;
+    PC_ADD(n->small_ops, 1);
+    PC_ADD(n->small_bytes, bytes);
+  }
+  if (slot == PC_SAMPLED || slot == PC_SAMPLED_FAST) PC_ADD(n->sampled_out, 1);
+  else if (slot == PC_UNTIMED || slot == PC_UNTIMED_FAST) PC_ADD(n->untimed, 1);
+}
+
+/* The operations counted so far (the overlap sample schedule's clock). */
+static inline uint64_t pc_ops(const pc_comm *c) {
+  return PC_LOAD(c->cnt[0].ops) + PC_LOAD(c->cnt[1].ops);
+}
+
+/* The copy of the counts the posting thread writes: cnt[0] when it owns
+ * the communicator (claimed by the first thread that counts on it), else
+ * NULL: cnt[1], under c->mu. */
+static inline pc_cnt *own_counts(pc_comm *c, uint32_t thread) {
+  uint32_t me = thread + 1, o = atomic_load_explicit(&c->owner, memory_order_relaxed);
+  if (o == 0 && atomic_compare_exchange_strong(&c->owner, &o, me)) o = me;
+  return o == me ? &c->cnt[0] : NULL;
+}
+
+/* The count of an operation under c->mu, by its owner or anyone else. */
+static void count_locked(pc_comm *c, uint32_t thread, int op, uint64_t bytes, int slot) {
+  pc_cnt *n = own_counts(c, thread);
+  count_op(n ? n : &c->cnt[1], op, bytes, slot);
+}
+
+/* The POST of an operation whose PRE decided lock-free that it is not
+ * timed (PC_*_FAST: no slot, no overlap sample of its own) and that is not
+ * serialized (count_serialized_locked): counted without c->mu by the
+ * owner. False when the caller must take the lock. */
+static inline bool count_fast(pc_comm *c, uint32_t thread, int op, uint64_t bytes, int slot,
+                              bool serialized) {
+  if ((slot != PC_SAMPLED_FAST && slot != PC_UNTIMED_FAST) || serialized) return false;
+  pc_cnt *n = own_counts(c, thread);
+  if (!n) return false;
+  count_op(n, op, bytes, slot);
+  return true;
+}
+
+/* The report's totals from both copies of the counts (c->mu held, at
+ * exit; an owner still posting adds to cnt[0] meanwhile, which the next
+ * fold would see). */
+static void fold_counts(pc_comm *c) {
+  c->ops = c->bytes = c->small_ops = c->small_bytes = c->sampled_out = c->untimed = 0;
+  memset(c->hist, 0, sizeof c->hist);
+  for (int op = 0; op < A2A_PERF_OP__COUNT; op++)
+    for (int b = 0; b < A2A_PERF_NBUCKETS; b++) {
+      c->st[op][b].ops = PC_LOAD(c->cnt[0].cell[op][b][0]) + PC_LOAD(c->cnt[1].cell[op][b][0]);
+      c->st[op][b].bytes = PC_LOAD(c->cnt[0].cell[op][b][1]) + PC_LOAD(c->cnt[1].cell[op][b][1]);
+      c->hist[b] += c->st[op][b].ops;
+      c->bytes += c->st[op][b].bytes;
+    }
+  for (int k = 0; k < 2; k++) {
+    c->ops += PC_LOAD(c->cnt[k].ops);
+    c->small_ops += PC_LOAD(c->cnt[k].small_ops);
+    c->small_bytes += PC_LOAD(c->cnt[k].small_bytes);
+    c->sampled_out += PC_LOAD(c->cnt[k].sampled_out);
+    c->untimed += PC_LOAD(c->cnt[k].untimed);
   }
 }
 
@@ -470,7 +566,7 @@ static void smp_publish(pc_comm *c) {
 static void sample_reset(pc_comm *c) {
   c->smp.state = 0;
   c->smp.nwin = 0;
-  uint64_t ops = c->ops, gap = PC_SAMPLE_EVERY;
+  uint64_t ops = pc_ops(c), gap = PC_SAMPLE_EVERY;
   if (ops >= PC_TIME_ALL) {
     const uint64_t mean = PC_SAMPLE_EVERY * PC_TIME_EVERY; /* a power of two */
     gap = mean / 2 + ((ops * PC_WEYL) >> (64 - __builtin_ctzll(mean)));
@@ -481,7 +577,7 @@ static void sample_reset(pc_comm *c) {
 
 /* Called with c->mu held at the start of a logical operation on stream. */
 static void sample_start_locked(pc_comm *c, void *stream) {
-  if (c->smp.state != 0 || c->ops < c->smp.next_at || !c->can_measure) return;
+  if (c->smp.state != 0 || pc_ops(c) < c->smp.next_at || !c->can_measure) return;
   if (a2a_hostsvc->event_record(c->smp.ev0, stream) != 0) return;
   c->smp.state = 1;
   c->smp.stream = stream;
@@ -657,18 +753,18 @@ static inline bool pc_timed(uint64_t k) {
  * fewer points. k: the operation's number (c->started before it). */
 static int start_locked(pc_comm *c, void *stream, uint64_t k) {
   if (!pc_timed(k)) {
-    if (c->smp.state == 0 && c->ops >= c->smp.next_at) {
+    if (c->smp.state == 0 && pc_ops(c) >= c->smp.next_at) {
       poll_locked(c);
       sample_start_locked(c, stream);
     }
-    return -2;
+    return PC_SAMPLED;
   }
   poll_locked(c);
   sample_start_locked(c, stream);
-  if (c->head - c->tail >= PC_RING) return -1;
+  if (c->head - c->tail >= PC_RING) return PC_UNTIMED;
   int slot = (int)(c->head % PC_RING);
   pc_meas *m = &c->ring[slot];
-  if (a2a_hostsvc->event_record(m->ev0, stream) != 0) return -1;
+  if (a2a_hostsvc->event_record(m->ev0, stream) != 0) return PC_UNTIMED;
   m->state = 1;
   c->head++;
   return slot;
@@ -676,30 +772,28 @@ static int start_locked(pc_comm *c, void *stream, uint64_t k) {
 
 /* The PRE of a logical operation on stream: start_locked under c->mu.
  * An operation that is sampled out while no overlap sample is due (15 in
- * 16 after the first PC_TIME_ALL) has nothing to record or poll, and returns
- * without the lock: the mirrors say so (exact for a communicator used by
- * one thread at a time; under concurrent misuse a sample may start a few
+ * 16 after the first PC_TIME_ALL), or that cannot be timed at all, has
+ * nothing to record or poll, and returns without the lock (PC_*_FAST):
+ * the counts and smp_due say so (exact for a communicator used by one
+ * thread at a time; under concurrent misuse a sample may start a few
  * operations late). */
 static int start_op(pc_comm *c, void *stream) {
-  if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return -1;
+  if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0)
+    return PC_UNTIMED_FAST;
   uint64_t k = atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
-  if (!pc_timed(k) &&
-      atomic_load_explicit(&c->ops_pub, memory_order_relaxed) <
-          atomic_load_explicit(&c->smp_due, memory_order_relaxed))
-    return -2;
+  if (!pc_timed(k) && pc_ops(c) < atomic_load_explicit(&c->smp_due, memory_order_relaxed))
+    return PC_SAMPLED_FAST;
   pthread_mutex_lock(&c->mu);
   int slot = start_locked(c, stream, k);
   pthread_mutex_unlock(&c->mu);
   return slot;
 }
 
-/* Record the end event for a started slot, or cancel it (ok false). */
+/* Record the end event for a started slot, or cancel it (ok false).
+ * (Operations without a slot are counted as sampled out or untimed by
+ * count_op.) */
 static void finish_locked(pc_comm *c, int slot, void *stream, bool ok, int op, uint64_t bytes) {
-  if (slot < 0) {
-    if (ok && slot == -2) c->sampled_out++;
-    else if (ok) c->unmeasured++;
-    return;
-  }
+  if (slot < 0) return;
   pc_meas *m = &c->ring[slot];
   if (ok && atomic_load_explicit(&g_captures, memory_order_relaxed) == 0 &&
       a2a_hostsvc->event_record(m->ev1, stream) == 0) {
@@ -842,7 +936,7 @@ static pc_gacc *gacc_for(pc_tls *t, pc_comm *c) {
   pc_gacc *g = &t->g[t->ng++];
   memset(g, 0, sizeof *g);
   g->c = c;
-  g->slot = -1;
+  g->slot = PC_UNTIMED;
   return g;
 }
 
@@ -909,9 +1003,9 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
     if (ev->result == 0) group_add(t, c, ev);
     return;
   }
-  int slot = t->single_c == c ? t->single_slot : -1;
+  int slot = t->single_c == c ? t->single_slot : PC_UNTIMED;
   t->single_c = NULL;
-  t->single_slot = -1;
+  t->single_slot = PC_UNTIMED;
   int op;
   uint64_t bytes;
   if (ev->kind == A2A_EV_COLL) {
@@ -924,12 +1018,14 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
   /* NCCL drops zero-byte collectives; a zero-byte p2p moves nothing. */
   bool ok = ev->result == 0 && bytes > 0;
   bool serialized = ok && op_serialized(t, s);
-  pthread_mutex_lock(&c->mu);
-  finish_locked(c, slot, s, ok, op, bytes);
-  sample_finish_locked(t, c, s, ok);
-  if (ok) account_op(c, op, bytes);
-  count_serialized_locked(c, serialized, ev->callsite);
-  pthread_mutex_unlock(&c->mu);
+  if (!ok || !count_fast(c, ev->thread, op, bytes, slot, serialized)) {
+    pthread_mutex_lock(&c->mu);
+    finish_locked(c, slot, s, ok, op, bytes);
+    sample_finish_locked(t, c, s, ok);
+    if (ok) count_locked(c, ev->thread, op, bytes, slot);
+    count_serialized_locked(c, serialized, ev->callsite);
+    pthread_mutex_unlock(&c->mu);
+  }
   if (ok) after_op(t, c, s, bytes, ev->callsite);
 }
 
@@ -955,12 +1051,14 @@ static void on_group_end(pc_tls *t, const a2a_event *ev) {
     group_classify(g, g->c->nranks, &op, &bytes);
     bool ok = ev->result == 0 && !simulate && bytes > 0;
     bool serialized = ok && op_serialized(t, g->stream);
-    pthread_mutex_lock(&g->c->mu);
-    finish_locked(g->c, g->slot, g->stream, ok, op, bytes);
-    sample_finish_locked(t, g->c, g->stream, ok);
-    if (ok) account_op(g->c, op, bytes);
-    count_serialized_locked(g->c, serialized, g->site);
-    pthread_mutex_unlock(&g->c->mu);
+    if (!ok || !count_fast(g->c, ev->thread, op, bytes, g->slot, serialized)) {
+      pthread_mutex_lock(&g->c->mu);
+      finish_locked(g->c, g->slot, g->stream, ok, op, bytes);
+      sample_finish_locked(t, g->c, g->stream, ok);
+      if (ok) count_locked(g->c, ev->thread, op, bytes, g->slot);
+      count_serialized_locked(g->c, serialized, g->site);
+      pthread_mutex_unlock(&g->c->mu);
+    }
     if (ok) after_op(t, g->c, g->stream, bytes, g->site);
   }
   t->ng = 0;
@@ -1358,7 +1456,7 @@ static void report_summary(const pc_comm *c) {
   a2a_json_uint(&j, "bytes", c->bytes);
   a2a_json_uint(&j, "small_ops", c->small_ops);
   a2a_json_uint(&j, "measured_ops", c->measured);
-  a2a_json_uint(&j, "unmeasured_ops", c->unmeasured + (c->head - c->tail));
+  a2a_json_uint(&j, "unmeasured_ops", c->unmeasured + c->untimed + (c->head - c->tail));
   if (c->sampled_out) a2a_json_uint(&j, "sampled_out_ops", c->sampled_out);
   if (c->unjudged) a2a_json_uint(&j, "unjudged_ops", c->unjudged);
   a2a_json_dbl(&j, "time_s", c->time_s);
@@ -1436,6 +1534,7 @@ static void perf_comm_fini(void) {
     if (c->inherited) continue;
     pthread_mutex_lock(&c->mu);
     poll_locked(c);
+    fold_counts(c);
     pthread_mutex_unlock(&c->mu);
     report_small(c);
     report_lowbw(c);

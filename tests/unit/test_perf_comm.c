@@ -710,8 +710,9 @@ END_TEST
 /* The timing and overlap sampling policy past the first 64 operations
  * (one in 16 timed, chosen by perf_comm.c's pc_timed; an overlap sample
  * about every 64): start_op decides sampled-out operations without the
- * communicator's lock when no overlap sample is due. The counts here are
- * those of the same policy with that fast path switched off: measured
+ * communicator's lock when no overlap sample is due, and their POST counts
+ * them without it. The counts here are those of the same policy with both
+ * fast paths switched off (every PRE and POST under the lock): measured
  * ops, unmeasured ops, overlap samples, for lone operations and groups,
  * with events completing at once or only at the occasional
  * synchronization. 656 operations: 64 + 37 of the next 592 are timed. */
@@ -806,6 +807,37 @@ START_TEST(sampling_does_not_alias_with_the_step) {
 }
 END_TEST
 
+/* The owner of a communicator (the first thread that posts on it) counts
+ * its sampled-out operations without the lock, any other thread under it
+ * into a second copy: with two threads taking turns every operation is
+ * counted once, timed, sampled out or unmeasured. */
+START_TEST(counts_are_exact_across_threads) {
+  comm_init(COMM, 4);
+  for (int i = 0; i < 300; i++) {
+    a2a_event op = coll(A2A_COLL_ALLTOALL, (1u << 20) / 4, NCCL_INT8, S1);
+    op.thread = i % 3 == 0 ? 2 : 1;
+    ev_dispatch(&op, 0);
+    if (i % 10 == 9) {
+      for (size_t e = 0; e < collector_event_count(); e++)
+        collector_event_complete(collector_event_at(e), now + e * 1000);
+      now += 1000000;
+      simple(A2A_EV_DEVICE_SYNC, NULL);
+    }
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "ops"), 300);
+  ck_assert_int_eq((int)details_num(sum, "bytes"), 300 << 20);
+  ck_assert_int_eq((int)bucket_num(sum, 1u << 20, "ops"), 300);
+  int measured = (int)details_num(sum, "measured_ops");
+  int unmeasured = (int)details_num(sum, "unmeasured_ops");
+  int sampled = (int)details_num(sum, "sampled_out_ops");
+  ck_assert_int_eq(measured + unmeasured + sampled, 300);
+  ck_assert_int_gt(sampled, 200);
+}
+END_TEST
+
 START_TEST(graph_capture_is_not_timed) {
   comm_init(COMM, 4);
   size_t before = collector_event_count();
@@ -834,6 +866,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_add_test(tc, busbw_and_low_bandwidth_against_best);
   tcase_add_test(tc, sampling_does_not_alias_with_the_step);
+  tcase_add_test(tc, counts_are_exact_across_threads);
   tcase_add_test(tc, steady_bandwidth_is_quiet);
   tcase_add_test(tc, warmup_outlier_is_not_judged);
   tcase_add_test(tc, below_expected_busbw);
