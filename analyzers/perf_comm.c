@@ -198,7 +198,6 @@ static _Atomic(pc_comm *) g_table[PC_TABLE];
 static pthread_mutex_t g_create_mu = PTHREAD_MUTEX_INITIALIZER; /* creation only */
 static atomic_uint g_gen = 1;      /* bumps on (re)init: invalidates TLS */
 static atomic_int g_captures;      /* graph captures in progress */
-static atomic_ullong g_ops_total;
 static atomic_bool g_full_warned;  /* PC_MAX_COMMS exceeded */
 static atomic_uint g_table_ver;    /* bumps on every insertion into g_table */
 
@@ -250,7 +249,6 @@ static pc_tls *tls(void) {
   return &t_pc;
 }
 
-uint64_t a2a_perf_ops_total(void) { return atomic_load(&g_ops_total); }
 uint64_t a2a_perf_ops_thread(void) { return tls()->ops; }
 
 /* ------------------------------------------------------------------ */
@@ -392,6 +390,18 @@ static inline void count_op(pc_cnt *n, int op, uint64_t bytes, int slot) {
 /* The operations counted so far (the overlap sample schedule's clock). */
 static inline uint64_t pc_ops(const pc_comm *c) {
   return PC_LOAD(c->cnt[0].ops) + PC_LOAD(c->cnt[1].ops);
+}
+
+/* Every communicator's operations (perf_stream's reports): the sum of
+ * their counts, so that no operation writes a process-wide counter (a
+ * cache line every posting thread would share). A forked child's
+ * inherited communicators are its parent's. */
+uint64_t a2a_perf_ops_total(void) {
+  uint64_t n = 0;
+  int k = atomic_load(&g_ncomms);
+  for (int i = 0; i < k; i++)
+    if (!g_comms[i]->inherited) n += pc_ops(g_comms[i]);
+  return n;
 }
 
 /* The copy of the counts the posting thread writes: cnt[0] when it owns
@@ -894,7 +904,6 @@ static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const 
   t->armed_stream = stream;
   t->armed_event = NULL;
   t->ops++;
-  atomic_fetch_add_explicit(&g_ops_total, 1, memory_order_relaxed);
 }
 
 static void note_blocked(pc_tls *t, const a2a_event *ev) {
@@ -985,20 +994,20 @@ static void group_classify(const pc_gacc *g, int nranks, int *op, uint64_t *byte
 }
 
 static void on_comm_op(pc_tls *t, const a2a_event *ev) {
-  /* The POST of a lone operation: the communicator its PRE looked up. */
-  pc_comm *c = ev->phase == A2A_POST && t->single_c && t->single_c->handle == ev->comm
-                   ? t->single_c
-                   : lookup_cached(t, ev->comm);
-  if (!c) return;
-  void *s = a2a_perf_skey(ev->stream, ev->per_thread);
+  pc_comm *c;
   if (ev->phase == A2A_PRE) {
+    if (!(c = lookup_cached(t, ev->comm))) return;
     t->armed_c = NULL;
     sample_epoch_end(t);
     if (t->depth > 0) return;
-    t->single_slot = start_op(c, s);
+    t->single_slot = start_op(c, a2a_perf_skey(ev->stream, ev->per_thread));
     t->single_c = c;
     return;
   }
+  /* The POST of a lone operation: the communicator its PRE looked up. */
+  c = t->single_c && t->single_c->handle == ev->comm ? t->single_c : lookup_cached(t, ev->comm);
+  if (!c) return;
+  void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   if (t->depth > 0) {
     if (ev->result == 0) group_add(t, c, ev);
     return;
@@ -1065,6 +1074,15 @@ static void on_group_end(pc_tls *t, const a2a_event *ev) {
   t->g_overflow = false;
 }
 
+static void on_group_start(pc_tls *t, const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) {
+    if (t->depth == 0) { t->ng = 0; t->g_overflow = false; }
+    t->depth++;
+  } else if (ev->result != 0 && t->depth > 0) {
+    t->depth--;
+  }
+}
+
 static void poll_comm(pc_comm *c) {
   if (!c) return;
   pthread_mutex_lock(&c->mu);
@@ -1123,6 +1141,9 @@ static void perf_comm_on_event(const a2a_event *ev) {
   case A2A_EV_P2P:
     on_comm_op(tls(), ev);
     return;
+  case A2A_EV_GROUP_START:
+    on_group_start(tls(), ev);
+    return;
   case A2A_EV_GROUP_END:
     on_group_end(tls(), ev);
     return;
@@ -1146,12 +1167,7 @@ static void pc_other(const a2a_event *ev) {
     on_comm_op(t, ev);
     break;
   case A2A_EV_GROUP_START:
-    if (ev->phase == A2A_PRE) {
-      if (t->depth == 0) { t->ng = 0; t->g_overflow = false; }
-      t->depth++;
-    } else if (ev->result != 0 && t->depth > 0) {
-      t->depth--;
-    }
+    on_group_start(t, ev);
     break;
   case A2A_EV_GROUP_END:
     on_group_end(t, ev);
@@ -1558,7 +1574,6 @@ static int perf_comm_init(void) {
   }
   atomic_store(&g_ncomms, 0);
   atomic_store(&g_captures, 0);
-  atomic_store(&g_ops_total, 0);
   atomic_store(&g_full_warned, false);
   atomic_fetch_add(&g_gen, 1);
   pthread_mutex_unlock(&g_create_mu);
@@ -1586,7 +1601,6 @@ static void perf_comm_after_fork_child(void) {
   }
   pthread_mutex_init(&g_create_mu, NULL);
   atomic_store(&g_captures, 0);
-  atomic_store(&g_ops_total, 0);
   atomic_fetch_add(&g_gen, 1);
 }
 
