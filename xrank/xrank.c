@@ -119,7 +119,9 @@ static bool backpressure(cell *c, size_t pos) {
  * caller does nothing there but fill it. */
 typedef struct push_tok { cell *c; size_t pos; } push_tok;
 
-static xr_rec *push_begin(push_tok *tok) {
+/* push_begin's general case: the ring not allocated yet, the cell still
+ * taken (full: backpressure), another producer's claim in between. */
+__attribute__((noinline)) static xr_rec *push_begin_slow(push_tok *tok) {
   /* The ring is allocated on the first communicator, off the hot path. */
   if (!atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
     pthread_once(&g_ring_once, ring_alloc);
@@ -149,7 +151,24 @@ static xr_rec *push_begin(push_tok *tok) {
   }
 }
 
-static void push_end(const push_tok *tok) {
+/* The common case inline: the next cell is free and no other producer
+ * claims it first. */
+static inline xr_rec *push_begin(push_tok *tok) {
+  if (atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
+    size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
+    cell *c = &g_ring[pos & g_mask];
+    if (atomic_load_explicit(&c->seq, memory_order_acquire) == pos &&
+        atomic_compare_exchange_weak_explicit(&g_enq, &pos, pos + 1, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      tok->c = c;
+      tok->pos = pos;
+      return &c->rec;
+    }
+  }
+  return push_begin_slow(tok);
+}
+
+static inline void push_end(const push_tok *tok) {
   atomic_store_explicit(&tok->c->seq, tok->pos + 1, memory_order_release);
   if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) {
     atomic_store(&g_thread_requested, 1);
@@ -676,7 +695,8 @@ typedef struct unit_close {
 
 /* Close a unit into the thread's run for its stream (fills u's run and
  * gen); false when it must get its own event now. */
-static bool defer_unit(uint32_t thread, uint64_t stream, int device, unit_close *u) {
+__attribute__((noinline)) static bool defer_unit(uint32_t thread, uint64_t stream, int device,
+                                                 unit_close *u) {
   tslot *t = slot(thread);
   if (!t) return false;
   if (stream == 0 || stream == 2 || atomic_load_explicit(&g_capturing, memory_order_relaxed)) {
@@ -715,9 +735,25 @@ static bool defer_unit(uint32_t thread, uint64_t stream, int device, unit_close 
 
 /* Decide how the unit the thread just posted on stream is closed: in its
  * marker run, or with an event recorded now (after the real call). */
-static void close_prep(uint32_t thread, uint64_t stream, void *rawstream, int device,
-                       unit_close *u) {
+static inline void close_prep(uint32_t thread, uint64_t stream, void *rawstream, int device,
+                              unit_close *u) {
   *u = (unit_close){.device = (int16_t)(device < 0 ? 0 : device)};
+  /* Back-to-back units on one stream: the thread's newest run is this
+   * stream's (runs are unique per stream and device), nothing was
+   * destroyed and no capture began since - exactly defer_unit's outcome,
+   * without its search. */
+  tslot *t = slot(thread);
+  if (t && t->ndfr > 0 && stream != 0 && stream != 2) {
+    const struct dfr *d = &t->dfr[t->ndfr - 1];
+    if (d->stream == stream && d->device == device &&
+        !atomic_load_explicit(&g_capturing, memory_order_relaxed) &&
+        atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) == d->gen) {
+      u->run = d->run;
+      u->gen = d->gen;
+      u->deferred = 1;
+      return;
+    }
+  }
   if (defer_unit(thread, stream, device, u)) return;
   void *ev = event_get(device);
   if (ev && a2a_hostsvc->event_record(ev, rawstream) != 0) {
