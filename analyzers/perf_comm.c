@@ -993,25 +993,31 @@ static void group_classify(const pc_gacc *g, int nranks, int *op, uint64_t *byte
   }
 }
 
-static void on_comm_op(pc_tls *t, const a2a_event *ev) {
-  pc_comm *c;
-  if (ev->phase == A2A_PRE) {
-    if (!(c = lookup_cached(t, ev->comm))) return;
-    t->armed_c = NULL;
-    sample_epoch_end(t);
-    if (t->depth > 0) return;
-    t->single_slot = start_op(c, a2a_perf_skey(ev->stream, ev->per_thread));
-    t->single_c = c;
-    return;
-  }
-  /* The POST of a lone operation: the communicator its PRE looked up. */
-  c = t->single_c && t->single_c->handle == ev->comm ? t->single_c : lookup_cached(t, ev->comm);
+/* A collective or p2p call, PRE: the start of a lone operation (its
+ * timing decision); inside a group only the overlap window ends. Its own
+ * function: the POST's larger frame is not paid here. */
+__attribute__((noinline)) static void on_comm_pre(pc_tls *t, const a2a_event *ev) {
+  pc_comm *c = lookup_cached(t, ev->comm);
   if (!c) return;
-  void *s = a2a_perf_skey(ev->stream, ev->per_thread);
+  t->armed_c = NULL;
+  sample_epoch_end(t);
+  if (t->depth > 0) return;
+  t->single_slot = start_op(c, a2a_perf_skey(ev->stream, ev->per_thread));
+  t->single_c = c;
+}
+
+/* POST: a grouped call joins its communicator's share of the group; a
+ * lone one is finished and counted. */
+__attribute__((noinline)) static void on_comm_post(pc_tls *t, const a2a_event *ev) {
+  /* The POST of a lone operation: the communicator its PRE looked up. */
+  pc_comm *c =
+      t->single_c && t->single_c->handle == ev->comm ? t->single_c : lookup_cached(t, ev->comm);
+  if (!c) return;
   if (t->depth > 0) {
     if (ev->result == 0) group_add(t, c, ev);
     return;
   }
+  void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   int slot = t->single_c == c ? t->single_slot : PC_UNTIMED;
   t->single_c = NULL;
   t->single_slot = PC_UNTIMED;
@@ -1036,6 +1042,11 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
     pthread_mutex_unlock(&c->mu);
   }
   if (ok) after_op(t, c, s, bytes, ev->callsite);
+}
+
+static inline void on_comm_op(pc_tls *t, const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) on_comm_pre(t, ev);
+  else on_comm_post(t, ev);
 }
 
 static void on_group_end(pc_tls *t, const a2a_event *ev) {
@@ -1115,10 +1126,17 @@ __attribute__((noinline)) static void pc_other(const a2a_event *ev);
  * open); asynchronous copies (PRE: they end the armed window). */
 static void perf_comm_on_event(const a2a_event *ev) {
   pc_tls *t;
-  switch (ev->kind) {
-  case A2A_EV_LAUNCH:
+  a2a_kind k = ev->kind;
+  if (k == A2A_EV_LAUNCH) {
     pc_launch(ev);
     return;
+  }
+  /* The NCCL hot kinds, before the switch (a compare chain). */
+  if (k == A2A_EV_COLL || k == A2A_EV_P2P) {
+    on_comm_op(tls(), ev);
+    return;
+  }
+  switch (k) {
   case A2A_EV_EVENT_RECORD:
     t = tls();
     if (ev->phase == A2A_POST && t->armed_c &&
@@ -1136,11 +1154,7 @@ static void perf_comm_on_event(const a2a_event *ev) {
       return;
     }
     break;
-  /* The NCCL hot kinds, past pc_other's switch over every kind. */
-  case A2A_EV_COLL:
-  case A2A_EV_P2P:
-    on_comm_op(tls(), ev);
-    return;
+  /* The group kinds, past pc_other's switch over every kind. */
   case A2A_EV_GROUP_START:
     on_group_start(tls(), ev);
     return;
