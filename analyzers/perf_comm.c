@@ -745,9 +745,10 @@ static void poll_locked(pc_comm *c) {
  *    cell by their median (pc_judge): a window spans ~PC_WIN *
  *    PC_TIME_EVERY operations of the cell instead of PC_WIN, and a slowdown
  *    that lasts for more than half the run is still more than half of the
- *    windows; the check needs 2 complete windows (A2ACHECK_PERF_MIN_OPS),
- *    which a cell gets within its first PC_TIME_ALL operations or after
- *    about 2 * PC_WIN * PC_TIME_EVERY more;
+ *    windows; the check needs 2 complete windows (A2ACHECK_PERF_MIN_OPS)
+ *    and the warm-up operation, which a cell gets within its share of the
+ *    first PC_TIME_ALL operations or after about (2 * PC_WIN + 1) *
+ *    PC_TIME_EVERY more of its operations;
  *  - perf.small-messages scales the mean time of the timed small and large
  *    operations by their counts (every operation is counted), and fits
  *    alpha by least squares over the timed ones: fewer points, same

@@ -554,7 +554,8 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
  * on that stream, so one marker after the last unit of such a run tells
  * when the run is complete:
  *  - a unit on an explicit stream is closed "deferred" (UNIT_END with
- *    u.unit.deferred) into the thread's run for that stream (one run per
+ *    u.unit.deferred, or a lone operation's OP_UNIT with u.opu.deferred)
+ *    into the thread's run for that stream (one run per
  *    stream, at most 8 streams; a ninth records the oldest run's marker);
  *  - at the PRE of the thread's next call of any other kind (the
  *    dispatcher's flush hook: a synchronization, a query, a launch, an
