@@ -834,8 +834,15 @@ static void note_launch(pc_tls *t, void *s) {
   }
 }
 
-static void check_priority(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
-  if (c->nranks < 2 || bytes < (1ULL << 20) || bytes > 100ULL * (1ULL << 20)) return;
+/* Whether check_priority has anything to judge: mid-size communication
+ * (1-100 MiB) on a communicator of 2 ranks or more, and compute launched
+ * since the previous operation (inline: most operations stop here). */
+static inline bool priority_applies(const pc_tls *t, const pc_comm *c, uint64_t bytes) {
+  return t->nls > 0 && c->nranks >= 2 && bytes >= (1ULL << 20) && bytes <= 100ULL * (1ULL << 20);
+}
+
+__attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void *stream,
+                                                     uint64_t bytes, const void *site) {
   if (!a2a_check_on(A2A_CK_PERF_STREAM_PRIORITY)) return;
   int pc = a2a_perf_stream_priority(stream);
   /* Only communication at the default (lowest) priority is judged: CUDA
@@ -898,7 +905,7 @@ static void count_serialized_locked(pc_comm *c, bool serialized, const void *sit
  * priority looks at the launches since the previous one, then they are
  * reset. */
 static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
-  check_priority(t, c, stream, bytes, site);
+  if (priority_applies(t, c, bytes)) check_priority(t, c, stream, bytes, site);
   t->nls = 0;
   t->ls_lost = 0;
   t->armed_c = c;
