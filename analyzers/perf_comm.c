@@ -25,10 +25,14 @@
  * pending at exit, that ran while a graph was being captured (recording or
  * querying then would join or break the capture), on non-blocking
  * communicators (their work may be enqueued after ncclGroupEnd returns), or
- * that found all PC_RING slots busy are counted but not timed.
+ * that found all PC_RING slots busy are counted but not timed; so are, by
+ * choice, all but one in PC_TIME_EVERY after a communicator's first
+ * PC_TIME_ALL (pc_timed: an unbiased sample of every size bucket).
  *
  * Concurrency: per-communicator state is guarded by the communicator's own
- * mutex (never a global lock on the hot path); the handle table is
+ * mutex (never a global lock on the hot path), except the operation counts,
+ * which the communicator's owner thread writes without it (pc_cnt) - an
+ * operation that is not timed takes no lock at all; the handle table is
  * lock-free for lookups; group state and the no-overlap tracker are
  * thread-local. Nothing here allocates after the communicator was created.
  */
