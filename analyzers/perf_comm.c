@@ -25,10 +25,14 @@
  * pending at exit, that ran while a graph was being captured (recording or
  * querying then would join or break the capture), on non-blocking
  * communicators (their work may be enqueued after ncclGroupEnd returns), or
- * that found all PC_RING slots busy are counted but not timed.
+ * that found all PC_RING slots busy are counted but not timed; so are, by
+ * choice, all but one in PC_TIME_EVERY after a communicator's first
+ * PC_TIME_ALL (pc_timed: an unbiased sample of every size bucket).
  *
  * Concurrency: per-communicator state is guarded by the communicator's own
- * mutex (never a global lock on the hot path); the handle table is
+ * mutex (never a global lock on the hot path), except the operation counts,
+ * which the communicator's owner thread writes without it (pc_cnt) - an
+ * operation that is not timed takes no lock at all; the handle table is
  * lock-free for lookups; group state and the no-overlap tracker are
  * thread-local. Nothing here allocates after the communicator was created.
  */
@@ -51,12 +55,15 @@
 #define PC_MAX_LOWBW_REPORTS 8 /* perf.low-bandwidth findings per communicator */
 #define PC_WINS 8              /* compute windows per overlap sample */
 #define PC_SAMPLE_EVERY 4      /* an overlap sample every this many operations */
-#define PC_TIME_ALL 256        /* a communicator's first operations: all timed */
-#define PC_TIME_EVERY 8        /* after those, one operation in this many is
-                                  timed and one overlap sample is taken every
-                                  PC_SAMPLE_EVERY * PC_TIME_EVERY operations
-                                  (two event records and a poll cost more
-                                  than the rest of the analyzer per call) */
+#define PC_TIME_ALL 64         /* a communicator's first operations: all timed */
+#define PC_TIME_EVERY 16       /* after those, one operation in this many is
+                                  timed (chosen by pc_timed, not by a fixed
+                                  stride) and an overlap sample is taken
+                                  about every PC_SAMPLE_EVERY * PC_TIME_EVERY
+                                  operations (two event records and a poll
+                                  cost several times the rest of the
+                                  analyzer per call) */
+#define PC_WEYL 0x9E3779B97F4A7C15ull /* 2^64 / golden ratio (pc_timed) */
 #define PC_JUDGE 8             /* (operation, size bucket) cells judged for
                                   perf.low-bandwidth per communicator */
 #define PC_WIN 8               /* operations per window (see pc_judge) */
@@ -104,6 +111,19 @@ typedef struct pc_judge {
   uint64_t bytes;              /* time and bytes */
 } pc_judge;
 
+/* What every successful logical operation adds, by whoever posted it
+ * (pc_comm.cnt): its (operation, size bucket) cell's operations and bytes,
+ * the small-message totals, and why it was not timed. Each copy has one
+ * writer at a time, which updates it with relaxed loads and stores (no
+ * read-modify-write, no lock); readers (the reports at exit, the overlap
+ * sample schedule) load it relaxed and add the copies up (fold_counts). */
+typedef struct pc_cnt {
+  _Atomic uint64_t ops, small_ops, small_bytes;
+  _Atomic uint64_t sampled_out;  /* not timed by choice (pc_timed) */
+  _Atomic uint64_t untimed;      /* not timed: no events, a capture, ... */
+  _Atomic uint64_t cell[A2A_PERF_OP__COUNT][A2A_PERF_NBUCKETS][2]; /* ops, bytes */
+} pc_cnt;
+
 typedef struct pc_meas {
   void *ev0, *ev1;
   int state;                   /* 0 free, 1 start recorded, 2 both recorded, 3 cancelled */
@@ -119,15 +139,25 @@ typedef struct pc_comm {
   bool can_measure;            /* events created, blocking communicator */
   pthread_mutex_t mu;
 
-  uint64_t ops, bytes, small_ops, small_bytes;
-  uint64_t measured, unmeasured;
+  /* The operation counts (pc_cnt): cnt[0] is written by the
+   * communicator's owner - the first thread whose operation on it was
+   * counted (owner = its thread index + 1) - with or without mu, cnt[1] by
+   * every other thread under mu. An operation that needs nothing else
+   * under mu (sampled out, no overlap sample of its own, not serialized)
+   * is counted by its owner without the lock: one writer per copy, so the
+   * counts stay exact even when threads take turns on a communicator or
+   * misuse it concurrently. */
+  pc_cnt cnt[2];
+  _Atomic uint32_t owner;
+  /* The report's view, summed from cnt at exit (fold_counts): */
+  uint64_t ops, bytes, small_ops, small_bytes, sampled_out, untimed;
+  uint64_t measured, unmeasured; /* unmeasured: harvests and end records that failed */
   _Atomic uint64_t started;    /* logical operations seen at PRE */
-  /* Lock-free mirrors for the PRE of an operation that is not timed (see
-   * start_op): ops, and the ops count at which an overlap sample is due
-   * (smp.next_at while no sample is in flight, else UINT64_MAX). Written
-   * under mu wherever their originals change. */
-  _Atomic uint64_t ops_pub, smp_due;
-  uint64_t sampled_out;        /* not timed by choice (PC_TIME_EVERY) */
+  /* The ops count at which an overlap sample is due (smp.next_at while no
+   * sample is in flight, else UINT64_MAX), for the lock-free PRE of an
+   * operation that is not timed (start_op). Written under mu wherever
+   * smp.state or smp.next_at change. */
+  _Atomic uint64_t smp_due;
   double time_s, small_time_s;
   uint64_t small_measured;
   double min_small_s;          /* fastest small operation */
@@ -172,7 +202,6 @@ static _Atomic(pc_comm *) g_table[PC_TABLE];
 static pthread_mutex_t g_create_mu = PTHREAD_MUTEX_INITIALIZER; /* creation only */
 static atomic_uint g_gen = 1;      /* bumps on (re)init: invalidates TLS */
 static atomic_int g_captures;      /* graph captures in progress */
-static atomic_ullong g_ops_total;
 static atomic_bool g_full_warned;  /* PC_MAX_COMMS exceeded */
 static atomic_uint g_table_ver;    /* bumps on every insertion into g_table */
 
@@ -224,7 +253,6 @@ static pc_tls *tls(void) {
   return &t_pc;
 }
 
-uint64_t a2a_perf_ops_total(void) { return atomic_load(&g_ops_total); }
 uint64_t a2a_perf_ops_thread(void) { return tls()->ops; }
 
 /* ------------------------------------------------------------------ */
@@ -329,19 +357,104 @@ static void comm_create(const a2a_event *ev) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Accounting (c->mu held). */
+/* Accounting. */
 
-static void account_op(pc_comm *c, int op, uint64_t bytes) {
+/* What start_op decided at an operation's PRE: a ring slot (>= 0, timed),
+ * or one of these. The _FAST ones were decided without c->mu, which also
+ * means that the PRE started no overlap sample: if nothing else needs the
+ * lock, the POST counts the operation without it (count_fast). */
+enum {
+  PC_UNTIMED = -1,       /* not timed: no events, ring full, a capture */
+  PC_SAMPLED = -2,       /* sampled out (pc_timed), under c->mu */
+  PC_SAMPLED_FAST = -3,  /* sampled out, no sample due, decided lock-free */
+  PC_UNTIMED_FAST = -4,  /* cannot time (no events, a capture), lock-free */
+};
+
+/* One writer per field (pc_cnt): a relaxed load and store, never a locked
+ * read-modify-write. */
+#define PC_ADD(f, v) \
+  atomic_store_explicit(&(f), atomic_load_explicit(&(f), memory_order_relaxed) + (v), \
+                        memory_order_relaxed)
+#define PC_LOAD(f) atomic_load_explicit(&(f), memory_order_relaxed)
+
+/* Count one successful operation into n (its single writer: see pc_cnt). */
+static inline void count_op(pc_cnt *n, int op, uint64_t bytes, int slot) {
   int b = a2a_perf_bucket(bytes);
-  c->ops++;
-  atomic_store_explicit(&c->ops_pub, c->ops, memory_order_relaxed);
-  c->bytes += bytes;
-  c->hist[b]++;
-  c->st[op][b].ops++;
-  c->st[op][b].bytes += bytes;
+  PC_ADD(n->ops, 1);
+  PC_ADD(n->cell[op][b][0], 1);
+  PC_ADD(n->cell[op][b][1], bytes);
   if (bytes < a2a_perf_small_msg()) {
-    c->small_ops++;
-    c->small_bytes += bytes;
+    PC_ADD(n->small_ops, 1);
+    PC_ADD(n->small_bytes, bytes);
+  }
+  if (slot == PC_SAMPLED || slot == PC_SAMPLED_FAST) PC_ADD(n->sampled_out, 1);
+  else if (slot == PC_UNTIMED || slot == PC_UNTIMED_FAST) PC_ADD(n->untimed, 1);
+}
+
+/* The operations counted so far (the overlap sample schedule's clock). */
+static inline uint64_t pc_ops(const pc_comm *c) {
+  return PC_LOAD(c->cnt[0].ops) + PC_LOAD(c->cnt[1].ops);
+}
+
+/* Every communicator's operations (perf_stream's reports): the sum of
+ * their counts, so that no operation writes a process-wide counter (a
+ * cache line every posting thread would share). A forked child's
+ * inherited communicators are its parent's. */
+uint64_t a2a_perf_ops_total(void) {
+  uint64_t n = 0;
+  int k = atomic_load(&g_ncomms);
+  for (int i = 0; i < k; i++)
+    if (!g_comms[i]->inherited) n += pc_ops(g_comms[i]);
+  return n;
+}
+
+/* The copy of the counts the posting thread writes: cnt[0] when it owns
+ * the communicator (claimed by the first thread that counts on it), else
+ * NULL: cnt[1], under c->mu. */
+static inline pc_cnt *own_counts(pc_comm *c, uint32_t thread) {
+  uint32_t me = thread + 1, o = atomic_load_explicit(&c->owner, memory_order_relaxed);
+  if (o == 0 && atomic_compare_exchange_strong(&c->owner, &o, me)) o = me;
+  return o == me ? &c->cnt[0] : NULL;
+}
+
+/* The count of an operation under c->mu, by its owner or anyone else. */
+static void count_locked(pc_comm *c, uint32_t thread, int op, uint64_t bytes, int slot) {
+  pc_cnt *n = own_counts(c, thread);
+  count_op(n ? n : &c->cnt[1], op, bytes, slot);
+}
+
+/* The POST of an operation whose PRE decided lock-free that it is not
+ * timed (PC_*_FAST: no slot, no overlap sample of its own) and that is not
+ * serialized (count_serialized_locked): counted without c->mu by the
+ * owner. False when the caller must take the lock. */
+static inline bool count_fast(pc_comm *c, uint32_t thread, int op, uint64_t bytes, int slot,
+                              bool serialized) {
+  if ((slot != PC_SAMPLED_FAST && slot != PC_UNTIMED_FAST) || serialized) return false;
+  pc_cnt *n = own_counts(c, thread);
+  if (!n) return false;
+  count_op(n, op, bytes, slot);
+  return true;
+}
+
+/* The report's totals from both copies of the counts (c->mu held, at
+ * exit; an owner still posting adds to cnt[0] meanwhile, which the next
+ * fold would see). */
+static void fold_counts(pc_comm *c) {
+  c->ops = c->bytes = c->small_ops = c->small_bytes = c->sampled_out = c->untimed = 0;
+  memset(c->hist, 0, sizeof c->hist);
+  for (int op = 0; op < A2A_PERF_OP__COUNT; op++)
+    for (int b = 0; b < A2A_PERF_NBUCKETS; b++) {
+      c->st[op][b].ops = PC_LOAD(c->cnt[0].cell[op][b][0]) + PC_LOAD(c->cnt[1].cell[op][b][0]);
+      c->st[op][b].bytes = PC_LOAD(c->cnt[0].cell[op][b][1]) + PC_LOAD(c->cnt[1].cell[op][b][1]);
+      c->hist[b] += c->st[op][b].ops;
+      c->bytes += c->st[op][b].bytes;
+    }
+  for (int k = 0; k < 2; k++) {
+    c->ops += PC_LOAD(c->cnt[k].ops);
+    c->small_ops += PC_LOAD(c->cnt[k].small_ops);
+    c->small_bytes += PC_LOAD(c->cnt[k].small_bytes);
+    c->sampled_out += PC_LOAD(c->cnt[k].sampled_out);
+    c->untimed += PC_LOAD(c->cnt[k].untimed);
   }
 }
 
@@ -423,8 +536,9 @@ static void account_time(pc_comm *c, const pc_meas *m, double s) {
 
 /* ------------------------------------------------------------------ */
 /* Overlap (HTA: time communication overlaps compute / communication time),
- * measured on samples. Every PC_SAMPLE_EVERY-th operation of a
- * communicator (one at a time) gets its own start/end events; from its
+ * measured on samples. An operation of a communicator every
+ * PC_SAMPLE_EVERY, later about every PC_SAMPLE_EVERY * PC_TIME_EVERY
+ * (sample_reset; one at a time) gets its own start/end events; from its
  * POST until the issuing thread's next operation or synchronization (the
  * "epoch"), the first kernel that thread launches on another stream opens a
  * compute window there: an event recorded on that stream before the
@@ -457,16 +571,27 @@ static void smp_publish(pc_comm *c) {
                         memory_order_relaxed);
 }
 
+/* The next overlap sample: PC_SAMPLE_EVERY operations on while every
+ * operation is timed, then PC_SAMPLE_EVERY * PC_TIME_EVERY on average,
+ * the gap drawn from [half, 1.5x) of that by the operation count (the same
+ * Weyl sequence as pc_timed): a fixed gap would keep sampling the same
+ * operation of a program's step (a step of two AlltoAlls and a fixed gap
+ * of 64 sample only the first one, whose overlap can differ). */
 static void sample_reset(pc_comm *c) {
   c->smp.state = 0;
   c->smp.nwin = 0;
-  c->smp.next_at = c->ops + (c->ops < PC_TIME_ALL ? PC_SAMPLE_EVERY : PC_SAMPLE_EVERY * PC_TIME_EVERY);
+  uint64_t ops = pc_ops(c), gap = PC_SAMPLE_EVERY;
+  if (ops >= PC_TIME_ALL) {
+    const uint64_t mean = PC_SAMPLE_EVERY * PC_TIME_EVERY; /* a power of two */
+    gap = mean / 2 + ((ops * PC_WEYL) >> (64 - __builtin_ctzll(mean)));
+  }
+  c->smp.next_at = ops + gap;
   smp_publish(c);
 }
 
 /* Called with c->mu held at the start of a logical operation on stream. */
 static void sample_start_locked(pc_comm *c, void *stream) {
-  if (c->smp.state != 0 || c->ops < c->smp.next_at || !c->can_measure) return;
+  if (c->smp.state != 0 || pc_ops(c) < c->smp.next_at || !c->can_measure) return;
   if (a2a_hostsvc->event_record(c->smp.ev0, stream) != 0) return;
   c->smp.state = 1;
   c->smp.stream = stream;
@@ -607,57 +732,83 @@ static void poll_locked(pc_comm *c) {
   }
 }
 
+/* Whether the communicator's operation number k (0-based, counted at PRE)
+ * is timed. Every one of the first PC_TIME_ALL, so that a short run - and
+ * the start of every run, where the warm-up and lazy connections show - is
+ * judged on all its operations; then one in PC_TIME_EVERY, chosen by the
+ * Weyl sequence j * (2^64 / golden ratio) mod 2^64 < 2^64 / PC_TIME_EVERY
+ * (j = k - PC_TIME_ALL): exactly one in PC_TIME_EVERY in the long run, gaps
+ * of 8, 13 or 21 operations (j = 0 is timed), and - unlike every
+ * PC_TIME_EVERY-th operation - equally often for every position in a
+ * program's step, whatever the step's length (a step of two operations of
+ * different sizes would otherwise only ever time one of them, and its
+ * other (operation, size bucket) cell would be judged on the first
+ * PC_TIME_ALL operations alone). Sound for the checks because the timed
+ * operations are an unbiased sample of each cell:
+ *  - perf.low-bandwidth judges windows of PC_WIN timed operations of a
+ *    cell by their median (pc_judge): a window spans ~PC_WIN *
+ *    PC_TIME_EVERY operations of the cell instead of PC_WIN, and a slowdown
+ *    that lasts for more than half the run is still more than half of the
+ *    windows; the check needs 2 complete windows (A2ACHECK_PERF_MIN_OPS)
+ *    and the warm-up operation, which a cell gets within its share of the
+ *    first PC_TIME_ALL operations or after about (2 * PC_WIN + 1) *
+ *    PC_TIME_EVERY more of its operations;
+ *  - perf.small-messages scales the mean time of the timed small and large
+ *    operations by their counts (every operation is counted), and fits
+ *    alpha by least squares over the timed ones: fewer points, same
+ *    expectation. */
+static inline bool pc_timed(uint64_t k) {
+  return k < PC_TIME_ALL || (k - PC_TIME_ALL) * PC_WEYL < (UINT64_MAX / PC_TIME_EVERY) + 1;
+}
+
 /* Take a slot and record the start event on stream; -1 if not timed, -2
- * if sampled out. Every operation is timed until PC_TIME_ALL, then one in
- * PC_TIME_EVERY: the statistics that need counts (small-message share,
- * time per operation) extrapolate from the timed ones; the judged windows
- * and the latency/bandwidth fit only see fewer points. k: the operation's
- * number (c->started before it). */
+ * if sampled out (pc_timed). The statistics that need counts
+ * (small-message share, time per operation) extrapolate from the timed
+ * operations; the judged windows and the latency/bandwidth fit only see
+ * fewer points. k: the operation's number (c->started before it). */
 static int start_locked(pc_comm *c, void *stream, uint64_t k) {
-  if (k >= PC_TIME_ALL && k % PC_TIME_EVERY != 0) {
-    if (c->smp.state == 0 && c->ops >= c->smp.next_at) {
+  if (!pc_timed(k)) {
+    if (c->smp.state == 0 && pc_ops(c) >= c->smp.next_at) {
       poll_locked(c);
       sample_start_locked(c, stream);
     }
-    return -2;
+    return PC_SAMPLED;
   }
   poll_locked(c);
   sample_start_locked(c, stream);
-  if (c->head - c->tail >= PC_RING) return -1;
+  if (c->head - c->tail >= PC_RING) return PC_UNTIMED;
   int slot = (int)(c->head % PC_RING);
   pc_meas *m = &c->ring[slot];
-  if (a2a_hostsvc->event_record(m->ev0, stream) != 0) return -1;
+  if (a2a_hostsvc->event_record(m->ev0, stream) != 0) return PC_UNTIMED;
   m->state = 1;
   c->head++;
   return slot;
 }
 
 /* The PRE of a logical operation on stream: start_locked under c->mu.
- * An operation that is sampled out while no overlap sample is due (7 in 8
- * after the first PC_TIME_ALL) has nothing to record or poll, and returns
- * without the lock: the mirrors say so (exact for a communicator used by
- * one thread at a time; under concurrent misuse a sample may start a few
+ * An operation that is sampled out while no overlap sample is due (15 in
+ * 16 after the first PC_TIME_ALL), or that cannot be timed at all, has
+ * nothing to record or poll, and returns without the lock (PC_*_FAST):
+ * the counts and smp_due say so (exact for a communicator used by one
+ * thread at a time; under concurrent misuse a sample may start a few
  * operations late). */
 static int start_op(pc_comm *c, void *stream) {
-  if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return -1;
+  if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0)
+    return PC_UNTIMED_FAST;
   uint64_t k = atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
-  if (k >= PC_TIME_ALL && k % PC_TIME_EVERY != 0 &&
-      atomic_load_explicit(&c->ops_pub, memory_order_relaxed) <
-          atomic_load_explicit(&c->smp_due, memory_order_relaxed))
-    return -2;
+  if (!pc_timed(k) && pc_ops(c) < atomic_load_explicit(&c->smp_due, memory_order_relaxed))
+    return PC_SAMPLED_FAST;
   pthread_mutex_lock(&c->mu);
   int slot = start_locked(c, stream, k);
   pthread_mutex_unlock(&c->mu);
   return slot;
 }
 
-/* Record the end event for a started slot, or cancel it (ok false). */
+/* Record the end event for a started slot, or cancel it (ok false).
+ * (Operations without a slot are counted as sampled out or untimed by
+ * count_op.) */
 static void finish_locked(pc_comm *c, int slot, void *stream, bool ok, int op, uint64_t bytes) {
-  if (slot < 0) {
-    if (ok && slot == -2) c->sampled_out++;
-    else if (ok) c->unmeasured++;
-    return;
-  }
+  if (slot < 0) return;
   pc_meas *m = &c->ring[slot];
   if (ok && atomic_load_explicit(&g_captures, memory_order_relaxed) == 0 &&
       a2a_hostsvc->event_record(m->ev1, stream) == 0) {
@@ -687,8 +838,15 @@ static void note_launch(pc_tls *t, void *s) {
   }
 }
 
-static void check_priority(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
-  if (c->nranks < 2 || bytes < (1ULL << 20) || bytes > 100ULL * (1ULL << 20)) return;
+/* Whether check_priority has anything to judge: mid-size communication
+ * (1-100 MiB) on a communicator of 2 ranks or more, and compute launched
+ * since the previous operation (inline: most operations stop here). */
+static inline bool priority_applies(const pc_tls *t, const pc_comm *c, uint64_t bytes) {
+  return t->nls > 0 && c->nranks >= 2 && bytes >= (1ULL << 20) && bytes <= 100ULL * (1ULL << 20);
+}
+
+__attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void *stream,
+                                                     uint64_t bytes, const void *site) {
   if (!a2a_check_on(A2A_CK_PERF_STREAM_PRIORITY)) return;
   int pc = a2a_perf_stream_priority(stream);
   /* Only communication at the default (lowest) priority is judged: CUDA
@@ -751,14 +909,13 @@ static void count_serialized_locked(pc_comm *c, bool serialized, const void *sit
  * priority looks at the launches since the previous one, then they are
  * reset. */
 static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const void *site) {
-  check_priority(t, c, stream, bytes, site);
+  if (priority_applies(t, c, bytes)) check_priority(t, c, stream, bytes, site);
   t->nls = 0;
   t->ls_lost = 0;
   t->armed_c = c;
   t->armed_stream = stream;
   t->armed_event = NULL;
   t->ops++;
-  atomic_fetch_add_explicit(&g_ops_total, 1, memory_order_relaxed);
 }
 
 static void note_blocked(pc_tls *t, const a2a_event *ev) {
@@ -800,7 +957,7 @@ static pc_gacc *gacc_for(pc_tls *t, pc_comm *c) {
   pc_gacc *g = &t->g[t->ng++];
   memset(g, 0, sizeof *g);
   g->c = c;
-  g->slot = -1;
+  g->slot = PC_UNTIMED;
   return g;
 }
 
@@ -848,28 +1005,34 @@ static void group_classify(const pc_gacc *g, int nranks, int *op, uint64_t *byte
   }
 }
 
-static void on_comm_op(pc_tls *t, const a2a_event *ev) {
-  /* The POST of a lone operation: the communicator its PRE looked up. */
-  pc_comm *c = ev->phase == A2A_POST && t->single_c && t->single_c->handle == ev->comm
-                   ? t->single_c
-                   : lookup_cached(t, ev->comm);
+/* A collective or p2p call, PRE: the start of a lone operation (its
+ * timing decision); inside a group only the overlap window ends. Its own
+ * function: the POST's larger frame is not paid here. */
+__attribute__((noinline)) static void on_comm_pre(pc_tls *t, const a2a_event *ev) {
+  pc_comm *c = lookup_cached(t, ev->comm);
   if (!c) return;
-  void *s = a2a_perf_skey(ev->stream, ev->per_thread);
-  if (ev->phase == A2A_PRE) {
-    t->armed_c = NULL;
-    sample_epoch_end(t);
-    if (t->depth > 0) return;
-    t->single_slot = start_op(c, s);
-    t->single_c = c;
-    return;
-  }
+  t->armed_c = NULL;
+  sample_epoch_end(t);
+  if (t->depth > 0) return;
+  t->single_slot = start_op(c, a2a_perf_skey(ev->stream, ev->per_thread));
+  t->single_c = c;
+}
+
+/* POST: a grouped call joins its communicator's share of the group; a
+ * lone one is finished and counted. */
+__attribute__((noinline)) static void on_comm_post(pc_tls *t, const a2a_event *ev) {
+  /* The POST of a lone operation: the communicator its PRE looked up. */
+  pc_comm *c =
+      t->single_c && t->single_c->handle == ev->comm ? t->single_c : lookup_cached(t, ev->comm);
+  if (!c) return;
   if (t->depth > 0) {
     if (ev->result == 0) group_add(t, c, ev);
     return;
   }
-  int slot = t->single_c == c ? t->single_slot : -1;
+  void *s = a2a_perf_skey(ev->stream, ev->per_thread);
+  int slot = t->single_c == c ? t->single_slot : PC_UNTIMED;
   t->single_c = NULL;
-  t->single_slot = -1;
+  t->single_slot = PC_UNTIMED;
   int op;
   uint64_t bytes;
   if (ev->kind == A2A_EV_COLL) {
@@ -882,13 +1045,20 @@ static void on_comm_op(pc_tls *t, const a2a_event *ev) {
   /* NCCL drops zero-byte collectives; a zero-byte p2p moves nothing. */
   bool ok = ev->result == 0 && bytes > 0;
   bool serialized = ok && op_serialized(t, s);
-  pthread_mutex_lock(&c->mu);
-  finish_locked(c, slot, s, ok, op, bytes);
-  sample_finish_locked(t, c, s, ok);
-  if (ok) account_op(c, op, bytes);
-  count_serialized_locked(c, serialized, ev->callsite);
-  pthread_mutex_unlock(&c->mu);
+  if (!ok || !count_fast(c, ev->thread, op, bytes, slot, serialized)) {
+    pthread_mutex_lock(&c->mu);
+    finish_locked(c, slot, s, ok, op, bytes);
+    sample_finish_locked(t, c, s, ok);
+    if (ok) count_locked(c, ev->thread, op, bytes, slot);
+    count_serialized_locked(c, serialized, ev->callsite);
+    pthread_mutex_unlock(&c->mu);
+  }
   if (ok) after_op(t, c, s, bytes, ev->callsite);
+}
+
+static inline void on_comm_op(pc_tls *t, const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) on_comm_pre(t, ev);
+  else on_comm_post(t, ev);
 }
 
 static void on_group_end(pc_tls *t, const a2a_event *ev) {
@@ -913,16 +1083,27 @@ static void on_group_end(pc_tls *t, const a2a_event *ev) {
     group_classify(g, g->c->nranks, &op, &bytes);
     bool ok = ev->result == 0 && !simulate && bytes > 0;
     bool serialized = ok && op_serialized(t, g->stream);
-    pthread_mutex_lock(&g->c->mu);
-    finish_locked(g->c, g->slot, g->stream, ok, op, bytes);
-    sample_finish_locked(t, g->c, g->stream, ok);
-    if (ok) account_op(g->c, op, bytes);
-    count_serialized_locked(g->c, serialized, g->site);
-    pthread_mutex_unlock(&g->c->mu);
+    if (!ok || !count_fast(g->c, ev->thread, op, bytes, g->slot, serialized)) {
+      pthread_mutex_lock(&g->c->mu);
+      finish_locked(g->c, g->slot, g->stream, ok, op, bytes);
+      sample_finish_locked(t, g->c, g->stream, ok);
+      if (ok) count_locked(g->c, ev->thread, op, bytes, g->slot);
+      count_serialized_locked(g->c, serialized, g->site);
+      pthread_mutex_unlock(&g->c->mu);
+    }
     if (ok) after_op(t, g->c, g->stream, bytes, g->site);
   }
   t->ng = 0;
   t->g_overflow = false;
+}
+
+static void on_group_start(pc_tls *t, const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) {
+    if (t->depth == 0) { t->ng = 0; t->g_overflow = false; }
+    t->depth++;
+  } else if (ev->result != 0 && t->depth > 0) {
+    t->depth--;
+  }
 }
 
 static void poll_comm(pc_comm *c) {
@@ -957,10 +1138,17 @@ __attribute__((noinline)) static void pc_other(const a2a_event *ev);
  * open); asynchronous copies (PRE: they end the armed window). */
 static void perf_comm_on_event(const a2a_event *ev) {
   pc_tls *t;
-  switch (ev->kind) {
-  case A2A_EV_LAUNCH:
+  a2a_kind k = ev->kind;
+  if (k == A2A_EV_LAUNCH) {
     pc_launch(ev);
     return;
+  }
+  /* The NCCL hot kinds, before the switch (a compare chain). */
+  if (k == A2A_EV_COLL || k == A2A_EV_P2P) {
+    on_comm_op(tls(), ev);
+    return;
+  }
+  switch (k) {
   case A2A_EV_EVENT_RECORD:
     t = tls();
     if (ev->phase == A2A_POST && t->armed_c &&
@@ -978,10 +1166,9 @@ static void perf_comm_on_event(const a2a_event *ev) {
       return;
     }
     break;
-  /* The NCCL hot kinds, past pc_other's switch over every kind. */
-  case A2A_EV_COLL:
-  case A2A_EV_P2P:
-    on_comm_op(tls(), ev);
+  /* The group kinds, past pc_other's switch over every kind. */
+  case A2A_EV_GROUP_START:
+    on_group_start(tls(), ev);
     return;
   case A2A_EV_GROUP_END:
     on_group_end(tls(), ev);
@@ -1006,12 +1193,7 @@ static void pc_other(const a2a_event *ev) {
     on_comm_op(t, ev);
     break;
   case A2A_EV_GROUP_START:
-    if (ev->phase == A2A_PRE) {
-      if (t->depth == 0) { t->ng = 0; t->g_overflow = false; }
-      t->depth++;
-    } else if (ev->result != 0 && t->depth > 0) {
-      t->depth--;
-    }
+    on_group_start(t, ev);
     break;
   case A2A_EV_GROUP_END:
     on_group_end(t, ev);
@@ -1316,7 +1498,7 @@ static void report_summary(const pc_comm *c) {
   a2a_json_uint(&j, "bytes", c->bytes);
   a2a_json_uint(&j, "small_ops", c->small_ops);
   a2a_json_uint(&j, "measured_ops", c->measured);
-  a2a_json_uint(&j, "unmeasured_ops", c->unmeasured + (c->head - c->tail));
+  a2a_json_uint(&j, "unmeasured_ops", c->unmeasured + c->untimed + (c->head - c->tail));
   if (c->sampled_out) a2a_json_uint(&j, "sampled_out_ops", c->sampled_out);
   if (c->unjudged) a2a_json_uint(&j, "unjudged_ops", c->unjudged);
   a2a_json_dbl(&j, "time_s", c->time_s);
@@ -1394,6 +1576,7 @@ static void perf_comm_fini(void) {
     if (c->inherited) continue;
     pthread_mutex_lock(&c->mu);
     poll_locked(c);
+    fold_counts(c);
     pthread_mutex_unlock(&c->mu);
     report_small(c);
     report_lowbw(c);
@@ -1417,7 +1600,6 @@ static int perf_comm_init(void) {
   }
   atomic_store(&g_ncomms, 0);
   atomic_store(&g_captures, 0);
-  atomic_store(&g_ops_total, 0);
   atomic_store(&g_full_warned, false);
   atomic_fetch_add(&g_gen, 1);
   pthread_mutex_unlock(&g_create_mu);
@@ -1445,7 +1627,6 @@ static void perf_comm_after_fork_child(void) {
   }
   pthread_mutex_init(&g_create_mu, NULL);
   atomic_store(&g_captures, 0);
-  atomic_store(&g_ops_total, 0);
   atomic_fetch_add(&g_gen, 1);
 }
 

@@ -18,20 +18,6 @@ const char *a2a_perf_op_name(int op) {
   }
 }
 
-uint64_t a2a_perf_op_bytes(int op, size_t count, size_t dtype_size, int nranks) {
-  uint64_t n = nranks < 1 ? 1 : (uint64_t)nranks;
-  uint64_t b = (uint64_t)count * (uint64_t)dtype_size;
-  switch (op) {
-  case A2A_COLL_ALLGATHER:
-  case A2A_COLL_REDUCESCATTER:
-  case A2A_COLL_ALLTOALL:
-  case A2A_COLL_GATHER:
-  case A2A_COLL_SCATTER:
-    return b * n;
-  default:
-    return b;
-  }
-}
 
 double a2a_perf_busbw_factor(int op, int nranks) {
   double n = nranks < 1 ? 1.0 : (double)nranks;
@@ -55,11 +41,6 @@ double a2a_perf_algbw_gbps(uint64_t bytes, double seconds) {
   return (double)bytes / 1.0e9 / seconds;
 }
 
-int a2a_perf_bucket(uint64_t bytes) {
-  if (bytes == 0) return 0;
-  int b = 63 - __builtin_clzll(bytes);
-  return b >= A2A_PERF_NBUCKETS ? A2A_PERF_NBUCKETS - 1 : b;
-}
 
 uint64_t a2a_perf_bucket_lo(int bucket) {
   if (bucket <= 0) return 0;

@@ -1,7 +1,8 @@
 /* perf_math.h - the pure arithmetic behind the perf.* checks: nccl-tests'
  * byte counts and bus-bandwidth factors, size buckets, the latency fit used
  * by the small-message gain estimate, and the edit distance used for
- * NCCL_* typo suggestions. No state, no I/O: unit-tested directly
+ * NCCL_* typo suggestions (the two the hot path needs per operation,
+ * the byte count and the bucket, inline). No state, no I/O: unit-tested directly
  * (tests/unit/test_perf_math.c). docs/performance.md explains every formula.
  */
 #ifndef A2A_PERF_MATH_H
@@ -36,7 +37,20 @@ const char *a2a_perf_op_name(int op);
  *   Gather, Scatter:                              count * size * nranks
  * For the grouped p2p ops pass the summed bytes as count with size 1 and
  * nranks 1 (they are already totals). */
-uint64_t a2a_perf_op_bytes(int op, size_t count, size_t dtype_size, int nranks);
+static inline uint64_t a2a_perf_op_bytes(int op, size_t count, size_t dtype_size, int nranks) {
+  uint64_t n = nranks < 1 ? 1 : (uint64_t)nranks;
+  uint64_t b = (uint64_t)count * (uint64_t)dtype_size;
+  switch (op) {
+  case A2A_COLL_ALLGATHER:
+  case A2A_COLL_REDUCESCATTER:
+  case A2A_COLL_ALLTOALL:
+  case A2A_COLL_GATHER:
+  case A2A_COLL_SCATTER:
+    return b * n;
+  default:
+    return b;
+  }
+}
 
 /* nccl-tests' bus-bandwidth factor for a communicator of nranks ranks
  * (the communicator's size, never the world size):
@@ -51,7 +65,11 @@ double a2a_perf_algbw_gbps(uint64_t bytes, double seconds);
 /* Size buckets: bucket b holds sizes in [2^b, 2^(b+1)); size 0 is bucket 0.
  * Buckets above A2A_PERF_NBUCKETS-1 are clamped into the last one. */
 #define A2A_PERF_NBUCKETS 48
-int a2a_perf_bucket(uint64_t bytes);
+static inline int a2a_perf_bucket(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  int b = 63 - __builtin_clzll(bytes);
+  return b >= A2A_PERF_NBUCKETS ? A2A_PERF_NBUCKETS - 1 : b;
+}
 /* Lower bound of a bucket in bytes. */
 uint64_t a2a_perf_bucket_lo(int bucket);
 /* Human size "64 KiB", "1.5 MiB" into buf (returns buf). */

@@ -829,8 +829,8 @@ static void sq_compact(void) {
     else i++;
 }
 
-static void on_op(const xr_rec *r) {
-  xr_op op = r->u.op;
+static void on_op(const xr_rec *r, const xr_op *rop) {
+  xr_op op = *rop;
   ccomm *cc = comm_find(op.comm, op.rank);
   if (!cc || cc->conn < 0) return;
   cconn *k = &S.conns[cc->conn];
@@ -888,16 +888,18 @@ static void on_op(const xr_rec *r) {
   if (k->nbatch == sizeof k->batch / sizeof k->batch[0]) batch_flush(k);
 }
 
-static void on_unit_end(const xr_rec *r) {
+/* The end of the open units of r's thread and stream (UNIT_END, and the
+ * second half of an OP_UNIT): run, gen and deferred as in u.unit. */
+static void on_unit_end(const xr_rec *r, uint32_t run, uint32_t gen, int deferred) {
   int owner = 1;
   squeue *q = sq_find(r->thread, r->stream, 0);
-  uint64_t now = r->u.unit.deferred ? xr_now_ns() : 0;
+  uint64_t now = deferred ? xr_now_ns() : 0;
   for (cunit *x = q ? q->open : NULL; x; x = x->snext) {
     x->closed = 1;
-    if (r->u.unit.deferred) {
+    if (deferred) {
       /* Its marker comes later (UNIT_MARK of this run). */
-      x->await_run = r->u.unit.run;
-      x->await_gen = r->u.unit.gen;
+      x->await_run = run;
+      x->await_gen = gen;
       x->await_since = now;
       continue;
     }
@@ -977,8 +979,12 @@ static int drain(int max) {
     n++;
     switch (r.type) {
     case XR_REC_COMMREG: on_commreg(&r); break;
-    case XR_REC_OP: on_op(&r); break;
-    case XR_REC_UNIT_END: on_unit_end(&r); break;
+    case XR_REC_OP: on_op(&r, &r.u.op); break;
+    case XR_REC_UNIT_END: on_unit_end(&r, r.u.unit.run, r.u.unit.gen, r.u.unit.deferred); break;
+    case XR_REC_OP_UNIT:
+      on_op(&r, &r.u.opu.op);
+      on_unit_end(&r, r.u.opu.run, r.u.opu.gen, r.u.opu.deferred);
+      break;
     case XR_REC_UNIT_MARK: on_unit_mark(&r); break;
     case XR_REC_COMMEND: on_commend(&r); break;
     case XR_REC_COMMBIND: on_commbind(&r); break;

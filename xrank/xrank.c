@@ -110,11 +110,22 @@ static bool backpressure(cell *c, size_t pos) {
   }
 }
 
-static int push(const xr_rec *rec) {
+/* Pushing is in two steps, so that a hot record is written once, in its
+ * cell, instead of being built on the stack and copied: push_begin claims
+ * the next cell (waiting for room as above) and returns its record, or
+ * NULL when the record is dropped; the caller sets every field the
+ * record's type uses (the cell holds an older record) and publishes it
+ * with push_end. Between the two the consumer stops at this cell, so the
+ * caller does nothing there but fill it. */
+typedef struct push_tok { cell *c; size_t pos; } push_tok;
+
+/* push_begin's general case: the ring not allocated yet, the cell still
+ * taken (full: backpressure), another producer's claim in between. */
+__attribute__((noinline)) static xr_rec *push_begin_slow(push_tok *tok) {
   /* The ring is allocated on the first communicator, off the hot path. */
   if (!atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
     pthread_once(&g_ring_once, ring_alloc);
-    if (!atomic_load(&g_ring_ok)) return 0;
+    if (!atomic_load(&g_ring_ok)) return NULL;
   }
   size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
   for (;;) {
@@ -124,24 +135,54 @@ static int push(const xr_rec *rec) {
     if (diff == 0) {
       if (atomic_compare_exchange_weak_explicit(&g_enq, &pos, pos + 1, memory_order_relaxed,
                                                 memory_order_relaxed)) {
-        c->rec = *rec;
-        atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
-        break;
+        tok->c = c;
+        tok->pos = pos;
+        return &c->rec;
       }
     } else if (diff < 0) {
       if (!backpressure(c, pos)) {
         atomic_fetch_add_explicit(&g_drops, 1, memory_order_relaxed);
-        return 0;
+        return NULL;
       }
       pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
     } else {
       pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
     }
   }
+}
+
+/* The common case inline: the next cell is free and no other producer
+ * claims it first. */
+static inline xr_rec *push_begin(push_tok *tok) {
+  if (atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
+    size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
+    cell *c = &g_ring[pos & g_mask];
+    if (atomic_load_explicit(&c->seq, memory_order_acquire) == pos &&
+        atomic_compare_exchange_weak_explicit(&g_enq, &pos, pos + 1, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      tok->c = c;
+      tok->pos = pos;
+      return &c->rec;
+    }
+  }
+  return push_begin_slow(tok);
+}
+
+static inline void push_end(const push_tok *tok) {
+  atomic_store_explicit(&tok->c->seq, tok->pos + 1, memory_order_release);
   if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) {
     atomic_store(&g_thread_requested, 1);
     if (g_port->need_thread) g_port->need_thread();
   }
+}
+
+/* A whole record (the rarer ones): 1 pushed, 0 dropped. */
+static int push(const xr_rec *rec) {
+  push_tok tok;
+  xr_rec *r = push_begin(&tok);
+  if (!r) return 0;
+  *r = *rec;
+  push_end(&tok);
   return 1;
 }
 
@@ -522,7 +563,8 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
  * on that stream, so one marker after the last unit of such a run tells
  * when the run is complete:
  *  - a unit on an explicit stream is closed "deferred" (UNIT_END with
- *    u.unit.deferred) into the thread's run for that stream (one run per
+ *    u.unit.deferred, or a lone operation's OP_UNIT with u.opu.deferred)
+ *    into the thread's run for that stream (one run per
  *    stream, at most 8 streams; a ninth records the oldest run's marker);
  *  - at the PRE of the thread's next call of any other kind (the
  *    dispatcher's flush hook: a synchronization, a query, a launch, an
@@ -641,8 +683,6 @@ int xr_deferred_query(uint64_t stream, uint32_t gen) {
   return st;
 }
 
-/* Close a unit into the thread's run for its stream; false when it must
- * get its own event now. */
 /* Record the marker of the thread's run on stream now, if it has one. */
 static void mark_stream(uint32_t thread, tslot *t, uint64_t stream) {
   for (int i = 0; i < t->ndfr; i++)
@@ -653,7 +693,20 @@ static void mark_stream(uint32_t thread, tslot *t, uint64_t stream) {
     }
 }
 
-static bool defer_unit(uint32_t thread, uint64_t stream, int device) {
+/* How a launch unit is closed (the UNIT_END fields, or an OP_UNIT's):
+ * deferred into the thread's marker run (run, gen), or with its own
+ * completion event (NULL: untracked). */
+typedef struct unit_close {
+  void *event;
+  uint32_t run, gen;
+  uint8_t deferred;
+  int16_t device;
+} unit_close;
+
+/* Close a unit into the thread's run for its stream (fills u's run and
+ * gen); false when it must get its own event now. */
+__attribute__((noinline)) static bool defer_unit(uint32_t thread, uint64_t stream, int device,
+                                                 unit_close *u) {
   tslot *t = slot(thread);
   if (!t) return false;
   if (stream == 0 || stream == 2 || atomic_load_explicit(&g_capturing, memory_order_relaxed)) {
@@ -684,26 +737,64 @@ static bool defer_unit(uint32_t thread, uint64_t stream, int device) {
     *d = (struct dfr){.stream = stream, .device = device, .run = t->run,
                       .gen = atomic_load(&g_destroy_gen)};
   }
-  xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream,
-              .device = (int16_t)(device < 0 ? 0 : device)};
-  r.u.unit.run = d->run;
-  r.u.unit.gen = d->gen;
-  r.u.unit.deferred = 1;
-  push(&r);
+  u->run = d->run;
+  u->gen = d->gen;
+  u->deferred = 1;
   return true;
 }
 
-static void close_unit(uint32_t thread, uint64_t stream, void *rawstream, int device) {
-  if (defer_unit(thread, stream, device)) return;
+/* Decide how the unit the thread just posted on stream is closed: in its
+ * marker run, or with an event recorded now (after the real call). */
+static inline void close_prep(uint32_t thread, uint64_t stream, void *rawstream, int device,
+                              unit_close *u) {
+  *u = (unit_close){.device = (int16_t)(device < 0 ? 0 : device)};
+  /* Back-to-back units on one stream: the thread's newest run is this
+   * stream's (runs are unique per stream and device), nothing was
+   * destroyed and no capture began since - exactly defer_unit's outcome,
+   * without its search. */
+  tslot *t = slot(thread);
+  if (t && t->ndfr > 0 && stream != 0 && stream != 2) {
+    const struct dfr *d = &t->dfr[t->ndfr - 1];
+    if (d->stream == stream && d->device == device &&
+        !atomic_load_explicit(&g_capturing, memory_order_relaxed) &&
+        atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) == d->gen) {
+      u->run = d->run;
+      u->gen = d->gen;
+      u->deferred = 1;
+      return;
+    }
+  }
+  if (defer_unit(thread, stream, device, u)) return;
   void *ev = event_get(device);
   if (ev && a2a_hostsvc->event_record(ev, rawstream) != 0) {
     /* Not recordable here (another device's stream): untracked. */
     event_drop(ev, device);
     ev = NULL;
   }
-  xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = stream, .event = ev,
-              .device = (int16_t)(device < 0 ? 0 : device)};
-  push(&r);
+  u->event = ev;
+}
+
+/* Close the thread's unit on stream with a UNIT_END record (group ends). */
+static void close_unit(uint32_t thread, uint64_t stream, void *rawstream, int device) {
+  unit_close u;
+  close_prep(thread, stream, rawstream, device, &u);
+  push_tok tok;
+  xr_rec *r = push_begin(&tok);
+  if (!r) {
+    xr_event_release(u.event, u.device); /* dropped: the event is not lost */
+    return;
+  }
+  r->type = XR_REC_UNIT_END;
+  r->has_idrec = 0;
+  r->device = u.device;
+  r->thread = thread;
+  r->stream = stream;
+  r->event = u.event;
+  r->comm = NULL;
+  r->u.unit.run = u.run;
+  r->u.unit.gen = u.gen;
+  r->u.unit.deferred = u.deferred;
+  push_end(&tok);
 }
 
 /* Streams are re-derived from their ids when recording: the legacy and
@@ -712,28 +803,78 @@ static void *raw_stream(uint64_t id) {
   return (void *)(uintptr_t)id;
 }
 
-static void on_op(const a2a_event *ev, xr_op *op) {
+/* The fingerprint of a successful collective or p2p call (its POST), in
+ * the record's cell. */
+static void fill_op(xr_op *op, const a2a_event *ev, uint64_t id, int32_t rank) {
+  op->comm = id;
+  op->site = (uint64_t)(uintptr_t)ev->callsite;
+  op->group = 0; /* the background thread numbers the units */
+  op->rank = rank;
+  op->pad[0] = op->pad[1] = op->pad[2] = 0;
+  if (ev->kind == A2A_EV_COLL) {
+    op->count = ev->u.coll.count;
+    op->peer = -1;
+    op->root = ev->u.coll.root;
+    op->kind = XR_OP_COLL;
+    op->coll = (int8_t)ev->u.coll.coll;
+    op->dtype = (int8_t)ev->u.coll.dtype;
+    op->redop = (int8_t)(ev->u.coll.redop > 127 ? 127 : ev->u.coll.redop);
+  } else {
+    op->count = ev->u.p2p.count;
+    op->peer = ev->u.p2p.peer;
+    op->root = -1;
+    op->kind = (uint16_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV);
+    op->coll = -1;
+    op->dtype = (int8_t)ev->u.p2p.dtype;
+    op->redop = -1;
+  }
+}
+
+/* One record per operation: an OP inside a group (its units are closed at
+ * the group's end, one UNIT_END per stream), an OP_UNIT outside one - the
+ * operation and the close of the unit it forms, which a lone operation
+ * always is (one record, not an OP and a UNIT_END). */
+static void on_op(const a2a_event *ev) {
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   uint64_t id = comm_id(c);
   if (!id) return; /* unknown communicator */
 
   xr_rec reg;
   if (pend_take(ev->comm, &reg, 0)) push(&reg);
-  op->comm = id;
-  op->rank = c->rank;
-  op->site = (uint64_t)(uintptr_t)ev->callsite;
-  op->pad[0] = op->pad[1] = op->pad[2] = 0;
   tslot *t = slot(ev->thread);
   if (t) t->posted = 1;
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
-  xr_rec r = {.type = XR_REC_OP, .thread = ev->thread, .stream = sid, .comm = c};
-  r.u.op = *op;
-  push(&r);
-  if (!t || t->depth == 0) {
-    close_unit(ev->thread, sid, ev->per_thread && !ev->stream ? (void *)(uintptr_t)2 : ev->stream,
-               ev->device);
-    return;
+  bool lone = !t || t->depth == 0;
+  unit_close u;
+  if (lone)
+    close_prep(ev->thread, sid, ev->per_thread && !ev->stream ? (void *)(uintptr_t)2 : ev->stream,
+               ev->device, &u);
+  push_tok tok;
+  xr_rec *r = push_begin(&tok);
+  if (r) {
+    r->has_idrec = 0;
+    r->thread = ev->thread;
+    r->stream = sid;
+    r->comm = c;
+    if (lone) {
+      r->type = XR_REC_OP_UNIT;
+      r->device = u.device;
+      r->event = u.event;
+      r->u.opu.run = u.run;
+      r->u.opu.gen = u.gen;
+      r->u.opu.deferred = u.deferred;
+      fill_op(&r->u.opu.op, ev, id, c->rank);
+    } else {
+      r->type = XR_REC_OP;
+      r->device = 0;
+      r->event = NULL;
+      fill_op(&r->u.op, ev, id, c->rank);
+    }
+    push_end(&tok);
+  } else if (lone) {
+    xr_event_release(u.event, u.device); /* dropped: the event is not lost */
   }
+  if (lone) return;
   for (int i = 0; i < t->nstreams; i++)
     if (t->streams[i] == sid) return;
   if (t->nstreams < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
@@ -890,24 +1031,15 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     }
     return;
   }
-  case A2A_EV_COLL: {
+  case A2A_EV_COLL:
     if (ev->phase != A2A_POST || !ev->ok) return;
     if (ev->u.coll.count == 0) return; /* dropped by NCCL, never a task */
-    xr_op op = {.kind = XR_OP_COLL, .count = ev->u.coll.count, .peer = -1,
-                .root = ev->u.coll.root, .coll = (int8_t)ev->u.coll.coll,
-                .dtype = (int8_t)ev->u.coll.dtype,
-                .redop = (int8_t)(ev->u.coll.redop > 127 ? 127 : ev->u.coll.redop)};
-    on_op(ev, &op);
+    on_op(ev);
     return;
-  }
-  case A2A_EV_P2P: {
+  case A2A_EV_P2P:
     if (ev->phase != A2A_POST || !ev->ok) return;
-    xr_op op = {.kind = (uint16_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV),
-                .count = ev->u.p2p.count, .peer = ev->u.p2p.peer, .root = -1, .coll = -1,
-                .dtype = (int8_t)ev->u.p2p.dtype, .redop = -1};
-    on_op(ev, &op);
+    on_op(ev);
     return;
-  }
   case A2A_EV_GROUP_START:
     if (ev->phase == A2A_POST && ev->result == 0 && (t = slot(ev->thread))) t->depth++;
     return;

@@ -55,22 +55,27 @@ _Static_assert(sizeof(xr_idrec) == XR_IDREC_BYTES, "xr_idrec fills the id's tail
  * records one marker after a run of back-to-back operations on a stream,
  * before its next call that is not NCCL communication, and sends it as a
  * UNIT_MARK for the run (thread, stream, u.unit.run); event NULL there
- * means the marker could not be recorded (the run's units are untracked). */
+ * means the marker could not be recorded (the run's units are untracked).
+ * OP_UNIT: an operation outside any group, which is a launch unit by
+ * itself: an OP followed by the UNIT_END of its thread and stream, in one
+ * record (u.opu; event and device as in UNIT_END). */
 enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND, XR_REC_COMMBIND,
-       XR_REC_UNIT_MARK };
+       XR_REC_UNIT_MARK, XR_REC_OP_UNIT };
 
 typedef struct xr_rec {
   uint8_t type;
   uint8_t has_idrec;     /* COMMREG: 1 idrec is valid; 2 a process-local
                             (ncclCommInitAll) comm: this process's own
                             coordinator matches it */
-  int16_t device;        /* UNIT_END/MARK: the device of the event's pool */
+  int16_t device;        /* UNIT_END/MARK/OP_UNIT: the device of the event's pool */
   uint32_t thread;       /* shim thread index */
   uint64_t stream;       /* normalized stream id (see xr_stream_id) */
-  void *event;           /* UNIT_END: completion event, or NULL (untracked) */
-  const a2a_comm *comm;  /* OP/COMMREG/COMMEND: the registry record */
+  void *event;           /* UNIT_END/OP_UNIT: completion event, or NULL (untracked) */
+  const a2a_comm *comm;  /* OP/OP_UNIT/COMMREG/COMMEND: the registry record */
   union {
     xr_op op;
+    struct { xr_op op; uint32_t run, gen; uint8_t deferred; } opu; /* OP_UNIT:
+                           the operation, then its unit's close as in unit */
     struct { xr_commreg reg; xr_idrec idrec; } reg;
     struct { uint64_t comm; int32_t how, rank; uint32_t wait; } end; /* wait:
                            COMMEND, the end-of-comm wait slot or 0 */

@@ -707,13 +707,15 @@ START_TEST(event_churn_cache_advice_only_when_disabled) {
 }
 END_TEST
 
-/* The timing and overlap sampling policy past the first 256 operations
- * (one in 8 timed, an overlap sample every 32): start_op decides sampled-out
- * operations without the communicator's lock when no overlap sample is
- * due. The counts here are those of the locked implementation before that
- * fast path (measured ops, unmeasured ops, overlap samples), for lone
- * operations and groups, with events completing at once or only at the
- * occasional synchronization. */
+/* The timing and overlap sampling policy past the first 64 operations
+ * (one in 16 timed, chosen by perf_comm.c's pc_timed; an overlap sample
+ * about every 64): start_op decides sampled-out operations without the
+ * communicator's lock when no overlap sample is due, and their POST counts
+ * them without it. The counts here are those of the same policy with both
+ * fast paths switched off (every PRE and POST under the lock): measured
+ * ops, unmeasured ops, overlap samples, for lone operations and groups,
+ * with events completing at once or only at the occasional
+ * synchronization. 656 operations: 64 + 37 of the next 592 are timed. */
 static void sampling_run(int nops, int sync_every, bool grouped) {
   comm_init(COMM, 4);
   for (int i = 0; i < nops; i++) {
@@ -749,20 +751,90 @@ static void sampling_expect(int measured, int unmeasured, int samples) {
 }
 
 START_TEST(sampling_policy_lone_ops_synced) {
-  sampling_run(256 + 400, 1, false);
-  sampling_expect(306, 0, 55);
+  sampling_run(64 + 592, 1, false);
+  sampling_expect(101, 0, 21);
 }
 END_TEST
 
 START_TEST(sampling_policy_lone_ops_rare_sync) {
-  sampling_run(256 + 400, 37, false);
-  sampling_expect(271, 35, 17);
+  sampling_run(64 + 592, 37, false);
+  sampling_expect(94, 7, 8);
 }
 END_TEST
 
 START_TEST(sampling_policy_groups_rare_sync) {
-  sampling_run(256 + 400, 37, true);
-  sampling_expect(271, 35, 17);
+  sampling_run(64 + 592, 37, true);
+  sampling_expect(94, 7, 8);
+}
+END_TEST
+
+/* The cell of `bucket_lo` bytes of the summary's "buckets": its key. */
+static double bucket_num(const collected *sum, uint64_t bucket_lo, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"bucket_lo_bytes\":%llu,", (unsigned long long)bucket_lo);
+  const char *b = strstr(sum->details, "\"buckets\"");
+  ck_assert_ptr_nonnull(b);
+  const char *p = strstr(b, pat);
+  ck_assert_msg(p != NULL, "no bucket %s in %s", pat, sum->details);
+  char k[64];
+  snprintf(k, sizeof k, "\"%s\":", key);
+  const char *v = strstr(p, k);
+  ck_assert_ptr_nonnull(v);
+  return strtod(v + strlen(k), NULL);
+}
+
+/* Past the first 64 operations the timed ones must not alias with the
+ * program's step: a step of two AlltoAlls of different size buckets
+ * (4 MiB, then 1 MiB) gets both timed equally often (every 16th
+ * operation would time only the 4 MiB ones: its 1 MiB cell would keep its
+ * 32 warm-up timings). 64 + 1,280 operations: 32 + 40 timed in each cell. */
+START_TEST(sampling_does_not_alias_with_the_step) {
+  comm_init(COMM, 4);
+  for (int i = 0; i < 64 + 1280; i++) {
+    a2a_event op = coll(A2A_COLL_ALLTOALL, (i % 2 ? 1u << 20 : 4u << 20) / 4, NCCL_INT8, S1);
+    ev_dispatch(&op, 0);
+    for (size_t e = 0; e < collector_event_count(); e++)
+      collector_event_complete(collector_event_at(e), now + e * 1000);
+    now += 1000000;
+    simple(A2A_EV_DEVICE_SYNC, NULL);
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "measured_ops"), 144);
+  ck_assert_int_eq((int)bucket_num(sum, 4u << 20, "measured_ops"), 72);
+  ck_assert_int_eq((int)bucket_num(sum, 1u << 20, "measured_ops"), 72);
+}
+END_TEST
+
+/* The owner of a communicator (the first thread that posts on it) counts
+ * its sampled-out operations without the lock, any other thread under it
+ * into a second copy: with two threads taking turns every operation is
+ * counted once, timed, sampled out or unmeasured. */
+START_TEST(counts_are_exact_across_threads) {
+  comm_init(COMM, 4);
+  for (int i = 0; i < 300; i++) {
+    a2a_event op = coll(A2A_COLL_ALLTOALL, (1u << 20) / 4, NCCL_INT8, S1);
+    op.thread = i % 3 == 0 ? 2 : 1;
+    ev_dispatch(&op, 0);
+    if (i % 10 == 9) {
+      for (size_t e = 0; e < collector_event_count(); e++)
+        collector_event_complete(collector_event_at(e), now + e * 1000);
+      now += 1000000;
+      simple(A2A_EV_DEVICE_SYNC, NULL);
+    }
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "ops"), 300);
+  ck_assert_int_eq((int)details_num(sum, "bytes"), 300 << 20);
+  ck_assert_int_eq((int)bucket_num(sum, 1u << 20, "ops"), 300);
+  int measured = (int)details_num(sum, "measured_ops");
+  int unmeasured = (int)details_num(sum, "unmeasured_ops");
+  int sampled = (int)details_num(sum, "sampled_out_ops");
+  ck_assert_int_eq(measured + unmeasured + sampled, 300);
+  ck_assert_int_gt(sampled, 200);
 }
 END_TEST
 
@@ -793,6 +865,8 @@ int main(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_add_test(tc, busbw_and_low_bandwidth_against_best);
+  tcase_add_test(tc, sampling_does_not_alias_with_the_step);
+  tcase_add_test(tc, counts_are_exact_across_threads);
   tcase_add_test(tc, steady_bandwidth_is_quiet);
   tcase_add_test(tc, warmup_outlier_is_not_judged);
   tcase_add_test(tc, below_expected_busbw);
