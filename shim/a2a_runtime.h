@@ -78,8 +78,14 @@ void a2a_rt_note_nccl_call(void);
  * Python frame, pc), so that two Python lines reaching NCCL through one
  * libtorch return address are two sites (shim/rt_python.c). Pure reads of
  * the calling thread's own interpreter state: no GIL, no allocation; a hash
- * probe per Python frame up to the first user frame. */
-const void *a2a_rt_py_site(const void *pc);
+ * probe per Python frame up to the first user frame. In a process without
+ * CPython (known at the first call) it is one load: a2a_rt_py_off. */
+extern _Atomic bool a2a_rt_py_off;
+const void *a2a_rt_py_site_slow(const void *pc);
+static inline const void *a2a_rt_py_site(const void *pc) {
+  if (atomic_load_explicit(&a2a_rt_py_off, memory_order_relaxed)) return pc;
+  return a2a_rt_py_site_slow(pc);
+}
 
 /* Called by the interposition layer when a real symbol cannot be resolved:
  * logs once per symbol. */

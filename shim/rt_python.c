@@ -118,6 +118,8 @@ static struct {
   char status[200];
 } g;
 static _Atomic int g_state;
+/* g_state == PY_OFF, for the inline a2a_rt_py_site (a2a_runtime.h). */
+_Atomic bool a2a_rt_py_off;
 static _Atomic int g_trusted;       /* 0 not yet, 1 trusted, -1 refused */
 static pthread_mutex_t g_vmu = PTHREAD_MUTEX_INITIALIZER;   /* the checked walk */
 static int g_pipe[2] = {-1, -1};
@@ -170,6 +172,7 @@ static void *sym(const char *name) {
 static void set_off(const char *fmt, const char *arg) {
   snprintf(g.status, sizeof g.status, fmt, arg);
   atomic_store(&g_state, PY_OFF);
+  atomic_store(&a2a_rt_py_off, true);
   a2a_rt_stderr("warning: %s; findings show native frames only", g.status);
 }
 
@@ -190,6 +193,7 @@ static void resolve(void) {
   if (!g.is_init || !g.tstate || !g.addr2line || !g.code_type || !g.str_type || !getver) {
     g.status[0] = 0;   /* no CPython in this process: nothing to say */
     atomic_store(&g_state, PY_OFF);
+    atomic_store(&a2a_rt_py_off, true);
     return;
   }
   /* The version: Py_Version (3.11+) is a constant; before, Py_GetVersion
@@ -547,7 +551,7 @@ __attribute__((noinline)) static const void *py_site_walk(uintptr_t ts, const vo
   return mk(H_SITE, (uint64_t)(w[pick].idx + 1) << 48 | (uintptr_t)pc);
 }
 
-const void *a2a_rt_py_site(const void *pc) {
+const void *a2a_rt_py_site_slow(const void *pc) {
   uintptr_t ts = this_tstate();
   if (!ts || (uintptr_t)pc >= PC_MAX) return pc;
   return py_site_walk(ts, pc);

@@ -40,7 +40,8 @@ uint32_t a2a_rt_thread_index_slow(void) { return 1; }
 void a2a_rt_note_nccl_call(void) { nccl_calls++; }
 /* The runtime's Python call sites (shim/rt_python.c): no Python here; the
  * wrapper must hide errno changes of this too. */
-const void *a2a_rt_py_site(const void *pc) { errno = EAGAIN; return pc; }
+_Atomic bool a2a_rt_py_off; /* false: the wrappers call the slow path below */
+const void *a2a_rt_py_site_slow(const void *pc) { errno = EAGAIN; return pc; }
 void a2a_rt_unresolved(const char *symbol, const char *library) { unresolved_calls++; }
 
 enum { MAX_EVENTS = 64 };
