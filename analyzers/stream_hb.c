@@ -1360,6 +1360,23 @@ static const a2a_stack *site_stack(thread_state *ts, const void *site, a2a_stack
   return stk;
 }
 
+/* One side of a call as a pending entry, without its stack (pending_add,
+ * and on_comm_op's ungrouped calls, which fill theirs directly). */
+static void op_side(pending *p, const a2a_event *ev, int dev, uintptr_t lo, size_t bytes,
+                    uint8_t flags, const char *what) {
+  p->stream = ev->stream;
+  p->per_thread = ev->per_thread;
+  p->device = dev;
+  p->lo = lo;
+  p->hi = lo + bytes;
+  p->flags = flags;
+  p->nops = 1;
+  p->site = ev->callsite;
+  p->what = what;
+  p->comm = ev->comm;
+  p->stk = NULL;
+}
+
 /* Append one communication access to ts's pending list, merging it into
  * an earlier one of the same stream, direction and communicator when the
  * two are adjacent (the per-peer chunks of a grouped all-to-all). */
@@ -1382,17 +1399,7 @@ static void pending_add(thread_state *ts, const a2a_event *ev, uintptr_t lo, siz
   }
   if (*npending >= cap) return; /* dropped: can only hide a race */
   pending *p = &arr[(*npending)++];
-  p->stream = ev->stream;
-  p->per_thread = ev->per_thread;
-  p->device = dev;
-  p->lo = lo;
-  p->hi = hi;
-  p->flags = flags;
-  p->nops = 1;
-  p->site = ev->callsite;
-  p->what = what;
-  p->comm = ev->comm;
-  p->stk = NULL;
+  op_side(p, ev, dev, lo, bytes, flags, what);
   if (a2a_opt->stack_depth <= 0) return;
   /* One lookup per call: the send and receive sides of a call share it. */
   const pending *q = p > arr ? p - 1 : NULL;
@@ -1518,23 +1525,6 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
   }
   for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
   pending_access(arr, npending, tls, clk, 0, 0);
-}
-
-/* One side of an ungrouped call (see on_comm_op): pending_add's new entry,
- * without the stack. */
-static void op_side(pending *p, const a2a_event *ev, int dev, uintptr_t lo, size_t bytes,
-                    uint8_t flags, const char *what) {
-  p->stream = ev->stream;
-  p->per_thread = ev->per_thread;
-  p->device = dev;
-  p->lo = lo;
-  p->hi = lo + bytes;
-  p->flags = flags;
-  p->nops = 1;
-  p->site = ev->callsite;
-  p->what = what;
-  p->comm = ev->comm;
-  p->stk = NULL;
 }
 
 /* Enqueue the pending accesses of ts (an ungrouped call or the outermost

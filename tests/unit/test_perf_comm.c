@@ -716,6 +716,16 @@ END_TEST
  * ops, unmeasured ops, overlap samples, for lone operations and groups,
  * with events completing at once or only at the occasional
  * synchronization. 656 operations: 64 + 37 of the next 592 are timed. */
+/* Every event completes, later in creation order (each timing pair and
+ * overlap sample gets a positive duration), then the device is
+ * synchronized. */
+static void complete_and_sync(void) {
+  for (size_t e = 0; e < collector_event_count(); e++)
+    collector_event_complete(collector_event_at(e), now + e * 1000);
+  now += 1000000;
+  simple(A2A_EV_DEVICE_SYNC, NULL);
+}
+
 static void sampling_run(int nops, int sync_every, bool grouped) {
   comm_init(COMM, 4);
   for (int i = 0; i < nops; i++) {
@@ -731,12 +741,7 @@ static void sampling_run(int nops, int sync_every, bool grouped) {
     }
     simple(A2A_EV_LAUNCH, S2);
     if (sync_every == 1 || i % sync_every == 0) {
-      /* Every event completes, later in creation order: each timing pair
-       * and overlap sample gets a positive duration. */
-      for (size_t e = 0; e < collector_event_count(); e++)
-        collector_event_complete(collector_event_at(e), now + e * 1000);
-      now += 1000000;
-      simple(A2A_EV_DEVICE_SYNC, NULL);
+      complete_and_sync();
     }
   }
 }
@@ -793,10 +798,7 @@ START_TEST(sampling_does_not_alias_with_the_step) {
   for (int i = 0; i < 64 + 1280; i++) {
     a2a_event op = coll(A2A_COLL_ALLTOALL, (i % 2 ? 1u << 20 : 4u << 20) / 4, NCCL_INT8, S1);
     ev_dispatch(&op, 0);
-    for (size_t e = 0; e < collector_event_count(); e++)
-      collector_event_complete(collector_event_at(e), now + e * 1000);
-    now += 1000000;
-    simple(A2A_EV_DEVICE_SYNC, NULL);
+    complete_and_sync();
   }
   a2a_core_fini();
   const collected *sum = collector_find("perf.summary");
@@ -818,10 +820,7 @@ START_TEST(counts_are_exact_across_threads) {
     op.thread = i % 3 == 0 ? 2 : 1;
     ev_dispatch(&op, 0);
     if (i % 10 == 9) {
-      for (size_t e = 0; e < collector_event_count(); e++)
-        collector_event_complete(collector_event_at(e), now + e * 1000);
-      now += 1000000;
-      simple(A2A_EV_DEVICE_SYNC, NULL);
+      complete_and_sync();
     }
   }
   a2a_core_fini();
