@@ -467,6 +467,13 @@ typedef struct a2a_finding {
   bool echo;                   /* also to stderr below A2ACHECK_LOG_STDERR's
                                   level (unless it is none): a warning the user
                                   must see while the job runs (group.stall) */
+  bool patient;                /* raised by the tool's own background thread,
+                                  which never holds the dynamic loader's lock:
+                                  it may wait for the log writer far longer
+                                  than an application thread (a cross-rank
+                                  verdict must not be lost because another
+                                  thread is symbolizing a large library for
+                                  the first time) */
 } a2a_finding;
 
 void a2a_report(const a2a_finding *f);

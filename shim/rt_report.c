@@ -52,7 +52,12 @@
  * dlopen making an intercepted call) would wait for a2a_rt_mu while holding
  * the loader's lock. So a new finding waits for a2a_rt_mu at most
  * REPORT_WAIT_S seconds; it is then counted (distinct, occurrences) but not
- * written, and the summary says how many were not.
+ * written, and the summary says how many were not. A patient finding
+ * (a2a_finding.patient: raised by the cross-rank background thread, which
+ * never reports from inside the loader) waits up to REPORT_PATIENT_S: the
+ * writer may be symbolizing a large library's inlined frames for the first
+ * time (seconds on a loaded machine), and a verdict is not to be lost to
+ * that.
  *
  * The summary counts what was reported until it is written. A finding that
  * a still running thread (the cross-rank channel delivering a late verdict)
@@ -69,6 +74,7 @@
 #include "rt_internal.h"
 
 #define REPORT_WAIT_S 2          /* longest wait for a2a_rt_mu in a2a_report */
+#define REPORT_PATIENT_S 30      /* the same for a patient finding (a2a_finding) */
 #define SUMMARY_WAIT_S 10        /* ... in the exit path */
 #define MAX_ENTRIES 4096        /* power of two */
 
@@ -316,6 +322,7 @@ void a2a_report(const a2a_finding *f) {
   int saved = errno;
   t_in_report = 1;
   a2a_severity sev = clamp_sev(f->severity);
+  int wait_s = f->patient ? REPORT_PATIENT_S : REPORT_WAIT_S;
   /* With suppressions the failure policy waits for the match (below). */
   const a2a_rt_supp *supp = a2a_rt_supp_active();
   bool fail_now = a2a_rt_failpol_matches(&a2a_rt.failpol, f->check, sev);
@@ -365,7 +372,7 @@ void a2a_report(const a2a_finding *f) {
       a2a_rt_capture_stack(&captured);
       st = &captured;
     }
-    bool locked = a2a_rt_lock_within(REPORT_WAIT_S);
+    bool locked = a2a_rt_lock_within(wait_s);
     int nframes = locked ? symbolize_stack(st) : 0;
     int rule = locked ? a2a_rt_supp_match(supp, a2a_check_name(f->check),
                                           (const char(*)[A2A_RT_FRAME_LEN])g_frames, nframes)
@@ -407,7 +414,7 @@ void a2a_report(const a2a_finding *f) {
       a2a_rt_capture_stack(&captured);
       st = &captured;
     }
-    if (a2a_rt_lock_within(REPORT_WAIT_S)) {
+    if (a2a_rt_lock_within(wait_s)) {
       /* g_summary_done only changes with a2a_rt_mu held. */
       bool late = g_summary_done;
       write_finding(f, sev, e, symbolize_stack(st));

@@ -254,6 +254,10 @@ static int g_atfork_done;
 /* Set on the background thread around its own forks (linger_fork): it
  * holds g_work_mu then, and the child keeps the state as it is. */
 static __thread int t_own_fork;
+/* Set on the background thread (thread_main): its findings are patient
+ * (a2a_finding.patient) - it never reports from inside the loader. */
+static __thread bool t_channel;
+static bool on_channel_thread(void) { return t_channel; }
 /* Start-up handshake: set before pthread_create, cleared by the thread once
  * it holds g_work_mu. Until then the new thread is inside its own start-up
  * (the C library's, a sanitizer runtime's: allocator and registry locks)
@@ -321,7 +325,8 @@ static void report_ex(a2a_check_id check, a2a_severity sev, const a2a_comm *c, u
   const void *key = check == A2A_CK_GROUP_STALL ? NULL : (const void *)(uintptr_t)site;
   a2a_finding f = {.check = check, .severity = sev, .site = key,
                    .comm = c, .message = msg, .details_json = json,
-                   .stack = site ? &st : NULL, .capture_stack = false, .echo = echo};
+                   .stack = site ? &st : NULL, .capture_stack = false, .echo = echo,
+                   .patient = on_channel_thread()};
   a2a_report(&f);
 }
 
@@ -1511,6 +1516,7 @@ static int linger_fork(void) {
 
 static void *thread_main(void *arg) {
   (void)arg;
+  t_channel = true;
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
