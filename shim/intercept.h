@@ -186,8 +186,9 @@ int a2a_shim_query_device(void);
  * copies, queries): also forward unchanged, without building an event,
  * when no running analyzer handles this kind of call (a2a_kind_wanted).
  * That test comes first, before errno is touched: with the kind off
- * (A2ACHECK_CHECKS=-all) and the real function resolved, the wrapper is a
- * few loads and a tail call, with no frame (GCC shrink-wraps the rest).
+ * (A2ACHECK_CHECKS=-all) and the real function resolved, the wrapper is
+ * its frame's setup, a few loads and a jump to the real function (no errno
+ * save and restore, no runtime enter and leave).
  * Every kind is wanted until the runtime is initialized, so the lazy
  * initialization still runs on the first call. */
 #define A2A_PASS_THROUGH_UNLESS_WANTED(evkind, name, ...)                     \

@@ -298,7 +298,7 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
   a2a_severity sev = clamp_sev(severity);
   const a2a_rt_supp *supp = a2a_rt_supp_active();
   bool fail_now = a2a_rt_failpol_matches(&a2a_rt.failpol, check, sev);
-  bool fresh = false;
+  bool fresh; /* (never set: nothing is created) */
   pthread_mutex_lock(&g_tab_mu);
   entry *e = entry_for((int)check, (uintptr_t)site, &fresh, false);
   if (e) {
