@@ -237,8 +237,28 @@ typedef struct a2a_comm {
 } a2a_comm;
 
 /* Lookup by handle; NULL if this process never saw the handle created. The
- * newest record wins when NCCL reuses a freed handle address. Lock-free. */
-a2a_comm *a2a_comm_lookup(const void *handle);
+ * newest record wins when NCCL reuses a freed handle address. Lock-free.
+ * An NCCL call is looked up by several analyzers, both phases: the
+ * thread's last answer first, inline (one compare when the program uses one
+ * communicator at a time), the table otherwise. a2a_comm_ver is advanced
+ * by every insertion into the registry (the only change that can alter a
+ * handle's answer: records are never freed while the process runs), so
+ * the thread's memo is right while the version it was taken at is
+ * current. Internal to the registry (core_registry.c); read here only. */
+typedef struct a2a_comm_memo {
+  const void *handle;
+  a2a_comm *rec;
+  unsigned ver;
+} a2a_comm_memo;
+extern _Atomic unsigned a2a_comm_ver;
+extern _Thread_local a2a_comm_memo a2a_comm_last;
+a2a_comm *a2a_comm_lookup_slow(const void *handle, unsigned ver);
+static inline a2a_comm *a2a_comm_lookup(const void *handle) {
+  if (!handle) return NULL;
+  unsigned ver = atomic_load_explicit(&a2a_comm_ver, memory_order_acquire);
+  if (a2a_comm_last.handle == handle && a2a_comm_last.ver == ver) return a2a_comm_last.rec;
+  return a2a_comm_lookup_slow(handle, ver);
+}
 /* Iterate over all records (for summaries); fn returns nonzero to stop. */
 void a2a_comm_foreach(int (*fn)(a2a_comm *c, void *arg), void *arg);
 /* Communicators created but not recorded (registry full, out of memory):
@@ -374,20 +394,30 @@ extern _Atomic bool a2a_dispatch_ready;
 extern bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
 void a2a_note_activity(const a2a_event *ev);
 
-static inline void a2a_dispatch_inline(const a2a_event *ev) {
-  if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
-  unsigned k = (unsigned)ev->kind, ph = ev->phase == A2A_POST;
-  if (k >= A2A_EV__COUNT) return;
-  if (!ph && a2a_activity_on) a2a_note_activity(ev);
-  _Atomic(a2a_handler) *h = a2a_handlers[ph][k];
-  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
-}
-
 /* The kinds a polling loop makes (a2a_thread_last_other_seq ignores them). */
 #define A2A_POLL_KINDS                                                                    \
   (A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY) |                 \
    A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |             \
    A2A_KIND_BIT(A2A_EV_SET_DEVICE))
+
+/* a2a_note_activity, inline (the same stores and test). */
+static inline void a2a_note_activity_inline(const a2a_event *ev) {
+  if (ev->thread >= A2A_ACTIVITY_THREADS) return;
+  a2a_activity *a = &a2a_activity_tab[ev->thread];
+  uint64_t bit = A2A_KIND_BIT(ev->kind);
+  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
+  if (!(bit & A2A_POLL_KINDS)) atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+  if (a->flush && !(bit & A2A_NOFLUSH_KINDS)) a2a_run_flush(ev->thread);
+}
+
+static inline void a2a_dispatch_inline(const a2a_event *ev) {
+  if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
+  unsigned k = (unsigned)ev->kind, ph = ev->phase == A2A_POST;
+  if (k >= A2A_EV__COUNT) return;
+  if (!ph && a2a_activity_on) a2a_note_activity_inline(ev);
+  _Atomic(a2a_handler) *h = a2a_handlers[ph][k];
+  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+}
 
 /* a2a_note_activity for an event whose kind the caller knows at compile
  * time: two relaxed stores into the thread's own line and the deferred-work

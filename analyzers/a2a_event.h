@@ -139,8 +139,15 @@ enum {
   A2A_CPY_DEFAULT = 4
 };
 
-/* Values of ncclDataType_t needed for sizes (see a2a_dtype_size). */
-size_t a2a_dtype_size(int nccl_dtype);   /* 0 for an invalid dtype */
+/* The size in bytes of an ncclDataType_t value (nccl.h 2.28: int8, uint8,
+ * int32, uint32, int64, uint64, float16, float32, float64, bfloat16,
+ * float8e4m3, float8e5m2), 0 for an invalid dtype. Inline: every NCCL
+ * operation asks it several times (layout, group, perf and stream
+ * analyzers), one table load each. */
+extern const unsigned char a2a_dtype_sizes[12];
+static inline size_t a2a_dtype_size(int nccl_dtype) {
+  return (unsigned)nccl_dtype < 12u ? a2a_dtype_sizes[nccl_dtype] : 0;
+}
 const char *a2a_dtype_name(int nccl_dtype);
 const char *a2a_coll_name(int coll);
 const char *a2a_redop_name(int redop);

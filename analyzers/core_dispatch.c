@@ -289,14 +289,7 @@ uint32_t a2a_thread_last_other_seq(uint32_t thread) {
              : 0;
 }
 
-void a2a_note_activity(const a2a_event *ev) {
-  if (ev->thread >= A2A_ACTIVITY_THREADS) return;
-  a2a_activity *a = &a2a_activity_tab[ev->thread];
-  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
-  if (!(A2A_KIND_BIT(ev->kind) & A2A_POLL_KINDS))
-    atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
-  if (a->flush && !(A2A_KIND_BIT(ev->kind) & A2A_NOFLUSH_KINDS)) a2a_run_flush(ev->thread);
-}
+void a2a_note_activity(const a2a_event *ev) { a2a_note_activity_inline(ev); }
 
 void a2a_dispatch(const a2a_event *ev) { a2a_dispatch_inline(ev); }
 

@@ -32,15 +32,11 @@ static _Atomic unsigned g_comm_count;
 static _Atomic unsigned g_comm_dropped;
 static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Bumped by every insertion (and the tests' reset): a thread's cached
- * answer (t_comm_last) is valid while it is unchanged. Records are never
+ * answer (a2a_comm_last) is valid while it is unchanged. Records are never
  * freed while the process runs, so a cached record is always readable; a
  * handle's answer changes only when a newer record takes its slot. */
-static _Atomic unsigned g_comm_ver;
-static _Thread_local struct {
-  const void *handle;
-  a2a_comm *rec;
-  unsigned ver;
-} t_comm_last;
+_Atomic unsigned a2a_comm_ver;
+_Thread_local a2a_comm_memo a2a_comm_last;
 
 static size_t slot_of(const void *h) {
   uint64_t x = (uint64_t)(uintptr_t)h;
@@ -58,17 +54,13 @@ static a2a_comm *comm_find(const void *handle) {
   return NULL;
 }
 
-/* An NCCL call is looked up by several analyzers, both phases: the
- * thread's last answer first (one compare when the program uses one
- * communicator at a time), the table otherwise. */
-a2a_comm *a2a_comm_lookup(const void *handle) {
-  if (!handle) return NULL;
-  unsigned ver = atomic_load_explicit(&g_comm_ver, memory_order_acquire);
-  if (t_comm_last.handle == handle && t_comm_last.ver == ver) return t_comm_last.rec;
+/* The table's answer, remembered as the thread's last (a2a_comm_lookup,
+ * a2a_core.h, answers from it inline). */
+a2a_comm *a2a_comm_lookup_slow(const void *handle, unsigned ver) {
   a2a_comm *c = comm_find(handle);
-  t_comm_last.handle = handle;
-  t_comm_last.rec = c;
-  t_comm_last.ver = ver;
+  a2a_comm_last.handle = handle;
+  a2a_comm_last.rec = c;
+  a2a_comm_last.ver = ver;
   return c;
 }
 
@@ -101,7 +93,7 @@ static a2a_comm *comm_insert(a2a_comm *rec) {
   g_comm_all[n] = rec;
   atomic_store_explicit(&g_comm_count, n + 1, memory_order_release);
   atomic_store_explicit(&g_comm_slots[i], rec, memory_order_release);
-  atomic_fetch_add_explicit(&g_comm_ver, 1, memory_order_release);
+  atomic_fetch_add_explicit(&a2a_comm_ver, 1, memory_order_release);
   pthread_mutex_unlock(&g_comm_mu);
   return rec;
 }
@@ -317,7 +309,7 @@ void a2a_registry_reset_for_tests(void) {
   for (size_t i = 0; i < COMM_SLOTS; i++) atomic_store(&g_comm_slots[i], NULL);
   atomic_store(&g_comm_count, 0);
   atomic_store(&g_comm_dropped, 0);
-  atomic_fetch_add(&g_comm_ver, 1);
+  atomic_fetch_add(&a2a_comm_ver, 1);
   pthread_mutex_unlock(&g_comm_mu);
   pthread_rwlock_wrlock(&g_alloc_mu);
   g_nallocs = 0;

@@ -3,10 +3,7 @@
  * header is not included, so analyzers build without the CUDA toolkit. */
 #include "a2a_core.h"
 
-size_t a2a_dtype_size(int t) {
-  static const unsigned char sz[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  return (t >= 0 && t < 12) ? sz[t] : 0;
-}
+const unsigned char a2a_dtype_sizes[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
 const char *a2a_dtype_name(int t) {
   static const char *const n[12] = {"int8", "uint8", "int32", "uint32",

@@ -119,7 +119,10 @@ static gl_stream *stream_find(gl_thread *t, uintptr_t key) {
   return NULL;
 }
 
-static void record_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
+/* Out of line: its range scratch (lr_op) would otherwise give every
+ * event through gl_on_event a large frame. */
+__attribute__((noinline)) static void record_op(gl_thread *t, const a2a_event *ev,
+                                                const a2a_comm *c) {
   uintptr_t key = gl_stream_key(ev->stream, ev->per_thread);
   t->nops++;
   if (!stream_find(t, key) && t->nstreams < GL_MAX_STREAMS) {
@@ -412,30 +415,29 @@ static const bool g_relevant[A2A_EV__COUNT] = {
 
 static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
 
-/* A collective or p2p call (both phases): the hot path of gl_on_event. */
-static void gl_on_op(const a2a_event *ev) {
+/* A collective or p2p call (both phases): the hot path of gl_on_event,
+ * out of line so that gl_on_event needs no frame of its own. */
+__attribute__((noinline)) static void gl_on_op(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   /* The operation's communicator: looked up at the PRE, reused at the POST
    * (the same call; a handle reused meanwhile by another thread would only
    * make the POST release what the PRE acquired, which is right). */
-  a2a_comm *c;
-  if (t && ev->phase == A2A_POST && t->op_handle == ev->comm) {
-    c = t->op_comm;
-  } else {
-    c = a2a_comm_lookup(ev->comm);
-    if (t && ev->phase == A2A_PRE) {
-      t->op_handle = ev->comm;
-      t->op_comm = c;
-    }
+  if (ev->phase == A2A_POST) {
+    gm_op_post(ev, t, t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm));
+    return;
   }
-  if (ev->phase == A2A_PRE && t && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0)
-    record_op(t, ev, c);
-  gm_on_op(ev, t, c);
+  a2a_comm *c = a2a_comm_lookup(ev->comm);
+  if (t) {
+    t->op_handle = ev->comm;
+    t->op_comm = c;
+    if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) record_op(t, ev, c);
+  }
+  gm_op_pre(ev, t, c);
 }
 
 /* ncclGroupStart / ncclGroupEnd (ncclGroupSimulateEnd too): the group
  * tracking. (group_misuse's checks judge neither call.) */
-static void gl_on_group(const a2a_event *ev) {
+__attribute__((noinline)) static void gl_on_group(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   if (!t) return;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);

@@ -127,6 +127,9 @@ void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm);
 /* gm_on_event for a collective or p2p call (c: its communicator's record),
  * the tracker's fast path. */
 void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
+/* gm_on_op's two phases. */
+void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c);
+void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST
  * (release the communicators held by the group). */
 void gm_group_end_pre(const a2a_event *ev, gl_thread *t);

@@ -459,19 +459,22 @@ void gm_group_end_post(const a2a_event *ev, gl_thread *t) {
   t->nheld = 0;
 }
 
+void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
+  /* An operation on a known, active communicator is a valid use
+   * (bad_state): check_use only for the others. */
+  if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY) &&
+      (!c || atomic_load_explicit(&c->state, memory_order_relaxed) != A2A_COMM_ACTIVE))
+    check_use(ev, c);
+  if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH)) check_device(ev, t, c);
+  if (a2a_check_on(A2A_CK_GROUP_ASYNC_ERROR)) async_pre(ev, c);
+  if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE)) concurrent_pre(ev, t, c);
+}
+
+void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c) { concurrent_post(ev, t, c); }
+
 void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
-  if (ev->phase == A2A_PRE) {
-    /* An operation on a known, active communicator is a valid use
-     * (bad_state): check_use only for the others. */
-    if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY) &&
-        (!c || atomic_load_explicit(&c->state, memory_order_relaxed) != A2A_COMM_ACTIVE))
-      check_use(ev, c);
-    if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH)) check_device(ev, t, c);
-    if (a2a_check_on(A2A_CK_GROUP_ASYNC_ERROR)) async_pre(ev, c);
-    if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE)) concurrent_pre(ev, t, c);
-  } else {
-    concurrent_post(ev, t, c);
-  }
+  if (ev->phase == A2A_PRE) gm_op_pre(ev, t, c);
+  else gm_op_post(ev, t, c);
 }
 
 void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm) {

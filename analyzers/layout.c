@@ -868,16 +868,23 @@ static void on_op(ly_thread *t, const a2a_event *ev) {
     t->nops++;
     return;
   }
-  lr_op op;
-  if (!lr_op_ranges(ev, c, &op)) return;
+  /* A known operation's ranges are the memo's (ly_memo.op: what
+   * lr_op_ranges returned for the same key, when it succeeded). */
+  lr_op fresh;
+  const lr_op *op = &m->op;
   if (!known) {
+    if (!lr_op_ranges(ev, c, &fresh)) return;
+    op = &fresh;
     bool clean = true;
-    for (int i = 0; i < op.n; i++) clean &= check_buffer(ev, c, &op, &op.r[i]);
-    if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) clean &= check_op_overlap(ev, c, &op);
-    if (clean) *m = key;
+    for (int i = 0; i < fresh.n; i++) clean &= check_buffer(ev, c, &fresh, &fresh.r[i]);
+    if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) clean &= check_op_overlap(ev, c, &fresh);
+    if (clean) {
+      *m = key;
+      m->op = fresh;
+    }
   }
-  if (hidden) lyh_check_op(t, ev, c, &op);
-  if (t->depth > 0) record_ranges(t, ev, c, &op);
+  if (hidden) lyh_check_op(t, ev, c, op);
+  if (t->depth > 0) record_ranges(t, ev, c, op);
   t->nops++;
 }
 
@@ -931,53 +938,70 @@ __attribute__((noinline)) static void layout_op_post(const a2a_event *ev) {
   if (t && t->depth == 0) t->gen++;
 }
 
+/* An operation's PRE: out of layout_other, so that the NCCL calls' own
+ * paths do not pay for the rare kinds' frame. */
+__attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
+  ly_thread *t = thread_get(ev->thread, true);
+  if (!t) return;
+  if (t->nfeeds) lyh_poll(t, false);
+  on_op(t, ev);
+}
+
+__attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
+  ly_thread *t = thread_get(ev->thread, true);
+  if (!t) return;
+  if (t->depth == 0) {
+    group_reset(t);
+    t->outer_site = ev->callsite;
+    t->nnested = 0;
+    t->grp_at[0] = 0;
+  } else {
+    if (t->nnested < UINT16_MAX) t->nnested++;
+    if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->nnested;
+  }
+  t->depth++;
+}
+
+__attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
+  ly_thread *t = thread_get(ev->thread, true);
+  if (!t || t->depth == 0) return;
+  if (--t->depth > 0) return;
+  if (t->nfeeds) lyh_poll(t, false);
+  /* Outermost end: judge the whole group before NCCL launches it. An
+   * overflowed range list is incomplete: overlap and scatter are then
+   * not judged (never a finding from partial data). */
+  if (!t->ranges_overflow) {
+    check_group(t, ev);
+    /* Only a feed found in this group or a producer written since the
+     * previous operation can match (lyh_check_group). */
+    if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && (t->nfeeds || producers_live(t)))
+      lyh_check_group(t, ev);
+  }
+  group_reset(t);
+  t->gen++;
+}
+
+/* The front: each hot kind straight to its own function (tail calls, no
+ * frame here). Groups and operations matter at PRE only, but for an
+ * operation's POST (layout_op_post); the layout analyzer's masks ask for
+ * the group kinds at PRE only. */
 static void layout_on_event(const a2a_event *ev) {
-  if (ev->kind == A2A_EV_LAUNCH) layout_launch(ev);
-  else if (ev->kind == A2A_EV_MEMCPY) layout_memcpy(ev);
-  else if (ev->phase == A2A_POST && (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P))
-    layout_op_post(ev);
-  else layout_other(ev);
+  a2a_kind k = ev->kind;
+  if (k == A2A_EV_LAUNCH) layout_launch(ev);
+  else if (k == A2A_EV_MEMCPY) layout_memcpy(ev);
+  else if (k == A2A_EV_COLL || k == A2A_EV_P2P) {
+    if (ev->phase == A2A_POST) layout_op_post(ev);
+    else layout_op_pre(ev);
+  } else if (k == A2A_EV_GROUP_START) {
+    if (ev->phase == A2A_PRE) layout_group_start(ev);
+  } else if (k == A2A_EV_GROUP_END) {
+    if (ev->phase == A2A_PRE) layout_group_end(ev);
+  } else layout_other(ev);
 }
 
 static void layout_other(const a2a_event *ev) {
   ly_thread *t;
   switch (ev->kind) {
-    case A2A_EV_GROUP_START:
-      if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true))) return;
-      if (t->depth == 0) {
-        group_reset(t);
-        t->outer_site = ev->callsite;
-        t->nnested = 0;
-        t->grp_at[0] = 0;
-      } else {
-        if (t->nnested < UINT16_MAX) t->nnested++;
-        if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->nnested;
-      }
-      t->depth++;
-      return;
-    case A2A_EV_GROUP_END:
-      if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true)) || t->depth == 0) return;
-      if (--t->depth > 0) return;
-      if (t->nfeeds) lyh_poll(t, false);
-      /* Outermost end: judge the whole group before NCCL launches it. An
-       * overflowed range list is incomplete: overlap and scatter are then
-       * not judged (never a finding from partial data). */
-      if (!t->ranges_overflow) {
-        check_group(t, ev);
-        /* Only a feed found in this group or a producer written since the
-         * previous operation can match (lyh_check_group). */
-        if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && (t->nfeeds || producers_live(t)))
-          lyh_check_group(t, ev);
-      }
-      group_reset(t);
-      t->gen++;
-      return;
-    case A2A_EV_COLL:
-    case A2A_EV_P2P:
-      if (ev->phase != A2A_PRE || !(t = thread_get(ev->thread, true))) return;
-      if (t->nfeeds) lyh_poll(t, false);
-      on_op(t, ev);
-      return;
     case A2A_EV_COMM_INIT:
       /* The thread that creates a communicator usually posts on it: give it
        * a record now so that its copy kernels are seen from the start. */

@@ -102,6 +102,12 @@ typedef struct ly_memo {
   uint64_t checks[2];       /* a2a_checks_enabled_w */
   int32_t dtype, root;      /* P2P: root -1 */
   int32_t what;             /* kind << 8 | coll (COLL) or is_send (P2P) */
+  /* The operation's ranges (lr_op_ranges), a function of the key alone:
+   * the buffers, count, dtype, root and collective or direction, and the
+   * communicator record's rank and size (immutable). Not part of the key
+   * (memo_eq does not compare it); a known operation reuses it instead of
+   * computing it again (an operation in a group records its ranges). */
+  lr_op op;
 } ly_memo;
 
 #define LAYOUT_GMEMO_MAX 256       /* ranges of a group whose clean verdict is kept */

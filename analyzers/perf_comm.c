@@ -1018,8 +1018,11 @@ __attribute__((noinline)) static void on_comm_pre(pc_tls *t, const a2a_event *ev
   t->single_c = c;
 }
 
+__attribute__((noinline)) static void on_lone_post(pc_tls *t, const a2a_event *ev, pc_comm *c);
+
 /* POST: a grouped call joins its communicator's share of the group; a
- * lone one is finished and counted. */
+ * lone one is finished and counted (on_lone_post, whose larger frame a
+ * grouped call does not pay). */
 __attribute__((noinline)) static void on_comm_post(pc_tls *t, const a2a_event *ev) {
   /* The POST of a lone operation: the communicator its PRE looked up. */
   pc_comm *c =
@@ -1029,6 +1032,10 @@ __attribute__((noinline)) static void on_comm_post(pc_tls *t, const a2a_event *e
     if (ev->result == 0) group_add(t, c, ev);
     return;
   }
+  on_lone_post(t, ev, c);
+}
+
+static void on_lone_post(pc_tls *t, const a2a_event *ev, pc_comm *c) {
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   int slot = t->single_c == c ? t->single_slot : PC_UNTIMED;
   t->single_c = NULL;
@@ -1061,19 +1068,22 @@ static inline void on_comm_op(pc_tls *t, const a2a_event *ev) {
   else on_comm_post(t, ev);
 }
 
-static void on_group_end(pc_tls *t, const a2a_event *ev) {
-  bool simulate = ev->u.group.simulate != 0;
-  if (ev->phase == A2A_PRE) {
-    t->armed_c = NULL;
-    sample_epoch_end(t);
-    if (t->depth != 1 || simulate) return;
-    for (int i = 0; i < t->ng; i++) {
-      pc_gacc *g = &t->g[i];
-      if (g->mixed_streams || t->g_overflow) continue;
-      g->slot = start_op(g->c, g->stream);
-    }
-    return;
+/* ncclGroupEnd's PRE: the outermost one starts its communicators'
+ * operations (their timing decision). */
+__attribute__((noinline)) static void on_group_end_pre(pc_tls *t, const a2a_event *ev) {
+  t->armed_c = NULL;
+  sample_epoch_end(t);
+  if (t->depth != 1 || ev->u.group.simulate != 0) return;
+  for (int i = 0; i < t->ng; i++) {
+    pc_gacc *g = &t->g[i];
+    if (g->mixed_streams || t->g_overflow) continue;
+    g->slot = start_op(g->c, g->stream);
   }
+}
+
+/* The POST: the outermost one finishes and counts them. */
+__attribute__((noinline)) static void on_group_end_post(pc_tls *t, const a2a_event *ev) {
+  bool simulate = ev->u.group.simulate != 0;
   if (t->depth > 0) t->depth--;
   if (t->depth > 0) return;
   for (int i = 0; i < t->ng; i++) {
@@ -1095,6 +1105,11 @@ static void on_group_end(pc_tls *t, const a2a_event *ev) {
   }
   t->ng = 0;
   t->g_overflow = false;
+}
+
+static inline void on_group_end(pc_tls *t, const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) on_group_end_pre(t, ev);
+  else on_group_end_post(t, ev);
 }
 
 static void on_group_start(pc_tls *t, const a2a_event *ev) {
