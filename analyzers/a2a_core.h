@@ -335,6 +335,11 @@ void a2a_tslots_fork_child(a2a_tslots *t, uint32_t self);
 /* ------------------------------------------------------------------ */
 /* Analyzers. */
 
+/* An analyzer's per-kind handlers (a2a_analyzer.by_kind). */
+typedef struct a2a_by_kind {
+  void (*fn[A2A_EV__COUNT])(const a2a_event *ev);
+} a2a_by_kind;
+
 typedef struct a2a_analyzer {
   const char *name;              /* e.g. "layout" */
   /* The A2A_OWN_* bit of the checks it reports (a2a_checks.inc): it is not
@@ -361,6 +366,13 @@ typedef struct a2a_analyzer {
   int (*init)(void);
   /* The events of its masks. Must be thread-safe and must not block. */
   void (*on_event)(const a2a_event *ev);
+  /* Optional: per kind, a handler the dispatch table calls instead of
+   * on_event for the events of that kind (both phases of its masks), so
+   * that the hot kinds skip on_event's own switch over kinds. by_kind[k],
+   * when not NULL, must do exactly what on_event does for an event of kind
+   * k (on_event stays the reference, and what direct callers use). NULL,
+   * or a NULL entry: on_event. */
+  const struct a2a_by_kind *by_kind;
   /* Called once at process exit (after A2A_EV_PROCESS_EXIT was dispatched),
    * to flush summaries. May be NULL. */
   void (*fini)(void);

@@ -208,7 +208,9 @@ static void init_analyzers(void) {
       for (size_t i = 0; i < g_nan; i++) {
         uint64_t mask = ph == A2A_PRE ? g_an[i]->pre : g_an[i]->post;
         if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k))) {
-          add_handler(ph, k, g_an[i]->on_event, (int)i, &n);
+          const a2a_by_kind *bk = g_an[i]->by_kind;
+          a2a_handler f = bk && bk->fn[k] ? bk->fn[k] : g_an[i]->on_event;
+          add_handler(ph, k, f, (int)i, &n);
           want |= A2A_KIND_BIT(k);
         }
       }

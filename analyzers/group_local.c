@@ -562,6 +562,11 @@ static int gl_init(void) {
    A2A_KIND_BIT(A2A_EV_REDOP) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |                           \
    A2A_KIND_BIT(A2A_EV_FORK_CHILD))
 
+/* The NCCL hot kinds straight to gl_on_event's own targets for them. */
+static const a2a_by_kind gl_by_kind = {
+    .fn = {[A2A_EV_COLL] = gl_on_op, [A2A_EV_P2P] = gl_on_op,
+           [A2A_EV_GROUP_START] = gl_on_group, [A2A_EV_GROUP_END] = gl_on_group}};
+
 const a2a_analyzer a2a_analyzer_group_local = {
     .name = "group_local",
     .owner = A2A_OWN_GROUP_LOCAL,
@@ -580,4 +585,5 @@ const a2a_analyzer a2a_analyzer_group_local = {
             A2A_KIND_BIT(A2A_EV_EVENT_QUERY),
     .init = gl_init,
     .on_event = gl_on_event,
+    .by_kind = &gl_by_kind,
 };

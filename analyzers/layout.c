@@ -981,22 +981,29 @@ __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
   t->gen++;
 }
 
+/* Per kind (layout_by_kind and the front below): groups and operations
+ * matter at PRE only, but for an operation's POST (layout_op_post). */
+static void layout_on_op(const a2a_event *ev) {
+  if (ev->phase == A2A_POST) layout_op_post(ev);
+  else layout_op_pre(ev);
+}
+static void layout_on_group_start(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) layout_group_start(ev);
+}
+static void layout_on_group_end(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) layout_group_end(ev);
+}
+
 /* The front: each hot kind straight to its own function (tail calls, no
- * frame here). Groups and operations matter at PRE only, but for an
- * operation's POST (layout_op_post); the layout analyzer's masks ask for
- * the group kinds at PRE only. */
+ * frame here). */
 static void layout_on_event(const a2a_event *ev) {
   a2a_kind k = ev->kind;
   if (k == A2A_EV_LAUNCH) layout_launch(ev);
   else if (k == A2A_EV_MEMCPY) layout_memcpy(ev);
-  else if (k == A2A_EV_COLL || k == A2A_EV_P2P) {
-    if (ev->phase == A2A_POST) layout_op_post(ev);
-    else layout_op_pre(ev);
-  } else if (k == A2A_EV_GROUP_START) {
-    if (ev->phase == A2A_PRE) layout_group_start(ev);
-  } else if (k == A2A_EV_GROUP_END) {
-    if (ev->phase == A2A_PRE) layout_group_end(ev);
-  } else layout_other(ev);
+  else if (k == A2A_EV_COLL || k == A2A_EV_P2P) layout_on_op(ev);
+  else if (k == A2A_EV_GROUP_START) layout_on_group_start(ev);
+  else if (k == A2A_EV_GROUP_END) layout_on_group_end(ev);
+  else layout_other(ev);
 }
 
 static void layout_other(const a2a_event *ev) {
@@ -1041,6 +1048,13 @@ static int layout_init(void) {
   return a2a_tslots_init(&g_threads, release_events);
 }
 
+/* layout_on_event's targets, per kind, for the dispatch table. */
+static const a2a_by_kind layout_by_kind = {
+    .fn = {[A2A_EV_LAUNCH] = layout_launch, [A2A_EV_MEMCPY] = layout_memcpy,
+           [A2A_EV_COLL] = layout_on_op, [A2A_EV_P2P] = layout_on_op,
+           [A2A_EV_GROUP_START] = layout_on_group_start,
+           [A2A_EV_GROUP_END] = layout_on_group_end}};
+
 /* Launches (the hot path) in both phases: the hidden-copy check times copy
  * kernels between PRE and POST. */
 const a2a_analyzer a2a_analyzer_layout = {
@@ -1058,4 +1072,5 @@ const a2a_analyzer a2a_analyzer_layout = {
     .post_gate = &lyh_brackets_open,
     .init = layout_init,
     .on_event = layout_on_event,
+    .by_kind = &layout_by_kind,
 };

@@ -1660,6 +1660,15 @@ static void perf_comm_after_fork_child(void) {
    A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) |    \
    A2A_KIND_BIT(A2A_EV_PROCESS_EXIT))
 
+/* perf_comm_on_event's NCCL hot kinds, per kind, for the dispatch table
+ * (the same calls as its compare chain and switch make). */
+static void pc_by_op(const a2a_event *ev) { on_comm_op(tls(), ev); }
+static void pc_by_group_start(const a2a_event *ev) { on_group_start(tls(), ev); }
+static void pc_by_group_end(const a2a_event *ev) { on_group_end(tls(), ev); }
+static const a2a_by_kind pc_by_kind = {
+    .fn = {[A2A_EV_LAUNCH] = pc_launch, [A2A_EV_COLL] = pc_by_op, [A2A_EV_P2P] = pc_by_op,
+           [A2A_EV_GROUP_START] = pc_by_group_start, [A2A_EV_GROUP_END] = pc_by_group_end}};
+
 const a2a_analyzer a2a_analyzer_perf_comm = {
     .name = "perf_comm",
     .owner = A2A_OWN_PERF_COMM,
@@ -1667,6 +1676,7 @@ const a2a_analyzer a2a_analyzer_perf_comm = {
     .post = PC_POST,
     .init = perf_comm_init,
     .on_event = perf_comm_on_event,
+    .by_kind = &pc_by_kind,
     .fini = perf_comm_fini,
     .after_fork_child = perf_comm_after_fork_child,
 };

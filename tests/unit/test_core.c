@@ -106,6 +106,45 @@ START_TEST(dispatch_follows_subscriptions_and_owned_checks) {
 }
 END_TEST
 
+/* Per-kind handlers (a2a_analyzer.by_kind): the dispatch table calls the
+ * kind's own handler instead of on_event, in both phases of the masks;
+ * on_event still gets the kinds without one; a disabled analyzer's
+ * per-kind handlers are silenced like its on_event. */
+static int g_by_kind, g_by_event;
+static void fd_event(const a2a_event *ev) { g_by_event++; }
+static void fd_coll(const a2a_event *ev) {
+  ck_assert_int_eq(ev->kind, A2A_EV_COLL);
+  g_by_kind++;
+}
+static const a2a_by_kind fd_by_kind = {.fn = {[A2A_EV_COLL] = fd_coll}};
+static const a2a_analyzer fake_d = {
+    .name = "fake_d",
+    .pre = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P),
+    .post = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P),
+    .on_event = fd_event,
+    .by_kind = &fd_by_kind};
+
+START_TEST(dispatch_calls_per_kind_handlers) {
+  static const a2a_analyzer *const list[] = {&fake_d};
+  a2a_core_set_analyzers_for_tests(list, 1);
+  collector_reinit();
+  g_by_kind = g_by_event = 0;
+  a2a_event c = ev_make(A2A_EV_COLL);
+  ev_dispatch(&c, 0);
+  a2a_event p = ev_make(A2A_EV_P2P);
+  ev_dispatch(&p, 0);
+  ck_assert_int_eq(g_by_kind, 2);  /* the collective's PRE and POST */
+  ck_assert_int_eq(g_by_event, 2); /* the p2p's */
+  a2a_analyzer_disable("fake_d", "test");
+  ev_dispatch(&c, 0);
+  ev_dispatch(&p, 0);
+  ck_assert_int_eq(g_by_kind, 2);
+  ck_assert_int_eq(g_by_event, 2);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 /* Deferred per-thread work (a2a_set_flush_hook): the hook runs on the
  * thread's next call of a flushing kind, before any analyzer sees it, and
  * not for NCCL communication, group or query calls; only with an analyzer
@@ -548,6 +587,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, every_listed_analyzer_is_linked);
   tcase_add_test(tc, dispatch_follows_subscriptions_and_owned_checks);
+  tcase_add_test(tc, dispatch_calls_per_kind_handlers);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
   tcase_add_test(tc, post_gates_skip_only_when_all_closed);
   tcase_add_test(tc, event_result_facts);
