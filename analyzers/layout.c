@@ -814,12 +814,15 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
   }
 }
 
-/* The memo key of a COLL or P2P event on communicator c (ly_memo). */
-static inline void memo_key(const a2a_event *ev, const a2a_comm *c, ly_memo *k) {
-  k->alloc_gen = a2a_alloc_generation();
+/* The memo key of a COLL or P2P event on communicator c (ly_memo), with
+ * the allocation registry's generation and the enabled checks read before
+ * the verdict was drawn. */
+static inline void memo_key(const a2a_event *ev, const a2a_comm *c, uint64_t gen, uint64_t w0,
+                            uint64_t w1, ly_memo *k) {
+  k->alloc_gen = gen;
   k->comm = c;
-  k->checks[0] = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
-  k->checks[1] = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+  k->checks[0] = w0;
+  k->checks[1] = w1;
   if (ev->kind == A2A_EV_P2P) {
     k->b0 = ev->u.p2p.buff;
     k->b1 = NULL;
@@ -837,17 +840,36 @@ static inline void memo_key(const a2a_event *ev, const a2a_comm *c, ly_memo *k) 
   }
 }
 
-static inline ly_memo *memo_slot(ly_thread *t, const ly_memo *k) {
-  uint64_t x = (uint64_t)(uintptr_t)k->b0 ^ ((uint64_t)(uintptr_t)k->b1 << 1) ^ k->count;
+/* The event's slot, and whether it holds the event's key (memo_key's
+ * fields compared with the event's own, without building the key: the
+ * same fields, the same conversions). */
+static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
+                                 uint64_t gen, uint64_t w0, uint64_t w1, bool *known) {
+  const void *b0, *b1;
+  size_t count;
+  int32_t dtype, root, what;
+  if (ev->kind == A2A_EV_P2P) {
+    b0 = ev->u.p2p.buff;
+    b1 = NULL;
+    count = ev->u.p2p.count;
+    dtype = ev->u.p2p.dtype;
+    root = -1;
+    what = A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0);
+  } else {
+    b0 = ev->u.coll.sendbuff;
+    b1 = ev->u.coll.recvbuff;
+    count = ev->u.coll.count;
+    dtype = ev->u.coll.dtype;
+    root = ev->u.coll.root;
+    what = A2A_EV_COLL << 8 | ((int32_t)ev->u.coll.coll & 0xff);
+  }
+  uint64_t x = (uint64_t)(uintptr_t)b0 ^ ((uint64_t)(uintptr_t)b1 << 1) ^ count;
   x *= 0x9e3779b97f4a7c15ULL;
-  return &t->memo[x >> 59 & (LAYOUT_MEMO - 1)];
-}
-
-static inline bool memo_eq(const ly_memo *a, const ly_memo *b) {
-  return a->b0 == b->b0 && a->b1 == b->b1 && a->count == b->count &&
-         a->alloc_gen == b->alloc_gen && a->comm == b->comm && a->what == b->what &&
-         a->dtype == b->dtype && a->root == b->root && a->checks[0] == b->checks[0] &&
-         a->checks[1] == b->checks[1];
+  ly_memo *m = &t->memo[x >> 59 & (LAYOUT_MEMO - 1)];
+  *known = m->b0 == b0 && m->b1 == b1 && m->count == count && m->alloc_gen == gen &&
+           m->comm == c && m->what == what && m->dtype == dtype && m->root == root &&
+           m->checks[0] == w0 && m->checks[1] == w1;
+  return m;
 }
 
 /* Whether a producer could match a send buffer now: only one written since
@@ -859,10 +881,13 @@ static inline bool producers_live(const ly_thread *t) {
 
 static void on_op(ly_thread *t, const a2a_event *ev) {
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
-  ly_memo key;
-  memo_key(ev, c, &key);
-  ly_memo *m = memo_slot(t, &key);
-  bool known = memo_eq(m, &key);
+  /* Read before the verdict is drawn: a change meanwhile leaves a key that
+   * no later operation matches. */
+  uint64_t gen = a2a_alloc_generation();
+  uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
+  uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+  bool known;
+  ly_memo *m = memo_find(t, ev, c, gen, w0, w1, &known);
   bool hidden = a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t);
   if (known && !hidden && t->depth == 0) { /* nothing to judge or record */
     t->nops++;
@@ -879,7 +904,7 @@ static void on_op(ly_thread *t, const a2a_event *ev) {
     for (int i = 0; i < fresh.n; i++) clean &= check_buffer(ev, c, &fresh, &fresh.r[i]);
     if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) clean &= check_op_overlap(ev, c, &fresh);
     if (clean) {
-      *m = key;
+      memo_key(ev, c, gen, w0, w1, m);
       m->op = fresh;
     }
   }

@@ -920,6 +920,27 @@ START_TEST(remembered_group_verdict_follows_the_ranges) {
 }
 END_TEST
 
+/* A remembered send is not a receive of the same buffer and size: the
+ * direction is part of the remembered key (its ranges differ: a receive
+ * writes its buffer). */
+START_TEST(remembered_send_is_not_a_receive) {
+  for (int i = 0; i < 2; i++) sendrecv_group(SEG0, SEG0 + 4096, 2); /* clean, remembered */
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  sendrecv_group(SEG0, SEG0, 2); /* receives into the buffer it sends */
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  /* And a remembered receive is not a send: two sends of the buffer it
+   * received into are fine. */
+  g_site = (const void *)0x1005;
+  for (int i = 0; i < 2; i++) sendrecv_group(SEG0 + 4096, SEG0 + 8192, 2);
+  group(1);
+  p2p(1, SEG0 + 8192, 256, 2);
+  p2p(1, SEG0 + 8192, 256, 3);
+  group(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+  g_site = (const void *)0x1000;
+}
+END_TEST
+
 START_TEST(checks_can_be_disabled) {
   collector_disable_check("layout");
   p2p(1, HOSTP, 256, 0);
@@ -979,6 +1000,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, remembered_bad_calls_keep_reporting);
   tcase_add_test(tc, repeated_bad_calls_are_counted);
   tcase_add_test(tc, remembered_group_verdict_follows_the_ranges);
+  tcase_add_test(tc, remembered_send_is_not_a_receive);
   tcase_add_test(tc, checks_can_be_disabled);
   suite_add_tcase(s, tc);
   return s;
