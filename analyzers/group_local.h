@@ -124,10 +124,10 @@ int gm_init(void);
  * collective or p2p call, the registry record of ev->comm (NULL if none),
  * which the tracker looked up; ignored for other kinds. */
 void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm);
-/* gm_on_event for a collective or p2p call (c: its communicator's record),
- * the tracker's fast path. */
+/* gm_on_event for a collective or p2p call (c: its communicator's record). */
 void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
-/* gm_on_op's two phases. */
+/* gm_on_op's two phases, which the tracker's fast path (gl_on_op) calls
+ * directly. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST
