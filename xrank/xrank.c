@@ -834,7 +834,7 @@ static void fill_op(xr_op *op, const a2a_event *ev, uint64_t id, int32_t rank) {
  * the group's end, one UNIT_END per stream), an OP_UNIT outside one - the
  * operation and the close of the unit it forms, which a lone operation
  * always is (one record, not an OP and a UNIT_END). */
-static void on_op(const a2a_event *ev) {
+__attribute__((noinline)) static void on_op(const a2a_event *ev) {
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   uint64_t id = comm_id(c);
   if (!id) return; /* unknown communicator */
@@ -886,12 +886,20 @@ static void on_event_body(const a2a_event *ev);
 
 /* The front (no stack frame): an asynchronous copy other than device to
  * host (or of an unknown direction) never blocks the host, so neither of
- * its phases has anything to publish - the common copy returns here. */
+ * its phases has anything to publish - the common copy returns here. An
+ * NCCL operation goes to on_op from here, without on_event_body's frame
+ * and switch: a successful one (POST), except a zero-count collective
+ * (dropped by NCCL, never a task). */
 static void on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_MEMCPY && ev->u.copy.async && ev->u.copy.cpykind != A2A_CPY_D2H &&
       ev->u.copy.cpykind != A2A_CPY_DEFAULT)
     return;
   if (!atomic_load_explicit(&g_active, memory_order_relaxed)) return;
+  if (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P) {
+    if (ev->phase == A2A_POST && ev->ok && (ev->kind == A2A_EV_P2P || ev->u.coll.count != 0))
+      on_op(ev);
+    return;
+  }
   on_event_body(ev);
 }
 
@@ -1031,15 +1039,7 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     }
     return;
   }
-  case A2A_EV_COLL:
-    if (ev->phase != A2A_POST || !ev->ok) return;
-    if (ev->u.coll.count == 0) return; /* dropped by NCCL, never a task */
-    on_op(ev);
-    return;
-  case A2A_EV_P2P:
-    if (ev->phase != A2A_POST || !ev->ok) return;
-    on_op(ev);
-    return;
+  /* (A2A_EV_COLL and A2A_EV_P2P: on_event.) */
   case A2A_EV_GROUP_START:
     if (ev->phase == A2A_POST && ev->result == 0 && (t = slot(ev->thread))) t->depth++;
     return;

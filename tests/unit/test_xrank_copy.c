@@ -3,7 +3,10 @@
  * the thread as blocked from its PRE to its POST (what the wait-for graph
  * reads, xr_blocked_snapshot), one that cannot block publishes nothing, and
  * the analyzer's POST gate for copies is open exactly while a copy's PRE
- * published a blocked state (a2a_dispatch_hot skips the POST otherwise). */
+ * published a blocked state (a2a_dispatch_hot skips the POST otherwise).
+ * Also the front's route for NCCL operations (on_event straight to on_op):
+ * exactly a successful POST of a collective with a count or of a
+ * send/receive pushes a record. */
 #include <check.h>
 #include <stdlib.h>
 
@@ -105,6 +108,69 @@ START_TEST(synchronous_copy_blocks_until_its_post) {
 }
 END_TEST
 
+/* Records in the queue now (drained). */
+static int drain(xr_rec *last) {
+  int n = 0;
+  xr_rec r;
+  while (xr_ring_pop(&r)) {
+    n++;
+    if (last) *last = r;
+  }
+  return n;
+}
+
+START_TEST(operations_reach_the_queue_from_the_front) {
+  static unsigned char id[128] = {0x5a, 1, 2, 3};
+  void *const comm = (void *)0xc0;
+  a2a_event ini = ev_make(A2A_EV_COMM_INIT);
+  ini.u.init.how = A2A_INIT_RANK;
+  ini.u.init.newcomm = comm;
+  ini.u.init.nranks = 2;
+  ini.u.init.rank = 0;
+  ini.u.init.device = 0;
+  ini.u.init.blocking = 1;
+  ini.u.init.ids = id;
+  ev_dispatch(&ini, 0); /* the registry's record (an id hash: the comm is known) */
+  drain(NULL);
+
+  a2a_event op = ev_make(A2A_EV_COLL);
+  op.comm = comm;
+  op.stream = (void *)0x5100;
+  op.u.coll.coll = A2A_COLL_ALLREDUCE;
+  op.u.coll.count = 8;
+  op.u.coll.dtype = 7;
+  op.u.coll.root = -1;
+  a2a_event_set_result(&op, 0); /* (a PRE that claims success, to test the phase alone) */
+  phase(&op, A2A_PRE);
+  ck_assert_int_eq(drain(NULL), 0); /* a PRE: nothing */
+  a2a_event_set_result(&op, 5);
+  phase(&op, A2A_POST);
+  ck_assert_int_eq(drain(NULL), 0); /* failed: nothing */
+  a2a_event_set_result(&op, 0);
+  phase(&op, A2A_POST);
+  xr_rec r;
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_OP_UNIT);
+  ck_assert_int_eq(r.u.opu.op.kind, XR_OP_COLL);
+  ck_assert_uint_eq(r.u.opu.op.count, 8);
+  op.u.coll.count = 0; /* dropped by NCCL: never a task */
+  phase(&op, A2A_POST);
+  ck_assert_int_eq(drain(NULL), 0);
+
+  a2a_event p2p = ev_make(A2A_EV_P2P);
+  p2p.comm = comm;
+  p2p.stream = (void *)0x5100;
+  p2p.u.p2p.is_send = 1;
+  p2p.u.p2p.count = 0; /* a send of nothing is still an operation */
+  p2p.u.p2p.dtype = 0;  /* (dtype and peer 0: u.coll.count, which they */
+  p2p.u.p2p.peer = 0;   /* overlay, is 0 too - a collective's test would drop it) */
+  a2a_event_set_result(&p2p, 0);
+  phase(&p2p, A2A_POST);
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.u.opu.op.kind, XR_OP_SEND);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_copy");
   TCase *tc = tcase_create("xrank_copy");
@@ -113,6 +179,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, async_copy_that_cannot_block_publishes_nothing);
   tcase_add_test(tc, async_copy_into_pageable_memory_blocks_until_its_post);
   tcase_add_test(tc, synchronous_copy_blocks_until_its_post);
+  tcase_add_test(tc, operations_reach_the_queue_from_the_front);
   suite_add_tcase(s, tc);
   return s;
 }
