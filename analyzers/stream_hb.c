@@ -530,7 +530,7 @@ static int tl_of_ev(const a2a_event *ev) {
 }
 
 /* The host enqueues work on timeline s: apply the implicit edges. */
-static void enqueue_edges(int s) {
+__attribute__((noinline)) static void enqueue_edges_slow(int s) {
   timeline *t = &g_tl[s];
   if (t->host_ver != g_host_ver) { /* else t holds the host clock already */
     vc_join(t->vc, g_tl[HOST_TL].vc);
@@ -545,6 +545,15 @@ static void enqueue_edges(int s) {
       if (g_tl[i].kind == TL_LEGACY && dev_match(g_tl[i].device, t->device))
         vc_join(t->vc, g_tl[i].vc);
   }
+}
+
+/* enqueue_edges_slow's common case inline: a non-blocking stream (no
+ * edge to or from the legacy stream) that holds the host clock already has
+ * no edge to apply. */
+static inline void enqueue_edges(int s) {
+  const timeline *t = &g_tl[s];
+  if (t->host_ver == g_host_ver && t->kind == TL_NONBLOCKING) return;
+  enqueue_edges_slow(s);
 }
 
 static uint32_t tick(int s) { return ++g_tl[s].vc[s]; }
@@ -1506,7 +1515,7 @@ static inline void acc_set(access *a, uint32_t clk, int s, uint8_t flags, uint32
 /* One access of comm_fast on its range r, whose history is all ordered
  * before vc: access_range's all-ordered branch for an access that covers
  * r (its bounds are exactly r's). The access is *a with flags f. */
-static inline void fast_one(range *r, const access *a, uint8_t f, const uint32_t *vc) {
+__attribute__((always_inline)) static inline void fast_one(range *r, const access *a, uint8_t f, const uint32_t *vc) {
   r->last_use = ++g_use;
   if (f & F_WRITE) {
     r->acc[0] = *a;
@@ -1544,7 +1553,7 @@ static inline void fast_one(range *r, const access *a, uint8_t f, const uint32_t
  *    the history, a read is added to it (acc_add).
  * False, with nothing changed, when a condition does not hold: the caller
  * runs pending_access. Caller holds g_mu. */
-static inline bool comm_fast(int n, const uintptr_t *lo, const uintptr_t *hi, const uint8_t *fl,
+__attribute__((always_inline)) static inline bool comm_fast(int n, const uintptr_t *lo, const uintptr_t *hi, const uint8_t *fl,
                              const access *const *a) {
   const uint32_t *vc = g_tl[a[0]->tl].vc;
   range *r0 = range_hinted(lo[0], hi[0]);

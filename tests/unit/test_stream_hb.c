@@ -1822,6 +1822,30 @@ START_TEST(fast_path_write_then_read_of_one_buffer) {
 }
 END_TEST
 
+/* The legacy stream and a blocking stream join each other at every
+ * enqueue, also when the stream already holds the host clock (the
+ * enqueue_edges fast path is for non-blocking streams only). */
+START_TEST(legacy_and_blocking_streams_join_at_every_enqueue) {
+  setup();
+  stream_create(S_COMP, 0); /* blocking */
+  void *big = (void *)(SEG + 0x20000);
+  send_on(STREAM_LEGACY_HANDLE, SENDBUF, NBYTES / 4, (void *)0x4000);
+  send_on(S_COMP, big, NBYTES / 4, (void *)0x4001);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  /* Both streams enqueue once after the host's synchronization: each then
+   * holds the host clock. */
+  send_on(STREAM_LEGACY_HANDLE, RECVBUF, NBYTES / 4, (void *)0x4000);
+  send_on(S_COMP, big, NBYTES / 4, (void *)0x4001);
+  recv_on(S_COMP, SENDBUF, NBYTES / 4);                     /* on the blocking stream */
+  send_on(STREAM_LEGACY_HANDLE, SENDBUF, NBYTES / 4, (void *)0x4002); /* waits for it */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 0);
+  recv_on(STREAM_LEGACY_HANDLE, RECVBUF, NBYTES / 4);            /* on the legacy stream */
+  send_on(S_COMP, RECVBUF, NBYTES / 4, (void *)0x4003);         /* waits for it */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 0);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 0);
+}
+END_TEST
+
 START_TEST(check_can_be_disabled) {
   setup();
   collector_disable_check("stream");
@@ -1896,6 +1920,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, recycling_without_host_cover_only_hides);
   tcase_add_test(tc, check_can_be_disabled);
   tcase_add_test(tc, fast_path_checks_both_sides);
+  tcase_add_test(tc, legacy_and_blocking_streams_join_at_every_enqueue);
   tcase_add_test(tc, fast_path_checks_both_sides_of_a_group);
   tcase_add_test(tc, fast_path_read_keeps_the_history);
   tcase_add_test(tc, fast_path_write_then_read_of_one_buffer);
