@@ -2295,6 +2295,38 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
   ts->npending = 0;
 }
 
+/* A successful cudaStreamSynchronize / cudaStreamQuery: the host waited
+ * for the stream. Caller holds g_mu. */
+static void stream_sync_locked(const a2a_event *ev) {
+  int s = tl_of_ev(ev);
+  if (s < 0) return;
+  /* Synchronizing on the legacy stream also waits for the blocking
+   * streams' earlier work it is ordered after. */
+  if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
+  host_join(g_tl[s].vc);
+  ring_expire();
+}
+
+/* hb_other's path for a stream synchronization or query (a polling loop
+ * queries at every round), without its dispatch: the same tests in the
+ * same order - the POST of a successful call, the analyzer enabled, and
+ * something tracked, remembered, staged or capturing ("the rest matters
+ * only while..."). */
+__attribute__((noinline)) static void hb_stream_sync(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || !ok_result(ev) ||
+      atomic_load_explicit(&g_disabled, memory_order_relaxed))
+    return;
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_nring, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_staged, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
+    return;
+  report_q q;
+  hb_lock(&q);
+  stream_sync_locked(ev);
+  hb_unlock(&q);
+}
+
 _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COLL + 2 &&
                    A2A_EV_GROUP_END == A2A_EV_COLL + 3,
                "hb_on_event tests the NCCL kinds as one interval");
@@ -2315,6 +2347,10 @@ static void hb_on_event(const a2a_event *ev) {
     if (ev->kind == A2A_EV_GROUP_START) hb_group_start(ev);
     else if (ev->kind == A2A_EV_GROUP_END) hb_group_end(ev);
     else if (ev->ok) on_comm_op(ev);
+    return;
+  }
+  if (ev->kind == A2A_EV_STREAM_QUERY || ev->kind == A2A_EV_STREAM_SYNC) {
+    hb_stream_sync(ev);
     return;
   }
   /* Event records and stream waits (the other hot calls) only while
@@ -2487,16 +2523,7 @@ static void hb_other(const a2a_event *ev) {
     break;
   }
   case A2A_EV_STREAM_SYNC:
-  case A2A_EV_STREAM_QUERY: {
-    int s = tl_of_ev(ev);
-    if (s < 0) break;
-    /* Synchronizing on the legacy stream also waits for the blocking
-     * streams' earlier work it is ordered after. */
-    if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
-    host_join(g_tl[s].vc);
-    ring_expire();
-    break;
-  }
+  case A2A_EV_STREAM_QUERY: stream_sync_locked(ev); break;
   case A2A_EV_DEVICE_SYNC: host_join_device(dev_of(ev)); break;
   case A2A_EV_HOST_FUNC:
   case A2A_EV_GRAPH_LAUNCH: {

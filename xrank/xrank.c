@@ -900,6 +900,20 @@ static void on_event(const a2a_event *ev) {
       on_op(ev);
     return;
   }
+  /* A polling loop's calls (on_event_body's cases for them, here): a
+   * stream query, and the neutral calls between queries, which matter only
+   * while a polling episode is published. */
+  tslot *t;
+  if (ev->kind == A2A_EV_STREAM_QUERY) {
+    if ((t = slot(ev->thread)))
+      on_poll(t, ev, POLL_STREAM, xr_stream_id(ev->stream, ev->per_thread),
+              ev->result == A2A_CUDA_ERROR_NOT_READY);
+    return;
+  }
+  if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
+    if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
+    return;
+  }
   on_event_body(ev);
 }
 
@@ -1110,18 +1124,13 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     }
     return;
   }
-  case A2A_EV_STREAM_QUERY:
-    if ((t = slot(ev->thread)))
-      on_poll(t, ev, POLL_STREAM, xr_stream_id(ev->stream, ev->per_thread),
-              ev->result == A2A_CUDA_ERROR_NOT_READY);
-    return;
+  /* (A2A_EV_STREAM_QUERY: on_event.) */
   case A2A_EV_EVENT_QUERY:
     if ((t = slot(ev->thread)))
       on_poll(t, ev, POLL_EVENT, (uint64_t)(uintptr_t)ev->u.event.event,
               ev->result == A2A_CUDA_ERROR_NOT_READY);
     return;
-  case A2A_EV_COMM_ASYNC_ERROR:
-  case A2A_EV_ERROR_QUERY:
+  case A2A_EV_ERROR_QUERY: /* (A2A_EV_COMM_ASYNC_ERROR: on_event) */
   case A2A_EV_SET_DEVICE:
     if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
     return;

@@ -4,9 +4,10 @@
  * reads, xr_blocked_snapshot), one that cannot block publishes nothing, and
  * the analyzer's POST gate for copies is open exactly while a copy's PRE
  * published a blocked state (a2a_dispatch_hot skips the POST otherwise).
- * Also the front's route for NCCL operations (on_event straight to on_op):
- * exactly a successful POST of a collective with a count or of a
- * send/receive pushes a record. */
+ * Also the front's routes: for NCCL operations (on_event straight to
+ * on_op), exactly a successful POST of a collective with a count or of a
+ * send/receive pushes a record; for a polling loop's stream queries and
+ * ncclCommGetAsyncError calls, the thread's published polling state. */
 #include <check.h>
 #include <stdlib.h>
 
@@ -171,6 +172,61 @@ START_TEST(operations_reach_the_queue_from_the_front) {
 }
 END_TEST
 
+static a2a_event poll_ev(a2a_kind kind, void *stream, uint32_t seq, int result) {
+  a2a_event ev = ev_make(kind);
+  ev.stream = stream;
+  ev.seq = seq;
+  ev.phase = A2A_POST;
+  a2a_event_set_result(&ev, result);
+  return ev;
+}
+
+START_TEST(polling_calls_reach_the_poll_state_from_the_front) {
+  static unsigned char id[128] = {0x5b, 4, 5, 6};
+  void *const comm = (void *)0xc1;
+  a2a_event ini = ev_make(A2A_EV_COMM_INIT);
+  ini.u.init.how = A2A_INIT_RANK;
+  ini.u.init.newcomm = comm;
+  ini.u.init.nranks = 2;
+  ini.u.init.rank = 0;
+  ini.u.init.device = 0;
+  ini.u.init.blocking = 1;
+  ini.u.init.ids = id;
+  ev_dispatch(&ini, 0);
+  a2a_event op = ev_make(A2A_EV_COLL); /* the thread posts communication */
+  op.comm = comm;
+  op.stream = (void *)0x5100;
+  op.u.coll.coll = A2A_COLL_ALLREDUCE;
+  op.u.coll.count = 8;
+  op.u.coll.dtype = 7;
+  op.u.coll.root = -1;
+  a2a_event_set_result(&op, 0);
+  phase(&op, A2A_POST);
+
+  uint32_t seq = op.seq + 100;
+  xr_threadstate ts[8];
+  a2a_event q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5100, seq, 600); /* not ready */
+  a2a_analyzer_xrank.on_event(&q);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 8, 0), 1);
+  ck_assert_uint_eq(ts[0].stream, 0x5100);
+  ck_assert_uint_eq(ts[0].flags, XR_THREAD_POLLING);
+  /* The neutral call between two queries continues the episode: the next
+   * query's stream joins the set instead of starting a new one. */
+  a2a_event ae = poll_ev(A2A_EV_COMM_ASYNC_ERROR, NULL, seq + 1, 0);
+  ae.comm = comm;
+  a2a_analyzer_xrank.on_event(&ae);
+  q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5200, seq + 2, 600);
+  a2a_analyzer_xrank.on_event(&q);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 8, 0), 2);
+  /* Complete: the streams leave the set. */
+  q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5100, seq + 3, 0);
+  a2a_analyzer_xrank.on_event(&q);
+  q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5200, seq + 4, 0);
+  a2a_analyzer_xrank.on_event(&q);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 8, 0), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_copy");
   TCase *tc = tcase_create("xrank_copy");
@@ -180,6 +236,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, async_copy_into_pageable_memory_blocks_until_its_post);
   tcase_add_test(tc, synchronous_copy_blocks_until_its_post);
   tcase_add_test(tc, operations_reach_the_queue_from_the_front);
+  tcase_add_test(tc, polling_calls_reach_the_poll_state_from_the_front);
   suite_add_tcase(s, tc);
   return s;
 }
