@@ -2327,6 +2327,14 @@ __attribute__((noinline)) static void hb_stream_sync(const a2a_event *ev) {
   hb_unlock(&q);
 }
 
+/* hb_on_event's NCCL kinds: hb_other's cases for them. */
+__attribute__((noinline)) static void hb_nccl(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (ev->kind == A2A_EV_GROUP_START) hb_group_start(ev);
+  else if (ev->kind == A2A_EV_GROUP_END) hb_group_end(ev);
+  else if (ev->ok) on_comm_op(ev);
+}
+
 _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COLL + 2 &&
                    A2A_EV_GROUP_END == A2A_EV_COLL + 3,
                "hb_on_event tests the NCCL kinds as one interval");
@@ -2338,19 +2346,6 @@ static void hb_on_event(const a2a_event *ev) {
     if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
         !atomic_load_explicit(&g_disabled, memory_order_relaxed))
       hb_launch(ev);
-    return;
-  }
-  /* NCCL operations and group brackets (consecutive kinds): hb_other's
-   * cases for them, without its dispatch. */
-  if ((unsigned)ev->kind - A2A_EV_COLL <= (unsigned)(A2A_EV_GROUP_END - A2A_EV_COLL)) {
-    if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
-    if (ev->kind == A2A_EV_GROUP_START) hb_group_start(ev);
-    else if (ev->kind == A2A_EV_GROUP_END) hb_group_end(ev);
-    else if (ev->ok) on_comm_op(ev);
-    return;
-  }
-  if (ev->kind == A2A_EV_STREAM_QUERY || ev->kind == A2A_EV_STREAM_SYNC) {
-    hb_stream_sync(ev);
     return;
   }
   /* Event records and stream waits (the other hot calls) only while
@@ -2387,6 +2382,18 @@ static void hb_on_event(const a2a_event *ev) {
                     (ev->kind == A2A_EV_MEMSET || (ev->u.copy.cpykind != A2A_CPY_D2H &&
                                                    ev->u.copy.cpykind != A2A_CPY_H2H));
     if (!remember || stage_copy(ev)) return;
+  }
+  /* NCCL operations and group brackets (consecutive kinds): hb_other's
+   * cases for them, without its dispatch (out of line: hb_on_event keeps
+   * no frame for the hot calls; tested after them, whose paths stay as
+   * they were). */
+  if ((unsigned)ev->kind - A2A_EV_COLL <= (unsigned)(A2A_EV_GROUP_END - A2A_EV_COLL)) {
+    hb_nccl(ev);
+    return;
+  }
+  if (ev->kind == A2A_EV_STREAM_QUERY || ev->kind == A2A_EV_STREAM_SYNC) {
+    hb_stream_sync(ev);
+    return;
   }
   hb_other(ev);
 }
