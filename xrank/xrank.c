@@ -884,6 +884,28 @@ __attribute__((noinline)) static void on_op(const a2a_event *ev) {
 
 static void on_event_body(const a2a_event *ev);
 
+/* ncclGroupEnd (POST; on_event's, out of line): the outermost closes the
+ * group's units, one per stream. */
+__attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
+  tslot *t;
+  if (ev->phase != A2A_POST || !(t = slot(ev->thread)) || t->depth == 0) return;
+  /* ncclGroupSimulateEnd ends the group but launches nothing: its units
+   * are closed untracked (documented limit: their fingerprints were
+   * already counted, so the peers' matching may shift). */
+  if (--t->depth == 0) {
+    for (int i = 0; i < t->nstreams; i++) {
+      if (!ev->u.group.simulate && ev->ok) {
+        close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
+      } else {
+        /* The group failed: nothing was launched; close untracked. */
+        xr_rec r = {.type = XR_REC_UNIT_END, .thread = ev->thread, .stream = t->streams[i]};
+        push(&r);
+      }
+    }
+    t->nstreams = 0;
+  }
+}
+
 /* The front (no stack frame): an asynchronous copy other than device to
  * host (or of an unknown direction) never blocks the host, so neither of
  * its phases has anything to publish - the common copy returns here. An
@@ -912,6 +934,14 @@ static void on_event(const a2a_event *ev) {
   }
   if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
     if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
+    return;
+  }
+  if (ev->kind == A2A_EV_GROUP_START) {
+    if (ev->phase == A2A_POST && ev->result == 0 && (t = slot(ev->thread))) t->depth++;
+    return;
+  }
+  if (ev->kind == A2A_EV_GROUP_END) {
+    on_group_end(ev);
     return;
   }
   on_event_body(ev);
@@ -1054,27 +1084,8 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     return;
   }
   /* (A2A_EV_COLL and A2A_EV_P2P: on_event.) */
-  case A2A_EV_GROUP_START:
-    if (ev->phase == A2A_POST && ev->result == 0 && (t = slot(ev->thread))) t->depth++;
-    return;
-  case A2A_EV_GROUP_END:
-    if (ev->phase != A2A_POST || !(t = slot(ev->thread)) || t->depth == 0) return;
-    /* ncclGroupSimulateEnd ends the group but launches nothing: its units
-     * are closed untracked (documented limit: their fingerprints were
-     * already counted, so the peers' matching may shift). */
-    if (--t->depth == 0) {
-      for (int i = 0; i < t->nstreams; i++) {
-        if (!ev->u.group.simulate && ev->ok) {
-          close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
-        } else {
-          /* The group failed: nothing was launched; close untracked. */
-          xr_rec r = {.type = XR_REC_UNIT_END, .thread = ev->thread, .stream = t->streams[i]};
-          push(&r);
-        }
-      }
-      t->nstreams = 0;
-    }
-    return;
+  /* (A2A_EV_GROUP_START: on_event.) */
+  /* (A2A_EV_GROUP_END: on_event.) */
   case A2A_EV_STREAM_SYNC:
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_DEVICE_SYNC:

@@ -169,6 +169,27 @@ START_TEST(operations_reach_the_queue_from_the_front) {
   phase(&p2p, A2A_POST);
   ck_assert_int_eq(drain(&r), 1);
   ck_assert_int_eq(r.u.opu.op.kind, XR_OP_SEND);
+
+  /* In a group (the front's group brackets): OP records, then one
+   * UNIT_END for the group's stream at the outermost end. */
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  a2a_event_set_result(&g, 0);
+  phase(&g, A2A_POST);
+  p2p.u.p2p.count = 8;
+  phase(&p2p, A2A_POST);
+  phase(&p2p, A2A_POST);
+  ck_assert_int_eq(drain(&r), 2);
+  ck_assert_int_eq(r.type, XR_REC_OP);
+  g = ev_make(A2A_EV_GROUP_END);
+  a2a_event_set_result(&g, 0);
+  phase(&g, A2A_POST);
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(r.stream, 0x5100);
+  p2p.u.p2p.count = 8; /* after the group: a unit by itself again */
+  phase(&p2p, A2A_POST);
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_OP_UNIT);
 }
 END_TEST
 
