@@ -530,7 +530,7 @@ static int tl_of_ev(const a2a_event *ev) {
 }
 
 /* The host enqueues work on timeline s: apply the implicit edges. */
-static void enqueue_edges(int s) {
+__attribute__((noinline)) static void enqueue_edges_slow(int s) {
   timeline *t = &g_tl[s];
   if (t->host_ver != g_host_ver) { /* else t holds the host clock already */
     vc_join(t->vc, g_tl[HOST_TL].vc);
@@ -545,6 +545,15 @@ static void enqueue_edges(int s) {
       if (g_tl[i].kind == TL_LEGACY && dev_match(g_tl[i].device, t->device))
         vc_join(t->vc, g_tl[i].vc);
   }
+}
+
+/* enqueue_edges_slow's common case inline: a non-blocking stream (no
+ * edge to or from the legacy stream) that holds the host clock already has
+ * no edge to apply. */
+static inline void enqueue_edges(int s) {
+  const timeline *t = &g_tl[s];
+  if (t->host_ver == g_host_ver && t->kind == TL_NONBLOCKING) return;
+  enqueue_edges_slow(s);
 }
 
 static uint32_t tick(int s) { return ++g_tl[s].vc[s]; }
@@ -1483,6 +1492,96 @@ __attribute__((always_inline)) static inline void pending_access(pending *arr, i
   }
 }
 
+/* *a = the communication access (flags | F_COMM) at epoch clk of timeline
+ * s, as pending_access builds it, its stack the site cache's (stack -1).
+ * Member by member: an initializer would also clear the padding, which
+ * GCC does with a byte loop. */
+static inline void acc_set(access *a, uint32_t clk, int s, uint8_t flags, uint32_t nops,
+                           const void *site, const char *what, void *comm,
+                           const a2a_stack *stk) {
+  a->clk = clk;
+  a->tl = (uint16_t)s;
+  a->flags = (uint8_t)(flags | F_COMM);
+  a->kind = AK_COMM;
+  a->nops = nops;
+  a->site = site;
+  a->what = what;
+  a->comm = comm;
+  a->stk = stk;
+  a->stack = -1;
+  a->stack_gen = 0;
+}
+
+/* One access of comm_fast on its range r, whose history is all ordered
+ * before vc: access_range's all-ordered branch for an access that covers
+ * r (its bounds are exactly r's). The access is *a with flags f. */
+__attribute__((always_inline)) static inline void fast_one(range *r, const access *a, uint8_t f, const uint32_t *vc) {
+  r->last_use = ++g_use;
+  if (f & F_WRITE) {
+    r->acc[0] = *a;
+    r->acc[0].flags = f;
+    r->nacc = 1;
+  } else {
+    access t = *a;
+    t.flags = f;
+    acc_add(r, &t, vc);
+  }
+}
+
+/* pending_access's common case without its loop: n (1 or 2) accesses with
+ * bounds [lo[i], hi[i]), access i being *a[i] with flags fl[i] | F_COMM,
+ * all on one timeline (a[0]->tl, after its edges and tick), each a
+ * communication read or write (fl[i] F_READ or F_WRITE) whose stack, if
+ * any, is the site cache's (stk; stack -1). Taken only when every
+ * access's bounds are exactly a live range's found through its range hint
+ * (range_hinted) and that range's history is all ordered before the
+ * timeline's clock (all_ordered). Then pending_access with the same
+ * accesses (tls NULL) does exactly this:
+ *  - it finds the same ranges (the hint of either, the previous access's
+ *    range for equal bounds), creates, splits, merges and re-marks none,
+ *    pulls no recent copy (no range is fresh), sets no hint and leaves
+ *    g_nranges and the bounds alone;
+ *  - two accesses with equal bounds share one range: pending_access's
+ *    in-place rule applies to a read followed by a write (the read only
+ *    uses the range; the write then replaces its history); any other pair
+ *    of equal bounds is left to pending_access;
+ *  - with different bounds the two ranges are different (live ranges are
+ *    disjoint), so checking both histories before touching either is
+ *    checking each before its own access, as pending_access does;
+ *  - each access takes access_range's all-ordered branch: no finding, one
+ *    use of g_use, a write (covering: the bounds are the range's) replaces
+ *    the history, a read is added to it (acc_add).
+ * False, with nothing changed, when a condition does not hold: the caller
+ * runs pending_access. Caller holds g_mu. */
+__attribute__((always_inline)) static inline bool comm_fast(int n, const uintptr_t *lo, const uintptr_t *hi, const uint8_t *fl,
+                             const access *const *a) {
+  const uint32_t *vc = g_tl[a[0]->tl].vc;
+  range *r0 = range_hinted(lo[0], hi[0]);
+  if (!r0 || !all_ordered(r0, vc)) return false;
+  if (n == 1) {
+    fast_one(r0, a[0], (uint8_t)(fl[0] | F_COMM), vc);
+    return true;
+  }
+  if (lo[1] == lo[0] && hi[1] == hi[0]) {
+    if (fl[0] != F_READ || fl[1] != F_WRITE) return false;
+    r0->last_use = ++g_use; /* the read: its use of the range only */
+    fast_one(r0, a[1], F_WRITE | F_COMM, vc);
+    return true;
+  }
+  range *r1 = range_hinted(lo[1], hi[1]);
+  if (!r1 || !all_ordered(r1, vc)) return false;
+  fast_one(r0, a[0], (uint8_t)(fl[0] | F_COMM), vc);
+  fast_one(r1, a[1], (uint8_t)(fl[1] | F_COMM), vc);
+  return true;
+}
+
+/* pending_access for accesses on one timeline s at epoch clk, out of line
+ * (its two callers share it). */
+__attribute__((noinline)) static void pending_access_one(pending *arr, int npending, int s,
+                                                         uint32_t clk) {
+  pending_access(arr, npending, NULL, NULL, s, clk);
+}
+
 /* pending_apply for accesses on several streams. */
 __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npending,
                                                           uint32_t thread) {
@@ -1541,7 +1640,23 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
   int s = tl_of(p0->stream, p0->per_thread, thread, p0->device);
   if (s < 0 || g_tl[s].capturing) return; /* (a capturing stream's accesses are skipped) */
   enqueue_edges(s);
-  pending_access(arr, npending, NULL, NULL, s, tick(s));
+  uint32_t clk = tick(s);
+  if (npending <= 2 && arr[0].stk != &arr[0].scratch &&
+      (npending == 1 || arr[1].stk != &arr[1].scratch)) {
+    access a[2];
+    const access *ap[2] = {&a[0], &a[1]};
+    uintptr_t lo[2], hi[2];
+    uint8_t fl[2];
+    for (int i = 0; i < npending; i++) {
+      const pending *p = &arr[i];
+      acc_set(&a[i], clk, s, p->flags, p->nops, p->site, p->what, p->comm, p->stk);
+      lo[i] = p->lo;
+      hi[i] = p->hi;
+      fl[i] = p->flags;
+    }
+    if (comm_fast(npending, lo, hi, fl, ap)) return;
+  }
+  pending_access_one(arr, npending, s, clk);
 }
 
 /* The creating call of a device's example blocking stream, symbolized once
@@ -1640,7 +1755,7 @@ static void coll_extents(const a2a_event *ev, size_t *sbytes, size_t *rbytes) {
   }
 }
 
-static void on_comm_op(const a2a_event *ev) {
+__attribute__((noinline)) static void on_comm_op(const a2a_event *ev) {
   const char *what = ev->api ? ev->api : "nccl";
   size_t sbytes = 0, rbytes = 0;
   uintptr_t sp = 0, rp = 0;
@@ -1675,30 +1790,54 @@ static void on_comm_op(const a2a_event *ev) {
     pending_add(ts, ev, rp, rbytes, F_WRITE, what);
     return;
   }
-  /* An ungrouped call: its accesses are built here, as pending_add would
-   * (its two accesses never merge: their directions differ), with one
-   * stack lookup for both. */
-  pending now[2];
+  /* An ungrouped call: one stream, one stack lookup for both sides (which
+   * never merge: their directions differ). What pending_apply does with
+   * the entries pending_add would make, without making them unless
+   * comm_fast declines (then they are made as op_side makes them). */
+  uintptr_t lo[2], hi[2];
+  uint8_t fl[2];
   int n = 0;
-  int dev = dev_of(ev);
-  if (sbytes && sp) op_side(&now[n++], ev, dev, sp, sbytes, F_READ, what);
-  if (rbytes && rp) op_side(&now[n++], ev, dev, rp, rbytes, F_WRITE, what);
+  if (sbytes && sp) {
+    lo[n] = sp;
+    hi[n] = sp + sbytes;
+    fl[n++] = F_READ;
+  }
+  if (rbytes && rp) {
+    lo[n] = rp;
+    hi[n] = rp + rbytes;
+    fl[n++] = F_WRITE;
+  }
   if (n == 0) return;
+  int dev = dev_of(ev);
+  a2a_stack scratch;
+  const a2a_stack *stk = NULL;
   if (a2a_opt->stack_depth > 0) {
-    const a2a_stack *stk = site_stack(ts, ev->callsite, &now[0].scratch);
+    stk = site_stack(ts, ev->callsite, &scratch);
     if (stk && stk->n <= 0) stk = NULL;
-    now[0].stk = stk;
-    if (n == 2) {
-      now[1].stk = stk;
-      if (stk == &now[0].scratch) { /* the site cache is full: each keeps its own */
-        now[1].scratch = now[0].scratch;
-        now[1].stk = &now[1].scratch;
-      }
-    }
   }
   report_q q;
   hb_lock(&q);
-  pending_apply(now, n, ev->thread);
+  int s = tl_of(ev->stream, ev->per_thread, ev->thread, dev);
+  if (s >= 0 && !g_tl[s].capturing) { /* (a capturing stream's accesses are skipped) */
+    enqueue_edges(s);
+    uint32_t clk = tick(s);
+    access a; /* both sides' (comm_fast sets each one's flags) */
+    acc_set(&a, clk, s, fl[0], 1, ev->callsite, what, ev->comm, stk);
+    const access *ap[2] = {&a, &a};
+    if (stk == &scratch || !comm_fast(n, lo, hi, fl, ap)) {
+      pending now[2];
+      for (int i = 0; i < n; i++) {
+        op_side(&now[i], ev, dev, lo[i], hi[i] - lo[i], fl[i], what);
+        if (stk == &scratch) { /* the site cache is full: each keeps its own */
+          now[i].scratch = scratch;
+          now[i].stk = &now[i].scratch;
+        } else {
+          now[i].stk = stk;
+        }
+      }
+      pending_access_one(now, n, s, clk);
+    }
+  }
   hb_unlock(&q);
 }
 
@@ -2134,6 +2273,72 @@ static void hb_launch(const a2a_event *ev) {
   hb_unlock(&q);
 }
 
+/* ncclGroupStart: one more level of the thread's group nesting. */
+static inline void hb_group_start(const a2a_event *ev) {
+  if (ev->result == 0) {
+    thread_state *ts = thread_state_of(ev->thread);
+    if (ts) ts->depth++;
+  }
+}
+
+/* ncclGroupEnd: the outermost one enqueues the group's accesses. */
+__attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
+  thread_state *ts = thread_state_of(ev->thread);
+  if (!ts || ts->depth == 0) return;
+  if (--ts->depth > 0) return;
+  if (!ev->u.group.simulate && ev->ok && ts->npending) {
+    report_q q;
+    hb_lock(&q);
+    pending_apply(ts->p, ts->npending, ev->thread);
+    hb_unlock(&q);
+  }
+  ts->npending = 0;
+}
+
+/* A successful cudaStreamSynchronize / cudaStreamQuery: the host waited
+ * for the stream. Caller holds g_mu. */
+static void stream_sync_locked(const a2a_event *ev) {
+  int s = tl_of_ev(ev);
+  if (s < 0) return;
+  /* Synchronizing on the legacy stream also waits for the blocking
+   * streams' earlier work it is ordered after. */
+  if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
+  host_join(g_tl[s].vc);
+  ring_expire();
+}
+
+/* hb_other's path for a stream synchronization or query (a polling loop
+ * queries at every round), without its dispatch: the same tests in the
+ * same order - the POST of a successful call, the analyzer enabled, and
+ * something tracked, remembered, staged or capturing ("the rest matters
+ * only while..."). */
+__attribute__((noinline)) static void hb_stream_sync(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || !ok_result(ev) ||
+      atomic_load_explicit(&g_disabled, memory_order_relaxed))
+    return;
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_nring, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_staged, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
+    return;
+  report_q q;
+  hb_lock(&q);
+  stream_sync_locked(ev);
+  hb_unlock(&q);
+}
+
+/* hb_on_event's NCCL kinds: hb_other's cases for them. */
+__attribute__((noinline)) static void hb_nccl(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (ev->kind == A2A_EV_GROUP_START) hb_group_start(ev);
+  else if (ev->kind == A2A_EV_GROUP_END) hb_group_end(ev);
+  else if (ev->ok) on_comm_op(ev);
+}
+
+_Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COLL + 2 &&
+                   A2A_EV_GROUP_END == A2A_EV_COLL + 3,
+               "hb_on_event tests the NCCL kinds as one interval");
+
 static void hb_on_event(const a2a_event *ev) {
   /* Launches (the hot path) matter only while communication buffers are
    * tracked (see "Launch prefilter"). */
@@ -2178,6 +2383,18 @@ static void hb_on_event(const a2a_event *ev) {
                                                    ev->u.copy.cpykind != A2A_CPY_H2H));
     if (!remember || stage_copy(ev)) return;
   }
+  /* NCCL operations and group brackets (consecutive kinds): hb_other's
+   * cases for them, without its dispatch (out of line: hb_on_event keeps
+   * no frame for the hot calls; tested after them, whose paths stay as
+   * they were). */
+  if ((unsigned)ev->kind - A2A_EV_COLL <= (unsigned)(A2A_EV_GROUP_END - A2A_EV_COLL)) {
+    hb_nccl(ev);
+    return;
+  }
+  if (ev->kind == A2A_EV_STREAM_QUERY || ev->kind == A2A_EV_STREAM_SYNC) {
+    hb_stream_sync(ev);
+    return;
+  }
   hb_other(ev);
 }
 
@@ -2189,25 +2406,8 @@ static void hb_other(const a2a_event *ev) {
   case A2A_EV_SET_DEVICE:
     if (ok_result(ev) && ev->thread < MAX_THREADS) g_last_dev[ev->thread] = ev->u.dev.device;
     return;
-  case A2A_EV_GROUP_START:
-    if (ev->result == 0) {
-      thread_state *ts = thread_state_of(ev->thread);
-      if (ts) ts->depth++;
-    }
-    return;
-  case A2A_EV_GROUP_END: {
-    thread_state *ts = thread_state_of(ev->thread);
-    if (!ts || ts->depth == 0) return;
-    if (--ts->depth > 0) return;
-    if (!ev->u.group.simulate && ev->ok && ts->npending) {
-      report_q q;
-      hb_lock(&q);
-      pending_apply(ts->p, ts->npending, ev->thread);
-      hb_unlock(&q);
-    }
-    ts->npending = 0;
-    return;
-  }
+  case A2A_EV_GROUP_START: hb_group_start(ev); return;
+  case A2A_EV_GROUP_END: hb_group_end(ev); return;
   case A2A_EV_COLL:
   case A2A_EV_P2P:
     if (ev->ok) on_comm_op(ev);
@@ -2330,16 +2530,7 @@ static void hb_other(const a2a_event *ev) {
     break;
   }
   case A2A_EV_STREAM_SYNC:
-  case A2A_EV_STREAM_QUERY: {
-    int s = tl_of_ev(ev);
-    if (s < 0) break;
-    /* Synchronizing on the legacy stream also waits for the blocking
-     * streams' earlier work it is ordered after. */
-    if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
-    host_join(g_tl[s].vc);
-    ring_expire();
-    break;
-  }
+  case A2A_EV_STREAM_QUERY: stream_sync_locked(ev); break;
   case A2A_EV_DEVICE_SYNC: host_join_device(dev_of(ev)); break;
   case A2A_EV_HOST_FUNC:
   case A2A_EV_GRAPH_LAUNCH: {

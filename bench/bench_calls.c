@@ -7,7 +7,9 @@
  *
  * MODE: launch, record, wait, memcpy, allreduce, sendrecv (an ncclSend +
  * ncclRecv pair in a group, to and from itself on a one-rank communicator),
- * alltoall. INFLIGHT: communication buffers left in flight (their
+ * alltoall, poll (a polling loop's round, as nccl-tests' and PyTorch's:
+ * cudaStreamQuery on an idle stream that carried an AllReduce before the
+ * loop, then ncclCommGetAsyncError). INFLIGHT: communication buffers left in flight (their
  * operations never synchronized) before the loop, so the checks that track
  * in-flight buffers have that many to consider (0, 8, 32, 128). SYNC: if
  * > 0, the loop synchronizes its streams every SYNC calls (long runs: the
@@ -44,9 +46,9 @@ typedef struct env {
   float *buf, *buf2, *host;
 } env;
 
-enum { M_LAUNCH, M_RECORD, M_WAIT, M_MEMCPY, M_ALLREDUCE, M_SENDRECV, M_ALLTOALL, M_N };
+enum { M_LAUNCH, M_RECORD, M_WAIT, M_MEMCPY, M_ALLREDUCE, M_SENDRECV, M_ALLTOALL, M_POLL, M_N };
 static const char *const mode_names[M_N] = {"launch", "record", "wait", "memcpy",
-                                            "allreduce", "sendrecv", "alltoall"};
+                                            "allreduce", "sendrecv", "alltoall", "poll"};
 
 static void one(const env *e, int mode) {
   dim3 d1 = {1, 1, 1};
@@ -65,6 +67,13 @@ static void one(const env *e, int mode) {
     CK(ncclGroupEnd());
     break;
   case M_ALLTOALL: CK(ncclAlltoAll(e->buf, e->buf2, 8, ncclFloat, e->comm, e->s)); break;
+  case M_POLL: {
+    ncclResult_t async = ncclSuccess;
+    CK(cudaStreamQuery(e->s)); /* idle: cudaSuccess */
+    CK(ncclCommGetAsyncError(e->comm, &async));
+    CK(async);
+    break;
+  }
   }
 }
 
@@ -104,7 +113,7 @@ static long status_kib(const char *key) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall N [INFLIGHT [SYNC]]\n",
+    fprintf(stderr, "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall|poll N [INFLIGHT [SYNC]]\n",
             argv[0]);
     return 2;
   }
@@ -133,6 +142,12 @@ int main(int argc, char **argv) {
     float *b;
     CK(cudaMalloc((void **)&b, 4096));
     CK(ncclAllReduce(b, b, 64, ncclFloat, ncclSum, e.comm, s3));
+  }
+  /* Polling follows communication: the stream carried an operation (the
+   * analyzers track its buffer, the thread has posted). */
+  if (mode == M_POLL) {
+    CK(ncclAllReduce(e.buf, e.buf, 8, ncclFloat, ncclSum, e.comm, e.s));
+    CK(cudaStreamSynchronize(e.s));
   }
   warmup_loop(&e, mode, n < 200 ? n : 200);
   CK(cudaStreamSynchronize(e.s));

@@ -834,7 +834,7 @@ static void fill_op(xr_op *op, const a2a_event *ev, uint64_t id, int32_t rank) {
  * the group's end, one UNIT_END per stream), an OP_UNIT outside one - the
  * operation and the close of the unit it forms, which a lone operation
  * always is (one record, not an OP and a UNIT_END). */
-static void on_op(const a2a_event *ev) {
+__attribute__((noinline)) static void on_op(const a2a_event *ev) {
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   uint64_t id = comm_id(c);
   if (!id) return; /* unknown communicator */
@@ -884,14 +884,66 @@ static void on_op(const a2a_event *ev) {
 
 static void on_event_body(const a2a_event *ev);
 
+/* ncclGroupEnd (POST; on_event's, out of line): the outermost closes the
+ * group's units, one per stream. */
+__attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
+  tslot *t;
+  if (ev->phase != A2A_POST || !(t = slot(ev->thread)) || t->depth == 0) return;
+  /* ncclGroupSimulateEnd ends the group but launches nothing: its units
+   * are closed untracked (documented limit: their fingerprints were
+   * already counted, so the peers' matching may shift). */
+  if (--t->depth == 0) {
+    for (int i = 0; i < t->nstreams; i++) {
+      if (!ev->u.group.simulate && ev->ok) {
+        close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
+      } else {
+        /* The group failed: nothing was launched; close untracked. */
+        xr_rec r = {.type = XR_REC_UNIT_END, .thread = ev->thread, .stream = t->streams[i]};
+        push(&r);
+      }
+    }
+    t->nstreams = 0;
+  }
+}
+
 /* The front (no stack frame): an asynchronous copy other than device to
  * host (or of an unknown direction) never blocks the host, so neither of
- * its phases has anything to publish - the common copy returns here. */
+ * its phases has anything to publish - the common copy returns here. An
+ * NCCL operation goes to on_op from here, without on_event_body's frame
+ * and switch: a successful one (POST), except a zero-count collective
+ * (dropped by NCCL, never a task). */
 static void on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_MEMCPY && ev->u.copy.async && ev->u.copy.cpykind != A2A_CPY_D2H &&
       ev->u.copy.cpykind != A2A_CPY_DEFAULT)
     return;
   if (!atomic_load_explicit(&g_active, memory_order_relaxed)) return;
+  if (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P) {
+    if (ev->phase == A2A_POST && ev->ok && (ev->kind == A2A_EV_P2P || ev->u.coll.count != 0))
+      on_op(ev);
+    return;
+  }
+  /* A polling loop's calls (on_event_body's cases for them, here): a
+   * stream query, and the neutral calls between queries, which matter only
+   * while a polling episode is published. */
+  tslot *t;
+  if (ev->kind == A2A_EV_STREAM_QUERY) {
+    if ((t = slot(ev->thread)))
+      on_poll(t, ev, POLL_STREAM, xr_stream_id(ev->stream, ev->per_thread),
+              ev->result == A2A_CUDA_ERROR_NOT_READY);
+    return;
+  }
+  if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
+    if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
+    return;
+  }
+  if (ev->kind == A2A_EV_GROUP_START) {
+    if (ev->phase == A2A_POST && ev->result == 0 && (t = slot(ev->thread))) t->depth++;
+    return;
+  }
+  if (ev->kind == A2A_EV_GROUP_END) {
+    on_group_end(ev);
+    return;
+  }
   on_event_body(ev);
 }
 
@@ -1031,36 +1083,9 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     }
     return;
   }
-  case A2A_EV_COLL:
-    if (ev->phase != A2A_POST || !ev->ok) return;
-    if (ev->u.coll.count == 0) return; /* dropped by NCCL, never a task */
-    on_op(ev);
-    return;
-  case A2A_EV_P2P:
-    if (ev->phase != A2A_POST || !ev->ok) return;
-    on_op(ev);
-    return;
-  case A2A_EV_GROUP_START:
-    if (ev->phase == A2A_POST && ev->result == 0 && (t = slot(ev->thread))) t->depth++;
-    return;
-  case A2A_EV_GROUP_END:
-    if (ev->phase != A2A_POST || !(t = slot(ev->thread)) || t->depth == 0) return;
-    /* ncclGroupSimulateEnd ends the group but launches nothing: its units
-     * are closed untracked (documented limit: their fingerprints were
-     * already counted, so the peers' matching may shift). */
-    if (--t->depth == 0) {
-      for (int i = 0; i < t->nstreams; i++) {
-        if (!ev->u.group.simulate && ev->ok) {
-          close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
-        } else {
-          /* The group failed: nothing was launched; close untracked. */
-          xr_rec r = {.type = XR_REC_UNIT_END, .thread = ev->thread, .stream = t->streams[i]};
-          push(&r);
-        }
-      }
-      t->nstreams = 0;
-    }
-    return;
+  /* (A2A_EV_COLL and A2A_EV_P2P: on_event.) */
+  /* (A2A_EV_GROUP_START: on_event.) */
+  /* (A2A_EV_GROUP_END: on_event.) */
   case A2A_EV_STREAM_SYNC:
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_DEVICE_SYNC:
@@ -1110,18 +1135,13 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     }
     return;
   }
-  case A2A_EV_STREAM_QUERY:
-    if ((t = slot(ev->thread)))
-      on_poll(t, ev, POLL_STREAM, xr_stream_id(ev->stream, ev->per_thread),
-              ev->result == A2A_CUDA_ERROR_NOT_READY);
-    return;
+  /* (A2A_EV_STREAM_QUERY: on_event.) */
   case A2A_EV_EVENT_QUERY:
     if ((t = slot(ev->thread)))
       on_poll(t, ev, POLL_EVENT, (uint64_t)(uintptr_t)ev->u.event.event,
               ev->result == A2A_CUDA_ERROR_NOT_READY);
     return;
-  case A2A_EV_COMM_ASYNC_ERROR:
-  case A2A_EV_ERROR_QUERY:
+  case A2A_EV_ERROR_QUERY: /* (A2A_EV_COMM_ASYNC_ERROR: on_event) */
   case A2A_EV_SET_DEVICE:
     if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
     return;

@@ -1728,6 +1728,124 @@ START_TEST(range_hints_follow_split_merge_and_free) {
 }
 END_TEST
 
+/* ---------------- comm_fast: an operation on ranges it used before ----------------
+ * The ranges of two_streams_warm are exact and hinted, their histories
+ * ordered after the host's synchronization: an operation on them on one
+ * stream takes stream_hb's comm_fast unless a history holds an unordered
+ * access. Each case below fails if comm_fast skipped a check pending_access
+ * makes, or remembered less than it does. */
+
+/* An out-of-place operation: each side's history is checked, not only the
+ * first one's. */
+START_TEST(fast_path_checks_both_sides) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMP, RECVBUF, NBYTES / 4); /* unordered write of the receive side */
+  ck_assert_int_eq(stream_findings(), 0);
+  allreduce_on(S_COMM, SENDBUF, RECVBUF, NBYTES / 4);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMP, SENDBUF, NBYTES / 4); /* unordered write of the send side */
+  allreduce_on(S_COMM, SENDBUF, RECVBUF, NBYTES / 4);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMP, RECVBUF, NBYTES / 4);
+  allreduce_on(S_COMM, RECVBUF, RECVBUF, NBYTES / 4); /* in place */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+/* The grouped form (pending_apply's fast path): the same two checks. */
+START_TEST(fast_path_checks_both_sides_of_a_group) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMP, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMP, SENDBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* A read is added to its range's history: the earlier write it is ordered
+ * after stays remembered. A later rewrite on a third stream, ordered with
+ * neither, overwrites the operation's input (free-in-flight) and the
+ * earlier operation's output (unsynced-output). */
+START_TEST(fast_path_read_keeps_the_history) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  void *e = (void *)0xe7;
+  recv_on(S_COMP, SENDBUF, NBYTES / 4); /* W: the producer, a receive */
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  allreduce_on(S_COMM, SENDBUF, RECVBUF, NBYTES / 4); /* R: ordered after W */
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_OTHER);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* Equal bounds in the other order (a receive, then a send of the same
+ * buffer in one group) are not in place: the read is remembered after the
+ * write, and a rewrite on another stream overwrites both. */
+START_TEST(fast_path_write_then_read_of_one_buffer) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  group(A2A_EV_GROUP_START);
+  recv_on(S_COMM, SENDBUF, NBYTES / 4);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* The legacy stream and a blocking stream join each other at every
+ * enqueue, also when the stream already holds the host clock (the
+ * enqueue_edges fast path is for non-blocking streams only). */
+START_TEST(legacy_and_blocking_streams_join_at_every_enqueue) {
+  setup();
+  stream_create(S_COMP, 0); /* blocking */
+  void *big = (void *)(SEG + 0x20000);
+  send_on(STREAM_LEGACY_HANDLE, SENDBUF, NBYTES / 4, (void *)0x4000);
+  send_on(S_COMP, big, NBYTES / 4, (void *)0x4001);
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  /* Both streams enqueue once after the host's synchronization: each then
+   * holds the host clock. */
+  send_on(STREAM_LEGACY_HANDLE, RECVBUF, NBYTES / 4, (void *)0x4000);
+  send_on(S_COMP, big, NBYTES / 4, (void *)0x4001);
+  recv_on(S_COMP, SENDBUF, NBYTES / 4);                     /* on the blocking stream */
+  send_on(STREAM_LEGACY_HANDLE, SENDBUF, NBYTES / 4, (void *)0x4002); /* waits for it */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 0);
+  recv_on(STREAM_LEGACY_HANDLE, RECVBUF, NBYTES / 4);            /* on the legacy stream */
+  send_on(S_COMP, RECVBUF, NBYTES / 4, (void *)0x4003);         /* waits for it */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 0);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 0);
+}
+END_TEST
+
 START_TEST(check_can_be_disabled) {
   setup();
   collector_disable_check("stream");
@@ -1801,6 +1919,11 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, stream_churn_recycles_timelines);
   tcase_add_test(tc, recycling_without_host_cover_only_hides);
   tcase_add_test(tc, check_can_be_disabled);
+  tcase_add_test(tc, fast_path_checks_both_sides);
+  tcase_add_test(tc, legacy_and_blocking_streams_join_at_every_enqueue);
+  tcase_add_test(tc, fast_path_checks_both_sides_of_a_group);
+  tcase_add_test(tc, fast_path_read_keeps_the_history);
+  tcase_add_test(tc, fast_path_write_then_read_of_one_buffer);
   tcase_add_test(tc, single_stream_op_vs_two_stream_group);
   tcase_add_test(tc, reused_buffer_stays_tracked);
   tcase_add_test(tc, host_clock_growth_reaches_a_stream_that_joined_before);

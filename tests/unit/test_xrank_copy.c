@@ -3,7 +3,11 @@
  * the thread as blocked from its PRE to its POST (what the wait-for graph
  * reads, xr_blocked_snapshot), one that cannot block publishes nothing, and
  * the analyzer's POST gate for copies is open exactly while a copy's PRE
- * published a blocked state (a2a_dispatch_hot skips the POST otherwise). */
+ * published a blocked state (a2a_dispatch_hot skips the POST otherwise).
+ * Also the front's routes: for NCCL operations (on_event straight to
+ * on_op), exactly a successful POST of a collective with a count or of a
+ * send/receive pushes a record; for a polling loop's stream queries and
+ * ncclCommGetAsyncError calls, the thread's published polling state. */
 #include <check.h>
 #include <stdlib.h>
 
@@ -105,6 +109,145 @@ START_TEST(synchronous_copy_blocks_until_its_post) {
 }
 END_TEST
 
+/* Records in the queue now (drained). */
+static int drain(xr_rec *last) {
+  int n = 0;
+  xr_rec r;
+  while (xr_ring_pop(&r)) {
+    n++;
+    if (last) *last = r;
+  }
+  return n;
+}
+
+START_TEST(operations_reach_the_queue_from_the_front) {
+  static unsigned char id[128] = {0x5a, 1, 2, 3};
+  void *const comm = (void *)0xc0;
+  a2a_event ini = ev_make(A2A_EV_COMM_INIT);
+  ini.u.init.how = A2A_INIT_RANK;
+  ini.u.init.newcomm = comm;
+  ini.u.init.nranks = 2;
+  ini.u.init.rank = 0;
+  ini.u.init.device = 0;
+  ini.u.init.blocking = 1;
+  ini.u.init.ids = id;
+  ev_dispatch(&ini, 0); /* the registry's record (an id hash: the comm is known) */
+  drain(NULL);
+
+  a2a_event op = ev_make(A2A_EV_COLL);
+  op.comm = comm;
+  op.stream = (void *)0x5100;
+  op.u.coll.coll = A2A_COLL_ALLREDUCE;
+  op.u.coll.count = 8;
+  op.u.coll.dtype = 7;
+  op.u.coll.root = -1;
+  a2a_event_set_result(&op, 0); /* (a PRE that claims success, to test the phase alone) */
+  phase(&op, A2A_PRE);
+  ck_assert_int_eq(drain(NULL), 0); /* a PRE: nothing */
+  a2a_event_set_result(&op, 5);
+  phase(&op, A2A_POST);
+  ck_assert_int_eq(drain(NULL), 0); /* failed: nothing */
+  a2a_event_set_result(&op, 0);
+  phase(&op, A2A_POST);
+  xr_rec r;
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_OP_UNIT);
+  ck_assert_int_eq(r.u.opu.op.kind, XR_OP_COLL);
+  ck_assert_uint_eq(r.u.opu.op.count, 8);
+  op.u.coll.count = 0; /* dropped by NCCL: never a task */
+  phase(&op, A2A_POST);
+  ck_assert_int_eq(drain(NULL), 0);
+
+  a2a_event p2p = ev_make(A2A_EV_P2P);
+  p2p.comm = comm;
+  p2p.stream = (void *)0x5100;
+  p2p.u.p2p.is_send = 1;
+  p2p.u.p2p.count = 0; /* a send of nothing is still an operation */
+  p2p.u.p2p.dtype = 0;  /* (dtype and peer 0: u.coll.count, which they */
+  p2p.u.p2p.peer = 0;   /* overlay, is 0 too - a collective's test would drop it) */
+  a2a_event_set_result(&p2p, 0);
+  phase(&p2p, A2A_POST);
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.u.opu.op.kind, XR_OP_SEND);
+
+  /* In a group (the front's group brackets): OP records, then one
+   * UNIT_END for the group's stream at the outermost end. */
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  a2a_event_set_result(&g, 0);
+  phase(&g, A2A_POST);
+  p2p.u.p2p.count = 8;
+  phase(&p2p, A2A_POST);
+  phase(&p2p, A2A_POST);
+  ck_assert_int_eq(drain(&r), 2);
+  ck_assert_int_eq(r.type, XR_REC_OP);
+  g = ev_make(A2A_EV_GROUP_END);
+  a2a_event_set_result(&g, 0);
+  phase(&g, A2A_POST);
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(r.stream, 0x5100);
+  p2p.u.p2p.count = 8; /* after the group: a unit by itself again */
+  phase(&p2p, A2A_POST);
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_OP_UNIT);
+}
+END_TEST
+
+static a2a_event poll_ev(a2a_kind kind, void *stream, uint32_t seq, int result) {
+  a2a_event ev = ev_make(kind);
+  ev.stream = stream;
+  ev.seq = seq;
+  ev.phase = A2A_POST;
+  a2a_event_set_result(&ev, result);
+  return ev;
+}
+
+START_TEST(polling_calls_reach_the_poll_state_from_the_front) {
+  static unsigned char id[128] = {0x5b, 4, 5, 6};
+  void *const comm = (void *)0xc1;
+  a2a_event ini = ev_make(A2A_EV_COMM_INIT);
+  ini.u.init.how = A2A_INIT_RANK;
+  ini.u.init.newcomm = comm;
+  ini.u.init.nranks = 2;
+  ini.u.init.rank = 0;
+  ini.u.init.device = 0;
+  ini.u.init.blocking = 1;
+  ini.u.init.ids = id;
+  ev_dispatch(&ini, 0);
+  a2a_event op = ev_make(A2A_EV_COLL); /* the thread posts communication */
+  op.comm = comm;
+  op.stream = (void *)0x5100;
+  op.u.coll.coll = A2A_COLL_ALLREDUCE;
+  op.u.coll.count = 8;
+  op.u.coll.dtype = 7;
+  op.u.coll.root = -1;
+  a2a_event_set_result(&op, 0);
+  phase(&op, A2A_POST);
+
+  uint32_t seq = op.seq + 100;
+  xr_threadstate ts[8];
+  a2a_event q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5100, seq, 600); /* not ready */
+  a2a_analyzer_xrank.on_event(&q);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 8, 0), 1);
+  ck_assert_uint_eq(ts[0].stream, 0x5100);
+  ck_assert_uint_eq(ts[0].flags, XR_THREAD_POLLING);
+  /* The neutral call between two queries continues the episode: the next
+   * query's stream joins the set instead of starting a new one. */
+  a2a_event ae = poll_ev(A2A_EV_COMM_ASYNC_ERROR, NULL, seq + 1, 0);
+  ae.comm = comm;
+  a2a_analyzer_xrank.on_event(&ae);
+  q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5200, seq + 2, 600);
+  a2a_analyzer_xrank.on_event(&q);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 8, 0), 2);
+  /* Complete: the streams leave the set. */
+  q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5100, seq + 3, 0);
+  a2a_analyzer_xrank.on_event(&q);
+  q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5200, seq + 4, 0);
+  a2a_analyzer_xrank.on_event(&q);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 8, 0), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_copy");
   TCase *tc = tcase_create("xrank_copy");
@@ -113,6 +256,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, async_copy_that_cannot_block_publishes_nothing);
   tcase_add_test(tc, async_copy_into_pageable_memory_blocks_until_its_post);
   tcase_add_test(tc, synchronous_copy_blocks_until_its_post);
+  tcase_add_test(tc, operations_reach_the_queue_from_the_front);
+  tcase_add_test(tc, polling_calls_reach_the_poll_state_from_the_front);
   suite_add_tcase(s, tc);
   return s;
 }
