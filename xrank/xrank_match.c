@@ -101,6 +101,9 @@ typedef struct mcomm {
   int how;
   int nregistered;
   int nended;             /* ranks ended */
+  uint32_t end_ncoll;     /* the fewest collectives an ended rank posted
+                             (UINT32_MAX while none ended): a queued
+                             collective numbered below it can still match */
   int nready;             /* ranks with an unmatched collective: the next
                              one is compared when all nranks have one */
   int desynced;           /* a queue overflowed: matching stopped */
@@ -332,6 +335,7 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
     c->ranks = calloc((size_t)reg->nranks, sizeof *c->ranks);
     if (!c->ranks) { free(c); return; }
     for (int r = 0; r < reg->nranks; r++) c->ranks[r].conn = -1;
+    c->end_ncoll = UINT32_MAX;
     c->id = reg->comm;
     c->parent = reg->parent;
     c->nranks = reg->nranks;
@@ -943,6 +947,7 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
   if (x < 0 || x >= c->nranks || c->ranks[x].ended) return;
   c->ranks[x].ended = 1;
   c->nended++;
+  if (c->ranks[x].ncoll < c->end_ncoll) c->end_ncoll = c->ranks[x].ncoll;
   for (int r = 0; r < c->nranks; r++) {
     const pairq *p = pair_get(c, r, x, 0);
     if (r == x) { /* x's operations with itself: no longer pending, nobody told */
@@ -985,8 +990,13 @@ void xr_matcher_conn_died(xr_matcher *m, int conn) {
 }
 
 /* Pending operations of conn on c; only those of `rank` when rank >= 0. A
- * collective counts while no rank ended (after that it can never match);
- * a send/receive while its peer has not ended. A peer not registered yet
+ * queued collective counts while it can still match: every rank that
+ * ended posted at least as many collectives (its numbers below
+ * end_ncoll) - a rank that ended after posting it (its process exits
+ * first) still has it queued here, and a slow peer's connection (late
+ * handshake) brings the counterpart, so the verdict comes; a collective
+ * numbered beyond what an ended rank posted never matches; a
+ * send/receive counts while its peer has not ended. A peer not registered yet
  * still may (its connection can come later than ours: each one's
  * handshake takes its own round trips), so its counterparts are awaited;
  * every wait on this is bounded by its asker (ncclCommDestroy 2 s, exit
@@ -1001,7 +1011,11 @@ static size_t pending_in(const mcomm *c, int conn, int rank) {
     /* Its queued sends/receives towards peers that have not ended (kept
      * in `live` as they are queued, matched and their peers end). */
     n += R->live;
-    if (!c->nended) n += R->colls.len;
+    /* Its queued collectives are numbered first..R->ncoll-1 (matching
+     * pops every rank's front together). */
+    uint32_t first = R->ncoll - (uint32_t)R->colls.len;
+    uint32_t top = R->ncoll < c->end_ncoll ? R->ncoll : c->end_ncoll;
+    if (top > first) n += top - first;
   }
   return n;
 }

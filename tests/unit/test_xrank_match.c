@@ -297,6 +297,72 @@ START_TEST(unmatched_when_peer_ends_and_flush) {
 }
 END_TEST
 
+/* A rank that posted its collectives and ended (the comm's end at exit)
+ * while a peer's connection is still in its handshake: its collectives
+ * can still match - they stay pending (its exit waits for the verdict)
+ * until the peer's arrive; the e2e coll_dtype scenario lost its dtype
+ * verdict on every rank but the late one when ending made them "never
+ * matching". Collectives numbered beyond what an ended rank posted never
+ * match: not pending. */
+START_TEST(collectives_pending_after_end_until_late_peer) {
+  g_n = 0;
+  xr_match_out out = {.verdict = on_verdict, .site_name = site_name};
+  xr_matcher *m = xr_matcher_new(&out);
+  for (int r = 1; r < 4; r++) {
+    char host[16];
+    snprintf(host, sizeof host, "h%d", r);
+    xr_matcher_hello(m, r, 100 + r, r, host);
+    xr_commreg reg = {.comm = 9, .nranks = 4, .rank = r, .device = 0, .site = 1};
+    xr_matcher_register(m, r, &reg);
+  }
+  for (int it = 0; it < 2; it++)
+    for (int r = 1; r < 4; r++) {
+      xr_op o = coll(9, r, A2A_COLL_ALLREDUCE, r < 2 ? 1024 : 2048, r < 2 ? F32 : F16, 0);
+      xr_matcher_op(m, r, &o);
+    }
+  for (int r = 1; r < 4; r++) xr_matcher_comm_end(m, r, 9, r);
+  for (int r = 1; r < 4; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 2);
+  ck_assert_uint_eq(xr_matcher_pending_rank(m, 2, 9, 2), 2);
+  ck_assert_int_eq(g_n, 0);
+  /* Rank 0's connection comes late, with the same two collectives. */
+  xr_matcher_hello(m, 0, 100, 0, "h0");
+  xr_commreg reg0 = {.comm = 9, .nranks = 4, .rank = 0, .device = 0, .site = 1};
+  xr_matcher_register(m, 0, &reg0);
+  for (int it = 0; it < 2; it++) {
+    xr_op o = coll(9, 0, A2A_COLL_ALLREDUCE, 1024, F32, 0);
+    xr_matcher_op(m, 0, &o);
+  }
+  ck_assert_ptr_nonnull(find("size.dtype-mismatch", 2));
+  ck_assert_ptr_nonnull(find("size.dtype-mismatch", 3));
+  for (int r = 0; r < 4; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 0);
+  xr_matcher_free(m);
+  /* Rank 3 ends after one collective; the others posted three: only
+   * their second and third can never match. */
+  m = mk(4, 10);
+  for (int r = 0; r < 4; r++)
+    for (int k = 0; k < (r == 3 ? 1 : 3); k++) {
+      xr_op o = coll(10, r, A2A_COLL_ALLREDUCE, 64, F32, 0);
+      xr_matcher_op(m, r, &o);
+    }
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), 2);
+  xr_matcher_comm_end(m, 3, 10, 3);
+  for (int r = 0; r < 4; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 0);
+  xr_matcher_free(m);
+  /* Rank 3 ends with two queued, the others posted one: rank 3's first
+   * matched, its second waits for theirs. */
+  m = mk(4, 11);
+  for (int r = 0; r < 4; r++)
+    for (int k = 0; k < (r == 3 ? 2 : 1); k++) {
+      xr_op o = coll(11, r, A2A_COLL_ALLREDUCE, 64, F32, 0);
+      xr_matcher_op(m, r, &o);
+    }
+  xr_matcher_comm_end(m, 3, 11, 3);
+  ck_assert_uint_eq(xr_matcher_pending(m, 3), 1);
+  ck_assert_uint_eq(xr_matcher_pending(m, 0), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
 /* Per rank and comm (the wait at ncclCommDestroy): pending until the
  * peer's counterpart arrives (then the verdict was emitted first), or the
  * peer ends the comm (then size.unmatched-p2p was); other comms and other
@@ -697,6 +763,7 @@ static Suite *suite(void) {
   tcase_add_test(t, registration_mismatches);
   tcase_add_test(t, unmatched_when_peer_ends_and_flush);
   tcase_add_test(t, pending_rank_per_comm);
+  tcase_add_test(t, collectives_pending_after_end_until_late_peer);
   tcase_add_test(t, ops_from_wrong_conn_or_unknown_comm_ignored);
   tcase_add_test(t, collective_majority_not_rank0);
   suite_add_tcase(s, t);
