@@ -264,10 +264,17 @@ static const void *g_dev_blk_site[HB_MAX_DEV];    /* g_mu: its creating call */
 /* Recent copy/memset destinations (see "Recent copies" below): a fixed ring,
  * filled even while no range is tracked. g_nring counts live entries (the
  * fast path reads it lock-free, like g_nranges). */
+/* An entry holds what its access has of its own: a copy or memset into
+ * [lo,hi) is a write (F_WRITE) of kind AK_MEMCPY or AK_MEMSET, without a
+ * communicator, an operation count or a stack (ring_access rebuilds it). */
 typedef struct ring_ent {
   uintptr_t lo, hi;
+  const void *site; /* access.site */
+  const char *what; /* access.what */
+  uint32_t clk;     /* access.clk */
+  uint16_t tl;      /* access.tl */
+  uint8_t kind;     /* access.kind: AK_MEMCPY or AK_MEMSET */
   bool live;
-  access a;
 } ring_ent;
 static ring_ent g_ring[STREAM_HB_COPY_RING];
 static unsigned g_ring_next, g_ring_live;
@@ -1285,14 +1292,27 @@ static void ring_set_live(unsigned n) {
   atomic_store_explicit(&g_nring, n, memory_order_relaxed);
 }
 
-static void ring_put(uintptr_t lo, uintptr_t hi, const access *a) {
+/* Remember a copy or memset into [lo,hi) on timeline tl at epoch clk
+ * (kind AK_MEMCPY or AK_MEMSET; a write). */
+static inline void ring_put(uintptr_t lo, uintptr_t hi, uint32_t clk, int tl, uint8_t kind,
+                            const void *site, const char *what) {
   if (hi <= lo) return;
   ring_ent *e = &g_ring[g_ring_next++ % STREAM_HB_COPY_RING];
   if (!e->live) ring_set_live(g_ring_live + 1);
   e->lo = lo;
   e->hi = hi;
-  e->a = *a;
+  e->site = site;
+  e->what = what;
+  e->clk = clk;
+  e->tl = (uint16_t)tl;
+  e->kind = kind;
   e->live = true;
+}
+
+/* The access an entry remembers (as on_copy built it). */
+static access ring_access(const ring_ent *e) {
+  return (access){.clk = e->clk, .tl = e->tl, .flags = F_WRITE, .kind = e->kind,
+                  .site = e->site, .what = e->what, .stack = -1};
 }
 
 /* Forget the entries the host clock covers. */
@@ -1301,7 +1321,7 @@ static void ring_expire(void) {
   unsigned n = g_ring_live;
   for (int i = 0; i < STREAM_HB_COPY_RING; i++) {
     ring_ent *e = &g_ring[i];
-    if (e->live && hb(&e->a, g_tl[HOST_TL].vc)) {
+    if (e->live && g_tl[HOST_TL].vc[e->tl] >= e->clk) { /* hb(&ring_access(e), host) */
       e->live = false;
       n--;
     }
@@ -1329,7 +1349,10 @@ static void ring_pull(range *r, uintptr_t lo, uintptr_t hi) {
   if (!g_ring_live) return;
   for (int i = 0; i < STREAM_HB_COPY_RING; i++) {
     const ring_ent *e = &g_ring[i];
-    if (e->live && e->lo < hi && lo < e->hi) acc_add(r, &e->a, NULL);
+    if (e->live && e->lo < hi && lo < e->hi) {
+      access a = ring_access(e);
+      acc_add(r, &a, NULL);
+    }
   }
 }
 
@@ -1714,6 +1737,26 @@ static bool comm_read_in_flight(const range *r, const uint32_t *vc) {
   return false;
 }
 
+/* The range a launch's parameter word w points into (g_mu held): the
+ * range of the previous hit first, then the binary search. A program
+ * launches kernel after kernel on the same buffers, and the search costs
+ * ~50 instructions per pointer word. Exact: a range is `live` exactly
+ * while it is in g_order (range_insert, range_split set it; order_remove_at,
+ * a merge and hb_init clear it), live ranges are disjoint, and the bounds
+ * g_min_lo / g_max_hi are brought up to date before g_mu is released by
+ * every change of the set (pending_apply, drop_span, hb_init), so a live
+ * range containing w is the one range_containing(w) returns. A stale hint
+ * (its slot freed or reused) fails the test and costs the search. */
+static range *g_launch_hint;
+
+static inline range *launch_range_of(uintptr_t w) {
+  range *h = g_launch_hint;
+  if (h && h->live && h->lo <= w && w < h->hi) return h;
+  range *r = range_containing(w);
+  if (r) g_launch_hint = r;
+  return r;
+}
+
 static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
   range *hits[KERNEL_MAX_HITS];
   int nhits = 0;
@@ -1725,7 +1768,7 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
     for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
       uint64_t w;
       memcpy(&w, bytes + off, sizeof w);
-      range *r = range_containing((uintptr_t)w);
+      range *r = launch_range_of((uintptr_t)w);
       if (!r) {
         if (w && page_maybe((uintptr_t)w)) note_miss((uintptr_t)w);
         continue;
@@ -1739,20 +1782,34 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return;
   enqueue_edges(s);
+  const uint32_t *vc = g_tl[s].vc;
   access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
               .site = ev->callsite, .what = f->name ? f->name : "(unnamed)", .stack = -1};
   unsigned rep = 0;
   for (int h = 0; h < nhits; h++) {
+    range *r = hits[h];
+    /* Every remembered access ordered before the launch (a correct
+     * program): no access is in flight, so none is a communication READ in
+     * flight and the kernel keeps F_READ | F_WRITE; access_range's fast
+     * path for a covering write, inline - the kernel supersedes the range's
+     * history. */
+    if (all_ordered(r, vc)) {
+      r->last_use = ++g_use;
+      r->acc[0] = a;
+      r->nacc = 1;
+      continue;
+    }
     /* Whether a kernel writes what it is passed is unknown here. Reading the
      * send buffer of an operation in flight is correct (a residual
      * connection reading the input an asynchronous all-to-all is sending),
      * so a kernel that overlaps an in-flight operation's READ is presumed
      * to read only: not reported, and remembered as a read. Overlapping an
      * in-flight WRITE is reported whatever the kernel does (reading a
-     * receive buffer NCCL may still be writing is the race). */
+     * receive buffer NCCL may still be writing is the race). (Not all
+     * ordered: access_range would take its general path.) */
     access ah = a;
-    if (comm_read_in_flight(hits[h], g_tl[s].vc)) ah.flags = F_READ;
-    access_range(hits[h], &ah, true, NULL, &rep);
+    if (comm_read_in_flight(r, vc)) ah.flags = F_READ;
+    access_range_slow(r, &ah, true, NULL, &rep);
   }
 }
 
@@ -1780,46 +1837,45 @@ typedef struct copy_rec {
   size_t bytes;
   const void *site;
   const char *api;
-  uint32_t thread;
   int device;
   int8_t per_thread;
-  int8_t cpykind;
   bool memset_;
 } copy_rec;
 
-static void copy_rec_of(const a2a_event *ev, copy_rec *c) {
+/* (The calling thread, ev->thread, is the caller's to keep: a deferred
+ * copy's is its ring's.) */
+static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
   c->stream = ev->stream;
   c->dst = ev->u.copy.dst;
   c->src = ev->u.copy.src;
   c->bytes = ev->u.copy.bytes;
   c->site = ev->callsite;
   c->api = ev->api;
-  c->thread = ev->thread;
   c->device = dev_of(ev);
   c->per_thread = (int8_t)ev->per_thread;
-  c->cpykind = (int8_t)ev->u.copy.cpykind;
   c->memset_ = ev->kind == A2A_EV_MEMSET;
 }
 
-/* Whether a copy that does not make the host wait goes into the
- * recent-copy ring: unless its destination is known to be host memory. */
-static bool copy_remembered(const copy_rec *c) {
-  return c->dst && c->bytes &&
-         (c->memset_ || (c->cpykind != A2A_CPY_D2H && c->cpykind != A2A_CPY_H2H));
+/* Whether a copy or memset event that does not make the host wait goes
+ * into the recent-copy ring: unless its destination is known to be host
+ * memory. */
+static inline bool copy_remembered(const a2a_event *ev) {
+  return ev->u.copy.dst && ev->u.copy.bytes &&
+         (ev->kind == A2A_EV_MEMSET ||
+          (ev->u.copy.cpykind != A2A_CPY_D2H && ev->u.copy.cpykind != A2A_CPY_H2H));
 }
 
-/* cudaMemcpy* and cudaMemset*. Synchronous variants run on the default
- * stream (legacy or per-thread); host_waits: copy_host_waits(ev). A copy
- * that does not make the host wait also goes into the recent-copy ring
- * (copy_remembered). */
-static void on_copy(const copy_rec *c, bool host_waits) {
+/* cudaMemcpy* and cudaMemset* of thread `thread`. Synchronous variants run
+ * on the default stream (legacy or per-thread); host_waits:
+ * copy_host_waits(ev). remember: the copy goes into the recent-copy ring
+ * (!host_waits && copy_remembered(ev)). */
+static void on_copy(const copy_rec *c, uint32_t thread, bool host_waits, bool remember) {
   bool memset_ = c->memset_;
   uintptr_t dst = (uintptr_t)c->dst, src = (uintptr_t)c->src;
   size_t n = c->bytes;
   bool touches = span_tracked(dst, dst + n) || (!memset_ && span_tracked(src, src + n));
-  bool remember = !host_waits && copy_remembered(c);
   if (!touches && !host_waits && !remember) return;
-  int s = tl_of(c->stream, c->per_thread, c->thread, c->device);
+  int s = tl_of(c->stream, c->per_thread, thread, c->device);
   if (s < 0 || g_tl[s].capturing) return;
   enqueue_edges(s);
   if (touches || remember) {
@@ -1832,7 +1888,7 @@ static void on_copy(const copy_rec *c, bool host_waits) {
     }
     a.flags = F_WRITE;
     if (touches) access_span(dst, dst + n, &a);
-    if (remember) ring_put(dst, dst + n, &a);
+    if (remember) ring_put(dst, dst + n, a.clk, s, a.kind, a.site, a.what);
   }
   if (host_waits) {
     host_join(g_tl[s].vc);
@@ -1891,32 +1947,32 @@ typedef struct stage_run {
   int s;
 } stage_run;
 
-/* on_copy(c, false) for a deferred copy that touches no tracked range:
- * it only enters the recent-copy ring (stage_copy deferred only copies
- * whose pages no tracked range touched). */
-static void stage_apply(const copy_rec *c, stage_run *run) {
-  if (g_nr) { /* the copy may touch a range (one made meanwhile, concurrently) */
+/* on_copy(c, thread, false, true) for a deferred copy of thread `thread`
+ * (stage_copy deferred only copies the ring remembers, whose pages no
+ * tracked range touched): it only enters the recent-copy ring. tracked:
+ * g_nr != 0 (no deferred copy changes the ranges). */
+static inline void stage_apply(const copy_rec *c, uint32_t thread, bool tracked,
+                               stage_run *run) {
+  if (tracked) { /* the copy may touch a range (one made meanwhile, concurrently) */
     uintptr_t d = (uintptr_t)c->dst, sp = (uintptr_t)c->src;
     if (span_tracked(d, d + c->bytes) || (!c->memset_ && span_tracked(sp, sp + c->bytes))) {
       run->ok = false;
-      on_copy(c, false);
+      on_copy(c, thread, false, true);
       return;
     }
   }
   if (!run->ok || run->stream != c->stream || run->per_thread != c->per_thread ||
-      run->thread != c->thread || run->device != c->device) {
-    int s = tl_of(c->stream, c->per_thread, c->thread, c->device);
+      run->thread != thread || run->device != c->device) {
+    int s = tl_of(c->stream, c->per_thread, thread, c->device);
     run->ok = false;
     if (s < 0 || g_tl[s].capturing) return;
     enqueue_edges(s);
-    *run = (stage_run){true, c->stream, c->per_thread, c->thread, c->device, s};
+    *run = (stage_run){true, c->stream, c->per_thread, thread, c->device, s};
   }
   int s = run->s;
   uintptr_t dst = (uintptr_t)c->dst;
-  access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_WRITE, .site = c->site, .stack = -1,
-              .what = c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"),
-              .kind = c->memset_ ? AK_MEMSET : AK_MEMCPY};
-  ring_put(dst, dst + c->bytes, &a);
+  ring_put(dst, dst + c->bytes, tick(s), s, c->memset_ ? AK_MEMSET : AK_MEMCPY, c->site,
+           c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"));
 }
 
 /* Under g_mu: apply every deferred copy, each thread's in order. */
@@ -1925,12 +1981,13 @@ static void stage_drain(void) {
   atomic_store(&g_staged, 0); /* seq_cst: see above */
   uint32_t hi = atomic_load(&g_stage_hi);
   stage_run run = {.ok = false};
+  bool tracked = g_nr != 0;
   for (uint32_t i = 0; i < hi; i++) {
     stage_ring *r = atomic_load_explicit(&g_stage[i], memory_order_relaxed);
     if (!r) continue;
     uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint32_t h = atomic_load(&r->head); /* seq_cst: see above */
-    for (; t != h; t++) stage_apply(&r->e[t % STAGE_N], &run);
+    for (; t != h; t++) stage_apply(&r->e[t % STAGE_N], i, tracked, &run);
     atomic_store_explicit(&r->tail, t, memory_order_release);
   }
 }
@@ -2040,6 +2097,7 @@ static int hb_init(void) {
     g_host_ver = 1;
     for (size_t i = 0; i < MAX_RANGES; i++) g_rng[i].live = false;
     memset(g_rng_hint, 0, sizeof g_rng_hint);
+    g_launch_hint = NULL;
     memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
     g_tl[HOST_TL].live = true;
@@ -2143,6 +2201,27 @@ static void hb_on_event(const a2a_event *ev) {
       hb_launch(ev);
     return;
   }
+  /* Copies and memsets that do not make the host wait and cannot touch a
+   * tracked range (none is tracked, or the launch prefilter's pages of
+   * both spans are clear), while no capture is open: a recent copy is
+   * deferred (see "Deferred copies"), any other has nothing to do. The
+   * rest (a thread's first copy, a full ring, a span that may be tracked)
+   * goes the locked way. (Tested before the event records and waits: the
+   * kinds exclude each other.) */
+  if (ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) {
+    if (ev->phase == A2A_POST && ev->result == 0 &&
+        (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
+        atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
+        !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
+        (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
+         (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
+          (ev->kind == A2A_EV_MEMSET ||
+           span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
+      if (!copy_remembered(ev) || stage_copy(ev)) return;
+    }
+    hb_other(ev);
+    return;
+  }
   /* Event records and stream waits (the other hot calls) only while
    * ranges are tracked, recent copies remembered or a capture is open:
    * hb_other's own test ("the rest matters only while..."), made here
@@ -2157,26 +2236,6 @@ static void hb_on_event(const a2a_event *ev) {
       ev->phase == A2A_POST) {
     hb_record_wait(ev);
     return;
-  }
-  /* Copies and memsets that do not make the host wait and cannot touch a
-   * tracked range (none is tracked, or the launch prefilter's pages of
-   * both spans are clear), while no capture is open: a recent copy is
-   * deferred (see "Deferred copies"), any other has nothing to do. The
-   * rest (a thread's first copy, a full ring, a span that may be tracked)
-   * goes the locked way. */
-  if ((ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) && ev->phase == A2A_POST &&
-      ev->result == 0 &&
-      (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
-      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
-      !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
-      (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
-       (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
-        (ev->kind == A2A_EV_MEMSET ||
-         span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
-    bool remember = ev->u.copy.dst && ev->u.copy.bytes &&
-                    (ev->kind == A2A_EV_MEMSET || (ev->u.copy.cpykind != A2A_CPY_D2H &&
-                                                   ev->u.copy.cpykind != A2A_CPY_H2H));
-    if (!remember || stage_copy(ev)) return;
   }
   hb_other(ev);
 }
@@ -2293,9 +2352,10 @@ static void hb_other(const a2a_event *ev) {
     if (!active && host_waits) return;
     copy_rec c;
     copy_rec_of(ev, &c);
+    bool remember = !host_waits && copy_remembered(ev);
     hb_lock(&q);
     stage_alloc(ev->thread); /* its next copies can be deferred */
-    on_copy(&c, host_waits);
+    on_copy(&c, ev->thread, host_waits, remember);
     hb_unlock(&q);
     return;
   }

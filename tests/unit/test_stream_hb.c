@@ -765,6 +765,53 @@ START_TEST(launch_known_miss_ends_when_a_range_appears) {
 }
 END_TEST
 
+/* A launch looks the range of a parameter word up through the range of the
+ * previous hit first (launch_range_of in stream_hb.c). The hint is taken
+ * only for a word inside its bounds: a launch on another tracked range
+ * after one on the send buffer finds the receive still in flight. */
+START_TEST(launch_hint_other_range_is_searched) {
+  setup();
+  two_streams_warm(NONBLOCKING); /* SENDBUF and RECVBUF tracked, all ordered */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* the hint: SENDBUF's range */
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  /* The hint's own range still answers for its words. */
+  recv_on(S_COMM, SENDBUF, NBYTES / 4);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+}
+END_TEST
+
+/* ...and only while its range is live: a range dropped by a free keeps its
+ * stale bounds in its pool slot, while the same buffer's next range lives
+ * in another slot (the lowest free one). */
+START_TEST(launch_hint_dead_range_is_not_taken) {
+  setup();
+  two_streams_warm(NONBLOCKING); /* SENDBUF: pool slot 0, RECVBUF: slot 1 */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* the hint: slot 1 */
+  ck_assert_int_eq(stream_findings(), 0);
+  a2a_event ev = ev_make(A2A_EV_FREE); /* cudaFree: every range of SEG dropped */
+  ev.api = "cudaFree";
+  ev.u.mem.ptr = (void *)SEG;
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  ev = ev_make(A2A_EV_ALLOC);
+  ev.api = "cudaMalloc";
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev.u.mem.size = SEG_SIZE;
+  ev_pre(&ev);
+  ev.u.mem.ptr = (void *)SEG;
+  ev_post(&ev, 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4); /* a new range for RECVBUF: slot 0 */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
 START_TEST(grouped_alltoall_merges_chunks_and_applies_at_group_end) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -938,6 +985,43 @@ START_TEST(deferred_copies_of_another_thread) {
   ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
   send_on(S_COMM, (void *)0x84003000, 16, (void *)0x4103);
   ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+}
+END_TEST
+
+/* A deferred copy is applied on its own thread's timeline: on the
+ * per-thread default stream (one timeline per host thread) the thread's
+ * event record orders it, another thread's stream does not. */
+static void memop_ptds(uint32_t thread, void *dst, size_t n) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpyAsync_ptsz";
+  ev.thread = thread;
+  ev.stream = NULL;
+  ev.per_thread = 1;
+  ev.u.copy.dst = dst;
+  ev.u.copy.src = (void *)0x1234;
+  ev.u.copy.bytes = ev.u.copy.width = n;
+  ev.u.copy.height = 1;
+  ev.u.copy.cpykind = A2A_CPY_H2D;
+  ev.u.copy.async = 1;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(deferred_copies_on_the_per_thread_stream) {
+  setup();
+  void *done = (void *)0xeb;
+  stream_create(S_COMM, NONBLOCKING);
+  memop_ptds(7, (void *)0x85000000, 64); /* the thread's first: locked */
+  memop_ptds(7, (void *)0x85001000, 64); /* deferred */
+  memop_ptds(7, (void *)0x85002000, 64); /* deferred */
+  a2a_event ev = ev_make(A2A_EV_EVENT_RECORD); /* thread 7, its per-thread stream */
+  ev.thread = 7;
+  ev.per_thread = 1;
+  ev.u.event.event = done;
+  ev_dispatch(&ev, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMM, 0);
+  send_on(S_COMM, (void *)0x85001000, 16, (void *)0x4104);
+  send_on(S_COMM, (void *)0x85002000, 16, (void *)0x4105);
+  ck_assert_int_eq(stream_findings(), 0);
 }
 END_TEST
 
@@ -1778,6 +1862,8 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, in_place_allreduce);
   tcase_add_test(tc, views_into_one_segment_are_separate);
   tcase_add_test(tc, launch_known_miss_ends_when_a_range_appears);
+  tcase_add_test(tc, launch_hint_other_range_is_searched);
+  tcase_add_test(tc, launch_hint_dead_range_is_not_taken);
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
@@ -1786,6 +1872,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, copy_ring_lifetime);
   tcase_add_test(tc, deferred_copies_keep_their_order);
   tcase_add_test(tc, deferred_copies_of_another_thread);
+  tcase_add_test(tc, deferred_copies_on_the_per_thread_stream);
   tcase_add_test(tc, deferred_copies_while_ranges_are_tracked);
   tcase_add_test(tc, kernel_on_send_buffer_in_flight_is_not_reported);
   tcase_add_test(tc, kernel_on_in_place_buffer_in_flight_fires);
