@@ -532,7 +532,7 @@ static int tl_find(void *stream, int per_thread, uint32_t thread, int device) {
   return i;
 }
 
-static int tl_of_ev(const a2a_event *ev) {
+static inline int tl_of_ev(const a2a_event *ev) {
   return tl_of(ev->stream, ev->per_thread, ev->thread, dev_of(ev));
 }
 
