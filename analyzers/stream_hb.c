@@ -883,22 +883,140 @@ static void note_miss(uintptr_t w) {
   t_miss.w[t_miss.n++ % LAUNCH_MISSES] = w;
 }
 
-/* Whether any 8-byte word of the launch's parameters may point into a
- * tracked range (lock-free; false positives only). */
-static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
-  uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_relaxed);
-  for (int p = 0; p < f->nparams; p++) {
-    const unsigned char *bytes = ev->u.launch.args[p];
+/* A launch's candidate words: the parameter words that the lock-free
+ * filter could not rule out (not 0, page bit set, not a known miss), each
+ * run of equal consecutive words once. The locked pass (on_launch_cands)
+ * looks only at these: a word the filter ruled out is in no range as of
+ * the filter's reads (page bits, g_rng_gen), and a range inserted or
+ * widened after those reads by another thread is an insert concurrent with
+ * this launch, unordered with it - the race the filter already accepts when
+ * it rules out every word and the launch takes no lock at all (see "Known
+ * misses"). n > LAUNCH_CANDS: more candidates than fit, every word is
+ * scanned under the lock (on_launch). */
+#define LAUNCH_CANDS 8
+typedef struct launch_cands {
+  int n;
+  uintptr_t w[LAUNCH_CANDS];
+} launch_cands;
+
+/* Scan plans. The words a launch's parameters are scanned at - for each
+ * parameter p < nparams of size >= 8, the byte offsets 0, 8, ... below
+ * min(size[p], PARAM_SCAN_MAX) - are a function of the kernel's layout
+ * (a2a_kparams' nparams and size[], from the runtime's parameter
+ * information) alone, so each thread keeps them per kernel function in a
+ * small direct-mapped cache, with the function's layout: the filter then
+ * reads the words instead of walking every parameter, and a launch of a
+ * cached kernel does not ask a2a_kernel_params. Its answer for a function
+ * is the same entry, immutable once published, until the layouts are
+ * reset, which happens only right before hb_init (the dispatcher's
+ * init_analyzers), which bumps g_plan_epoch: an entry keyed on the
+ * function and the epoch holds the function's layout and its plan. A NULL
+ * layout (the cache is full) is not kept, as a2a_kernel_params does not
+ * keep it. A kernel with more than PLAN_WORDS words has no plan (n < 0):
+ * the filter walks its parameters. */
+#define PLAN_WORDS 8
+#define PLAN_SLOTS 16 /* power of two */
+typedef struct scan_plan {
+  const a2a_kparams *f;
+  const void *func;
+  uint64_t epoch;
+  int n;
+  uint8_t param[PLAN_WORDS];
+  uint16_t off[PLAN_WORDS];
+} scan_plan;
+static _Atomic uint64_t g_plan_epoch;
+static _Thread_local scan_plan t_plan[PLAN_SLOTS];
+
+static __attribute__((noinline)) const scan_plan *plan_make(scan_plan *pl, const void *func,
+                                                            uint64_t epoch) {
+  const a2a_kparams *f = a2a_kernel_params(func);
+  if (!f) return NULL;
+  int n = 0;
+  for (int p = 0; p < f->nparams && n >= 0; p++) {
     size_t sz = f->size[p];
-    if (!bytes || sz < sizeof(uint64_t)) continue;
+    if (sz < sizeof(uint64_t)) continue;
     if (sz > PARAM_SCAN_MAX) sz = PARAM_SCAN_MAX;
     for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
-      uint64_t w;
-      memcpy(&w, bytes + off, sizeof w);
-      if (w && page_maybe((uintptr_t)w) && !known_miss((uintptr_t)w, gen)) return true;
+      if (n == PLAN_WORDS) {
+        n = -1;
+        break;
+      }
+      pl->param[n] = (uint8_t)p;
+      pl->off[n++] = (uint16_t)off;
     }
   }
-  return false;
+  pl->n = n;
+  pl->f = f;
+  pl->func = func;
+  pl->epoch = epoch;
+  return pl;
+}
+
+/* The kernel's plan and layout, or NULL when it has no layout. */
+static inline const scan_plan *plan_of(const void *func) {
+  uint64_t epoch = atomic_load_explicit(&g_plan_epoch, memory_order_relaxed);
+  scan_plan *pl = &t_plan[((uintptr_t)func >> 4 ^ (uintptr_t)func >> 10) & (PLAN_SLOTS - 1)];
+  if (pl->func == func && pl->epoch == epoch && func) return pl;
+  return plan_make(pl, func, epoch);
+}
+
+/* Whether any 8-byte word of the launch's parameters may point into a
+ * tracked range (lock-free; false positives only); the candidates go to
+ * *c. A word equal to the word before it has that word's answer (the
+ * filter's inputs do not change within the scan; a repeated candidate
+ * would find the same range): a kernel passed the same buffer twice, in
+ * place, is filtered once. The previous word starts at 0, which is never
+ * a candidate. */
+#define FILTER_WORD(w)                                                              \
+  do {                                                                              \
+    if ((w) == prev) break;                                                         \
+    prev = (w);                                                                     \
+    if (!page_maybe((uintptr_t)(w)) || known_miss((uintptr_t)(w), gen)) break;      \
+    if (n == LAUNCH_CANDS) {                                                        \
+      c->n = LAUNCH_CANDS + 1;                                                      \
+      return true;                                                                  \
+    }                                                                               \
+    c->w[n++] = (uintptr_t)(w);                                                     \
+  } while (0)
+
+static bool launch_filter(const a2a_event *ev, const scan_plan *pl, launch_cands *c) {
+  uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_relaxed);
+  uint64_t prev = 0;
+  int n = 0;
+  void *const *args = ev->u.launch.args;
+  const a2a_kparams *f = pl->f;
+  if (pl->n >= 0) {
+    for (int i = 0; i < pl->n; i++) {
+      const unsigned char *bytes = args[pl->param[i]];
+      if (!bytes) continue;
+      uint64_t w;
+      memcpy(&w, bytes + pl->off[i], sizeof w);
+      FILTER_WORD(w);
+    }
+  } else {
+    for (int p = 0; p < f->nparams; p++) {
+      const unsigned char *bytes = args[p];
+      size_t sz = f->size[p];
+      if (!bytes || sz < sizeof(uint64_t)) continue;
+      if (sz > PARAM_SCAN_MAX) sz = PARAM_SCAN_MAX;
+      for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
+        uint64_t w;
+        memcpy(&w, bytes + off, sizeof w);
+        FILTER_WORD(w);
+      }
+    }
+  }
+  c->n = n;
+  return n != 0;
+}
+#undef FILTER_WORD
+
+/* launch_filter's answer alone (hb_other's launch path). */
+static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
+  (void)f;
+  const scan_plan *pl = plan_of(ev->u.launch.func);
+  launch_cands c;
+  return pl && launch_filter(ev, pl, &c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1757,6 +1875,16 @@ static inline range *launch_range_of(uintptr_t w) {
   return r;
 }
 
+/* Adds r to the launch's distinct hits (a full list drops it). */
+static inline void launch_hit(range **hits, int *nhits, range *r) {
+  bool dup = false;
+  for (int h = 0; h < *nhits; h++) dup |= hits[h] == r;
+  if (!dup && *nhits < KERNEL_MAX_HITS) hits[(*nhits)++] = r;
+}
+
+static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits);
+
+/* Every parameter word of the launch against the ranges (g_mu held). */
 static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
   range *hits[KERNEL_MAX_HITS];
   int nhits = 0;
@@ -1773,12 +1901,33 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
         if (w && page_maybe((uintptr_t)w)) note_miss((uintptr_t)w);
         continue;
       }
-      bool dup = false;
-      for (int h = 0; h < nhits; h++) dup |= hits[h] == r;
-      if (!dup && nhits < KERNEL_MAX_HITS) hits[nhits++] = r;
+      launch_hit(hits, &nhits, r);
     }
   }
-  if (nhits == 0) return;
+  if (nhits) launch_apply(ev, f, hits, nhits);
+}
+
+/* The launch's candidate words (launch_filter) against the ranges (g_mu
+ * held): on_launch's result for them (see launch_cands); too many
+ * candidates, on_launch itself. A candidate in no range is a miss noted as
+ * on_launch notes it (a candidate's page bit was set). */
+static void on_launch_cands(const a2a_event *ev, const a2a_kparams *f, const launch_cands *c) {
+  if (c->n > LAUNCH_CANDS) {
+    on_launch(ev, f);
+    return;
+  }
+  range *hits[KERNEL_MAX_HITS];
+  int nhits = 0;
+  for (int i = 0; i < c->n; i++) {
+    range *r = launch_range_of(c->w[i]);
+    if (!r) note_miss(c->w[i]);
+    else launch_hit(hits, &nhits, r);
+  }
+  if (nhits) launch_apply(ev, f, hits, nhits);
+}
+
+/* The launch's access to each of its distinct hit ranges (g_mu held). */
+static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits) {
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return;
   enqueue_edges(s);
@@ -2088,6 +2237,7 @@ static int hb_init(void) {
   int rc = (g_tl && g_sreg && g_ev && g_rng && g_order && g_stacks) ? 0 : -1;
   if (rc == 0) {
     /* (Re)initialization starts from a clean slate (unit tests re-init). */
+    atomic_fetch_add(&g_plan_epoch, 1); /* the layouts were just reset */
     memset(g_tl, 0, MAX_TL * sizeof *g_tl);
     memset(g_sreg, 0, SREG_SLOTS * sizeof *g_sreg);
     g_nsreg = 0;
@@ -2184,11 +2334,12 @@ __attribute__((noinline)) static void hb_other(const a2a_event *ev);
  * page filter, the lock only when one may hit. */
 static void hb_launch(const a2a_event *ev) {
   if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
-  const a2a_kparams *f = a2a_kernel_params(ev->u.launch.func);
-  if (!f || f->nparams <= 0 || !launch_may_touch(ev, f)) return;
+  const scan_plan *pl = plan_of(ev->u.launch.func);
+  launch_cands c;
+  if (!pl || pl->n == 0 || !launch_filter(ev, pl, &c)) return;
   report_q q;
   hb_lock(&q);
-  on_launch(ev, f);
+  on_launch_cands(ev, pl->f, &c);
   hb_unlock(&q);
 }
 

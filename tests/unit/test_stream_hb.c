@@ -812,6 +812,133 @@ START_TEST(launch_hint_dead_range_is_not_taken) {
 }
 END_TEST
 
+/* ---- launch scan plans and candidate words (stream_hb.c: scan_plan,
+ * launch_filter, on_launch_cands) ---- */
+
+static char k_two, k_mixed, k_wide, k_eight, k_var;
+
+static void launch_args(void *s, const void *func, void **args, const void *site) {
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.api = "cudaLaunchKernel";
+  ev.stream = s;
+  ev.callsite = site;
+  ev.u.launch.func = func;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+}
+
+/* An untracked word in the page of the tracked buffers: a candidate of the
+ * lock-free filter that the locked pass finds in no range. */
+static void *near_miss(int i) { return (void *)(SEG + 0x40000 + (uintptr_t)i * 0x100); }
+
+/* The in-flight buffer is the second candidate, after one that misses; and
+ * two different words into the same in-flight range give one hit. */
+static void two_setup(void) {
+  setup();
+  size_t off[] = {0, 8}, sz[] = {8, 8};
+  collector_add_kernel(&k_two, "two", 2, off, sz);
+  two_streams_warm(NONBLOCKING);
+}
+
+START_TEST(launch_candidate_after_a_miss_is_checked) {
+  two_setup();
+  recv_on(S_COMM, RECVBUF, NBYTES / 4); /* in flight: no wait */
+  void *x = near_miss(0), *y = RECVBUF;
+  void *args[] = {&x, &y};
+  launch_args(S_COMP, &k_two, args, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+
+  /* x a remembered miss (filtered without the lock), y in flight */
+  two_setup();
+  void *s = SENDBUF;
+  void *args0[] = {&x, &s};
+  launch_args(S_COMP, &k_two, args0, (void *)0x3001); /* all ordered; x missed */
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  void *y2 = (char *)RECVBUF + 64;
+  void *args2[] = {&x, &y2};
+  launch_args(S_COMP, &k_two, args2, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+
+  /* two different words into one in-flight range */
+  two_setup();
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  void *args3[] = {&y, &y2};
+  launch_args(S_COMP, &k_two, args3, (void *)0x3003);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* The plan holds every word of every parameter of 8 bytes or more: the
+ * pointer here is the last word of a by-value struct that follows an int
+ * and a pointer (NULL). */
+START_TEST(launch_plan_covers_every_parameter_word) {
+  setup();
+  size_t off[] = {0, 8, 16}, sz[] = {4, 8, 24};
+  collector_add_kernel(&k_mixed, "mixed", 3, off, sz);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  int n = 5;
+  void *p = NULL;
+  struct { int n, pad; float *p, *q; } st = {1024, 0, near_miss(1), (float *)((char *)RECVBUF + 128)};
+  void *args[] = {&n, &p, &st};
+  launch_args(S_COMP, &k_mixed, args, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* Eight words (a full plan, and as many candidates as the list holds) and
+ * ten (no plan: the parameters are walked; more candidates than the list
+ * holds: every word is scanned under the lock): the in-flight buffer is
+ * the last word, after distinct misses. */
+static void many_setup(void) {
+  setup();
+  size_t off[] = {0}, sz8[] = {64}, sz10[] = {80};
+  collector_add_kernel(&k_eight, "eight", 1, off, sz8);
+  collector_add_kernel(&k_wide, "wide", 1, off, sz10);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+}
+
+START_TEST(launch_many_candidate_words) {
+  many_setup();
+  void *w[10];
+  for (int i = 0; i < 7; i++) w[i] = near_miss(10 + i);
+  w[7] = RECVBUF;
+  void *args[] = {w};
+  launch_args(S_COMP, &k_eight, args, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  many_setup();
+  for (int i = 0; i < 9; i++) w[i] = near_miss(20 + i);
+  w[9] = (char *)RECVBUF + 8;
+  launch_args(S_COMP, &k_wide, args, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* A thread's plan for a kernel is its layout's until the analyzers are
+ * re-initialized (the layouts are reset then): a kernel whose only
+ * parameter first had 4 bytes (not scanned) and then 8 is scanned. */
+START_TEST(launch_plan_is_dropped_at_reinit) {
+  setup();
+  size_t off[] = {0}, sz4[] = {4}, sz8[] = {8};
+  collector_add_kernel(&k_var, "var", 1, off, sz4);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  void *p = RECVBUF;
+  void *args[] = {&p};
+  launch_args(S_COMP, &k_var, args, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+  setup();
+  collector_add_kernel(&k_var, "var", 1, off, sz8);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_args(S_COMP, &k_var, args, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
 START_TEST(grouped_alltoall_merges_chunks_and_applies_at_group_end) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -1864,6 +1991,10 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_known_miss_ends_when_a_range_appears);
   tcase_add_test(tc, launch_hint_other_range_is_searched);
   tcase_add_test(tc, launch_hint_dead_range_is_not_taken);
+  tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
+  tcase_add_test(tc, launch_plan_covers_every_parameter_word);
+  tcase_add_test(tc, launch_many_candidate_words);
+  tcase_add_test(tc, launch_plan_is_dropped_at_reinit);
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
