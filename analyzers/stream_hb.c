@@ -979,7 +979,9 @@ static inline const scan_plan *plan_of(const void *func) {
     c->w[n++] = (uintptr_t)(w);                                                     \
   } while (0)
 
-static bool launch_filter(const a2a_event *ev, const scan_plan *pl, launch_cands *c) {
+static inline __attribute__((always_inline)) bool launch_filter(const a2a_event *ev,
+                                                                const scan_plan *pl,
+                                                                launch_cands *c) {
   uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_relaxed);
   uint64_t prev = 0;
   int n = 0;
@@ -2332,15 +2334,23 @@ __attribute__((noinline)) static void hb_other(const a2a_event *ev);
 /* A launch while ranges are tracked (the front tested that): hb_other's
  * path for it, without its dispatch. The parameter words against the
  * page filter, the lock only when one may hit. */
+__attribute__((noinline)) static void hb_launch_locked(const a2a_event *ev, const a2a_kparams *f,
+                                                      const launch_cands *c) {
+  report_q q;
+  hb_lock(&q);
+  on_launch_cands(ev, f, c);
+  hb_unlock(&q);
+}
+
+/* (The filter inline and the locked part out of line: a launch that takes
+ * no lock pays neither a call to the filter nor the report queue's
+ * frame.) */
 static void hb_launch(const a2a_event *ev) {
   if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
   const scan_plan *pl = plan_of(ev->u.launch.func);
   launch_cands c;
   if (!pl || pl->n == 0 || !launch_filter(ev, pl, &c)) return;
-  report_q q;
-  hb_lock(&q);
-  on_launch_cands(ev, pl->f, &c);
-  hb_unlock(&q);
+  hb_launch_locked(ev, pl->f, &c);
 }
 
 static void hb_on_event(const a2a_event *ev) {
