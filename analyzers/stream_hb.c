@@ -1932,7 +1932,12 @@ static void on_launch_cands(const a2a_event *ev, const a2a_kparams *f, const lau
 static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits) {
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return;
-  enqueue_edges(s);
+  /* enqueue_edges only when it has work: it does nothing for a stream that
+   * holds the current host clock and is neither the legacy stream nor of a
+   * blocking kind (a non-blocking stream, PyTorch's and NCCL's). */
+  const timeline *t = &g_tl[s];
+  if (t->host_ver != g_host_ver || t->kind == TL_LEGACY || is_blocking_kind(t->kind))
+    enqueue_edges(s);
   const uint32_t *vc = g_tl[s].vc;
   access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
               .site = ev->callsite, .what = f->name ? f->name : "(unnamed)", .stack = -1};
