@@ -917,13 +917,13 @@ typedef struct launch_cands {
 #define PLAN_WORDS 8
 #define PLAN_SLOTS 16 /* power of two */
 typedef struct scan_plan {
-  const a2a_kparams *f;
   const void *func;
   uint64_t epoch;
+  const a2a_kparams *f;
   int n;
   uint8_t param[PLAN_WORDS];
   uint16_t off[PLAN_WORDS];
-} scan_plan;
+} __attribute__((aligned(64))) scan_plan; /* a power of two: the index is a shift */
 static _Atomic uint64_t g_plan_epoch;
 static _Thread_local scan_plan t_plan[PLAN_SLOTS];
 
@@ -955,7 +955,7 @@ static __attribute__((noinline)) const scan_plan *plan_make(scan_plan *pl, const
 /* The kernel's plan and layout, or NULL when it has no layout. */
 static inline const scan_plan *plan_of(const void *func) {
   uint64_t epoch = atomic_load_explicit(&g_plan_epoch, memory_order_relaxed);
-  scan_plan *pl = &t_plan[((uintptr_t)func >> 4 ^ (uintptr_t)func >> 10) & (PLAN_SLOTS - 1)];
+  scan_plan *pl = &t_plan[((uintptr_t)func >> 4) & (PLAN_SLOTS - 1)];
   if (pl->func == func && pl->epoch == epoch && func) return pl;
   return plan_make(pl, func, epoch);
 }
@@ -2348,9 +2348,9 @@ __attribute__((noinline)) static void hb_launch_locked(const a2a_event *ev, cons
 }
 
 /* (The filter inline and the locked part out of line: a launch that takes
- * no lock pays neither a call to the filter nor the report queue's
- * frame.) */
-static void hb_launch(const a2a_event *ev) {
+ * no lock pays neither a call to the filter nor the report queue's frame.
+ * Itself out of line: hb_on_event's other kinds do not pay its frame.) */
+__attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
   if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
   const scan_plan *pl = plan_of(ev->u.launch.func);
   launch_cands c;
