@@ -264,10 +264,17 @@ static const void *g_dev_blk_site[HB_MAX_DEV];    /* g_mu: its creating call */
 /* Recent copy/memset destinations (see "Recent copies" below): a fixed ring,
  * filled even while no range is tracked. g_nring counts live entries (the
  * fast path reads it lock-free, like g_nranges). */
+/* An entry holds what its access has of its own: a copy or memset into
+ * [lo,hi) is a write (F_WRITE) of kind AK_MEMCPY or AK_MEMSET, without a
+ * communicator, an operation count or a stack (ring_access rebuilds it). */
 typedef struct ring_ent {
   uintptr_t lo, hi;
+  const void *site; /* access.site */
+  const char *what; /* access.what */
+  uint32_t clk;     /* access.clk */
+  uint16_t tl;      /* access.tl */
+  uint8_t kind;     /* access.kind: AK_MEMCPY or AK_MEMSET */
   bool live;
-  access a;
 } ring_ent;
 static ring_ent g_ring[STREAM_HB_COPY_RING];
 static unsigned g_ring_next, g_ring_live;
@@ -525,7 +532,7 @@ static int tl_find(void *stream, int per_thread, uint32_t thread, int device) {
   return i;
 }
 
-static int tl_of_ev(const a2a_event *ev) {
+static inline int tl_of_ev(const a2a_event *ev) {
   return tl_of(ev->stream, ev->per_thread, ev->thread, dev_of(ev));
 }
 
@@ -885,22 +892,142 @@ static void note_miss(uintptr_t w) {
   t_miss.w[t_miss.n++ % LAUNCH_MISSES] = w;
 }
 
-/* Whether any 8-byte word of the launch's parameters may point into a
- * tracked range (lock-free; false positives only). */
-static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
-  uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_relaxed);
-  for (int p = 0; p < f->nparams; p++) {
-    const unsigned char *bytes = ev->u.launch.args[p];
+/* A launch's candidate words: the parameter words that the lock-free
+ * filter could not rule out (not 0, page bit set, not a known miss), each
+ * run of equal consecutive words once. The locked pass (on_launch_cands)
+ * looks only at these: a word the filter ruled out is in no range as of
+ * the filter's reads (page bits, g_rng_gen), and a range inserted or
+ * widened after those reads by another thread is an insert concurrent with
+ * this launch, unordered with it - the race the filter already accepts when
+ * it rules out every word and the launch takes no lock at all (see "Known
+ * misses"). n > LAUNCH_CANDS: more candidates than fit, every word is
+ * scanned under the lock (on_launch). */
+#define LAUNCH_CANDS 8
+typedef struct launch_cands {
+  int n;
+  uintptr_t w[LAUNCH_CANDS];
+} launch_cands;
+
+/* Scan plans. The words a launch's parameters are scanned at - for each
+ * parameter p < nparams of size >= 8, the byte offsets 0, 8, ... below
+ * min(size[p], PARAM_SCAN_MAX) - are a function of the kernel's layout
+ * (a2a_kparams' nparams and size[], from the runtime's parameter
+ * information) alone, so each thread keeps them per kernel function in a
+ * small direct-mapped cache, with the function's layout: the filter then
+ * reads the words instead of walking every parameter, and a launch of a
+ * cached kernel does not ask a2a_kernel_params. Its answer for a function
+ * is the same entry, immutable once published, until the layouts are
+ * reset, which happens only right before hb_init (the dispatcher's
+ * init_analyzers), which bumps g_plan_epoch: an entry keyed on the
+ * function and the epoch holds the function's layout and its plan. A NULL
+ * layout (the cache is full) is not kept, as a2a_kernel_params does not
+ * keep it. A kernel with more than PLAN_WORDS words has no plan (n < 0):
+ * the filter walks its parameters. */
+#define PLAN_WORDS 8
+#define PLAN_SLOTS 16 /* power of two */
+typedef struct scan_plan {
+  const void *func;
+  uint64_t epoch;
+  const a2a_kparams *f;
+  int n;
+  uint8_t param[PLAN_WORDS];
+  uint16_t off[PLAN_WORDS];
+} __attribute__((aligned(64))) scan_plan; /* a power of two: the index is a shift */
+static _Atomic uint64_t g_plan_epoch;
+static _Thread_local scan_plan t_plan[PLAN_SLOTS];
+
+static __attribute__((noinline)) const scan_plan *plan_make(scan_plan *pl, const void *func,
+                                                            uint64_t epoch) {
+  const a2a_kparams *f = a2a_kernel_params(func);
+  if (!f) return NULL;
+  int n = 0;
+  for (int p = 0; p < f->nparams && n >= 0; p++) {
     size_t sz = f->size[p];
-    if (!bytes || sz < sizeof(uint64_t)) continue;
+    if (sz < sizeof(uint64_t)) continue;
     if (sz > PARAM_SCAN_MAX) sz = PARAM_SCAN_MAX;
     for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
-      uint64_t w;
-      memcpy(&w, bytes + off, sizeof w);
-      if (w && page_maybe((uintptr_t)w) && !known_miss((uintptr_t)w, gen)) return true;
+      if (n == PLAN_WORDS) {
+        n = -1;
+        break;
+      }
+      pl->param[n] = (uint8_t)p;
+      pl->off[n++] = (uint16_t)off;
     }
   }
-  return false;
+  pl->n = n;
+  pl->f = f;
+  pl->func = func;
+  pl->epoch = epoch;
+  return pl;
+}
+
+/* The kernel's plan and layout, or NULL when it has no layout. */
+static inline const scan_plan *plan_of(const void *func) {
+  uint64_t epoch = atomic_load_explicit(&g_plan_epoch, memory_order_relaxed);
+  scan_plan *pl = &t_plan[((uintptr_t)func >> 4) & (PLAN_SLOTS - 1)];
+  if (pl->func == func && pl->epoch == epoch && func) return pl;
+  return plan_make(pl, func, epoch);
+}
+
+/* Whether any 8-byte word of the launch's parameters may point into a
+ * tracked range (lock-free; false positives only); the candidates go to
+ * *c. A word equal to the word before it has that word's answer (the
+ * filter's inputs do not change within the scan; a repeated candidate
+ * would find the same range): a kernel passed the same buffer twice, in
+ * place, is filtered once. The previous word starts at 0, which is never
+ * a candidate. */
+#define FILTER_WORD(w)                                                              \
+  do {                                                                              \
+    if ((w) == prev) break;                                                         \
+    prev = (w);                                                                     \
+    if (!page_maybe((uintptr_t)(w)) || known_miss((uintptr_t)(w), gen)) break;      \
+    if (n == LAUNCH_CANDS) {                                                        \
+      c->n = LAUNCH_CANDS + 1;                                                      \
+      return true;                                                                  \
+    }                                                                               \
+    c->w[n++] = (uintptr_t)(w);                                                     \
+  } while (0)
+
+static inline __attribute__((always_inline)) bool launch_filter(const a2a_event *ev,
+                                                                const scan_plan *pl,
+                                                                launch_cands *c) {
+  uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_relaxed);
+  uint64_t prev = 0;
+  int n = 0;
+  void *const *args = ev->u.launch.args;
+  const a2a_kparams *f = pl->f;
+  if (pl->n >= 0) {
+    for (int i = 0; i < pl->n; i++) {
+      const unsigned char *bytes = args[pl->param[i]];
+      if (!bytes) continue;
+      uint64_t w;
+      memcpy(&w, bytes + pl->off[i], sizeof w);
+      FILTER_WORD(w);
+    }
+  } else {
+    for (int p = 0; p < f->nparams; p++) {
+      const unsigned char *bytes = args[p];
+      size_t sz = f->size[p];
+      if (!bytes || sz < sizeof(uint64_t)) continue;
+      if (sz > PARAM_SCAN_MAX) sz = PARAM_SCAN_MAX;
+      for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
+        uint64_t w;
+        memcpy(&w, bytes + off, sizeof w);
+        FILTER_WORD(w);
+      }
+    }
+  }
+  c->n = n;
+  return n != 0;
+}
+#undef FILTER_WORD
+
+/* launch_filter's answer alone (hb_other's launch path). */
+static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
+  (void)f;
+  const scan_plan *pl = plan_of(ev->u.launch.func);
+  launch_cands c;
+  return pl && launch_filter(ev, pl, &c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1294,14 +1421,27 @@ static void ring_set_live(unsigned n) {
   atomic_store_explicit(&g_nring, n, memory_order_relaxed);
 }
 
-static void ring_put(uintptr_t lo, uintptr_t hi, const access *a) {
+/* Remember a copy or memset into [lo,hi) on timeline tl at epoch clk
+ * (kind AK_MEMCPY or AK_MEMSET; a write). */
+static inline void ring_put(uintptr_t lo, uintptr_t hi, uint32_t clk, int tl, uint8_t kind,
+                            const void *site, const char *what) {
   if (hi <= lo) return;
   ring_ent *e = &g_ring[g_ring_next++ % STREAM_HB_COPY_RING];
   if (!e->live) ring_set_live(g_ring_live + 1);
   e->lo = lo;
   e->hi = hi;
-  e->a = *a;
+  e->site = site;
+  e->what = what;
+  e->clk = clk;
+  e->tl = (uint16_t)tl;
+  e->kind = kind;
   e->live = true;
+}
+
+/* The access an entry remembers (as on_copy built it). */
+static access ring_access(const ring_ent *e) {
+  return (access){.clk = e->clk, .tl = e->tl, .flags = F_WRITE, .kind = e->kind,
+                  .site = e->site, .what = e->what, .stack = -1};
 }
 
 /* Forget the entries the host clock covers. */
@@ -1310,7 +1450,7 @@ static void ring_expire(void) {
   unsigned n = g_ring_live;
   for (int i = 0; i < STREAM_HB_COPY_RING; i++) {
     ring_ent *e = &g_ring[i];
-    if (e->live && hb(&e->a, g_tl[HOST_TL].vc)) {
+    if (e->live && g_tl[HOST_TL].vc[e->tl] >= e->clk) { /* hb(&ring_access(e), host) */
       e->live = false;
       n--;
     }
@@ -1338,7 +1478,10 @@ static void ring_pull(range *r, uintptr_t lo, uintptr_t hi) {
   if (!g_ring_live) return;
   for (int i = 0; i < STREAM_HB_COPY_RING; i++) {
     const ring_ent *e = &g_ring[i];
-    if (e->live && e->lo < hi && lo < e->hi) acc_add(r, &e->a, NULL);
+    if (e->live && e->lo < hi && lo < e->hi) {
+      access a = ring_access(e);
+      acc_add(r, &a, NULL);
+    }
   }
 }
 
@@ -1853,6 +1996,36 @@ static bool comm_read_in_flight(const range *r, const uint32_t *vc) {
   return false;
 }
 
+/* The range a launch's parameter word w points into (g_mu held): the
+ * range of the previous hit first, then the binary search. A program
+ * launches kernel after kernel on the same buffers, and the search costs
+ * ~50 instructions per pointer word. Exact: a range is `live` exactly
+ * while it is in g_order (range_insert, range_split set it; order_remove_at,
+ * a merge and hb_init clear it), live ranges are disjoint, and the bounds
+ * g_min_lo / g_max_hi are brought up to date before g_mu is released by
+ * every change of the set (pending_apply, drop_span, hb_init), so a live
+ * range containing w is the one range_containing(w) returns. A stale hint
+ * (its slot freed or reused) fails the test and costs the search. */
+static range *g_launch_hint;
+
+static inline range *launch_range_of(uintptr_t w) {
+  range *h = g_launch_hint;
+  if (h && h->live && h->lo <= w && w < h->hi) return h;
+  range *r = range_containing(w);
+  if (r) g_launch_hint = r;
+  return r;
+}
+
+/* Adds r to the launch's distinct hits (a full list drops it). */
+static inline void launch_hit(range **hits, int *nhits, range *r) {
+  bool dup = false;
+  for (int h = 0; h < *nhits; h++) dup |= hits[h] == r;
+  if (!dup && *nhits < KERNEL_MAX_HITS) hits[(*nhits)++] = r;
+}
+
+static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits);
+
+/* Every parameter word of the launch against the ranges (g_mu held). */
 static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
   range *hits[KERNEL_MAX_HITS];
   int nhits = 0;
@@ -1864,34 +2037,74 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
     for (size_t off = 0; off + sizeof(uint64_t) <= sz; off += sizeof(uint64_t)) {
       uint64_t w;
       memcpy(&w, bytes + off, sizeof w);
-      range *r = range_containing((uintptr_t)w);
+      range *r = launch_range_of((uintptr_t)w);
       if (!r) {
         if (w && page_maybe((uintptr_t)w)) note_miss((uintptr_t)w);
         continue;
       }
-      bool dup = false;
-      for (int h = 0; h < nhits; h++) dup |= hits[h] == r;
-      if (!dup && nhits < KERNEL_MAX_HITS) hits[nhits++] = r;
+      launch_hit(hits, &nhits, r);
     }
   }
-  if (nhits == 0) return;
+  if (nhits) launch_apply(ev, f, hits, nhits);
+}
+
+/* The launch's candidate words (launch_filter) against the ranges (g_mu
+ * held): on_launch's result for them (see launch_cands); too many
+ * candidates, on_launch itself. A candidate in no range is a miss noted as
+ * on_launch notes it (a candidate's page bit was set). */
+static void on_launch_cands(const a2a_event *ev, const a2a_kparams *f, const launch_cands *c) {
+  if (c->n > LAUNCH_CANDS) {
+    on_launch(ev, f);
+    return;
+  }
+  range *hits[KERNEL_MAX_HITS];
+  int nhits = 0;
+  for (int i = 0; i < c->n; i++) {
+    range *r = launch_range_of(c->w[i]);
+    if (!r) note_miss(c->w[i]);
+    else launch_hit(hits, &nhits, r);
+  }
+  if (nhits) launch_apply(ev, f, hits, nhits);
+}
+
+/* The launch's access to each of its distinct hit ranges (g_mu held). */
+static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits) {
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return;
-  enqueue_edges(s);
+  /* enqueue_edges only when it has work: it does nothing for a stream that
+   * holds the current host clock and is neither the legacy stream nor of a
+   * blocking kind (a non-blocking stream, PyTorch's and NCCL's). */
+  const timeline *t = &g_tl[s];
+  if (t->host_ver != g_host_ver || t->kind == TL_LEGACY || is_blocking_kind(t->kind))
+    enqueue_edges(s);
+  const uint32_t *vc = g_tl[s].vc;
   access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
               .site = ev->callsite, .what = f->name ? f->name : "(unnamed)", .stack = -1};
   unsigned rep = 0;
   for (int h = 0; h < nhits; h++) {
+    range *r = hits[h];
+    /* Every remembered access ordered before the launch (a correct
+     * program): no access is in flight, so none is a communication READ in
+     * flight and the kernel keeps F_READ | F_WRITE; access_range's fast
+     * path for a covering write, inline - the kernel supersedes the range's
+     * history. */
+    if (all_ordered(r, vc)) {
+      r->last_use = ++g_use;
+      r->acc[0] = a;
+      r->nacc = 1;
+      continue;
+    }
     /* Whether a kernel writes what it is passed is unknown here. Reading the
      * send buffer of an operation in flight is correct (a residual
      * connection reading the input an asynchronous all-to-all is sending),
      * so a kernel that overlaps an in-flight operation's READ is presumed
      * to read only: not reported, and remembered as a read. Overlapping an
      * in-flight WRITE is reported whatever the kernel does (reading a
-     * receive buffer NCCL may still be writing is the race). */
+     * receive buffer NCCL may still be writing is the race). (Not all
+     * ordered: access_range would take its general path.) */
     access ah = a;
-    if (comm_read_in_flight(hits[h], g_tl[s].vc)) ah.flags = F_READ;
-    access_range(hits[h], &ah, true, NULL, &rep);
+    if (comm_read_in_flight(r, vc)) ah.flags = F_READ;
+    access_range_slow(r, &ah, true, NULL, &rep);
   }
 }
 
@@ -1919,46 +2132,45 @@ typedef struct copy_rec {
   size_t bytes;
   const void *site;
   const char *api;
-  uint32_t thread;
   int device;
   int8_t per_thread;
-  int8_t cpykind;
   bool memset_;
 } copy_rec;
 
-static void copy_rec_of(const a2a_event *ev, copy_rec *c) {
+/* (The calling thread, ev->thread, is the caller's to keep: a deferred
+ * copy's is its ring's.) */
+static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
   c->stream = ev->stream;
   c->dst = ev->u.copy.dst;
   c->src = ev->u.copy.src;
   c->bytes = ev->u.copy.bytes;
   c->site = ev->callsite;
   c->api = ev->api;
-  c->thread = ev->thread;
   c->device = dev_of(ev);
   c->per_thread = (int8_t)ev->per_thread;
-  c->cpykind = (int8_t)ev->u.copy.cpykind;
   c->memset_ = ev->kind == A2A_EV_MEMSET;
 }
 
-/* Whether a copy that does not make the host wait goes into the
- * recent-copy ring: unless its destination is known to be host memory. */
-static bool copy_remembered(const copy_rec *c) {
-  return c->dst && c->bytes &&
-         (c->memset_ || (c->cpykind != A2A_CPY_D2H && c->cpykind != A2A_CPY_H2H));
+/* Whether a copy or memset event that does not make the host wait goes
+ * into the recent-copy ring: unless its destination is known to be host
+ * memory. */
+static inline bool copy_remembered(const a2a_event *ev) {
+  return ev->u.copy.dst && ev->u.copy.bytes &&
+         (ev->kind == A2A_EV_MEMSET ||
+          (ev->u.copy.cpykind != A2A_CPY_D2H && ev->u.copy.cpykind != A2A_CPY_H2H));
 }
 
-/* cudaMemcpy* and cudaMemset*. Synchronous variants run on the default
- * stream (legacy or per-thread); host_waits: copy_host_waits(ev). A copy
- * that does not make the host wait also goes into the recent-copy ring
- * (copy_remembered). */
-static void on_copy(const copy_rec *c, bool host_waits) {
+/* cudaMemcpy* and cudaMemset* of thread `thread`. Synchronous variants run
+ * on the default stream (legacy or per-thread); host_waits:
+ * copy_host_waits(ev). remember: the copy goes into the recent-copy ring
+ * (!host_waits && copy_remembered(ev)). */
+static void on_copy(const copy_rec *c, uint32_t thread, bool host_waits, bool remember) {
   bool memset_ = c->memset_;
   uintptr_t dst = (uintptr_t)c->dst, src = (uintptr_t)c->src;
   size_t n = c->bytes;
   bool touches = span_tracked(dst, dst + n) || (!memset_ && span_tracked(src, src + n));
-  bool remember = !host_waits && copy_remembered(c);
   if (!touches && !host_waits && !remember) return;
-  int s = tl_of(c->stream, c->per_thread, c->thread, c->device);
+  int s = tl_of(c->stream, c->per_thread, thread, c->device);
   if (s < 0 || g_tl[s].capturing) return;
   enqueue_edges(s);
   if (touches || remember) {
@@ -1971,7 +2183,7 @@ static void on_copy(const copy_rec *c, bool host_waits) {
     }
     a.flags = F_WRITE;
     if (touches) access_span(dst, dst + n, &a);
-    if (remember) ring_put(dst, dst + n, &a);
+    if (remember) ring_put(dst, dst + n, a.clk, s, a.kind, a.site, a.what);
   }
   if (host_waits) {
     host_join(g_tl[s].vc);
@@ -2030,32 +2242,32 @@ typedef struct stage_run {
   int s;
 } stage_run;
 
-/* on_copy(c, false) for a deferred copy that touches no tracked range:
- * it only enters the recent-copy ring (stage_copy deferred only copies
- * whose pages no tracked range touched). */
-static void stage_apply(const copy_rec *c, stage_run *run) {
-  if (g_nr) { /* the copy may touch a range (one made meanwhile, concurrently) */
+/* on_copy(c, thread, false, true) for a deferred copy of thread `thread`
+ * (stage_copy deferred only copies the ring remembers, whose pages no
+ * tracked range touched): it only enters the recent-copy ring. tracked:
+ * g_nr != 0 (no deferred copy changes the ranges). */
+static inline void stage_apply(const copy_rec *c, uint32_t thread, bool tracked,
+                               stage_run *run) {
+  if (tracked) { /* the copy may touch a range (one made meanwhile, concurrently) */
     uintptr_t d = (uintptr_t)c->dst, sp = (uintptr_t)c->src;
     if (span_tracked(d, d + c->bytes) || (!c->memset_ && span_tracked(sp, sp + c->bytes))) {
       run->ok = false;
-      on_copy(c, false);
+      on_copy(c, thread, false, true);
       return;
     }
   }
   if (!run->ok || run->stream != c->stream || run->per_thread != c->per_thread ||
-      run->thread != c->thread || run->device != c->device) {
-    int s = tl_of(c->stream, c->per_thread, c->thread, c->device);
+      run->thread != thread || run->device != c->device) {
+    int s = tl_of(c->stream, c->per_thread, thread, c->device);
     run->ok = false;
     if (s < 0 || g_tl[s].capturing) return;
     enqueue_edges(s);
-    *run = (stage_run){true, c->stream, c->per_thread, c->thread, c->device, s};
+    *run = (stage_run){true, c->stream, c->per_thread, thread, c->device, s};
   }
   int s = run->s;
   uintptr_t dst = (uintptr_t)c->dst;
-  access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_WRITE, .site = c->site, .stack = -1,
-              .what = c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"),
-              .kind = c->memset_ ? AK_MEMSET : AK_MEMCPY};
-  ring_put(dst, dst + c->bytes, &a);
+  ring_put(dst, dst + c->bytes, tick(s), s, c->memset_ ? AK_MEMSET : AK_MEMCPY, c->site,
+           c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"));
 }
 
 /* Under g_mu: apply every deferred copy, each thread's in order. */
@@ -2064,12 +2276,13 @@ static void stage_drain(void) {
   atomic_store(&g_staged, 0); /* seq_cst: see above */
   uint32_t hi = atomic_load(&g_stage_hi);
   stage_run run = {.ok = false};
+  bool tracked = g_nr != 0;
   for (uint32_t i = 0; i < hi; i++) {
     stage_ring *r = atomic_load_explicit(&g_stage[i], memory_order_relaxed);
     if (!r) continue;
     uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint32_t h = atomic_load(&r->head); /* seq_cst: see above */
-    for (; t != h; t++) stage_apply(&r->e[t % STAGE_N], &run);
+    for (; t != h; t++) stage_apply(&r->e[t % STAGE_N], i, tracked, &run);
     atomic_store_explicit(&r->tail, t, memory_order_release);
   }
 }
@@ -2170,6 +2383,7 @@ static int hb_init(void) {
   int rc = (g_tl && g_sreg && g_ev && g_rng && g_order && g_stacks) ? 0 : -1;
   if (rc == 0) {
     /* (Re)initialization starts from a clean slate (unit tests re-init). */
+    atomic_fetch_add(&g_plan_epoch, 1); /* the layouts were just reset */
     memset(g_tl, 0, MAX_TL * sizeof *g_tl);
     memset(g_sreg, 0, SREG_SLOTS * sizeof *g_sreg);
     g_nsreg = 0;
@@ -2179,6 +2393,7 @@ static int hb_init(void) {
     g_host_ver = 1;
     for (size_t i = 0; i < MAX_RANGES; i++) g_rng[i].live = false;
     memset(g_rng_hint, 0, sizeof g_rng_hint);
+    g_launch_hint = NULL;
     memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
     g_tl[HOST_TL].live = true;
@@ -2263,13 +2478,11 @@ __attribute__((noinline)) static void hb_other(const a2a_event *ev);
 /* A launch while ranges are tracked (the front tested that): hb_other's
  * path for it, without its dispatch. The parameter words against the
  * page filter, the lock only when one may hit. */
-static void hb_launch(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
-  const a2a_kparams *f = a2a_kernel_params(ev->u.launch.func);
-  if (!f || f->nparams <= 0 || !launch_may_touch(ev, f)) return;
+__attribute__((noinline)) static void hb_launch_locked(const a2a_event *ev, const a2a_kparams *f,
+                                                      const launch_cands *c) {
   report_q q;
   hb_lock(&q);
-  on_launch(ev, f);
+  on_launch_cands(ev, f, c);
   hb_unlock(&q);
 }
 
@@ -2339,6 +2552,17 @@ _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COL
                    A2A_EV_GROUP_END == A2A_EV_COLL + 3,
                "hb_on_event tests the NCCL kinds as one interval");
 
+/* (The filter inline and the locked part out of line: a launch that takes
+ * no lock pays neither a call to the filter nor the report queue's frame.
+ * Itself out of line: hb_on_event's other kinds do not pay its frame.) */
+__attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
+  const scan_plan *pl = plan_of(ev->u.launch.func);
+  launch_cands c;
+  if (!pl || pl->n == 0 || !launch_filter(ev, pl, &c)) return;
+  hb_launch_locked(ev, pl->f, &c);
+}
+
 static void hb_on_event(const a2a_event *ev) {
   /* Launches (the hot path) matter only while communication buffers are
    * tracked (see "Launch prefilter"). */
@@ -2346,6 +2570,27 @@ static void hb_on_event(const a2a_event *ev) {
     if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
         !atomic_load_explicit(&g_disabled, memory_order_relaxed))
       hb_launch(ev);
+    return;
+  }
+  /* Copies and memsets that do not make the host wait and cannot touch a
+   * tracked range (none is tracked, or the launch prefilter's pages of
+   * both spans are clear), while no capture is open: a recent copy is
+   * deferred (see "Deferred copies"), any other has nothing to do. The
+   * rest (a thread's first copy, a full ring, a span that may be tracked)
+   * goes the locked way. (Tested before the event records and waits: the
+   * kinds exclude each other.) */
+  if (ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) {
+    if (ev->phase == A2A_POST && ev->result == 0 &&
+        (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
+        atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
+        !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
+        (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
+         (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
+          (ev->kind == A2A_EV_MEMSET ||
+           span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
+      if (!copy_remembered(ev) || stage_copy(ev)) return;
+    }
+    hb_other(ev);
     return;
   }
   /* Event records and stream waits (the other hot calls) only while
@@ -2362,26 +2607,6 @@ static void hb_on_event(const a2a_event *ev) {
       ev->phase == A2A_POST) {
     hb_record_wait(ev);
     return;
-  }
-  /* Copies and memsets that do not make the host wait and cannot touch a
-   * tracked range (none is tracked, or the launch prefilter's pages of
-   * both spans are clear), while no capture is open: a recent copy is
-   * deferred (see "Deferred copies"), any other has nothing to do. The
-   * rest (a thread's first copy, a full ring, a span that may be tracked)
-   * goes the locked way. */
-  if ((ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) && ev->phase == A2A_POST &&
-      ev->result == 0 &&
-      (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
-      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
-      !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
-      (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
-       (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
-        (ev->kind == A2A_EV_MEMSET ||
-         span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
-    bool remember = ev->u.copy.dst && ev->u.copy.bytes &&
-                    (ev->kind == A2A_EV_MEMSET || (ev->u.copy.cpykind != A2A_CPY_D2H &&
-                                                   ev->u.copy.cpykind != A2A_CPY_H2H));
-    if (!remember || stage_copy(ev)) return;
   }
   /* NCCL operations and group brackets (consecutive kinds): hb_other's
    * cases for them, without its dispatch (out of line: hb_on_event keeps
@@ -2493,9 +2718,10 @@ static void hb_other(const a2a_event *ev) {
     if (!active && host_waits) return;
     copy_rec c;
     copy_rec_of(ev, &c);
+    bool remember = !host_waits && copy_remembered(ev);
     hb_lock(&q);
     stage_alloc(ev->thread); /* its next copies can be deferred */
-    on_copy(&c, host_waits);
+    on_copy(&c, ev->thread, host_waits, remember);
     hb_unlock(&q);
     return;
   }

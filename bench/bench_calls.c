@@ -9,7 +9,11 @@
  * ncclRecv pair in a group, to and from itself on a one-rank communicator),
  * alltoall, poll (a polling loop's round, as nccl-tests' and PyTorch's:
  * cudaStreamQuery on an idle stream that carried an AllReduce before the
- * loop, then ncclCommGetAsyncError). INFLIGHT: communication buffers left in flight (their
+ * loop, then ncclCommGetAsyncError), launchrecv (a kernel whose two pointer
+ * parameters point into the last buffer left in flight, its operation
+ * ordered before the loop's stream by an event: the MoE step's launches on a
+ * receive buffer, which the stream analyzer looks up under its lock; with
+ * INFLIGHT 0, an untracked buffer). INFLIGHT: communication buffers left in flight (their
  * operations never synchronized) before the loop, so the checks that track
  * in-flight buffers have that many to consider (0, 8, 32, 128). SYNC: if
  * > 0, the loop synchronizes its streams every SYNC calls (long runs: the
@@ -37,6 +41,7 @@
   } while (0)
 
 static void k_noop(void) {}
+static void k_ptr2(void) {}
 static void noop_impl(void **args, const a2asim_launch_info *li) { (void)args; (void)li; }
 
 typedef struct env {
@@ -44,16 +49,19 @@ typedef struct env {
   cudaStream_t s, s2;
   cudaEvent_t ev;
   float *buf, *buf2, *host;
+  float *inflight; /* the last buffer left in flight (launchrecv) */
 } env;
 
-enum { M_LAUNCH, M_RECORD, M_WAIT, M_MEMCPY, M_ALLREDUCE, M_SENDRECV, M_ALLTOALL, M_POLL, M_N };
-static const char *const mode_names[M_N] = {"launch", "record", "wait", "memcpy",
-                                            "allreduce", "sendrecv", "alltoall", "poll"};
+enum { M_LAUNCH, M_RECORD, M_WAIT, M_MEMCPY, M_ALLREDUCE, M_SENDRECV, M_ALLTOALL, M_POLL,
+       M_LAUNCHRECV, M_N };
+static const char *const mode_names[M_N] = {"launch",    "record",   "wait",
+                                            "memcpy",    "allreduce", "sendrecv",
+                                            "alltoall",  "poll",      "launchrecv"};
 
 static void one(const env *e, int mode) {
   dim3 d1 = {1, 1, 1};
-  float *arg = e->buf;
-  void *args[] = {&arg};
+  float *arg = e->buf, *in = e->inflight;
+  void *args[] = {&arg}, *args2[] = {&in, &in};
   switch (mode) {
   case M_LAUNCH: CK(cudaLaunchKernel((const void *)k_noop, d1, d1, args, 0, e->s)); break;
   case M_RECORD: CK(cudaEventRecord(e->ev, e->s)); break;
@@ -74,6 +82,7 @@ static void one(const env *e, int mode) {
     CK(async);
     break;
   }
+  case M_LAUNCHRECV: CK(cudaLaunchKernel((const void *)k_ptr2, d1, d1, args2, 0, e->s)); break;
   }
 }
 
@@ -113,7 +122,9 @@ static long status_kib(const char *key) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall|poll N [INFLIGHT [SYNC]]\n",
+    fprintf(stderr,
+            "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall|poll|launchrecv N "
+            "[INFLIGHT [SYNC]]\n",
             argv[0]);
     return 2;
   }
@@ -124,6 +135,8 @@ int main(int argc, char **argv) {
   int sync = argc > 4 ? atoi(argv[4]) : 0;
   if (mode < 0 || n <= 0 || inflight < 0 || inflight > 1024 || sync < 0) return 2;
   CK(a2asim_register_kernel((const void *)k_noop, noop_impl, "noop", 0, NULL));
+  static const size_t ptr2_p[] = {sizeof(float *), sizeof(float *)};
+  CK(a2asim_register_kernel((const void *)k_ptr2, noop_impl, "ptr2", 2, ptr2_p));
   CK(cudaSetDevice(0));
   env e;
   ncclUniqueId id;
@@ -134,6 +147,7 @@ int main(int argc, char **argv) {
   CK(cudaEventCreateWithFlags(&e.ev, cudaEventDisableTiming));
   CK(cudaMalloc((void **)&e.buf, 1 << 20));
   CK(cudaMalloc((void **)&e.buf2, 1 << 20));
+  e.inflight = e.buf;
   /* Buffers in flight: AllReduces on their own buffers on a third stream,
    * never synchronized (the checks keep them as in-flight ranges). */
   cudaStream_t s3;
@@ -142,6 +156,11 @@ int main(int argc, char **argv) {
     float *b;
     CK(cudaMalloc((void **)&b, 4096));
     CK(ncclAllReduce(b, b, 64, ncclFloat, ncclSum, e.comm, s3));
+    e.inflight = b;
+  }
+  if (mode == M_LAUNCHRECV && inflight > 0) { /* work.wait(): ordered, still tracked */
+    CK(cudaEventRecord(e.ev, s3));
+    CK(cudaStreamWaitEvent(e.s, e.ev, 0));
   }
   /* Polling follows communication: the stream carried an operation (the
    * analyzers track its buffer, the thread has posted). */

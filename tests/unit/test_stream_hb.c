@@ -765,6 +765,180 @@ START_TEST(launch_known_miss_ends_when_a_range_appears) {
 }
 END_TEST
 
+/* A launch looks the range of a parameter word up through the range of the
+ * previous hit first (launch_range_of in stream_hb.c). The hint is taken
+ * only for a word inside its bounds: a launch on another tracked range
+ * after one on the send buffer finds the receive still in flight. */
+START_TEST(launch_hint_other_range_is_searched) {
+  setup();
+  two_streams_warm(NONBLOCKING); /* SENDBUF and RECVBUF tracked, all ordered */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* the hint: SENDBUF's range */
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  /* The hint's own range still answers for its words. */
+  recv_on(S_COMM, SENDBUF, NBYTES / 4);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+}
+END_TEST
+
+/* ...and only while its range is live: a range dropped by a free keeps its
+ * stale bounds in its pool slot, while the same buffer's next range lives
+ * in another slot (the lowest free one). */
+START_TEST(launch_hint_dead_range_is_not_taken) {
+  setup();
+  two_streams_warm(NONBLOCKING); /* SENDBUF: pool slot 0, RECVBUF: slot 1 */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* the hint: slot 1 */
+  ck_assert_int_eq(stream_findings(), 0);
+  a2a_event ev = ev_make(A2A_EV_FREE); /* cudaFree: every range of SEG dropped */
+  ev.api = "cudaFree";
+  ev.u.mem.ptr = (void *)SEG;
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  ev = ev_make(A2A_EV_ALLOC);
+  ev.api = "cudaMalloc";
+  ev.u.mem.mem = A2A_MEM_DEVICE;
+  ev.u.mem.size = SEG_SIZE;
+  ev_pre(&ev);
+  ev.u.mem.ptr = (void *)SEG;
+  ev_post(&ev, 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4); /* a new range for RECVBUF: slot 0 */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* ---- launch scan plans and candidate words (stream_hb.c: scan_plan,
+ * launch_filter, on_launch_cands) ---- */
+
+static char k_two, k_mixed, k_wide, k_eight, k_var;
+
+static void launch_args(void *s, const void *func, void **args, const void *site) {
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.api = "cudaLaunchKernel";
+  ev.stream = s;
+  ev.callsite = site;
+  ev.u.launch.func = func;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+}
+
+/* An untracked word in the page of the tracked buffers: a candidate of the
+ * lock-free filter that the locked pass finds in no range. */
+static void *near_miss(int i) { return (void *)(SEG + 0x40000 + (uintptr_t)i * 0x100); }
+
+/* The in-flight buffer is the second candidate, after one that misses; and
+ * two different words into the same in-flight range give one hit. */
+static void two_setup(void) {
+  setup();
+  size_t off[] = {0, 8}, sz[] = {8, 8};
+  collector_add_kernel(&k_two, "two", 2, off, sz);
+  two_streams_warm(NONBLOCKING);
+}
+
+START_TEST(launch_candidate_after_a_miss_is_checked) {
+  two_setup();
+  recv_on(S_COMM, RECVBUF, NBYTES / 4); /* in flight: no wait */
+  void *x = near_miss(0), *y = RECVBUF;
+  void *args[] = {&x, &y};
+  launch_args(S_COMP, &k_two, args, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+
+  /* x a remembered miss (filtered without the lock), y in flight */
+  two_setup();
+  void *s = SENDBUF;
+  void *args0[] = {&x, &s};
+  launch_args(S_COMP, &k_two, args0, (void *)0x3001); /* all ordered; x missed */
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  void *y2 = (char *)RECVBUF + 64;
+  void *args2[] = {&x, &y2};
+  launch_args(S_COMP, &k_two, args2, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+
+  /* two different words into one in-flight range */
+  two_setup();
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  void *args3[] = {&y, &y2};
+  launch_args(S_COMP, &k_two, args3, (void *)0x3003);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* The plan holds every word of every parameter of 8 bytes or more: the
+ * pointer here is the last word of a by-value struct that follows an int
+ * and a pointer (NULL). */
+START_TEST(launch_plan_covers_every_parameter_word) {
+  setup();
+  size_t off[] = {0, 8, 16}, sz[] = {4, 8, 24};
+  collector_add_kernel(&k_mixed, "mixed", 3, off, sz);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  int n = 5;
+  void *p = NULL;
+  struct { int n, pad; float *p, *q; } st = {1024, 0, near_miss(1), (float *)((char *)RECVBUF + 128)};
+  void *args[] = {&n, &p, &st};
+  launch_args(S_COMP, &k_mixed, args, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* Eight words (a full plan, and as many candidates as the list holds) and
+ * ten (no plan: the parameters are walked; more candidates than the list
+ * holds: every word is scanned under the lock): the in-flight buffer is
+ * the last word, after distinct misses. */
+static void many_setup(void) {
+  setup();
+  size_t off[] = {0}, sz8[] = {64}, sz10[] = {80};
+  collector_add_kernel(&k_eight, "eight", 1, off, sz8);
+  collector_add_kernel(&k_wide, "wide", 1, off, sz10);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+}
+
+START_TEST(launch_many_candidate_words) {
+  many_setup();
+  void *w[10];
+  for (int i = 0; i < 7; i++) w[i] = near_miss(10 + i);
+  w[7] = RECVBUF;
+  void *args[] = {w};
+  launch_args(S_COMP, &k_eight, args, (void *)0x3000);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  many_setup();
+  for (int i = 0; i < 9; i++) w[i] = near_miss(20 + i);
+  w[9] = (char *)RECVBUF + 8;
+  launch_args(S_COMP, &k_wide, args, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* A thread's plan for a kernel is its layout's until the analyzers are
+ * re-initialized (the layouts are reset then): a kernel whose only
+ * parameter first had 4 bytes (not scanned) and then 8 is scanned. */
+START_TEST(launch_plan_is_dropped_at_reinit) {
+  setup();
+  size_t off[] = {0}, sz4[] = {4}, sz8[] = {8};
+  collector_add_kernel(&k_var, "var", 1, off, sz4);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  void *p = RECVBUF;
+  void *args[] = {&p};
+  launch_args(S_COMP, &k_var, args, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+  setup();
+  collector_add_kernel(&k_var, "var", 1, off, sz8);
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_args(S_COMP, &k_var, args, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
 START_TEST(grouped_alltoall_merges_chunks_and_applies_at_group_end) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -938,6 +1112,43 @@ START_TEST(deferred_copies_of_another_thread) {
   ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
   send_on(S_COMM, (void *)0x84003000, 16, (void *)0x4103);
   ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+}
+END_TEST
+
+/* A deferred copy is applied on its own thread's timeline: on the
+ * per-thread default stream (one timeline per host thread) the thread's
+ * event record orders it, another thread's stream does not. */
+static void memop_ptds(uint32_t thread, void *dst, size_t n) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpyAsync_ptsz";
+  ev.thread = thread;
+  ev.stream = NULL;
+  ev.per_thread = 1;
+  ev.u.copy.dst = dst;
+  ev.u.copy.src = (void *)0x1234;
+  ev.u.copy.bytes = ev.u.copy.width = n;
+  ev.u.copy.height = 1;
+  ev.u.copy.cpykind = A2A_CPY_H2D;
+  ev.u.copy.async = 1;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(deferred_copies_on_the_per_thread_stream) {
+  setup();
+  void *done = (void *)0xeb;
+  stream_create(S_COMM, NONBLOCKING);
+  memop_ptds(7, (void *)0x85000000, 64); /* the thread's first: locked */
+  memop_ptds(7, (void *)0x85001000, 64); /* deferred */
+  memop_ptds(7, (void *)0x85002000, 64); /* deferred */
+  a2a_event ev = ev_make(A2A_EV_EVENT_RECORD); /* thread 7, its per-thread stream */
+  ev.thread = 7;
+  ev.per_thread = 1;
+  ev.u.event.event = done;
+  ev_dispatch(&ev, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMM, 0);
+  send_on(S_COMM, (void *)0x85001000, 16, (void *)0x4104);
+  send_on(S_COMM, (void *)0x85002000, 16, (void *)0x4105);
+  ck_assert_int_eq(stream_findings(), 0);
 }
 END_TEST
 
@@ -1896,6 +2107,12 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, in_place_allreduce);
   tcase_add_test(tc, views_into_one_segment_are_separate);
   tcase_add_test(tc, launch_known_miss_ends_when_a_range_appears);
+  tcase_add_test(tc, launch_hint_other_range_is_searched);
+  tcase_add_test(tc, launch_hint_dead_range_is_not_taken);
+  tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
+  tcase_add_test(tc, launch_plan_covers_every_parameter_word);
+  tcase_add_test(tc, launch_many_candidate_words);
+  tcase_add_test(tc, launch_plan_is_dropped_at_reinit);
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
@@ -1904,6 +2121,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, copy_ring_lifetime);
   tcase_add_test(tc, deferred_copies_keep_their_order);
   tcase_add_test(tc, deferred_copies_of_another_thread);
+  tcase_add_test(tc, deferred_copies_on_the_per_thread_stream);
   tcase_add_test(tc, deferred_copies_while_ranges_are_tracked);
   tcase_add_test(tc, kernel_on_send_buffer_in_flight_is_not_reported);
   tcase_add_test(tc, kernel_on_in_place_buffer_in_flight_fires);
