@@ -352,12 +352,20 @@ typedef struct a2a_analyzer {
    * dispatcher (which stores the seq) while it runs, even kinds no analyzer
    * handles. */
   bool wants_activity;
-  /* Optional: for the kinds of post_gated (a subset of post), its POST
-   * handler does nothing while *post_gate is 0 - the handler tests that
-   * itself, so this is only a hint: the hot dispatch (a2a_dispatch_hot)
-   * skips a POST whose every handler is gated and every gate 0, without
-   * calling them. A gate is read with a relaxed load, like the handler's
-   * own test. */
+  /* Optional gates, one per phase: for the kinds of pre_gated (a subset of
+   * pre), its PRE handler does nothing observable while *pre_gate is 0;
+   * likewise post_gated / post_gate for the POST. The handler tests that
+   * itself (it must: the generic dispatch calls it regardless), so a gate
+   * is only a hint: the hot dispatch (a2a_dispatch_hot) leaves the gated
+   * handlers of a (phase, kind) out of the list while every gate of that
+   * (phase, kind) reads 0, without calling them. A gate is read with a
+   * relaxed load, like the handler's own test: skipping on a 0 read is the
+   * handler's own early return moved before the call, so the analyzer must
+   * make its gate nonzero, on the thread whose later calls need the
+   * handler, before those calls (a write sequenced before them is seen by
+   * them: read-after-write coherence), as it must for its own test. */
+  uint64_t pre_gated;
+  const _Atomic unsigned *pre_gate;
   uint64_t post_gated;
   const _Atomic unsigned *post_gate;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
@@ -443,32 +451,41 @@ static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
   if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(ev->thread);
 }
 
+/* Per (phase, kind), the gates of its gated handlers (a2a_analyzer.
+ * pre_gate / post_gate), at most A2A_MAX_GATES distinct ones (a handler
+ * whose gate finds no slot counts as ungated), and the handler list
+ * without the handlers of those gates (a2a_handlers_shut, in the same
+ * order; an analyzer that disables itself has its entries there replaced
+ * by the same no-op). a2a_gates[ph][k][0] is NULL when no handler of
+ * (ph, k) is gated; an unused later slot points to a2a_gate_none (always
+ * 0), so that the hot test reads every slot without a branch. Built at
+ * init with the handler table. */
+#define A2A_MAX_GATES 2
+extern const _Atomic unsigned a2a_gate_none;
+extern const _Atomic unsigned *a2a_gates[2][A2A_EV__COUNT][A2A_MAX_GATES];
+extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+
 /* a2a_dispatch_inline for the shim's hot wrappers (launches, event
  * records, stream waits, copies), which know the event's kind and phase
  * at compile time (`kind` and `phase` must be constants and equal to
  * ev->kind and ev->phase): the handler list's address is a constant, the
- * activity store inline. Same handlers, same order; a POST whose handlers
- * are all gated shut is skipped (a2a_analyzer.post_gate). */
-/* Per kind, for the POST: a2a_post_all_gated[k] when every POST handler of
- * kind k is gated (a2a_analyzer.post_gate), and then the gates,
- * NULL-terminated. Built at init with the handler table. */
-extern bool a2a_post_all_gated[A2A_EV__COUNT];
-extern const _Atomic unsigned *a2a_post_gates[A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
-
+ * activity store inline. Same handlers, same order, but for the gated
+ * handlers of (phase, kind) while every one of its gates reads 0: they
+ * would return at their own gate test (a2a_analyzer.pre_gate), so the
+ * shut list, which omits them, calls the rest in the same order. One open
+ * gate: the full list (each gated handler tests its own gate). */
 static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
   if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
   if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
-  if (phase == A2A_POST && a2a_post_all_gated[kind]) {
-    /* Every gate closed: no handler has anything to do. (The list has at
-     * least one gate; the first is tested unrolled.) */
-    const _Atomic unsigned *const *g = a2a_post_gates[kind];
-    if (atomic_load_explicit(g[0], memory_order_relaxed) == 0) {
-      for (g++; *g && atomic_load_explicit(*g, memory_order_relaxed) == 0; g++) {
-      }
-      if (!*g) return;
-    }
+  const unsigned ph = phase == A2A_POST;
+  _Atomic(a2a_handler) *h = a2a_handlers[ph][kind];
+  const _Atomic unsigned *const *g = a2a_gates[ph][kind];
+  if (g[0]) {
+    _Static_assert(A2A_MAX_GATES == 2, "the test below reads every slot");
+    if ((atomic_load_explicit(g[0], memory_order_relaxed) |
+         atomic_load_explicit(g[1], memory_order_relaxed)) == 0)
+      h = a2a_handlers_shut[ph][kind];
   }
-  _Atomic(a2a_handler) *h = a2a_handlers[phase == A2A_POST][kind];
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }
 /* Bit k set: some running analyzer handles events of kind k (or needs every

@@ -137,8 +137,10 @@ static _Atomic bool g_off[MAX_ANALYZERS];
 _Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
 static uint8_t g_hidx[2][A2A_EV__COUNT][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 _Atomic bool a2a_dispatch_ready;
-bool a2a_post_all_gated[A2A_EV__COUNT];
-const _Atomic unsigned *a2a_post_gates[A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+const _Atomic unsigned a2a_gate_none; /* never written */
+const _Atomic unsigned *a2a_gates[2][A2A_EV__COUNT][A2A_MAX_GATES];
+_Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+static uint8_t g_hidx_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 bool a2a_activity_on;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -171,20 +173,35 @@ static void add_handler(int ph, int k, a2a_handler f, int analyzer, unsigned *n)
   atomic_store(&a2a_handlers[ph][k][(*n)++], f);
 }
 
-/* The POST gates of kind k (n handlers in the table): all_gated only when
- * every handler is an analyzer's with a gate for k (registry entries never
- * are). */
-static void build_gates(int k, unsigned n) {
-  bool all = n > 0;
-  unsigned ng = 0;
-  for (unsigned j = 0; j < n && all; j++) {
-    uint8_t i = g_hidx[A2A_POST][k][j];
-    const a2a_analyzer *a = i == 0xff ? NULL : g_an[i];
-    if (!a || !a->post_gate || !(a->post_gated & A2A_KIND_BIT(k))) all = false;
-    else a2a_post_gates[k][ng++] = a->post_gate;
+/* The gate of analyzer entry j of (ph, k), or NULL when the entry is a
+ * registry's or its analyzer does not gate (ph, k). */
+static const _Atomic unsigned *entry_gate(int ph, int k, unsigned j) {
+  uint8_t i = g_hidx[ph][k][j];
+  const a2a_analyzer *a = i == 0xff ? NULL : g_an[i];
+  if (!a) return NULL;
+  uint64_t gated = ph == A2A_PRE ? a->pre_gated : a->post_gated;
+  const _Atomic unsigned *gate = ph == A2A_PRE ? a->pre_gate : a->post_gate;
+  return gate && (gated & A2A_KIND_BIT(k)) ? gate : NULL;
+}
+
+/* The gates of (ph, k) (n entries in the table), each once, at most
+ * A2A_MAX_GATES (a gate past them leaves its handler in the shut list,
+ * as if ungated), and the shut list: the table's entries but those of the
+ * slotted gates, in order. */
+static void build_gates(int ph, int k, unsigned n) {
+  unsigned ng = 0, ns = 0;
+  for (unsigned j = 0; j < n; j++) {
+    const _Atomic unsigned *gate = entry_gate(ph, k, j);
+    unsigned d = 0;
+    while (gate && d < ng && a2a_gates[ph][k][d] != gate) d++;
+    if (gate && d == ng && ng < A2A_MAX_GATES) a2a_gates[ph][k][ng++] = gate;
+    if (gate && d < ng) continue; /* skipped while its gate reads 0 */
+    g_hidx_shut[ph][k][ns] = g_hidx[ph][k][j];
+    atomic_store(&a2a_handlers_shut[ph][k][ns++], atomic_load(&a2a_handlers[ph][k][j]));
   }
-  a2a_post_gates[k][all ? ng : 0] = NULL;
-  a2a_post_all_gated[k] = all && ng > 0; /* the hot dispatch reads gates[k][0] */
+  atomic_store(&a2a_handlers_shut[ph][k][ns], NULL);
+  /* The hot dispatch tests gates[ph][k][0], then reads every slot. */
+  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = ng ? &a2a_gate_none : NULL;
 }
 
 static void init_analyzers(void) {
@@ -217,7 +234,7 @@ static void init_analyzers(void) {
       if (ph == A2A_POST && k == A2A_EV_COMM_END) add_handler(ph, k, reg_comm_end, -1, &n);
       if (ph == A2A_POST && k == A2A_EV_FREE) add_handler(ph, k, reg_free, -1, &n);
       atomic_store(&a2a_handlers[ph][k][n], NULL);
-      if (ph == A2A_POST) build_gates(k, n);
+      build_gates(ph, k, n);
     }
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->wants_activity) a2a_activity_on = true;
@@ -319,10 +336,14 @@ void a2a_analyzer_disable(const char *name, const char *why) {
       newly_off = true;
       /* Its entries call nothing from now on. */
       for (int ph = 0; ph < 2; ph++)
-        for (int k = 0; k < A2A_EV__COUNT; k++)
+        for (int k = 0; k < A2A_EV__COUNT; k++) {
           for (unsigned j = 0; j < A2A_MAX_HANDLERS &&
                                atomic_load(&a2a_handlers[ph][k][j]) != NULL; j++)
             if (g_hidx[ph][k][j] == i) atomic_store(&a2a_handlers[ph][k][j], noop);
+          for (unsigned j = 0; j < A2A_MAX_HANDLERS &&
+                               atomic_load(&a2a_handlers_shut[ph][k][j]) != NULL; j++)
+            if (g_hidx_shut[ph][k][j] == i) atomic_store(&a2a_handlers_shut[ph][k][j], noop);
+        }
     }
   }
   if (!newly_off) return; /* only the first call says so */

@@ -368,8 +368,23 @@ static void on_exit_event(void) {
 /* Threads with an open group right now. The CUDA-call checks here matter
  * only inside a group: with none open anywhere (the common case) a CUDA
  * event costs one load. A thread that exits with a group open leaves the
- * count high: the filter then only lets more events through. */
-static _Atomic int g_groups_open;
+ * count high: the filter then only lets more events through.
+ *
+ * It is also the analyzer's gate (a2a_analyzer.pre_gate / post_gate) for
+ * the CUDA kinds (GL_GATED_PRE / GL_GATED_POST): gl_on_event returns for
+ * them, before anything else, while this reads 0, so the hot dispatch may
+ * skip the call on the same test. Why a 0 read is right: the CUDA checks
+ * act only on the calling thread's own open group (gl_body: depth > 0 of
+ * ev->thread's record; gm_on_event does nothing for a CUDA kind), and that
+ * thread's group open (gl_on_group: the +1, at its ncclGroupStart PRE) is
+ * sequenced before its later calls, so by read-after-write coherence their
+ * relaxed loads see the +1 or a later value in the count's modification
+ * order; every later value still holds it (each -1 is the same thread's,
+ * after its own +1, and ours is at the group's end), so it reads >= 1
+ * while the group is open. Another thread's open group may or may not be
+ * seen, and does not matter: with the caller's own depth 0 the body does
+ * nothing observable either way. */
+static _Atomic unsigned g_groups_open;
 
 static void on_fork_child(uint32_t self) {
   /* Only the forking thread exists in the child: its NCCL group depth was
@@ -562,6 +577,14 @@ static int gl_init(void) {
    A2A_KIND_BIT(A2A_EV_REDOP) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |                           \
    A2A_KIND_BIT(A2A_EV_FORK_CHILD))
 
+/* The CUDA kinds gl_on_event passes only while g_groups_open is nonzero,
+ * per phase (the CUDA kinds of .pre and .post below). */
+#define GL_GATED_PRE                                                                          \
+  (A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |                     \
+   A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |                       \
+   A2A_KIND_BIT(A2A_EV_MEMCPY))
+#define GL_GATED_POST (A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY))
+
 /* The NCCL hot kinds straight to gl_on_event's own targets for them. */
 static const a2a_by_kind gl_by_kind = {
     .fn = {[A2A_EV_COLL] = gl_on_op, [A2A_EV_P2P] = gl_on_op,
@@ -570,9 +593,7 @@ static const a2a_by_kind gl_by_kind = {
 const a2a_analyzer a2a_analyzer_group_local = {
     .name = "group_local",
     .owner = A2A_OWN_GROUP_LOCAL,
-    .pre = GL_NCCL_KINDS | A2A_KIND_BIT(A2A_EV_EVENT_RECORD) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |
-           A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |
-           A2A_KIND_BIT(A2A_EV_MEMCPY),
+    .pre = GL_NCCL_KINDS | GL_GATED_PRE,
     /* After the call, of the NCCL kinds only these do anything: the
      * communicator's creation (ncclCommInitAll's devices), the async error
      * it returned, an operation's end (concurrent-use) and the group's end
@@ -583,6 +604,11 @@ const a2a_analyzer a2a_analyzer_group_local = {
             A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |
             A2A_KIND_BIT(A2A_EV_FORK_CHILD) | A2A_KIND_BIT(A2A_EV_STREAM_QUERY) |
             A2A_KIND_BIT(A2A_EV_EVENT_QUERY),
+    /* Inside a group only (g_groups_open). */
+    .pre_gated = GL_GATED_PRE,
+    .pre_gate = &g_groups_open,
+    .post_gated = GL_GATED_POST,
+    .post_gate = &g_groups_open,
     .init = gl_init,
     .on_event = gl_on_event,
     .by_kind = &gl_by_kind,

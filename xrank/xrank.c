@@ -497,8 +497,11 @@ static void flush_markers(uint32_t thread);
 /* Copies whose PRE published a blocked state (tslot.copy_blocked) and
  * whose POST has not cleared it yet: a copy's POST does nothing while this
  * is 0, so it is the analyzer's POST gate for copies (a2a_analyzer.
- * post_gate; a2a_dispatch_hot skips the POST when every handler's gate is
- * closed). */
+ * post_gate; a2a_dispatch_hot leaves this analyzer out of a copy's POST
+ * while this and the kind's other gates are 0). Exact: a thread's
+ * copy_blocked and its +1 here are written by its copy's PRE, so the same
+ * thread's POST reads >= 1 (coherence; each -1 is a POST's after its own
+ * +1, and a fork's reset clears copy_blocked too). */
 static _Atomic unsigned g_copies_blocked;
 
 int xr_active(void) { return atomic_load(&g_active); }

@@ -62,8 +62,8 @@ _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 void a2a_note_activity(const a2a_event *ev) { (void)ev; }
 a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 void a2a_run_flush(uint32_t thread) { (void)thread; }
-bool a2a_post_all_gated[A2A_EV__COUNT];
-const _Atomic unsigned *a2a_post_gates[A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+const _Atomic unsigned *a2a_gates[2][A2A_EV__COUNT][A2A_MAX_GATES]; /* none gated */
+_Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
 __attribute__((constructor)) static void install_recorder(void)
 {
   for (int ph = 0; ph < 2; ph++)

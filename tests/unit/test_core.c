@@ -204,58 +204,171 @@ START_TEST(flush_hook_runs_before_the_next_other_call) {
 }
 END_TEST
 
-/* POST gates: the hot dispatch skips a launch's POST when every handler
- * of it is gated and every gate is 0; an ungated handler, or an open gate,
- * runs the list as usual. */
+/* Gates: the hot dispatch leaves a (phase, kind)'s gated handlers out
+ * while every one of its gates is 0, and calls the rest in order; one open
+ * gate runs the whole list. The generic dispatch never skips. */
 static _Atomic unsigned g_gate_a, g_gate_b;
-static int g_gated_calls, g_plain_calls;
-static void gated_event(const a2a_event *ev) { (void)ev; g_gated_calls++; }
-static void plain_event(const a2a_event *ev) { (void)ev; g_plain_calls++; }
-static const a2a_analyzer gated_a = {.name = "gated_a", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
+static char g_calls[64]; /* who was called, in order: one letter each */
+static void note_call(char who) {
+  size_t n = strlen(g_calls);
+  if (n + 1 < sizeof g_calls) g_calls[n] = who, g_calls[n + 1] = 0;
+}
+static void ev_a(const a2a_event *ev) { (void)ev; note_call('a'); }
+static void ev_b(const a2a_event *ev) { (void)ev; note_call('b'); }
+static void ev_u(const a2a_event *ev) { (void)ev; note_call('u'); }
+static void ev_v(const a2a_event *ev) { (void)ev; note_call('v'); }
+#define GK (A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_MEMCPY))
+static const a2a_analyzer gated_a = {.name = "gated_a", .pre = GK, .post = GK,
+                                     .pre_gated = A2A_KIND_BIT(A2A_EV_MEMCPY),
+                                     .pre_gate = &g_gate_a, .post_gated = GK,
+                                     .post_gate = &g_gate_a, .on_event = ev_a};
+static const a2a_analyzer gated_b = {.name = "gated_b", .pre = GK, .post = GK,
                                      .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
-                                     .post_gate = &g_gate_a, .on_event = gated_event};
-static const a2a_analyzer gated_b = {.name = "gated_b", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
-                                     .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
-                                     .post_gate = &g_gate_b, .on_event = gated_event};
-static const a2a_analyzer ungated = {.name = "ungated", .post = A2A_KIND_BIT(A2A_EV_LAUNCH),
-                                     .on_event = plain_event};
+                                     .post_gate = &g_gate_b, .on_event = ev_b};
+static const a2a_analyzer ungated_u = {.name = "ungated_u", .pre = GK, .post = GK,
+                                       .on_event = ev_u};
+static const a2a_analyzer ungated_v = {.name = "ungated_v", .pre = GK, .post = GK,
+                                       .on_event = ev_v};
 
-static void hot_launch_post(void) {
-  a2a_event l = ev_make(A2A_EV_LAUNCH);
-  l.phase = A2A_POST;
-  a2a_dispatch_hot(&l, A2A_EV_LAUNCH, A2A_POST);
+/* What a2a_dispatch_hot called for (kind, phase) - the letters. */
+static const char *hot(a2a_kind kind, a2a_phase phase) {
+  a2a_event e = ev_make(kind);
+  e.phase = phase;
+  g_calls[0] = 0;
+  if (kind == A2A_EV_LAUNCH && phase == A2A_POST) a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_POST);
+  else if (kind == A2A_EV_LAUNCH) a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_PRE);
+  else if (phase == A2A_POST) a2a_dispatch_hot(&e, A2A_EV_MEMCPY, A2A_POST);
+  else a2a_dispatch_hot(&e, A2A_EV_MEMCPY, A2A_PRE);
+  return g_calls;
 }
 
-START_TEST(post_gates_skip_only_when_all_closed) {
+START_TEST(gates_skip_only_closed_handlers) {
   static const a2a_analyzer *const two[] = {&gated_a, &gated_b};
   a2a_core_set_analyzers_for_tests(two, 2);
   collector_reinit();
-  g_gated_calls = g_plain_calls = 0;
   atomic_store(&g_gate_a, 0);
   atomic_store(&g_gate_b, 0);
-  ck_assert(a2a_post_all_gated[A2A_EV_LAUNCH]);
-  hot_launch_post();
-  ck_assert_int_eq(g_gated_calls, 0);
+  /* Every handler gated, every gate closed: nothing is called. */
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "");
   atomic_store(&g_gate_b, 1); /* one open gate: every handler runs */
-  hot_launch_post();
-  ck_assert_int_eq(g_gated_calls, 2);
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "ab");
   atomic_store(&g_gate_b, 0);
-  hot_launch_post();
-  ck_assert_int_eq(g_gated_calls, 2);
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "");
   /* The generic dispatch never skips: the handlers test their gates. */
   a2a_event l = ev_make(A2A_EV_LAUNCH);
   l.phase = A2A_POST;
+  g_calls[0] = 0;
   a2a_dispatch(&l);
-  ck_assert_int_eq(g_gated_calls, 4);
-  /* An ungated handler of the kind: never skipped. */
-  static const a2a_analyzer *const mixed[] = {&gated_a, &ungated};
-  a2a_core_set_analyzers_for_tests(mixed, 2);
+  ck_assert_str_eq(g_calls, "ab");
+  /* A phase or kind an analyzer does not gate: never skipped. */
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_PRE), "ab");
+  /* An ungated handler beside a closed gate: only the gated one skipped. */
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_POST), "b");
+  atomic_store(&g_gate_a, 1);
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_POST), "ab");
+  atomic_store(&g_gate_a, 0);
+
+  /* Gated and ungated handlers mixed, PRE: a closed gate leaves out its
+   * handler only, the others keep their order; open, all of them run. */
+  static const a2a_analyzer *const mixed[] = {&ungated_u, &gated_a, &ungated_v};
+  a2a_core_set_analyzers_for_tests(mixed, 3);
   collector_reinit();
-  ck_assert(!a2a_post_all_gated[A2A_EV_LAUNCH]);
-  hot_launch_post();
-  ck_assert_int_eq(g_gated_calls, 5);
-  ck_assert_int_eq(g_plain_calls, 1);
+  atomic_store(&g_gate_a, 0);
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "uv");
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_POST), "uv");
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_PRE), "uav"); /* a ungated there */
+  atomic_store(&g_gate_a, 2);
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "uav");
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_POST), "uav");
+  /* A disabled analyzer calls nothing, from either list. */
+  a2a_analyzer_disable("ungated_v", "test");
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "ua");
+  atomic_store(&g_gate_a, 0);
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "u");
+  a2a_analyzer_disable("gated_a", "test");
+  atomic_store(&g_gate_a, 1);
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "u");
+  atomic_store(&g_gate_a, 0);
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
+/* group_local's gate (g_groups_open) through the hot dispatch, with the
+ * real analyzers: outside any group a copy's and an event record's PRE
+ * skip it; inside the calling thread's group they must reach it - a
+ * blocking copy of the pending receive buffer, and an event recorded after
+ * the receive then synchronized, are group.sync-in-group. */
+static void hot_pre_post(a2a_event *e, a2a_kind kind) {
+  e->phase = A2A_PRE;
+  if (kind == A2A_EV_MEMCPY) a2a_dispatch_hot(e, A2A_EV_MEMCPY, A2A_PRE);
+  else a2a_dispatch_hot(e, A2A_EV_EVENT_RECORD, A2A_PRE);
+  e->phase = A2A_POST;
+  a2a_event_set_result(e, 0);
+  if (kind == A2A_EV_MEMCPY) a2a_dispatch_hot(e, A2A_EV_MEMCPY, A2A_POST);
+  else a2a_dispatch_hot(e, A2A_EV_EVENT_RECORD, A2A_POST);
+}
+static void gl_group(a2a_kind k) {
+  a2a_event e = ev_make(k);
+  e.api = k == A2A_EV_GROUP_START ? "ncclGroupStart" : "ncclGroupEnd";
+  ev_dispatch(&e, 0);
+}
+static void gl_recv(void *comm, uintptr_t buf) {
+  a2a_event e = ev_make(A2A_EV_P2P);
+  e.api = "ncclRecv";
+  e.comm = comm;
+  e.stream = (void *)0x5a00;
+  e.u.p2p.buff = (void *)buf;
+  e.u.p2p.count = 16;
+  e.u.p2p.dtype = 7; /* ncclFloat32 */
+  e.u.p2p.peer = 1;
+  ev_dispatch(&e, 0);
+}
+static void gl_copy_from(uintptr_t src) {
+  a2a_event e = ev_make(A2A_EV_MEMCPY);
+  e.api = "cudaMemcpy";
+  e.u.copy.dst = (void *)0x7000;
+  e.u.copy.src = (const void *)src;
+  e.u.copy.bytes = e.u.copy.width = 4;
+  e.u.copy.height = 1;
+  e.u.copy.cpykind = A2A_CPY_D2H;
+  hot_pre_post(&e, A2A_EV_MEMCPY);
+}
+
+START_TEST(group_gate_lets_own_group_through) {
+  collector_reinit();
+  enum { PRE = 0 }; /* the tables' index of the PRE phase */
+  ck_assert_ptr_nonnull(a2a_gates[PRE][A2A_EV_MEMCPY][0]);
+  ck_assert_ptr_nonnull(a2a_gates[PRE][A2A_EV_EVENT_RECORD][0]);
+  ck_assert_uint_eq(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0); /* no group open */
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  uintptr_t recv = 0x20000000u;
+  gl_copy_from(recv + 4); /* no group: nothing to say */
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  gl_group(A2A_EV_GROUP_START);
+  ck_assert_uint_ne(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0);
+  gl_recv(comm, recv);
+  gl_copy_from(recv + 4); /* blocking read of the pending receive */
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  gl_group(A2A_EV_GROUP_END);
+  ck_assert_uint_eq(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0);
+
+  /* An event record after the receive, then its synchronization. */
+  collector_reset();
+  comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  gl_group(A2A_EV_GROUP_START);
+  gl_recv(comm, recv);
+  a2a_event r = ev_make(A2A_EV_EVENT_RECORD);
+  r.api = "cudaEventRecord";
+  r.stream = (void *)0x5a00;
+  r.u.event.event = (void *)0xe100;
+  hot_pre_post(&r, A2A_EV_EVENT_RECORD);
+  a2a_event s = ev_make(A2A_EV_EVENT_SYNC);
+  s.api = "cudaEventSynchronize";
+  s.u.event.event = (void *)0xe100;
+  ev_dispatch(&s, 0);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  gl_group(A2A_EV_GROUP_END);
   collector_reset();
 }
 END_TEST
@@ -589,7 +702,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, dispatch_follows_subscriptions_and_owned_checks);
   tcase_add_test(tc, dispatch_calls_per_kind_handlers);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
-  tcase_add_test(tc, post_gates_skip_only_when_all_closed);
+  tcase_add_test(tc, gates_skip_only_closed_handlers);
+  tcase_add_test(tc, group_gate_lets_own_group_through);
   tcase_add_test(tc, event_result_facts);
   tcase_add_test(tc, comm_registry_identity);
   tcase_add_test(tc, split_identity_follows_sequence_and_color);
