@@ -442,7 +442,7 @@ static inline void a2a_dispatch_inline(const a2a_event *ev) {
 /* a2a_note_activity for an event whose kind the caller knows at compile
  * time: two relaxed stores into the thread's own line and the deferred-work
  * test, no call unless work was deferred. */
-static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
+__attribute__((always_inline)) static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
   if (ev->thread >= A2A_ACTIVITY_THREADS) return;
   a2a_activity *a = &a2a_activity_tab[ev->thread];
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
@@ -474,7 +474,7 @@ extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS
  * would return at their own gate test (a2a_analyzer.pre_gate), so the
  * shut list, which omits them, calls the rest in the same order. One open
  * gate: the full list (each gated handler tests its own gate). */
-static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
+__attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
   if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
   if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
   const unsigned ph = phase == A2A_POST;
