@@ -1022,14 +1022,6 @@ static inline __attribute__((always_inline)) bool launch_filter(const a2a_event 
 }
 #undef FILTER_WORD
 
-/* launch_filter's answer alone (hb_other's launch path). */
-static bool launch_may_touch(const a2a_event *ev, const a2a_kparams *f) {
-  (void)f;
-  const scan_plan *pl = plan_of(ev->u.launch.func);
-  launch_cands c;
-  return pl && launch_filter(ev, pl, &c);
-}
-
 /* ------------------------------------------------------------------ */
 /* Reporting */
 
@@ -2623,6 +2615,10 @@ static void hb_on_event(const a2a_event *ev) {
   hb_other(ev);
 }
 
+/* Every kind hb_on_event does not route itself: not launches, NCCL
+ * operations, group brackets, stream queries and synchronizations, nor
+ * the POST of event records and stream waits (their PRE returns here);
+ * copies that were not deferred. */
 static void hb_other(const a2a_event *ev) {
   if (ev->phase != A2A_POST) return;
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
@@ -2630,12 +2626,6 @@ static void hb_other(const a2a_event *ev) {
   /* ---- always: cheap per-thread bookkeeping and the stream registry ---- */
   case A2A_EV_SET_DEVICE:
     if (ok_result(ev) && ev->thread < MAX_THREADS) g_last_dev[ev->thread] = ev->u.dev.device;
-    return;
-  case A2A_EV_GROUP_START: hb_group_start(ev); return;
-  case A2A_EV_GROUP_END: hb_group_end(ev); return;
-  case A2A_EV_COLL:
-  case A2A_EV_P2P:
-    if (ev->ok) on_comm_op(ev);
     return;
   case A2A_EV_STREAM_CREATE: {
     if (!ok_result(ev) || !ev->stream) return;
@@ -2702,10 +2692,8 @@ static void hb_other(const a2a_event *ev) {
   }
 
   /* ---- the rest matters only while ranges are tracked, recent copies
-   * are remembered or a capture is open; kernel launches only while
-   * ranges are tracked (see "Recent copies") ---- */
+   * are remembered or a capture is open (see "Recent copies") ---- */
   bool tracked = atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0;
-  if (ev->kind == A2A_EV_LAUNCH && !tracked) return;
   bool active = tracked || atomic_load_explicit(&g_nring, memory_order_relaxed) != 0 ||
                 atomic_load_explicit(&g_staged, memory_order_relaxed) != 0 ||
                 atomic_load_explicit(&g_ncapture, memory_order_relaxed) != 0;
@@ -2725,17 +2713,6 @@ static void hb_other(const a2a_event *ev) {
     hb_unlock(&q);
     return;
   }
-  if (ev->kind == A2A_EV_LAUNCH) {
-    /* The hot path: layout from the lock-free cache, parameter words
-     * against the page filter, the lock only when a word may hit. */
-    if (!ev->u.launch.args) return;
-    const a2a_kparams *f = a2a_kernel_params(ev->u.launch.func);
-    if (!f || f->nparams <= 0 || !launch_may_touch(ev, f)) return;
-    hb_lock(&q);
-    on_launch(ev, f);
-    hb_unlock(&q);
-    return;
-  }
   hb_lock(&q);
   switch (ev->kind) {
   case A2A_EV_FREE: on_free(ev); break;
@@ -2746,8 +2723,6 @@ static void hb_other(const a2a_event *ev) {
     if (p && ev->u.mem.mem != A2A_MEM_HOST_PINNED) drop_span(p, p + (ev->u.mem.size ? ev->u.mem.size : 1));
     break;
   }
-  case A2A_EV_EVENT_RECORD: on_record(ev); break;
-  case A2A_EV_STREAM_WAIT_EVENT: on_wait(ev); break;
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_EVENT_QUERY: { /* ok_result: query returned cudaSuccess */
     ev_slot *e = ev_find(ev->u.event.event, false);
@@ -2755,8 +2730,6 @@ static void hb_other(const a2a_event *ev) {
     ring_expire();
     break;
   }
-  case A2A_EV_STREAM_SYNC:
-  case A2A_EV_STREAM_QUERY: stream_sync_locked(ev); break;
   case A2A_EV_DEVICE_SYNC: host_join_device(dev_of(ev)); break;
   case A2A_EV_HOST_FUNC:
   case A2A_EV_GRAPH_LAUNCH: {

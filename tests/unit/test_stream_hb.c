@@ -1062,7 +1062,7 @@ END_TEST
  * (no finding with the edge, many more copies than a thread's deferred
  * ring holds), and so does an operation of another thread made after them
  * (a finding without the edge). */
-static void memop_on(uint32_t thread, void *dst, size_t n, void *s) {
+static a2a_event memop_make(uint32_t thread, void *dst, size_t n, void *s) {
   a2a_event ev = ev_make(A2A_EV_MEMCPY);
   ev.api = "cudaMemcpyAsync";
   ev.thread = thread;
@@ -1073,6 +1073,11 @@ static void memop_on(uint32_t thread, void *dst, size_t n, void *s) {
   ev.u.copy.height = 1;
   ev.u.copy.cpykind = A2A_CPY_H2D;
   ev.u.copy.async = 1;
+  return ev;
+}
+
+static void memop_on(uint32_t thread, void *dst, size_t n, void *s) {
+  a2a_event ev = memop_make(thread, dst, n, s);
   ev_dispatch(&ev, 0);
 }
 
@@ -1119,17 +1124,9 @@ END_TEST
  * per-thread default stream (one timeline per host thread) the thread's
  * event record orders it, another thread's stream does not. */
 static void memop_ptds(uint32_t thread, void *dst, size_t n) {
-  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  a2a_event ev = memop_make(thread, dst, n, NULL);
   ev.api = "cudaMemcpyAsync_ptsz";
-  ev.thread = thread;
-  ev.stream = NULL;
   ev.per_thread = 1;
-  ev.u.copy.dst = dst;
-  ev.u.copy.src = (void *)0x1234;
-  ev.u.copy.bytes = ev.u.copy.width = n;
-  ev.u.copy.height = 1;
-  ev.u.copy.cpykind = A2A_CPY_H2D;
-  ev.u.copy.async = 1;
   ev_dispatch(&ev, 0);
 }
 

@@ -120,9 +120,9 @@ static int drain(xr_rec *last) {
   return n;
 }
 
-START_TEST(operations_reach_the_queue_from_the_front) {
-  static unsigned char id[128] = {0x5a, 1, 2, 3};
-  void *const comm = (void *)0xc0;
+/* Rank 0 of a two-rank communicator made from id (the registry's record:
+ * an id hash, so the comm is known to the cross-rank analyzer). */
+static void comm_init(void *comm, unsigned char *id) {
   a2a_event ini = ev_make(A2A_EV_COMM_INIT);
   ini.u.init.how = A2A_INIT_RANK;
   ini.u.init.newcomm = comm;
@@ -131,7 +131,13 @@ START_TEST(operations_reach_the_queue_from_the_front) {
   ini.u.init.device = 0;
   ini.u.init.blocking = 1;
   ini.u.init.ids = id;
-  ev_dispatch(&ini, 0); /* the registry's record (an id hash: the comm is known) */
+  ev_dispatch(&ini, 0);
+}
+
+START_TEST(operations_reach_the_queue_from_the_front) {
+  static unsigned char id[128] = {0x5a, 1, 2, 3};
+  void *const comm = (void *)0xc0;
+  comm_init(comm, id);
   drain(NULL);
 
   a2a_event op = ev_make(A2A_EV_COLL);
@@ -205,15 +211,7 @@ static a2a_event poll_ev(a2a_kind kind, void *stream, uint32_t seq, int result) 
 START_TEST(polling_calls_reach_the_poll_state_from_the_front) {
   static unsigned char id[128] = {0x5b, 4, 5, 6};
   void *const comm = (void *)0xc1;
-  a2a_event ini = ev_make(A2A_EV_COMM_INIT);
-  ini.u.init.how = A2A_INIT_RANK;
-  ini.u.init.newcomm = comm;
-  ini.u.init.nranks = 2;
-  ini.u.init.rank = 0;
-  ini.u.init.device = 0;
-  ini.u.init.blocking = 1;
-  ini.u.init.ids = id;
-  ev_dispatch(&ini, 0);
+  comm_init(comm, id);
   a2a_event op = ev_make(A2A_EV_COLL); /* the thread posts communication */
   op.comm = comm;
   op.stream = (void *)0x5100;
