@@ -1554,12 +1554,29 @@ static void *thread_main(void *arg) {
   /* The last report: runs whose threads did not flush their marker (only
    * the exiting thread did) are asked about at once, not after 20 ms. */
   poll_units(1);
+  /* A connection still connecting or authenticating (a process that exits
+   * within milliseconds of its first communicator, or a loaded machine)
+   * finishes first, within the exit's bound: the last report goes only to
+   * a ready connection, and without it the coordinator never learns what
+   * this process left pending (an operation in a group it never closed),
+   * so its peers' deadlock could not be proven. At exit a failed attempt
+   * is not retried (client_tick). */
+  uint64_t t0 = xr_now_ns();
+  while (xr_now_ns() - t0 < 5000000000ull) {
+    int opening = 0;
+    for (int i = 0; i < S.nconns; i++)
+      if (S.conns[i].state == CC_CONNECTING || S.conns[i].state == CC_HANDSHAKE ||
+          S.conns[i].state == CC_WAIT)
+        opening = 1;
+    if (!opening) break;
+    loop_once(5);
+    flush_outputs();
+  }
   send_state(xr_now_ns(), 1);
   xr_flush fl = {.token = 1};
   for (int i = 0; i < S.nconns; i++)
     if (S.conns[i].state != CC_DEAD && !S.conns[i].bye_sent)
       conn_send(&S.conns[i], XR_MSG_FLUSH, &fl, sizeof fl);
-  uint64_t t0 = xr_now_ns();
   for (;;) {
     flush_outputs();
     int waiting = 0;

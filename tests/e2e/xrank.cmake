@@ -43,6 +43,15 @@ if(TARGET a2acheck AND Python3_Interpreter_FOUND)
     --rank-status 0=66 --rank-status 1=66 --rank-status 2=66 --rank-status 3=0 --within 15
     --expect "group.deadlock@0" --expect "group.deadlock@1" --expect "group.deadlock@2"
     --contains "group.deadlock=rank 3 is the missing rank")
+  # Rank 2 exits with an AllReduce in a group it never closed while its
+  # connection still waits for the (stopped) coordinator's challenge: its
+  # exit finishes the handshake first, so the last report still says what
+  # it left pending and the others' deadlock is proven (it was a 30 s
+  # group.stall when that report went only to connections already ready).
+  a2a_xrank_test(exit_early 60 "exit_early"
+    --rank-status 0=66 --rank-status 1=66 --rank-status 2=0 --rank-status 3=66 --within 15
+    --expect "group.unbalanced@2" --expect "group.deadlock@0" --expect "group.deadlock@1"
+    --expect "group.deadlock@3" --contains "group.deadlock=rank 2 is the missing rank")
   # A2ACHECK_ON_DEADLOCK=wait: the deadlock is reported, the ranks stay alive
   # (the program kills them at its 8 s limit).
   a2a_xrank_test(deadlock_wait 60 "order" --env A2ACHECK_ON_DEADLOCK=wait

@@ -77,7 +77,12 @@
  *                  the ring after 12 s outside CUDA. The
  *                  coordinator must outlive rank 0's process. Every rank
  *                  prints "rank R calls exit after T s" before exit().
- * With XRANK_HELPER_HOST=1 (always for coord_kill) a separate helper
+ *   exit_early     4 ranks (coordinator in a helper process); rank 2 stops
+ *                  the helper before its init and has it resumed 0.5 s
+ *                  later, posts an AllReduce in a group it never closes and
+ *                  exits at once, its connection still authenticating; the
+ *                  others hang in the AllReduce: the deadlock must be proven.
+ * With XRANK_HELPER_HOST=1 (always for coord_kill, exit_early) a separate helper
  * process creates the world id and hosts the coordinator. The attack and
  * fault knobs (XRANK_ATTACK, XRANK_FAULT, XRANK_MEASURE, XRANK_NOFILE,
  * XRANK_NETNS_RANKS) are the launcher's, see xrank_harness.h.
@@ -140,6 +145,7 @@ typedef struct ctx {
   int progress_fd; /* coord_kill: rank 0 reports step 50 here */
   int idpipe[2];   /* XRANK_RANK0_ID: rank 0 makes the world id, sends it */
   int gone[2];     /* rank0_exit: only rank 0 holds the write end */
+  pid_t host;      /* the helper hosting the coordinator, or -1 */
 } ctx;
 
 /* Grouped all-to-all: rank sends cnt(rank, p) floats to p and receives
@@ -623,6 +629,37 @@ static int run_rank0_exit(ctx *c) {
   return 0;
 }
 
+/* exit_early: rank 2's coordinator is stopped (SIGSTOP) from before its
+ * init until 0.5 s later, so its process reaches exit while its connection
+ * still waits for the coordinator's challenge; what it left pending (an
+ * AllReduce in a group never closed) must still reach the coordinator. */
+static int run_exit_early(ctx *c) {
+  float *buf;
+  CK_CUDA(cudaMalloc((void **)&buf, 1024 * sizeof(float)));
+  CK_NCCL(ncclGroupStart());
+  CK_NCCL(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, c->comm, c->s));
+  if (c->rank == 2) {
+    printf("rank 2 calls exit with its group open\n");
+    fflush(stdout);
+    exit(0);
+  }
+  CK_NCCL(ncclGroupEnd());
+  CK_CUDA(cudaStreamSynchronize(c->s));
+  CK_CUDA(cudaFree(buf));
+  return 0;
+}
+
+static void stop_host_briefly(pid_t host) {
+  if (host <= 0 || kill(host, SIGSTOP) != 0) return;
+  pid_t p = fork();
+  if (p == 0) {
+    usleep(500000);
+    kill(host, SIGCONT);
+    _exit(0);
+  }
+  if (p < 0) kill(host, SIGCONT);
+}
+
 static int rank_main(ctx *c) {
   if (c->idpipe[0] >= 0) {
     /* torchrun-like: rank 0 creates the id (and hosts the coordinator) and
@@ -646,6 +683,7 @@ static int rank_main(ctx *c) {
     if (r == ncclSuccess) ncclCommDestroy(c->comm);
     return r == ncclSuccess ? 0 : 1;
   }
+  if (!strcmp(c->scenario, "exit_early") && c->rank == 2) stop_host_briefly(c->host);
   CK_NCCL(ncclCommInitRank(&c->comm, c->nranks, c->ids[0], c->rank));
   int st;
   const char *s = c->scenario;
@@ -666,6 +704,7 @@ static int rank_main(ctx *c) {
   else if (!strcmp(s, "burst")) st = run_burst(c);
   else if (!strcmp(s, "host_phase")) st = run_host_phase(c);
   else if (!strcmp(s, "group_two_comms")) st = run_group_two_comms(c);
+  else if (!strcmp(s, "exit_early")) st = run_exit_early(c);
   else st = run_moe(c);
   CK_NCCL(ncclCommDestroy(c->comm));
   CK_CUDA(cudaStreamDestroy(c->s));
@@ -751,7 +790,7 @@ int main(int argc, char **argv) {
   }
   xh_limits();
   ctx c = {.scenario = argv[1], .steps = 1000, .progress_fd = -1, .idpipe = {-1, -1},
-           .gone = {-1, -1}};
+           .gone = {-1, -1}, .host = -1};
   if (!strcmp(c.scenario, "host_phase") && argc > 2) c.variant = argv[2];
   if (!strcmp(c.scenario, "rank0_exit")) {
     setenv("XRANK_RANK0_ID", "1", 1);
@@ -774,6 +813,7 @@ int main(int argc, char **argv) {
     if (!getenv("XRANK_FAULT")) setenv("XRANK_FAULT", "kill_coord", 1);
     setenv("XRANK_HELPER_HOST", "1", 1);
   }
+  if (!strcmp(c.scenario, "exit_early")) setenv("XRANK_HELPER_HOST", "1", 1);
   if (xh_fault_wanted() && pipe(prog) != 0) return 1;
   c.progress_fd = prog[1];
   if (getenv("XRANK_HELPER_HOST")) {
@@ -790,6 +830,7 @@ int main(int argc, char **argv) {
       for (;;) pause();
     }
     if (read(idp[0], &c.ids[0], sizeof c.ids[0]) != (ssize_t)sizeof c.ids[0]) return 1;
+    c.host = helper;
   } else {
     CK_NCCL(ncclGetUniqueId(&c.ids[0]));
     CK_NCCL(ncclGetUniqueId(&c.ids[1]));
