@@ -314,6 +314,23 @@ static void perf_stream_on_event(const a2a_event *ev) {
   else ps_other(ev);
 }
 
+/* The hot kinds, per kind, for the dispatch table (the same calls as
+ * perf_stream_on_event and ps_other make): work on the event's stream at
+ * a launch, an NCCL operation or an asynchronous copy (PRE). */
+static void ps_by_launch(const a2a_event *ev) {
+  note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+}
+static void ps_by_op(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+}
+static void ps_by_memcpy(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE && ev->u.copy.async)
+    note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+}
+static const a2a_by_kind ps_by_kind = {
+    .fn = {[A2A_EV_LAUNCH] = ps_by_launch, [A2A_EV_COLL] = ps_by_op, [A2A_EV_P2P] = ps_by_op,
+           [A2A_EV_MEMCPY] = ps_by_memcpy}};
+
 static void ps_other(const a2a_event *ev) {
   ps_tls *t;
   switch (ev->kind) {
@@ -438,6 +455,7 @@ const a2a_analyzer a2a_analyzer_perf_stream = {
             A2A_KIND_BIT(A2A_EV_EVENT_CREATE) | A2A_KIND_BIT(A2A_EV_EVENT_DESTROY),
     .init = perf_stream_init,
     .on_event = perf_stream_on_event,
+    .by_kind = &ps_by_kind,
     .fini = perf_stream_fini,
     .after_fork_child = perf_stream_after_fork_child,
 };
