@@ -1218,12 +1218,22 @@ static void poll_all(void) {
 /* A kernel launch (the hot path, PRE only): it ends the overlap window an
  * operation armed, and counts for the launches-per-stream and overlap
  * samples. */
+__attribute__((noinline)) static void pc_launch_slow(pc_tls *t, void *k) {
+  note_launch(t, k);
+  if (t->sample_c) sample_launch(t, k);
+}
+
 static void pc_launch(const a2a_event *ev) {
   pc_tls *t = tls();
   t->armed_c = NULL;
   void *k = a2a_perf_skey(ev->stream, ev->per_thread);
-  note_launch(t, k);
-  if (t->sample_c) sample_launch(t, k);
+  /* The common case inline: the launch table's first stream again (what
+   * note_launch would find first) and no epoch open. */
+  if (__builtin_expect(t->nls > 0 && t->ls[0].s == k && !t->sample_c, 1)) {
+    t->ls[0].n++;
+    return;
+  }
+  pc_launch_slow(t, k);
 }
 
 /* The gated kinds (g_pc_gate): each does nothing while the thread has no
