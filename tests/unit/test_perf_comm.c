@@ -997,6 +997,30 @@ START_TEST(grouped_pre_disarms_for_tracked_comm_only) {
 }
 END_TEST
 
+/* After a full synchronization the thread's stream table starts empty: a
+ * stream used again first (the table's old first entry) is work to
+ * synchronize like any other, so a step that synchronizes only the two
+ * streams used after it is never a full synchronization, and there are no
+ * synchronized steps to report. */
+START_TEST(sync_heavy_table_restarts_after_full_sync) {
+  comm_init(COMM, 4);
+  simple(A2A_EV_LAUNCH, S2);
+  alltoall(0, 4u << 20, 1.0, S1);
+  simple(A2A_EV_STREAM_SYNC, S2);
+  simple(A2A_EV_STREAM_SYNC, S1); /* full: S2 and S1 */
+  void *const S3 = (void *)0x53;
+  for (size_t i = 1; i < 30; i++) {
+    void *first = i % 2 ? S2 : S3, *second = i % 2 ? S3 : S2;
+    simple(A2A_EV_LAUNCH, first);
+    simple(A2A_EV_LAUNCH, second);
+    alltoall(i, 4u << 20, 1.0, S1);
+    simple(A2A_EV_STREAM_SYNC, second);
+    simple(A2A_EV_STREAM_SYNC, S1); /* `first` still has work: not full */
+  }
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -1046,6 +1070,7 @@ int main(void) {
   tcase_add_test(tc, grouped_p2p_sizes_decide_alltoall);
   tcase_add_test(tc, failed_group_start_opens_no_group);
   tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
+  tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
