@@ -1164,16 +1164,20 @@ __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event 
   t->g_overflow = false;
 }
 
-/* The PRE: the outermost one starts the shares' operations. */
+/* A share's timing decision (its own function: the loop's frame stays
+ * small). */
+__attribute__((noinline)) static void share_start(pc_gacc *g) {
+  g->slot = start_op(g->c, g->stream);
+}
+
+/* The PRE: the outermost one starts the shares' operations (none when the
+ * group overflowed PC_GROUP_COMMS, nor a share on several streams). */
 __attribute__((noinline)) static void group_end_pre(pc_tls *t, const a2a_event *ev) {
   t->armed_c = NULL;
   sample_epoch_end(t);
-  if (t->depth != 1 || ev->u.group.simulate != 0) return;
-  for (int i = 0; i < t->ng; i++) {
-    pc_gacc *g = &t->g[i];
-    if (g->mixed_streams || t->g_overflow) continue;
-    g->slot = start_op(g->c, g->stream);
-  }
+  if (t->depth != 1 || ev->u.group.simulate != 0 || t->g_overflow) return;
+  for (int i = 0; i < t->ng; i++)
+    if (!t->g[i].mixed_streams) share_start(&t->g[i]);
 }
 
 /* ncclGroupEnd: the outermost one's PRE starts the shares' operations
