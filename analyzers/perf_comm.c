@@ -1065,7 +1065,8 @@ __attribute__((noinline)) static void on_lone_pre(pc_tls *t, const a2a_event *ev
 }
 
 /* The POST of a lone one: finished and counted. */
-__attribute__((noinline)) static void on_lone_post(pc_tls *t, const a2a_event *ev, pc_comm *c) {
+static inline __attribute__((always_inline)) void on_lone_post(pc_tls *t, const a2a_event *ev,
+                                                               pc_comm *c) {
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   int slot = t->single_c == c ? t->single_slot : PC_UNTIMED;
   t->single_c = NULL;
