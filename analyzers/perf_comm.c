@@ -34,7 +34,10 @@
  * which the communicator's owner thread writes without it (pc_cnt) - an
  * operation that is not timed takes no lock at all; the handle table is
  * lock-free for lookups; group state and the no-overlap tracker are
- * thread-local. Nothing here allocates after the communicator was created.
+ * thread-local; the one process-wide word a hot call may write is the
+ * gate count (g_pc_gate), when a thread takes or gives back the gate (not
+ * per operation: see gate_take). Nothing here allocates after the
+ * communicator was created.
  */
 #include <math.h>
 #include <pthread.h>
