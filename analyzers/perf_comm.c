@@ -34,7 +34,10 @@
  * which the communicator's owner thread writes without it (pc_cnt) - an
  * operation that is not timed takes no lock at all; the handle table is
  * lock-free for lookups; group state and the no-overlap tracker are
- * thread-local. Nothing here allocates after the communicator was created.
+ * thread-local; the one process-wide word a hot call may write is the
+ * gate count (g_pc_gate), when a thread takes or gives back the gate (not
+ * per operation: see gate_take). Nothing here allocates after the
+ * communicator was created.
  */
 #include <math.h>
 #include <pthread.h>
@@ -205,52 +208,89 @@ static atomic_int g_captures;      /* graph captures in progress */
 static atomic_bool g_full_warned;  /* PC_MAX_COMMS exceeded */
 static atomic_uint g_table_ver;    /* bumps on every insertion into g_table */
 
-typedef struct pc_gacc {           /* one communicator's share of an open group */
+/* One communicator's share of an open group. Created at the share's first
+ * successful operation (which gives it its stream and call site); the
+ * operations after it only add to it. */
+typedef struct pc_gacc {
   pc_comm *c;
   void *stream;
-  bool mixed_streams, coll_mixed, unequal;
-  int ncoll, nsend, nrecv, coll;
-  uint64_t coll_bytes, send_bytes, recv_bytes, send0, recv0;
-  int slot;
   const void *site;
+  int slot;
+  bool mixed_streams, coll_mixed;
+  bool unequal;                    /* some p2p size differs from p2p0 */
+  int ncoll, nsend, nrecv, coll;
+  uint64_t coll_bytes, send_bytes, recv_bytes;
+  uint64_t p2p0;                   /* the share's first p2p size */
 } pc_gacc;
 
+/* The thread's state. What every NCCL call and launch reads comes first
+ * (one cache line: gen to last_ver); the group's shares and the launch
+ * table after it. */
 typedef struct pc_tls {
   unsigned gen;
   int depth;                       /* ncclGroupStart nesting */
-  pc_gacc g[PC_GROUP_COMMS];
-  int ng;
+  int ng;                          /* shares of the open group (g) */
   bool g_overflow;
-  pc_comm *single_c;               /* lone operation between PRE and POST */
-  int single_slot;
+  bool gate_held;                  /* this thread's count in g_pc_gate */
+  int nls;
   /* perf.no-overlap: armed by an operation, disarmed by the next GPU work */
   pc_comm *armed_c;
-  void *armed_stream;
-  void *armed_event;
-  /* kernel launches since this thread's previous operation, by stream */
-  struct { void *s; uint32_t n; } ls[PC_LAUNCH_STREAMS];
-  int nls;
-  uint32_t ls_lost;                /* launches on streams beyond the table */
-  uint64_t ops;
   pc_comm *sample_c;               /* the communicator whose overlap sample's
                                       epoch this thread has open */
+  pc_comm *single_c;               /* lone operation between PRE and POST */
+  int single_slot;
+  unsigned last_ver;
   /* The thread's last handle lookup, valid while g_table_ver is unchanged
    * (see lookup_cached). */
   const void *last_h;
   pc_comm *last_c;
-  unsigned last_ver;
+  void *armed_stream;
+  void *armed_event;
+  uint64_t ops;
+  /* kernel launches since this thread's previous operation, by stream */
+  uint32_t ls_lost;                /* launches on streams beyond the table */
+  struct { void *s; uint32_t n; } ls[PC_LAUNCH_STREAMS];
+  pc_gacc g[PC_GROUP_COMMS];
 } pc_tls;
 
 static _Thread_local pc_tls t_pc;
 
 static pc_tls *tls(void) {
   unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
-  if (t_pc.gen != gen) {
+  if (__builtin_expect(t_pc.gen != gen, 0)) {
     memset(&t_pc, 0, sizeof t_pc);
     t_pc.gen = gen;
     t_pc.single_slot = -1;
   }
   return &t_pc;
+}
+
+/* perf_comm's gate (a2a_analyzer.pre_gate / post_gate) for its handlers of
+ * asynchronous copies, stream waits (PRE) and event records (POST): the
+ * threads that hold it (gate_held). Those handlers act only on the calling
+ * thread's armed window (armed_c) and open overlap epoch (sample_c), and
+ * do nothing while both are NULL; a thread takes the gate before it sets
+ * either (gate_take: in after_op and sample_finish_locked, sequenced
+ * before its later calls), and gives it back only in those handlers once
+ * both are NULL again (gate_drop). So a 0 read means that no thread - the
+ * caller included - has anything for them to do. Released lazily so that
+ * a loop of operations with launches between them (which disarm) writes
+ * the counter once, not twice per operation. A thread that exits holding
+ * it keeps the handlers called (slower, never wrong). */
+static _Atomic unsigned g_pc_gate;
+
+static inline void gate_take(pc_tls *t) {
+  if (__builtin_expect(!t->gate_held, 0)) {
+    t->gate_held = true;
+    atomic_fetch_add_explicit(&g_pc_gate, 1, memory_order_relaxed);
+  }
+}
+
+static inline void gate_drop(pc_tls *t) {
+  if (t->gate_held && !t->armed_c && !t->sample_c) {
+    t->gate_held = false;
+    atomic_fetch_sub_explicit(&g_pc_gate, 1, memory_order_relaxed);
+  }
 }
 
 uint64_t a2a_perf_ops_thread(void) { return tls()->ops; }
@@ -275,13 +315,20 @@ static pc_comm *lookup(const void *h) {
   return NULL;
 }
 
+__attribute__((noinline)) static pc_comm *lookup_miss(pc_tls *t, const void *h, unsigned ver);
+
 /* lookup() through the thread's last answer: the table only changes by
  * insertions (a reused handle's slot is overwritten by the newest
  * communicator), each of which bumps g_table_ver; re-initialization and
  * fork reset the thread's record (g_gen). */
-static pc_comm *lookup_cached(pc_tls *t, const void *h) {
+static inline __attribute__((always_inline)) pc_comm *lookup_cached(pc_tls *t, const void *h) {
   unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
-  if (h && t->last_h == h && t->last_ver == ver) return t->last_c;
+  if (__builtin_expect(h && t->last_h == h && t->last_ver == ver, 1)) return t->last_c;
+  return lookup_miss(t, h, ver);
+}
+
+/* lookup_cached's miss: the table, and the thread's record of the answer. */
+__attribute__((noinline)) static pc_comm *lookup_miss(pc_tls *t, const void *h, unsigned ver) {
   pc_comm *c = lookup(h);
   t->last_h = h;
   t->last_c = c;
@@ -605,6 +652,7 @@ static void sample_finish_locked(pc_tls *t, pc_comm *c, void *stream, bool ok) {
   if (ok && a2a_hostsvc->event_record(c->smp.ev1, stream) == 0) {
     c->smp.state = 2;
     smp_publish(c);
+    gate_take(t);
     t->sample_c = c;
   } else {
     sample_reset(c);
@@ -785,6 +833,14 @@ static int start_locked(pc_comm *c, void *stream, uint64_t k) {
   return slot;
 }
 
+/* start_op's timed (or sample-due) case. */
+__attribute__((noinline)) static int start_slow(pc_comm *c, void *stream, uint64_t k) {
+  pthread_mutex_lock(&c->mu);
+  int slot = start_locked(c, stream, k);
+  pthread_mutex_unlock(&c->mu);
+  return slot;
+}
+
 /* The PRE of a logical operation on stream: start_locked under c->mu.
  * An operation that is sampled out while no overlap sample is due (15 in
  * 16 after the first PC_TIME_ALL), or that cannot be timed at all, has
@@ -792,16 +848,13 @@ static int start_locked(pc_comm *c, void *stream, uint64_t k) {
  * the counts and smp_due say so (exact for a communicator used by one
  * thread at a time; under concurrent misuse a sample may start a few
  * operations late). */
-static int start_op(pc_comm *c, void *stream) {
+static inline __attribute__((always_inline)) int start_op(pc_comm *c, void *stream) {
   if (!c->can_measure || atomic_load_explicit(&g_captures, memory_order_relaxed) > 0)
     return PC_UNTIMED_FAST;
   uint64_t k = atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
   if (!pc_timed(k) && pc_ops(c) < atomic_load_explicit(&c->smp_due, memory_order_relaxed))
     return PC_SAMPLED_FAST;
-  pthread_mutex_lock(&c->mu);
-  int slot = start_locked(c, stream, k);
-  pthread_mutex_unlock(&c->mu);
-  return slot;
+  return start_slow(c, stream, k);
 }
 
 /* Record the end event for a started slot, or cancel it (ok false).
@@ -912,6 +965,7 @@ static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const 
   if (priority_applies(t, c, bytes)) check_priority(t, c, stream, bytes, site);
   t->nls = 0;
   t->ls_lost = 0;
+  gate_take(t);
   t->armed_c = c;
   t->armed_stream = stream;
   t->armed_event = NULL;
@@ -950,23 +1004,19 @@ static uint64_t coll_bytes(const a2a_event *ev, int nranks) {
                            nranks);
 }
 
-static pc_gacc *gacc_for(pc_tls *t, pc_comm *c) {
-  for (int i = 0; i < t->ng; i++)
-    if (t->g[i].c == c) return &t->g[i];
-  if (t->ng >= PC_GROUP_COMMS) { t->g_overflow = true; return NULL; }
-  pc_gacc *g = &t->g[t->ng++];
-  memset(g, 0, sizeof *g);
-  g->c = c;
-  g->slot = PC_UNTIMED;
-  return g;
-}
-
-static void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
-  pc_gacc *g = gacc_for(t, c);
-  if (!g) return;
+/* A successful grouped operation on c joins c's share of the group. */
+static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
-  if (g->ncoll + g->nsend + g->nrecv == 0) { g->stream = s; g->site = ev->callsite; }
-  else if (g->stream != s) g->mixed_streams = true;
+  pc_gacc *g = NULL;
+  for (int i = 0; i < t->ng; i++)
+    if (t->g[i].c == c) { g = &t->g[i]; break; }
+  if (!g) {
+    if (t->ng >= PC_GROUP_COMMS) { t->g_overflow = true; return; }
+    g = &t->g[t->ng++];
+    *g = (pc_gacc){.c = c, .stream = s, .site = ev->callsite, .slot = PC_UNTIMED};
+  } else if (g->stream != s) {
+    g->mixed_streams = true;
+  }
   if (ev->kind == A2A_EV_COLL) {
     if (g->ncoll == 0) g->coll = ev->u.coll.coll;
     else if (g->coll != (int)ev->u.coll.coll) g->coll_mixed = true;
@@ -974,29 +1024,30 @@ static void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
     g->coll_bytes += coll_bytes(ev, c->nranks);
   } else {
     uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+    if (g->nsend + g->nrecv == 0) g->p2p0 = b;
+    else if (b != g->p2p0) g->unequal = true;
     if (ev->u.p2p.is_send) {
-      if (g->nsend == 0) g->send0 = b;
-      else if (b != g->send0) g->unequal = true;
       g->nsend++;
       g->send_bytes += b;
     } else {
-      if (g->nrecv == 0) g->recv0 = b;
-      else if (b != g->recv0) g->unequal = true;
       g->nrecv++;
       g->recv_bytes += b;
     }
   }
 }
 
-/* The logical operation a group's share on one communicator amounts to. */
+/* The logical operation a group's share on one communicator amounts to. A
+ * share of p2p calls only is an all-to-all when it has one send and one
+ * receive per rank, all of one size (every size equal to the first: the
+ * same as sends all of one size, receives all of one size, and the two
+ * sizes equal). */
 static void group_classify(const pc_gacc *g, int nranks, int *op, uint64_t *bytes) {
   uint64_t p2p = g->send_bytes > g->recv_bytes ? g->send_bytes : g->recv_bytes;
   if (g->ncoll > 0 && g->nsend + g->nrecv == 0) {
     *op = g->coll_mixed ? A2A_PERF_OP_MIXED : g->coll;
     *bytes = g->coll_bytes;
   } else if (g->ncoll == 0) {
-    bool a2a = nranks >= 1 && g->nsend == nranks && g->nrecv == nranks && !g->unequal &&
-               g->send0 == g->recv0;
+    bool a2a = nranks >= 1 && g->nsend == nranks && g->nrecv == nranks && !g->unequal;
     *op = a2a ? A2A_PERF_OP_P2P_ALLTOALL : A2A_PERF_OP_SENDRECV;
     *bytes = a2a ? g->send_bytes : p2p;
   } else {
@@ -1005,37 +1056,20 @@ static void group_classify(const pc_gacc *g, int nranks, int *op, uint64_t *byte
   }
 }
 
-/* A collective or p2p call, PRE: the start of a lone operation (its
- * timing decision); inside a group only the overlap window ends. Its own
- * function: the POST's larger frame is not paid here. */
-__attribute__((noinline)) static void on_comm_pre(pc_tls *t, const a2a_event *ev) {
+/* The PRE of a lone collective or p2p call: it ends the overlap window
+ * and epoch, and starts the operation (its timing decision). */
+__attribute__((noinline)) static void on_lone_pre(pc_tls *t, const a2a_event *ev) {
   pc_comm *c = lookup_cached(t, ev->comm);
   if (!c) return;
   t->armed_c = NULL;
   sample_epoch_end(t);
-  if (t->depth > 0) return;
   t->single_slot = start_op(c, a2a_perf_skey(ev->stream, ev->per_thread));
   t->single_c = c;
 }
 
-__attribute__((noinline)) static void on_lone_post(pc_tls *t, const a2a_event *ev, pc_comm *c);
-
-/* POST: a grouped call joins its communicator's share of the group; a
- * lone one is finished and counted (on_lone_post, whose larger frame a
- * grouped call does not pay). */
-__attribute__((noinline)) static void on_comm_post(pc_tls *t, const a2a_event *ev) {
-  /* The POST of a lone operation: the communicator its PRE looked up. */
-  pc_comm *c =
-      t->single_c && t->single_c->handle == ev->comm ? t->single_c : lookup_cached(t, ev->comm);
-  if (!c) return;
-  if (t->depth > 0) {
-    if (ev->result == 0) group_add(t, c, ev);
-    return;
-  }
-  on_lone_post(t, ev, c);
-}
-
-static void on_lone_post(pc_tls *t, const a2a_event *ev, pc_comm *c) {
+/* The POST of a lone one: finished and counted. */
+static inline __attribute__((always_inline)) void on_lone_post(pc_tls *t, const a2a_event *ev,
+                                                               pc_comm *c) {
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   int slot = t->single_c == c ? t->single_slot : PC_UNTIMED;
   t->single_c = NULL;
@@ -1063,29 +1097,56 @@ static void on_lone_post(pc_tls *t, const a2a_event *ev, pc_comm *c) {
   if (ok) after_op(t, c, s, bytes, ev->callsite);
 }
 
-static inline void on_comm_op(pc_tls *t, const a2a_event *ev) {
-  if (ev->phase == A2A_PRE) on_comm_pre(t, ev);
-  else on_comm_post(t, ev);
-}
-
-/* ncclGroupEnd's PRE: the outermost one starts its communicators'
- * operations (their timing decision). */
-__attribute__((noinline)) static void on_group_end_pre(pc_tls *t, const a2a_event *ev) {
+/* A grouped operation's PRE with an armed window or an open epoch: both
+ * end, for a tracked communicator. */
+__attribute__((noinline)) static void group_op_pre(pc_tls *t, const a2a_event *ev) {
+  if (!lookup_cached(t, ev->comm)) return;
   t->armed_c = NULL;
   sample_epoch_end(t);
-  if (t->depth != 1 || ev->u.group.simulate != 0) return;
-  for (int i = 0; i < t->ng; i++) {
-    pc_gacc *g = &t->g[i];
-    if (g->mixed_streams || t->g_overflow) continue;
-    g->slot = start_op(g->c, g->stream);
-  }
 }
 
-/* The POST: the outermost one finishes and counts them. */
-__attribute__((noinline)) static void on_group_end_post(pc_tls *t, const a2a_event *ev) {
+/* A successful grouped operation's POST: it joins its communicator's
+ * share (single_c, the lone operation's communicator, is never set inside
+ * a group: the same test as a lone POST's, for the same answer). */
+__attribute__((noinline)) static void group_op_post(pc_tls *t, const a2a_event *ev) {
+  pc_comm *c =
+      t->single_c && t->single_c->handle == ev->comm ? t->single_c : lookup_cached(t, ev->comm);
+  if (c) group_add(t, c, ev);
+}
+
+/* A lone operation's POST: the communicator its PRE looked up. */
+__attribute__((noinline)) static void lone_op_post(pc_tls *t, const a2a_event *ev) {
+  pc_comm *c =
+      t->single_c && t->single_c->handle == ev->comm ? t->single_c : lookup_cached(t, ev->comm);
+  if (c) on_lone_post(t, ev, c);
+}
+
+/* A collective or p2p call (both phases). Inside a group the PRE only
+ * ends the armed window and the overlap epoch - nothing to end after the
+ * group's first operation ended them, so no lookup then - and the POST of
+ * a successful one joins its communicator's share (the group's end times
+ * and counts the shares); a lone one is started at its PRE and finished
+ * at its POST. (Every path ends in a tail call: no frame here.) */
+static void pc_by_op(const a2a_event *ev) {
+  pc_tls *t = tls();
+  if (ev->phase == A2A_PRE) {
+    if (t->depth > 0) {
+      if (t->armed_c || t->sample_c) group_op_pre(t, ev);
+      return;
+    }
+    on_lone_pre(t, ev);
+    return;
+  }
+  if (t->depth > 0) {
+    if (ev->result == 0) group_op_post(t, ev);
+    return;
+  }
+  lone_op_post(t, ev);
+}
+
+/* The outermost ncclGroupEnd's POST: finish and count each share. */
+__attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event *ev) {
   bool simulate = ev->u.group.simulate != 0;
-  if (t->depth > 0) t->depth--;
-  if (t->depth > 0) return;
   for (int i = 0; i < t->ng; i++) {
     pc_gacc *g = &t->g[i];
     int op;
@@ -1107,18 +1168,46 @@ __attribute__((noinline)) static void on_group_end_post(pc_tls *t, const a2a_eve
   t->g_overflow = false;
 }
 
-static inline void on_group_end(pc_tls *t, const a2a_event *ev) {
-  if (ev->phase == A2A_PRE) on_group_end_pre(t, ev);
-  else on_group_end_post(t, ev);
+/* A share's timing decision (its own function: the loop's frame stays
+ * small). */
+__attribute__((noinline)) static void share_start(pc_gacc *g) {
+  g->slot = start_op(g->c, g->stream);
 }
 
-static void on_group_start(pc_tls *t, const a2a_event *ev) {
+/* The PRE: the outermost one starts the shares' operations (none when the
+ * group overflowed PC_GROUP_COMMS, nor a share on several streams). */
+__attribute__((noinline)) static void group_end_pre(pc_tls *t, const a2a_event *ev) {
+  t->armed_c = NULL;
+  sample_epoch_end(t);
+  if (t->depth != 1 || ev->u.group.simulate != 0 || t->g_overflow) return;
+  for (int i = 0; i < t->ng; i++)
+    if (!t->g[i].mixed_streams) share_start(&t->g[i]);
+}
+
+/* ncclGroupEnd: the outermost one's PRE starts the shares' operations
+ * (their timing decisions), its POST finishes and counts them. */
+static void pc_by_group_end(const a2a_event *ev) {
+  pc_tls *t = tls();
   if (ev->phase == A2A_PRE) {
-    if (t->depth == 0) { t->ng = 0; t->g_overflow = false; }
-    t->depth++;
-  } else if (ev->result != 0 && t->depth > 0) {
-    t->depth--;
+    group_end_pre(t, ev);
+    return;
   }
+  if (t->depth > 1) {
+    t->depth--;
+    return;
+  }
+  t->depth = 0;
+  group_end_post(t, ev);
+}
+
+/* ncclGroupStart, at its POST only (one call, not two: nothing reaches
+ * this thread's record between the PRE and the POST of one call): a
+ * successful outermost one opens a group with no shares, a failed one
+ * opens none. */
+static void pc_by_group_start(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || ev->result != 0) return;
+  pc_tls *t = tls();
+  if (t->depth++ == 0) { t->ng = 0; t->g_overflow = false; }
 }
 
 static void poll_comm(pc_comm *c) {
@@ -1137,61 +1226,90 @@ static void poll_all(void) {
 /* A kernel launch (the hot path, PRE only): it ends the overlap window an
  * operation armed, and counts for the launches-per-stream and overlap
  * samples. */
-static void pc_launch(const a2a_event *ev) {
-  pc_tls *t = tls();
-  t->armed_c = NULL;
-  void *k = a2a_perf_skey(ev->stream, ev->per_thread);
+__attribute__((noinline)) static void pc_launch_slow(pc_tls *t, void *k) {
   note_launch(t, k);
   if (t->sample_c) sample_launch(t, k);
 }
 
+static void pc_launch(const a2a_event *ev) {
+  pc_tls *t = tls();
+  t->armed_c = NULL;
+  void *k = a2a_perf_skey(ev->stream, ev->per_thread);
+  /* The common case inline: the launch table's first stream again (what
+   * note_launch would find first) and no epoch open. */
+  if (__builtin_expect(t->nls > 0 && t->ls[0].s == k && !t->sample_c, 1)) {
+    t->ls[0].n++;
+    return;
+  }
+  pc_launch_slow(t, k);
+}
+
+/* The gated kinds (g_pc_gate): each does nothing while the thread has no
+ * armed window and no open epoch, and gives the gate back once it has
+ * neither. A copy (PRE) ends the armed window; a blocking one is the host
+ * blocking right after the operation, and ends the epoch. */
+static void pc_by_memcpy(const a2a_event *ev) {
+  if (ev->phase != A2A_PRE) return;
+  pc_tls *t = tls();
+  if (!ev->u.copy.async) {
+    if (t->armed_c) note_blocked(t, ev);
+    sample_epoch_end(t);
+  }
+  t->armed_c = NULL;
+  gate_drop(t);
+}
+
+/* An event recorded (POST) on the armed operation's stream: a later
+ * cudaEventSynchronize of it is the host blocking on the operation. */
+static void pc_by_event_record(const a2a_event *ev) {
+  if (ev->phase != A2A_POST) return;
+  pc_tls *t = tls();
+  if (t->armed_c && a2a_perf_skey(ev->stream, ev->per_thread) == t->armed_stream)
+    t->armed_event = ev->u.event.event;
+  gate_drop(t);
+}
+
+/* A stream wait (PRE) closes that stream's compute window of the open
+ * epoch. */
+static void pc_by_stream_wait(const a2a_event *ev) {
+  if (ev->phase != A2A_PRE) return;
+  pc_tls *t = tls();
+  if (t->sample_c) sample_wait_event(t, a2a_perf_skey(ev->stream, ev->per_thread));
+  gate_drop(t);
+}
+
 __attribute__((noinline)) static void pc_other(const a2a_event *ev);
 
-/* The hot calls' fronts, each the same as its case in pc_other:
- * launches; event records (POST: only after an operation armed this
- * thread); stream waits (PRE: only while an overlap sample's epoch is
- * open); asynchronous copies (PRE: they end the armed window). */
+/* The reference entry (a2a_analyzer.on_event): the hot kinds to their
+ * per-kind handlers (the dispatch table calls those directly), the rest
+ * to pc_other. */
 static void perf_comm_on_event(const a2a_event *ev) {
-  pc_tls *t;
-  a2a_kind k = ev->kind;
-  if (k == A2A_EV_LAUNCH) {
+  switch (ev->kind) {
+  case A2A_EV_LAUNCH:
     pc_launch(ev);
     return;
-  }
-  /* The NCCL hot kinds, before the switch (a compare chain). */
-  if (k == A2A_EV_COLL || k == A2A_EV_P2P) {
-    on_comm_op(tls(), ev);
+  case A2A_EV_COLL:
+  case A2A_EV_P2P:
+    pc_by_op(ev);
     return;
-  }
-  switch (k) {
-  case A2A_EV_EVENT_RECORD:
-    t = tls();
-    if (ev->phase == A2A_POST && t->armed_c &&
-        a2a_perf_skey(ev->stream, ev->per_thread) == t->armed_stream)
-      t->armed_event = ev->u.event.event;
-    return;
-  case A2A_EV_STREAM_WAIT_EVENT:
-    t = tls();
-    if (ev->phase == A2A_PRE && t->sample_c)
-      sample_wait_event(t, a2a_perf_skey(ev->stream, ev->per_thread));
-    return;
-  case A2A_EV_MEMCPY:
-    if (ev->phase == A2A_PRE && ev->u.copy.async) {
-      tls()->armed_c = NULL;
-      return;
-    }
-    break;
-  /* The group kinds, past pc_other's switch over every kind. */
   case A2A_EV_GROUP_START:
-    on_group_start(tls(), ev);
+    pc_by_group_start(ev);
     return;
   case A2A_EV_GROUP_END:
-    on_group_end(tls(), ev);
+    pc_by_group_end(ev);
+    return;
+  case A2A_EV_MEMCPY:
+    pc_by_memcpy(ev);
+    return;
+  case A2A_EV_EVENT_RECORD:
+    pc_by_event_record(ev);
+    return;
+  case A2A_EV_STREAM_WAIT_EVENT:
+    pc_by_stream_wait(ev);
     return;
   default:
-    break;
+    pc_other(ev);
   }
-  pc_other(ev);
 }
 
 static void pc_other(const a2a_event *ev) {
@@ -1203,37 +1321,12 @@ static void pc_other(const a2a_event *ev) {
   case A2A_EV_COMM_END:
     if (ev->phase == A2A_PRE) poll_comm(lookup(ev->comm));
     break;
-  case A2A_EV_COLL:
-  case A2A_EV_P2P:
-    on_comm_op(t, ev);
-    break;
-  case A2A_EV_GROUP_START:
-    on_group_start(t, ev);
-    break;
-  case A2A_EV_GROUP_END:
-    on_group_end(t, ev);
-    break;
   case A2A_EV_GRAPH_LAUNCH:
     if (ev->phase == A2A_PRE) t->armed_c = NULL;
     break;
   case A2A_EV_HOST_FUNC:
   case A2A_EV_MEMSET:
     if (ev->phase == A2A_PRE) t->armed_c = NULL;
-    break;
-  case A2A_EV_MEMCPY:
-    if (ev->phase == A2A_PRE) {
-      if (!ev->u.copy.async && t->armed_c) note_blocked(t, ev);
-      if (!ev->u.copy.async) sample_epoch_end(t);
-      t->armed_c = NULL;
-    }
-    break;
-  case A2A_EV_STREAM_WAIT_EVENT:
-    if (ev->phase == A2A_PRE) sample_wait_event(t, a2a_perf_skey(ev->stream, ev->per_thread));
-    break;
-  case A2A_EV_EVENT_RECORD:
-    if (ev->phase == A2A_POST && t->armed_c &&
-        a2a_perf_skey(ev->stream, ev->per_thread) == t->armed_stream)
-      t->armed_event = ev->u.event.event;
     break;
   case A2A_EV_STREAM_SYNC:
     if (ev->phase == A2A_PRE) sample_epoch_end(t);
@@ -1616,6 +1709,7 @@ static int perf_comm_init(void) {
   atomic_store(&g_ncomms, 0);
   atomic_store(&g_captures, 0);
   atomic_store(&g_full_warned, false);
+  atomic_store(&g_pc_gate, 0); /* every thread's record resets (g_gen) */
   atomic_fetch_add(&g_gen, 1);
   pthread_mutex_unlock(&g_create_mu);
   return 0;
@@ -1642,32 +1736,32 @@ static void perf_comm_after_fork_child(void) {
   }
   pthread_mutex_init(&g_create_mu, NULL);
   atomic_store(&g_captures, 0);
+  atomic_store(&g_pc_gate, 0); /* the one thread's record resets (g_gen) */
   atomic_fetch_add(&g_gen, 1);
 }
 
 /* Each kind in the phase it is handled in (perf_comm_on_event). */
 #define PC_BOTH                                                                          \
-  (A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_GROUP_START) | \
-   A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |                    \
-   A2A_KIND_BIT(A2A_EV_EVENT_SYNC) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC))
+  (A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_GROUP_END) |   \
+   A2A_KIND_BIT(A2A_EV_STREAM_SYNC) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |                   \
+   A2A_KIND_BIT(A2A_EV_DEVICE_SYNC))
 #define PC_PRE                                                                            \
   (PC_BOTH | A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_LAUNCH) |                \
    A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH) | A2A_KIND_BIT(A2A_EV_HOST_FUNC) |                   \
    A2A_KIND_BIT(A2A_EV_MEMSET) | A2A_KIND_BIT(A2A_EV_MEMCPY) |                            \
    A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT))
 #define PC_POST                                                                           \
-  (PC_BOTH | A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_EVENT_RECORD) |         \
+  (PC_BOTH | A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_EVENT_RECORD) |         \
    A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) |    \
    A2A_KIND_BIT(A2A_EV_PROCESS_EXIT))
 
-/* perf_comm_on_event's NCCL hot kinds, per kind, for the dispatch table
- * (the same calls as its compare chain and switch make). */
-static void pc_by_op(const a2a_event *ev) { on_comm_op(tls(), ev); }
-static void pc_by_group_start(const a2a_event *ev) { on_group_start(tls(), ev); }
-static void pc_by_group_end(const a2a_event *ev) { on_group_end(tls(), ev); }
+/* perf_comm_on_event's hot kinds, per kind, for the dispatch table (the
+ * same calls as its switch makes). */
 static const a2a_by_kind pc_by_kind = {
     .fn = {[A2A_EV_LAUNCH] = pc_launch, [A2A_EV_COLL] = pc_by_op, [A2A_EV_P2P] = pc_by_op,
-           [A2A_EV_GROUP_START] = pc_by_group_start, [A2A_EV_GROUP_END] = pc_by_group_end}};
+           [A2A_EV_GROUP_START] = pc_by_group_start, [A2A_EV_GROUP_END] = pc_by_group_end,
+           [A2A_EV_MEMCPY] = pc_by_memcpy, [A2A_EV_EVENT_RECORD] = pc_by_event_record,
+           [A2A_EV_STREAM_WAIT_EVENT] = pc_by_stream_wait}};
 
 const a2a_analyzer a2a_analyzer_perf_comm = {
     .name = "perf_comm",
@@ -1677,6 +1771,10 @@ const a2a_analyzer a2a_analyzer_perf_comm = {
     .init = perf_comm_init,
     .on_event = perf_comm_on_event,
     .by_kind = &pc_by_kind,
+    .pre_gated = A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT),
+    .pre_gate = &g_pc_gate,
+    .post_gated = A2A_KIND_BIT(A2A_EV_EVENT_RECORD),
+    .post_gate = &g_pc_gate,
     .fini = perf_comm_fini,
     .after_fork_child = perf_comm_after_fork_child,
 };

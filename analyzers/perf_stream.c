@@ -111,21 +111,40 @@ typedef struct ps_tls {
 } ps_tls;
 static _Thread_local ps_tls t_ps;
 
+/* The key no stream has (a2a_perf_skey maps the handle 1 to NULL): an
+ * empty table's st[0].s, so that note_work's test of st[last] needs no
+ * bound (last < nst, or nst == 0 with last 0). */
+#define PS_NO_STREAM ((void *)1)
+
+static void forget_streams(ps_tls *t) {
+  t->nst = 0;
+  t->last = 0;
+  t->st[0].s = PS_NO_STREAM;
+}
+
 static ps_tls *tls(void) {
   unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
-  if (t_ps.gen != gen) {
+  if (__builtin_expect(t_ps.gen != gen, 0)) {
     memset(&t_ps, 0, sizeof t_ps);
     t_ps.gen = gen;
+    forget_streams(&t_ps);
   }
   return &t_ps;
 }
 
-static void note_work(ps_tls *t, void *s) {
-  /* Most launches go to the stream of the previous one. */
-  if (t->last < t->nst && t->st[t->last].s == s) {
+__attribute__((noinline)) static void note_work_slow(ps_tls *t, void *s);
+
+static inline void note_work(ps_tls *t, void *s) {
+  /* Most launches go to the stream of the previous one (st[last], or
+   * PS_NO_STREAM while the table is empty). */
+  if (__builtin_expect(t->st[t->last].s == s, 1)) {
     t->st[t->last].synced = false;
     return;
   }
+  note_work_slow(t, s);
+}
+
+static void note_work_slow(ps_tls *t, void *s) {
   for (int i = 0; i < t->nst; i++)
     if (t->st[i].s == s) { t->st[i].synced = false; t->last = i; return; }
   if (t->nst < PS_SYNC_STREAMS) {
@@ -155,7 +174,7 @@ static void full_sync(ps_tls *t, const a2a_event *ev, const char *how) {
   bool step = ops > t->ops_at_sync;
   uint64_t span = ops - t->ops_at_sync;
   t->ops_at_sync = ops;
-  t->nst = 0;
+  forget_streams(t);
   t->lost = false;
   if (!step) return;
   uint64_t n = atomic_fetch_add(&g_synced_steps, 1) + 1;
@@ -314,6 +333,23 @@ static void perf_stream_on_event(const a2a_event *ev) {
   else ps_other(ev);
 }
 
+/* The hot kinds, per kind, for the dispatch table (the same calls as
+ * perf_stream_on_event and ps_other make): work on the event's stream at
+ * a launch, an NCCL operation or an asynchronous copy (PRE). */
+static void ps_by_launch(const a2a_event *ev) {
+  note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+}
+static void ps_by_op(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+}
+static void ps_by_memcpy(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE && ev->u.copy.async)
+    note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+}
+static const a2a_by_kind ps_by_kind = {
+    .fn = {[A2A_EV_LAUNCH] = ps_by_launch, [A2A_EV_COLL] = ps_by_op, [A2A_EV_P2P] = ps_by_op,
+           [A2A_EV_MEMCPY] = ps_by_memcpy}};
+
 static void ps_other(const a2a_event *ev) {
   ps_tls *t;
   switch (ev->kind) {
@@ -438,6 +474,7 @@ const a2a_analyzer a2a_analyzer_perf_stream = {
             A2A_KIND_BIT(A2A_EV_EVENT_CREATE) | A2A_KIND_BIT(A2A_EV_EVENT_DESTROY),
     .init = perf_stream_init,
     .on_event = perf_stream_on_event,
+    .by_kind = &ps_by_kind,
     .fini = perf_stream_fini,
     .after_fork_child = perf_stream_after_fork_child,
 };

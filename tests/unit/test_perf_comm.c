@@ -4,6 +4,7 @@
  * priority, sync-heavy, stream churn, the summary, and what must NOT be
  * reported (the fixed patterns). */
 #include <check.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -858,6 +859,168 @@ START_TEST(graph_capture_is_not_timed) {
 }
 END_TEST
 
+/* The hot wrappers' dispatch (a2a_dispatch_hot) skips perf_comm's copy,
+ * stream-wait (PRE) and event-record (POST) handlers while its gate reads
+ * 0: an operation must open it, so that the record after it (the event a
+ * later cudaEventSynchronize waits for) and a blocking copy after it are
+ * still seen. */
+static void hot_record(void *stream, void *event) {
+  a2a_event ev = ev_make(A2A_EV_EVENT_RECORD);
+  ev.stream = stream;
+  ev.u.event.event = event;
+  ev.phase = A2A_PRE;
+  a2a_dispatch_hot(&ev, A2A_EV_EVENT_RECORD, A2A_PRE);
+  ev.phase = A2A_POST;
+  ev.result = 0;
+  ev.ok = 1;
+  a2a_dispatch_hot(&ev, A2A_EV_EVENT_RECORD, A2A_POST);
+}
+
+static void hot_copy(void *stream, bool async) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.stream = stream;
+  ev.u.copy.async = async;
+  ev.u.copy.bytes = 64;
+  ev.phase = A2A_PRE;
+  a2a_dispatch_hot(&ev, A2A_EV_MEMCPY, A2A_PRE);
+  ev.phase = A2A_POST;
+  ev.result = 0;
+  ev.ok = 1;
+  a2a_dispatch_hot(&ev, A2A_EV_MEMCPY, A2A_POST);
+}
+
+START_TEST(gated_hot_calls_see_the_armed_window) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    /* A copy with nothing armed (the gate may be shut): no effect. */
+    hot_copy(S2, true);
+    alltoall(i, 4u << 20, 1.0, S1);
+    if (i % 2) {
+      hot_record(S1, (void *)0xE1);
+      a2a_event es = ev_make(A2A_EV_EVENT_SYNC);
+      es.u.event.event = (void *)0xE1;
+      ev_dispatch(&es, 0);
+    } else {
+      hot_copy(S1, false); /* blocking copy right after the operation */
+    }
+  }
+  /* An asynchronous copy ends the armed window: the synchronization after
+   * it does not count (nor does the event recorded after it). */
+  alltoall(20, 4u << 20, 1.0, S1);
+  hot_copy(S2, true);
+  hot_record(S1, (void *)0xE2);
+  a2a_event es = ev_make(A2A_EV_EVENT_SYNC);
+  es.u.event.event = (void *)0xE2;
+  ev_dispatch(&es, 0);
+  hot_copy(S1, false);
+  a2a_core_fini();
+  const collected *f = collector_find("perf.no-overlap");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq((int)details_num(f, "blocked_after_ops"), 20);
+  ck_assert_int_eq((int)details_num(f, "ops"), 21);
+}
+END_TEST
+
+static void p2p(void *comm, int send, size_t count) {
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.comm = comm;
+  ev.stream = S1;
+  ev.u.p2p.is_send = send;
+  ev.u.p2p.count = count;
+  ev.u.p2p.dtype = NCCL_INT8;
+  ev_dispatch(&ev, 0);
+}
+
+/* A group of one send and one receive per rank is an AlltoAll only when
+ * every size is the same: sends of one size and receives of another, or
+ * one receive of a different size, make it a SendRecv of the larger
+ * direction's bytes. */
+START_TEST(grouped_p2p_sizes_decide_alltoall) {
+  comm_init(COMM, 2);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  const size_t sizes[3][4] = {{4096, 4096, 4096, 4096},   /* AlltoAll, 8 KiB */
+                              {4096, 4096, 8192, 8192},   /* SendRecv, 16 KiB */
+                              {4096, 4096, 4096, 1024}};  /* SendRecv, 8 KiB */
+  for (int g = 0; g < 3; g++) {
+    ev_dispatch(&gs, 0);
+    for (int k = 0; k < 4; k++) p2p(COMM, k < 2, sizes[g][k]);
+    ev_dispatch(&ge, 0);
+  }
+  a2a_core_fini();
+  const collected *s = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq((int)details_num(s, "ops"), 3);
+  ck_assert_int_eq((int)details_num(s, "bytes"), 8192 + 16384 + 8192);
+  ck_assert_ptr_nonnull(strstr(s->message, "AlltoAll(send/recv) 8 KiB+: 1 ops"));
+  ck_assert_ptr_nonnull(strstr(s->message, "SendRecv 8 KiB+: 1 ops"));
+  ck_assert_ptr_nonnull(strstr(s->message, "SendRecv 16 KiB+: 1 ops"));
+}
+END_TEST
+
+/* A failed ncclGroupStart opens no group: the calls after it are lone
+ * operations, each counted at its own POST. */
+START_TEST(failed_group_start_opens_no_group) {
+  comm_init(COMM, 2);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&gs, 1);
+  p2p(COMM, 1, 4096);
+  p2p(COMM, 0, 4096);
+  a2a_core_fini();
+  const collected *s = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq((int)details_num(s, "ops"), 2);
+}
+END_TEST
+
+/* Inside a group an operation's PRE ends the armed window only for a
+ * tracked communicator: after one on an unknown handle a synchronization
+ * of the armed stream still follows the previous operation. */
+START_TEST(grouped_pre_disarms_for_tracked_comm_only) {
+  comm_init(COMM, 4);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  for (size_t i = 0; i < 20; i++) {
+    alltoall(2 * i, 4u << 20, 1.0, S1);
+    ev_dispatch(&gs, 0);
+    p2p((void *)0xBAD, 1, 4096); /* not a communicator perf_comm knows */
+    simple(A2A_EV_STREAM_SYNC, S1);
+    p2p(COMM, 1, 4u << 20);
+    p2p(COMM, 0, 4u << 20);
+    simple(A2A_EV_STREAM_SYNC, S1); /* disarmed by the tracked send */
+    ev_dispatch(&ge, 0);
+    complete_op(2 * i + 1, 1.0);
+  }
+  a2a_core_fini();
+  const collected *f = collector_find("perf.no-overlap");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq((int)details_num(f, "ops"), 40);
+  ck_assert_int_eq((int)details_num(f, "blocked_after_ops"), 20);
+}
+END_TEST
+
+/* After a full synchronization the thread's stream table starts empty: a
+ * stream used again first (the table's old first entry) is work to
+ * synchronize like any other, so a step that synchronizes only the two
+ * streams used after it is never a full synchronization, and there are no
+ * synchronized steps to report. */
+START_TEST(sync_heavy_table_restarts_after_full_sync) {
+  comm_init(COMM, 4);
+  simple(A2A_EV_LAUNCH, S2);
+  alltoall(0, 4u << 20, 1.0, S1);
+  simple(A2A_EV_STREAM_SYNC, S2);
+  simple(A2A_EV_STREAM_SYNC, S1); /* full: S2 and S1 */
+  void *const S3 = (void *)0x53;
+  for (size_t i = 1; i < 30; i++) {
+    void *first = i % 2 ? S2 : S3, *second = i % 2 ? S3 : S2;
+    simple(A2A_EV_LAUNCH, first);
+    simple(A2A_EV_LAUNCH, second);
+    alltoall(i, 4u << 20, 1.0, S1);
+    simple(A2A_EV_STREAM_SYNC, second);
+    simple(A2A_EV_STREAM_SYNC, S1); /* `first` still has work: not full */
+  }
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -903,6 +1066,11 @@ int main(void) {
   tcase_add_test(tc, sampling_policy_lone_ops_synced);
   tcase_add_test(tc, sampling_policy_lone_ops_rare_sync);
   tcase_add_test(tc, sampling_policy_groups_rare_sync);
+  tcase_add_test(tc, gated_hot_calls_see_the_armed_window);
+  tcase_add_test(tc, grouped_p2p_sizes_decide_alltoall);
+  tcase_add_test(tc, failed_group_start_opens_no_group);
+  tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
+  tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
