@@ -99,6 +99,12 @@ static inline ly_thread *thread_get(uint32_t id, bool create) {
   return thread_get_slow(id, create, gen);
 }
 
+/* The cached record only (NULL: ask thread_get). */
+static inline ly_thread *thread_cached(uint32_t id) {
+  unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
+  return t_ly.gen == gen && t_ly.id == id ? t_ly.t : NULL;
+}
+
 static ly_thread *thread_claim(uint32_t id) {
   ly_thread *t;
   bool reused;
@@ -1015,6 +1021,14 @@ static void layout_launch(const a2a_event *ev) {
   if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
 }
 
+/* A copy's PRE (layout_memcpy's reference). */
+__attribute__((noinline)) static void memcpy_pre(const a2a_event *ev) {
+  ly_thread *t;
+  if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
+      (t = thread_get(ev->thread, true)))
+    lyh_on_memcpy(t, ev);
+}
+
 /* Copies (a hot call too): a POST closes a timing bracket if one is
  * open; a PRE of a device-to-device copy is a candidate producer of a
  * send buffer (only those can be a hidden .contiguous()). */
@@ -1026,9 +1040,19 @@ static void layout_memcpy(const a2a_event *ev) {
       lyh_on_copy_post(t, ev);
     return;
   }
-  if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
-      (t = thread_get(ev->thread, true)))
-    lyh_on_memcpy(t, ev);
+  if (ev->u.copy.cpykind < A2A_CPY_D2D || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) return;
+  /* memcpy_pre without a frame in the common case: a device-to-device
+   * copy (not cudaMemcpyDefault, which asks the registry) on a thread
+   * whose record is cached (then lyh_on_memcpy's remaining tests, in
+   * order). */
+  t = thread_cached(ev->thread);
+  if (!t || ev->u.copy.cpykind != A2A_CPY_D2D || ev->kind != A2A_EV_MEMCPY) {
+    memcpy_pre(ev);
+    return;
+  }
+  if (ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
+  lyh_producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src, ev->u.copy.bytes,
+                   ev->api);
 }
 
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);

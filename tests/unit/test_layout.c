@@ -624,6 +624,39 @@ START_TEST(memcpy_then_send) {
 }
 END_TEST
 
+/* Which copies are producers (lyh_on_memcpy): one row, device to device
+ * by its kind or, for cudaMemcpyDefault, by the registry. */
+static void copy_kind(uintptr_t dst, uintptr_t src, size_t bytes, size_t height, int kind) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpy2DAsync";
+  ev.u.copy.dst = (void *)dst;
+  ev.u.copy.src = (const void *)src;
+  ev.u.copy.bytes = bytes;
+  ev.u.copy.width = bytes / height;
+  ev.u.copy.height = height;
+  ev.u.copy.cpykind = kind;
+  ev.u.copy.async = 1;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(only_one_row_device_copies_are_producers) {
+  copy_kind(SEG0, SEG0 + 65536, 4096, 2, A2A_CPY_D2D); /* two rows */
+  p2p(1, SEG0, 1024, 0);
+  copy_kind(SEG0 + 8192, PINNED, 4096, 1, A2A_CPY_DEFAULT); /* from pinned host memory */
+  p2p(1, SEG0 + 8192, 1024, 0);
+  copy_kind(SEG0 + 16384, HOSTP, 4096, 1, A2A_CPY_DEFAULT); /* from unknown memory */
+  p2p(1, SEG0 + 16384, 1024, 0);
+  copy_kind(SEG0 + 24576, SEG0 + 65536, 0, 1, A2A_CPY_D2D); /* nothing */
+  p2p(1, SEG0 + 24576, 1024, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  copy_kind(SEG0 + 32768, SEG0 + 65536, 4096, 1, A2A_CPY_DEFAULT); /* from a device segment */
+  p2p(1, SEG0 + 32768, 1024, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
 START_TEST(copy_of_other_size_or_before_previous_op_is_silent) {
   d2d(SEG0, SEG0 + 65536, 2048);
   p2p(1, SEG0, 1024, 0); /* copied 2 KiB, sends 4 KiB */
@@ -1163,6 +1196,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, staging_copy_message);
   tcase_add_test(tc, pairwise_exchange_is_not_an_all_to_all);
   tcase_add_test(tc, memcpy_then_send);
+  tcase_add_test(tc, only_one_row_device_copies_are_producers);
   tcase_add_test(tc, copy_of_other_size_or_before_previous_op_is_silent);
   tcase_add_test(tc, copy_kernel_then_alltoall);
   tcase_add_test(tc, copy_kernel_reading_the_send_buffer_is_silent);
