@@ -803,15 +803,15 @@ static inline bool producers_live(const ly_thread *t) {
   return t->nprod && t->prod[(t->nprod - 1) % LAYOUT_MAX_PRODUCERS].gen == t->gen;
 }
 
-/* An operation of an open group that is the remembered group's next one
+/* Whether an operation of an open group is the remembered group's next one
  * (gsame, ly_opkey): every input of its verdict and of its ranges is
  * equal, so its checks would find nothing again and its ranges are in
- * ranges[] already, byte for byte: only the counts advance. Not with a
- * producer to match (the hidden-copy check needs the operation). */
-static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
+ * ranges[] already, byte for byte (replay_advance). */
+static inline const ly_opkey *replay_match(const ly_thread *t, const a2a_event *ev) {
   unsigned k = t->nops;
-  if (k >= t->gops_n) return false;
+  if (k >= t->gops_n) return NULL;
   const ly_opkey *o = &t->gops[k];
+  if (!o->ok) return NULL; /* its checks found something: judged every time */
   /* The memo key's fields (memo_key), per kind: an equal `what` of one
    * kind implies the others (a P2P key has b1 NULL and root -1, a
    * collective's peer is -1). */
@@ -819,23 +819,35 @@ static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
     if (o->b0 != ev->u.p2p.buff || o->count != ev->u.p2p.count ||
         o->what != (A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0)) ||
         o->dtype != ev->u.p2p.dtype || o->peer != ev->u.p2p.peer)
-      return false;
+      return NULL;
   } else {
     if (o->b0 != ev->u.coll.sendbuff || o->b1 != ev->u.coll.recvbuff ||
         o->count != ev->u.coll.count ||
         o->what != (A2A_EV_COLL << 8 | ((int32_t)ev->u.coll.coll & 0xff)) ||
         o->dtype != ev->u.coll.dtype || o->root != ev->u.coll.root)
-      return false;
+      return NULL;
   }
   if (o->comm_handle != ev->comm || o->site != ev->callsite || o->api != ev->api ||
       o->grp != cur_grp(t) || o->alloc_gen != a2a_alloc_generation() ||
       o->comm_ver != atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) ||
       o->checks[0] != atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) ||
       o->checks[1] != atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed))
-    return false;
-  if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)) return false;
+    return NULL;
+  return o;
+}
+
+/* A matched operation (replay_match's o): only the counts advance. */
+static inline void replay_advance(ly_thread *t, const ly_opkey *o) {
   t->nranges = o->rend;
-  t->nops = k + 1;
+  t->nops++;
+}
+
+/* The whole operation replayed: matched, and no producer to match (the
+ * hidden-copy check needs the operation: on_op_slow). */
+static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
+  const ly_opkey *o = replay_match(t, ev);
+  if (!o || (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) return false;
+  replay_advance(t, o);
   return true;
 }
 
@@ -971,7 +983,11 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
   }
   if (flags & 2) lyh_check_op(t, ev, c, op);
   if (t->depth > 0) {
-    if (t->gsame && replay_op(t, ev)) return; /* (a producer was not live) */
+    const ly_opkey *o;
+    if (t->gsame && (o = replay_match(t, ev))) {
+      replay_advance(t, o);
+      return;
+    }
     record_ranges(t, ev, c, op, key, ok, cv);
   }
   t->nops++;

@@ -1147,6 +1147,22 @@ START_TEST(replayed_ranges_carry_this_groups_communicator) {
 }
 END_TEST
 
+/* An operation with a finding of its own, in a group the group checks
+ * find clean: never replayed, every occurrence is counted. */
+START_TEST(replayed_group_keeps_counting_an_operations_finding) {
+  collector_dedup(true);
+  for (int i = 0; i < 3; i++) {
+    group(1);
+    p2p(1, SEG0 + MiB - 64, 32, 2); /* out of bounds */
+    p2p(0, SEG0 + 4096, 32, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.out-of-bounds"), 3);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
 START_TEST(checks_can_be_disabled) {
   collector_disable_check("layout");
   p2p(1, HOSTP, 256, 0);
@@ -1206,6 +1222,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, remembered_verdict_is_per_communicator_and_checks);
   tcase_add_test(tc, remembered_bad_calls_keep_reporting);
   tcase_add_test(tc, replayed_group_follows_the_allocations);
+  tcase_add_test(tc, replayed_group_keeps_counting_an_operations_finding);
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
   tcase_add_test(tc, replayed_group_follows_the_communicator);
   tcase_add_test(tc, replayed_group_still_sees_copies);
