@@ -105,6 +105,7 @@ static void group_clear(gl_thread *t) {
   t->nbufs = 0;
   t->nstreams = 0;
   t->nevents = 0;
+  t->npend = 0;
   t->closing = false;
   t->open_reported = false;
 }
@@ -119,32 +120,76 @@ static gl_stream *stream_find(gl_thread *t, uintptr_t key) {
   return NULL;
 }
 
-/* Out of line: its range scratch (lr_op) would otherwise give every
- * event through gl_on_event a large frame. */
-__attribute__((noinline)) static void record_op(gl_thread *t, const a2a_event *ev,
-                                                const a2a_comm *c) {
-  uintptr_t key = gl_stream_key(ev->stream, ev->per_thread);
-  t->nops++;
-  if (!stream_find(t, key) && t->nstreams < GL_MAX_STREAMS) {
+/* One recorded operation into bufs and streams. */
+static void record_op(gl_thread *t, const gl_pend *p) {
+  if (!stream_find(t, p->stream) && t->nstreams < GL_MAX_STREAMS) {
     gl_stream *s = &t->streams[t->nstreams++];
-    s->key = key;
-    s->device = c ? c->device : ev->device;
-    s->site = ev->callsite;
-    s->api = ev->api;
-    s->comm = c;
+    s->key = p->stream;
+    s->device = p->c ? p->c->device : p->device;
+    s->site = p->site;
+    s->api = p->api;
+    s->comm = p->c;
+  }
+  /* The event's fields that lr_op_ranges reads. */
+  a2a_event ev = {.kind = p->kind};
+  if (p->kind == A2A_EV_P2P) {
+    ev.u.p2p.is_send = p->what;
+    ev.u.p2p.buff = (void *)p->b0;
+    ev.u.p2p.count = p->count;
+    ev.u.p2p.dtype = p->dtype;
+  } else {
+    ev.u.coll.coll = (a2a_coll)p->what;
+    ev.u.coll.sendbuff = p->b0;
+    ev.u.coll.recvbuff = p->b1;
+    ev.u.coll.count = p->count;
+    ev.u.coll.dtype = p->dtype;
+    ev.u.coll.root = p->root;
   }
   lr_op op;
-  if (!lr_op_ranges(ev, c, &op)) return;
+  if (!lr_op_ranges(&ev, p->c, &op)) return;
   for (int i = 0; i < op.n; i++) {
     if (op.r[i].lo >= op.r[i].hi) continue; /* zero bytes: nothing to touch */
     if (t->nbufs >= GL_MAX_BUFS) return;
     gl_buf *b = &t->bufs[t->nbufs++];
     b->lo = op.r[i].lo;
     b->hi = op.r[i].hi;
-    b->stream = key;
-    b->api = ev->api;
-    b->site = ev->callsite;
+    b->stream = p->stream;
+    b->api = p->api;
+    b->site = p->site;
     b->is_recv = op.r[i].is_recv;
+  }
+}
+
+/* bufs and streams with every operation posted so far (gl_thread.pend). */
+__attribute__((noinline)) static void flush_pending(gl_thread *t) {
+  for (unsigned i = 0; i < t->npend; i++) record_op(t, &t->pend[i]);
+  t->npend = 0;
+}
+
+/* An operation posted in the open group: counted, and its inputs kept for
+ * record_op (flush_pending). */
+static inline void defer_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
+  t->nops++;
+  if (t->npend == GL_MAX_PEND) flush_pending(t);
+  gl_pend *p = &t->pend[t->npend++];
+  p->c = c;
+  p->stream = gl_stream_key(ev->stream, ev->per_thread);
+  p->api = ev->api;
+  p->site = ev->callsite;
+  p->kind = ev->kind;
+  p->device = ev->device;
+  if (ev->kind == A2A_EV_P2P) {
+    p->what = ev->u.p2p.is_send;
+    p->b0 = ev->u.p2p.buff;
+    p->count = ev->u.p2p.count;
+    p->dtype = ev->u.p2p.dtype;
+  } else {
+    p->what = (int)ev->u.coll.coll;
+    p->b0 = ev->u.coll.sendbuff;
+    p->b1 = ev->u.coll.recvbuff;
+    p->count = ev->u.coll.count;
+    p->dtype = ev->u.coll.dtype;
+    p->root = ev->u.coll.root;
   }
 }
 
@@ -376,7 +421,7 @@ static void on_exit_event(void) {
  * skip the call on the same test. Why a 0 read is right: the CUDA checks
  * act only on the calling thread's own open group (gl_body: depth > 0 of
  * ev->thread's record; gm_on_event does nothing for a CUDA kind), and that
- * thread's group open (gl_on_group: the +1, at its ncclGroupStart PRE) is
+ * thread's group open (gl_on_group_start: the +1, at its ncclGroupStart PRE) is
  * sequenced before its later calls, so by read-after-write coherence their
  * relaxed loads see the +1 or a later value in the count's modification
  * order; every later value still holds it (each -1 is the same thread's,
@@ -445,28 +490,31 @@ __attribute__((noinline)) static void gl_on_op(const a2a_event *ev) {
   if (t) {
     t->op_handle = ev->comm;
     t->op_comm = c;
-    if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) record_op(t, ev, c);
+    if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) defer_op(t, ev, c);
   }
   gm_op_pre(ev, t, c);
 }
 
 /* ncclGroupStart / ncclGroupEnd (ncclGroupSimulateEnd too): the group
- * tracking. (group_misuse's checks judge neither call.) */
-__attribute__((noinline)) static void gl_on_group(const a2a_event *ev) {
+ * tracking. (group_misuse's checks judge neither call.) One function per
+ * kind (gl_by_kind), each on the phases it acts in. */
+__attribute__((noinline)) static void gl_on_group_start(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  if (!t || ev->phase != A2A_PRE) return;
+  int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  if (depth == 0) {
+    group_clear(t);
+    t->start_site = ev->callsite;
+    gm_group_begin(t);
+    atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
+  }
+  atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
+}
+
+__attribute__((noinline)) static void gl_on_group_end(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   if (!t) return;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if (ev->kind == A2A_EV_GROUP_START) {
-    if (ev->phase != A2A_PRE) return;
-    if (depth == 0) {
-      group_clear(t);
-      t->start_site = ev->callsite;
-      gm_group_begin(t);
-      atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
-    }
-    atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
-    return;
-  }
   if (ev->phase == A2A_PRE) {
     if (depth == 0) {
       if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
@@ -483,6 +531,11 @@ __attribute__((noinline)) static void gl_on_group(const a2a_event *ev) {
     gm_group_end_post(ev, t);
     group_clear(t);
   }
+}
+
+static void gl_on_group(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_GROUP_START) gl_on_group_start(ev);
+  else gl_on_group_end(ev);
 }
 
 __attribute__((noinline)) static void gl_body(const a2a_event *ev);
@@ -523,6 +576,8 @@ static void gl_body(const a2a_event *ev) {
                                      : a2a_tslots_get(&g_threads, ev->thread);
   }
   int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
+  /* Every case below that reads bufs or streams needs depth > 0. */
+  if (depth > 0 && t->npend) flush_pending(t);
   sync_hit h;
   switch (ev->kind) {
     case A2A_EV_EVENT_RECORD:
@@ -588,7 +643,8 @@ static int gl_init(void) {
 /* The NCCL hot kinds straight to gl_on_event's own targets for them. */
 static const a2a_by_kind gl_by_kind = {
     .fn = {[A2A_EV_COLL] = gl_on_op, [A2A_EV_P2P] = gl_on_op,
-           [A2A_EV_GROUP_START] = gl_on_group, [A2A_EV_GROUP_END] = gl_on_group}};
+           [A2A_EV_GROUP_START] = gl_on_group_start,
+           [A2A_EV_GROUP_END] = gl_on_group_end}};
 
 const a2a_analyzer a2a_analyzer_group_local = {
     .name = "group_local",

@@ -60,6 +60,24 @@ typedef struct gl_event {
   uintptr_t stream;
 } gl_event;
 
+/* An operation posted in the open group whose buffers and stream are not
+ * yet in bufs/streams (gl_thread.pend): the inputs record_op reads, copied
+ * from its event (the communicator record is immutable once published). */
+#define GL_MAX_PEND 64
+typedef struct gl_pend {
+  const a2a_comm *c;
+  uintptr_t stream;         /* gl_stream_key() */
+  const char *api;
+  const void *site;
+  const void *b0;           /* P2P: buff; COLL: sendbuff */
+  void *b1;                 /* COLL: recvbuff */
+  size_t count;
+  a2a_kind kind;            /* A2A_EV_P2P or A2A_EV_COLL */
+  int what;                 /* P2P: is_send; COLL: the collective */
+  int dtype, root;          /* root: COLL only */
+  int device;               /* ev->device */
+} gl_pend;
+
 typedef struct gl_thread {
   uint32_t id;              /* ev->thread */
   _Atomic int depth;        /* ncclGroupStart nesting; read at exit by
@@ -75,6 +93,14 @@ typedef struct gl_thread {
   unsigned nstreams;
   gl_event events[GL_MAX_EVENTS];
   unsigned nevents;
+  /* The open group's last operations, recorded as their inputs only: an
+   * operation costs a copy of its arguments, and bufs/streams are filled
+   * from them (in posting order, by the same code as before, so with the
+   * same contents) only when something reads them - a synchronizing call
+   * or an event record inside the group (gl_body), or a full list. A group
+   * without such calls never computes its ranges. */
+  gl_pend pend[GL_MAX_PEND];
+  unsigned npend;
 
   /* group_misuse.c: communicators this thread holds for group.concurrent-use
    * until the group's end, and the deferred group.device-mismatch decision

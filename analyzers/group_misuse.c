@@ -337,7 +337,8 @@ static bool held_by(gl_thread *t, uint32_t serial) {
   return false;
 }
 
-static void report_concurrent(const a2a_event *ev, const a2a_comm *c, uint32_t other) {
+__attribute__((noinline)) static void report_concurrent(const a2a_event *ev, const a2a_comm *c,
+                                                       uint32_t other) {
   if (a2a_report_repeat(A2A_CK_GROUP_CONCURRENT_USE, A2A_SEV_ERROR, ev->callsite)) return;
   char msg[512], js[384];
   a2a_json j;
@@ -433,11 +434,16 @@ void gm_group_begin(gl_thread *t) {
   t->nheld = 0;
 }
 
-void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
-  if (t->mismatch && t->ncomm_devs == 1 && a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH))
+/* A group that recorded a device mismatch ends. */
+__attribute__((noinline)) static void group_end_mismatch(const a2a_event *ev, gl_thread *t) {
+  if (t->ncomm_devs == 1 && a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH))
     report_mismatch(ev, t->mismatch_site, t->mismatch_api, t->mismatch_comm,
                     t->mismatch_cur_dev);
   t->mismatch = false;
+}
+
+void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
+  if (t->mismatch) group_end_mismatch(ev, t);
 }
 
 void gm_after_fork_child(uint32_t self) {
@@ -459,7 +465,8 @@ void gm_group_end_post(const a2a_event *ev, gl_thread *t) {
   t->nheld = 0;
 }
 
-void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
+/* gm_op_pre, the reference: every check in its order. */
+__attribute__((noinline)) static void op_pre_all(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   /* An operation on a known, active communicator is a valid use
    * (bad_state): check_use only for the others. */
   if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY) &&
@@ -468,6 +475,53 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH)) check_device(ev, t, c);
   if (a2a_check_on(A2A_CK_GROUP_ASYNC_ERROR)) async_pre(ev, c);
   if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE)) concurrent_pre(ev, t, c);
+}
+
+#define GM_BIT(id) (1ull << ((unsigned)(id) & 63))
+_Static_assert(A2A_CK_GROUP_USE_AFTER_DESTROY >> 6 == A2A_CK_GROUP_DEVICE_MISMATCH >> 6 &&
+                   A2A_CK_GROUP_ASYNC_ERROR >> 6 == A2A_CK_GROUP_DEVICE_MISMATCH >> 6 &&
+                   A2A_CK_GROUP_CONCURRENT_USE >> 6 == A2A_CK_GROUP_DEVICE_MISMATCH >> 6,
+               "gm_op_pre reads one word of the enabled checks");
+
+/* An operation's PRE: op_pre_all without a call or a frame in the common
+ * case - a tracked thread, an active communicator with a serial in range,
+ * no async error on it, the current device its device (or unknown) - where
+ * use-after-destroy, async-error and an outside-group device-mismatch have
+ * nothing to say (each returns on the same tests), the group's device list
+ * and concurrent-use's ownership are updated as op_pre_all's check_device
+ * and concurrent_pre do, and only a concurrent use reports (last, as
+ * there). Anything else: op_pre_all, before any state is touched. */
+void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
+  uint64_t w = atomic_load_explicit(&a2a_checks_enabled_w[A2A_CK_GROUP_DEVICE_MISMATCH >> 6],
+                                    memory_order_relaxed);
+  if (!t || !c || c->serial - 1u >= GM_MAX_COMMS - 1u) goto all;
+  uint32_t serial = c->serial;
+  if ((w & GM_BIT(A2A_CK_GROUP_USE_AFTER_DESTROY)) &&
+      atomic_load_explicit(&c->state, memory_order_relaxed) != A2A_COMM_ACTIVE)
+    goto all;
+  if ((w & GM_BIT(A2A_CK_GROUP_ASYNC_ERROR)) &&
+      atomic_load_explicit(&g_async[serial], memory_order_acquire))
+    goto all;
+  int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  if ((w & GM_BIT(A2A_CK_GROUP_DEVICE_MISMATCH)) && c->device >= 0 && ev->device >= 0) {
+    if (ev->device != c->device) goto all; /* a mismatch, reported or recorded */
+    if (depth > 0) { /* check_device's list of the group's devices */
+      bool seen = false;
+      for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == c->device;
+      if (!seen && t->ncomm_devs < GL_MAX_DEVS) t->comm_devs[t->ncomm_devs++] = c->device;
+    }
+  }
+  if (w & GM_BIT(A2A_CK_GROUP_CONCURRENT_USE)) { /* concurrent_pre */
+    uint32_t me = ev->thread, cur = 0;
+    if (atomic_compare_exchange_strong(&g_owner[serial], &cur, me)) {
+      if (depth > 0 && t->nheld < GL_MAX_HELD) t->held[t->nheld++] = serial;
+    } else if (cur != me) {
+      report_concurrent(ev, c, cur);
+    }
+  }
+  return;
+all:
+  op_pre_all(ev, t, c);
 }
 
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c) { concurrent_post(ev, t, c); }

@@ -99,6 +99,12 @@ static inline ly_thread *thread_get(uint32_t id, bool create) {
   return thread_get_slow(id, create, gen);
 }
 
+/* The cached record only (NULL: ask thread_get). */
+static inline ly_thread *thread_cached(uint32_t id) {
+  unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
+  return t_ly.gen == gen && t_ly.id == id ? t_ly.t : NULL;
+}
+
 static ly_thread *thread_claim(uint32_t id) {
   ly_thread *t;
   bool reused;
@@ -753,45 +759,114 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
 /* ------------------------------------------------------------------ */
 /* Events. */
 
-/* Whether range r has the remembered group's key k (ly_gkey: everything
- * the group checks judge, nothing that only goes into a message). */
-static inline bool gkey_eq(const ly_gkey *k, const ly_range *r) {
-  return k->lo == r->lo && k->hi == r->hi && k->comm_handle == r->comm_handle &&
-         k->comm == r->comm && k->op == r->op && k->grp == r->grp && k->peer == r->peer &&
-         k->is_recv == r->is_recv && k->p2p == r->p2p;
+/* Whether the ending group is the remembered one, whole, judged with the
+ * enabled checks: check_group then returns at once. */
+static inline bool group_replayed(const ly_thread *t) {
+  return t->gsame && t->nops == t->gops_n &&
+         t->gchecks[0] == atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) &&
+         t->gchecks[1] == atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
 }
 
 /* The ending group's verdicts: overlap and scatter are judged again only
  * when the group differs from the last one they found clean (a training
- * loop posts the same group every step). */
+ * loop posts the same group every step): gsame says every operation so far
+ * was the remembered group's, in order (replay_op), so ranges[] holds
+ * exactly the ranges it held then, and the same count of operations makes
+ * it the whole group. */
 static void check_group(ly_thread *t, const a2a_event *end) {
   uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
   uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
-  if (t->gmemo_same && t->nranges == t->gmemo_n && t->gmemo_checks[0] == w0 &&
-      t->gmemo_checks[1] == w1)
-    return;
+  if (t->gsame && t->nops == t->gops_n && t->gchecks[0] == w0 && t->gchecks[1] == w1) return;
   bool clean = true;
   if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) clean &= check_group_overlap(t, end);
   if (a2a_check_on(A2A_CK_LAYOUT_SCATTERED)) clean &= check_scattered(t, end);
-  if (!clean || t->nranges > LAYOUT_GMEMO_MAX) return; /* the last clean group stays */
-  for (unsigned i = 0; i < t->nranges; i++) {
-    const ly_range *r = &t->ranges[i];
-    t->gmemo[i] = (ly_gkey){.lo = r->lo, .hi = r->hi, .comm_handle = r->comm_handle,
-                            .comm = r->comm, .op = r->op, .grp = r->grp, .peer = r->peer,
-                            .is_recv = r->is_recv, .p2p = r->p2p};
-  }
-  t->gmemo_n = t->nranges;
-  t->gmemo_checks[0] = w0;
-  t->gmemo_checks[1] = w1;
-  t->gmemo_valid = true;
+  /* A group found wrong leaves the remembered one as it is (intact if this
+   * group wrote nothing: gvalid was cleared at its first write). Every
+   * operation of a group that reached here has its gops entry (record_ranges
+   * wrote it, or it was replayed) while it fits. */
+  if (!clean || t->nops > LAYOUT_GOPS) return;
+  t->gops_n = t->nops;
+  t->gchecks[0] = w0;
+  t->gchecks[1] = w1;
+  t->gvalid = true;
 }
 
+/* The innermost open group's index (ly_range.grp). */
+static inline uint16_t cur_grp(const ly_thread *t) {
+  return t->grp_at[(t->depth < LAYOUT_MAX_DEPTH ? t->depth : LAYOUT_MAX_DEPTH) - 1];
+}
+
+/* Whether a producer could match a send buffer now: only one written since
+ * the thread's previous operation (its generation) can (find_producer),
+ * and the newest producer has the greatest generation. */
+static inline bool producers_live(const ly_thread *t) {
+  return t->nprod && t->prod[(t->nprod - 1) % LAYOUT_MAX_PRODUCERS].gen == t->gen;
+}
+
+/* Whether an operation of an open group is the remembered group's next one
+ * (gsame, ly_opkey): every input of its verdict and of its ranges is
+ * equal, so its checks would find nothing again and its ranges are in
+ * ranges[] already, byte for byte (replay_advance). */
+static inline const ly_opkey *replay_match(const ly_thread *t, const a2a_event *ev) {
+  unsigned k = t->nops;
+  if (k >= t->gops_n) return NULL;
+  const ly_opkey *o = &t->gops[k];
+  if (!o->ok) return NULL; /* its checks found something: judged every time */
+  /* The memo key's fields (memo_key), per kind: an equal `what` of one
+   * kind implies the others (a P2P key has b1 NULL and root -1, a
+   * collective's peer is -1). */
+  if (ev->kind == A2A_EV_P2P) {
+    if (o->b0 != ev->u.p2p.buff || o->count != ev->u.p2p.count ||
+        o->what != (A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0)) ||
+        o->dtype != ev->u.p2p.dtype || o->peer != ev->u.p2p.peer)
+      return NULL;
+  } else {
+    if (o->b0 != ev->u.coll.sendbuff || o->b1 != ev->u.coll.recvbuff ||
+        o->count != ev->u.coll.count ||
+        o->what != (A2A_EV_COLL << 8 | ((int32_t)ev->u.coll.coll & 0xff)) ||
+        o->dtype != ev->u.coll.dtype || o->root != ev->u.coll.root)
+      return NULL;
+  }
+  if (o->comm_handle != ev->comm || o->site != ev->callsite || o->api != ev->api ||
+      o->grp != cur_grp(t) || o->alloc_gen != a2a_alloc_generation() ||
+      o->comm_ver != atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) ||
+      o->checks[0] != atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) ||
+      o->checks[1] != atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed))
+    return NULL;
+  return o;
+}
+
+/* A matched operation (replay_match's o): only the counts advance. */
+static inline void replay_advance(ly_thread *t, const ly_opkey *o) {
+  t->nranges = o->rend;
+  t->nops++;
+}
+
+/* The whole operation replayed: matched, and no producer to match (the
+ * hidden-copy check needs the operation: on_op_slow). */
+static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
+  const ly_opkey *o = replay_match(t, ev);
+  if (!o || (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) return false;
+  replay_advance(t, o);
+  return true;
+}
+
+/* Record an operation's ranges in the open group (its op index: t->nops,
+ * advanced by the caller). m: the memo key the verdict was drawn with
+ * (memo_key's fields), ok: it was clean; cv: a2a_comm_ver read before c
+ * was looked up. */
 static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
-                          const lr_op *op) {
+                          const lr_op *op, const ly_memo *m, bool ok, unsigned cv) {
+  /* The remembered group is about to be written over. */
+  t->gsame = false;
+  t->gvalid = false;
+  unsigned k = t->nops;
+  uint16_t grp = cur_grp(t);
+  int peer = ev->kind == A2A_EV_P2P ? ev->u.p2p.peer : -1;
   for (int i = 0; i < op->n; i++) {
     if (op->r[i].saturated) continue; /* would overlap everything */
     if (t->nranges >= LAYOUT_MAX_RANGES) {
-      t->ranges_overflow = true;
+      t->ranges_overflow = true; /* never judged, never remembered */
       return;
     }
     ly_range *r = &t->ranges[t->nranges++];
@@ -801,17 +876,18 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     r->api = ev->api;
     r->comm = c;
     r->comm_handle = ev->comm;
-    r->op = t->nops;
-    r->grp = t->grp_at[(t->depth < LAYOUT_MAX_DEPTH ? t->depth : LAYOUT_MAX_DEPTH) - 1];
-    r->peer = ev->kind == A2A_EV_P2P ? ev->u.p2p.peer : -1;
+    r->op = k;
+    r->grp = grp;
+    r->peer = peer;
     r->is_recv = op->r[i].is_recv;
     r->p2p = ev->kind == A2A_EV_P2P;
-    /* Still the remembered clean group, range by range (gmemo_same). */
-    if (t->gmemo_same) {
-      unsigned k = t->nranges - 1;
-      t->gmemo_same = k < t->gmemo_n && gkey_eq(&t->gmemo[k], r);
-    }
   }
+  if (k < LAYOUT_GOPS)
+    t->gops[k] = (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
+                            .root = m->root, .what = m->what, .peer = peer,
+                            .comm_handle = ev->comm, .site = ev->callsite, .api = ev->api,
+                            .alloc_gen = m->alloc_gen, .checks = {m->checks[0], m->checks[1]},
+                            .comm_ver = cv, .grp = grp, .ok = ok, .rend = t->nranges};
 }
 
 /* The memo key of a COLL or P2P event on communicator c (ly_memo), with
@@ -872,17 +948,57 @@ static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_co
   return m;
 }
 
-/* Whether a producer could match a send buffer now: only one written since
- * the thread's previous operation (its generation) can (find_producer),
- * and the newest producer has the greatest generation. */
-static inline bool producers_live(const ly_thread *t) {
-  return t->nprod && t->prod[(t->nprod - 1) % LAYOUT_MAX_PRODUCERS].gen == t->gen;
+
+/* An operation on_op did not finish: judged, or taken from the memo, then
+ * matched against producers and recorded. flags: 1 the memo slot m holds
+ * the event's key (known), 2 a producer could match (hidden); cv:
+ * a2a_comm_ver read before c was looked up. Out of line: its scratch
+ * (lr_op, the key) and calls would give the fast paths a frame. */
+__attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *ev,
+                                                 const a2a_comm *c, ly_memo *m, unsigned flags,
+                                                 unsigned cv) {
+  /* A known operation's ranges are the memo's (ly_memo.op: what
+   * lr_op_ranges returned for the same key, when it succeeded). */
+  lr_op fresh;
+  const lr_op *op = &m->op;
+  const ly_memo *key = m;
+  ly_memo mine;
+  bool ok = true;
+  if (!(flags & 1)) {
+    /* Read before the verdict is drawn: a change meanwhile leaves a key
+     * that no later operation matches. */
+    uint64_t gen = a2a_alloc_generation();
+    uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
+    uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+    if (!lr_op_ranges(ev, c, &fresh)) return;
+    op = &fresh;
+    for (int i = 0; i < fresh.n; i++) ok &= check_buffer(ev, c, &fresh, &fresh.r[i]);
+    if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) ok &= check_op_overlap(ev, c, &fresh);
+    memo_key(ev, c, gen, w0, w1, &mine);
+    key = &mine;
+    if (ok) {
+      *m = mine;
+      m->op = fresh;
+    }
+  }
+  if (flags & 2) lyh_check_op(t, ev, c, op);
+  if (t->depth > 0) {
+    const ly_opkey *o;
+    if (t->gsame && (o = replay_match(t, ev))) {
+      replay_advance(t, o);
+      return;
+    }
+    record_ranges(t, ev, c, op, key, ok, cv);
+  }
+  t->nops++;
 }
 
-static void on_op(ly_thread *t, const a2a_event *ev) {
+/* An operation's PRE that was not replayed (replay_op). The common case
+ * outside a group returns here: a known operation (its buffer checks found
+ * nothing before, with the same inputs) with no producer to match. */
+static inline void on_op(ly_thread *t, const a2a_event *ev) {
+  unsigned cv = atomic_load_explicit(&a2a_comm_ver, memory_order_acquire);
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
-  /* Read before the verdict is drawn: a change meanwhile leaves a key that
-   * no later operation matches. */
   uint64_t gen = a2a_alloc_generation();
   uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
   uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
@@ -893,31 +1009,14 @@ static void on_op(ly_thread *t, const a2a_event *ev) {
     t->nops++;
     return;
   }
-  /* A known operation's ranges are the memo's (ly_memo.op: what
-   * lr_op_ranges returned for the same key, when it succeeded). */
-  lr_op fresh;
-  const lr_op *op = &m->op;
-  if (!known) {
-    if (!lr_op_ranges(ev, c, &fresh)) return;
-    op = &fresh;
-    bool clean = true;
-    for (int i = 0; i < fresh.n; i++) clean &= check_buffer(ev, c, &fresh, &fresh.r[i]);
-    if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) clean &= check_op_overlap(ev, c, &fresh);
-    if (clean) {
-      memo_key(ev, c, gen, w0, w1, m);
-      m->op = fresh;
-    }
-  }
-  if (hidden) lyh_check_op(t, ev, c, op);
-  if (t->depth > 0) record_ranges(t, ev, c, op);
-  t->nops++;
+  on_op_slow(t, ev, c, m, (unsigned)known | (unsigned)hidden << 1, cv);
 }
 
 static void group_reset(ly_thread *t) {
   t->nranges = 0;
   t->nops = 0;
   t->ranges_overflow = false;
-  t->gmemo_same = t->gmemo_valid;
+  t->gsame = t->gvalid;
 }
 
 /* Launches are the hot path: a POST matters only while a copy's timing
@@ -938,6 +1037,14 @@ static void layout_launch(const a2a_event *ev) {
   if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
 }
 
+/* A copy's PRE (layout_memcpy's reference). */
+__attribute__((noinline)) static void memcpy_pre(const a2a_event *ev) {
+  ly_thread *t;
+  if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
+      (t = thread_get(ev->thread, true)))
+    lyh_on_memcpy(t, ev);
+}
+
 /* Copies (a hot call too): a POST closes a timing bracket if one is
  * open; a PRE of a device-to-device copy is a candidate producer of a
  * send buffer (only those can be a hidden .contiguous()). */
@@ -949,9 +1056,19 @@ static void layout_memcpy(const a2a_event *ev) {
       lyh_on_copy_post(t, ev);
     return;
   }
-  if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
-      (t = thread_get(ev->thread, true)))
-    lyh_on_memcpy(t, ev);
+  if (ev->u.copy.cpykind < A2A_CPY_D2D || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) return;
+  /* memcpy_pre without a frame in the common case: a device-to-device
+   * copy (not cudaMemcpyDefault, which asks the registry) on a thread
+   * whose record is cached (then lyh_on_memcpy's remaining tests, in
+   * order). */
+  t = thread_cached(ev->thread);
+  if (!t || ev->u.copy.cpykind != A2A_CPY_D2D || ev->kind != A2A_EV_MEMCPY) {
+    memcpy_pre(ev);
+    return;
+  }
+  if (ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
+  lyh_producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src, ev->u.copy.bytes,
+                   ev->api);
 }
 
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
@@ -963,13 +1080,24 @@ __attribute__((noinline)) static void layout_op_post(const a2a_event *ev) {
   if (t && t->depth == 0) t->gen++;
 }
 
+/* An operation's PRE past the replay (layout_op_pre): the pending
+ * hidden-copy findings, then the operation. */
+__attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event *ev) {
+  if (t->nfeeds) {
+    lyh_poll(t, false);
+    if (t->gsame && t->depth > 0 && replay_op(t, ev)) return;
+  }
+  on_op(t, ev);
+}
+
 /* An operation's PRE: out of layout_other, so that the NCCL calls' own
- * paths do not pay for the rare kinds' frame. */
+ * paths do not pay for the rare kinds' frame. The replay of the remembered
+ * group's operation, the common case in a group, makes no call. */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
-  if (t->nfeeds) lyh_poll(t, false);
-  on_op(t, ev);
+  if (!t->nfeeds && t->gsame && t->depth > 0 && replay_op(t, ev)) return;
+  op_pre_rest(t, ev);
 }
 
 __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
@@ -987,10 +1115,8 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   t->depth++;
 }
 
-__attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
-  ly_thread *t = thread_get(ev->thread, true);
-  if (!t || t->depth == 0) return;
-  if (--t->depth > 0) return;
+/* The outermost ncclGroupEnd (layout_group_end). */
+__attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *ev) {
   if (t->nfeeds) lyh_poll(t, false);
   /* Outermost end: judge the whole group before NCCL launches it. An
    * overflowed range list is incomplete: overlap and scatter are then
@@ -1004,6 +1130,21 @@ __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
   }
   group_reset(t);
   t->gen++;
+}
+
+__attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
+  ly_thread *t = thread_get(ev->thread, true);
+  if (!t || t->depth == 0) return;
+  if (--t->depth > 0) return;
+  /* group_end without a call: nothing to poll, a whole replayed group
+   * (not overflowed: it was judged) and no producer to match. */
+  if (!t->nfeeds && !t->ranges_overflow && group_replayed(t) &&
+      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+    group_reset(t);
+    t->gen++;
+    return;
+  }
+  group_end(t, ev);
 }
 
 /* Per kind (layout_by_kind and the front below): groups and operations

@@ -110,20 +110,34 @@ typedef struct ly_memo {
   lr_op op;
 } ly_memo;
 
-#define LAYOUT_GMEMO_MAX 256       /* ranges of a group whose clean verdict is kept */
+#define LAYOUT_GOPS 256            /* operations of a group whose clean verdict is kept */
 
-/* What the group checks (overlap, scatter) judge of one range: equal keys
- * in equal order mean equal verdicts. The comm record is immutable once
- * published (its rank and size are part of the scatter verdict). */
-typedef struct ly_gkey {
-  uintptr_t lo, hi;
-  const a2a_comm *comm;
+/* One operation of a group as layout.c's replay compares it (replay_op),
+ * and what it left in ly_thread.ranges. Everything an operation's verdict
+ * and ranges depend on: its memo key (ly_memo: buffers, count, dtype, root,
+ * collective or direction, the allocation registry's generation, the
+ * enabled checks, and the communicator record, here as its handle with the
+ * communicator registry's version, under which a lookup of the handle
+ * always gives the same record), the inputs of its ly_range fields beyond
+ * the ranges (site, api, peer, grp; op is its index) and the range count
+ * before it (the earlier operations'). Equal inputs in equal order: the
+ * same clean verdict, and byte-identical ranges. */
+typedef struct ly_opkey {
+  const void *b0, *b1;      /* as ly_memo */
+  size_t count;
+  int32_t dtype, root, what;
+  int peer;                 /* P2P peer, -1 */
   void *comm_handle;
-  uint32_t op;
+  const void *site;
+  const char *api;
+  uint64_t alloc_gen;       /* as ly_memo */
+  uint64_t checks[2];
+  unsigned comm_ver;        /* a2a_comm_ver, read before the lookup */
   uint16_t grp;
-  int peer;
-  bool is_recv, p2p;
-} ly_gkey;
+  bool ok;                  /* the per-operation checks found nothing
+                               (a verdict a ly_memo would keep) */
+  unsigned rend;            /* nranges after the operation */
+} ly_opkey;
 
 typedef struct ly_thread {
   int depth;                /* NCCL group nesting */
@@ -143,13 +157,18 @@ typedef struct ly_thread {
   unsigned nranges;
   bool ranges_overflow;
   ly_memo memo[LAYOUT_MEMO]; /* direct-mapped by memo_slot */
-  /* The last group whose overlap and scatter checks found nothing, and
-   * whether the open group is the same so far (compared as its ranges are
-   * recorded; reset to gmemo_valid at the outermost ncclGroupStart). */
-  ly_gkey gmemo[LAYOUT_GMEMO_MAX];
-  unsigned gmemo_n;
-  uint64_t gmemo_checks[2];  /* a2a_checks_enabled_w it was judged with */
-  bool gmemo_valid, gmemo_same;
+  /* The remembered group (gvalid): ranges[0..gops[gops_n-1].rend) and
+   * gops[0..gops_n) still hold, untouched, a group whose overlap and scatter
+   * checks found nothing with the enabled checks gchecks. While the open
+   * group's operations equal its operations in order (gsame; reset to
+   * gvalid at the outermost ncclGroupStart) nothing is judged or written:
+   * the verdicts are clean and the ranges are already there. The first
+   * operation that differs clears both flags and is written over them
+   * (layout.c, record_ranges). */
+  ly_opkey gops[LAYOUT_GOPS];
+  unsigned gops_n;
+  uint64_t gchecks[2];      /* a2a_checks_enabled_w it was judged with */
+  bool gvalid, gsame;
   ly_producer prod[LAYOUT_MAX_PRODUCERS];
   unsigned nprod;           /* ring position */
   int open_end;             /* slot whose end event the call's POST records, -1 */

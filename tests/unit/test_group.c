@@ -280,6 +280,30 @@ START_TEST(memcpy_of_receive_buffer) {
 }
 END_TEST
 
+/* The group's operations are kept as their arguments and turned into
+ * buffers and streams when a synchronizing call needs them, or when the
+ * list is full (group_local.h, gl_pend): every operation counts, in order. */
+START_TEST(every_operation_of_a_long_group_counts) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  for (uintptr_t i = 0; i < 150; i++)
+    post_p2p(comm, 0, DEV_RECV + i * 0x1000, 16, 1, i < 149 ? STREAM_A : STREAM_B);
+  memcpy_sync(0x7000, DEV_RECV + 8, 4, A2A_CPY_D2H); /* the first receive */
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  memcpy_sync(0x7000, DEV_RECV + 149 * 0x1000 + 8, 4, A2A_CPY_D2H); /* the last */
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 2);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_B);
+  memcpy_sync(DEV_SEND, 0x7000, 4, A2A_CPY_H2D); /* after a sync, still recorded */
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 3);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_B, 0);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 4);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.sync-in-group")->details,
+                               "\"operations_in_group\":150"));
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 0);
+}
+END_TEST
+
 START_TEST(zero_count_receive_has_no_buffer) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   group(A2A_EV_GROUP_START, 1);
@@ -904,6 +928,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, event_sync_recorded_after_group_op);
   tcase_add_test(tc, memcpy_of_receive_buffer);
   tcase_add_test(tc, zero_count_receive_has_no_buffer);
+  tcase_add_test(tc, every_operation_of_a_long_group_counts);
   tcase_add_test(tc, sync_after_group_end_is_fine);
   tcase_add_test(tc, sync_in_group_disabled_does_not_become_unbalanced);
   tcase_add_test(tc, device_mismatch_outside_group);

@@ -624,6 +624,39 @@ START_TEST(memcpy_then_send) {
 }
 END_TEST
 
+/* Which copies are producers (lyh_on_memcpy): one row, device to device
+ * by its kind or, for cudaMemcpyDefault, by the registry. */
+static void copy_kind(uintptr_t dst, uintptr_t src, size_t bytes, size_t height, int kind) {
+  a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.api = "cudaMemcpy2DAsync";
+  ev.u.copy.dst = (void *)dst;
+  ev.u.copy.src = (const void *)src;
+  ev.u.copy.bytes = bytes;
+  ev.u.copy.width = bytes / height;
+  ev.u.copy.height = height;
+  ev.u.copy.cpykind = kind;
+  ev.u.copy.async = 1;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(only_one_row_device_copies_are_producers) {
+  copy_kind(SEG0, SEG0 + 65536, 4096, 2, A2A_CPY_D2D); /* two rows */
+  p2p(1, SEG0, 1024, 0);
+  copy_kind(SEG0 + 8192, PINNED, 4096, 1, A2A_CPY_DEFAULT); /* from pinned host memory */
+  p2p(1, SEG0 + 8192, 1024, 0);
+  copy_kind(SEG0 + 16384, HOSTP, 4096, 1, A2A_CPY_DEFAULT); /* from unknown memory */
+  p2p(1, SEG0 + 16384, 1024, 0);
+  copy_kind(SEG0 + 24576, SEG0 + 65536, 0, 1, A2A_CPY_D2D); /* nothing */
+  p2p(1, SEG0 + 24576, 1024, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  copy_kind(SEG0 + 32768, SEG0 + 65536, 4096, 1, A2A_CPY_DEFAULT); /* from a device segment */
+  p2p(1, SEG0 + 32768, 1024, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
 START_TEST(copy_of_other_size_or_before_previous_op_is_silent) {
   d2d(SEG0, SEG0 + 65536, 2048);
   p2p(1, SEG0, 1024, 0); /* copied 2 KiB, sends 4 KiB */
@@ -941,6 +974,195 @@ START_TEST(remembered_send_is_not_a_receive) {
 }
 END_TEST
 
+/* A group equal to the remembered clean one is replayed (layout.c,
+ * replay_op): neither judged nor recorded again. Each input of the
+ * verdict or of the recorded ranges that changes ends the replay. */
+START_TEST(replayed_group_follows_the_allocations) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2); /* remembered */
+  free_at(SEG0); /* reused, smaller: the receive now runs past its end */
+  alloc(SEG0, 4096 + 512, 0, A2A_MEM_DEVICE);
+  sendrecv_group(SEG0, SEG0 + 4096, 2);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
+START_TEST(replayed_group_follows_the_enabled_checks) {
+  a2a_check_set some = a2a_check_set_all();
+  a2a_check_set_put(&some, A2A_CK_LAYOUT_MISALIGNED, false);
+  a2a_checks_set_enabled(&some);
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0 + 8, SEG0 + 65536, 2); /* 1 KiB: aligned enough */
+  for (int i = 0; i < 3; i++) {
+    group(1);
+    p2p(1, SEG0 + 8, 2048, 2);
+    p2p(0, SEG0 + 65536, 2048, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  a2a_check_set all = a2a_check_set_all();
+  a2a_checks_set_enabled(&all);
+  group(1);
+  p2p(1, SEG0 + 8, 2048, 2);
+  p2p(0, SEG0 + 65536, 2048, 2);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.misaligned"), 1);
+}
+END_TEST
+
+/* The same handle, a new communicator (NCCL reused the address) on another
+ * device: the remembered group's buffers are now on the wrong device. */
+START_TEST(replayed_group_follows_the_communicator) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
+  static unsigned char id_b[128] = {3};
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommInitRank";
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.ids = id_b;
+  ev.u.init.nids = 1;
+  ev.u.init.nranks = NRANKS;
+  ev.u.init.rank = RANK;
+  ev.u.init.device = 1;
+  ev.device = 1;
+  ev_pre(&ev);
+  ev.u.init.newcomm = comm;
+  ev_post(&ev, 0);
+  sendrecv_group(SEG0, SEG0 + 4096, 2);
+  ck_assert_uint_eq(collector_count("layout.wrong-device"), 2);
+}
+END_TEST
+
+/* A copy into a send buffer right before a replayed group: the operation
+ * is matched against it (the group's sends together are not the copy). */
+START_TEST(replayed_group_still_sees_copies) {
+  for (int i = 0; i < 3; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(1, SEG0 + 8192, 256, 3);
+    p2p(0, SEG0 + 4096, 256, 2);
+    group(0);
+  }
+  d2d(SEG0, SEG0 + 65536, 1024);
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  p2p(1, SEG0 + 8192, 256, 3);
+  p2p(0, SEG0 + 4096, 256, 2);
+  group(0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
+/* The replayed operations' ranges are this group's: a finding about a
+ * later operation names the earlier one's own call site. */
+START_TEST(replayed_ranges_carry_this_groups_sites) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2); /* at 0x1000 */
+  g_site = (const void *)0x1010;
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 4096, 256, 2);
+  p2p(0, SEG0 + 512, 256, 3); /* onto the send */
+  group(0);
+  g_site = (const void *)0x1000;
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  const collected *c = collector_find("layout.overlap");
+  ck_assert_ptr_null(strstr(c->details, "\"site\":\"0x1000\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"site\":\"0x1010\""));
+}
+END_TEST
+
+START_TEST(replayed_ranges_carry_this_groups_peers) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
+  group(1);
+  p2p(1, SEG0, 256, 3); /* the remembered send, to another peer */
+  p2p(0, SEG0 + 4096, 256, 2);
+  p2p(0, SEG0 + 512, 256, 0); /* onto the send */
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  const collected *c = collector_find("layout.overlap");
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclSend (peer 3)"));
+}
+END_TEST
+
+/* (An api name is the event's: the shim's entry point, e.g. a _ptsz
+ * variant or a Python binding's name, may differ for one operation.) */
+START_TEST(replayed_ranges_carry_this_groups_api_names) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
+  group(1);
+  a2a_event ev = p2p_ev(1, SEG0, 256, 2);
+  ev.api = "ncclSend_other";
+  ev_dispatch(&ev, 0);
+  p2p(0, SEG0 + 4096, 256, 2);
+  p2p(0, SEG0 + 512, 256, 0); /* onto the send */
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("layout.overlap")->message, "ncclSend_other"));
+}
+END_TEST
+
+START_TEST(replayed_ranges_carry_this_groups_nesting) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
+  group(1);
+  group(1);
+  p2p(1, SEG0, 256, 2); /* the remembered send, in a nested group */
+  group(0);
+  p2p(0, SEG0 + 4096, 256, 2);
+  p2p(0, SEG0 + 512, 256, 0); /* onto the send */
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_ptr_nonnull(
+      strstr(collector_find("layout.overlap")->message, "different ncclGroupStart"));
+}
+END_TEST
+
+START_TEST(replayed_ranges_carry_this_groups_communicator) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
+  char name_a[sizeof ((a2a_comm *)0)->name];
+  strcpy(name_a, a2a_comm_lookup(comm)->name);
+  static unsigned char id_b[128] = {4};
+  void *comm_b = (void *)0xd8;
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.api = "ncclCommInitRank";
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.ids = id_b;
+  ev.u.init.nids = 1;
+  ev.u.init.nranks = NRANKS;
+  ev.u.init.rank = RANK;
+  ev.u.init.device = 0;
+  ev_pre(&ev);
+  ev.u.init.newcomm = comm_b;
+  ev_post(&ev, 0);
+  /* The registry's version moved: the first group is judged again, then
+   * remembered; the same operations on the other communicator follow. */
+  for (int i = 0; i < 2; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
+  void *comm_a = comm;
+  comm = comm_b;
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 4096, 256, 2);
+  p2p(0, SEG0 + 512, 256, 0); /* onto the send */
+  group(0);
+  comm = comm_a;
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_ptr_null(strstr(collector_find("layout.overlap")->details, name_a));
+}
+END_TEST
+
+/* An operation with a finding of its own, in a group the group checks
+ * find clean: never replayed, every occurrence is counted. */
+START_TEST(replayed_group_keeps_counting_an_operations_finding) {
+  collector_dedup(true);
+  for (int i = 0; i < 3; i++) {
+    group(1);
+    p2p(1, SEG0 + MiB - 64, 32, 2); /* out of bounds */
+    p2p(0, SEG0 + 4096, 32, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.out-of-bounds"), 3);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
 START_TEST(checks_can_be_disabled) {
   collector_disable_check("layout");
   p2p(1, HOSTP, 256, 0);
@@ -990,6 +1212,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, staging_copy_message);
   tcase_add_test(tc, pairwise_exchange_is_not_an_all_to_all);
   tcase_add_test(tc, memcpy_then_send);
+  tcase_add_test(tc, only_one_row_device_copies_are_producers);
   tcase_add_test(tc, copy_of_other_size_or_before_previous_op_is_silent);
   tcase_add_test(tc, copy_kernel_then_alltoall);
   tcase_add_test(tc, copy_kernel_reading_the_send_buffer_is_silent);
@@ -998,6 +1221,16 @@ static Suite *suite(void) {
   tcase_add_test(tc, remembered_verdict_follows_free_and_reuse);
   tcase_add_test(tc, remembered_verdict_is_per_communicator_and_checks);
   tcase_add_test(tc, remembered_bad_calls_keep_reporting);
+  tcase_add_test(tc, replayed_group_follows_the_allocations);
+  tcase_add_test(tc, replayed_group_keeps_counting_an_operations_finding);
+  tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
+  tcase_add_test(tc, replayed_group_follows_the_communicator);
+  tcase_add_test(tc, replayed_group_still_sees_copies);
+  tcase_add_test(tc, replayed_ranges_carry_this_groups_sites);
+  tcase_add_test(tc, replayed_ranges_carry_this_groups_peers);
+  tcase_add_test(tc, replayed_ranges_carry_this_groups_api_names);
+  tcase_add_test(tc, replayed_ranges_carry_this_groups_nesting);
+  tcase_add_test(tc, replayed_ranges_carry_this_groups_communicator);
   tcase_add_test(tc, repeated_bad_calls_are_counted);
   tcase_add_test(tc, remembered_group_verdict_follows_the_ranges);
   tcase_add_test(tc, remembered_send_is_not_a_receive);
