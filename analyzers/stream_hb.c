@@ -1430,6 +1430,21 @@ static inline void ring_put(uintptr_t lo, uintptr_t hi, uint32_t clk, int tl, ui
   e->live = true;
 }
 
+/* n copies or memsets into [lo,hi) on timeline tl, back to back: what n
+ * calls ring_put(lo, hi, tick(tl), tl, ...) do. Only the last
+ * STREAM_HB_COPY_RING of them stay in the ring (the earlier ones' slots
+ * are written again by the later ones), and whether a slot was live
+ * before it is first written in the run is all the live count sees. */
+static void ring_put_n(uintptr_t lo, uintptr_t hi, uint32_t n, int tl, uint8_t kind,
+                       const void *site, const char *what) {
+  uint32_t clk = g_tl[tl].vc[tl];
+  g_tl[tl].vc[tl] = clk + n;
+  if (hi <= lo) return; /* (ring_put writes nothing) */
+  uint32_t skip = n > STREAM_HB_COPY_RING ? n - STREAM_HB_COPY_RING : 0;
+  g_ring_next += skip;
+  for (uint32_t k = skip; k < n; k++) ring_put(lo, hi, clk + k + 1, tl, kind, site, what);
+}
+
 /* The access an entry remembers (as on_copy built it). */
 static access ring_access(const ring_ent *e) {
   return (access){.clk = e->clk, .tl = e->tl, .flags = F_WRITE, .kind = e->kind,
@@ -2127,6 +2142,10 @@ typedef struct copy_rec {
   int device;
   int8_t per_thread;
   bool memset_;
+  /* In a thread's deferred-copy ring only: how many copies, identical and
+   * consecutive, the entry stands for (see "Repeated copies"); 0 once a
+   * drain has claimed it. */
+  _Atomic uint32_t n;
 } copy_rec;
 
 /* (The calling thread, ev->thread, is the caller's to keep: a deferred
@@ -2141,6 +2160,15 @@ static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
   c->device = dev_of(ev);
   c->per_thread = (int8_t)ev->per_thread;
   c->memset_ = ev->kind == A2A_EV_MEMSET;
+}
+
+/* Whether the copy of ev is the one c records (copy_rec_of(ev) would
+ * write the same fields). */
+static inline bool copy_rec_same(const copy_rec *c, const a2a_event *ev) {
+  return c->dst == ev->u.copy.dst && c->stream == ev->stream && c->src == ev->u.copy.src &&
+         c->bytes == ev->u.copy.bytes && c->site == ev->callsite && c->api == ev->api &&
+         c->per_thread == (int8_t)ev->per_thread && c->memset_ == (ev->kind == A2A_EV_MEMSET) &&
+         c->device == dev_of(ev);
 }
 
 /* Whether a copy or memset event that does not make the host wait goes
@@ -2211,6 +2239,25 @@ static void on_copy(const copy_rec *c, uint32_t thread, bool host_waits, bool re
 
 #define STAGE_N 32 /* deferred copies per thread */
 
+/* Repeated copies. A program copies the same buffer on the same stream
+ * step after step; a copy identical to the thread's latest deferred one
+ * (every field of copy_rec) only counts one more on that entry, without
+ * a new entry, so the ring fills, and its thread takes the lock, once per
+ * STAGE_N * STAGE_REPEAT_MAX such copies instead of every STAGE_N + 1.
+ * Exact: the drain applies an entry of count n as n copies back to back
+ * (stage_apply), which is what n consecutive identical entries would
+ * have been applied as - the same thread's copies in the same order, each
+ * with its own tick. The count is claimed by the drain with an exchange
+ * (to 0) and raised by the producer with a compare-and-swap from a
+ * nonzero value, so a copy counted before the claim is applied by that
+ * drain and one tried after it fails and takes a new entry (the usual
+ * path, with its publication and flag). An entry with a nonzero count
+ * is unclaimed, so its publication's flag is still set or a drain is
+ * claiming it (see above): counting on it needs no flag. (The bound keeps
+ * the drain's on_copy loop short, for an entry whose span a range made
+ * meanwhile touches.) */
+#define STAGE_REPEAT_MAX 1024
+
 typedef struct stage_ring {
   _Atomic uint32_t head; /* written by the owning thread */
   _Atomic uint32_t tail; /* written under g_mu */
@@ -2238,13 +2285,13 @@ typedef struct stage_run {
  * (stage_copy deferred only copies the ring remembers, whose pages no
  * tracked range touched): it only enters the recent-copy ring. tracked:
  * g_nr != 0 (no deferred copy changes the ranges). */
-static inline void stage_apply(const copy_rec *c, uint32_t thread, bool tracked,
+static inline void stage_apply(const copy_rec *c, uint32_t n, uint32_t thread, bool tracked,
                                stage_run *run) {
   if (tracked) { /* the copy may touch a range (one made meanwhile, concurrently) */
     uintptr_t d = (uintptr_t)c->dst, sp = (uintptr_t)c->src;
     if (span_tracked(d, d + c->bytes) || (!c->memset_ && span_tracked(sp, sp + c->bytes))) {
       run->ok = false;
-      on_copy(c, thread, false, true);
+      for (uint32_t k = 0; k < n; k++) on_copy(c, thread, false, true);
       return;
     }
   }
@@ -2258,8 +2305,8 @@ static inline void stage_apply(const copy_rec *c, uint32_t thread, bool tracked,
   }
   int s = run->s;
   uintptr_t dst = (uintptr_t)c->dst;
-  ring_put(dst, dst + c->bytes, tick(s), s, c->memset_ ? AK_MEMSET : AK_MEMCPY, c->site,
-           c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"));
+  ring_put_n(dst, dst + c->bytes, n, s, c->memset_ ? AK_MEMSET : AK_MEMCPY, c->site,
+             c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"));
 }
 
 /* Under g_mu: apply every deferred copy, each thread's in order. */
@@ -2274,7 +2321,11 @@ static void stage_drain(void) {
     if (!r) continue;
     uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint32_t h = atomic_load(&r->head); /* seq_cst: see above */
-    for (; t != h; t++) stage_apply(&r->e[t % STAGE_N], i, tracked, &run);
+    for (; t != h; t++) {
+      copy_rec *c = &r->e[t % STAGE_N];
+      uint32_t n = atomic_exchange(&c->n, 0); /* claimed: see "Repeated copies" */
+      if (n) stage_apply(c, n, i, tracked, &run);
+    }
     atomic_store_explicit(&r->tail, t, memory_order_release);
   }
 }
@@ -2287,8 +2338,18 @@ static bool stage_copy(const a2a_event *ev) {
   stage_ring *r = atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire);
   if (!r) return false;
   uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+  /* The latest entry (slot h - 1; never written, its count 0, before the
+   * first): one more of it if the copy is the same (see "Repeated
+   * copies"). */
+  copy_rec *last = &r->e[(h - 1) % STAGE_N];
+  uint32_t n = atomic_load_explicit(&last->n, memory_order_relaxed);
+  if (n != 0 && n < STAGE_REPEAT_MAX && copy_rec_same(last, ev) &&
+      atomic_compare_exchange_strong(&last->n, &n, n + 1))
+    return true;
   if (h - atomic_load_explicit(&r->tail, memory_order_acquire) >= STAGE_N) return false;
-  copy_rec_of(ev, &r->e[h % STAGE_N]);
+  copy_rec *c = &r->e[h % STAGE_N];
+  copy_rec_of(ev, c);
+  atomic_store_explicit(&c->n, 1, memory_order_relaxed); /* published by the head */
   atomic_store(&r->head, h + 1); /* seq_cst: see above */
   if (!atomic_load(&g_staged)) atomic_store_explicit(&g_staged, 1, memory_order_relaxed);
   return true;
@@ -2308,7 +2369,10 @@ static void stage_alloc(uint32_t thread) {
 static void stage_reset(void) {
   for (uint32_t i = 0; i < MAX_THREADS; i++) {
     stage_ring *r = atomic_load(&g_stage[i]);
-    if (r) atomic_store(&r->tail, atomic_load(&r->head));
+    if (!r) continue;
+    /* Counts to 0 first: no later copy may count on a dropped entry. */
+    for (int k = 0; k < STAGE_N; k++) atomic_store(&r->e[k].n, 0);
+    atomic_store(&r->tail, atomic_load(&r->head));
   }
   atomic_store(&g_staged, 0);
 }
