@@ -1264,6 +1264,23 @@ START_TEST(grouped_sendrecv_fast_path_keeps_findings) {
 }
 END_TEST
 
+/* The fast path remembers the ranges of the thread's last group by
+ * position: a group with its buffers swapped finds each entry's own. */
+START_TEST(grouped_sendrecv_swapped_buffers) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, RECVBUF, NBYTES / 4, (void *)0x2101);
+  recv_on(S_COMM, SENDBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  memop(A2A_EV_MEMSET, RECVBUF, NULL, NBYTES, 0, 1, S_COMP); /* rewrites what is sent */
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
 /* A grouped send on the legacy default stream beside a blocking stream is
  * warned about, as an ungrouped one (hb_k_p2p leaves it to on_comm_op). */
 START_TEST(grouped_send_on_default_stream_warns) {
@@ -2251,6 +2268,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, repeated_copies_differ_in_one_field);
   tcase_add_test(tc, grouped_sendrecv_fast_path_keeps_findings);
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
+  tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
   suite_add_tcase(s, tc);
   return s;
 }
