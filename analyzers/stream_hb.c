@@ -2242,6 +2242,11 @@ typedef struct copy_rec {
   int device;
   int8_t per_thread;
   bool memset_;
+  /* The call's async flag and copy kind: not on_copy's business, but a copy
+   * equal to a deferred one in these too is one hb_case_copy defers (see
+   * stage_copy). */
+  bool async;
+  uint8_t cpykind;
   /* In a thread's deferred-copy ring only: how many copies, identical and
    * consecutive, the entry stands for (see "Repeated copies"); 0 once a
    * drain has claimed it. */
@@ -2250,7 +2255,9 @@ typedef struct copy_rec {
 
 /* (The calling thread, ev->thread, is the caller's to keep: a deferred
  * copy's is its ring's.) */
-static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
+/* (ms: ev->kind == A2A_EV_MEMSET, which the per-kind handlers know.) */
+static inline __attribute__((always_inline)) void copy_rec_of_k(const a2a_event *ev, copy_rec *c,
+                                                                bool ms) {
   c->stream = ev->stream;
   c->dst = ev->u.copy.dst;
   c->src = ev->u.copy.src;
@@ -2259,25 +2266,37 @@ static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
   c->api = ev->api;
   c->device = dev_of(ev);
   c->per_thread = (int8_t)ev->per_thread;
-  c->memset_ = ev->kind == A2A_EV_MEMSET;
+  c->memset_ = ms;
+  c->async = ev->u.copy.async != 0;
+  c->cpykind = (uint8_t)ev->u.copy.cpykind;
+}
+
+static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
+  copy_rec_of_k(ev, c, ev->kind == A2A_EV_MEMSET);
 }
 
 /* Whether the copy of ev is the one c records (copy_rec_of(ev) would
  * write the same fields). */
-static inline bool copy_rec_same(const copy_rec *c, const a2a_event *ev) {
+static inline bool copy_rec_same(const copy_rec *c, const a2a_event *ev, bool ms) {
   return c->dst == ev->u.copy.dst && c->stream == ev->stream && c->src == ev->u.copy.src &&
          c->bytes == ev->u.copy.bytes && c->site == ev->callsite && c->api == ev->api &&
-         c->per_thread == (int8_t)ev->per_thread && c->memset_ == (ev->kind == A2A_EV_MEMSET) &&
+         c->per_thread == (int8_t)ev->per_thread && c->memset_ == ms && c->async == (ev->u.copy.async != 0) &&
+         c->cpykind == (uint8_t)ev->u.copy.cpykind &&
          c->device == dev_of(ev);
 }
 
 /* Whether a copy or memset event that does not make the host wait goes
  * into the recent-copy ring: unless its destination is known to be host
  * memory. */
-static inline bool copy_remembered(const a2a_event *ev) {
+static inline __attribute__((always_inline)) bool copy_remembered_k(const a2a_event *ev,
+                                                                    bool ms) {
   return ev->u.copy.dst && ev->u.copy.bytes &&
-         (ev->kind == A2A_EV_MEMSET ||
+         (ms ||
           (ev->u.copy.cpykind != A2A_CPY_D2H && ev->u.copy.cpykind != A2A_CPY_H2H));
+}
+
+static inline bool copy_remembered(const a2a_event *ev) {
+  return copy_remembered_k(ev, ev->kind == A2A_EV_MEMSET);
 }
 
 /* cudaMemcpy* and cudaMemset* of thread `thread`. Synchronous variants run
@@ -2430,25 +2449,39 @@ static void stage_drain(void) {
   }
 }
 
-/* Defer a copy of ev's thread (see above); false when the thread has no
- * ring yet or its ring is full (the caller then takes the lock: the
- * drain empties the ring, and the first call allocates it). */
-static bool stage_copy(const a2a_event *ev) {
-  if (ev->thread >= MAX_THREADS) return false;
-  stage_ring *r = atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire);
+/* hb_case_copy's copy or memset (ms: a memset) that passed its tests of
+ * the call's result and the analyzer's state: true when it is done with -
+ * counted on its thread's latest deferred entry, deferred as a new one, or
+ * a copy the ring does not remember (nothing to do) - false when it goes
+ * the locked way: a kind that makes the host wait, a thread without a ring
+ * yet (the first call allocates it) or with a full one (the drain empties
+ * it). */
+static inline __attribute__((always_inline)) bool stage_copy(const a2a_event *ev, bool ms) {
+  stage_ring *r = ev->thread < MAX_THREADS
+                      ? atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire)
+                      : NULL;
+  uint32_t h = 0;
+  if (r) {
+    h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    /* The latest entry (slot h - 1; never written, its count 0, before
+     * the first): one more of it if the copy is the same (see "Repeated
+     * copies"). Equal in every field, the async flag and the copy kind
+     * included, the copy passes the tests below as the entry did: its
+     * kind and flags are deferrable, its destination remembered. */
+    copy_rec *last = &r->e[(h - 1) % STAGE_N];
+    uint32_t n = atomic_load_explicit(&last->n, memory_order_relaxed);
+    if (n != 0 && n < STAGE_REPEAT_MAX && copy_rec_same(last, ev, ms) &&
+        atomic_compare_exchange_strong(&last->n, &n, n + 1))
+      return true;
+  }
+  /* (The kinds that make the host wait are not deferred; a copy the ring
+   * does not remember has nothing to do.) */
+  if (!(ev->u.copy.async || ms || ev->u.copy.cpykind == A2A_CPY_D2D)) return false;
+  if (!copy_remembered_k(ev, ms)) return true;
   if (!r) return false;
-  uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-  /* The latest entry (slot h - 1; never written, its count 0, before the
-   * first): one more of it if the copy is the same (see "Repeated
-   * copies"). */
-  copy_rec *last = &r->e[(h - 1) % STAGE_N];
-  uint32_t n = atomic_load_explicit(&last->n, memory_order_relaxed);
-  if (n != 0 && n < STAGE_REPEAT_MAX && copy_rec_same(last, ev) &&
-      atomic_compare_exchange_strong(&last->n, &n, n + 1))
-    return true;
   if (h - atomic_load_explicit(&r->tail, memory_order_acquire) >= STAGE_N) return false;
   copy_rec *c = &r->e[h % STAGE_N];
-  copy_rec_of(ev, c);
+  copy_rec_of_k(ev, c, ms);
   atomic_store_explicit(&c->n, 1, memory_order_relaxed); /* published by the head */
   atomic_store(&r->head, h + 1); /* seq_cst: see above */
   if (!atomic_load(&g_staged)) atomic_store_explicit(&g_staged, 1, memory_order_relaxed);
@@ -2737,17 +2770,16 @@ static inline __attribute__((always_inline)) void hb_case_launch(const a2a_event
  * spans are clear), while no capture is open: a recent copy is deferred
  * (see "Deferred copies"), any other has nothing to do. The rest (a
  * thread's first copy, a full ring, a span that may be tracked) goes the
- * locked way. */
-static inline __attribute__((always_inline)) void hb_case_copy(const a2a_event *ev) {
+ * locked way. ms: ev->kind == A2A_EV_MEMSET (a constant in the per-kind
+ * handlers). */
+static inline __attribute__((always_inline)) void hb_case_copy(const a2a_event *ev, bool ms) {
   if (ev->phase == A2A_POST && ev->result == 0 &&
-      (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
       atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
       !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
       (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
        (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
-        (ev->kind == A2A_EV_MEMSET ||
-         span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
-    if (!copy_remembered(ev) || stage_copy(ev)) return;
+        (ms || span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
+    if (stage_copy(ev, ms)) return;
   }
   hb_other(ev);
 }
@@ -2777,7 +2809,7 @@ static void hb_on_event(const a2a_event *ev) {
   /* (Tested before the event records and waits: the kinds exclude each
    * other.) */
   if (ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) {
-    hb_case_copy(ev);
+    hb_case_copy(ev, ev->kind == A2A_EV_MEMSET);
     return;
   }
   if (ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) {
@@ -2801,7 +2833,8 @@ static void hb_on_event(const a2a_event *ev) {
 
 /* The dispatch table's handlers (hb_by_kind): hb_on_event for one kind. */
 static void hb_k_launch(const a2a_event *ev) { hb_case_launch(ev); }
-static void hb_k_copy(const a2a_event *ev) { hb_case_copy(ev); }
+static void hb_k_memcpy(const a2a_event *ev) { hb_case_copy(ev, false); }
+static void hb_k_memset(const a2a_event *ev) { hb_case_copy(ev, true); }
 static void hb_k_record_wait(const a2a_event *ev) { hb_case_record_wait(ev); }
 /* hb_nccl for each NCCL kind, without its test of the kind. */
 static void hb_k_group_start(const a2a_event *ev) {
@@ -2989,8 +3022,8 @@ size_t stream_hb_copy_ring_count(void) {
 static const a2a_by_kind hb_by_kind = {
     .fn = {
         [A2A_EV_LAUNCH] = hb_k_launch,
-        [A2A_EV_MEMCPY] = hb_k_copy,
-        [A2A_EV_MEMSET] = hb_k_copy,
+        [A2A_EV_MEMCPY] = hb_k_memcpy,
+        [A2A_EV_MEMSET] = hb_k_memset,
         [A2A_EV_EVENT_RECORD] = hb_k_record_wait,
         [A2A_EV_STREAM_WAIT_EVENT] = hb_k_record_wait,
         [A2A_EV_COLL] = hb_k_comm_op,

@@ -1228,6 +1228,34 @@ START_TEST(repeated_copies_differ_in_one_field) {
 }
 END_TEST
 
+/* A copy that makes the host wait is never counted on a deferred one,
+ * even one equal to it in everything but the async flag: the host's wait
+ * orders the stream's copies before a later operation. */
+START_TEST(repeated_copies_host_waiting_one_is_not_counted) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  void *const A = (void *)0x88000000;
+  memop_on(1, (void *)0x86000000, 64, S_UP); /* the thread's first: locked */
+  memop_on(1, A, 64, S_UP);                  /* deferred */
+  a2a_event ev = memop_make(1, A, 64, S_UP);
+  ev.u.copy.async = 0; /* synchronous H2D: the host waits for it */
+  ev_dispatch(&ev, 0);
+  send_on(S_COMM, A, 16, (void *)0x4305);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* Nor is a copy the ring does not remember (into host memory), equal
+   * to a deferred one in everything but its kind. */
+  void *const B = (void *)0x89000000;
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
+  memop_on(1, B, 64, S_UP); /* deferred */
+  ev = memop_make(1, B, 64, S_UP);
+  ev.u.copy.cpykind = A2A_CPY_D2H;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 1);
+}
+END_TEST
+
 /* Grouped send and receive on one stream, their ranges' histories all
  * ordered (the fast path at the group end, comm_fast_pend, and the
  * point-to-point handler's path, hb_k_p2p): the group's accesses are
@@ -2266,6 +2294,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, untracked_copy_cost);
   tcase_add_test(tc, repeated_copies_are_counted);
   tcase_add_test(tc, repeated_copies_differ_in_one_field);
+  tcase_add_test(tc, repeated_copies_host_waiting_one_is_not_counted);
   tcase_add_test(tc, grouped_sendrecv_fast_path_keeps_findings);
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
