@@ -1554,8 +1554,9 @@ static inline __attribute__((always_inline)) void pending_add_inl(thread_state *
   int dev = dev_of(ev);
   for (int i = *npending - 1; i >= 0 && i >= *npending - 8; i--) {
     pending *p = &arr[i];
-    if (p->stream == ev->stream && p->per_thread == ev->per_thread && p->device == dev &&
-        p->flags == flags && p->comm == ev->comm && (p->hi == lo || p->lo == hi)) {
+    /* (The direction first: a group's send and receive differ in it.) */
+    if (p->flags == flags && p->stream == ev->stream && p->per_thread == ev->per_thread &&
+        p->device == dev && p->comm == ev->comm && (p->hi == lo || p->lo == hi)) {
       if (p->hi == lo) p->hi = hi;
       else p->lo = lo;
       p->nops++;
