@@ -191,6 +191,9 @@ typedef struct thread_state {
   const void *ss_site[2];
   const a2a_stack *ss_stk[2];
   unsigned ss_next;
+  /* The range slots (slot + 1; 0 none) the fast path at the group end
+   * found for the thread's first two entries (see range_memo). */
+  uint16_t rmemo[2];
   pending p[MAX_PENDING];
 } thread_state;
 
@@ -1430,6 +1433,21 @@ static inline void ring_put(uintptr_t lo, uintptr_t hi, uint32_t clk, int tl, ui
   e->live = true;
 }
 
+/* n copies or memsets into [lo,hi) on timeline tl, back to back: what n
+ * calls ring_put(lo, hi, tick(tl), tl, ...) do. Only the last
+ * STREAM_HB_COPY_RING of them stay in the ring (the earlier ones' slots
+ * are written again by the later ones), and whether a slot was live
+ * before it is first written in the run is all the live count sees. */
+static void ring_put_n(uintptr_t lo, uintptr_t hi, uint32_t n, int tl, uint8_t kind,
+                       const void *site, const char *what) {
+  uint32_t clk = g_tl[tl].vc[tl];
+  g_tl[tl].vc[tl] = clk + n;
+  if (hi <= lo) return; /* (ring_put writes nothing) */
+  uint32_t skip = n > STREAM_HB_COPY_RING ? n - STREAM_HB_COPY_RING : 0;
+  g_ring_next += skip;
+  for (uint32_t k = skip; k < n; k++) ring_put(lo, hi, clk + k + 1, tl, kind, site, what);
+}
+
 /* The access an entry remembers (as on_copy built it). */
 static access ring_access(const ring_ent *e) {
   return (access){.clk = e->clk, .tl = e->tl, .flags = F_WRITE, .kind = e->kind,
@@ -1524,8 +1542,11 @@ static void op_side(pending *p, const a2a_event *ev, int dev, uintptr_t lo, size
 /* Append one communication access to ts's pending list, merging it into
  * an earlier one of the same stream, direction and communicator when the
  * two are adjacent (the per-peer chunks of a grouped all-to-all). */
-static void pending_add(thread_state *ts, const a2a_event *ev, uintptr_t lo, size_t bytes,
-                        uint8_t flags, const char *what) {
+static inline __attribute__((always_inline)) void pending_add_inl(thread_state *ts,
+                                                                   const a2a_event *ev,
+                                                                   uintptr_t lo, size_t bytes,
+                                                                   uint8_t flags,
+                                                                   const char *what) {
   if (bytes == 0 || lo == 0) return;
   pending *arr = ts->p;
   int *npending = &ts->npending, cap = MAX_PENDING;
@@ -1533,8 +1554,9 @@ static void pending_add(thread_state *ts, const a2a_event *ev, uintptr_t lo, siz
   int dev = dev_of(ev);
   for (int i = *npending - 1; i >= 0 && i >= *npending - 8; i--) {
     pending *p = &arr[i];
-    if (p->stream == ev->stream && p->per_thread == ev->per_thread && p->device == dev &&
-        p->flags == flags && p->comm == ev->comm && (p->hi == lo || p->lo == hi)) {
+    /* (The direction first: a group's send and receive differ in it.) */
+    if (p->flags == flags && p->stream == ev->stream && p->per_thread == ev->per_thread &&
+        p->device == dev && p->comm == ev->comm && (p->hi == lo || p->lo == hi)) {
       if (p->hi == lo) p->hi = hi;
       else p->lo = lo;
       p->nops++;
@@ -1550,6 +1572,12 @@ static void pending_add(thread_state *ts, const a2a_event *ev, uintptr_t lo, siz
   if (q && q->site == p->site && q->stk && q->stk != &q->scratch) p->stk = q->stk;
   else p->stk = site_stack(ts, ev->callsite, &p->scratch);
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
+}
+
+/* (Out of line for on_comm_op; inline in hb_k_p2p, its hot caller.) */
+static void pending_add(thread_state *ts, const a2a_event *ev, uintptr_t lo, size_t bytes,
+                        uint8_t flags, const char *what) {
+  pending_add_inl(ts, ev, lo, bytes, flags, what);
 }
 
 /* Whether two pending accesses name the same stream argument (then they
@@ -1710,6 +1738,88 @@ __attribute__((always_inline)) static inline bool comm_fast(int n, const uintptr
   return true;
 }
 
+/* fast_one for pending entry p (flags p->flags | F_COMM) at epoch clk of
+ * timeline s, its access written in place: the slot the write replaces
+ * the history with, or the one acc_add would give the read (the entry of
+ * the same timeline and class when the read is newer, else the next free
+ * one); a read that only raises an entry's flags (same epoch) or that
+ * finds the history full goes through acc_add itself, as fast_one's. */
+__attribute__((always_inline)) static inline void fast_pend(range *r, const pending *p, int s,
+                                                            uint32_t clk, const uint32_t *vc) {
+  r->last_use = ++g_use;
+  access *e;
+  if (p->flags & F_WRITE) {
+    e = &r->acc[0];
+    r->nacc = 1;
+  } else {
+    int i = 0;
+    for (; i < r->nacc; i++) {
+      const access *x = &r->acc[i];
+      if (x->tl == s && acc_class(x) == 2) break; /* a communication read */
+    }
+    if (i < r->nacc ? clk > r->acc[i].clk : r->nacc < MAX_ACC) {
+      if (i == r->nacc) r->nacc++;
+      e = &r->acc[i];
+    } else {
+      access a;
+      acc_set(&a, clk, s, p->flags, p->nops, p->site, p->what, p->comm, p->stk);
+      acc_add(r, &a, vc);
+      return;
+    }
+  }
+  acc_set(e, clk, s, p->flags, p->nops, p->site, p->what, p->comm, p->stk);
+}
+
+/* comm_fast for pending_apply's entries arr[0..n) (n 1 or 2, none with a
+ * stack of its own), all on timeline s at epoch clk: the same tests and
+ * the same effects, each access written in place (fast_pend) rather than
+ * built, then copied. */
+/* range_hinted(lo, hi) for a group's entry, first at the slot *memo the
+ * thread found for the same entry of its previous group (a program
+ * repeats its group step after step), which it then keeps: hashing the
+ * bounds is most of the lookup. A live range with exactly these bounds is
+ * the one range_hinted returns when it returns one (live ranges are
+ * disjoint). When range_hinted would miss it (its hint taken by another
+ * range), comm_fast_pend takes the fast path for it where pending_access
+ * would have found the same range exact and set its hint: the same
+ * findings and histories, only the hint differs. Nothing when the pool is
+ * nearly full, as range_hinted (range_for_comm evicts then). */
+static inline range *range_memo(uint16_t *memo, uintptr_t lo, uintptr_t hi) {
+  if (g_nr + 3 > MAX_RANGES) return NULL;
+  unsigned m = *memo;
+  if (m) {
+    range *r = &g_rng[m - 1];
+    if (r->live && r->lo == lo && r->hi == hi) return r;
+  }
+  range *r = range_hinted(lo, hi);
+  if (r) *memo = (uint16_t)(r - g_rng + 1);
+  return r;
+}
+
+__attribute__((always_inline)) static inline bool comm_fast_pend(int n, const pending *arr, int s,
+                                                                 uint32_t clk, uint16_t *memo) {
+  const uint32_t *vc = g_tl[s].vc;
+  const pending *p0 = &arr[0];
+  range *r0 = range_memo(&memo[0], p0->lo, p0->hi);
+  if (!r0 || !all_ordered(r0, vc)) return false;
+  if (n == 1) {
+    fast_pend(r0, p0, s, clk, vc);
+    return true;
+  }
+  const pending *p1 = &arr[1];
+  if (p1->lo == p0->lo && p1->hi == p0->hi) {
+    if (p0->flags != F_READ || p1->flags != F_WRITE) return false;
+    r0->last_use = ++g_use; /* the read: its use of the range only */
+    fast_pend(r0, p1, s, clk, vc);
+    return true;
+  }
+  range *r1 = range_memo(&memo[1], p1->lo, p1->hi);
+  if (!r1 || !all_ordered(r1, vc)) return false;
+  fast_pend(r0, p0, s, clk, vc);
+  fast_pend(r1, p1, s, clk, vc);
+  return true;
+}
+
 /* pending_access for accesses on one timeline s at epoch clk, out of line
  * (its two callers share it). */
 __attribute__((noinline)) static void pending_access_one(pending *arr, int npending, int s,
@@ -1764,8 +1874,9 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
 /* Enqueue the pending accesses of ts (an ungrouped call or the outermost
  * ncclGroupEnd). Caller holds g_mu. The common case, every access on one
  * stream argument (an ungrouped call always is), needs no per-access
- * timeline or epoch: one lookup, one set of edges, one tick. */
-static void pending_apply(pending *arr, int npending, uint32_t thread) {
+ * timeline or epoch: one lookup, one set of edges, one tick. memo: the
+ * thread's range slots for its first two entries (range_memo). */
+static void pending_apply(pending *arr, int npending, uint32_t thread, uint16_t *memo) {
   const pending *p0 = &arr[0];
   for (int i = 1; i < npending; i++)
     if (!same_stream(&arr[i], p0)) {
@@ -1777,20 +1888,9 @@ static void pending_apply(pending *arr, int npending, uint32_t thread) {
   enqueue_edges(s);
   uint32_t clk = tick(s);
   if (npending <= 2 && arr[0].stk != &arr[0].scratch &&
-      (npending == 1 || arr[1].stk != &arr[1].scratch)) {
-    access a[2];
-    const access *ap[2] = {&a[0], &a[1]};
-    uintptr_t lo[2], hi[2];
-    uint8_t fl[2];
-    for (int i = 0; i < npending; i++) {
-      const pending *p = &arr[i];
-      acc_set(&a[i], clk, s, p->flags, p->nops, p->site, p->what, p->comm, p->stk);
-      lo[i] = p->lo;
-      hi[i] = p->hi;
-      fl[i] = p->flags;
-    }
-    if (comm_fast(npending, lo, hi, fl, ap)) return;
-  }
+      (npending == 1 || arr[1].stk != &arr[1].scratch) &&
+      comm_fast_pend(npending, arr, s, clk, memo))
+    return;
   pending_access_one(arr, npending, s, clk);
 }
 
@@ -1890,6 +1990,25 @@ static void coll_extents(const a2a_event *ev, size_t *sbytes, size_t *rbytes) {
   }
 }
 
+/* Whether any of the race checks is enabled (tracking is what costs: none,
+ * no tracking): the three a2a_check_on tests, as one load and mask when
+ * their bits share a word of the enabled set (constant-folded). */
+#define HB_RACE_BIT(id) (1ull << ((unsigned)(id) & 63))
+static inline bool race_checks_on(void) {
+  if ((unsigned)A2A_CK_STREAM_UNSYNCED_INPUT >> 6 == (unsigned)A2A_CK_STREAM_UNSYNCED_OUTPUT >> 6 &&
+      (unsigned)A2A_CK_STREAM_UNSYNCED_INPUT >> 6 == (unsigned)A2A_CK_STREAM_FREE_IN_FLIGHT >> 6 &&
+      (unsigned)A2A_CK_STREAM_UNSYNCED_INPUT < (unsigned)A2A_CK__COUNT &&
+      (unsigned)A2A_CK_STREAM_UNSYNCED_OUTPUT < (unsigned)A2A_CK__COUNT &&
+      (unsigned)A2A_CK_STREAM_FREE_IN_FLIGHT < (unsigned)A2A_CK__COUNT)
+    return (atomic_load_explicit(
+                &a2a_checks_enabled_w[(unsigned)A2A_CK_STREAM_UNSYNCED_INPUT >> 6],
+                memory_order_relaxed) &
+            (HB_RACE_BIT(A2A_CK_STREAM_UNSYNCED_INPUT) | HB_RACE_BIT(A2A_CK_STREAM_UNSYNCED_OUTPUT) |
+             HB_RACE_BIT(A2A_CK_STREAM_FREE_IN_FLIGHT))) != 0;
+  return a2a_check_on(A2A_CK_STREAM_UNSYNCED_INPUT) ||
+         a2a_check_on(A2A_CK_STREAM_UNSYNCED_OUTPUT) || a2a_check_on(A2A_CK_STREAM_FREE_IN_FLIGHT);
+}
+
 __attribute__((noinline)) static void on_comm_op(const a2a_event *ev) {
   const char *what = ev->api ? ev->api : "nccl";
   size_t sbytes = 0, rbytes = 0;
@@ -1909,10 +2028,7 @@ __attribute__((noinline)) static void on_comm_op(const a2a_event *ev) {
   }
   default_stream_warning(ev, what);
   /* Tracking is what costs: none of the race checks enabled, no tracking. */
-  if (!a2a_check_on(A2A_CK_STREAM_UNSYNCED_INPUT) &&
-      !a2a_check_on(A2A_CK_STREAM_UNSYNCED_OUTPUT) &&
-      !a2a_check_on(A2A_CK_STREAM_FREE_IN_FLIGHT))
-    return;
+  if (!race_checks_on()) return;
 
   thread_state *ts = thread_state_of(ev->thread);
   /* Without per-thread state we cannot tell whether the call is inside a
@@ -2127,11 +2243,22 @@ typedef struct copy_rec {
   int device;
   int8_t per_thread;
   bool memset_;
+  /* The call's async flag and copy kind: not on_copy's business, but a copy
+   * equal to a deferred one in these too is one hb_case_copy defers (see
+   * stage_copy). */
+  bool async;
+  uint8_t cpykind;
+  /* In a thread's deferred-copy ring only: how many copies, identical and
+   * consecutive, the entry stands for (see "Repeated copies"); 0 once a
+   * drain has claimed it. */
+  _Atomic uint32_t n;
 } copy_rec;
 
 /* (The calling thread, ev->thread, is the caller's to keep: a deferred
  * copy's is its ring's.) */
-static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
+/* (ms: ev->kind == A2A_EV_MEMSET, which the per-kind handlers know.) */
+static inline __attribute__((always_inline)) void copy_rec_of_k(const a2a_event *ev, copy_rec *c,
+                                                                bool ms) {
   c->stream = ev->stream;
   c->dst = ev->u.copy.dst;
   c->src = ev->u.copy.src;
@@ -2140,16 +2267,37 @@ static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
   c->api = ev->api;
   c->device = dev_of(ev);
   c->per_thread = (int8_t)ev->per_thread;
-  c->memset_ = ev->kind == A2A_EV_MEMSET;
+  c->memset_ = ms;
+  c->async = ev->u.copy.async != 0;
+  c->cpykind = (uint8_t)ev->u.copy.cpykind;
+}
+
+static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
+  copy_rec_of_k(ev, c, ev->kind == A2A_EV_MEMSET);
+}
+
+/* Whether the copy of ev is the one c records (copy_rec_of(ev) would
+ * write the same fields). */
+static inline bool copy_rec_same(const copy_rec *c, const a2a_event *ev, bool ms) {
+  return c->dst == ev->u.copy.dst && c->stream == ev->stream && c->src == ev->u.copy.src &&
+         c->bytes == ev->u.copy.bytes && c->site == ev->callsite && c->api == ev->api &&
+         c->per_thread == (int8_t)ev->per_thread && c->memset_ == ms && c->async == (ev->u.copy.async != 0) &&
+         c->cpykind == (uint8_t)ev->u.copy.cpykind &&
+         c->device == dev_of(ev);
 }
 
 /* Whether a copy or memset event that does not make the host wait goes
  * into the recent-copy ring: unless its destination is known to be host
  * memory. */
-static inline bool copy_remembered(const a2a_event *ev) {
+static inline __attribute__((always_inline)) bool copy_remembered_k(const a2a_event *ev,
+                                                                    bool ms) {
   return ev->u.copy.dst && ev->u.copy.bytes &&
-         (ev->kind == A2A_EV_MEMSET ||
+         (ms ||
           (ev->u.copy.cpykind != A2A_CPY_D2H && ev->u.copy.cpykind != A2A_CPY_H2H));
+}
+
+static inline bool copy_remembered(const a2a_event *ev) {
+  return copy_remembered_k(ev, ev->kind == A2A_EV_MEMSET);
 }
 
 /* cudaMemcpy* and cudaMemset* of thread `thread`. Synchronous variants run
@@ -2211,6 +2359,25 @@ static void on_copy(const copy_rec *c, uint32_t thread, bool host_waits, bool re
 
 #define STAGE_N 32 /* deferred copies per thread */
 
+/* Repeated copies. A program copies the same buffer on the same stream
+ * step after step; a copy identical to the thread's latest deferred one
+ * (every field of copy_rec) only counts one more on that entry, without
+ * a new entry, so the ring fills, and its thread takes the lock, once per
+ * STAGE_N * STAGE_REPEAT_MAX such copies instead of every STAGE_N + 1.
+ * Exact: the drain applies an entry of count n as n copies back to back
+ * (stage_apply), which is what n consecutive identical entries would
+ * have been applied as - the same thread's copies in the same order, each
+ * with its own tick. The count is claimed by the drain with an exchange
+ * (to 0) and raised by the producer with a compare-and-swap from a
+ * nonzero value, so a copy counted before the claim is applied by that
+ * drain and one tried after it fails and takes a new entry (the usual
+ * path, with its publication and flag). An entry with a nonzero count
+ * is unclaimed, so its publication's flag is still set or a drain is
+ * claiming it (see above): counting on it needs no flag. (The bound keeps
+ * the drain's on_copy loop short, for an entry whose span a range made
+ * meanwhile touches.) */
+#define STAGE_REPEAT_MAX 1024
+
 typedef struct stage_ring {
   _Atomic uint32_t head; /* written by the owning thread */
   _Atomic uint32_t tail; /* written under g_mu */
@@ -2238,13 +2405,13 @@ typedef struct stage_run {
  * (stage_copy deferred only copies the ring remembers, whose pages no
  * tracked range touched): it only enters the recent-copy ring. tracked:
  * g_nr != 0 (no deferred copy changes the ranges). */
-static inline void stage_apply(const copy_rec *c, uint32_t thread, bool tracked,
+static inline void stage_apply(const copy_rec *c, uint32_t n, uint32_t thread, bool tracked,
                                stage_run *run) {
   if (tracked) { /* the copy may touch a range (one made meanwhile, concurrently) */
     uintptr_t d = (uintptr_t)c->dst, sp = (uintptr_t)c->src;
     if (span_tracked(d, d + c->bytes) || (!c->memset_ && span_tracked(sp, sp + c->bytes))) {
       run->ok = false;
-      on_copy(c, thread, false, true);
+      for (uint32_t k = 0; k < n; k++) on_copy(c, thread, false, true);
       return;
     }
   }
@@ -2258,8 +2425,8 @@ static inline void stage_apply(const copy_rec *c, uint32_t thread, bool tracked,
   }
   int s = run->s;
   uintptr_t dst = (uintptr_t)c->dst;
-  ring_put(dst, dst + c->bytes, tick(s), s, c->memset_ ? AK_MEMSET : AK_MEMCPY, c->site,
-           c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"));
+  ring_put_n(dst, dst + c->bytes, n, s, c->memset_ ? AK_MEMSET : AK_MEMCPY, c->site,
+             c->api ? c->api : (c->memset_ ? "cudaMemset" : "cudaMemcpy"));
 }
 
 /* Under g_mu: apply every deferred copy, each thread's in order. */
@@ -2274,21 +2441,49 @@ static void stage_drain(void) {
     if (!r) continue;
     uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint32_t h = atomic_load(&r->head); /* seq_cst: see above */
-    for (; t != h; t++) stage_apply(&r->e[t % STAGE_N], i, tracked, &run);
+    for (; t != h; t++) {
+      copy_rec *c = &r->e[t % STAGE_N];
+      uint32_t n = atomic_exchange(&c->n, 0); /* claimed: see "Repeated copies" */
+      if (n) stage_apply(c, n, i, tracked, &run);
+    }
     atomic_store_explicit(&r->tail, t, memory_order_release);
   }
 }
 
-/* Defer a copy of ev's thread (see above); false when the thread has no
- * ring yet or its ring is full (the caller then takes the lock: the
- * drain empties the ring, and the first call allocates it). */
-static bool stage_copy(const a2a_event *ev) {
-  if (ev->thread >= MAX_THREADS) return false;
-  stage_ring *r = atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire);
+/* hb_case_copy's copy or memset (ms: a memset) that passed its tests of
+ * the call's result and the analyzer's state: true when it is done with -
+ * counted on its thread's latest deferred entry, deferred as a new one, or
+ * a copy the ring does not remember (nothing to do) - false when it goes
+ * the locked way: a kind that makes the host wait, a thread without a ring
+ * yet (the first call allocates it) or with a full one (the drain empties
+ * it). */
+static inline __attribute__((always_inline)) bool stage_copy(const a2a_event *ev, bool ms) {
+  stage_ring *r = ev->thread < MAX_THREADS
+                      ? atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire)
+                      : NULL;
+  uint32_t h = 0;
+  if (r) {
+    h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    /* The latest entry (slot h - 1; never written, its count 0, before
+     * the first): one more of it if the copy is the same (see "Repeated
+     * copies"). Equal in every field, the async flag and the copy kind
+     * included, the copy passes the tests below as the entry did: its
+     * kind and flags are deferrable, its destination remembered. */
+    copy_rec *last = &r->e[(h - 1) % STAGE_N];
+    uint32_t n = atomic_load_explicit(&last->n, memory_order_relaxed);
+    if (n != 0 && n < STAGE_REPEAT_MAX && copy_rec_same(last, ev, ms) &&
+        atomic_compare_exchange_strong(&last->n, &n, n + 1))
+      return true;
+  }
+  /* (The kinds that make the host wait are not deferred; a copy the ring
+   * does not remember has nothing to do.) */
+  if (!(ev->u.copy.async || ms || ev->u.copy.cpykind == A2A_CPY_D2D)) return false;
+  if (!copy_remembered_k(ev, ms)) return true;
   if (!r) return false;
-  uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
   if (h - atomic_load_explicit(&r->tail, memory_order_acquire) >= STAGE_N) return false;
-  copy_rec_of(ev, &r->e[h % STAGE_N]);
+  copy_rec *c = &r->e[h % STAGE_N];
+  copy_rec_of_k(ev, c, ms);
+  atomic_store_explicit(&c->n, 1, memory_order_relaxed); /* published by the head */
   atomic_store(&r->head, h + 1); /* seq_cst: see above */
   if (!atomic_load(&g_staged)) atomic_store_explicit(&g_staged, 1, memory_order_relaxed);
   return true;
@@ -2308,7 +2503,10 @@ static void stage_alloc(uint32_t thread) {
 static void stage_reset(void) {
   for (uint32_t i = 0; i < MAX_THREADS; i++) {
     stage_ring *r = atomic_load(&g_stage[i]);
-    if (r) atomic_store(&r->tail, atomic_load(&r->head));
+    if (!r) continue;
+    /* Counts to 0 first: no later copy may count on a dropped entry. */
+    for (int k = 0; k < STAGE_N; k++) atomic_store(&r->e[k].n, 0);
+    atomic_store(&r->tail, atomic_load(&r->head));
   }
   atomic_store(&g_staged, 0);
 }
@@ -2494,7 +2692,7 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
   if (!ev->u.group.simulate && ev->ok && ts->npending) {
     report_q q;
     hb_lock(&q);
-    pending_apply(ts->p, ts->npending, ev->thread);
+    pending_apply(ts->p, ts->npending, ev->thread, ts->rmemo);
     hb_unlock(&q);
   }
   ts->npending = 0;
@@ -2555,49 +2753,68 @@ __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
   hb_launch_locked(ev, pl->f, &c);
 }
 
-static void hb_on_event(const a2a_event *ev) {
-  /* Launches (the hot path) matter only while communication buffers are
-   * tracked (see "Launch prefilter"). */
-  if (ev->kind == A2A_EV_LAUNCH) {
-    if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
-        !atomic_load_explicit(&g_disabled, memory_order_relaxed))
-      hb_launch(ev);
-    return;
+/* hb_on_event's cases, one per kind or group of kinds, each inline in
+ * hb_on_event and in the kind's handler of the dispatch table
+ * (hb_by_kind), so that the table's handler is exactly hb_on_event's path
+ * for its kind, without the tests of the kinds before it. */
+
+/* Launches (the hot path) matter only while communication buffers are
+ * tracked (see "Launch prefilter"). */
+static inline __attribute__((always_inline)) void hb_case_launch(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
+      !atomic_load_explicit(&g_disabled, memory_order_relaxed))
+    hb_launch(ev);
+}
+
+/* Copies and memsets that do not make the host wait and cannot touch a
+ * tracked range (none is tracked, or the launch prefilter's pages of both
+ * spans are clear), while no capture is open: a recent copy is deferred
+ * (see "Deferred copies"), any other has nothing to do. The rest (a
+ * thread's first copy, a full ring, a span that may be tracked) goes the
+ * locked way. ms: ev->kind == A2A_EV_MEMSET (a constant in the per-kind
+ * handlers). */
+static inline __attribute__((always_inline)) void hb_case_copy(const a2a_event *ev, bool ms) {
+  if (ev->phase == A2A_POST && ev->result == 0 &&
+      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
+      !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
+      (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
+       (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
+        (ms || span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
+    if (stage_copy(ev, ms)) return;
   }
-  /* Copies and memsets that do not make the host wait and cannot touch a
-   * tracked range (none is tracked, or the launch prefilter's pages of
-   * both spans are clear), while no capture is open: a recent copy is
-   * deferred (see "Deferred copies"), any other has nothing to do. The
-   * rest (a thread's first copy, a full ring, a span that may be tracked)
-   * goes the locked way. (Tested before the event records and waits: the
-   * kinds exclude each other.) */
-  if (ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) {
-    if (ev->phase == A2A_POST && ev->result == 0 &&
-        (ev->u.copy.async || ev->kind == A2A_EV_MEMSET || ev->u.copy.cpykind == A2A_CPY_D2D) &&
-        atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
-        !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
-        (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
-         (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
-          (ev->kind == A2A_EV_MEMSET ||
-           span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
-      if (!copy_remembered(ev) || stage_copy(ev)) return;
-    }
-    hb_other(ev);
-    return;
-  }
-  /* Event records and stream waits (the other hot calls) only while
-   * ranges are tracked, recent copies remembered or a capture is open:
-   * hb_other's own test ("the rest matters only while..."), made here
-   * without entering it. */
-  if ((ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) &&
-      atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
+  hb_other(ev);
+}
+
+/* Event records and stream waits (the other hot calls) only while ranges
+ * are tracked, recent copies remembered or a capture is open: hb_other's
+ * own test ("the rest matters only while..."), made here without entering
+ * it. */
+static inline __attribute__((always_inline)) void hb_case_record_wait(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
       atomic_load_explicit(&g_nring, memory_order_relaxed) == 0 &&
       atomic_load_explicit(&g_staged, memory_order_relaxed) == 0 &&
       atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
     return;
-  if ((ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) &&
-      ev->phase == A2A_POST) {
+  if (ev->phase == A2A_POST) {
     hb_record_wait(ev);
+    return;
+  }
+  hb_other(ev);
+}
+
+static void hb_on_event(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_LAUNCH) {
+    hb_case_launch(ev);
+    return;
+  }
+  /* (Tested before the event records and waits: the kinds exclude each
+   * other.) */
+  if (ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) {
+    hb_case_copy(ev, ev->kind == A2A_EV_MEMSET);
+    return;
+  }
+  if (ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) {
+    hb_case_record_wait(ev);
     return;
   }
   /* NCCL operations and group brackets (consecutive kinds): hb_other's
@@ -2613,6 +2830,47 @@ static void hb_on_event(const a2a_event *ev) {
     return;
   }
   hb_other(ev);
+}
+
+/* The dispatch table's handlers (hb_by_kind): hb_on_event for one kind. */
+static void hb_k_launch(const a2a_event *ev) { hb_case_launch(ev); }
+static void hb_k_memcpy(const a2a_event *ev) { hb_case_copy(ev, false); }
+static void hb_k_memset(const a2a_event *ev) { hb_case_copy(ev, true); }
+static void hb_k_record_wait(const a2a_event *ev) { hb_case_record_wait(ev); }
+/* hb_nccl for each NCCL kind, without its test of the kind. */
+static void hb_k_group_start(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  hb_group_start(ev);
+}
+static void hb_k_group_end(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  hb_group_end(ev);
+}
+static void hb_k_comm_op(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (ev->ok) on_comm_op(ev);
+}
+/* hb_k_comm_op for a send or receive: a grouped one on a stream other than
+ * the legacy default stream (its common case: NCCL's point-to-point calls
+ * are grouped) is on_comm_op's path for it without on_comm_op's frame or
+ * its tests of the kind: default_stream_warning does nothing (not the
+ * legacy stream), and with a race check enabled, the thread's state
+ * existing (thread_state_of allocates nothing) and its group open, the
+ * one side of a point-to-point call is pending_add'ed, as on_comm_op's
+ * two calls (the other side has no bytes) do. Anything else: on_comm_op. */
+static void hb_k_p2p(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (!ev->ok) return;
+  thread_state *ts = ev->thread < MAX_THREADS ? g_threads[ev->thread] : NULL;
+  if (!ts || ts->depth <= 0 || ev->stream == STREAM_LEGACY ||
+      (ev->stream == NULL && !ev->per_thread)) {
+    on_comm_op(ev);
+    return;
+  }
+  if (!race_checks_on()) return;
+  pending_add_inl(ts, ev, (uintptr_t)ev->u.p2p.buff,
+              ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
+              ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
 }
 
 /* Every kind hb_on_event does not route itself: not launches, NCCL
@@ -2762,6 +3020,21 @@ size_t stream_hb_copy_ring_count(void) {
   return atomic_load(&g_nring);
 }
 
+static const a2a_by_kind hb_by_kind = {
+    .fn = {
+        [A2A_EV_LAUNCH] = hb_k_launch,
+        [A2A_EV_MEMCPY] = hb_k_memcpy,
+        [A2A_EV_MEMSET] = hb_k_memset,
+        [A2A_EV_EVENT_RECORD] = hb_k_record_wait,
+        [A2A_EV_STREAM_WAIT_EVENT] = hb_k_record_wait,
+        [A2A_EV_COLL] = hb_k_comm_op,
+        [A2A_EV_P2P] = hb_k_p2p,
+        [A2A_EV_GROUP_START] = hb_k_group_start,
+        [A2A_EV_GROUP_END] = hb_k_group_end,
+        [A2A_EV_STREAM_QUERY] = hb_stream_sync,
+        [A2A_EV_STREAM_SYNC] = hb_stream_sync,
+    }};
+
 const a2a_analyzer a2a_analyzer_stream_hb = {
     .name = "stream_hb",
     .owner = A2A_OWN_STREAM_HB,
@@ -2783,6 +3056,7 @@ const a2a_analyzer a2a_analyzer_stream_hb = {
     .post_gate = &g_nranges,
     .init = hb_init,
     .on_event = hb_on_event,
+    .by_kind = &hb_by_kind,
     .fini = NULL,
     .after_fork_child = hb_after_fork_child,
 };

@@ -1176,6 +1176,151 @@ START_TEST(deferred_copies_while_ranges_are_tracked) {
 }
 END_TEST
 
+/* Repeated copies ("Repeated copies" in stream_hb.c): identical deferred
+ * copies only count on their thread's latest entry; the drain applies an
+ * entry of count n as n copies - n ticks and n ring entries (the ring
+ * fills with them), each after the edges before it - and a copy made
+ * after a drain claimed the entry takes a new one. */
+START_TEST(repeated_copies_are_counted) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  void *up_done = (void *)0xec;
+  /* Three buffers on pages of their own (the page filter: a copy is
+   * deferred only while no tracked range may share its pages). */
+  void *const X = (void *)0x86000000, *const Y = (void *)0x96000000, *const Z = (void *)0xa6000000;
+  memop_on(1, X, 64, S_UP); /* the thread's first: locked */
+  for (int i = 0; i < 100; i++) memop_on(1, Y, 64, S_UP); /* one entry, counted */
+  /* 100 copies, as 100 entries would be: the ring is full of them, X is
+   * pushed out. */
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), STREAM_HB_COPY_RING);
+  send_on(S_COMM, X, 16, (void *)0x4301);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* Every tick taken: an event recorded after them orders the last. */
+  for (int i = 0; i < 5; i++) memop_on(1, Y, 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, up_done, S_UP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, up_done, S_COMM, 0);
+  send_on(S_COMM, Y, 16, (void *)0x4302);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* The same copy again after a drain claimed its entry: a new entry,
+   * after the edge. */
+  for (int i = 0; i < 3; i++) memop_on(1, Z, 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, up_done, S_UP, 0); /* drains: the entry is claimed */
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, up_done, S_COMM, 0);
+  memop_on(1, Z, 64, S_UP);
+  send_on(S_COMM, Z, 16, (void *)0x4303);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+/* Copies that differ in a field are not counted as one: the second,
+ * longer one keeps its own extent (a send on its second half finds it). */
+START_TEST(repeated_copies_differ_in_one_field) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  uintptr_t a = 0x87000000;
+  memop_on(1, (void *)0x86000000, 64, S_UP); /* the thread's first: locked */
+  memop_on(1, (void *)a, 64, S_UP);
+  memop_on(1, (void *)a, 128, S_UP); /* other bytes */
+  send_on(S_COMM, (void *)(a + 64), 16, (void *)0x4304); /* no edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+/* A copy that makes the host wait is never counted on a deferred one,
+ * even one equal to it in everything but the async flag: the host's wait
+ * orders the stream's copies before a later operation. */
+START_TEST(repeated_copies_host_waiting_one_is_not_counted) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  void *const A = (void *)0x88000000;
+  memop_on(1, (void *)0x86000000, 64, S_UP); /* the thread's first: locked */
+  memop_on(1, A, 64, S_UP);                  /* deferred */
+  a2a_event ev = memop_make(1, A, 64, S_UP);
+  ev.u.copy.async = 0; /* synchronous H2D: the host waits for it */
+  ev_dispatch(&ev, 0);
+  send_on(S_COMM, A, 16, (void *)0x4305);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* Nor is a copy the ring does not remember (into host memory), equal
+   * to a deferred one in everything but its kind. */
+  void *const B = (void *)0x89000000;
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
+  memop_on(1, B, 64, S_UP); /* deferred */
+  ev = memop_make(1, B, 64, S_UP);
+  ev.u.copy.cpykind = A2A_CPY_D2H;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 1);
+}
+END_TEST
+
+/* Grouped send and receive on one stream, their ranges' histories all
+ * ordered (the fast path at the group end, comm_fast_pend, and the
+ * point-to-point handler's path, hb_k_p2p): the group's accesses are
+ * remembered with the group's epoch, a read beside the earlier read of
+ * the same stream (replaced), a write alone. */
+static void sendrecv_group(void *s) {
+  group(A2A_EV_GROUP_START);
+  send_on(s, SENDBUF, NBYTES / 4, (void *)0x2100);
+  recv_on(s, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+}
+
+START_TEST(grouped_sendrecv_fast_path_keeps_findings) {
+  setup();
+  two_streams_warm(NONBLOCKING); /* both ranges tracked, ordered */
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  sendrecv_group(S_COMM); /* in flight */
+  ck_assert_int_eq(stream_findings(), 0);
+  /* The send still reads: rewriting it is reported, with its site. */
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
+  /* The receive still writes: reading it is reported. */
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  /* Once the host waited, the next group is silent. */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 2);
+}
+END_TEST
+
+/* The fast path remembers the ranges of the thread's last group by
+ * position: a group with its buffers swapped finds each entry's own. */
+START_TEST(grouped_sendrecv_swapped_buffers) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, RECVBUF, NBYTES / 4, (void *)0x2101);
+  recv_on(S_COMM, SENDBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  memop(A2A_EV_MEMSET, RECVBUF, NULL, NBYTES, 0, 1, S_COMP); /* rewrites what is sent */
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* A grouped send on the legacy default stream beside a blocking stream is
+ * warned about, as an ungrouped one (hb_k_p2p leaves it to on_comm_op). */
+START_TEST(grouped_send_on_default_stream_warns) {
+  setup();
+  stream_create(S_COMP, 0); /* blocking */
+  group(A2A_EV_GROUP_START);
+  send_on(NULL, SENDBUF, 16, (void *)0x4000);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 1);
+}
+END_TEST
+
 /* The ring is consulted only by a range's first communication use, and
  * forgets what a new allocation (or a free) replaces; host-waiting copies
  * and copies to host memory are not remembered. */
@@ -2147,6 +2292,12 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, range_hints_follow_split_merge_and_free);
   tcase_add_test(tc, untracked_launch_is_cheap);
   tcase_add_test(tc, untracked_copy_cost);
+  tcase_add_test(tc, repeated_copies_are_counted);
+  tcase_add_test(tc, repeated_copies_differ_in_one_field);
+  tcase_add_test(tc, repeated_copies_host_waiting_one_is_not_counted);
+  tcase_add_test(tc, grouped_sendrecv_fast_path_keeps_findings);
+  tcase_add_test(tc, grouped_send_on_default_stream_warns);
+  tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
   suite_add_tcase(s, tc);
   return s;
 }
