@@ -544,6 +544,20 @@ void a2a_report(const a2a_finding *f);
  * a2a_report. For checks that can fire at every step, so that a repeat does
  * not format a message and JSON only to have them deduplicated away. */
 bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *site);
+/* Several repeats, all or nothing: when every r[i] is a repeat
+ * a2a_report_repeat would count (a finding already seen at (check, site),
+ * or its check off), counts each occurrence exactly as n calls of it would
+ * and returns true; otherwise counts nothing and returns false, and the
+ * caller takes the path that reports or repeats each finding itself. For an
+ * analyzer that memoizes the findings a repeated input produced (layout's
+ * memos): one lock for all, never half a replay. n <= A2A_REPEATS_MAX. */
+#define A2A_REPEATS_MAX 8
+typedef struct a2a_repeat {
+  a2a_check_id check;
+  a2a_severity severity;
+  const void *site;
+} a2a_repeat;
+bool a2a_report_repeats(const a2a_repeat *r, size_t n);
 /* Whether A2ACHECK_CHECKS enables a check: a2a_check_on(A2A_CK_...) in
  * a2a_checks.h (two relaxed loads; analyzers may call it on the hot path to
  * skip work). */

@@ -175,6 +175,38 @@ static void report(a2a_check_id check, a2a_severity sev, const void *site, const
   a2a_report(&f);
 }
 
+/* The findings of a verdict being drawn for a memo (on_op_slow's checks,
+ * check_group), each noted where it is established - reported, or counted
+ * as a repeat: one occurrence either way - so that a hit on the memo
+ * counts them again (replay). NULL while no memoized verdict is drawn. */
+typedef struct ly_cap {
+  uint8_t n;
+  bool lost; /* more than LY_REPS: not remembered */
+  ly_rep rep[LY_REPS];
+} ly_cap;
+static _Thread_local ly_cap *tl_cap;
+
+static inline void cap_note(a2a_check_id check, a2a_severity sev, uint16_t idx) {
+  ly_cap *c = tl_cap;
+  if (!c) return;
+  if (c->n == LY_REPS) { c->lost = true; return; }
+  c->rep[c->n++] = (ly_rep){.check = (uint8_t)check, .sev = (uint8_t)sev, .idx = idx};
+}
+
+/* A remembered verdict's findings counted again, all or none
+ * (a2a_report_repeats), each at the current call's site: a range of the
+ * open group (idx) or `site` (the operation's call, or the ncclGroupEnd). */
+static bool replay_findings(const ly_thread *t, const ly_rep *rep, unsigned n, const void *site) {
+  a2a_repeat r[LY_REPS];
+  for (unsigned i = 0; i < n; i++)
+    r[i] = (a2a_repeat){.check = (a2a_check_id)rep[i].check,
+                        .severity = (a2a_severity)rep[i].sev,
+                        .site = rep[i].idx == LY_REP_END ? site : t->ranges[rep[i].idx].site};
+  return a2a_report_repeats(r, n);
+}
+_Static_assert(A2A_CK__COUNT <= 256, "ly_rep keeps a check id in a byte");
+_Static_assert(LAYOUT_MAX_RANGES < LY_REP_END, "ly_rep keeps a range index in 16 bits");
+
 static const char *role(const lr_range *r, const a2a_event *ev) {
   if (ev->kind == A2A_EV_P2P) return ev->u.p2p.is_send ? "send buffer" : "receive buffer";
   return r->is_recv ? "recvbuff" : "sendbuff";
@@ -209,14 +241,13 @@ static void json_range(a2a_json *j, const char *key, const lr_range *r) {
 
 /* ------------------------------------------------------------------ */
 /* Per-buffer checks: host-memory, wrong-device, out-of-bounds, misaligned.
- * Returns true when nothing was reported and the verdict rests on the
- * allocation registry alone (a ly_memo may keep it). */
+ * Returns true when the verdict rests on the allocation registry alone (a
+ * ly_memo may keep it, with the findings noted in tl_cap). */
 
 static bool check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op,
                          const lr_range *r) {
   size_t bytes = r->hi - r->lo;
   if (bytes == 0) return true; /* NCCL does not touch a zero-byte buffer */
-  bool clean = true;
   char msg[640], js[768];
   a2a_json j;
   ly_mem m;
@@ -225,6 +256,7 @@ static bool check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
   /* A finding repeated every step (the same call site) is only counted:
    * a2a_report_repeat, before anything is formatted. */
   if (m.type == 0 && a2a_check_on(A2A_CK_LAYOUT_HOST_MEMORY)) {
+    cap_note(A2A_CK_LAYOUT_HOST_MEMORY, A2A_SEV_ERROR, LY_REP_END);
     if (a2a_report_repeat(A2A_CK_LAYOUT_HOST_MEMORY, A2A_SEV_ERROR, ev->callsite)) return false;
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
@@ -240,10 +272,9 @@ static bool check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
     return false; /* the other checks mean nothing for host memory */
   }
 
-  /* A finding, repeated or not, is never a clean verdict. */
   bool wrong_device = m.type == 2 && c && c->device >= 0 && m.device >= 0 &&
                       m.device != c->device && a2a_check_on(A2A_CK_LAYOUT_WRONG_DEVICE);
-  if (wrong_device) clean = false;
+  if (wrong_device) cap_note(A2A_CK_LAYOUT_WRONG_DEVICE, A2A_SEV_ERROR, LY_REP_END);
   if (wrong_device && !a2a_report_repeat(A2A_CK_LAYOUT_WRONG_DEVICE, A2A_SEV_ERROR, ev->callsite)) {
     a2a_json_init(&j, js, sizeof js);
     a2a_json_obj_begin(&j, NULL);
@@ -259,7 +290,7 @@ static bool check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
   }
 
   bool past_end = m.seg && r->hi > m.base + m.size && a2a_check_on(A2A_CK_LAYOUT_OUT_OF_BOUNDS);
-  if (past_end) clean = false;
+  if (past_end) cap_note(A2A_CK_LAYOUT_OUT_OF_BOUNDS, A2A_SEV_ERROR, LY_REP_END);
   if (past_end && !a2a_report_repeat(A2A_CK_LAYOUT_OUT_OF_BOUNDS, A2A_SEV_ERROR, ev->callsite)) {
     size_t over = r->hi - (m.base + m.size);
     a2a_json_init(&j, js, sizeof js);
@@ -281,7 +312,7 @@ static bool check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
     report(A2A_CK_LAYOUT_OUT_OF_BOUNDS, A2A_SEV_ERROR, ev->callsite, c, msg, js);
   }
 
-  if (r->saturated || !a2a_check_on(A2A_CK_LAYOUT_MISALIGNED)) return clean && m.seg;
+  if (r->saturated || !a2a_check_on(A2A_CK_LAYOUT_MISALIGNED)) return m.seg;
   /* The buffer itself, then the per-peer chunks of a per-rank buffer. */
   size_t chunk = r->per_rank ? lr_mul(r->elems / (c && c->nranks > 0 ? (size_t)c->nranks : 1),
                                       op->elem)
@@ -290,8 +321,9 @@ static bool check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
   if (r->lo % LAYOUT_ALIGN && chunk >= LAYOUT_ALIGN_MIN_BYTES) bad = r->lo;
   else if (r->per_rank && chunk % LAYOUT_ALIGN && chunk >= LAYOUT_ALIGN_MIN_BYTES && bytes > chunk)
     bad = r->lo + chunk;
-  if (!bad) return clean && m.seg;
-  if (a2a_report_repeat(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, ev->callsite)) return false;
+  if (!bad) return m.seg;
+  cap_note(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, LY_REP_END);
+  if (a2a_report_repeat(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, ev->callsite)) return m.seg;
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
   json_common(&j, ev, c);
@@ -306,7 +338,7 @@ static bool check_buffer(const a2a_event *ev, const a2a_comm *c, const lr_op *op
            ev->api, role(r, ev), bad == r->lo ? "address" : "per-peer chunk at", (void *)bad,
            LAYOUT_ALIGN, chunk, bad == r->lo ? "region" : "chunks", LAYOUT_ALIGN);
   report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, ev->callsite, c, msg, js);
-  return false;
+  return m.seg;
 }
 
 /* ------------------------------------------------------------------ */
@@ -365,6 +397,7 @@ static bool check_op_overlap(const a2a_event *ev, const a2a_comm *c, const lr_op
                      coll == A2A_COLL_SCATTER))
     return true;
   if (inplace_ok(ev, c, op)) return true;
+  cap_note(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, LY_REP_END);
   if (a2a_report_repeat(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, ev->callsite)) return false;
   char msg[640], js[768];
   a2a_json j;
@@ -485,6 +518,7 @@ static bool check_group_overlap(ly_thread *t, const a2a_event *end) {
   const ly_range *later = x->op > y->op ? x : y;
   /* An in-place loop (nccl-tests' in-place sendrecv) repeats it every step:
    * only the first is formatted. */
+  cap_note(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, (uint16_t)(later - t->ranges));
   if (a2a_report_repeat(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, later->site)) return false;
   uintptr_t lo = x->lo > y->lo ? x->lo : y->lo, hi = x->hi < y->hi ? x->hi : y->hi;
   char msg[1600], js[1024], merged[900] = "";
@@ -713,6 +747,7 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
                "add a copy, not save one.",
                cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
                regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks);
+      cap_note(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, LY_REP_END);
       report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, end->callsite, r->comm, msg, js);
       clean = false;
       continue;
@@ -726,6 +761,7 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
                "buffer (all_to_all_single layout) to avoid extra copies and small transfers.",
                cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
                regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks);
+      cap_note(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_WARNING, LY_REP_END);
       report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_WARNING, end->callsite, r->comm, msg, js);
       clean = false;
       continue;
@@ -750,6 +786,7 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
              "as a transfer of its own, contiguous or not, and nothing here needs repacking.",
              cname, peers, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
              regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks, merge);
+    cap_note(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, LY_REP_END);
     report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, end->callsite, r->comm, msg, js);
     clean = false;
   }
@@ -762,32 +799,39 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
 /* Whether the ending group is the remembered one, whole, judged with the
  * enabled checks: check_group then returns at once. */
 static inline bool group_replayed(const ly_thread *t) {
-  return t->gsame && t->nops == t->gops_n &&
+  return t->gsame && t->nops == t->gops_n && !t->g_nrep &&
          t->gchecks[0] == atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) &&
          t->gchecks[1] == atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
 }
 
 /* The ending group's verdicts: overlap and scatter are judged again only
- * when the group differs from the last one they found clean (a training
- * loop posts the same group every step): gsame says every operation so far
- * was the remembered group's, in order (replay_op), so ranges[] holds
- * exactly the ranges it held then, and the same count of operations makes
- * it the whole group. */
+ * when the group differs from the remembered one (a training loop posts
+ * the same group every step): gsame says every operation so far was the
+ * remembered group's, in order (replay_op), so ranges[] holds exactly the
+ * ranges it held then, and the same count of operations makes it the whole
+ * group. Its findings, if it had any, are counted again instead (judged
+ * again when not all of them can be: another ncclGroupEnd site). */
 static void check_group(ly_thread *t, const a2a_event *end) {
   uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
   uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
-  if (t->gsame && t->nops == t->gops_n && t->gchecks[0] == w0 && t->gchecks[1] == w1) return;
-  bool clean = true;
-  if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) clean &= check_group_overlap(t, end);
-  if (a2a_check_on(A2A_CK_LAYOUT_SCATTERED)) clean &= check_scattered(t, end);
-  /* A group found wrong leaves the remembered one as it is (intact if this
-   * group wrote nothing: gvalid was cleared at its first write). Every
-   * operation of a group that reached here has its gops entry (record_ranges
-   * wrote it, or it was replayed) while it fits. */
-  if (!clean || t->nops > LAYOUT_GOPS) return;
+  if (t->gsame && t->nops == t->gops_n && t->gchecks[0] == w0 && t->gchecks[1] == w1 &&
+      (!t->g_nrep || replay_findings(t, t->g_rep, t->g_nrep, end->callsite)))
+    return;
+  ly_cap cap = {0};
+  tl_cap = &cap;
+  if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) check_group_overlap(t, end);
+  if (a2a_check_on(A2A_CK_LAYOUT_SCATTERED)) check_scattered(t, end);
+  tl_cap = NULL;
+  /* Too many findings to keep: the remembered group stays as it is
+   * (intact if this group wrote nothing: gvalid was cleared at its first
+   * write). Every operation of a group that reached here has its gops entry
+   * (record_ranges wrote it, or it was replayed) while it fits. */
+  if (cap.lost || t->nops > LAYOUT_GOPS) return;
   t->gops_n = t->nops;
   t->gchecks[0] = w0;
   t->gchecks[1] = w1;
+  t->g_nrep = cap.n;
+  memcpy(t->g_rep, cap.rep, sizeof cap.rep);
   t->gvalid = true;
 }
 
@@ -939,13 +983,29 @@ static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_co
     root = ev->u.coll.root;
     what = A2A_EV_COLL << 8 | ((int32_t)ev->u.coll.coll & 0xff);
   }
-  uint64_t x = (uint64_t)(uintptr_t)b0 ^ ((uint64_t)(uintptr_t)b1 << 1) ^ count;
+  /* what too: an in-place send and receive of one buffer (nccl-tests'
+   * sendrecv) differ only there, and took each other's slot every step. */
+  uint64_t x = (uint64_t)(uintptr_t)b0 ^ ((uint64_t)(uintptr_t)b1 << 1) ^ count ^
+               ((uint64_t)(uint32_t)what << 40);
   x *= 0x9e3779b97f4a7c15ULL;
-  ly_memo *m = &t->memo[x >> 59 & (LAYOUT_MEMO - 1)];
-  *known = m->b0 == b0 && m->b1 == b1 && m->count == count && m->alloc_gen == gen &&
-           m->comm == c && m->what == what && m->dtype == dtype && m->root == root &&
-           m->checks[0] == w0 && m->checks[1] == w1;
-  return m;
+  /* Two ways: a pair of slots, the one not used last replaced on a miss
+   * (a group of eight operations - nccl-tests' four devices - had two that
+   * shared a slot and evicted each other every step). */
+  unsigned pair = (unsigned)(x >> 59) & (LAYOUT_MEMO / 2 - 1);
+  for (unsigned w = 0; w < 2; w++) {
+    ly_memo *m = &t->memo[2 * pair + w];
+    if (m->b0 == b0 && m->b1 == b1 && m->count == count && m->alloc_gen == gen &&
+        m->comm == c && m->what == what && m->dtype == dtype && m->root == root &&
+        m->checks[0] == w0 && m->checks[1] == w1) {
+      t->memo_mru[pair] = (uint8_t)w;
+      *known = true;
+      return m;
+    }
+  }
+  *known = false;
+  unsigned w = t->memo_mru[pair] ^ 1u;
+  t->memo_mru[pair] = (uint8_t)w;
+  return &t->memo[2 * pair + w];
 }
 
 
@@ -963,7 +1023,7 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
   const lr_op *op = &m->op;
   const ly_memo *key = m;
   ly_memo mine;
-  bool ok = true;
+  bool ok = !(flags & 1) || !m->nrep; /* clean: no finding (a replay is never ok) */
   if (!(flags & 1)) {
     /* Read before the verdict is drawn: a change meanwhile leaves a key
      * that no later operation matches. */
@@ -972,13 +1032,20 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
     uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
     if (!lr_op_ranges(ev, c, &fresh)) return;
     op = &fresh;
-    for (int i = 0; i < fresh.n; i++) ok &= check_buffer(ev, c, &fresh, &fresh.r[i]);
-    if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) ok &= check_op_overlap(ev, c, &fresh);
+    bool settled = true;
+    ly_cap cap = {0};
+    tl_cap = &cap;
+    for (int i = 0; i < fresh.n; i++) settled &= check_buffer(ev, c, &fresh, &fresh.r[i]);
+    if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) check_op_overlap(ev, c, &fresh);
+    tl_cap = NULL;
+    ok = settled && cap.n == 0;
     memo_key(ev, c, gen, w0, w1, &mine);
     key = &mine;
-    if (ok) {
+    if (settled && !cap.lost) {
       *m = mine;
       m->op = fresh;
+      m->nrep = cap.n;
+      memcpy(m->rep, cap.rep, sizeof cap.rep);
     }
   }
   if (flags & 2) lyh_check_op(t, ev, c, op);
@@ -1004,6 +1071,9 @@ static inline void on_op(ly_thread *t, const a2a_event *ev) {
   uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
   bool known;
   ly_memo *m = memo_find(t, ev, c, gen, w0, w1, &known);
+  /* A remembered verdict with findings: counted again, or (not all can be:
+   * another call site) judged again, which reports or counts each. */
+  if (known && m->nrep && !replay_findings(t, m->rep, m->nrep, ev->callsite)) known = false;
   bool hidden = a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t);
   if (known && !hidden && t->depth == 0) { /* nothing to judge or record */
     t->nops++;

@@ -85,8 +85,22 @@ typedef struct ly_feed {
 #define LAYOUT_MAX_DEPTH 8         /* nesting levels whose group index is kept */
 #define LAYOUT_MEMO 32             /* clean verdicts remembered per thread (a power of 2) */
 
+/* The findings a remembered verdict produced (a faulty operation or group
+ * posted every step: nccl-tests' in-place sendrecv), counted again on a
+ * hit as repeats (a2a_report_repeats: all, or none and the checks run
+ * again). Where is the current call's: the operation's call site, or for a
+ * group finding a range of the current group (idx; its ranges are the
+ * remembered ones, sites included) or its ncclGroupEnd (LY_REP_END). */
+#define LY_REPS 4
+typedef struct ly_rep {
+  uint8_t check, sev;
+  uint16_t idx;             /* group findings: range index, or LY_REP_END */
+} ly_rep;
+#define LY_REP_END 0xffff
+
 /* An operation whose per-buffer checks (host-memory, wrong-device,
- * out-of-bounds, misaligned) and own overlap check found nothing, with
+ * out-of-bounds, misaligned) and own overlap check found nothing, or only
+ * findings at its own call site (rep, counted again on a hit), with
  * every input of those verdicts: the arguments that shape its ranges, the
  * communicator record (immutable once published: rank, nranks, device),
  * the enabled checks and the allocation registry's generation. Only
@@ -108,6 +122,8 @@ typedef struct ly_memo {
    * (memo_eq does not compare it); a known operation reuses it instead of
    * computing it again (an operation in a group records its ranges). */
   lr_op op;
+  uint8_t nrep;             /* the findings it produced (ly_rep: at the call's site) */
+  ly_rep rep[LY_REPS];
 } ly_memo;
 
 #define LAYOUT_GOPS 256            /* operations of a group whose clean verdict is kept */
@@ -156,19 +172,23 @@ typedef struct ly_thread {
   ly_range ranges[LAYOUT_MAX_RANGES];
   unsigned nranges;
   bool ranges_overflow;
-  ly_memo memo[LAYOUT_MEMO]; /* direct-mapped by memo_slot */
+  ly_memo memo[LAYOUT_MEMO]; /* two-way: pairs of slots (memo_find) */
+  uint8_t memo_mru[LAYOUT_MEMO / 2]; /* per pair, the way used last */
   /* The remembered group (gvalid): ranges[0..gops[gops_n-1].rend) and
    * gops[0..gops_n) still hold, untouched, a group whose overlap and scatter
-   * checks found nothing with the enabled checks gchecks. While the open
-   * group's operations equal its operations in order (gsame; reset to
-   * gvalid at the outermost ncclGroupStart) nothing is judged or written:
-   * the verdicts are clean and the ranges are already there. The first
+   * checks found nothing, or only the findings g_rep, with the enabled
+   * checks gchecks. While the open group's operations equal its operations
+   * in order (gsame; reset to gvalid at the outermost ncclGroupStart)
+   * nothing is judged or written: the verdicts are the same (its findings
+   * counted again) and the ranges are already there. The first
    * operation that differs clears both flags and is written over them
    * (layout.c, record_ranges). */
   ly_opkey gops[LAYOUT_GOPS];
   unsigned gops_n;
   uint64_t gchecks[2];      /* a2a_checks_enabled_w it was judged with */
   bool gvalid, gsame;
+  uint8_t g_nrep;           /* the remembered group's findings (ly_rep) */
+  ly_rep g_rep[LY_REPS];
   ly_producer prod[LAYOUT_MAX_PRODUCERS];
   unsigned nprod;           /* ring position */
   int open_end;             /* slot whose end event the call's POST records, -1 */

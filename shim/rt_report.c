@@ -311,6 +311,41 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
   return e != NULL;
 }
 
+bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
+  if (n == 0) return true;
+  if (!r || n > A2A_REPEATS_MAX || !accepting(a2a_rt_state()) || t_in_report) return false;
+  const a2a_rt_supp *supp = a2a_rt_supp_active();
+  bool fail_now[A2A_REPEATS_MAX];
+  for (size_t i = 0; i < n; i++) {
+    if (!r[i].site || (unsigned)r[i].check >= (unsigned)A2A_CK__COUNT) return false;
+    fail_now[i] = a2a_check_on(r[i].check) &&
+                  a2a_rt_failpol_matches(&a2a_rt.failpol, r[i].check, clamp_sev(r[i].severity));
+  }
+  entry *e[A2A_REPEATS_MAX];
+  bool fresh, any_fail = false;
+  pthread_mutex_lock(&g_tab_mu);
+  /* Every entry first: none missing, or nothing is counted. Entries are
+   * never removed while the process runs, so those found stay valid. */
+  for (size_t i = 0; i < n; i++) {
+    e[i] = NULL;
+    if (!a2a_check_on(r[i].check)) continue; /* a2a_report would drop it unseen */
+    if (!(e[i] = entry_for((int)r[i].check, (uintptr_t)r[i].site, &fresh, false))) {
+      pthread_mutex_unlock(&g_tab_mu);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!e[i]) continue;
+    check_stat *c = &g_checks[check_index(r[i].check, clamp_sev(r[i].severity))];
+    c->occurrences++;
+    count_repeat(c, e[i], fail_now[i], supp != NULL);
+    any_fail |= fail_now[i];
+  }
+  pthread_mutex_unlock(&g_tab_mu);
+  if (any_fail && !supp) atomic_store(&g_fail_matched, true);
+  return true;
+}
+
 void a2a_report(const a2a_finding *f) {
   int s = a2a_rt_state();
   if (!f || (unsigned)f->check >= (unsigned)A2A_CK__COUNT || !accepting(s)) return;

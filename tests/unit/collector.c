@@ -80,6 +80,25 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
   return found;
 }
 
+bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
+  if (n > A2A_REPEATS_MAX) return false;
+  size_t at[A2A_REPEATS_MAX];
+  pthread_mutex_lock(&mu);
+  for (size_t k = 0; k < n; k++) {
+    at[k] = SIZE_MAX;
+    if (!a2a_check_on(r[k].check)) continue;
+    if (!dedup || !r[k].site) { pthread_mutex_unlock(&mu); return false; }
+    for (size_t i = 0; i < nfindings && at[k] == SIZE_MAX; i++)
+      if (findings[i].site == r[k].site && strcmp(findings[i].check, a2a_check_name(r[k].check)) == 0)
+        at[k] = i;
+    if (at[k] == SIZE_MAX) { pthread_mutex_unlock(&mu); return false; }
+  }
+  for (size_t k = 0; k < n; k++)
+    if (at[k] != SIZE_MAX) repeats[at[k]]++;
+  pthread_mutex_unlock(&mu);
+  return true;
+}
+
 size_t collector_occurrences(const char *check) {
   size_t n = 0;
   for (size_t i = 0; i < nfindings; i++)

@@ -918,6 +918,45 @@ static void sendrecv_group(uintptr_t send, uintptr_t recv, int peer) {
   group(0);
 }
 
+/* A remembered verdict's findings are counted again at the current call's
+ * site: a site that has no such finding yet gets it reported in full (the
+ * replay counts nothing then); a faulty group alternating with a clean one
+ * is counted every time. */
+START_TEST(remembered_findings_follow_the_site) {
+  collector_dedup(true);
+  g_site = (const void *)0x1200;
+  for (int i = 0; i < 3; i++) p2p(0, SEG0 + MiB - 64, 32, 2); /* out of bounds */
+  g_site = (const void *)0x1201;                              /* the same call elsewhere */
+  for (int i = 0; i < 2; i++) p2p(0, SEG0 + MiB - 64, 32, 2);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 2);
+  ck_assert_uint_eq(collector_occurrences("layout.out-of-bounds"), 5);
+  g_site = (const void *)0x1200;
+  p2p(0, SEG0 + MiB - 64, 32, 2);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 2);
+  ck_assert_uint_eq(collector_occurrences("layout.out-of-bounds"), 6);
+  /* A misaligned send: a warning, remembered with its severity. */
+  g_site = (const void *)0x1202;
+  for (int i = 0; i < 4; i++) p2p(1, SEG0 + 8, 2048, 0);
+  ck_assert_uint_eq(collector_count("layout.misaligned"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.misaligned"), 4);
+  /* Groups: an overlapping one after and between clean ones; then the same
+   * ranges posted from another site. */
+  g_site = (const void *)0x1203;
+  for (int i = 0; i < 3; i++) {
+    sendrecv_group(SEG0, SEG0 + 4096, 2);
+    sendrecv_group(SEG0, SEG0 + 512, 2);
+    sendrecv_group(SEG0, SEG0 + 512, 2);
+  }
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 6);
+  g_site = (const void *)0x1204;
+  for (int i = 0; i < 2; i++) sendrecv_group(SEG0, SEG0 + 512, 2);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 2);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 8);
+  g_site = (const void *)0x1000;
+}
+END_TEST
+
 START_TEST(remembered_group_verdict_follows_the_ranges) {
   for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2); /* clean, then remembered */
   ck_assert_uint_eq(collector_count_prefix("layout."), 0);
@@ -1232,6 +1271,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, replayed_ranges_carry_this_groups_nesting);
   tcase_add_test(tc, replayed_ranges_carry_this_groups_communicator);
   tcase_add_test(tc, repeated_bad_calls_are_counted);
+  tcase_add_test(tc, remembered_findings_follow_the_site);
   tcase_add_test(tc, remembered_group_verdict_follows_the_ranges);
   tcase_add_test(tc, remembered_send_is_not_a_receive);
   tcase_add_test(tc, checks_can_be_disabled);
