@@ -1617,8 +1617,11 @@ static double now_s(void) {
 
 /* The cost contract: with no communication range tracked, a kernel launch
  * costs the analyzer one atomic load (a few ns). Measured on the analyzer's
- * on_event directly (not through dispatch, which runs every analyzer); the
- * bound is loose so a loaded machine does not make the test flaky. */
+ * on_event directly (not through dispatch, which runs every analyzer) and
+ * printed only: a wall-time bound fails on a loaded machine (one did,
+ * 127 ns against 100, while other jobs ran), so the cost is asserted where
+ * it is deterministic - callgrind instruction counts, bench.quick
+ * (bench/budgets.json). */
 START_TEST(untracked_launch_is_cheap) {
   setup();
   extern const a2a_analyzer a2a_analyzer_stream_hb;
@@ -1634,11 +1637,7 @@ START_TEST(untracked_launch_is_cheap) {
   for (int i = 0; i < n; i++) a2a_analyzer_stream_hb.on_event(&ev);
   double ns = (now_s() - t0) * 1e9 / n;
   fprintf(stderr, "stream_hb: untracked launch %.1f ns\n", ns);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  ck_assert_double_lt(ns, 2000.0); /* instrumented atomics */
-#else
-  ck_assert_double_lt(ns, 100.0);
-#endif
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
 
   /* Tracked: the launch takes the lock and scans its parameter; report the
    * cost (no bound: it depends on the machine's load). */
@@ -1694,12 +1693,10 @@ START_TEST(untracked_copy_cost) {
   for (int i = 0; i < n; i++) a2a_analyzer_stream_hb.on_event(&ev);
   double ns_sync = (now_s() - t0) * 1e9 / n;
   fprintf(stderr, "stream_hb: synchronous H2D copy, nothing tracked %.1f ns\n", ns_sync);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  ck_assert_double_lt(ns, 20000.0);
-#else
-  ck_assert_double_lt(ns, 2000.0);
-  ck_assert_double_lt(ns_sync, 100.0);
-#endif
+  /* Printed, not bounded (see untracked_launch_is_cheap): what holds is
+   * that nothing was tracked or left deferred. */
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
 }
 END_TEST
 
