@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -184,6 +185,23 @@ static int push(const xr_rec *rec) {
   *r = *rec;
   push_end(&tok);
   return 1;
+}
+
+/* A record's first 8 bytes - type, has_idrec (0), device, thread - in one
+ * store where the layout allows. */
+static inline void rec_head(xr_rec *r, uint8_t type, int16_t device, uint32_t thread) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  _Static_assert(offsetof(xr_rec, type) == 0 && offsetof(xr_rec, has_idrec) == 1 &&
+                     offsetof(xr_rec, device) == 2 && offsetof(xr_rec, thread) == 4,
+                 "rec_head's packed store follows xr_rec's layout");
+  uint64_t w = (uint64_t)type | (uint64_t)(uint16_t)device << 16 | (uint64_t)thread << 32;
+  memcpy(r, &w, sizeof w);
+#else
+  r->type = type;
+  r->has_idrec = 0;
+  r->device = device;
+  r->thread = thread;
+#endif
 }
 
 int xr_ring_pop(xr_rec *out) {
@@ -483,7 +501,7 @@ static void local_add(const void *handle, uint64_t id) {
 
 /* The cross-rank identity of a registry record: its id_hash, or the
  * synthetic one of an ncclCommInitAll communicator, or 0 (unknown). */
-static uint64_t comm_id(const a2a_comm *c) {
+static inline uint64_t comm_id(const a2a_comm *c) {
   if (!c) return 0;
   if (c->id_hash) return c->id_hash;
   return c->how == A2A_INIT_ALL ? local_id(c->handle) : 0;
@@ -747,26 +765,30 @@ __attribute__((noinline)) static bool defer_unit(uint32_t thread, uint64_t strea
 }
 
 /* Decide how the unit the thread just posted on stream is closed: in its
- * marker run, or with an event recorded now (after the real call). */
-static inline void close_prep(uint32_t thread, uint64_t stream, void *rawstream, int device,
-                              unit_close *u) {
-  *u = (unit_close){.device = (int16_t)(device < 0 ? 0 : device)};
+ * marker run, or with an event recorded now (after the real call). t is
+ * slot(thread), looked up once by the caller. */
+static inline void close_prep(tslot *t, uint32_t thread, uint64_t stream, void *rawstream,
+                              int device, unit_close *u) {
+  u->device = (int16_t)(device < 0 ? 0 : device);
   /* Back-to-back units on one stream: the thread's newest run is this
    * stream's (runs are unique per stream and device), nothing was
    * destroyed and no capture began since - exactly defer_unit's outcome,
    * without its search. */
-  tslot *t = slot(thread);
   if (t && t->ndfr > 0 && stream != 0 && stream != 2) {
     const struct dfr *d = &t->dfr[t->ndfr - 1];
     if (d->stream == stream && d->device == device &&
         !atomic_load_explicit(&g_capturing, memory_order_relaxed) &&
         atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) == d->gen) {
+      u->event = NULL;
       u->run = d->run;
       u->gen = d->gen;
       u->deferred = 1;
       return;
     }
   }
+  u->event = NULL;
+  u->run = u->gen = 0;
+  u->deferred = 0;
   if (defer_unit(thread, stream, device, u)) return;
   void *ev = event_get(device);
   if (ev && a2a_hostsvc->event_record(ev, rawstream) != 0) {
@@ -777,23 +799,21 @@ static inline void close_prep(uint32_t thread, uint64_t stream, void *rawstream,
   u->event = ev;
 }
 
-/* Close the thread's unit on stream with a UNIT_END record (group ends). */
-static void close_unit(uint32_t thread, uint64_t stream, void *rawstream, int device) {
+/* Close the thread's unit on stream with a UNIT_END record (group ends).
+ * The record carries what the background thread reads of a UNIT_END
+ * (xrank_rec.h): type, thread, stream, event, device and u.unit. */
+static void close_unit(tslot *t, uint32_t thread, uint64_t stream, void *rawstream, int device) {
   unit_close u;
-  close_prep(thread, stream, rawstream, device, &u);
+  close_prep(t, thread, stream, rawstream, device, &u);
   push_tok tok;
   xr_rec *r = push_begin(&tok);
   if (!r) {
     xr_event_release(u.event, u.device); /* dropped: the event is not lost */
     return;
   }
-  r->type = XR_REC_UNIT_END;
-  r->has_idrec = 0;
-  r->device = u.device;
-  r->thread = thread;
+  rec_head(r, XR_REC_UNIT_END, u.device, thread);
   r->stream = stream;
   r->event = u.event;
-  r->comm = NULL;
   r->u.unit.run = u.run;
   r->u.unit.gen = u.gen;
   r->u.unit.deferred = u.deferred;
@@ -807,14 +827,39 @@ static void *raw_stream(uint64_t id) {
 }
 
 /* The fingerprint of a successful collective or p2p call (its POST), in
- * the record's cell. */
-static void fill_op(xr_op *op, const a2a_event *ev, uint64_t id, int32_t rank) {
+ * the record's cell: every byte of it (group 0: the background thread
+ * numbers the units). */
+__attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_event *ev,
+                                                          a2a_kind kind, uint64_t id,
+                                                          int32_t rank) {
   op->comm = id;
   op->site = (uint64_t)(uintptr_t)ev->callsite;
-  op->group = 0; /* the background thread numbers the units */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* A send or receive (the grouped hot path) in three 8-byte stores:
+   * group (0) and rank; peer and root (-1); kind, coll (-1), dtype,
+   * redop (-1) and pad (0) - the same bytes as the field stores below. */
+  if (kind == A2A_EV_P2P) {
+    uint64_t w[3] = {
+        ev->u.p2p.count,
+        (uint64_t)(uint32_t)rank << 32,
+        (uint64_t)(uint32_t)ev->u.p2p.peer | 0xffffffff00000000ull};
+    uint64_t tail = (uint64_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV) | 0xff0000ull |
+                    (uint64_t)(uint8_t)ev->u.p2p.dtype << 24 | 0xff00000000ull;
+    _Static_assert(offsetof(xr_op, count) == 16 && offsetof(xr_op, group) == 24 &&
+                       offsetof(xr_op, rank) == 28 && offsetof(xr_op, peer) == 32 &&
+                       offsetof(xr_op, root) == 36 && offsetof(xr_op, kind) == 40 &&
+                       offsetof(xr_op, coll) == 42 && offsetof(xr_op, dtype) == 43 &&
+                       offsetof(xr_op, redop) == 44 && offsetof(xr_op, pad) == 45,
+                   "fill_op's packed stores follow xr_op's layout");
+    memcpy(&op->count, w, sizeof w);
+    memcpy(&op->kind, &tail, sizeof tail);
+    return;
+  }
+#endif
+  op->group = 0;
   op->rank = rank;
   op->pad[0] = op->pad[1] = op->pad[2] = 0;
-  if (ev->kind == A2A_EV_COLL) {
+  if (kind == A2A_EV_COLL) {
     op->count = ev->u.coll.count;
     op->peer = -1;
     op->root = ev->u.coll.root;
@@ -833,122 +878,182 @@ static void fill_op(xr_op *op, const a2a_event *ev, uint64_t id, int32_t rank) {
   }
 }
 
-/* One record per operation: an OP inside a group (its units are closed at
- * the group's end, one UNIT_END per stream), an OP_UNIT outside one - the
- * operation and the close of the unit it forms, which a lone operation
- * always is (one record, not an OP and a UNIT_END). */
-__attribute__((noinline)) static void on_op(const a2a_event *ev) {
+/* A non-blocking init's registration, pushed before its first operation
+ * (rare: only while g_npend is nonzero). */
+__attribute__((noinline)) static void pend_flush(const void *handle) {
+  xr_rec reg;
+  if (pend_take(handle, &reg, 0)) push(&reg);
+}
+
+/* A lone operation (outside any group): its OP_UNIT record, after
+ * deciding how its unit is closed. */
+__attribute__((always_inline)) static inline void op_lone(const a2a_event *ev, a2a_kind kind,
+                                                          tslot *t, uint64_t sid, uint64_t id,
+                                                          int32_t rank) {
+  if (t) t->posted = 1;
+  unit_close u;
+  close_prep(t, ev->thread, sid, ev->per_thread && !ev->stream ? (void *)(uintptr_t)2 : ev->stream,
+             ev->device, &u);
+  push_tok tok;
+  xr_rec *r = push_begin(&tok);
+  if (!r) {
+    xr_event_release(u.event, u.device); /* dropped: the event is not lost */
+    return;
+  }
+  rec_head(r, XR_REC_OP_UNIT, u.device, ev->thread);
+  r->stream = sid;
+  r->event = u.event;
+  r->u.opu.run = u.run;
+  r->u.opu.gen = u.gen;
+  r->u.opu.deferred = u.deferred;
+  fill_op(&r->u.opu.op, ev, kind, id, rank);
+  push_end(&tok);
+}
+
+/* A lone send or receive, out of line: the grouped path (on_p2p's hot
+ * one) keeps a small frame. */
+__attribute__((noinline)) static void p2p_lone(const a2a_event *ev, tslot *t, uint64_t sid,
+                                               uint64_t id, int32_t rank) {
+  op_lone(ev, A2A_EV_P2P, t, sid, id, rank);
+}
+
+/* A successful collective (with a count: NCCL drops a zero-count one
+ * before it becomes a task) or send/receive (kind: the event's), at its
+ * POST: one record per operation. Inside a group an OP (its unit is
+ * closed at the group's end, one UNIT_END per stream); outside one an
+ * OP_UNIT - the operation and the close of the unit it forms, which a
+ * lone operation always is (one record, not an OP and a UNIT_END). Each
+ * record carries exactly what the background thread reads of its type
+ * (xrank_rec.h): an OP its type, thread, stream and op; an OP_UNIT also
+ * event, device and the close. */
+__attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a2a_kind kind) {
+  if (!atomic_load_explicit(&g_active, memory_order_relaxed) || ev->phase != A2A_POST ||
+      !ev->ok || (kind == A2A_EV_COLL && ev->u.coll.count == 0))
+    return;
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   uint64_t id = comm_id(c);
   if (!id) return; /* unknown communicator */
-
-  xr_rec reg;
-  if (pend_take(ev->comm, &reg, 0)) push(&reg);
+  if (atomic_load_explicit(&g_npend, memory_order_relaxed)) pend_flush(ev->comm);
   tslot *t = slot(ev->thread);
-  if (t) t->posted = 1;
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
-  bool lone = !t || t->depth == 0;
-  unit_close u;
-  if (lone)
-    close_prep(ev->thread, sid, ev->per_thread && !ev->stream ? (void *)(uintptr_t)2 : ev->stream,
-               ev->device, &u);
-  push_tok tok;
-  xr_rec *r = push_begin(&tok);
-  if (r) {
-    r->has_idrec = 0;
-    r->thread = ev->thread;
-    r->stream = sid;
-    r->comm = c;
-    if (lone) {
-      r->type = XR_REC_OP_UNIT;
-      r->device = u.device;
-      r->event = u.event;
-      r->u.opu.run = u.run;
-      r->u.opu.gen = u.gen;
-      r->u.opu.deferred = u.deferred;
-      fill_op(&r->u.opu.op, ev, id, c->rank);
-    } else {
-      r->type = XR_REC_OP;
-      r->device = 0;
-      r->event = NULL;
-      fill_op(&r->u.op, ev, id, c->rank);
+  if (t && t->depth > 0) {
+    /* In a group. */
+    t->posted = 1;
+    push_tok tok;
+    xr_rec *r = push_begin(&tok);
+    if (r) {
+      rec_head(r, XR_REC_OP, 0, ev->thread);
+      r->stream = sid;
+      fill_op(&r->u.op, ev, kind, id, c->rank);
+      push_end(&tok);
     }
-    push_end(&tok);
-  } else if (lone) {
-    xr_event_release(u.event, u.device); /* dropped: the event is not lost */
+    /* The group's stream set; the previous operation's stream first (a
+     * group on one stream: one compare). */
+    int n = t->nstreams;
+    if (n > 0 && t->streams[n - 1] == sid) return;
+    for (int i = 0; i < n - 1; i++)
+      if (t->streams[i] == sid) return;
+    if (n < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
+    /* More streams than slots: the extra units stay untracked (the
+     * background thread treats a unit without an event as complete). */
+    return;
   }
-  if (lone) return;
-  for (int i = 0; i < t->nstreams; i++)
-    if (t->streams[i] == sid) return;
-  if (t->nstreams < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
-  /* More streams than slots: the extra units stay untracked (the
-   * background thread treats a unit without an event as complete). */
+  if (kind == A2A_EV_COLL) op_lone(ev, A2A_EV_COLL, t, sid, id, c->rank);
+  else p2p_lone(ev, t, sid, id, c->rank);
 }
+
+/* The handlers of the dispatch table (xr_by_kind) and on_event's. */
+__attribute__((noinline)) static void on_coll(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
+__attribute__((noinline)) static void on_p2p(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
 
 static void on_event_body(const a2a_event *ev);
 
-/* ncclGroupEnd (POST; on_event's, out of line): the outermost closes the
- * group's units, one per stream. */
-__attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
+/* ncclGroupStart (POST): the thread's nesting. */
+static void on_group_start(const a2a_event *ev) {
   tslot *t;
-  if (ev->phase != A2A_POST || !(t = slot(ev->thread)) || t->depth == 0) return;
-  /* ncclGroupSimulateEnd ends the group but launches nothing: its units
-   * are closed untracked (documented limit: their fingerprints were
-   * already counted, so the peers' matching may shift). */
-  if (--t->depth == 0) {
-    for (int i = 0; i < t->nstreams; i++) {
-      if (!ev->u.group.simulate && ev->ok) {
-        close_unit(ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
-      } else {
-        /* The group failed: nothing was launched; close untracked. */
-        xr_rec r = {.type = XR_REC_UNIT_END, .thread = ev->thread, .stream = t->streams[i]};
-        push(&r);
-      }
-    }
-    t->nstreams = 0;
+  if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST &&
+      ev->result == 0 && (t = slot(ev->thread)))
+    t->depth++;
+}
+
+/* A group that failed or was only simulated launched nothing: its units
+ * are closed untracked (out of line: the group end's frame stays small). */
+__attribute__((noinline)) static void close_untracked(tslot *t, uint32_t thread) {
+  for (int i = 0; i < t->nstreams; i++) {
+    xr_rec r = {.type = XR_REC_UNIT_END, .thread = thread, .stream = t->streams[i]};
+    push(&r);
   }
 }
 
-/* The front (no stack frame): an asynchronous copy other than device to
- * host (or of an unknown direction) never blocks the host, so neither of
- * its phases has anything to publish - the common copy returns here. An
- * NCCL operation goes to on_op from here, without on_event_body's frame
- * and switch: a successful one (POST), except a zero-count collective
- * (dropped by NCCL, never a task). */
-static void on_event(const a2a_event *ev) {
-  if (ev->kind == A2A_EV_MEMCPY && ev->u.copy.async && ev->u.copy.cpykind != A2A_CPY_D2H &&
+/* ncclGroupEnd (POST): the outermost closes the group's units, one per
+ * stream. */
+__attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
+  tslot *t;
+  if (!atomic_load_explicit(&g_active, memory_order_relaxed) || ev->phase != A2A_POST ||
+      !(t = slot(ev->thread)) || t->depth == 0)
+    return;
+  if (--t->depth != 0) return;
+  /* ncclGroupSimulateEnd ends the group but launches nothing: its units
+   * are closed untracked (documented limit: their fingerprints were
+   * already counted, so the peers' matching may shift). */
+  if (!ev->u.group.simulate && ev->ok) {
+    for (int i = 0; i < t->nstreams; i++)
+      close_unit(t, ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
+  } else {
+    close_untracked(t, ev->thread);
+  }
+  t->nstreams = 0;
+}
+
+/* A polling loop's calls: a stream query, and ncclCommGetAsyncError, which
+ * matters only while a polling episode is published. */
+static void on_stream_query(const a2a_event *ev) {
+  tslot *t;
+  if (atomic_load_explicit(&g_active, memory_order_relaxed) && (t = slot(ev->thread)))
+    on_poll(t, ev, POLL_STREAM, xr_stream_id(ev->stream, ev->per_thread),
+            ev->result == A2A_CUDA_ERROR_NOT_READY);
+}
+static void on_async_error(const a2a_event *ev) {
+  tslot *t;
+  if (atomic_load_explicit(&g_active, memory_order_relaxed) && (t = slot(ev->thread)) &&
+      t->polling)
+    on_poll(t, ev, POLL_NEUTRAL, 0, 0);
+}
+
+/* A copy: an asynchronous one other than device to host (or of an unknown
+ * direction) never blocks the host, so neither of its phases has anything
+ * to publish - the common copy returns here. */
+static void on_memcpy(const a2a_event *ev) {
+  if (ev->u.copy.async && ev->u.copy.cpykind != A2A_CPY_D2H &&
       ev->u.copy.cpykind != A2A_CPY_DEFAULT)
     return;
   if (!atomic_load_explicit(&g_active, memory_order_relaxed)) return;
-  if (ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P) {
-    if (ev->phase == A2A_POST && ev->ok && (ev->kind == A2A_EV_P2P || ev->u.coll.count != 0))
-      on_op(ev);
-    return;
-  }
-  /* A polling loop's calls (on_event_body's cases for them, here): a
-   * stream query, and the neutral calls between queries, which matter only
-   * while a polling episode is published. */
-  tslot *t;
-  if (ev->kind == A2A_EV_STREAM_QUERY) {
-    if ((t = slot(ev->thread)))
-      on_poll(t, ev, POLL_STREAM, xr_stream_id(ev->stream, ev->per_thread),
-              ev->result == A2A_CUDA_ERROR_NOT_READY);
-    return;
-  }
-  if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
-    if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
-    return;
-  }
-  if (ev->kind == A2A_EV_GROUP_START) {
-    if (ev->phase == A2A_POST && ev->result == 0 && (t = slot(ev->thread))) t->depth++;
-    return;
-  }
-  if (ev->kind == A2A_EV_GROUP_END) {
-    on_group_end(ev);
-    return;
-  }
   on_event_body(ev);
 }
+
+/* The reference handler (direct callers, and the kinds xr_by_kind leaves
+ * out): each hot kind goes to its own handler, which the dispatch table
+ * calls directly. */
+static void on_event(const a2a_event *ev) {
+  switch (ev->kind) {
+  case A2A_EV_MEMCPY: on_memcpy(ev); return;
+  case A2A_EV_COLL: on_coll(ev); return;
+  case A2A_EV_P2P: on_p2p(ev); return;
+  case A2A_EV_STREAM_QUERY: on_stream_query(ev); return;
+  case A2A_EV_COMM_ASYNC_ERROR: on_async_error(ev); return;
+  case A2A_EV_GROUP_START: on_group_start(ev); return;
+  case A2A_EV_GROUP_END: on_group_end(ev); return;
+  default:
+    if (atomic_load_explicit(&g_active, memory_order_relaxed)) on_event_body(ev);
+    return;
+  }
+}
+
+/* The dispatch table's handlers: on_event's targets, per kind. */
+static const a2a_by_kind xr_by_kind = {
+    .fn = {[A2A_EV_MEMCPY] = on_memcpy, [A2A_EV_COLL] = on_coll, [A2A_EV_P2P] = on_p2p,
+           [A2A_EV_STREAM_QUERY] = on_stream_query, [A2A_EV_COMM_ASYNC_ERROR] = on_async_error,
+           [A2A_EV_GROUP_START] = on_group_start, [A2A_EV_GROUP_END] = on_group_end}};
 
 __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
   tslot *t;
@@ -1086,9 +1191,8 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     }
     return;
   }
-  /* (A2A_EV_COLL and A2A_EV_P2P: on_event.) */
-  /* (A2A_EV_GROUP_START: on_event.) */
-  /* (A2A_EV_GROUP_END: on_event.) */
+  /* (A2A_EV_COLL and A2A_EV_P2P: on_coll, on_p2p.) */
+  /* (A2A_EV_GROUP_START, A2A_EV_GROUP_END: on_group_start, on_group_end.) */
   case A2A_EV_STREAM_SYNC:
   case A2A_EV_EVENT_SYNC:
   case A2A_EV_DEVICE_SYNC:
@@ -1138,13 +1242,13 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     }
     return;
   }
-  /* (A2A_EV_STREAM_QUERY: on_event.) */
+  /* (A2A_EV_STREAM_QUERY: on_stream_query.) */
   case A2A_EV_EVENT_QUERY:
     if ((t = slot(ev->thread)))
       on_poll(t, ev, POLL_EVENT, (uint64_t)(uintptr_t)ev->u.event.event,
               ev->result == A2A_CUDA_ERROR_NOT_READY);
     return;
-  case A2A_EV_ERROR_QUERY: /* (A2A_EV_COMM_ASYNC_ERROR: on_event) */
+  case A2A_EV_ERROR_QUERY: /* (A2A_EV_COMM_ASYNC_ERROR: on_async_error) */
   case A2A_EV_SET_DEVICE:
     if ((t = slot(ev->thread)) && t->polling) on_poll(t, ev, POLL_NEUTRAL, 0, 0);
     return;
@@ -1224,6 +1328,7 @@ const a2a_analyzer a2a_analyzer_xrank = {
     .post_gate = &g_copies_blocked,
     .init = init,
     .on_event = on_event,
+    .by_kind = &xr_by_kind,
     .fini = NULL,
     .after_fork_child = after_fork_child,
 };

@@ -62,6 +62,15 @@ _Static_assert(sizeof(xr_idrec) == XR_IDREC_BYTES, "xr_idrec fills the id's tail
 enum { XR_REC_OP = 1, XR_REC_UNIT_END, XR_REC_COMMREG, XR_REC_COMMEND, XR_REC_COMMBIND,
        XR_REC_UNIT_MARK, XR_REC_OP_UNIT };
 
+/* What a record carries: type, and per type the fields the background
+ * thread reads (xr_chan.c drain); the application threads fill only those
+ * in the hot records (the ring's cell keeps an older record's bytes in the
+ * others, which nothing reads):
+ *  OP: thread, stream, u.op;
+ *  OP_UNIT: thread, stream, device, event, u.opu;
+ *  UNIT_END, UNIT_MARK: thread, stream, device, event, u.unit;
+ *  COMMREG: thread, comm, has_idrec, u.reg; COMMEND, COMMBIND: thread,
+ *      comm, u.end (whole records, zero elsewhere). */
 typedef struct xr_rec {
   uint8_t type;
   uint8_t has_idrec;     /* COMMREG: 1 idrec is valid; 2 a process-local
@@ -71,7 +80,7 @@ typedef struct xr_rec {
   uint32_t thread;       /* shim thread index */
   uint64_t stream;       /* normalized stream id (see xr_stream_id) */
   void *event;           /* UNIT_END/OP_UNIT: completion event, or NULL (untracked) */
-  const a2a_comm *comm;  /* OP/OP_UNIT/COMMREG/COMMEND: the registry record */
+  const a2a_comm *comm;  /* COMMREG/COMMEND/COMMBIND: the registry record */
   union {
     xr_op op;
     struct { xr_op op; uint32_t run, gen; uint8_t deferred; } opu; /* OP_UNIT:
@@ -88,6 +97,7 @@ typedef struct xr_rec {
  * under _ptsz entry points, or cudaStreamPerThread) is 0x2, legacy 0. */
 static inline uint64_t xr_stream_id(const void *stream, int per_thread) {
   uint64_t s = (uint64_t)(uintptr_t)stream;
+  if (__builtin_expect(s > 1, 1)) return s; /* an explicit stream (or 0x2) */
   if (s == 0 && per_thread) return 2;
   if (s == 1) return 0; /* cudaStreamLegacy */
   return s;

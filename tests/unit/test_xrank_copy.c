@@ -5,8 +5,8 @@
  * the analyzer's POST gate for copies is open exactly while a copy's PRE
  * published a blocked state (a2a_dispatch_hot skips the POST otherwise).
  * Also the front's routes: for NCCL operations (on_event straight to
- * on_op), exactly a successful POST of a collective with a count or of a
- * send/receive pushes a record; for a polling loop's stream queries and
+ * on_coll and on_p2p), exactly a successful POST of a collective with a
+ * count or of a send/receive pushes a record; for a polling loop's stream queries and
  * ncclCommGetAsyncError calls, the thread's published polling state. */
 #include <check.h>
 #include <stdlib.h>

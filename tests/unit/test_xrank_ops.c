@@ -1,0 +1,373 @@
+/* test_xrank_ops.c - the cross-rank analyzer's NCCL operation paths, run
+ * through the dispatcher with the analyzer as its only one (so that the
+ * dispatch table calls its per-kind handlers, and completion markers are
+ * on: a2a_thread_want_flush): the records of a grouped send and receive
+ * carry exactly what the background thread reads (xrank_rec.h), back to
+ * back groups on one stream share a marker run (close_prep's fast path),
+ * and that fast path gives way to the slow one exactly when a stream was
+ * destroyed or a capture began on another thread since the run began. The
+ * dispatch table's handlers (xr_by_kind) are checked against on_event,
+ * the reference, on the same calls. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a_core.h"
+#include "collector.h"
+#include "core_internal.h"
+#include "xrank_rec.h"
+
+#define STREAM 0x5100u
+
+static const a2a_analyzer *const k_list[] = {&a2a_analyzer_xrank};
+
+static void setup(void) {
+  a2a_core_set_analyzers_for_tests(k_list, 1);
+  collector_reset(); /* (re)initializes the core with the list above */
+  ck_assert(xr_active());
+}
+
+static int drain(xr_rec *out, int max) {
+  int n = 0;
+  xr_rec r;
+  while (xr_ring_pop(&r)) {
+    if (n < max) out[n] = r;
+    n++;
+  }
+  return n;
+}
+
+/* Rank 0 of a two-rank communicator made from id. */
+static void comm_init(void *comm, unsigned char *id) {
+  a2a_event ini = ev_make(A2A_EV_COMM_INIT);
+  ini.u.init.how = A2A_INIT_RANK;
+  ini.u.init.newcomm = comm;
+  ini.u.init.nranks = 2;
+  ini.u.init.rank = 0;
+  ini.u.init.device = 0;
+  ini.u.init.blocking = 1;
+  ini.u.init.ids = id;
+  ev_dispatch(&ini, 0);
+}
+
+static a2a_event p2p_ev(void *comm, int is_send, uint64_t count, int dtype, int peer,
+                        uint32_t thread) {
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.comm = comm;
+  ev.thread = thread;
+  ev.stream = (void *)(uintptr_t)STREAM;
+  ev.callsite = (const void *)(uintptr_t)(is_send ? 0x2222 : 0x3333);
+  ev.u.p2p.is_send = is_send;
+  ev.u.p2p.count = count;
+  ev.u.p2p.dtype = dtype;
+  ev.u.p2p.peer = peer;
+  return ev;
+}
+
+/* One group of a send and a receive on STREAM (thread 1), through the
+ * dispatcher (both phases). */
+static void group_sendrecv(void *comm) {
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+  ev_dispatch(&s, 0);
+  a2a_event r = p2p_ev(comm, 0, 16, 7, 1, 1);
+  ev_dispatch(&r, 0);
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+}
+
+static void assert_op(const xr_op *op, uint64_t id, int kind, uint64_t count, uint64_t site) {
+  ck_assert_uint_eq(op->comm, id);
+  ck_assert_uint_eq(op->site, site);
+  ck_assert_uint_eq(op->count, count);
+  ck_assert_int_eq(op->rank, 0);
+  ck_assert_int_eq(op->peer, 1);
+  ck_assert_int_eq(op->root, -1);
+  ck_assert_int_eq(op->kind, kind);
+  ck_assert_int_eq(op->coll, -1);
+  ck_assert_int_eq(op->dtype, 7);
+  ck_assert_int_eq(op->redop, -1);
+  ck_assert_int_eq(op->pad[0] | op->pad[1] | op->pad[2], 0);
+}
+
+START_TEST(grouped_records_carry_what_the_background_thread_reads) {
+  static unsigned char id[128] = {0x6a, 1, 2, 3};
+  void *const comm = (void *)0xd0;
+  comm_init(comm, id);
+  const a2a_comm *c = a2a_comm_lookup(comm);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_uint_ne(c->id_hash, 0);
+  xr_rec rec[8];
+  drain(rec, 8);
+
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  ck_assert_uint_eq(rec[0].thread, 1);
+  ck_assert_uint_eq(rec[0].stream, STREAM);
+  assert_op(&rec[0].u.op, c->id_hash, XR_OP_SEND, 8, 0x2222);
+  ck_assert_int_eq(rec[1].type, XR_REC_OP);
+  ck_assert_uint_eq(rec[1].thread, 1);
+  ck_assert_uint_eq(rec[1].stream, STREAM);
+  assert_op(&rec[1].u.op, c->id_hash, XR_OP_RECV, 16, 0x3333);
+  /* The group's close: deferred into a marker run of the thread. */
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[2].thread, 1);
+  ck_assert_uint_eq(rec[2].stream, STREAM);
+  ck_assert_int_eq(rec[2].device, 0);
+  ck_assert_ptr_null(rec[2].event);
+  ck_assert_int_eq(rec[2].u.unit.deferred, 1);
+  uint32_t run = rec[2].u.unit.run;
+  ck_assert_uint_ne(run, 0);
+
+  /* Back to back: the same run (close_prep's fast path). */
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_END);
+  ck_assert_int_eq(rec[2].u.unit.deferred, 1);
+  ck_assert_uint_eq(rec[2].u.unit.run, run);
+  ck_assert_ptr_null(rec[2].event);
+
+  /* The thread's next call of another kind records the run's marker. */
+  a2a_event q = ev_make(A2A_EV_STREAM_SYNC);
+  q.stream = (void *)(uintptr_t)STREAM;
+  ev_dispatch(&q, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_UNIT_MARK);
+  ck_assert_uint_eq(rec[0].u.unit.run, run);
+  ck_assert_uint_eq(rec[0].stream, STREAM);
+  ck_assert_ptr_nonnull(rec[0].event);
+  xr_event_release(rec[0].event, rec[0].device);
+
+  /* A lone operation: one OP_UNIT, in a new run. */
+  a2a_event s = p2p_ev(comm, 1, 4, 7, 1, 1);
+  ev_dispatch(&s, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP_UNIT);
+  ck_assert_uint_eq(rec[0].thread, 1);
+  ck_assert_uint_eq(rec[0].stream, STREAM);
+  ck_assert_ptr_null(rec[0].event);
+  ck_assert_int_eq(rec[0].u.opu.deferred, 1);
+  ck_assert_uint_ne(rec[0].u.opu.run, run);
+  assert_op(&rec[0].u.opu.op, c->id_hash, XR_OP_SEND, 4, 0x2222);
+
+  /* A group on two streams, back to the first: one unit per stream. */
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  ev_dispatch(&s, 0);
+  a2a_event r2 = p2p_ev(comm, 0, 16, 7, 1, 1);
+  r2.stream = (void *)0x5200;
+  ev_dispatch(&r2, 0);
+  ev_dispatch(&s, 0);
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+  ck_assert_int_eq(drain(rec, 8), 5);
+  ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[3].stream, STREAM);
+  ck_assert_int_eq(rec[4].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[4].stream, 0x5200);
+}
+END_TEST
+
+/* Another thread's stream destroy since the run began: the run is closed
+ * (its marker untracked: the handle may name a new stream) and a new one
+ * begins, as defer_unit decides - close_prep's fast path must not keep the
+ * old run. */
+START_TEST(a_destroy_on_another_thread_ends_the_run) {
+  static unsigned char id[128] = {0x6b, 1, 2, 3};
+  void *const comm = (void *)0xd1;
+  comm_init(comm, id);
+  xr_rec rec[8];
+  drain(rec, 8);
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  uint32_t run = rec[2].u.unit.run;
+  ck_assert_int_eq(rec[2].u.unit.deferred, 1);
+
+  a2a_event d = ev_make(A2A_EV_STREAM_DESTROY);
+  d.thread = 2;
+  d.stream = (void *)(uintptr_t)STREAM;
+  ev_dispatch(&d, 0);
+  ck_assert_int_eq(drain(rec, 8), 0); /* thread 1 made no call yet */
+
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 4);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  ck_assert_int_eq(rec[1].type, XR_REC_OP);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_MARK); /* the old run, untracked */
+  ck_assert_uint_eq(rec[2].u.unit.run, run);
+  ck_assert_ptr_null(rec[2].event);
+  ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
+  ck_assert_int_eq(rec[3].u.unit.deferred, 1);
+  ck_assert_uint_ne(rec[3].u.unit.run, run);
+}
+END_TEST
+
+/* Another thread's capture began since the run began: the run is marked
+ * now and the unit gets its own event (a marker recorded later could join
+ * the capture). */
+START_TEST(a_capture_on_another_thread_ends_the_run) {
+  static unsigned char id[128] = {0x6c, 1, 2, 3};
+  void *const comm = (void *)0xd2;
+  comm_init(comm, id);
+  xr_rec rec[8];
+  drain(rec, 8);
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  uint32_t run = rec[2].u.unit.run;
+
+  a2a_event cb = ev_make(A2A_EV_GRAPH_CAPTURE_BEGIN);
+  cb.thread = 2;
+  cb.stream = (void *)0x7700;
+  ev_pre(&cb);
+
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 4);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_MARK);
+  ck_assert_uint_eq(rec[2].u.unit.run, run);
+  ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
+  ck_assert_int_eq(rec[3].u.unit.deferred, 0);
+  ck_assert_ptr_nonnull(rec[3].event); /* its own event */
+  ck_assert_ptr_eq(collector_event_stream(rec[3].event), (void *)(uintptr_t)STREAM);
+}
+END_TEST
+
+/* ---- the dispatch table's handlers against on_event ---- */
+
+/* The calls of one thread: a group of a send and a receive, a lone
+ * collective, one with no count (dropped by NCCL), a failed one, a PRE, a
+ * nested group, a failed group start, a simulated group end, a stream
+ * query, ncclCommGetAsyncError, and copies. */
+static void drive(void (*call)(const a2a_event *), void *comm, uint32_t thread) {
+  a2a_event e;
+#define CALL(ph, res)            \
+  do {                           \
+    e.phase = (ph);              \
+    e.thread = thread;           \
+    a2a_event_set_result(&e, (res)); \
+    call(&e);                    \
+  } while (0)
+  e = ev_make(A2A_EV_GROUP_START);
+  CALL(A2A_PRE, 0);
+  CALL(A2A_POST, 0);
+  e = p2p_ev(comm, 1, 8, 7, 1, thread);
+  CALL(A2A_PRE, 0);
+  CALL(A2A_POST, 0);
+  e = p2p_ev(comm, 0, 8, 7, 1, thread);
+  e.stream = (void *)0x5200; /* a second stream in the group */
+  CALL(A2A_POST, 0);
+  e = ev_make(A2A_EV_GROUP_START); /* nested */
+  CALL(A2A_POST, 0);
+  e = p2p_ev(comm, 0, 3, 7, 1, thread);
+  CALL(A2A_POST, 0);
+  e = ev_make(A2A_EV_GROUP_END);
+  CALL(A2A_POST, 0);
+  e = ev_make(A2A_EV_GROUP_START); /* failed: no nesting */
+  CALL(A2A_POST, 5);
+  e = ev_make(A2A_EV_GROUP_END);
+  CALL(A2A_PRE, 0);
+  CALL(A2A_POST, 0);
+  e = ev_make(A2A_EV_COLL);
+  e.comm = comm;
+  e.stream = (void *)(uintptr_t)STREAM;
+  e.u.coll.coll = A2A_COLL_ALLREDUCE;
+  e.u.coll.count = 8;
+  e.u.coll.dtype = 7;
+  e.u.coll.root = -1;
+  e.u.coll.redop = 200;
+  CALL(A2A_PRE, 0);
+  CALL(A2A_POST, 5);
+  CALL(A2A_POST, 0);
+  e.u.coll.count = 0;
+  CALL(A2A_POST, 0);
+  e = ev_make(A2A_EV_GROUP_START);
+  CALL(A2A_POST, 0);
+  e = p2p_ev(comm, 1, 0, 7, 1, thread);
+  CALL(A2A_POST, 0);
+  e = ev_make(A2A_EV_GROUP_END);
+  e.u.group.simulate = 1;
+  CALL(A2A_POST, 0);
+  e = ev_make(A2A_EV_STREAM_QUERY);
+  e.stream = (void *)(uintptr_t)STREAM;
+  CALL(A2A_POST, A2A_CUDA_ERROR_NOT_READY);
+  e = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  e.comm = comm;
+  CALL(A2A_POST, 0);
+  e = ev_make(A2A_EV_MEMCPY);
+  e.u.copy.cpykind = A2A_CPY_D2D;
+  e.u.copy.async = 1;
+  CALL(A2A_PRE, 0);
+  CALL(A2A_POST, 0);
+  e.u.copy.async = 0;
+  CALL(A2A_PRE, 0);
+#undef CALL
+}
+
+static void by_table(const a2a_event *ev) {
+  const a2a_by_kind *bk = a2a_analyzer_xrank.by_kind;
+  ck_assert_ptr_nonnull(bk);
+  if (bk->fn[ev->kind]) bk->fn[ev->kind](ev);
+  else a2a_analyzer_xrank.on_event(ev);
+}
+
+START_TEST(table_handlers_do_what_on_event_does) {
+  static unsigned char id[128] = {0x6d, 1, 2, 3};
+  void *const comm = (void *)0xd3;
+  comm_init(comm, id);
+  xr_rec a[32], b[32];
+  drain(a, 32);
+  drive(a2a_analyzer_xrank.on_event, comm, 3);
+  int na = drain(a, 32);
+  xr_threadstate ta[8], tb[8];
+  size_t nta = xr_blocked_snapshot(ta, 8, 0);
+  drive(by_table, comm, 4);
+  int nb = drain(b, 32);
+  size_t ntb = xr_blocked_snapshot(tb, 8, 0);
+  ck_assert_int_ge(na, 6);
+  ck_assert_int_eq(na, nb);
+  for (int i = 0; i < na; i++) {
+    ck_assert_int_eq(a[i].type, b[i].type);
+    ck_assert_uint_eq(a[i].thread, 3);
+    ck_assert_uint_eq(b[i].thread, 4);
+    ck_assert_uint_eq(a[i].stream, b[i].stream);
+    if (a[i].type == XR_REC_OP)
+      ck_assert(!memcmp(&a[i].u.op, &b[i].u.op, sizeof a[i].u.op));
+    if (a[i].type == XR_REC_OP_UNIT) {
+      ck_assert(!memcmp(&a[i].u.opu.op, &b[i].u.opu.op, sizeof a[i].u.opu.op));
+      ck_assert_int_eq(a[i].u.opu.deferred, b[i].u.opu.deferred);
+      ck_assert_uint_eq(a[i].u.opu.run, b[i].u.opu.run);
+    }
+    if (a[i].type == XR_REC_UNIT_END) {
+      ck_assert_int_eq(a[i].u.unit.deferred, b[i].u.unit.deferred);
+      ck_assert_uint_eq(a[i].u.unit.run, b[i].u.unit.run);
+      ck_assert_int_eq(a[i].event != NULL, b[i].event != NULL);
+    }
+  }
+  /* The blocked states: thread 3's synchronous copy, then also thread 4's
+   * (each thread's polling episode ended with its later calls). */
+  ck_assert_uint_eq(nta + 1, ntb);
+  ck_assert_uint_eq(ta[0].wait, tb[ntb - 1].wait);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("xrank_ops");
+  TCase *tc = tcase_create("xrank_ops");
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, grouped_records_carry_what_the_background_thread_reads);
+  tcase_add_test(tc, a_destroy_on_another_thread_ends_the_run);
+  tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
+  tcase_add_test(tc, table_handlers_do_what_on_event_does);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
