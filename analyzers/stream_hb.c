@@ -194,6 +194,17 @@ typedef struct thread_state {
   /* The range slots (slot + 1; 0 none) the fast path at the group end
    * found for the thread's first two entries (see range_memo). */
   uint16_t rmemo[2];
+  /* The replay of the thread's last group (see "Repeated groups"): its
+   * first rp_n entries (0: none) are the ones the group end applied last
+   * through comm_fast_pend, on timeline rp_s while g_tl_epoch was
+   * rp_epoch; entry k's range rp_r[k] then had last_use rp_use[k], and its
+   * access went into slot rp_slot[k] (HB_SLOT_USE: the range's use only). */
+  uint8_t rp_n;
+  int8_t rp_slot[2];
+  int rp_s;
+  uint64_t rp_epoch;
+  range *rp_r[2];
+  uint64_t rp_use[2];
   pending p[MAX_PENDING];
 } thread_state;
 
@@ -315,7 +326,7 @@ static void disable_self(const char *why) {
   if (!atomic_exchange(&g_disabled, true)) a2a_analyzer_disable("stream_hb", why);
 }
 
-static int dev_of(const a2a_event *ev) {
+static inline __attribute__((always_inline)) int dev_of(const a2a_event *ev) {
   if (ev->device >= 0) return ev->device;
   return ev->thread < MAX_THREADS ? g_last_dev[ev->thread] : 0;
 }
@@ -1539,19 +1550,42 @@ static void op_side(pending *p, const a2a_event *ev, int dev, uintptr_t lo, size
   p->stk = NULL;
 }
 
-/* Append one communication access to ts's pending list, merging it into
- * an earlier one of the same stream, direction and communicator when the
- * two are adjacent (the per-peer chunks of a grouped all-to-all). */
-static inline __attribute__((always_inline)) void pending_add_inl(thread_state *ts,
-                                                                   const a2a_event *ev,
-                                                                   uintptr_t lo, size_t bytes,
-                                                                   uint8_t flags,
-                                                                   const char *what) {
-  if (bytes == 0 || lo == 0) return;
+/* The first part of pending_add, inline in its callers: an access with
+ * no bytes adds nothing, and the same operation as the same entry of the
+ * replayed group is that entry, as it stands (see "Repeated groups"). True
+ * when done; false: pending_add_slow. */
+static inline __attribute__((always_inline)) bool pending_repeat(thread_state *ts,
+                                                                 const a2a_event *ev,
+                                                                 uintptr_t lo, size_t bytes,
+                                                                 uint8_t flags,
+                                                                 const char *what) {
+  if (bytes == 0 || lo == 0) return true;
+  uintptr_t hi = lo + bytes;
+  int dev = dev_of(ev);
+  int n = ts->npending;
+  if (n >= ts->rp_n) return false;
+  const pending *p = &ts->p[n];
+  if (p->lo == lo && p->hi == hi && p->flags == flags && p->stream == ev->stream &&
+      p->site == ev->callsite && p->comm == ev->comm && p->per_thread == ev->per_thread &&
+      p->device == dev && p->what == what) {
+    ts->npending = n + 1;
+    return true;
+  }
+  return false;
+}
+
+/* The rest of pending_add (out of line: its frame is not the repeated
+ * group's): append the access to ts's pending list, merging it into an
+ * earlier one of the same stream, direction and communicator when the two
+ * are adjacent (the per-peer chunks of a grouped all-to-all). */
+__attribute__((noinline)) static void pending_add_slow(thread_state *ts, const a2a_event *ev,
+                                                       uintptr_t lo, size_t bytes, uint8_t flags,
+                                                       const char *what) {
   pending *arr = ts->p;
   int *npending = &ts->npending, cap = MAX_PENDING;
   uintptr_t hi = lo + bytes;
   int dev = dev_of(ev);
+  ts->rp_n = 0; /* the entries change: no replay */
   for (int i = *npending - 1; i >= 0 && i >= *npending - 8; i--) {
     pending *p = &arr[i];
     /* (The direction first: a group's send and receive differ in it.) */
@@ -1574,10 +1608,12 @@ static inline __attribute__((always_inline)) void pending_add_inl(thread_state *
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
-/* (Out of line for on_comm_op; inline in hb_k_p2p, its hot caller.) */
-static void pending_add(thread_state *ts, const a2a_event *ev, uintptr_t lo, size_t bytes,
-                        uint8_t flags, const char *what) {
-  pending_add_inl(ts, ev, lo, bytes, flags, what);
+/* Add one communication access to ts's pending list (the group's). */
+static inline __attribute__((always_inline)) void pending_add(thread_state *ts,
+                                                              const a2a_event *ev, uintptr_t lo,
+                                                              size_t bytes, uint8_t flags,
+                                                              const char *what) {
+  if (!pending_repeat(ts, ev, lo, bytes, flags, what)) pending_add_slow(ts, ev, lo, bytes, flags, what);
 }
 
 /* Whether two pending accesses name the same stream argument (then they
@@ -1743,9 +1779,11 @@ __attribute__((always_inline)) static inline bool comm_fast(int n, const uintptr
  * the history with, or the one acc_add would give the read (the entry of
  * the same timeline and class when the read is newer, else the next free
  * one); a read that only raises an entry's flags (same epoch) or that
- * finds the history full goes through acc_add itself, as fast_one's. */
-__attribute__((always_inline)) static inline void fast_pend(range *r, const pending *p, int s,
-                                                            uint32_t clk, const uint32_t *vc) {
+ * finds the history full goes through acc_add itself, as fast_one's.
+ * Returns the slot p's access went into, or -1 when acc_add placed it. */
+#define HB_SLOT_USE (-2) /* (a group replay's slot: the range's use only) */
+__attribute__((always_inline)) static inline int fast_pend(range *r, const pending *p, int s,
+                                                           uint32_t clk, const uint32_t *vc) {
   r->last_use = ++g_use;
   access *e;
   if (p->flags & F_WRITE) {
@@ -1764,10 +1802,11 @@ __attribute__((always_inline)) static inline void fast_pend(range *r, const pend
       access a;
       acc_set(&a, clk, s, p->flags, p->nops, p->site, p->what, p->comm, p->stk);
       acc_add(r, &a, vc);
-      return;
+      return -1;
     }
   }
   acc_set(e, clk, s, p->flags, p->nops, p->site, p->what, p->comm, p->stk);
+  return (int)(e - r->acc);
 }
 
 /* comm_fast for pending_apply's entries arr[0..n) (n 1 or 2, none with a
@@ -1796,27 +1835,34 @@ static inline range *range_memo(uint16_t *memo, uintptr_t lo, uintptr_t hi) {
   return r;
 }
 
+/* (On success, rr[k] is entry k's range and slot[k] the slot its access
+ * went into: fast_pend's answer, or HB_SLOT_USE for an in-place read.) */
 __attribute__((always_inline)) static inline bool comm_fast_pend(int n, const pending *arr, int s,
-                                                                 uint32_t clk, uint16_t *memo) {
+                                                                 uint32_t clk, uint16_t *memo,
+                                                                 range **rr, int *slot) {
   const uint32_t *vc = g_tl[s].vc;
   const pending *p0 = &arr[0];
   range *r0 = range_memo(&memo[0], p0->lo, p0->hi);
   if (!r0 || !all_ordered(r0, vc)) return false;
+  rr[0] = r0;
   if (n == 1) {
-    fast_pend(r0, p0, s, clk, vc);
+    slot[0] = fast_pend(r0, p0, s, clk, vc);
     return true;
   }
   const pending *p1 = &arr[1];
   if (p1->lo == p0->lo && p1->hi == p0->hi) {
     if (p0->flags != F_READ || p1->flags != F_WRITE) return false;
     r0->last_use = ++g_use; /* the read: its use of the range only */
-    fast_pend(r0, p1, s, clk, vc);
+    slot[0] = HB_SLOT_USE;
+    rr[1] = r0;
+    slot[1] = fast_pend(r0, p1, s, clk, vc);
     return true;
   }
   range *r1 = range_memo(&memo[1], p1->lo, p1->hi);
   if (!r1 || !all_ordered(r1, vc)) return false;
-  fast_pend(r0, p0, s, clk, vc);
-  fast_pend(r1, p1, s, clk, vc);
+  rr[1] = r1;
+  slot[0] = fast_pend(r0, p0, s, clk, vc);
+  slot[1] = fast_pend(r1, p1, s, clk, vc);
   return true;
 }
 
@@ -1871,12 +1917,93 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
   pending_access(arr, npending, tls, clk, 0, 0);
 }
 
-/* Enqueue the pending accesses of ts (an ungrouped call or the outermost
- * ncclGroupEnd). Caller holds g_mu. The common case, every access on one
- * stream argument (an ungrouped call always is), needs no per-access
- * timeline or epoch: one lookup, one set of edges, one tick. memo: the
- * thread's range slots for its first two entries (range_memo). */
-static void pending_apply(pending *arr, int npending, uint32_t thread, uint16_t *memo) {
+/* Repeated groups. A program posts the same group step after step (the
+ * same operations on the same buffers and stream); when the group end
+ * applied its entries through comm_fast_pend, the thread keeps what that
+ * did (thread_state's rp_*), and the next group made of the same entries
+ * is replayed: the edges and tick of its timeline, then for each entry
+ * its range's use and its access's new epoch in the slot it took. Exact
+ * when the replay's tests hold (group_replay), because then
+ * pending_apply would do just that:
+ *  - the entries: pending_add kept each one only when the operation is
+ *    the one op_side wrote it from (every field op_side sets; nops is 1
+ *    and the stack the site cache's, or none with stacks off, fixed until
+ *    a re-initialization, which clears the thread's state - the memo
+ *    requires both), so no entry merged (the entries before one are as
+ *    they were when it was made: none was merged into) and any change
+ *    (a new or merged entry) clears rp_n;
+ *  - the timeline: g_tl_epoch unchanged, the stream argument still maps to
+ *    rp_s (tl_of), live, so its clock has only grown; not capturing;
+ *  - the ranges: each still live with exactly the entry's bounds (range_memo
+ *    finds it) and its last_use unchanged - every change of a range's
+ *    history sets its last_use to a new ++g_use (access_range, the fast
+ *    paths, launch_apply; a merge or a recent copy pulled into a new range
+ *    is followed by an access to it), a split changes its bounds, and a
+ *    range made in a freed slot gets a new value - so its history is the
+ *    one the last group left, all ordered before the clock then (checked
+ *    then; the group's own accesses are on the timeline) and so now;
+ *  - so comm_fast_pend takes its fast path, and each fast_pend finds the
+ *    slot it found last time (a write: slot 0 of a history of 1; a read:
+ *    its own entry, the only one of its timeline and class, older than the
+ *    new tick) and writes into it what is there already but the epoch.
+ * The pool nearly full is left to pending_apply (range_memo declines). */
+static void group_memo_set(thread_state *ts, int n, int s, range *const *rr, const int *slot) {
+  for (int k = 0; k < n; k++) {
+    const pending *p = &ts->p[k];
+    if (slot[k] == -1 || p->nops != 1 || (!p->stk && a2a_opt->stack_depth > 0)) return;
+  }
+  ts->rp_s = s;
+  ts->rp_epoch = g_tl_epoch;
+  for (int k = 0; k < n; k++) {
+    ts->rp_r[k] = rr[k];
+    ts->rp_slot[k] = (int8_t)slot[k];
+    ts->rp_use[k] = rr[k]->last_use;
+  }
+  ts->rp_n = (uint8_t)n;
+}
+
+/* Whether range r is still what the replay left (see "Repeated groups"):
+ * live, with the bounds of entry p, its last_use `use`. */
+static inline bool memo_holds(const range *r, const pending *p, uint64_t use) {
+  return r->live && r->lo == p->lo && r->hi == p->hi && r->last_use == use;
+}
+
+/* Caller holds g_mu; ts->npending == ts->rp_n != 0. True when the group
+ * was replayed (see "Repeated groups"), false with nothing changed. The
+ * last entry always has a slot (only the first of two may be an in-place
+ * read, HB_SLOT_USE: then its range is the last entry's, with the same
+ * bounds, tested as the last entry's; its own rp_use is not kept). */
+static inline bool group_replay(thread_state *ts) {
+  int n = ts->rp_n, s = ts->rp_s, l = n - 1;
+  if (ts->rp_epoch != g_tl_epoch || g_nr + 3 > MAX_RANGES || g_tl[s].capturing) return false;
+  range *r0 = ts->rp_r[0], *rl = ts->rp_r[l];
+  int slot0 = ts->rp_slot[0];
+  if (!memo_holds(rl, &ts->p[l], ts->rp_use[l]) ||
+      (n == 2 && slot0 != HB_SLOT_USE && !memo_holds(r0, &ts->p[0], ts->rp_use[0])))
+    return false;
+  enqueue_edges(s);
+  uint32_t clk = tick(s);
+  uint64_t u = g_use;
+  if (n == 2) { /* the first entry's range use and access, as fast_pend's */
+    r0->last_use = ts->rp_use[0] = ++u;
+    if (slot0 >= 0) r0->acc[slot0].clk = clk;
+  }
+  rl->last_use = ts->rp_use[l] = ++u;
+  rl->acc[ts->rp_slot[l]].clk = clk;
+  g_use = u;
+  return true;
+}
+
+/* Enqueue the pending accesses of ts (the outermost ncclGroupEnd).
+ * Caller holds g_mu. The common case, every access on one stream
+ * argument, needs no per-access timeline or epoch: one lookup, one set of
+ * edges, one tick. ts's range slots for its first two entries
+ * (range_memo) and its replay (see "Repeated groups") are kept. */
+static void pending_apply(thread_state *ts, uint32_t thread) {
+  pending *arr = ts->p;
+  int npending = ts->npending;
+  uint16_t *memo = ts->rmemo;
+  ts->rp_n = 0; /* set again below if the fast path applies them */
   const pending *p0 = &arr[0];
   for (int i = 1; i < npending; i++)
     if (!same_stream(&arr[i], p0)) {
@@ -1887,10 +2014,14 @@ static void pending_apply(pending *arr, int npending, uint32_t thread, uint16_t 
   if (s < 0 || g_tl[s].capturing) return; /* (a capturing stream's accesses are skipped) */
   enqueue_edges(s);
   uint32_t clk = tick(s);
+  range *rr[2] = {NULL, NULL}; /* (set by comm_fast_pend for its n entries) */
+  int slot[2] = {-1, -1};
   if (npending <= 2 && arr[0].stk != &arr[0].scratch &&
       (npending == 1 || arr[1].stk != &arr[1].scratch) &&
-      comm_fast_pend(npending, arr, s, clk, memo))
+      comm_fast_pend(npending, arr, s, clk, memo, rr, slot)) {
+    group_memo_set(ts, npending, s, rr, slot);
     return;
+  }
   pending_access_one(arr, npending, s, clk);
 }
 
@@ -2235,24 +2366,26 @@ static bool copy_host_waits(const a2a_event *ev) {
  * its POST, or kept in a thread's deferred-copy ring until a drain (see
  * "Deferred copies"). device is dev_of(ev) at the call. */
 typedef struct copy_rec {
+  /* In a thread's deferred-copy ring only: how many copies, identical and
+   * consecutive, the entry stands for (see "Repeated copies"); 0 once a
+   * drain has claimed it. (First: stage_copy addresses the entry and its
+   * count as one.) */
+  _Atomic uint32_t n;
+  int device;
   void *stream;
   const void *dst, *src;
   size_t bytes;
   const void *site;
   const char *api;
-  int device;
-  int8_t per_thread;
-  bool memset_;
-  /* The call's async flag and copy kind: not on_copy's business, but a copy
+  /* The call's copy kind and async flag: not on_copy's business, but a copy
    * equal to a deferred one in these too is one hb_case_copy defers (see
    * stage_copy). */
+  int cpykind;
   bool async;
-  uint8_t cpykind;
-  /* In a thread's deferred-copy ring only: how many copies, identical and
-   * consecutive, the entry stands for (see "Repeated copies"); 0 once a
-   * drain has claimed it. */
-  _Atomic uint32_t n;
+  int8_t per_thread;
+  bool memset_;
 } copy_rec;
+_Static_assert(sizeof(copy_rec) == 64, "stage_copy indexes a ring of 64-byte entries");
 
 /* (The calling thread, ev->thread, is the caller's to keep: a deferred
  * copy's is its ring's.) */
@@ -2269,21 +2402,23 @@ static inline __attribute__((always_inline)) void copy_rec_of_k(const a2a_event 
   c->per_thread = (int8_t)ev->per_thread;
   c->memset_ = ms;
   c->async = ev->u.copy.async != 0;
-  c->cpykind = (uint8_t)ev->u.copy.cpykind;
+  c->cpykind = ev->u.copy.cpykind;
 }
 
 static inline void copy_rec_of(const a2a_event *ev, copy_rec *c) {
   copy_rec_of_k(ev, c, ev->kind == A2A_EV_MEMSET);
 }
 
-/* Whether the copy of ev is the one c records (copy_rec_of(ev) would
- * write the same fields). */
-static inline bool copy_rec_same(const copy_rec *c, const a2a_event *ev, bool ms) {
+/* Whether the copy of ev, of a thread below MAX_THREADS, is the one c
+ * records (copy_rec_of(ev) would write the same fields; the device as
+ * dev_of finds it, inline). */
+static inline __attribute__((always_inline)) bool copy_rec_same(const copy_rec *c,
+                                                                const a2a_event *ev, bool ms) {
   return c->dst == ev->u.copy.dst && c->stream == ev->stream && c->src == ev->u.copy.src &&
          c->bytes == ev->u.copy.bytes && c->site == ev->callsite && c->api == ev->api &&
-         c->per_thread == (int8_t)ev->per_thread && c->memset_ == ms && c->async == (ev->u.copy.async != 0) &&
-         c->cpykind == (uint8_t)ev->u.copy.cpykind &&
-         c->device == dev_of(ev);
+         c->per_thread == (int8_t)ev->per_thread && c->memset_ == ms &&
+         c->async == (ev->u.copy.async != 0) && c->cpykind == ev->u.copy.cpykind &&
+         c->device == (ev->device >= 0 ? ev->device : g_last_dev[ev->thread]);
 }
 
 /* Whether a copy or memset event that does not make the host wait goes
@@ -2692,7 +2827,7 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
   if (!ev->u.group.simulate && ev->ok && ts->npending) {
     report_q q;
     hb_lock(&q);
-    pending_apply(ts->p, ts->npending, ev->thread, ts->rmemo);
+    if (ts->npending != ts->rp_n || !group_replay(ts)) pending_apply(ts, ev->thread);
     hb_unlock(&q);
   }
   ts->npending = 0;
@@ -2772,9 +2907,12 @@ static inline __attribute__((always_inline)) void hb_case_launch(const a2a_event
  * (see "Deferred copies"), any other has nothing to do. The rest (a
  * thread's first copy, a full ring, a span that may be tracked) goes the
  * locked way. ms: ev->kind == A2A_EV_MEMSET (a constant in the per-kind
- * handlers). */
-static inline __attribute__((always_inline)) void hb_case_copy(const a2a_event *ev, bool ms) {
-  if (ev->phase == A2A_POST && ev->result == 0 &&
+ * handlers); post: the event is known to be a POST (the per-kind handlers:
+ * the dispatcher calls this analyzer's handlers only for the kinds of its
+ * post mask, its pre mask being empty). */
+static inline __attribute__((always_inline)) void hb_case_copy(const a2a_event *ev, bool ms,
+                                                                bool post) {
+  if ((post || ev->phase == A2A_POST) && ev->result == 0 &&
       atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
       !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
       (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
@@ -2810,7 +2948,7 @@ static void hb_on_event(const a2a_event *ev) {
   /* (Tested before the event records and waits: the kinds exclude each
    * other.) */
   if (ev->kind == A2A_EV_MEMCPY || ev->kind == A2A_EV_MEMSET) {
-    hb_case_copy(ev, ev->kind == A2A_EV_MEMSET);
+    hb_case_copy(ev, ev->kind == A2A_EV_MEMSET, false);
     return;
   }
   if (ev->kind == A2A_EV_EVENT_RECORD || ev->kind == A2A_EV_STREAM_WAIT_EVENT) {
@@ -2834,20 +2972,22 @@ static void hb_on_event(const a2a_event *ev) {
 
 /* The dispatch table's handlers (hb_by_kind): hb_on_event for one kind. */
 static void hb_k_launch(const a2a_event *ev) { hb_case_launch(ev); }
-static void hb_k_memcpy(const a2a_event *ev) { hb_case_copy(ev, false); }
-static void hb_k_memset(const a2a_event *ev) { hb_case_copy(ev, true); }
+static void hb_k_memcpy(const a2a_event *ev) { hb_case_copy(ev, false, true); }
+static void hb_k_memset(const a2a_event *ev) { hb_case_copy(ev, true, true); }
 static void hb_k_record_wait(const a2a_event *ev) { hb_case_record_wait(ev); }
-/* hb_nccl for each NCCL kind, without its test of the kind. */
+/* hb_nccl for each NCCL kind, without its test of the kind, nor of the
+ * phase: the dispatcher calls this analyzer's handlers for POSTs only (its
+ * pre mask is empty). */
 static void hb_k_group_start(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   hb_group_start(ev);
 }
 static void hb_k_group_end(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   hb_group_end(ev);
 }
 static void hb_k_comm_op(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   if (ev->ok) on_comm_op(ev);
 }
 /* hb_k_comm_op for a send or receive: a grouped one on a stream other than
@@ -2859,7 +2999,7 @@ static void hb_k_comm_op(const a2a_event *ev) {
  * one side of a point-to-point call is pending_add'ed, as on_comm_op's
  * two calls (the other side has no bytes) do. Anything else: on_comm_op. */
 static void hb_k_p2p(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* (a POST: see above) */
   if (!ev->ok) return;
   thread_state *ts = ev->thread < MAX_THREADS ? g_threads[ev->thread] : NULL;
   if (!ts || ts->depth <= 0 || ev->stream == STREAM_LEGACY ||
@@ -2868,8 +3008,7 @@ static void hb_k_p2p(const a2a_event *ev) {
     return;
   }
   if (!race_checks_on()) return;
-  pending_add_inl(ts, ev, (uintptr_t)ev->u.p2p.buff,
-              ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
+  pending_add(ts, ev, (uintptr_t)ev->u.p2p.buff, ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
               ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
 }
 
@@ -3038,7 +3177,7 @@ static const a2a_by_kind hb_by_kind = {
 const a2a_analyzer a2a_analyzer_stream_hb = {
     .name = "stream_hb",
     .owner = A2A_OWN_STREAM_HB,
-    .pre = 0,
+    .pre = 0, /* (the per-kind handlers rely on it: POSTs only) */
     .post = A2A_KIND_BIT(A2A_EV_SET_DEVICE) | A2A_KIND_BIT(A2A_EV_GROUP_START) |
             A2A_KIND_BIT(A2A_EV_GROUP_END) | A2A_KIND_BIT(A2A_EV_COLL) |
             A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_STREAM_CREATE) |

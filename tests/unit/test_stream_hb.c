@@ -1228,6 +1228,38 @@ START_TEST(repeated_copies_differ_in_one_field) {
 }
 END_TEST
 
+/* A copy whose device the analyzer takes from the thread's current one
+ * (the event has none: the shim's copies) is not counted on a deferred
+ * copy made before a cudaSetDevice: on the legacy default stream, the new
+ * device's is another stream, which the old device's event does not
+ * order. */
+static void set_device(uint32_t thread, int dev) {
+  a2a_event ev = ev_make(A2A_EV_SET_DEVICE);
+  ev.thread = thread;
+  ev.u.dev.device = dev;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(repeated_copies_on_another_device_are_not_counted) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  void *const X = (void *)0x8a000000, *done = (void *)0xed;
+  memop_on(1, (void *)0x86000000, 64, NULL); /* the thread's first: locked */
+  a2a_event ev = memop_make(1, X, 64, NULL);  /* deferred, device 0's legacy stream */
+  ev.device = -1;
+  ev_dispatch(&ev, 0);
+  set_device(1, 1);
+  ev = memop_make(1, X, 64, NULL); /* the same call: device 1's legacy stream */
+  ev.device = -1;
+  ev_dispatch(&ev, 0);
+  set_device(1, 0);
+  event_ev(A2A_EV_EVENT_RECORD, done, NULL, 0); /* device 0's legacy stream */
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMM, 0);
+  send_on(S_COMM, X, 16, (void *)0x4306);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
 /* A copy that makes the host wait is never counted on a deferred one,
  * even one equal to it in everything but the async flag: the host's wait
  * orders the stream's copies before a later operation. */
@@ -1306,6 +1338,160 @@ START_TEST(grouped_sendrecv_swapped_buffers) {
   memop(A2A_EV_MEMSET, RECVBUF, NULL, NBYTES, 0, 1, S_COMP); /* rewrites what is sent */
   ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
   ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* Repeated groups (group_replay): the same group posted again is
+ * replayed, and a replayed group's accesses carry its own epoch - after
+ * the host waited for the group before, the replayed one is in flight:
+ * rewriting what it sends and reading what it receives are reported. */
+START_TEST(grouped_sendrecv_replay_keeps_findings) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 3; i++) { /* the first records the replay, the others replay */
+    sendrecv_group(S_COMM);
+    stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  }
+  sendrecv_group(S_COMM); /* replayed, in flight */
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 2);
+}
+END_TEST
+
+/* In place (a send and a receive of one buffer): the replay uses the
+ * range for the read, and the write's epoch is the replayed group's. */
+START_TEST(grouped_in_place_replay_keeps_findings) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 4; i++) {
+    group(A2A_EV_GROUP_START);
+    send_on(S_COMM, RECVBUF, NBYTES / 4, (void *)0x2100);
+    recv_on(S_COMM, RECVBUF, NBYTES / 4);
+    group(A2A_EV_GROUP_END);
+    if (i < 3) stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* A range whose history changed since the group (here a kernel on another
+ * stream writes the receive buffer, ordered after the group by the host's
+ * wait but not before the next group) is not replayed: the next group's
+ * receive is checked against the kernel. */
+START_TEST(grouped_replay_refused_after_history_change) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0); /* its timeline made before the groups */
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  sendrecv_group(S_COMM); /* replayable from here */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+  sendrecv_group(S_COMM);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-input")->message, "kernel fill"));
+}
+END_TEST
+
+/* An entry that differs from the replayed group's in its call site, its
+ * buffer or its communicator is not replayed: its access is its own. */
+START_TEST(grouped_replay_needs_the_same_entries) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2222); /* another site */
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2222"));
+
+  /* Another (smaller) send buffer: a new range, split from the old one. */
+  setup();
+  two_streams_warm(NONBLOCKING);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 8, (void *)0x2100);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  memop(A2A_EV_MEMSET, (char *)SENDBUF + NBYTES / 2, NULL, NBYTES / 2, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0); /* the other half is not sent */
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES / 2, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+
+  /* Another API name (as another communicator would): the access names it. */
+  setup();
+  two_streams_warm(NONBLOCKING);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  group(A2A_EV_GROUP_START);
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.api = "ncclSendOther";
+  ev.comm = COMM;
+  ev.stream = S_COMM;
+  ev.callsite = (void *)0x2100;
+  ev.u.p2p.is_send = 1;
+  ev.u.p2p.buff = SENDBUF;
+  ev.u.p2p.count = NBYTES / 4;
+  ev.u.p2p.dtype = NCCL_FLOAT;
+  ev_dispatch(&ev, 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->message, "ncclSendOther"));
+}
+END_TEST
+
+/* A group posted while its stream captures is not replayed: a capturing
+ * stream's accesses are skipped (its work is recorded, not run). */
+START_TEST(grouped_replay_refused_while_capturing) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_COMM, 0);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_GRAPH_CAPTURE_END, S_COMM, 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+/* A stream destroyed and created again with the same handle is a new
+ * timeline: the next group is not replayed on the old one (the host's
+ * wait for the new stream orders it). */
+START_TEST(grouped_replay_refused_for_a_new_stream) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  a2a_event d = ev_make(A2A_EV_STREAM_DESTROY);
+  d.stream = S_COMM;
+  ev_dispatch(&d, 0);
+  stream_create(S_COMM, NONBLOCKING);
+  sendrecv_group(S_COMM);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0);
 }
 END_TEST
 
@@ -2292,9 +2478,16 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, repeated_copies_are_counted);
   tcase_add_test(tc, repeated_copies_differ_in_one_field);
   tcase_add_test(tc, repeated_copies_host_waiting_one_is_not_counted);
+  tcase_add_test(tc, repeated_copies_on_another_device_are_not_counted);
   tcase_add_test(tc, grouped_sendrecv_fast_path_keeps_findings);
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
+  tcase_add_test(tc, grouped_sendrecv_replay_keeps_findings);
+  tcase_add_test(tc, grouped_in_place_replay_keeps_findings);
+  tcase_add_test(tc, grouped_replay_refused_after_history_change);
+  tcase_add_test(tc, grouped_replay_needs_the_same_entries);
+  tcase_add_test(tc, grouped_replay_refused_for_a_new_stream);
+  tcase_add_test(tc, grouped_replay_refused_while_capturing);
   suite_add_tcase(s, tc);
   return s;
 }
