@@ -66,7 +66,10 @@ if [ "$status" -ne 0 ]; then
   echo "FAIL: torchrun exited $status"
   fail=1
 fi
-ok=$(grep -cF -- "$expect" "$out")
+# Occurrences, not lines: the ranks share one output file, and an
+# unbuffered Python print writes its text and its newline separately, so
+# two ranks' lines can land on one ("rank 1/2: ... donerank 0/2: ... done").
+ok=$(grep -oF -- "$expect" "$out" | wc -l)
 if [ "$ok" -ne "$nproc" ]; then
   echo "FAIL: $ok of $nproc ranks reported \"$expect\""
   fail=1
