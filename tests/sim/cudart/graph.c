@@ -41,6 +41,7 @@ sim_item *sim_item_clone(const sim_item *it) {
   sim_item *c = malloc(sizeof *c + it->extra);
   if (!c) return NULL;
   memcpy(c, it, sizeof *c + it->extra);
+  c->pooled = false;   /* malloc'd to the item's own size */
   c->next = NULL;
   c->seq = 0;
   c->ndeps = 0;

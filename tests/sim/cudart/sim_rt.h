@@ -131,6 +131,8 @@ struct sim_item {
   int ndeps, capdeps;
   const char *what;        /* label for A2ASIM_TRACE (static string or NULL) */
   size_t extra;            /* bytes allocated after the item (kernel args) */
+  bool pooled;             /* from the item pool (stream.c): room for
+                              SIM_ITEM_POOL_EXTRA bytes after the item */
   struct sim_dep *deps;    /* deps_inline or heap */
   struct sim_dep deps_inline[2];
   union {

@@ -47,12 +47,61 @@ static void *slab_map(size_t bytes) { return calloc(1, bytes); }
 
 /* ---- items ---------------------------------------------------------------- */
 
+/* Items come from a pool of fixed-size blocks (room for
+ * SIM_ITEM_POOL_EXTRA bytes after the item; larger ones from malloc),
+ * carved SIM_ITEM_SLAB at a time from one allocation and never given back:
+ * the application thread allocates an item per enqueued operation and the
+ * stream's worker frees it, so with malloc every allocation missed the
+ * allocating thread's cache (glibc's tcache is the freeing thread's) and
+ * its cost varied with how far the worker lagged - by hundreds of
+ * instructions per call on a loaded machine, which the benchmarks'
+ * instruction counts of the calls (bench/) charged to whichever run was
+ * unlucky. A real runtime enqueues into preallocated queues; with the
+ * pool an enqueue costs the same whatever the worker does (a slab's
+ * allocation is shared by its SIM_ITEM_SLAB items). The pool holds as many
+ * blocks as were ever queued at once; the slabs stay reachable from
+ * g_slabs, so leak checkers see no leak. */
+enum { SIM_ITEM_POOL_EXTRA = 192, SIM_ITEM_SLAB = 64 };
+#define SIM_ITEM_BLOCK                                                                     \
+  ((sizeof(sim_item) + SIM_ITEM_POOL_EXTRA + _Alignof(max_align_t) - 1) &                   \
+   ~(_Alignof(max_align_t) - 1))
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static sim_item *pool_head;
+static void *g_slabs;   /* each slab's first block-sized header: the next slab */
+
+/* pool_mu held: one more slab's blocks onto the pool; false when out of
+ * memory. */
+static bool pool_refill(void) {
+  char *slab = malloc(SIM_ITEM_BLOCK * (SIM_ITEM_SLAB + 1));
+  if (!slab) return false;
+  *(void **)slab = g_slabs;
+  g_slabs = slab;
+  for (int i = SIM_ITEM_SLAB; i >= 1; i--) {
+    sim_item *it = (sim_item *)(slab + (size_t)i * SIM_ITEM_BLOCK);
+    it->next = pool_head;
+    pool_head = it;
+  }
+  return true;
+}
+
 sim_item *sim_item_new(int kind, size_t extra) {
-  sim_item *it = malloc(sizeof *it + extra);   /* extra bytes are the caller's */
+  sim_item *it = NULL;
+  bool pooled = extra <= SIM_ITEM_POOL_EXTRA;
+  if (pooled) {
+    pthread_mutex_lock(&pool_mu);
+    if (pool_head || pool_refill()) {
+      it = pool_head;
+      pool_head = it->next;
+    }
+    pthread_mutex_unlock(&pool_mu);
+  } else {
+    it = malloc(sizeof *it + extra);   /* extra bytes are the caller's */
+  }
   if (!it) return NULL;
   memset(it, 0, sizeof *it);
   it->kind = kind;
   it->extra = extra;
+  it->pooled = pooled;
   it->deps = it->deps_inline;
   it->capdeps = 2;
   return it;
@@ -74,7 +123,14 @@ void sim_item_free(sim_item *it) {
   if (!it) return;
   item_drop_holder(it);
   if (it->deps != it->deps_inline) free(it->deps);
-  free(it);
+  if (!it->pooled) {
+    free(it);
+    return;
+  }
+  pthread_mutex_lock(&pool_mu);
+  it->next = pool_head;
+  pool_head = it;
+  pthread_mutex_unlock(&pool_mu);
 }
 
 int sim_item_add_dep(sim_item *it, sim_stream *s, uint64_t seq) {
@@ -617,9 +673,11 @@ void sim_item_execute(sim_stream *s, sim_item *it) {
 void sim_streams_fork_prepare(void) {
   pthread_mutex_lock(&legacy_mu);
   pthread_mutex_lock(&slab_mu);
+  pthread_mutex_lock(&pool_mu);
 }
 
 void sim_streams_fork_parent(void) {
+  pthread_mutex_unlock(&pool_mu);
   pthread_mutex_unlock(&slab_mu);
   pthread_mutex_unlock(&legacy_mu);
 }
@@ -629,6 +687,8 @@ void sim_streams_after_fork_child(void) {
    * re-initialized on first use because their slot_gen is stale. */
   pthread_mutex_init(&slab_mu, NULL);
   pthread_mutex_init(&legacy_mu, NULL);
+  /* The pool's list was whole at fork (its lock was held): kept. */
+  pthread_mutex_init(&pool_mu, NULL);
   /* The bump pointers are kept: the child's new handles never alias a
    * handle of the parent, which stays invalid there. */
   stream_free = NULL;
