@@ -27,6 +27,7 @@
  * again with a new ticket.
  */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,19 @@ static __thread int g_depth;
 static __thread ncclResult_t g_err;
 static __thread struct sim_task *g_tasks;
 static __thread int g_ntasks, g_taskcap;
+/* A group of up to GROUP_INLINE tasks - every collective outside a group,
+ * the usual send/recv groups - is collected in the thread's own array and
+ * launched with scratch on the stack: no allocation per group, so the
+ * application thread's cost of an NCCL call does not depend on the heap's
+ * state (the stream workers free what the application thread allocates,
+ * which made malloc's cost vary from run to run; see bench/). Larger
+ * groups use the heap as before. */
+enum { GROUP_INLINE = 16 };
+static __thread struct sim_task g_tasks_inline[GROUP_INLINE];
+
+static void tasks_free(struct sim_task *t) {
+  if (t != g_tasks_inline) free(t);
+}
 static __thread struct sim_job **g_jobs;
 static __thread int g_njobs, g_jobcap;
 
@@ -164,9 +178,15 @@ ncclResult_t sim_group_add_task(const struct sim_task *t0) {
   t.capture = id;
   sim_group_start();
   ncclResult_t r = check_capture(&t);
+  if (r == ncclSuccess && !g_tasks) {
+    g_tasks = g_tasks_inline;
+    g_taskcap = GROUP_INLINE;
+  }
   if (r == ncclSuccess && g_ntasks == g_taskcap) {
-    int cap = g_taskcap ? 2 * g_taskcap : 32;
-    struct sim_task *nt = realloc(g_tasks, (size_t)cap * sizeof *nt);
+    int cap = 2 * g_taskcap;
+    struct sim_task *nt = g_tasks == g_tasks_inline ? malloc((size_t)cap * sizeof *nt)
+                                                    : realloc(g_tasks, (size_t)cap * sizeof *nt);
+    if (nt && g_tasks == g_tasks_inline) memcpy(nt, g_tasks_inline, (size_t)g_ntasks * sizeof *nt);
     if (nt) {
       g_tasks = nt;
       g_taskcap = cap;
@@ -332,7 +352,8 @@ static ncclResult_t check_stream_devices(struct ncclComm *c, void *const *stream
 }
 
 static ncclResult_t launch_comm(struct ncclComm *c, const struct sim_task *tasks, int n) {
-  void **streams = malloc((size_t)n * sizeof *streams);
+  void *streams_inline[GROUP_INLINE];
+  void **streams = n <= GROUP_INLINE ? streams_inline : malloc((size_t)n * sizeof *streams);
   if (!streams) return ncclSystemError;
   int ns = 0;
   for (int i = 0; i < n; i++) {
@@ -373,7 +394,7 @@ static ncclResult_t launch_comm(struct ncclComm *c, const struct sim_task *tasks
     }
   }
   if (old != c->cuda_dev) a2asim_set_device(old);
-  free(streams);
+  if (streams != streams_inline) free(streams);
   return r;
 }
 
@@ -418,7 +439,7 @@ ncclResult_t sim_group_end(int simulate, float *est_us) {
       free_job(jobs[i]);
     }
     free(jobs);
-    free(tasks);
+    tasks_free(tasks);
     return r;
   }
   if (njobs) r = run_jobs(jobs, njobs);
@@ -435,21 +456,26 @@ ncclResult_t sim_group_end(int simulate, float *est_us) {
   }
   if (nonblocking && blocking) {
     sim_warn("Blocking and nonblocking communicators are not allowed in the same group.");
-    free(tasks);
+    tasks_free(tasks);
     return ncclInvalidArgument;
   }
   ncclResult_t cr = check_clique_capture(tasks, ntasks);
   if (cr != ncclSuccess) {
-    free(tasks);
+    tasks_free(tasks);
     return cr;
   }
   /* One item per communicator, communicators in order of first use. */
-  int *done = calloc((size_t)ntasks + 1, sizeof *done);
-  struct sim_task *batch = malloc(((size_t)ntasks + 1) * sizeof *batch);
+  int done_inline[GROUP_INLINE];
+  struct sim_task batch_inline[GROUP_INLINE];
+  bool small = ntasks <= GROUP_INLINE;
+  int *done = small ? done_inline : calloc((size_t)ntasks + 1, sizeof *done);
+  struct sim_task *batch = small ? batch_inline : malloc(((size_t)ntasks + 1) * sizeof *batch);
   if (!done || !batch) {
-    free(done); free(batch); free(tasks);
+    if (!small) { free(done); free(batch); }
+    tasks_free(tasks);
     return ncclSystemError;
   }
+  if (small) memset(done_inline, 0, sizeof done_inline);
   for (int i = 0; i < ntasks; i++) {
     if (done[i]) continue;
     int nb = 0;
@@ -458,9 +484,11 @@ ncclResult_t sim_group_end(int simulate, float *est_us) {
     ncclResult_t s = launch_comm(tasks[i].comm, batch, nb);
     if (s != ncclSuccess && (r == ncclSuccess || r == ncclInProgress)) r = s;
   }
-  free(done);
-  free(batch);
-  free(tasks);
+  if (!small) {
+    free(done);
+    free(batch);
+  }
+  tasks_free(tasks);
   if (nonblocking && r == ncclSuccess) r = ncclInProgress;
   return r;
 }
