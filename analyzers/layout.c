@@ -1284,18 +1284,23 @@ static int layout_init(void) {
   return a2a_tslots_init(&g_threads, release_events);
 }
 
-/* layout_on_event's targets, per kind, for the dispatch table. */
+/* layout_on_event's targets, per kind, for the dispatch table. The NCCL
+ * operations and group calls are in the pre mask only, so the table calls
+ * their PRE functions directly (layout_on_op and the group fronts, which
+ * on_event's callers reach in both phases, only add the phase test). */
 static const a2a_by_kind layout_by_kind = {
     .fn = {[A2A_EV_LAUNCH] = layout_launch, [A2A_EV_MEMCPY] = layout_memcpy,
-           [A2A_EV_COLL] = layout_on_op, [A2A_EV_P2P] = layout_on_op,
-           [A2A_EV_GROUP_START] = layout_on_group_start,
-           [A2A_EV_GROUP_END] = layout_on_group_end}};
+           [A2A_EV_COLL] = layout_op_pre, [A2A_EV_P2P] = layout_op_pre,
+           [A2A_EV_GROUP_START] = layout_group_start,
+           [A2A_EV_GROUP_END] = layout_group_end}};
 
 /* Launches (the hot path) in both phases: the hidden-copy check times copy
  * kernels between PRE and POST. */
 const a2a_analyzer a2a_analyzer_layout = {
     .name = "layout",
     .owner = A2A_OWN_LAYOUT,
+    /* (layout_by_kind relies on it: the NCCL operations and group calls
+     * in this mask only.) */
     .pre = A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) |
            A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
            A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
