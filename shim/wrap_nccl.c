@@ -56,30 +56,18 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
   a2a_rt_note_nccl_call();
 }
 
-/* A2A_PRE / A2A_POST_END for the operation and group wrappers, whose
- * event kind is a constant (evkind): a2a_dispatch_hot instead of
- * a2a_dispatch_inline - the same handlers in the same order (the shut list
- * only omits gated handlers that would return at their own gate test: see
- * a2a_analyzer.pre_gate), the activity store with the kind's bits known,
- * the handler list's address a constant. The clock is not read: t_ns stays
- * 0 (a2a_shim_event_init), as a2a_event.h documents for these kinds - no
- * analyzer reads the time of an NCCL operation or group call (perf_comm
- * times operations with CUDA events), and two clock reads per call were a
- * tenth of a grouped send's cost. */
-#define A2A_PRE_NCCL(ev, evkind)                                              \
-  do {                                                                        \
-    (ev).phase = A2A_PRE;                                                     \
-    a2a_dispatch_hot(&(ev), (evkind), A2A_PRE);                               \
-    errno = a2a_errno_;                                                       \
-  } while (0)
-
-#define A2A_POST_END_NCCL(ev, evkind)                                         \
-  do {                                                                        \
-    (ev).phase = A2A_POST;                                                    \
-    a2a_dispatch_hot(&(ev), (evkind), A2A_POST);                              \
-    a2a_rt_leave();                                                           \
-    errno = a2a_errno_;                                                       \
-  } while (0)
+/* The operation and group wrappers know their event kind at compile time:
+ * they dispatch with the hot wrappers' A2A_PRE_HOT / A2A_POST_END_HOT
+ * (intercept.h) - a2a_dispatch_hot instead of a2a_dispatch_inline, the same
+ * handlers in the same order (the shut list only omits gated handlers that
+ * would return at their own gate test: see a2a_analyzer.pre_gate), the
+ * activity store with the kind's bits known, the handler list's address a
+ * constant - and without reading the clock: t_ns is 0, as a2a_event.h
+ * documents for these kinds (no analyzer reads the time of an NCCL
+ * operation or group call; perf_comm times operations with CUDA events),
+ * where two clock reads per call were a tenth of a grouped send's cost.
+ * Their POST still begins with A2A_POST_BEGIN: an NCCL result may be
+ * ncclInProgress (a2a_event_set_result). */
 
 /* NCCL's group depth on this thread (see group_track below). */
 static _Thread_local int tls_group_depth;
@@ -517,10 +505,10 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     ev.u.coll.dtype = (int)(dtype_);                                          \
     ev.u.coll.redop = (int)(redop_);                                          \
     ev.u.coll.root = (root_);                                                 \
-    A2A_PRE_NCCL(ev, A2A_EV_COLL);                                            \
+    A2A_PRE_HOT(ev, A2A_EV_COLL, 0);                                          \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END_NCCL(ev, A2A_EV_COLL);                                       \
+    A2A_POST_END_HOT(ev, A2A_EV_COLL);                                        \
     return r;                                                                 \
   }
 
@@ -590,10 +578,10 @@ A2A_PUBLIC ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataTyp
   ev.u.p2p.count = count;
   ev.u.p2p.dtype = (int)datatype;
   ev.u.p2p.peer = peer;
-  A2A_PRE_NCCL(ev, A2A_EV_P2P);
+  A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
   ncclResult_t r = A2A_REAL(ncclSend)(sendbuff, count, datatype, peer, comm, stream);
   A2A_POST_BEGIN(ev, r);
-  A2A_POST_END_NCCL(ev, A2A_EV_P2P);
+  A2A_POST_END_HOT(ev, A2A_EV_P2P);
   return r;
 }
 
@@ -608,10 +596,10 @@ A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
   ev.u.p2p.count = count;
   ev.u.p2p.dtype = (int)datatype;
   ev.u.p2p.peer = peer;
-  A2A_PRE_NCCL(ev, A2A_EV_P2P);
+  A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
   ncclResult_t r = A2A_REAL(ncclRecv)(recvbuff, count, datatype, peer, comm, stream);
   A2A_POST_BEGIN(ev, r);
-  A2A_POST_END_NCCL(ev, A2A_EV_P2P);
+  A2A_POST_END_HOT(ev, A2A_EV_P2P);
   return r;
 }
 
@@ -644,11 +632,11 @@ static void group_track(bool start, ncclResult_t r)
     A2A_EVENT(ev, (evkind), #name);                                           \
     nccl_event(&ev, NULL, NULL);                                              \
     ev.u.group.simulate = (simulate_);                                        \
-    A2A_PRE_NCCL(ev, (evkind));                                               \
+    A2A_PRE_HOT(ev, (evkind), 0);                                             \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN(ev, r);                                                    \
     group_track((start_), r);                                                 \
-    A2A_POST_END_NCCL(ev, (evkind));                                          \
+    A2A_POST_END_HOT(ev, (evkind));                                           \
     return r;                                                                 \
   }
 
