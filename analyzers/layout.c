@@ -1143,13 +1143,6 @@ static void layout_memcpy(const a2a_event *ev) {
 
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
 
-/* An operation's POST only closes its generation (outside a group): out
- * of layout_other, whose frame is the PRE's. */
-__attribute__((noinline)) static void layout_op_post(const a2a_event *ev) {
-  ly_thread *t = thread_get(ev->thread, true);
-  if (t && t->depth == 0) t->gen++;
-}
-
 /* An operation's PRE past the replay (layout_op_pre): the pending
  * hidden-copy findings, then the operation. */
 __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event *ev) {
@@ -1162,12 +1155,19 @@ __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event 
 
 /* An operation's PRE: out of layout_other, so that the NCCL calls' own
  * paths do not pay for the rare kinds' frame. The replay of the remembered
- * group's operation, the common case in a group, makes no call. */
+ * group's operation, the common case in a group, makes no call.
+ * An operation outside a group then closes the thread's generation (what
+ * its POST did before): nothing of this thread reaches the analyzer
+ * between an operation's PRE and its POST (NCCL's own launches and calls
+ * pass through the shim's depth guard), so the generation every later
+ * event sees is the same, and the operation's POST needs no handler (the
+ * dispatch table calls none: layout's post mask has no NCCL operation). */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
   if (!t->nfeeds && t->gsame && t->depth > 0 && replay_op(t, ev)) return;
   op_pre_rest(t, ev);
+  if (t->depth == 0) t->gen++;
 }
 
 __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
@@ -1218,10 +1218,10 @@ __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
 }
 
 /* Per kind (layout_by_kind and the front below): groups and operations
- * matter at PRE only, but for an operation's POST (layout_op_post). */
+ * matter at PRE only (an operation's generation closes at its PRE:
+ * layout_op_pre). */
 static void layout_on_op(const a2a_event *ev) {
-  if (ev->phase == A2A_POST) layout_op_post(ev);
-  else layout_op_pre(ev);
+  if (ev->phase == A2A_PRE) layout_op_pre(ev);
 }
 static void layout_on_group_start(const a2a_event *ev) {
   if (ev->phase == A2A_PRE) layout_group_start(ev);
@@ -1284,24 +1284,28 @@ static int layout_init(void) {
   return a2a_tslots_init(&g_threads, release_events);
 }
 
-/* layout_on_event's targets, per kind, for the dispatch table. */
+/* layout_on_event's targets, per kind, for the dispatch table. The NCCL
+ * operations and group calls are in the pre mask only, so the table calls
+ * their PRE functions directly (layout_on_op and the group fronts, which
+ * on_event's callers reach in both phases, only add the phase test). */
 static const a2a_by_kind layout_by_kind = {
     .fn = {[A2A_EV_LAUNCH] = layout_launch, [A2A_EV_MEMCPY] = layout_memcpy,
-           [A2A_EV_COLL] = layout_on_op, [A2A_EV_P2P] = layout_on_op,
-           [A2A_EV_GROUP_START] = layout_on_group_start,
-           [A2A_EV_GROUP_END] = layout_on_group_end}};
+           [A2A_EV_COLL] = layout_op_pre, [A2A_EV_P2P] = layout_op_pre,
+           [A2A_EV_GROUP_START] = layout_group_start,
+           [A2A_EV_GROUP_END] = layout_group_end}};
 
 /* Launches (the hot path) in both phases: the hidden-copy check times copy
  * kernels between PRE and POST. */
 const a2a_analyzer a2a_analyzer_layout = {
     .name = "layout",
     .owner = A2A_OWN_LAYOUT,
+    /* (layout_by_kind relies on it: the NCCL operations and group calls
+     * in this mask only.) */
     .pre = A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) |
            A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
            A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
            A2A_KIND_BIT(A2A_EV_LAUNCH),
-    .post = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
-            A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_LAUNCH) |
+    .post = A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_LAUNCH) |
             A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) | A2A_KIND_BIT(A2A_EV_FORK_CHILD),
     /* A launch's or copy's POST only closes a timing bracket. */
     .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_MEMCPY),

@@ -167,7 +167,8 @@ typedef struct ly_thread {
   const void *outer_text_site;
   char outer_text[192];
   uint64_t gen;             /* advanced after each operation outside a group
-                               and at each outermost ncclGroupEnd */
+                               (at the end of its PRE) and at each outermost
+                               ncclGroupEnd */
   uint32_t nops;
   ly_range ranges[LAYOUT_MAX_RANGES];
   unsigned nranges;

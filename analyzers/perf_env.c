@@ -200,7 +200,10 @@ static struct {
   char suggestion[64];
 } g_hits[MAX_HITS];
 static size_t g_nhits;
-static atomic_int g_pending; /* 1 until the first event reported the hits */
+/* 1 until the first event reported the hits; also the analyzer's gate
+ * (a2a_analyzer.pre_gate): once it reads 0 the handler has nothing left to
+ * do, so the hot dispatch leaves it out of every NCCL call's list. */
+static _Atomic unsigned g_pending;
 
 static int perf_env_init(void) {
   atomic_store(&g_pending, 0);
@@ -221,7 +224,7 @@ static int perf_env_init(void) {
     memcpy(g_hits[i].suggestion, hits[i].suggestion, sizeof g_hits[i].suggestion);
   }
   g_nhits = n;
-  atomic_store(&g_pending, n > 0);
+  atomic_store(&g_pending, n > 0 ? 1u : 0u);
   return 0;
 }
 
@@ -272,6 +275,10 @@ const a2a_analyzer a2a_analyzer_perf_env = {
     .owner = A2A_OWN_PERF_ENV,
     .pre = PE_KINDS,
     .post = 0,
+    /* perf_env_on_event does nothing once g_pending is 0 (set at init, before
+     * any call is dispatched; cleared by the report, never set again). */
+    .pre_gated = PE_KINDS,
+    .pre_gate = &g_pending,
     .init = perf_env_init,
     .on_event = perf_env_on_event,
 };

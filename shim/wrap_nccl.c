@@ -56,6 +56,19 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
   a2a_rt_note_nccl_call();
 }
 
+/* The operation and group wrappers know their event kind at compile time:
+ * they dispatch with the hot wrappers' A2A_PRE_HOT / A2A_POST_END_HOT
+ * (intercept.h) - a2a_dispatch_hot instead of a2a_dispatch_inline, the same
+ * handlers in the same order (the shut list only omits gated handlers that
+ * would return at their own gate test: see a2a_analyzer.pre_gate), the
+ * activity store with the kind's bits known, the handler list's address a
+ * constant - and without reading the clock: t_ns is 0, as a2a_event.h
+ * documents for these kinds (no analyzer reads the time of an NCCL
+ * operation or group call; perf_comm times operations with CUDA events),
+ * where two clock reads per call were a tenth of a grouped send's cost.
+ * Their POST still begins with A2A_POST_BEGIN: an NCCL result may be
+ * ncclInProgress (a2a_event_set_result). */
+
 /* NCCL's group depth on this thread (see group_track below). */
 static _Thread_local int tls_group_depth;
 
@@ -159,7 +172,10 @@ A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
   return r;
 }
 
-A2A_PUBLIC ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+/* The analyzed call (ncclCommGetAsyncError below): out of line, so that
+ * the pass-through of NCCL's own nested calls pays for no frame. */
+__attribute__((noinline)) static ncclResult_t comm_get_async_error(ncclComm_t comm,
+                                                                   ncclResult_t *asyncError)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommGetAsyncError, comm, asyncError);
   A2A_EVENT(ev, A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError");
@@ -170,6 +186,27 @@ A2A_PUBLIC ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asy
   ev.u.async_err.async_error = (r == ncclSuccess && asyncError) ? (int)*asyncError : -1;
   A2A_POST_END(ev);
   return r;
+}
+
+/* NCCL calls ncclCommGetAsyncError through the PLT at every enqueue (its
+ * communicator readiness check), from inside the application's analyzed
+ * NCCL call: there the runtime is ready and the depth guard set, which is
+ * exactly when A2A_PASS_THROUGH_UNLESS_ENTERED forwards the call unchanged
+ * (a2a_rt_enter's fast path returns false). That case is tested first and
+ * tail-calls NCCL without saving and restoring errno, which nothing on this
+ * path touches (an unresolved slot takes the full path, whose resolution
+ * preserves errno). Anything else: comm_get_async_error, the wrapper as
+ * every other. */
+A2A_PUBLIC ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+  if (__builtin_expect(a2a_rt_t_depth != 0, 1) &&
+      atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) == A2A_RT_STATE_READY) {
+    void *real = atomic_load_explicit(&a2a_real_slot[A2A_SYM_ncclCommGetAsyncError],
+                                      memory_order_acquire);
+    if (__builtin_expect(real != NULL, 1))
+      return ((a2a_real_ncclCommGetAsyncError_t)real)(comm, asyncError);
+  }
+  return comm_get_async_error(comm, asyncError);
 }
 
 /* ------------------------------------------------------------------ */
@@ -468,10 +505,10 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     ev.u.coll.dtype = (int)(dtype_);                                          \
     ev.u.coll.redop = (int)(redop_);                                          \
     ev.u.coll.root = (root_);                                                 \
-    A2A_PRE(ev);                                                              \
+    A2A_PRE_HOT(ev, A2A_EV_COLL, 0);                                          \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END(ev);                                                         \
+    A2A_POST_END_HOT(ev, A2A_EV_COLL);                                        \
     return r;                                                                 \
   }
 
@@ -541,10 +578,10 @@ A2A_PUBLIC ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataTyp
   ev.u.p2p.count = count;
   ev.u.p2p.dtype = (int)datatype;
   ev.u.p2p.peer = peer;
-  A2A_PRE(ev);
+  A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
   ncclResult_t r = A2A_REAL(ncclSend)(sendbuff, count, datatype, peer, comm, stream);
   A2A_POST_BEGIN(ev, r);
-  A2A_POST_END(ev);
+  A2A_POST_END_HOT(ev, A2A_EV_P2P);
   return r;
 }
 
@@ -559,10 +596,10 @@ A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
   ev.u.p2p.count = count;
   ev.u.p2p.dtype = (int)datatype;
   ev.u.p2p.peer = peer;
-  A2A_PRE(ev);
+  A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
   ncclResult_t r = A2A_REAL(ncclRecv)(recvbuff, count, datatype, peer, comm, stream);
   A2A_POST_BEGIN(ev, r);
-  A2A_POST_END(ev);
+  A2A_POST_END_HOT(ev, A2A_EV_P2P);
   return r;
 }
 
@@ -595,11 +632,11 @@ static void group_track(bool start, ncclResult_t r)
     A2A_EVENT(ev, (evkind), #name);                                           \
     nccl_event(&ev, NULL, NULL);                                              \
     ev.u.group.simulate = (simulate_);                                        \
-    A2A_PRE(ev);                                                              \
+    A2A_PRE_HOT(ev, (evkind), 0);                                             \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN(ev, r);                                                    \
     group_track((start_), r);                                                 \
-    A2A_POST_END(ev);                                                         \
+    A2A_POST_END_HOT(ev, (evkind));                                           \
     return r;                                                                 \
   }
 

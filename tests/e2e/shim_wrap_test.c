@@ -129,7 +129,8 @@ START_TEST(send_event_fields_and_callsite)
     ck_assert(dladdr(e->callsite, &info));
     ck_assert_str_eq(info.dli_sname, "shim_test_call_send");
   }
-  ck_assert(events[0].t_ns <= events[1].t_ns);
+  /* NCCL operations are not timed (a2a_event.h: t_ns 0). */
+  ck_assert(events[0].t_ns == 0 && events[1].t_ns == 0);
   ck_assert_int_eq(events[1].result, ncclSuccess);
   ck_assert_int_eq(nccl_calls, 1);
 }

@@ -1210,6 +1210,18 @@ START_TEST(checks_can_be_disabled) {
 }
 END_TEST
 
+/* layout_by_kind maps the NCCL operations and group calls to their PRE
+ * functions (no phase test): right only while the post mask has none of
+ * them - an operation's generation closes at its PRE. */
+extern const a2a_analyzer a2a_analyzer_layout;
+START_TEST(nccl_kinds_are_pre_only) {
+  const uint64_t nccl = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
+                        A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END);
+  ck_assert((a2a_analyzer_layout.pre & nccl) == nccl);
+  ck_assert((a2a_analyzer_layout.post & nccl) == 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
@@ -1275,6 +1287,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, remembered_group_verdict_follows_the_ranges);
   tcase_add_test(tc, remembered_send_is_not_a_receive);
   tcase_add_test(tc, checks_can_be_disabled);
+  tcase_add_test(tc, nccl_kinds_are_pre_only);
   suite_add_tcase(s, tc);
   return s;
 }

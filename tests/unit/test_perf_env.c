@@ -159,6 +159,35 @@ START_TEST(analyzer_reports_once_at_first_event) {
 }
 END_TEST
 
+/* The gate (a2a_analyzer.pre_gate): open from init while findings wait to
+ * be reported, shut by the report - the hot dispatch the NCCL wrappers use
+ * leaves the handler out while it reads 0, so a gate shut too early loses
+ * the report, and one left open keeps the handler in every call's list. */
+extern const a2a_analyzer a2a_analyzer_perf_env;
+START_TEST(gate_open_until_reported) {
+  const a2a_analyzer *a = &a2a_analyzer_perf_env;
+  const uint64_t nccl = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
+                        A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END);
+  ck_assert_ptr_nonnull(a->pre_gate);
+  ck_assert((a->pre_gated & nccl) == nccl);
+  ck_assert(a->pre_gated == a->pre);
+  setenv("NCCL_ALGO", "Tree", 1);
+  collector_reset();
+  unsetenv("NCCL_ALGO");
+  ck_assert_uint_ne(atomic_load(a->pre_gate), 0);
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.phase = A2A_PRE;
+  a2a_dispatch_hot(&ev, A2A_EV_P2P, A2A_PRE);
+  ck_assert_uint_eq(collector_count("perf.env"), 1);
+  ck_assert_uint_eq(atomic_load(a->pre_gate), 0);
+  a2a_dispatch_hot(&ev, A2A_EV_P2P, A2A_PRE);
+  ck_assert_uint_eq(collector_count("perf.env"), 1);
+  /* Nothing to report: shut from init. */
+  collector_reset();
+  ck_assert_uint_eq(atomic_load(a->pre_gate), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_env");
   TCase *tc = tcase_create("env");
@@ -168,6 +197,7 @@ int main(void) {
   tcase_add_test(tc, conditional_rules);
   tcase_add_test(tc, typos_suggest_the_closest_real_name);
   tcase_add_test(tc, analyzer_reports_once_at_first_event);
+  tcase_add_test(tc, gate_open_until_reported);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
