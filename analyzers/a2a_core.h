@@ -473,9 +473,15 @@ extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS
  * handlers of (phase, kind) while every one of its gates reads 0: they
  * would return at their own gate test (a2a_analyzer.pre_gate), so the
  * shut list, which omits them, calls the rest in the same order. One open
- * gate: the full list (each gated handler tests its own gate). */
+ * gate: the full list (each gated handler tests its own gate).
+ * Precondition, instead of a2a_dispatch_inline's test of
+ * a2a_dispatch_ready: a2a_core_init returned before the call (happens
+ * before it). The shim's wrappers dispatch only inside a2a_rt_enter,
+ * which lets a call in only once its acquire load reads the runtime's
+ * READY, stored (release) after a2a_core_init returned; unit tests
+ * initialize the core first. (Before any initialization every list is
+ * empty and a2a_activity_on false: such a call would do nothing.) */
 __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
-  if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
   if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
   const unsigned ph = phase == A2A_POST;
   _Atomic(a2a_handler) *h = a2a_handlers[ph][kind];

@@ -228,14 +228,14 @@ int a2a_shim_query_device(void);
   } while (0)
 
 /* The hot wrappers' PRE (launch, event record, stream wait, copy; evkind
- * the event's kind, a constant: a2a_dispatch_hot): the
- * clock is read only when `timed` (a blocking copy, where a host may wait);
- * otherwise t_ns is 0 (a2a_event.h) - one clock read is a tenth of a
- * launch's budget and nothing needs the time of the others. */
+ * the event's kind, a constant: a2a_dispatch_hot), of an event made by
+ * A2A_EVENT_HOT (phase A2A_PRE and t_ns 0 already): the clock is read only
+ * when `timed` (a blocking copy, where a host may wait); otherwise t_ns
+ * stays 0 (a2a_event.h) - one clock read is a tenth of a launch's budget
+ * and nothing needs the time of the others. */
 #define A2A_PRE_HOT(ev, evkind, timed)                                        \
   do {                                                                        \
-    (ev).phase = A2A_PRE;                                                     \
-    (ev).t_ns = (timed) ? a2a_rt_now_ns() : 0;                                \
+    if (timed) (ev).t_ns = a2a_rt_now_ns();                                   \
     a2a_dispatch_hot(&(ev), (evkind), A2A_PRE);                               \
     errno = a2a_errno_;                                                       \
   } while (0)
