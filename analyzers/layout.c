@@ -1115,30 +1115,38 @@ __attribute__((noinline)) static void memcpy_pre(const a2a_event *ev) {
     lyh_on_memcpy(t, ev);
 }
 
+/* A copy's POST: closes the timing bracket its PRE opened, if one is
+ * open anywhere (out of layout_memcpy, whose PRE path keeps no frame). */
+__attribute__((noinline)) static void memcpy_post(const a2a_event *ev) {
+  ly_thread *t;
+  if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
+      (t = thread_get(ev->thread, false)))
+    lyh_on_copy_post(t, ev);
+}
+
 /* Copies (a hot call too): a POST closes a timing bracket if one is
  * open; a PRE of a device-to-device copy is a candidate producer of a
  * send buffer (only those can be a hidden .contiguous()). */
 static void layout_memcpy(const a2a_event *ev) {
-  ly_thread *t;
   if (ev->phase == A2A_POST) {
-    if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
-        (t = thread_get(ev->thread, false)))
-      lyh_on_copy_post(t, ev);
+    memcpy_post(ev);
     return;
   }
-  if (ev->u.copy.cpykind < A2A_CPY_D2D || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) return;
   /* memcpy_pre without a frame in the common case: a device-to-device
    * copy (not cudaMemcpyDefault, which asks the registry) on a thread
-   * whose record is cached (then lyh_on_memcpy's remaining tests, in
-   * order). */
-  t = thread_cached(ev->thread);
-  if (!t || ev->u.copy.cpykind != A2A_CPY_D2D || ev->kind != A2A_EV_MEMCPY) {
-    memcpy_pre(ev);
+   * whose record is cached - memcpy_pre's tests in its order, then
+   * lyh_on_memcpy's (its test of the kind is true: this handler is
+   * called for copies only, by the dispatch table's A2A_EV_MEMCPY row and
+   * by layout_on_event). */
+  ly_thread *t;
+  if (ev->u.copy.cpykind == A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
+      (t = thread_cached(ev->thread))) {
+    if (ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
+    lyh_producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src,
+                     ev->u.copy.bytes, ev->api);
     return;
   }
-  if (ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
-  lyh_producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src, ev->u.copy.bytes,
-                   ev->api);
+  memcpy_pre(ev);
 }
 
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
