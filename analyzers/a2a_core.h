@@ -368,6 +368,11 @@ typedef struct a2a_analyzer {
   const _Atomic unsigned *pre_gate;
   uint64_t post_gated;
   const _Atomic unsigned *post_gate;
+  /* Optional: its PRE handler of A2A_EV_MEMCPY does nothing for a queued
+   * copy (a2a_copy_queued) - it must return at once for one itself (the
+   * generic dispatch calls it) - so the hot dispatch of such a copy's PRE
+   * (the table's row A2A_ROW_QCOPY) leaves it out. */
+  bool pre_skips_queued_copy;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -409,7 +414,14 @@ void a2a_dispatch(const a2a_event *ev);
  * a2a_dispatch for the shim's hot path: no call, no prologue. */
 #define A2A_MAX_HANDLERS 12
 typedef void (*a2a_handler)(const a2a_event *ev);
-extern _Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+/* The rows of the tables: one per kind, and A2A_ROW_QCOPY, A2A_EV_MEMCPY's
+ * for a queued copy (a2a_copy_queued), which the hot copy wrappers
+ * dispatch with a2a_dispatch_row: at PRE the kind's handlers but those of
+ * the analyzers that skip a queued copy's PRE (pre_skips_queued_copy), in
+ * the same order; at POST the kind's row. */
+#define A2A_ROW_QCOPY ((unsigned)A2A_EV__COUNT)
+#define A2A_ROWS (A2A_EV__COUNT + 1)
+extern _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 extern _Atomic bool a2a_dispatch_ready;
 extern bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
 void a2a_note_activity(const a2a_event *ev);
@@ -462,8 +474,8 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
  * init with the handler table. */
 #define A2A_MAX_GATES 2
 extern const _Atomic unsigned a2a_gate_none;
-extern const _Atomic unsigned *a2a_gates[2][A2A_EV__COUNT][A2A_MAX_GATES];
-extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+extern const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
+extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 
 /* a2a_dispatch_inline for the shim's hot wrappers (launches, event
  * records, stream waits, copies), which know the event's kind and phase
@@ -481,18 +493,24 @@ extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS
  * READY, stored (release) after a2a_core_init returned; unit tests
  * initialize the core first. (Before any initialization every list is
  * empty and a2a_activity_on false: such a call would do nothing.) */
-__attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
+/* a2a_dispatch_hot with the table's row `row` (a constant): the kind's
+ * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true). */
+__attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
+                                                                   unsigned row, a2a_phase phase) {
   if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
   const unsigned ph = phase == A2A_POST;
-  _Atomic(a2a_handler) *h = a2a_handlers[ph][kind];
-  const _Atomic unsigned *const *g = a2a_gates[ph][kind];
+  _Atomic(a2a_handler) *h = a2a_handlers[ph][row];
+  const _Atomic unsigned *const *g = a2a_gates[ph][row];
   if (g[0]) {
     _Static_assert(A2A_MAX_GATES == 2, "the test below reads every slot");
     if ((atomic_load_explicit(g[0], memory_order_relaxed) |
          atomic_load_explicit(g[1], memory_order_relaxed)) == 0)
-      h = a2a_handlers_shut[ph][kind];
+      h = a2a_handlers_shut[ph][row];
   }
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+}
+__attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
+  a2a_dispatch_row(ev, kind, (unsigned)kind, phase);
 }
 /* Bit k set: some running analyzer handles events of kind k (or needs every
  * call's activity). A wrapper may forward a call of a kind nobody wants

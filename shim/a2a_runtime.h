@@ -56,6 +56,20 @@ static inline bool a2a_rt_enter(void) {
   return true;
 }
 static inline void a2a_rt_leave(void) { a2a_rt_t_depth = 0; }
+/* a2a_rt_enter in two steps, for a wrapper that tests something the
+ * initialization sets (a2a_kind_wanted) between them: whether the runtime
+ * is READY (an acquire load: what a2a_core_init wrote is visible after a
+ * true answer), then a2a_rt_enter_ready() (after true: the guard only) or
+ * a2a_rt_enter_slow() (after false). */
+static inline bool a2a_rt_ready(void) {
+  return __builtin_expect(atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) ==
+                              A2A_RT_STATE_READY, 1);
+}
+static inline bool a2a_rt_enter_ready(void) {
+  if (a2a_rt_t_depth) return false;
+  a2a_rt_t_depth = 1;
+  return true;
+}
 
 /* Small per-process thread index (1, 2, ...), cached thread-locally. */
 static inline uint32_t a2a_rt_thread_index(void) {

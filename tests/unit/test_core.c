@@ -294,6 +294,56 @@ START_TEST(gates_skip_only_closed_handlers) {
 }
 END_TEST
 
+/* The queued-copy row (A2A_ROW_QCOPY): at PRE the copy row without the
+ * analyzers that skip a queued copy's PRE, the others in order, gates
+ * included; at POST the copy row. A disabled analyzer calls nothing from
+ * it either. */
+static void ev_s(const a2a_event *ev) { (void)ev; note_call('s'); }
+static const a2a_analyzer skip_s = {.name = "skip_s", .pre = GK, .post = GK,
+                                    .pre_skips_queued_copy = true, .on_event = ev_s};
+static const char *qcopy(a2a_phase phase) {
+  a2a_event e = ev_make(A2A_EV_MEMCPY);
+  e.phase = phase;
+  e.u.copy.async = 1;
+  e.u.copy.cpykind = A2A_CPY_D2D;
+  ck_assert(a2a_copy_queued(&e));
+  g_calls[0] = 0;
+  if (phase == A2A_PRE) a2a_dispatch_row(&e, A2A_EV_MEMCPY, A2A_ROW_QCOPY, A2A_PRE);
+  else a2a_dispatch_row(&e, A2A_EV_MEMCPY, A2A_ROW_QCOPY, A2A_POST);
+  return g_calls;
+}
+
+START_TEST(queued_copy_row_skips_only_its_skippers) {
+  static const a2a_analyzer *const list[] = {&ungated_u, &skip_s, &gated_a, &ungated_v};
+  a2a_core_set_analyzers_for_tests(list, 4);
+  collector_reinit();
+  atomic_store(&g_gate_a, 0);
+  ck_assert_str_eq(qcopy(A2A_PRE), "uv");
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "usv"); /* the copy row keeps it */
+  ck_assert_str_eq(qcopy(A2A_POST), "usv");
+  atomic_store(&g_gate_a, 1);
+  ck_assert_str_eq(qcopy(A2A_PRE), "uav");
+  ck_assert_str_eq(qcopy(A2A_POST), "usav");
+  /* Which copies are queued: asynchronous, not device-to-host, not Default. */
+  a2a_event e = ev_make(A2A_EV_MEMCPY);
+  static const int queued[5] = {1, 1, 0, 1, 0}; /* H2H, H2D, D2H, D2D, Default */
+  for (int k = 0; k < 5; k++) {
+    e.u.copy.cpykind = k;
+    e.u.copy.async = 1;
+    ck_assert_int_eq(a2a_copy_queued(&e) != 0, queued[k]);
+    e.u.copy.async = 0;
+    ck_assert(!a2a_copy_queued(&e));
+  }
+  a2a_analyzer_disable("ungated_v", "test");
+  ck_assert_str_eq(qcopy(A2A_PRE), "ua");
+  ck_assert_str_eq(qcopy(A2A_POST), "usa");
+  atomic_store(&g_gate_a, 0);
+  ck_assert_str_eq(qcopy(A2A_PRE), "u");
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 /* group_local's gate (g_groups_open) through the hot dispatch, with the
  * real analyzers: outside any group a copy's and an event record's PRE
  * skip it; inside the calling thread's group they must reach it - a
@@ -703,6 +753,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, dispatch_calls_per_kind_handlers);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
+  tcase_add_test(tc, queued_copy_row_skips_only_its_skippers);
   tcase_add_test(tc, group_gate_lets_own_group_through);
   tcase_add_test(tc, event_result_facts);
   tcase_add_test(tc, comm_registry_identity);
