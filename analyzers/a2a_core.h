@@ -463,19 +463,34 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
   if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(ev->thread);
 }
 
-/* Per (phase, kind), the gates of its gated handlers (a2a_analyzer.
+/* Per (phase, row), the gates of its gated handlers (a2a_analyzer.
  * pre_gate / post_gate), at most A2A_MAX_GATES distinct ones (a handler
  * whose gate finds no slot counts as ungated), and the handler list
  * without the handlers of those gates (a2a_handlers_shut, in the same
  * order; an analyzer that disables itself has its entries there replaced
- * by the same no-op). a2a_gates[ph][k][0] is NULL when no handler of
- * (ph, k) is gated; an unused later slot points to a2a_gate_none (always
- * 0), so that the hot test reads every slot without a branch. Built at
- * init with the handler table. */
+ * by the same no-op). A slot without a gate - every slot of a row none of
+ * whose handlers is gated, whose shut list is then its full list - points
+ * to a2a_gate_none (always 0), so that the hot test reads every slot
+ * without a branch. Built at init with the handler table (NULL before). */
 #define A2A_MAX_GATES 2
 extern const _Atomic unsigned a2a_gate_none;
 extern const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
 extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
+
+/* a2a_dispatch_hot with the table's row `row` (a constant): the kind's
+ * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true). */
+__attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
+                                                                   unsigned row, a2a_phase phase) {
+  if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
+  const unsigned ph = phase == A2A_POST;
+  _Static_assert(A2A_MAX_GATES == 2, "the test below reads every slot");
+  const _Atomic unsigned *const *g = a2a_gates[ph][row];
+  _Atomic(a2a_handler) *h = (atomic_load_explicit(g[0], memory_order_relaxed) |
+                             atomic_load_explicit(g[1], memory_order_relaxed)) == 0
+                                ? a2a_handlers_shut[ph][row]
+                                : a2a_handlers[ph][row];
+  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+}
 
 /* a2a_dispatch_inline for the shim's hot wrappers (launches, event
  * records, stream waits, copies), which know the event's kind and phase
@@ -488,27 +503,10 @@ extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1]
  * gate: the full list (each gated handler tests its own gate).
  * Precondition, instead of a2a_dispatch_inline's test of
  * a2a_dispatch_ready: a2a_core_init returned before the call (happens
- * before it). The shim's wrappers dispatch only inside a2a_rt_enter,
- * which lets a call in only once its acquire load reads the runtime's
- * READY, stored (release) after a2a_core_init returned; unit tests
- * initialize the core first. (Before any initialization every list is
- * empty and a2a_activity_on false: such a call would do nothing.) */
-/* a2a_dispatch_hot with the table's row `row` (a constant): the kind's
- * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true). */
-__attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
-                                                                   unsigned row, a2a_phase phase) {
-  if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
-  const unsigned ph = phase == A2A_POST;
-  _Atomic(a2a_handler) *h = a2a_handlers[ph][row];
-  const _Atomic unsigned *const *g = a2a_gates[ph][row];
-  if (g[0]) {
-    _Static_assert(A2A_MAX_GATES == 2, "the test below reads every slot");
-    if ((atomic_load_explicit(g[0], memory_order_relaxed) |
-         atomic_load_explicit(g[1], memory_order_relaxed)) == 0)
-      h = a2a_handlers_shut[ph][row];
-  }
-  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
-}
+ * before it; the gate slots are NULL until then). The shim's wrappers
+ * dispatch only inside a2a_rt_enter, which lets a call in only once its
+ * acquire load reads the runtime's READY, stored (release) after
+ * a2a_core_init returned; unit tests initialize the core first. */
 __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
   a2a_dispatch_row(ev, kind, (unsigned)kind, phase);
 }

@@ -203,8 +203,8 @@ static void build_gates(int ph, int k, unsigned n) {
     atomic_store(&a2a_handlers_shut[ph][k][ns++], atomic_load(&a2a_handlers[ph][k][j]));
   }
   atomic_store(&a2a_handlers_shut[ph][k][ns], NULL);
-  /* The hot dispatch tests gates[ph][k][0], then reads every slot. */
-  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = ng ? &a2a_gate_none : NULL;
+  /* The hot dispatch reads every slot: a free one reads 0. */
+  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = &a2a_gate_none;
 }
 
 static void init_analyzers(void) {
