@@ -2516,6 +2516,9 @@ static void on_copy(const copy_rec *c, uint32_t thread, bool host_waits, bool re
 typedef struct stage_ring {
   _Atomic uint32_t head; /* written by the owning thread */
   _Atomic uint32_t tail; /* written under g_mu */
+  /* The owning thread's only: its latest entry, &e[(head - 1) % STAGE_N]
+   * (written with head; before the first, e[STAGE_N - 1], count 0). */
+  copy_rec *last;
   copy_rec e[STAGE_N];
 } stage_ring;
 
@@ -2596,15 +2599,13 @@ static inline __attribute__((always_inline)) bool stage_copy(const a2a_event *ev
   stage_ring *r = ev->thread < MAX_THREADS
                       ? atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire)
                       : NULL;
-  uint32_t h = 0;
   if (r) {
-    h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    /* The latest entry (slot h - 1; never written, its count 0, before
-     * the first): one more of it if the copy is the same (see "Repeated
-     * copies"). Equal in every field, the async flag and the copy kind
-     * included, the copy passes the tests below as the entry did: its
-     * kind and flags are deferrable, its destination remembered. */
-    copy_rec *last = &r->e[(h - 1) % STAGE_N];
+    /* The latest entry (r->last: slot head - 1; never written, its count
+     * 0, before the first): one more of it if the copy is the same (see
+     * "Repeated copies"). Equal in every field, the async flag and the
+     * copy kind included, the copy passes the tests below as the entry
+     * did: its kind and flags are deferrable, its destination remembered. */
+    copy_rec *last = r->last;
     uint32_t n = atomic_load_explicit(&last->n, memory_order_relaxed);
     if (n != 0 && n < STAGE_REPEAT_MAX && copy_rec_same(last, ev, ms) &&
         atomic_compare_exchange_strong(&last->n, &n, n + 1))
@@ -2615,10 +2616,12 @@ static inline __attribute__((always_inline)) bool stage_copy(const a2a_event *ev
   if (!(ev->u.copy.async || ms || ev->u.copy.cpykind == A2A_CPY_D2D)) return false;
   if (!copy_remembered_k(ev, ms)) return true;
   if (!r) return false;
+  uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
   if (h - atomic_load_explicit(&r->tail, memory_order_acquire) >= STAGE_N) return false;
   copy_rec *c = &r->e[h % STAGE_N];
   copy_rec_of_k(ev, c, ms);
   atomic_store_explicit(&c->n, 1, memory_order_relaxed); /* published by the head */
+  r->last = c;
   atomic_store(&r->head, h + 1); /* seq_cst: see above */
   if (!atomic_load(&g_staged)) atomic_store_explicit(&g_staged, 1, memory_order_relaxed);
   return true;
@@ -2629,6 +2632,7 @@ static void stage_alloc(uint32_t thread) {
   if (thread >= MAX_THREADS || atomic_load_explicit(&g_stage[thread], memory_order_relaxed)) return;
   stage_ring *r = calloc(1, sizeof *r);
   if (!r) return; /* its copies keep taking the lock */
+  r->last = &r->e[STAGE_N - 1]; /* = &e[(head - 1) % STAGE_N], count 0 */
   atomic_store_explicit(&g_stage[thread], r, memory_order_release);
   if (atomic_load(&g_stage_hi) <= thread) atomic_store(&g_stage_hi, thread + 1);
 }
