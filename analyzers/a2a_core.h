@@ -424,6 +424,10 @@ typedef void (*a2a_handler)(const a2a_event *ev);
 extern _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 extern _Atomic bool a2a_dispatch_ready;
 extern bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
+/* A2A_ACTIVITY_THREADS while a2a_activity_on, else 0 (set with it): the
+ * threads below it store their activity - the hot dispatch's one test for
+ * both conditions. */
+extern uint32_t a2a_activity_threads;
 void a2a_note_activity(const a2a_event *ev);
 
 /* The kinds a polling loop makes (a2a_thread_last_other_seq ignores them). */
@@ -452,10 +456,11 @@ static inline void a2a_dispatch_inline(const a2a_event *ev) {
 }
 
 /* a2a_note_activity for an event whose kind the caller knows at compile
- * time: two relaxed stores into the thread's own line and the deferred-work
- * test, no call unless work was deferred. */
+ * time, including its test of a2a_activity_on (a2a_activity_threads): two
+ * relaxed stores into the thread's own line and the deferred-work test, no
+ * call unless work was deferred. */
 __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
-  if (ev->thread >= A2A_ACTIVITY_THREADS) return;
+  if (ev->thread >= a2a_activity_threads) return;
   a2a_activity *a = &a2a_activity_tab[ev->thread];
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
   if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
@@ -481,7 +486,7 @@ extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1]
  * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true). */
 __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
                                                                    unsigned row, a2a_phase phase) {
-  if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
+  if (phase == A2A_PRE) a2a_note_activity_kind(ev, kind);
   const unsigned ph = phase == A2A_POST;
   _Static_assert(A2A_MAX_GATES == 2, "the test below reads every slot");
   const _Atomic unsigned *const *g = a2a_gates[ph][row];

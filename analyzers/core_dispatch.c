@@ -142,6 +142,7 @@ const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
 _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 static uint8_t g_hidx_shut[2][A2A_ROWS][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 bool a2a_activity_on;
+uint32_t a2a_activity_threads;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const a2a_options *g_init_opt;
@@ -246,6 +247,7 @@ static void init_analyzers(void) {
     }
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->wants_activity) a2a_activity_on = true;
+  a2a_activity_threads = a2a_activity_on ? A2A_ACTIVITY_THREADS : 0;
   /* The registries see every creation and destruction, whoever else does;
    * the runtime dispatches the process-exit and fork events itself. */
   want |= A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_END) |

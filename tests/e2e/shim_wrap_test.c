@@ -58,6 +58,7 @@ static void record_event(const a2a_event *ev)
 _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 _Atomic bool a2a_dispatch_ready = true;
 bool a2a_activity_on = false;
+uint32_t a2a_activity_threads = 0;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 void a2a_note_activity(const a2a_event *ev) { (void)ev; }
 a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];

@@ -191,13 +191,20 @@ START_TEST(flush_hook_runs_before_the_next_other_call) {
   ck_assert(a2a_thread_want_flush(1));
   a2a_event h = ev_make(A2A_EV_LAUNCH);
   h.phase = A2A_PRE;
+  h.thread = 1;
+  h.seq = 4242;
   a2a_dispatch_hot(&h, A2A_EV_LAUNCH, A2A_PRE);
   ck_assert_int_eq(g_flushes, 3);
+  ck_assert_uint_eq(a2a_thread_last_seq(1), 4242); /* its activity stored */
   ck_assert(!a2a_thread_want_flush(A2A_ACTIVITY_THREADS)); /* no slot: do it now */
   /* No analyzer wants activity: nothing can be deferred. */
   a2a_core_set_analyzers_for_tests(list + 1, 0);
   collector_reinit();
   ck_assert(!a2a_thread_want_flush(1));
+  /* Nor is any activity stored (a2a_activity_threads 0). */
+  h.seq = 4343;
+  a2a_dispatch_hot(&h, A2A_EV_LAUNCH, A2A_PRE);
+  ck_assert_uint_eq(a2a_thread_last_seq(1), 4242);
   a2a_set_flush_hook(NULL);
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
   collector_reset();
