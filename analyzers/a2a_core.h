@@ -383,9 +383,16 @@ typedef struct a2a_analyzer {
    * on_event for the events of that kind (both phases of its masks), so
    * that the hot kinds skip on_event's own switch over kinds. by_kind[k],
    * when not NULL, must do exactly what on_event does for an event of kind
-   * k (on_event stays the reference, and what direct callers use). NULL,
-   * or a NULL entry: on_event. */
+   * k (on_event stays the reference, and what direct callers use) - for
+   * its PREs only where by_kind_post has an entry for k. NULL, or a NULL
+   * entry: on_event. */
   const struct a2a_by_kind *by_kind;
+  /* Optional: per kind, the handler the dispatch table calls for the POSTs
+   * of that kind instead of by_kind's, which then handles the PREs only
+   * and may take the phase for granted (no test of it on the hot path).
+   * by_kind_post[k] must do exactly what on_event does for a POST of kind
+   * k. NULL, or a NULL entry: by_kind's (or on_event) for both phases. */
+  const struct a2a_by_kind *by_kind_post;
   /* Called once at process exit (after A2A_EV_PROCESS_EXIT was dispatched),
    * to flush summaries. May be NULL. */
   void (*fini)(void);

@@ -234,7 +234,8 @@ static void init_analyzers(void) {
         uint64_t mask = ph == A2A_PRE ? g_an[i]->pre : g_an[i]->post;
         if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k)) &&
             !(qcopy_pre && g_an[i]->pre_skips_queued_copy)) {
-          const a2a_by_kind *bk = g_an[i]->by_kind;
+          const a2a_by_kind *bk = g_an[i]->by_kind, *bp = g_an[i]->by_kind_post;
+          if (ph == A2A_POST && bp && bp->fn[k]) bk = bp;
           a2a_handler f = bk && bk->fn[k] ? bk->fn[k] : g_an[i]->on_event;
           add_handler(ph, row, f, (int)i, &n);
           want |= A2A_KIND_BIT(k);

@@ -1089,17 +1089,22 @@ static void group_reset(ly_thread *t) {
   t->gsame = t->gvalid;
 }
 
-/* Launches are the hot path: a POST matters only while a copy's timing
- * bracket is open somewhere; a PRE only for a copy kernel (by its name,
- * classified once per function) on a thread that already talks to NCCL. */
-static void layout_launch(const a2a_event *ev) {
+/* A launch's or copy's POST: closes the timing bracket its PRE opened, if
+ * one is open anywhere (out of line: the PREs' paths keep no frame for
+ * it). */
+__attribute__((noinline)) static void layout_bracket_post(const a2a_event *ev) {
   ly_thread *t;
-  if (ev->phase == A2A_POST) {
-    if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
-        (t = thread_get(ev->thread, false)))
-      lyh_on_copy_post(t, ev);
-    return;
-  }
+  if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
+      (t = thread_get(ev->thread, false)))
+    lyh_on_copy_post(t, ev);
+}
+
+/* Launches are the hot path: a POST matters only while a copy's timing
+ * bracket is open somewhere (layout_bracket_post); a PRE only for a copy
+ * kernel (by its name, classified once per function) on a thread that
+ * already talks to NCCL. */
+static void layout_launch_pre(const a2a_event *ev) {
+  ly_thread *t;
   if (!ev->u.launch.func || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY))
     return;
   const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
@@ -1107,7 +1112,7 @@ static void layout_launch(const a2a_event *ev) {
   if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
 }
 
-/* A copy's PRE (layout_memcpy's reference). */
+/* A copy's PRE (layout_copy_pre's reference). */
 __attribute__((noinline)) static void memcpy_pre(const a2a_event *ev) {
   ly_thread *t;
   if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
@@ -1115,29 +1120,15 @@ __attribute__((noinline)) static void memcpy_pre(const a2a_event *ev) {
     lyh_on_memcpy(t, ev);
 }
 
-/* A copy's POST: closes the timing bracket its PRE opened, if one is
- * open anywhere (out of layout_memcpy, whose PRE path keeps no frame). */
-__attribute__((noinline)) static void memcpy_post(const a2a_event *ev) {
-  ly_thread *t;
-  if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
-      (t = thread_get(ev->thread, false)))
-    lyh_on_copy_post(t, ev);
-}
-
-/* Copies (a hot call too): a POST closes a timing bracket if one is
- * open; a PRE of a device-to-device copy is a candidate producer of a
- * send buffer (only those can be a hidden .contiguous()). */
-static void layout_memcpy(const a2a_event *ev) {
-  if (ev->phase == A2A_POST) {
-    memcpy_post(ev);
-    return;
-  }
-  /* memcpy_pre without a frame in the common case: a device-to-device
-   * copy (not cudaMemcpyDefault, which asks the registry) on a thread
-   * whose record is cached - memcpy_pre's tests in its order, then
-   * lyh_on_memcpy's (its test of the kind is true: this handler is
-   * called for copies only, by the dispatch table's A2A_EV_MEMCPY row and
-   * by layout_on_event). */
+/* Copies (a hot call too): a POST closes a timing bracket if one is open
+ * (layout_bracket_post); a PRE of a device-to-device copy is a candidate
+ * producer of a send buffer (only those can be a hidden .contiguous()).
+ * memcpy_pre without a frame in the common case: a device-to-device copy
+ * (not cudaMemcpyDefault, which asks the registry) on a thread whose
+ * record is cached - memcpy_pre's tests in its order, then lyh_on_memcpy's
+ * (its test of the kind is true: this is called for copies only, by the
+ * dispatch table's A2A_EV_MEMCPY rows and by layout_on_event). */
+static void layout_copy_pre(const a2a_event *ev) {
   ly_thread *t;
   if (ev->u.copy.cpykind == A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
       (t = thread_cached(ev->thread))) {
@@ -1242,8 +1233,11 @@ static void layout_on_group_end(const a2a_event *ev) {
  * frame here). */
 static void layout_on_event(const a2a_event *ev) {
   a2a_kind k = ev->kind;
-  if (k == A2A_EV_LAUNCH) layout_launch(ev);
-  else if (k == A2A_EV_MEMCPY) layout_memcpy(ev);
+  if (k == A2A_EV_LAUNCH || k == A2A_EV_MEMCPY) {
+    if (ev->phase == A2A_POST) layout_bracket_post(ev);
+    else if (k == A2A_EV_LAUNCH) layout_launch_pre(ev);
+    else layout_copy_pre(ev);
+  }
   else if (k == A2A_EV_COLL || k == A2A_EV_P2P) layout_on_op(ev);
   else if (k == A2A_EV_GROUP_START) layout_on_group_start(ev);
   else if (k == A2A_EV_GROUP_END) layout_on_group_end(ev);
@@ -1292,12 +1286,15 @@ static int layout_init(void) {
   return a2a_tslots_init(&g_threads, release_events);
 }
 
-/* layout_on_event's targets, per kind, for the dispatch table. */
+/* layout_on_event's targets, per kind, for the dispatch table: launches'
+ * and copies' PREs here, their POSTs in layout_by_kind_post. */
 static const a2a_by_kind layout_by_kind = {
-    .fn = {[A2A_EV_LAUNCH] = layout_launch, [A2A_EV_MEMCPY] = layout_memcpy,
+    .fn = {[A2A_EV_LAUNCH] = layout_launch_pre, [A2A_EV_MEMCPY] = layout_copy_pre,
            [A2A_EV_COLL] = layout_on_op, [A2A_EV_P2P] = layout_on_op,
            [A2A_EV_GROUP_START] = layout_on_group_start,
            [A2A_EV_GROUP_END] = layout_on_group_end}};
+static const a2a_by_kind layout_by_kind_post = {
+    .fn = {[A2A_EV_LAUNCH] = layout_bracket_post, [A2A_EV_MEMCPY] = layout_bracket_post}};
 
 /* Launches (the hot path) in both phases: the hidden-copy check times copy
  * kernels between PRE and POST. */
@@ -1317,4 +1314,5 @@ const a2a_analyzer a2a_analyzer_layout = {
     .init = layout_init,
     .on_event = layout_on_event,
     .by_kind = &layout_by_kind,
+    .by_kind_post = &layout_by_kind_post,
 };

@@ -145,6 +145,50 @@ START_TEST(dispatch_calls_per_kind_handlers) {
 }
 END_TEST
 
+/* POST handlers per kind (a2a_analyzer.by_kind_post): the kind's POST
+ * goes there, its PRE to by_kind's; a kind without one keeps by_kind's
+ * handler for both phases. */
+static int g_pre_calls, g_post_calls;
+static void fe_pre(const a2a_event *ev) {
+  ck_assert_int_eq(ev->phase, A2A_PRE);
+  g_pre_calls++;
+}
+static void fe_post(const a2a_event *ev) {
+  ck_assert_int_eq(ev->phase, A2A_POST);
+  g_post_calls++;
+}
+static int g_both_calls;
+static void fe_both(const a2a_event *ev) { (void)ev; g_both_calls++; }
+static const a2a_by_kind fe_by_kind = {.fn = {[A2A_EV_COLL] = fe_pre, [A2A_EV_P2P] = fe_both}};
+static const a2a_by_kind fe_by_kind_post = {.fn = {[A2A_EV_COLL] = fe_post}};
+static const a2a_analyzer fake_e = {
+    .name = "fake_e",
+    .pre = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P),
+    .post = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P),
+    .on_event = fd_event,
+    .by_kind = &fe_by_kind,
+    .by_kind_post = &fe_by_kind_post};
+
+START_TEST(dispatch_calls_per_phase_handlers) {
+  static const a2a_analyzer *const list[] = {&fake_e};
+  a2a_core_set_analyzers_for_tests(list, 1);
+  collector_reinit();
+  g_pre_calls = g_post_calls = g_both_calls = g_by_event = 0;
+  a2a_event c = ev_make(A2A_EV_COLL);
+  ev_dispatch(&c, 0);
+  ck_assert_int_eq(g_pre_calls, 1);
+  ck_assert_int_eq(g_post_calls, 1);
+  a2a_event p = ev_make(A2A_EV_P2P);
+  ev_dispatch(&p, 0);
+  ck_assert_int_eq(g_both_calls, 2); /* no POST entry: by_kind's, both phases */
+  ck_assert_int_eq(g_by_event, 0);
+  ck_assert_int_eq(g_pre_calls, 1);
+  ck_assert_int_eq(g_post_calls, 1);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 /* Deferred per-thread work (a2a_set_flush_hook): the hook runs on the
  * thread's next call of a flushing kind, before any analyzer sees it, and
  * not for NCCL communication, group or query calls; only with an analyzer
@@ -758,6 +802,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, every_listed_analyzer_is_linked);
   tcase_add_test(tc, dispatch_follows_subscriptions_and_owned_checks);
   tcase_add_test(tc, dispatch_calls_per_kind_handlers);
+  tcase_add_test(tc, dispatch_calls_per_phase_handlers);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
   tcase_add_test(tc, queued_copy_row_skips_only_its_skippers);
