@@ -38,8 +38,10 @@
 /* ------------------------------------------------------------------ */
 /* Current device */
 
-static _Thread_local int tls_device;      /* 0 until cudaSetDevice: CUDA's default */
-static _Thread_local bool tls_device_set; /* cudaSetDevice succeeded on this thread */
+/* The thread's current device: in the runtime's thread-local object
+ * (a2a_rt_thread), beside what every wrapper reads with it. */
+#define tls_device a2a_rt_t.device
+#define tls_device_set a2a_rt_t.device_set
 
 int a2a_shim_current_device(void) { return tls_device; }
 

@@ -23,17 +23,15 @@
  * never READY here, so every call takes the slow path, which this fake
  * implements. */
 _Atomic int a2a_rt_g_state = 0;
-A2A_RT_TLS int a2a_rt_t_depth;
-A2A_RT_TLS uint32_t a2a_rt_t_index = 1;
-A2A_RT_TLS uint32_t a2a_rt_t_call_seq;
+A2A_RT_TLS a2a_rt_thread a2a_rt_t = {.index = 1};
 static bool enabled = true;
 static int nccl_calls, unresolved_calls;
 
 bool a2a_rt_enter_slow(void)
 {
   errno = EAGAIN; /* the wrapper must hide what the runtime does to errno */
-  if (!enabled || a2a_rt_t_depth) return false;
-  a2a_rt_t_depth = 1;
+  if (!enabled || a2a_rt_t.depth) return false;
+  a2a_rt_t.depth = 1;
   return true;
 }
 uint32_t a2a_rt_thread_index_slow(void) { return 1; }
