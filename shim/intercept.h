@@ -241,14 +241,18 @@ int a2a_shim_query_device(void);
 /* A2A_PRE_HOT for a copy (A2A_EV_MEMCPY): a queued one (a2a_copy_queued:
  * every cudaMemcpyAsync but device-to-host and cudaMemcpyDefault ones) is
  * dispatched with the table's queued-copy row, which leaves out the
- * analyzers that do nothing at its PRE (A2A_ROW_QCOPY). */
-#define A2A_PRE_HOT_COPY(ev, timed)                                           \
+ * analyzers that do nothing at its PRE (A2A_ROW_QCOPY). `other` is a
+ * statement run before the PRE of any other copy (a queued one is never
+ * timed - it is asynchronous - nor a blocking call site). */
+#define A2A_PRE_HOT_COPY(ev, timed, other)                                    \
   do {                                                                        \
-    if (timed) (ev).t_ns = a2a_rt_now_ns();                                   \
-    if (a2a_copy_queued(&(ev)))                                               \
+    if (a2a_copy_queued(&(ev))) {                                             \
       a2a_dispatch_row(&(ev), A2A_EV_MEMCPY, A2A_ROW_QCOPY, A2A_PRE);         \
-    else                                                                      \
+    } else {                                                                  \
+      other;                                                                  \
+      if (timed) (ev).t_ns = a2a_rt_now_ns();                                 \
       a2a_dispatch_hot(&(ev), A2A_EV_MEMCPY, A2A_PRE);                        \
+    }                                                                         \
     errno = a2a_errno_;                                                       \
   } while (0)
 

@@ -381,8 +381,8 @@ static inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
     A2A_COPY1D_FIELDS(ev, dst, src, count, kind, async_);                     \
-    if (!(async_) || kind == cudaMemcpyDeviceToHost) A2A_BLOCKING_SITE(ev);    \
-    A2A_PRE_HOT_COPY(ev, !(async_));                                          \
+    A2A_PRE_HOT_COPY(ev, !(async_),                                           \
+                     if (!(async_) || kind == cudaMemcpyDeviceToHost) A2A_BLOCKING_SITE(ev)); \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN_HOT(ev, r);                                                \
     A2A_POST_END_HOT(ev, A2A_EV_MEMCPY);                                      \
