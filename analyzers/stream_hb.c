@@ -297,6 +297,10 @@ static _Atomic unsigned g_nring;
  * event records and waits are followed even with nothing tracked, so that a
  * stream joining the capture through an event is known to capture). */
 static _Atomic unsigned g_ncapture;
+/* g_ncapture, plus 1 once the analyzer disabled itself (g_disabled):
+ * while nonzero a copy's POST goes the locked way (hb_case_copy) - one
+ * load for both tests. Written with them. */
+static _Atomic unsigned g_copy_locked;
 
 #define HOST_TL 0
 
@@ -323,7 +327,10 @@ static uint64_t g_tl_epoch = 1;
 /* Small helpers */
 
 static void disable_self(const char *why) {
-  if (!atomic_exchange(&g_disabled, true)) a2a_analyzer_disable("stream_hb", why);
+  if (!atomic_exchange(&g_disabled, true)) {
+    atomic_fetch_add_explicit(&g_copy_locked, 1, memory_order_relaxed);
+    a2a_analyzer_disable("stream_hb", why);
+  }
 }
 
 static inline __attribute__((always_inline)) int dev_of(const a2a_event *ev) {
@@ -593,8 +600,13 @@ static void set_capturing(int s, bool on, int origin) {
   if (g_tl[s].capturing == on) return;
   g_tl[s].capturing = on;
   g_tl[s].cap_origin = on ? origin : 0;
-  if (on) atomic_fetch_add_explicit(&g_ncapture, 1, memory_order_relaxed);
-  else atomic_fetch_sub_explicit(&g_ncapture, 1, memory_order_relaxed);
+  if (on) {
+    atomic_fetch_add_explicit(&g_ncapture, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_copy_locked, 1, memory_order_relaxed);
+  } else {
+    atomic_fetch_sub_explicit(&g_ncapture, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&g_copy_locked, 1, memory_order_relaxed);
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -2744,6 +2756,7 @@ static int hb_init(void) {
     atomic_store(&g_ncapture, 0);
     stage_reset();
     atomic_store(&g_disabled, false);
+    atomic_store(&g_copy_locked, 0);
     for (int d = 0; d < HB_MAX_DEV; d++) {
       atomic_store(&g_dev_blocking[d], 0);
       atomic_store(&g_dev_ptds[d], false);
@@ -2917,8 +2930,7 @@ static inline __attribute__((always_inline)) void hb_case_launch(const a2a_event
 static inline __attribute__((always_inline)) void hb_case_copy(const a2a_event *ev, bool ms,
                                                                 bool post) {
   if ((post || ev->phase == A2A_POST) && ev->result == 0 &&
-      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
-      !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
+      atomic_load_explicit(&g_copy_locked, memory_order_relaxed) == 0 && /* no capture, enabled */
       (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
        (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
         (ms || span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
@@ -3154,6 +3166,8 @@ static void hb_after_fork_child(void) {
 }
 
 size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
+
+bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
 
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */

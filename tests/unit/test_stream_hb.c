@@ -1496,6 +1496,23 @@ START_TEST(grouped_replay_refused_while_capturing) {
 }
 END_TEST
 
+/* Copies go the locked way exactly while a capture is open (one counter,
+ * g_copy_locked, for hb_case_copy's tests of captures and of the analyzer
+ * being disabled): up at a capture's begin, down at its end. */
+START_TEST(copies_locked_while_capturing) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  ck_assert(!stream_hb_copies_locked());
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_COMM, 0);
+  ck_assert(stream_hb_copies_locked());
+  stream_ev(A2A_EV_GRAPH_CAPTURE_END, S_COMM, 0);
+  ck_assert(!stream_hb_copies_locked());
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_COMM, 0);
+  setup(); /* re-initialization: none open */
+  ck_assert(!stream_hb_copies_locked());
+}
+END_TEST
+
 /* A stream destroyed and created again with the same handle is a new
  * timeline: the next group is not replayed on the old one (the host's
  * wait for the new stream orders it). */
@@ -2512,6 +2529,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_replay_needs_the_same_entries);
   tcase_add_test(tc, grouped_replay_refused_for_a_new_stream);
   tcase_add_test(tc, grouped_replay_refused_while_capturing);
+  tcase_add_test(tc, copies_locked_while_capturing);
   suite_add_tcase(s, tc);
   return s;
 }
