@@ -74,7 +74,10 @@ __attribute__((noinline)) static ly_thread *thread_claim(uint32_t id);
  * (id, record) stays right until the analyzer is re-initialized or the
  * process forks, which bump g_ly_gen. Saves the slot lookup on both phases
  * of every NCCL call and on every device-to-device copy. */
-static _Atomic unsigned g_ly_gen;
+static _Atomic unsigned g_ly_gen = 1; /* never 0 (only ever incremented) */
+/* A thread's cache starts at generation 0 and is filled by
+ * thread_get_slow only with a record: one whose gen is current holds a
+ * record, so the lookups test no pointer. */
 static _Thread_local struct {
   unsigned gen;
   uint32_t id;
@@ -95,14 +98,15 @@ __attribute__((noinline)) static ly_thread *thread_get_slow(uint32_t id, bool cr
 
 static inline ly_thread *thread_get(uint32_t id, bool create) {
   unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
-  if (t_ly.t && t_ly.gen == gen && t_ly.id == id) return t_ly.t;
+  if (t_ly.gen == gen && t_ly.id == id) return t_ly.t;
   return thread_get_slow(id, create, gen);
 }
 
-/* The cached record only (NULL: ask thread_get). */
-static inline ly_thread *thread_cached(uint32_t id) {
+/* Whether thread id's record is cached (then t_ly.t, not NULL; otherwise
+ * ask thread_get). */
+static inline bool thread_cached(uint32_t id) {
   unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
-  return t_ly.gen == gen && t_ly.id == id ? t_ly.t : NULL;
+  return t_ly.gen == gen && t_ly.id == id;
 }
 
 static ly_thread *thread_claim(uint32_t id) {
@@ -1129,11 +1133,10 @@ __attribute__((noinline)) static void memcpy_pre(const a2a_event *ev) {
  * (its test of the kind is true: this is called for copies only, by the
  * dispatch table's A2A_EV_MEMCPY rows and by layout_on_event). */
 static void layout_copy_pre(const a2a_event *ev) {
-  ly_thread *t;
   if (ev->u.copy.cpykind == A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
-      (t = thread_cached(ev->thread))) {
+      thread_cached(ev->thread)) {
     if (ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
-    lyh_producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src,
+    lyh_producer_add(t_ly.t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src,
                      ev->u.copy.bytes, ev->api);
     return;
   }
