@@ -368,6 +368,11 @@ typedef struct a2a_analyzer {
   const _Atomic unsigned *pre_gate;
   uint64_t post_gated;
   const _Atomic unsigned *post_gate;
+  /* Optional: its PRE handler of A2A_EV_MEMCPY does nothing for a queued
+   * copy (a2a_copy_queued) - it must return at once for one itself (the
+   * generic dispatch calls it) - so the hot dispatch of such a copy's PRE
+   * (the table's row A2A_ROW_QCOPY) leaves it out. */
+  bool pre_skips_queued_copy;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -378,9 +383,16 @@ typedef struct a2a_analyzer {
    * on_event for the events of that kind (both phases of its masks), so
    * that the hot kinds skip on_event's own switch over kinds. by_kind[k],
    * when not NULL, must do exactly what on_event does for an event of kind
-   * k (on_event stays the reference, and what direct callers use). NULL,
-   * or a NULL entry: on_event. */
+   * k (on_event stays the reference, and what direct callers use) - for
+   * its PREs only where by_kind_post has an entry for k. NULL, or a NULL
+   * entry: on_event. */
   const struct a2a_by_kind *by_kind;
+  /* Optional: per kind, the handler the dispatch table calls for the POSTs
+   * of that kind instead of by_kind's, which then handles the PREs only
+   * and may take the phase for granted (no test of it on the hot path).
+   * by_kind_post[k] must do exactly what on_event does for a POST of kind
+   * k. NULL, or a NULL entry: by_kind's (or on_event) for both phases. */
+  const struct a2a_by_kind *by_kind_post;
   /* Called once at process exit (after A2A_EV_PROCESS_EXIT was dispatched),
    * to flush summaries. May be NULL. */
   void (*fini)(void);
@@ -409,9 +421,20 @@ void a2a_dispatch(const a2a_event *ev);
  * a2a_dispatch for the shim's hot path: no call, no prologue. */
 #define A2A_MAX_HANDLERS 12
 typedef void (*a2a_handler)(const a2a_event *ev);
-extern _Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+/* The rows of the tables: one per kind, and A2A_ROW_QCOPY, A2A_EV_MEMCPY's
+ * for a queued copy (a2a_copy_queued), which the hot copy wrappers
+ * dispatch with a2a_dispatch_row: at PRE the kind's handlers but those of
+ * the analyzers that skip a queued copy's PRE (pre_skips_queued_copy), in
+ * the same order; at POST the kind's row. */
+#define A2A_ROW_QCOPY ((unsigned)A2A_EV__COUNT)
+#define A2A_ROWS (A2A_EV__COUNT + 1)
+extern _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 extern _Atomic bool a2a_dispatch_ready;
 extern bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
+/* A2A_ACTIVITY_THREADS while a2a_activity_on, else 0 (set with it): the
+ * threads below it store their activity - the hot dispatch's one test for
+ * both conditions. */
+extern uint32_t a2a_activity_threads;
 void a2a_note_activity(const a2a_event *ev);
 
 /* The kinds a polling loop makes (a2a_thread_last_other_seq ignores them). */
@@ -440,10 +463,11 @@ static inline void a2a_dispatch_inline(const a2a_event *ev) {
 }
 
 /* a2a_note_activity for an event whose kind the caller knows at compile
- * time: two relaxed stores into the thread's own line and the deferred-work
- * test, no call unless work was deferred. */
+ * time, including its test of a2a_activity_on (a2a_activity_threads): two
+ * relaxed stores into the thread's own line and the deferred-work test, no
+ * call unless work was deferred. */
 __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
-  if (ev->thread >= A2A_ACTIVITY_THREADS) return;
+  if (ev->thread >= a2a_activity_threads) return;
   a2a_activity *a = &a2a_activity_tab[ev->thread];
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
   if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
@@ -451,19 +475,34 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
   if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(ev->thread);
 }
 
-/* Per (phase, kind), the gates of its gated handlers (a2a_analyzer.
+/* Per (phase, row), the gates of its gated handlers (a2a_analyzer.
  * pre_gate / post_gate), at most A2A_MAX_GATES distinct ones (a handler
  * whose gate finds no slot counts as ungated), and the handler list
  * without the handlers of those gates (a2a_handlers_shut, in the same
  * order; an analyzer that disables itself has its entries there replaced
- * by the same no-op). a2a_gates[ph][k][0] is NULL when no handler of
- * (ph, k) is gated; an unused later slot points to a2a_gate_none (always
- * 0), so that the hot test reads every slot without a branch. Built at
- * init with the handler table. */
+ * by the same no-op). A slot without a gate - every slot of a row none of
+ * whose handlers is gated, whose shut list is then its full list - points
+ * to a2a_gate_none (always 0), so that the hot test reads every slot
+ * without a branch. Built at init with the handler table (NULL before). */
 #define A2A_MAX_GATES 2
 extern const _Atomic unsigned a2a_gate_none;
-extern const _Atomic unsigned *a2a_gates[2][A2A_EV__COUNT][A2A_MAX_GATES];
-extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+extern const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
+extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
+
+/* a2a_dispatch_hot with the table's row `row` (a constant): the kind's
+ * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true). */
+__attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
+                                                                   unsigned row, a2a_phase phase) {
+  if (phase == A2A_PRE) a2a_note_activity_kind(ev, kind);
+  const unsigned ph = phase == A2A_POST;
+  _Static_assert(A2A_MAX_GATES == 2, "the test below reads every slot");
+  const _Atomic unsigned *const *g = a2a_gates[ph][row];
+  _Atomic(a2a_handler) *h = (atomic_load_explicit(g[0], memory_order_relaxed) |
+                             atomic_load_explicit(g[1], memory_order_relaxed)) == 0
+                                ? a2a_handlers_shut[ph][row]
+                                : a2a_handlers[ph][row];
+  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+}
 
 /* a2a_dispatch_inline for the shim's hot wrappers (launches, event
  * records, stream waits, copies), which know the event's kind and phase
@@ -473,20 +512,15 @@ extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS
  * handlers of (phase, kind) while every one of its gates reads 0: they
  * would return at their own gate test (a2a_analyzer.pre_gate), so the
  * shut list, which omits them, calls the rest in the same order. One open
- * gate: the full list (each gated handler tests its own gate). */
+ * gate: the full list (each gated handler tests its own gate).
+ * Precondition, instead of a2a_dispatch_inline's test of
+ * a2a_dispatch_ready: a2a_core_init returned before the call (happens
+ * before it; the gate slots are NULL until then). The shim's wrappers
+ * dispatch only inside a2a_rt_enter, which lets a call in only once its
+ * acquire load reads the runtime's READY, stored (release) after
+ * a2a_core_init returned; unit tests initialize the core first. */
 __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
-  if (!atomic_load_explicit(&a2a_dispatch_ready, memory_order_acquire)) return;
-  if (phase == A2A_PRE && a2a_activity_on) a2a_note_activity_kind(ev, kind);
-  const unsigned ph = phase == A2A_POST;
-  _Atomic(a2a_handler) *h = a2a_handlers[ph][kind];
-  const _Atomic unsigned *const *g = a2a_gates[ph][kind];
-  if (g[0]) {
-    _Static_assert(A2A_MAX_GATES == 2, "the test below reads every slot");
-    if ((atomic_load_explicit(g[0], memory_order_relaxed) |
-         atomic_load_explicit(g[1], memory_order_relaxed)) == 0)
-      h = a2a_handlers_shut[ph][kind];
-  }
-  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+  a2a_dispatch_row(ev, kind, (unsigned)kind, phase);
 }
 /* Bit k set: some running analyzer handles events of kind k (or needs every
  * call's activity). A wrapper may forward a call of a kind nobody wants

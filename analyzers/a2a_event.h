@@ -272,6 +272,17 @@ typedef struct a2a_event {
   } u;
 } a2a_event;
 
+/* A queued copy (an A2A_EV_MEMCPY event): an asynchronous one whose kind
+ * lets the host go on at once - not device-to-host (into pageable memory
+ * the call returns only once the copy is done), nor cudaMemcpyDefault
+ * (unknown until the pointers are looked up). The analyzers that care
+ * only about copies the host may wait on skip its PRE
+ * (a2a_analyzer.pre_skips_queued_copy). */
+static inline int a2a_copy_queued(const a2a_event *ev) {
+  return ev->u.copy.async && ev->u.copy.cpykind != A2A_CPY_D2H &&
+         ev->u.copy.cpykind != A2A_CPY_DEFAULT;
+}
+
 /* Record the real call's result and the facts derived from it (ok,
  * in_progress). The shim calls this once per call; so do the unit tests'
  * event helpers. */

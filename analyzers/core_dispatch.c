@@ -134,14 +134,15 @@ const size_t a2a_nlocal_analyzers = sizeof a2a_local_analyzers / sizeof a2a_loca
 static const a2a_analyzer *g_an[MAX_ANALYZERS];
 static size_t g_nan;
 static _Atomic bool g_off[MAX_ANALYZERS];
-_Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
-static uint8_t g_hidx[2][A2A_EV__COUNT][A2A_MAX_HANDLERS]; /* analyzer of each entry */
+_Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
+static uint8_t g_hidx[2][A2A_ROWS][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 _Atomic bool a2a_dispatch_ready;
 const _Atomic unsigned a2a_gate_none; /* never written */
-const _Atomic unsigned *a2a_gates[2][A2A_EV__COUNT][A2A_MAX_GATES];
-_Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
-static uint8_t g_hidx_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS]; /* analyzer of each entry */
+const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
+_Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
+static uint8_t g_hidx_shut[2][A2A_ROWS][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 bool a2a_activity_on;
+uint32_t a2a_activity_threads;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const a2a_options *g_init_opt;
@@ -173,15 +174,18 @@ static void add_handler(int ph, int k, a2a_handler f, int analyzer, unsigned *n)
   atomic_store(&a2a_handlers[ph][k][(*n)++], f);
 }
 
-/* The gate of analyzer entry j of (ph, k), or NULL when the entry is a
- * registry's or its analyzer does not gate (ph, k). */
+/* The kind of a row of the tables (A2A_ROW_QCOPY: copies). */
+static int row_kind(int row) { return row == (int)A2A_ROW_QCOPY ? A2A_EV_MEMCPY : row; }
+
+/* The gate of analyzer entry j of (ph, row k), or NULL when the entry is a
+ * registry's or its analyzer does not gate (ph, its kind). */
 static const _Atomic unsigned *entry_gate(int ph, int k, unsigned j) {
   uint8_t i = g_hidx[ph][k][j];
   const a2a_analyzer *a = i == 0xff ? NULL : g_an[i];
   if (!a) return NULL;
   uint64_t gated = ph == A2A_PRE ? a->pre_gated : a->post_gated;
   const _Atomic unsigned *gate = ph == A2A_PRE ? a->pre_gate : a->post_gate;
-  return gate && (gated & A2A_KIND_BIT(k)) ? gate : NULL;
+  return gate && (gated & A2A_KIND_BIT(row_kind(k))) ? gate : NULL;
 }
 
 /* The gates of (ph, k) (n entries in the table), each once, at most
@@ -200,8 +204,8 @@ static void build_gates(int ph, int k, unsigned n) {
     atomic_store(&a2a_handlers_shut[ph][k][ns++], atomic_load(&a2a_handlers[ph][k][j]));
   }
   atomic_store(&a2a_handlers_shut[ph][k][ns], NULL);
-  /* The hot dispatch tests gates[ph][k][0], then reads every slot. */
-  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = ng ? &a2a_gate_none : NULL;
+  /* The hot dispatch reads every slot: a free one reads 0. */
+  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = &a2a_gate_none;
 }
 
 static void init_analyzers(void) {
@@ -218,26 +222,33 @@ static void init_analyzers(void) {
   uint64_t want = 0;
   a2a_activity_on = false;
   for (int ph = 0; ph < 2; ph++)
-    for (int k = 0; k < A2A_EV__COUNT; k++) {
+    for (int row = 0; row < A2A_ROWS; row++) {
       unsigned n = 0;
-      if (ph == A2A_POST && k == A2A_EV_COMM_INIT) add_handler(ph, k, reg_comm_init, -1, &n);
-      if (ph == A2A_POST && k == A2A_EV_ALLOC) add_handler(ph, k, reg_alloc, -1, &n);
+      int k = row_kind(row);
+      /* The queued-copy row: the copy row but the analyzers that skip a
+       * queued copy's PRE. */
+      bool qcopy_pre = row == (int)A2A_ROW_QCOPY && ph == A2A_PRE;
+      if (ph == A2A_POST && k == A2A_EV_COMM_INIT) add_handler(ph, row, reg_comm_init, -1, &n);
+      if (ph == A2A_POST && k == A2A_EV_ALLOC) add_handler(ph, row, reg_alloc, -1, &n);
       for (size_t i = 0; i < g_nan; i++) {
         uint64_t mask = ph == A2A_PRE ? g_an[i]->pre : g_an[i]->post;
-        if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k))) {
-          const a2a_by_kind *bk = g_an[i]->by_kind;
+        if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k)) &&
+            !(qcopy_pre && g_an[i]->pre_skips_queued_copy)) {
+          const a2a_by_kind *bk = g_an[i]->by_kind, *bp = g_an[i]->by_kind_post;
+          if (ph == A2A_POST && bp && bp->fn[k]) bk = bp;
           a2a_handler f = bk && bk->fn[k] ? bk->fn[k] : g_an[i]->on_event;
-          add_handler(ph, k, f, (int)i, &n);
+          add_handler(ph, row, f, (int)i, &n);
           want |= A2A_KIND_BIT(k);
         }
       }
-      if (ph == A2A_POST && k == A2A_EV_COMM_END) add_handler(ph, k, reg_comm_end, -1, &n);
-      if (ph == A2A_POST && k == A2A_EV_FREE) add_handler(ph, k, reg_free, -1, &n);
-      atomic_store(&a2a_handlers[ph][k][n], NULL);
-      build_gates(ph, k, n);
+      if (ph == A2A_POST && k == A2A_EV_COMM_END) add_handler(ph, row, reg_comm_end, -1, &n);
+      if (ph == A2A_POST && k == A2A_EV_FREE) add_handler(ph, row, reg_free, -1, &n);
+      atomic_store(&a2a_handlers[ph][row][n], NULL);
+      build_gates(ph, row, n);
     }
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->wants_activity) a2a_activity_on = true;
+  a2a_activity_threads = a2a_activity_on ? A2A_ACTIVITY_THREADS : 0;
   /* The registries see every creation and destruction, whoever else does;
    * the runtime dispatches the process-exit and fork events itself. */
   want |= A2A_KIND_BIT(A2A_EV_COMM_INIT) | A2A_KIND_BIT(A2A_EV_COMM_END) |
@@ -336,7 +347,7 @@ void a2a_analyzer_disable(const char *name, const char *why) {
       newly_off = true;
       /* Its entries call nothing from now on. */
       for (int ph = 0; ph < 2; ph++)
-        for (int k = 0; k < A2A_EV__COUNT; k++) {
+        for (int k = 0; k < A2A_ROWS; k++) {
           for (unsigned j = 0; j < A2A_MAX_HANDLERS &&
                                atomic_load(&a2a_handlers[ph][k][j]) != NULL; j++)
             if (g_hidx[ph][k][j] == i) atomic_store(&a2a_handlers[ph][k][j], noop);

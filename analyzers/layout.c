@@ -74,7 +74,10 @@ __attribute__((noinline)) static ly_thread *thread_claim(uint32_t id);
  * (id, record) stays right until the analyzer is re-initialized or the
  * process forks, which bump g_ly_gen. Saves the slot lookup on both phases
  * of every NCCL call and on every device-to-device copy. */
-static _Atomic unsigned g_ly_gen;
+static _Atomic unsigned g_ly_gen = 1; /* never 0 (only ever incremented) */
+/* A thread's cache starts at generation 0 and is filled by
+ * thread_get_slow only with a record: one whose gen is current holds a
+ * record, so the lookups test no pointer. */
 static _Thread_local struct {
   unsigned gen;
   uint32_t id;
@@ -95,14 +98,15 @@ __attribute__((noinline)) static ly_thread *thread_get_slow(uint32_t id, bool cr
 
 static inline ly_thread *thread_get(uint32_t id, bool create) {
   unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
-  if (t_ly.t && t_ly.gen == gen && t_ly.id == id) return t_ly.t;
+  if (t_ly.gen == gen && t_ly.id == id) return t_ly.t;
   return thread_get_slow(id, create, gen);
 }
 
-/* The cached record only (NULL: ask thread_get). */
-static inline ly_thread *thread_cached(uint32_t id) {
+/* Whether thread id's record is cached (then t_ly.t, not NULL; otherwise
+ * ask thread_get). */
+static inline bool thread_cached(uint32_t id) {
   unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
-  return t_ly.gen == gen && t_ly.id == id ? t_ly.t : NULL;
+  return t_ly.gen == gen && t_ly.id == id;
 }
 
 static ly_thread *thread_claim(uint32_t id) {
@@ -1089,17 +1093,22 @@ static void group_reset(ly_thread *t) {
   t->gsame = t->gvalid;
 }
 
-/* Launches are the hot path: a POST matters only while a copy's timing
- * bracket is open somewhere; a PRE only for a copy kernel (by its name,
- * classified once per function) on a thread that already talks to NCCL. */
-static void layout_launch(const a2a_event *ev) {
+/* A launch's or copy's POST: closes the timing bracket its PRE opened, if
+ * one is open anywhere (out of line: the PREs' paths keep no frame for
+ * it). */
+__attribute__((noinline)) static void layout_bracket_post(const a2a_event *ev) {
   ly_thread *t;
-  if (ev->phase == A2A_POST) {
-    if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
-        (t = thread_get(ev->thread, false)))
-      lyh_on_copy_post(t, ev);
-    return;
-  }
+  if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
+      (t = thread_get(ev->thread, false)))
+    lyh_on_copy_post(t, ev);
+}
+
+/* Launches are the hot path: a POST matters only while a copy's timing
+ * bracket is open somewhere (layout_bracket_post); a PRE only for a copy
+ * kernel (by its name, classified once per function) on a thread that
+ * already talks to NCCL. */
+static void layout_launch_pre(const a2a_event *ev) {
+  ly_thread *t;
   if (!ev->u.launch.func || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY))
     return;
   const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
@@ -1107,7 +1116,7 @@ static void layout_launch(const a2a_event *ev) {
   if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
 }
 
-/* A copy's PRE (layout_memcpy's reference). */
+/* A copy's PRE (layout_copy_pre's reference). */
 __attribute__((noinline)) static void memcpy_pre(const a2a_event *ev) {
   ly_thread *t;
   if (ev->u.copy.cpykind >= A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
@@ -1115,30 +1124,23 @@ __attribute__((noinline)) static void memcpy_pre(const a2a_event *ev) {
     lyh_on_memcpy(t, ev);
 }
 
-/* Copies (a hot call too): a POST closes a timing bracket if one is
- * open; a PRE of a device-to-device copy is a candidate producer of a
- * send buffer (only those can be a hidden .contiguous()). */
-static void layout_memcpy(const a2a_event *ev) {
-  ly_thread *t;
-  if (ev->phase == A2A_POST) {
-    if (atomic_load_explicit(&lyh_brackets_open, memory_order_relaxed) &&
-        (t = thread_get(ev->thread, false)))
-      lyh_on_copy_post(t, ev);
+/* Copies (a hot call too): a POST closes a timing bracket if one is open
+ * (layout_bracket_post); a PRE of a device-to-device copy is a candidate
+ * producer of a send buffer (only those can be a hidden .contiguous()).
+ * memcpy_pre without a frame in the common case: a device-to-device copy
+ * (not cudaMemcpyDefault, which asks the registry) on a thread whose
+ * record is cached - memcpy_pre's tests in its order, then lyh_on_memcpy's
+ * (its test of the kind is true: this is called for copies only, by the
+ * dispatch table's A2A_EV_MEMCPY rows and by layout_on_event). */
+static void layout_copy_pre(const a2a_event *ev) {
+  if (ev->u.copy.cpykind == A2A_CPY_D2D && a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) &&
+      thread_cached(ev->thread)) {
+    if (ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
+    lyh_producer_add(t_ly.t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src,
+                     ev->u.copy.bytes, ev->api);
     return;
   }
-  if (ev->u.copy.cpykind < A2A_CPY_D2D || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) return;
-  /* memcpy_pre without a frame in the common case: a device-to-device
-   * copy (not cudaMemcpyDefault, which asks the registry) on a thread
-   * whose record is cached (then lyh_on_memcpy's remaining tests, in
-   * order). */
-  t = thread_cached(ev->thread);
-  if (!t || ev->u.copy.cpykind != A2A_CPY_D2D || ev->kind != A2A_EV_MEMCPY) {
-    memcpy_pre(ev);
-    return;
-  }
-  if (ev->u.copy.height > 1 || !ev->u.copy.bytes) return;
-  lyh_producer_add(t, ev, (uintptr_t)ev->u.copy.dst, (uintptr_t)ev->u.copy.src, ev->u.copy.bytes,
-                   ev->api);
+  memcpy_pre(ev);
 }
 
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
@@ -1234,8 +1236,11 @@ static void layout_on_group_end(const a2a_event *ev) {
  * frame here). */
 static void layout_on_event(const a2a_event *ev) {
   a2a_kind k = ev->kind;
-  if (k == A2A_EV_LAUNCH) layout_launch(ev);
-  else if (k == A2A_EV_MEMCPY) layout_memcpy(ev);
+  if (k == A2A_EV_LAUNCH || k == A2A_EV_MEMCPY) {
+    if (ev->phase == A2A_POST) layout_bracket_post(ev);
+    else if (k == A2A_EV_LAUNCH) layout_launch_pre(ev);
+    else layout_copy_pre(ev);
+  }
   else if (k == A2A_EV_COLL || k == A2A_EV_P2P) layout_on_op(ev);
   else if (k == A2A_EV_GROUP_START) layout_on_group_start(ev);
   else if (k == A2A_EV_GROUP_END) layout_on_group_end(ev);
@@ -1284,15 +1289,18 @@ static int layout_init(void) {
   return a2a_tslots_init(&g_threads, release_events);
 }
 
-/* layout_on_event's targets, per kind, for the dispatch table. The NCCL
+/* layout_on_event's targets, per kind, for the dispatch table: launches'
+ * and copies' PREs here, their POSTs in layout_by_kind_post. The NCCL
  * operations and group calls are in the pre mask only, so the table calls
  * their PRE functions directly (layout_on_op and the group fronts, which
  * on_event's callers reach in both phases, only add the phase test). */
 static const a2a_by_kind layout_by_kind = {
-    .fn = {[A2A_EV_LAUNCH] = layout_launch, [A2A_EV_MEMCPY] = layout_memcpy,
+    .fn = {[A2A_EV_LAUNCH] = layout_launch_pre, [A2A_EV_MEMCPY] = layout_copy_pre,
            [A2A_EV_COLL] = layout_op_pre, [A2A_EV_P2P] = layout_op_pre,
            [A2A_EV_GROUP_START] = layout_group_start,
            [A2A_EV_GROUP_END] = layout_group_end}};
+static const a2a_by_kind layout_by_kind_post = {
+    .fn = {[A2A_EV_LAUNCH] = layout_bracket_post, [A2A_EV_MEMCPY] = layout_bracket_post}};
 
 /* Launches (the hot path) in both phases: the hidden-copy check times copy
  * kernels between PRE and POST. */
@@ -1313,4 +1321,5 @@ const a2a_analyzer a2a_analyzer_layout = {
     .init = layout_init,
     .on_event = layout_on_event,
     .by_kind = &layout_by_kind,
+    .by_kind_post = &layout_by_kind_post,
 };

@@ -100,25 +100,32 @@ static atomic_ullong g_event_timing;
 static const void *g_churn_site[2];    /* written once, by the first creator */
 static a2a_stack g_churn_stack[2];
 
+typedef struct ps_stream {
+  void *s;
+  bool synced;
+} ps_stream;
+
 typedef struct ps_tls {
   unsigned gen;
   uint64_t churn_pre_ns;       /* PRE time of this thread's create/destroy call */
   uint64_t ops_at_sync;        /* a2a_perf_ops_thread() at the last full sync */
-  struct { void *s; bool synced; } st[PS_SYNC_STREAMS];
+  ps_stream st[PS_SYNC_STREAMS];
   int nst;
-  int last;                    /* index of the stream of the last work */
+  ps_stream *last;             /* the stream of the last work (an entry of st:
+                                  a pointer, not an index, so that the hot
+                                  test needs no address arithmetic) */
   bool lost;                   /* more streams than tracked: no equivalence */
 } ps_tls;
 static _Thread_local ps_tls t_ps;
 
 /* The key no stream has (a2a_perf_skey maps the handle 1 to NULL): an
- * empty table's st[0].s, so that note_work's test of st[last] needs no
- * bound (last < nst, or nst == 0 with last 0). */
+ * empty table's st[0].s, so that note_work's test of *last needs no
+ * bound (last is &st[i] with i < nst, or &st[0] while nst == 0). */
 #define PS_NO_STREAM ((void *)1)
 
 static void forget_streams(ps_tls *t) {
   t->nst = 0;
-  t->last = 0;
+  t->last = &t->st[0];
   t->st[0].s = PS_NO_STREAM;
 }
 
@@ -137,8 +144,8 @@ __attribute__((noinline)) static void note_work_slow(ps_tls *t, void *s);
 static inline void note_work(ps_tls *t, void *s) {
   /* Most launches go to the stream of the previous one (st[last], or
    * PS_NO_STREAM while the table is empty). */
-  if (__builtin_expect(t->st[t->last].s == s, 1)) {
-    t->st[t->last].synced = false;
+  if (__builtin_expect(t->last->s == s, 1)) {
+    t->last->synced = false;
     return;
   }
   note_work_slow(t, s);
@@ -146,11 +153,11 @@ static inline void note_work(ps_tls *t, void *s) {
 
 static void note_work_slow(ps_tls *t, void *s) {
   for (int i = 0; i < t->nst; i++)
-    if (t->st[i].s == s) { t->st[i].synced = false; t->last = i; return; }
+    if (t->st[i].s == s) { t->st[i].synced = false; t->last = &t->st[i]; return; }
   if (t->nst < PS_SYNC_STREAMS) {
     t->st[t->nst].s = s;
     t->st[t->nst].synced = false;
-    t->last = t->nst;
+    t->last = &t->st[t->nst];
     t->nst++;
   } else {
     t->lost = true;
@@ -342,9 +349,11 @@ static void ps_by_launch(const a2a_event *ev) {
 static void ps_by_op(const a2a_event *ev) {
   if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
 }
+/* (Without perf_stream_on_event's test of the phase: the dispatcher calls
+ * it for PREs only, A2A_EV_MEMCPY being in the pre mask and not in the
+ * post mask.) */
 static void ps_by_memcpy(const a2a_event *ev) {
-  if (ev->phase == A2A_PRE && ev->u.copy.async)
-    note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+  if (ev->u.copy.async) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
 }
 static const a2a_by_kind ps_by_kind = {
     .fn = {[A2A_EV_LAUNCH] = ps_by_launch, [A2A_EV_COLL] = ps_by_op, [A2A_EV_P2P] = ps_by_op,

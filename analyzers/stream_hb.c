@@ -297,6 +297,10 @@ static _Atomic unsigned g_nring;
  * event records and waits are followed even with nothing tracked, so that a
  * stream joining the capture through an event is known to capture). */
 static _Atomic unsigned g_ncapture;
+/* g_ncapture, plus 1 once the analyzer disabled itself (g_disabled):
+ * while nonzero a copy's POST goes the locked way (hb_case_copy) - one
+ * load for both tests. Written with them. */
+static _Atomic unsigned g_copy_locked;
 
 #define HOST_TL 0
 
@@ -323,7 +327,10 @@ static uint64_t g_tl_epoch = 1;
 /* Small helpers */
 
 static void disable_self(const char *why) {
-  if (!atomic_exchange(&g_disabled, true)) a2a_analyzer_disable("stream_hb", why);
+  if (!atomic_exchange(&g_disabled, true)) {
+    atomic_fetch_add_explicit(&g_copy_locked, 1, memory_order_relaxed);
+    a2a_analyzer_disable("stream_hb", why);
+  }
 }
 
 static inline __attribute__((always_inline)) int dev_of(const a2a_event *ev) {
@@ -593,8 +600,13 @@ static void set_capturing(int s, bool on, int origin) {
   if (g_tl[s].capturing == on) return;
   g_tl[s].capturing = on;
   g_tl[s].cap_origin = on ? origin : 0;
-  if (on) atomic_fetch_add_explicit(&g_ncapture, 1, memory_order_relaxed);
-  else atomic_fetch_sub_explicit(&g_ncapture, 1, memory_order_relaxed);
+  if (on) {
+    atomic_fetch_add_explicit(&g_ncapture, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_copy_locked, 1, memory_order_relaxed);
+  } else {
+    atomic_fetch_sub_explicit(&g_ncapture, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&g_copy_locked, 1, memory_order_relaxed);
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -2516,6 +2528,9 @@ static void on_copy(const copy_rec *c, uint32_t thread, bool host_waits, bool re
 typedef struct stage_ring {
   _Atomic uint32_t head; /* written by the owning thread */
   _Atomic uint32_t tail; /* written under g_mu */
+  /* The owning thread's only: its latest entry, &e[(head - 1) % STAGE_N]
+   * (written with head; before the first, e[STAGE_N - 1], count 0). */
+  copy_rec *last;
   copy_rec e[STAGE_N];
 } stage_ring;
 
@@ -2596,15 +2611,13 @@ static inline __attribute__((always_inline)) bool stage_copy(const a2a_event *ev
   stage_ring *r = ev->thread < MAX_THREADS
                       ? atomic_load_explicit(&g_stage[ev->thread], memory_order_acquire)
                       : NULL;
-  uint32_t h = 0;
   if (r) {
-    h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    /* The latest entry (slot h - 1; never written, its count 0, before
-     * the first): one more of it if the copy is the same (see "Repeated
-     * copies"). Equal in every field, the async flag and the copy kind
-     * included, the copy passes the tests below as the entry did: its
-     * kind and flags are deferrable, its destination remembered. */
-    copy_rec *last = &r->e[(h - 1) % STAGE_N];
+    /* The latest entry (r->last: slot head - 1; never written, its count
+     * 0, before the first): one more of it if the copy is the same (see
+     * "Repeated copies"). Equal in every field, the async flag and the
+     * copy kind included, the copy passes the tests below as the entry
+     * did: its kind and flags are deferrable, its destination remembered. */
+    copy_rec *last = r->last;
     uint32_t n = atomic_load_explicit(&last->n, memory_order_relaxed);
     if (n != 0 && n < STAGE_REPEAT_MAX && copy_rec_same(last, ev, ms) &&
         atomic_compare_exchange_strong(&last->n, &n, n + 1))
@@ -2615,10 +2628,12 @@ static inline __attribute__((always_inline)) bool stage_copy(const a2a_event *ev
   if (!(ev->u.copy.async || ms || ev->u.copy.cpykind == A2A_CPY_D2D)) return false;
   if (!copy_remembered_k(ev, ms)) return true;
   if (!r) return false;
+  uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
   if (h - atomic_load_explicit(&r->tail, memory_order_acquire) >= STAGE_N) return false;
   copy_rec *c = &r->e[h % STAGE_N];
   copy_rec_of_k(ev, c, ms);
   atomic_store_explicit(&c->n, 1, memory_order_relaxed); /* published by the head */
+  r->last = c;
   atomic_store(&r->head, h + 1); /* seq_cst: see above */
   if (!atomic_load(&g_staged)) atomic_store_explicit(&g_staged, 1, memory_order_relaxed);
   return true;
@@ -2629,6 +2644,7 @@ static void stage_alloc(uint32_t thread) {
   if (thread >= MAX_THREADS || atomic_load_explicit(&g_stage[thread], memory_order_relaxed)) return;
   stage_ring *r = calloc(1, sizeof *r);
   if (!r) return; /* its copies keep taking the lock */
+  r->last = &r->e[STAGE_N - 1]; /* = &e[(head - 1) % STAGE_N], count 0 */
   atomic_store_explicit(&g_stage[thread], r, memory_order_release);
   if (atomic_load(&g_stage_hi) <= thread) atomic_store(&g_stage_hi, thread + 1);
 }
@@ -2740,6 +2756,7 @@ static int hb_init(void) {
     atomic_store(&g_ncapture, 0);
     stage_reset();
     atomic_store(&g_disabled, false);
+    atomic_store(&g_copy_locked, 0);
     for (int d = 0; d < HB_MAX_DEV; d++) {
       atomic_store(&g_dev_blocking[d], 0);
       atomic_store(&g_dev_ptds[d], false);
@@ -2913,8 +2930,7 @@ static inline __attribute__((always_inline)) void hb_case_launch(const a2a_event
 static inline __attribute__((always_inline)) void hb_case_copy(const a2a_event *ev, bool ms,
                                                                 bool post) {
   if ((post || ev->phase == A2A_POST) && ev->result == 0 &&
-      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0 &&
-      !atomic_load_explicit(&g_disabled, memory_order_relaxed) &&
+      atomic_load_explicit(&g_copy_locked, memory_order_relaxed) == 0 && /* no capture, enabled */
       (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 ||
        (span_pages_clear((uintptr_t)ev->u.copy.dst, ev->u.copy.bytes) &&
         (ms || span_pages_clear((uintptr_t)ev->u.copy.src, ev->u.copy.bytes))))) {
@@ -3150,6 +3166,8 @@ static void hb_after_fork_child(void) {
 }
 
 size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
+
+bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
 
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */

@@ -5,6 +5,7 @@
 #ifndef A2A_STREAM_HB_H
 #define A2A_STREAM_HB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Timelines (streams used while ranges are tracked + the one host
@@ -38,5 +39,8 @@
 size_t stream_hb_range_count(void);
 /* Number of live entries in the recent-copy ring (tests). */
 size_t stream_hb_copy_ring_count(void);
+/* Whether copies go the locked way, not deferred: a capture is open or the
+ * analyzer disabled itself (tests). */
+bool stream_hb_copies_locked(void);
 
 #endif

@@ -31,13 +31,22 @@ extern "C" {
 
 /* The per-call state, inline for the wrappers (every intercepted call
  * reads it): the runtime's state, and per thread the guard depth, the
- * thread index and the call counter. initial-exec TLS: the library is
- * preloaded. Defined in rt_init.c; nothing else writes them. */
+ * thread index and the call counter - one thread-local object, so that a
+ * wrapper finds all three from one address. initial-exec TLS: the library
+ * is preloaded. Defined in rt_init.c; nothing else writes them. */
 #define A2A_RT_TLS __thread __attribute__((tls_model("initial-exec"), visibility("hidden")))
 extern _Atomic int a2a_rt_g_state;
-extern A2A_RT_TLS int a2a_rt_t_depth;
-extern A2A_RT_TLS uint32_t a2a_rt_t_index;
-extern A2A_RT_TLS uint32_t a2a_rt_t_call_seq;
+typedef struct a2a_rt_thread {
+  int depth;          /* the guard: inside an intercepted call */
+  uint32_t index;     /* a2a_rt_thread_index, 0 until assigned */
+  uint32_t call_seq;  /* a2a_rt_next_call_seq */
+  /* The interposition layer's (shim/wrap_cuda.c, a2a_shim_current_device):
+   * the thread's current device, 0 (CUDA's default) until a successful
+   * cudaSetDevice, which sets device_set. */
+  int device;
+  bool device_set;
+} a2a_rt_thread;
+extern A2A_RT_TLS a2a_rt_thread a2a_rt_t;
 enum { A2A_RT_STATE_READY = 2 };    /* = A2A_RT_READY (rt_internal.h) */
 bool a2a_rt_enter_slow(void);
 uint32_t a2a_rt_thread_index_slow(void);
@@ -51,20 +60,34 @@ static inline bool a2a_rt_enter(void) {
   if (__builtin_expect(atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) !=
                            A2A_RT_STATE_READY, 0))
     return a2a_rt_enter_slow();
-  if (a2a_rt_t_depth) return false;
-  a2a_rt_t_depth = 1;
+  if (a2a_rt_t.depth) return false;
+  a2a_rt_t.depth = 1;
   return true;
 }
-static inline void a2a_rt_leave(void) { a2a_rt_t_depth = 0; }
+static inline void a2a_rt_leave(void) { a2a_rt_t.depth = 0; }
+/* a2a_rt_enter in two steps, for a wrapper that tests something the
+ * initialization sets (a2a_kind_wanted) between them: whether the runtime
+ * is READY (an acquire load: what a2a_core_init wrote is visible after a
+ * true answer), then a2a_rt_enter_ready() (after true: the guard only) or
+ * a2a_rt_enter_slow() (after false). */
+static inline bool a2a_rt_ready(void) {
+  return __builtin_expect(atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) ==
+                              A2A_RT_STATE_READY, 1);
+}
+static inline bool a2a_rt_enter_ready(void) {
+  if (a2a_rt_t.depth) return false;
+  a2a_rt_t.depth = 1;
+  return true;
+}
 
 /* Small per-process thread index (1, 2, ...), cached thread-locally. */
 static inline uint32_t a2a_rt_thread_index(void) {
-  uint32_t i = a2a_rt_t_index;
+  uint32_t i = a2a_rt_t.index;
   return __builtin_expect(i != 0, 1) ? i : a2a_rt_thread_index_slow();
 }
 /* The number of this call among the calling thread's analyzed calls
  * (1, 2, ...; a2a_event.seq). */
-static inline uint32_t a2a_rt_next_call_seq(void) { return ++a2a_rt_t_call_seq; }
+static inline uint32_t a2a_rt_next_call_seq(void) { return ++a2a_rt_t.call_seq; }
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 static inline uint64_t a2a_rt_now_ns(void) {
   struct timespec ts;

@@ -186,24 +186,22 @@ int a2a_shim_query_device(void);
  * copies, queries): also forward unchanged, without building an event,
  * when no running analyzer handles this kind of call (a2a_kind_wanted).
  * That test comes first, before errno is touched: with the kind off
- * (A2ACHECK_CHECKS=-all) and the real function resolved, the wrapper is
- * its frame's setup, a few loads and a jump to the real function (no errno
- * save and restore, no runtime enter and leave).
- * Every kind is wanted until the runtime is initialized, so the lazy
- * initialization still runs on the first call. */
+ * (A2ACHECK_CHECKS=-all) the wrapper is its frame's setup, a few loads and
+ * a jump to the real function (no errno save and restore, no runtime
+ * enter and leave). It is made once the runtime reads READY (acquire:
+ * a2a_kinds_wanted is final then, the core's initialization having set it
+ * before READY was stored); before that every kind is wanted, so the lazy
+ * initialization still runs on the first call, and the kind is tested
+ * once the initialization returned (a2a_rt_enter_slow). */
 #define A2A_PASS_THROUGH_UNLESS_WANTED(evkind, name, ...)                     \
-  if (!a2a_kind_wanted(evkind)) {                                             \
-    void *a2a_real_ = atomic_load_explicit(&a2a_real_slot[A2A_SYM_##name],    \
-                                           memory_order_acquire);             \
-    if (__builtin_expect(a2a_real_ != NULL, 1))                               \
-      return ((a2a_real_##name##_t)a2a_real_)(__VA_ARGS__);                   \
-  }                                                                           \
+  const bool a2a_ready_ = a2a_rt_ready();                                     \
+  if (a2a_ready_ && !a2a_kind_wanted(evkind)) return A2A_REAL(name)(__VA_ARGS__); \
   int a2a_errno_ = errno;                                                     \
-  if (!a2a_rt_enter()) {                                                      \
+  if (!(a2a_ready_ ? a2a_rt_enter_ready() : a2a_rt_enter_slow())) {           \
     errno = a2a_errno_;                                                       \
     return A2A_REAL(name)(__VA_ARGS__);                                       \
   }                                                                           \
-  if (!a2a_kind_wanted(evkind)) {                                             \
+  if (!a2a_ready_ && !a2a_kind_wanted(evkind)) {                              \
     a2a_rt_leave();                                                           \
     errno = a2a_errno_;                                                       \
     return A2A_REAL(name)(__VA_ARGS__);                                       \
@@ -228,15 +226,33 @@ int a2a_shim_query_device(void);
   } while (0)
 
 /* The hot wrappers' PRE (launch, event record, stream wait, copy; evkind
- * the event's kind, a constant: a2a_dispatch_hot): the
- * clock is read only when `timed` (a blocking copy, where a host may wait);
- * otherwise t_ns is 0 (a2a_event.h) - one clock read is a tenth of a
- * launch's budget and nothing needs the time of the others. */
+ * the event's kind, a constant: a2a_dispatch_hot), of an event made by
+ * A2A_EVENT_HOT (phase A2A_PRE and t_ns 0 already): the clock is read only
+ * when `timed` (a blocking copy, where a host may wait); otherwise t_ns
+ * stays 0 (a2a_event.h) - one clock read is a tenth of a launch's budget
+ * and nothing needs the time of the others. */
 #define A2A_PRE_HOT(ev, evkind, timed)                                        \
   do {                                                                        \
-    (ev).phase = A2A_PRE;                                                     \
-    (ev).t_ns = (timed) ? a2a_rt_now_ns() : 0;                                \
+    if (timed) (ev).t_ns = a2a_rt_now_ns();                                   \
     a2a_dispatch_hot(&(ev), (evkind), A2A_PRE);                               \
+    errno = a2a_errno_;                                                       \
+  } while (0)
+
+/* A2A_PRE_HOT for a copy (A2A_EV_MEMCPY): a queued one (a2a_copy_queued:
+ * every cudaMemcpyAsync but device-to-host and cudaMemcpyDefault ones) is
+ * dispatched with the table's queued-copy row, which leaves out the
+ * analyzers that do nothing at its PRE (A2A_ROW_QCOPY). `other` is a
+ * statement run before the PRE of any other copy (a queued one is never
+ * timed - it is asynchronous - nor a blocking call site). */
+#define A2A_PRE_HOT_COPY(ev, timed, other)                                    \
+  do {                                                                        \
+    if (a2a_copy_queued(&(ev))) {                                             \
+      a2a_dispatch_row(&(ev), A2A_EV_MEMCPY, A2A_ROW_QCOPY, A2A_PRE);         \
+    } else {                                                                  \
+      other;                                                                  \
+      if (timed) (ev).t_ns = a2a_rt_now_ns();                                 \
+      a2a_dispatch_hot(&(ev), A2A_EV_MEMCPY, A2A_PRE);                        \
+    }                                                                         \
     errno = a2a_errno_;                                                       \
   } while (0)
 

@@ -45,11 +45,9 @@ _Static_assert((int)A2A_RT_READY == (int)A2A_RT_STATE_READY, "the inline guard's
 static _Atomic uint32_t g_next_thread;
 static _Atomic int g_nccl_seen;
 
-A2A_RT_TLS int a2a_rt_t_depth;
-A2A_RT_TLS uint32_t a2a_rt_t_index;
-A2A_RT_TLS uint32_t a2a_rt_t_call_seq;
-#define t_depth a2a_rt_t_depth
-#define t_index a2a_rt_t_index
+A2A_RT_TLS a2a_rt_thread a2a_rt_t;
+#define t_depth a2a_rt_t.depth
+#define t_index a2a_rt_t.index
 static TLS int t_in_init;
 static TLS int t_nccl_noted;
 

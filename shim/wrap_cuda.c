@@ -38,8 +38,10 @@
 /* ------------------------------------------------------------------ */
 /* Current device */
 
-static _Thread_local int tls_device;      /* 0 until cudaSetDevice: CUDA's default */
-static _Thread_local bool tls_device_set; /* cudaSetDevice succeeded on this thread */
+/* The thread's current device: in the runtime's thread-local object
+ * (a2a_rt_thread), beside what every wrapper reads with it. */
+#define tls_device a2a_rt_t.device
+#define tls_device_set a2a_rt_t.device_set
 
 int a2a_shim_current_device(void) { return tls_device; }
 
@@ -379,8 +381,8 @@ static inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
     ev.stream = (void *)(stream_);                                            \
     ev.per_thread = (per_thread_);                                            \
     A2A_COPY1D_FIELDS(ev, dst, src, count, kind, async_);                     \
-    if (!(async_) || kind == cudaMemcpyDeviceToHost) A2A_BLOCKING_SITE(ev);    \
-    A2A_PRE_HOT(ev, A2A_EV_MEMCPY, !(async_));                                \
+    A2A_PRE_HOT_COPY(ev, !(async_),                                           \
+                     if (!(async_) || kind == cudaMemcpyDeviceToHost) A2A_BLOCKING_SITE(ev)); \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
     A2A_POST_BEGIN_HOT(ev, r);                                                \
     A2A_POST_END_HOT(ev, A2A_EV_MEMCPY);                                      \

@@ -199,7 +199,7 @@ __attribute__((noinline)) static ncclResult_t comm_get_async_error(ncclComm_t co
  * every other. */
 A2A_PUBLIC ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
-  if (__builtin_expect(a2a_rt_t_depth != 0, 1) &&
+  if (__builtin_expect(a2a_rt_t.depth != 0, 1) &&
       atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) == A2A_RT_STATE_READY) {
     void *real = atomic_load_explicit(&a2a_real_slot[A2A_SYM_ncclCommGetAsyncError],
                                       memory_order_acquire);

@@ -1024,9 +1024,8 @@ static void on_async_error(const a2a_event *ev) {
  * direction) never blocks the host, so neither of its phases has anything
  * to publish - the common copy returns here. */
 static void on_memcpy(const a2a_event *ev) {
-  if (ev->u.copy.async && ev->u.copy.cpykind != A2A_CPY_D2H &&
-      ev->u.copy.cpykind != A2A_CPY_DEFAULT)
-    return;
+  /* A queued copy: the host cannot block in it (pre_skips_queued_copy). */
+  if (a2a_copy_queued(ev)) return;
   if (!atomic_load_explicit(&g_active, memory_order_relaxed)) return;
   on_event_body(ev);
 }
@@ -1326,6 +1325,9 @@ const a2a_analyzer a2a_analyzer_xrank = {
     /* A copy's POST only clears the blocked state its PRE published. */
     .post_gated = A2A_KIND_BIT(A2A_EV_MEMCPY),
     .post_gate = &g_copies_blocked,
+    /* A queued copy's PRE publishes nothing (on_memcpy): only a copy the
+     * host may wait in can be where a rank hangs. */
+    .pre_skips_queued_copy = true,
     .init = init,
     .on_event = on_event,
     .by_kind = &xr_by_kind,

@@ -23,17 +23,15 @@
  * never READY here, so every call takes the slow path, which this fake
  * implements. */
 _Atomic int a2a_rt_g_state = 0;
-A2A_RT_TLS int a2a_rt_t_depth;
-A2A_RT_TLS uint32_t a2a_rt_t_index = 1;
-A2A_RT_TLS uint32_t a2a_rt_t_call_seq;
+A2A_RT_TLS a2a_rt_thread a2a_rt_t = {.index = 1};
 static bool enabled = true;
 static int nccl_calls, unresolved_calls;
 
 bool a2a_rt_enter_slow(void)
 {
   errno = EAGAIN; /* the wrapper must hide what the runtime does to errno */
-  if (!enabled || a2a_rt_t_depth) return false;
-  a2a_rt_t_depth = 1;
+  if (!enabled || a2a_rt_t.depth) return false;
+  a2a_rt_t.depth = 1;
   return true;
 }
 uint32_t a2a_rt_thread_index_slow(void) { return 1; }
@@ -55,19 +53,25 @@ static void record_event(const a2a_event *ev)
   if (nevents < MAX_EVENTS) events[nevents++] = *ev;
   errno = EIO; /* analyzers may clobber errno: the application must not see it */
 }
-_Atomic(a2a_handler) a2a_handlers[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+_Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 _Atomic bool a2a_dispatch_ready = true;
 bool a2a_activity_on = false;
+uint32_t a2a_activity_threads = 0;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 void a2a_note_activity(const a2a_event *ev) { (void)ev; }
 a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 void a2a_run_flush(uint32_t thread) { (void)thread; }
-const _Atomic unsigned *a2a_gates[2][A2A_EV__COUNT][A2A_MAX_GATES]; /* none gated */
-_Atomic(a2a_handler) a2a_handlers_shut[2][A2A_EV__COUNT][A2A_MAX_HANDLERS + 1];
+const _Atomic unsigned a2a_gate_none;
+const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES]; /* none gated */
+_Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 __attribute__((constructor)) static void install_recorder(void)
 {
   for (int ph = 0; ph < 2; ph++)
-    for (int k = 0; k < A2A_EV__COUNT; k++) atomic_store(&a2a_handlers[ph][k][0], record_event);
+    for (int k = 0; k < A2A_ROWS; k++) {
+      atomic_store(&a2a_handlers[ph][k][0], record_event);
+      atomic_store(&a2a_handlers_shut[ph][k][0], record_event);
+      for (int d = 0; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = &a2a_gate_none;
+    }
 }
 void a2a_dispatch(const a2a_event *ev) { record_event(ev); }
 

@@ -145,6 +145,50 @@ START_TEST(dispatch_calls_per_kind_handlers) {
 }
 END_TEST
 
+/* POST handlers per kind (a2a_analyzer.by_kind_post): the kind's POST
+ * goes there, its PRE to by_kind's; a kind without one keeps by_kind's
+ * handler for both phases. */
+static int g_pre_calls, g_post_calls;
+static void fe_pre(const a2a_event *ev) {
+  ck_assert_int_eq(ev->phase, A2A_PRE);
+  g_pre_calls++;
+}
+static void fe_post(const a2a_event *ev) {
+  ck_assert_int_eq(ev->phase, A2A_POST);
+  g_post_calls++;
+}
+static int g_both_calls;
+static void fe_both(const a2a_event *ev) { (void)ev; g_both_calls++; }
+static const a2a_by_kind fe_by_kind = {.fn = {[A2A_EV_COLL] = fe_pre, [A2A_EV_P2P] = fe_both}};
+static const a2a_by_kind fe_by_kind_post = {.fn = {[A2A_EV_COLL] = fe_post}};
+static const a2a_analyzer fake_e = {
+    .name = "fake_e",
+    .pre = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P),
+    .post = A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P),
+    .on_event = fd_event,
+    .by_kind = &fe_by_kind,
+    .by_kind_post = &fe_by_kind_post};
+
+START_TEST(dispatch_calls_per_phase_handlers) {
+  static const a2a_analyzer *const list[] = {&fake_e};
+  a2a_core_set_analyzers_for_tests(list, 1);
+  collector_reinit();
+  g_pre_calls = g_post_calls = g_both_calls = g_by_event = 0;
+  a2a_event c = ev_make(A2A_EV_COLL);
+  ev_dispatch(&c, 0);
+  ck_assert_int_eq(g_pre_calls, 1);
+  ck_assert_int_eq(g_post_calls, 1);
+  a2a_event p = ev_make(A2A_EV_P2P);
+  ev_dispatch(&p, 0);
+  ck_assert_int_eq(g_both_calls, 2); /* no POST entry: by_kind's, both phases */
+  ck_assert_int_eq(g_by_event, 0);
+  ck_assert_int_eq(g_pre_calls, 1);
+  ck_assert_int_eq(g_post_calls, 1);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 /* Deferred per-thread work (a2a_set_flush_hook): the hook runs on the
  * thread's next call of a flushing kind, before any analyzer sees it, and
  * not for NCCL communication, group or query calls; only with an analyzer
@@ -191,13 +235,20 @@ START_TEST(flush_hook_runs_before_the_next_other_call) {
   ck_assert(a2a_thread_want_flush(1));
   a2a_event h = ev_make(A2A_EV_LAUNCH);
   h.phase = A2A_PRE;
+  h.thread = 1;
+  h.seq = 4242;
   a2a_dispatch_hot(&h, A2A_EV_LAUNCH, A2A_PRE);
   ck_assert_int_eq(g_flushes, 3);
+  ck_assert_uint_eq(a2a_thread_last_seq(1), 4242); /* its activity stored */
   ck_assert(!a2a_thread_want_flush(A2A_ACTIVITY_THREADS)); /* no slot: do it now */
   /* No analyzer wants activity: nothing can be deferred. */
   a2a_core_set_analyzers_for_tests(list + 1, 0);
   collector_reinit();
   ck_assert(!a2a_thread_want_flush(1));
+  /* Nor is any activity stored (a2a_activity_threads 0). */
+  h.seq = 4343;
+  a2a_dispatch_hot(&h, A2A_EV_LAUNCH, A2A_PRE);
+  ck_assert_uint_eq(a2a_thread_last_seq(1), 4242);
   a2a_set_flush_hook(NULL);
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
   collector_reset();
@@ -289,6 +340,56 @@ START_TEST(gates_skip_only_closed_handlers) {
   atomic_store(&g_gate_a, 1);
   ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "u");
   atomic_store(&g_gate_a, 0);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
+/* The queued-copy row (A2A_ROW_QCOPY): at PRE the copy row without the
+ * analyzers that skip a queued copy's PRE, the others in order, gates
+ * included; at POST the copy row. A disabled analyzer calls nothing from
+ * it either. */
+static void ev_s(const a2a_event *ev) { (void)ev; note_call('s'); }
+static const a2a_analyzer skip_s = {.name = "skip_s", .pre = GK, .post = GK,
+                                    .pre_skips_queued_copy = true, .on_event = ev_s};
+static const char *qcopy(a2a_phase phase) {
+  a2a_event e = ev_make(A2A_EV_MEMCPY);
+  e.phase = phase;
+  e.u.copy.async = 1;
+  e.u.copy.cpykind = A2A_CPY_D2D;
+  ck_assert(a2a_copy_queued(&e));
+  g_calls[0] = 0;
+  if (phase == A2A_PRE) a2a_dispatch_row(&e, A2A_EV_MEMCPY, A2A_ROW_QCOPY, A2A_PRE);
+  else a2a_dispatch_row(&e, A2A_EV_MEMCPY, A2A_ROW_QCOPY, A2A_POST);
+  return g_calls;
+}
+
+START_TEST(queued_copy_row_skips_only_its_skippers) {
+  static const a2a_analyzer *const list[] = {&ungated_u, &skip_s, &gated_a, &ungated_v};
+  a2a_core_set_analyzers_for_tests(list, 4);
+  collector_reinit();
+  atomic_store(&g_gate_a, 0);
+  ck_assert_str_eq(qcopy(A2A_PRE), "uv");
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "usv"); /* the copy row keeps it */
+  ck_assert_str_eq(qcopy(A2A_POST), "usv");
+  atomic_store(&g_gate_a, 1);
+  ck_assert_str_eq(qcopy(A2A_PRE), "uav");
+  ck_assert_str_eq(qcopy(A2A_POST), "usav");
+  /* Which copies are queued: asynchronous, not device-to-host, not Default. */
+  a2a_event e = ev_make(A2A_EV_MEMCPY);
+  static const int queued[5] = {1, 1, 0, 1, 0}; /* H2H, H2D, D2H, D2D, Default */
+  for (int k = 0; k < 5; k++) {
+    e.u.copy.cpykind = k;
+    e.u.copy.async = 1;
+    ck_assert_int_eq(a2a_copy_queued(&e) != 0, queued[k]);
+    e.u.copy.async = 0;
+    ck_assert(!a2a_copy_queued(&e));
+  }
+  a2a_analyzer_disable("ungated_v", "test");
+  ck_assert_str_eq(qcopy(A2A_PRE), "ua");
+  ck_assert_str_eq(qcopy(A2A_POST), "usa");
+  atomic_store(&g_gate_a, 0);
+  ck_assert_str_eq(qcopy(A2A_PRE), "u");
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
   collector_reset();
 }
@@ -701,8 +802,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, every_listed_analyzer_is_linked);
   tcase_add_test(tc, dispatch_follows_subscriptions_and_owned_checks);
   tcase_add_test(tc, dispatch_calls_per_kind_handlers);
+  tcase_add_test(tc, dispatch_calls_per_phase_handlers);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
+  tcase_add_test(tc, queued_copy_row_skips_only_its_skippers);
   tcase_add_test(tc, group_gate_lets_own_group_through);
   tcase_add_test(tc, event_result_facts);
   tcase_add_test(tc, comm_registry_identity);

@@ -624,6 +624,19 @@ START_TEST(memcpy_then_send) {
 }
 END_TEST
 
+/* A copy after a re-initialization lands in the thread's new record, not
+ * in the one the thread's cache held (layout_copy_pre's cached lookup:
+ * its generation moved). */
+START_TEST(copy_after_reinit_uses_the_new_record) {
+  d2d(SEG0, SEG0 + 65536, 4096); /* the thread's record cached */
+  collector_reinit();
+  d2d(SEG0, SEG0 + 65536, 4096);
+  p2p(1, SEG0, 1024, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
 /* Which copies are producers (lyh_on_memcpy): one row, device to device
  * by its kind or, for cudaMemcpyDefault, by the registry. */
 static void copy_kind(uintptr_t dst, uintptr_t src, size_t bytes, size_t height, int kind) {
@@ -1263,6 +1276,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, staging_copy_message);
   tcase_add_test(tc, pairwise_exchange_is_not_an_all_to_all);
   tcase_add_test(tc, memcpy_then_send);
+  tcase_add_test(tc, copy_after_reinit_uses_the_new_record);
   tcase_add_test(tc, only_one_row_device_copies_are_producers);
   tcase_add_test(tc, copy_of_other_size_or_before_previous_op_is_silent);
   tcase_add_test(tc, copy_kernel_then_alltoall);

@@ -889,6 +889,32 @@ static void hot_copy(void *stream, bool async) {
   a2a_dispatch_hot(&ev, A2A_EV_MEMCPY, A2A_POST);
 }
 
+/* Work on the stream of the thread's last work (perf_stream's note_work
+ * fast path: *last): a copy on a stream right after that stream's own
+ * synchronization makes it unsynchronized again, so the step's later
+ * synchronization of the other stream is not one of every stream. Without
+ * that copy it is, every step: perf.sync-heavy. */
+static void copy_after_stream_sync_run(bool copy_again) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    alltoall(i, 4u << 20, 1.0, S1);
+    hot_copy(S2, true);
+    simple(A2A_EV_STREAM_SYNC, S2);
+    if (copy_again) hot_copy(S2, true); /* S2 again: the last work's stream */
+    simple(A2A_EV_STREAM_SYNC, S1);
+  }
+}
+START_TEST(sync_heavy_copy_after_a_stream_sync_is_work) {
+  copy_after_stream_sync_run(true);
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 0);
+}
+END_TEST
+START_TEST(sync_heavy_without_that_copy) {
+  copy_after_stream_sync_run(false);
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 1);
+}
+END_TEST
+
 START_TEST(gated_hot_calls_see_the_armed_window) {
   comm_init(COMM, 4);
   for (size_t i = 0; i < 20; i++) {
@@ -1057,6 +1083,8 @@ int main(void) {
   tcase_add_test(tc, sync_once_per_step_is_quiet);
   tcase_add_test(tc, stream_priority_both_raised_is_quiet);
   tcase_add_test(tc, sync_heavy_every_stream);
+  tcase_add_test(tc, sync_heavy_copy_after_a_stream_sync_is_work);
+  tcase_add_test(tc, sync_heavy_without_that_copy);
   tcase_add_test(tc, stream_churn_measured_cost_decides);
   tcase_add_test(tc, stream_churn_material_cost_warns);
   tcase_add_test(tc, event_churn_wait_stream_idiom_is_info);

@@ -1213,6 +1213,29 @@ START_TEST(repeated_copies_are_counted) {
 }
 END_TEST
 
+/* A copy is counted only on its thread's latest deferred entry (the
+ * ring's `last`), never on an older equal one: W, X, Y, X are four
+ * entries, applied in that order, so after STREAM_HB_COPY_RING - 1 more
+ * copies the recent-copy ring has pushed out W, X, Y and still holds the
+ * second X (counted on the first, the two X would be applied before Y and
+ * both pushed out: no finding). */
+START_TEST(repeated_copies_count_only_on_the_latest_entry) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  void *const X = (void *)0x8b000000, *const Y = (void *)0x8c000000;
+  memop_on(1, (void *)0x86000000, 64, S_UP); /* the thread's first: locked */
+  memop_on(1, X, 64, S_UP);
+  memop_on(1, Y, 64, S_UP);
+  memop_on(1, X, 64, S_UP);
+  for (int i = 0; i < STREAM_HB_COPY_RING - 1; i++)
+    memop_on(1, (void *)(0x90000000u + (uintptr_t)i * 0x10000u), 64, S_UP);
+  ck_assert_uint_eq(stream_hb_copy_ring_count(), STREAM_HB_COPY_RING);
+  send_on(S_COMM, X, 16, (void *)0x4307); /* no edge: the copy into X races */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
 /* Copies that differ in a field are not counted as one: the second,
  * longer one keeps its own extent (a send on its second half finds it). */
 START_TEST(repeated_copies_differ_in_one_field) {
@@ -1470,6 +1493,23 @@ START_TEST(grouped_replay_refused_while_capturing) {
   stream_ev(A2A_EV_GRAPH_CAPTURE_END, S_COMM, 0);
   memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
   ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+/* Copies go the locked way exactly while a capture is open (one counter,
+ * g_copy_locked, for hb_case_copy's tests of captures and of the analyzer
+ * being disabled): up at a capture's begin, down at its end. */
+START_TEST(copies_locked_while_capturing) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  ck_assert(!stream_hb_copies_locked());
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_COMM, 0);
+  ck_assert(stream_hb_copies_locked());
+  stream_ev(A2A_EV_GRAPH_CAPTURE_END, S_COMM, 0);
+  ck_assert(!stream_hb_copies_locked());
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_COMM, 0);
+  setup(); /* re-initialization: none open */
+  ck_assert(!stream_hb_copies_locked());
 }
 END_TEST
 
@@ -2476,6 +2516,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, untracked_launch_is_cheap);
   tcase_add_test(tc, untracked_copy_cost);
   tcase_add_test(tc, repeated_copies_are_counted);
+  tcase_add_test(tc, repeated_copies_count_only_on_the_latest_entry);
   tcase_add_test(tc, repeated_copies_differ_in_one_field);
   tcase_add_test(tc, repeated_copies_host_waiting_one_is_not_counted);
   tcase_add_test(tc, repeated_copies_on_another_device_are_not_counted);
@@ -2488,6 +2529,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_replay_needs_the_same_entries);
   tcase_add_test(tc, grouped_replay_refused_for_a_new_stream);
   tcase_add_test(tc, grouped_replay_refused_while_capturing);
+  tcase_add_test(tc, copies_locked_while_capturing);
   suite_add_tcase(s, tc);
   return s;
 }

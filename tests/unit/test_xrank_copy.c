@@ -13,6 +13,7 @@
 
 #include "a2a_core.h"
 #include "collector.h"
+#include "core_internal.h"
 #include "xrank_rec.h"
 
 #define DEV 0x10000000u  /* a device segment */
@@ -68,6 +69,48 @@ START_TEST(async_copy_that_cannot_block_publishes_nothing) {
   ck_assert_uint_eq(blocked(), 0);
   phase(&ev, A2A_POST);
   ck_assert_uint_eq(gate(), 0);
+}
+END_TEST
+
+/* The shim's hot copy dispatch (A2A_PRE_HOT_COPY, A2A_POST_END_HOT), with
+ * xrank in the dispatch table: a queued copy's PRE takes the queued-copy
+ * row, which leaves xrank out (pre_skips_queued_copy); every copy the host
+ * may wait in - asynchronous device-to-host or Default, any synchronous
+ * one - takes the copy row and reaches it. */
+static void hot_copy(a2a_event *ev) {
+  ev->phase = A2A_PRE;
+  if (a2a_copy_queued(ev)) a2a_dispatch_row(ev, A2A_EV_MEMCPY, A2A_ROW_QCOPY, A2A_PRE);
+  else a2a_dispatch_hot(ev, A2A_EV_MEMCPY, A2A_PRE);
+}
+static void hot_post(a2a_event *ev) {
+  ev->phase = A2A_POST;
+  a2a_event_set_result(ev, 0);
+  a2a_dispatch_hot(ev, A2A_EV_MEMCPY, A2A_POST);
+}
+
+START_TEST(hot_dispatch_reaches_xrank_for_copies_that_may_block) {
+  static const a2a_analyzer *const only[] = {&a2a_analyzer_xrank};
+  a2a_core_set_analyzers_for_tests(only, 1);
+  setup(); /* the core re-initialized with xrank alone, the device segment */
+  ck_assert(a2a_analyzer_xrank.pre_skips_queued_copy);
+  ck_assert_ptr_null(atomic_load(&a2a_handlers_shut[A2A_PRE][A2A_ROW_QCOPY][0]));
+  ck_assert_ptr_nonnull(atomic_load(&a2a_handlers[A2A_PRE][A2A_EV_MEMCPY][0]));
+  static const struct { int kind, async; } blocks[] = {
+      {A2A_CPY_D2H, 1}, {A2A_CPY_DEFAULT, 1}, {A2A_CPY_D2H, 0}, {A2A_CPY_H2D, 0}};
+  for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+    a2a_event ev = copy_ev(HOST, DEV, blocks[i].kind, blocks[i].async);
+    hot_copy(&ev);
+    ck_assert_msg(blocked() == 1, "copy %zu: not published", i);
+    hot_post(&ev);
+    ck_assert_uint_eq(blocked(), 0);
+    ck_assert_uint_eq(gate(), 0);
+  }
+  a2a_event ev = copy_ev(DEV + 4096, DEV, A2A_CPY_D2D, 1);
+  hot_copy(&ev);
+  ck_assert_uint_eq(blocked(), 0);
+  hot_post(&ev);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
 }
 END_TEST
 
@@ -253,6 +296,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, async_copy_that_cannot_block_publishes_nothing);
   tcase_add_test(tc, async_copy_into_pageable_memory_blocks_until_its_post);
+  tcase_add_test(tc, hot_dispatch_reaches_xrank_for_copies_that_may_block);
   tcase_add_test(tc, synchronous_copy_blocks_until_its_post);
   tcase_add_test(tc, operations_reach_the_queue_from_the_front);
   tcase_add_test(tc, polling_calls_reach_the_poll_state_from_the_front);
