@@ -212,8 +212,9 @@ int a2a_shim_query_device(void);
   a2a_event ev;                                                               \
   a2a_shim_event_init(&ev, (evkind), (apiname), __builtin_return_address(0))
 
-/* The same without zeroing the union (96 bytes): for the hot wrappers,
- * which fill every member of their kind's union member themselves. */
+/* The same without zeroing the union (96 bytes): for the hot wrappers
+ * (the CUDA ones, ncclSend/ncclRecv, the group calls), which fill every
+ * member of their kind's union member themselves. */
 #define A2A_EVENT_HOT(ev, evkind, apiname)                                    \
   a2a_event ev;                                                               \
   a2a_shim_event_head(&ev, (evkind), (apiname), __builtin_return_address(0))

@@ -67,7 +67,12 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
  * operation or group call; perf_comm times operations with CUDA events),
  * where two clock reads per call were a tenth of a grouped send's cost.
  * Their POST still begins with A2A_POST_BEGIN: an NCCL result may be
- * ncclInProgress (a2a_event_set_result). */
+ * ncclInProgress (a2a_event_set_result). ncclSend/ncclRecv and the group
+ * calls declare their event with A2A_EVENT_HOT (no zeroing of the union):
+ * each fills every member of its kind's union member (u.p2p: is_send,
+ * buff, count, dtype, peer; u.group: simulate), and the handlers read the
+ * union only through the member of the event's kind - 40 instructions
+ * less per grouped send+recv iteration. */
 
 /* NCCL's group depth on this thread (see group_track below). */
 static _Thread_local int tls_group_depth;
@@ -571,7 +576,7 @@ A2A_PUBLIC ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataTyp
                                  ncclComm_t comm, cudaStream_t stream)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclSend, sendbuff, count, datatype, peer, comm, stream);
-  A2A_EVENT(ev, A2A_EV_P2P, "ncclSend");
+  A2A_EVENT_HOT(ev, A2A_EV_P2P, "ncclSend");
   nccl_event(&ev, comm, stream);
   ev.u.p2p.is_send = 1;
   ev.u.p2p.buff = (void *)sendbuff;
@@ -589,7 +594,7 @@ A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
                                  ncclComm_t comm, cudaStream_t stream)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclRecv, recvbuff, count, datatype, peer, comm, stream);
-  A2A_EVENT(ev, A2A_EV_P2P, "ncclRecv");
+  A2A_EVENT_HOT(ev, A2A_EV_P2P, "ncclRecv");
   nccl_event(&ev, comm, stream);
   ev.u.p2p.is_send = 0;
   ev.u.p2p.buff = recvbuff;
@@ -629,7 +634,7 @@ static void group_track(bool start, ncclResult_t r)
       group_track((start_), r);                                               \
       return r;                                                               \
     }                                                                         \
-    A2A_EVENT(ev, (evkind), #name);                                           \
+    A2A_EVENT_HOT(ev, (evkind), #name);                                        \
     nccl_event(&ev, NULL, NULL);                                              \
     ev.u.group.simulate = (simulate_);                                        \
     A2A_PRE_HOT(ev, (evkind), 0);                                             \
