@@ -45,6 +45,7 @@ typedef struct a2a_rt_thread {
    * cudaSetDevice, which sets device_set. */
   int device;
   bool device_set;
+  bool nccl_noted;    /* a2a_rt_note_nccl_call: this thread set the flag */
 } a2a_rt_thread;
 extern A2A_RT_TLS a2a_rt_thread a2a_rt_t;
 enum { A2A_RT_STATE_READY = 2 };    /* = A2A_RT_READY (rt_internal.h) */
@@ -94,8 +95,13 @@ static inline uint64_t a2a_rt_now_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-/* Counts intercepted NCCL calls (for the a2acheck.not-intercepting check). */
-void a2a_rt_note_nccl_call(void);
+/* Notes that NCCL calls are intercepted (for the a2acheck.not-intercepting
+ * check): a thread stores the shared flag once, at its first NCCL call
+ * (the slow path); later calls test the thread's own bit inline. */
+void a2a_rt_note_nccl_call_slow(void);
+static inline void a2a_rt_note_nccl_call(void) {
+  if (__builtin_expect(!a2a_rt_t.nccl_noted, 0)) a2a_rt_note_nccl_call_slow();
+}
 /* The call site of an NCCL call (a2a_event.callsite): pc itself, or - when
  * the calling thread runs Python - an opaque handle for (the innermost user
  * Python frame, pc), so that two Python lines reaching NCCL through one

@@ -264,6 +264,22 @@ int a2a_shim_query_device(void);
     a2a_event_set_result(&(ev), (int)(r));                                    \
   } while (0)
 
+/* A2A_POST_BEGIN for the NCCL wrappers that dispatch with
+ * A2A_POST_END_HOT (evkind their event's kind, a constant NCCL kind, which
+ * the assertion checks): in_progress is result == ncclInProgress and ok is
+ * result 0 or in progress - what a2a_event_set_result computes, without
+ * reading the kind back from the event. */
+#define A2A_POST_BEGIN_NCCL(ev, r, evkind)                                    \
+  do {                                                                        \
+    _Static_assert((evkind) >= A2A_EV_GET_UNIQUE_ID &&                        \
+                       (evkind) <= A2A_EV_REDOP,                              \
+                   "an NCCL kind (a2a_kind_is_nccl)");                        \
+    a2a_errno_ = errno;                                                       \
+    (ev).result = (int)(r);                                                   \
+    (ev).in_progress = (r) == A2A_NCCL_IN_PROGRESS;                           \
+    (ev).ok = (r) == 0 || (r) == A2A_NCCL_IN_PROGRESS;                        \
+  } while (0)
+
 /* A2A_POST_BEGIN for the hot CUDA wrappers: their kind is never an NCCL
  * one, so `in_progress` stays 0 (a2a_shim_event_head) and `ok` is result
  * 0 - what a2a_event_set_result computes, without reading the kind back

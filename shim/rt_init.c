@@ -49,7 +49,6 @@ A2A_RT_TLS a2a_rt_thread a2a_rt_t;
 #define t_depth a2a_rt_t.depth
 #define t_index a2a_rt_t.index
 static TLS int t_in_init;
-static TLS int t_nccl_noted;
 
 int a2a_rt_state(void) { return atomic_load_explicit(&g_state, memory_order_acquire); }
 void a2a_rt_set_state(int s) { atomic_store_explicit(&g_state, s, memory_order_release); }
@@ -208,12 +207,10 @@ uint32_t a2a_rt_thread_index_slow(void) {
 }
 
 
-void a2a_rt_note_nccl_call(void) {
+void a2a_rt_note_nccl_call_slow(void) {
   /* A thread writes the shared flag once, not on every call. */
-  if (__builtin_expect(!t_nccl_noted, 0)) {
-    t_nccl_noted = 1;
-    atomic_store_explicit(&g_nccl_seen, 1, memory_order_relaxed);
-  }
+  a2a_rt_t.nccl_noted = true;
+  atomic_store_explicit(&g_nccl_seen, 1, memory_order_relaxed);
 }
 
 bool a2a_rt_nccl_seen(void) {

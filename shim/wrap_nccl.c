@@ -66,13 +66,12 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
  * documents for these kinds (no analyzer reads the time of an NCCL
  * operation or group call; perf_comm times operations with CUDA events),
  * where two clock reads per call were a tenth of a grouped send's cost.
- * Their POST still begins with A2A_POST_BEGIN: an NCCL result may be
- * ncclInProgress (a2a_event_set_result). ncclSend/ncclRecv and the group
- * calls declare their event with A2A_EVENT_HOT (no zeroing of the union):
- * each fills every member of its kind's union member (u.p2p: is_send,
- * buff, count, dtype, peer; u.group: simulate), and the handlers read the
- * union only through the member of the event's kind - 40 instructions
- * less per grouped send+recv iteration. */
+ * Their POST begins with A2A_POST_BEGIN_NCCL (an NCCL result may be
+ * ncclInProgress: a2a_event_set_result's values, the kind known). They
+ * declare their event with A2A_EVENT_HOT (no zeroing of the union): each
+ * fills every member of its kind's union member (u.coll: all seven; u.p2p:
+ * is_send, buff, count, dtype, peer; u.group: simulate), and the handlers
+ * read the union only through the member of the event's kind. */
 
 /* NCCL's group depth on this thread (see group_track below). */
 static _Thread_local int tls_group_depth;
@@ -501,7 +500,7 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 #define A2A_COLL_WRAP(name, coll_, send_, recv_, count_, dtype_, redop_, root_, ...)   \
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
-    A2A_EVENT(ev, A2A_EV_COLL, #name);                                        \
+    A2A_EVENT_HOT(ev, A2A_EV_COLL, #name);                                    \
     nccl_event(&ev, comm, stream);                                            \
     ev.u.coll.coll = (coll_);                                                 \
     ev.u.coll.sendbuff = (send_);                                             \
@@ -512,7 +511,7 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     ev.u.coll.root = (root_);                                                 \
     A2A_PRE_HOT(ev, A2A_EV_COLL, 0);                                          \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
-    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_COLL);                                  \
     A2A_POST_END_HOT(ev, A2A_EV_COLL);                                        \
     return r;                                                                 \
   }
@@ -585,7 +584,7 @@ A2A_PUBLIC ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataTyp
   ev.u.p2p.peer = peer;
   A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
   ncclResult_t r = A2A_REAL(ncclSend)(sendbuff, count, datatype, peer, comm, stream);
-  A2A_POST_BEGIN(ev, r);
+  A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_P2P);
   A2A_POST_END_HOT(ev, A2A_EV_P2P);
   return r;
 }
@@ -603,7 +602,7 @@ A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
   ev.u.p2p.peer = peer;
   A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
   ncclResult_t r = A2A_REAL(ncclRecv)(recvbuff, count, datatype, peer, comm, stream);
-  A2A_POST_BEGIN(ev, r);
+  A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_P2P);
   A2A_POST_END_HOT(ev, A2A_EV_P2P);
   return r;
 }
@@ -639,7 +638,7 @@ static void group_track(bool start, ncclResult_t r)
     ev.u.group.simulate = (simulate_);                                        \
     A2A_PRE_HOT(ev, (evkind), 0);                                             \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
-    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
     group_track((start_), r);                                                 \
     A2A_POST_END_HOT(ev, (evkind));                                           \
     return r;                                                                 \

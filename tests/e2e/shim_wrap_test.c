@@ -35,7 +35,8 @@ bool a2a_rt_enter_slow(void)
   return true;
 }
 uint32_t a2a_rt_thread_index_slow(void) { return 1; }
-void a2a_rt_note_nccl_call(void) { nccl_calls++; }
+/* Never sets a2a_rt_t.nccl_noted: every NCCL call comes here. */
+void a2a_rt_note_nccl_call_slow(void) { nccl_calls++; }
 /* The runtime's Python call sites (shim/rt_python.c): no Python here; the
  * wrapper must hide errno changes of this too. */
 _Atomic bool a2a_rt_py_off; /* false: the wrappers call the slow path below */
@@ -137,6 +138,49 @@ START_TEST(send_event_fields_and_callsite)
   ck_assert(events[0].t_ns == 0 && events[1].t_ns == 0);
   ck_assert_int_eq(events[1].result, ncclSuccess);
   ck_assert_int_eq(nccl_calls, 1);
+}
+END_TEST
+
+/* The operation and group wrappers fill their event's union member
+ * themselves (A2A_EVENT_HOT) and derive ok / in_progress from the result
+ * with their kind known (A2A_POST_BEGIN_NCCL): the values
+ * a2a_event_set_result gives, ncclInProgress included. */
+START_TEST(recv_and_group_events_and_results)
+{
+  static float buf[4];
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(ncclRecv(buf, 4, ncclInt32, 2, (ncclComm_t)0x5000, NULL), ncclSuccess);
+  ck_assert_int_eq(ncclRecv(buf, 4, ncclInt32, 2, (ncclComm_t)0x7, NULL), ncclInProgress);
+  ck_assert_int_eq(ncclRecv(buf, 4, ncclInt32, 2, NULL, NULL), ncclInvalidArgument);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(nevents, 10);
+  static const int want_result[3] = {ncclSuccess, ncclInProgress, ncclInvalidArgument};
+  static const int want_ok[3] = {1, 1, 0}, want_in_progress[3] = {0, 1, 0};
+  for (int i = 0; i < 3; i++) {
+    const a2a_event *pre = &events[2 + 2 * i], *post = &events[3 + 2 * i];
+    for (int k = 0; k < 2; k++) {
+      const a2a_event *e = k ? post : pre;
+      ck_assert_int_eq(e->kind, A2A_EV_P2P);
+      ck_assert_int_eq(e->u.p2p.is_send, 0);
+      ck_assert_ptr_eq(e->u.p2p.buff, buf);
+      ck_assert_int_eq(e->u.p2p.count, 4);
+      ck_assert_int_eq(e->u.p2p.dtype, ncclInt32);
+      ck_assert_int_eq(e->u.p2p.peer, 2);
+      ck_assert_int_eq(e->per_thread, 0);
+    }
+    ck_assert_int_eq(post->result, want_result[i]);
+    ck_assert_int_eq(post->ok, want_ok[i]);
+    ck_assert_int_eq(post->in_progress, want_in_progress[i]);
+  }
+  for (int i = 0; i < 2; i++) {
+    const a2a_event *pre = &events[i ? 8 : 0], *post = &events[i ? 9 : 1];
+    ck_assert_int_eq(pre->kind, i ? A2A_EV_GROUP_END : A2A_EV_GROUP_START);
+    ck_assert_int_eq(pre->u.group.simulate, 0);
+    ck_assert_int_eq(post->u.group.simulate, 0);
+    ck_assert_ptr_null(post->comm);
+    ck_assert_int_eq(post->ok, 1);
+    ck_assert_int_eq(post->in_progress, 0);
+  }
 }
 END_TEST
 
@@ -334,6 +378,7 @@ static Suite *wrap_suite(void)
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, send_event_fields_and_callsite);
+  tcase_add_test(tc, recv_and_group_events_and_results);
   tcase_add_test(tc, errno_is_the_applications_and_the_librarys);
   tcase_add_test(tc, inner_nccl_calls_pass_through);
   tcase_add_test(tc, init_all_posts_once_per_comm);
