@@ -43,7 +43,10 @@ static a2a_tslots g_threads;
  * (id, record) stays right until the analyzer is re-initialized or the
  * process forks, which bump g_gl_gen. Saves the slot lookup on the two
  * phases of every NCCL call. */
-static _Atomic unsigned g_gl_gen;
+static _Atomic unsigned g_gl_gen = 1; /* never 0 (only ever incremented) */
+/* A thread's cache starts at generation 0 and is filled by
+ * thread_get_slow only with a record: one whose gen is current holds a
+ * record, so the lookups test no pointer. */
 static _Thread_local struct {
   unsigned gen;
   uint32_t id;
@@ -67,7 +70,7 @@ __attribute__((noinline)) static gl_thread *thread_get_slow(uint32_t id, unsigne
 
 static inline gl_thread *thread_of(uint32_t id) {
   unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
-  if (t_gl.t && t_gl.gen == gen && t_gl.id == id) return t_gl.t;
+  if (t_gl.gen == gen && t_gl.id == id) return t_gl.t;
   return thread_get_slow(id, gen);
 }
 

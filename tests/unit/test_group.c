@@ -117,6 +117,18 @@ START_TEST(end_without_start) {
 }
 END_TEST
 
+/* A group call after a re-initialization finds the thread's new record,
+ * not the one the thread's cache held (thread_of: its generation moved):
+ * the new record has no group open. */
+START_TEST(end_after_reinit_uses_the_new_record) {
+  group(A2A_EV_GROUP_START, 1); /* the thread's record cached, depth 1 */
+  collector_reinit();
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.unbalanced")->details, "\"group_depth\":0"));
+}
+END_TEST
+
 START_TEST(balanced_and_nested_groups_are_silent) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   group(A2A_EV_GROUP_START, 1);
@@ -916,6 +928,7 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, end_without_start);
+  tcase_add_test(tc, end_after_reinit_uses_the_new_record);
   tcase_add_test(tc, balanced_and_nested_groups_are_silent);
   tcase_add_test(tc, one_end_too_many);
   tcase_add_test(tc, groups_are_per_thread);
