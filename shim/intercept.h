@@ -155,8 +155,10 @@ const char *a2a_real_how(a2a_sym_id id);
 /* ------------------------------------------------------------------ */
 /* The calling thread's current CUDA device, tracked from the intercepted
  * cudaSetDevice (default 0, CUDA's own default). The tool never asks the
- * runtime (cudaGetDevice) on the hot path of CUDA calls. */
-int a2a_shim_current_device(void);
+ * runtime (cudaGetDevice) on the hot path of CUDA calls. Inline: one load
+ * from the runtime's thread-local object (a2a_rt_thread.device, which
+ * shim/wrap_cuda.c's cudaSetDevice wrapper keeps), in every event's head. */
+static inline int a2a_shim_current_device(void) { return a2a_rt_t.device; }
 /* The device of an event whose device is recorded or compared: NCCL
  * communicator inits and operations, allocations. The tracked one once the
  * thread called cudaSetDevice; before that the runtime is asked, because

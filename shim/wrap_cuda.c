@@ -43,8 +43,6 @@
 #define tls_device a2a_rt_t.device
 #define tls_device_set a2a_rt_t.device_set
 
-int a2a_shim_current_device(void) { return tls_device; }
-
 int a2a_shim_query_device(void)
 {
   int d;

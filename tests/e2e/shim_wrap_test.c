@@ -305,6 +305,12 @@ START_TEST(device_is_tracked_from_set_device)
   enabled = true;
   shim_test_call_send((ncclComm_t)0x1);
   ck_assert_int_eq(events[nevents - 1].device, 6);
+  /* An event that records the thread's device without asking the runtime
+   * (a2a_shim_current_device, in every event's head). */
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(events[nevents - 1].kind, A2A_EV_GROUP_START);
+  ck_assert_int_eq(events[nevents - 1].device, 6);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
 }
 END_TEST
 
