@@ -478,17 +478,19 @@ static const bool g_relevant[A2A_EV__COUNT] = {
 
 static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
 
-/* A collective or p2p call (both phases): the hot path of gl_on_event,
- * out of line so that gl_on_event needs no frame of its own. */
-__attribute__((noinline)) static void gl_on_op(const a2a_event *ev) {
+/* A collective or p2p call: the hot path of gl_on_event, one function per
+ * phase (the dispatch table calls each for its phase: gl_by_kind,
+ * gl_by_kind_post), out of line so that gl_on_event needs no frame of its
+ * own. The operation's communicator is looked up at the PRE, reused at the
+ * POST (the same call; a handle reused meanwhile by another thread would
+ * only make the POST release what the PRE acquired, which is right). */
+__attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
-  /* The operation's communicator: looked up at the PRE, reused at the POST
-   * (the same call; a handle reused meanwhile by another thread would only
-   * make the POST release what the PRE acquired, which is right). */
-  if (ev->phase == A2A_POST) {
-    gm_op_post(ev, t, t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm));
-    return;
-  }
+  gm_op_post(ev, t, t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm));
+}
+
+__attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
   a2a_comm *c = a2a_comm_lookup(ev->comm);
   if (t) {
     t->op_handle = ev->comm;
@@ -496,6 +498,11 @@ __attribute__((noinline)) static void gl_on_op(const a2a_event *ev) {
     if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) defer_op(t, ev, c);
   }
   gm_op_pre(ev, t, c);
+}
+
+static void gl_on_op(const a2a_event *ev) {
+  if (ev->phase == A2A_POST) gl_op_post(ev);
+  else gl_op_pre(ev);
 }
 
 /* ncclGroupStart / ncclGroupEnd (ncclGroupSimulateEnd too): the group
@@ -514,26 +521,34 @@ __attribute__((noinline)) static void gl_on_group_start(const a2a_event *ev) {
   atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
 }
 
-__attribute__((noinline)) static void gl_on_group_end(const a2a_event *ev) {
+__attribute__((noinline)) static void gl_group_end_pre(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   if (!t) return;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if (ev->phase == A2A_PRE) {
-    if (depth == 0) {
-      if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
-      return;
-    }
-    /* NCCL decrements the depth whatever the outcome. */
-    atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
-    if (depth == 1) {
-      t->closing = true;
-      gm_group_end_pre(ev, t);
-      atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
-    }
-  } else if (t->closing && depth == 0) {
+  if (depth == 0) {
+    if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
+    return;
+  }
+  /* NCCL decrements the depth whatever the outcome. */
+  atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
+  if (depth == 1) {
+    t->closing = true;
+    gm_group_end_pre(ev, t);
+    atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
+  }
+}
+
+__attribute__((noinline)) static void gl_group_end_post(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  if (t && t->closing && atomic_load_explicit(&t->depth, memory_order_relaxed) == 0) {
     gm_group_end_post(ev, t);
     group_clear(t);
   }
+}
+
+static void gl_on_group_end(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) gl_group_end_pre(ev);
+  else gl_group_end_post(ev);
 }
 
 static void gl_on_group(const a2a_event *ev) {
@@ -643,11 +658,16 @@ static int gl_init(void) {
    A2A_KIND_BIT(A2A_EV_MEMCPY))
 #define GL_GATED_POST (A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY))
 
-/* The NCCL hot kinds straight to gl_on_event's own targets for them. */
+/* The NCCL hot kinds straight to gl_on_event's own targets for them: the
+ * operations' and ncclGroupEnd's PREs here, their POSTs in
+ * gl_by_kind_post. */
 static const a2a_by_kind gl_by_kind = {
-    .fn = {[A2A_EV_COLL] = gl_on_op, [A2A_EV_P2P] = gl_on_op,
+    .fn = {[A2A_EV_COLL] = gl_op_pre, [A2A_EV_P2P] = gl_op_pre,
            [A2A_EV_GROUP_START] = gl_on_group_start,
-           [A2A_EV_GROUP_END] = gl_on_group_end}};
+           [A2A_EV_GROUP_END] = gl_group_end_pre}};
+static const a2a_by_kind gl_by_kind_post = {
+    .fn = {[A2A_EV_COLL] = gl_op_post, [A2A_EV_P2P] = gl_op_post,
+           [A2A_EV_GROUP_END] = gl_group_end_post}};
 
 const a2a_analyzer a2a_analyzer_group_local = {
     .name = "group_local",
@@ -671,4 +691,5 @@ const a2a_analyzer a2a_analyzer_group_local = {
     .init = gl_init,
     .on_event = gl_on_event,
     .by_kind = &gl_by_kind,
+    .by_kind_post = &gl_by_kind_post,
 };

@@ -1126,22 +1126,28 @@ __attribute__((noinline)) static void lone_op_post(pc_tls *t, const a2a_event *e
  * group's first operation ended them, so no lookup then - and the POST of
  * a successful one joins its communicator's share (the group's end times
  * and counts the shares); a lone one is started at its PRE and finished
- * at its POST. (Every path ends in a tail call: no frame here.) */
-static void pc_by_op(const a2a_event *ev) {
+ * at its POST. (Every path ends in a tail call: no frame here.) The
+ * dispatch table calls the phase's own handler (pc_by_kind_post: no test
+ * of the phase); pc_by_op is the reference, on_event's. */
+static void pc_op_pre(const a2a_event *ev) {
   pc_tls *t = tls();
-  if (ev->phase == A2A_PRE) {
-    if (t->depth > 0) {
-      if (t->armed_c || t->sample_c) group_op_pre(t, ev);
-      return;
-    }
-    on_lone_pre(t, ev);
+  if (t->depth > 0) {
+    if (t->armed_c || t->sample_c) group_op_pre(t, ev);
     return;
   }
+  on_lone_pre(t, ev);
+}
+static void pc_op_post(const a2a_event *ev) {
+  pc_tls *t = tls();
   if (t->depth > 0) {
     if (ev->result == 0) group_op_post(t, ev);
     return;
   }
   lone_op_post(t, ev);
+}
+static void pc_by_op(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) pc_op_pre(ev);
+  else pc_op_post(ev);
 }
 
 /* The outermost ncclGroupEnd's POST: finish and count each share. */
@@ -1185,19 +1191,21 @@ __attribute__((noinline)) static void group_end_pre(pc_tls *t, const a2a_event *
 }
 
 /* ncclGroupEnd: the outermost one's PRE starts the shares' operations
- * (their timing decisions), its POST finishes and counts them. */
-static void pc_by_group_end(const a2a_event *ev) {
+ * (their timing decisions), its POST finishes and counts them. Per phase
+ * for the dispatch table, as pc_by_op. */
+static void pc_group_end_pre(const a2a_event *ev) { group_end_pre(tls(), ev); }
+static void pc_group_end_post(const a2a_event *ev) {
   pc_tls *t = tls();
-  if (ev->phase == A2A_PRE) {
-    group_end_pre(t, ev);
-    return;
-  }
   if (t->depth > 1) {
     t->depth--;
     return;
   }
   t->depth = 0;
   group_end_post(t, ev);
+}
+static void pc_by_group_end(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) pc_group_end_pre(ev);
+  else pc_group_end_post(ev);
 }
 
 /* ncclGroupStart, at its POST only (one call, not two: nothing reaches
@@ -1756,12 +1764,16 @@ static void perf_comm_after_fork_child(void) {
    A2A_KIND_BIT(A2A_EV_PROCESS_EXIT))
 
 /* perf_comm_on_event's hot kinds, per kind, for the dispatch table (the
- * same calls as its switch makes). */
+ * same calls as its switch makes; the operations' and ncclGroupEnd's per
+ * phase: their PREs here, their POSTs in pc_by_kind_post). */
 static const a2a_by_kind pc_by_kind = {
-    .fn = {[A2A_EV_LAUNCH] = pc_launch, [A2A_EV_COLL] = pc_by_op, [A2A_EV_P2P] = pc_by_op,
-           [A2A_EV_GROUP_START] = pc_by_group_start, [A2A_EV_GROUP_END] = pc_by_group_end,
+    .fn = {[A2A_EV_LAUNCH] = pc_launch, [A2A_EV_COLL] = pc_op_pre, [A2A_EV_P2P] = pc_op_pre,
+           [A2A_EV_GROUP_START] = pc_by_group_start, [A2A_EV_GROUP_END] = pc_group_end_pre,
            [A2A_EV_MEMCPY] = pc_by_memcpy, [A2A_EV_EVENT_RECORD] = pc_by_event_record,
            [A2A_EV_STREAM_WAIT_EVENT] = pc_by_stream_wait}};
+static const a2a_by_kind pc_by_kind_post = {
+    .fn = {[A2A_EV_COLL] = pc_op_post, [A2A_EV_P2P] = pc_op_post,
+           [A2A_EV_GROUP_END] = pc_group_end_post}};
 
 const a2a_analyzer a2a_analyzer_perf_comm = {
     .name = "perf_comm",
@@ -1771,6 +1783,7 @@ const a2a_analyzer a2a_analyzer_perf_comm = {
     .init = perf_comm_init,
     .on_event = perf_comm_on_event,
     .by_kind = &pc_by_kind,
+    .by_kind_post = &pc_by_kind_post,
     .pre_gated = A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT),
     .pre_gate = &g_pc_gate,
     .post_gated = A2A_KIND_BIT(A2A_EV_EVENT_RECORD),
