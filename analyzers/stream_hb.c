@@ -2330,20 +2330,27 @@ static _Atomic int g_staged; /* see "Deferred copies" */
 static _Thread_local struct {
   uint64_t ver; /* g_lock_ver when taken; 0: none */
   const void *func;
-  const scan_plan *pl;
   void *stream;
   int per_thread, device;
   uint32_t thread;
   int s; /* the timeline */
   int nhits;
   range *hits[MEMO_HITS];
-  uint64_t w[PLAN_WORDS]; /* the plan's words (0 for a NULL parameter) */
+  const char *what; /* the access's */
+  /* The function's plan (a copy: its t_plan slot may be taken by another
+   * function; the plan of a function changes only with g_plan_epoch, in
+   * hb_init, which advances g_lock_ver) and the launch's words at it (0 for
+   * a NULL parameter). */
+  int n;
+  uint8_t param[PLAN_WORDS];
+  uint16_t off[PLAN_WORDS];
+  uint64_t w[PLAN_WORDS];
 } t_lmemo;
 
-static inline uint64_t plan_word(const a2a_event *ev, const scan_plan *pl, int i) {
-  const unsigned char *bytes = ev->u.launch.args[pl->param[i]];
+static inline uint64_t plan_word(const a2a_event *ev, uint8_t param, uint16_t off) {
+  const unsigned char *bytes = ev->u.launch.args[param];
   uint64_t w = 0;
-  if (bytes) memcpy(&w, bytes + pl->off[i], sizeof w);
+  if (bytes) memcpy(&w, bytes + off, sizeof w);
   return w;
 }
 
@@ -2355,8 +2362,10 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   int nhits = 0;
   range *hits[KERNEL_MAX_HITS];
   for (int i = 0; i < pl->n; i++) {
-    uint64_t w = plan_word(ev, pl, i);
+    uint64_t w = plan_word(ev, pl->param[i], pl->off[i]);
     t_lmemo.w[i] = w;
+    t_lmemo.param[i] = pl->param[i];
+    t_lmemo.off[i] = pl->off[i];
     if (!w || !page_maybe((uintptr_t)w)) continue; /* bits are set under g_mu */
     range *r = launch_range_of((uintptr_t)w);
     if (r) launch_hit(hits, &nhits, r);
@@ -2366,7 +2375,8 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   t_lmemo.nhits = nhits;
   t_lmemo.s = s;
   t_lmemo.func = ev->u.launch.func;
-  t_lmemo.pl = pl;
+  t_lmemo.n = pl->n;
+  t_lmemo.what = pl->f->name ? pl->f->name : "(unnamed)";
   t_lmemo.stream = ev->stream;
   t_lmemo.per_thread = ev->per_thread;
   t_lmemo.thread = ev->thread;
@@ -2374,29 +2384,27 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   t_lmemo.ver = g_lock_ver;
 }
 
-/* The launch's access on timeline s, after its enqueue edges (g_mu held). */
-static access launch_access(const a2a_event *ev, const a2a_kparams *f, int s) {
-  /* enqueue_edges only when it has work: it does nothing for a stream that
-   * holds the current host clock and is neither the legacy stream nor of a
-   * blocking kind (a non-blocking stream, PyTorch's and NCCL's). */
-  const timeline *t = &g_tl[s];
-  if (t->host_ver != g_host_ver || t->kind == TL_LEGACY || is_blocking_kind(t->kind))
-    enqueue_edges(s);
-  return (access){.clk = tick(s), .tl = (uint16_t)s, .flags = F_READ | F_WRITE,
-                  .kind = AK_KERNEL, .site = ev->callsite,
-                  .what = f->name ? f->name : "(unnamed)", .stack = -1};
+/* The launch's access (kernel what) on timeline s, after its enqueue
+ * edges, into *dst (g_mu held; written in place: a range's history or the
+ * caller's). */
+static inline void launch_access(access *dst, const a2a_event *ev, const char *what, int s) {
+  /* (Its inline test: no work for a non-blocking stream, PyTorch's and
+   * NCCL's, that holds the current host clock.) */
+  enqueue_edges(s);
+  uint32_t clk = tick(s);
+  *dst = (access){.clk = clk, .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
+                  .site = ev->callsite, .what = what, .stack = -1};
 }
 
-/* A launch on the thread's memo (see "Repeated launches"): applied, or
- * false (nothing done) when the memo does not answer for it or a hit's
- * history is not all ordered before the stream. */
-static bool launch_repeat(const a2a_event *ev, const scan_plan *pl) {
-  if (t_lmemo.pl != pl || t_lmemo.func != ev->u.launch.func || t_lmemo.stream != ev->stream ||
-      t_lmemo.per_thread != ev->per_thread || t_lmemo.thread != ev->thread ||
-      t_lmemo.device != dev_of(ev))
+/* A launch of t_lmemo.func on the thread's memo (see "Repeated
+ * launches"): applied, or false (nothing done) when the memo does not
+ * answer for it or a hit's history is not all ordered before the stream. */
+static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
+  if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
+      t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
     return false;
-  for (int i = 0; i < pl->n; i++)
-    if (plan_word(ev, pl, i) != t_lmemo.w[i]) return false;
+  for (int i = 0; i < t_lmemo.n; i++)
+    if (plan_word(ev, t_lmemo.param[i], t_lmemo.off[i]) != t_lmemo.w[i]) return false;
   a2a_lock_acquire(&g_mu);
   int s = t_lmemo.s, nhits = t_lmemo.nhits;
   /* (Deferred copies are applied by hb_lock first: the locked path.) */
@@ -2406,11 +2414,14 @@ static bool launch_repeat(const a2a_event *ev, const scan_plan *pl) {
    * which only grow it. */
   for (int h = 0; ok && h < nhits; h++) ok = all_ordered(t_lmemo.hits[h], g_tl[s].vc);
   if (ok) {
-    access a = launch_access(ev, pl->f, s);
+    /* launch_apply's all-ordered branch for each hit. (The access is built
+     * in the first hit's history and copied to the others.) */
+    const access *a = &t_lmemo.hits[0]->acc[0];
+    launch_access(&t_lmemo.hits[0]->acc[0], ev, t_lmemo.what, s);
     for (int h = 0; h < nhits; h++) {
       range *r = t_lmemo.hits[h];
       r->last_use = ++g_use;
-      r->acc[0] = a;
+      if (h) r->acc[0] = *a;
       r->nacc = 1;
     }
   }
@@ -2443,7 +2454,8 @@ static int on_launch_cands(const a2a_event *ev, const a2a_kparams *f, const laun
 static int launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits) {
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return -1;
-  access a = launch_access(ev, f, s);
+  access a;
+  launch_access(&a, ev, f->name ? f->name : "(unnamed)", s);
   const uint32_t *vc = g_tl[s].vc;
   unsigned rep = 0;
   for (int h = 0; h < nhits; h++) {
@@ -3010,17 +3022,22 @@ _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COL
                    A2A_EV_GROUP_END == A2A_EV_COLL + 3,
                "hb_on_event tests the NCCL kinds as one interval");
 
-/* (The filter inline and the locked part out of line: a launch that takes
- * no lock pays neither a call to the filter nor the report queue's frame.
- * Itself out of line: hb_on_event's other kinds do not pay its frame.) */
-__attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
+/* A launch that is no repeat (see "Repeated launches"): the filter inline
+ * and the locked part out of line - a launch that takes no lock pays
+ * neither a call to the filter nor the report queue's frame. */
+__attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
   const scan_plan *pl = plan_of(ev->u.launch.func);
   launch_cands c;
-  if (!pl || pl->n == 0) return;
-  if (t_lmemo.ver && launch_repeat(ev, pl)) return;
-  if (!launch_filter(ev, pl, &c)) return;
+  if (!pl || pl->n == 0 || !launch_filter(ev, pl, &c)) return;
   hb_launch_locked(ev, pl, &c);
+}
+
+/* (Out of line: hb_on_event's other kinds do not pay its frame; the
+ * repeat inline, the rest in hb_launch_filtered.) */
+__attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
+  if (t_lmemo.ver && t_lmemo.func == ev->u.launch.func && launch_repeat(ev)) return;
+  hb_launch_filtered(ev);
 }
 
 /* hb_on_event's cases, one per kind or group of kinds, each inline in
