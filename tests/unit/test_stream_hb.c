@@ -804,6 +804,22 @@ START_TEST(launch_repeat_other_stream_is_looked_up) {
 }
 END_TEST
 
+/* ...and a repeat on a range whose history is not all ordered before the
+ * stream (a send in flight, which the kernels are presumed to only read)
+ * takes the locked path, which keeps the send in the history: rewriting
+ * the buffer after the kernels is still rewriting the send's input. */
+START_TEST(launch_repeat_in_flight_is_checked) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* reads the input: the memo */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* repeated */
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, 512, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+}
+END_TEST
+
 /* A launch looks the range of a parameter word up through the range of the
  * previous hit first (launch_range_of in stream_hb.c). The hint is taken
  * only for a word inside its bounds: a launch on another tracked range
@@ -825,7 +841,9 @@ END_TEST
 
 /* ...and only while its range is live: a range dropped by a free keeps its
  * stale bounds in its pool slot, while the same buffer's next range lives
- * in another slot (the lowest free one). */
+ * in another slot (the lowest free one). (The same for the launch memo of
+ * launch_repeat: the free advances g_lock_ver, and the repeat after it is
+ * looked up anew.) */
 START_TEST(launch_hint_dead_range_is_not_taken) {
   setup();
   two_streams_warm(NONBLOCKING); /* SENDBUF: pool slot 0, RECVBUF: slot 1 */
@@ -2513,6 +2531,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_known_miss_ends_when_a_range_appears);
   tcase_add_test(tc, launch_repeat_other_words_are_looked_up);
   tcase_add_test(tc, launch_repeat_other_stream_is_looked_up);
+  tcase_add_test(tc, launch_repeat_in_flight_is_checked);
   tcase_add_test(tc, launch_hint_other_range_is_searched);
   tcase_add_test(tc, launch_hint_dead_range_is_not_taken);
   tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
