@@ -2400,11 +2400,13 @@ static inline void launch_access(access *dst, const a2a_event *ev, const char *w
  * launches"): applied, or false (nothing done) when the memo does not
  * answer for it or a hit's history is not all ordered before the stream. */
 static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
+  /* (The words first: a launch of the same kernel on another buffer fails
+   * at once.) */
+  for (int i = 0; i < t_lmemo.n; i++)
+    if (plan_word(ev, t_lmemo.param[i], t_lmemo.off[i]) != t_lmemo.w[i]) return false;
   if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
       t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
     return false;
-  for (int i = 0; i < t_lmemo.n; i++)
-    if (plan_word(ev, t_lmemo.param[i], t_lmemo.off[i]) != t_lmemo.w[i]) return false;
   a2a_lock_acquire(&g_mu);
   int s = t_lmemo.s, nhits = t_lmemo.nhits;
   /* (Deferred copies are applied by hb_lock first: the locked path.) */
