@@ -244,6 +244,9 @@ static range *g_rng;   /* [MAX_RANGES] pool */
 static uint16_t *g_order; /* indices into g_rng sorted by lo; g_nranges used */
 static size_t g_nr;    /* == g_nranges, under the lock */
 static uint64_t g_use;
+/* Advanced by every locked section but a repeated launch's (see "Repeated
+ * launches"), and by (re)initialization. */
+static uint64_t g_lock_ver = 1;
 static uintptr_t g_min_lo, g_max_hi; /* bounds of all tracked ranges */
 /* Launch prefilter: one bit per hashed 2 MiB page that a tracked range
  * touches. Bits are only set (under g_mu) while ranges exist and cleared when
@@ -1270,6 +1273,7 @@ static void hb_lock(report_q *q) {
   q->n = 0;
   tls_q = q;
   a2a_lock_acquire(&g_mu);
+  g_lock_ver++; /* see "Repeated launches" */
   stage_drain();
 }
 
@@ -2274,7 +2278,7 @@ static inline void launch_hit(range **hits, int *nhits, range *r) {
   if (!dup && *nhits < KERNEL_MAX_HITS) hits[(*nhits)++] = r;
 }
 
-static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits);
+static int launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits);
 
 /* Every parameter word of the launch against the ranges (g_mu held). */
 static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
@@ -2299,14 +2303,143 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
   if (nhits) launch_apply(ev, f, hits, nhits);
 }
 
+/* Repeated launches. A program launches the same kernel on the same
+ * stream with the same buffers over and over (the MoE step: a hundred
+ * kernels in place on the receive buffer of an all-to-all). What a
+ * launch's locked lookup finds - its timeline (tl_of), which of its
+ * parameter words lie in which tracked range - depends on the words, the
+ * stream arguments and the analyzer's maps of handles to timelines and of
+ * addresses to ranges, and those maps change only in a locked section that
+ * goes through hb_lock (range insertion, removal, split, merge and
+ * widening, timeline creation, recycling and unmapping, capture changes:
+ * every handler that makes them takes it), or in hb_init. Each of them
+ * advances g_lock_ver; the repeated launch below does not (it changes no
+ * map: it ticks a clock and rewrites histories). So each thread keeps its
+ * last locked launch's lookup, with g_lock_ver as of it: a launch of the
+ * same function with the same plan words on the same stream arguments,
+ * while g_lock_ver is unchanged, would find the same timeline and the same
+ * ranges. launch_repeat then does what launch_apply does for them when
+ * every hit's history is ordered before the stream's clock (checked under
+ * the lock, as launch_apply checks it), and the locked path otherwise. The
+ * memo is taken from the ranges the plan words lie in under the lock
+ * (launch_memo_note), not from the lock-free filter's candidates: a word
+ * the filter ruled out just before another thread's insert covered it is
+ * in the memo's hits. */
+#define MEMO_HITS 2
+static _Atomic int g_staged; /* see "Deferred copies" */
+static _Thread_local struct {
+  uint64_t ver; /* g_lock_ver when taken; 0: none */
+  const void *func;
+  void *stream;
+  int per_thread, device;
+  uint32_t thread;
+  int s; /* the timeline */
+  int nhits;
+  range *hits[MEMO_HITS];
+  const char *what; /* the access's */
+  /* The function's plan (a copy: its t_plan slot may be taken by another
+   * function; the plan of a function changes only with g_plan_epoch, in
+   * hb_init, which advances g_lock_ver) and the launch's words at it (0 for
+   * a NULL parameter). */
+  int n;
+  uint8_t param[PLAN_WORDS];
+  uint16_t off[PLAN_WORDS];
+  uint64_t w[PLAN_WORDS];
+} t_lmemo;
+
+static inline uint64_t plan_word(const a2a_event *ev, uint8_t param, uint16_t off) {
+  const unsigned char *bytes = ev->u.launch.args[param];
+  uint64_t w = 0;
+  if (bytes) memcpy(&w, bytes + off, sizeof w);
+  return w;
+}
+
+/* Under g_mu, after the locked lookup applied the launch on timeline s:
+ * remember the ranges its plan words lie in now. */
+static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
+  t_lmemo.ver = 0;
+  if (s < 0 || pl->n <= 0) return;
+  int nhits = 0;
+  range *hits[KERNEL_MAX_HITS];
+  for (int i = 0; i < pl->n; i++) {
+    uint64_t w = plan_word(ev, pl->param[i], pl->off[i]);
+    t_lmemo.w[i] = w;
+    t_lmemo.param[i] = pl->param[i];
+    t_lmemo.off[i] = pl->off[i];
+    if (!w || !page_maybe((uintptr_t)w)) continue; /* bits are set under g_mu */
+    range *r = launch_range_of((uintptr_t)w);
+    if (r) launch_hit(hits, &nhits, r);
+  }
+  if (nhits == 0 || nhits > MEMO_HITS) return;
+  for (int h = 0; h < nhits; h++) t_lmemo.hits[h] = hits[h];
+  t_lmemo.nhits = nhits;
+  t_lmemo.s = s;
+  t_lmemo.func = ev->u.launch.func;
+  t_lmemo.n = pl->n;
+  t_lmemo.what = pl->f->name ? pl->f->name : "(unnamed)";
+  t_lmemo.stream = ev->stream;
+  t_lmemo.per_thread = ev->per_thread;
+  t_lmemo.thread = ev->thread;
+  t_lmemo.device = dev_of(ev);
+  t_lmemo.ver = g_lock_ver;
+}
+
+/* The launch's access (kernel what) on timeline s, after its enqueue
+ * edges, into *dst (g_mu held; written in place: a range's history or the
+ * caller's). */
+static inline void launch_access(access *dst, const a2a_event *ev, const char *what, int s) {
+  /* (Its inline test: no work for a non-blocking stream, PyTorch's and
+   * NCCL's, that holds the current host clock.) */
+  enqueue_edges(s);
+  uint32_t clk = tick(s);
+  *dst = (access){.clk = clk, .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
+                  .site = ev->callsite, .what = what, .stack = -1};
+}
+
+/* A launch of t_lmemo.func on the thread's memo (see "Repeated
+ * launches"): applied, or false (nothing done) when the memo does not
+ * answer for it or a hit's history is not all ordered before the stream. */
+static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
+  /* (The words first: a launch of the same kernel on another buffer fails
+   * at once.) */
+  for (int i = 0; i < t_lmemo.n; i++)
+    if (plan_word(ev, t_lmemo.param[i], t_lmemo.off[i]) != t_lmemo.w[i]) return false;
+  if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
+      t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
+    return false;
+  a2a_lock_acquire(&g_mu);
+  int s = t_lmemo.s, nhits = t_lmemo.nhits;
+  /* (Deferred copies are applied by hb_lock first: the locked path.) */
+  bool ok = t_lmemo.ver == g_lock_ver && !g_tl[s].capturing &&
+            !atomic_load_explicit(&g_staged, memory_order_relaxed);
+  /* Ordered before the clock now: ordered after launch_access's joins,
+   * which only grow it. */
+  for (int h = 0; ok && h < nhits; h++) ok = all_ordered(t_lmemo.hits[h], g_tl[s].vc);
+  if (ok) {
+    /* launch_apply's all-ordered branch for each hit. (The access is built
+     * in the first hit's history and copied to the others.) */
+    const access *a = &t_lmemo.hits[0]->acc[0];
+    launch_access(&t_lmemo.hits[0]->acc[0], ev, t_lmemo.what, s);
+    for (int h = 0; h < nhits; h++) {
+      range *r = t_lmemo.hits[h];
+      r->last_use = ++g_use;
+      if (h) r->acc[0] = *a;
+      r->nacc = 1;
+    }
+  }
+  a2a_lock_release(&g_mu);
+  return ok;
+}
+
 /* The launch's candidate words (launch_filter) against the ranges (g_mu
  * held): on_launch's result for them (see launch_cands); too many
  * candidates, on_launch itself. A candidate in no range is a miss noted as
- * on_launch notes it (a candidate's page bit was set). */
-static void on_launch_cands(const a2a_event *ev, const a2a_kparams *f, const launch_cands *c) {
+ * on_launch notes it (a candidate's page bit was set). The timeline the
+ * launch was applied on (launch_apply), or -1. */
+static int on_launch_cands(const a2a_event *ev, const a2a_kparams *f, const launch_cands *c) {
   if (c->n > LAUNCH_CANDS) {
     on_launch(ev, f);
-    return;
+    return -1;
   }
   range *hits[KERNEL_MAX_HITS];
   int nhits = 0;
@@ -2315,22 +2448,17 @@ static void on_launch_cands(const a2a_event *ev, const a2a_kparams *f, const lau
     if (!r) note_miss(c->w[i]);
     else launch_hit(hits, &nhits, r);
   }
-  if (nhits) launch_apply(ev, f, hits, nhits);
+  return nhits ? launch_apply(ev, f, hits, nhits) : -1;
 }
 
-/* The launch's access to each of its distinct hit ranges (g_mu held). */
-static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits) {
+/* The launch's access to each of its distinct hit ranges (g_mu held). The
+ * timeline it was applied on, or -1 (none; capturing). */
+static int launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits, int nhits) {
   int s = tl_of_ev(ev);
-  if (s < 0 || g_tl[s].capturing) return;
-  /* enqueue_edges only when it has work: it does nothing for a stream that
-   * holds the current host clock and is neither the legacy stream nor of a
-   * blocking kind (a non-blocking stream, PyTorch's and NCCL's). */
-  const timeline *t = &g_tl[s];
-  if (t->host_ver != g_host_ver || t->kind == TL_LEGACY || is_blocking_kind(t->kind))
-    enqueue_edges(s);
+  if (s < 0 || g_tl[s].capturing) return -1;
+  access a;
+  launch_access(&a, ev, f->name ? f->name : "(unnamed)", s);
   const uint32_t *vc = g_tl[s].vc;
-  access a = {.clk = tick(s), .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
-              .site = ev->callsite, .what = f->name ? f->name : "(unnamed)", .stack = -1};
   unsigned rep = 0;
   for (int h = 0; h < nhits; h++) {
     range *r = hits[h];
@@ -2338,7 +2466,7 @@ static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits
      * program): no access is in flight, so none is a communication READ in
      * flight and the kernel keeps F_READ | F_WRITE; access_range's fast
      * path for a covering write, inline - the kernel supersedes the range's
-     * history. */
+     * history. (launch_repeat does the same.) */
     if (all_ordered(r, vc)) {
       r->last_use = ++g_use;
       r->acc[0] = a;
@@ -2357,6 +2485,7 @@ static void launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits
     if (comm_read_in_flight(r, vc)) ah.flags = F_READ;
     access_range_slow(r, &ah, true, NULL, &rep);
   }
+  return s;
 }
 
 /* Whether a copy or memset makes the host wait until it is done: the
@@ -2735,6 +2864,7 @@ static int hb_init(void) {
     for (size_t i = 0; i < MAX_RANGES; i++) g_rng[i].live = false;
     memset(g_rng_hint, 0, sizeof g_rng_hint);
     g_launch_hint = NULL;
+    g_lock_ver++; /* every thread's launch memo */
     memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
     g_tl[HOST_TL].live = true;
@@ -2820,11 +2950,11 @@ __attribute__((noinline)) static void hb_other(const a2a_event *ev);
 /* A launch while ranges are tracked (the front tested that): hb_other's
  * path for it, without its dispatch. The parameter words against the
  * page filter, the lock only when one may hit. */
-__attribute__((noinline)) static void hb_launch_locked(const a2a_event *ev, const a2a_kparams *f,
+__attribute__((noinline)) static void hb_launch_locked(const a2a_event *ev, const scan_plan *pl,
                                                       const launch_cands *c) {
   report_q q;
   hb_lock(&q);
-  on_launch_cands(ev, f, c);
+  launch_memo_note(ev, pl, on_launch_cands(ev, pl->f, c));
   hb_unlock(&q);
 }
 
@@ -2894,15 +3024,22 @@ _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COL
                    A2A_EV_GROUP_END == A2A_EV_COLL + 3,
                "hb_on_event tests the NCCL kinds as one interval");
 
-/* (The filter inline and the locked part out of line: a launch that takes
- * no lock pays neither a call to the filter nor the report queue's frame.
- * Itself out of line: hb_on_event's other kinds do not pay its frame.) */
-__attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
+/* A launch that is no repeat (see "Repeated launches"): the filter inline
+ * and the locked part out of line - a launch that takes no lock pays
+ * neither a call to the filter nor the report queue's frame. */
+__attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
   const scan_plan *pl = plan_of(ev->u.launch.func);
   launch_cands c;
   if (!pl || pl->n == 0 || !launch_filter(ev, pl, &c)) return;
-  hb_launch_locked(ev, pl->f, &c);
+  hb_launch_locked(ev, pl, &c);
+}
+
+/* (Out of line: hb_on_event's other kinds do not pay its frame; the
+ * repeat inline, the rest in hb_launch_filtered.) */
+__attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
+  if (t_lmemo.ver && t_lmemo.func == ev->u.launch.func && launch_repeat(ev)) return;
+  hb_launch_filtered(ev);
 }
 
 /* hb_on_event's cases, one per kind or group of kinds, each inline in
@@ -3172,6 +3309,7 @@ bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
   a2a_lock_acquire(&g_mu);
+  g_lock_ver++;
   stage_drain();
   a2a_lock_release(&g_mu);
   return atomic_load(&g_nring);

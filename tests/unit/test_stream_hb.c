@@ -765,6 +765,61 @@ START_TEST(launch_known_miss_ends_when_a_range_appears) {
 }
 END_TEST
 
+/* Repeated launches (launch_repeat in stream_hb.c): the memo of the last
+ * locked launch answers only for the same words on the same stream. A
+ * launch on another buffer right after one on the send buffer finds the
+ * receive in flight... */
+START_TEST(launch_repeat_other_words_are_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* the memo: SENDBUF on S_COMP */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* repeated */
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* ...and the same buffer on another stream is that stream's access: a send
+ * of it ordered after the compute stream only is not ordered after it. */
+START_TEST(launch_repeat_other_stream_is_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  void *e = (void *)0xe100;
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMM, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMP, 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* ordered: the memo */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* repeated */
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_OTHER, RECVBUF, (void *)0x3001); /* compute vs compute: no finding */
+  ck_assert_int_eq(stream_findings(), 0);
+  void *e2 = (void *)0xe200;
+  event_ev(A2A_EV_EVENT_RECORD, e2, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e2, S_COMM, 0);
+  send_on(S_COMM, RECVBUF, NBYTES / 4, (void *)0x4000); /* S_OTHER's kernel unordered */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+/* ...and a repeat on a range whose history is not all ordered before the
+ * stream (a send in flight, which the kernels are presumed to only read)
+ * takes the locked path, which keeps the send in the history: rewriting
+ * the buffer after the kernels is still rewriting the send's input. */
+START_TEST(launch_repeat_in_flight_is_checked) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* reads the input: the memo */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* repeated */
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, 512, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+}
+END_TEST
+
 /* A launch looks the range of a parameter word up through the range of the
  * previous hit first (launch_range_of in stream_hb.c). The hint is taken
  * only for a word inside its bounds: a launch on another tracked range
@@ -786,7 +841,9 @@ END_TEST
 
 /* ...and only while its range is live: a range dropped by a free keeps its
  * stale bounds in its pool slot, while the same buffer's next range lives
- * in another slot (the lowest free one). */
+ * in another slot (the lowest free one). (The same for the launch memo of
+ * launch_repeat: the free advances g_lock_ver, and the repeat after it is
+ * looked up anew.) */
 START_TEST(launch_hint_dead_range_is_not_taken) {
   setup();
   two_streams_warm(NONBLOCKING); /* SENDBUF: pool slot 0, RECVBUF: slot 1 */
@@ -2472,6 +2529,9 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, in_place_allreduce);
   tcase_add_test(tc, views_into_one_segment_are_separate);
   tcase_add_test(tc, launch_known_miss_ends_when_a_range_appears);
+  tcase_add_test(tc, launch_repeat_other_words_are_looked_up);
+  tcase_add_test(tc, launch_repeat_other_stream_is_looked_up);
+  tcase_add_test(tc, launch_repeat_in_flight_is_checked);
   tcase_add_test(tc, launch_hint_other_range_is_searched);
   tcase_add_test(tc, launch_hint_dead_range_is_not_taken);
   tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
