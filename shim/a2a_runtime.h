@@ -52,20 +52,6 @@ enum { A2A_RT_STATE_READY = 2 };    /* = A2A_RT_READY (rt_internal.h) */
 bool a2a_rt_enter_slow(void);
 uint32_t a2a_rt_thread_index_slow(void);
 
-/* Lazily initializes the runtime (pthread_once) on first call. Returns true
- * when the calling thread should analyze this call: the tool is enabled,
- * initialized, and this is the outermost intercepted call on this thread
- * (the thread-local depth guard is incremented; pair with a2a_rt_leave).
- * Returns false (and changes nothing) otherwise. Never blocks for long. */
-static inline bool a2a_rt_enter(void) {
-  if (__builtin_expect(atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) !=
-                           A2A_RT_STATE_READY, 0))
-    return a2a_rt_enter_slow();
-  if (a2a_rt_t.depth) return false;
-  a2a_rt_t.depth = 1;
-  return true;
-}
-static inline void a2a_rt_leave(void) { a2a_rt_t.depth = 0; }
 /* a2a_rt_enter in two steps, for a wrapper that tests something the
  * initialization sets (a2a_kind_wanted) between them: whether the runtime
  * is READY (an acquire load: what a2a_core_init wrote is visible after a
@@ -80,6 +66,15 @@ static inline bool a2a_rt_enter_ready(void) {
   a2a_rt_t.depth = 1;
   return true;
 }
+/* Lazily initializes the runtime (pthread_once) on first call. Returns true
+ * when the calling thread should analyze this call: the tool is enabled,
+ * initialized, and this is the outermost intercepted call on this thread
+ * (the thread-local depth guard is incremented; pair with a2a_rt_leave).
+ * Returns false (and changes nothing) otherwise. Never blocks for long. */
+static inline bool a2a_rt_enter(void) {
+  return a2a_rt_ready() ? a2a_rt_enter_ready() : a2a_rt_enter_slow();
+}
+static inline void a2a_rt_leave(void) { a2a_rt_t.depth = 0; }
 
 /* Small per-process thread index (1, 2, ...), cached thread-locally. */
 static inline uint32_t a2a_rt_thread_index(void) {
