@@ -237,7 +237,17 @@ void sim_seg_detach(struct sim_seg *seg) {
 /* Unlinks leftovers of communicators that never completed init because
  * ranks died: only objects older than A2ASIM_NCCL_SWEEP_AGE seconds
  * (default 5) whose recorded pids are all gone. */
+/* (errno as it found it: whether a segment vanished between readdir and
+ * shm_open - another process unlinked it - is a race with other jobs, and
+ * the application must not see an errno that depends on it.) */
+static void seg_sweep(void);
 void sim_seg_sweep(void) {
+  int saved = errno;
+  seg_sweep();
+  errno = saved;
+}
+
+static void seg_sweep(void) {
   const char *age_env = getenv("A2ASIM_NCCL_SWEEP_AGE");
   long min_age = age_env && *age_env ? strtol(age_env, NULL, 10) : 5;
   char prefix[64];
