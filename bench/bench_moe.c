@@ -56,7 +56,9 @@ static void a2a(const rank_state *st, int combine) {
   E2E_NCCL(ncclGroupEnd());
 }
 
-static inline __attribute__((always_inline)) void steps_body(rank_state *st, int steps) {
+/* Out of line, called by both (below): every call site of the step is the
+ * same in the warm-up and the measured steps. */
+__attribute__((noinline, noclone)) static void steps_body(rank_state *st, int steps) {
   for (int s = 0; s < steps; s++) {
     for (int i = 0; i < st->launches / 2; i++) e2e_add(st->sc, st->act, st->act, 64, 1.0f);
     E2E_CUDA(cudaEventRecord(st->routed, st->sc));
@@ -82,7 +84,10 @@ static inline __attribute__((always_inline)) void steps_body(rank_state *st, int
  * function on its first call, the first unwind of each call site, kernel
  * parameter layouts): "fixed cost per process" is its own figure, and
  * counting it here made the per-step ratio depend on how many steps were
- * measured. */
+ * measured. (The body is one out-of-line function, not inlined into each:
+ * inlined, the calls had other return addresses in the measured steps, so
+ * the first unwind of each call site the shim remembers - the allreduce's,
+ * the events' - fell in the first measured step.) */
 __attribute__((noinline, noclone)) void moe_warmup(rank_state *st, int steps) { steps_body(st, steps); }
 __attribute__((noinline, noclone)) void moe_step(rank_state *st, int steps) { steps_body(st, steps); }
 
