@@ -1,5 +1,6 @@
 /* xrank_sha256.h - SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), for
- * the side channel's authentication (xrank_auth.h). Pure C, no library:
+ * the side channel's authentication (xrank_auth.h). Pure C (and the x86
+ * SHA extensions' intrinsics where the CPU has them), no library:
  * liba2acheck.so must not add a dependency (an OpenSSL the application
  * loads could be another version than ours).
  *
@@ -44,6 +45,13 @@ void xr_hmac_key_init(xr_hmac_key *k, const void *key, size_t n);
 void xr_hmac(const xr_hmac_key *k, const void *p1, size_t n1, const void *p2, size_t n2,
              const void *p3, size_t n3, const void *p4, size_t n4,
              uint8_t out[XR_SHA256_BYTES]);
+
+/* Whether blocks are hashed with the x86 SHA extensions (chosen by CPUID
+ * at the first use; the portable C otherwise - the same digests). Tests
+ * compare the two: xr_sha256_portable(1) forces the portable code until
+ * xr_sha256_portable(0) lets the next use choose again. */
+int xr_sha256_accelerated(void);
+void xr_sha256_portable(int on);
 
 /* 1 when the n bytes are equal; the time does not depend on where they
  * differ. */

@@ -62,6 +62,41 @@ START_TEST(sha256_fips_vectors) {
 }
 END_TEST
 
+/* The two block functions give the same digests: the FIPS vectors again
+ * with the portable code forced, then random messages of every length up
+ * to a few blocks, fed whole and in pieces, hashed both ways. (Where the
+ * CPU has no SHA extensions both ways are the portable code: the test then
+ * says so and still checks the vectors.) */
+START_TEST(sha256_accelerated_equals_portable) {
+  int accel = xr_sha256_accelerated();
+  if (!accel) fprintf(stderr, "sha256: no SHA extensions on this CPU: portable code only\n");
+  xr_sha256_portable(1);
+  ck_assert_int_eq(xr_sha256_accelerated(), 0);
+  check_sha("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const char *m3 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnop"
+                   "qklmnopqrlmnopqrsmnopqrstnopqrstu";
+  check_sha(m3, strlen(m3), "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+  xr_sha256_portable(0);
+  ck_assert_int_eq(xr_sha256_accelerated(), accel);
+  uint8_t msg[700];
+  unsigned x = 12345;
+  for (size_t i = 0; i < sizeof msg; i++) msg[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 16);
+  for (size_t n = 0; n <= sizeof msg; n += (n < 200 ? 1 : 37)) {
+    uint8_t a[32], b[32], c[32];
+    xr_sha256_portable(1);
+    xr_sha256(msg, n, a);
+    xr_sha256_portable(0);
+    xr_sha256(msg, n, b);
+    xr_sha256_ctx s;
+    xr_sha256_init(&s);
+    for (size_t i = 0; i < n; i += 100) xr_sha256_update(&s, msg + i, n - i < 100 ? n - i : 100);
+    xr_sha256_final(&s, c);
+    ck_assert_mem_eq(a, b, 32);
+    ck_assert_mem_eq(a, c, 32);
+  }
+}
+END_TEST
+
 static void check_hmac(const void *key, size_t kn, const void *msg, size_t mn, const char *want) {
   xr_hmac_key k;
   uint8_t d[32];
@@ -259,6 +294,7 @@ static Suite *suite(void) {
   TCase *t = tcase_create("auth");
   tcase_set_timeout(t, 30);
   tcase_add_test(t, sha256_fips_vectors);
+  tcase_add_test(t, sha256_accelerated_equals_portable);
   tcase_add_test(t, hmac_rfc4231_vectors);
   tcase_add_test(t, handshake_proofs);
   tcase_add_test(t, sealed_messages);
