@@ -237,6 +237,10 @@ typedef struct pc_tls {
   pc_comm *armed_c;
   pc_comm *sample_c;               /* the communicator whose overlap sample's
                                       epoch this thread has open */
+  /* The stream a kernel launch can be on for pc_launch to have nothing
+   * to do but disarm: ls[0] while nls > 0 and no epoch is open
+   * (sample_c NULL), else PC_NO_KEY (launch_fast_update). */
+  void *launch_fast;
   pc_comm *single_c;               /* lone operation between PRE and POST */
   int single_slot;
   unsigned last_ver;
@@ -249,11 +253,25 @@ typedef struct pc_tls {
   uint64_t ops;
   /* kernel launches since this thread's previous operation, by stream */
   uint32_t ls_lost;                /* launches on streams beyond the table */
-  struct { void *s; uint32_t n; } ls[PC_LAUNCH_STREAMS];
+  void *ls[PC_LAUNCH_STREAMS];     /* the streams launched on, in first-launch
+                                      order (only which streams, not how many
+                                      launches: op_serialized and
+                                      check_priority need no more) */
   pc_gacc g[PC_GROUP_COMMS];
 } pc_tls;
 
 static _Thread_local pc_tls t_pc;
+
+/* A key a2a_perf_skey never returns (it maps the handle 1 to NULL). */
+#define PC_NO_KEY ((void *)1)
+
+/* After every change of nls, ls[0] or sample_c: pc_launch's fast path
+ * (a launch on launch_fast) is exactly the launch that note_launch would
+ * find in ls[0] - adding nothing - and sample_launch would ignore (no
+ * epoch open). */
+static inline void launch_fast_update(pc_tls *t) {
+  t->launch_fast = t->nls > 0 && !t->sample_c ? t->ls[0] : PC_NO_KEY;
+}
 
 static pc_tls *tls(void) {
   unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
@@ -261,6 +279,7 @@ static pc_tls *tls(void) {
     memset(&t_pc, 0, sizeof t_pc);
     t_pc.gen = gen;
     t_pc.single_slot = -1;
+    t_pc.launch_fast = PC_NO_KEY;
   }
   return &t_pc;
 }
@@ -654,6 +673,7 @@ static void sample_finish_locked(pc_tls *t, pc_comm *c, void *stream, bool ok) {
     smp_publish(c);
     gate_take(t);
     t->sample_c = c;
+    launch_fast_update(t);
   } else {
     sample_reset(c);
   }
@@ -701,6 +721,7 @@ static void sample_wait_event(pc_tls *t, void *k) {
 __attribute__((noinline)) static void sample_epoch_close(pc_tls *t) {
   pc_comm *c = t->sample_c;
   t->sample_c = NULL;
+  launch_fast_update(t);
   pthread_mutex_lock(&c->mu);
   if (c->smp.state == 2) {
     close_windows_locked(c, NULL, false);
@@ -881,14 +902,10 @@ static void finish_locked(pc_comm *c, int slot, void *stream, bool ok, int op, u
 
 static void note_launch(pc_tls *t, void *s) {
   for (int i = 0; i < t->nls; i++)
-    if (t->ls[i].s == s) { t->ls[i].n++; return; }
-  if (t->nls < PC_LAUNCH_STREAMS) {
-    t->ls[t->nls].s = s;
-    t->ls[t->nls].n = 1;
-    t->nls++;
-  } else {
-    t->ls_lost++;
-  }
+    if (t->ls[i] == s) return;
+  if (t->nls < PC_LAUNCH_STREAMS) t->ls[t->nls++] = s;
+  else t->ls_lost++;
+  launch_fast_update(t);
 }
 
 /* Whether check_priority has anything to judge: mid-size communication
@@ -909,8 +926,8 @@ __attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void
    * raised communication stream shows the user already chose. */
   if (pc < 0) return;
   for (int i = 0; i < t->nls; i++) {
-    if (t->ls[i].s == stream) continue;
-    int pk = a2a_perf_stream_priority(t->ls[i].s);
+    if (t->ls[i] == stream) continue;
+    int pk = a2a_perf_stream_priority(t->ls[i]);
     if (pk >= pc) continue;
     char msg[640], det[384], sz[32];
     snprintf(msg, sizeof msg,
@@ -920,13 +937,13 @@ __attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void
              "compute blocks to drain instead of overlapping. Fix: create the communication "
              "stream with the highest priority (cudaDeviceGetStreamPriorityRange; "
              "torch.cuda.Stream(priority=-1)), as PyTorch does for its NCCL streams.",
-             c->name, a2a_perf_fmt_bytes(bytes, sz, sizeof sz), stream, pc, t->ls[i].s, pk);
+             c->name, a2a_perf_fmt_bytes(bytes, sz, sizeof sz), stream, pc, t->ls[i], pk);
     a2a_json j;
     a2a_json_init(&j, det, sizeof det);
     a2a_json_obj_begin(&j, NULL);
     a2a_json_ptr(&j, "comm_stream", stream);
     a2a_json_int(&j, "comm_priority", pc);
-    a2a_json_ptr(&j, "compute_stream", t->ls[i].s);
+    a2a_json_ptr(&j, "compute_stream", t->ls[i]);
     a2a_json_int(&j, "compute_priority", pk);
     a2a_json_uint(&j, "bytes", bytes);
     a2a_json_obj_end(&j);
@@ -942,12 +959,12 @@ __attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void
  * stream (the stream-sharing half of perf.no-overlap). Read at the POST,
  * before after_op resets the launches. */
 static bool op_serialized(const pc_tls *t, void *stream) {
-  uint32_t same = 0, other = t->ls_lost;
+  bool same = false, other = t->ls_lost > 0;
   for (int i = 0; i < t->nls; i++) {
-    if (t->ls[i].s == stream) same += t->ls[i].n;
-    else other += t->ls[i].n;
+    if (t->ls[i] == stream) same = true;
+    else other = true;
   }
-  return same > 0 && other == 0;
+  return same && !other;
 }
 
 /* The serialization count, with c->mu held: in the critical section of the
@@ -965,6 +982,7 @@ static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const 
   if (priority_applies(t, c, bytes)) check_priority(t, c, stream, bytes, site);
   t->nls = 0;
   t->ls_lost = 0;
+  launch_fast_update(t);
   gate_take(t);
   t->armed_c = c;
   t->armed_stream = stream;
@@ -1243,12 +1261,10 @@ static void pc_launch(const a2a_event *ev) {
   pc_tls *t = tls();
   t->armed_c = NULL;
   void *k = a2a_perf_skey(ev->stream, ev->per_thread);
-  /* The common case inline: the launch table's first stream again (what
-   * note_launch would find first) and no epoch open. */
-  if (__builtin_expect(t->nls > 0 && t->ls[0].s == k && !t->sample_c, 1)) {
-    t->ls[0].n++;
-    return;
-  }
+  /* The common case inline, one compare: the launch table's first stream
+   * again (note_launch would find it and add nothing) and no epoch open
+   * (see launch_fast_update). */
+  if (__builtin_expect(t->launch_fast == k, 1)) return;
   pc_launch_slow(t, k);
 }
 

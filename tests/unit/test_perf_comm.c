@@ -1047,6 +1047,42 @@ START_TEST(sync_heavy_table_restarts_after_full_sync) {
 }
 END_TEST
 
+/* pc_launch's fast path (a launch on the stream in launch_fast returns at
+ * once): it must stop applying when the operation resets the launch table
+ * (after_op), and while an overlap epoch is open (a launch on the first
+ * stream again must still open a new window after a stream wait closed
+ * the old one). */
+START_TEST(launch_fast_path_keeps_windows_and_serialization) {
+  comm_init(COMM, 4);
+  a2a_event op = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+  ev_dispatch(&op, 0);                 /* sampled: the epoch opens */
+  simple(A2A_EV_LAUNCH, S2);           /* window 0 on S2 */
+  simple(A2A_EV_LAUNCH, S2);           /* S2 again: nothing new */
+  a2a_event w = ev_make(A2A_EV_STREAM_WAIT_EVENT);
+  w.stream = S2;
+  w.u.event.event = (void *)0xE1;
+  ev_dispatch(&w, 0);                  /* closes window 0 */
+  simple(A2A_EV_LAUNCH, S2);           /* S2 again, first in the table: window 1 */
+  ck_assert_ptr_eq(collector_event_stream(collector_event_at(WIN(1, 0))), S2);
+  /* Operations 1-4: compute on S1 only before each (serialized; not
+   * operation 1: the epoch's launches on S2 came before it), the later
+   * launches of each on the table's first stream; then 5-8: S1 first, S2
+   * after it (not serialized). */
+  for (int i = 0; i < 8; i++) {
+    simple(A2A_EV_LAUNCH, S1);
+    simple(A2A_EV_LAUNCH, S1);
+    if (i >= 4) simple(A2A_EV_LAUNCH, S2);
+    simple(A2A_EV_LAUNCH, S1);
+    a2a_event o = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+    ev_dispatch(&o, 0);
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "serialized_ops"), 3);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -1099,6 +1135,7 @@ int main(void) {
   tcase_add_test(tc, failed_group_start_opens_no_group);
   tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
+  tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
