@@ -779,11 +779,22 @@ static void sample_poll_locked(pc_comm *c) {
   sample_reset(c);
 }
 
-/* Harvest completed timings in FIFO order; stops at the first pending one.
- * Never blocks. Not during a graph capture (a query could break it). */
-static void poll_locked(pc_comm *c) {
-  if (atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return;
-  sample_poll_locked(c);
+/* Harvest the ring's completed timings in FIFO order; stops at the first
+ * pending one. Never blocks. (c->mu held, no graph capture.)
+ *
+ * Where the ring stands after a harvest at time T does not depend on
+ * whether earlier harvests ran: a completed event stays completed and its
+ * elapsed time does not change until its slot is recorded again, which
+ * needs the slot harvested first; so a harvest at T takes exactly the
+ * slots from tail up to the first one still pending (or being posted) at
+ * T, and accounts them in the same FIFO order, whether some of them were
+ * taken before or not. Only the reports at exit read what the harvest
+ * accounts (after a last one). start_locked therefore harvests only when
+ * the ring is full - when it decides whether the operation gets a slot -
+ * and the application's synchronizations, communicator destruction and
+ * exit (poll_locked) harvest everything: an operation's start no longer
+ * queries the previous, usually still running, operation's end event. */
+static void ring_harvest_locked(pc_comm *c) {
   while (c->tail != c->head) {
     pc_meas *m = &c->ring[c->tail % PC_RING];
     if (m->state == 1) break; /* still being posted by its thread */
@@ -799,6 +810,14 @@ static void poll_locked(pc_comm *c) {
     m->state = 0;
     c->tail++;
   }
+}
+
+/* Harvest the overlap sample and the ring. Not during a graph capture (a
+ * query could break it). */
+static void poll_locked(pc_comm *c) {
+  if (atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return;
+  sample_poll_locked(c);
+  ring_harvest_locked(c);
 }
 
 /* Whether the communicator's operation number k (0-based, counted at PRE)
@@ -836,15 +855,18 @@ static inline bool pc_timed(uint64_t k) {
  * operations; the judged windows and the latency/bandwidth fit only see
  * fewer points. k: the operation's number (c->started before it). */
 static int start_locked(pc_comm *c, void *stream, uint64_t k) {
+  /* The overlap sample is harvested here as before (sample_reset draws
+   * the next one from the count at its harvest); the ring only when it is
+   * full (see ring_harvest_locked). A sample due here is idle (state 0),
+   * which sample_poll_locked would leave alone. */
+  bool capture = atomic_load_explicit(&g_captures, memory_order_relaxed) > 0;
   if (!pc_timed(k)) {
-    if (c->smp.state == 0 && pc_ops(c) >= c->smp.next_at) {
-      poll_locked(c);
-      sample_start_locked(c, stream);
-    }
+    if (c->smp.state == 0 && pc_ops(c) >= c->smp.next_at) sample_start_locked(c, stream);
     return PC_SAMPLED;
   }
-  poll_locked(c);
+  if (!capture) sample_poll_locked(c);
   sample_start_locked(c, stream);
+  if (c->head - c->tail >= PC_RING && !capture) ring_harvest_locked(c);
   if (c->head - c->tail >= PC_RING) return PC_UNTIMED;
   int slot = (int)(c->head % PC_RING);
   pc_meas *m = &c->ring[slot];

@@ -1083,6 +1083,31 @@ START_TEST(launch_fast_path_keeps_windows_and_serialization) {
 }
 END_TEST
 
+/* An operation's start harvests the timing ring only when it is full
+ * (ring_harvest_locked): a full ring whose oldest timings completed gives
+ * their slots to the next operations, as when every start harvested.
+ * (sampling_policy_*_rare_sync cover a full ring whose oldest is pending:
+ * untimed.) */
+START_TEST(full_ring_is_harvested_at_an_operations_start) {
+  comm_init(COMM, 4);
+  /* 40 operations, each complete before the next, no synchronization:
+   * all timed (the 33rd finds the ring full of completed timings). Then
+   * 24 left pending, to the end of the first PC_TIME_ALL (64, all timed):
+   * pending at exit. */
+  for (size_t i = 0; i < 40; i++) alltoall(i, 4u << 20, 1.0, S1);
+  for (int i = 0; i < 24; i++) {
+    a2a_event op = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+    ev_dispatch(&op, 0);
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "ops"), 64);
+  ck_assert_int_eq((int)details_num(sum, "measured_ops"), 40);
+  ck_assert_int_eq((int)details_num(sum, "unmeasured_ops"), 24);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -1136,6 +1161,7 @@ int main(void) {
   tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);
+  tcase_add_test(tc, full_ring_is_harvested_at_an_operations_start);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
