@@ -1282,12 +1282,11 @@ __attribute__((noinline)) static void pc_launch_slow(pc_tls *t, void *k) {
 static void pc_launch(const a2a_event *ev) {
   pc_tls *t = tls();
   t->armed_c = NULL;
-  void *k = a2a_perf_skey(ev->stream, ev->per_thread);
-  /* The common case inline, one compare: the launch table's first stream
+  /* The common case inline, one test: the launch table's first stream
    * again (note_launch would find it and add nothing) and no epoch open
    * (see launch_fast_update). */
-  if (__builtin_expect(t->launch_fast == k, 1)) return;
-  pc_launch_slow(t, k);
+  if (__builtin_expect(a2a_perf_skey_is(ev->stream, t->launch_fast), 1)) return;
+  pc_launch_slow(t, a2a_perf_skey(ev->stream, ev->per_thread));
 }
 
 /* The gated kinds (g_pc_gate): each does nothing while the thread has no

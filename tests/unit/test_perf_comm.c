@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "collector.h"
+#include "perf_internal.h"
 #include "perf_math.h"
 
 #define COMM ((void *)0xC0)
@@ -1108,6 +1109,58 @@ START_TEST(full_ring_is_harvested_at_an_operations_start) {
 }
 END_TEST
 
+/* The launch handlers' quick key test (a2a_perf_skey_is): true only when
+ * a2a_perf_skey would give that key, whatever per_thread is. */
+START_TEST(skey_is_never_wrongly_true) {
+  void *handles[] = {NULL, (void *)1, (void *)2, S1};
+  for (int h = 0; h < 4; h++)
+    for (int k = 0; k < 4; k++)
+      for (int pt = 0; pt < 2; pt++)
+        if (a2a_perf_skey_is(handles[h], handles[k]))
+          ck_assert_ptr_eq(a2a_perf_skey(handles[h], pt), handles[k]);
+  ck_assert(a2a_perf_skey_is(S1, S1));
+  ck_assert(a2a_perf_skey_is((void *)2, (void *)2));
+}
+END_TEST
+
+/* Kernels on the legacy stream (handle 1, or NULL without per_thread: key
+ * NULL) and on the per-thread default stream (NULL with per_thread: key
+ * 2) are on two streams for perf.no-overlap, in either order. */
+static void launch_on(void *stream, int per_thread) {
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  l.stream = stream;
+  l.per_thread = per_thread;
+  ev_dispatch(&l, 0);
+}
+static void op_on(void *stream, int per_thread) {
+  a2a_event o = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, stream);
+  o.per_thread = per_thread;
+  ev_dispatch(&o, 0);
+}
+START_TEST(launch_fast_path_tells_default_streams_apart) {
+  comm_init(COMM, 4);
+  for (int i = 0; i < 4; i++) {
+    launch_on((void *)1, 0);
+    launch_on(NULL, 1);
+    op_on(NULL, 1);                    /* compute on two streams */
+  }
+  for (int i = 0; i < 2; i++) {
+    launch_on(NULL, 0);
+    launch_on(NULL, 1);
+    op_on(NULL, 0);                    /* compute on two streams */
+  }
+  for (int i = 0; i < 2; i++) {
+    launch_on(NULL, 0);
+    launch_on((void *)1, 0);
+    op_on((void *)1, 0);               /* serialized: legacy only */
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "serialized_ops"), 2);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -1162,6 +1215,8 @@ int main(void) {
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);
   tcase_add_test(tc, full_ring_is_harvested_at_an_operations_start);
+  tcase_add_test(tc, skey_is_never_wrongly_true);
+  tcase_add_test(tc, launch_fast_path_tells_default_streams_apart);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
