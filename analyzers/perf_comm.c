@@ -19,9 +19,10 @@
  * services (the REAL cudaEventRecord: no a2a event, no wait, no new
  * happens-before edge between the application's streams: an event record
  * only marks a point in one stream). Completion is polled lazily with
- * event_query (never event_synchronize): at the communicator's next
- * operations, after the application's own synchronizations, at
- * communicator destruction and at exit. Operations whose events are still
+ * event_query (never event_synchronize): after the application's own
+ * synchronizations, at communicator destruction and at exit, and at the
+ * communicator's next operations when the ring is full (see
+ * ring_harvest_locked). Operations whose events are still
  * pending at exit, that ran while a graph was being captured (recording or
  * querying then would join or break the capture), on non-blocking
  * communicators (their work may be enqueued after ncclGroupEnd returns), or
