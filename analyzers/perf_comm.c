@@ -794,7 +794,13 @@ static void sample_poll_locked(pc_comm *c) {
  * the ring is full - when it decides whether the operation gets a slot -
  * and the application's synchronizations, communicator destruction and
  * exit (poll_locked) harvest everything: an operation's start no longer
- * queries the previous, usually still running, operation's end event. */
+ * queries the previous, usually still running, operation's end event.
+ * (One thing does depend on when a query runs: a query that fails - the
+ * host services refuse while the application has an unconsumed CUDA error
+ * - drops that timing as unmeasured. Polled less often, a timing is lost
+ * that way only if such an error is pending at a later poll instead of at
+ * an earlier one: which timings a program with unconsumed CUDA errors
+ * loses was, and stays, a matter of when its errors happen to be pending.) */
 static void ring_harvest_locked(pc_comm *c) {
   while (c->tail != c->head) {
     pc_meas *m = &c->ring[c->tail % PC_RING];
