@@ -19,9 +19,10 @@
  * services (the REAL cudaEventRecord: no a2a event, no wait, no new
  * happens-before edge between the application's streams: an event record
  * only marks a point in one stream). Completion is polled lazily with
- * event_query (never event_synchronize): at the communicator's next
- * operations, after the application's own synchronizations, at
- * communicator destruction and at exit. Operations whose events are still
+ * event_query (never event_synchronize): after the application's own
+ * synchronizations, at communicator destruction and at exit, and at the
+ * communicator's next operations when the ring is full (see
+ * ring_harvest_locked). Operations whose events are still
  * pending at exit, that ran while a graph was being captured (recording or
  * querying then would join or break the capture), on non-blocking
  * communicators (their work may be enqueued after ncclGroupEnd returns), or
@@ -237,6 +238,10 @@ typedef struct pc_tls {
   pc_comm *armed_c;
   pc_comm *sample_c;               /* the communicator whose overlap sample's
                                       epoch this thread has open */
+  /* The stream a kernel launch can be on for pc_launch to have nothing
+   * to do but disarm: ls[0] while nls > 0 and no epoch is open
+   * (sample_c NULL), else PC_NO_KEY (launch_fast_update). */
+  void *launch_fast;
   pc_comm *single_c;               /* lone operation between PRE and POST */
   int single_slot;
   unsigned last_ver;
@@ -249,11 +254,25 @@ typedef struct pc_tls {
   uint64_t ops;
   /* kernel launches since this thread's previous operation, by stream */
   uint32_t ls_lost;                /* launches on streams beyond the table */
-  struct { void *s; uint32_t n; } ls[PC_LAUNCH_STREAMS];
+  void *ls[PC_LAUNCH_STREAMS];     /* the streams launched on, in first-launch
+                                      order (only which streams, not how many
+                                      launches: op_serialized and
+                                      check_priority need no more) */
   pc_gacc g[PC_GROUP_COMMS];
 } pc_tls;
 
 static _Thread_local pc_tls t_pc;
+
+/* A key a2a_perf_skey never returns (it maps the handle 1 to NULL). */
+#define PC_NO_KEY ((void *)1)
+
+/* After every change of nls, ls[0] or sample_c: pc_launch's fast path
+ * (a launch on launch_fast) is exactly the launch that note_launch would
+ * find in ls[0] - adding nothing - and sample_launch would ignore (no
+ * epoch open). */
+static inline void launch_fast_update(pc_tls *t) {
+  t->launch_fast = t->nls > 0 && !t->sample_c ? t->ls[0] : PC_NO_KEY;
+}
 
 static pc_tls *tls(void) {
   unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
@@ -261,6 +280,7 @@ static pc_tls *tls(void) {
     memset(&t_pc, 0, sizeof t_pc);
     t_pc.gen = gen;
     t_pc.single_slot = -1;
+    t_pc.launch_fast = PC_NO_KEY;
   }
   return &t_pc;
 }
@@ -654,6 +674,7 @@ static void sample_finish_locked(pc_tls *t, pc_comm *c, void *stream, bool ok) {
     smp_publish(c);
     gate_take(t);
     t->sample_c = c;
+    launch_fast_update(t);
   } else {
     sample_reset(c);
   }
@@ -701,6 +722,7 @@ static void sample_wait_event(pc_tls *t, void *k) {
 __attribute__((noinline)) static void sample_epoch_close(pc_tls *t) {
   pc_comm *c = t->sample_c;
   t->sample_c = NULL;
+  launch_fast_update(t);
   pthread_mutex_lock(&c->mu);
   if (c->smp.state == 2) {
     close_windows_locked(c, NULL, false);
@@ -758,11 +780,28 @@ static void sample_poll_locked(pc_comm *c) {
   sample_reset(c);
 }
 
-/* Harvest completed timings in FIFO order; stops at the first pending one.
- * Never blocks. Not during a graph capture (a query could break it). */
-static void poll_locked(pc_comm *c) {
-  if (atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return;
-  sample_poll_locked(c);
+/* Harvest the ring's completed timings in FIFO order; stops at the first
+ * pending one. Never blocks. (c->mu held, no graph capture.)
+ *
+ * Where the ring stands after a harvest at time T does not depend on
+ * whether earlier harvests ran: a completed event stays completed and its
+ * elapsed time does not change until its slot is recorded again, which
+ * needs the slot harvested first; so a harvest at T takes exactly the
+ * slots from tail up to the first one still pending (or being posted) at
+ * T, and accounts them in the same FIFO order, whether some of them were
+ * taken before or not. Only the reports at exit read what the harvest
+ * accounts (after a last one). start_locked therefore harvests only when
+ * the ring is full - when it decides whether the operation gets a slot -
+ * and the application's synchronizations, communicator destruction and
+ * exit (poll_locked) harvest everything: an operation's start no longer
+ * queries the previous, usually still running, operation's end event.
+ * (One thing does depend on when a query runs: a query that fails - the
+ * host services refuse while the application has an unconsumed CUDA error
+ * - drops that timing as unmeasured. Polled less often, a timing is lost
+ * that way only if such an error is pending at a later poll instead of at
+ * an earlier one: which timings a program with unconsumed CUDA errors
+ * loses was, and stays, a matter of when its errors happen to be pending.) */
+static void ring_harvest_locked(pc_comm *c) {
   while (c->tail != c->head) {
     pc_meas *m = &c->ring[c->tail % PC_RING];
     if (m->state == 1) break; /* still being posted by its thread */
@@ -778,6 +817,14 @@ static void poll_locked(pc_comm *c) {
     m->state = 0;
     c->tail++;
   }
+}
+
+/* Harvest the overlap sample and the ring. Not during a graph capture (a
+ * query could break it). */
+static void poll_locked(pc_comm *c) {
+  if (atomic_load_explicit(&g_captures, memory_order_relaxed) > 0) return;
+  sample_poll_locked(c);
+  ring_harvest_locked(c);
 }
 
 /* Whether the communicator's operation number k (0-based, counted at PRE)
@@ -815,15 +862,18 @@ static inline bool pc_timed(uint64_t k) {
  * operations; the judged windows and the latency/bandwidth fit only see
  * fewer points. k: the operation's number (c->started before it). */
 static int start_locked(pc_comm *c, void *stream, uint64_t k) {
+  /* The overlap sample is harvested here as before (sample_reset draws
+   * the next one from the count at its harvest); the ring only when it is
+   * full (see ring_harvest_locked). A sample due here is idle (state 0),
+   * which sample_poll_locked would leave alone. */
+  bool capture = atomic_load_explicit(&g_captures, memory_order_relaxed) > 0;
   if (!pc_timed(k)) {
-    if (c->smp.state == 0 && pc_ops(c) >= c->smp.next_at) {
-      poll_locked(c);
-      sample_start_locked(c, stream);
-    }
+    if (c->smp.state == 0 && pc_ops(c) >= c->smp.next_at) sample_start_locked(c, stream);
     return PC_SAMPLED;
   }
-  poll_locked(c);
+  if (!capture) sample_poll_locked(c);
   sample_start_locked(c, stream);
+  if (c->head - c->tail >= PC_RING && !capture) ring_harvest_locked(c);
   if (c->head - c->tail >= PC_RING) return PC_UNTIMED;
   int slot = (int)(c->head % PC_RING);
   pc_meas *m = &c->ring[slot];
@@ -881,14 +931,10 @@ static void finish_locked(pc_comm *c, int slot, void *stream, bool ok, int op, u
 
 static void note_launch(pc_tls *t, void *s) {
   for (int i = 0; i < t->nls; i++)
-    if (t->ls[i].s == s) { t->ls[i].n++; return; }
-  if (t->nls < PC_LAUNCH_STREAMS) {
-    t->ls[t->nls].s = s;
-    t->ls[t->nls].n = 1;
-    t->nls++;
-  } else {
-    t->ls_lost++;
-  }
+    if (t->ls[i] == s) return;
+  if (t->nls < PC_LAUNCH_STREAMS) t->ls[t->nls++] = s;
+  else t->ls_lost++;
+  launch_fast_update(t);
 }
 
 /* Whether check_priority has anything to judge: mid-size communication
@@ -909,8 +955,8 @@ __attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void
    * raised communication stream shows the user already chose. */
   if (pc < 0) return;
   for (int i = 0; i < t->nls; i++) {
-    if (t->ls[i].s == stream) continue;
-    int pk = a2a_perf_stream_priority(t->ls[i].s);
+    if (t->ls[i] == stream) continue;
+    int pk = a2a_perf_stream_priority(t->ls[i]);
     if (pk >= pc) continue;
     char msg[640], det[384], sz[32];
     snprintf(msg, sizeof msg,
@@ -920,13 +966,13 @@ __attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void
              "compute blocks to drain instead of overlapping. Fix: create the communication "
              "stream with the highest priority (cudaDeviceGetStreamPriorityRange; "
              "torch.cuda.Stream(priority=-1)), as PyTorch does for its NCCL streams.",
-             c->name, a2a_perf_fmt_bytes(bytes, sz, sizeof sz), stream, pc, t->ls[i].s, pk);
+             c->name, a2a_perf_fmt_bytes(bytes, sz, sizeof sz), stream, pc, t->ls[i], pk);
     a2a_json j;
     a2a_json_init(&j, det, sizeof det);
     a2a_json_obj_begin(&j, NULL);
     a2a_json_ptr(&j, "comm_stream", stream);
     a2a_json_int(&j, "comm_priority", pc);
-    a2a_json_ptr(&j, "compute_stream", t->ls[i].s);
+    a2a_json_ptr(&j, "compute_stream", t->ls[i]);
     a2a_json_int(&j, "compute_priority", pk);
     a2a_json_uint(&j, "bytes", bytes);
     a2a_json_obj_end(&j);
@@ -942,12 +988,12 @@ __attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void
  * stream (the stream-sharing half of perf.no-overlap). Read at the POST,
  * before after_op resets the launches. */
 static bool op_serialized(const pc_tls *t, void *stream) {
-  uint32_t same = 0, other = t->ls_lost;
+  bool same = false, other = t->ls_lost > 0;
   for (int i = 0; i < t->nls; i++) {
-    if (t->ls[i].s == stream) same += t->ls[i].n;
-    else other += t->ls[i].n;
+    if (t->ls[i] == stream) same = true;
+    else other = true;
   }
-  return same > 0 && other == 0;
+  return same && !other;
 }
 
 /* The serialization count, with c->mu held: in the critical section of the
@@ -965,6 +1011,7 @@ static void after_op(pc_tls *t, pc_comm *c, void *stream, uint64_t bytes, const 
   if (priority_applies(t, c, bytes)) check_priority(t, c, stream, bytes, site);
   t->nls = 0;
   t->ls_lost = 0;
+  launch_fast_update(t);
   gate_take(t);
   t->armed_c = c;
   t->armed_stream = stream;
@@ -1242,14 +1289,11 @@ __attribute__((noinline)) static void pc_launch_slow(pc_tls *t, void *k) {
 static void pc_launch(const a2a_event *ev) {
   pc_tls *t = tls();
   t->armed_c = NULL;
-  void *k = a2a_perf_skey(ev->stream, ev->per_thread);
-  /* The common case inline: the launch table's first stream again (what
-   * note_launch would find first) and no epoch open. */
-  if (__builtin_expect(t->nls > 0 && t->ls[0].s == k && !t->sample_c, 1)) {
-    t->ls[0].n++;
-    return;
-  }
-  pc_launch_slow(t, k);
+  /* The common case inline, one test: the launch table's first stream
+   * again (note_launch would find it and add nothing) and no epoch open
+   * (see launch_fast_update). */
+  if (__builtin_expect(a2a_perf_skey_is(ev->stream, t->launch_fast), 1)) return;
+  pc_launch_slow(t, a2a_perf_skey(ev->stream, ev->per_thread));
 }
 
 /* The gated kinds (g_pc_gate): each does nothing while the thread has no

@@ -6,6 +6,7 @@
 #ifndef A2A_PERF_INTERNAL_H
 #define A2A_PERF_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "a2a_core.h"
@@ -17,6 +18,14 @@ static inline void *a2a_perf_skey(void *stream, int per_thread) {
   if (stream == (void *)1) return NULL;
   if (stream == NULL) return per_thread ? (void *)2 : NULL;
   return stream;
+}
+
+/* A hot path's quick test that stream's key is key, without computing
+ * it: a handle other than NULL and cudaStreamLegacy is its own key. False
+ * also for those two (the caller then takes its slow path, which computes
+ * the key), so true means a2a_perf_skey(stream, any per_thread) == key. */
+static inline bool a2a_perf_skey_is(const void *stream, const void *key) {
+  return (uintptr_t)stream > 1 && stream == key;
 }
 
 /* Option values as the checks use them: counts at least 1, sizes >= 0

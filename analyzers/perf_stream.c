@@ -344,7 +344,13 @@ static void perf_stream_on_event(const a2a_event *ev) {
  * perf_stream_on_event and ps_other make): work on the event's stream at
  * a launch, an NCCL operation or an asynchronous copy (PRE). */
 static void ps_by_launch(const a2a_event *ev) {
-  note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+  ps_tls *t = tls();
+  /* note_work's common case without computing the key first. */
+  if (__builtin_expect(a2a_perf_skey_is(ev->stream, t->last->s), 1)) {
+    t->last->synced = false;
+    return;
+  }
+  note_work(t, a2a_perf_skey(ev->stream, ev->per_thread));
 }
 static void ps_by_op(const a2a_event *ev) {
   if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));

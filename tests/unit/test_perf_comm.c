@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "collector.h"
+#include "perf_internal.h"
 #include "perf_math.h"
 
 #define COMM ((void *)0xC0)
@@ -1047,6 +1048,119 @@ START_TEST(sync_heavy_table_restarts_after_full_sync) {
 }
 END_TEST
 
+/* pc_launch's fast path (a launch on the stream in launch_fast returns at
+ * once): it must stop applying when the operation resets the launch table
+ * (after_op), and while an overlap epoch is open (a launch on the first
+ * stream again must still open a new window after a stream wait closed
+ * the old one). */
+START_TEST(launch_fast_path_keeps_windows_and_serialization) {
+  comm_init(COMM, 4);
+  a2a_event op = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+  ev_dispatch(&op, 0);                 /* sampled: the epoch opens */
+  simple(A2A_EV_LAUNCH, S2);           /* window 0 on S2 */
+  simple(A2A_EV_LAUNCH, S2);           /* S2 again: nothing new */
+  a2a_event w = ev_make(A2A_EV_STREAM_WAIT_EVENT);
+  w.stream = S2;
+  w.u.event.event = (void *)0xE1;
+  ev_dispatch(&w, 0);                  /* closes window 0 */
+  simple(A2A_EV_LAUNCH, S2);           /* S2 again, first in the table: window 1 */
+  ck_assert_ptr_eq(collector_event_stream(collector_event_at(WIN(1, 0))), S2);
+  /* Operations 1-4: compute on S1 only before each (serialized; not
+   * operation 1: the epoch's launches on S2 came before it), the later
+   * launches of each on the table's first stream; then 5-8: S1 first, S2
+   * after it (not serialized). */
+  for (int i = 0; i < 8; i++) {
+    simple(A2A_EV_LAUNCH, S1);
+    simple(A2A_EV_LAUNCH, S1);
+    if (i >= 4) simple(A2A_EV_LAUNCH, S2);
+    simple(A2A_EV_LAUNCH, S1);
+    a2a_event o = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+    ev_dispatch(&o, 0);
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "serialized_ops"), 3);
+}
+END_TEST
+
+/* An operation's start harvests the timing ring only when it is full
+ * (ring_harvest_locked): a full ring whose oldest timings completed gives
+ * their slots to the next operations, as when every start harvested.
+ * (sampling_policy_*_rare_sync cover a full ring whose oldest is pending:
+ * untimed.) */
+START_TEST(full_ring_is_harvested_at_an_operations_start) {
+  comm_init(COMM, 4);
+  /* 40 operations, each complete before the next, no synchronization:
+   * all timed (the 33rd finds the ring full of completed timings). Then
+   * 24 left pending, to the end of the first PC_TIME_ALL (64, all timed):
+   * pending at exit. */
+  for (size_t i = 0; i < 40; i++) alltoall(i, 4u << 20, 1.0, S1);
+  for (int i = 0; i < 24; i++) {
+    a2a_event op = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, S1);
+    ev_dispatch(&op, 0);
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "ops"), 64);
+  ck_assert_int_eq((int)details_num(sum, "measured_ops"), 40);
+  ck_assert_int_eq((int)details_num(sum, "unmeasured_ops"), 24);
+}
+END_TEST
+
+/* The launch handlers' quick key test (a2a_perf_skey_is): true only when
+ * a2a_perf_skey would give that key, whatever per_thread is. */
+START_TEST(skey_is_never_wrongly_true) {
+  void *handles[] = {NULL, (void *)1, (void *)2, S1};
+  for (int h = 0; h < 4; h++)
+    for (int k = 0; k < 4; k++)
+      for (int pt = 0; pt < 2; pt++)
+        if (a2a_perf_skey_is(handles[h], handles[k]))
+          ck_assert_ptr_eq(a2a_perf_skey(handles[h], pt), handles[k]);
+  ck_assert(a2a_perf_skey_is(S1, S1));
+  ck_assert(a2a_perf_skey_is((void *)2, (void *)2));
+}
+END_TEST
+
+/* Kernels on the legacy stream (handle 1, or NULL without per_thread: key
+ * NULL) and on the per-thread default stream (NULL with per_thread: key
+ * 2) are on two streams for perf.no-overlap, in either order. */
+static void launch_on(void *stream, int per_thread) {
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  l.stream = stream;
+  l.per_thread = per_thread;
+  ev_dispatch(&l, 0);
+}
+static void op_on(void *stream, int per_thread) {
+  a2a_event o = coll(A2A_COLL_ALLTOALL, 1 << 20, NCCL_INT8, stream);
+  o.per_thread = per_thread;
+  ev_dispatch(&o, 0);
+}
+START_TEST(launch_fast_path_tells_default_streams_apart) {
+  comm_init(COMM, 4);
+  for (int i = 0; i < 4; i++) {
+    launch_on((void *)1, 0);
+    launch_on(NULL, 1);
+    op_on(NULL, 1);                    /* compute on two streams */
+  }
+  for (int i = 0; i < 2; i++) {
+    launch_on(NULL, 0);
+    launch_on(NULL, 1);
+    op_on(NULL, 0);                    /* compute on two streams */
+  }
+  for (int i = 0; i < 2; i++) {
+    launch_on(NULL, 0);
+    launch_on((void *)1, 0);
+    op_on((void *)1, 0);               /* serialized: legacy only */
+  }
+  a2a_core_fini();
+  const collected *sum = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq((int)details_num(sum, "serialized_ops"), 2);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -1099,6 +1213,10 @@ int main(void) {
   tcase_add_test(tc, failed_group_start_opens_no_group);
   tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
+  tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);
+  tcase_add_test(tc, full_ring_is_harvested_at_an_operations_start);
+  tcase_add_test(tc, skey_is_never_wrongly_true);
+  tcase_add_test(tc, launch_fast_path_tells_default_streams_apart);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
