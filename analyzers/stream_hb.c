@@ -581,7 +581,7 @@ __attribute__((noinline)) static void enqueue_edges_slow(int s) {
 /* enqueue_edges_slow's common case inline: a non-blocking stream (no
  * edge to or from the legacy stream) that holds the host clock already has
  * no edge to apply. */
-static inline void enqueue_edges(int s) {
+static inline __attribute__((always_inline)) void enqueue_edges(int s) {
   const timeline *t = &g_tl[s];
   if (t->host_ver == g_host_ver && t->kind == TL_NONBLOCKING) return;
   enqueue_edges_slow(s);
@@ -2391,10 +2391,24 @@ static inline void launch_access(access *dst, const a2a_event *ev, const char *w
   /* (Its inline test: no work for a non-blocking stream, PyTorch's and
    * NCCL's, that holds the current host clock.) */
   enqueue_edges(s);
-  uint32_t clk = tick(s);
-  *dst = (access){.clk = clk, .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
-                  .site = ev->callsite, .what = what, .stack = -1};
+  /* Member by member: the same access as the compound literal
+   * (access){.clk, .tl, .flags, .kind, .site, .what, .stack = -1}, every
+   * other member zero, without its fill of the whole struct first (a
+   * string store per access; accesses are never compared bytewise, so the
+   * padding is no part of their value). */
+  dst->clk = tick(s);
+  dst->tl = (uint16_t)s;
+  dst->flags = F_READ | F_WRITE;
+  dst->kind = AK_KERNEL;
+  dst->nops = 0;
+  dst->site = ev->callsite;
+  dst->what = what;
+  dst->comm = NULL;
+  dst->stk = NULL;
+  dst->stack = -1;
+  dst->stack_gen = 0;
 }
+_Static_assert(sizeof(access) == 56, "launch_access writes every member of access: update it");
 
 /* A launch of t_lmemo.func on the thread's memo (see "Repeated
  * launches"): applied, or false (nothing done) when the memo does not
