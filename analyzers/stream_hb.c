@@ -581,7 +581,7 @@ __attribute__((noinline)) static void enqueue_edges_slow(int s) {
 /* enqueue_edges_slow's common case inline: a non-blocking stream (no
  * edge to or from the legacy stream) that holds the host clock already has
  * no edge to apply. */
-static inline void enqueue_edges(int s) {
+static inline __attribute__((always_inline)) void enqueue_edges(int s) {
   const timeline *t = &g_tl[s];
   if (t->host_ver == g_host_ver && t->kind == TL_NONBLOCKING) return;
   enqueue_edges_slow(s);
@@ -753,7 +753,6 @@ static range *range_insert(uintptr_t lo, uintptr_t hi) {
   memmove(&g_order[k + 1], &g_order[k], (g_nr - k) * sizeof g_order[0]);
   g_order[k] = (uint16_t)slot;
   g_nr++;
-  rng_grew();
   return r;
 }
 
@@ -836,7 +835,6 @@ static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh, bool *exac
   r->hi = hi;
   memmove(&g_order[k + 1], &g_order[end], (g_nr - end) * sizeof g_order[0]);
   g_nr -= end - k - 1;
-  rng_grew();
   return r;
 }
 
@@ -845,6 +843,9 @@ static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh, bool *exac
 
 static size_t page_bit(uintptr_t p) { return (size_t)(p >> PAGE_SHIFT) & (PAGE_BITS - 1); }
 
+/* Under g_mu, for a range just inserted or widened (range_for_comm did
+ * one or the other exactly when it answers !exact): its page bits, then
+ * g_rng_gen advanced (see "Known misses"). */
 static void pages_mark(uintptr_t lo, uintptr_t hi) {
   uintptr_t first = lo >> PAGE_SHIFT, last = (hi - 1) >> PAGE_SHIFT;
   if (last - first >= PAGE_BITS) last = first + PAGE_BITS - 1;
@@ -852,6 +853,7 @@ static void pages_mark(uintptr_t lo, uintptr_t hi) {
     size_t b = (size_t)pg & (PAGE_BITS - 1);
     atomic_fetch_or_explicit(&g_pages[b / 64], 1ull << (b % 64), memory_order_relaxed);
   }
+  rng_grew();
 }
 
 static void pages_clear(void) {
@@ -884,7 +886,10 @@ static bool span_pages_clear(uintptr_t lo, size_t n) {
  * LAUNCH_MISSES parameter words that the locked lookup placed in no range,
  * stamped with g_rng_gen, which grows (under g_mu) whenever a range is
  * inserted or widened - the only changes that can put a missed word in a
- * range (a split keeps the union; removals only shrink it). A word stamped
+ * range (a split keeps the union; removals only shrink it) -, right after
+ * the range's page bits are set (pages_mark; a release store, so that a
+ * load of a generation with acquire sees every bit set before it: see
+ * "Filtered-out repeats"), and in hb_init (the plans change). A word stamped
  * with the current generation is a miss for sure. A range inserted by
  * another thread concurrently with the launch is a race between the two
  * calls that the page filter's lock-free read has too; once that insert
@@ -894,18 +899,18 @@ static bool span_pages_clear(uintptr_t lo, size_t n) {
 static _Atomic uint64_t g_rng_gen;
 static _Thread_local struct {
   uint64_t gen;
-  unsigned n;
+  uint64_t n; /* notes since gen was set (never wraps) */
   uintptr_t w[LAUNCH_MISSES];
 } t_miss;
 
 static void rng_grew(void) {
   atomic_store_explicit(&g_rng_gen, atomic_load_explicit(&g_rng_gen, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
+                        memory_order_release);
 }
 
 static bool known_miss(uintptr_t w, uint64_t gen) {
   if (t_miss.gen != gen) return false;
-  unsigned n = t_miss.n < LAUNCH_MISSES ? t_miss.n : LAUNCH_MISSES;
+  unsigned n = t_miss.n < LAUNCH_MISSES ? (unsigned)t_miss.n : LAUNCH_MISSES;
   for (unsigned i = 0; i < n; i++)
     if (t_miss.w[i] == w) return true;
   return false;
@@ -998,13 +1003,53 @@ static inline const scan_plan *plan_of(const void *func) {
   return plan_make(pl, func, epoch);
 }
 
+/* A launch's plan words, for the memos of "Repeated launches" and
+ * "Filtered-out repeats": the function, its plan (a copy: its t_plan slot
+ * may be taken by another function; the plan of a function changes only
+ * with g_plan_epoch, in hb_init, which advances g_lock_ver and g_rng_gen,
+ * the memos' stamps) and the launch's words at it (0 for a NULL
+ * parameter, which the filter skips as it skips a 0 word). */
+typedef struct launch_key {
+  const void *func;
+  int n;
+  uint8_t param[PLAN_WORDS];
+  uint16_t off[PLAN_WORDS];
+  uint64_t w[PLAN_WORDS];
+} launch_key;
+
+static inline uint64_t plan_word(const a2a_event *ev, uint8_t param, uint16_t off) {
+  const unsigned char *bytes = ev->u.launch.args[param];
+  uint64_t w = 0;
+  if (bytes) memcpy(&w, bytes + off, sizeof w);
+  return w;
+}
+
+/* The key of a launch of a kernel with plan pl (pl->n >= 0). */
+static void key_take(launch_key *k, const a2a_event *ev, const scan_plan *pl) {
+  for (int i = 0; i < pl->n; i++) {
+    k->param[i] = pl->param[i];
+    k->off[i] = pl->off[i];
+    k->w[i] = plan_word(ev, pl->param[i], pl->off[i]);
+  }
+  k->n = pl->n;
+  k->func = ev->u.launch.func;
+}
+
+/* Whether a launch of k->func has k's words. */
+static inline __attribute__((always_inline)) bool key_words_match(const launch_key *k,
+                                                                  const a2a_event *ev) {
+  for (int i = 0; i < k->n; i++)
+    if (plan_word(ev, k->param[i], k->off[i]) != k->w[i]) return false;
+  return true;
+}
+
 /* Whether any 8-byte word of the launch's parameters may point into a
- * tracked range (lock-free; false positives only); the candidates go to
- * *c. A word equal to the word before it has that word's answer (the
- * filter's inputs do not change within the scan; a repeated candidate
- * would find the same range): a kernel passed the same buffer twice, in
- * place, is filtered once. The previous word starts at 0, which is never
- * a candidate. */
+ * tracked range (lock-free; false positives only), as of generation gen of
+ * g_rng_gen, loaded (acquire) before; the candidates go to *c. A word equal
+ * to the word before it has that word's answer (the filter's inputs do not
+ * change within the scan; a repeated candidate would find the same range):
+ * a kernel passed the same buffer twice, in place, is filtered once. The
+ * previous word starts at 0, which is never a candidate. */
 #define FILTER_WORD(w)                                                              \
   do {                                                                              \
     if ((w) == prev) break;                                                         \
@@ -1019,8 +1064,7 @@ static inline const scan_plan *plan_of(const void *func) {
 
 static inline __attribute__((always_inline)) bool launch_filter(const a2a_event *ev,
                                                                 const scan_plan *pl,
-                                                                launch_cands *c) {
-  uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_relaxed);
+                                                                uint64_t gen, launch_cands *c) {
   uint64_t prev = 0;
   int n = 0;
   void *const *args = ev->u.launch.args;
@@ -1050,6 +1094,53 @@ static inline __attribute__((always_inline)) bool launch_filter(const a2a_event 
   return n != 0;
 }
 #undef FILTER_WORD
+
+/* Filtered-out repeats. A kernel launched over and over on buffers that are
+ * not tracked (the MoE step's hundred launches on its activations) is
+ * ruled out by the filter each time. The filter's answer depends only on
+ * the plan words, the page bits, g_rng_gen and the thread's known misses;
+ * so each thread keeps the key of its last launch the filter ruled out
+ * (with a plan of n >= 0 words), stamped with the generation the filter
+ * loaded and with t_miss's (gen, n). A launch with that key while the
+ * stamps are unchanged would be ruled out again, and is without the
+ * filter:
+ * - page bits are set only by pages_mark, which then advances g_rng_gen
+ *   with release; the filter loaded the generation with acquire before
+ *   reading the bits, so it saw every bit set before that generation, and
+ *   a bit set after it comes with a newer one. Bits cleared (the last
+ *   range gone) only rule out more.
+ * - the known misses the answer used stay while t_miss's (gen, n) does:
+ *   note_miss either starts a generation or counts a note (a 64-bit
+ *   count), and generations only grow.
+ * - the plan changes only in hb_init, which advances g_rng_gen.
+ * A range inserted by another thread concurrently with the launch is the
+ * race the filter itself accepts (see "Known misses"); once the insert
+ * happens-before the launch, the launch's load sees the newer generation.
+ * The memo is apart from the repeat memo ("Repeated launches"), so that
+ * launches on an untracked buffer interleaved with repeats on a tracked
+ * one keep both. */
+static _Thread_local struct {
+  launch_key key;    /* none yet: all zero, and gen 0 is past (hb_init) */
+  uint64_t gen;      /* g_rng_gen as the filter loaded it */
+  uint64_t miss_gen; /* t_miss's then */
+  uint64_t miss_n;
+} t_lskip;
+
+/* After the filter ruled out a launch of plan pl (n >= 0) as of gen. */
+static void launch_skip_note(const a2a_event *ev, const scan_plan *pl, uint64_t gen) {
+  key_take(&t_lskip.key, ev, pl);
+  t_lskip.gen = gen;
+  t_lskip.miss_gen = t_miss.gen;
+  t_lskip.miss_n = t_miss.n;
+}
+
+/* Whether the filter would rule out this launch of t_lskip.key.func again
+ * (see "Filtered-out repeats"). */
+static inline __attribute__((always_inline)) bool launch_skip(const a2a_event *ev) {
+  return key_words_match(&t_lskip.key, ev) &&
+         atomic_load_explicit(&g_rng_gen, memory_order_acquire) == t_lskip.gen &&
+         t_miss.gen == t_lskip.miss_gen && t_miss.n == t_lskip.miss_n;
+}
 
 /* ------------------------------------------------------------------ */
 /* Reporting */
@@ -2329,7 +2420,6 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
 static _Atomic int g_staged; /* see "Deferred copies" */
 static _Thread_local struct {
   uint64_t ver; /* g_lock_ver when taken; 0: none */
-  const void *func;
   void *stream;
   int per_thread, device;
   uint32_t thread;
@@ -2337,22 +2427,8 @@ static _Thread_local struct {
   int nhits;
   range *hits[MEMO_HITS];
   const char *what; /* the access's */
-  /* The function's plan (a copy: its t_plan slot may be taken by another
-   * function; the plan of a function changes only with g_plan_epoch, in
-   * hb_init, which advances g_lock_ver) and the launch's words at it (0 for
-   * a NULL parameter). */
-  int n;
-  uint8_t param[PLAN_WORDS];
-  uint16_t off[PLAN_WORDS];
-  uint64_t w[PLAN_WORDS];
+  launch_key key; /* key.func: the function */
 } t_lmemo;
-
-static inline uint64_t plan_word(const a2a_event *ev, uint8_t param, uint16_t off) {
-  const unsigned char *bytes = ev->u.launch.args[param];
-  uint64_t w = 0;
-  if (bytes) memcpy(&w, bytes + off, sizeof w);
-  return w;
-}
 
 /* Under g_mu, after the locked lookup applied the launch on timeline s:
  * remember the ranges its plan words lie in now. */
@@ -2361,11 +2437,9 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   if (s < 0 || pl->n <= 0) return;
   int nhits = 0;
   range *hits[KERNEL_MAX_HITS];
+  key_take(&t_lmemo.key, ev, pl);
   for (int i = 0; i < pl->n; i++) {
-    uint64_t w = plan_word(ev, pl->param[i], pl->off[i]);
-    t_lmemo.w[i] = w;
-    t_lmemo.param[i] = pl->param[i];
-    t_lmemo.off[i] = pl->off[i];
+    uint64_t w = t_lmemo.key.w[i];
     if (!w || !page_maybe((uintptr_t)w)) continue; /* bits are set under g_mu */
     range *r = launch_range_of((uintptr_t)w);
     if (r) launch_hit(hits, &nhits, r);
@@ -2374,8 +2448,6 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   for (int h = 0; h < nhits; h++) t_lmemo.hits[h] = hits[h];
   t_lmemo.nhits = nhits;
   t_lmemo.s = s;
-  t_lmemo.func = ev->u.launch.func;
-  t_lmemo.n = pl->n;
   t_lmemo.what = pl->f->name ? pl->f->name : "(unnamed)";
   t_lmemo.stream = ev->stream;
   t_lmemo.per_thread = ev->per_thread;
@@ -2391,19 +2463,32 @@ static inline void launch_access(access *dst, const a2a_event *ev, const char *w
   /* (Its inline test: no work for a non-blocking stream, PyTorch's and
    * NCCL's, that holds the current host clock.) */
   enqueue_edges(s);
-  uint32_t clk = tick(s);
-  *dst = (access){.clk = clk, .tl = (uint16_t)s, .flags = F_READ | F_WRITE, .kind = AK_KERNEL,
-                  .site = ev->callsite, .what = what, .stack = -1};
+  /* Member by member: the same access as the compound literal
+   * (access){.clk, .tl, .flags, .kind, .site, .what, .stack = -1}, every
+   * other member zero, without its fill of the whole struct first (a
+   * string store per access; accesses are never compared bytewise, so the
+   * padding is no part of their value). */
+  dst->clk = tick(s);
+  dst->tl = (uint16_t)s;
+  dst->flags = F_READ | F_WRITE;
+  dst->kind = AK_KERNEL;
+  dst->nops = 0;
+  dst->site = ev->callsite;
+  dst->what = what;
+  dst->comm = NULL;
+  dst->stk = NULL;
+  dst->stack = -1;
+  dst->stack_gen = 0;
 }
+_Static_assert(sizeof(access) == 56, "launch_access writes every member of access: update it");
 
-/* A launch of t_lmemo.func on the thread's memo (see "Repeated
+/* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
  * launches"): applied, or false (nothing done) when the memo does not
  * answer for it or a hit's history is not all ordered before the stream. */
 static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
   /* (The words first: a launch of the same kernel on another buffer fails
    * at once.) */
-  for (int i = 0; i < t_lmemo.n; i++)
-    if (plan_word(ev, t_lmemo.param[i], t_lmemo.off[i]) != t_lmemo.w[i]) return false;
+  if (!key_words_match(&t_lmemo.key, ev)) return false;
   if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
       t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
     return false;
@@ -2418,12 +2503,14 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
   if (ok) {
     /* launch_apply's all-ordered branch for each hit. (The access is built
      * in the first hit's history and copied to the others.) */
-    const access *a = &t_lmemo.hits[0]->acc[0];
-    launch_access(&t_lmemo.hits[0]->acc[0], ev, t_lmemo.what, s);
-    for (int h = 0; h < nhits; h++) {
+    range *r0 = t_lmemo.hits[0];
+    launch_access(&r0->acc[0], ev, t_lmemo.what, s);
+    r0->last_use = ++g_use;
+    r0->nacc = 1;
+    for (int h = 1; h < nhits; h++) {
       range *r = t_lmemo.hits[h];
       r->last_use = ++g_use;
-      if (h) r->acc[0] = *a;
+      r->acc[0] = r0->acc[0];
       r->nacc = 1;
     }
   }
@@ -2865,6 +2952,7 @@ static int hb_init(void) {
     memset(g_rng_hint, 0, sizeof g_rng_hint);
     g_launch_hint = NULL;
     g_lock_ver++; /* every thread's launch memo */
+    rng_grew();   /* and filtered-out launch memo (the plans change) */
     memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
     g_tl[HOST_TL].live = true;
@@ -3024,22 +3112,36 @@ _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COL
                    A2A_EV_GROUP_END == A2A_EV_COLL + 3,
                "hb_on_event tests the NCCL kinds as one interval");
 
-/* A launch that is no repeat (see "Repeated launches"): the filter inline
- * and the locked part out of line - a launch that takes no lock pays
- * neither a call to the filter nor the report queue's frame. */
+/* A launch that is no repeat (see "Repeated launches") and not a known
+ * filtered-out one (see "Filtered-out repeats", which it notes): the filter
+ * inline and the locked part out of line - a launch that takes no lock
+ * pays neither a call to the filter nor the report queue's frame. */
 __attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
   const scan_plan *pl = plan_of(ev->u.launch.func);
+  if (!pl || pl->n == 0) return;
+  uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_acquire);
   launch_cands c;
-  if (!pl || pl->n == 0 || !launch_filter(ev, pl, &c)) return;
-  hb_launch_locked(ev, pl, &c);
+  if (launch_filter(ev, pl, gen, &c)) hb_launch_locked(ev, pl, &c);
+  else if (pl->n > 0) launch_skip_note(ev, pl, gen);
 }
 
-/* (Out of line: hb_on_event's other kinds do not pay its frame; the
- * repeat inline, the rest in hb_launch_filtered.) */
+/* A launch that is no known filtered-out one: the repeat inline, the rest
+ * in hb_launch_filtered. */
+__attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
+  if (t_lmemo.ver && t_lmemo.key.func == ev->u.launch.func && launch_repeat(ev)) return;
+  hb_launch_filtered(ev);
+}
+
+/* (Out of line: hb_on_event's other kinds do not pay its frame.) A known
+ * filtered-out launch first, without the frame of the repeat's: the two
+ * memos never both answer for a launch (the repeat memo's words lie in
+ * ranges as of its g_lock_ver, which every insert, removal and known miss
+ * since advances; the filtered-out memo's lie in none as of its stamps,
+ * which an insert since ends), so the order of the tests is free. */
 __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
   if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
-  if (t_lmemo.ver && t_lmemo.func == ev->u.launch.func && launch_repeat(ev)) return;
-  hb_launch_filtered(ev);
+  if (t_lskip.key.func == ev->u.launch.func && launch_skip(ev)) return;
+  hb_launch_memo(ev);
 }
 
 /* hb_on_event's cases, one per kind or group of kinds, each inline in

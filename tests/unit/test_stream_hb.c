@@ -765,6 +765,57 @@ START_TEST(launch_known_miss_ends_when_a_range_appears) {
 }
 END_TEST
 
+/* Filtered-out repeats (launch_skip in stream_hb.c): the thread's last
+ * launch that the filter ruled out is ruled out again without the filter
+ * while g_rng_gen and its known misses are unchanged. A range inserted on
+ * the page of an untracked buffer (page bits set, g_rng_gen advanced) ends
+ * it: the receive's output read too early is found. */
+START_TEST(launch_skip_ends_when_a_range_appears) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *far = (void *)(SEG + 64 * SEG_SIZE); /* another 2 MiB page */
+  launch_fill(S_COMP, far, (void *)0x3000); /* ruled out by the page bits: the memo */
+  launch_fill(S_COMP, far, (void *)0x3000); /* ruled out again, without the filter */
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, far, NBYTES / 4);
+  launch_fill(S_COMP, far, (void *)0x3001); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* ...the same for a launch the filter rules out by a known miss (a buffer
+ * in the page of the tracked ones)... */
+START_TEST(launch_skip_known_miss_ends_when_a_range_appears) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *near = (void *)(SEG + 0x40000); /* the page of the tracked buffers, in no range */
+  launch_fill(S_COMP, near, (void *)0x3000); /* locked: in no range, a known miss */
+  launch_fill(S_COMP, near, (void *)0x3000); /* the known miss: the memo */
+  launch_fill(S_COMP, near, (void *)0x3000); /* ruled out again, without the filter */
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, near, 64);
+  launch_fill(S_COMP, near, (void *)0x3001); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* ...and the memo answers only for its words: the same kernel on a buffer
+ * in flight right after it is looked up (the repeat memo of that buffer
+ * fails first: the receive is not ordered before the stream). */
+START_TEST(launch_skip_other_words_are_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *far = (void *)(SEG + 64 * SEG_SIZE);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* the repeat memo: RECVBUF */
+  launch_fill(S_COMP, far, (void *)0x3000);     /* the filtered-out memo: far */
+  launch_fill(S_COMP, far, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4); /* an existing range: no new generation */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
 /* Repeated launches (launch_repeat in stream_hb.c): the memo of the last
  * locked launch answers only for the same words on the same stream. A
  * launch on another buffer right after one on the send buffer finds the
@@ -2529,6 +2580,9 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, in_place_allreduce);
   tcase_add_test(tc, views_into_one_segment_are_separate);
   tcase_add_test(tc, launch_known_miss_ends_when_a_range_appears);
+  tcase_add_test(tc, launch_skip_ends_when_a_range_appears);
+  tcase_add_test(tc, launch_skip_known_miss_ends_when_a_range_appears);
+  tcase_add_test(tc, launch_skip_other_words_are_looked_up);
   tcase_add_test(tc, launch_repeat_other_words_are_looked_up);
   tcase_add_test(tc, launch_repeat_other_stream_is_looked_up);
   tcase_add_test(tc, launch_repeat_in_flight_is_checked);
