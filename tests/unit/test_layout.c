@@ -1316,19 +1316,68 @@ START_TEST(diverging_group_is_judged_with_its_own_ranges) {
     group(0);
     g_site = (const void *)0x1000;
   }
-  /* Remembered with its own operations: replayed the second time, the
-   * finding counted again. */
-  ck_assert_uint_eq(judged(), j + 1);
   ck_assert_uint_eq(collector_count("layout.overlap"), 1);
-  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 2);
   const collected *c = collector_find("layout.overlap");
   ck_assert_ptr_nonnull(strstr(c->message, "ncclSend (peer 2)"));
   ck_assert_ptr_nonnull(strstr(c->details, "\"site\":\"0x1300\""));
+  /* Remembered with its own operations: replayed the second time, the
+   * finding counted again. */
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 2);
+  ck_assert_uint_eq(judged(), j + 1);
   /* The groups it diverged from still replay. */
   distinct_group(0);
   distinct_group(1);
   ck_assert_uint_eq(judged(), j + 1);
   ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
+/* A group written into a slot and then not kept (its range list
+ * overflowed: never judged) leaves that slot empty: the slot's old group
+ * (its operation count, its verdict) must not be taken for a later group
+ * equal to the new operations written over the old ones. */
+START_TEST(abandoned_slot_is_not_replayed) {
+  distinct_group(0); /* 4 operations, the least recently used slot below */
+  for (unsigned i = 1; i < LAYOUT_GSLOTS; i++) distinct_group(i);
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 512, 256, 2); /* onto the send */
+  for (int i = 0; i < LAYOUT_MAX_RANGES; i++) p2p(1, SEG0 + 131072, 256, 3);
+  group(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0); /* overflowed: not judged */
+  group(1); /* its first four operations */
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 512, 256, 2);
+  p2p(1, SEG0 + 131072, 256, 3);
+  p2p(1, SEG0 + 131072, 256, 3);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
+/* A group with more operations than a small slot holds is moved to the
+ * large one while it is written (its operations and ranges so far with
+ * it): judged with all its ranges, then replayed. */
+static void large_group(void) {
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  for (int i = 0; i < LAYOUT_GSLOT_OPS + 8; i++) p2p(1, SEG0 + 131072, 256, 3);
+  p2p(0, SEG0 + 512, 256, 2); /* onto the first send */
+  group(0);
+}
+
+START_TEST(large_group_moves_to_the_large_slot) {
+  collector_dedup(true);
+  distinct_group(0);
+  large_group();
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  unsigned long j = judged();
+  for (int i = 0; i < 2; i++) {
+    distinct_group(0);
+    large_group();
+  }
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 3);
+  ck_assert_uint_eq(judged(), j);
 }
 END_TEST
 
@@ -1466,6 +1515,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, evicted_group_is_judged_again);
   tcase_add_test(tc, diverging_group_is_judged_with_its_own_ranges);
   tcase_add_test(tc, alternating_faulty_groups_count_their_own_findings);
+  tcase_add_test(tc, abandoned_slot_is_not_replayed);
+  tcase_add_test(tc, large_group_moves_to_the_large_slot);
   tcase_add_test(tc, prefix_of_a_remembered_group_is_its_own_group);
   tcase_add_test(tc, checks_can_be_disabled);
   tcase_add_test(tc, nccl_kinds_are_pre_only);
