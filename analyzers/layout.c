@@ -121,6 +121,10 @@ static ly_thread *thread_claim(uint32_t id) {
     memset(t, 0, sizeof *t);
   }
   t->open_end = -1;
+  for (int i = 0; i < LAYOUT_GSLOTS; i++) {
+    t->gs[i].ops = i ? t->gops_s[i - 1] : t->gops0;
+    t->gs[i].ranges = i ? t->granges_s[i - 1] : t->granges0;
+  }
   t->ranges = t->granges0;
   t->wslot = -1;
   return t;
@@ -924,15 +928,23 @@ static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_
          o->checks[1] == atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
 }
 
-/* The slots of gmask whose next operation (index nops) the event equals
- * (opkey_match), as a mask; *first: the lowest one's operation. They held
- * equal operations before it, so equal ranges: any of them serves. */
+/* The slots of gmask (not 0) whose next operation (index nops) the event
+ * equals (opkey_match), as a mask; *first: the lowest one's operation.
+ * They held equal operations before it, so equal ranges: any of them
+ * serves. */
 static inline unsigned replay_match(ly_thread *t, const a2a_event *ev, const ly_opkey **first) {
-  unsigned k = t->nops, keep = 0;
-  for (unsigned m = t->gmask; m; m &= m - 1) {
+  unsigned k = t->nops, m = t->gmask;
+  if (!(m & (m - 1))) { /* one slot (the common case past a group's first operation): cur */
+    const ly_gslot *g = &t->gs[t->cur];
+    if (k >= g->n || !opkey_match(t, &g->ops[k], ev)) return 0;
+    *first = &g->ops[k];
+    return m;
+  }
+  unsigned keep = 0;
+  for (; m; m &= m - 1) {
     int s = __builtin_ctz(m);
     if (k >= t->gs[s].n) continue;
-    const ly_opkey *o = &ly_slot_ops(t, s)[k];
+    const ly_opkey *o = &t->gs[s].ops[k];
     if (!opkey_match(t, o, ev)) continue;
     if (!keep) *first = o;
     keep |= 1u << s;
@@ -941,12 +953,14 @@ static inline unsigned replay_match(ly_thread *t, const a2a_event *ev, const ly_
 }
 
 /* A matched operation (replay_match's keep and first): the slots that
- * still equal the group, its ranges theirs, the counts advanced. */
+ * still equal the group (cur and ranges: the lowest one's), the counts
+ * advanced. */
 static inline void replay_advance(ly_thread *t, unsigned keep, const ly_opkey *o) {
-  int s = __builtin_ctz(keep);
-  t->gmask = (uint8_t)keep;
-  t->cur = (int8_t)s;
-  t->ranges = ly_slot_ranges(t, s);
+  if (keep != t->gmask) {
+    t->gmask = (uint8_t)keep;
+    t->cur = (int8_t)__builtin_ctz(keep);
+    t->ranges = t->gs[t->cur].ranges;
+  }
   t->nranges = o->rend;
   t->nops++;
 }
@@ -983,13 +997,13 @@ static void slot_take(ly_thread *t) {
   }
   if (t->nops > ly_slot_ocap(v) || t->nranges > ly_slot_rcap(v)) v = 0;
   if (t->nops && v != t->cur) {
-    memcpy(ly_slot_ops(t, v), ly_slot_ops(t, t->cur), t->nops * sizeof(ly_opkey));
-    memcpy(ly_slot_ranges(t, v), t->ranges, t->nranges * sizeof(ly_range));
+    memcpy(t->gs[v].ops, t->gs[t->cur].ops, t->nops * sizeof(ly_opkey));
+    memcpy(t->gs[v].ranges, t->ranges, t->nranges * sizeof(ly_range));
   }
   t->gvalid &= (uint8_t)~(1u << v);
   t->gmask = 0;
   t->wslot = (int8_t)v;
-  t->ranges = ly_slot_ranges(t, v);
+  t->ranges = t->gs[v].ranges;
 }
 
 /* The open group outgrew the small slot it is written into: moved to slot
@@ -998,7 +1012,7 @@ static bool slot_grow(ly_thread *t) {
   if (t->wslot == 0) return false;
   /* Its operations 0..nops have their entries (a small slot grows before
    * one would not fit). */
-  memcpy(t->gops0, ly_slot_ops(t, t->wslot), t->nops * sizeof(ly_opkey));
+  memcpy(t->gops0, t->gs[t->wslot].ops, t->nops * sizeof(ly_opkey));
   memcpy(t->granges0, t->ranges, t->nranges * sizeof(ly_range));
   t->gvalid &= (uint8_t)~1u;
   t->wslot = 0;
@@ -1038,7 +1052,7 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     r->p2p = ev->kind == A2A_EV_P2P;
   }
   if (k < ly_slot_ocap(t->wslot))
-    ly_slot_ops(t, t->wslot)[k] =
+    t->gs[t->wslot].ops[k] =
         (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
                    .root = m->root, .what = m->what, .peer = peer, .comm_handle = ev->comm,
                    .site = ev->callsite, .api = ev->api, .alloc_gen = m->alloc_gen,
@@ -1201,6 +1215,10 @@ static void group_reset(ly_thread *t) {
   t->ranges_overflow = false;
   t->gmask = t->gvalid;
   t->wslot = -1;
+  if (t->gvalid) { /* replay_match's invariant: cur is gmask's lowest slot */
+    t->cur = (int8_t)__builtin_ctz(t->gvalid);
+    t->ranges = t->gs[t->cur].ranges;
+  }
 }
 
 /* A launch's or copy's POST: closes the timing bracket its PRE opened, if

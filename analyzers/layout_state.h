@@ -161,12 +161,14 @@ typedef struct ly_opkey {
 /* A remembered group (valid: its bit in ly_thread.gvalid): its operations
  * ops[0..n) and their ranges ranges[0..ops[n-1].rend), a group whose
  * overlap and scatter checks found nothing, or only the findings rep, with
- * the enabled checks `checks`. The storage is the thread's (ly_slot_ops,
- * ly_slot_ranges): slot 0 the large one (LAYOUT_GOPS operations,
+ * the enabled checks `checks`. The storage is the thread's (ops and
+ * ranges point into it): slot 0 the large one (LAYOUT_GOPS operations,
  * LAYOUT_MAX_RANGES ranges, the most one group records), the others
  * LAYOUT_GSLOT_OPS and LAYOUT_GSLOT_RANGES - a group that outgrows a small
  * slot while it is recorded moves to slot 0 (layout.c, slot_grow). */
 typedef struct ly_gslot {
+  ly_opkey *ops;            /* capacity ly_slot_ocap */
+  ly_range *ranges;         /* capacity ly_slot_rcap */
   unsigned n;               /* operations */
   uint64_t checks[2];       /* a2a_checks_enabled_w it was judged with */
   uint64_t used;            /* ly_thread.gclock when last remembered or hit (LRU) */
@@ -211,7 +213,8 @@ typedef struct ly_thread {
   ly_gslot gs[LAYOUT_GSLOTS];
   uint8_t gvalid;           /* slots holding a remembered group */
   uint8_t gmask;            /* slots the open group still equals */
-  int8_t cur;               /* the slot ranges points at while gmask */
+  int8_t cur;               /* while gmask: its lowest slot, the one ranges
+                               points into */
   int8_t wslot;             /* the slot the open group is written into, -1 */
   uint64_t gclock;          /* LRU clock (ly_gslot.used) */
   ly_opkey gops0[LAYOUT_GOPS];                          /* slot 0 */
@@ -230,13 +233,7 @@ typedef struct ly_thread {
 
 _Static_assert(LAYOUT_GSLOTS >= 2 && LAYOUT_GSLOTS <= 8, "slot masks are bytes");
 
-/* A slot's storage and capacities. */
-static inline ly_opkey *ly_slot_ops(ly_thread *t, int s) {
-  return s ? t->gops_s[s - 1] : t->gops0;
-}
-static inline ly_range *ly_slot_ranges(ly_thread *t, int s) {
-  return s ? t->granges_s[s - 1] : t->granges0;
-}
+/* A slot's capacities. */
 static inline unsigned ly_slot_ocap(int s) { return s ? LAYOUT_GSLOT_OPS : LAYOUT_GOPS; }
 static inline unsigned ly_slot_rcap(int s) { return s ? LAYOUT_GSLOT_RANGES : LAYOUT_MAX_RANGES; }
 
