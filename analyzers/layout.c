@@ -811,7 +811,12 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
  * to the group's operations 0..nops (replay_match): one with as many holds
  * exactly this group, its ranges in ranges[0..nranges). */
 static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
-  for (unsigned m = t->gmask; m; m &= m - 1) {
+  unsigned m = t->gmask;
+  if (!(m & (m - 1))) { /* none, or one: cur */
+    const ly_gslot *g = &t->gs[t->cur];
+    return m && g->n == t->nops && g->checks[0] == w0 && g->checks[1] == w1 ? t->cur : -1;
+  }
+  for (; m; m &= m - 1) {
     const ly_gslot *g = &t->gs[__builtin_ctz(m)];
     if (g->n == t->nops && g->checks[0] == w0 && g->checks[1] == w1) return __builtin_ctz(m);
   }
@@ -1215,10 +1220,6 @@ static void group_reset(ly_thread *t) {
   t->ranges_overflow = false;
   t->gmask = t->gvalid;
   t->wslot = -1;
-  if (t->gvalid) { /* replay_match's invariant: cur is gmask's lowest slot */
-    t->cur = (int8_t)__builtin_ctz(t->gvalid);
-    t->ranges = t->gs[t->cur].ranges;
-  }
 }
 
 /* A launch's or copy's POST: closes the timing bracket its PRE opened, if
@@ -1305,6 +1306,11 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   if (!t) return;
   if (t->depth == 0) {
     group_reset(t);
+    /* replay_match's invariant in the group: cur is gmask's lowest slot. */
+    if (t->gmask) {
+      t->cur = (int8_t)__builtin_ctz(t->gmask);
+      t->ranges = t->gs[t->cur].ranges;
+    }
     t->outer_site = ev->callsite;
     t->nnested = 0;
     t->grp_at[0] = 0;

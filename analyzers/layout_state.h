@@ -191,11 +191,11 @@ typedef struct ly_thread {
                                (at the end of its PRE) and at each outermost
                                ncclGroupEnd */
   uint32_t nops;
+  unsigned nranges;
   /* The open group's ranges[0..nranges): a slot's storage - the slot whose
    * operations the group replayed so far (cur), or the one it is recorded
    * into (wslot). */
   ly_range *ranges;
-  unsigned nranges;
   bool ranges_overflow;
   ly_memo memo[LAYOUT_MEMO]; /* two-way: pairs of slots (memo_find) */
   uint8_t memo_mru[LAYOUT_MEMO / 2]; /* per pair, the way used last */
