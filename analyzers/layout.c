@@ -936,17 +936,13 @@ static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_
 /* The slots of gmask (not 0) whose next operation (index nops) the event
  * equals (opkey_match), as a mask; *first: the lowest one's operation.
  * They held equal operations before it, so equal ranges: any of them
- * serves. */
-static inline unsigned replay_match(ly_thread *t, const a2a_event *ev, const ly_opkey **first) {
-  unsigned k = t->nops, m = t->gmask;
-  if (!(m & (m - 1))) { /* one slot (the common case past a group's first operation): cur */
-    const ly_gslot *g = &t->gs[t->cur];
-    if (k >= g->n || !opkey_match(t, &g->ops[k], ev)) return 0;
-    *first = &g->ops[k];
-    return m;
-  }
-  unsigned keep = 0;
-  for (; m; m &= m - 1) {
+ * serves. Several slots (a group's first operation, when several groups
+ * are remembered): out of line, the one-slot case (replay_match) keeps
+ * the callers' frames small. */
+__attribute__((noinline)) static unsigned replay_match_slots(ly_thread *t, const a2a_event *ev,
+                                                             const ly_opkey **first) {
+  unsigned k = t->nops, keep = 0;
+  for (unsigned m = t->gmask; m; m &= m - 1) {
     int s = __builtin_ctz(m);
     if (k >= t->gs[s].n) continue;
     const ly_opkey *o = &t->gs[s].ops[k];
@@ -955,6 +951,16 @@ static inline unsigned replay_match(ly_thread *t, const a2a_event *ev, const ly_
     keep |= 1u << s;
   }
   return keep;
+}
+
+static inline unsigned replay_match(ly_thread *t, const a2a_event *ev, const ly_opkey **first) {
+  unsigned k = t->nops, m = t->gmask;
+  if (m & (m - 1)) return replay_match_slots(t, ev, first);
+  /* One slot (the common case past a group's first operation): cur. */
+  const ly_gslot *g = &t->gs[t->cur];
+  if (k >= g->n || !opkey_match(t, &g->ops[k], ev)) return 0;
+  *first = &g->ops[k];
+  return m;
 }
 
 /* A matched operation (replay_match's keep and first): the slots that
