@@ -812,9 +812,10 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
  * exactly this group, its ranges in ranges[0..nranges). */
 static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
   unsigned m = t->gmask;
-  if (!(m & (m - 1))) { /* none, or one: cur */
-    const ly_gslot *g = &t->gs[t->cur];
-    return m && g->n == t->nops && g->checks[0] == w0 && g->checks[1] == w1 ? t->cur : -1;
+  if (!(m & (m - 1))) { /* none, or one */
+    if (!m) return -1;
+    const ly_gslot *g = &t->gs[__builtin_ctz(m)];
+    return g->n == t->nops && g->checks[0] == w0 && g->checks[1] == w1 ? __builtin_ctz(m) : -1;
   }
   for (; m; m &= m - 1) {
     const ly_gslot *g = &t->gs[__builtin_ctz(m)];
@@ -956,22 +957,18 @@ __attribute__((noinline)) static unsigned replay_match_slots(ly_thread *t, const
 static inline unsigned replay_match(ly_thread *t, const a2a_event *ev, const ly_opkey **first) {
   unsigned k = t->nops, m = t->gmask;
   if (m & (m - 1)) return replay_match_slots(t, ev, first);
-  /* One slot (the common case past a group's first operation): cur. */
-  const ly_gslot *g = &t->gs[t->cur];
+  /* One slot (the common case past a group's first operation). */
+  const ly_gslot *g = &t->gs[__builtin_ctz(m)];
   if (k >= g->n || !opkey_match(t, &g->ops[k], ev)) return 0;
   *first = &g->ops[k];
   return m;
 }
 
 /* A matched operation (replay_match's keep and first): the slots that
- * still equal the group (cur and ranges: the lowest one's), the counts
- * advanced. */
+ * still equal the group, the counts advanced. (ranges is set when it is
+ * read: group_ranges.) */
 static inline void replay_advance(ly_thread *t, unsigned keep, const ly_opkey *o) {
-  if (keep != t->gmask) {
-    t->gmask = (uint8_t)keep;
-    t->cur = (int8_t)__builtin_ctz(keep);
-    t->ranges = t->gs[t->cur].ranges;
-  }
+  t->gmask = (uint8_t)keep;
   t->nranges = o->rend;
   t->nops++;
 }
@@ -991,8 +988,8 @@ static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
  * every one it matched, to be kept (check_group). The least recently used
  * slot (an empty one first; on a tie a small one), slot 0 when the
  * group's operations so far do not fit a small one. They were replayed
- * from cur (gmask), their entries and ranges in its storage: copied into
- * the new slot unless it is cur, so that it holds the group's own
+ * from gmask's lowest slot, their entries and ranges in its storage: copied
+ * into the new slot unless it is that one, so that it holds the group's own
  * operations 0..nops before the next is written. Rare: once per group that
  * differs from the remembered ones. */
 static void slot_take(ly_thread *t) {
@@ -1007,9 +1004,12 @@ static void slot_take(ly_thread *t) {
     }
   }
   if (t->nops > ly_slot_ocap(v) || t->nranges > ly_slot_rcap(v)) v = 0;
-  if (t->nops && v != t->cur) {
-    memcpy(t->gs[v].ops, t->gs[t->cur].ops, t->nops * sizeof(ly_opkey));
-    memcpy(t->gs[v].ranges, t->ranges, t->nranges * sizeof(ly_range));
+  /* Operations replayed (nops, not written: wslot < 0) leave gmask not 0
+   * (a mismatch does not change it). */
+  int src = t->gmask ? __builtin_ctz(t->gmask) : v;
+  if (t->nops && v != src) {
+    memcpy(t->gs[v].ops, t->gs[src].ops, t->nops * sizeof(ly_opkey));
+    memcpy(t->gs[v].ranges, t->gs[src].ranges, t->nranges * sizeof(ly_range));
   }
   t->gvalid &= (uint8_t)~(1u << v);
   t->gmask = 0;
@@ -1220,6 +1220,14 @@ static inline void on_op(ly_thread *t, const a2a_event *ev) {
   on_op_slow(t, ev, c, m, (unsigned)known | (unsigned)hidden << 1, cv);
 }
 
+/* ranges for its readers at the outermost ncclGroupEnd (the checks,
+ * replayed findings, lyh_check_group): while the group replays (gmask),
+ * the storage of gmask's lowest slot, which holds its ranges (the
+ * replay sets only the counts); once written, wslot's (slot_take). */
+static inline void group_ranges(ly_thread *t) {
+  if (t->gmask) t->ranges = t->gs[__builtin_ctz(t->gmask)].ranges;
+}
+
 static void group_reset(ly_thread *t) {
   t->nranges = 0;
   t->nops = 0;
@@ -1312,11 +1320,6 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   if (!t) return;
   if (t->depth == 0) {
     group_reset(t);
-    /* replay_match's invariant in the group: cur is gmask's lowest slot. */
-    if (t->gmask) {
-      t->cur = (int8_t)__builtin_ctz(t->gmask);
-      t->ranges = t->gs[t->cur].ranges;
-    }
     t->outer_site = ev->callsite;
     t->nnested = 0;
     t->grp_at[0] = 0;
@@ -1329,6 +1332,7 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
 
 /* The outermost ncclGroupEnd (layout_group_end). */
 __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *ev) {
+  group_ranges(t);
   if (t->nfeeds) lyh_poll(t, false);
   /* Outermost end: judge the whole group before NCCL launches it. An
    * overflowed range list is incomplete: overlap and scatter are then

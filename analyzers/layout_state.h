@@ -192,9 +192,9 @@ typedef struct ly_thread {
                                ncclGroupEnd */
   uint32_t nops;
   unsigned nranges;
-  /* The open group's ranges[0..nranges): a slot's storage - the slot whose
-   * operations the group replayed so far (cur), or the one it is recorded
-   * into (wslot). */
+  /* The open group's ranges[0..nranges): a slot's storage - the lowest
+   * slot of gmask while the group replays (set when read: layout.c,
+   * group_ranges), or the one it is recorded into (wslot). */
   ly_range *ranges;
   bool ranges_overflow;
   ly_memo memo[LAYOUT_MEMO]; /* two-way: pairs of slots (memo_find) */
@@ -206,15 +206,13 @@ typedef struct ly_thread {
    * layout.c, replay_match): they hold the same ranges for them, byte for
    * byte, so nothing is judged or written while one remains - the verdicts
    * are the same (a slot's findings counted again) and the ranges are
-   * already there, in cur's storage. The first operation that matches none
-   * takes a slot (the least recently used: slot_take), copies the prefix
-   * into it from cur unless it is cur, and is written there with every
-   * later operation (wslot). */
+   * already there, in the storage of gmask's slots. The first operation
+   * that matches none takes a slot (the least recently used: slot_take),
+   * copies the prefix into it from gmask's lowest slot unless it is that
+   * one, and is written there with every later operation (wslot). */
   ly_gslot gs[LAYOUT_GSLOTS];
   uint8_t gvalid;           /* slots holding a remembered group */
   uint8_t gmask;            /* slots the open group still equals */
-  int8_t cur;               /* while gmask: its lowest slot, the one ranges
-                               points into */
   int8_t wslot;             /* the slot the open group is written into, -1 */
   uint64_t gclock;          /* LRU clock (ly_gslot.used) */
   ly_opkey gops0[LAYOUT_GOPS];                          /* slot 0 */
