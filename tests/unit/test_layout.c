@@ -1302,12 +1302,12 @@ START_TEST(diverging_group_is_judged_with_its_own_ranges) {
     distinct_group(1);
   }
   unsigned long j = judged();
-  uintptr_t b = SEG0 + 65536; /* group 0's buffers */
+  uintptr_t b = SEG0 + 65536 + 16384; /* group 1's buffers (not the first slot taken) */
   for (int i = 0; i < 2; i++) {
     g_site = (const void *)0x1300;
     group(1);
     a2a_event ev = p2p_ev(1, b, 256, 2);
-    ev.callsite = (const void *)0x1000; /* group 0's first operations, as posted */
+    ev.callsite = (const void *)0x1000; /* group 1's first operations, as posted */
     ev_dispatch(&ev, 0);
     ev = p2p_ev(1, b + 1024, 256, 3);
     ev.callsite = (const void *)0x1000;
