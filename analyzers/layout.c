@@ -935,51 +935,43 @@ static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_
 }
 
 /* The slots of gmask (not 0) whose next operation (index nops) the event
- * equals (opkey_match), as a mask; *first: the lowest one's operation.
- * They held equal operations before it, so equal ranges: any of them
- * serves. Several slots (a group's first operation, when several groups
- * are remembered): out of line, the one-slot case (replay_match) keeps
- * the callers' frames small. */
-__attribute__((noinline)) static unsigned replay_match_slots(ly_thread *t, const a2a_event *ev,
-                                                             const ly_opkey **first) {
+ * equals (opkey_match), as a mask. They held equal operations before it,
+ * so equal ranges: any of them serves. Several slots (a group's first
+ * operation, when several groups are remembered): out of line, the
+ * one-slot case (replay_match) keeps the callers' frames small. */
+__attribute__((noinline)) static unsigned replay_match_slots(const ly_thread *t,
+                                                             const a2a_event *ev) {
   unsigned k = t->nops, keep = 0;
   for (unsigned m = t->gmask; m; m &= m - 1) {
     int s = __builtin_ctz(m);
-    if (k >= t->gs[s].n) continue;
-    const ly_opkey *o = &t->gs[s].ops[k];
-    if (!opkey_match(t, o, ev)) continue;
-    if (!keep) *first = o;
-    keep |= 1u << s;
+    if (k < t->gs[s].n && opkey_match(t, &t->gs[s].ops[k], ev)) keep |= 1u << s;
   }
   return keep;
 }
 
-static inline unsigned replay_match(ly_thread *t, const a2a_event *ev, const ly_opkey **first) {
+static inline unsigned replay_match(const ly_thread *t, const a2a_event *ev) {
   unsigned k = t->nops, m = t->gmask;
-  if (m & (m - 1)) return replay_match_slots(t, ev, first);
+  if (m & (m - 1)) return replay_match_slots(t, ev);
   /* One slot (the common case past a group's first operation). */
   const ly_gslot *g = &t->gs[__builtin_ctz(m)];
-  if (k >= g->n || !opkey_match(t, &g->ops[k], ev)) return 0;
-  *first = &g->ops[k];
-  return m;
+  return k < g->n && opkey_match(t, &g->ops[k], ev) ? m : 0;
 }
 
-/* A matched operation (replay_match's keep and first): the slots that
- * still equal the group, the counts advanced. (ranges is set when it is
- * read: group_ranges.) */
-static inline void replay_advance(ly_thread *t, unsigned keep, const ly_opkey *o) {
+/* A matched operation (replay_match's keep, not 0): the slots that still
+ * equal the group, the counts advanced (ranges is set when it is read:
+ * group_ranges). */
+static inline void replay_advance(ly_thread *t, unsigned keep) {
   t->gmask = (uint8_t)keep;
-  t->nranges = o->rend;
+  t->nranges = t->gs[__builtin_ctz(keep)].ops[t->nops].rend;
   t->nops++;
 }
 
 /* The whole operation replayed: matched, and no producer to match (the
  * hidden-copy check needs the operation: on_op_slow). */
 static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
-  const ly_opkey *o = NULL;
-  unsigned keep = replay_match(t, ev, &o);
+  unsigned keep = replay_match(t, ev);
   if (!keep || (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) return false;
-  replay_advance(t, keep, o);
+  replay_advance(t, keep);
   return true;
 }
 
@@ -1187,10 +1179,9 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
   }
   if (flags & 2) lyh_check_op(t, ev, c, op);
   if (t->depth > 0) {
-    const ly_opkey *o = NULL;
     unsigned keep;
-    if (t->gmask && (keep = replay_match(t, ev, &o))) {
-      replay_advance(t, keep, o);
+    if (t->gmask && (keep = replay_match(t, ev))) {
+      replay_advance(t, keep);
       return;
     }
     record_ranges(t, ev, c, op, key, ok, cv);
