@@ -121,6 +121,12 @@ static ly_thread *thread_claim(uint32_t id) {
     memset(t, 0, sizeof *t);
   }
   t->open_end = -1;
+  for (int i = 0; i < LAYOUT_GSLOTS; i++) {
+    t->gs[i].ops = i ? t->gops_s[i - 1] : t->gops0;
+    t->gs[i].ranges = i ? t->granges_s[i - 1] : t->granges0;
+  }
+  t->ranges = t->granges0;
+  t->wslot = -1;
   return t;
 }
 
@@ -800,43 +806,92 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
 /* ------------------------------------------------------------------ */
 /* Events. */
 
-/* Whether the ending group is the remembered one, whole, judged with the
- * enabled checks: check_group then returns at once. */
-static inline bool group_replayed(const ly_thread *t) {
-  return t->gsame && t->nops == t->gops_n && !t->g_nrep &&
-         t->gchecks[0] == atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) &&
-         t->gchecks[1] == atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+/* The remembered slot holding the ending group whole, judged with the
+ * enabled checks w0, w1; -1 none. The slots of gmask hold operations equal
+ * to the group's operations 0..nops (replay_match): one with as many holds
+ * exactly this group, its ranges in ranges[0..nranges). */
+static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
+  unsigned m = t->gmask;
+  if (!(m & (m - 1))) { /* none, or one */
+    if (!m) return -1;
+    const ly_gslot *g = &t->gs[__builtin_ctz(m)];
+    return g->n == t->nops && g->checks[0] == w0 && g->checks[1] == w1 ? __builtin_ctz(m) : -1;
+  }
+  for (; m; m &= m - 1) {
+    const ly_gslot *g = &t->gs[__builtin_ctz(m)];
+    if (g->n == t->nops && g->checks[0] == w0 && g->checks[1] == w1) return __builtin_ctz(m);
+  }
+  return -1;
+}
+
+/* Whether the ending group is a remembered one, whole, judged with the
+ * enabled checks, without findings: check_group would return at once. */
+static inline bool group_replayed(ly_thread *t) {
+  int s = group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
+                    atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
+  if (s < 0 || t->gs[s].nrep) return false;
+  t->gs[s].used = ++t->gclock;
+  return true;
+}
+
+static void slot_take(ly_thread *t);
+
+/* layout_replay_counts: only the slow paths count. */
+static _Thread_local unsigned long tl_judged, tl_recorded;
+void layout_replay_counts(unsigned long *judged, unsigned long *recorded) {
+  *judged = tl_judged;
+  *recorded = tl_recorded;
 }
 
 /* The ending group's verdicts: overlap and scatter are judged again only
- * when the group differs from the remembered one (a training loop posts
- * the same group every step): gsame says every operation so far was the
- * remembered group's, in order (replay_op), so ranges[] holds exactly the
- * ranges it held then, and the same count of operations makes it the whole
+ * when the group differs from every remembered one (a training loop posts
+ * the same groups every step): gmask holds the slots whose operations
+ * equal the group's so far, in order (replay_op), so ranges[] holds exactly
+ * the ranges it held then, and a slot with as many operations is the whole
  * group. Its findings, if it had any, are counted again instead (judged
  * again when not all of them can be: another ncclGroupEnd site). */
 static void check_group(ly_thread *t, const a2a_event *end) {
   uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
   uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
-  if (t->gsame && t->nops == t->gops_n && t->gchecks[0] == w0 && t->gchecks[1] == w1 &&
-      (!t->g_nrep || replay_findings(t, t->g_rep, t->g_nrep, end->callsite)))
+  int s = group_hit(t, w0, w1);
+  if (s >= 0 && (!t->gs[s].nrep || replay_findings(t, t->gs[s].rep, t->gs[s].nrep, end->callsite))) {
+    t->gs[s].used = ++t->gclock;
     return;
+  }
+  tl_judged++;
   ly_cap cap = {0};
   tl_cap = &cap;
   if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) check_group_overlap(t, end);
   if (a2a_check_on(A2A_CK_LAYOUT_SCATTERED)) check_scattered(t, end);
   tl_cap = NULL;
-  /* Too many findings to keep: the remembered group stays as it is
-   * (intact if this group wrote nothing: gvalid was cleared at its first
-   * write). Every operation of a group that reached here has its gops entry
-   * (record_ranges wrote it, or it was replayed) while it fits. */
-  if (cap.lost || t->nops > LAYOUT_GOPS) return;
-  t->gops_n = t->nops;
-  t->gchecks[0] = w0;
-  t->gchecks[1] = w1;
-  t->g_nrep = cap.n;
-  memcpy(t->g_rep, cap.rep, sizeof cap.rep);
-  t->gvalid = true;
+  /* Too many findings to keep, or nothing to keep: the remembered groups
+   * stay as they are (but for the slot this group was written into, no
+   * longer valid since its first write). */
+  if (cap.lost || !t->nops) return;
+  /* Where it is kept: the slot it was written into, or (every operation
+   * replayed) the slot holding it whole - judged with other checks, or its
+   * findings not replayable here - or, a shorter group than any of gmask,
+   * a slot its prefix is copied into (slot_take). */
+  s = t->wslot;
+  if (s < 0) {
+    for (unsigned m = t->gmask; m && s < 0; m &= m - 1)
+      if (t->gs[__builtin_ctz(m)].n == t->nops) s = __builtin_ctz(m);
+    if (s < 0) {
+      slot_take(t);
+      s = t->wslot;
+    }
+  }
+  /* Every operation of a group written into slot s has its entry there
+   * while it fits (record_ranges; a replayed one has it already). */
+  if (t->nops > ly_slot_ocap(s)) return;
+  ly_gslot *g = &t->gs[s];
+  g->n = t->nops;
+  g->checks[0] = w0;
+  g->checks[1] = w1;
+  g->nrep = cap.n;
+  memcpy(g->rep, cap.rep, sizeof cap.rep);
+  g->used = ++t->gclock;
+  t->gvalid |= (uint8_t)(1u << s);
 }
 
 /* The innermost open group's index (ly_range.grp). */
@@ -851,15 +906,12 @@ static inline bool producers_live(const ly_thread *t) {
   return t->nprod && t->prod[(t->nprod - 1) % LAYOUT_MAX_PRODUCERS].gen == t->gen;
 }
 
-/* Whether an operation of an open group is the remembered group's next one
- * (gsame, ly_opkey): every input of its verdict and of its ranges is
- * equal, so its checks would find nothing again and its ranges are in
- * ranges[] already, byte for byte (replay_advance). */
-static inline const ly_opkey *replay_match(const ly_thread *t, const a2a_event *ev) {
-  unsigned k = t->nops;
-  if (k >= t->gops_n) return NULL;
-  const ly_opkey *o = &t->gops[k];
-  if (!o->ok) return NULL; /* its checks found something: judged every time */
+/* Whether an operation of an open group equals o, a remembered group's
+ * operation at its index (ly_opkey): every input of its verdict and of its
+ * ranges is equal, so its checks would find nothing again and its ranges
+ * are in that slot's storage already, byte for byte. */
+static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_event *ev) {
+  if (!o->ok) return false; /* its checks found something: judged every time */
   /* The memo key's fields (memo_key), per kind: an equal `what` of one
    * kind implies the others (a P2P key has b1 NULL and root -1, a
    * collective's peer is -1). */
@@ -867,35 +919,107 @@ static inline const ly_opkey *replay_match(const ly_thread *t, const a2a_event *
     if (o->b0 != ev->u.p2p.buff || o->count != ev->u.p2p.count ||
         o->what != (A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0)) ||
         o->dtype != ev->u.p2p.dtype || o->peer != ev->u.p2p.peer)
-      return NULL;
+      return false;
   } else {
     if (o->b0 != ev->u.coll.sendbuff || o->b1 != ev->u.coll.recvbuff ||
         o->count != ev->u.coll.count ||
         o->what != (A2A_EV_COLL << 8 | ((int32_t)ev->u.coll.coll & 0xff)) ||
         o->dtype != ev->u.coll.dtype || o->root != ev->u.coll.root)
-      return NULL;
+      return false;
   }
-  if (o->comm_handle != ev->comm || o->site != ev->callsite || o->api != ev->api ||
-      o->grp != cur_grp(t) || o->alloc_gen != a2a_alloc_generation() ||
-      o->comm_ver != atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) ||
-      o->checks[0] != atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) ||
-      o->checks[1] != atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed))
-    return NULL;
-  return o;
+  return o->comm_handle == ev->comm && o->site == ev->callsite && o->api == ev->api &&
+         o->grp == cur_grp(t) && o->alloc_gen == a2a_alloc_generation() &&
+         o->comm_ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
+         o->checks[0] == atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) &&
+         o->checks[1] == atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
 }
 
-/* A matched operation (replay_match's o): only the counts advance. */
-static inline void replay_advance(ly_thread *t, const ly_opkey *o) {
-  t->nranges = o->rend;
+/* The slots of gmask (not 0) whose next operation (index nops) the event
+ * equals (opkey_match), as a mask. They held equal operations before it,
+ * so equal ranges: any of them serves. Several slots (a group's first
+ * operation, when several groups are remembered): out of line, the
+ * one-slot case (replay_match) keeps the callers' frames small. */
+__attribute__((noinline)) static unsigned replay_match_slots(const ly_thread *t,
+                                                             const a2a_event *ev) {
+  unsigned k = t->nops, keep = 0;
+  for (unsigned m = t->gmask; m; m &= m - 1) {
+    int s = __builtin_ctz(m);
+    if (k < t->gs[s].n && opkey_match(t, &t->gs[s].ops[k], ev)) keep |= 1u << s;
+  }
+  return keep;
+}
+
+static inline unsigned replay_match(const ly_thread *t, const a2a_event *ev) {
+  unsigned k = t->nops, m = t->gmask;
+  if (m & (m - 1)) return replay_match_slots(t, ev);
+  /* One slot (the common case past a group's first operation). */
+  const ly_gslot *g = &t->gs[__builtin_ctz(m)];
+  return k < g->n && opkey_match(t, &g->ops[k], ev) ? m : 0;
+}
+
+/* A matched operation (replay_match's keep, not 0): the slots that still
+ * equal the group, the counts advanced (ranges is set when it is read:
+ * group_ranges). */
+static inline void replay_advance(ly_thread *t, unsigned keep) {
+  t->gmask = (uint8_t)keep;
+  t->nranges = t->gs[__builtin_ctz(keep)].ops[t->nops].rend;
   t->nops++;
 }
 
 /* The whole operation replayed: matched, and no producer to match (the
  * hidden-copy check needs the operation: on_op_slow). */
 static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
-  const ly_opkey *o = replay_match(t, ev);
-  if (!o || (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) return false;
-  replay_advance(t, o);
+  unsigned keep = replay_match(t, ev);
+  if (!keep || (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) return false;
+  replay_advance(t, keep);
+  return true;
+}
+
+/* The slot the open group is written into from now on (wslot): its first
+ * operation that matches no remembered group's, or a group shorter than
+ * every one it matched, to be kept (check_group). The least recently used
+ * slot (an empty one first; on a tie a small one), slot 0 when the
+ * group's operations so far do not fit a small one. They were replayed
+ * from gmask's lowest slot, their entries and ranges in its storage: copied
+ * into the new slot unless it is that one, so that it holds the group's own
+ * operations 0..nops before the next is written. Rare: once per group that
+ * differs from the remembered ones. */
+static void slot_take(ly_thread *t) {
+  int v = 0;
+  uint64_t best = UINT64_MAX;
+  for (int i = 1; i <= LAYOUT_GSLOTS; i++) {
+    int s = i % LAYOUT_GSLOTS; /* the small slots first, slot 0 last */
+    uint64_t u = t->gvalid >> s & 1u ? t->gs[s].used : 0;
+    if (u < best) {
+      best = u;
+      v = s;
+    }
+  }
+  if (t->nops > ly_slot_ocap(v) || t->nranges > ly_slot_rcap(v)) v = 0;
+  /* Operations replayed (nops, not written: wslot < 0) leave gmask not 0
+   * (a mismatch does not change it). */
+  int src = t->gmask ? __builtin_ctz(t->gmask) : v;
+  if (t->nops && v != src) {
+    memcpy(t->gs[v].ops, t->gs[src].ops, t->nops * sizeof(ly_opkey));
+    memcpy(t->gs[v].ranges, t->gs[src].ranges, t->nranges * sizeof(ly_range));
+  }
+  t->gvalid &= (uint8_t)~(1u << v);
+  t->gmask = 0;
+  t->wslot = (int8_t)v;
+  t->ranges = t->gs[v].ranges;
+}
+
+/* The open group outgrew the small slot it is written into: moved to slot
+ * 0, whose remembered group is forgotten. False when it is in slot 0. */
+static bool slot_grow(ly_thread *t) {
+  if (t->wslot == 0) return false;
+  /* Its operations 0..nops have their entries (a small slot grows before
+   * one would not fit). */
+  memcpy(t->gops0, t->gs[t->wslot].ops, t->nops * sizeof(ly_opkey));
+  memcpy(t->granges0, t->ranges, t->nranges * sizeof(ly_range));
+  t->gvalid &= (uint8_t)~1u;
+  t->wslot = 0;
+  t->ranges = t->granges0;
   return true;
 }
 
@@ -905,15 +1029,15 @@ static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
  * was looked up. */
 static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
                           const lr_op *op, const ly_memo *m, bool ok, unsigned cv) {
-  /* The remembered group is about to be written over. */
-  t->gsame = false;
-  t->gvalid = false;
+  tl_recorded++;
+  if (t->wslot < 0) slot_take(t);
   unsigned k = t->nops;
+  if (k >= ly_slot_ocap(t->wslot)) slot_grow(t);
   uint16_t grp = cur_grp(t);
   int peer = ev->kind == A2A_EV_P2P ? ev->u.p2p.peer : -1;
   for (int i = 0; i < op->n; i++) {
     if (op->r[i].saturated) continue; /* would overlap everything */
-    if (t->nranges >= LAYOUT_MAX_RANGES) {
+    if (t->nranges >= ly_slot_rcap(t->wslot) && !slot_grow(t)) {
       t->ranges_overflow = true; /* never judged, never remembered */
       return;
     }
@@ -930,12 +1054,13 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     r->is_recv = op->r[i].is_recv;
     r->p2p = ev->kind == A2A_EV_P2P;
   }
-  if (k < LAYOUT_GOPS)
-    t->gops[k] = (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
-                            .root = m->root, .what = m->what, .peer = peer,
-                            .comm_handle = ev->comm, .site = ev->callsite, .api = ev->api,
-                            .alloc_gen = m->alloc_gen, .checks = {m->checks[0], m->checks[1]},
-                            .comm_ver = cv, .grp = grp, .ok = ok, .rend = t->nranges};
+  if (k < ly_slot_ocap(t->wslot))
+    t->gs[t->wslot].ops[k] =
+        (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
+                   .root = m->root, .what = m->what, .peer = peer, .comm_handle = ev->comm,
+                   .site = ev->callsite, .api = ev->api, .alloc_gen = m->alloc_gen,
+                   .checks = {m->checks[0], m->checks[1]}, .comm_ver = cv, .grp = grp, .ok = ok,
+                   .rend = t->nranges};
 }
 
 /* The memo key of a COLL or P2P event on communicator c (ly_memo), with
@@ -1054,9 +1179,9 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
   }
   if (flags & 2) lyh_check_op(t, ev, c, op);
   if (t->depth > 0) {
-    const ly_opkey *o;
-    if (t->gsame && (o = replay_match(t, ev))) {
-      replay_advance(t, o);
+    unsigned keep;
+    if (t->gmask && (keep = replay_match(t, ev))) {
+      replay_advance(t, keep);
       return;
     }
     record_ranges(t, ev, c, op, key, ok, cv);
@@ -1086,11 +1211,20 @@ static inline void on_op(ly_thread *t, const a2a_event *ev) {
   on_op_slow(t, ev, c, m, (unsigned)known | (unsigned)hidden << 1, cv);
 }
 
+/* ranges for its readers at the outermost ncclGroupEnd (the checks,
+ * replayed findings, lyh_check_group): while the group replays (gmask),
+ * the storage of gmask's lowest slot, which holds its ranges (the
+ * replay sets only the counts); once written, wslot's (slot_take). */
+static inline void group_ranges(ly_thread *t) {
+  if (t->gmask) t->ranges = t->gs[__builtin_ctz(t->gmask)].ranges;
+}
+
 static void group_reset(ly_thread *t) {
   t->nranges = 0;
   t->nops = 0;
   t->ranges_overflow = false;
-  t->gsame = t->gvalid;
+  t->gmask = t->gvalid;
+  t->wslot = -1;
 }
 
 /* A launch's or copy's POST: closes the timing bracket its PRE opened, if
@@ -1150,7 +1284,7 @@ __attribute__((noinline)) static void layout_other(const a2a_event *ev);
 __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event *ev) {
   if (t->nfeeds) {
     lyh_poll(t, false);
-    if (t->gsame && t->depth > 0 && replay_op(t, ev)) return;
+    if (t->gmask && t->depth > 0 && replay_op(t, ev)) return;
   }
   on_op(t, ev);
 }
@@ -1167,7 +1301,7 @@ __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event 
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
-  if (!t->nfeeds && t->gsame && t->depth > 0 && replay_op(t, ev)) return;
+  if (!t->nfeeds && t->gmask && t->depth > 0 && replay_op(t, ev)) return;
   op_pre_rest(t, ev);
   if (t->depth == 0) t->gen++;
 }
@@ -1189,6 +1323,7 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
 
 /* The outermost ncclGroupEnd (layout_group_end). */
 __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *ev) {
+  group_ranges(t);
   if (t->nfeeds) lyh_poll(t, false);
   /* Outermost end: judge the whole group before NCCL launches it. An
    * overflowed range list is incomplete: overlap and scatter are then

@@ -127,6 +127,9 @@ typedef struct ly_memo {
 } ly_memo;
 
 #define LAYOUT_GOPS 256            /* operations of a group whose clean verdict is kept */
+#define LAYOUT_GSLOTS 4            /* groups remembered per thread (ly_gslot; at most 8) */
+#define LAYOUT_GSLOT_OPS 128       /* operations of a small slot (1..LAYOUT_GSLOTS-1) */
+#define LAYOUT_GSLOT_RANGES 256    /* ranges of a small slot */
 
 /* One operation of a group as layout.c's replay compares it (replay_op),
  * and what it left in ly_thread.ranges. Everything an operation's verdict
@@ -155,6 +158,24 @@ typedef struct ly_opkey {
   unsigned rend;            /* nranges after the operation */
 } ly_opkey;
 
+/* A remembered group (valid: its bit in ly_thread.gvalid): its operations
+ * ops[0..n) and their ranges ranges[0..ops[n-1].rend), a group whose
+ * overlap and scatter checks found nothing, or only the findings rep, with
+ * the enabled checks `checks`. The storage is the thread's (ops and
+ * ranges point into it): slot 0 the large one (LAYOUT_GOPS operations,
+ * LAYOUT_MAX_RANGES ranges, the most one group records), the others
+ * LAYOUT_GSLOT_OPS and LAYOUT_GSLOT_RANGES - a group that outgrows a small
+ * slot while it is recorded moves to slot 0 (layout.c, slot_grow). */
+typedef struct ly_gslot {
+  ly_opkey *ops;            /* capacity ly_slot_ocap */
+  ly_range *ranges;         /* capacity ly_slot_rcap */
+  unsigned n;               /* operations */
+  uint64_t checks[2];       /* a2a_checks_enabled_w it was judged with */
+  uint64_t used;            /* ly_thread.gclock when last remembered or hit (LRU) */
+  uint8_t nrep;             /* its findings (ly_rep) */
+  ly_rep rep[LY_REPS];
+} ly_gslot;
+
 typedef struct ly_thread {
   int depth;                /* NCCL group nesting */
   /* The open outermost group: where it was opened, how many groups were
@@ -170,26 +191,34 @@ typedef struct ly_thread {
                                (at the end of its PRE) and at each outermost
                                ncclGroupEnd */
   uint32_t nops;
-  ly_range ranges[LAYOUT_MAX_RANGES];
   unsigned nranges;
+  /* The open group's ranges[0..nranges): a slot's storage - the lowest
+   * slot of gmask while the group replays (set when read: layout.c,
+   * group_ranges), or the one it is recorded into (wslot). */
+  ly_range *ranges;
   bool ranges_overflow;
   ly_memo memo[LAYOUT_MEMO]; /* two-way: pairs of slots (memo_find) */
   uint8_t memo_mru[LAYOUT_MEMO / 2]; /* per pair, the way used last */
-  /* The remembered group (gvalid): ranges[0..gops[gops_n-1].rend) and
-   * gops[0..gops_n) still hold, untouched, a group whose overlap and scatter
-   * checks found nothing, or only the findings g_rep, with the enabled
-   * checks gchecks. While the open group's operations equal its operations
-   * in order (gsame; reset to gvalid at the outermost ncclGroupStart)
-   * nothing is judged or written: the verdicts are the same (its findings
-   * counted again) and the ranges are already there. The first
-   * operation that differs clears both flags and is written over them
-   * (layout.c, record_ranges). */
-  ly_opkey gops[LAYOUT_GOPS];
-  unsigned gops_n;
-  uint64_t gchecks[2];      /* a2a_checks_enabled_w it was judged with */
-  bool gvalid, gsame;
-  uint8_t g_nrep;           /* the remembered group's findings (ly_rep) */
-  ly_rep g_rep[LY_REPS];
+  /* The remembered groups (ly_gslot), the last LAYOUT_GSLOTS distinct ones
+   * judged (a training step alternates several: MoE's dispatch and combine
+   * all-to-alls). gmask: the slots whose operations the open group's equal,
+   * in order, so far (every one of gvalid at the outermost ncclGroupStart;
+   * layout.c, replay_match): they hold the same ranges for them, byte for
+   * byte, so nothing is judged or written while one remains - the verdicts
+   * are the same (a slot's findings counted again) and the ranges are
+   * already there, in the storage of gmask's slots. The first operation
+   * that matches none takes a slot (the least recently used: slot_take),
+   * copies the prefix into it from gmask's lowest slot unless it is that
+   * one, and is written there with every later operation (wslot). */
+  ly_gslot gs[LAYOUT_GSLOTS];
+  uint8_t gvalid;           /* slots holding a remembered group */
+  uint8_t gmask;            /* slots the open group still equals */
+  int8_t wslot;             /* the slot the open group is written into, -1 */
+  uint64_t gclock;          /* LRU clock (ly_gslot.used) */
+  ly_opkey gops0[LAYOUT_GOPS];                          /* slot 0 */
+  ly_range granges0[LAYOUT_MAX_RANGES];
+  ly_opkey gops_s[LAYOUT_GSLOTS - 1][LAYOUT_GSLOT_OPS]; /* slots 1.. */
+  ly_range granges_s[LAYOUT_GSLOTS - 1][LAYOUT_GSLOT_RANGES];
   ly_producer prod[LAYOUT_MAX_PRODUCERS];
   unsigned nprod;           /* ring position */
   int open_end;             /* slot whose end event the call's POST records, -1 */
@@ -199,6 +228,17 @@ typedef struct ly_thread {
   unsigned nfeeds;
   const ly_range *scratch[LAYOUT_MAX_RANGES]; /* sorting at ncclGroupEnd */
 } ly_thread;
+
+_Static_assert(LAYOUT_GSLOTS >= 2 && LAYOUT_GSLOTS <= 8, "slot masks are bytes");
+
+/* A slot's capacities. */
+static inline unsigned ly_slot_ocap(int s) { return s ? LAYOUT_GSLOT_OPS : LAYOUT_GOPS; }
+static inline unsigned ly_slot_rcap(int s) { return s ? LAYOUT_GSLOT_RANGES : LAYOUT_MAX_RANGES; }
+
+/* Test hook (layout.c): the calling thread's count of groups whose overlap
+ * and scatter checks ran (check_group not replayed) and of operations whose
+ * ranges were written (record_ranges), since the thread started. */
+void layout_replay_counts(unsigned long *judged, unsigned long *recorded);
 
 /* layout_hidden.c: layout.hidden-copy. */
 

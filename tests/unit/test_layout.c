@@ -8,6 +8,7 @@
 
 #include "a2a_core.h"
 #include "collector.h"
+#include "layout_state.h"
 
 #define MiB (1024u * 1024u)
 #define SEG0 0x10000000u /* device 0, 1 MiB */
@@ -1215,6 +1216,216 @@ START_TEST(replayed_group_keeps_counting_an_operations_finding) {
 }
 END_TEST
 
+/* ---------------- several remembered groups ---------------- */
+
+static unsigned long judged(void) {
+  unsigned long j, r;
+  layout_replay_counts(&j, &r);
+  return j;
+}
+static unsigned long recorded(void) {
+  unsigned long j, r;
+  layout_replay_counts(&j, &r);
+  return r;
+}
+
+/* Group i of a set of distinct clean groups: a grouped exchange with two
+ * peers, one send and one receive region (1 KiB chunks), its own buffers
+ * (16 KiB per group). */
+static void distinct_group(unsigned i) {
+  uintptr_t b = SEG0 + 65536 + i * 16384;
+  group(1);
+  p2p(1, b, 256, 2);
+  p2p(1, b + 1024, 256, 3);
+  p2p(0, b + 8192, 256, 2);
+  p2p(0, b + 9216, 256, 3);
+  group(0);
+}
+
+/* A step that alternates two different groups (MoE's dispatch and combine
+ * all-to-alls) replays both; so do LAYOUT_GSLOTS groups in turn. */
+START_TEST(alternating_groups_each_replay) {
+  distinct_group(0);
+  distinct_group(1);
+  ck_assert_uint_eq(judged(), 2);
+  unsigned long rec = recorded();
+  for (int i = 0; i < 3; i++) {
+    distinct_group(0);
+    distinct_group(1);
+  }
+  ck_assert_uint_eq(judged(), 2);
+  ck_assert_uint_eq(recorded(), rec);
+  for (unsigned i = 2; i < LAYOUT_GSLOTS; i++) distinct_group(i);
+  ck_assert_uint_eq(judged(), LAYOUT_GSLOTS);
+  for (int k = 0; k < 2; k++)
+    for (unsigned i = 0; i < LAYOUT_GSLOTS; i++) distinct_group(i);
+  ck_assert_uint_eq(judged(), LAYOUT_GSLOTS);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
+/* One group more than the slots, in turn: the least recently used one is
+ * replaced every time, so every group is judged again - and a faulty one
+ * among them is reported every time it comes back. */
+START_TEST(evicted_group_is_judged_again) {
+  collector_dedup(true);
+  for (int k = 0; k < 2; k++) {
+    for (unsigned i = 0; i < LAYOUT_GSLOTS; i++) distinct_group(i);
+    sendrecv_group(SEG0, SEG0 + 512, 2); /* overlap */
+  }
+  ck_assert_uint_eq(judged(), 2 * (LAYOUT_GSLOTS + 1));
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 2);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+  /* The slots hold the last LAYOUT_GSLOTS of them (groups 1.. and the
+   * faulty one): those replay; group 0, evicted by the faulty one, does
+   * not. */
+  unsigned long j = judged();
+  for (unsigned i = 2; i < LAYOUT_GSLOTS; i++) distinct_group(i);
+  sendrecv_group(SEG0, SEG0 + 512, 2);
+  ck_assert_uint_eq(judged(), j);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 3);
+  distinct_group(0);
+  ck_assert_uint_eq(judged(), j + 1);
+}
+END_TEST
+
+/* A group equal to a remembered one for its first operations, then not:
+ * the operations after the common ones are judged with the ranges of
+ * this group's own first operations (copied into the slot it is written
+ * into when that is not the one it matched) - a receive onto the first
+ * send is an overlap. */
+START_TEST(diverging_group_is_judged_with_its_own_ranges) {
+  collector_dedup(true);
+  for (int i = 0; i < 2; i++) {
+    distinct_group(0);
+    distinct_group(1);
+  }
+  unsigned long j = judged();
+  uintptr_t b = SEG0 + 65536 + 16384; /* group 1's buffers (not the first slot taken) */
+  for (int i = 0; i < 2; i++) {
+    g_site = (const void *)0x1300;
+    group(1);
+    a2a_event ev = p2p_ev(1, b, 256, 2);
+    ev.callsite = (const void *)0x1000; /* group 1's first operations, as posted */
+    ev_dispatch(&ev, 0);
+    ev = p2p_ev(1, b + 1024, 256, 3);
+    ev.callsite = (const void *)0x1000;
+    ev_dispatch(&ev, 0);
+    p2p(0, b + 128, 256, 1); /* onto the first send */
+    group(0);
+    g_site = (const void *)0x1000;
+  }
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  const collected *c = collector_find("layout.overlap");
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclSend (peer 2)"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"site\":\"0x1300\""));
+  /* Remembered with its own operations: replayed the second time, the
+   * finding counted again. */
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 2);
+  ck_assert_uint_eq(judged(), j + 1);
+  /* The groups it diverged from still replay. */
+  distinct_group(0);
+  distinct_group(1);
+  ck_assert_uint_eq(judged(), j + 1);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
+/* A group written into a slot and then not kept (its range list
+ * overflowed: never judged) leaves that slot empty: the slot's old group
+ * (its operation count, its verdict) must not be taken for a later group
+ * equal to the new operations written over the old ones. */
+START_TEST(abandoned_slot_is_not_replayed) {
+  distinct_group(0); /* 4 operations, the least recently used slot below */
+  for (unsigned i = 1; i < LAYOUT_GSLOTS; i++) distinct_group(i);
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 512, 256, 2); /* onto the send */
+  for (int i = 0; i < LAYOUT_MAX_RANGES; i++) p2p(1, SEG0 + 131072, 256, 3);
+  group(0);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0); /* overflowed: not judged */
+  group(1); /* its first four operations */
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 512, 256, 2);
+  p2p(1, SEG0 + 131072, 256, 3);
+  p2p(1, SEG0 + 131072, 256, 3);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
+/* A group with more operations than a small slot holds is moved to the
+ * large one while it is written (its operations and ranges so far with
+ * it): judged with all its ranges, then replayed. */
+static void large_group(void) {
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  for (int i = 0; i < LAYOUT_GSLOT_OPS + 8; i++) p2p(1, SEG0 + 131072, 256, 3);
+  p2p(0, SEG0 + 512, 256, 2); /* onto the first send */
+  group(0);
+}
+
+START_TEST(large_group_moves_to_the_large_slot) {
+  collector_dedup(true);
+  distinct_group(0);
+  large_group();
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  unsigned long j = judged();
+  for (int i = 0; i < 2; i++) {
+    distinct_group(0);
+    large_group();
+  }
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 3);
+  ck_assert_uint_eq(judged(), j);
+}
+END_TEST
+
+/* Two faulty groups in turn, each with its finding at another range index
+ * and site: each replay counts its own findings, at its own sites. */
+START_TEST(alternating_faulty_groups_count_their_own_findings) {
+  collector_dedup(true);
+  for (int i = 0; i < 3; i++) {
+    g_site = (const void *)0x1400; /* A: the receive (range 1) onto the send */
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    g_site = (const void *)0x1401;
+    p2p(0, SEG0 + 512, 256, 2);
+    group(0);
+    g_site = (const void *)0x1402; /* B: range 2 onto range 0 */
+    group(1);
+    p2p(1, SEG0 + 65536, 256, 2);
+    p2p(1, SEG0 + 65536 + 4096, 256, 3);
+    g_site = (const void *)0x1403;
+    p2p(0, SEG0 + 65536 + 512, 256, 3);
+    group(0);
+  }
+  g_site = (const void *)0x1000;
+  ck_assert_uint_eq(judged(), 2);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 2);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 6);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 2);
+}
+END_TEST
+
+/* A group shorter than the remembered one it starts like: judged (the
+ * longer one's verdict is not its), kept in a slot of its own, and both
+ * replay after that. */
+START_TEST(prefix_of_a_remembered_group_is_its_own_group) {
+  distinct_group(0);
+  uintptr_t b = SEG0 + 65536;
+  for (int i = 0; i < 3; i++) {
+    group(1);
+    p2p(1, b, 256, 2);
+    p2p(1, b + 1024, 256, 3);
+    group(0);
+    distinct_group(0);
+  }
+  ck_assert_uint_eq(judged(), 2);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
 START_TEST(checks_can_be_disabled) {
   collector_disable_check("layout");
   p2p(1, HOSTP, 256, 0);
@@ -1300,6 +1511,13 @@ static Suite *suite(void) {
   tcase_add_test(tc, remembered_findings_follow_the_site);
   tcase_add_test(tc, remembered_group_verdict_follows_the_ranges);
   tcase_add_test(tc, remembered_send_is_not_a_receive);
+  tcase_add_test(tc, alternating_groups_each_replay);
+  tcase_add_test(tc, evicted_group_is_judged_again);
+  tcase_add_test(tc, diverging_group_is_judged_with_its_own_ranges);
+  tcase_add_test(tc, alternating_faulty_groups_count_their_own_findings);
+  tcase_add_test(tc, abandoned_slot_is_not_replayed);
+  tcase_add_test(tc, large_group_moves_to_the_large_slot);
+  tcase_add_test(tc, prefix_of_a_remembered_group_is_its_own_group);
   tcase_add_test(tc, checks_can_be_disabled);
   tcase_add_test(tc, nccl_kinds_are_pre_only);
   suite_add_tcase(s, tc);
