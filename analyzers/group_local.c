@@ -442,7 +442,7 @@ static void on_fork_child(uint32_t self) {
     if (t && t->id != self) {
       atomic_store(&t->depth, 0);
       group_clear(t);
-      t->nheld = 0;
+      gl_held_clear(t);
     }
   }
   a2a_tslots_fork_child(&g_threads, self);
@@ -486,7 +486,12 @@ static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
  * only make the POST release what the PRE acquired, which is right). */
 __attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
-  gm_op_post(ev, t, t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm));
+  a2a_comm *c = t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm);
+  /* gm_op_post releases c unless the open group holds it: a serial in
+   * the memo of held (gl_thread.hot) is held. */
+  if (t && c && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 && gl_hot(t, c->serial))
+    return;
+  gm_op_post(ev, t, c);
 }
 
 __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
@@ -495,7 +500,10 @@ __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
   if (t) {
     t->op_handle = ev->comm;
     t->op_comm = c;
-    if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) defer_op(t, ev, c);
+    if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) {
+      defer_op(t, ev, c);
+      if (c && gm_op_pre_known(ev, t, c)) return;
+    }
   }
   gm_op_pre(ev, t, c);
 }

@@ -653,6 +653,174 @@ START_TEST(op_after_async_error) {
 END_TEST
 
 
+/* ---------------- an open group's later operations (the memo of held) ----------------
+ * Inside a group, an operation on a communicator the thread already holds
+ * takes group_local's short path (gm_op_pre_known, gl_op_post): each test
+ * below fails if that path skips something the full path does. */
+
+/* An operation of thread 1's open group, with its own call site. */
+static void group_op(void *comm, int is_send, int device, uintptr_t site) {
+  a2a_event ev = p2p(comm, is_send, is_send ? DEV_SEND : DEV_RECV, 16, 1, STREAM_A);
+  ev.device = device;
+  ev.callsite = (const void *)site;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(held_comm_async_error_is_still_judged) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 0, 0x8001);
+  group_op(comm, 0, 0, 0x8002); /* held: the short path */
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  /* A watchdog thread sees an async error; the next operation of the
+   * group is on a communicator that can only fail. */
+  a2a_event q = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  q.api = "ncclCommGetAsyncError";
+  q.comm = comm;
+  q.thread = 3;
+  ev_pre(&q);
+  q.u.async_err.async_error = 6;
+  ev_post(&q, 0);
+  group_op(comm, 1, 0, 0x8003);
+  ck_assert_uint_eq(collector_count("group.async-error"), 1);
+  group(A2A_EV_GROUP_END, 1);
+}
+END_TEST
+
+START_TEST(held_comm_finalize_is_still_judged) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 0, 0x8001);
+  group_op(comm, 0, 0, 0x8002);
+  /* Another thread finalizes it meanwhile (not an operation, so not a
+   * concurrent use): the group's next operation is new work on it. */
+  a2a_event d = ev_make(A2A_EV_COMM_END);
+  d.api = "ncclCommFinalize";
+  d.comm = comm;
+  d.thread = 2;
+  d.u.end.how = A2A_END_FINALIZE;
+  ev_dispatch(&d, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group_op(comm, 0, 0, 0x8004);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+  group(A2A_EV_GROUP_END, 1);
+}
+END_TEST
+
+START_TEST(held_comm_first_mismatch_is_still_recorded) {
+  /* The first operation holds the communicator on the right device; a
+   * later one, on the same communicator, from another current device, is
+   * the group's first mismatch (one device in the group: reported). */
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 1, 0x8001);
+  group_op(comm, 0, 1, 0x8002);
+  group_op(comm, 1, 0, 0x8003);
+  group_op(comm, 0, 0, 0x8004); /* after the first mismatch: short path */
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+  ck_assert_ptr_eq(collector_find("group.device-mismatch")->site, (const void *)0x8003);
+}
+END_TEST
+
+START_TEST(held_comm_unknown_device_is_listed_later) {
+  /* c1 (device 1) is first held while the current device is unknown, so
+   * its device is not in the group's device list yet; c0 (device 0) then
+   * records the group's mismatch (current device 1). The next operation
+   * on c1 must still list device 1: two devices, NCCL's multi-GPU
+   * pattern, no finding. */
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(c1, 1, -1, 0x8001);
+  group_op(c0, 1, 1, 0x8002);
+  group_op(c1, 0, 1, 0x8003);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
+START_TEST(multi_device_group_ops_after_the_mismatch) {
+  /* One thread drives two devices, current device 0 throughout: every
+   * operation on c1 mismatches, those after the first take the short
+   * path; the group spans two devices, so nothing is reported, and the
+   * next group on c1 alone does report its mismatch. */
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
+  for (int step = 0; step < 3; step++) {
+    group(A2A_EV_GROUP_START, 1);
+    for (int i = 0; i < 4; i++) {
+      group_op(c0, i & 1, 0, 0x8000 + i);
+      group_op(c1, i & 1, 0, 0x8100 + i);
+    }
+    group(A2A_EV_GROUP_END, 1);
+  }
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(c1, 1, 0, 0x8200);
+  group_op(c1, 0, 0, 0x8201);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+}
+END_TEST
+
+START_TEST(held_memo_ends_with_the_group) {
+  /* Thread 1's group held comm and ended; thread 2 then holds it in its
+   * own open group. Thread 1's next group on it is a concurrent use, at
+   * its first and at its later operations' PREs. */
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 0, 0x8001);
+  group_op(comm, 0, 0, 0x8002);
+  group(A2A_EV_GROUP_END, 1);
+  group(A2A_EV_GROUP_START, 2);
+  a2a_event b = p2p(comm, 1, DEV_SEND, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 0, 0x8003);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  group_op(comm, 0, 0, 0x8004);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 2);
+  group(A2A_EV_GROUP_END, 1);
+  group(A2A_EV_GROUP_END, 2);
+  /* Both released: thread 1 again, alone, is fine; and an operation
+   * outside any group releases the communicator at its POST. */
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 0, 0x8005);
+  group_op(comm, 0, 0, 0x8006);
+  group(A2A_EV_GROUP_END, 1);
+  group_op(comm, 1, 0, 0x8007);
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 2);
+}
+END_TEST
+
+START_TEST(comm_past_the_held_capacity_is_released_at_its_post) {
+  /* A group on more communicators than it can hold (GL_MAX_HELD, 64):
+   * the 65th is acquired at its operation's PRE and released at its POST
+   * (not tracked, never a wrong finding), so another thread may use it
+   * while the group is still open; the held ones stay held. */
+  void *comms[65];
+  for (int i = 0; i < 65; i++)
+    comms[i] = init_comm((void *)(uintptr_t)(0x1000 + 0x100 * i), id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  for (int i = 0; i < 65; i++) group_op(comms[i], 1, 0, 0x9000 + i);
+  group_op(comms[64], 0, 0, 0x9100);
+  a2a_event b = p2p(comms[64], 1, DEV_SEND, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  b = p2p(comms[63], 1, DEV_SEND, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  group(A2A_EV_GROUP_END, 1);
+}
+END_TEST
+
 /* ---------------- real threads ---------------- */
 
 typedef struct worker_arg {
@@ -961,6 +1129,13 @@ static Suite *suite(void) {
   tcase_add_test(tc, open_group_holds_the_comm);
   tcase_add_test(tc, post_releases_what_its_pre_acquired);
   tcase_add_test(tc, different_comms_in_parallel_are_fine);
+  tcase_add_test(tc, held_comm_async_error_is_still_judged);
+  tcase_add_test(tc, held_comm_finalize_is_still_judged);
+  tcase_add_test(tc, held_comm_first_mismatch_is_still_recorded);
+  tcase_add_test(tc, held_comm_unknown_device_is_listed_later);
+  tcase_add_test(tc, multi_device_group_ops_after_the_mismatch);
+  tcase_add_test(tc, held_memo_ends_with_the_group);
+  tcase_add_test(tc, comm_past_the_held_capacity_is_released_at_its_post);
   tcase_add_test(tc, op_after_async_error);
   tcase_add_test(tc, threads_with_their_own_comms_are_silent);
   tcase_add_test(tc, fork_child_forgets_other_threads_groups);
