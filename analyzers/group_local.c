@@ -668,14 +668,22 @@ static int gl_init(void) {
 
 /* The NCCL hot kinds straight to gl_on_event's own targets for them: the
  * operations' and ncclGroupEnd's PREs here, their POSTs in
- * gl_by_kind_post. */
+ * gl_by_kind_post. And the calls a polling loop repeats (nccl-tests asks
+ * every communicator's size and rank per iteration and its async error per
+ * poll): for a communicator query or ncclCommGetAsyncError, gl_body takes
+ * no thread record (needs_thread), has no group state to act on (its
+ * switch ignores them) and ends in gm_on_event(ev, NULL, NULL), whose two
+ * branches for these kinds are gm_query_pre and gm_async_error_post. */
 static const a2a_by_kind gl_by_kind = {
     .fn = {[A2A_EV_COLL] = gl_op_pre, [A2A_EV_P2P] = gl_op_pre,
            [A2A_EV_GROUP_START] = gl_on_group_start,
-           [A2A_EV_GROUP_END] = gl_group_end_pre}};
+           [A2A_EV_GROUP_END] = gl_group_end_pre,
+           [A2A_EV_COMM_QUERY] = gm_query_pre,
+           [A2A_EV_COMM_ASYNC_ERROR] = gm_query_pre}};
 static const a2a_by_kind gl_by_kind_post = {
     .fn = {[A2A_EV_COLL] = gl_op_post, [A2A_EV_P2P] = gl_op_post,
-           [A2A_EV_GROUP_END] = gl_group_end_post}};
+           [A2A_EV_GROUP_END] = gl_group_end_post,
+           [A2A_EV_COMM_ASYNC_ERROR] = gm_async_error_post}};
 
 const a2a_analyzer a2a_analyzer_group_local = {
     .name = "group_local",

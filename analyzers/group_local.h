@@ -204,6 +204,12 @@ int gm_init(void);
  * collective or p2p call, the registry record of ev->comm (NULL if none),
  * which the tracker looked up; ignored for other kinds. */
 void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm);
+/* gm_on_event, exactly, for the PRE of a communicator query
+ * (A2A_EV_COMM_QUERY) or of ncclCommGetAsyncError, and for the POST of the
+ * latter: the tracker's per-kind handlers (the kinds need no thread record
+ * and no group state; gl_body calls gm_on_event for them with t NULL). */
+void gm_query_pre(const a2a_event *ev);
+void gm_async_error_post(const a2a_event *ev);
 /* gm_on_event for a collective or p2p call (c: its communicator's record). */
 void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* gm_on_op's two phases, which the tracker's fast path (gl_on_op) calls

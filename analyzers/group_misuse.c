@@ -523,7 +523,9 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
   bool dm = w & GM_BIT(A2A_CK_GROUP_DEVICE_MISMATCH);
   if (dm && c->device >= 0 && ev->device >= 0) {
-    if (ev->device != c->device) goto all; /* a mismatch, reported or recorded */
+    /* A mismatch: reported outside a group, recorded once inside one. After
+     * the group's first, check_device only lists the device, as below. */
+    if (ev->device != c->device && !(depth > 0 && t->mismatch)) goto all;
     if (depth > 0) { /* check_device's list of the group's devices */
       bool seen = false;
       for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == c->device;
@@ -550,6 +552,12 @@ void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   else gm_op_post(ev, t, c);
 }
 
+void gm_query_pre(const a2a_event *ev) {
+  if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) check_use(ev, NULL);
+}
+
+void gm_async_error_post(const a2a_event *ev) { async_post(ev, a2a_comm_lookup(ev->comm)); }
+
 void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm) {
   if (is_op(ev)) {
     gm_on_op(ev, t, op_comm);
@@ -561,7 +569,7 @@ void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm) {
     return;
   }
   if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
-    if (ev->phase == A2A_POST) async_post(ev, a2a_comm_lookup(ev->comm));
+    if (ev->phase == A2A_POST) gm_async_error_post(ev);
     return;
   }
 }

@@ -513,6 +513,39 @@ START_TEST(unknown_handle) {
 }
 END_TEST
 
+/* Communicator queries and ncclCommGetAsyncError (group_local's per-kind
+ * handlers for them): allowed after ncclCommFinalize, a use after destroy
+ * once the communicator is freed. */
+START_TEST(queries_after_finalize_and_destroy) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  a2a_event q = ev_make(A2A_EV_COMM_QUERY);
+  q.api = "ncclCommCount";
+  q.comm = comm;
+  q.callsite = (const void *)0x7001;
+  a2a_event e = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  e.api = "ncclCommGetAsyncError";
+  e.comm = comm;
+  e.callsite = (const void *)0x7002;
+  ev_dispatch(&q, 0);
+  ev_dispatch(&e, 0);
+  comm_end(comm, A2A_END_FINALIZE, 0);
+  ev_dispatch(&q, 0);
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  comm_end(comm, A2A_END_DESTROY, 0);
+  ev_dispatch(&q, 0);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+  ck_assert_ptr_eq(collector_find("group.use-after-destroy")->site, (const void *)0x7001);
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 2);
+  /* A handle no init returned. */
+  q.comm = (void *)0xbad;
+  q.callsite = (const void *)0x7003;
+  ev_dispatch(&q, 0);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 3);
+}
+END_TEST
+
 START_TEST(split_of_aborted_parent) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   comm_end(comm, A2A_END_ABORT, 0);
@@ -762,6 +795,20 @@ START_TEST(multi_device_group_ops_after_the_mismatch) {
   group_op(c1, 0, 0, 0x8201);
   group(A2A_EV_GROUP_END, 1);
   ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+}
+END_TEST
+
+START_TEST(later_mismatches_still_list_their_device) {
+  /* The group's first mismatch (c1, device 1, from device 0) is recorded;
+   * the next operation mismatches too (c0, device 0, from device 2) and
+   * must still put device 0 in the group's list: two devices, no finding. */
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(c1, 1, 0, 0x8001);
+  group_op(c0, 1, 2, 0x8002);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
 END_TEST
 
@@ -1135,6 +1182,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, held_comm_unknown_device_is_listed_later);
   tcase_add_test(tc, multi_device_group_ops_after_the_mismatch);
   tcase_add_test(tc, held_memo_ends_with_the_group);
+  tcase_add_test(tc, later_mismatches_still_list_their_device);
+  tcase_add_test(tc, queries_after_finalize_and_destroy);
   tcase_add_test(tc, comm_past_the_held_capacity_is_released_at_its_post);
   tcase_add_test(tc, op_after_async_error);
   tcase_add_test(tc, threads_with_their_own_comms_are_silent);
