@@ -553,7 +553,13 @@ void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
 }
 
 void gm_query_pre(const a2a_event *ev) {
-  if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) check_use(ev, NULL);
+  if (!a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) return;
+  /* check_use's verdict for a known communicator in a valid state (a
+   * NULL handle has no record: check_use returns for it), without its
+   * dispatch on the kind. */
+  a2a_comm *c = a2a_comm_lookup(ev->comm);
+  if (c && !bad_state(ev, atomic_load(&c->state))) return;
+  check_use(ev, NULL);
 }
 
 void gm_async_error_post(const a2a_event *ev) { async_post(ev, a2a_comm_lookup(ev->comm)); }
