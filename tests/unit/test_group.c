@@ -699,42 +699,30 @@ static void group_op(void *comm, int is_send, int device, uintptr_t site) {
   ev_dispatch(&ev, 0);
 }
 
-START_TEST(held_comm_async_error_is_still_judged) {
-  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+/* A communicator on device dev that thread 1's open group holds: two
+ * operations posted (the second already on the short path). */
+static void *held_comm(int dev) {
+  void *comm = init_comm((void *)0x100, id_a, 2, dev, dev);
   group(A2A_EV_GROUP_START, 1);
-  group_op(comm, 1, 0, 0x8001);
-  group_op(comm, 0, 0, 0x8002); /* held: the short path */
+  group_op(comm, 1, dev, 0x8001);
+  group_op(comm, 0, dev, 0x8002);
+  return comm;
+}
+
+START_TEST(held_comm_async_error_and_finalize_are_still_judged) {
+  void *comm = held_comm(0);
   ck_assert_uint_eq(collector_count_prefix("group."), 0);
-  /* A watchdog thread sees an async error; the next operation of the
-   * group is on a communicator that can only fail. */
-  a2a_event q = ev_make(A2A_EV_COMM_ASYNC_ERROR);
-  q.api = "ncclCommGetAsyncError";
-  q.comm = comm;
-  q.thread = 3;
-  ev_pre(&q);
-  q.u.async_err.async_error = 6;
-  ev_post(&q, 0);
+  /* The async error polled meanwhile is an error: the next operation of
+   * the group is on a communicator that can only fail. */
+  async_query(comm, 6);
   group_op(comm, 1, 0, 0x8003);
   ck_assert_uint_eq(collector_count("group.async-error"), 1);
-  group(A2A_EV_GROUP_END, 1);
-}
-END_TEST
-
-START_TEST(held_comm_finalize_is_still_judged) {
-  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
-  group(A2A_EV_GROUP_START, 1);
-  group_op(comm, 1, 0, 0x8001);
-  group_op(comm, 0, 0, 0x8002);
-  /* Another thread finalizes it meanwhile (not an operation, so not a
-   * concurrent use): the group's next operation is new work on it. */
-  a2a_event d = ev_make(A2A_EV_COMM_END);
-  d.api = "ncclCommFinalize";
-  d.comm = comm;
-  d.thread = 2;
-  d.u.end.how = A2A_END_FINALIZE;
-  ev_dispatch(&d, 0);
-  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  async_query(comm, 0); /* no error on it any more */
   group_op(comm, 0, 0, 0x8004);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
+  /* Finalized meanwhile: the group's next operation is new work on it. */
+  comm_end(comm, A2A_END_FINALIZE, 0);
+  group_op(comm, 1, 0, 0x8005);
   ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
   group(A2A_EV_GROUP_END, 1);
 }
@@ -744,10 +732,7 @@ START_TEST(held_comm_first_mismatch_is_still_recorded) {
   /* The first operation holds the communicator on the right device; a
    * later one, on the same communicator, from another current device, is
    * the group's first mismatch (one device in the group: reported). */
-  void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
-  group(A2A_EV_GROUP_START, 1);
-  group_op(comm, 1, 1, 0x8001);
-  group_op(comm, 0, 1, 0x8002);
+  void *comm = held_comm(1);
   group_op(comm, 1, 0, 0x8003);
   group_op(comm, 0, 0, 0x8004); /* after the first mismatch: short path */
   ck_assert_uint_eq(collector_count_prefix("group."), 0);
@@ -757,20 +742,24 @@ START_TEST(held_comm_first_mismatch_is_still_recorded) {
 }
 END_TEST
 
-START_TEST(held_comm_unknown_device_is_listed_later) {
-  /* c1 (device 1) is first held while the current device is unknown, so
-   * its device is not in the group's device list yet; c0 (device 0) then
-   * records the group's mismatch (current device 1). The next operation
-   * on c1 must still list device 1: two devices, NCCL's multi-GPU
-   * pattern, no finding. */
-  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
-  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
+/* One group of thread 1 on c0 (device 0) and c1 (device 1): operation i
+ * on comm ops[i][0] from current device ops[i][1]. Returns the group
+ * findings after the group's end. */
+static unsigned two_device_group(const int (*ops)[2], int n) {
+  void *c[2] = {init_comm((void *)0x100, id_a, 2, 0, 0), init_comm((void *)0x200, id_a, 2, 1, 1)};
   group(A2A_EV_GROUP_START, 1);
-  group_op(c1, 1, -1, 0x8001);
-  group_op(c0, 1, 1, 0x8002);
-  group_op(c1, 0, 1, 0x8003);
+  for (int i = 0; i < n; i++) group_op(c[ops[i][0]], i & 1, ops[i][1], 0x8001 + i);
   group(A2A_EV_GROUP_END, 1);
-  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  return collector_count_prefix("group.");
+}
+
+START_TEST(held_comm_unknown_device_is_listed_later) {
+  /* c1 is first held while the current device is unknown, so its device
+   * is not in the group's device list yet; c0 then records the group's
+   * mismatch (current device 1). The next operation on c1 must still list
+   * device 1: two devices, NCCL's multi-GPU pattern, no finding. */
+  static const int ops[][2] = {{1, -1}, {0, 1}, {1, 1}};
+  ck_assert_uint_eq(two_device_group(ops, 3), 0);
 }
 END_TEST
 
@@ -799,16 +788,11 @@ START_TEST(multi_device_group_ops_after_the_mismatch) {
 END_TEST
 
 START_TEST(later_mismatches_still_list_their_device) {
-  /* The group's first mismatch (c1, device 1, from device 0) is recorded;
-   * the next operation mismatches too (c0, device 0, from device 2) and
-   * must still put device 0 in the group's list: two devices, no finding. */
-  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
-  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
-  group(A2A_EV_GROUP_START, 1);
-  group_op(c1, 1, 0, 0x8001);
-  group_op(c0, 1, 2, 0x8002);
-  group(A2A_EV_GROUP_END, 1);
-  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  /* The group's first mismatch (c1 from device 0) is recorded; the next
+   * operation mismatches too (c0 from device 2) and must still put device
+   * 0 in the group's list: two devices, no finding. */
+  static const int ops[][2] = {{1, 0}, {0, 2}};
+  ck_assert_uint_eq(two_device_group(ops, 2), 0);
 }
 END_TEST
 
@@ -1176,8 +1160,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, open_group_holds_the_comm);
   tcase_add_test(tc, post_releases_what_its_pre_acquired);
   tcase_add_test(tc, different_comms_in_parallel_are_fine);
-  tcase_add_test(tc, held_comm_async_error_is_still_judged);
-  tcase_add_test(tc, held_comm_finalize_is_still_judged);
+  tcase_add_test(tc, held_comm_async_error_and_finalize_are_still_judged);
   tcase_add_test(tc, held_comm_first_mismatch_is_still_recorded);
   tcase_add_test(tc, held_comm_unknown_device_is_listed_later);
   tcase_add_test(tc, multi_device_group_ops_after_the_mismatch);
