@@ -484,14 +484,26 @@ static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
  * own. The operation's communicator is looked up at the PRE, reused at the
  * POST (the same call; a handle reused meanwhile by another thread would
  * only make the POST release what the PRE acquired, which is right). */
-__attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
+__attribute__((noinline)) static void gl_op_post_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
-  a2a_comm *c = t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm);
-  /* gm_op_post releases c unless the open group holds it: a serial in
-   * the memo of held (gl_thread.hot) is held. */
-  if (t && c && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 && gl_hot(t, c->serial))
-    return;
-  gm_op_post(ev, t, c);
+  gm_op_post(ev, t, t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm));
+}
+
+/* gm_op_post releases the communicator unless the open group holds it: a
+ * serial in the memo of held (gl_thread.hot) is held. Tested first with
+ * the thread's cached record (thread_of's hit) and the record its PRE
+ * looked up, so that this path needs no frame; anything else:
+ * gl_op_post_all. */
+__attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
+  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
+  if (t_gl.gen == gen && t_gl.id == ev->thread) {
+    const gl_thread *t = t_gl.t;
+    const a2a_comm *c = t->op_comm;
+    if (t->op_handle == ev->comm && c && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 &&
+        gl_hot(t, c->serial))
+      return;
+  }
+  gl_op_post_all(ev);
 }
 
 __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
