@@ -115,9 +115,9 @@ typedef struct gl_thread {
    * Both stay true until the group's end: neither list shrinks while the
    * group is open, gl_held_clear empties held and hot together, and
    * comm_devs is emptied only at a new group's start, which empties them
-   * too. An operation of
-   * the open group on such a communicator has nothing left to record at
-   * its PRE (gm_op_pre) nor to release at its POST. */
+   * too. An operation of the open group on such a communicator has
+   * nothing left to record at its PRE (gm_op_pre) nor to release at its
+   * POST. */
   uint32_t hot[GL_HOT];
   int comm_devs[GL_MAX_DEVS];
   unsigned ncomm_devs;

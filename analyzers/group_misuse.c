@@ -471,14 +471,15 @@ void gm_after_fork_child(uint32_t self) {
   }
 }
 
-void gm_thread_gone(gl_thread *t) {
+/* Release every communicator t holds (its group ended, or its thread). */
+static void release_held(gl_thread *t) {
   for (unsigned i = 0; i < t->nheld; i++) release(t->held[i], t->id);
   gl_held_clear(t);
 }
 
-void gm_group_end_post(const a2a_event *ev, gl_thread *t) {
-  gm_thread_gone(t);
-}
+void gm_thread_gone(gl_thread *t) { release_held(t); }
+
+void gm_group_end_post(const a2a_event *ev, gl_thread *t) { release_held(t); }
 
 /* gm_op_pre, the reference: every check in its order. */
 __attribute__((noinline)) static void op_pre_all(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
@@ -507,8 +508,7 @@ _Static_assert(A2A_CK_GROUP_USE_AFTER_DESTROY >> 6 == A2A_CK_GROUP_DEVICE_MISMAT
  * nothing to say (each returns on the same tests), the group's device list
  * and concurrent-use's ownership are updated as op_pre_all's check_device
  * and concurrent_pre do, and only a concurrent use reports (last, as
- * there). Anything else: op_pre_all, before any state is touched.
- */
+ * there). Anything else: op_pre_all, before any state is touched. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   uint64_t w = atomic_load_explicit(&a2a_checks_enabled_w[A2A_CK_GROUP_DEVICE_MISMATCH >> 6],
                                     memory_order_relaxed);
