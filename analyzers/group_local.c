@@ -442,7 +442,7 @@ static void on_fork_child(uint32_t self) {
     if (t && t->id != self) {
       atomic_store(&t->depth, 0);
       group_clear(t);
-      t->nheld = 0;
+      gl_held_clear(t);
     }
   }
   a2a_tslots_fork_child(&g_threads, self);
@@ -484,9 +484,26 @@ static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
  * own. The operation's communicator is looked up at the PRE, reused at the
  * POST (the same call; a handle reused meanwhile by another thread would
  * only make the POST release what the PRE acquired, which is right). */
-__attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
+__attribute__((noinline)) static void gl_op_post_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   gm_op_post(ev, t, t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm));
+}
+
+/* gm_op_post releases the communicator unless the open group holds it: a
+ * serial in the memo of held (gl_thread.hot) is held. Tested first with
+ * the thread's cached record (thread_of's hit) and the record its PRE
+ * looked up, so that this path needs no frame; anything else:
+ * gl_op_post_all. */
+__attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
+  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
+  if (t_gl.gen == gen && t_gl.id == ev->thread) {
+    const gl_thread *t = t_gl.t;
+    const a2a_comm *c = t->op_comm;
+    if (t->op_handle == ev->comm && c && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 &&
+        gl_hot(t, c->serial))
+      return;
+  }
+  gl_op_post_all(ev);
 }
 
 __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
@@ -495,7 +512,10 @@ __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
   if (t) {
     t->op_handle = ev->comm;
     t->op_comm = c;
-    if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) defer_op(t, ev, c);
+    if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) {
+      defer_op(t, ev, c);
+      if (c && gm_op_pre_known(ev, t, c)) return;
+    }
   }
   gm_op_pre(ev, t, c);
 }
@@ -660,14 +680,22 @@ static int gl_init(void) {
 
 /* The NCCL hot kinds straight to gl_on_event's own targets for them: the
  * operations' and ncclGroupEnd's PREs here, their POSTs in
- * gl_by_kind_post. */
+ * gl_by_kind_post. And the calls a polling loop repeats (nccl-tests asks
+ * every communicator's size and rank per iteration and its async error per
+ * poll): for a communicator query or ncclCommGetAsyncError, gl_body takes
+ * no thread record (needs_thread), has no group state to act on (its
+ * switch ignores them) and ends in gm_on_event(ev, NULL, NULL), whose two
+ * branches for these kinds are gm_query_pre and gm_async_error_post. */
 static const a2a_by_kind gl_by_kind = {
     .fn = {[A2A_EV_COLL] = gl_op_pre, [A2A_EV_P2P] = gl_op_pre,
            [A2A_EV_GROUP_START] = gl_on_group_start,
-           [A2A_EV_GROUP_END] = gl_group_end_pre}};
+           [A2A_EV_GROUP_END] = gl_group_end_pre,
+           [A2A_EV_COMM_QUERY] = gm_query_pre,
+           [A2A_EV_COMM_ASYNC_ERROR] = gm_query_pre}};
 static const a2a_by_kind gl_by_kind_post = {
     .fn = {[A2A_EV_COLL] = gl_op_post, [A2A_EV_P2P] = gl_op_post,
-           [A2A_EV_GROUP_END] = gl_group_end_post}};
+           [A2A_EV_GROUP_END] = gl_group_end_post,
+           [A2A_EV_COMM_ASYNC_ERROR] = gm_async_error_post}};
 
 const a2a_analyzer a2a_analyzer_group_local = {
     .name = "group_local",

@@ -34,6 +34,7 @@
 #define GL_MAX_EVENTS 32
 #define GL_MAX_HELD 64
 #define GL_MAX_DEVS 16
+#define GL_HOT 8 /* a power of two */
 
 /* One buffer range [lo, hi) of an operation posted in the open group. */
 typedef struct gl_buf {
@@ -108,6 +109,16 @@ typedef struct gl_thread {
    * single-thread multi-GPU pattern and is not a mismatch). */
   uint32_t held[GL_MAX_HELD]; /* a2a_comm serials */
   unsigned nheld;
+  /* A memo of held, direct-mapped by serial (hot[serial % GL_HOT]; 0:
+   * empty): a serial here is in held, and its communicator's device is in
+   * comm_devs (or comm_devs is full, or the communicator has no device).
+   * Both stay true until the group's end: neither list shrinks while the
+   * group is open, gl_held_clear empties held and hot together, and
+   * comm_devs is emptied only at a new group's start, which empties them
+   * too. An operation of the open group on such a communicator has
+   * nothing left to record at its PRE (gm_op_pre) nor to release at its
+   * POST. */
+  uint32_t hot[GL_HOT];
   int comm_devs[GL_MAX_DEVS];
   unsigned ncomm_devs;
   bool mismatch;            /* first mismatching operation recorded below */
@@ -136,6 +147,49 @@ static inline uintptr_t gl_stream_key(const void *s, int per_thread) {
   return s ? (uintptr_t)s : (per_thread ? 2u : 1u);
 }
 
+/* Empty held (and its memo, hot): the group's end, a new group, a thread
+ * gone. */
+static inline void gl_held_clear(gl_thread *t) {
+  t->nheld = 0;
+  for (unsigned i = 0; i < GL_HOT; i++) t->hot[i] = 0;
+}
+
+/* Whether serial (nonzero) is in t's memo of held (gl_thread.hot). */
+static inline bool gl_hot(const gl_thread *t, uint32_t serial) {
+  return t->hot[serial & (GL_HOT - 1)] == serial;
+}
+
+/* group_misuse.c's per-communicator state that the tracker's fast path
+ * (gm_op_pre_known) reads: the last asynchronous error reported per
+ * communicator serial (0: none). Communicators beyond GM_MAX_COMMS are not
+ * checked by concurrent-use and async-error. */
+#define GM_MAX_COMMS 8192
+extern _Atomic int gm_async[GM_MAX_COMMS];
+
+/* For an operation of t's open group (depth > 0) on c (the registry's
+ * record of its communicator): true when gm_op_pre would change nothing
+ * and report nothing, so that the caller may skip it. That is known when
+ * c is in t's memo of held (gl_thread.hot; registry serials start at 1,
+ * so an empty entry, 0, matches none), c is active and has no async error
+ * (use-after-destroy and async-error have nothing to say, whether on or
+ * off), and the current device is c's or the group already recorded its
+ * first mismatch:
+ *  - device-mismatch (check_device): c's device is listed already, and a
+ *    mismatch is recorded once per group (a group driving several devices
+ *    from one thread, NCCL's single-thread multi-GPU pattern, mismatches
+ *    at most of its operations: after its first, they all come here);
+ *  - concurrent-use: this thread owns c (g_owner[serial] == ev->thread)
+ *    from its acquisition to the group's end, since another thread's CAS
+ *    only fails on it and only the owner (group end, thread exit) or a
+ *    fork (which keeps the forking thread's) clears it; so the CAS would
+ *    fail with cur == ev->thread: no report, nothing more to hold. */
+static inline bool gm_op_pre_known(const a2a_event *ev, const gl_thread *t, const a2a_comm *c) {
+  uint32_t serial = c->serial;
+  return gl_hot(t, serial) && (ev->device == c->device || t->mismatch) &&
+         atomic_load_explicit(&c->state, memory_order_relaxed) == A2A_COMM_ACTIVE &&
+         atomic_load_explicit(&gm_async[serial], memory_order_acquire) == 0;
+}
+
 /* group_local.c */
 /* The calling thread's record (allocated on first use), NULL if the thread
  * index is out of range or allocation failed. */
@@ -150,6 +204,12 @@ int gm_init(void);
  * collective or p2p call, the registry record of ev->comm (NULL if none),
  * which the tracker looked up; ignored for other kinds. */
 void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm);
+/* gm_on_event, exactly, for the PRE of a communicator query
+ * (A2A_EV_COMM_QUERY) or of ncclCommGetAsyncError, and for the POST of the
+ * latter: the tracker's per-kind handlers (the kinds need no thread record
+ * and no group state; gl_body calls gm_on_event for them with t NULL). */
+void gm_query_pre(const a2a_event *ev);
+void gm_async_error_post(const a2a_event *ev);
 /* gm_on_event for a collective or p2p call (c: its communicator's record). */
 void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* gm_on_op's two phases, which the tracker's fast path (gl_on_op) calls

@@ -40,11 +40,10 @@
 #include "a2a_core.h"
 #include "group_local.h"
 
-#define GM_MAX_COMMS 8192
 #define GM_MAX_INITS 1024
 
 static _Atomic uint32_t g_owner[GM_MAX_COMMS];       /* ev->thread holding it, 0 none */
-static _Atomic int g_async[GM_MAX_COMMS];            /* last async error, 0 none */
+_Atomic int gm_async[GM_MAX_COMMS];                  /* last async error, 0 none */
 static _Atomic(const void *) g_async_site[GM_MAX_COMMS];
 
 /* Communicator initializations seen in this process, for duplicate-device.
@@ -82,7 +81,7 @@ static const char *state_name(int s) {
 
 int gm_init(void) {
   memset(g_owner, 0, sizeof g_owner);
-  memset(g_async, 0, sizeof g_async);
+  memset(gm_async, 0, sizeof gm_async);
   memset(g_async_site, 0, sizeof g_async_site);
   memset(g_inits, 0, sizeof g_inits);
   atomic_store(&g_ninits, 0);
@@ -357,13 +356,30 @@ __attribute__((noinline)) static void report_concurrent(const a2a_event *ev, con
   report(A2A_CK_GROUP_CONCURRENT_USE, ev, ev->callsite, c, msg, js);
 }
 
-static void concurrent_pre(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
+/* serial was just appended to t's held; listed: its communicator's device
+ * is in comm_devs (or cannot be: the list is full, or the communicator has
+ * no device). Then the memo (gl_thread.hot) may say so. */
+static inline void hold(gl_thread *t, uint32_t serial, bool listed) {
+  t->held[t->nheld++] = serial;
+  if (listed) t->hot[serial & (GL_HOT - 1)] = serial;
+}
+
+/* After check_device ran (dm: its check is on) at an operation inside a
+ * group: whether c's device is in t's comm_devs, or need not be (no
+ * device), or cannot be (the list is full: it does not shrink while the
+ * group is open). check_device lists the device whenever both devices are
+ * known; a mismatch does not stop it. */
+static bool device_listed(const a2a_event *ev, const gl_thread *t, const a2a_comm *c, bool dm) {
+  return c->device < 0 || t->ncomm_devs == GL_MAX_DEVS || (dm && ev->device >= 0);
+}
+
+static void concurrent_pre(const a2a_event *ev, gl_thread *t, const a2a_comm *c, bool listed) {
   if (!t || !c || c->serial == 0 || c->serial >= GM_MAX_COMMS) return;
   uint32_t me = ev->thread, cur = 0;
   if (atomic_compare_exchange_strong(&g_owner[c->serial], &cur, me)) {
     /* Acquired. Inside a group it is held until the group's end. */
     if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 && t->nheld < GL_MAX_HELD)
-      t->held[t->nheld++] = c->serial;
+      hold(t, c->serial, listed);
     return;
   }
   if (cur != me) report_concurrent(ev, c, cur);
@@ -387,10 +403,10 @@ static void async_post(const a2a_event *ev, const a2a_comm *c) {
   if (!c || c->serial >= GM_MAX_COMMS || ev->result != 0) return;
   int e = ev->u.async_err.async_error;
   if (e == 0) {
-    atomic_store(&g_async[c->serial], 0);
+    atomic_store(&gm_async[c->serial], 0);
   } else if (e != A2A_NCCL_IN_PROGRESS) {
     atomic_store(&g_async_site[c->serial], ev->callsite);
-    atomic_store(&g_async[c->serial], e);
+    atomic_store(&gm_async[c->serial], e);
   }
 }
 
@@ -399,7 +415,7 @@ static void report_async(const a2a_event *ev, const a2a_comm *c, int e);
 /* One load when the communicator has no asynchronous error (the rule). */
 static inline void async_pre(const a2a_event *ev, const a2a_comm *c) {
   if (!c || c->serial >= GM_MAX_COMMS) return;
-  int e = atomic_load_explicit(&g_async[c->serial], memory_order_acquire);
+  int e = atomic_load_explicit(&gm_async[c->serial], memory_order_acquire);
   if (e) report_async(ev, c, e);
 }
 
@@ -431,7 +447,7 @@ __attribute__((noinline)) static void report_async(const a2a_event *ev, const a2
 void gm_group_begin(gl_thread *t) {
   t->ncomm_devs = 0;
   t->mismatch = false;
-  t->nheld = 0;
+  gl_held_clear(t);
 }
 
 /* A group that recorded a device mismatch ends. */
@@ -455,15 +471,15 @@ void gm_after_fork_child(uint32_t self) {
   }
 }
 
-void gm_thread_gone(gl_thread *t) {
+/* Release every communicator t holds (its group ended, or its thread). */
+static void release_held(gl_thread *t) {
   for (unsigned i = 0; i < t->nheld; i++) release(t->held[i], t->id);
-  t->nheld = 0;
+  gl_held_clear(t);
 }
 
-void gm_group_end_post(const a2a_event *ev, gl_thread *t) {
-  for (unsigned i = 0; i < t->nheld; i++) release(t->held[i], t->id);
-  t->nheld = 0;
-}
+void gm_thread_gone(gl_thread *t) { release_held(t); }
+
+void gm_group_end_post(const a2a_event *ev, gl_thread *t) { release_held(t); }
 
 /* gm_op_pre, the reference: every check in its order. */
 __attribute__((noinline)) static void op_pre_all(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
@@ -472,9 +488,11 @@ __attribute__((noinline)) static void op_pre_all(const a2a_event *ev, gl_thread 
   if (a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY) &&
       (!c || atomic_load_explicit(&c->state, memory_order_relaxed) != A2A_COMM_ACTIVE))
     check_use(ev, c);
-  if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH)) check_device(ev, t, c);
+  bool dm = a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH);
+  if (dm) check_device(ev, t, c);
   if (a2a_check_on(A2A_CK_GROUP_ASYNC_ERROR)) async_pre(ev, c);
-  if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE)) concurrent_pre(ev, t, c);
+  if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE))
+    concurrent_pre(ev, t, c, t && c && device_listed(ev, t, c, dm));
 }
 
 #define GM_BIT(id) (1ull << ((unsigned)(id) & 63))
@@ -500,11 +518,14 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
       atomic_load_explicit(&c->state, memory_order_relaxed) != A2A_COMM_ACTIVE)
     goto all;
   if ((w & GM_BIT(A2A_CK_GROUP_ASYNC_ERROR)) &&
-      atomic_load_explicit(&g_async[serial], memory_order_acquire))
+      atomic_load_explicit(&gm_async[serial], memory_order_acquire))
     goto all;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if ((w & GM_BIT(A2A_CK_GROUP_DEVICE_MISMATCH)) && c->device >= 0 && ev->device >= 0) {
-    if (ev->device != c->device) goto all; /* a mismatch, reported or recorded */
+  bool dm = w & GM_BIT(A2A_CK_GROUP_DEVICE_MISMATCH);
+  if (dm && c->device >= 0 && ev->device >= 0) {
+    /* A mismatch: reported outside a group, recorded once inside one. After
+     * the group's first, check_device only lists the device, as below. */
+    if (ev->device != c->device && !(depth > 0 && t->mismatch)) goto all;
     if (depth > 0) { /* check_device's list of the group's devices */
       bool seen = false;
       for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == c->device;
@@ -514,7 +535,7 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   if (w & GM_BIT(A2A_CK_GROUP_CONCURRENT_USE)) { /* concurrent_pre */
     uint32_t me = ev->thread, cur = 0;
     if (atomic_compare_exchange_strong(&g_owner[serial], &cur, me)) {
-      if (depth > 0 && t->nheld < GL_MAX_HELD) t->held[t->nheld++] = serial;
+      if (depth > 0 && t->nheld < GL_MAX_HELD) hold(t, serial, device_listed(ev, t, c, dm));
     } else if (cur != me) {
       report_concurrent(ev, c, cur);
     }
@@ -531,6 +552,18 @@ void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   else gm_op_post(ev, t, c);
 }
 
+void gm_query_pre(const a2a_event *ev) {
+  if (!a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) return;
+  /* check_use's verdict for a known communicator in a valid state (a
+   * NULL handle has no record: check_use returns for it), without its
+   * dispatch on the kind. */
+  a2a_comm *c = a2a_comm_lookup(ev->comm);
+  if (c && !bad_state(ev, atomic_load(&c->state))) return;
+  check_use(ev, NULL);
+}
+
+void gm_async_error_post(const a2a_event *ev) { async_post(ev, a2a_comm_lookup(ev->comm)); }
+
 void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm) {
   if (is_op(ev)) {
     gm_on_op(ev, t, op_comm);
@@ -542,7 +575,7 @@ void gm_on_event(const a2a_event *ev, gl_thread *t, a2a_comm *op_comm) {
     return;
   }
   if (ev->kind == A2A_EV_COMM_ASYNC_ERROR) {
-    if (ev->phase == A2A_POST) async_post(ev, a2a_comm_lookup(ev->comm));
+    if (ev->phase == A2A_POST) gm_async_error_post(ev);
     return;
   }
 }

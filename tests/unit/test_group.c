@@ -513,6 +513,39 @@ START_TEST(unknown_handle) {
 }
 END_TEST
 
+/* Communicator queries and ncclCommGetAsyncError (group_local's per-kind
+ * handlers for them): allowed after ncclCommFinalize, a use after destroy
+ * once the communicator is freed. */
+START_TEST(queries_after_finalize_and_destroy) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  a2a_event q = ev_make(A2A_EV_COMM_QUERY);
+  q.api = "ncclCommCount";
+  q.comm = comm;
+  q.callsite = (const void *)0x7001;
+  a2a_event e = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  e.api = "ncclCommGetAsyncError";
+  e.comm = comm;
+  e.callsite = (const void *)0x7002;
+  ev_dispatch(&q, 0);
+  ev_dispatch(&e, 0);
+  comm_end(comm, A2A_END_FINALIZE, 0);
+  ev_dispatch(&q, 0);
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  comm_end(comm, A2A_END_DESTROY, 0);
+  ev_dispatch(&q, 0);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+  ck_assert_ptr_eq(collector_find("group.use-after-destroy")->site, (const void *)0x7001);
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 2);
+  /* A handle no init returned. */
+  q.comm = (void *)0xbad;
+  q.callsite = (const void *)0x7003;
+  ev_dispatch(&q, 0);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 3);
+}
+END_TEST
+
 START_TEST(split_of_aborted_parent) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   comm_end(comm, A2A_END_ABORT, 0);
@@ -652,6 +685,172 @@ START_TEST(op_after_async_error) {
 }
 END_TEST
 
+
+/* ---------------- an open group's later operations (the memo of held) ----------------
+ * Inside a group, an operation on a communicator the thread already holds
+ * takes group_local's short path (gm_op_pre_known, gl_op_post): each test
+ * below fails if that path skips something the full path does. */
+
+/* An operation of thread 1's open group, with its own call site. */
+static void group_op(void *comm, int is_send, int device, uintptr_t site) {
+  a2a_event ev = p2p(comm, is_send, is_send ? DEV_SEND : DEV_RECV, 16, 1, STREAM_A);
+  ev.device = device;
+  ev.callsite = (const void *)site;
+  ev_dispatch(&ev, 0);
+}
+
+/* A communicator on device dev that thread 1's open group holds: two
+ * operations posted (the second already on the short path). */
+static void *held_comm(int dev) {
+  void *comm = init_comm((void *)0x100, id_a, 2, dev, dev);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, dev, 0x8001);
+  group_op(comm, 0, dev, 0x8002);
+  return comm;
+}
+
+START_TEST(held_comm_async_error_and_finalize_are_still_judged) {
+  void *comm = held_comm(0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  /* The async error polled meanwhile is an error: the next operation of
+   * the group is on a communicator that can only fail. */
+  async_query(comm, 6);
+  group_op(comm, 1, 0, 0x8003);
+  ck_assert_uint_eq(collector_count("group.async-error"), 1);
+  async_query(comm, 0); /* no error on it any more */
+  group_op(comm, 0, 0, 0x8004);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
+  /* Finalized meanwhile: the group's next operation is new work on it. */
+  comm_end(comm, A2A_END_FINALIZE, 0);
+  group_op(comm, 1, 0, 0x8005);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+  group(A2A_EV_GROUP_END, 1);
+}
+END_TEST
+
+START_TEST(held_comm_first_mismatch_is_still_recorded) {
+  /* The first operation holds the communicator on the right device; a
+   * later one, on the same communicator, from another current device, is
+   * the group's first mismatch (one device in the group: reported). */
+  void *comm = held_comm(1);
+  group_op(comm, 1, 0, 0x8003);
+  group_op(comm, 0, 0, 0x8004); /* after the first mismatch: short path */
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+  ck_assert_ptr_eq(collector_find("group.device-mismatch")->site, (const void *)0x8003);
+}
+END_TEST
+
+/* One group of thread 1 on c0 (device 0) and c1 (device 1): operation i
+ * on comm ops[i][0] from current device ops[i][1]. Returns the group
+ * findings after the group's end. */
+static unsigned two_device_group(const int (*ops)[2], int n) {
+  void *c[2] = {init_comm((void *)0x100, id_a, 2, 0, 0), init_comm((void *)0x200, id_a, 2, 1, 1)};
+  group(A2A_EV_GROUP_START, 1);
+  for (int i = 0; i < n; i++) group_op(c[ops[i][0]], i & 1, ops[i][1], 0x8001 + i);
+  group(A2A_EV_GROUP_END, 1);
+  return collector_count_prefix("group.");
+}
+
+START_TEST(held_comm_unknown_device_is_listed_later) {
+  /* c1 is first held while the current device is unknown, so its device
+   * is not in the group's device list yet; c0 then records the group's
+   * mismatch (current device 1). The next operation on c1 must still list
+   * device 1: two devices, NCCL's multi-GPU pattern, no finding. */
+  static const int ops[][2] = {{1, -1}, {0, 1}, {1, 1}};
+  ck_assert_uint_eq(two_device_group(ops, 3), 0);
+}
+END_TEST
+
+START_TEST(multi_device_group_ops_after_the_mismatch) {
+  /* One thread drives two devices, current device 0 throughout: every
+   * operation on c1 mismatches, those after the first take the short
+   * path; the group spans two devices, so nothing is reported, and the
+   * next group on c1 alone does report its mismatch. */
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
+  for (int step = 0; step < 3; step++) {
+    group(A2A_EV_GROUP_START, 1);
+    for (int i = 0; i < 4; i++) {
+      group_op(c0, i & 1, 0, 0x8000 + i);
+      group_op(c1, i & 1, 0, 0x8100 + i);
+    }
+    group(A2A_EV_GROUP_END, 1);
+  }
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(c1, 1, 0, 0x8200);
+  group_op(c1, 0, 0, 0x8201);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+}
+END_TEST
+
+START_TEST(later_mismatches_still_list_their_device) {
+  /* The group's first mismatch (c1 from device 0) is recorded; the next
+   * operation mismatches too (c0 from device 2) and must still put device
+   * 0 in the group's list: two devices, no finding. */
+  static const int ops[][2] = {{1, 0}, {0, 2}};
+  ck_assert_uint_eq(two_device_group(ops, 2), 0);
+}
+END_TEST
+
+START_TEST(held_memo_ends_with_the_group) {
+  /* Thread 1's group held comm and ended; thread 2 then holds it in its
+   * own open group. Thread 1's next group on it is a concurrent use, at
+   * its first and at its later operations' PREs. */
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 0, 0x8001);
+  group_op(comm, 0, 0, 0x8002);
+  group(A2A_EV_GROUP_END, 1);
+  group(A2A_EV_GROUP_START, 2);
+  a2a_event b = p2p(comm, 1, DEV_SEND, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 0, 0x8003);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  group_op(comm, 0, 0, 0x8004);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 2);
+  group(A2A_EV_GROUP_END, 1);
+  group(A2A_EV_GROUP_END, 2);
+  /* Both released: thread 1 again, alone, is fine; and an operation
+   * outside any group releases the communicator at its POST. */
+  group(A2A_EV_GROUP_START, 1);
+  group_op(comm, 1, 0, 0x8005);
+  group_op(comm, 0, 0, 0x8006);
+  group(A2A_EV_GROUP_END, 1);
+  group_op(comm, 1, 0, 0x8007);
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 2);
+}
+END_TEST
+
+START_TEST(comm_past_the_held_capacity_is_released_at_its_post) {
+  /* A group on more communicators than it can hold (GL_MAX_HELD, 64):
+   * the 65th is acquired at its operation's PRE and released at its POST
+   * (not tracked, never a wrong finding), so another thread may use it
+   * while the group is still open; the held ones stay held. */
+  void *comms[65];
+  for (int i = 0; i < 65; i++)
+    comms[i] = init_comm((void *)(uintptr_t)(0x1000 + 0x100 * i), id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  for (int i = 0; i < 65; i++) group_op(comms[i], 1, 0, 0x9000 + i);
+  group_op(comms[64], 0, 0, 0x9100);
+  a2a_event b = p2p(comms[64], 1, DEV_SEND, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  b = p2p(comms[63], 1, DEV_SEND, 16, 1, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  group(A2A_EV_GROUP_END, 1);
+}
+END_TEST
 
 /* ---------------- real threads ---------------- */
 
@@ -961,6 +1160,14 @@ static Suite *suite(void) {
   tcase_add_test(tc, open_group_holds_the_comm);
   tcase_add_test(tc, post_releases_what_its_pre_acquired);
   tcase_add_test(tc, different_comms_in_parallel_are_fine);
+  tcase_add_test(tc, held_comm_async_error_and_finalize_are_still_judged);
+  tcase_add_test(tc, held_comm_first_mismatch_is_still_recorded);
+  tcase_add_test(tc, held_comm_unknown_device_is_listed_later);
+  tcase_add_test(tc, multi_device_group_ops_after_the_mismatch);
+  tcase_add_test(tc, held_memo_ends_with_the_group);
+  tcase_add_test(tc, later_mismatches_still_list_their_device);
+  tcase_add_test(tc, queries_after_finalize_and_destroy);
+  tcase_add_test(tc, comm_past_the_held_capacity_is_released_at_its_post);
   tcase_add_test(tc, op_after_async_error);
   tcase_add_test(tc, threads_with_their_own_comms_are_silent);
   tcase_add_test(tc, fork_child_forgets_other_threads_groups);
