@@ -1715,12 +1715,43 @@ __attribute__((noinline)) static void pending_add_slow(thread_state *ts, const a
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
+/* pending_add_slow's first two tests, inline (a grouped all-to-all's
+ * chunks merge into the last entry or, its send and receive sides
+ * alternating, the one before it): when the access merges into entry
+ * n - 1 or, that one not taking it, n - 2, it is merged and true (what
+ * pending_add_slow's loop, which tries those first, in that order, does);
+ * false with nothing changed: pending_add_slow, whose loop finds neither
+ * again. */
+static inline __attribute__((always_inline)) bool pending_merge(thread_state *ts,
+                                                                const a2a_event *ev,
+                                                                uintptr_t lo, size_t bytes,
+                                                                uint8_t flags) {
+  int n = ts->npending;
+  uintptr_t hi = lo + bytes;
+  void *stream = ev->stream, *comm = ev->comm;
+  int per_thread = ev->per_thread, dev = dev_of(ev);
+  pending *p = &ts->p[n];
+  for (int k = 0; k < 2 && k < n; k++) {
+    p--;
+    if (p->flags == flags && p->stream == stream && (p->hi == lo || p->lo == hi) &&
+        p->comm == comm && p->per_thread == per_thread && p->device == dev) {
+      ts->rp_n = 0; /* the entries change: no replay */
+      if (p->hi == lo) p->hi = hi;
+      else p->lo = lo;
+      p->nops++;
+      return true;
+    }
+  }
+  return false;
+}
+
 /* Add one communication access to ts's pending list (the group's). */
 static inline __attribute__((always_inline)) void pending_add(thread_state *ts,
                                                               const a2a_event *ev, uintptr_t lo,
                                                               size_t bytes, uint8_t flags,
                                                               const char *what) {
-  if (!pending_repeat(ts, ev, lo, bytes, flags, what)) pending_add_slow(ts, ev, lo, bytes, flags, what);
+  if (!pending_repeat(ts, ev, lo, bytes, flags, what) && !pending_merge(ts, ev, lo, bytes, flags))
+    pending_add_slow(ts, ev, lo, bytes, flags, what);
 }
 
 /* Whether two pending accesses name the same stream argument (then they

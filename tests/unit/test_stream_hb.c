@@ -21,6 +21,7 @@
 #define STREAM_LEGACY_HANDLE ((void *)0x1) /* cudaStreamLegacy */
 
 static void *const COMM = (void *)0xc0;
+static void *const COMM2 = (void *)0xc1; /* a second communicator */
 static void *const S_COMM = (void *)0x5100; /* communication stream */
 static void *const S_COMP = (void *)0x5200; /* compute stream */
 static void *const S_OTHER = (void *)0x5300;
@@ -1472,6 +1473,56 @@ START_TEST(grouped_sendrecv_swapped_buffers) {
 }
 END_TEST
 
+/* A grouped all-to-all's chunks merge into the last entry or, send and
+ * receive alternating, the one before it (pending_merge, in the
+ * point-to-point handler), at either end of it (here the chunks come in
+ * descending order), and only into an entry of the same communicator:
+ * the receive chunks, the send chunks of COMM (two operations, one
+ * entry), the adjacent send of COMM2 (an entry of its own). The host
+ * waited for nothing: rewriting each send range is reported, naming its
+ * operations. */
+START_TEST(grouped_chunks_merge_into_matching_entries) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, (char *)SENDBUF + 1024, 256, (void *)0x2100);
+  recv_on(S_COMM, (char *)RECVBUF + 1024, 256);
+  send_on(S_COMM, SENDBUF, 256, (void *)0x2101);
+  recv_on(S_COMM, RECVBUF, 256);
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.api = "ncclSend";
+  ev.comm = COMM2;
+  ev.stream = S_COMM;
+  ev.callsite = (void *)0x2102;
+  ev.u.p2p.is_send = 1;
+  ev.u.p2p.buff = (char *)SENDBUF + 2048;
+  ev.u.p2p.count = 256;
+  ev.u.p2p.dtype = NCCL_FLOAT;
+  ev_dispatch(&ev, 0);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, 2048, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  const collected *c = collector_find("stream.free-in-flight");
+  ck_assert_ptr_nonnull(strstr(c->message, "2 grouped operations"));
+  ck_assert_ptr_nonnull(strstr(c->message, "writes [0x70000000, +2048)")); /* the whole entry */
+  ck_assert_ptr_nonnull(strstr(c->details, "0x2100"));
+  memop(A2A_EV_MEMSET, (char *)SENDBUF + 2048, NULL, 1024, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 2);
+  c = collector_get(collector_total() - 1); /* the latest */
+  ck_assert_ptr_null(strstr(c->message, "grouped operations"));
+  ck_assert_ptr_nonnull(strstr(c->details, "0x2102"));
+  /* The receive range: both chunks, one entry. */
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 2048, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_ptr_nonnull(
+      strstr(collector_find("stream.unsynced-output")->message, "2 grouped operations"));
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-output")->message,
+                               "reads [0x70010000, +2048)"));
+  ck_assert_int_eq(stream_findings(), 3);
+}
+END_TEST
+
 /* Repeated groups (group_replay): the same group posted again is
  * replayed, and a replayed group's accesses carry its own epoch - after
  * the host waited for the group before, the replayed one is in flight:
@@ -1835,7 +1886,6 @@ END_TEST
 
 /* ---------------- correct PyTorch patterns: no finding ---------------- */
 
-static void *const COMM2 = (void *)0xc1;
 
 static void coll_comm(void *comm, void *s, int per_thread, const void *send, void *recv,
                       size_t count) {
@@ -2637,6 +2687,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_sendrecv_fast_path_keeps_findings);
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
+  tcase_add_test(tc, grouped_chunks_merge_into_matching_entries);
   tcase_add_test(tc, grouped_sendrecv_replay_keeps_findings);
   tcase_add_test(tc, grouped_in_place_replay_keeps_findings);
   tcase_add_test(tc, grouped_replay_refused_after_history_change);
