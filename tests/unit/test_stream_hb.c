@@ -1523,6 +1523,68 @@ START_TEST(grouped_chunks_merge_into_matching_entries) {
 }
 END_TEST
 
+/* A group spanning two streams (no replay: pending_apply_multi) whose
+ * operations repeat the thread's previous group's entries keeps those
+ * entries (pending_repeat): the accesses carry the repeated group's epoch
+ * and the entries' sites. An operation that differs in its site, or that
+ * equals an entry other operations were merged into, is an entry of its
+ * own. */
+static void two_stream_group(const void *send_site, size_t send_count) {
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, send_count, send_site);
+  recv_on(S_OTHER, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+}
+
+START_TEST(grouped_two_streams_repeat_keeps_findings) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  for (int i = 0; i < 3; i++) { /* the first makes the entries, the others repeat them */
+    two_stream_group((void *)0x2100, NBYTES / 4);
+    stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+    stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
+  }
+  two_stream_group((void *)0x2100, NBYTES / 4); /* repeated, in flight */
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 2);
+
+  /* Another call site: the send's access names it. */
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  two_stream_group((void *)0x2100, NBYTES / 4);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
+  two_stream_group((void *)0x2222, NBYTES / 4);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2222"));
+
+  /* Two merged chunks, then one operation with the merged entry's bounds
+   * and site: an entry of one operation. */
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 8, (void *)0x2100);
+  send_on(S_COMM, (char *)SENDBUF + NBYTES / 2, NBYTES / 8, (void *)0x2100);
+  recv_on(S_OTHER, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
+  two_stream_group((void *)0x2100, NBYTES / 4);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_null(strstr(collector_find("stream.free-in-flight")->message, "grouped operations"));
+}
+END_TEST
+
 /* Repeated groups (group_replay): the same group posted again is
  * replayed, and a replayed group's accesses carry its own epoch - after
  * the host waited for the group before, the replayed one is in flight:
@@ -2688,6 +2750,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
   tcase_add_test(tc, grouped_chunks_merge_into_matching_entries);
+  tcase_add_test(tc, grouped_two_streams_repeat_keeps_findings);
   tcase_add_test(tc, grouped_sendrecv_replay_keeps_findings);
   tcase_add_test(tc, grouped_in_place_replay_keeps_findings);
   tcase_add_test(tc, grouped_replay_refused_after_history_change);
