@@ -2051,17 +2051,21 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
   int tls[MAX_PENDING];
   uint32_t clk[MAX_PENDING];
   int streams[MAX_PENDING], nstreams = 0;
+  uint64_t seen[(MAX_TL + 63) / 64] = {0}; /* the timelines in streams[] */
   for (int i = 0; i < npending; i++) {
     pending *p = &arr[i];
-    const pending *q = i > 0 ? &arr[i - 1] : NULL;
-    int s = q && same_stream(q, p)
-                ? tls[i - 1] /* the same stream argument: the same timeline */
-                : tl_of(p->stream, p->per_thread, thread, p->device);
+    if (i > 0 && same_stream(&arr[i - 1], p)) { /* the same timeline, in streams[] */
+      tls[i] = tls[i - 1];
+      continue;
+    }
+    int s = tl_of(p->stream, p->per_thread, thread, p->device);
     tls[i] = s;
     if (s < 0) return;
-    bool seen = false;
-    for (int k = 0; k < nstreams; k++) seen |= streams[k] == s;
-    if (!seen) streams[nstreams++] = s;
+    uint64_t bit = 1ull << (s & 63);
+    if (!(seen[s >> 6] & bit)) {
+      seen[s >> 6] |= bit;
+      streams[nstreams++] = s;
+    }
   }
   /* NCCL launches a group spanning several streams as one unit: every
    * stream waits for the others before and after. Join first, so the

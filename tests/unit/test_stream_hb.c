@@ -1585,6 +1585,33 @@ START_TEST(grouped_two_streams_repeat_keeps_findings) {
 }
 END_TEST
 
+/* A group whose entries come back to a stream (S_COMM, S_OTHER, S_COMM):
+ * each stream is ticked once (pending_apply_multi's set of timelines),
+ * so the two sends carry the same epoch, the one after the warm-up's. */
+START_TEST(grouped_streams_revisited_tick_once) {
+  setup();
+  two_streams_warm(NONBLOCKING); /* S_COMM: epoch 1 */
+  stream_create(S_OTHER, NONBLOCKING);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2100);
+  recv_on(S_OTHER, RECVBUF, NBYTES / 4);
+  send_on(S_COMM, (char *)SENDBUF + 0x8000, NBYTES / 4, (void *)0x2101);
+  group(A2A_EV_GROUP_END);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  memop(A2A_EV_MEMSET, (char *)SENDBUF + 0x8000, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 2);
+  /* (epoch 3: the warm-up's send and receive were 1 and 2) */
+  const char *want[2] = {"\"site_symbol\":\"0x2100\",\"epoch\":3",
+                         "\"site_symbol\":\"0x2101\",\"epoch\":3"};
+  for (int w = 0; w < 2; w++) {
+    bool found = false;
+    for (size_t i = 0; i < collector_total(); i++)
+      found |= strstr(collector_get(i)->details, want[w]) != NULL;
+    ck_assert_msg(found, "no send access with %s", want[w]);
+  }
+}
+END_TEST
+
 /* Repeated groups (group_replay): the same group posted again is
  * replayed, and a replayed group's accesses carry its own epoch - after
  * the host waited for the group before, the replayed one is in flight:
@@ -2751,6 +2778,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
   tcase_add_test(tc, grouped_chunks_merge_into_matching_entries);
   tcase_add_test(tc, grouped_two_streams_repeat_keeps_findings);
+  tcase_add_test(tc, grouped_streams_revisited_tick_once);
   tcase_add_test(tc, grouped_sendrecv_replay_keeps_findings);
   tcase_add_test(tc, grouped_in_place_replay_keeps_findings);
   tcase_add_test(tc, grouped_replay_refused_after_history_change);
