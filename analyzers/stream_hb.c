@@ -2079,15 +2079,27 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
       tick(streams[0]);
     }
   } else {
+    /* joined: the join of the non-capturing streams' clocks after their
+     * edges and ticks (enqueue_edges(s) changes only s's clock, so each
+     * is final once ticked); it starts as the first one's (the join of
+     * zeros and it). Each of those clocks is then joined (it is at most
+     * joined, so it becomes joined: a copy); a capturing stream's clock
+     * is joined with it. vc_join and the copies cover g_ntl entries. */
     uint32_t joined[MAX_TL];
-    memset(joined, 0, (size_t)g_ntl * sizeof joined[0]); /* vc_join reads g_ntl entries */
+    size_t bytes = (size_t)g_ntl * sizeof joined[0];
+    bool any = false;
     for (int k = 0; k < nstreams; k++) {
       if (g_tl[streams[k]].capturing) continue;
       enqueue_edges(streams[k]);
       tick(streams[k]);
-      vc_join(joined, g_tl[streams[k]].vc);
+      if (any) vc_join(joined, g_tl[streams[k]].vc);
+      else memcpy(joined, g_tl[streams[k]].vc, bytes);
+      any = true;
     }
-    for (int k = 0; k < nstreams; k++) vc_join(g_tl[streams[k]].vc, joined);
+    for (int k = 0; any && k < nstreams; k++) {
+      if (g_tl[streams[k]].capturing) vc_join(g_tl[streams[k]].vc, joined);
+      else memcpy(g_tl[streams[k]].vc, joined, bytes);
+    }
   }
   for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
   pending_access(arr, npending, tls, clk, 0, 0);

@@ -1612,6 +1612,35 @@ START_TEST(grouped_streams_revisited_tick_once) {
 }
 END_TEST
 
+/* pending_apply_multi's join: after a group spanning S_COMM and S_OTHER,
+ * each stream is ordered after the other's part (reading the receive
+ * buffer on S_COMM and rewriting the send buffer on S_OTHER are ordered;
+ * reading the receive buffer on S_COMP is not). A capturing
+ * stream's clock is joined with the group's, not replaced: its own
+ * earlier receives stay ordered before its later kernel. */
+START_TEST(grouped_streams_join_exactly) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  two_stream_group((void *)0x2100, NBYTES / 4);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMM);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_OTHER);
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  for (int i = 0; i < 3; i++) recv_on(S_OTHER, RECVBUF, NBYTES / 4); /* S_OTHER ahead */
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_OTHER, 0);
+  two_stream_group((void *)0x2100, NBYTES / 4);
+  stream_ev(A2A_EV_GRAPH_CAPTURE_END, S_OTHER, 0);
+  launch_fill(S_OTHER, RECVBUF, (void *)0x3001); /* after its own receives */
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 /* Repeated groups (group_replay): the same group posted again is
  * replayed, and a replayed group's accesses carry its own epoch - after
  * the host waited for the group before, the replayed one is in flight:
@@ -2779,6 +2808,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_chunks_merge_into_matching_entries);
   tcase_add_test(tc, grouped_two_streams_repeat_keeps_findings);
   tcase_add_test(tc, grouped_streams_revisited_tick_once);
+  tcase_add_test(tc, grouped_streams_join_exactly);
   tcase_add_test(tc, grouped_sendrecv_replay_keeps_findings);
   tcase_add_test(tc, grouped_in_place_replay_keeps_findings);
   tcase_add_test(tc, grouped_replay_refused_after_history_change);
