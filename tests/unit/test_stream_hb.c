@@ -104,10 +104,12 @@ static void launch_struct(void *s, void *p) {
   ev_dispatch(&ev, 0);
 }
 
-static void send_on(void *s, void *buf, size_t count, const void *site) {
+/* ncclSend-like (api) on communicator comm. */
+static void send_as(void *s, void *buf, size_t count, const void *site, const char *api,
+                    void *comm) {
   a2a_event ev = ev_make(A2A_EV_P2P);
-  ev.api = "ncclSend";
-  ev.comm = COMM;
+  ev.api = api;
+  ev.comm = comm;
   ev.stream = s;
   ev.callsite = site;
   ev.u.p2p.is_send = 1;
@@ -116,6 +118,10 @@ static void send_on(void *s, void *buf, size_t count, const void *site) {
   ev.u.p2p.dtype = NCCL_FLOAT;
   ev.u.p2p.peer = 1;
   ev_dispatch(&ev, 0);
+}
+
+static void send_on(void *s, void *buf, size_t count, const void *site) {
+  send_as(s, buf, count, site, "ncclSend", COMM);
 }
 
 static void recv_on(void *s, void *buf, size_t count) {
@@ -175,6 +181,18 @@ static void two_streams_warm(unsigned comm_flags) {
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2000);
   recv_on(S_COMM, RECVBUF, NBYTES / 4);
   stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+}
+
+/* setup(), two_streams_warm, and S_OTHER (non-blocking). */
+static void three_streams_warm(void) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+}
+
+static void sync_comm_other(void) {
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
 }
 
 /* ---------------- unsynced-input ---------------- */
@@ -255,9 +273,7 @@ START_TEST(event_recorded_before_write_does_not_order_it) {
 END_TEST
 
 START_TEST(event_rerecorded_replaces_its_clock) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   void *e = (void *)0xe1;
   /* Recorded after the write, then re-recorded on an unrelated stream: the
    * wait now orders only the unrelated stream. */
@@ -836,9 +852,7 @@ END_TEST
 /* ...and the same buffer on another stream is that stream's access: a send
  * of it ordered after the compute stream only is not ordered after it. */
 START_TEST(launch_repeat_other_stream_is_looked_up) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   recv_on(S_COMM, RECVBUF, NBYTES / 4);
   void *e = (void *)0xe100;
   event_ev(A2A_EV_EVENT_RECORD, e, S_COMM, 0);
@@ -1489,16 +1503,7 @@ START_TEST(grouped_chunks_merge_into_matching_entries) {
   recv_on(S_COMM, (char *)RECVBUF + 1024, 256);
   send_on(S_COMM, SENDBUF, 256, (void *)0x2101);
   recv_on(S_COMM, RECVBUF, 256);
-  a2a_event ev = ev_make(A2A_EV_P2P);
-  ev.api = "ncclSend";
-  ev.comm = COMM2;
-  ev.stream = S_COMM;
-  ev.callsite = (void *)0x2102;
-  ev.u.p2p.is_send = 1;
-  ev.u.p2p.buff = (char *)SENDBUF + 2048;
-  ev.u.p2p.count = 256;
-  ev.u.p2p.dtype = NCCL_FLOAT;
-  ev_dispatch(&ev, 0);
+  send_as(S_COMM, (char *)SENDBUF + 2048, 256, (void *)0x2102, "ncclSend", COMM2);
   group(A2A_EV_GROUP_END);
   ck_assert_int_eq(stream_findings(), 0);
   memop(A2A_EV_MEMSET, SENDBUF, NULL, 2048, 0, 1, S_COMP);
@@ -1537,13 +1542,10 @@ static void two_stream_group(const void *send_site, size_t send_count) {
 }
 
 START_TEST(grouped_two_streams_repeat_keeps_findings) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   for (int i = 0; i < 3; i++) { /* the first makes the entries, the others repeat them */
     two_stream_group((void *)0x2100, NBYTES / 4);
-    stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
-    stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
+    sync_comm_other();
   }
   two_stream_group((void *)0x2100, NBYTES / 4); /* repeated, in flight */
   ck_assert_int_eq(stream_findings(), 0);
@@ -1555,12 +1557,9 @@ START_TEST(grouped_two_streams_repeat_keeps_findings) {
   ck_assert_int_eq(stream_findings(), 2);
 
   /* Another call site: the send's access names it. */
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   two_stream_group((void *)0x2100, NBYTES / 4);
-  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
-  stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
+  sync_comm_other();
   two_stream_group((void *)0x2222, NBYTES / 4);
   memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
   ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
@@ -1568,16 +1567,13 @@ START_TEST(grouped_two_streams_repeat_keeps_findings) {
 
   /* Two merged chunks, then one operation with the merged entry's bounds
    * and site: an entry of one operation. */
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   group(A2A_EV_GROUP_START);
   send_on(S_COMM, SENDBUF, NBYTES / 8, (void *)0x2100);
   send_on(S_COMM, (char *)SENDBUF + NBYTES / 2, NBYTES / 8, (void *)0x2100);
   recv_on(S_OTHER, RECVBUF, NBYTES / 4);
   group(A2A_EV_GROUP_END);
-  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
-  stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
+  sync_comm_other();
   two_stream_group((void *)0x2100, NBYTES / 4);
   memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
   ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
@@ -1589,9 +1585,7 @@ END_TEST
  * each stream is ticked once (pending_apply_multi's set of timelines),
  * so the two sends carry the same epoch, the one after the warm-up's. */
 START_TEST(grouped_streams_revisited_tick_once) {
-  setup();
-  two_streams_warm(NONBLOCKING); /* S_COMM: epoch 1 */
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm(); /* S_COMM: epochs 1 and 2 */
   group(A2A_EV_GROUP_START);
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2100);
   recv_on(S_OTHER, RECVBUF, NBYTES / 4);
@@ -1619,9 +1613,7 @@ END_TEST
  * stream's clock is joined with the group's, not replaced: its own
  * earlier receives stay ordered before its later kernel. */
 START_TEST(grouped_streams_join_exactly) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   two_stream_group((void *)0x2100, NBYTES / 4);
   memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMM);
   memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_OTHER);
@@ -1629,9 +1621,7 @@ START_TEST(grouped_streams_join_exactly) {
   memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
   ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
 
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   for (int i = 0; i < 3; i++) recv_on(S_OTHER, RECVBUF, NBYTES / 4); /* S_OTHER ahead */
   stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_OTHER, 0);
   two_stream_group((void *)0x2100, NBYTES / 4);
@@ -1738,16 +1728,7 @@ START_TEST(grouped_replay_needs_the_same_entries) {
   sendrecv_group(S_COMM);
   stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
   group(A2A_EV_GROUP_START);
-  a2a_event ev = ev_make(A2A_EV_P2P);
-  ev.api = "ncclSendOther";
-  ev.comm = COMM;
-  ev.stream = S_COMM;
-  ev.callsite = (void *)0x2100;
-  ev.u.p2p.is_send = 1;
-  ev.u.p2p.buff = SENDBUF;
-  ev.u.p2p.count = NBYTES / 4;
-  ev.u.p2p.dtype = NCCL_FLOAT;
-  ev_dispatch(&ev, 0);
+  send_as(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2100, "ncclSendOther", COMM);
   recv_on(S_COMM, RECVBUF, NBYTES / 4);
   group(A2A_EV_GROUP_END);
   memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
@@ -2434,9 +2415,7 @@ END_TEST
  * (nothing to join); a group spanning two streams still joins them: the
  * producer on the second stream is ordered before the send on the first. */
 START_TEST(single_stream_op_vs_two_stream_group) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   launch_fill(S_OTHER, SENDBUF, (void *)0x3000);
   group(A2A_EV_GROUP_START);
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
@@ -2642,9 +2621,7 @@ END_TEST
  * neither, overwrites the operation's input (free-in-flight) and the
  * earlier operation's output (unsynced-output). */
 START_TEST(fast_path_read_keeps_the_history) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   void *e = (void *)0xe7;
   recv_on(S_COMP, SENDBUF, NBYTES / 4); /* W: the producer, a receive */
   event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
