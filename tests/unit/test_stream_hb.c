@@ -1446,20 +1446,26 @@ static void sendrecv_group(void *s) {
   group(A2A_EV_GROUP_END);
 }
 
+/* The group just posted (send SENDBUF at site 0x2100, receive RECVBUF),
+ * nothing else since, is in flight: rewriting what it sends and reading
+ * what it receives are reported, the send with its site. */
+static void group_in_flight_is_reported(void) {
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 2);
+}
+
 START_TEST(grouped_sendrecv_fast_path_keeps_findings) {
   setup();
   two_streams_warm(NONBLOCKING); /* both ranges tracked, ordered */
   sendrecv_group(S_COMM);
   stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
   sendrecv_group(S_COMM); /* in flight */
-  ck_assert_int_eq(stream_findings(), 0);
-  /* The send still reads: rewriting it is reported, with its site. */
-  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
-  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
-  /* The receive still writes: reading it is reported. */
-  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  group_in_flight_is_reported(); /* the send still reads, the receive still writes */
   /* Once the host waited, the next group is silent. */
   stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
   stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0);
@@ -1548,13 +1554,7 @@ START_TEST(grouped_two_streams_repeat_keeps_findings) {
     sync_comm_other();
   }
   two_stream_group((void *)0x2100, NBYTES / 4); /* repeated, in flight */
-  ck_assert_int_eq(stream_findings(), 0);
-  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
-  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
-  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
-  ck_assert_int_eq(stream_findings(), 2);
+  group_in_flight_is_reported();
 
   /* Another call site: the send's access names it. */
   three_streams_warm();
@@ -1643,13 +1643,7 @@ START_TEST(grouped_sendrecv_replay_keeps_findings) {
     stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
   }
   sendrecv_group(S_COMM); /* replayed, in flight */
-  ck_assert_int_eq(stream_findings(), 0);
-  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
-  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
-  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
-  ck_assert_int_eq(stream_findings(), 2);
+  group_in_flight_is_reported();
 }
 END_TEST
 
