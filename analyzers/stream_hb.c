@@ -1730,26 +1730,26 @@ __attribute__((noinline)) static void pending_add_slow(thread_state *ts, const a
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
-/* pending_add_slow's first two tests, inline (a grouped all-to-all's
- * chunks merge into the last entry or, its send and receive sides
- * alternating, the one before it): when the access merges into entry
- * n - 1 or, that one not taking it, n - 2, it is merged and true (what
- * pending_add_slow's loop, which tries those first, in that order, does);
- * false with nothing changed: pending_add_slow, whose loop finds neither
- * again. */
+/* pending_add_slow's first two tests, unrolled, with the operation's
+ * fields loaded once (a grouped all-to-all's chunks merge into the last
+ * entry or, its send and receive sides alternating, the one before it):
+ * when the access merges into entry n - 1 or, that one not taking it,
+ * n - 2, it is merged and true (what pending_add_slow's loop, which tries those
+ * first, in that order, does); false with nothing changed: the loop finds
+ * neither again. (Out of pending_add's inline part: its loads would be
+ * hoisted above pending_repeat's test, into the repeated operation's
+ * path.) */
 static inline __attribute__((always_inline)) bool pending_merge(thread_state *ts,
                                                                 const a2a_event *ev,
                                                                 uintptr_t lo, size_t bytes,
                                                                 uint8_t flags) {
   int n = ts->npending;
   uintptr_t hi = lo + bytes;
-  void *stream = ev->stream, *comm = ev->comm;
-  int per_thread = ev->per_thread, dev = dev_of(ev);
   pending *p = &ts->p[n];
   for (int k = 0; k < 2 && k < n; k++) {
     p--;
-    if (p->flags == flags && p->stream == stream && (p->hi == lo || p->lo == hi) &&
-        p->comm == comm && p->per_thread == per_thread && p->device == dev) {
+    if (p->flags == flags && p->stream == ev->stream && (p->hi == lo || p->lo == hi) &&
+        p->comm == ev->comm && p->per_thread == ev->per_thread && p->device == dev_of(ev)) {
       ts->rp_n = 0; /* the entries change: no replay, no repeat */
       ts->rep_n = 0;
       if (p->hi == lo) p->hi = hi;
@@ -1759,6 +1759,15 @@ static inline __attribute__((always_inline)) bool pending_merge(thread_state *ts
     }
   }
   return false;
+}
+
+/* pending_add past pending_repeat, out of line (see pending_merge):
+ * the merge into one of the last two entries, else pending_add_slow (a
+ * tail call). */
+__attribute__((noinline)) static void pending_add_more(thread_state *ts, const a2a_event *ev,
+                                                       uintptr_t lo, size_t bytes, uint8_t flags,
+                                                       const char *what) {
+  if (!pending_merge(ts, ev, lo, bytes, flags)) pending_add_slow(ts, ev, lo, bytes, flags, what);
 }
 
 /* At the outermost group end, before npending is cleared: rep_n for the
@@ -1784,8 +1793,7 @@ static inline __attribute__((always_inline)) void pending_add(thread_state *ts,
                                                               const a2a_event *ev, uintptr_t lo,
                                                               size_t bytes, uint8_t flags,
                                                               const char *what) {
-  if (!pending_repeat(ts, ev, lo, bytes, flags, what) && !pending_merge(ts, ev, lo, bytes, flags))
-    pending_add_slow(ts, ev, lo, bytes, flags, what);
+  if (!pending_repeat(ts, ev, lo, bytes, flags, what)) pending_add_more(ts, ev, lo, bytes, flags, what);
 }
 
 /* Whether two pending accesses name the same stream argument (then they
