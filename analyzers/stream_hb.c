@@ -1730,15 +1730,14 @@ __attribute__((noinline)) static void pending_add_slow(thread_state *ts, const a
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
-/* pending_add_slow's first two tests, unrolled, with the operation's
- * fields loaded once (a grouped all-to-all's chunks merge into the last
- * entry or, its send and receive sides alternating, the one before it):
- * when the access merges into entry n - 1 or, that one not taking it,
- * n - 2, it is merged and true (what pending_add_slow's loop, which tries those
- * first, in that order, does); false with nothing changed: the loop finds
- * neither again. (Out of pending_add's inline part: its loads would be
- * hoisted above pending_repeat's test, into the repeated operation's
- * path.) */
+/* pending_add_slow's first two tests, unrolled, in a smaller frame (a
+ * grouped all-to-all's chunks merge into the last entry or, its send and
+ * receive sides alternating, the one before it): when the access merges
+ * into entry n - 1 or, that one not taking it, n - 2, it is merged and
+ * true (what pending_add_slow's loop, which tries those first, in that
+ * order, does); false with nothing changed: the loop finds neither
+ * again. (Out of pending_add's inline part: its loads would be hoisted
+ * above pending_repeat's test, into the repeated operation's path.) */
 static inline __attribute__((always_inline)) bool pending_merge(thread_state *ts,
                                                                 const a2a_event *ev,
                                                                 uintptr_t lo, size_t bytes,
