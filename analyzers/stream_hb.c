@@ -201,6 +201,12 @@ typedef struct thread_state {
    * access went into slot rp_slot[k] (HB_SLOT_USE: the range's use only). */
   uint8_t rp_n;
   int8_t rp_slot[2];
+  /* The first rep_n entries of p are an earlier group's, none merged into,
+   * each with the site cache's stack (none with stacks off): an operation
+   * equal to entry npending is that entry (pending_repeat). Cleared when an
+   * entry changes (pending_merge, pending_add_slow), set at the group end
+   * (pending_repeat_set). rp_n != 0 implies rep_n >= rp_n. */
+  int rep_n;
   int rp_s;
   uint64_t rp_epoch;
   range *rp_r[2];
@@ -1658,9 +1664,17 @@ static void op_side(pending *p, const a2a_event *ev, int dev, uintptr_t lo, size
 }
 
 /* The first part of pending_add, inline in its callers: an access with
- * no bytes adds nothing, and the same operation as the same entry of the
- * replayed group is that entry, as it stands (see "Repeated groups"). True
- * when done; false: pending_add_slow. */
+ * no bytes adds nothing, and the same operation as the same entry of an
+ * earlier group (within rep_n) is that entry, as it stands. True when
+ * done; false: pending_merge, then pending_add_slow. Exact: entry n was
+ * made by pending_add_slow from this operation (every field op_side sets
+ * is compared; nops 1: nothing merged into it since) after entries 0..n-1
+ * as they are now (none of them merged into later; each of this group's
+ * equal to it), so pending_add_slow would again merge the operation into
+ * none of them and append it as entry n, with the same stack: the site
+ * cache's answer for its site, fixed until a re-initialization, which
+ * clears the thread's state (pending_repeat_set keeps no entry with a
+ * capture of its own, or with none while stacks are on). */
 static inline __attribute__((always_inline)) bool pending_repeat(thread_state *ts,
                                                                  const a2a_event *ev,
                                                                  uintptr_t lo, size_t bytes,
@@ -1670,7 +1684,7 @@ static inline __attribute__((always_inline)) bool pending_repeat(thread_state *t
   uintptr_t hi = lo + bytes;
   int dev = dev_of(ev);
   int n = ts->npending;
-  if (n >= ts->rp_n) return false;
+  if (n >= ts->rep_n) return false;
   const pending *p = &ts->p[n];
   if (p->lo == lo && p->hi == hi && p->flags == flags && p->stream == ev->stream &&
       p->site == ev->callsite && p->comm == ev->comm && p->per_thread == ev->per_thread &&
@@ -1692,7 +1706,8 @@ __attribute__((noinline)) static void pending_add_slow(thread_state *ts, const a
   int *npending = &ts->npending, cap = MAX_PENDING;
   uintptr_t hi = lo + bytes;
   int dev = dev_of(ev);
-  ts->rp_n = 0; /* the entries change: no replay */
+  ts->rp_n = 0; /* the entries change: no replay, no repeat */
+  ts->rep_n = 0;
   for (int i = *npending - 1; i >= 0 && i >= *npending - 8; i--) {
     pending *p = &arr[i];
     /* (The direction first: a group's send and receive differ in it.) */
@@ -1715,12 +1730,69 @@ __attribute__((noinline)) static void pending_add_slow(thread_state *ts, const a
   if (p->stk && p->stk->n <= 0) p->stk = NULL;
 }
 
+/* pending_add_slow's first two tests, unrolled, in a smaller frame (a
+ * grouped all-to-all's chunks merge into the last entry or, its send and
+ * receive sides alternating, the one before it): when the access merges
+ * into entry n - 1 or, that one not taking it, n - 2, it is merged and
+ * true (what pending_add_slow's loop, which tries those first, in that
+ * order, does); false with nothing changed: the loop finds neither
+ * again. (Out of pending_add's inline part: its loads would be hoisted
+ * above pending_repeat's test, into the repeated operation's path.) */
+static inline __attribute__((always_inline)) bool pending_merge(thread_state *ts,
+                                                                const a2a_event *ev,
+                                                                uintptr_t lo, size_t bytes,
+                                                                uint8_t flags) {
+  int n = ts->npending;
+  uintptr_t hi = lo + bytes;
+  pending *p = &ts->p[n];
+  for (int k = 0; k < 2 && k < n; k++) {
+    p--;
+    if (p->flags == flags && p->stream == ev->stream && (p->hi == lo || p->lo == hi) &&
+        p->comm == ev->comm && p->per_thread == ev->per_thread && p->device == dev_of(ev)) {
+      ts->rp_n = 0; /* the entries change: no replay, no repeat */
+      ts->rep_n = 0;
+      if (p->hi == lo) p->hi = hi;
+      else p->lo = lo;
+      p->nops++;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* pending_add past pending_repeat, out of line (see pending_merge):
+ * the merge into one of the last two entries, else pending_add_slow (a
+ * tail call). */
+__attribute__((noinline)) static void pending_add_more(thread_state *ts, const a2a_event *ev,
+                                                       uintptr_t lo, size_t bytes, uint8_t flags,
+                                                       const char *what) {
+  if (!pending_merge(ts, ev, lo, bytes, flags)) pending_add_slow(ts, ev, lo, bytes, flags, what);
+}
+
+/* At the outermost group end, before npending is cleared: rep_n for the
+ * entries now in ts->p (see pending_repeat). A group whose every operation
+ * was repeated (npending <= rep_n: any other clears rep_n) left the
+ * entries, and rep_n, as they were. */
+static void pending_repeat_set(thread_state *ts) {
+  int n = ts->npending;
+  if (n <= ts->rep_n) return;
+  bool stacks = a2a_opt->stack_depth > 0;
+  for (int k = 0; k < n; k++) {
+    const pending *p = &ts->p[k];
+    if (p->nops != 1 || p->stk == &p->scratch || (!p->stk && stacks)) {
+      ts->rep_n = 0;
+      return;
+    }
+  }
+  ts->rep_n = n;
+}
+
 /* Add one communication access to ts's pending list (the group's). */
 static inline __attribute__((always_inline)) void pending_add(thread_state *ts,
                                                               const a2a_event *ev, uintptr_t lo,
                                                               size_t bytes, uint8_t flags,
                                                               const char *what) {
-  if (!pending_repeat(ts, ev, lo, bytes, flags, what)) pending_add_slow(ts, ev, lo, bytes, flags, what);
+  if (!pending_repeat(ts, ev, lo, bytes, flags, what)) pending_add_more(ts, ev, lo, bytes, flags, what);
 }
 
 /* Whether two pending accesses name the same stream argument (then they
@@ -1986,17 +2058,21 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
   int tls[MAX_PENDING];
   uint32_t clk[MAX_PENDING];
   int streams[MAX_PENDING], nstreams = 0;
+  uint64_t seen[(MAX_TL + 63) / 64] = {0}; /* the timelines in streams[] */
   for (int i = 0; i < npending; i++) {
     pending *p = &arr[i];
-    const pending *q = i > 0 ? &arr[i - 1] : NULL;
-    int s = q && same_stream(q, p)
-                ? tls[i - 1] /* the same stream argument: the same timeline */
-                : tl_of(p->stream, p->per_thread, thread, p->device);
+    if (i > 0 && same_stream(&arr[i - 1], p)) { /* the same timeline, in streams[] */
+      tls[i] = tls[i - 1];
+      continue;
+    }
+    int s = tl_of(p->stream, p->per_thread, thread, p->device);
     tls[i] = s;
     if (s < 0) return;
-    bool seen = false;
-    for (int k = 0; k < nstreams; k++) seen |= streams[k] == s;
-    if (!seen) streams[nstreams++] = s;
+    uint64_t bit = 1ull << (s & 63);
+    if (!(seen[s >> 6] & bit)) {
+      seen[s >> 6] |= bit;
+      streams[nstreams++] = s;
+    }
   }
   /* NCCL launches a group spanning several streams as one unit: every
    * stream waits for the others before and after. Join first, so the
@@ -2010,15 +2086,27 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
       tick(streams[0]);
     }
   } else {
+    /* joined: the join of the non-capturing streams' clocks after their
+     * edges and ticks (enqueue_edges(s) changes only s's clock, so each
+     * is final once ticked); it starts as the first one's (the join of
+     * zeros and it). Each of those clocks is then joined (it is at most
+     * joined, so it becomes joined: a copy); a capturing stream's clock
+     * is joined with it. vc_join and the copies cover g_ntl entries. */
     uint32_t joined[MAX_TL];
-    memset(joined, 0, (size_t)g_ntl * sizeof joined[0]); /* vc_join reads g_ntl entries */
+    size_t bytes = (size_t)g_ntl * sizeof joined[0];
+    bool any = false;
     for (int k = 0; k < nstreams; k++) {
       if (g_tl[streams[k]].capturing) continue;
       enqueue_edges(streams[k]);
       tick(streams[k]);
-      vc_join(joined, g_tl[streams[k]].vc);
+      if (any) vc_join(joined, g_tl[streams[k]].vc);
+      else memcpy(joined, g_tl[streams[k]].vc, bytes);
+      any = true;
     }
-    for (int k = 0; k < nstreams; k++) vc_join(g_tl[streams[k]].vc, joined);
+    for (int k = 0; any && k < nstreams; k++) {
+      if (g_tl[streams[k]].capturing) vc_join(g_tl[streams[k]].vc, joined);
+      else memcpy(g_tl[streams[k]].vc, joined, bytes);
+    }
   }
   for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
   pending_access(arr, npending, tls, clk, 0, 0);
@@ -2032,8 +2120,8 @@ __attribute__((noinline)) static void pending_apply_multi(pending *arr, int npen
  * its range's use and its access's new epoch in the slot it took. Exact
  * when the replay's tests hold (group_replay), because then
  * pending_apply would do just that:
- *  - the entries: pending_add kept each one only when the operation is
- *    the one op_side wrote it from (every field op_side sets; nops is 1
+ *  - the entries: pending_add kept each one (pending_repeat, rep_n >=
+ *    rp_n) only when the operation is the one op_side wrote it from (every field op_side sets; nops is 1
  *    and the stack the site cache's, or none with stacks off, fixed until
  *    a re-initialization, which clears the thread's state - the memo
  *    requires both), so no entry merged (the entries before one are as
@@ -3065,6 +3153,7 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
     if (ts->npending != ts->rp_n || !group_replay(ts)) pending_apply(ts, ev->thread);
     hb_unlock(&q);
   }
+  pending_repeat_set(ts);
   ts->npending = 0;
 }
 

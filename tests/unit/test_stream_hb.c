@@ -21,6 +21,7 @@
 #define STREAM_LEGACY_HANDLE ((void *)0x1) /* cudaStreamLegacy */
 
 static void *const COMM = (void *)0xc0;
+static void *const COMM2 = (void *)0xc1; /* a second communicator */
 static void *const S_COMM = (void *)0x5100; /* communication stream */
 static void *const S_COMP = (void *)0x5200; /* compute stream */
 static void *const S_OTHER = (void *)0x5300;
@@ -103,10 +104,12 @@ static void launch_struct(void *s, void *p) {
   ev_dispatch(&ev, 0);
 }
 
-static void send_on(void *s, void *buf, size_t count, const void *site) {
+/* ncclSend-like (api) on communicator comm. */
+static void send_as(void *s, void *buf, size_t count, const void *site, const char *api,
+                    void *comm) {
   a2a_event ev = ev_make(A2A_EV_P2P);
-  ev.api = "ncclSend";
-  ev.comm = COMM;
+  ev.api = api;
+  ev.comm = comm;
   ev.stream = s;
   ev.callsite = site;
   ev.u.p2p.is_send = 1;
@@ -115,6 +118,10 @@ static void send_on(void *s, void *buf, size_t count, const void *site) {
   ev.u.p2p.dtype = NCCL_FLOAT;
   ev.u.p2p.peer = 1;
   ev_dispatch(&ev, 0);
+}
+
+static void send_on(void *s, void *buf, size_t count, const void *site) {
+  send_as(s, buf, count, site, "ncclSend", COMM);
 }
 
 static void recv_on(void *s, void *buf, size_t count) {
@@ -174,6 +181,18 @@ static void two_streams_warm(unsigned comm_flags) {
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2000);
   recv_on(S_COMM, RECVBUF, NBYTES / 4);
   stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+}
+
+/* setup(), two_streams_warm, and S_OTHER (non-blocking). */
+static void three_streams_warm(void) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+}
+
+static void sync_comm_other(void) {
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
 }
 
 /* ---------------- unsynced-input ---------------- */
@@ -254,9 +273,7 @@ START_TEST(event_recorded_before_write_does_not_order_it) {
 END_TEST
 
 START_TEST(event_rerecorded_replaces_its_clock) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   void *e = (void *)0xe1;
   /* Recorded after the write, then re-recorded on an unrelated stream: the
    * wait now orders only the unrelated stream. */
@@ -835,9 +852,7 @@ END_TEST
 /* ...and the same buffer on another stream is that stream's access: a send
  * of it ordered after the compute stream only is not ordered after it. */
 START_TEST(launch_repeat_other_stream_is_looked_up) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   recv_on(S_COMM, RECVBUF, NBYTES / 4);
   void *e = (void *)0xe100;
   event_ev(A2A_EV_EVENT_RECORD, e, S_COMM, 0);
@@ -1431,20 +1446,26 @@ static void sendrecv_group(void *s) {
   group(A2A_EV_GROUP_END);
 }
 
+/* The group just posted (send SENDBUF at site 0x2100, receive RECVBUF),
+ * nothing else since, is in flight: rewriting what it sends and reading
+ * what it receives are reported, the send with its site. */
+static void group_in_flight_is_reported(void) {
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 2);
+}
+
 START_TEST(grouped_sendrecv_fast_path_keeps_findings) {
   setup();
   two_streams_warm(NONBLOCKING); /* both ranges tracked, ordered */
   sendrecv_group(S_COMM);
   stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
   sendrecv_group(S_COMM); /* in flight */
-  ck_assert_int_eq(stream_findings(), 0);
-  /* The send still reads: rewriting it is reported, with its site. */
-  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
-  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
-  /* The receive still writes: reading it is reported. */
-  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  group_in_flight_is_reported(); /* the send still reads, the receive still writes */
   /* Once the host waited, the next group is silent. */
   stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
   stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0);
@@ -1472,6 +1493,144 @@ START_TEST(grouped_sendrecv_swapped_buffers) {
 }
 END_TEST
 
+/* A grouped all-to-all's chunks merge into the last entry or, send and
+ * receive alternating, the one before it (pending_merge, in the
+ * point-to-point handler), at either end of it (here the chunks come in
+ * descending order), and only into an entry of the same communicator:
+ * the receive chunks, the send chunks of COMM (two operations, one
+ * entry), the adjacent send of COMM2 (an entry of its own). The host
+ * waited for nothing: rewriting each send range is reported, naming its
+ * operations. */
+START_TEST(grouped_chunks_merge_into_matching_entries) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, (char *)SENDBUF + 1024, 256, (void *)0x2100);
+  recv_on(S_COMM, (char *)RECVBUF + 1024, 256);
+  send_on(S_COMM, SENDBUF, 256, (void *)0x2101);
+  recv_on(S_COMM, RECVBUF, 256);
+  send_as(S_COMM, (char *)SENDBUF + 2048, 256, (void *)0x2102, "ncclSend", COMM2);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, 2048, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  const collected *c = collector_find("stream.free-in-flight");
+  ck_assert_ptr_nonnull(strstr(c->message, "2 grouped operations"));
+  ck_assert_ptr_nonnull(strstr(c->message, "writes [0x70000000, +2048)")); /* the whole entry */
+  ck_assert_ptr_nonnull(strstr(c->details, "0x2100"));
+  memop(A2A_EV_MEMSET, (char *)SENDBUF + 2048, NULL, 1024, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 2);
+  c = collector_get(collector_total() - 1); /* the latest */
+  ck_assert_ptr_null(strstr(c->message, "grouped operations"));
+  ck_assert_ptr_nonnull(strstr(c->details, "0x2102"));
+  /* The receive range: both chunks, one entry. */
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 2048, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_ptr_nonnull(
+      strstr(collector_find("stream.unsynced-output")->message, "2 grouped operations"));
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-output")->message,
+                               "reads [0x70010000, +2048)"));
+  ck_assert_int_eq(stream_findings(), 3);
+}
+END_TEST
+
+/* A group spanning two streams (no replay: pending_apply_multi) whose
+ * operations repeat the thread's previous group's entries keeps those
+ * entries (pending_repeat): the accesses carry the repeated group's epoch
+ * and the entries' sites. An operation that differs in its site, or that
+ * equals an entry other operations were merged into, is an entry of its
+ * own. */
+static void two_stream_group(const void *send_site, size_t send_count) {
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, send_count, send_site);
+  recv_on(S_OTHER, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+}
+
+START_TEST(grouped_two_streams_repeat_keeps_findings) {
+  three_streams_warm();
+  for (int i = 0; i < 3; i++) { /* the first makes the entries, the others repeat them */
+    two_stream_group((void *)0x2100, NBYTES / 4);
+    sync_comm_other();
+  }
+  two_stream_group((void *)0x2100, NBYTES / 4); /* repeated, in flight */
+  group_in_flight_is_reported();
+
+  /* Another call site: the send's access names it. */
+  three_streams_warm();
+  two_stream_group((void *)0x2100, NBYTES / 4);
+  sync_comm_other();
+  two_stream_group((void *)0x2222, NBYTES / 4);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2222"));
+
+  /* Two merged chunks, then one operation with the merged entry's bounds
+   * and site: an entry of one operation. */
+  three_streams_warm();
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 8, (void *)0x2100);
+  send_on(S_COMM, (char *)SENDBUF + NBYTES / 2, NBYTES / 8, (void *)0x2100);
+  recv_on(S_OTHER, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  sync_comm_other();
+  two_stream_group((void *)0x2100, NBYTES / 4);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_ptr_null(strstr(collector_find("stream.free-in-flight")->message, "grouped operations"));
+}
+END_TEST
+
+/* A group whose entries come back to a stream (S_COMM, S_OTHER, S_COMM):
+ * each stream is ticked once (pending_apply_multi's set of timelines),
+ * so the two sends carry the same epoch, the one after the warm-up's. */
+START_TEST(grouped_streams_revisited_tick_once) {
+  three_streams_warm(); /* S_COMM: epochs 1 and 2 */
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2100);
+  recv_on(S_OTHER, RECVBUF, NBYTES / 4);
+  send_on(S_COMM, (char *)SENDBUF + 0x8000, NBYTES / 4, (void *)0x2101);
+  group(A2A_EV_GROUP_END);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  memop(A2A_EV_MEMSET, (char *)SENDBUF + 0x8000, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 2);
+  /* (epoch 3: the warm-up's send and receive were 1 and 2) */
+  const char *want[2] = {"\"site_symbol\":\"0x2100\",\"epoch\":3",
+                         "\"site_symbol\":\"0x2101\",\"epoch\":3"};
+  for (int w = 0; w < 2; w++) {
+    bool found = false;
+    for (size_t i = 0; i < collector_total(); i++)
+      found |= strstr(collector_get(i)->details, want[w]) != NULL;
+    ck_assert_msg(found, "no send access with %s", want[w]);
+  }
+}
+END_TEST
+
+/* pending_apply_multi's join: after a group spanning S_COMM and S_OTHER,
+ * each stream is ordered after the other's part (reading the receive
+ * buffer on S_COMM and rewriting the send buffer on S_OTHER are ordered;
+ * reading the receive buffer on S_COMP is not). A capturing
+ * stream's clock is joined with the group's, not replaced: its own
+ * earlier receives stay ordered before its later kernel. */
+START_TEST(grouped_streams_join_exactly) {
+  three_streams_warm();
+  two_stream_group((void *)0x2100, NBYTES / 4);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMM);
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_OTHER);
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+
+  three_streams_warm();
+  for (int i = 0; i < 3; i++) recv_on(S_OTHER, RECVBUF, NBYTES / 4); /* S_OTHER ahead */
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, S_OTHER, 0);
+  two_stream_group((void *)0x2100, NBYTES / 4);
+  stream_ev(A2A_EV_GRAPH_CAPTURE_END, S_OTHER, 0);
+  launch_fill(S_OTHER, RECVBUF, (void *)0x3001); /* after its own receives */
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 /* Repeated groups (group_replay): the same group posted again is
  * replayed, and a replayed group's accesses carry its own epoch - after
  * the host waited for the group before, the replayed one is in flight:
@@ -1484,13 +1643,7 @@ START_TEST(grouped_sendrecv_replay_keeps_findings) {
     stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
   }
   sendrecv_group(S_COMM); /* replayed, in flight */
-  ck_assert_int_eq(stream_findings(), 0);
-  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
-  ck_assert_ptr_nonnull(strstr(collector_find("stream.free-in-flight")->details, "0x2100"));
-  memop(A2A_EV_MEMCPY, (void *)0x1234, RECVBUF, 64, A2A_CPY_D2H, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
-  ck_assert_int_eq(stream_findings(), 2);
+  group_in_flight_is_reported();
 }
 END_TEST
 
@@ -1569,16 +1722,7 @@ START_TEST(grouped_replay_needs_the_same_entries) {
   sendrecv_group(S_COMM);
   stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
   group(A2A_EV_GROUP_START);
-  a2a_event ev = ev_make(A2A_EV_P2P);
-  ev.api = "ncclSendOther";
-  ev.comm = COMM;
-  ev.stream = S_COMM;
-  ev.callsite = (void *)0x2100;
-  ev.u.p2p.is_send = 1;
-  ev.u.p2p.buff = SENDBUF;
-  ev.u.p2p.count = NBYTES / 4;
-  ev.u.p2p.dtype = NCCL_FLOAT;
-  ev_dispatch(&ev, 0);
+  send_as(S_COMM, SENDBUF, NBYTES / 4, (void *)0x2100, "ncclSendOther", COMM);
   recv_on(S_COMM, RECVBUF, NBYTES / 4);
   group(A2A_EV_GROUP_END);
   memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
@@ -1835,7 +1979,6 @@ END_TEST
 
 /* ---------------- correct PyTorch patterns: no finding ---------------- */
 
-static void *const COMM2 = (void *)0xc1;
 
 static void coll_comm(void *comm, void *s, int per_thread, const void *send, void *recv,
                       size_t count) {
@@ -2266,9 +2409,7 @@ END_TEST
  * (nothing to join); a group spanning two streams still joins them: the
  * producer on the second stream is ordered before the send on the first. */
 START_TEST(single_stream_op_vs_two_stream_group) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   launch_fill(S_OTHER, SENDBUF, (void *)0x3000);
   group(A2A_EV_GROUP_START);
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
@@ -2474,9 +2615,7 @@ END_TEST
  * neither, overwrites the operation's input (free-in-flight) and the
  * earlier operation's output (unsynced-output). */
 START_TEST(fast_path_read_keeps_the_history) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  stream_create(S_OTHER, NONBLOCKING);
+  three_streams_warm();
   void *e = (void *)0xe7;
   recv_on(S_COMP, SENDBUF, NBYTES / 4); /* W: the producer, a receive */
   event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
@@ -2637,6 +2776,10 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_sendrecv_fast_path_keeps_findings);
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
+  tcase_add_test(tc, grouped_chunks_merge_into_matching_entries);
+  tcase_add_test(tc, grouped_two_streams_repeat_keeps_findings);
+  tcase_add_test(tc, grouped_streams_revisited_tick_once);
+  tcase_add_test(tc, grouped_streams_join_exactly);
   tcase_add_test(tc, grouped_sendrecv_replay_keeps_findings);
   tcase_add_test(tc, grouped_in_place_replay_keeps_findings);
   tcase_add_test(tc, grouped_replay_refused_after_history_change);
