@@ -247,6 +247,15 @@ static uint64_t g_use;
 /* Advanced by every locked section but a repeated launch's (see "Repeated
  * launches"), and by (re)initialization. */
 static uint64_t g_lock_ver = 1;
+/* Advanced (sect_advance, under g_mu, before the section reads or writes
+ * anything) by every locked section that reads or writes a clock, a
+ * history, g_use or the deferred copies - hb_lock's, a repeated launch's,
+ * (re)initialization, stream_hb_copy_ring_count's -, and read lock-free by
+ * a coalesced repeat (see "Repeated launches"). Not by the two sections
+ * that read only an example stream (default_stream_warning) or remove an
+ * event handle (cudaEventDestroy: no clock is read, the event's own was
+ * captured before). */
+static _Atomic uint64_t g_sect_ver = 1;
 static uintptr_t g_min_lo, g_max_hi; /* bounds of all tracked ranges */
 /* Launch prefilter: one bit per hashed 2 MiB page that a tracked range
  * touches. Bits are only set (under g_mu) while ranges exist and cleared when
@@ -1357,6 +1366,15 @@ static void flush_reports(report_q *q) {
 
 static void stage_drain(void);
 
+/* Under g_mu, first in a section: advance g_sect_ver (a relaxed store: the
+ * lock orders its writers; see "Repeated launches" for its readers). Its
+ * new value. */
+static inline uint64_t sect_advance(void) {
+  uint64_t v = atomic_load_explicit(&g_sect_ver, memory_order_relaxed) + 1;
+  atomic_store_explicit(&g_sect_ver, v, memory_order_relaxed);
+  return v;
+}
+
 /* Take / release the analyzer lock around a handler that may report; the
  * deferred copies of every thread are applied first (see "Deferred
  * copies"). */
@@ -1365,6 +1383,7 @@ static void hb_lock(report_q *q) {
   tls_q = q;
   a2a_lock_acquire(&g_mu);
   g_lock_ver++; /* see "Repeated launches" */
+  sect_advance();
   stage_drain();
 }
 
@@ -2415,11 +2434,61 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
  * memo is taken from the ranges the plan words lie in under the lock
  * (launch_memo_note), not from the lock-free filter's candidates: a word
  * the filter ruled out just before another thread's insert covered it is
- * in the memo's hits. */
+ * in the memo's hits.
+ *
+ * Coalesced repeats. When the thread's memo was applied by its own
+ * previous launch through launch_repeat (t_lmemo.sect: g_sect_ver as that
+ * section advanced it) and no section has advanced g_sect_ver since, an
+ * equal repeat - same function, words, stream arguments, thread, device
+ * (the memo's tests) and the same callsite (the access records it; its
+ * `what` is the memo's) - is applied by doing nothing, lock-free. The
+ * locked repeat would (all_ordered holds: each hit's history is the
+ * previous repeat's access alone, on the stream's clock as it left it;
+ * nothing changed either since) (a) apply enqueue_edges, which joins
+ * nothing new - the host clock, g_host_ver and the other timelines'
+ * clocks change only in sections, (b) tick the stream's clock and write
+ * the access with it: identical to the history's but for clk, and (c)
+ * give each hit a new last_use. Neither (b) nor (c) is observable:
+ *  - (b) No clock value from the previous repeat's tick c on was captured
+ *    by anyone: every observer of a clock (records, waits, syncs, NCCL
+ *    operations, copies, other launches, hb_init, the drain of deferred
+ *    copies) runs in a section, which advances g_sect_ver and ends the
+ *    coalescing. So the stream's own component holds c where the locked
+ *    repeats would hold c + k (k coalesced repeats), in two places only:
+ *    the stream's clock and the hits' one access; every other copy of that
+ *    component is below c. Relabeling c + k to c (and every later tick
+ *    down by k) is strictly monotone on the values that exist, so every
+ *    later comparison (ordered, equal) comes out the same.
+ *  - (c) The hits already hold the newest last_use values, in the order
+ *    the locked repeat gives them (the previous repeat gave them, hits[0]
+ *    first; g_use changes only in sections): the same relabeling argument
+ *    holds for g_use. LRU (evict_lru: the minimum) and merges (the
+ *    maximum) see the same order; a group memo's rp_use (memo_holds: an
+ *    equality) taken before the previous repeat no longer matches a hit
+ *    either way (it was bumped then), and one of a range that is no hit
+ *    is untouched either way.
+ * Races: g_sect_ver is advanced under g_mu first in each section (before
+ * its reads and writes), so a lock-free check that reads the old value
+ * precedes that section in g_sect_ver's modification order; the coalesced
+ * launch reads no other state than g_staged, so it is ordered before the
+ * section, as a locked repeat that got the lock first would be (the
+ * analyzer orders calls by handler, not by the real enqueue). A section
+ * whose handler returned before this launch's call (happens-before, e.g.
+ * another thread's record the program synchronizes with) is seen: its
+ * store precedes its unlock. Deferred copies are staged without a section:
+ * the locked repeat takes the locked path while g_staged is set (the
+ * drain applies them first), and so does the coalesced one. g_staged is
+ * loaded first, with acquire: a clear read from a drain was stored after
+ * that drain's section advanced g_sect_ver, which the second load then
+ * sees; a flag set by a copy that happened before this launch is seen. */
 #define MEMO_HITS 2
 static _Atomic int g_staged; /* see "Deferred copies" */
 static _Thread_local struct {
   uint64_t ver; /* g_lock_ver when taken; 0: none */
+  /* g_sect_ver as the last launch_repeat that applied the memo advanced it
+   * (0: none since the memo was taken), and that launch's callsite. */
+  uint64_t sect;
+  const void *site;
   void *stream;
   int per_thread, device;
   uint32_t thread;
@@ -2434,6 +2503,7 @@ static _Thread_local struct {
  * remember the ranges its plan words lie in now. */
 static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   t_lmemo.ver = 0;
+  t_lmemo.sect = 0;
   if (s < 0 || pl->n <= 0) return;
   int nhits = 0;
   range *hits[KERNEL_MAX_HITS];
@@ -2483,8 +2553,9 @@ static inline void launch_access(access *dst, const a2a_event *ev, const char *w
 _Static_assert(sizeof(access) == 56, "launch_access writes every member of access: update it");
 
 /* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
- * launches"): applied, or false (nothing done) when the memo does not
- * answer for it or a hit's history is not all ordered before the stream. */
+ * launches"): applied (or coalesced), or false (nothing done) when the
+ * memo does not answer for it or a hit's history is not all ordered before
+ * the stream. */
 static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
   /* (The words first: a launch of the same kernel on another buffer fails
    * at once.) */
@@ -2492,7 +2563,13 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
   if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
       t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
     return false;
+  /* Coalesced: nothing to do (see "Coalesced repeats"; g_staged first). */
+  if (t_lmemo.sect && t_lmemo.site == ev->callsite &&
+      !atomic_load_explicit(&g_staged, memory_order_acquire) &&
+      atomic_load_explicit(&g_sect_ver, memory_order_acquire) == t_lmemo.sect)
+    return true;
   a2a_lock_acquire(&g_mu);
+  uint64_t sect = sect_advance();
   int s = t_lmemo.s, nhits = t_lmemo.nhits;
   /* (Deferred copies are applied by hb_lock first: the locked path.) */
   bool ok = t_lmemo.ver == g_lock_ver && !g_tl[s].capturing &&
@@ -2513,6 +2590,8 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
       r->acc[0] = r0->acc[0];
       r->nacc = 1;
     }
+    t_lmemo.sect = sect; /* (a failed repeat's advance ends the coalescing) */
+    t_lmemo.site = ev->callsite;
   }
   a2a_lock_release(&g_mu);
   return ok;
@@ -2952,6 +3031,7 @@ static int hb_init(void) {
     memset(g_rng_hint, 0, sizeof g_rng_hint);
     g_launch_hint = NULL;
     g_lock_ver++; /* every thread's launch memo */
+    sect_advance(); /* and its coalesced repeats */
     rng_grew();   /* and filtered-out launch memo (the plans change) */
     memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
@@ -3412,6 +3492,7 @@ size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
   a2a_lock_acquire(&g_mu);
   g_lock_ver++;
+  sect_advance();
   stage_drain();
   a2a_lock_release(&g_mu);
   return atomic_load(&g_nring);
