@@ -247,15 +247,6 @@ static uint64_t g_use;
 /* Advanced by every locked section but a repeated launch's (see "Repeated
  * launches"), and by (re)initialization. */
 static uint64_t g_lock_ver = 1;
-/* Advanced (sect_advance, under g_mu, before the section reads or writes
- * anything) by every locked section that reads or writes a clock, a
- * history, g_use or the deferred copies - hb_lock's, a repeated launch's,
- * (re)initialization, stream_hb_copy_ring_count's -, and read lock-free by
- * a coalesced repeat (see "Repeated launches"). Not by the two sections
- * that read only an example stream (default_stream_warning) or remove an
- * event handle (cudaEventDestroy: no clock is read, the event's own was
- * captured before). */
-static _Atomic uint64_t g_sect_ver = 1;
 static uintptr_t g_min_lo, g_max_hi; /* bounds of all tracked ranges */
 /* Launch prefilter: one bit per hashed 2 MiB page that a tracked range
  * touches. Bits are only set (under g_mu) while ranges exist and cleared when
@@ -1365,15 +1356,7 @@ static void flush_reports(report_q *q) {
 }
 
 static void stage_drain(void);
-
-/* Under g_mu, first in a section: advance g_sect_ver (a relaxed store: the
- * lock orders its writers; see "Repeated launches" for its readers). Its
- * new value. */
-static inline uint64_t sect_advance(void) {
-  uint64_t v = atomic_load_explicit(&g_sect_ver, memory_order_relaxed) + 1;
-  atomic_store_explicit(&g_sect_ver, v, memory_order_relaxed);
-  return v;
-}
+static void coal_drain(void);
 
 /* Take / release the analyzer lock around a handler that may report; the
  * deferred copies of every thread are applied first (see "Deferred
@@ -1383,7 +1366,7 @@ static void hb_lock(report_q *q) {
   tls_q = q;
   a2a_lock_acquire(&g_mu);
   g_lock_ver++; /* see "Repeated launches" */
-  sect_advance();
+  coal_drain(); /* (first: see "Coalesced repeats") */
   stage_drain();
 }
 
@@ -2435,60 +2418,12 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
  * (launch_memo_note), not from the lock-free filter's candidates: a word
  * the filter ruled out just before another thread's insert covered it is
  * in the memo's hits.
- *
- * Coalesced repeats. When the thread's memo was applied by its own
- * previous launch through launch_repeat (t_lmemo.sect: g_sect_ver as that
- * section advanced it) and no section has advanced g_sect_ver since, an
- * equal repeat - same function, words, stream arguments, thread, device
- * (the memo's tests) and the same callsite (the access records it; its
- * `what` is the memo's) - is applied by doing nothing, lock-free. The
- * locked repeat would (all_ordered holds: each hit's history is the
- * previous repeat's access alone, on the stream's clock as it left it;
- * nothing changed either since) (a) apply enqueue_edges, which joins
- * nothing new - the host clock, g_host_ver and the other timelines'
- * clocks change only in sections, (b) tick the stream's clock and write
- * the access with it: identical to the history's but for clk, and (c)
- * give each hit a new last_use. Neither (b) nor (c) is observable:
- *  - (b) No clock value from the previous repeat's tick c on was captured
- *    by anyone: every observer of a clock (records, waits, syncs, NCCL
- *    operations, copies, other launches, hb_init, the drain of deferred
- *    copies) runs in a section, which advances g_sect_ver and ends the
- *    coalescing. So the stream's own component holds c where the locked
- *    repeats would hold c + k (k coalesced repeats), in two places only:
- *    the stream's clock and the hits' one access; every other copy of that
- *    component is below c. Relabeling c + k to c (and every later tick
- *    down by k) is strictly monotone on the values that exist, so every
- *    later comparison (ordered, equal) comes out the same.
- *  - (c) The hits already hold the newest last_use values, in the order
- *    the locked repeat gives them (the previous repeat gave them, hits[0]
- *    first; g_use changes only in sections): the same relabeling argument
- *    holds for g_use. LRU (evict_lru: the minimum) and merges (the
- *    maximum) see the same order; a group memo's rp_use (memo_holds: an
- *    equality) taken before the previous repeat no longer matches a hit
- *    either way (it was bumped then), and one of a range that is no hit
- *    is untouched either way.
- * Races: g_sect_ver is advanced under g_mu first in each section (before
- * its reads and writes), so a lock-free check that reads the old value
- * precedes that section in g_sect_ver's modification order; the coalesced
- * launch reads no other state than g_staged, so it is ordered before the
- * section, as a locked repeat that got the lock first would be (the
- * analyzer orders calls by handler, not by the real enqueue). A section
- * whose handler returned before this launch's call (happens-before, e.g.
- * another thread's record the program synchronizes with) is seen: its
- * store precedes its unlock. Deferred copies are staged without a section:
- * the locked repeat takes the locked path while g_staged is set (the
- * drain applies them first), and so does the coalesced one. g_staged is
- * loaded first, with acquire: a clear read from a drain was stored after
- * that drain's section advanced g_sect_ver, which the second load then
- * sees; a flag set by a copy that happened before this launch is seen. */
+ */
 #define MEMO_HITS 2
 static _Atomic int g_staged; /* see "Deferred copies" */
 static _Thread_local struct {
   uint64_t ver; /* g_lock_ver when taken; 0: none */
-  /* g_sect_ver as the last launch_repeat that applied the memo advanced it
-   * (0: none since the memo was taken), and that launch's callsite. */
-  uint64_t sect;
-  const void *site;
+  const void *site; /* the callsite of the last launch_repeat that applied it */
   void *stream;
   int per_thread, device;
   uint32_t thread;
@@ -2503,7 +2438,6 @@ static _Thread_local struct {
  * remember the ranges its plan words lie in now. */
 static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   t_lmemo.ver = 0;
-  t_lmemo.sect = 0;
   if (s < 0 || pl->n <= 0) return;
   int nhits = 0;
   range *hits[KERNEL_MAX_HITS];
@@ -2552,8 +2486,94 @@ static inline void launch_access(access *dst, const a2a_event *ev, const char *w
 }
 _Static_assert(sizeof(access) == 56, "launch_access writes every member of access: update it");
 
+/* Coalesced repeats. A repeat that launch_repeat applied (under g_mu)
+ * opens its thread's slot in g_coal: the timeline and hits it applied the
+ * launch on. Every section that reads or writes a clock, a history or
+ * g_use first closes every open slot (coal_drain: hb_lock, launch_repeat,
+ * stream_hb_copy_ring_count; hb_init resets them; the two sections that
+ * do neither - default_stream_warning reads an example stream,
+ * cudaEventDestroy removes a handle - leave them). While the slot is open,
+ * an equal repeat of the same thread - same function, words, stream
+ * arguments, thread and device (the memo's tests), the same callsite (the
+ * access records it; its `what` is the memo's) - only counts one more on
+ * the slot, lock-free, and the closing drain applies the count as that
+ * many locked repeats back to back, before the section's own work. Exact:
+ *  - what the locked repeat would do then: nothing changed since the
+ *    slot's repeat (any change is a section, which closes the slot first),
+ *    so its tests hold again (the memo's version; not capturing; each
+ *    hit's history the previous repeat's access alone, at the stream's
+ *    clock: all ordered), enqueue_edges joins nothing new (the host clock,
+ *    g_host_ver and every other timeline's clock change only in sections),
+ *    and it ticks the stream and writes into each hit the same access with
+ *    the new clock and a new last_use, hits[0] first. n such repeats: the
+ *    clock n ticks on, each hit's access at it, last_use as the n-th
+ *    repeat left it (coal_apply);
+ *  - the order: the count is raised by a compare-and-swap from a nonzero
+ *    value and claimed by the drain with an exchange to 0 (closed), so a
+ *    repeat counted before the claim is applied by that drain, in the
+ *    analyzer's order before the section that claims it (the order the
+ *    lock would have given had the repeat taken it first: the analyzer
+ *    orders calls by handler, not by the real enqueue), and one tried after
+ *    it fails and takes the lock. A section whose handler returned before
+ *    the repeat's call closed the slot before the count is tried (its
+ *    exchange happens before the compare-and-swap): the repeat takes the
+ *    lock;
+ *  - deferred copies (staged without a section): a repeat counts only
+ *    while g_staged is clear, like the locked repeat (which takes the
+ *    locked path otherwise, the drain applying the copies first), so a
+ *    copy staged before the repeat - by its thread, or by another thread
+ *    whose call returned before it - stops the count; one staged after it
+ *    or concurrently is applied after it (the drain closes the slots
+ *    first). g_staged is loaded before the count, with acquire: a clear
+ *    read from a drain's stage_drain follows that section's coal_drain,
+ *    whose exchange the compare-and-swap then sees. */
+typedef struct coal_slot {
+  _Atomic uint32_t n; /* 0: closed; else 1 + the repeats counted */
+  int s;
+  int nhits;
+  range *hits[MEMO_HITS];
+} coal_slot;
+#define COAL_MAX (1u << 30) /* counts at most: then the lock */
+static coal_slot g_coal[MAX_THREADS];
+static bool g_coal_open;   /* g_mu: some slot may be open */
+static uint32_t g_coal_hi; /* g_mu: 1 + the highest thread that opened one */
+
+/* n locked repeats of slot c back to back (g_mu held; see "Coalesced
+ * repeats"): launch_repeat's applied branch n times. */
+static void coal_apply(const coal_slot *c, uint32_t n) {
+  int s = c->s, nhits = c->nhits;
+  uint32_t clk = g_tl[s].vc[s] += n; /* n ticks */
+  uint64_t u = g_use + (uint64_t)(n - 1) * (uint64_t)nhits;
+  for (int h = 0; h < nhits; h++) {
+    range *r = c->hits[h];
+    r->acc[0].clk = clk;
+    r->last_use = ++u;
+  }
+  g_use = u;
+}
+
+/* Under g_mu, first in a section: close every open slot, applying its
+ * count. */
+static void coal_drain(void) {
+  if (!g_coal_open) return;
+  g_coal_open = false;
+  for (uint32_t t = 0; t < g_coal_hi; t++) {
+    uint32_t n = atomic_exchange_explicit(&g_coal[t].n, 0, memory_order_relaxed);
+    if (n > 1) coal_apply(&g_coal[t], n - 1);
+  }
+  g_coal_hi = 0;
+}
+
+/* Under g_mu (initialization, a forked child): every slot closed. */
+static void coal_reset(void) {
+  for (uint32_t t = 0; t < MAX_THREADS; t++)
+    atomic_store_explicit(&g_coal[t].n, 0, memory_order_relaxed);
+  g_coal_open = false;
+  g_coal_hi = 0;
+}
+
 /* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
- * launches"): applied (or coalesced), or false (nothing done) when the
+ * launches"): applied (or counted), or false (nothing done) when the
  * memo does not answer for it or a hit's history is not all ordered before
  * the stream. */
 static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
@@ -2563,13 +2583,24 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
   if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
       t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
     return false;
-  /* Coalesced: nothing to do (see "Coalesced repeats"; g_staged first). */
-  if (t_lmemo.sect && t_lmemo.site == ev->callsite &&
-      !atomic_load_explicit(&g_staged, memory_order_acquire) &&
-      atomic_load_explicit(&g_sect_ver, memory_order_acquire) == t_lmemo.sect)
-    return true;
+  uint32_t thread = ev->thread;
+  if (t_lmemo.site == ev->callsite && thread < MAX_THREADS &&
+      !atomic_load_explicit(&g_staged, memory_order_acquire)) {
+    /* Counted on the open slot (see "Coalesced repeats"). */
+    coal_slot *c = &g_coal[thread];
+    uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+    if (n && n < COAL_MAX &&
+        atomic_compare_exchange_strong_explicit(&c->n, &n, n + 1, memory_order_relaxed,
+                                                memory_order_relaxed))
+      return true;
+  }
   a2a_lock_acquire(&g_mu);
-  uint64_t sect = sect_advance();
+  /* (First, as every section: this thread's own count, counted before a
+   * repeat from another callsite or past COAL_MAX; another thread's slot
+   * is closed while this thread's memo is valid - the memo_note that made
+   * it ran in hb_lock, and only a locked repeat opens a slot, for a memo
+   * valid then - so this drains it only for a memo found stale below.) */
+  coal_drain();
   int s = t_lmemo.s, nhits = t_lmemo.nhits;
   /* (Deferred copies are applied by hb_lock first: the locked path.) */
   bool ok = t_lmemo.ver == g_lock_ver && !g_tl[s].capturing &&
@@ -2590,8 +2621,16 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
       r->acc[0] = r0->acc[0];
       r->nacc = 1;
     }
-    t_lmemo.sect = sect; /* (a failed repeat's advance ends the coalescing) */
     t_lmemo.site = ev->callsite;
+    if (thread < MAX_THREADS) { /* open the thread's slot */
+      coal_slot *c = &g_coal[thread];
+      c->s = s;
+      c->nhits = nhits;
+      for (int h = 0; h < nhits; h++) c->hits[h] = t_lmemo.hits[h];
+      atomic_store_explicit(&c->n, 1, memory_order_relaxed);
+      g_coal_open = true;
+      if (g_coal_hi <= thread) g_coal_hi = thread + 1;
+    }
   }
   a2a_lock_release(&g_mu);
   return ok;
@@ -3031,7 +3070,6 @@ static int hb_init(void) {
     memset(g_rng_hint, 0, sizeof g_rng_hint);
     g_launch_hint = NULL;
     g_lock_ver++; /* every thread's launch memo */
-    sect_advance(); /* and its coalesced repeats */
     rng_grew();   /* and filtered-out launch memo (the plans change) */
     memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
@@ -3053,6 +3091,7 @@ static int hb_init(void) {
     ring_set_live(0);
     atomic_store(&g_ncapture, 0);
     stage_reset();
+    coal_reset();
     atomic_store(&g_disabled, false);
     atomic_store(&g_copy_locked, 0);
     for (int d = 0; d < HB_MAX_DEV; d++) {
@@ -3492,7 +3531,7 @@ size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
   a2a_lock_acquire(&g_mu);
   g_lock_ver++;
-  sect_advance();
+  coal_drain();
   stage_drain();
   a2a_lock_release(&g_mu);
   return atomic_load(&g_nring);
