@@ -76,16 +76,22 @@ static void stream_ev(a2a_kind k, void *s, int result) {
   ev_dispatch(&ev, result);
 }
 
-static void event_ev(a2a_kind k, void *e, void *s, int result) {
+/* An event call, or a launch of fill(p), of thread `thread` (ev_make's
+ * default: 1). */
+static void event_by(a2a_kind k, uint32_t thread, void *e, void *s, int result) {
   a2a_event ev = ev_make(k);
+  ev.thread = thread;
   ev.stream = s;
   ev.u.event.event = e;
   ev_dispatch(&ev, result);
 }
 
-static void launch_fill(void *s, void *p, const void *site) {
+static void event_ev(a2a_kind k, void *e, void *s, int result) { event_by(k, 1, e, s, result); }
+
+static void launch_fill_by(uint32_t thread, void *s, void *p, const void *site) {
   a2a_event ev = ev_make(A2A_EV_LAUNCH);
   ev.api = "cudaLaunchKernel";
+  ev.thread = thread;
   ev.stream = s;
   ev.callsite = site;
   void *args[] = {&p};
@@ -93,6 +99,8 @@ static void launch_fill(void *s, void *p, const void *site) {
   ev.u.launch.args = args;
   ev_dispatch(&ev, 0);
 }
+
+static void launch_fill(void *s, void *p, const void *site) { launch_fill_by(1, s, p, site); }
 
 static void launch_struct(void *s, void *p) {
   struct { int n, pad; float *p, *q; } st = {1024, 0, NULL, p};
@@ -922,26 +930,21 @@ START_TEST(launch_hint_dead_range_is_not_taken) {
 END_TEST
 
 /* Coalesced repeats (launch_repeat in stream_hb.c): a repeat equal to the
- * thread's previous locked repeat, with no locked section since, is applied
- * by doing nothing. Another thread's record, sync or operation is such a
- * section (dispatched here with its own thread id). */
-static void thread_ev(a2a_kind k, uint32_t thread, void *e, void *s) {
-  a2a_event ev = ev_make(k);
-  ev.thread = thread;
-  ev.stream = s;
-  ev.u.event.event = e;
-  ev_dispatch(&ev, 0);
-}
+ * thread's previous locked repeat, with no locked section since, is only
+ * counted, without the lock, and applied by the next section before its
+ * own work. Another thread's record, sync or operation is such a section
+ * (dispatched here with its own thread id): the repeats after it take the
+ * lock. */
 
 /* The kernels after another thread's record on their stream are not
  * ordered by that record: a send that waits for it still finds them. */
 START_TEST(launch_coalesced_record_between_repeats_is_seen) {
   setup();
   two_streams_warm(NONBLOCKING);
-  for (int i = 0; i < 3; i++) /* locked, locked repeat, coalesced */
+  for (int i = 0; i < 3; i++) /* locked, locked repeat, counted */
     launch_fill(S_COMP, SENDBUF, (void *)0x3000);
   void *e = (void *)0xe100;
-  thread_ev(A2A_EV_EVENT_RECORD, 7, e, S_COMP);
+  event_by(A2A_EV_EVENT_RECORD, 7, e, S_COMP, 0);
   for (int i = 0; i < 2; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* after it */
   ck_assert_int_eq(stream_findings(), 0);
   event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
@@ -958,7 +961,7 @@ START_TEST(launch_coalesced_sync_between_repeats_is_seen) {
   setup();
   two_streams_warm(NONBLOCKING);
   for (int i = 0; i < 3; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
-  thread_ev(A2A_EV_STREAM_SYNC, 7, NULL, S_COMP);
+  event_by(A2A_EV_STREAM_SYNC, 7, NULL, S_COMP, 0);
   launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* after the sync */
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* host edge only */
   ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
@@ -1059,18 +1062,6 @@ END_TEST
  * blocking stream, so synchronizing the legacy stream then orders every
  * kernel of thread 1 before the send. */
 static sem_t g_go, g_done;
-
-static void launch_fill_by(uint32_t thread, void *s, void *p, const void *site) {
-  a2a_event ev = ev_make(A2A_EV_LAUNCH);
-  ev.api = "cudaLaunchKernel";
-  ev.thread = thread;
-  ev.stream = s;
-  ev.callsite = site;
-  void *args[] = {&p};
-  ev.u.launch.func = &k_fill;
-  ev.u.launch.args = args;
-  ev_dispatch(&ev, 0);
-}
 
 static void *legacy_repeater(void *unused) {
   (void)unused;
