@@ -1362,6 +1362,7 @@ static void flush_reports(report_q *q) {
 }
 
 static void stage_drain(void);
+static void coal_drain(void);
 
 /* Take / release the analyzer lock around a handler that may report; the
  * deferred copies of every thread are applied first (see "Deferred
@@ -1371,6 +1372,7 @@ static void hb_lock(report_q *q) {
   tls_q = q;
   a2a_lock_acquire(&g_mu);
   g_lock_ver++; /* see "Repeated launches" */
+  coal_drain(); /* (first: see "Coalesced repeats") */
   stage_drain();
 }
 
@@ -2503,11 +2505,13 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
  * memo is taken from the ranges the plan words lie in under the lock
  * (launch_memo_note), not from the lock-free filter's candidates: a word
  * the filter ruled out just before another thread's insert covered it is
- * in the memo's hits. */
+ * in the memo's hits.
+ */
 #define MEMO_HITS 2
 static _Atomic int g_staged; /* see "Deferred copies" */
 static _Thread_local struct {
   uint64_t ver; /* g_lock_ver when taken; 0: none */
+  const void *site; /* the callsite of the last launch_repeat that applied it */
   void *stream;
   int per_thread, device;
   uint32_t thread;
@@ -2570,9 +2574,96 @@ static inline void launch_access(access *dst, const a2a_event *ev, const char *w
 }
 _Static_assert(sizeof(access) == 56, "launch_access writes every member of access: update it");
 
+/* Coalesced repeats. A repeat that launch_repeat applied (under g_mu)
+ * opens its thread's slot in g_coal: the timeline and hits it applied the
+ * launch on. Every section that reads or writes a clock, a history or
+ * g_use first closes every open slot (coal_drain: hb_lock, launch_repeat,
+ * stream_hb_copy_ring_count; hb_init resets them; the two sections that
+ * do neither - default_stream_warning reads an example stream,
+ * cudaEventDestroy removes a handle - leave them). While the slot is open,
+ * an equal repeat of the same thread - same function, words, stream
+ * arguments, thread and device (the memo's tests), the same callsite (the
+ * access records it; its `what` is the memo's) - only counts one more on
+ * the slot, lock-free, and the closing drain applies the count as that
+ * many locked repeats back to back, before the section's own work. Exact:
+ *  - what the locked repeat would do then: nothing changed since the
+ *    slot's repeat (any change is a section, which closes the slot first),
+ *    so its tests hold again (the memo's version; not capturing; each
+ *    hit's history the previous repeat's access alone, at the stream's
+ *    clock: all ordered), enqueue_edges joins nothing new (the host clock,
+ *    g_host_ver and every other timeline's clock change only in sections),
+ *    and it ticks the stream and writes into each hit the same access with
+ *    the new clock and a new last_use, hits[0] first. n such repeats: the
+ *    clock n ticks on, each hit's access at it, last_use as the n-th
+ *    repeat left it (coal_apply);
+ *  - the order: the count is raised by a compare-and-swap from a nonzero
+ *    value and claimed by the drain with an exchange to 0 (closed), so a
+ *    repeat counted before the claim is applied by that drain, in the
+ *    analyzer's order before the section that claims it (the order the
+ *    lock would have given had the repeat taken it first: the analyzer
+ *    orders calls by handler, not by the real enqueue), and one tried after
+ *    it fails and takes the lock. A section whose handler returned before
+ *    the repeat's call closed the slot before the count is tried (its
+ *    exchange happens before the compare-and-swap): the repeat takes the
+ *    lock;
+ *  - deferred copies (staged without a section): a repeat counts only
+ *    while g_staged is clear, like the locked repeat (which takes the
+ *    locked path otherwise, the drain applying the copies first), so a
+ *    copy staged before the repeat - by its thread, or by another thread
+ *    whose call returned before it - stops the count; one staged after it
+ *    or concurrently is applied after it (the drain closes the slots
+ *    first). g_staged is loaded before the count, with acquire: a clear
+ *    read from a drain's stage_drain follows that section's coal_drain,
+ *    whose exchange the compare-and-swap then sees. */
+typedef struct coal_slot {
+  _Atomic uint32_t n; /* 0: closed; else 1 + the repeats counted */
+  int s;
+  int nhits;
+  range *hits[MEMO_HITS];
+} coal_slot;
+#define COAL_MAX (1u << 30) /* counts at most: then the lock */
+static coal_slot g_coal[MAX_THREADS];
+static bool g_coal_open;   /* g_mu: some slot may be open */
+static uint32_t g_coal_hi; /* g_mu: 1 + the highest thread that opened one */
+
+/* n locked repeats of slot c back to back (g_mu held; see "Coalesced
+ * repeats"): launch_repeat's applied branch n times. */
+static void coal_apply(const coal_slot *c, uint32_t n) {
+  int s = c->s, nhits = c->nhits;
+  uint32_t clk = g_tl[s].vc[s] += n; /* n ticks */
+  uint64_t u = g_use + (uint64_t)(n - 1) * (uint64_t)nhits;
+  for (int h = 0; h < nhits; h++) {
+    range *r = c->hits[h];
+    r->acc[0].clk = clk;
+    r->last_use = ++u;
+  }
+  g_use = u;
+}
+
+/* Under g_mu, first in a section: close every open slot, applying its
+ * count. */
+static void coal_drain(void) {
+  if (!g_coal_open) return;
+  g_coal_open = false;
+  for (uint32_t t = 0; t < g_coal_hi; t++) {
+    uint32_t n = atomic_exchange_explicit(&g_coal[t].n, 0, memory_order_relaxed);
+    if (n > 1) coal_apply(&g_coal[t], n - 1);
+  }
+  g_coal_hi = 0;
+}
+
+/* Under g_mu (initialization, a forked child): every slot closed. */
+static void coal_reset(void) {
+  for (uint32_t t = 0; t < MAX_THREADS; t++)
+    atomic_store_explicit(&g_coal[t].n, 0, memory_order_relaxed);
+  g_coal_open = false;
+  g_coal_hi = 0;
+}
+
 /* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
- * launches"): applied, or false (nothing done) when the memo does not
- * answer for it or a hit's history is not all ordered before the stream. */
+ * launches"): applied (or counted), or false (nothing done) when the
+ * memo does not answer for it or a hit's history is not all ordered before
+ * the stream. */
 static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
   /* (The words first: a launch of the same kernel on another buffer fails
    * at once.) */
@@ -2580,7 +2671,24 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
   if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
       t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
     return false;
+  uint32_t thread = ev->thread;
+  if (t_lmemo.site == ev->callsite && thread < MAX_THREADS &&
+      !atomic_load_explicit(&g_staged, memory_order_acquire)) {
+    /* Counted on the open slot (see "Coalesced repeats"). */
+    coal_slot *c = &g_coal[thread];
+    uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+    if (n && n < COAL_MAX &&
+        atomic_compare_exchange_strong_explicit(&c->n, &n, n + 1, memory_order_relaxed,
+                                                memory_order_relaxed))
+      return true;
+  }
   a2a_lock_acquire(&g_mu);
+  /* (First, as every section: this thread's own count, counted before a
+   * repeat from another callsite or past COAL_MAX; another thread's slot
+   * is closed while this thread's memo is valid - the memo_note that made
+   * it ran in hb_lock, and only a locked repeat opens a slot, for a memo
+   * valid then - so this drains it only for a memo found stale below.) */
+  coal_drain();
   int s = t_lmemo.s, nhits = t_lmemo.nhits;
   /* (Deferred copies are applied by hb_lock first: the locked path.) */
   bool ok = t_lmemo.ver == g_lock_ver && !g_tl[s].capturing &&
@@ -2600,6 +2708,16 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
       r->last_use = ++g_use;
       r->acc[0] = r0->acc[0];
       r->nacc = 1;
+    }
+    t_lmemo.site = ev->callsite;
+    if (thread < MAX_THREADS) { /* open the thread's slot */
+      coal_slot *c = &g_coal[thread];
+      c->s = s;
+      c->nhits = nhits;
+      for (int h = 0; h < nhits; h++) c->hits[h] = t_lmemo.hits[h];
+      atomic_store_explicit(&c->n, 1, memory_order_relaxed);
+      g_coal_open = true;
+      if (g_coal_hi <= thread) g_coal_hi = thread + 1;
     }
   }
   a2a_lock_release(&g_mu);
@@ -3061,6 +3179,7 @@ static int hb_init(void) {
     ring_set_live(0);
     atomic_store(&g_ncapture, 0);
     stage_reset();
+    coal_reset();
     atomic_store(&g_disabled, false);
     atomic_store(&g_copy_locked, 0);
     for (int d = 0; d < HB_MAX_DEV; d++) {
@@ -3501,6 +3620,7 @@ size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
   a2a_lock_acquire(&g_mu);
   g_lock_ver++;
+  coal_drain();
   stage_drain();
   a2a_lock_release(&g_mu);
   return atomic_load(&g_nring);

@@ -6,6 +6,7 @@
  * Buffers are fake addresses: the analyzer never dereferences them. */
 #include <check.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,16 +77,22 @@ static void stream_ev(a2a_kind k, void *s, int result) {
   ev_dispatch(&ev, result);
 }
 
-static void event_ev(a2a_kind k, void *e, void *s, int result) {
+/* An event call, or a launch of fill(p), of thread `thread` (ev_make's
+ * default: 1). */
+static void event_by(a2a_kind k, uint32_t thread, void *e, void *s, int result) {
   a2a_event ev = ev_make(k);
+  ev.thread = thread;
   ev.stream = s;
   ev.u.event.event = e;
   ev_dispatch(&ev, result);
 }
 
-static void launch_fill(void *s, void *p, const void *site) {
+static void event_ev(a2a_kind k, void *e, void *s, int result) { event_by(k, 1, e, s, result); }
+
+static void launch_fill_by(uint32_t thread, void *s, void *p, const void *site) {
   a2a_event ev = ev_make(A2A_EV_LAUNCH);
   ev.api = "cudaLaunchKernel";
+  ev.thread = thread;
   ev.stream = s;
   ev.callsite = site;
   void *args[] = {&p};
@@ -93,6 +100,8 @@ static void launch_fill(void *s, void *p, const void *site) {
   ev.u.launch.args = args;
   ev_dispatch(&ev, 0);
 }
+
+static void launch_fill(void *s, void *p, const void *site) { launch_fill_by(1, s, p, site); }
 
 static void launch_struct(void *s, void *p) {
   struct { int n, pad; float *p, *q; } st = {1024, 0, NULL, p};
@@ -932,6 +941,176 @@ START_TEST(launch_hint_dead_range_is_not_taken) {
   launch_fill(S_COMP, RECVBUF, (void *)0x3001); /* forgot work.wait() */
   ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
   ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* Coalesced repeats (launch_repeat in stream_hb.c): a repeat equal to the
+ * thread's previous locked repeat, with no locked section since, is only
+ * counted, without the lock, and applied by the next section before its
+ * own work. Another thread's record, sync or operation is such a section
+ * (dispatched here with its own thread id): the repeats after it take the
+ * lock. */
+
+/* The kernels after another thread's record on their stream are not
+ * ordered by that record: a send that waits for it still finds them. */
+START_TEST(launch_coalesced_record_between_repeats_is_seen) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 3; i++) /* locked, locked repeat, counted */
+    launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  void *e = (void *)0xe100;
+  event_by(A2A_EV_EVENT_RECORD, 7, e, S_COMP, 0);
+  for (int i = 0; i < 2; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* after it */
+  ck_assert_int_eq(stream_findings(), 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* ...likewise another thread's synchronization of the stream (the host
+ * clock then holds the kernels before it, not the one after it), and its
+ * NCCL operation on another stream between two repeats. */
+START_TEST(launch_coalesced_sync_between_repeats_is_seen) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 3; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_by(A2A_EV_STREAM_SYNC, 7, NULL, S_COMP, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* after the sync */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* host edge only */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe100;
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMM, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMP, 0);
+  for (int i = 0; i < 3; i++) launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4); /* overwrites the kernels' buffer: unordered */
+  ck_assert_int_eq(stream_findings(), 1);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* One pass of a program whose kernels repeat (at one callsite, then
+ * another), with a deferred copy on the kernels' stream between two
+ * repeats, an event between two bursts and accesses on the other streams;
+ * `locked`:
+ * a locked section (stream_hb_copy_ring_count) after each launch, so that
+ * every repeat takes the lock. Its findings, kept in out[] (at most 8). */
+static int coalesce_pass(bool locked, collected *out) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_OTHER, NONBLOCKING);
+  void *e = (void *)0xe100, *e2 = (void *)0xe200;
+  /* Two copies on the kernels' stream: the first locked (the thread's
+   * first), the second deferred, after a repeat on RECVBUF; a receive
+   * into RECVBUF then finds the kernels unordered. */
+  memop(A2A_EV_MEMCPY, (void *)0x86000000, (void *)0x1234, 64, A2A_CPY_H2D, 1, S_COMP);
+  for (int i = 0; i < 4; i++) {
+    launch_fill(S_COMP, RECVBUF, (void *)0x3002);
+    if (i == 1)
+      memop(A2A_EV_MEMCPY, (void *)0x86001000, (void *)0x1234, 64, A2A_CPY_H2D, 1, S_COMP);
+    if (locked) stream_hb_copy_ring_count();
+  }
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  for (int i = 0; i < 5; i++) { /* the last from another callsite: its count first */
+    launch_fill(S_COMP, SENDBUF, i < 4 ? (void *)0x3000 : (void *)0x3003);
+    if (locked) stream_hb_copy_ring_count();
+  }
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_OTHER, 0);
+  launch_fill(S_OTHER, SENDBUF, (void *)0x3001); /* ordered after the four */
+  for (int i = 0; i < 4; i++) {
+    launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* unordered with S_OTHER's */
+    if (locked) stream_hb_copy_ring_count();
+  }
+  event_ev(A2A_EV_EVENT_RECORD, e2, S_OTHER, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e2, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* after S_OTHER's only */
+  int n = (int)collector_total();
+  ck_assert_int_le(n, 8);
+  for (int i = 0; i < n; i++) out[i] = *collector_get(i);
+  return n;
+}
+
+/* A coalesced repeat followed by a record, a wait on another stream and
+ * accesses there gives exactly the findings of the locked repeats. */
+START_TEST(launch_coalesced_same_findings_as_locked) {
+  static collected a[8], b[8];
+  int na = coalesce_pass(true, a);
+  int nb = coalesce_pass(false, b);
+  ck_assert_int_eq(na, nb);
+  ck_assert_int_ge(na, 1);
+  ck_assert_int_eq(na, 2); /* the receive's and the send's */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+  for (int i = 0; i < na; i++) {
+    ck_assert_str_eq(a[i].check, b[i].check);
+    ck_assert_ptr_eq(a[i].site, b[i].site);
+    ck_assert_str_eq(a[i].message, b[i].message);
+    ck_assert_str_eq(a[i].details, b[i].details);
+  }
+}
+END_TEST
+
+/* A repeat from another callsite is applied (its access names its site). */
+START_TEST(launch_coalesced_other_callsite_is_applied) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 3; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3005);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_nonnull(strstr(c->details, "0x3005"));
+  ck_assert_ptr_null(strstr(c->details, "0x3000"));
+}
+END_TEST
+
+/* Two threads in lockstep, each repeating a kernel: thread 1 on a blocking
+ * stream, thread 2 on the legacy stream, which is ordered after the
+ * blocking stream's work. Thread 2's launch after thread 1's counted ones
+ * closes thread 1's coalescing (its own memo is stale: thread 1's locked
+ * launch advanced the version), applying the count before it joins the
+ * blocking stream, so synchronizing the legacy stream then orders every
+ * kernel of thread 1 before the send. */
+static sem_t g_go, g_done;
+
+static void *legacy_repeater(void *unused) {
+  (void)unused;
+  for (int k = 0; k < 2; k++) {
+    sem_wait(&g_go);
+    for (int i = 0; i < (k == 0 ? 2 : 1); i++) /* locked, locked repeat; locked repeat */
+      launch_fill_by(2, STREAM_LEGACY_HANDLE, RECVBUF, (void *)0x3100);
+    sem_post(&g_done);
+  }
+  return NULL;
+}
+
+START_TEST(launch_coalesced_other_thread_repeat_drains) {
+  void *const S_BLK = (void *)0x5400;
+  setup();
+  two_streams_warm(NONBLOCKING);
+  stream_create(S_BLK, 0); /* blocking: ordered with the legacy stream */
+  ck_assert_int_eq(sem_init(&g_go, 0, 0), 0);
+  ck_assert_int_eq(sem_init(&g_done, 0, 0), 0);
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, legacy_repeater, NULL), 0);
+  for (int i = 0; i < 2; i++) launch_fill_by(1, S_BLK, SENDBUF, (void *)0x3000); /* opens */
+  sem_post(&g_go);
+  sem_wait(&g_done);
+  for (int i = 0; i < 3; i++) /* locked, locked repeat, counted */
+    launch_fill_by(1, S_BLK, SENDBUF, (void *)0x3000);
+  sem_post(&g_go);
+  sem_wait(&g_done);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  stream_ev(A2A_EV_STREAM_SYNC, STREAM_LEGACY_HANDLE, 0); /* no enqueue: no join */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+  sem_destroy(&g_go);
+  sem_destroy(&g_done);
 }
 END_TEST
 
@@ -2727,6 +2906,11 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_repeat_in_flight_is_checked);
   tcase_add_test(tc, launch_hint_other_range_is_searched);
   tcase_add_test(tc, launch_hint_dead_range_is_not_taken);
+  tcase_add_test(tc, launch_coalesced_record_between_repeats_is_seen);
+  tcase_add_test(tc, launch_coalesced_sync_between_repeats_is_seen);
+  tcase_add_test(tc, launch_coalesced_same_findings_as_locked);
+  tcase_add_test(tc, launch_coalesced_other_callsite_is_applied);
+  tcase_add_test(tc, launch_coalesced_other_thread_repeat_drains);
   tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
   tcase_add_test(tc, launch_plan_covers_every_parameter_word);
   tcase_add_test(tc, launch_many_candidate_words);
