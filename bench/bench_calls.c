@@ -13,7 +13,8 @@
  * parameters point into the last buffer left in flight, its operation
  * ordered before the loop's stream by an event: the MoE step's launches on a
  * receive buffer, which the stream analyzer looks up under its lock; with
- * INFLIGHT 0, an untracked buffer). INFLIGHT: communication buffers left in flight (their
+ * INFLIGHT 0, an untracked buffer), query (ncclCommCount + ncclCommUserRank,
+ * what nccl-tests asks of every communicator per iteration). INFLIGHT: communication buffers left in flight (their
  * operations never synchronized) before the loop, so the checks that track
  * in-flight buffers have that many to consider (0, 8, 32, 128). SYNC: if
  * > 0, the loop synchronizes its streams every SYNC calls (long runs: the
@@ -53,10 +54,11 @@ typedef struct env {
 } env;
 
 enum { M_LAUNCH, M_RECORD, M_WAIT, M_MEMCPY, M_ALLREDUCE, M_SENDRECV, M_ALLTOALL, M_POLL,
-       M_LAUNCHRECV, M_N };
+       M_LAUNCHRECV, M_QUERY, M_N };
 static const char *const mode_names[M_N] = {"launch",    "record",   "wait",
                                             "memcpy",    "allreduce", "sendrecv",
-                                            "alltoall",  "poll",      "launchrecv"};
+                                            "alltoall",  "poll",      "launchrecv",
+                                            "query"};
 
 static void one(const env *e, int mode) {
   dim3 d1 = {1, 1, 1};
@@ -83,6 +85,13 @@ static void one(const env *e, int mode) {
     break;
   }
   case M_LAUNCHRECV: CK(cudaLaunchKernel((const void *)k_ptr2, d1, d1, args2, 0, e->s)); break;
+  case M_QUERY: {
+    int nranks = 0, rank = -1;
+    CK(ncclCommCount(e->comm, &nranks));
+    CK(ncclCommUserRank(e->comm, &rank));
+    if (nranks != 1 || rank != 0) exit(1);
+    break;
+  }
   }
 }
 
@@ -123,7 +132,7 @@ static long status_kib(const char *key) {
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr,
-            "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall|poll|launchrecv N "
+            "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall|poll|launchrecv|query N "
             "[INFLIGHT [SYNC]]\n",
             argv[0]);
     return 2;
