@@ -185,7 +185,8 @@ int a2a_shim_query_device(void);
   }
 
 /* The same for the hot CUDA wrappers (launches, event record and wait,
- * copies, queries): also forward unchanged, without building an event,
+ * copies, queries) and the NCCL communicator queries and
+ * ncclCommGetAsyncError: also forward unchanged, without building an event,
  * when no running analyzer handles this kind of call (a2a_kind_wanted).
  * That test comes first, before errno is touched: with the kind off
  * (A2ACHECK_CHECKS=-all) the wrapper is its frame's setup, a few loads and
@@ -215,8 +216,9 @@ int a2a_shim_query_device(void);
   a2a_shim_event_init(&ev, (evkind), (apiname), __builtin_return_address(0))
 
 /* The same without zeroing the union (96 bytes): for the hot wrappers
- * (the CUDA ones, ncclSend/ncclRecv, the group calls), which fill every
- * member of their kind's union member themselves. */
+ * (the CUDA ones, the NCCL operations, group calls, communicator queries
+ * and ncclCommGetAsyncError), which fill every member of their kind's
+ * union member themselves (a query's kind has none). */
 #define A2A_EVENT_HOT(ev, evkind, apiname)                                    \
   a2a_event ev;                                                               \
   a2a_shim_event_head(&ev, (evkind), (apiname), __builtin_return_address(0))

@@ -41,12 +41,10 @@ static int config_blocking(const ncclConfig_t *config)
 /* A COMM_INIT event whose POST may carry a new communicator. */
 static inline bool init_ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
 
-static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
+/* What every NCCL event carries beyond the shim's head: the communicator,
+ * the stream, the call site, and the note that NCCL calls reach us. */
+static inline void nccl_event_comm(a2a_event *ev, void *comm, cudaStream_t stream)
 {
-  /* Only where the device is recorded or compared (a2a_shim_query_device). */
-  if (ev->kind == A2A_EV_COMM_INIT || ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P ||
-      ev->kind == A2A_EV_ALLOC)
-    ev->device = a2a_shim_query_device();
   ev->comm = comm;
   ev->stream = (void *)stream;
   /* From Python, the site is (the innermost user Python frame, the native
@@ -56,22 +54,41 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
   a2a_rt_note_nccl_call();
 }
 
-/* The operation and group wrappers know their event kind at compile time:
- * they dispatch with the hot wrappers' A2A_PRE_HOT / A2A_POST_END_HOT
+static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
+{
+  /* Only where the device is recorded or compared (a2a_shim_query_device). */
+  if (ev->kind == A2A_EV_COMM_INIT || ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P ||
+      ev->kind == A2A_EV_ALLOC)
+    ev->device = a2a_shim_query_device();
+  nccl_event_comm(ev, comm, stream);
+}
+
+/* The operation and group wrappers, the communicator queries and
+ * ncclCommGetAsyncError know their event kind at compile time: they
+ * dispatch with the hot wrappers' A2A_PRE_HOT / A2A_POST_END_HOT
  * (intercept.h) - a2a_dispatch_hot instead of a2a_dispatch_inline, the same
  * handlers in the same order (the shut list only omits gated handlers that
  * would return at their own gate test: see a2a_analyzer.pre_gate), the
  * activity store with the kind's bits known, the handler list's address a
  * constant - and without reading the clock: t_ns is 0, as a2a_event.h
  * documents for these kinds (no analyzer reads the time of an NCCL
- * operation or group call; perf_comm times operations with CUDA events),
- * where two clock reads per call were a tenth of a grouped send's cost.
- * Their POST begins with A2A_POST_BEGIN_NCCL (an NCCL result may be
+ * operation, group call, query or async-error poll; perf_comm times
+ * operations with CUDA events; the cross-rank analyzer's polling episodes
+ * start at a not-ready stream or event query, never at an async-error
+ * poll), where two clock reads per call were a tenth of a grouped send's
+ * cost. Their POST begins with A2A_POST_BEGIN_NCCL (an NCCL result may be
  * ncclInProgress: a2a_event_set_result's values, the kind known). They
  * declare their event with A2A_EVENT_HOT (no zeroing of the union): each
  * fills every member of its kind's union member (u.coll: all seven; u.p2p:
- * is_send, buff, count, dtype, peer; u.group: simulate), and the handlers
- * read the union only through the member of the event's kind. */
+ * is_send, buff, count, dtype, peer; u.group: simulate; u.async_err:
+ * async_error; a query has none), and the handlers read the union only
+ * through the member of the event's kind. The queries and the async-error
+ * poll are forwarded without an event while no analyzer handles their kind
+ * (A2A_PASS_THROUGH_UNLESS_WANTED): then nothing would read it, nor its
+ * seq (an analyzer that reads the threads' activity makes every kind
+ * wanted); the NCCL call is not noted then (a2a_rt_note_nccl_call), but
+ * the communicator a query names was created through a wrapper that noted
+ * its creation (A2A_EV_COMM_INIT is always wanted). */
 
 /* NCCL's group depth on this thread (see group_track below). */
 static _Thread_local int tls_group_depth;
@@ -151,17 +168,22 @@ A2A_PUBLIC const char *ncclGetErrorString(ncclResult_t result)
   return s;
 }
 
+/* A communicator query (A2A_EV_COMM_QUERY; its result `r_`). */
+#define A2A_COMM_QUERY_WRAP(name, ret, r_, ...)                               \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_COMM_QUERY, name, __VA_ARGS__);     \
+    A2A_EVENT_HOT(ev, A2A_EV_COMM_QUERY, #name);                              \
+    nccl_event_comm(&ev, (void *)comm, NULL);                                 \
+    A2A_PRE_HOT(ev, A2A_EV_COMM_QUERY, 0);                                    \
+    ret r = A2A_REAL(name)(__VA_ARGS__);                                      \
+    A2A_POST_BEGIN_NCCL(ev, (r_), A2A_EV_COMM_QUERY);                         \
+    A2A_POST_END_HOT(ev, A2A_EV_COMM_QUERY);                                  \
+    return r;                                                                 \
+  }
+
+/* The event's result is 0: the function returns a string. */
 A2A_PUBLIC const char *ncclGetLastError(ncclComm_t comm)
-{
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetLastError, comm);
-  A2A_EVENT(ev, A2A_EV_COMM_QUERY, "ncclGetLastError");
-  nccl_event(&ev, comm, NULL);
-  A2A_PRE(ev);
-  const char *s = A2A_REAL(ncclGetLastError)(comm);
-  A2A_POST_BEGIN(ev, 0);
-  A2A_POST_END(ev);
-  return s;
-}
+    A2A_COMM_QUERY_WRAP(ncclGetLastError, const char *, 0, comm)
 
 A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
 {
@@ -181,14 +203,16 @@ A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
 __attribute__((noinline)) static ncclResult_t comm_get_async_error(ncclComm_t comm,
                                                                    ncclResult_t *asyncError)
 {
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclCommGetAsyncError, comm, asyncError);
-  A2A_EVENT(ev, A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError");
-  nccl_event(&ev, comm, NULL);
-  A2A_PRE(ev);
+  A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_COMM_ASYNC_ERROR, ncclCommGetAsyncError, comm,
+                                 asyncError);
+  A2A_EVENT_HOT(ev, A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError");
+  nccl_event_comm(&ev, comm, NULL);
+  ev.u.async_err.async_error = 0; /* valid at POST only; 0 as the zeroed event had it */
+  A2A_PRE_HOT(ev, A2A_EV_COMM_ASYNC_ERROR, 0);
   ncclResult_t r = A2A_REAL(ncclCommGetAsyncError)(comm, asyncError);
-  A2A_POST_BEGIN(ev, r);
+  A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_COMM_ASYNC_ERROR);
   ev.u.async_err.async_error = (r == ncclSuccess && asyncError) ? (int)*asyncError : -1;
-  A2A_POST_END(ev);
+  A2A_POST_END_HOT(ev, A2A_EV_COMM_ASYNC_ERROR);
   return r;
 }
 
@@ -385,24 +409,13 @@ A2A_PUBLIC ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
 /* ------------------------------------------------------------------ */
 /* Communicator queries */
 
-#define A2A_COMM_QUERY_WRAP(name, outp)                                       \
-  {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, comm, outp);                        \
-    A2A_EVENT(ev, A2A_EV_COMM_QUERY, #name);                                  \
-    nccl_event(&ev, (void *)comm, NULL);                                      \
-    A2A_PRE(ev);                                                              \
-    ncclResult_t r = A2A_REAL(name)(comm, outp);                              \
-    A2A_POST_BEGIN(ev, r);                                                    \
-    A2A_POST_END(ev);                                                         \
-    return r;                                                                 \
-  }
-
+/* A2A_COMM_QUERY_WRAP: above, with ncclGetLastError. */
 A2A_PUBLIC ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
-    A2A_COMM_QUERY_WRAP(ncclCommCount, count)
+    A2A_COMM_QUERY_WRAP(ncclCommCount, ncclResult_t, r, comm, count)
 A2A_PUBLIC ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
-    A2A_COMM_QUERY_WRAP(ncclCommCuDevice, device)
+    A2A_COMM_QUERY_WRAP(ncclCommCuDevice, ncclResult_t, r, comm, device)
 A2A_PUBLIC ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
-    A2A_COMM_QUERY_WRAP(ncclCommUserRank, rank)
+    A2A_COMM_QUERY_WRAP(ncclCommUserRank, ncclResult_t, r, comm, rank)
 
 /* ------------------------------------------------------------------ */
 /* Buffer and window registration */

@@ -121,6 +121,11 @@ exec "$@" "$dir"
     CHECK --expect group.use-after-destroy:error=1 --only
           --stack-has group.use-after-destroy=main)
   a2a_local_test(group.use-after-destroy.fixed group_use_after_destroy fixed CHECK --none)
+  # ncclCommCount and ncclCommGetAsyncError after the destroy: one finding
+  # per call site (the queries' hot wrappers).
+  a2a_local_test(group.use-after-destroy.query group_use_after_destroy query
+    CHECK --expect group.use-after-destroy:error=2 --only
+          --stack-has group.use-after-destroy=main)
   a2a_local_test(group.concurrent-use.buggy group_concurrent_use buggy
     CHECK --expect group.concurrent-use:error=1 --only --stack-has group.concurrent-use=thread_b)
   a2a_local_test(group.concurrent-use.fixed group_concurrent_use fixed CHECK --none)

@@ -81,13 +81,32 @@ int pncclCommSplit(comm_t comm, int color, int key, comm_t *newcomm, void *confi
 
 int pncclCommCount(comm_t comm, int *n);
 int ncclCommCount(comm_t comm, int *n) ALIAS(ncclCommCount);
-int pncclCommCount(comm_t comm, int *n) { *n = 3; return 0; }
+int pncclCommCount(comm_t comm, int *n)
+{
+  fake_state_v.errno_at_entry = errno;
+  errno = 1235; /* the application must see what the library left */
+  if (!comm) return 4; /* ncclInvalidArgument */
+  *n = 3;
+  return 0;
+}
 int pncclCommUserRank(comm_t comm, int *r);
 int ncclCommUserRank(comm_t comm, int *r) ALIAS(ncclCommUserRank);
 int pncclCommUserRank(comm_t comm, int *r) { *r = 1; return 0; }
 int pncclCommCuDevice(comm_t comm, int *d);
 int ncclCommCuDevice(comm_t comm, int *d) ALIAS(ncclCommCuDevice);
 int pncclCommCuDevice(comm_t comm, int *d) { *d = 5; return 0; }
+
+/* The asynchronous error of comm: its address' low three bits. */
+int pncclCommGetAsyncError(comm_t comm, int *e);
+int ncclCommGetAsyncError(comm_t comm, int *e) ALIAS(ncclCommGetAsyncError);
+int pncclCommGetAsyncError(comm_t comm, int *e)
+{
+  fake_state_v.errno_at_entry = errno;
+  errno = 1236;
+  if (!comm || !e) return 4;
+  *e = (int)((size_t)comm & 7);
+  return 0;
+}
 
 int pncclGroupStart(void);
 int ncclGroupStart(void) ALIAS(ncclGroupStart);

@@ -109,6 +109,43 @@ __attribute__((noinline)) ncclResult_t shim_test_call_send(ncclComm_t comm)
   return r;
 }
 
+__attribute__((noinline)) ncclResult_t shim_test_call_count(ncclComm_t comm, int *n);
+__attribute__((noinline)) ncclResult_t shim_test_call_count(ncclComm_t comm, int *n)
+{
+  ncclResult_t r = ncclCommCount(comm, n);
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+__attribute__((noinline)) ncclResult_t shim_test_call_async(ncclComm_t comm, ncclResult_t *e);
+__attribute__((noinline)) ncclResult_t shim_test_call_async(ncclComm_t comm, ncclResult_t *e)
+{
+  ncclResult_t r = ncclCommGetAsyncError(comm, e);
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+/* The fields every NCCL query or async-error event carries (the hot
+ * wrappers fill them without zeroing the event: A2A_EVENT_HOT). */
+static void check_query_event(const a2a_event *e, a2a_kind kind, const char *api, void *comm,
+                              a2a_phase phase, const char *site)
+{
+  ck_assert_int_eq(e->kind, kind);
+  ck_assert_str_eq(e->api, api);
+  ck_assert_int_eq(e->phase, phase);
+  ck_assert_ptr_eq(e->comm, comm);
+  ck_assert_ptr_null(e->stream);
+  ck_assert_int_eq(e->per_thread, 0);
+  ck_assert_int_eq(e->thread, 1);
+  ck_assert_int_eq(e->device, 0);
+  ck_assert(e->t_ns == 0); /* not timed (a2a_event.h) */
+  if (site) {
+    Dl_info info;
+    ck_assert(dladdr(e->callsite, &info));
+    ck_assert_str_eq(info.dli_sname, site);
+  }
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 START_TEST(send_event_fields_and_callsite)
@@ -181,6 +218,101 @@ START_TEST(recv_and_group_events_and_results)
     ck_assert_int_eq(post->ok, 1);
     ck_assert_int_eq(post->in_progress, 0);
   }
+}
+END_TEST
+
+/* A communicator query (the hot wrapper A2A_COMM_QUERY_WRAP): one event
+ * per phase with the communicator and the caller's site, the result and
+ * ok as a2a_event_set_result gives them, the out-parameter, NCCL's return
+ * value and errno as the library left it. */
+START_TEST(query_events_fields_and_results)
+{
+  int n = 0;
+  errno = 41;
+  ck_assert_int_eq(shim_test_call_count((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 41);
+  ck_assert_int_eq(errno, 1235);
+  ck_assert_int_eq(n, 3);
+  errno = 42;
+  ck_assert_int_eq(shim_test_call_count(NULL, &n), ncclInvalidArgument);
+  ck_assert_int_eq(fake->errno_at_entry, 42);
+  ck_assert_int_eq(errno, 1235);
+  ck_assert_int_eq(nevents, 4);
+  for (int i = 0; i < 4; i++)
+    check_query_event(&events[i], A2A_EV_COMM_QUERY, "ncclCommCount",
+                      i < 2 ? (void *)0x5000 : NULL, i & 1 ? A2A_POST : A2A_PRE,
+                      "shim_test_call_count");
+  ck_assert_int_eq(events[1].result, ncclSuccess);
+  ck_assert_int_eq(events[1].ok, 1);
+  ck_assert_int_eq(events[1].in_progress, 0);
+  ck_assert_int_eq(events[3].result, ncclInvalidArgument);
+  ck_assert_int_eq(events[3].ok, 0);
+  ck_assert_int_eq(events[3].in_progress, 0);
+  ck_assert_uint_eq(events[0].seq + 1, events[2].seq); /* one seq per call */
+  ck_assert_int_eq(nccl_calls, 2);
+  /* The others of the same body. */
+  ck_assert_int_eq(ncclCommUserRank((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(n, 1);
+  check_query_event(&events[5], A2A_EV_COMM_QUERY, "ncclCommUserRank", (void *)0x5000, A2A_POST,
+                    NULL);
+  ck_assert_int_eq(ncclCommCuDevice((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(n, 5);
+  check_query_event(&events[7], A2A_EV_COMM_QUERY, "ncclCommCuDevice", (void *)0x5000, A2A_POST,
+                    NULL);
+  ck_assert_int_eq(nevents, 8);
+}
+END_TEST
+
+/* ncclCommGetAsyncError (the analyzed call behind its pass-through front):
+ * the error it wrote at POST (-1 when the call failed), 0 at PRE. */
+START_TEST(async_error_events_fields_and_results)
+{
+  ncclResult_t a = ncclSuccess;
+  errno = 43;
+  ck_assert_int_eq(shim_test_call_async((ncclComm_t)0x5006, &a), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 43);
+  ck_assert_int_eq(errno, 1236);
+  ck_assert_int_eq(a, ncclRemoteError); /* 6 */
+  errno = 44;
+  ck_assert_int_eq(shim_test_call_async(NULL, &a), ncclInvalidArgument);
+  ck_assert_int_eq(errno, 1236);
+  ck_assert_int_eq(nevents, 4);
+  for (int i = 0; i < 4; i++)
+    check_query_event(&events[i], A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError",
+                      i < 2 ? (void *)0x5006 : NULL, i & 1 ? A2A_POST : A2A_PRE,
+                      "shim_test_call_async");
+  ck_assert_int_eq(events[0].u.async_err.async_error, 0);
+  ck_assert_int_eq(events[1].u.async_err.async_error, ncclRemoteError);
+  ck_assert_int_eq(events[1].result, ncclSuccess);
+  ck_assert_int_eq(events[1].ok, 1);
+  ck_assert_int_eq(events[3].u.async_err.async_error, -1);
+  ck_assert_int_eq(events[3].result, ncclInvalidArgument);
+  ck_assert_int_eq(events[3].ok, 0);
+  ck_assert_int_eq(nccl_calls, 2);
+}
+END_TEST
+
+/* A query or async-error poll of a kind no analyzer handles is forwarded
+ * without an event (A2A_PASS_THROUGH_UNLESS_WANTED), unchanged. */
+START_TEST(unwanted_query_kinds_pass_through)
+{
+  atomic_store(&a2a_kinds_wanted,
+               ~(A2A_KIND_BIT(A2A_EV_COMM_QUERY) | A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR)));
+  int n = 0;
+  ncclResult_t a = ncclSuccess;
+  errno = 45;
+  ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 45);
+  ck_assert_int_eq(errno, 1235);
+  ck_assert_int_eq(n, 3);
+  ck_assert_int_eq(ncclCommGetAsyncError((ncclComm_t)0x5005, &a), ncclSuccess);
+  ck_assert_int_eq(a, 5);
+  ck_assert_int_eq(errno, 1236);
+  ck_assert_int_eq(nevents, 0);
+  ck_assert_int_eq(a2a_rt_t.depth, 0); /* the guard was left */
+  atomic_store(&a2a_kinds_wanted, ~0ull);
+  ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(nevents, 2);
 }
 END_TEST
 
@@ -385,6 +517,9 @@ static Suite *wrap_suite(void)
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, send_event_fields_and_callsite);
   tcase_add_test(tc, recv_and_group_events_and_results);
+  tcase_add_test(tc, query_events_fields_and_results);
+  tcase_add_test(tc, async_error_events_fields_and_results);
+  tcase_add_test(tc, unwanted_query_kinds_pass_through);
   tcase_add_test(tc, errno_is_the_applications_and_the_librarys);
   tcase_add_test(tc, inner_nccl_calls_pass_through);
   tcase_add_test(tc, init_all_posts_once_per_comm);
