@@ -556,9 +556,13 @@ void gm_query_pre(const a2a_event *ev) {
   if (!a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY)) return;
   /* check_use's verdict for a known communicator in a valid state (a
    * NULL handle has no record: check_use returns for it), without its
-   * dispatch on the kind. */
+   * dispatch on the kind; an active one, the rule, is a valid use for
+   * every kind (bad_state) and needs no test of the kind either. */
   a2a_comm *c = a2a_comm_lookup(ev->comm);
-  if (c && !bad_state(ev, atomic_load(&c->state))) return;
+  if (c) {
+    int st = atomic_load_explicit(&c->state, memory_order_relaxed);
+    if (st == A2A_COMM_ACTIVE || !bad_state(ev, st)) return;
+  }
   check_use(ev, NULL);
 }
 

@@ -546,6 +546,32 @@ START_TEST(queries_after_finalize_and_destroy) {
 }
 END_TEST
 
+/* The same after ncclCommRevoke (allowed: only new operations are not)
+ * and ncclCommAbort (freed): gm_query_pre's verdict per state. */
+START_TEST(queries_after_revoke_and_abort) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  a2a_event q = ev_make(A2A_EV_COMM_QUERY);
+  q.api = "ncclCommUserRank";
+  q.comm = comm;
+  q.callsite = (const void *)0x7101;
+  a2a_event e = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  e.api = "ncclCommGetAsyncError";
+  e.comm = comm;
+  e.callsite = (const void *)0x7102;
+  comm_end(comm, A2A_END_REVOKE, 0);
+  ev_dispatch(&q, 0);
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  comm_end(comm, A2A_END_ABORT, 0);
+  ev_dispatch(&q, 0);
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 2);
+  ck_assert_uint_eq(collector_count_prefix("group."), 2);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.use-after-destroy")->details,
+                               "\"state\":\"aborted\""));
+}
+END_TEST
+
 START_TEST(split_of_aborted_parent) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   comm_end(comm, A2A_END_ABORT, 0);
@@ -1167,6 +1193,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, held_memo_ends_with_the_group);
   tcase_add_test(tc, later_mismatches_still_list_their_device);
   tcase_add_test(tc, queries_after_finalize_and_destroy);
+  tcase_add_test(tc, queries_after_revoke_and_abort);
   tcase_add_test(tc, comm_past_the_held_capacity_is_released_at_its_post);
   tcase_add_test(tc, op_after_async_error);
   tcase_add_test(tc, threads_with_their_own_comms_are_silent);
