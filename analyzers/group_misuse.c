@@ -403,7 +403,12 @@ static void async_post(const a2a_event *ev, const a2a_comm *c) {
   if (!c || c->serial >= GM_MAX_COMMS || ev->result != 0) return;
   int e = ev->u.async_err.async_error;
   if (e == 0) {
-    atomic_store(&gm_async[c->serial], 0);
+    /* The rule, at every poll of a loop: nothing recorded, nothing to
+     * write (not storing the 0 it read is storing it then; no reader
+     * depends on what this thread wrote before), so that polling threads
+     * do not take the table's line from each other at every poll. */
+    if (atomic_load_explicit(&gm_async[c->serial], memory_order_relaxed) != 0)
+      atomic_store(&gm_async[c->serial], 0);
   } else if (e != A2A_NCCL_IN_PROGRESS) {
     atomic_store(&g_async_site[c->serial], ev->callsite);
     atomic_store(&gm_async[c->serial], e);

@@ -711,6 +711,21 @@ START_TEST(op_after_async_error) {
 }
 END_TEST
 
+/* A poll that finds no error clears what an earlier one recorded (the
+ * recorder writes the table only when it holds something to clear). */
+START_TEST(async_error_cleared_by_a_clean_poll) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  async_query(comm, 6);
+  async_query(comm, 0);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  async_query(comm, 0); /* nothing recorded, nothing to clear */
+  async_query(comm, 5);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ck_assert_uint_eq(collector_count("group.async-error"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.async-error")->details, "\"async_error\":5"));
+}
+END_TEST
 
 /* ---------------- an open group's later operations (the memo of held) ----------------
  * Inside a group, an operation on a communicator the thread already holds
@@ -1196,6 +1211,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, queries_after_revoke_and_abort);
   tcase_add_test(tc, comm_past_the_held_capacity_is_released_at_its_post);
   tcase_add_test(tc, op_after_async_error);
+  tcase_add_test(tc, async_error_cleared_by_a_clean_poll);
   tcase_add_test(tc, threads_with_their_own_comms_are_silent);
   tcase_add_test(tc, fork_child_forgets_other_threads_groups);
   tcase_add_test(tc, invalid_init_arguments_are_not_a_duplicate);
