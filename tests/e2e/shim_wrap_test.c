@@ -146,6 +146,25 @@ static void check_query_event(const a2a_event *e, a2a_kind kind, const char *api
   }
 }
 
+/* The four events of a call on comm that succeeded, then one on NULL that
+ * NCCL refused (ncclInvalidArgument), both made from `site`: the fields,
+ * and the result, ok and in_progress as a2a_event_set_result gives them. */
+static void check_ok_then_refused(a2a_kind kind, const char *api, void *comm, const char *site)
+{
+  ck_assert_int_eq(nevents, 4);
+  for (int i = 0; i < 4; i++)
+    check_query_event(&events[i], kind, api, i < 2 ? comm : NULL, i & 1 ? A2A_POST : A2A_PRE,
+                      site);
+  ck_assert_int_eq(events[1].result, ncclSuccess);
+  ck_assert_int_eq(events[1].ok, 1);
+  ck_assert_int_eq(events[1].in_progress, 0);
+  ck_assert_int_eq(events[3].result, ncclInvalidArgument);
+  ck_assert_int_eq(events[3].ok, 0);
+  ck_assert_int_eq(events[3].in_progress, 0);
+  ck_assert_uint_eq(events[0].seq + 1, events[2].seq); /* one seq per call */
+  ck_assert_int_eq(nccl_calls, 2);
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 START_TEST(send_event_fields_and_callsite)
@@ -237,19 +256,8 @@ START_TEST(query_events_fields_and_results)
   ck_assert_int_eq(shim_test_call_count(NULL, &n), ncclInvalidArgument);
   ck_assert_int_eq(fake->errno_at_entry, 42);
   ck_assert_int_eq(errno, 1235);
-  ck_assert_int_eq(nevents, 4);
-  for (int i = 0; i < 4; i++)
-    check_query_event(&events[i], A2A_EV_COMM_QUERY, "ncclCommCount",
-                      i < 2 ? (void *)0x5000 : NULL, i & 1 ? A2A_POST : A2A_PRE,
-                      "shim_test_call_count");
-  ck_assert_int_eq(events[1].result, ncclSuccess);
-  ck_assert_int_eq(events[1].ok, 1);
-  ck_assert_int_eq(events[1].in_progress, 0);
-  ck_assert_int_eq(events[3].result, ncclInvalidArgument);
-  ck_assert_int_eq(events[3].ok, 0);
-  ck_assert_int_eq(events[3].in_progress, 0);
-  ck_assert_uint_eq(events[0].seq + 1, events[2].seq); /* one seq per call */
-  ck_assert_int_eq(nccl_calls, 2);
+  check_ok_then_refused(A2A_EV_COMM_QUERY, "ncclCommCount", (void *)0x5000,
+                        "shim_test_call_count");
   /* The others of the same body. */
   ck_assert_int_eq(ncclCommUserRank((ncclComm_t)0x5000, &n), ncclSuccess);
   ck_assert_int_eq(n, 1);
@@ -276,19 +284,11 @@ START_TEST(async_error_events_fields_and_results)
   errno = 44;
   ck_assert_int_eq(shim_test_call_async(NULL, &a), ncclInvalidArgument);
   ck_assert_int_eq(errno, 1236);
-  ck_assert_int_eq(nevents, 4);
-  for (int i = 0; i < 4; i++)
-    check_query_event(&events[i], A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError",
-                      i < 2 ? (void *)0x5006 : NULL, i & 1 ? A2A_POST : A2A_PRE,
-                      "shim_test_call_async");
+  check_ok_then_refused(A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError", (void *)0x5006,
+                        "shim_test_call_async");
   ck_assert_int_eq(events[0].u.async_err.async_error, 0);
   ck_assert_int_eq(events[1].u.async_err.async_error, ncclRemoteError);
-  ck_assert_int_eq(events[1].result, ncclSuccess);
-  ck_assert_int_eq(events[1].ok, 1);
   ck_assert_int_eq(events[3].u.async_err.async_error, -1);
-  ck_assert_int_eq(events[3].result, ncclInvalidArgument);
-  ck_assert_int_eq(events[3].ok, 0);
-  ck_assert_int_eq(nccl_calls, 2);
 }
 END_TEST
 

@@ -513,29 +513,38 @@ START_TEST(unknown_handle) {
 }
 END_TEST
 
+/* A query's or async-error poll's event on comm from site. */
+static a2a_event comm_call(a2a_kind kind, const char *api, void *comm, uintptr_t site) {
+  a2a_event ev = ev_make(kind);
+  ev.api = api;
+  ev.comm = comm;
+  ev.callsite = (const void *)site;
+  return ev;
+}
+
 /* Communicator queries and ncclCommGetAsyncError (group_local's per-kind
- * handlers for them): allowed after ncclCommFinalize, a use after destroy
- * once the communicator is freed. */
-START_TEST(queries_after_finalize_and_destroy) {
+ * handlers for them), per loop index: allowed before the end and after
+ * ncclCommFinalize (0) or ncclCommRevoke (1), a use after destroy once
+ * the communicator is freed by ncclCommDestroy (0) or ncclCommAbort (1). */
+START_TEST(queries_after_end) {
+  static const a2a_end_how allowed[2] = {A2A_END_FINALIZE, A2A_END_REVOKE};
+  static const a2a_end_how freed[2] = {A2A_END_DESTROY, A2A_END_ABORT};
+  static const char *const state[2] = {"\"state\":\"destroyed\"", "\"state\":\"aborted\""};
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
-  a2a_event q = ev_make(A2A_EV_COMM_QUERY);
-  q.api = "ncclCommCount";
-  q.comm = comm;
-  q.callsite = (const void *)0x7001;
-  a2a_event e = ev_make(A2A_EV_COMM_ASYNC_ERROR);
-  e.api = "ncclCommGetAsyncError";
-  e.comm = comm;
-  e.callsite = (const void *)0x7002;
+  a2a_event q = comm_call(A2A_EV_COMM_QUERY, _i ? "ncclCommUserRank" : "ncclCommCount", comm,
+                          0x7001);
+  a2a_event e = comm_call(A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError", comm, 0x7002);
   ev_dispatch(&q, 0);
   ev_dispatch(&e, 0);
-  comm_end(comm, A2A_END_FINALIZE, 0);
+  comm_end(comm, allowed[_i], 0);
   ev_dispatch(&q, 0);
   ev_dispatch(&e, 0);
   ck_assert_uint_eq(collector_count_prefix("group."), 0);
-  comm_end(comm, A2A_END_DESTROY, 0);
+  comm_end(comm, freed[_i], 0);
   ev_dispatch(&q, 0);
   ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
   ck_assert_ptr_eq(collector_find("group.use-after-destroy")->site, (const void *)0x7001);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.use-after-destroy")->details, state[_i]));
   ev_dispatch(&e, 0);
   ck_assert_uint_eq(collector_count("group.use-after-destroy"), 2);
   /* A handle no init returned. */
@@ -543,32 +552,7 @@ START_TEST(queries_after_finalize_and_destroy) {
   q.callsite = (const void *)0x7003;
   ev_dispatch(&q, 0);
   ck_assert_uint_eq(collector_count("group.use-after-destroy"), 3);
-}
-END_TEST
-
-/* The same after ncclCommRevoke (allowed: only new operations are not)
- * and ncclCommAbort (freed): gm_query_pre's verdict per state. */
-START_TEST(queries_after_revoke_and_abort) {
-  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
-  a2a_event q = ev_make(A2A_EV_COMM_QUERY);
-  q.api = "ncclCommUserRank";
-  q.comm = comm;
-  q.callsite = (const void *)0x7101;
-  a2a_event e = ev_make(A2A_EV_COMM_ASYNC_ERROR);
-  e.api = "ncclCommGetAsyncError";
-  e.comm = comm;
-  e.callsite = (const void *)0x7102;
-  comm_end(comm, A2A_END_REVOKE, 0);
-  ev_dispatch(&q, 0);
-  ev_dispatch(&e, 0);
-  ck_assert_uint_eq(collector_count_prefix("group."), 0);
-  comm_end(comm, A2A_END_ABORT, 0);
-  ev_dispatch(&q, 0);
-  ev_dispatch(&e, 0);
-  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 2);
-  ck_assert_uint_eq(collector_count_prefix("group."), 2);
-  ck_assert_ptr_nonnull(strstr(collector_find("group.use-after-destroy")->details,
-                               "\"state\":\"aborted\""));
+  ck_assert_uint_eq(collector_count_prefix("group."), 3);
 }
 END_TEST
 
@@ -1207,8 +1191,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, multi_device_group_ops_after_the_mismatch);
   tcase_add_test(tc, held_memo_ends_with_the_group);
   tcase_add_test(tc, later_mismatches_still_list_their_device);
-  tcase_add_test(tc, queries_after_finalize_and_destroy);
-  tcase_add_test(tc, queries_after_revoke_and_abort);
+  tcase_add_loop_test(tc, queries_after_end, 0, 2);
   tcase_add_test(tc, comm_past_the_held_capacity_is_released_at_its_post);
   tcase_add_test(tc, op_after_async_error);
   tcase_add_test(tc, async_error_cleared_by_a_clean_poll);
