@@ -2232,7 +2232,8 @@ __attribute__((noinline)) static void pending_apply_multi(thread_state *ts, uint
  *    argument still maps to the timeline it did (tl_of), the same
  *    distinct timelines in the same order; none capturing (group_memo_multi
  *    and the replay both require it), so group_join ticks and joins all of
- *    them - it is the very function pending_apply_multi calls - and each
+ *    them - it is the very function pending_apply_multi calls, or
+ *    join_ticks where that is all group_join would do - and each
  *    clock has only grown since (a timeline's clock is reset only when it
  *    is recycled, which advances g_tl_epoch);
  *  - the ranges: each entry's range still live with exactly the entry's
@@ -2320,6 +2321,31 @@ static void group_memo_multi(thread_state *ts, const int *tls, const int *stream
   ts->rp_n = (uint8_t)n;
 }
 
+/* group_join(st, ns) for distinct timelines none of which captures, when
+ * it only ticks them: every one non-blocking and holding the host clock
+ * (enqueue_edges does nothing for it), and all their clocks equal (the
+ * last group's join left them so, and nothing joined into one of them
+ * since). Then each tick raises one own entry, the join of the ticked
+ * clocks is the common clock with every one of those entries raised, and
+ * each clock becomes that: here, each clock's entry of each timeline
+ * raised by one. False, with nothing changed, when a condition fails.
+ * (The clocks are compared over g_ntl entries, which is all group_join
+ * reads and writes.) */
+static bool join_ticks(const int *st, int ns) {
+  const uint32_t *vc0 = g_tl[st[0]].vc;
+  size_t bytes = (size_t)g_ntl * sizeof vc0[0];
+  for (int k = 0; k < ns; k++) {
+    const timeline *t = &g_tl[st[k]];
+    if (t->host_ver != g_host_ver || t->kind != TL_NONBLOCKING) return false;
+    if (k > 0 && memcmp(t->vc, vc0, bytes) != 0) return false;
+  }
+  for (int k = 0; k < ns; k++) {
+    uint32_t *vc = g_tl[st[k]].vc;
+    for (int j = 0; j < ns; j++) vc[st[j]]++;
+  }
+  return true;
+}
+
 /* Caller holds g_mu; ts->npending == ts->rp_n != 0, ts->rp_ns != 0. True
  * when the group was replayed (see "Repeated groups on several streams"),
  * false with nothing changed. */
@@ -2331,7 +2357,7 @@ static bool group_replay_multi(thread_state *ts) {
   for (int i = 0; i < n; i++)
     if (ts->rp_slot[i] != HB_SLOT_USE && !memo_holds(ts->rp_r[i], &ts->p[i], ts->rp_use[i]))
       return false;
-  group_join(ts->rp_st, ns);
+  if (!join_ticks(ts->rp_st, ns)) group_join(ts->rp_st, ns);
   uint64_t u = g_use;
   for (int i = 0; i < n; i++) {
     range *r = ts->rp_r[i];

@@ -1939,11 +1939,14 @@ static void *dsend(int d) { return (void *)(SEG + 0x20000 + 0x2000 * (uintptr_t)
 static void *drecv(int d) { return (void *)(SEG + 0x21000 + 0x2000 * (uintptr_t)d); }
 static const void *dsite(int d) { return (const void *)(0x2400 + (uintptr_t)d); }
 
-static void multi_setup(void) {
+/* (Device 0's stream created with d0_flags, the others non-blocking.) */
+static void multi_setup_d0(unsigned d0_flags) {
   setup();
   stream_create(S_COMP, NONBLOCKING);
-  for (int d = 0; d < NDEV; d++) stream_create(dstream(d), NONBLOCKING);
+  for (int d = 0; d < NDEV; d++) stream_create(dstream(d), d ? NONBLOCKING : d0_flags);
 }
+
+static void multi_setup(void) { multi_setup_d0(NONBLOCKING); }
 
 static void multi_group(bool in_place) {
   group(A2A_EV_GROUP_START);
@@ -1988,16 +1991,20 @@ START_TEST(grouped_multi_replay_keeps_findings) {
     multi_group(false);
     multi_sync();
   }
-  multi_group(false); /* replayed, in flight: epoch 5 of each device's stream */
+  /* Replayed back to back (as nccl-tests posts them): the first joins the
+   * host's clock (group_join), the second only ticks (join_ticks); in
+   * flight: epoch 6 of each device's stream. */
+  multi_group(false);
+  multi_group(false);
   ck_assert_int_eq(stream_findings(), 0);
   launch_fill(dstream(0), drecv(1), (void *)0x3001); /* the join orders it */
   ck_assert_int_eq(stream_findings(), 0);
   launch_fill(S_COMP, drecv(2), (void *)0x3002);
   ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
-  ck_assert(details_have("\"epoch\":5"));
+  ck_assert(details_have("\"epoch\":6"));
   memop(A2A_EV_MEMSET, dsend(1), NULL, NBYTES, 0, 1, S_COMP);
   ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
-  ck_assert(details_have("\"site_symbol\":\"0x2401\",\"epoch\":5"));
+  ck_assert(details_have("\"site_symbol\":\"0x2401\",\"epoch\":6"));
   ck_assert_int_eq(stream_findings(), 2);
   /* Waiting for device 3's stream orders S_COMP after the whole group. */
   void *done = (void *)0xea;
@@ -2006,6 +2013,58 @@ START_TEST(grouped_multi_replay_keeps_findings) {
   launch_fill(S_COMP, drecv(0), (void *)0x3003);
   memop(A2A_EV_MEMSET, dsend(2), NULL, NBYTES, 0, 1, S_COMP);
   ck_assert_int_eq(stream_findings(), 2);
+}
+END_TEST
+
+/* The replay's join is group_join's, also when it is more than ticks
+ * (join_ticks declines): a stream that waited for another's work since
+ * the last group, or a blocking stream (joined with the legacy stream's
+ * work), carries that work into every stream of the group. Y: a buffer
+ * outside the group, tracked. */
+#define YBUF ((void *)(SEG + 0x40000))
+START_TEST(grouped_multi_replay_joins_what_one_stream_waited_for) {
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  send_on(S_COMP, YBUF, NBYTES / 4, (void *)0x2700);
+  for (int i = 0; i < 3; i++) { /* the second records the replay, the third replays */
+    multi_group(false);
+    multi_sync();
+  }
+  multi_group(false); /* (joins the host's clock: the next one could only tick) */
+  void *done = (void *)0xeb;
+  launch_fill(S_COMP, YBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, done, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, dstream(1), 0);
+  multi_group(false);
+  send_on(dstream(0), YBUF, NBYTES / 4, (void *)0x2701); /* after the kernel, through the join */
+  ck_assert_int_eq(stream_findings(), 0);
+  multi_sync();
+  multi_group(false);
+  launch_fill(S_COMP, YBUF, (void *)0x3000); /* and without the wait */
+  multi_group(false);
+  send_on(dstream(0), YBUF, NBYTES / 4, (void *)0x2701);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+START_TEST(grouped_multi_replay_joins_the_legacy_stream) {
+  multi_setup_d0(0); /* device 0's stream blocking */
+  multi_group(false);
+  multi_sync();
+  send_on(S_COMP, YBUF, NBYTES / 4, (void *)0x2700);
+  launch_fill(STREAM_LEGACY_HANDLE, YBUF, (void *)0x3000); /* its timeline before the replay */
+  stream_ev(A2A_EV_STREAM_SYNC, STREAM_LEGACY_HANDLE, 0);
+  for (int i = 0; i < 3; i++) {
+    multi_group(false);
+    multi_sync();
+  }
+  multi_group(false); /* (joins the host's clock: the next one could only tick) */
+  launch_fill(STREAM_LEGACY_HANDLE, YBUF, (void *)0x3000);
+  multi_group(false); /* device 0's part after the legacy stream's kernel */
+  send_on(dstream(1), YBUF, NBYTES / 4, (void *)0x2701);
+  ck_assert_int_eq(stream_findings(), 0);
 }
 END_TEST
 
@@ -3218,6 +3277,8 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_replay_refused_for_a_new_stream);
   tcase_add_test(tc, grouped_replay_refused_while_capturing);
   tcase_add_test(tc, grouped_multi_replay_keeps_findings);
+  tcase_add_test(tc, grouped_multi_replay_joins_what_one_stream_waited_for);
+  tcase_add_test(tc, grouped_multi_replay_joins_the_legacy_stream);
   tcase_add_test(tc, grouped_multi_in_place_replay_keeps_findings);
   tcase_add_test(tc, grouped_multi_alltoall_replay_keeps_findings);
   tcase_add_test(tc, grouped_multi_replay_refused_after_range_change);
