@@ -1976,6 +1976,17 @@ static bool details_have(const char *text) {
   return false;
 }
 
+/* Reading device d's receive buffer on S_COMP is reported: the group that
+ * writes it is in flight, its access at `epoch` of the device's stream. */
+static void multi_recv_in_flight(int d, int epoch) {
+  int before = (int)collector_count("stream.unsynced-output");
+  memop(A2A_EV_MEMCPY, (void *)0x1234, drecv(d), 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), before + 1);
+  char want[32];
+  snprintf(want, sizeof want, "\"epoch\":%d", epoch);
+  ck_assert(details_have(want));
+}
+
 /* A replayed group is in flight with its own epochs, and joined: a kernel
  * on one device's stream after it is ordered after every device's part,
  * one on a stream outside it is not (until it waits for one of the
@@ -2081,9 +2092,7 @@ START_TEST(grouped_multi_in_place_replay_keeps_findings) {
   ck_assert_int_eq(stream_findings(), 0);
   launch_fill(dstream(3), drecv(0), (void *)0x3001); /* the join orders it */
   ck_assert_int_eq(stream_findings(), 0);
-  memop(A2A_EV_MEMCPY, (void *)0x1234, drecv(2), 64, A2A_CPY_D2H, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
-  ck_assert(details_have("\"epoch\":5"));
+  multi_recv_in_flight(2, 5);
   ck_assert_int_eq(stream_findings(), 1);
 }
 END_TEST
@@ -2102,9 +2111,7 @@ START_TEST(grouped_multi_alltoall_replay_keeps_findings) {
   ck_assert_int_eq(stream_findings(), 0);
   memop(A2A_EV_MEMSET, dsend(3), NULL, NBYTES, 0, 1, S_COMP);
   ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
-  memop(A2A_EV_MEMCPY, (void *)0x1234, drecv(1), 64, A2A_CPY_D2H, 1, S_COMP);
-  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
-  ck_assert(details_have("\"epoch\":5"));
+  multi_recv_in_flight(1, 5);
   ck_assert_int_eq(stream_findings(), 2);
 }
 END_TEST
@@ -2281,6 +2288,11 @@ START_TEST(grouped_send_on_default_stream_warns) {
   send_on(NULL, SENDBUF, 16, (void *)0x4000);
   group(A2A_EV_GROUP_END);
   ck_assert_int_eq(collector_count("stream.default-stream"), 1);
+  /* A grouped collective too. */
+  group(A2A_EV_GROUP_START);
+  allreduce_on(STREAM_LEGACY_HANDLE, SENDBUF, RECVBUF, 16);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 2);
 }
 END_TEST
 
