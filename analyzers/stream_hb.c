@@ -80,6 +80,7 @@
 #define PARAM_SCAN_MAX 4096 /* bytes scanned per kernel parameter */
 #define KERNEL_MAX_HITS 16  /* distinct ranges one launch may touch */
 #define STACK_RING 256
+#define RP_MAX 16 /* entries of a replayed group (see "Repeated groups") */
 
 /* cudaStreamLegacy / cudaStreamPerThread (driver_types.h). */
 #define STREAM_LEGACY ((void *)0x1)
@@ -195,12 +196,16 @@ typedef struct thread_state {
    * found for the thread's first two entries (see range_memo). */
   uint16_t rmemo[2];
   /* The replay of the thread's last group (see "Repeated groups"): its
-   * first rp_n entries (0: none) are the ones the group end applied last
-   * through comm_fast_pend, on timeline rp_s while g_tl_epoch was
-   * rp_epoch; entry k's range rp_r[k] then had last_use rp_use[k], and its
-   * access went into slot rp_slot[k] (HB_SLOT_USE: the range's use only). */
+   * first rp_n entries (0: none) are the ones the group end applied last,
+   * while g_tl_epoch was rp_epoch: through comm_fast_pend on timeline rp_s
+   * (rp_ns 0), or through pending_apply_multi on the rp_ns timelines
+   * rp_st, entry k on rp_tl[k] (see "Repeated groups on several
+   * streams"). Entry k's range rp_r[k] then had last_use rp_use[k], and
+   * its access went into slot rp_slot[k] (HB_SLOT_USE: the range's use
+   * only). */
   uint8_t rp_n;
-  int8_t rp_slot[2];
+  uint8_t rp_ns;
+  int8_t rp_slot[RP_MAX];
   /* The first rep_n entries of p are an earlier group's, none merged into,
    * each with the site cache's stack (none with stacks off): an operation
    * equal to entry npending is that entry (pending_repeat). Cleared when an
@@ -209,8 +214,10 @@ typedef struct thread_state {
   int rep_n;
   int rp_s;
   uint64_t rp_epoch;
-  range *rp_r[2];
-  uint64_t rp_use[2];
+  range *rp_r[RP_MAX];
+  uint64_t rp_use[RP_MAX];
+  int rp_tl[RP_MAX];
+  int rp_st[RP_MAX];
   pending p[MAX_PENDING];
 } thread_state;
 
@@ -2054,66 +2061,6 @@ __attribute__((noinline)) static void pending_access_one(pending *arr, int npend
   pending_access(arr, npending, NULL, NULL, s, clk);
 }
 
-/* pending_apply for accesses on several streams. */
-__attribute__((noinline)) static void pending_apply_multi(pending *arr, int npending,
-                                                          uint32_t thread) {
-  int tls[MAX_PENDING];
-  uint32_t clk[MAX_PENDING];
-  int streams[MAX_PENDING], nstreams = 0;
-  uint64_t seen[(MAX_TL + 63) / 64] = {0}; /* the timelines in streams[] */
-  for (int i = 0; i < npending; i++) {
-    pending *p = &arr[i];
-    if (i > 0 && same_stream(&arr[i - 1], p)) { /* the same timeline, in streams[] */
-      tls[i] = tls[i - 1];
-      continue;
-    }
-    int s = tl_of(p->stream, p->per_thread, thread, p->device);
-    tls[i] = s;
-    if (s < 0) return;
-    uint64_t bit = 1ull << (s & 63);
-    if (!(seen[s >> 6] & bit)) {
-      seen[s >> 6] |= bit;
-      streams[nstreams++] = s;
-    }
-  }
-  /* NCCL launches a group spanning several streams as one unit: every
-   * stream waits for the others before and after. Join first, so the
-   * group's own accesses are not reported against each other (overlaps
-   * inside a group are layout.overlap's business). (Several stream
-   * arguments may still name one timeline: then there is nothing to join,
-   * its own clock already is the join.) */
-  if (nstreams == 1) {
-    if (!g_tl[streams[0]].capturing) {
-      enqueue_edges(streams[0]);
-      tick(streams[0]);
-    }
-  } else {
-    /* joined: the join of the non-capturing streams' clocks after their
-     * edges and ticks (enqueue_edges(s) changes only s's clock, so each
-     * is final once ticked); it starts as the first one's (the join of
-     * zeros and it). Each of those clocks is then joined (it is at most
-     * joined, so it becomes joined: a copy); a capturing stream's clock
-     * is joined with it. vc_join and the copies cover g_ntl entries. */
-    uint32_t joined[MAX_TL];
-    size_t bytes = (size_t)g_ntl * sizeof joined[0];
-    bool any = false;
-    for (int k = 0; k < nstreams; k++) {
-      if (g_tl[streams[k]].capturing) continue;
-      enqueue_edges(streams[k]);
-      tick(streams[k]);
-      if (any) vc_join(joined, g_tl[streams[k]].vc);
-      else memcpy(joined, g_tl[streams[k]].vc, bytes);
-      any = true;
-    }
-    for (int k = 0; any && k < nstreams; k++) {
-      if (g_tl[streams[k]].capturing) vc_join(g_tl[streams[k]].vc, joined);
-      else memcpy(g_tl[streams[k]].vc, joined, bytes);
-    }
-  }
-  for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
-  pending_access(arr, npending, tls, clk, 0, 0);
-}
-
 /* Repeated groups. A program posts the same group step after step (the
  * same operations on the same buffers and stream); when the group end
  * applied its entries through comm_fast_pend, the thread keeps what that
@@ -2150,6 +2097,7 @@ static void group_memo_set(thread_state *ts, int n, int s, range *const *rr, con
     if (slot[k] == -1 || p->nops != 1 || (!p->stk && a2a_opt->stack_depth > 0)) return;
   }
   ts->rp_s = s;
+  ts->rp_ns = 0;
   ts->rp_epoch = g_tl_epoch;
   for (int k = 0; k < n; k++) {
     ts->rp_r[k] = rr[k];
@@ -2191,6 +2139,236 @@ static inline bool group_replay(thread_state *ts) {
   return true;
 }
 
+/* NCCL launches a group spanning several streams as one unit: every
+ * stream waits for the others before and after. The rest of
+ * pending_apply_multi's timelines: the nstreams distinct timelines
+ * streams[] (in the order of their first entry) each get their enqueue
+ * edges and tick, then are joined. (Several stream arguments may still
+ * name one timeline: then there is nothing to join, its own clock already
+ * is the join.) Caller holds g_mu. */
+static inline __attribute__((always_inline)) void group_join(const int *streams, int nstreams) {
+  if (nstreams == 1) {
+    if (!g_tl[streams[0]].capturing) {
+      enqueue_edges(streams[0]);
+      tick(streams[0]);
+    }
+    return;
+  }
+  /* joined: the join of the non-capturing streams' clocks after their
+   * edges and ticks (enqueue_edges(s) changes only s's clock, so each
+   * is final once ticked); it starts as the first one's (the join of
+   * zeros and it). Each of those clocks is then joined (it is at most
+   * joined, so it becomes joined: a copy); a capturing stream's clock
+   * is joined with it. vc_join and the copies cover g_ntl entries. */
+  uint32_t joined[MAX_TL];
+  size_t bytes = (size_t)g_ntl * sizeof joined[0];
+  bool any = false;
+  for (int k = 0; k < nstreams; k++) {
+    if (g_tl[streams[k]].capturing) continue;
+    enqueue_edges(streams[k]);
+    tick(streams[k]);
+    if (any) vc_join(joined, g_tl[streams[k]].vc);
+    else memcpy(joined, g_tl[streams[k]].vc, bytes);
+    any = true;
+  }
+  for (int k = 0; any && k < nstreams; k++) {
+    if (g_tl[streams[k]].capturing) vc_join(g_tl[streams[k]].vc, joined);
+    else memcpy(g_tl[streams[k]].vc, joined, bytes);
+  }
+}
+
+static void group_memo_multi(thread_state *ts, const int *tls, const int *streams, int nstreams);
+
+/* pending_apply for accesses on several streams: join them first
+ * (group_join), so the group's own accesses are not reported against
+ * each other (overlaps inside a group are layout.overlap's business), then
+ * the accesses; the replay of the group is kept when it can be (see
+ * "Repeated groups on several streams"). */
+__attribute__((noinline)) static void pending_apply_multi(thread_state *ts, uint32_t thread) {
+  pending *arr = ts->p;
+  int npending = ts->npending;
+  int tls[MAX_PENDING];
+  uint32_t clk[MAX_PENDING];
+  int streams[MAX_PENDING], nstreams = 0;
+  uint64_t seen[(MAX_TL + 63) / 64] = {0}; /* the timelines in streams[] */
+  for (int i = 0; i < npending; i++) {
+    pending *p = &arr[i];
+    if (i > 0 && same_stream(&arr[i - 1], p)) { /* the same timeline, in streams[] */
+      tls[i] = tls[i - 1];
+      continue;
+    }
+    int s = tl_of(p->stream, p->per_thread, thread, p->device);
+    tls[i] = s;
+    if (s < 0) return;
+    uint64_t bit = 1ull << (s & 63);
+    if (!(seen[s >> 6] & bit)) {
+      seen[s >> 6] |= bit;
+      streams[nstreams++] = s;
+    }
+  }
+  group_join(streams, nstreams);
+  for (int i = 0; i < npending; i++) clk[i] = g_tl[tls[i]].vc[tls[i]];
+  pending_access(arr, npending, tls, clk, 0, 0);
+  group_memo_multi(ts, tls, streams, nstreams);
+}
+
+/* Repeated groups on several streams. The group of nccl-tests' `-g`
+ * mode (one process, several devices: one outer group around each
+ * device's send and receive, or all-to-all, on its own stream) spans
+ * several streams, and the program posts it step after step. After
+ * pending_apply_multi applied such a group, the thread keeps its
+ * timelines, and per entry its timeline, range, the range's last_use and
+ * the slot the access went into (group_memo_multi); the next group made
+ * of the same entries is replayed (group_replay_multi): group_join on the
+ * same timelines, then for each entry in order its range's use and its
+ * access's new epoch (its timeline's own clock entry after the join) in
+ * the slot it took. Exact when the replay's tests hold, because then
+ * pending_apply_multi would do just that:
+ *  - the entries: as for one stream (see "Repeated groups": pending_repeat
+ *    kept each one, unmerged, with the site cache's stack or none with
+ *    stacks off - group_memo_multi requires all of them - and any change
+ *    clears rp_n);
+ *  - the timelines: g_tl_epoch unchanged, so every entry's stream
+ *    argument still maps to the timeline it did (tl_of), the same
+ *    distinct timelines in the same order; none capturing (group_memo_multi
+ *    and the replay both require it), so group_join ticks and joins all of
+ *    them - it is the very function pending_apply_multi calls, or
+ *    join_ticks where that is all group_join would do - and each
+ *    clock has only grown since (a timeline's clock is reset only when it
+ *    is recycled, which advances g_tl_epoch);
+ *  - the ranges: each entry's range still live with exactly the entry's
+ *    bounds and its last_use unchanged, so its history is the one the
+ *    last group left (see "Repeated groups"), which group_memo_multi
+ *    found all ordered before the entry's timeline's clock then, hence
+ *    before it now; so pending_access finds that range for the entry
+ *    (hinted or exact: no split, merge, insertion, recent copy or page
+ *    mark, g_nranges and the bounds left alone) and takes access_range's
+ *    all-ordered branch, with no finding. The ranges are distinct across
+ *    entries but for an in-place pair (a read, then a write of the same
+ *    bounds on the same timeline): pending_access then only uses the
+ *    range for the read (HB_SLOT_USE), and the write is checked as any;
+ *    so one entry's access never changes another's range;
+ *  - the slots: a write (covering: its bounds are the range's) replaces
+ *    the history with its access alone - group_memo_multi found the
+ *    history exactly that access, in slot 0; a read goes to the entry of
+ *    its timeline and class (one per pair: acc_add keeps them unique),
+ *    replacing it since the new epoch is larger - group_memo_multi found
+ *    that entry to be exactly the read's access. Either way the slot
+ *    differs from the new access only in its epoch, and each entry's use
+ *    is the next ++g_use, in entry order.
+ * What differs: the range hints and tl_of's cache (lookup costs, never a
+ * result) are not refreshed. The pool nearly full (range_hinted declines),
+ * a capturing timeline, more than RP_MAX entries, and any entry the tests
+ * above do not cover are left to pending_apply_multi. */
+
+/* Whether slot e holds exactly the access pending_access would build for
+ * entry p at epoch clk of timeline s (its stack the site cache's). */
+static bool acc_is_entry(const access *e, const pending *p, int s, uint32_t clk) {
+  return e->clk == clk && e->tl == (uint16_t)s && e->flags == (uint8_t)(p->flags | F_COMM) &&
+         e->kind == AK_COMM && e->nops == p->nops && e->site == p->site && e->what == p->what &&
+         e->comm == p->comm && e->stk == p->stk && e->stack == -1 && e->stack_gen == 0;
+}
+
+/* After pending_apply_multi applied ts's entries on timelines tls[] (the
+ * distinct ones: streams[0..nstreams)): keep the replay when every test
+ * of "Repeated groups on several streams" holds; else none (rp_n 0, as
+ * pending_apply left it). Caller holds g_mu. */
+static void group_memo_multi(thread_state *ts, const int *tls, const int *streams, int nstreams) {
+  int n = ts->npending;
+  if (n > RP_MAX || g_nr + 3 > MAX_RANGES) return;
+  for (int k = 0; k < nstreams; k++)
+    if (g_tl[streams[k]].capturing) return;
+  range *rr[RP_MAX];
+  int slot[RP_MAX];
+  for (int i = 0; i < n; i++) {
+    const pending *p = &ts->p[i];
+    if (p->nops != 1 || p->stk == &p->scratch || (!p->stk && a2a_opt->stack_depth > 0)) return;
+    int s = tls[i];
+    range *r = range_hinted(p->lo, p->hi);
+    if (!r) r = range_containing(p->lo);
+    if (!r || r->lo != p->lo || r->hi != p->hi) return;
+    rr[i] = r;
+    const pending *w = i + 1 < n ? &ts->p[i + 1] : NULL;
+    if (p->flags == F_READ && w && w->flags == F_WRITE && w->lo == p->lo && w->hi == p->hi &&
+        tls[i + 1] == s) {
+      slot[i] = HB_SLOT_USE; /* (its range is checked as entry i + 1's) */
+      continue;
+    }
+    if (!all_ordered(r, g_tl[s].vc)) return;
+    uint32_t clk = g_tl[s].vc[s];
+    int k = 0;
+    if (p->flags == F_WRITE) {
+      if (r->nacc != 1) return;
+    } else {
+      while (k < r->nacc && !(r->acc[k].tl == s && acc_class(&r->acc[k]) == 2)) k++;
+      if (k == r->nacc) return;
+    }
+    if (!acc_is_entry(&r->acc[k], p, s, clk)) return;
+    slot[i] = k;
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (rr[i] == rr[j] && !(j == i + 1 && slot[i] == HB_SLOT_USE)) return;
+  ts->rp_ns = (uint8_t)nstreams;
+  for (int k = 0; k < nstreams; k++) ts->rp_st[k] = streams[k];
+  ts->rp_epoch = g_tl_epoch;
+  for (int i = 0; i < n; i++) {
+    ts->rp_r[i] = rr[i];
+    ts->rp_slot[i] = (int8_t)slot[i];
+    ts->rp_tl[i] = tls[i];
+    ts->rp_use[i] = rr[i]->last_use;
+  }
+  ts->rp_n = (uint8_t)n;
+}
+
+/* group_join(st, ns) for distinct timelines none of which captures, when
+ * it only ticks them: every one non-blocking and holding the host clock
+ * (enqueue_edges does nothing for it), and all their clocks equal (the
+ * last group's join left them so, and nothing joined into one of them
+ * since). Then each tick raises one own entry, the join of the ticked
+ * clocks is the common clock with every one of those entries raised, and
+ * each clock becomes that: here, each clock's entry of each timeline
+ * raised by one. False, with nothing changed, when a condition fails.
+ * (The clocks are compared over g_ntl entries, which is all group_join
+ * reads and writes.) */
+static bool join_ticks(const int *st, int ns) {
+  const uint32_t *vc0 = g_tl[st[0]].vc;
+  size_t bytes = (size_t)g_ntl * sizeof vc0[0];
+  for (int k = 0; k < ns; k++) {
+    const timeline *t = &g_tl[st[k]];
+    if (t->host_ver != g_host_ver || t->kind != TL_NONBLOCKING) return false;
+    if (k > 0 && memcmp(t->vc, vc0, bytes) != 0) return false;
+  }
+  for (int k = 0; k < ns; k++) {
+    uint32_t *vc = g_tl[st[k]].vc;
+    for (int j = 0; j < ns; j++) vc[st[j]]++;
+  }
+  return true;
+}
+
+/* Caller holds g_mu; ts->npending == ts->rp_n != 0, ts->rp_ns != 0. True
+ * when the group was replayed (see "Repeated groups on several streams"),
+ * false with nothing changed. */
+static bool group_replay_multi(thread_state *ts) {
+  int n = ts->rp_n, ns = ts->rp_ns;
+  if (ts->rp_epoch != g_tl_epoch || g_nr + 3 > MAX_RANGES) return false;
+  for (int k = 0; k < ns; k++)
+    if (g_tl[ts->rp_st[k]].capturing) return false;
+  for (int i = 0; i < n; i++)
+    if (ts->rp_slot[i] != HB_SLOT_USE && !memo_holds(ts->rp_r[i], &ts->p[i], ts->rp_use[i]))
+      return false;
+  if (!join_ticks(ts->rp_st, ns)) group_join(ts->rp_st, ns);
+  uint64_t u = g_use;
+  for (int i = 0; i < n; i++) {
+    range *r = ts->rp_r[i];
+    r->last_use = ts->rp_use[i] = ++u;
+    int k = ts->rp_slot[i], s = ts->rp_tl[i];
+    if (k >= 0) r->acc[k].clk = g_tl[s].vc[s];
+  }
+  g_use = u;
+  return true;
+}
+
 /* Enqueue the pending accesses of ts (the outermost ncclGroupEnd).
  * Caller holds g_mu. The common case, every access on one stream
  * argument, needs no per-access timeline or epoch: one lookup, one set of
@@ -2204,7 +2382,7 @@ static void pending_apply(thread_state *ts, uint32_t thread) {
   const pending *p0 = &arr[0];
   for (int i = 1; i < npending; i++)
     if (!same_stream(&arr[i], p0)) {
-      pending_apply_multi(arr, npending, thread);
+      pending_apply_multi(ts, thread);
       return;
     }
   int s = tl_of(p0->stream, p0->per_thread, thread, p0->device);
@@ -3269,7 +3447,8 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
   if (!ev->u.group.simulate && ev->ok && ts->npending) {
     report_q q;
     hb_lock(&q);
-    if (ts->npending != ts->rp_n || !group_replay(ts)) pending_apply(ts, ev->thread);
+    if (ts->npending != ts->rp_n || !(ts->rp_ns ? group_replay_multi(ts) : group_replay(ts)))
+      pending_apply(ts, ev->thread);
     hb_unlock(&q);
   }
   pending_repeat_set(ts);

@@ -1927,6 +1927,319 @@ START_TEST(grouped_replay_refused_while_capturing) {
 }
 END_TEST
 
+/* Repeated groups on several streams (group_replay_multi): nccl-tests'
+ * `-g 4` step - one outer group around, per device d, a group of a send of
+ * dsend(d) (or, in place, of drecv(d)) and a receive into drecv(d) on
+ * stream dstream(d). The streams are made before anything is tracked, so
+ * their timelines start at the first group: group i (from 0) is epoch
+ * i + 1 of each of them. */
+#define NDEV 4
+static void *dstream(int d) { return (void *)(0x6100 + 0x100 * (uintptr_t)d); }
+static void *dsend(int d) { return (void *)(SEG + 0x20000 + 0x2000 * (uintptr_t)d); }
+static void *drecv(int d) { return (void *)(SEG + 0x21000 + 0x2000 * (uintptr_t)d); }
+static const void *dsite(int d) { return (const void *)(0x2400 + (uintptr_t)d); }
+
+/* (Device 0's stream created with d0_flags, the others non-blocking.) */
+static void multi_setup_d0(unsigned d0_flags) {
+  setup();
+  stream_create(S_COMP, NONBLOCKING);
+  for (int d = 0; d < NDEV; d++) stream_create(dstream(d), d ? NONBLOCKING : d0_flags);
+}
+
+static void multi_setup(void) { multi_setup_d0(NONBLOCKING); }
+
+static void multi_group(bool in_place) {
+  group(A2A_EV_GROUP_START);
+  for (int d = 0; d < NDEV; d++) {
+    group(A2A_EV_GROUP_START);
+    send_on(dstream(d), in_place ? drecv(d) : dsend(d), NBYTES / 4, dsite(d));
+    recv_on(dstream(d), drecv(d), NBYTES / 4);
+    group(A2A_EV_GROUP_END);
+  }
+  group(A2A_EV_GROUP_END);
+}
+
+/* The host waits for every device's stream, and for S_COMP (whose
+ * timeline is made by the first of these, while ranges are tracked: made
+ * later, it would advance the timelines' epoch, which alone refuses a
+ * replay). */
+static void multi_sync(void) {
+  for (int d = 0; d < NDEV; d++) stream_ev(A2A_EV_STREAM_SYNC, dstream(d), 0);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0);
+}
+
+/* Whether some finding's details name an earlier access with this text
+ * (e.g. a site and an epoch). */
+static bool details_have(const char *text) {
+  for (size_t i = 0; i < collector_total(); i++)
+    if (strstr(collector_get(i)->details, text)) return true;
+  return false;
+}
+
+/* Reading device d's receive buffer on S_COMP is reported: the group that
+ * writes it is in flight, its access at `epoch` of the device's stream. */
+static void multi_recv_in_flight(int d, int epoch) {
+  int before = (int)collector_count("stream.unsynced-output");
+  memop(A2A_EV_MEMCPY, (void *)0x1234, drecv(d), 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), before + 1);
+  char want[32];
+  snprintf(want, sizeof want, "\"epoch\":%d", epoch);
+  ck_assert(details_have(want));
+}
+
+/* A replayed group is in flight with its own epochs, and joined: a kernel
+ * on one device's stream after it is ordered after every device's part,
+ * one on a stream outside it is not (until it waits for one of the
+ * group's streams). The send of device 1 shares its range's history with
+ * an earlier kernel (the replay's slot is the read's, not slot 0). */
+START_TEST(grouped_multi_replay_keeps_findings) {
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  launch_fill(S_COMP, dsend(1), (void *)0x3000); /* before the next groups, ordered */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0);
+  for (int i = 1; i < 4; i++) { /* the second records the replay, the others replay */
+    multi_group(false);
+    multi_sync();
+  }
+  /* Replayed back to back (as nccl-tests posts them): the first joins the
+   * host's clock (group_join), the second only ticks (join_ticks); in
+   * flight: epoch 6 of each device's stream. */
+  multi_group(false);
+  multi_group(false);
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(dstream(0), drecv(1), (void *)0x3001); /* the join orders it */
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_COMP, drecv(2), (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert(details_have("\"epoch\":6"));
+  memop(A2A_EV_MEMSET, dsend(1), NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert(details_have("\"site_symbol\":\"0x2401\",\"epoch\":6"));
+  ck_assert_int_eq(stream_findings(), 2);
+  /* Waiting for device 3's stream orders S_COMP after the whole group. */
+  void *done = (void *)0xea;
+  event_ev(A2A_EV_EVENT_RECORD, done, dstream(3), 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMP, 0);
+  launch_fill(S_COMP, drecv(0), (void *)0x3003);
+  memop(A2A_EV_MEMSET, dsend(2), NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 2);
+}
+END_TEST
+
+/* The replay's join is group_join's, also when it is more than ticks
+ * (join_ticks declines): a stream that waited for another's work since
+ * the last group, or a blocking stream (joined with the legacy stream's
+ * work), carries that work into every stream of the group. Y: a buffer
+ * outside the group, tracked. */
+#define YBUF ((void *)(SEG + 0x40000))
+START_TEST(grouped_multi_replay_joins_what_one_stream_waited_for) {
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  send_on(S_COMP, YBUF, NBYTES / 4, (void *)0x2700);
+  for (int i = 0; i < 3; i++) { /* the second records the replay, the third replays */
+    multi_group(false);
+    multi_sync();
+  }
+  multi_group(false); /* (joins the host's clock: the next one could only tick) */
+  void *done = (void *)0xeb;
+  launch_fill(S_COMP, YBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, done, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, dstream(1), 0);
+  multi_group(false);
+  send_on(dstream(0), YBUF, NBYTES / 4, (void *)0x2701); /* after the kernel, through the join */
+  ck_assert_int_eq(stream_findings(), 0);
+  multi_sync();
+  multi_group(false);
+  launch_fill(S_COMP, YBUF, (void *)0x3000); /* and without the wait */
+  multi_group(false);
+  send_on(dstream(0), YBUF, NBYTES / 4, (void *)0x2701);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+START_TEST(grouped_multi_replay_joins_the_legacy_stream) {
+  multi_setup_d0(0); /* device 0's stream blocking */
+  multi_group(false);
+  multi_sync();
+  send_on(S_COMP, YBUF, NBYTES / 4, (void *)0x2700);
+  launch_fill(STREAM_LEGACY_HANDLE, YBUF, (void *)0x3000); /* its timeline before the replay */
+  stream_ev(A2A_EV_STREAM_SYNC, STREAM_LEGACY_HANDLE, 0);
+  for (int i = 0; i < 3; i++) {
+    multi_group(false);
+    multi_sync();
+  }
+  multi_group(false); /* (joins the host's clock: the next one could only tick) */
+  launch_fill(STREAM_LEGACY_HANDLE, YBUF, (void *)0x3000);
+  multi_group(false); /* device 0's part after the legacy stream's kernel */
+  send_on(dstream(1), YBUF, NBYTES / 4, (void *)0x2701);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+/* In place on every device (a send and a receive of drecv(d)): the replay
+ * only uses the range for the read, and the write carries the replayed
+ * group's epoch. */
+START_TEST(grouped_multi_in_place_replay_keeps_findings) {
+  multi_setup();
+  for (int i = 0; i < 4; i++) {
+    multi_group(true);
+    multi_sync();
+  }
+  multi_group(true);
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(dstream(3), drecv(0), (void *)0x3001); /* the join orders it */
+  ck_assert_int_eq(stream_findings(), 0);
+  multi_recv_in_flight(2, 5);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* A grouped all-to-all per device (nccl-tests' alltoall_perf -g 4): its
+ * send and receive ranges, replayed, are in flight after the group. */
+START_TEST(grouped_multi_alltoall_replay_keeps_findings) {
+  multi_setup();
+  for (int i = 0; i < 5; i++) {
+    if (i) multi_sync();
+    group(A2A_EV_GROUP_START);
+    for (int d = 0; d < NDEV; d++) /* 4 ranks: NBYTES / 4 each way */
+      coll_on(dstream(d), A2A_COLL_ALLTOALL, dsend(d), drecv(d), NBYTES / 16, -1);
+    group(A2A_EV_GROUP_END);
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, dsend(3), NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  multi_recv_in_flight(1, 5);
+  ck_assert_int_eq(stream_findings(), 2);
+}
+END_TEST
+
+/* A range changed between two repeats is not replayed: a kernel on
+ * another stream writing device 2's receive buffer (ordered after the
+ * group by the host's wait, not before the next group) is checked against
+ * the next group's receive; a send of half of device 1's send buffer
+ * splits its range, and the next group's send reads it whole again. */
+START_TEST(grouped_multi_replay_refused_after_range_change) {
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  multi_group(false); /* replayable from here */
+  multi_sync();
+  launch_fill(S_COMP, drecv(2), (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+  multi_group(false);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-input")->message, "kernel fill"));
+
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  multi_group(false);
+  multi_sync();
+  send_on(dstream(1), dsend(1), NBYTES / 8, (void *)0x2500); /* the first half */
+  stream_ev(A2A_EV_STREAM_SYNC, dstream(1), 0);
+  multi_group(false);
+  memop(A2A_EV_MEMSET, (char *)dsend(1) + NBYTES / 2, NULL, NBYTES / 2, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert(details_have("\"site_symbol\":\"0x2401\""));
+}
+END_TEST
+
+/* A group whose send found an unordered producer (a kernel on another
+ * stream writing device 2's send buffer, never waited for) keeps it in
+ * the range's history (a read supersedes nothing; the host never waits
+ * for S_OTHER): the group is not
+ * replayed from there, and each later group's send is checked against it
+ * again. */
+START_TEST(grouped_multi_replay_refused_after_unordered_history) {
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  multi_group(false);
+  multi_sync();
+  stream_create(S_OTHER, NONBLOCKING);
+  launch_fill(S_OTHER, dsend(2), (void *)0x3000);
+  for (int i = 1; i <= 3; i++) {
+    multi_group(false);
+    multi_sync();
+    ck_assert_int_eq(collector_count("stream.unsynced-input"), i);
+  }
+  ck_assert_int_eq(stream_findings(), 3);
+}
+END_TEST
+
+/* A group posted while one of its streams captures is not replayed: that
+ * stream's accesses are skipped, the others' are made. */
+START_TEST(grouped_multi_replay_refused_while_capturing) {
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  multi_group(false);
+  multi_sync();
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, dstream(2), 0);
+  multi_group(false);
+  stream_ev(A2A_EV_GRAPH_CAPTURE_END, dstream(2), 0);
+  memop(A2A_EV_MEMSET, dsend(2), NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, dsend(0), NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* ... and its capturing stream's ranges are not used by it: they stay the
+ * least recently used, the first the full pool forgets (the group's other
+ * ranges are kept, in flight). */
+START_TEST(grouped_multi_capture_leaves_range_use) {
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  multi_group(false);
+  multi_sync();
+  stream_ev(A2A_EV_GRAPH_CAPTURE_BEGIN, dstream(2), 0);
+  multi_group(false);
+  stream_ev(A2A_EV_GRAPH_CAPTURE_END, dstream(2), 0);
+  uintptr_t fresh = 0x90000000;
+  while (stream_hb_range_count() < STREAM_HB_MAX_RANGES - 2) { /* the pool nearly full */
+    send_on(S_COMP, (void *)fresh, 16, (void *)0x2600);
+    fresh += 0x1000;
+  }
+  for (int i = 0; i < 2; i++) { /* each forgets the least recently used range */
+    send_on(S_COMP, (void *)fresh, 16, (void *)0x2600);
+    fresh += 0x1000;
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  memop(A2A_EV_MEMSET, dsend(0), NULL, NBYTES, 0, 1, S_COMP);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, drecv(0), 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+}
+END_TEST
+
+/* A device's stream destroyed and created again with the same handle is a
+ * new timeline: the next group is not replayed on the old one (the host's
+ * wait for the new stream alone orders that device's part). */
+START_TEST(grouped_multi_replay_refused_for_a_new_stream) {
+  multi_setup();
+  multi_group(false);
+  multi_sync();
+  multi_group(false);
+  multi_sync();
+  a2a_event d = ev_make(A2A_EV_STREAM_DESTROY);
+  d.stream = dstream(1);
+  ev_dispatch(&d, 0);
+  stream_create(dstream(1), NONBLOCKING);
+  multi_group(false);
+  stream_ev(A2A_EV_STREAM_SYNC, dstream(1), 0);
+  memop(A2A_EV_MEMSET, dsend(1), NULL, NBYTES, 0, 1, S_COMP);
+  memop(A2A_EV_MEMCPY, (void *)0x1234, drecv(1), 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 /* Copies go the locked way exactly while a capture is open (one counter,
  * g_copy_locked, for hb_case_copy's tests of captures and of the analyzer
  * being disabled): up at a capture's begin, down at its end. */
@@ -1975,6 +2288,11 @@ START_TEST(grouped_send_on_default_stream_warns) {
   send_on(NULL, SENDBUF, 16, (void *)0x4000);
   group(A2A_EV_GROUP_END);
   ck_assert_int_eq(collector_count("stream.default-stream"), 1);
+  /* A grouped collective too. */
+  group(A2A_EV_GROUP_START);
+  allreduce_on(STREAM_LEGACY_HANDLE, SENDBUF, RECVBUF, 16);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 2);
 }
 END_TEST
 
@@ -2970,6 +3288,16 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_replay_needs_the_same_entries);
   tcase_add_test(tc, grouped_replay_refused_for_a_new_stream);
   tcase_add_test(tc, grouped_replay_refused_while_capturing);
+  tcase_add_test(tc, grouped_multi_replay_keeps_findings);
+  tcase_add_test(tc, grouped_multi_replay_joins_what_one_stream_waited_for);
+  tcase_add_test(tc, grouped_multi_replay_joins_the_legacy_stream);
+  tcase_add_test(tc, grouped_multi_in_place_replay_keeps_findings);
+  tcase_add_test(tc, grouped_multi_alltoall_replay_keeps_findings);
+  tcase_add_test(tc, grouped_multi_replay_refused_after_range_change);
+  tcase_add_test(tc, grouped_multi_replay_refused_after_unordered_history);
+  tcase_add_test(tc, grouped_multi_replay_refused_while_capturing);
+  tcase_add_test(tc, grouped_multi_capture_leaves_range_use);
+  tcase_add_test(tc, grouped_multi_replay_refused_for_a_new_stream);
   tcase_add_test(tc, copies_locked_while_capturing);
   suite_add_tcase(s, tc);
   return s;
