@@ -770,15 +770,19 @@ __attribute__((noinline)) static bool defer_unit(uint32_t thread, uint64_t strea
 static inline void close_prep(tslot *t, uint32_t thread, uint64_t stream, void *rawstream,
                               int device, unit_close *u) {
   u->device = (int16_t)(device < 0 ? 0 : device);
-  /* Back-to-back units on one stream: the thread's newest run is this
-   * stream's (runs are unique per stream and device), nothing was
-   * destroyed and no capture began since - exactly defer_unit's outcome,
-   * without its search. */
-  if (t && t->ndfr > 0 && stream != 0 && stream != 2) {
-    const struct dfr *d = &t->dfr[t->ndfr - 1];
-    if (d->stream == stream && d->device == device &&
-        !atomic_load_explicit(&g_capturing, memory_order_relaxed) &&
-        atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) == d->gen) {
+  /* A unit on a stream the thread has a run on (back-to-back units on
+   * one stream; a group over several streams - nccl-tests' one stream per
+   * device - closes one unit per stream, each into its stream's run),
+   * nothing destroyed and no capture begun since the run began: exactly
+   * defer_unit's outcome - its search, in its order (the first run of the
+   * stream and device), finds the same run, skips the destroyed test
+   * (generation unchanged) and joins it - without its call. */
+  if (t && stream != 0 && stream != 2 &&
+      !atomic_load_explicit(&g_capturing, memory_order_relaxed)) {
+    for (int i = 0; i < t->ndfr; i++) {
+      const struct dfr *d = &t->dfr[i];
+      if (d->stream != stream || d->device != device) continue;
+      if (atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) != d->gen) break;
       u->event = NULL;
       u->run = d->run;
       u->gen = d->gen;
