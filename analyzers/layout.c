@@ -957,6 +957,21 @@ static inline unsigned replay_match(const ly_thread *t, const a2a_event *ev) {
   return k < g->n && opkey_match(t, &g->ops[k], ev) ? m : 0;
 }
 
+/* The replay cursor (ly_thread.rk, rkend) from gmask and nops: the next
+ * operation of gmask's slot when it holds one, else none. Several slots
+ * (a group's first operations, when several groups are remembered) are
+ * compared by replay_match_slots. */
+static inline void replay_cursor(ly_thread *t) {
+  unsigned m = t->gmask;
+  if (m && !(m & (m - 1))) {
+    const ly_gslot *g = &t->gs[__builtin_ctz(m)];
+    t->rk = &g->ops[t->nops < g->n ? t->nops : g->n];
+    t->rkend = &g->ops[g->n];
+  } else {
+    t->rk = t->rkend = NULL;
+  }
+}
+
 /* A matched operation (replay_match's keep, not 0): the slots that still
  * equal the group, the counts advanced (ranges is set when it is read:
  * group_ranges). */
@@ -964,6 +979,7 @@ static inline void replay_advance(ly_thread *t, unsigned keep) {
   t->gmask = (uint8_t)keep;
   t->nranges = t->gs[__builtin_ctz(keep)].ops[t->nops].rend;
   t->nops++;
+  replay_cursor(t);
 }
 
 /* The whole operation replayed: matched, and no producer to match (the
@@ -1005,6 +1021,7 @@ static void slot_take(ly_thread *t) {
   }
   t->gvalid &= (uint8_t)~(1u << v);
   t->gmask = 0;
+  t->rk = t->rkend = NULL;
   t->wslot = (int8_t)v;
   t->ranges = t->gs[v].ranges;
 }
@@ -1298,7 +1315,7 @@ __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event 
  * pass through the shim's depth guard), so the generation every later
  * event sees is the same, and the operation's POST needs no handler (the
  * dispatch table calls none: layout's post mask has no NCCL operation). */
-__attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
+__attribute__((noinline)) static void op_pre(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
   if (!t->nfeeds && t->gmask && t->depth > 0 && replay_op(t, ev)) return;
@@ -1306,11 +1323,33 @@ __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   if (t->depth == 0) t->gen++;
 }
 
+/* The dispatch table's handler: op_pre's replay of a remembered group's
+ * next operation when one slot remains (the cursor: rk is
+ * &gs[s].ops[nops], s gmask's slot, when it is not rkend), on a thread
+ * whose record is cached, with nothing to poll - replay_op's match and
+ * advance, the same tests in the same order - without a frame: anything
+ * else is op_pre's (a tail call), which makes the same tests again. */
+__attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
+  if (thread_cached(ev->thread)) {
+    ly_thread *t = t_ly.t;
+    const ly_opkey *o = t->rk;
+    if (o != t->rkend && t->depth > 0 && !t->nfeeds && opkey_match(t, o, ev) &&
+        !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+      t->nranges = o->rend;
+      t->nops++;
+      t->rk = o + 1;
+      return;
+    }
+  }
+  op_pre(ev);
+}
+
 __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
   if (t->depth == 0) {
     group_reset(t);
+    replay_cursor(t); /* read from here on (depth > 0) */
     t->outer_site = ev->callsite;
     t->nnested = 0;
     t->grp_at[0] = 0;

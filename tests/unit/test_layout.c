@@ -1426,6 +1426,59 @@ START_TEST(prefix_of_a_remembered_group_is_its_own_group) {
 }
 END_TEST
 
+/* The replay cursor (ly_thread.rk) moves one operation per replayed one:
+ * a group that repeats one operation of a remembered group more often
+ * than it has it is not that group. Remembered: two receives into one
+ * buffer (an overlap); then three - the third is written, and judged
+ * with the ranges of all three (layout_op_pre's fast path must compare
+ * the second with the remembered second, the third with none). */
+START_TEST(repeated_operation_advances_the_replay) {
+  collector_dedup(true);
+  for (int i = 0; i < 2; i++) {
+    group(1);
+    p2p(0, SEG0 + 8192, 256, 2);
+    p2p(0, SEG0 + 8192, 256, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 2);
+  unsigned long j = judged(), r = recorded();
+  group(1);
+  for (int i = 0; i < 3; i++) p2p(0, SEG0 + 8192, 256, 2);
+  group(0);
+  ck_assert_uint_eq(judged(), j + 1);
+  ck_assert_uint_eq(recorded(), r + 1); /* the third alone */
+  ck_assert_uint_gt(collector_occurrences("layout.overlap"), 2);
+}
+END_TEST
+
+/* A group that diverges from the remembered one it replayed is written
+ * from then on, every later operation recorded - also one equal to the
+ * remembered operation at the divergence (the cursor is dropped with the
+ * replay: slot_take). Remembered [A, B, C]; then [A, D, B, E] with E a
+ * receive onto B's send: B's range must be there. */
+START_TEST(diverged_group_records_every_later_operation) {
+  collector_dedup(true);
+  for (int i = 0; i < 2; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(1, SEG0 + 1024, 256, 3);
+    p2p(0, SEG0 + 8192, 256, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  unsigned long r = recorded();
+  group(1);
+  p2p(1, SEG0, 256, 2);             /* A: replayed */
+  p2p(0, SEG0 + 16384, 256, 3);     /* D: diverges */
+  p2p(1, SEG0 + 1024, 256, 3);      /* B */
+  p2p(0, SEG0 + 1024 + 128, 256, 2); /* E: onto B's send */
+  group(0);
+  ck_assert_uint_eq(recorded(), r + 3);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
 START_TEST(checks_can_be_disabled) {
   collector_disable_check("layout");
   p2p(1, HOSTP, 256, 0);
@@ -1518,6 +1571,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, abandoned_slot_is_not_replayed);
   tcase_add_test(tc, large_group_moves_to_the_large_slot);
   tcase_add_test(tc, prefix_of_a_remembered_group_is_its_own_group);
+  tcase_add_test(tc, repeated_operation_advances_the_replay);
+  tcase_add_test(tc, diverged_group_records_every_later_operation);
   tcase_add_test(tc, checks_can_be_disabled);
   tcase_add_test(tc, nccl_kinds_are_pre_only);
   suite_add_tcase(s, tc);
