@@ -152,9 +152,10 @@ __attribute__((noinline)) static xr_rec *push_begin_slow(push_tok *tok) {
   }
 }
 
-/* The common case inline: the next cell is free and no other producer
- * claims it first. */
-static inline xr_rec *push_begin(push_tok *tok) {
+/* The common case (no call): the ring is allocated, the next cell is
+ * free and no other producer claims it first; else NULL, nothing
+ * claimed. */
+static inline xr_rec *push_try(push_tok *tok) {
   if (atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
     size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
     cell *c = &g_ring[pos & g_mask];
@@ -166,15 +167,24 @@ static inline xr_rec *push_begin(push_tok *tok) {
       return &c->rec;
     }
   }
-  return push_begin_slow(tok);
+  return NULL;
+}
+
+static inline xr_rec *push_begin(push_tok *tok) {
+  xr_rec *r = push_try(tok);
+  return r ? r : push_begin_slow(tok);
+}
+
+/* The first record pushed asks the process side for its thread (out of
+ * line: once per process). */
+__attribute__((noinline)) static void request_thread(void) {
+  atomic_store(&g_thread_requested, 1);
+  if (g_port->need_thread) g_port->need_thread();
 }
 
 static inline void push_end(const push_tok *tok) {
   atomic_store_explicit(&tok->c->seq, tok->pos + 1, memory_order_release);
-  if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) {
-    atomic_store(&g_thread_requested, 1);
-    if (g_port->need_thread) g_port->need_thread();
-  }
+  if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
 }
 
 /* A whole record (the rarer ones): 1 pushed, 0 dropped. */
@@ -882,6 +892,27 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
   }
 }
 
+/* A grouped operation's OP record, in the cell r claimed for it: what
+ * the background thread reads of an OP (type, thread, stream, op). */
+static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint64_t id,
+                            int32_t rank, uint64_t sid) {
+  rec_head(r, XR_REC_OP, 0, ev->thread);
+  r->stream = sid;
+  fill_op(&r->u.op, ev, kind, id, rank);
+}
+
+/* The open group's stream set gains sid; the previous operation's stream
+ * first (a group on one stream: one compare). More streams than slots:
+ * the extra units stay untracked (the background thread treats a unit
+ * without an event as complete). */
+static inline void group_stream(tslot *t, uint64_t sid) {
+  int n = t->nstreams;
+  if (n > 0 && t->streams[n - 1] == sid) return;
+  for (int i = 0; i < n - 1; i++)
+    if (t->streams[i] == sid) return;
+  if (n < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
+}
+
 /* A non-blocking init's registration, pushed before its first operation
  * (rare: only while g_npend is nonzero). */
 __attribute__((noinline)) static void pend_flush(const void *handle) {
@@ -946,20 +977,10 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
     push_tok tok;
     xr_rec *r = push_begin(&tok);
     if (r) {
-      rec_head(r, XR_REC_OP, 0, ev->thread);
-      r->stream = sid;
-      fill_op(&r->u.op, ev, kind, id, c->rank);
+      group_op(r, ev, kind, id, c->rank, sid);
       push_end(&tok);
     }
-    /* The group's stream set; the previous operation's stream first (a
-     * group on one stream: one compare). */
-    int n = t->nstreams;
-    if (n > 0 && t->streams[n - 1] == sid) return;
-    for (int i = 0; i < n - 1; i++)
-      if (t->streams[i] == sid) return;
-    if (n < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
-    /* More streams than slots: the extra units stay untracked (the
-     * background thread treats a unit without an event as complete). */
+    group_stream(t, sid);
     return;
   }
   if (kind == A2A_EV_COLL) op_lone(ev, A2A_EV_COLL, t, sid, id, c->rank);
@@ -968,7 +989,35 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
 
 /* The handlers of the dispatch table (xr_by_kind) and on_event's. */
 __attribute__((noinline)) static void on_coll(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
-__attribute__((noinline)) static void on_p2p(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
+__attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
+
+/* A send or receive: op_body's grouped branch without a frame in its
+ * common case - the same tests, in its order, where each has its common
+ * outcome (a communicator the thread's registry memo answers, with a
+ * cross-rank identity of its own; no pending registration; a cell free
+ * at once) - writing what that branch writes: the posting flag, the
+ * record, the group's stream set (before the record is published: it is
+ * the thread's own state, read at its ncclGroupEnd). Anything else is
+ * op_body's (a tail call), which then makes every test again: nothing
+ * was written yet. */
+__attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
+  const a2a_comm *c;
+  tslot *t;
+  push_tok tok;
+  xr_rec *r;
+  if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST && ev->ok &&
+      (c = a2a_comm_lookup(ev->comm)) && c->id_hash &&
+      !atomic_load_explicit(&g_npend, memory_order_relaxed) && (t = slot(ev->thread)) &&
+      t->depth > 0 && (r = push_try(&tok))) {
+    uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
+    t->posted = 1;
+    group_op(r, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
+    group_stream(t, sid);
+    push_end(&tok);
+    return;
+  }
+  p2p_body(ev);
+}
 
 static void on_event_body(const a2a_event *ev);
 

@@ -276,6 +276,31 @@ START_TEST(units_on_several_streams_join_their_runs) {
 }
 END_TEST
 
+/* A thread whose only communication is a grouped send and receive
+ * (on_p2p's fast path) has posted: its later not-ready stream query
+ * starts a polling wait the background thread sees. */
+START_TEST(grouped_operations_make_the_thread_a_poster) {
+  static unsigned char id[128] = {0x6f, 1, 2, 3};
+  void *const comm = (void *)0xd5;
+  comm_init(comm, id);
+  xr_rec rec[8];
+  drain(rec, 8);
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  a2a_event q = ev_make(A2A_EV_STREAM_QUERY);
+  q.stream = (void *)(uintptr_t)STREAM;
+  q.seq += 1000;
+  q.phase = A2A_POST;
+  a2a_event_set_result(&q, A2A_CUDA_ERROR_NOT_READY);
+  a2a_analyzer_xrank.on_event(&q);
+  xr_threadstate ts[4];
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 1);
+  ck_assert_uint_eq(ts[0].thread, 1);
+  ck_assert_uint_eq(ts[0].stream, STREAM);
+  ck_assert_uint_eq(ts[0].flags, XR_THREAD_POLLING);
+}
+END_TEST
+
 /* Another thread's capture began since the run began: the run is marked
  * now and the unit gets its own event (a marker recorded later could join
  * the capture). */
@@ -431,6 +456,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, grouped_records_carry_what_the_background_thread_reads);
   tcase_add_test(tc, a_destroy_on_another_thread_ends_the_run);
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
+  tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
   suite_add_tcase(s, tc);
