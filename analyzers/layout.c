@@ -895,9 +895,13 @@ static void check_group(ly_thread *t, const a2a_event *end) {
 }
 
 /* The innermost open group's index (ly_range.grp). */
-static inline uint16_t cur_grp(const ly_thread *t) {
+static inline uint16_t grp_of(const ly_thread *t) {
   return t->grp_at[(t->depth < LAYOUT_MAX_DEPTH ? t->depth : LAYOUT_MAX_DEPTH) - 1];
 }
+
+/* The same, kept (ly_thread.cgrp) where depth changes inside a group: read
+ * by every operation of a group, written by its few group calls. */
+static inline uint16_t cur_grp(const ly_thread *t) { return t->cgrp; }
 
 /* Whether a producer could match a send buffer now: only one written since
  * the thread's previous operation (its generation) can (find_producer),
@@ -1352,10 +1356,11 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
     replay_cursor(t); /* read from here on (depth > 0) */
     t->outer_site = ev->callsite;
     t->nnested = 0;
-    t->grp_at[0] = 0;
+    t->grp_at[0] = t->cgrp = 0;
   } else {
     if (t->nnested < UINT16_MAX) t->nnested++;
-    if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->nnested;
+    /* Deeper than LAYOUT_MAX_DEPTH: the innermost kept index stays. */
+    if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->cgrp = t->nnested;
   }
   t->depth++;
 }
@@ -1381,7 +1386,10 @@ __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *e
 __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t || t->depth == 0) return;
-  if (--t->depth > 0) return;
+  if (--t->depth > 0) {
+    t->cgrp = grp_of(t); /* the enclosing group's */
+    return;
+  }
   /* group_end without a call: nothing to poll, a whole replayed group
    * (not overflowed: it was judged) and no producer to match. */
   if (!t->nfeeds && !t->ranges_overflow && group_replayed(t) &&

@@ -184,6 +184,10 @@ typedef struct ly_thread {
   const void *outer_site;
   uint16_t nnested;
   uint16_t grp_at[LAYOUT_MAX_DEPTH];
+  uint16_t cgrp;            /* while depth > 0: grp_at[min(depth,
+                               LAYOUT_MAX_DEPTH) - 1], the innermost open
+                               group's index (layout.c, cur_grp), kept by
+                               ncclGroupStart and a nested ncclGroupEnd */
   /* outer_site symbolized (the runtime's symbolizer), cached per site. */
   const void *outer_text_site;
   char outer_text[192];
