@@ -1258,17 +1258,45 @@ __attribute__((noinline)) static void layout_bracket_post(const a2a_event *ev) {
     lyh_on_copy_post(t, ev);
 }
 
+/* The calling thread's last launched function that a2a_kernel_params
+ * knew, and whether its name says copy: an entry of that table is
+ * immutable once published, and the table only empties at a2a_kparams_
+ * reset, which the dispatcher calls only right before the analyzers' init
+ * (layout_init bumps g_ly_gen, so an answer cached before it is not
+ * used). A program launches the same few kernels over and over. */
+static _Thread_local struct {
+  unsigned gen;
+  const void *func;
+  bool copy;
+} t_lk;
+
+/* A launch's PRE past the memo: the function's parameters (the
+ * table's answer remembered when there is one), then a copy kernel's
+ * producer. */
+__attribute__((noinline)) static void launch_kernel(const a2a_event *ev) {
+  ly_thread *t;
+  unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
+  const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
+  if (!kp) return; /* not known (a full table): asked again next time */
+  t_lk.gen = gen;
+  t_lk.func = ev->u.launch.func;
+  t_lk.copy = kp->flags & A2A_KP_NAME_COPY;
+  if (!t_lk.copy) return;
+  if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
+}
+
 /* Launches are the hot path: a POST matters only while a copy's timing
  * bracket is open somewhere (layout_bracket_post); a PRE only for a copy
  * kernel (by its name, classified once per function) on a thread that
- * already talks to NCCL. */
+ * already talks to NCCL. The same function as the thread's last launch,
+ * not a copy kernel, returns here without a call or a frame (t_lk). */
 static void layout_launch_pre(const a2a_event *ev) {
-  ly_thread *t;
-  if (!ev->u.launch.func || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY))
+  const void *f = ev->u.launch.func;
+  if (!f || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) return;
+  if (f == t_lk.func && !t_lk.copy &&
+      t_lk.gen == atomic_load_explicit(&g_ly_gen, memory_order_relaxed))
     return;
-  const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
-  if (!kp || !(kp->flags & A2A_KP_NAME_COPY)) return;
-  if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
+  launch_kernel(ev);
 }
 
 /* A copy's PRE (layout_copy_pre's reference). */

@@ -708,6 +708,35 @@ START_TEST(copy_kernel_then_alltoall) {
 }
 END_TEST
 
+/* A function's classification is remembered per thread (t_lk) only
+ * until the analyzers are initialized again, which empties the kernel
+ * table: a function the host could not name before (not a copy kernel
+ * then) is a copy kernel once it can. */
+START_TEST(launch_memo_follows_a_reinit) {
+  static const size_t off[2] = {0, 8}, sz[2] = {8, 8};
+  const void *kcopy = (const void *)0xf80;
+  uintptr_t dst = SEG0, src = SEG0 + 131072;
+  void *args[2] = {&dst, &src};
+  a2a_event k = ev_make(A2A_EV_LAUNCH);
+  k.api = "cudaLaunchKernel";
+  k.u.launch.args = args;
+  k.u.launch.func = kcopy;
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0 + 262144, SEG0 + 262144, 16, -1);
+  ev_dispatch(&k, 0); /* unnamed: not a copy kernel */
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1024, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  collector_add_kernel(kcopy, "void at::native::direct_copy_kernel_cuda(...)", 2, off, sz);
+  collector_reinit();
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0 + 262144, SEG0 + 262144, 16, -1);
+  ev_dispatch(&k, 0);
+  g_site = (const void *)0x1004;
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1024, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
 START_TEST(copy_kernel_reading_the_send_buffer_is_silent) {
   /* y.copy_(x) right before sending x: the kernel reads the send buffer,
    * it did not produce it. Copy kernels write their first pointer
@@ -1572,6 +1601,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, large_group_moves_to_the_large_slot);
   tcase_add_test(tc, prefix_of_a_remembered_group_is_its_own_group);
   tcase_add_test(tc, repeated_operation_advances_the_replay);
+  tcase_add_test(tc, launch_memo_follows_a_reinit);
   tcase_add_test(tc, diverged_group_records_every_later_operation);
   tcase_add_test(tc, checks_can_be_disabled);
   tcase_add_test(tc, nccl_kinds_are_pre_only);
