@@ -1040,12 +1040,20 @@ __attribute__((noinline)) static void close_untracked(tslot *t, uint32_t thread)
 
 /* ncclGroupEnd (POST): the outermost closes the group's units, one per
  * stream. */
+__attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev);
+
 __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
   tslot *t;
   if (!atomic_load_explicit(&g_active, memory_order_relaxed) || ev->phase != A2A_POST ||
       !(t = slot(ev->thread)) || t->depth == 0)
     return;
   if (--t->depth != 0) return;
+  group_close(t, ev);
+}
+
+/* The outermost ncclGroupEnd's closes (out of on_group_end: a nested end
+ * only counts down, without the frame the closes need). */
+static void group_close(tslot *t, const a2a_event *ev) {
   /* ncclGroupSimulateEnd ends the group but launches nothing: its units
    * are closed untracked (documented limit: their fingerprints were
    * already counted, so the peers' matching may shift). */

@@ -301,6 +301,37 @@ START_TEST(grouped_operations_make_the_thread_a_poster) {
 }
 END_TEST
 
+/* A nested ncclGroupEnd only counts down: the units are closed once, at
+ * the outermost one (nccl-tests: one nested group per device inside an
+ * outer group). */
+START_TEST(nested_group_ends_close_nothing) {
+  static unsigned char id[128] = {0x70, 1, 2, 3};
+  void *const comm = (void *)0xd6;
+  comm_init(comm, id);
+  xr_rec rec[8];
+  drain(rec, 8);
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  ev_dispatch(&g, 0);
+  a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+  ev_dispatch(&s, 0);
+  a2a_event e = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&e, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  ev_dispatch(&g, 0);
+  a2a_event r = p2p_ev(comm, 0, 16, 7, 1, 1);
+  ev_dispatch(&r, 0);
+  ev_dispatch(&e, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  ev_dispatch(&e, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[0].stream, STREAM);
+}
+END_TEST
+
 /* Another thread's capture began since the run began: the run is marked
  * now and the unit gets its own event (a marker recorded later could join
  * the capture). */
@@ -457,6 +488,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_destroy_on_another_thread_ends_the_run);
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
   tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
+  tcase_add_test(tc, nested_group_ends_close_nothing);
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
   suite_add_tcase(s, tc);
