@@ -777,28 +777,38 @@ __attribute__((noinline)) static bool defer_unit(uint32_t thread, uint64_t strea
 /* Decide how the unit the thread just posted on stream is closed: in its
  * marker run, or with an event recorded now (after the real call). t is
  * slot(thread), looked up once by the caller. */
+/* The thread's run a unit on stream (device) joins without defer_unit: a
+ * run of that stream (back-to-back units on one stream; a group over
+ * several streams - nccl-tests' one stream per device - closes one unit
+ * per stream, each into its stream's run), nothing destroyed and no
+ * capture begun since it began: exactly defer_unit's outcome - its search,
+ * in its order (the first run of the stream and device), finds the same
+ * run, skips the destroyed test (generation unchanged) and joins it. NULL
+ * otherwise (defer_unit decides). */
+static inline const struct dfr *run_join(const tslot *t, uint64_t stream, int device) {
+  if (!t || stream == 0 || stream == 2 || atomic_load_explicit(&g_capturing, memory_order_relaxed))
+    return NULL;
+  for (int i = 0; i < t->ndfr; i++) {
+    const struct dfr *d = &t->dfr[i];
+    if (d->stream != stream || d->device != device) continue;
+    return atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) == d->gen ? d : NULL;
+  }
+  return NULL;
+}
+
+/* Decide how the unit the thread just posted on stream is closed: in its
+ * marker run, or with an event recorded now (after the real call). t is
+ * slot(thread), looked up once by the caller. */
 static inline void close_prep(tslot *t, uint32_t thread, uint64_t stream, void *rawstream,
                               int device, unit_close *u) {
   u->device = (int16_t)(device < 0 ? 0 : device);
-  /* A unit on a stream the thread has a run on (back-to-back units on
-   * one stream; a group over several streams - nccl-tests' one stream per
-   * device - closes one unit per stream, each into its stream's run),
-   * nothing destroyed and no capture begun since the run began: exactly
-   * defer_unit's outcome - its search, in its order (the first run of the
-   * stream and device), finds the same run, skips the destroyed test
-   * (generation unchanged) and joins it - without its call. */
-  if (t && stream != 0 && stream != 2 &&
-      !atomic_load_explicit(&g_capturing, memory_order_relaxed)) {
-    for (int i = 0; i < t->ndfr; i++) {
-      const struct dfr *d = &t->dfr[i];
-      if (d->stream != stream || d->device != device) continue;
-      if (atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) != d->gen) break;
-      u->event = NULL;
-      u->run = d->run;
-      u->gen = d->gen;
-      u->deferred = 1;
-      return;
-    }
+  const struct dfr *d = run_join(t, stream, device);
+  if (d) {
+    u->event = NULL;
+    u->run = d->run;
+    u->gen = d->gen;
+    u->deferred = 1;
+    return;
   }
   u->event = NULL;
   u->run = u->gen = 0;
@@ -816,22 +826,34 @@ static inline void close_prep(tslot *t, uint32_t thread, uint64_t stream, void *
 /* Close the thread's unit on stream with a UNIT_END record (group ends).
  * The record carries what the background thread reads of a UNIT_END
  * (xrank_rec.h): type, thread, stream, event, device and u.unit. */
-static void close_unit(tslot *t, uint32_t thread, uint64_t stream, void *rawstream, int device) {
-  unit_close u;
-  close_prep(t, thread, stream, rawstream, device, &u);
+static inline void unit_end(uint32_t thread, uint64_t stream, int16_t device, void *event,
+                            uint32_t run, uint32_t gen, uint8_t deferred) {
   push_tok tok;
   xr_rec *r = push_begin(&tok);
   if (!r) {
-    xr_event_release(u.event, u.device); /* dropped: the event is not lost */
+    xr_event_release(event, device); /* dropped: the event is not lost */
     return;
   }
-  rec_head(r, XR_REC_UNIT_END, u.device, thread);
+  rec_head(r, XR_REC_UNIT_END, device, thread);
   r->stream = stream;
-  r->event = u.event;
-  r->u.unit.run = u.run;
-  r->u.unit.gen = u.gen;
-  r->u.unit.deferred = u.deferred;
+  r->event = event;
+  r->u.unit.run = run;
+  r->u.unit.gen = gen;
+  r->u.unit.deferred = deferred;
   push_end(&tok);
+}
+
+static void close_unit(tslot *t, uint32_t thread, uint64_t stream, void *rawstream, int device) {
+  /* A unit joining its stream's run (the common case, close_prep's first
+   * outcome): the record is written from the run directly. */
+  const struct dfr *d = run_join(t, stream, device);
+  if (d) {
+    unit_end(thread, stream, (int16_t)(device < 0 ? 0 : device), NULL, d->run, d->gen, 1);
+    return;
+  }
+  unit_close u;
+  close_prep(t, thread, stream, rawstream, device, &u);
+  unit_end(thread, stream, u.device, u.event, u.run, u.gen, u.deferred);
 }
 
 /* Streams are re-derived from their ids when recording: the legacy and

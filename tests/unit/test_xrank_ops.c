@@ -237,14 +237,19 @@ START_TEST(units_on_several_streams_join_their_runs) {
   ck_assert_uint_eq(rec[3].stream, 0x5200);
   ck_assert_int_eq(rec[3].u.unit.deferred, 1);
   uint32_t run_a = rec[2].u.unit.run, run_b = rec[3].u.unit.run;
+  uint32_t gen_a = rec[2].u.unit.gen, gen_b = rec[3].u.unit.gen;
   ck_assert_uint_ne(run_a, run_b);
 
-  /* Again: the same two runs (STREAM's is not the newest). */
+  /* Again: the same two runs (STREAM's is not the newest), with the
+   * generations they began at (xr_deferred_query's). */
   group_two_streams(comm);
   ck_assert_int_eq(drain(rec, 8), 4);
   ck_assert_uint_eq(rec[2].stream, STREAM);
   ck_assert_int_eq(rec[2].u.unit.deferred, 1);
   ck_assert_uint_eq(rec[2].u.unit.run, run_a);
+  ck_assert_uint_eq(rec[2].u.unit.gen, gen_a);
+  ck_assert_uint_eq(rec[3].u.unit.gen, gen_b);
+  ck_assert_int_eq(rec[3].device, 0);
   ck_assert_ptr_null(rec[2].event);
   ck_assert_uint_eq(rec[3].stream, 0x5200);
   ck_assert_int_eq(rec[3].u.unit.deferred, 1);
