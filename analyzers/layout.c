@@ -895,9 +895,13 @@ static void check_group(ly_thread *t, const a2a_event *end) {
 }
 
 /* The innermost open group's index (ly_range.grp). */
-static inline uint16_t cur_grp(const ly_thread *t) {
+static inline uint16_t grp_of(const ly_thread *t) {
   return t->grp_at[(t->depth < LAYOUT_MAX_DEPTH ? t->depth : LAYOUT_MAX_DEPTH) - 1];
 }
+
+/* The same, kept (ly_thread.cgrp) where depth changes inside a group: read
+ * by every operation of a group, written by its few group calls. */
+static inline uint16_t cur_grp(const ly_thread *t) { return t->cgrp; }
 
 /* Whether a producer could match a send buffer now: only one written since
  * the thread's previous operation (its generation) can (find_producer),
@@ -957,6 +961,21 @@ static inline unsigned replay_match(const ly_thread *t, const a2a_event *ev) {
   return k < g->n && opkey_match(t, &g->ops[k], ev) ? m : 0;
 }
 
+/* The replay cursor (ly_thread.rk, rkend) from gmask and nops: the next
+ * operation of gmask's slot when it holds one, else none. Several slots
+ * (a group's first operations, when several groups are remembered) are
+ * compared by replay_match_slots. */
+static inline void replay_cursor(ly_thread *t) {
+  unsigned m = t->gmask;
+  if (m && !(m & (m - 1))) {
+    const ly_gslot *g = &t->gs[__builtin_ctz(m)];
+    t->rk = &g->ops[t->nops < g->n ? t->nops : g->n];
+    t->rkend = &g->ops[g->n];
+  } else {
+    t->rk = t->rkend = NULL;
+  }
+}
+
 /* A matched operation (replay_match's keep, not 0): the slots that still
  * equal the group, the counts advanced (ranges is set when it is read:
  * group_ranges). */
@@ -964,6 +983,7 @@ static inline void replay_advance(ly_thread *t, unsigned keep) {
   t->gmask = (uint8_t)keep;
   t->nranges = t->gs[__builtin_ctz(keep)].ops[t->nops].rend;
   t->nops++;
+  replay_cursor(t);
 }
 
 /* The whole operation replayed: matched, and no producer to match (the
@@ -1005,6 +1025,7 @@ static void slot_take(ly_thread *t) {
   }
   t->gvalid &= (uint8_t)~(1u << v);
   t->gmask = 0;
+  t->rk = t->rkend = NULL;
   t->wslot = (int8_t)v;
   t->ranges = t->gs[v].ranges;
 }
@@ -1237,17 +1258,45 @@ __attribute__((noinline)) static void layout_bracket_post(const a2a_event *ev) {
     lyh_on_copy_post(t, ev);
 }
 
+/* The calling thread's last launched function that a2a_kernel_params
+ * knew, and whether its name says copy: an entry of that table is
+ * immutable once published, and the table only empties at a2a_kparams_
+ * reset, which the dispatcher calls only right before the analyzers' init
+ * (layout_init bumps g_ly_gen, so an answer cached before it is not
+ * used). A program launches the same few kernels over and over. */
+static _Thread_local struct {
+  unsigned gen;
+  const void *func;
+  bool copy;
+} t_lk;
+
+/* A launch's PRE past the memo: the function's parameters (the
+ * table's answer remembered when there is one), then a copy kernel's
+ * producer. */
+__attribute__((noinline)) static void launch_kernel(const a2a_event *ev) {
+  ly_thread *t;
+  unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
+  const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
+  if (!kp) return; /* not known (a full table): asked again next time */
+  t_lk.gen = gen;
+  t_lk.func = ev->u.launch.func;
+  t_lk.copy = kp->flags & A2A_KP_NAME_COPY;
+  if (!t_lk.copy) return;
+  if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
+}
+
 /* Launches are the hot path: a POST matters only while a copy's timing
  * bracket is open somewhere (layout_bracket_post); a PRE only for a copy
  * kernel (by its name, classified once per function) on a thread that
- * already talks to NCCL. */
+ * already talks to NCCL. The same function as the thread's last launch,
+ * not a copy kernel, returns here without a call or a frame (t_lk). */
 static void layout_launch_pre(const a2a_event *ev) {
-  ly_thread *t;
-  if (!ev->u.launch.func || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY))
+  const void *f = ev->u.launch.func;
+  if (!f || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) return;
+  if (f == t_lk.func && !t_lk.copy &&
+      t_lk.gen == atomic_load_explicit(&g_ly_gen, memory_order_relaxed))
     return;
-  const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
-  if (!kp || !(kp->flags & A2A_KP_NAME_COPY)) return;
-  if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
+  launch_kernel(ev);
 }
 
 /* A copy's PRE (layout_copy_pre's reference). */
@@ -1298,7 +1347,7 @@ __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event 
  * pass through the shim's depth guard), so the generation every later
  * event sees is the same, and the operation's POST needs no handler (the
  * dispatch table calls none: layout's post mask has no NCCL operation). */
-__attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
+__attribute__((noinline)) static void op_pre(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
   if (!t->nfeeds && t->gmask && t->depth > 0 && replay_op(t, ev)) return;
@@ -1306,17 +1355,40 @@ __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   if (t->depth == 0) t->gen++;
 }
 
+/* The dispatch table's handler: op_pre's replay of a remembered group's
+ * next operation when one slot remains (the cursor: rk is
+ * &gs[s].ops[nops], s gmask's slot, when it is not rkend), on a thread
+ * whose record is cached, with nothing to poll - replay_op's match and
+ * advance, the same tests in the same order - without a frame: anything
+ * else is op_pre's (a tail call), which makes the same tests again. */
+__attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
+  if (thread_cached(ev->thread)) {
+    ly_thread *t = t_ly.t;
+    const ly_opkey *o = t->rk;
+    if (o != t->rkend && t->depth > 0 && !t->nfeeds && opkey_match(t, o, ev) &&
+        !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+      t->nranges = o->rend;
+      t->nops++;
+      t->rk = o + 1;
+      return;
+    }
+  }
+  op_pre(ev);
+}
+
 __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
   if (t->depth == 0) {
     group_reset(t);
+    replay_cursor(t); /* read from here on (depth > 0) */
     t->outer_site = ev->callsite;
     t->nnested = 0;
-    t->grp_at[0] = 0;
+    t->grp_at[0] = t->cgrp = 0;
   } else {
     if (t->nnested < UINT16_MAX) t->nnested++;
-    if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->nnested;
+    /* Deeper than LAYOUT_MAX_DEPTH: the innermost kept index stays. */
+    if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->cgrp = t->nnested;
   }
   t->depth++;
 }
@@ -1342,7 +1414,10 @@ __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *e
 __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t || t->depth == 0) return;
-  if (--t->depth > 0) return;
+  if (--t->depth > 0) {
+    t->cgrp = grp_of(t); /* the enclosing group's */
+    return;
+  }
   /* group_end without a call: nothing to poll, a whole replayed group
    * (not overflowed: it was judged) and no producer to match. */
   if (!t->nfeeds && !t->ranges_overflow && group_replayed(t) &&

@@ -184,6 +184,10 @@ typedef struct ly_thread {
   const void *outer_site;
   uint16_t nnested;
   uint16_t grp_at[LAYOUT_MAX_DEPTH];
+  uint16_t cgrp;            /* while depth > 0: grp_at[min(depth,
+                               LAYOUT_MAX_DEPTH) - 1], the innermost open
+                               group's index (layout.c, cur_grp), kept by
+                               ncclGroupStart and a nested ncclGroupEnd */
   /* outer_site symbolized (the runtime's symbolizer), cached per site. */
   const void *outer_text_site;
   char outer_text[192];
@@ -214,6 +218,15 @@ typedef struct ly_thread {
   uint8_t gvalid;           /* slots holding a remembered group */
   uint8_t gmask;            /* slots the open group still equals */
   int8_t wslot;             /* the slot the open group is written into, -1 */
+  /* The replay cursor (layout.c, replay_cursor), set at the outermost
+   * ncclGroupStart and kept with every change of gmask or nops inside the
+   * group: while gmask holds one slot s, rk = &gs[s].ops[nops] and
+   * rkend = &gs[s].ops[gs[s].n] - the operation the open group's next one
+   * must equal, and the slot's end (rk == rkend: none left) - else both
+   * NULL. Read only while depth > 0 (outside a group it is stale: an
+   * operation there advances nops without it, a group's end resets gmask
+   * without it). */
+  const ly_opkey *rk, *rkend;
   uint64_t gclock;          /* LRU clock (ly_gslot.used) */
   ly_opkey gops0[LAYOUT_GOPS];                          /* slot 0 */
   ly_range granges0[LAYOUT_MAX_RANGES];

@@ -152,9 +152,10 @@ __attribute__((noinline)) static xr_rec *push_begin_slow(push_tok *tok) {
   }
 }
 
-/* The common case inline: the next cell is free and no other producer
- * claims it first. */
-static inline xr_rec *push_begin(push_tok *tok) {
+/* The common case (no call): the ring is allocated, the next cell is
+ * free and no other producer claims it first; else NULL, nothing
+ * claimed. */
+static inline xr_rec *push_try(push_tok *tok) {
   if (atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
     size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
     cell *c = &g_ring[pos & g_mask];
@@ -166,15 +167,24 @@ static inline xr_rec *push_begin(push_tok *tok) {
       return &c->rec;
     }
   }
-  return push_begin_slow(tok);
+  return NULL;
+}
+
+static inline xr_rec *push_begin(push_tok *tok) {
+  xr_rec *r = push_try(tok);
+  return r ? r : push_begin_slow(tok);
+}
+
+/* The first record pushed asks the process side for its thread (out of
+ * line: once per process). */
+__attribute__((noinline)) static void request_thread(void) {
+  atomic_store(&g_thread_requested, 1);
+  if (g_port->need_thread) g_port->need_thread();
 }
 
 static inline void push_end(const push_tok *tok) {
   atomic_store_explicit(&tok->c->seq, tok->pos + 1, memory_order_release);
-  if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) {
-    atomic_store(&g_thread_requested, 1);
-    if (g_port->need_thread) g_port->need_thread();
-  }
+  if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
 }
 
 /* A whole record (the rarer ones): 1 pushed, 0 dropped. */
@@ -767,24 +777,38 @@ __attribute__((noinline)) static bool defer_unit(uint32_t thread, uint64_t strea
 /* Decide how the unit the thread just posted on stream is closed: in its
  * marker run, or with an event recorded now (after the real call). t is
  * slot(thread), looked up once by the caller. */
+/* The thread's run a unit on stream (device) joins without defer_unit: a
+ * run of that stream (back-to-back units on one stream; a group over
+ * several streams - nccl-tests' one stream per device - closes one unit
+ * per stream, each into its stream's run), nothing destroyed and no
+ * capture begun since it began: exactly defer_unit's outcome - its search,
+ * in its order (the first run of the stream and device), finds the same
+ * run, skips the destroyed test (generation unchanged) and joins it. NULL
+ * otherwise (defer_unit decides). */
+static inline const struct dfr *run_join(const tslot *t, uint64_t stream, int device) {
+  if (!t || stream == 0 || stream == 2 || atomic_load_explicit(&g_capturing, memory_order_relaxed))
+    return NULL;
+  for (int i = 0; i < t->ndfr; i++) {
+    const struct dfr *d = &t->dfr[i];
+    if (d->stream != stream || d->device != device) continue;
+    return atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) == d->gen ? d : NULL;
+  }
+  return NULL;
+}
+
+/* Decide how the unit the thread just posted on stream is closed: in its
+ * marker run, or with an event recorded now (after the real call). t is
+ * slot(thread), looked up once by the caller. */
 static inline void close_prep(tslot *t, uint32_t thread, uint64_t stream, void *rawstream,
                               int device, unit_close *u) {
   u->device = (int16_t)(device < 0 ? 0 : device);
-  /* Back-to-back units on one stream: the thread's newest run is this
-   * stream's (runs are unique per stream and device), nothing was
-   * destroyed and no capture began since - exactly defer_unit's outcome,
-   * without its search. */
-  if (t && t->ndfr > 0 && stream != 0 && stream != 2) {
-    const struct dfr *d = &t->dfr[t->ndfr - 1];
-    if (d->stream == stream && d->device == device &&
-        !atomic_load_explicit(&g_capturing, memory_order_relaxed) &&
-        atomic_load_explicit(&g_destroy_gen, memory_order_relaxed) == d->gen) {
-      u->event = NULL;
-      u->run = d->run;
-      u->gen = d->gen;
-      u->deferred = 1;
-      return;
-    }
+  const struct dfr *d = run_join(t, stream, device);
+  if (d) {
+    u->event = NULL;
+    u->run = d->run;
+    u->gen = d->gen;
+    u->deferred = 1;
+    return;
   }
   u->event = NULL;
   u->run = u->gen = 0;
@@ -802,22 +826,34 @@ static inline void close_prep(tslot *t, uint32_t thread, uint64_t stream, void *
 /* Close the thread's unit on stream with a UNIT_END record (group ends).
  * The record carries what the background thread reads of a UNIT_END
  * (xrank_rec.h): type, thread, stream, event, device and u.unit. */
-static void close_unit(tslot *t, uint32_t thread, uint64_t stream, void *rawstream, int device) {
-  unit_close u;
-  close_prep(t, thread, stream, rawstream, device, &u);
+static inline void unit_end(uint32_t thread, uint64_t stream, int16_t device, void *event,
+                            uint32_t run, uint32_t gen, uint8_t deferred) {
   push_tok tok;
   xr_rec *r = push_begin(&tok);
   if (!r) {
-    xr_event_release(u.event, u.device); /* dropped: the event is not lost */
+    xr_event_release(event, device); /* dropped: the event is not lost */
     return;
   }
-  rec_head(r, XR_REC_UNIT_END, u.device, thread);
+  rec_head(r, XR_REC_UNIT_END, device, thread);
   r->stream = stream;
-  r->event = u.event;
-  r->u.unit.run = u.run;
-  r->u.unit.gen = u.gen;
-  r->u.unit.deferred = u.deferred;
+  r->event = event;
+  r->u.unit.run = run;
+  r->u.unit.gen = gen;
+  r->u.unit.deferred = deferred;
   push_end(&tok);
+}
+
+static void close_unit(tslot *t, uint32_t thread, uint64_t stream, void *rawstream, int device) {
+  /* A unit joining its stream's run (the common case, close_prep's first
+   * outcome): the record is written from the run directly. */
+  const struct dfr *d = run_join(t, stream, device);
+  if (d) {
+    unit_end(thread, stream, (int16_t)(device < 0 ? 0 : device), NULL, d->run, d->gen, 1);
+    return;
+  }
+  unit_close u;
+  close_prep(t, thread, stream, rawstream, device, &u);
+  unit_end(thread, stream, u.device, u.event, u.run, u.gen, u.deferred);
 }
 
 /* Streams are re-derived from their ids when recording: the legacy and
@@ -876,6 +912,27 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
     op->dtype = (int8_t)ev->u.p2p.dtype;
     op->redop = -1;
   }
+}
+
+/* A grouped operation's OP record, in the cell r claimed for it: what
+ * the background thread reads of an OP (type, thread, stream, op). */
+static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint64_t id,
+                            int32_t rank, uint64_t sid) {
+  rec_head(r, XR_REC_OP, 0, ev->thread);
+  r->stream = sid;
+  fill_op(&r->u.op, ev, kind, id, rank);
+}
+
+/* The open group's stream set gains sid; the previous operation's stream
+ * first (a group on one stream: one compare). More streams than slots:
+ * the extra units stay untracked (the background thread treats a unit
+ * without an event as complete). */
+static inline void group_stream(tslot *t, uint64_t sid) {
+  int n = t->nstreams;
+  if (n > 0 && t->streams[n - 1] == sid) return;
+  for (int i = 0; i < n - 1; i++)
+    if (t->streams[i] == sid) return;
+  if (n < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
 }
 
 /* A non-blocking init's registration, pushed before its first operation
@@ -942,20 +999,10 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
     push_tok tok;
     xr_rec *r = push_begin(&tok);
     if (r) {
-      rec_head(r, XR_REC_OP, 0, ev->thread);
-      r->stream = sid;
-      fill_op(&r->u.op, ev, kind, id, c->rank);
+      group_op(r, ev, kind, id, c->rank, sid);
       push_end(&tok);
     }
-    /* The group's stream set; the previous operation's stream first (a
-     * group on one stream: one compare). */
-    int n = t->nstreams;
-    if (n > 0 && t->streams[n - 1] == sid) return;
-    for (int i = 0; i < n - 1; i++)
-      if (t->streams[i] == sid) return;
-    if (n < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
-    /* More streams than slots: the extra units stay untracked (the
-     * background thread treats a unit without an event as complete). */
+    group_stream(t, sid);
     return;
   }
   if (kind == A2A_EV_COLL) op_lone(ev, A2A_EV_COLL, t, sid, id, c->rank);
@@ -964,7 +1011,35 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
 
 /* The handlers of the dispatch table (xr_by_kind) and on_event's. */
 __attribute__((noinline)) static void on_coll(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
-__attribute__((noinline)) static void on_p2p(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
+__attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
+
+/* A send or receive: op_body's grouped branch without a frame in its
+ * common case - the same tests, in its order, where each has its common
+ * outcome (a communicator the thread's registry memo answers, with a
+ * cross-rank identity of its own; no pending registration; a cell free
+ * at once) - writing what that branch writes: the posting flag, the
+ * record, the group's stream set (before the record is published: it is
+ * the thread's own state, read at its ncclGroupEnd). Anything else is
+ * op_body's (a tail call), which then makes every test again: nothing
+ * was written yet. */
+__attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
+  const a2a_comm *c;
+  tslot *t;
+  push_tok tok;
+  xr_rec *r;
+  if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST && ev->ok &&
+      (c = a2a_comm_lookup(ev->comm)) && c->id_hash &&
+      !atomic_load_explicit(&g_npend, memory_order_relaxed) && (t = slot(ev->thread)) &&
+      t->depth > 0 && (r = push_try(&tok))) {
+    uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
+    t->posted = 1;
+    group_op(r, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
+    group_stream(t, sid);
+    push_end(&tok);
+    return;
+  }
+  p2p_body(ev);
+}
 
 static void on_event_body(const a2a_event *ev);
 
@@ -987,12 +1062,20 @@ __attribute__((noinline)) static void close_untracked(tslot *t, uint32_t thread)
 
 /* ncclGroupEnd (POST): the outermost closes the group's units, one per
  * stream. */
+__attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev);
+
 __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
   tslot *t;
   if (!atomic_load_explicit(&g_active, memory_order_relaxed) || ev->phase != A2A_POST ||
       !(t = slot(ev->thread)) || t->depth == 0)
     return;
   if (--t->depth != 0) return;
+  group_close(t, ev);
+}
+
+/* The outermost ncclGroupEnd's closes (out of on_group_end: a nested end
+ * only counts down, without the frame the closes need). */
+static void group_close(tslot *t, const a2a_event *ev) {
   /* ncclGroupSimulateEnd ends the group but launches nothing: its units
    * are closed untracked (documented limit: their fingerprints were
    * already counted, so the peers' matching may shift). */

@@ -708,6 +708,35 @@ START_TEST(copy_kernel_then_alltoall) {
 }
 END_TEST
 
+/* A function's classification is remembered per thread (t_lk) only
+ * until the analyzers are initialized again, which empties the kernel
+ * table: a function the host could not name before (not a copy kernel
+ * then) is a copy kernel once it can. */
+START_TEST(launch_memo_follows_a_reinit) {
+  static const size_t off[2] = {0, 8}, sz[2] = {8, 8};
+  const void *kcopy = (const void *)0xf80;
+  uintptr_t dst = SEG0, src = SEG0 + 131072;
+  void *args[2] = {&dst, &src};
+  a2a_event k = ev_make(A2A_EV_LAUNCH);
+  k.api = "cudaLaunchKernel";
+  k.u.launch.args = args;
+  k.u.launch.func = kcopy;
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0 + 262144, SEG0 + 262144, 16, -1);
+  ev_dispatch(&k, 0); /* unnamed: not a copy kernel */
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1024, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  collector_add_kernel(kcopy, "void at::native::direct_copy_kernel_cuda(...)", 2, off, sz);
+  collector_reinit();
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0 + 262144, SEG0 + 262144, 16, -1);
+  ev_dispatch(&k, 0);
+  g_site = (const void *)0x1004;
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 1024, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
 START_TEST(copy_kernel_reading_the_send_buffer_is_silent) {
   /* y.copy_(x) right before sending x: the kernel reads the send buffer,
    * it did not produce it. Copy kernels write their first pointer
@@ -1426,6 +1455,59 @@ START_TEST(prefix_of_a_remembered_group_is_its_own_group) {
 }
 END_TEST
 
+/* The replay cursor (ly_thread.rk) moves one operation per replayed one:
+ * a group that repeats one operation of a remembered group more often
+ * than it has it is not that group. Remembered: two receives into one
+ * buffer (an overlap); then three - the third is written, and judged
+ * with the ranges of all three (layout_op_pre's fast path must compare
+ * the second with the remembered second, the third with none). */
+START_TEST(repeated_operation_advances_the_replay) {
+  collector_dedup(true);
+  for (int i = 0; i < 2; i++) {
+    group(1);
+    p2p(0, SEG0 + 8192, 256, 2);
+    p2p(0, SEG0 + 8192, 256, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 2);
+  unsigned long j = judged(), r = recorded();
+  group(1);
+  for (int i = 0; i < 3; i++) p2p(0, SEG0 + 8192, 256, 2);
+  group(0);
+  ck_assert_uint_eq(judged(), j + 1);
+  ck_assert_uint_eq(recorded(), r + 1); /* the third alone */
+  ck_assert_uint_gt(collector_occurrences("layout.overlap"), 2);
+}
+END_TEST
+
+/* A group that diverges from the remembered one it replayed is written
+ * from then on, every later operation recorded - also one equal to the
+ * remembered operation at the divergence (the cursor is dropped with the
+ * replay: slot_take). Remembered [A, B, C]; then [A, D, B, E] with E a
+ * receive onto B's send: B's range must be there. */
+START_TEST(diverged_group_records_every_later_operation) {
+  collector_dedup(true);
+  for (int i = 0; i < 2; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(1, SEG0 + 1024, 256, 3);
+    p2p(0, SEG0 + 8192, 256, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  unsigned long r = recorded();
+  group(1);
+  p2p(1, SEG0, 256, 2);             /* A: replayed */
+  p2p(0, SEG0 + 16384, 256, 3);     /* D: diverges */
+  p2p(1, SEG0 + 1024, 256, 3);      /* B */
+  p2p(0, SEG0 + 1024 + 128, 256, 2); /* E: onto B's send */
+  group(0);
+  ck_assert_uint_eq(recorded(), r + 3);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
 START_TEST(checks_can_be_disabled) {
   collector_disable_check("layout");
   p2p(1, HOSTP, 256, 0);
@@ -1518,6 +1600,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, abandoned_slot_is_not_replayed);
   tcase_add_test(tc, large_group_moves_to_the_large_slot);
   tcase_add_test(tc, prefix_of_a_remembered_group_is_its_own_group);
+  tcase_add_test(tc, repeated_operation_advances_the_replay);
+  tcase_add_test(tc, launch_memo_follows_a_reinit);
+  tcase_add_test(tc, diverged_group_records_every_later_operation);
   tcase_add_test(tc, checks_can_be_disabled);
   tcase_add_test(tc, nccl_kinds_are_pre_only);
   suite_add_tcase(s, tc);

@@ -204,6 +204,139 @@ START_TEST(a_destroy_on_another_thread_ends_the_run) {
 }
 END_TEST
 
+/* One group of a send on STREAM and a receive on 0x5200 (thread 1): one
+ * unit per stream at its end, in that order. */
+static void group_two_streams(void *comm) {
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+  ev_dispatch(&s, 0);
+  a2a_event r = p2p_ev(comm, 0, 16, 7, 1, 1);
+  r.stream = (void *)0x5200;
+  ev_dispatch(&r, 0);
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+}
+
+/* A group over two streams, repeated (nccl-tests: one stream per device):
+ * each unit joins its own stream's run, not only the newest run's
+ * (close_prep's search), and a destroy of the older run's stream on
+ * another thread ends that run alone, as defer_unit decides. */
+START_TEST(units_on_several_streams_join_their_runs) {
+  static unsigned char id[128] = {0x6e, 1, 2, 3};
+  void *const comm = (void *)0xd4;
+  comm_init(comm, id);
+  xr_rec rec[8];
+  drain(rec, 8);
+  group_two_streams(comm);
+  ck_assert_int_eq(drain(rec, 8), 4);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[2].stream, STREAM);
+  ck_assert_int_eq(rec[2].u.unit.deferred, 1);
+  ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[3].stream, 0x5200);
+  ck_assert_int_eq(rec[3].u.unit.deferred, 1);
+  uint32_t run_a = rec[2].u.unit.run, run_b = rec[3].u.unit.run;
+  uint32_t gen_a = rec[2].u.unit.gen, gen_b = rec[3].u.unit.gen;
+  ck_assert_uint_ne(run_a, run_b);
+
+  /* Again: the same two runs (STREAM's is not the newest), with the
+   * generations they began at (xr_deferred_query's). */
+  group_two_streams(comm);
+  ck_assert_int_eq(drain(rec, 8), 4);
+  ck_assert_uint_eq(rec[2].stream, STREAM);
+  ck_assert_int_eq(rec[2].u.unit.deferred, 1);
+  ck_assert_uint_eq(rec[2].u.unit.run, run_a);
+  ck_assert_uint_eq(rec[2].u.unit.gen, gen_a);
+  ck_assert_uint_eq(rec[3].u.unit.gen, gen_b);
+  ck_assert_int_eq(rec[3].device, 0);
+  ck_assert_ptr_null(rec[2].event);
+  ck_assert_uint_eq(rec[3].stream, 0x5200);
+  ck_assert_int_eq(rec[3].u.unit.deferred, 1);
+  ck_assert_uint_eq(rec[3].u.unit.run, run_b);
+
+  /* STREAM destroyed by thread 2: its run is closed untracked and a new
+   * one begins; 0x5200's run goes on. */
+  a2a_event d = ev_make(A2A_EV_STREAM_DESTROY);
+  d.thread = 2;
+  d.stream = (void *)(uintptr_t)STREAM;
+  ev_dispatch(&d, 0);
+  ck_assert_int_eq(drain(rec, 8), 0);
+  group_two_streams(comm);
+  ck_assert_int_eq(drain(rec, 8), 5);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_MARK);
+  ck_assert_uint_eq(rec[2].u.unit.run, run_a);
+  ck_assert_ptr_null(rec[2].event);
+  ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[3].stream, STREAM);
+  ck_assert_int_eq(rec[3].u.unit.deferred, 1);
+  ck_assert_uint_ne(rec[3].u.unit.run, run_a);
+  ck_assert_uint_ne(rec[3].u.unit.run, run_b);
+  ck_assert_int_eq(rec[4].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[4].stream, 0x5200);
+  /* 0x5200's run began before the destroy: its generation is older, so
+   * defer_unit asks the ring (0x5200 not destroyed) and keeps the run. */
+  ck_assert_int_eq(rec[4].u.unit.deferred, 1);
+  ck_assert_uint_eq(rec[4].u.unit.run, run_b);
+}
+END_TEST
+
+/* A thread whose only communication is a grouped send and receive
+ * (on_p2p's fast path) has posted: its later not-ready stream query
+ * starts a polling wait the background thread sees. */
+START_TEST(grouped_operations_make_the_thread_a_poster) {
+  static unsigned char id[128] = {0x6f, 1, 2, 3};
+  void *const comm = (void *)0xd5;
+  comm_init(comm, id);
+  xr_rec rec[8];
+  drain(rec, 8);
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  a2a_event q = ev_make(A2A_EV_STREAM_QUERY);
+  q.stream = (void *)(uintptr_t)STREAM;
+  q.seq += 1000;
+  q.phase = A2A_POST;
+  a2a_event_set_result(&q, A2A_CUDA_ERROR_NOT_READY);
+  a2a_analyzer_xrank.on_event(&q);
+  xr_threadstate ts[4];
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 1);
+  ck_assert_uint_eq(ts[0].thread, 1);
+  ck_assert_uint_eq(ts[0].stream, STREAM);
+  ck_assert_uint_eq(ts[0].flags, XR_THREAD_POLLING);
+}
+END_TEST
+
+/* A nested ncclGroupEnd only counts down: the units are closed once, at
+ * the outermost one (nccl-tests: one nested group per device inside an
+ * outer group). */
+START_TEST(nested_group_ends_close_nothing) {
+  static unsigned char id[128] = {0x70, 1, 2, 3};
+  void *const comm = (void *)0xd6;
+  comm_init(comm, id);
+  xr_rec rec[8];
+  drain(rec, 8);
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  ev_dispatch(&g, 0);
+  a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+  ev_dispatch(&s, 0);
+  a2a_event e = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&e, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  ev_dispatch(&g, 0);
+  a2a_event r = p2p_ev(comm, 0, 16, 7, 1, 1);
+  ev_dispatch(&r, 0);
+  ev_dispatch(&e, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  ev_dispatch(&e, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[0].stream, STREAM);
+}
+END_TEST
+
 /* Another thread's capture began since the run began: the run is marked
  * now and the unit gets its own event (a marker recorded later could join
  * the capture). */
@@ -358,6 +491,9 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, grouped_records_carry_what_the_background_thread_reads);
   tcase_add_test(tc, a_destroy_on_another_thread_ends_the_run);
+  tcase_add_test(tc, units_on_several_streams_join_their_runs);
+  tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
+  tcase_add_test(tc, nested_group_ends_close_nothing);
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
   suite_add_tcase(s, tc);
