@@ -173,9 +173,10 @@ typedef struct a2a_event {
   uint64_t t_ns;        /* CLOCK_MONOTONIC ns at the phase; 0 for kernel
                            launches, event records, stream waits,
                            asynchronous copies, NCCL collectives and p2p
-                           calls, group calls, communicator queries and
-                           ncclCommGetAsyncError (the hot calls: an analyzer
-                           that needs their time asks a2a_hostsvc->now_ns) */
+                           calls, group calls, communicator queries,
+                           ncclCommGetAsyncError and the stream and event
+                           queries (the hot calls: an analyzer that needs
+                           their time asks a2a_hostsvc->now_ns) */
   const void *callsite; /* return address into the caller of the intercepted
                            function: the call-site handle for dedup and for
                            symbolizing later */

@@ -230,7 +230,8 @@ int a2a_shim_query_device(void);
     errno = a2a_errno_;                                                       \
   } while (0)
 
-/* The hot wrappers' PRE (launch, event record, stream wait, copy; evkind
+/* The hot wrappers' PRE (launch, event record, stream wait, copy, stream
+ * and event query; evkind
  * the event's kind, a constant: a2a_dispatch_hot), of an event made by
  * A2A_EVENT_HOT (phase A2A_PRE and t_ns 0 already): the clock is read only
  * when `timed` (a blocking copy, where a host may wait); otherwise t_ns
@@ -297,7 +298,8 @@ int a2a_shim_query_device(void);
 
 /* The same for the hot wrappers: the POST keeps the PRE's t_ns (one clock
  * read per call; nothing reads a launch's, copy's or event record's POST
- * time). */
+ * time, and a query's only at a polling episode's start, from the host's
+ * clock: wrap_cuda.c, A2A_POLL_QUERY_WRAP). */
 #define A2A_POST_END_HOT(ev, evkind)                                          \
   do {                                                                        \
     (ev).phase = A2A_POST;                                                    \

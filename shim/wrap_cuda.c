@@ -136,10 +136,42 @@ A2A_PUBLIC cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsig
 
 A2A_PUBLIC cudaError_t cudaStreamDestroy(cudaStream_t stream)
     A2A_STREAM_WRAP(cudaStreamDestroy, A2A_EV_STREAM_DESTROY, 0, stream, stream)
+
+/* The polling queries (cudaStreamQuery here, cudaEventQuery below), which
+ * nccl-tests' wait loop and PyTorch's work.is_completed() and watchdog
+ * repeat per round, are hot wrappers like the launches: an event of kind
+ * `evkind` made by A2A_EVENT_HOT, dispatched with a2a_dispatch_hot (the
+ * kind and phase constant), forwarded without an event while no analyzer
+ * handles the kind (A2A_PASS_THROUGH_UNLESS_WANTED), and without reading
+ * the clock: t_ns is 0 at both phases (a2a_event.h). Exact: no analyzer
+ * handles their PRE (only the activity store sees it: thread, seq and the
+ * kind); their POST is read by stream_hb (result, stream, per_thread,
+ * thread, device; u.event.event), group_local (the same, and the call
+ * site and api in a report) and xrank (result, stream or u.event.event,
+ * thread, seq, and the call site and the time when a not-ready query
+ * starts a polling episode - the time it then asks a2a_hostsvc->now_ns
+ * for, as for a blocking asynchronous copy). A stream query has no union
+ * member; an event query fills u.event (event2 NULL and flags 0, as the
+ * zeroed event had them). `fill` sets the kind's fields. */
+#define A2A_POLL_QUERY_WRAP(name, evkind, fill, ...)                          \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_WANTED((evkind), name, __VA_ARGS__);              \
+    A2A_EVENT_HOT(ev, (evkind), #name);                                       \
+    fill;                                                                     \
+    A2A_PRE_HOT(ev, (evkind), 0);                                             \
+    cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
+    A2A_POST_BEGIN_HOT(ev, r);                                                \
+    A2A_POST_END_HOT(ev, (evkind));                                           \
+    return r;                                                                 \
+  }
+#define A2A_STREAM_QUERY_FILL(per_thread_)                                    \
+  (ev.stream = (void *)stream, ev.per_thread = (per_thread_))
+
 A2A_PUBLIC cudaError_t cudaStreamQuery(cudaStream_t stream)
-    A2A_STREAM_WRAP(cudaStreamQuery, A2A_EV_STREAM_QUERY, 0, stream, stream)
+    A2A_POLL_QUERY_WRAP(cudaStreamQuery, A2A_EV_STREAM_QUERY, A2A_STREAM_QUERY_FILL(0), stream)
 A2A_PUBLIC cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream)
-    A2A_STREAM_WRAP(cudaStreamQuery_ptsz, A2A_EV_STREAM_QUERY, 1, stream, stream)
+    A2A_POLL_QUERY_WRAP(cudaStreamQuery_ptsz, A2A_EV_STREAM_QUERY, A2A_STREAM_QUERY_FILL(1),
+                        stream)
 A2A_PUBLIC cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     A2A_STREAM_WRAP(cudaStreamSynchronize, A2A_EV_STREAM_SYNC, 0, stream, stream)
 A2A_PUBLIC cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
@@ -246,8 +278,12 @@ A2A_PUBLIC cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStre
     return r;                                                                 \
   }
 
+/* A2A_POLL_QUERY_WRAP: above, with cudaStreamQuery. */
 A2A_PUBLIC cudaError_t cudaEventQuery(cudaEvent_t event)
-    A2A_EVENT_ONLY_WRAP(cudaEventQuery, A2A_EV_EVENT_QUERY)
+    A2A_POLL_QUERY_WRAP(cudaEventQuery, A2A_EV_EVENT_QUERY,
+                        (ev.u.event.event = (void *)event, ev.u.event.event2 = NULL,
+                         ev.u.event.flags = 0),
+                        event)
 A2A_PUBLIC cudaError_t cudaEventSynchronize(cudaEvent_t event)
     A2A_EVENT_ONLY_WRAP(cudaEventSynchronize, A2A_EV_EVENT_SYNC)
 A2A_PUBLIC cudaError_t cudaEventDestroy(cudaEvent_t event)

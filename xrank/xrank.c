@@ -371,6 +371,12 @@ static void poll_clear(tslot *t) {
   t->polling = 0;
 }
 
+/* The time now, for the hot calls whose events carry none (a2a_event.h:
+ * t_ns 0): the host's clock, 0 without one (unit tests). */
+static uint64_t host_now_ns(void) {
+  return a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0;
+}
+
 /* A poll-loop call of the thread: a query of a stream (what 1) or an event
  * (what 2) with its key, answered not_ready or not, or one of the neutral
  * calls loops make between queries (what 0). */
@@ -401,7 +407,9 @@ static void on_poll(tslot *t, const a2a_event *ev, int what, uint64_t key, int n
   pub_begin(t);
   if (!cont) {
     RSTORE(t->p.all, 0);
-    RSTORE(t->p.since_ns, ev->t_ns);
+    /* (A stream or event query carries no time - a hot call, a2a_event.h -
+     * and only one that starts an episode needs it.) */
+    RSTORE(t->p.since_ns, ev->t_ns ? ev->t_ns : host_now_ns());
     RSTORE(t->p.site, (uint64_t)(uintptr_t)ev->callsite);
     RSTORE(t->p.start_seq, ev->seq);
   }
@@ -1315,7 +1323,7 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
                                                   : XR_WAIT_MEMCPY;
     /* An asynchronous copy that blocks (pageable host memory) is a hot call:
      * its event carries no time (a2a_event.h), so the clock is read here. */
-    uint64_t since = ev->t_ns ? ev->t_ns : a2a_hostsvc && a2a_hostsvc->now_ns ? a2a_hostsvc->now_ns() : 0;
+    uint64_t since = ev->t_ns ? ev->t_ns : host_now_ns();
     set_blocked(t, w, xr_stream_id(ev->stream, ev->per_thread), (uint64_t)(uintptr_t)ev->callsite,
                 since, 0, 0, 0);
     if (ev->kind == A2A_EV_MEMCPY && !t->copy_blocked) {

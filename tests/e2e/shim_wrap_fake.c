@@ -151,6 +151,25 @@ int cudaGetLastError(void)
   return e;
 }
 
+/* The polling queries: stream 0x600 and event 0xe600 are not ready
+ * (cudaErrorNotReady, 600); each leaves errno changed. */
+int cudaStreamQuery(void *stream);
+int cudaStreamQuery(void *stream)
+{
+  fake_state_v.errno_at_entry = errno;
+  errno = 1237;
+  return stream == (void *)0x600 ? 600 : 0;
+}
+int cudaStreamQuery_ptsz(void *stream);
+int cudaStreamQuery_ptsz(void *stream) { return cudaStreamQuery(stream); }
+int cudaEventQuery(void *event);
+int cudaEventQuery(void *event)
+{
+  fake_state_v.errno_at_entry = errno;
+  errno = 1238;
+  return event == (void *)0xe600 ? 600 : 0;
+}
+
 int cudaMalloc(void **p, size_t size);
 int cudaMalloc(void **p, size_t size)
 {

@@ -125,6 +125,31 @@ __attribute__((noinline)) ncclResult_t shim_test_call_async(ncclComm_t comm, ncc
   return r;
 }
 
+__attribute__((noinline)) cudaError_t shim_test_call_squery(cudaStream_t s);
+__attribute__((noinline)) cudaError_t shim_test_call_squery(cudaStream_t s)
+{
+  cudaError_t r = cudaStreamQuery(s);
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+__attribute__((noinline)) cudaError_t shim_test_call_equery(cudaEvent_t e);
+__attribute__((noinline)) cudaError_t shim_test_call_equery(cudaEvent_t e)
+{
+  cudaError_t r = cudaEventQuery(e);
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+/* Leaves the stack below the caller's frame filled with 0xa5, so that a
+ * field a hot wrapper (A2A_EVENT_HOT: no zeroing) forgot to fill shows. */
+__attribute__((noinline)) static void poison_stack(void)
+{
+  volatile unsigned char junk[4096];
+  memset((void *)junk, 0xa5, sizeof junk);
+  __asm__ volatile("" ::"r"(junk) : "memory");
+}
+
 /* The fields every NCCL query or async-error event carries (the hot
  * wrappers fill them without zeroing the event: A2A_EVENT_HOT). */
 static void check_query_event(const a2a_event *e, a2a_kind kind, const char *api, void *comm,
@@ -312,6 +337,101 @@ START_TEST(unwanted_query_kinds_pass_through)
   ck_assert_int_eq(a2a_rt_t.depth, 0); /* the guard was left */
   atomic_store(&a2a_kinds_wanted, ~0ull);
   ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(nevents, 2);
+}
+END_TEST
+
+/* The polling queries (A2A_POLL_QUERY_WRAP): one event per phase, with the
+ * stream (per_thread for the _ptsz twin) or the event, the caller's site,
+ * no time (t_ns 0: hot calls, a2a_event.h), result and ok as
+ * a2a_event_set_result gives them for cudaSuccess and cudaErrorNotReady,
+ * the runtime's answer and errno as it left it; an event query's u.event
+ * with event2 NULL and flags 0 as the zeroed event had them. */
+static void check_poll_event(const a2a_event *e, a2a_kind kind, const char *api, a2a_phase phase,
+                             void *stream, int per_thread, const char *site)
+{
+  ck_assert_int_eq(e->kind, kind);
+  ck_assert_str_eq(e->api, api);
+  ck_assert_int_eq(e->phase, phase);
+  ck_assert_ptr_eq(e->stream, stream);
+  ck_assert_int_eq(e->per_thread, per_thread);
+  ck_assert_ptr_null(e->comm);
+  ck_assert_int_eq(e->thread, 1);
+  ck_assert_int_eq(e->device, 0);
+  ck_assert_int_eq(e->in_progress, 0);
+  ck_assert(e->t_ns == 0);
+  if (phase == A2A_PRE) {
+    ck_assert_int_eq(e->result, 0);
+    ck_assert_int_eq(e->ok, 0);
+  }
+  if (site) {
+    Dl_info info;
+    ck_assert(dladdr(e->callsite, &info));
+    ck_assert_str_eq(info.dli_sname, site);
+  }
+}
+
+START_TEST(poll_query_events_fields_and_results)
+{
+  static const struct {
+    cudaStream_t s;
+    cudaEvent_t e;
+    int want;
+  } cases[] = {{(cudaStream_t)0x500, NULL, cudaSuccess},
+               {(cudaStream_t)0x600, NULL, cudaErrorNotReady},
+               {NULL, (cudaEvent_t)0xe500, cudaSuccess},
+               {NULL, (cudaEvent_t)0xe600, cudaErrorNotReady}};
+  for (int i = 0; i < 4; i++) {
+    bool is_event = cases[i].e != NULL;
+    poison_stack();
+    errno = 50 + i;
+    cudaError_t r = is_event ? shim_test_call_equery(cases[i].e) : shim_test_call_squery(cases[i].s);
+    ck_assert_int_eq(r, cases[i].want);
+    ck_assert_int_eq(fake->errno_at_entry, 50 + i);
+    ck_assert_int_eq(errno, is_event ? 1238 : 1237);
+    ck_assert_int_eq(nevents, 2 * i + 2);
+    for (int ph = 0; ph < 2; ph++) {
+      const a2a_event *e = &events[2 * i + ph];
+      check_poll_event(e, is_event ? A2A_EV_EVENT_QUERY : A2A_EV_STREAM_QUERY,
+                       is_event ? "cudaEventQuery" : "cudaStreamQuery", ph ? A2A_POST : A2A_PRE,
+                       is_event ? NULL : (void *)cases[i].s, 0,
+                       is_event ? "shim_test_call_equery" : "shim_test_call_squery");
+      if (is_event) {
+        ck_assert_ptr_eq(e->u.event.event, (void *)cases[i].e);
+        ck_assert_ptr_null(e->u.event.event2);
+        ck_assert_uint_eq(e->u.event.flags, 0);
+      }
+    }
+    ck_assert_int_eq(events[2 * i + 1].result, cases[i].want);
+    ck_assert_int_eq(events[2 * i + 1].ok, cases[i].want == cudaSuccess);
+    ck_assert_uint_eq(events[2 * i].seq, events[2 * i + 1].seq);
+    if (i) ck_assert_uint_eq(events[2 * i - 2].seq + 1, events[2 * i].seq);
+  }
+  /* The per-thread-default-stream twin. */
+  ck_assert_int_eq(cudaStreamQuery_ptsz((cudaStream_t)0x600), cudaErrorNotReady);
+  check_poll_event(&events[9], A2A_EV_STREAM_QUERY, "cudaStreamQuery_ptsz", A2A_POST,
+                   (void *)0x600, 1, NULL);
+  ck_assert_int_eq(events[9].result, cudaErrorNotReady);
+  ck_assert_int_eq(a2a_rt_t.depth, 0); /* the guard was left */
+}
+END_TEST
+
+/* A polling query of a kind no analyzer handles is forwarded without an
+ * event, its answer and errno unchanged. */
+START_TEST(unwanted_poll_query_kinds_pass_through)
+{
+  atomic_store(&a2a_kinds_wanted,
+               ~(A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY)));
+  errno = 60;
+  ck_assert_int_eq(cudaStreamQuery((cudaStream_t)0x600), cudaErrorNotReady);
+  ck_assert_int_eq(fake->errno_at_entry, 60);
+  ck_assert_int_eq(errno, 1237);
+  ck_assert_int_eq(cudaEventQuery((cudaEvent_t)0xe600), cudaErrorNotReady);
+  ck_assert_int_eq(errno, 1238);
+  ck_assert_int_eq(nevents, 0);
+  ck_assert_int_eq(a2a_rt_t.depth, 0);
+  atomic_store(&a2a_kinds_wanted, ~0ull);
+  ck_assert_int_eq(cudaEventQuery((cudaEvent_t)0xe500), cudaSuccess);
   ck_assert_int_eq(nevents, 2);
 }
 END_TEST
@@ -518,6 +638,8 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, send_event_fields_and_callsite);
   tcase_add_test(tc, recv_and_group_events_and_results);
   tcase_add_test(tc, query_events_fields_and_results);
+  tcase_add_test(tc, poll_query_events_fields_and_results);
+  tcase_add_test(tc, unwanted_poll_query_kinds_pass_through);
   tcase_add_test(tc, async_error_events_fields_and_results);
   tcase_add_test(tc, unwanted_query_kinds_pass_through);
   tcase_add_test(tc, errno_is_the_applications_and_the_librarys);

@@ -251,21 +251,26 @@ static a2a_event poll_ev(a2a_kind kind, void *stream, uint32_t seq, int result) 
   return ev;
 }
 
-START_TEST(polling_calls_reach_the_poll_state_from_the_front) {
-  static unsigned char id[128] = {0x5b, 4, 5, 6};
-  void *const comm = (void *)0xc1;
-  comm_init(comm, id);
-  a2a_event op = ev_make(A2A_EV_COLL); /* the thread posts communication */
+/* The thread posts communication: an AllReduce on comm and stream, both
+ * phases; returns its seq. */
+static uint32_t post_allreduce(void *comm, void *stream) {
+  a2a_event op = ev_make(A2A_EV_COLL);
   op.comm = comm;
-  op.stream = (void *)0x5100;
+  op.stream = stream;
   op.u.coll.coll = A2A_COLL_ALLREDUCE;
   op.u.coll.count = 8;
   op.u.coll.dtype = 7;
   op.u.coll.root = -1;
   a2a_event_set_result(&op, 0);
   phase(&op, A2A_POST);
+  return op.seq;
+}
 
-  uint32_t seq = op.seq + 100;
+START_TEST(polling_calls_reach_the_poll_state_from_the_front) {
+  static unsigned char id[128] = {0x5b, 4, 5, 6};
+  void *const comm = (void *)0xc1;
+  comm_init(comm, id);
+  uint32_t seq = post_allreduce(comm, (void *)0x5100) + 100;
   xr_threadstate ts[8];
   a2a_event q = poll_ev(A2A_EV_STREAM_QUERY, (void *)0x5100, seq, 600); /* not ready */
   a2a_analyzer_xrank.on_event(&q);
@@ -289,6 +294,39 @@ START_TEST(polling_calls_reach_the_poll_state_from_the_front) {
 }
 END_TEST
 
+/* The shim's stream and event queries carry no time (hot calls: t_ns 0,
+ * a2a_event.h): a not-ready one that starts a polling episode takes its
+ * start from the host's clock, so the episode's age is right; a query
+ * that continues the episode does not move the start. */
+START_TEST(untimed_query_starts_an_episode_at_the_hosts_time) {
+  static unsigned char id[128] = {0x5c, 4, 5, 6};
+  void *const comm = (void *)0xc2;
+  comm_init(comm, id);
+  uint32_t op_seq = post_allreduce(comm, (void *)0x5300);
+
+  for (int k = 0; k < 2; k++) {
+    a2a_kind kind = k ? A2A_EV_EVENT_QUERY : A2A_EV_STREAM_QUERY;
+    uint32_t seq = op_seq + 100 + 10 * (uint32_t)k;
+    collector_set_time_ns(7000000000ull);
+    a2a_event q = poll_ev(kind, (void *)0x5300, seq, 600); /* not ready */
+    q.u.event.event = (void *)0xe5;
+    q.t_ns = 0;
+    a2a_analyzer_xrank.on_event(&q);
+    collector_advance_ns(3000000); /* 3 ms later, still not ready */
+    q.seq = seq + 1;
+    a2a_analyzer_xrank.on_event(&q);
+    xr_threadstate ts[8];
+    ck_assert_uint_eq(xr_blocked_snapshot(ts, 8, 7005000000ull), 1);
+    ck_assert_uint_eq(ts[0].flags, XR_THREAD_POLLING);
+    ck_assert_uint_eq(ts[0].blocked_ms, 5);
+    q.seq = seq + 2;
+    a2a_event_set_result(&q, 0); /* complete: the episode ends */
+    a2a_analyzer_xrank.on_event(&q);
+    ck_assert_uint_eq(xr_blocked_snapshot(ts, 8, 7005000000ull), 0);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_copy");
   TCase *tc = tcase_create("xrank_copy");
@@ -300,6 +338,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, synchronous_copy_blocks_until_its_post);
   tcase_add_test(tc, operations_reach_the_queue_from_the_front);
   tcase_add_test(tc, polling_calls_reach_the_poll_state_from_the_front);
+  tcase_add_test(tc, untimed_query_starts_an_episode_at_the_hosts_time);
   suite_add_tcase(s, tc);
   return s;
 }
