@@ -240,15 +240,26 @@ typedef struct a2a_comm {
  * newest record wins when NCCL reuses a freed handle address. Lock-free.
  * An NCCL call is looked up by several analyzers, both phases: the
  * thread's last answer first, inline (one compare when the program uses one
- * communicator at a time), the table otherwise. a2a_comm_ver is advanced
+ * communicator at a time); then, out of line, the thread's few most recent
+ * distinct answers (a thread that drives several communicators in turn:
+ * nccl-tests -g N, one group per device; process groups of a data- and an
+ * expert-parallel dimension); the table otherwise. a2a_comm_ver is advanced
  * by every insertion into the registry (the only change that can alter a
- * handle's answer: records are never freed while the process runs), so
- * the thread's memo is right while the version it was taken at is
- * current. Internal to the registry (core_registry.c); read here only. */
+ * handle's answer: records are never freed while the process runs, and a
+ * destroy changes the record's state, not which record answers), so every
+ * answer the thread's memo holds is right while the version it was taken at
+ * is current; a newer version discards them all. Internal to the registry
+ * (core_registry.c); read here only. */
+#define A2A_COMM_MEMO_WAYS 4
 typedef struct a2a_comm_memo {
-  const void *handle;
+  const void *handle;   /* the last lookup's handle and answer */
   a2a_comm *rec;
-  unsigned ver;
+  unsigned ver;         /* a2a_comm_ver every answer here was taken at */
+  unsigned next;        /* the way the next table lookup replaces */
+  struct {
+    const void *handle; /* NULL: empty (a NULL handle is never looked up) */
+    a2a_comm *rec;
+  } way[A2A_COMM_MEMO_WAYS];
 } a2a_comm_memo;
 extern _Atomic unsigned a2a_comm_ver;
 extern _Thread_local a2a_comm_memo a2a_comm_last;

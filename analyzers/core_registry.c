@@ -32,7 +32,7 @@ static _Atomic unsigned g_comm_count;
 static _Atomic unsigned g_comm_dropped;
 static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Bumped by every insertion (and the tests' reset): a thread's cached
- * answer (a2a_comm_last) is valid while it is unchanged. Records are never
+ * answers (a2a_comm_last) are valid while it is unchanged. Records are never
  * freed while the process runs, so a cached record is always readable; a
  * handle's answer changes only when a newer record takes its slot. */
 _Atomic unsigned a2a_comm_ver;
@@ -54,13 +54,36 @@ static a2a_comm *comm_find(const void *handle) {
   return NULL;
 }
 
-/* The table's answer, remembered as the thread's last (a2a_comm_lookup,
- * a2a_core.h, answers from it inline). */
+/* The thread's memo past its last answer (which a2a_comm_lookup, a2a_core.h,
+ * checks inline), then the table. Every answer the memo holds was taken at
+ * m->ver; another version discards them all (an insertion may have given
+ * any handle a newer record, or a record to a handle that had none). The
+ * ways are filled round-robin, so a thread alternating among up to
+ * A2A_COMM_MEMO_WAYS communicators finds each in a way from its second
+ * round on (a hit moves nothing: the last answer is copied out, and is
+ * always in a way too, found or filled last). Thread-local: no lock, no
+ * allocation; a forked child keeps the memo and the registry alike. */
 a2a_comm *a2a_comm_lookup_slow(const void *handle, unsigned ver) {
+  a2a_comm_memo *m = &a2a_comm_last;
+  if (m->ver == ver) {
+    for (unsigned i = 0; i < A2A_COMM_MEMO_WAYS; i++)
+      if (m->way[i].handle == handle) {
+        a2a_comm *c = m->way[i].rec;
+        m->handle = handle;
+        m->rec = c;
+        return c;
+      }
+  } else {
+    memset(m->way, 0, sizeof m->way);
+    m->next = 0;
+    m->ver = ver;
+  }
   a2a_comm *c = comm_find(handle);
-  a2a_comm_last.handle = handle;
-  a2a_comm_last.rec = c;
-  a2a_comm_last.ver = ver;
+  m->way[m->next].handle = handle;
+  m->way[m->next].rec = c;
+  m->next = (m->next + 1) % A2A_COMM_MEMO_WAYS;
+  m->handle = handle;
+  m->rec = c;
   return c;
 }
 

@@ -538,6 +538,125 @@ START_TEST(comm_end_sets_state_and_handle_reuse_replaces) {
 }
 END_TEST
 
+/* The lookup's per-thread memo (a2a_comm_memo): the last answer inline,
+ * A2A_COMM_MEMO_WAYS recent ones out of line, all discarded by an insertion.
+ * A thread driving several communicators in turn is answered from the ways;
+ * these tests alternate among that many and more, and check every answer
+ * against the record the table holds. */
+#define NALT (A2A_COMM_MEMO_WAYS + 2)
+
+static void comm_end(void *h, a2a_end_how how) {
+  a2a_event ev = ev_make(A2A_EV_COMM_END);
+  ev.comm = h;
+  ev.u.end.how = how;
+  ev_dispatch(&ev, 0);
+}
+
+/* Looks each handle up twice in a row (the second is the inline answer)
+ * for a few rounds, and checks it is want[i]. */
+static void alternate(void *const *h, a2a_comm *const *want, int n) {
+  for (int round = 0; round < 3; round++)
+    for (int i = 0; i < n; i++) {
+      ck_assert_ptr_eq(a2a_comm_lookup(h[i]), want[i]);
+      ck_assert_ptr_eq(a2a_comm_lookup(h[i]), want[i]);
+    }
+}
+
+/* Creates a communicator at handle h on another thread (whose lookups
+ * fill its own memo, not this thread's). */
+static void *init_comm_thread(void *h) {
+  init_comm(h, id_b, 2, 0, 0);
+  return NULL;
+}
+
+static void init_comm_elsewhere(void *h) {
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, init_comm_thread, h), 0);
+  pthread_join(th, NULL);
+}
+
+START_TEST(comm_memo_alternation_sees_destroy_and_reuse) {
+  void *h[A2A_COMM_MEMO_WAYS];
+  a2a_comm *r[A2A_COMM_MEMO_WAYS];
+  for (int i = 0; i < A2A_COMM_MEMO_WAYS; i++) {
+    h[i] = init_comm((void *)(uintptr_t)(0x1000 + 0x40 * i), i % 2 ? id_b : id_a, 4, i, i);
+    r[i] = a2a_comm_lookup(h[i]);
+    ck_assert_ptr_nonnull(r[i]);
+    ck_assert_ptr_eq(r[i]->handle, h[i]);
+    ck_assert_uint_eq(r[i]->serial, (unsigned)i + 1);
+  }
+  alternate(h, r, A2A_COMM_MEMO_WAYS);
+  /* A destroy changes the record's state: the memo's answer shows it. */
+  comm_end(h[1], A2A_END_DESTROY);
+  ck_assert_ptr_eq(a2a_comm_lookup(h[2]), r[2]);
+  ck_assert_int_eq(a2a_comm_lookup(h[1])->state, A2A_COMM_DESTROYED);
+  alternate(h, r, A2A_COMM_MEMO_WAYS);
+  /* NCCL reuses the address (on another thread) while every handle sits
+   * in a way and another is the last answer: the new record must answer,
+   * at once and after. */
+  ck_assert_ptr_eq(a2a_comm_lookup(h[3]), r[3]);
+  init_comm_elsewhere(h[1]);
+  /* Another handle first: the memo must not keep h[1]'s old answer for
+   * the next miss to find. */
+  ck_assert_ptr_eq(a2a_comm_lookup(h[2]), r[2]);
+  a2a_comm *fresh = a2a_comm_lookup(h[1]);
+  ck_assert_ptr_ne(fresh, r[1]);
+  ck_assert_uint_eq(fresh->serial, A2A_COMM_MEMO_WAYS + 1);
+  ck_assert_int_eq(fresh->state, A2A_COMM_ACTIVE);
+  ck_assert_int_eq(r[1]->state, A2A_COMM_DESTROYED); /* the old one stays readable */
+  r[1] = fresh;
+  alternate(h, r, A2A_COMM_MEMO_WAYS);
+  /* The same again for the last answer itself (the inline check), on
+   * this thread. */
+  comm_end(h[0], A2A_END_ABORT);
+  ck_assert_int_eq(a2a_comm_lookup(h[0])->state, A2A_COMM_ABORTED);
+  init_comm(h[0], id_a, 2, 1, 1);
+  ck_assert_uint_eq(a2a_comm_lookup(h[0])->serial, A2A_COMM_MEMO_WAYS + 2);
+  ck_assert_int_eq(a2a_comm_lookup(h[0])->state, A2A_COMM_ACTIVE);
+}
+END_TEST
+
+START_TEST(comm_memo_forgets_misses_on_insertion_by_other_threads) {
+  /* A handle the registry does not know is answered NULL, and that answer
+   * is remembered like any other; another thread creates it. */
+  void *h[A2A_COMM_MEMO_WAYS];
+  a2a_comm *r[A2A_COMM_MEMO_WAYS];
+  void *unknown = (void *)0x7000;
+  for (int i = 0; i < A2A_COMM_MEMO_WAYS - 1; i++) {
+    h[i] = init_comm((void *)(uintptr_t)(0x2000 + 0x40 * i), id_a, 4, i, 0);
+    r[i] = a2a_comm_lookup(h[i]);
+  }
+  h[A2A_COMM_MEMO_WAYS - 1] = unknown;
+  r[A2A_COMM_MEMO_WAYS - 1] = NULL;
+  alternate(h, r, A2A_COMM_MEMO_WAYS);
+  ck_assert_ptr_eq(a2a_comm_lookup(h[0]), r[0]); /* unknown: in a way, not last */
+  init_comm_elsewhere(unknown);
+  ck_assert_ptr_eq(a2a_comm_lookup(h[1]), r[1]); /* another handle first */
+  a2a_comm *c = a2a_comm_lookup(unknown);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_ptr_eq(c->handle, unknown);
+  r[A2A_COMM_MEMO_WAYS - 1] = c;
+  alternate(h, r, A2A_COMM_MEMO_WAYS);
+}
+END_TEST
+
+START_TEST(comm_memo_more_comms_than_ways) {
+  /* More communicators in turn than the memo holds: each lookup evicts
+   * one; every answer is still the table's. Then fewer again. */
+  void *h[NALT];
+  a2a_comm *r[NALT];
+  for (int i = 0; i < NALT; i++) {
+    h[i] = init_comm((void *)(uintptr_t)(0x3000 + 0x40 * i), id_a, NALT, i, i);
+    r[i] = a2a_comm_lookup(h[i]);
+    ck_assert_uint_eq(r[i]->rank, i);
+  }
+  alternate(h, r, NALT);
+  for (int i = NALT - 1; i >= 0; i--) ck_assert_ptr_eq(a2a_comm_lookup(h[i]), r[i]);
+  alternate(h + 1, r + 1, A2A_COMM_MEMO_WAYS);
+  alternate(h, r, 2);
+}
+END_TEST
+
 static void alloc(uintptr_t p, size_t n, int dev) {
   a2a_event ev = ev_make(A2A_EV_ALLOC);
   ev.device = dev;
@@ -811,6 +930,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, comm_registry_identity);
   tcase_add_test(tc, split_identity_follows_sequence_and_color);
   tcase_add_test(tc, comm_end_sets_state_and_handle_reuse_replaces);
+  tcase_add_test(tc, comm_memo_alternation_sees_destroy_and_reuse);
+  tcase_add_test(tc, comm_memo_forgets_misses_on_insertion_by_other_threads);
+  tcase_add_test(tc, comm_memo_more_comms_than_ways);
   tcase_add_test(tc, alloc_registry_bounds);
   tcase_add_test(tc, failed_alloc_is_not_registered);
   tcase_add_test(tc, alloc_cache_follows_frees_and_reuse);
