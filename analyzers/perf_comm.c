@@ -55,6 +55,7 @@
 #define PC_TABLE 1024          /* power of two, > PC_MAX_COMMS */
 #define PC_RING 32             /* timed operations in flight per communicator */
 #define PC_GROUP_COMMS 8       /* communicators one group may span and be timed */
+#define PC_MEMO_WAYS 4         /* a thread's recent handle lookups (lookup_miss) */
 #define PC_LAUNCH_STREAMS 8    /* streams tracked between two operations */
 #define PC_MAX_LOWBW_REPORTS 8 /* perf.low-bandwidth findings per communicator */
 #define PC_WINS 8              /* compute windows per overlap sample */
@@ -244,9 +245,9 @@ typedef struct pc_tls {
   void *launch_fast;
   pc_comm *single_c;               /* lone operation between PRE and POST */
   int single_slot;
-  unsigned last_ver;
-  /* The thread's last handle lookup, valid while g_table_ver is unchanged
-   * (see lookup_cached). */
+  unsigned last_ver;                /* g_table_ver every answer below was
+                                      taken at (see lookup_cached) */
+  /* The thread's last handle lookup. */
   const void *last_h;
   pc_comm *last_c;
   void *armed_stream;
@@ -259,6 +260,11 @@ typedef struct pc_tls {
                                       launches: op_serialized and
                                       check_priority need no more) */
   pc_gacc g[PC_GROUP_COMMS];
+  /* The thread's few most recent distinct lookups (lookup_miss): a handle
+   * and its answer (zeroed: empty); memo_next is the way the next table
+   * lookup replaces. */
+  unsigned memo_next;
+  struct { const void *h; pc_comm *c; } memo[PC_MEMO_WAYS];
 } pc_tls;
 
 static _Thread_local pc_tls t_pc;
@@ -337,22 +343,47 @@ static pc_comm *lookup(const void *h) {
 
 __attribute__((noinline)) static pc_comm *lookup_miss(pc_tls *t, const void *h, unsigned ver);
 
-/* lookup() through the thread's last answer: the table only changes by
- * insertions (a reused handle's slot is overwritten by the newest
- * communicator), each of which bumps g_table_ver; re-initialization and
- * fork reset the thread's record (g_gen). */
+/* lookup() through the thread's last answer (inline: one compare while a
+ * thread drives one communicator), then its few most recent distinct
+ * answers (lookup_miss: a thread that drives several in turn - nccl-tests
+ * -g N, one group per device; process groups of several parallel
+ * dimensions). Why they are exact: the table only changes by insertions (a
+ * reused handle's slot is overwritten by the newest communicator; a
+ * destroy changes nothing in it), each of which bumps g_table_ver, and
+ * every answer the thread holds was taken at last_ver, so each is the
+ * table's while the version is unchanged; another version discards them
+ * all. A communicator's state is freed only by re-initialization, which
+ * resets every thread's record (g_gen), as fork does. */
 static inline __attribute__((always_inline)) pc_comm *lookup_cached(pc_tls *t, const void *h) {
   unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
   if (__builtin_expect(h && t->last_h == h && t->last_ver == ver, 1)) return t->last_c;
   return lookup_miss(t, h, ver);
 }
 
-/* lookup_cached's miss: the table, and the thread's record of the answer. */
+/* lookup_cached's miss: the thread's memo, then the table. The ways are
+ * filled round-robin, so a thread alternating among up to PC_MEMO_WAYS
+ * communicators finds each in a way from its second round on (the last
+ * answer is always in a way too: found there or filled last). An empty way
+ * (NULL, NULL) is lookup()'s own answer for a NULL handle, so no way needs
+ * a test of the handle. Thread-local: no lock, no allocation. */
 __attribute__((noinline)) static pc_comm *lookup_miss(pc_tls *t, const void *h, unsigned ver) {
+  if (t->last_ver == ver) {
+    for (unsigned i = 0; i < PC_MEMO_WAYS; i++)
+      if (t->memo[i].h == h) {
+        t->last_h = h;
+        return t->last_c = t->memo[i].c;
+      }
+  } else {
+    memset(t->memo, 0, sizeof t->memo);
+    t->memo_next = 0;
+    t->last_ver = ver;
+  }
   pc_comm *c = lookup(h);
+  t->memo[t->memo_next].h = h;
+  t->memo[t->memo_next].c = c;
+  t->memo_next = (t->memo_next + 1) % PC_MEMO_WAYS;
   t->last_h = h;
   t->last_c = c;
-  t->last_ver = ver;
   return c;
 }
 

@@ -1161,6 +1161,105 @@ START_TEST(launch_fast_path_tells_default_streams_apart) {
 }
 END_TEST
 
+/* The thread's per-communicator lookup (lookup_cached: the last answer,
+ * then a few recent ones, all discarded when a communicator is created).
+ * One thread drives several communicators in turn (nccl-tests -g N,
+ * several process groups) - as many as the memo holds and more - and one
+ * of them is destroyed and re-created at the same handle while the memo
+ * holds it: the new communicator's operations must count to its own
+ * state, never to the old one's. Each communicator is told apart by its
+ * size (nranks) and its operations' size, so a summary shows every
+ * operation counted to a wrong communicator. Non-blocking: untimed, only
+ * the counts matter here. */
+#define NMEMO_COMMS 6
+#define MEMO_H(k) ((void *)(uintptr_t)(0xD00 + 0x40 * (k)))
+
+static void memo_comm_init(int k, int nranks) {
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.u.init.how = A2A_INIT_RANK;
+  ev.u.init.newcomm = MEMO_H(k);
+  ev.u.init.nranks = nranks;
+  ev.u.init.rank = 0;
+  ev.u.init.blocking = 0;
+  ev_dispatch(&ev, 0);
+}
+
+static void comm_end(void *h) {
+  a2a_event ev = ev_make(A2A_EV_COMM_END);
+  ev.comm = h;
+  ev.u.end.how = A2A_END_DESTROY;
+  ev_dispatch(&ev, 0);
+}
+
+/* One lone AllReduce of (k + 1) KiB on communicator k. */
+static void memo_op(int k) {
+  a2a_event ev = coll(A2A_COLL_ALLREDUCE, 256 * (size_t)(k + 1), NCCL_FLOAT, S1);
+  ev.comm = MEMO_H(k);
+  ev_dispatch(&ev, 0);
+}
+
+/* Rounds of one operation on each of comms[0..n), in turn. */
+static void memo_rounds(const int *comms, int n, int rounds, uint64_t *ops) {
+  for (int r = 0; r < rounds; r++)
+    for (int i = 0; i < n; i++) {
+      memo_op(comms[i]);
+      ops[comms[i]]++;
+    }
+}
+
+/* The summary of the communicator of nranks ranks: its ops and bytes. */
+static void memo_expect(int nranks, uint64_t ops, uint64_t op_bytes) {
+  const collected *s = NULL;
+  for (size_t i = 0; i < collector_total(); i++) {
+    const collected *c = collector_get(i);
+    if (strcmp(c->check, "perf.summary") == 0 && (int)details_num(c, "nranks") == nranks) {
+      ck_assert_msg(s == NULL, "two summaries of %d ranks", nranks);
+      s = c;
+    }
+  }
+  if (ops == 0) {
+    ck_assert_msg(s == NULL, "%d ranks: no operation, yet %s", nranks, s ? s->details : "");
+    return;
+  }
+  ck_assert_msg(s != NULL, "no summary of %d ranks", nranks);
+  ck_assert_uint_eq((uint64_t)details_num(s, "ops"), ops);
+  ck_assert_uint_eq((uint64_t)details_num(s, "bytes"), ops * op_bytes);
+}
+
+START_TEST(lookup_memo_never_answers_a_recreated_comm_with_the_old) {
+  uint64_t ops[NMEMO_COMMS] = {0}, old_ops[NMEMO_COMMS] = {0};
+  for (int k = 0; k < NMEMO_COMMS; k++) memo_comm_init(k, 2 + k);
+  const int few[] = {0, 1, 2, 3}, all[] = {0, 1, 2, 3, 4, 5};
+  /* As many as the memo holds (answered from it from the second round
+   * on), then more than it holds. */
+  memo_rounds(few, 4, 5, ops);
+  memo_rounds(all, NMEMO_COMMS, 5, ops);
+  memo_rounds(few, 4, 5, ops);
+  /* Communicator 1 is destroyed and re-created at the same handle while
+   * the memo holds it (not the last answer: 3 was). */
+  comm_end(MEMO_H(1));
+  old_ops[1] = ops[1];
+  ops[1] = 0;
+  memo_comm_init(1, 20);
+  memo_rounds(few, 4, 5, ops);
+  /* Communicator 3 likewise, as the last answer. */
+  comm_end(MEMO_H(3));
+  old_ops[3] = ops[3];
+  ops[3] = 0;
+  memo_comm_init(3, 30);
+  memo_rounds((const int[]){3, 0, 1, 2}, 4, 3, ops);
+  memo_rounds(all, NMEMO_COMMS, 3, ops);
+  a2a_core_fini();
+  for (int k = 0; k < NMEMO_COMMS; k++) {
+    uint64_t b = 1024 * (uint64_t)(k + 1);
+    memo_expect(2 + k, k == 1 || k == 3 ? old_ops[k] : ops[k], b);
+    if (k == 1) memo_expect(20, ops[k], b);
+    if (k == 3) memo_expect(30, ops[k], b);
+  }
+  ck_assert_uint_eq(collector_count("perf.summary"), NMEMO_COMMS + 2);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -1217,6 +1316,7 @@ int main(void) {
   tcase_add_test(tc, full_ring_is_harvested_at_an_operations_start);
   tcase_add_test(tc, skey_is_never_wrongly_true);
   tcase_add_test(tc, launch_fast_path_tells_default_streams_apart);
+  tcase_add_test(tc, lookup_memo_never_answers_a_recreated_comm_with_the_old);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
