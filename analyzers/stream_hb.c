@@ -3520,6 +3520,15 @@ static _Thread_local struct {
   uint32_t thread;
 } t_sq;
 
+/* Something tracked, remembered, staged or capturing: hb_other's test
+ * ("the rest matters only while..."). */
+static inline bool hb_active(void) {
+  return atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&g_nring, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&g_staged, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&g_ncapture, memory_order_relaxed) != 0;
+}
+
 /* hb_stream_sync's locked part (out of line: a repeated query keeps no
  * frame), which takes the memo (see "Repeated queries"). */
 __attribute__((noinline)) static void hb_stream_sync_locked(const a2a_event *ev) {
@@ -3547,17 +3556,59 @@ __attribute__((noinline)) static void hb_stream_sync(const a2a_event *ev) {
   if (ev->phase != A2A_POST || !ok_result(ev) ||
       atomic_load_explicit(&g_disabled, memory_order_relaxed))
     return;
-  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
-      atomic_load_explicit(&g_nring, memory_order_relaxed) == 0 &&
-      atomic_load_explicit(&g_staged, memory_order_relaxed) == 0 &&
-      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
-    return;
+  if (!hb_active()) return;
   if (t_sq.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
       t_sq.stream == ev->stream && t_sq.per_thread == ev->per_thread &&
       t_sq.thread == ev->thread && t_sq.device == dev_of(ev) &&
       !atomic_load_explicit(&g_staged, memory_order_acquire))
     return;
   hb_stream_sync_locked(ev);
+}
+
+/* Repeated event queries: a polling loop's cudaEventQuery, like its
+ * stream queries (see "Repeated queries"). Each thread remembers the event
+ * of its last successful cudaEventQuery/Synchronize, with g_lock_ver as of
+ * the end of its section; while that is unchanged and nothing is staged,
+ * the same query's section would do nothing: the drains as there; the
+ * host clock covered the event's clock at the end of that section, and an
+ * event's clock changes only when it is recorded (an hb_lock section),
+ * host clock and ring as there. A destroyed event (ev_remove, a section
+ * that does not advance g_lock_ver) is no longer found: its query joins
+ * nothing, and the ring and the host clock are unchanged - still nothing
+ * to do. */
+static _Thread_local struct {
+  uint64_t ver; /* g_lock_ver when taken; 0: none */
+  void *event;
+} t_eq;
+
+/* hb_event_sync's locked part (out of line: a repeated query keeps no
+ * frame), which takes the memo. */
+__attribute__((noinline)) static void hb_event_sync_locked(const a2a_event *ev) {
+  report_q q;
+  hb_lock(&q);
+  ev_slot *e = ev_find(ev->u.event.event, false);
+  if (e && e->recorded) host_join(e->vc);
+  ring_expire();
+  t_eq.event = ev->u.event.event;
+  t_eq.ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
+  hb_unlock(&q);
+}
+
+/* hb_other's path for a successful cudaEventSynchronize / cudaEventQuery
+ * (the host waited for the event's work), without its dispatch: the same
+ * tests (the POST, the analyzer enabled, something tracked, remembered,
+ * staged or capturing, a successful call), then a repeated query
+ * skipped. */
+__attribute__((noinline)) static void hb_event_sync(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed))
+    return;
+  if (!hb_active()) return;
+  if (!ok_result(ev)) return;
+  if (t_eq.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
+      t_eq.event == ev->u.event.event &&
+      !atomic_load_explicit(&g_staged, memory_order_acquire))
+    return;
+  hb_event_sync_locked(ev);
 }
 
 /* hb_on_event's NCCL kinds: hb_other's cases for them. */
@@ -3680,6 +3731,10 @@ static void hb_on_event(const a2a_event *ev) {
   }
   if (ev->kind == A2A_EV_STREAM_QUERY || ev->kind == A2A_EV_STREAM_SYNC) {
     hb_stream_sync(ev);
+    return;
+  }
+  if (ev->kind == A2A_EV_EVENT_QUERY || ev->kind == A2A_EV_EVENT_SYNC) {
+    hb_event_sync(ev);
     return;
   }
   hb_other(ev);
@@ -3835,13 +3890,6 @@ static void hb_other(const a2a_event *ev) {
     if (p && ev->u.mem.mem != A2A_MEM_HOST_PINNED) drop_span(p, p + (ev->u.mem.size ? ev->u.mem.size : 1));
     break;
   }
-  case A2A_EV_EVENT_SYNC:
-  case A2A_EV_EVENT_QUERY: { /* ok_result: query returned cudaSuccess */
-    ev_slot *e = ev_find(ev->u.event.event, false);
-    if (e && e->recorded) host_join(e->vc);
-    ring_expire();
-    break;
-  }
   case A2A_EV_DEVICE_SYNC: host_join_device(dev_of(ev)); break;
   case A2A_EV_HOST_FUNC:
   case A2A_EV_GRAPH_LAUNCH: {
@@ -3891,6 +3939,8 @@ static const a2a_by_kind hb_by_kind = {
         [A2A_EV_GROUP_END] = hb_k_group_end,
         [A2A_EV_STREAM_QUERY] = hb_stream_sync,
         [A2A_EV_STREAM_SYNC] = hb_stream_sync,
+        [A2A_EV_EVENT_QUERY] = hb_event_sync,
+        [A2A_EV_EVENT_SYNC] = hb_event_sync,
     }};
 
 const a2a_analyzer a2a_analyzer_stream_hb = {

@@ -1429,6 +1429,14 @@ END_TEST
  * without a wait is ordered by the query (no finding), and reported
  * without it. The work: one launch, repeated launches (the last ones
  * coalesced, applied by the query's drain), another thread's launch. */
+/* A send of SENDBUF on S_COMM with the host's edge only: unsynced with
+ * the work before it unless a query ordered the host after that work. */
+static void send_after_query(bool query) {
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), query ? 0 : 1);
+  ck_assert_int_eq(stream_findings(), query ? 0 : 1);
+}
+
 START_TEST(query_repeated_after_new_work_orders_it) {
   for (int work = 0; work < 3; work++)
     for (int query = 0; query < 2; query++) {
@@ -1440,9 +1448,7 @@ START_TEST(query_repeated_after_new_work_orders_it) {
       for (int i = 0; work == 1 && i < 4; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
       if (work == 2) launch_fill_by(7, S_COMP, SENDBUF, (void *)0x3000);
       if (query) stream_ev(A2A_EV_STREAM_QUERY, S_COMP, 0);
-      send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* the host's edge only */
-      ck_assert_int_eq(collector_count("stream.unsynced-input"), query ? 0 : 1);
-      ck_assert_int_eq(stream_findings(), query ? 0 : 1);
+      send_after_query(query);
     }
 }
 END_TEST
@@ -1494,6 +1500,32 @@ START_TEST(query_of_another_null_stream_is_not_skipped) {
       if (query) on_null_stream(A2A_EV_STREAM_QUERY, k);
       send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* the host's edge only */
       ck_assert_int_eq(collector_count("stream.unsynced-input"), query ? 0 : 1);
+    }
+}
+END_TEST
+
+/* Repeated event queries (hb_event_sync in stream_hb.c), likewise: a
+ * thread's successful query of the event it queried last, with no locked
+ * section since, is skipped; one after the event was recorded again, or
+ * of another event, is not. */
+START_TEST(event_query_repeated_after_new_record_orders_it) {
+  void *e = (void *)0xe200, *e2 = (void *)0xe201;
+  for (int other = 0; other < 2; other++)
+    for (int query = 0; query < 2; query++) {
+      setup();
+      two_streams_warm(NONBLOCKING);
+      event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+      event_ev(A2A_EV_EVENT_QUERY, e, NULL, 0);
+      event_ev(A2A_EV_EVENT_QUERY, e, NULL, 0); /* nothing changed: skipped */
+      launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+      if (other) {
+        event_ev(A2A_EV_EVENT_RECORD, e2, S_COMP, 0);
+        event_ev(A2A_EV_EVENT_QUERY, e, NULL, 0); /* e: before the launch */
+      } else {
+        event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+      }
+      if (query) event_ev(A2A_EV_EVENT_SYNC, other ? e2 : e, NULL, 0);
+      send_after_query(query);
     }
 }
 END_TEST
@@ -3338,6 +3370,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, query_repeated_after_new_work_orders_it);
   tcase_add_test(tc, query_of_another_stream_is_not_skipped);
   tcase_add_test(tc, query_of_another_null_stream_is_not_skipped);
+  tcase_add_test(tc, event_query_repeated_after_new_record_orders_it);
   tcase_add_test(tc, query_after_deferred_copy_orders_it);
   tcase_add_test(tc, deferred_copies_on_the_per_thread_stream);
   tcase_add_test(tc, deferred_copies_while_ranges_are_tracked);
