@@ -258,8 +258,10 @@ static uint16_t *g_order; /* indices into g_rng sorted by lo; g_nranges used */
 static size_t g_nr;    /* == g_nranges, under the lock */
 static uint64_t g_use;
 /* Advanced by every locked section but a repeated launch's (see "Repeated
- * launches"), and by (re)initialization. */
-static uint64_t g_lock_ver = 1;
+ * launches"), and by (re)initialization, always under g_mu (lock_advance);
+ * atomic for hb_stream_sync, which reads it without the lock (see
+ * "Repeated queries"). */
+static _Atomic uint64_t g_lock_ver = 1;
 static uintptr_t g_min_lo, g_max_hi; /* bounds of all tracked ranges */
 /* Launch prefilter: one bit per hashed 2 MiB page that a tracked range
  * touches. Bits are only set (under g_mu) while ranges exist and cleared when
@@ -1371,6 +1373,13 @@ static void flush_reports(report_q *q) {
 static void stage_drain(void);
 static void coal_drain(void);
 
+/* Under g_mu: g_lock_ver's next value (one writer at a time: no atomic
+ * read-modify-write needed). */
+static inline void lock_advance(void) {
+  atomic_store_explicit(&g_lock_ver, atomic_load_explicit(&g_lock_ver, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
 /* Take / release the analyzer lock around a handler that may report; the
  * deferred copies of every thread are applied first (see "Deferred
  * copies"). */
@@ -1378,7 +1387,7 @@ static void hb_lock(report_q *q) {
   q->n = 0;
   tls_q = q;
   a2a_lock_acquire(&g_mu);
-  g_lock_ver++; /* see "Repeated launches" */
+  lock_advance(); /* see "Repeated launches" and "Repeated queries" */
   coal_drain(); /* (first: see "Coalesced repeats") */
   stage_drain();
 }
@@ -2723,7 +2732,7 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   t_lmemo.per_thread = ev->per_thread;
   t_lmemo.thread = ev->thread;
   t_lmemo.device = dev_of(ev);
-  t_lmemo.ver = g_lock_ver;
+  t_lmemo.ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
 }
 
 /* The launch's access (kernel what) on timeline s, after its enqueue
@@ -2869,7 +2878,8 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
   coal_drain();
   int s = t_lmemo.s, nhits = t_lmemo.nhits;
   /* (Deferred copies are applied by hb_lock first: the locked path.) */
-  bool ok = t_lmemo.ver == g_lock_ver && !g_tl[s].capturing &&
+  bool ok = t_lmemo.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
+            !g_tl[s].capturing &&
             !atomic_load_explicit(&g_staged, memory_order_relaxed);
   /* Ordered before the clock now: ordered after launch_access's joins,
    * which only grow it. */
@@ -3335,7 +3345,7 @@ static int hb_init(void) {
     for (size_t i = 0; i < MAX_RANGES; i++) g_rng[i].live = false;
     memset(g_rng_hint, 0, sizeof g_rng_hint);
     g_launch_hint = NULL;
-    g_lock_ver++; /* every thread's launch memo */
+    lock_advance(); /* every thread's launch and query memo */
     rng_grew();   /* and filtered-out launch memo (the plans change) */
     memset(g_tl_hint, 0, sizeof g_tl_hint);
     g_tl[HOST_TL].kind = TL_HOST;
@@ -3456,35 +3466,149 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
 }
 
 /* A successful cudaStreamSynchronize / cudaStreamQuery: the host waited
- * for the stream. Caller holds g_mu. */
-static void stream_sync_locked(const a2a_event *ev) {
+ * for the stream. Caller holds g_mu. The timeline, or -1. */
+static int stream_sync_locked(const a2a_event *ev) {
   int s = tl_of_ev(ev);
-  if (s < 0) return;
+  if (s < 0) return -1;
   /* Synchronizing on the legacy stream also waits for the blocking
    * streams' earlier work it is ordered after. */
   if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
   host_join(g_tl[s].vc);
   ring_expire();
+  return s;
+}
+
+/* Repeated queries. A polling loop queries the same stream at every round
+ * (nccl-tests' wait loop, PyTorch's work.is_completed()), and once the
+ * stream is idle nothing changes between rounds. Each thread remembers the
+ * stream arguments of its last successful synchronization or query
+ * (t_sq), with g_lock_ver as of the end of its locked section. While
+ * g_lock_ver is unchanged and nothing is staged, the same query's locked
+ * section would do nothing, so it is skipped:
+ * - hb_lock's drains: that section's coal_drain closed every coalesced
+ *   slot, and only launch_repeat's locked branch opens one, for a launch
+ *   memo valid then; the section advanced g_lock_ver (every launch memo
+ *   stale), and a launch memo is made valid again only by
+ *   launch_memo_note in an hb_lock section, which advances g_lock_ver.
+ *   Every deferred copy is counted in g_staged (see "Deferred copies": an
+ *   entry published after a drain read the heads sets it; a repeat counts
+ *   only on an entry no drain claimed), tested as launch_repeat tests it.
+ * - tl_of: the maps of handles to timelines change only in hb_lock
+ *   sections or hb_init, which advance g_lock_ver: the same timeline, whose
+ *   cache is already filled.
+ * - host_join: the host clock covered the stream's clock at the end of
+ *   that section (it had just joined it). Clocks change only under g_mu:
+ *   in hb_lock's sections and hb_init, which advance g_lock_ver, and in
+ *   launch_repeat's locked branch and coal_drain, which need a valid
+ *   launch memo or an open slot (above: g_lock_ver advanced since). Still
+ *   covered. Not the legacy stream: its query joins the host clock and
+ *   the blocking streams' clocks into its own first (enqueue_edges), which
+ *   may change it at the next round too.
+ * - ring_expire: the ring and the host clock are as that section's
+ *   ring_expire left them: nothing more to expire.
+ * What skipping the lock leaves out is g_lock_ver's advance, which only
+ * makes launch memos stale (they are exact while the state they read is
+ * unchanged, and it is). A concurrent thread's section the load of
+ * g_lock_ver does not see yet is ordered after the query: a section that
+ * happens before it (the same thread, or synchronized by the program) is
+ * seen (coherence), so the query is never taken as ordered after less
+ * work than it must cover. */
+static _Thread_local struct {
+  uint64_t ver; /* g_lock_ver when taken; 0: none */
+  void *stream;
+  int per_thread, device;
+  uint32_t thread;
+} t_sq;
+
+/* Something tracked, remembered, staged or capturing: hb_other's test
+ * ("the rest matters only while..."). */
+static inline bool hb_active(void) {
+  return atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&g_nring, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&g_staged, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&g_ncapture, memory_order_relaxed) != 0;
+}
+
+/* hb_stream_sync's locked part (out of line: a repeated query keeps no
+ * frame), which takes the memo (see "Repeated queries"). */
+__attribute__((noinline)) static void hb_stream_sync_locked(const a2a_event *ev) {
+  report_q q;
+  hb_lock(&q);
+  int s = stream_sync_locked(ev);
+  t_sq.ver = 0;
+  if (s >= 0 && g_tl[s].kind != TL_LEGACY) {
+    t_sq.stream = ev->stream;
+    t_sq.per_thread = ev->per_thread;
+    t_sq.thread = ev->thread;
+    t_sq.device = dev_of(ev);
+    t_sq.ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
+  }
+  hb_unlock(&q);
 }
 
 /* hb_other's path for a stream synchronization or query (a polling loop
  * queries at every round), without its dispatch: the same tests in the
  * same order - the POST of a successful call, the analyzer enabled, and
  * something tracked, remembered, staged or capturing ("the rest matters
- * only while..."). */
+ * only while...") - then a repeated query skipped (see "Repeated
+ * queries"). */
 __attribute__((noinline)) static void hb_stream_sync(const a2a_event *ev) {
   if (ev->phase != A2A_POST || !ok_result(ev) ||
       atomic_load_explicit(&g_disabled, memory_order_relaxed))
     return;
-  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) == 0 &&
-      atomic_load_explicit(&g_nring, memory_order_relaxed) == 0 &&
-      atomic_load_explicit(&g_staged, memory_order_relaxed) == 0 &&
-      atomic_load_explicit(&g_ncapture, memory_order_relaxed) == 0)
+  if (!hb_active()) return;
+  if (t_sq.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
+      t_sq.stream == ev->stream && t_sq.per_thread == ev->per_thread &&
+      t_sq.thread == ev->thread && t_sq.device == dev_of(ev) &&
+      !atomic_load_explicit(&g_staged, memory_order_acquire))
     return;
+  hb_stream_sync_locked(ev);
+}
+
+/* Repeated event queries: a polling loop's cudaEventQuery, like its
+ * stream queries (see "Repeated queries"). Each thread remembers the event
+ * of its last successful cudaEventQuery/Synchronize, with g_lock_ver as of
+ * the end of its section; while that is unchanged and nothing is staged,
+ * the same query's section would do nothing: the drains as there; the
+ * host clock covered the event's clock at the end of that section, and an
+ * event's clock changes only when it is recorded (an hb_lock section),
+ * host clock and ring as there. A destroyed event (ev_remove, a section
+ * that does not advance g_lock_ver) is no longer found: its query joins
+ * nothing, and the ring and the host clock are unchanged - still nothing
+ * to do. */
+static _Thread_local struct {
+  uint64_t ver; /* g_lock_ver when taken; 0: none */
+  void *event;
+} t_eq;
+
+/* hb_event_sync's locked part (out of line: a repeated query keeps no
+ * frame), which takes the memo. */
+__attribute__((noinline)) static void hb_event_sync_locked(const a2a_event *ev) {
   report_q q;
   hb_lock(&q);
-  stream_sync_locked(ev);
+  ev_slot *e = ev_find(ev->u.event.event, false);
+  if (e && e->recorded) host_join(e->vc);
+  ring_expire();
+  t_eq.event = ev->u.event.event;
+  t_eq.ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
   hb_unlock(&q);
+}
+
+/* hb_other's path for a successful cudaEventSynchronize / cudaEventQuery
+ * (the host waited for the event's work), without its dispatch: the same
+ * tests (the POST, the analyzer enabled, something tracked, remembered,
+ * staged or capturing, a successful call), then a repeated query
+ * skipped. */
+__attribute__((noinline)) static void hb_event_sync(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || atomic_load_explicit(&g_disabled, memory_order_relaxed))
+    return;
+  if (!hb_active()) return;
+  if (!ok_result(ev)) return;
+  if (t_eq.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
+      t_eq.event == ev->u.event.event &&
+      !atomic_load_explicit(&g_staged, memory_order_acquire))
+    return;
+  hb_event_sync_locked(ev);
 }
 
 /* hb_on_event's NCCL kinds: hb_other's cases for them. */
@@ -3607,6 +3731,10 @@ static void hb_on_event(const a2a_event *ev) {
   }
   if (ev->kind == A2A_EV_STREAM_QUERY || ev->kind == A2A_EV_STREAM_SYNC) {
     hb_stream_sync(ev);
+    return;
+  }
+  if (ev->kind == A2A_EV_EVENT_QUERY || ev->kind == A2A_EV_EVENT_SYNC) {
+    hb_event_sync(ev);
     return;
   }
   hb_other(ev);
@@ -3762,13 +3890,6 @@ static void hb_other(const a2a_event *ev) {
     if (p && ev->u.mem.mem != A2A_MEM_HOST_PINNED) drop_span(p, p + (ev->u.mem.size ? ev->u.mem.size : 1));
     break;
   }
-  case A2A_EV_EVENT_SYNC:
-  case A2A_EV_EVENT_QUERY: { /* ok_result: query returned cudaSuccess */
-    ev_slot *e = ev_find(ev->u.event.event, false);
-    if (e && e->recorded) host_join(e->vc);
-    ring_expire();
-    break;
-  }
   case A2A_EV_DEVICE_SYNC: host_join_device(dev_of(ev)); break;
   case A2A_EV_HOST_FUNC:
   case A2A_EV_GRAPH_LAUNCH: {
@@ -3798,7 +3919,7 @@ bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
   a2a_lock_acquire(&g_mu);
-  g_lock_ver++;
+  lock_advance();
   coal_drain();
   stage_drain();
   a2a_lock_release(&g_mu);
@@ -3818,6 +3939,8 @@ static const a2a_by_kind hb_by_kind = {
         [A2A_EV_GROUP_END] = hb_k_group_end,
         [A2A_EV_STREAM_QUERY] = hb_stream_sync,
         [A2A_EV_STREAM_SYNC] = hb_stream_sync,
+        [A2A_EV_EVENT_QUERY] = hb_event_sync,
+        [A2A_EV_EVENT_SYNC] = hb_event_sync,
     }};
 
 const a2a_analyzer a2a_analyzer_stream_hb = {

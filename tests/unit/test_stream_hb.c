@@ -1422,6 +1422,132 @@ START_TEST(deferred_copies_of_another_thread) {
 }
 END_TEST
 
+/* Repeated queries ("Repeated queries" in stream_hb.c): a thread's
+ * successful query of the stream it queried last, with no locked section
+ * since and nothing deferred, is skipped. One after new work on the
+ * stream is not: a later operation on another stream reading the buffer
+ * without a wait is ordered by the query (no finding), and reported
+ * without it. The work: one launch, repeated launches (the last ones
+ * coalesced, applied by the query's drain), another thread's launch. */
+/* A send of SENDBUF on S_COMM with the host's edge only: unsynced with
+ * the work before it unless a query ordered the host after that work. */
+static void send_after_query(bool query) {
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), query ? 0 : 1);
+  ck_assert_int_eq(stream_findings(), query ? 0 : 1);
+}
+
+START_TEST(query_repeated_after_new_work_orders_it) {
+  for (int work = 0; work < 3; work++)
+    for (int query = 0; query < 2; query++) {
+      setup();
+      two_streams_warm(NONBLOCKING);
+      stream_ev(A2A_EV_STREAM_QUERY, S_COMP, 0);
+      stream_ev(A2A_EV_STREAM_QUERY, S_COMP, 0); /* nothing changed: skipped */
+      if (work == 0) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+      for (int i = 0; work == 1 && i < 4; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+      if (work == 2) launch_fill_by(7, S_COMP, SENDBUF, (void *)0x3000);
+      if (query) stream_ev(A2A_EV_STREAM_QUERY, S_COMP, 0);
+      send_after_query(query);
+    }
+}
+END_TEST
+
+/* ...nor is a query of another stream than the last one. */
+START_TEST(query_of_another_stream_is_not_skipped) {
+  for (int query = 0; query < 2; query++) {
+    setup();
+    two_streams_warm(NONBLOCKING);
+    recv_on(S_COMM, RECVBUF, NBYTES / 4);
+    stream_ev(A2A_EV_STREAM_QUERY, S_COMP, 0);
+    if (query) stream_ev(A2A_EV_STREAM_QUERY, S_COMM, 0); /* the host waits for the receive */
+    launch_fill(S_COMP, RECVBUF, (void *)0x3001);
+    ck_assert_int_eq(collector_count("stream.unsynced-output"), query ? 0 : 1);
+    ck_assert_int_eq(stream_findings(), query ? 0 : 1);
+  }
+}
+END_TEST
+
+/* ...nor one of another thread's per-thread default stream, of the
+ * thread's own on another device, or of the legacy stream (the memo's
+ * keys: a null stream names a timeline with the thread, the device and
+ * the per-thread flag). Each case: fill(SENDBUF) on the stream `k`
+ * names, a query of the thread's per-thread stream on device 0 (the
+ * memo), then maybe one of the stream `k` names. */
+static void on_null_stream(a2a_kind kind, int k) {
+  a2a_event ev = ev_make(kind);
+  void *p = SENDBUF;
+  void *args[] = {&p};
+  ev.thread = k == 0 ? 7 : 1;
+  ev.device = k == 1 ? 1 : 0;
+  ev.per_thread = k != 2;
+  if (kind == A2A_EV_LAUNCH) {
+    ev.u.launch.func = &k_fill;
+    ev.u.launch.args = args;
+  }
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(query_of_another_null_stream_is_not_skipped) {
+  for (int k = 0; k < 3; k++)
+    for (int query = 0; query < 2; query++) {
+      setup();
+      two_streams_warm(NONBLOCKING);
+      on_null_stream(A2A_EV_LAUNCH, k);
+      a2a_event ev = ev_make(A2A_EV_STREAM_QUERY); /* thread 1, device 0 */
+      ev.per_thread = 1;
+      ev_dispatch(&ev, 0);
+      if (query) on_null_stream(A2A_EV_STREAM_QUERY, k);
+      send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* the host's edge only */
+      ck_assert_int_eq(collector_count("stream.unsynced-input"), query ? 0 : 1);
+    }
+}
+END_TEST
+
+/* Repeated event queries (hb_event_sync in stream_hb.c), likewise: a
+ * thread's successful query of the event it queried last, with no locked
+ * section since, is skipped; one after the event was recorded again, or
+ * of another event, is not. */
+START_TEST(event_query_repeated_after_new_record_orders_it) {
+  void *e = (void *)0xe200, *e2 = (void *)0xe201;
+  for (int other = 0; other < 2; other++)
+    for (int query = 0; query < 2; query++) {
+      setup();
+      two_streams_warm(NONBLOCKING);
+      event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+      event_ev(A2A_EV_EVENT_QUERY, e, NULL, 0);
+      event_ev(A2A_EV_EVENT_QUERY, e, NULL, 0); /* nothing changed: skipped */
+      launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+      if (other) {
+        event_ev(A2A_EV_EVENT_RECORD, e2, S_COMP, 0);
+        event_ev(A2A_EV_EVENT_QUERY, e, NULL, 0); /* e: before the launch */
+      } else {
+        event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+      }
+      if (query) event_ev(A2A_EV_EVENT_SYNC, other ? e2 : e, NULL, 0);
+      send_after_query(query);
+    }
+}
+END_TEST
+
+/* ...nor one while a copy is deferred (applied without the lock: no locked
+ * section since the last query), which the query orders like the others. */
+START_TEST(query_after_deferred_copy_orders_it) {
+  for (int query = 0; query < 2; query++) {
+    setup();
+    stream_create(S_COMM, NONBLOCKING);
+    stream_create(S_UP, NONBLOCKING);
+    memop_on(1, (void *)0x84000000, 64, S_UP); /* the thread's first: locked, remembered */
+    stream_ev(A2A_EV_STREAM_QUERY, S_UP, 0);   /* the host waits for it */
+    memop_on(1, (void *)0x84001000, 64, S_UP); /* deferred */
+    if (query) stream_ev(A2A_EV_STREAM_QUERY, S_UP, 0);
+    send_on(S_COMM, (void *)0x84001000, 16, (void *)0x4101);
+    ck_assert_int_eq(collector_count("stream.unsynced-input"), query ? 0 : 1);
+    ck_assert_int_eq(stream_findings(), query ? 0 : 1);
+  }
+}
+END_TEST
+
 /* A deferred copy is applied on its own thread's timeline: on the
  * per-thread default stream (one timeline per host thread) the thread's
  * event record orders it, another thread's stream does not. */
@@ -3241,6 +3367,11 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, copy_ring_lifetime);
   tcase_add_test(tc, deferred_copies_keep_their_order);
   tcase_add_test(tc, deferred_copies_of_another_thread);
+  tcase_add_test(tc, query_repeated_after_new_work_orders_it);
+  tcase_add_test(tc, query_of_another_stream_is_not_skipped);
+  tcase_add_test(tc, query_of_another_null_stream_is_not_skipped);
+  tcase_add_test(tc, event_query_repeated_after_new_record_orders_it);
+  tcase_add_test(tc, query_after_deferred_copy_orders_it);
   tcase_add_test(tc, deferred_copies_on_the_per_thread_stream);
   tcase_add_test(tc, deferred_copies_while_ranges_are_tracked);
   tcase_add_test(tc, kernel_on_send_buffer_in_flight_is_not_reported);
