@@ -257,7 +257,8 @@ typedef struct a2a_comm_memo {
   unsigned ver;         /* a2a_comm_ver every answer here was taken at */
   unsigned next;        /* the way the next table lookup replaces */
   struct {
-    const void *handle; /* NULL: empty (a NULL handle is never looked up) */
+    const void *handle; /* NULL: empty (and right for a lookup of NULL,
+                           which the table never holds: ncclCommCount(NULL)) */
     a2a_comm *rec;
   } way[A2A_COMM_MEMO_WAYS];
 } a2a_comm_memo;

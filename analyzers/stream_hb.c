@@ -3557,10 +3557,15 @@ __attribute__((noinline)) static void hb_stream_sync(const a2a_event *ev) {
       atomic_load_explicit(&g_disabled, memory_order_relaxed))
     return;
   if (!hb_active()) return;
-  if (t_sq.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
+  /* g_staged first (acquire), then g_lock_ver: a section that drains the
+   * staged copies advances g_lock_ver before it clears g_staged, so a 0
+   * read here from that clear makes the advance visible to the load after
+   * it. (The other order could read the old version and then the clear,
+   * and skip a query whose copies that section had just applied.) */
+  if (!atomic_load_explicit(&g_staged, memory_order_acquire) &&
+      t_sq.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
       t_sq.stream == ev->stream && t_sq.per_thread == ev->per_thread &&
-      t_sq.thread == ev->thread && t_sq.device == dev_of(ev) &&
-      !atomic_load_explicit(&g_staged, memory_order_acquire))
+      t_sq.thread == ev->thread && t_sq.device == dev_of(ev))
     return;
   hb_stream_sync_locked(ev);
 }
@@ -3604,9 +3609,9 @@ __attribute__((noinline)) static void hb_event_sync(const a2a_event *ev) {
     return;
   if (!hb_active()) return;
   if (!ok_result(ev)) return;
-  if (t_eq.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
-      t_eq.event == ev->u.event.event &&
-      !atomic_load_explicit(&g_staged, memory_order_acquire))
+  if (!atomic_load_explicit(&g_staged, memory_order_acquire) && /* first: hb_stream_sync */
+      t_eq.ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
+      t_eq.event == ev->u.event.event)
     return;
   hb_event_sync_locked(ev);
 }
