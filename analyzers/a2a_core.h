@@ -546,17 +546,22 @@ extern _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
 __attribute__((always_inline)) static inline bool a2a_note_launch(const a2a_event *ev) {
   if (ev->thread >= a2a_activity_threads) return false;
   a2a_activity *a = &a2a_activity_tab[ev->thread];
+  /* (Read before the flush hook's call, which could be assumed to change
+   * the event: the wrapper's registers serve.) */
+  const void *stream = ev->stream, *func = ev->u.launch.func;
+  uint32_t mark = 1u + (uint32_t)ev->per_thread;
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
   atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
-  if (a->flush) a2a_run_flush(ev->thread);
   _Static_assert(!(A2A_KIND_BIT(A2A_EV_LAUNCH) & (A2A_POLL_KINDS | A2A_NOFLUSH_KINDS)),
                  "a launch stores both seqs and flushes");
-  uint32_t mark = 1u + (uint32_t)ev->per_thread;
-  if (a->quiet == mark && a->quiet_stream == ev->stream && a->quiet_func == ev->u.launch.func)
+  if (__builtin_expect(a->flush != 0, 0)) a2a_run_flush(ev->thread);
+  /* One test for the three: the repeat is the common case. */
+  if ((((uintptr_t)a->quiet_stream ^ (uintptr_t)stream) | ((uintptr_t)a->quiet_func ^ (uintptr_t)func) |
+       (uintptr_t)(a->quiet ^ mark)) == 0)
     return true;
   a->quiet = mark;
-  a->quiet_stream = ev->stream;
-  a->quiet_func = ev->u.launch.func;
+  a->quiet_stream = stream;
+  a->quiet_func = func;
   return false;
 }
 /* A quiet analyzer's launch handler says that the same launch again would
