@@ -512,7 +512,7 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
  * pre_gate / post_gate), at most A2A_MAX_GATES distinct ones (a handler
  * whose gate finds no slot counts as ungated), and per selection - bit d
  * set: gate slot d is open (reads nonzero) - the handler list without the
- * handlers of the closed gates (a2a_handlers_sel, in the table's order;
+ * handlers of the closed gates (a2a_hot_row.sel, in the table's order;
  * selection 0 leaves out every gated handler, the last one none; an
  * analyzer that disables itself has its entries there replaced by the
  * same no-op). A slot without a gate - every slot of a row none of whose
@@ -523,8 +523,13 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
 #define A2A_GATE_SELS (1u << A2A_MAX_GATES)
 #define A2A_LIST_LEN 16 /* >= A2A_MAX_HANDLERS + 1: a power of two, for the index */
 extern const _Atomic unsigned a2a_gate_none;
-extern const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
-extern _Atomic(a2a_handler) a2a_handlers_sel[2][A2A_ROWS][A2A_GATE_SELS][A2A_LIST_LEN];
+/* One (phase, row)'s gates and lists together, so that the hot dispatch
+ * finds both from one address. */
+typedef struct a2a_hot_row {
+  const _Atomic unsigned *gate[A2A_MAX_GATES];
+  _Atomic(a2a_handler) sel[A2A_GATE_SELS][A2A_LIST_LEN];
+} a2a_hot_row;
+extern a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
 /* A repeated launch's PRE list (a2a_note_launch): the launch PRE row's
  * handlers but the quiet analyzers' (a2a_analyzer.launch_quiet), all of
  * the others, gated or not (a gated handler tests its own gate: no gate
@@ -584,17 +589,23 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
     h = a2a_launch_quiet;
   } else {
     _Static_assert(A2A_MAX_GATES == 2, "the selection below reads every slot");
-    const _Atomic unsigned *const *g = a2a_gates[ph][row];
-    unsigned v0 = atomic_load_explicit(g[0], memory_order_relaxed);
-    unsigned v1 = atomic_load_explicit(g[1], memory_order_relaxed);
+    a2a_hot_row *r = &a2a_hot_rows[ph][row];
+    const _Atomic unsigned *const *g = r->gate;
     /* The selection by branches, each list's address a constant: every
      * gate closed (the common case) costs one test, as without
-     * selections. */
-    _Atomic(a2a_handler)(*l)[A2A_LIST_LEN] = a2a_handlers_sel[ph][row];
-    if (__builtin_expect((v0 | v1) == 0, 1)) h = l[0];
-    else if (v1 == 0) h = l[1];
-    else if (v0 == 0) h = l[2];
-    else h = l[3];
+     * selections. An open one reads the gates again for the selection
+     * (nothing is kept across the test): any read of a gate is as good
+     * as another - a gated handler left out on a 0 read would have
+     * returned at its own test of it. */
+    if (__builtin_expect((atomic_load_explicit(g[0], memory_order_relaxed) |
+                          atomic_load_explicit(g[1], memory_order_relaxed)) == 0, 1))
+      h = r->sel[0];
+    else if (atomic_load_explicit(g[1], memory_order_relaxed) == 0)
+      h = r->sel[1];
+    else if (atomic_load_explicit(g[0], memory_order_relaxed) == 0)
+      h = r->sel[2];
+    else
+      h = r->sel[3];
   }
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }

@@ -138,8 +138,7 @@ _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 static uint8_t g_hidx[2][A2A_ROWS][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 _Atomic bool a2a_dispatch_ready;
 const _Atomic unsigned a2a_gate_none; /* never written */
-const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
-_Atomic(a2a_handler) a2a_handlers_sel[2][A2A_ROWS][A2A_GATE_SELS][A2A_LIST_LEN];
+a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
 static uint8_t g_hidx_sel[2][A2A_ROWS][A2A_GATE_SELS][A2A_LIST_LEN]; /* analyzer of each entry */
 _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
 static uint8_t g_hidx_quiet[A2A_LIST_LEN];
@@ -203,8 +202,8 @@ static void build_gates(int ph, int k, unsigned n) {
   for (unsigned j = 0; j < n; j++) {
     const _Atomic unsigned *gate = entry_gate(ph, k, j);
     unsigned d = 0;
-    while (gate && d < ng && a2a_gates[ph][k][d] != gate) d++;
-    if (gate && d == ng && ng < A2A_MAX_GATES) a2a_gates[ph][k][ng++] = gate;
+    while (gate && d < ng && a2a_hot_rows[ph][k].gate[d] != gate) d++;
+    if (gate && d == ng && ng < A2A_MAX_GATES) a2a_hot_rows[ph][k].gate[ng++] = gate;
     slot[j] = gate && d < ng ? (int)d : -1;
   }
   bool launch_pre = ph == A2A_PRE && k == A2A_EV_LAUNCH;
@@ -215,16 +214,16 @@ static void build_gates(int ph, int k, unsigned n) {
       uint8_t i = g_hidx[ph][k][j];
       a2a_handler f = atomic_load(&a2a_handlers[ph][k][j]);
       g_hidx_sel[ph][k][sel][ns] = i;
-      atomic_store(&a2a_handlers_sel[ph][k][sel][ns++], f);
+      atomic_store(&a2a_hot_rows[ph][k].sel[sel][ns++], f);
       if (!launch_pre || sel != A2A_GATE_SELS - 1 || (i != 0xff && g_an[i]->launch_quiet)) continue;
       g_hidx_quiet[nq] = i;
       atomic_store(&a2a_launch_quiet[nq++], f);
     }
-    atomic_store(&a2a_handlers_sel[ph][k][sel][ns], NULL);
+    atomic_store(&a2a_hot_rows[ph][k].sel[sel][ns], NULL);
     if (launch_pre && sel == A2A_GATE_SELS - 1) atomic_store(&a2a_launch_quiet[nq], NULL);
   }
   /* The hot dispatch reads every slot: a free one reads 0. */
-  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = &a2a_gate_none;
+  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_hot_rows[ph][k].gate[d] = &a2a_gate_none;
 }
 
 /* Forget every thread's repeated-launch mark (a2a_note_launch): the
@@ -386,8 +385,8 @@ void a2a_analyzer_disable(const char *name, const char *why) {
             if (g_hidx[ph][k][j] == i) atomic_store(&a2a_handlers[ph][k][j], noop);
           for (unsigned sel = 0; sel < A2A_GATE_SELS; sel++)
             for (unsigned j = 0; j < A2A_MAX_HANDLERS &&
-                                 atomic_load(&a2a_handlers_sel[ph][k][sel][j]) != NULL; j++)
-              if (g_hidx_sel[ph][k][sel][j] == i) atomic_store(&a2a_handlers_sel[ph][k][sel][j], noop);
+                                 atomic_load(&a2a_hot_rows[ph][k].sel[sel][j]) != NULL; j++)
+              if (g_hidx_sel[ph][k][sel][j] == i) atomic_store(&a2a_hot_rows[ph][k].sel[sel][j], noop);
         }
       for (unsigned j = 0; j < A2A_MAX_HANDLERS && atomic_load(&a2a_launch_quiet[j]) != NULL; j++)
         if (g_hidx_quiet[j] == i) atomic_store(&a2a_launch_quiet[j], noop);

@@ -566,20 +566,20 @@ static void gl_copy_from(uintptr_t src) {
 START_TEST(group_gate_lets_own_group_through) {
   collector_reinit();
   enum { PRE = 0 }; /* the tables' index of the PRE phase */
-  ck_assert_ptr_nonnull(a2a_gates[PRE][A2A_EV_MEMCPY][0]);
-  ck_assert_ptr_nonnull(a2a_gates[PRE][A2A_EV_EVENT_RECORD][0]);
-  ck_assert_uint_eq(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0); /* no group open */
+  ck_assert_ptr_nonnull(a2a_hot_rows[PRE][A2A_EV_MEMCPY].gate[0]);
+  ck_assert_ptr_nonnull(a2a_hot_rows[PRE][A2A_EV_EVENT_RECORD].gate[0]);
+  ck_assert_uint_eq(atomic_load(a2a_hot_rows[PRE][A2A_EV_MEMCPY].gate[0]), 0); /* no group open */
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   uintptr_t recv = 0x20000000u;
   gl_copy_from(recv + 4); /* no group: nothing to say */
   ck_assert_uint_eq(collector_count_prefix("group."), 0);
   gl_group(A2A_EV_GROUP_START);
-  ck_assert_uint_ne(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0);
+  ck_assert_uint_ne(atomic_load(a2a_hot_rows[PRE][A2A_EV_MEMCPY].gate[0]), 0);
   gl_recv(comm, recv);
   gl_copy_from(recv + 4); /* blocking read of the pending receive */
   ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
   gl_group(A2A_EV_GROUP_END);
-  ck_assert_uint_eq(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0);
+  ck_assert_uint_eq(atomic_load(a2a_hot_rows[PRE][A2A_EV_MEMCPY].gate[0]), 0);
 
   /* An event record after the receive, then its synchronization. */
   collector_reset();
