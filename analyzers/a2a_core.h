@@ -171,7 +171,14 @@ typedef struct a2a_activity {
   _Atomic uint32_t last_seq;
   _Atomic uint32_t last_other_seq; /* the last call a polling loop does not make */
   uint32_t flush;                  /* owner thread only: deferred work (below) */
-  char pad[64 - 3 * sizeof(uint32_t)];
+  /* Owner thread only: the repeated-launch mark (a2a_note_launch): 0, or
+   * 1 + per_thread of the thread's last dispatched call, a launch of
+   * quiet_func on quiet_stream after which every quiet analyzer's launch
+   * handler is a no-op for the same launch (a2a_analyzer.launch_quiet). */
+  uint32_t quiet;
+  const void *quiet_stream;
+  const void *quiet_func;
+  char pad[64 - 4 * sizeof(uint32_t) - 2 * sizeof(void *)];
 } a2a_activity;
 extern a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 uint32_t a2a_thread_last_seq(uint32_t thread);
@@ -385,6 +392,18 @@ typedef struct a2a_analyzer {
    * generic dispatch calls it) - so the hot dispatch of such a copy's PRE
    * (the table's row A2A_ROW_QCOPY) leaves it out. */
   bool pre_skips_queued_copy;
+  /* Optional: its launch PRE handler is quiet (a2a_note_launch): called
+   * for a launch of the same function on the same stream (stream and
+   * per_thread) as the calling thread's previous dispatched call, it would
+   * do nothing observable - unless that previous call's handler said
+   * otherwise with a2a_launch_unquiet, which it must do on every path that
+   * leaves its state such that the same launch again would change
+   * something (or report, or read state other threads change). Its state
+   * for launches must change only through the thread's own dispatched
+   * calls and its re-initialization (which the dispatcher sees: it forgets
+   * every mark at init and in a forked child). The hot dispatch then
+   * leaves it out of a repeated launch's PRE. */
+  bool launch_quiet;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -461,6 +480,7 @@ static inline void a2a_note_activity_inline(const a2a_event *ev) {
   a2a_activity *a = &a2a_activity_tab[ev->thread];
   uint64_t bit = A2A_KIND_BIT(ev->kind);
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
+  a->quiet = 0; /* (a launch here too: the generic path never skips - a2a_note_launch) */
   if (!(bit & A2A_POLL_KINDS)) atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
   if (a->flush && !(bit & A2A_NOFLUSH_KINDS)) a2a_run_flush(ev->thread);
 }
@@ -482,6 +502,7 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
   if (ev->thread >= a2a_activity_threads) return;
   a2a_activity *a = &a2a_activity_tab[ev->thread];
   atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
+  a->quiet = 0; /* not a launch's (a2a_note_launch) */
   if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
     atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
   if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(ev->thread);
@@ -489,30 +510,103 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
 
 /* Per (phase, row), the gates of its gated handlers (a2a_analyzer.
  * pre_gate / post_gate), at most A2A_MAX_GATES distinct ones (a handler
- * whose gate finds no slot counts as ungated), and the handler list
- * without the handlers of those gates (a2a_handlers_shut, in the same
- * order; an analyzer that disables itself has its entries there replaced
- * by the same no-op). A slot without a gate - every slot of a row none of
- * whose handlers is gated, whose shut list is then its full list - points
+ * whose gate finds no slot counts as ungated), and per selection - bit d
+ * set: gate slot d is open (reads nonzero) - the handler list without the
+ * handlers of the closed gates (a2a_hot_row.sel, in the table's order;
+ * selection 0 leaves out every gated handler, the last one none; an
+ * analyzer that disables itself has its entries there replaced by the
+ * same no-op). A slot without a gate - every slot of a row none of whose
+ * handlers is gated, all of whose lists are then its full list - points
  * to a2a_gate_none (always 0), so that the hot test reads every slot
  * without a branch. Built at init with the handler table (NULL before). */
 #define A2A_MAX_GATES 2
+#define A2A_GATE_SELS (1u << A2A_MAX_GATES)
+#define A2A_LIST_LEN 16 /* >= A2A_MAX_HANDLERS + 1: a power of two, for the index */
 extern const _Atomic unsigned a2a_gate_none;
-extern const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
-extern _Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
+/* One (phase, row)'s gates and lists together, so that the hot dispatch
+ * finds both from one address. */
+typedef struct a2a_hot_row {
+  const _Atomic unsigned *gate[A2A_MAX_GATES];
+  _Atomic(a2a_handler) sel[A2A_GATE_SELS][A2A_LIST_LEN];
+} a2a_hot_row;
+extern a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
+/* A repeated launch's PRE list (a2a_note_launch): the launch PRE row's
+ * handlers but the quiet analyzers' (a2a_analyzer.launch_quiet), all of
+ * the others, gated or not (a gated handler tests its own gate: no gate
+ * is read before this list). */
+extern _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
+
+/* A launch's a2a_note_activity_kind, and whether it repeats the thread's
+ * previous dispatched call: a launch of the same function on the same
+ * stream (ev->stream and ev->per_thread) whose quiet handlers left the
+ * mark set (none called a2a_launch_unquiet). Every other call's
+ * dispatch clears the mark (a2a_note_activity_kind and _inline at PRE,
+ * a2a_dispatch in both phases: the runtime's POST-only events), so a set
+ * mark means that nothing reached any analyzer on this thread since that
+ * launch but the launch's own POST, which no quiet analyzer handles: each
+ * quiet handler's state is the one it left, in which the same launch is a
+ * no-op. Otherwise the launch marks itself and the full list runs. Only
+ * while the activity is stored (a2a_activity_threads), the same condition
+ * as the clearing stores'. */
+__attribute__((always_inline)) static inline bool a2a_note_launch(const a2a_event *ev) {
+  if (ev->thread >= a2a_activity_threads) return false;
+  a2a_activity *a = &a2a_activity_tab[ev->thread];
+  /* (Read before the flush hook's call, which could be assumed to change
+   * the event: the wrapper's registers serve.) */
+  const void *stream = ev->stream, *func = ev->u.launch.func;
+  uint32_t mark = 1u + (uint32_t)ev->per_thread;
+  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
+  atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+  _Static_assert(!(A2A_KIND_BIT(A2A_EV_LAUNCH) & (A2A_POLL_KINDS | A2A_NOFLUSH_KINDS)),
+                 "a launch stores both seqs and flushes");
+  if (__builtin_expect(a->flush != 0, 0)) a2a_run_flush(ev->thread);
+  /* One test for the three: the repeat is the common case. */
+  if ((((uintptr_t)a->quiet_stream ^ (uintptr_t)stream) | ((uintptr_t)a->quiet_func ^ (uintptr_t)func) |
+       (uintptr_t)(a->quiet ^ mark)) == 0)
+    return true;
+  a->quiet = mark;
+  a->quiet_stream = stream;
+  a->quiet_func = func;
+  return false;
+}
+/* A quiet analyzer's launch handler says that the same launch again would
+ * not be a no-op (a2a_analyzer.launch_quiet). */
+static inline void a2a_launch_unquiet(uint32_t thread) {
+  if (thread < A2A_ACTIVITY_THREADS) a2a_activity_tab[thread].quiet = 0;
+}
 
 /* a2a_dispatch_hot with the table's row `row` (a constant): the kind's
  * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true). */
 __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
                                                                    unsigned row, a2a_phase phase) {
-  if (phase == A2A_PRE) a2a_note_activity_kind(ev, kind);
+  const bool launch_pre = phase == A2A_PRE && kind == A2A_EV_LAUNCH && row == (unsigned)A2A_EV_LAUNCH;
+  bool quiet = false;
+  if (launch_pre) quiet = a2a_note_launch(ev);
+  else if (phase == A2A_PRE) a2a_note_activity_kind(ev, kind);
   const unsigned ph = phase == A2A_POST;
-  _Static_assert(A2A_MAX_GATES == 2, "the test below reads every slot");
-  const _Atomic unsigned *const *g = a2a_gates[ph][row];
-  _Atomic(a2a_handler) *h = (atomic_load_explicit(g[0], memory_order_relaxed) |
-                             atomic_load_explicit(g[1], memory_order_relaxed)) == 0
-                                ? a2a_handlers_shut[ph][row]
-                                : a2a_handlers[ph][row];
+  _Atomic(a2a_handler) *h;
+  if (launch_pre && quiet) {
+    h = a2a_launch_quiet;
+  } else {
+    _Static_assert(A2A_MAX_GATES == 2, "the selection below reads every slot");
+    a2a_hot_row *r = &a2a_hot_rows[ph][row];
+    const _Atomic unsigned *const *g = r->gate;
+    /* The selection by branches, each list's address a constant: every
+     * gate closed (the common case) costs one test, as without
+     * selections. An open one reads the gates again for the selection
+     * (nothing is kept across the test): any read of a gate is as good
+     * as another - a gated handler left out on a 0 read would have
+     * returned at its own test of it. */
+    if (__builtin_expect((atomic_load_explicit(g[0], memory_order_relaxed) |
+                          atomic_load_explicit(g[1], memory_order_relaxed)) == 0, 1))
+      h = r->sel[0];
+    else if (atomic_load_explicit(g[1], memory_order_relaxed) == 0)
+      h = r->sel[1];
+    else if (atomic_load_explicit(g[0], memory_order_relaxed) == 0)
+      h = r->sel[2];
+    else
+      h = r->sel[3];
+  }
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }
 
@@ -521,11 +615,11 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
  * at compile time (`kind` and `phase` must be constants and equal to
  * ev->kind and ev->phase): the handler list's address is a constant, the
  * activity store inline. Same handlers, same order, but for the gated
- * handlers of (phase, kind) while every one of its gates reads 0: they
- * would return at their own gate test (a2a_analyzer.pre_gate), so the
- * shut list, which omits them, calls the rest in the same order. One open
- * gate: the full list (each gated handler tests its own gate).
- * Precondition, instead of a2a_dispatch_inline's test of
+ * handlers of (phase, kind) whose gate reads 0: they would return at their
+ * own gate test (a2a_analyzer.pre_gate), so the selection's list, which
+ * omits them, calls the rest in the same order (the handlers of an open
+ * gate test it themselves); and but for the quiet analyzers' handlers of a
+ * repeated launch's PRE (a2a_note_launch). Precondition, instead of a2a_dispatch_inline's test of
  * a2a_dispatch_ready: a2a_core_init returned before the call (happens
  * before it; the gate slots are NULL until then). The shim's wrappers
  * dispatch only inside a2a_rt_enter, which lets a call in only once its

@@ -138,9 +138,11 @@ _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 static uint8_t g_hidx[2][A2A_ROWS][A2A_MAX_HANDLERS]; /* analyzer of each entry */
 _Atomic bool a2a_dispatch_ready;
 const _Atomic unsigned a2a_gate_none; /* never written */
-const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES];
-_Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
-static uint8_t g_hidx_shut[2][A2A_ROWS][A2A_MAX_HANDLERS]; /* analyzer of each entry */
+a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
+static uint8_t g_hidx_sel[2][A2A_ROWS][A2A_GATE_SELS][A2A_LIST_LEN]; /* analyzer of each entry */
+_Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
+static uint8_t g_hidx_quiet[A2A_LIST_LEN];
+_Static_assert(A2A_LIST_LEN >= A2A_MAX_HANDLERS + 1, "a list and its NULL");
 bool a2a_activity_on;
 uint32_t a2a_activity_threads;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
@@ -189,23 +191,45 @@ static const _Atomic unsigned *entry_gate(int ph, int k, unsigned j) {
 }
 
 /* The gates of (ph, k) (n entries in the table), each once, at most
- * A2A_MAX_GATES (a gate past them leaves its handler in the shut list,
- * as if ungated), and the shut list: the table's entries but those of the
- * slotted gates, in order. */
+ * A2A_MAX_GATES (a gate past them leaves its handler in every list, as if
+ * ungated), and per selection the table's entries but those of the
+ * slotted gates the selection leaves closed, in order; for the launch PRE
+ * row also the repeated launch's list: the full list (the last
+ * selection's) less the quiet analyzers' entries. */
 static void build_gates(int ph, int k, unsigned n) {
-  unsigned ng = 0, ns = 0;
+  unsigned ng = 0;
+  int slot[A2A_MAX_HANDLERS]; /* the gate slot of entry j, -1 ungated */
   for (unsigned j = 0; j < n; j++) {
     const _Atomic unsigned *gate = entry_gate(ph, k, j);
     unsigned d = 0;
-    while (gate && d < ng && a2a_gates[ph][k][d] != gate) d++;
-    if (gate && d == ng && ng < A2A_MAX_GATES) a2a_gates[ph][k][ng++] = gate;
-    if (gate && d < ng) continue; /* skipped while its gate reads 0 */
-    g_hidx_shut[ph][k][ns] = g_hidx[ph][k][j];
-    atomic_store(&a2a_handlers_shut[ph][k][ns++], atomic_load(&a2a_handlers[ph][k][j]));
+    while (gate && d < ng && a2a_hot_rows[ph][k].gate[d] != gate) d++;
+    if (gate && d == ng && ng < A2A_MAX_GATES) a2a_hot_rows[ph][k].gate[ng++] = gate;
+    slot[j] = gate && d < ng ? (int)d : -1;
   }
-  atomic_store(&a2a_handlers_shut[ph][k][ns], NULL);
+  bool launch_pre = ph == A2A_PRE && k == A2A_EV_LAUNCH;
+  for (unsigned sel = 0; sel < A2A_GATE_SELS; sel++) {
+    unsigned ns = 0, nq = 0;
+    for (unsigned j = 0; j < n; j++) {
+      if (slot[j] >= 0 && !(sel >> slot[j] & 1)) continue; /* its gate reads 0 */
+      uint8_t i = g_hidx[ph][k][j];
+      a2a_handler f = atomic_load(&a2a_handlers[ph][k][j]);
+      g_hidx_sel[ph][k][sel][ns] = i;
+      atomic_store(&a2a_hot_rows[ph][k].sel[sel][ns++], f);
+      if (!launch_pre || sel != A2A_GATE_SELS - 1 || (i != 0xff && g_an[i]->launch_quiet)) continue;
+      g_hidx_quiet[nq] = i;
+      atomic_store(&a2a_launch_quiet[nq++], f);
+    }
+    atomic_store(&a2a_hot_rows[ph][k].sel[sel][ns], NULL);
+    if (launch_pre && sel == A2A_GATE_SELS - 1) atomic_store(&a2a_launch_quiet[nq], NULL);
+  }
   /* The hot dispatch reads every slot: a free one reads 0. */
-  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = &a2a_gate_none;
+  for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_hot_rows[ph][k].gate[d] = &a2a_gate_none;
+}
+
+/* Forget every thread's repeated-launch mark (a2a_note_launch): the
+ * analyzers' state it vouches for is being reset. */
+static void forget_launch_marks(void) {
+  for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].quiet = 0;
 }
 
 static void init_analyzers(void) {
@@ -221,6 +245,7 @@ static void init_analyzers(void) {
   }
   uint64_t want = 0;
   a2a_activity_on = false;
+  forget_launch_marks();
   for (int ph = 0; ph < 2; ph++)
     for (int row = 0; row < A2A_ROWS; row++) {
       unsigned n = 0;
@@ -321,7 +346,13 @@ uint32_t a2a_thread_last_other_seq(uint32_t thread) {
 
 void a2a_note_activity(const a2a_event *ev) { a2a_note_activity_inline(ev); }
 
-void a2a_dispatch(const a2a_event *ev) { a2a_dispatch_inline(ev); }
+/* Also the runtime's POST-only events (process exit, fork child), which
+ * no PRE announced: every dispatch here clears the thread's repeated-launch
+ * mark (a2a_note_launch), in both phases. */
+void a2a_dispatch(const a2a_event *ev) {
+  if (ev->thread < A2A_ACTIVITY_THREADS) a2a_activity_tab[ev->thread].quiet = 0;
+  a2a_dispatch_inline(ev);
+}
 
 void a2a_core_fini(void) {
   if (!atomic_load(&a2a_dispatch_ready)) return;
@@ -333,6 +364,7 @@ void a2a_core_after_fork_child(void) {
   /* Deferred work belonged to the parent's threads (and its streams'
    * state): the analyzer that deferred it forgets it in its own hook. */
   for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].flush = 0;
+  forget_launch_marks(); /* the analyzers' fork hooks reset their state */
   a2a_registry_after_fork_child();
   if (!atomic_load(&a2a_dispatch_ready)) return;
   for (size_t i = 0; i < g_nan; i++)
@@ -351,10 +383,13 @@ void a2a_analyzer_disable(const char *name, const char *why) {
           for (unsigned j = 0; j < A2A_MAX_HANDLERS &&
                                atomic_load(&a2a_handlers[ph][k][j]) != NULL; j++)
             if (g_hidx[ph][k][j] == i) atomic_store(&a2a_handlers[ph][k][j], noop);
-          for (unsigned j = 0; j < A2A_MAX_HANDLERS &&
-                               atomic_load(&a2a_handlers_shut[ph][k][j]) != NULL; j++)
-            if (g_hidx_shut[ph][k][j] == i) atomic_store(&a2a_handlers_shut[ph][k][j], noop);
+          for (unsigned sel = 0; sel < A2A_GATE_SELS; sel++)
+            for (unsigned j = 0; j < A2A_MAX_HANDLERS &&
+                                 atomic_load(&a2a_hot_rows[ph][k].sel[sel][j]) != NULL; j++)
+              if (g_hidx_sel[ph][k][sel][j] == i) atomic_store(&a2a_hot_rows[ph][k].sel[sel][j], noop);
         }
+      for (unsigned j = 0; j < A2A_MAX_HANDLERS && atomic_load(&a2a_launch_quiet[j]) != NULL; j++)
+        if (g_hidx_quiet[j] == i) atomic_store(&a2a_launch_quiet[j], noop);
     }
   }
   if (!newly_off) return; /* only the first call says so */

@@ -1277,11 +1277,15 @@ __attribute__((noinline)) static void launch_kernel(const a2a_event *ev) {
   ly_thread *t;
   unsigned gen = atomic_load_explicit(&g_ly_gen, memory_order_relaxed);
   const a2a_kparams *kp = a2a_kernel_params(ev->u.launch.func);
-  if (!kp) return; /* not known (a full table): asked again next time */
+  if (!kp) { /* not known (a full table): asked again next time */
+    a2a_launch_unquiet(ev->thread);
+    return;
+  }
   t_lk.gen = gen;
   t_lk.func = ev->u.launch.func;
   t_lk.copy = kp->flags & A2A_KP_NAME_COPY;
-  if (!t_lk.copy) return;
+  if (!t_lk.copy) return; /* quiet: the same launch again is the memo's */
+  a2a_launch_unquiet(ev->thread);
   if ((t = thread_get(ev->thread, false))) lyh_on_launch(t, ev);
 }
 
@@ -1292,7 +1296,12 @@ __attribute__((noinline)) static void launch_kernel(const a2a_event *ev) {
  * not a copy kernel, returns here without a call or a frame (t_lk). */
 static void layout_launch_pre(const a2a_event *ev) {
   const void *f = ev->u.launch.func;
-  if (!f || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) return;
+  if (!f || !ev->u.launch.args || !a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY)) {
+    /* Not quiet: the same function with arguments, or the check on, is
+     * looked at. */
+    a2a_launch_unquiet(ev->thread);
+    return;
+  }
   if (f == t_lk.func && !t_lk.copy &&
       t_lk.gen == atomic_load_explicit(&g_ly_gen, memory_order_relaxed))
     return;
@@ -1528,6 +1537,11 @@ const a2a_analyzer a2a_analyzer_layout = {
     /* A launch's or copy's POST only closes a timing bracket. */
     .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_MEMCPY),
     .post_gate = &lyh_brackets_open,
+    /* layout_launch_pre's state is the thread's memo (t_lk; g_ly_gen at
+     * init and fork): after a launch of a function it found in the memo,
+     * not a copy kernel, the same launch returns at the memo test. Every
+     * other path says not quiet (a copy kernel opens a timing bracket). */
+    .launch_quiet = true,
     .init = layout_init,
     .on_event = layout_on_event,
     .by_kind = &layout_by_kind,

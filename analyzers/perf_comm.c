@@ -1312,9 +1312,14 @@ static void poll_all(void) {
 /* A kernel launch (the hot path, PRE only): it ends the overlap window an
  * operation armed, and counts for the launches-per-stream and overlap
  * samples. */
-__attribute__((noinline)) static void pc_launch_slow(pc_tls *t, void *k) {
+__attribute__((noinline)) static void pc_launch_slow(pc_tls *t, const a2a_event *ev) {
+  void *k = a2a_perf_skey(ev->stream, ev->per_thread);
   note_launch(t, k);
   if (t->sample_c) sample_launch(t, k);
+  /* Quiet (a2a_analyzer.launch_quiet) only where the same launch again
+   * takes the fast path below or finds k in ls[0] with no epoch open:
+   * launch_fast is k. Otherwise it may count (ls_lost) or sample. */
+  if (t->launch_fast != k) a2a_launch_unquiet(ev->thread);
 }
 
 static void pc_launch(const a2a_event *ev) {
@@ -1324,7 +1329,7 @@ static void pc_launch(const a2a_event *ev) {
    * again (note_launch would find it and add nothing) and no epoch open
    * (see launch_fast_update). */
   if (__builtin_expect(a2a_perf_skey_is(ev->stream, t->launch_fast), 1)) return;
-  pc_launch_slow(t, a2a_perf_skey(ev->stream, ev->per_thread));
+  pc_launch_slow(t, ev);
 }
 
 /* The gated kinds (g_pc_gate): each does nothing while the thread has no
@@ -1859,6 +1864,10 @@ const a2a_analyzer a2a_analyzer_perf_comm = {
     .on_event = perf_comm_on_event,
     .by_kind = &pc_by_kind,
     .by_kind_post = &pc_by_kind_post,
+    /* pc_launch's state is the thread's own (t_pc; g_gen at init and fork):
+     * after a launch that left launch_fast its stream's key, the same
+     * launch only clears armed_c, which it cleared (pc_launch_slow). */
+    .launch_quiet = true,
     .pre_gated = A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT),
     .pre_gate = &g_pc_gate,
     .post_gated = A2A_KIND_BIT(A2A_EV_EVENT_RECORD),

@@ -340,6 +340,16 @@ static void perf_stream_on_event(const a2a_event *ev) {
   else ps_other(ev);
 }
 
+/* ps_by_launch past its inline test: note_work. A launch is quiet
+ * (a2a_analyzer.launch_quiet) once the stream of the last work is its
+ * own (last->s == key: the same launch again only clears synced, cleared
+ * already); with a full table (lost) it is not (note_work scans again). */
+__attribute__((noinline)) static void ps_launch_rest(ps_tls *t, const a2a_event *ev) {
+  void *k = a2a_perf_skey(ev->stream, ev->per_thread);
+  note_work(t, k);
+  if (t->last->s != k) a2a_launch_unquiet(ev->thread);
+}
+
 /* The hot kinds, per kind, for the dispatch table (the same calls as
  * perf_stream_on_event and ps_other make): work on the event's stream at
  * a launch, an NCCL operation or an asynchronous copy (PRE). */
@@ -350,7 +360,7 @@ static void ps_by_launch(const a2a_event *ev) {
     t->last->synced = false;
     return;
   }
-  note_work(t, a2a_perf_skey(ev->stream, ev->per_thread));
+  ps_launch_rest(t, ev);
 }
 static void ps_by_op(const a2a_event *ev) {
   if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
@@ -490,6 +500,10 @@ const a2a_analyzer a2a_analyzer_perf_stream = {
     .init = perf_stream_init,
     .on_event = perf_stream_on_event,
     .by_kind = &ps_by_kind,
+    /* ps_by_launch's state is the thread's own (t_ps; g_gen at init and
+     * fork): after a launch that left last->s its stream's key, the same
+     * launch only clears a flag it cleared (ps_launch_rest). */
+    .launch_quiet = true,
     .fini = perf_stream_fini,
     .after_fork_child = perf_stream_after_fork_child,
 };

@@ -67,7 +67,7 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
  * ncclCommGetAsyncError know their event kind at compile time: they
  * dispatch with the hot wrappers' A2A_PRE_HOT / A2A_POST_END_HOT
  * (intercept.h) - a2a_dispatch_hot instead of a2a_dispatch_inline, the same
- * handlers in the same order (the shut list only omits gated handlers that
+ * handlers in the same order (the gate selections only omit gated handlers that
  * would return at their own gate test: see a2a_analyzer.pre_gate), the
  * activity store with the kind's bits known, the handler list's address a
  * constant - and without reading the clock: t_ns is 0, as a2a_event.h

@@ -63,16 +63,18 @@ void a2a_note_activity(const a2a_event *ev) { (void)ev; }
 a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 void a2a_run_flush(uint32_t thread) { (void)thread; }
 const _Atomic unsigned a2a_gate_none;
-const _Atomic unsigned *a2a_gates[2][A2A_ROWS][A2A_MAX_GATES]; /* none gated */
-_Atomic(a2a_handler) a2a_handlers_shut[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
+a2a_hot_row a2a_hot_rows[2][A2A_ROWS]; /* none gated */
+_Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
 __attribute__((constructor)) static void install_recorder(void)
 {
   for (int ph = 0; ph < 2; ph++)
     for (int k = 0; k < A2A_ROWS; k++) {
       atomic_store(&a2a_handlers[ph][k][0], record_event);
-      atomic_store(&a2a_handlers_shut[ph][k][0], record_event);
-      for (int d = 0; d < A2A_MAX_GATES; d++) a2a_gates[ph][k][d] = &a2a_gate_none;
+      for (unsigned sel = 0; sel < A2A_GATE_SELS; sel++)
+        atomic_store(&a2a_hot_rows[ph][k].sel[sel][0], record_event);
+      for (int d = 0; d < A2A_MAX_GATES; d++) a2a_hot_rows[ph][k].gate[d] = &a2a_gate_none;
     }
+  atomic_store(&a2a_launch_quiet[0], record_event);
 }
 void a2a_dispatch(const a2a_event *ev) { record_event(ev); }
 

@@ -377,3 +377,31 @@ void ev_dispatch(a2a_event *ev, int result) {
   ev_pre(ev);
   ev_post(ev, result);
 }
+
+static void activity_only(const a2a_event *ev) { (void)ev; }
+static const a2a_analyzer activity_analyzer = {.name = "test_activity", .wants_activity = true,
+                                               .on_event = activity_only};
+
+void collector_use_with_activity(const a2a_analyzer *const *a, size_t n) {
+  static const a2a_analyzer *list[9];
+  size_t k = 0;
+  for (; k < n && k < 8; k++) list[k] = a[k];
+  list[k++] = &activity_analyzer;
+  a2a_core_set_analyzers_for_tests(list, k);
+  collector_reinit();
+}
+
+bool collector_hot_launch(void *stream, int per_thread, const void *func, void *args) {
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.stream = stream;
+  ev.per_thread = per_thread;
+  ev.u.launch.func = func;
+  ev.u.launch.args = (void **)args;
+  ev.t_ns = 0;
+  a2a_dispatch_hot(&ev, A2A_EV_LAUNCH, A2A_PRE);
+  bool marked = a2a_activity_tab[ev.thread].quiet != 0;
+  ev.phase = A2A_POST;
+  a2a_event_set_result(&ev, 0);
+  a2a_dispatch_hot(&ev, A2A_EV_LAUNCH, A2A_POST);
+  return marked;
+}

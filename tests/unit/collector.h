@@ -78,4 +78,16 @@ void ev_dispatch(a2a_event *ev, int result);      /* PRE then POST */
 void ev_pre(a2a_event *ev);
 void ev_post(a2a_event *ev, int result);
 
+/* Repeated launches (a2a_note_launch, a2a_analyzer.launch_quiet): the
+ * analyzers `a` (n of them, at most 8) and after them one that wants every
+ * call's activity, so that the hot dispatch keeps the threads' marks
+ * (collector_reinit follows; a2a_core_set_analyzers_for_tests with the
+ * local analyzers and collector_reset restore the usual list). */
+void collector_use_with_activity(const a2a_analyzer *const *a, size_t n);
+/* A launch of func with args on (stream, per_thread) by thread 1, both
+ * phases through the hot dispatch (a2a_dispatch_hot); returns whether the
+ * thread's repeated-launch mark is set after its PRE (every quiet handler
+ * left it: the same launch next would skip them). */
+bool collector_hot_launch(void *stream, int per_thread, const void *func, void *args);
+
 #endif

@@ -256,8 +256,8 @@ START_TEST(flush_hook_runs_before_the_next_other_call) {
 END_TEST
 
 /* Gates: the hot dispatch leaves a (phase, kind)'s gated handlers out
- * while every one of its gates is 0, and calls the rest in order; one open
- * gate runs the whole list. The generic dispatch never skips. */
+ * while their gate is 0, and calls the rest in order; an open gate runs
+ * its own handlers only. The generic dispatch never skips. */
 static _Atomic unsigned g_gate_a, g_gate_b;
 static char g_calls[64]; /* who was called, in order: one letter each */
 static void note_call(char who) {
@@ -301,8 +301,13 @@ START_TEST(gates_skip_only_closed_handlers) {
   atomic_store(&g_gate_b, 0);
   /* Every handler gated, every gate closed: nothing is called. */
   ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "");
-  atomic_store(&g_gate_b, 1); /* one open gate: every handler runs */
+  atomic_store(&g_gate_b, 1); /* one open gate: its handler runs, not the other's */
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "b");
+  atomic_store(&g_gate_a, 3); /* both open: both, in order */
   ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "ab");
+  atomic_store(&g_gate_b, 0); /* the other one */
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "a");
+  atomic_store(&g_gate_a, 0);
   atomic_store(&g_gate_b, 0);
   ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "");
   /* The generic dispatch never skips: the handlers test their gates. */
@@ -340,6 +345,128 @@ START_TEST(gates_skip_only_closed_handlers) {
   atomic_store(&g_gate_a, 1);
   ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "u");
   atomic_store(&g_gate_a, 0);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
+/* Repeated launches (a2a_note_launch): a launch's PRE leaves out the
+ * quiet analyzers' handlers (a2a_analyzer.launch_quiet) only when it
+ * repeats the thread's previous dispatched call - the same function on the
+ * same stream and per_thread - and none of them said otherwise
+ * (a2a_launch_unquiet); any other dispatched call of the thread in
+ * between, a re-initialization or a fork forgets the mark. Only while the
+ * activity is stored (a wants_activity analyzer runs). */
+static bool g_q_unquiet; /* ev_q says "not quiet" */
+static void ev_q(const a2a_event *ev) {
+  note_call('q');
+  if (g_q_unquiet) a2a_launch_unquiet(ev->thread);
+}
+static const a2a_analyzer quiet_q = {.name = "quiet_q", .pre = GK, .post = GK,
+                                     .launch_quiet = true, .on_event = ev_q};
+static const a2a_analyzer active_w = {.name = "active_w", .pre = GK, .post = GK,
+                                      .wants_activity = true, .on_event = ev_v};
+static void *g_l_stream = (void *)0x5000;
+static const void *g_l_func = (const void *)0x7000;
+static int g_l_pt;
+static uint32_t g_l_thread = 1;
+/* The letters of a hot launch PRE (g_l_*'s stream, function, thread). */
+static const char *launch_pre(void) {
+  a2a_event e = ev_make(A2A_EV_LAUNCH);
+  e.thread = g_l_thread;
+  e.stream = g_l_stream;
+  e.per_thread = g_l_pt;
+  e.u.launch.func = g_l_func;
+  g_calls[0] = 0;
+  a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_PRE);
+  return g_calls;
+}
+
+START_TEST(repeated_launch_skips_quiet_handlers_only) {
+  static const a2a_analyzer *const two[] = {&quiet_q, &active_w};
+  a2a_core_set_analyzers_for_tests(two, 2);
+  collector_reinit();
+  g_q_unquiet = false;
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "v"); /* the same launch again */
+  ck_assert_str_eq(launch_pre(), "v");
+  /* The launch's own POST changes nothing. */
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "qv");
+  ck_assert_str_eq(launch_pre(), "v");
+  /* Another stream, function or per_thread: not a repeat. */
+  g_l_stream = (void *)0x5100;
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "v");
+  g_l_func = (const void *)0x7100;
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "v");
+  g_l_stream = NULL;
+  ck_assert_str_eq(launch_pre(), "qv");
+  g_l_pt = 1;
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "v");
+  /* Any other call of the thread in between: hot, generic PRE, or a
+   * POST-only event through a2a_dispatch. */
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "qv");
+  ck_assert_str_eq(launch_pre(), "qv");
+  a2a_event o = ev_make(A2A_EV_STREAM_SYNC);
+  a2a_dispatch(&o);
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "v");
+  a2a_event x = ev_make(A2A_EV_PROCESS_EXIT);
+  x.phase = A2A_POST;
+  a2a_dispatch(&x);
+  ck_assert_str_eq(launch_pre(), "qv");
+  /* Another thread's calls do not matter; its own launch is its own. */
+  g_l_thread = 2;
+  ck_assert_str_eq(launch_pre(), "qv");
+  a2a_event t2 = ev_make(A2A_EV_STREAM_SYNC);
+  t2.thread = 2;
+  a2a_dispatch(&t2);
+  g_l_thread = 1;
+  ck_assert_str_eq(launch_pre(), "v");
+  /* A quiet handler that says otherwise is called again. */
+  g_q_unquiet = true;
+  g_l_func = (const void *)0x7200;
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "qv");
+  g_q_unquiet = false;
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "v");
+  /* The generic dispatch never skips, and forgets the mark. */
+  a2a_event g = ev_make(A2A_EV_LAUNCH);
+  g.stream = g_l_stream;
+  g.per_thread = g_l_pt;
+  g.u.launch.func = g_l_func;
+  g_calls[0] = 0;
+  a2a_dispatch(&g);
+  ck_assert_str_eq(g_calls, "qv");
+  ck_assert_str_eq(launch_pre(), "qv");
+  /* A fork's child and a re-initialization forget every mark. */
+  ck_assert_str_eq(launch_pre(), "v");
+  a2a_core_after_fork_child();
+  ck_assert_str_eq(launch_pre(), "qv");
+  collector_reinit();
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "v");
+  /* A disabled analyzer calls nothing from either list. */
+  a2a_analyzer_disable("active_w", "test");
+  ck_assert_str_eq(launch_pre(), "");
+  g_l_func = (const void *)0x7300;
+  ck_assert_str_eq(launch_pre(), "q");
+  ck_assert_str_eq(launch_pre(), "");
+  a2a_analyzer_disable("quiet_q", "test");
+  g_l_func = (const void *)0x7400;
+  ck_assert_str_eq(launch_pre(), "");
+  /* Without stored activity the mark is never used. */
+  static const a2a_analyzer *const one[] = {&quiet_q};
+  a2a_core_set_analyzers_for_tests(one, 1);
+  collector_reinit();
+  ck_assert_str_eq(launch_pre(), "q");
+  ck_assert_str_eq(launch_pre(), "q");
+  g_l_stream = (void *)0x5000;
+  g_l_func = (const void *)0x7000;
+  g_l_pt = 0;
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
   collector_reset();
 }
@@ -439,20 +566,20 @@ static void gl_copy_from(uintptr_t src) {
 START_TEST(group_gate_lets_own_group_through) {
   collector_reinit();
   enum { PRE = 0 }; /* the tables' index of the PRE phase */
-  ck_assert_ptr_nonnull(a2a_gates[PRE][A2A_EV_MEMCPY][0]);
-  ck_assert_ptr_nonnull(a2a_gates[PRE][A2A_EV_EVENT_RECORD][0]);
-  ck_assert_uint_eq(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0); /* no group open */
+  ck_assert_ptr_nonnull(a2a_hot_rows[PRE][A2A_EV_MEMCPY].gate[0]);
+  ck_assert_ptr_nonnull(a2a_hot_rows[PRE][A2A_EV_EVENT_RECORD].gate[0]);
+  ck_assert_uint_eq(atomic_load(a2a_hot_rows[PRE][A2A_EV_MEMCPY].gate[0]), 0); /* no group open */
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   uintptr_t recv = 0x20000000u;
   gl_copy_from(recv + 4); /* no group: nothing to say */
   ck_assert_uint_eq(collector_count_prefix("group."), 0);
   gl_group(A2A_EV_GROUP_START);
-  ck_assert_uint_ne(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0);
+  ck_assert_uint_ne(atomic_load(a2a_hot_rows[PRE][A2A_EV_MEMCPY].gate[0]), 0);
   gl_recv(comm, recv);
   gl_copy_from(recv + 4); /* blocking read of the pending receive */
   ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
   gl_group(A2A_EV_GROUP_END);
-  ck_assert_uint_eq(atomic_load(a2a_gates[PRE][A2A_EV_MEMCPY][0]), 0);
+  ck_assert_uint_eq(atomic_load(a2a_hot_rows[PRE][A2A_EV_MEMCPY].gate[0]), 0);
 
   /* An event record after the receive, then its synchronization. */
   collector_reset();
@@ -924,6 +1051,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, dispatch_calls_per_phase_handlers);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
+  tcase_add_test(tc, repeated_launch_skips_quiet_handlers_only);
   tcase_add_test(tc, queued_copy_row_skips_only_its_skippers);
   tcase_add_test(tc, group_gate_lets_own_group_through);
   tcase_add_test(tc, event_result_facts);

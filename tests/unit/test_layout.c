@@ -9,6 +9,9 @@
 #include "a2a_core.h"
 #include "collector.h"
 #include "layout_state.h"
+#include "core_internal.h"
+
+extern const a2a_analyzer a2a_analyzer_layout;
 
 #define MiB (1024u * 1024u)
 #define SEG0 0x10000000u /* device 0, 1 MiB */
@@ -679,6 +682,43 @@ START_TEST(copy_of_other_size_or_before_previous_op_is_silent) {
   p2p(1, SEG0 + 8192, 1024, 0); /* the copy is no longer "just before" */
   exit_event();
   ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+}
+END_TEST
+
+/* Repeated launches (a2a_analyzer.launch_quiet): layout leaves a launch's
+ * mark set only after the memo's answer for a function that is not a copy
+ * kernel; a copy kernel (a timing bracket each time), a launch without a
+ * function or arguments, or with the hidden-copy check off clears it. */
+START_TEST(repeated_launch_mark_follows_layout_memo) {
+  static const size_t off[2] = {0, 8}, sz[2] = {8, 8};
+  const void *kcopy = (const void *)0xf00, *kgemm = (const void *)0xf40;
+  collector_add_kernel(kcopy, "void at::native::direct_copy_kernel_cuda(...)", 2, off, sz);
+  collector_add_kernel(kgemm, "ampere_sgemm_128x64_nn", 2, off, sz);
+  static const a2a_analyzer *const ly[] = {&a2a_analyzer_layout};
+  collector_use_with_activity(ly, 1);
+  uintptr_t dst = SEG0, src = SEG0 + 131072;
+  void *args[2] = {&dst, &src};
+  void *const s = (void *)0x52;
+  ck_assert(collector_hot_launch(s, 0, kgemm, args)); /* asked, then the memo's */
+  ck_assert(collector_hot_launch(s, 0, kgemm, args));
+  ck_assert(!collector_hot_launch(s, 0, kcopy, args));
+  ck_assert(!collector_hot_launch(s, 0, kcopy, args));
+  ck_assert(collector_hot_launch(s, 0, (const void *)0xf80, args)); /* unknown: no name */
+  ck_assert(!collector_hot_launch(s, 0, kgemm, NULL));
+  ck_assert(!collector_hot_launch(s, 0, NULL, args));
+  a2a_check_set some = a2a_check_set_all();
+  a2a_check_set_put(&some, A2A_CK_LAYOUT_HIDDEN_COPY, false);
+  a2a_checks_set_enabled(&some);
+  ck_assert(!collector_hot_launch(s, 0, kgemm, args));
+  a2a_check_set all = a2a_check_set_all();
+  a2a_checks_set_enabled(&all);
+  ck_assert(collector_hot_launch(s, 0, kgemm, args));
+  /* A full parameter table: a new function is asked again each time. */
+  for (uintptr_t i = 0; a2a_kernel_params((const void *)(0x100000 + 16 * i)) != NULL; i++) {
+  }
+  ck_assert(!collector_hot_launch(s, 0, (const void *)0xfc0, args));
+  ck_assert(!collector_hot_launch(s, 0, (const void *)0xfc0, args));
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
 }
 END_TEST
 
@@ -1534,6 +1574,7 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, host_memory);
+  tcase_add_test(tc, repeated_launch_mark_follows_layout_memo);
   tcase_add_test(tc, pinned_unknown_and_zero_count_are_silent);
   tcase_add_test(tc, null_buffers_are_not_judged);
   tcase_add_test(tc, wrong_device);

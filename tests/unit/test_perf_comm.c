@@ -11,8 +11,11 @@
 #include <string.h>
 
 #include "collector.h"
+#include "core_internal.h"
 #include "perf_internal.h"
 #include "perf_math.h"
+
+extern const a2a_analyzer a2a_analyzer_perf_comm, a2a_analyzer_perf_stream;
 
 #define COMM ((void *)0xC0)
 #define S1 ((void *)0x51)
@@ -1048,6 +1051,58 @@ START_TEST(sync_heavy_table_restarts_after_full_sync) {
 }
 END_TEST
 
+/* Repeated launches (a2a_analyzer.launch_quiet): perf_comm leaves a
+ * launch's mark set only when the same launch again would do nothing -
+ * its stream is the first of the launch table and no overlap epoch is
+ * open (launch_fast) - and clears it otherwise: another stream of the
+ * table (the slow path, a no-op, but not the fast one), a stream past the
+ * table (counted again: ls_lost), an open epoch (a launch may open a
+ * window). */
+START_TEST(repeated_launch_mark_follows_perf_comm_fast_path) {
+  static const a2a_analyzer *const pc[] = {&a2a_analyzer_perf_comm};
+  collector_use_with_activity(pc, 1);
+  const void *f = (const void *)0x7000;
+  void *args = (void *)0x8000;
+  ck_assert(collector_hot_launch(S2, 0, f, args)); /* the table's first */
+  ck_assert(collector_hot_launch(S2, 0, f, args));
+  ck_assert(!collector_hot_launch(S1, 0, f, args)); /* its second */
+  ck_assert(collector_hot_launch(S2, 0, f, args));
+  for (uintptr_t i = 0; i < 6; i++) collector_hot_launch((void *)(0x60 + i), 0, f, args);
+  ck_assert(!collector_hot_launch((void *)0x90, 0, f, args)); /* past the table */
+  ck_assert(!collector_hot_launch((void *)0x90, 0, f, args));
+  ck_assert(collector_hot_launch(S2, 0, f, args));
+  /* The legacy and per-thread default streams: their own keys. */
+  comm_init(COMM, 4);
+  a2a_event op = coll(A2A_COLL_ALLREDUCE, 16, NCCL_FLOAT, S1);
+  ev_dispatch(&op, 0); /* sampled (the first operation): an epoch opens */
+  ck_assert(!collector_hot_launch(S2, 0, f, args));
+  ck_assert(!collector_hot_launch(S2, 0, f, args));
+  simple(A2A_EV_DEVICE_SYNC, NULL); /* the epoch ends */
+  ck_assert(collector_hot_launch(S2, 0, f, args));
+  ck_assert(!collector_hot_launch(NULL, 1, f, args));
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+}
+END_TEST
+
+/* perf_stream: the mark stays while the stream is the last one worked on,
+ * and is cleared for a stream past its table (scanned again, lost). */
+START_TEST(repeated_launch_mark_follows_perf_stream_fast_path) {
+  static const a2a_analyzer *const ps[] = {&a2a_analyzer_perf_stream};
+  collector_use_with_activity(ps, 1);
+  const void *f = (const void *)0x7000;
+  void *args = (void *)0x8000;
+  ck_assert(collector_hot_launch(S2, 0, f, args));
+  ck_assert(collector_hot_launch(S1, 0, f, args)); /* now the last stream */
+  ck_assert(collector_hot_launch(NULL, 0, f, args));
+  ck_assert(collector_hot_launch(NULL, 1, f, args));
+  for (uintptr_t i = 0; i < 4; i++) collector_hot_launch((void *)(0x60 + i), 0, f, args);
+  ck_assert(!collector_hot_launch((void *)0x90, 0, f, args)); /* past the table */
+  ck_assert(!collector_hot_launch((void *)0x90, 0, f, args));
+  ck_assert(collector_hot_launch(S2, 0, f, args));
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+}
+END_TEST
+
 /* pc_launch's fast path (a launch on the stream in launch_fast returns at
  * once): it must stop applying when the operation resets the launch table
  * (after_op), and while an overlap epoch is open (a launch on the first
@@ -1313,6 +1368,8 @@ int main(void) {
   tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);
+  tcase_add_test(tc, repeated_launch_mark_follows_perf_comm_fast_path);
+  tcase_add_test(tc, repeated_launch_mark_follows_perf_stream_fast_path);
   tcase_add_test(tc, full_ring_is_harvested_at_an_operations_start);
   tcase_add_test(tc, skey_is_never_wrongly_true);
   tcase_add_test(tc, launch_fast_path_tells_default_streams_apart);

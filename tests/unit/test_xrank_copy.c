@@ -93,7 +93,7 @@ START_TEST(hot_dispatch_reaches_xrank_for_copies_that_may_block) {
   a2a_core_set_analyzers_for_tests(only, 1);
   setup(); /* the core re-initialized with xrank alone, the device segment */
   ck_assert(a2a_analyzer_xrank.pre_skips_queued_copy);
-  ck_assert_ptr_null(atomic_load(&a2a_handlers_shut[A2A_PRE][A2A_ROW_QCOPY][0]));
+  ck_assert_ptr_null(atomic_load(&a2a_hot_rows[A2A_PRE][A2A_ROW_QCOPY].sel[0][0]));
   ck_assert_ptr_nonnull(atomic_load(&a2a_handlers[A2A_PRE][A2A_EV_MEMCPY][0]));
   static const struct { int kind, async; } blocks[] = {
       {A2A_CPY_D2H, 1}, {A2A_CPY_DEFAULT, 1}, {A2A_CPY_D2H, 0}, {A2A_CPY_H2D, 0}};
