@@ -1050,11 +1050,30 @@ static void key_take(launch_key *k, const a2a_event *ev, const scan_plan *pl) {
   k->func = ev->u.launch.func;
 }
 
-/* Whether a launch of k->func has k's words. */
+/* Whether a launch of k->func has k's words: the loop over i < k->n,
+ * unrolled from the last word down and entered at k->n (a jump instead of
+ * a test of i per word; the order of the compares does not change the
+ * answer). */
 static inline __attribute__((always_inline)) bool key_words_match(const launch_key *k,
                                                                   const a2a_event *ev) {
-  for (int i = 0; i < k->n; i++)
-    if (plan_word(ev, k->param[i], k->off[i]) != k->w[i]) return false;
+#define KEY_WORD(i)                                                           \
+  case (i) + 1:                                                               \
+    if (plan_word(ev, k->param[i], k->off[i]) != k->w[i]) return false;       \
+    __attribute__((fallthrough));
+  _Static_assert(PLAN_WORDS == 8, "key_words_match has a case per plan word");
+  switch (k->n) {
+    KEY_WORD(7)
+    KEY_WORD(6)
+    KEY_WORD(5)
+    KEY_WORD(4)
+    KEY_WORD(3)
+    KEY_WORD(2)
+    KEY_WORD(1)
+    KEY_WORD(0)
+  default:
+    break;
+  }
+#undef KEY_WORD
   return true;
 }
 
@@ -2851,24 +2870,33 @@ static void coal_reset(void) {
  * launches"): applied (or counted), or false (nothing done) when the
  * memo does not answer for it or a hit's history is not all ordered before
  * the stream. */
-static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
+static inline __attribute__((always_inline)) bool launch_memo_match(const a2a_event *ev) {
   /* (The words first: a launch of the same kernel on another buffer fails
    * at once.) */
-  if (!key_words_match(&t_lmemo.key, ev)) return false;
-  if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
-      t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
-    return false;
+  return key_words_match(&t_lmemo.key, ev) && t_lmemo.stream == ev->stream &&
+         t_lmemo.per_thread == ev->per_thread && t_lmemo.thread == ev->thread &&
+         t_lmemo.device == dev_of(ev);
+}
+
+/* A launch the thread's memo answers for (launch_memo_match) counted on
+ * the thread's open slot (see "Coalesced repeats"): true when counted,
+ * false with nothing done. */
+static inline __attribute__((always_inline)) bool launch_count(const a2a_event *ev) {
   uint32_t thread = ev->thread;
-  if (t_lmemo.site == ev->callsite && thread < MAX_THREADS &&
-      !atomic_load_explicit(&g_staged, memory_order_acquire)) {
-    /* Counted on the open slot (see "Coalesced repeats"). */
-    coal_slot *c = &g_coal[thread];
-    uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
-    if (n && n < COAL_MAX &&
-        atomic_compare_exchange_strong_explicit(&c->n, &n, n + 1, memory_order_relaxed,
-                                                memory_order_relaxed))
-      return true;
-  }
+  if (t_lmemo.site != ev->callsite || thread >= MAX_THREADS ||
+      atomic_load_explicit(&g_staged, memory_order_acquire))
+    return false;
+  coal_slot *c = &g_coal[thread];
+  uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+  return n && n < COAL_MAX &&
+         atomic_compare_exchange_strong_explicit(&c->n, &n, n + 1, memory_order_relaxed,
+                                                 memory_order_relaxed);
+}
+
+static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
+  if (!launch_memo_match(ev)) return false;
+  if (launch_count(ev)) return true;
+  uint32_t thread = ev->thread;
   a2a_lock_acquire(&g_mu);
   /* (First, as every section: this thread's own count, counted before a
    * repeat from another callsite or past COAL_MAX; another thread's slot
@@ -3628,6 +3656,11 @@ _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COL
                    A2A_EV_GROUP_END == A2A_EV_COLL + 3,
                "hb_on_event tests the NCCL kinds as one interval");
 
+/* Which memo answered the thread's previous launch: the repeat memo (a
+ * counted or locked repeat, or a locked launch, which takes that memo) or
+ * the filtered-out one. hb_launch tries that one first, alone. */
+static _Thread_local bool t_lrep;
+
 /* A launch that is no repeat (see "Repeated launches") and not a known
  * filtered-out one (see "Filtered-out repeats", which it notes): the filter
  * inline and the locked part out of line - a launch that takes no lock
@@ -3637,26 +3670,58 @@ __attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
   if (!pl || pl->n == 0) return;
   uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_acquire);
   launch_cands c;
-  if (launch_filter(ev, pl, gen, &c)) hb_launch_locked(ev, pl, &c);
-  else if (pl->n > 0) launch_skip_note(ev, pl, gen);
+  if (launch_filter(ev, pl, gen, &c)) {
+    hb_launch_locked(ev, pl, &c);
+    t_lrep = true;
+  } else if (pl->n > 0) {
+    launch_skip_note(ev, pl, gen);
+    t_lrep = false;
+  }
 }
 
-/* A launch that is no known filtered-out one: the repeat inline, the rest
- * in hb_launch_filtered. */
+/* A launch that the memo hb_launch tried did not answer for: both memos
+ * (the filtered-out one first, then the repeat, with its locked part),
+ * then the filter. The two memos never both answer for a launch (the
+ * repeat memo's words lie in ranges as of its g_lock_ver, which every
+ * insert, removal and known miss since advances; the filtered-out memo's
+ * lie in none as of its stamps, which an insert since ends), so the order
+ * of the tests is free, and trying one of them again here (hb_launch's
+ * test failed) answers as it did. */
 __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
-  if (t_lmemo.ver && t_lmemo.key.func == ev->u.launch.func && launch_repeat(ev)) return;
+  const void *func = ev->u.launch.func;
+  if (t_lskip.key.func == func && launch_skip(ev)) {
+    t_lrep = false;
+    return;
+  }
+  if (t_lmemo.ver && t_lmemo.key.func == func && launch_repeat(ev)) {
+    t_lrep = true;
+    return;
+  }
   hb_launch_filtered(ev);
 }
 
-/* (Out of line: hb_on_event's other kinds do not pay its frame.) A known
- * filtered-out launch first, without the frame of the repeat's: the two
- * memos never both answer for a launch (the repeat memo's words lie in
- * ranges as of its g_lock_ver, which every insert, removal and known miss
- * since advances; the filtered-out memo's lie in none as of its stamps,
- * which an insert since ends), so the order of the tests is free. */
+/* (Out of line: hb_on_event's other kinds do not pay its frame.) The memo
+ * that answered the thread's previous launch, alone and lock-free: a
+ * program launches the same kernel on the same buffers in runs (the MoE
+ * step's hundred launches on its activations, then a hundred on the
+ * receive buffer), so the other memo's test would fail each time. Its
+ * answer is the one hb_launch_memo would give (the order of the memos is
+ * free: see there). The repeat memo's lock-free part: the launch counted
+ * on the open slot, which needs no test of the memo's version: the slot
+ * is open only after this thread's launch_repeat applied a repeat with
+ * the memo valid and as it is now (the memo changes only in sections:
+ * launch_memo_note under hb_lock, launch_repeat's locked branch, which
+ * opens the slot last), and every section since would have closed it
+ * ("Coalesced repeats"). Anything else: hb_launch_memo (a tail call; this
+ * path keeps no frame). */
 __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
   if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
-  if (t_lskip.key.func == ev->u.launch.func && launch_skip(ev)) return;
+  const void *func = ev->u.launch.func;
+  if (t_lrep) {
+    if (t_lmemo.key.func == func && launch_memo_match(ev) && launch_count(ev)) return;
+  } else if (t_lskip.key.func == func && launch_skip(ev)) {
+    return;
+  }
   hb_launch_memo(ev);
 }
 

@@ -1114,6 +1114,93 @@ START_TEST(launch_coalesced_other_thread_repeat_drains) {
 }
 END_TEST
 
+/* hb_launch tries first, alone and without the lock, the memo that
+ * answered the thread's previous launch: after a counted repeat, the
+ * count. A launch from the same callsite with the same words on another
+ * stream, or on the same buffer-less stream argument of the other kind
+ * (the per-thread default stream, then the legacy one), or with other
+ * words, is no repeat: it is looked up, and finds the receive in flight. */
+static void launch_fill_pt_at(void *s, int per_thread, void *p, const void *site) {
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.api = "cudaLaunchKernel";
+  ev.stream = s;
+  ev.per_thread = per_thread;
+  ev.callsite = site;
+  void *args[] = {&p};
+  ev.u.launch.func = &k_fill;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(launch_counted_other_stream_same_site_is_looked_up) {
+  three_streams_warm();
+  for (int i = 0; i < 4; i++) /* locked, locked repeat, counted, counted */
+    launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  launch_fill(S_OTHER, SENDBUF, (void *)0x3000); /* S_OTHER's access */
+  ck_assert_int_eq(stream_findings(), 0);
+  void *e = (void *)0xe100;
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* S_OTHER's kernel unordered */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* (The per-thread and the legacy default streams order each other: the
+ * finding tells them apart by the stream it names for the kernel.) */
+START_TEST(launch_counted_other_stream_kind_is_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 4; i++) launch_fill_pt_at(NULL, 1, SENDBUF, (void *)0x3000);
+  launch_fill_pt_at(NULL, 0, SENDBUF, (void *)0x3000); /* the legacy stream's */
+  ck_assert_int_eq(stream_findings(), 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_nonnull(strstr(c->details, "legacy"));
+  ck_assert_ptr_null(strstr(c->details, "per-thread"));
+}
+END_TEST
+
+START_TEST(launch_counted_other_words_same_site_are_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 4; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  for (int i = 0; i < 4; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* counted again */
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* Runs of launches answered by the two memos in turn (repeats on a tracked
+ * buffer, filtered-out launches on an untracked one, as the MoE step's
+ * two halves): each run's first launch finds the other memo's answer wrong
+ * and takes both; the repeats keep counting on the tracked buffer, and a
+ * launch on the untracked buffer stays ruled out. The receive into the
+ * tracked buffer then finds the last run's kernels unordered, with the
+ * last kernel's callsite. */
+START_TEST(launch_memo_runs_alternate) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *const UNTRACKED = (void *)0xb0000000;
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < 3; i++) launch_fill(S_COMP, UNTRACKED, (void *)0x3100);
+    for (int i = 0; i < 3; i++) launch_fill(S_COMP, SENDBUF, (void *)(uintptr_t)(0x3000 + r));
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 2);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_nonnull(strstr(c->details, "0x3002"));
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
 /* ---- launch scan plans and candidate words (stream_hb.c: scan_plan,
  * launch_filter, on_launch_cands) ---- */
 
@@ -1202,6 +1289,26 @@ static void many_setup(void) {
   two_streams_warm(NONBLOCKING);
   recv_on(S_COMM, RECVBUF, NBYTES / 4);
 }
+
+/* The memo's words are all compared (key_words_match, entered at the
+ * plan's word count): a launch of an eight-word kernel repeating the
+ * counted ones but for one word, which points into the receive in flight,
+ * is looked up, whichever word it is. */
+START_TEST(launch_counted_every_word_is_compared) {
+  for (int k = 0; k < 8; k++) {
+    many_setup();
+    void *w[8];
+    w[0] = SENDBUF;
+    for (int i = 1; i < 8; i++) w[i] = near_miss(30 + i);
+    void *args[] = {w};
+    for (int i = 0; i < 4; i++) launch_args(S_COMP, &k_eight, args, (void *)0x3000);
+    ck_assert_int_eq(stream_findings(), 0);
+    w[k] = (char *)RECVBUF + 8 * k;
+    launch_args(S_COMP, &k_eight, args, (void *)0x3000);
+    ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  }
+}
+END_TEST
 
 START_TEST(launch_many_candidate_words) {
   many_setup();
@@ -3355,9 +3462,14 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_coalesced_same_findings_as_locked);
   tcase_add_test(tc, launch_coalesced_other_callsite_is_applied);
   tcase_add_test(tc, launch_coalesced_other_thread_repeat_drains);
+  tcase_add_test(tc, launch_counted_other_stream_same_site_is_looked_up);
+  tcase_add_test(tc, launch_counted_other_stream_kind_is_looked_up);
+  tcase_add_test(tc, launch_counted_other_words_same_site_are_looked_up);
+  tcase_add_test(tc, launch_memo_runs_alternate);
   tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
   tcase_add_test(tc, launch_plan_covers_every_parameter_word);
   tcase_add_test(tc, launch_many_candidate_words);
+  tcase_add_test(tc, launch_counted_every_word_is_compared);
   tcase_add_test(tc, launch_plan_is_dropped_at_reinit);
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
