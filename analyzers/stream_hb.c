@@ -2721,6 +2721,11 @@ static _Thread_local struct {
   void *stream;
   int per_thread, device;
   uint32_t thread;
+  /* stream is a stream handle (not 0, cudaStreamLegacy nor
+   * cudaStreamPerThread): its timeline is the handle's whatever the
+   * per_thread flag and the device (tl_find, tl_is), so those two are not
+   * compared (launch_memo_match). */
+  bool handle;
   int s; /* the timeline */
   int nhits;
   range *hits[MEMO_HITS];
@@ -2751,6 +2756,8 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   t_lmemo.per_thread = ev->per_thread;
   t_lmemo.thread = ev->thread;
   t_lmemo.device = dev_of(ev);
+  t_lmemo.handle = ev->stream != NULL && ev->stream != STREAM_LEGACY &&
+                   ev->stream != STREAM_PER_THREAD;
   t_lmemo.ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
 }
 
@@ -2874,8 +2881,8 @@ static inline __attribute__((always_inline)) bool launch_memo_match(const a2a_ev
   /* (The words first: a launch of the same kernel on another buffer fails
    * at once.) */
   return key_words_match(&t_lmemo.key, ev) && t_lmemo.stream == ev->stream &&
-         t_lmemo.per_thread == ev->per_thread && t_lmemo.thread == ev->thread &&
-         t_lmemo.device == dev_of(ev);
+         t_lmemo.thread == ev->thread &&
+         (t_lmemo.handle || (t_lmemo.per_thread == ev->per_thread && t_lmemo.device == dev_of(ev)));
 }
 
 /* A launch the thread's memo answers for (launch_memo_match) counted on
@@ -3715,7 +3722,7 @@ __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
  * ("Coalesced repeats"). Anything else: hb_launch_memo (a tail call; this
  * path keeps no frame). */
 __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
+  if (!ok_result(ev) || !ev->u.launch.args) return;
   const void *func = ev->u.launch.func;
   if (t_lrep) {
     if (t_lmemo.key.func == func && launch_memo_match(ev) && launch_count(ev)) return;
@@ -3731,7 +3738,7 @@ __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
  * for its kind, without the tests of the kinds before it. */
 
 /* Launches (the hot path) matter only while communication buffers are
- * tracked (see "Launch prefilter"). */
+ * tracked (see "Launch prefilter"). For a POST (the callers test it). */
 static inline __attribute__((always_inline)) void hb_case_launch(const a2a_event *ev) {
   if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
       !atomic_load_explicit(&g_disabled, memory_order_relaxed))
@@ -3778,7 +3785,7 @@ static inline __attribute__((always_inline)) void hb_case_record_wait(const a2a_
 
 static void hb_on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_LAUNCH) {
-    hb_case_launch(ev);
+    if (ev->phase == A2A_POST) hb_case_launch(ev); /* (hb_k_launch's are POSTs: see there) */
     return;
   }
   /* (Tested before the event records and waits: the kinds exclude each
@@ -3811,6 +3818,8 @@ static void hb_on_event(const a2a_event *ev) {
 }
 
 /* The dispatch table's handlers (hb_by_kind): hb_on_event for one kind. */
+/* (hb_case_launch for a POST: the dispatcher calls this analyzer's handlers
+ * for POSTs only, its pre mask being empty.) */
 static void hb_k_launch(const a2a_event *ev) { hb_case_launch(ev); }
 static void hb_k_memcpy(const a2a_event *ev) { hb_case_copy(ev, false, true); }
 static void hb_k_memset(const a2a_event *ev) { hb_case_copy(ev, true, true); }
@@ -3848,8 +3857,21 @@ static void hb_k_p2p(const a2a_event *ev) {
     return;
   }
   if (!race_checks_on()) return;
-  pending_add(ts, ev, (uintptr_t)ev->u.p2p.buff, ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
-              ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
+  uintptr_t lo = (uintptr_t)ev->u.p2p.buff;
+  size_t bytes = ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+  uint8_t flags = ev->u.p2p.is_send ? F_READ : F_WRITE;
+  /* pending_add, its parts in the order it takes them, without
+   * pending_add_more's frame for a merge: past the entries an earlier
+   * group left (npending >= rep_n, where pending_repeat answers false once
+   * the access has bytes), the merge into one of the last two entries (a
+   * grouped all-to-all's per-peer chunks), inline. */
+  if (ts->npending < ts->rep_n) {
+    pending_add(ts, ev, lo, bytes, flags, ev->api ? ev->api : "nccl");
+    return;
+  }
+  if (bytes == 0 || lo == 0) return; /* (pending_repeat's first test) */
+  if (!pending_merge(ts, ev, lo, bytes, flags))
+    pending_add_slow(ts, ev, lo, bytes, flags, ev->api ? ev->api : "nccl");
 }
 
 /* Every kind hb_on_event does not route itself: not launches, NCCL

@@ -1163,6 +1163,57 @@ START_TEST(launch_counted_other_stream_kind_is_looked_up) {
 }
 END_TEST
 
+/* ...and on cudaStreamLegacy, whose timeline is the device's: the same
+ * launch on another device is that device's legacy stream (a stream
+ * handle's timeline is the handle's, whatever the device: launch_memo_match
+ * compares the device only for the three default-stream arguments). */
+static void launch_fill_dev(void *s, int device, void *p, const void *site) {
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.api = "cudaLaunchKernel";
+  ev.stream = s;
+  ev.device = device;
+  ev.callsite = site;
+  void *args[] = {&p};
+  ev.u.launch.func = &k_fill;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(launch_counted_other_device_is_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 4; i++) launch_fill_dev(STREAM_LEGACY_HANDLE, 0, SENDBUF, (void *)0x3000);
+  launch_fill_dev(STREAM_LEGACY_HANDLE, 1, SENDBUF, (void *)0x3000); /* device 1's */
+  ck_assert_int_eq(stream_findings(), 0);
+  stream_ev(A2A_EV_STREAM_SYNC, STREAM_LEGACY_HANDLE, 0); /* device 0's: the host holds it */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* device 1's kernel unordered */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_nonnull(strstr(c->details, "legacy default stream (device 1)"));
+  /* Likewise cudaStreamPerThread (the thread's per-thread default stream
+   * of the device). */
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *const PT = (void *)0x2; /* cudaStreamPerThread */
+  for (int i = 0; i < 4; i++) launch_fill_dev(PT, 0, SENDBUF, (void *)0x3000);
+  launch_fill_dev(PT, 1, SENDBUF, (void *)0x3000);
+  stream_ev(A2A_EV_STREAM_SYNC, PT, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  /* A stream handle on another device is still the handle's timeline: a
+   * counted repeat, ordered like the others. */
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe100;
+  for (int i = 0; i < 4; i++) launch_fill_dev(S_COMP, 0, SENDBUF, (void *)0x3000);
+  launch_fill_dev(S_COMP, 1, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 START_TEST(launch_counted_other_words_same_site_are_looked_up) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -1958,6 +2009,26 @@ static void two_stream_group(const void *send_site, size_t send_count) {
   recv_on(S_OTHER, RECVBUF, NBYTES / 4);
   group(A2A_EV_GROUP_END);
 }
+
+/* A grouped send or receive of no bytes, or of a NULL buffer, accesses
+ * nothing (hb_k_p2p's test before its inline merge, as pending_repeat's),
+ * also after entries of the group that it could merge with. */
+START_TEST(grouped_empty_p2p_adds_nothing) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  size_t before = stream_hb_range_count();
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, (void *)0x88000000, 16, (void *)0x4000);
+  recv_on(S_COMM, (void *)0x89000000, 16);
+  send_on(S_COMM, (void *)0x88000040, 0, (void *)0x4000); /* no bytes, adjacent */
+  send_on(S_COMM, NULL, 16, (void *)0x4000);              /* no buffer */
+  recv_on(S_COMM, NULL, 16);
+  group(A2A_EV_GROUP_END);
+  ck_assert_uint_eq(stream_hb_range_count(), before + 2);
+  launch_fill(S_COMP, (void *)0x20, (void *)0x3000); /* a word in [0, 64): no range */
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
 
 START_TEST(grouped_two_streams_repeat_keeps_findings) {
   three_streams_warm();
@@ -3464,6 +3535,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_coalesced_other_thread_repeat_drains);
   tcase_add_test(tc, launch_counted_other_stream_same_site_is_looked_up);
   tcase_add_test(tc, launch_counted_other_stream_kind_is_looked_up);
+  tcase_add_test(tc, launch_counted_other_device_is_looked_up);
   tcase_add_test(tc, launch_counted_other_words_same_site_are_looked_up);
   tcase_add_test(tc, launch_memo_runs_alternate);
   tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
@@ -3522,6 +3594,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
   tcase_add_test(tc, grouped_chunks_merge_into_matching_entries);
+  tcase_add_test(tc, grouped_empty_p2p_adds_nothing);
   tcase_add_test(tc, grouped_two_streams_repeat_keeps_findings);
   tcase_add_test(tc, grouped_streams_revisited_tick_once);
   tcase_add_test(tc, grouped_streams_join_exactly);
