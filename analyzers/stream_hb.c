@@ -2731,6 +2731,11 @@ static _Thread_local struct {
   range *hits[MEMO_HITS];
   const char *what; /* the access's */
   launch_key key; /* key.func: the function */
+  /* Which memo answered the thread's previous launch: this one (a counted
+   * or locked repeat, or a locked launch, which takes this memo) or the
+   * filtered-out one (t_lskip). hb_launch tries that one first, alone.
+   * (Here: the repeat's test then needs no other thread-local's address.) */
+  bool first;
 } t_lmemo;
 
 /* Under g_mu, after the locked lookup applied the launch on timeline s:
@@ -3663,11 +3668,6 @@ _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COL
                    A2A_EV_GROUP_END == A2A_EV_COLL + 3,
                "hb_on_event tests the NCCL kinds as one interval");
 
-/* Which memo answered the thread's previous launch: the repeat memo (a
- * counted or locked repeat, or a locked launch, which takes that memo) or
- * the filtered-out one. hb_launch tries that one first, alone. */
-static _Thread_local bool t_lrep;
-
 /* A launch that is no repeat (see "Repeated launches") and not a known
  * filtered-out one (see "Filtered-out repeats", which it notes): the filter
  * inline and the locked part out of line - a launch that takes no lock
@@ -3679,10 +3679,10 @@ __attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
   launch_cands c;
   if (launch_filter(ev, pl, gen, &c)) {
     hb_launch_locked(ev, pl, &c);
-    t_lrep = true;
+    t_lmemo.first = true;
   } else if (pl->n > 0) {
     launch_skip_note(ev, pl, gen);
-    t_lrep = false;
+    t_lmemo.first = false;
   }
 }
 
@@ -3695,13 +3695,14 @@ __attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
  * of the tests is free, and trying one of them again here (hb_launch's
  * test failed) answers as it did. */
 __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* see hb_launch */
   const void *func = ev->u.launch.func;
   if (t_lskip.key.func == func && launch_skip(ev)) {
-    t_lrep = false;
+    t_lmemo.first = false;
     return;
   }
   if (t_lmemo.ver && t_lmemo.key.func == func && launch_repeat(ev)) {
-    t_lrep = true;
+    t_lmemo.first = true;
     return;
   }
   hb_launch_filtered(ev);
@@ -3720,11 +3721,16 @@ __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
  * launch_memo_note under hb_lock, launch_repeat's locked branch, which
  * opens the slot last), and every section since would have closed it
  * ("Coalesced repeats"). Anything else: hb_launch_memo (a tail call; this
- * path keeps no frame). */
+ * path keeps no frame), which first returns if the analyzer disabled
+ * itself. The two answers here are taken also then: the dispatcher stops
+ * calling a disabled analyzer, and a call already under way either does
+ * nothing (a filtered-out launch) or raises the count of an open slot,
+ * which no section applies while the analyzer is disabled (each handler
+ * returns first) and hb_init, which enables it again, closes unapplied. */
 __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
   if (!ok_result(ev) || !ev->u.launch.args) return;
   const void *func = ev->u.launch.func;
-  if (t_lrep) {
+  if (t_lmemo.first) {
     if (t_lmemo.key.func == func && launch_memo_match(ev) && launch_count(ev)) return;
   } else if (t_lskip.key.func == func && launch_skip(ev)) {
     return;
@@ -3740,9 +3746,7 @@ __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
 /* Launches (the hot path) matter only while communication buffers are
  * tracked (see "Launch prefilter"). For a POST (the callers test it). */
 static inline __attribute__((always_inline)) void hb_case_launch(const a2a_event *ev) {
-  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
-      !atomic_load_explicit(&g_disabled, memory_order_relaxed))
-    hb_launch(ev);
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0) hb_launch(ev);
 }
 
 /* Copies and memsets that do not make the host wait and cannot touch a
