@@ -3674,13 +3674,13 @@ _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COL
  * pays neither a call to the filter nor the report queue's frame. */
 __attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
   const scan_plan *pl = plan_of(ev->u.launch.func);
-  if (!pl || pl->n == 0) return;
+  if (!pl) return;
   uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_acquire);
   launch_cands c;
   if (launch_filter(ev, pl, gen, &c)) {
     hb_launch_locked(ev, pl, &c);
     t_lmemo.first = true;
-  } else if (pl->n > 0) {
+  } else if (pl->n >= 0) { /* (a kernel with no word at all too: ruled out) */
     launch_skip_note(ev, pl, gen);
     t_lmemo.first = false;
   }

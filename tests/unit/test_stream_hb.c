@@ -1234,6 +1234,35 @@ END_TEST
  * launch on the untracked buffer stays ruled out. The receive into the
  * tracked buffer then finds the last run's kernels unordered, with the
  * last kernel's callsite. */
+/* A kernel with no 8-byte parameter word can point into no range: the
+ * filter rules it out at once, and the filtered-out memo keeps it (its key
+ * has no word), also between counted repeats of another kernel, which
+ * keep their memo. */
+static char k_small;
+static void launch_args(void *s, const void *func, void **args, const void *site);
+
+START_TEST(launch_wordless_kernel_is_ruled_out) {
+  setup();
+  size_t off[] = {0}, sz[] = {4};
+  collector_add_kernel(&k_small, "small", 1, off, sz);
+  two_streams_warm(NONBLOCKING);
+  int n = 7;
+  void *args[] = {&n};
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < 3; i++) launch_args(S_COMP, &k_small, args, (void *)0x3100);
+    for (int i = 0; i < 3; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_args(S_COMP, &k_small, args, (void *)0x3100);
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* the fills unordered */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
 START_TEST(launch_memo_runs_alternate) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -3538,6 +3567,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_counted_other_device_is_looked_up);
   tcase_add_test(tc, launch_counted_other_words_same_site_are_looked_up);
   tcase_add_test(tc, launch_memo_runs_alternate);
+  tcase_add_test(tc, launch_wordless_kernel_is_ruled_out);
   tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
   tcase_add_test(tc, launch_plan_covers_every_parameter_word);
   tcase_add_test(tc, launch_many_candidate_words);
