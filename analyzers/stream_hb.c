@@ -3851,6 +3851,21 @@ static void hb_k_comm_op(const a2a_event *ev) {
  * existing (thread_state_of allocates nothing) and its group open, the
  * one side of a point-to-point call is pending_add'ed, as on_comm_op's
  * two calls (the other side has no bytes) do. Anything else: on_comm_op. */
+/* hb_k_p2p's pending_add for a send or receive past the entries an
+ * earlier group left (ts->npending >= ts->rep_n: pending_repeat would
+ * answer false once the access has bytes): its parts in the order it
+ * takes them, the merge into one of the last two entries (a grouped
+ * all-to-all's per-peer chunks) inline, without pending_add_more's
+ * frame. (Out of hb_k_p2p: a repeated group's path keeps its frame.) */
+__attribute__((noinline)) static void p2p_merge(thread_state *ts, const a2a_event *ev) {
+  uintptr_t lo = (uintptr_t)ev->u.p2p.buff;
+  size_t bytes = ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+  uint8_t flags = ev->u.p2p.is_send ? F_READ : F_WRITE;
+  if (bytes == 0 || lo == 0) return; /* (pending_repeat's first test) */
+  if (!pending_merge(ts, ev, lo, bytes, flags))
+    pending_add_slow(ts, ev, lo, bytes, flags, ev->api ? ev->api : "nccl");
+}
+
 static void hb_k_p2p(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* (a POST: see above) */
   if (!ev->ok) return;
@@ -3861,21 +3876,14 @@ static void hb_k_p2p(const a2a_event *ev) {
     return;
   }
   if (!race_checks_on()) return;
-  uintptr_t lo = (uintptr_t)ev->u.p2p.buff;
-  size_t bytes = ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
-  uint8_t flags = ev->u.p2p.is_send ? F_READ : F_WRITE;
-  /* pending_add, its parts in the order it takes them, without
-   * pending_add_more's frame for a merge: past the entries an earlier
-   * group left (npending >= rep_n, where pending_repeat answers false once
-   * the access has bytes), the merge into one of the last two entries (a
-   * grouped all-to-all's per-peer chunks), inline. */
-  if (ts->npending < ts->rep_n) {
-    pending_add(ts, ev, lo, bytes, flags, ev->api ? ev->api : "nccl");
+  /* Past the entries an earlier group left (npending >= rep_n, where
+   * pending_repeat answers false once the access has bytes): p2p_merge. */
+  if (ts->npending >= ts->rep_n) {
+    p2p_merge(ts, ev);
     return;
   }
-  if (bytes == 0 || lo == 0) return; /* (pending_repeat's first test) */
-  if (!pending_merge(ts, ev, lo, bytes, flags))
-    pending_add_slow(ts, ev, lo, bytes, flags, ev->api ? ev->api : "nccl");
+  pending_add(ts, ev, (uintptr_t)ev->u.p2p.buff, ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
+              ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
 }
 
 /* Every kind hb_on_event does not route itself: not launches, NCCL
