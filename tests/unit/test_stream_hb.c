@@ -1120,11 +1120,14 @@ END_TEST
  * stream, or on the same buffer-less stream argument of the other kind
  * (the per-thread default stream, then the legacy one), or with other
  * words, is no repeat: it is looked up, and finds the receive in flight. */
-static void launch_fill_pt_at(void *s, int per_thread, void *p, const void *site) {
+/* A launch of fill(p) at site on stream argument (s, per_thread) of
+ * device `device`. */
+static void launch_fill_on(void *s, int per_thread, int device, void *p, const void *site) {
   a2a_event ev = ev_make(A2A_EV_LAUNCH);
   ev.api = "cudaLaunchKernel";
   ev.stream = s;
   ev.per_thread = per_thread;
+  ev.device = device;
   ev.callsite = site;
   void *args[] = {&p};
   ev.u.launch.func = &k_fill;
@@ -1152,8 +1155,8 @@ END_TEST
 START_TEST(launch_counted_other_stream_kind_is_looked_up) {
   setup();
   two_streams_warm(NONBLOCKING);
-  for (int i = 0; i < 4; i++) launch_fill_pt_at(NULL, 1, SENDBUF, (void *)0x3000);
-  launch_fill_pt_at(NULL, 0, SENDBUF, (void *)0x3000); /* the legacy stream's */
+  for (int i = 0; i < 4; i++) launch_fill_on(NULL, 1, 0, SENDBUF, (void *)0x3000);
+  launch_fill_on(NULL, 0, 0, SENDBUF, (void *)0x3000); /* the legacy stream's */
   ck_assert_int_eq(stream_findings(), 0);
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
   ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
@@ -1167,23 +1170,11 @@ END_TEST
  * launch on another device is that device's legacy stream (a stream
  * handle's timeline is the handle's, whatever the device: launch_memo_match
  * compares the device only for the three default-stream arguments). */
-static void launch_fill_dev(void *s, int device, void *p, const void *site) {
-  a2a_event ev = ev_make(A2A_EV_LAUNCH);
-  ev.api = "cudaLaunchKernel";
-  ev.stream = s;
-  ev.device = device;
-  ev.callsite = site;
-  void *args[] = {&p};
-  ev.u.launch.func = &k_fill;
-  ev.u.launch.args = args;
-  ev_dispatch(&ev, 0);
-}
-
 START_TEST(launch_counted_other_device_is_looked_up) {
   setup();
   two_streams_warm(NONBLOCKING);
-  for (int i = 0; i < 4; i++) launch_fill_dev(STREAM_LEGACY_HANDLE, 0, SENDBUF, (void *)0x3000);
-  launch_fill_dev(STREAM_LEGACY_HANDLE, 1, SENDBUF, (void *)0x3000); /* device 1's */
+  for (int i = 0; i < 4; i++) launch_fill_on(STREAM_LEGACY_HANDLE, 0, 0, SENDBUF, (void *)0x3000);
+  launch_fill_on(STREAM_LEGACY_HANDLE, 0, 1, SENDBUF, (void *)0x3000); /* device 1's */
   ck_assert_int_eq(stream_findings(), 0);
   stream_ev(A2A_EV_STREAM_SYNC, STREAM_LEGACY_HANDLE, 0); /* device 0's: the host holds it */
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* device 1's kernel unordered */
@@ -1195,8 +1186,8 @@ START_TEST(launch_counted_other_device_is_looked_up) {
   setup();
   two_streams_warm(NONBLOCKING);
   void *const PT = (void *)0x2; /* cudaStreamPerThread */
-  for (int i = 0; i < 4; i++) launch_fill_dev(PT, 0, SENDBUF, (void *)0x3000);
-  launch_fill_dev(PT, 1, SENDBUF, (void *)0x3000);
+  for (int i = 0; i < 4; i++) launch_fill_on(PT, 0, 0, SENDBUF, (void *)0x3000);
+  launch_fill_on(PT, 0, 1, SENDBUF, (void *)0x3000);
   stream_ev(A2A_EV_STREAM_SYNC, PT, 0);
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
   ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
@@ -1205,8 +1196,8 @@ START_TEST(launch_counted_other_device_is_looked_up) {
   setup();
   two_streams_warm(NONBLOCKING);
   void *e = (void *)0xe100;
-  for (int i = 0; i < 4; i++) launch_fill_dev(S_COMP, 0, SENDBUF, (void *)0x3000);
-  launch_fill_dev(S_COMP, 1, SENDBUF, (void *)0x3000);
+  for (int i = 0; i < 4; i++) launch_fill_on(S_COMP, 0, 0, SENDBUF, (void *)0x3000);
+  launch_fill_on(S_COMP, 0, 1, SENDBUF, (void *)0x3000);
   event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
   event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
   send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
