@@ -2878,10 +2878,8 @@ static void coal_reset(void) {
   g_coal_hi = 0;
 }
 
-/* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
- * launches"): applied (or counted), or false (nothing done) when the
- * memo does not answer for it or a hit's history is not all ordered before
- * the stream. */
+/* Whether the thread's memo answers for a launch of t_lmemo.key.func (see
+ * "Repeated launches"): the same words and stream arguments. */
 static inline __attribute__((always_inline)) bool launch_memo_match(const a2a_event *ev) {
   /* (The words first: a launch of the same kernel on another buffer fails
    * at once.) */
@@ -2905,6 +2903,10 @@ static inline __attribute__((always_inline)) bool launch_count(const a2a_event *
                                                  memory_order_relaxed);
 }
 
+/* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
+ * launches"): applied (or counted), or false (nothing done) when the
+ * memo does not answer for it or a hit's history is not all ordered before
+ * the stream. */
 static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
   if (!launch_memo_match(ev)) return false;
   if (launch_count(ev)) return true;
@@ -3717,7 +3719,8 @@ __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
  * free: see there). The repeat memo's lock-free part: the launch counted
  * on the open slot, which needs no test of the memo's version: the slot
  * is open only after this thread's launch_repeat applied a repeat with
- * the memo valid and as it is now (the memo changes only in sections:
+ * the memo valid and as it is now (the memo - all of t_lmemo but `first`,
+ * which only says which memo to try first - changes only in sections:
  * launch_memo_note under hb_lock, launch_repeat's locked branch, which
  * opens the slot last), and every section since would have closed it
  * ("Coalesced repeats"). Anything else: hb_launch_memo (a tail call; this
@@ -3843,14 +3846,6 @@ static void hb_k_comm_op(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   if (ev->ok) on_comm_op(ev);
 }
-/* hb_k_comm_op for a send or receive: a grouped one on a stream other than
- * the legacy default stream (its common case: NCCL's point-to-point calls
- * are grouped) is on_comm_op's path for it without on_comm_op's frame or
- * its tests of the kind: default_stream_warning does nothing (not the
- * legacy stream), and with a race check enabled, the thread's state
- * existing (thread_state_of allocates nothing) and its group open, the
- * one side of a point-to-point call is pending_add'ed, as on_comm_op's
- * two calls (the other side has no bytes) do. Anything else: on_comm_op. */
 /* hb_k_p2p's pending_add for a send or receive past the entries an
  * earlier group left (ts->npending >= ts->rep_n: pending_repeat would
  * answer false once the access has bytes): its parts in the order it
@@ -3866,6 +3861,14 @@ __attribute__((noinline)) static void p2p_merge(thread_state *ts, const a2a_even
     pending_add_slow(ts, ev, lo, bytes, flags, ev->api ? ev->api : "nccl");
 }
 
+/* hb_k_comm_op for a send or receive: a grouped one on a stream other than
+ * the legacy default stream (its common case: NCCL's point-to-point calls
+ * are grouped) is on_comm_op's path for it without on_comm_op's frame or
+ * its tests of the kind: default_stream_warning does nothing (not the
+ * legacy stream), and with a race check enabled, the thread's state
+ * existing (thread_state_of allocates nothing) and its group open, the
+ * one side of a point-to-point call is pending_add'ed, as on_comm_op's
+ * two calls (the other side has no bytes) do. Anything else: on_comm_op. */
 static void hb_k_p2p(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* (a POST: see above) */
   if (!ev->ok) return;
