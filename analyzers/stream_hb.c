@@ -2733,7 +2733,7 @@ static _Thread_local struct {
   launch_key key; /* key.func: the function */
   /* Which memo answered the thread's previous launch: this one (a counted
    * or locked repeat, or a locked launch, which takes this memo) or the
-   * filtered-out one (t_lskip). hb_launch tries that one first, alone.
+   * filtered-out one (t_lskip). hb_launch_first tries that one first, alone.
    * (Here: the repeat's test then needs no other thread-local's address.) */
   bool first;
 } t_lmemo;
@@ -3688,16 +3688,16 @@ __attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
   }
 }
 
-/* A launch that the memo hb_launch tried did not answer for: both memos
+/* A launch that the memo hb_launch_first tried did not answer for: both memos
  * (the filtered-out one first, then the repeat, with its locked part),
  * then the filter. The two memos never both answer for a launch (the
  * repeat memo's words lie in ranges as of its g_lock_ver, which every
  * insert, removal and known miss since advances; the filtered-out memo's
  * lie in none as of its stamps, which an insert since ends), so the order
- * of the tests is free, and trying one of them again here (hb_launch's
+ * of the tests is free, and trying one of them again here (hb_launch_first's
  * test failed) answers as it did. */
 __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
-  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* see hb_launch */
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* see hb_launch_first */
   const void *func = ev->u.launch.func;
   if (t_lskip.key.func == func && launch_skip(ev)) {
     t_lmemo.first = false;
@@ -3710,8 +3710,8 @@ __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
   hb_launch_filtered(ev);
 }
 
-/* (Out of line: hb_on_event's other kinds do not pay its frame.) The memo
- * that answered the thread's previous launch, alone and lock-free: a
+/* The memo that answered the thread's previous launch, alone and
+ * lock-free: a
  * program launches the same kernel on the same buffers in runs (the MoE
  * step's hundred launches on its activations, then a hundred on the
  * receive buffer), so the other memo's test would fail each time. Its
@@ -3730,7 +3730,7 @@ __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
  * nothing (a filtered-out launch) or raises the count of an open slot,
  * which no section applies while the analyzer is disabled (each handler
  * returns first) and hb_init, which enables it again, closes unapplied. */
-__attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
+static inline __attribute__((always_inline)) void hb_launch_first(const a2a_event *ev) {
   if (!ok_result(ev) || !ev->u.launch.args) return;
   const void *func = ev->u.launch.func;
   if (t_lmemo.first) {
@@ -3740,6 +3740,10 @@ __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
   }
   hb_launch_memo(ev);
 }
+
+/* hb_launch_first out of line, for hb_on_event (the table's handler,
+ * hb_k_launch, has it inline: one jump less per launch). */
+__attribute__((noinline)) static void hb_launch(const a2a_event *ev) { hb_launch_first(ev); }
 
 /* hb_on_event's cases, one per kind or group of kinds, each inline in
  * hb_on_event and in the kind's handler of the dispatch table
@@ -3825,9 +3829,11 @@ static void hb_on_event(const a2a_event *ev) {
 }
 
 /* The dispatch table's handlers (hb_by_kind): hb_on_event for one kind. */
-/* (hb_case_launch for a POST: the dispatcher calls this analyzer's handlers
- * for POSTs only, its pre mask being empty.) */
-static void hb_k_launch(const a2a_event *ev) { hb_case_launch(ev); }
+/* (hb_case_launch for a POST, with hb_launch_first inline: the dispatcher calls
+ * this analyzer's handlers for POSTs only, its pre mask being empty.) */
+static void hb_k_launch(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0) hb_launch_first(ev);
+}
 static void hb_k_memcpy(const a2a_event *ev) { hb_case_copy(ev, false, true); }
 static void hb_k_memset(const a2a_event *ev) { hb_case_copy(ev, true, true); }
 static void hb_k_record_wait(const a2a_event *ev) { hb_case_record_wait(ev); }
