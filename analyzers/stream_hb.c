@@ -915,6 +915,7 @@ static _Atomic uint64_t g_rng_gen;
 static _Thread_local struct {
   uint64_t gen;
   uint64_t n; /* notes since gen was set (never wraps) */
+  uint64_t notes; /* notes ever (never wraps): see "Filtered-out repeats" */
   uintptr_t w[LAUNCH_MISSES];
 } t_miss;
 
@@ -939,6 +940,7 @@ static void note_miss(uintptr_t w) {
     t_miss.n = 0;
   }
   t_miss.w[t_miss.n++ % LAUNCH_MISSES] = w;
+  t_miss.notes++;
 }
 
 /* A launch's candidate words: the parameter words that the lock-free
@@ -1050,11 +1052,30 @@ static void key_take(launch_key *k, const a2a_event *ev, const scan_plan *pl) {
   k->func = ev->u.launch.func;
 }
 
-/* Whether a launch of k->func has k's words. */
+/* Whether a launch of k->func has k's words: the loop over i < k->n,
+ * unrolled from the last word down and entered at k->n (a jump instead of
+ * a test of i per word; the order of the compares does not change the
+ * answer). */
 static inline __attribute__((always_inline)) bool key_words_match(const launch_key *k,
                                                                   const a2a_event *ev) {
-  for (int i = 0; i < k->n; i++)
-    if (plan_word(ev, k->param[i], k->off[i]) != k->w[i]) return false;
+#define KEY_WORD(i)                                                           \
+  case (i) + 1:                                                               \
+    if (plan_word(ev, k->param[i], k->off[i]) != k->w[i]) return false;       \
+    __attribute__((fallthrough));
+  _Static_assert(PLAN_WORDS == 8, "key_words_match has a case per plan word");
+  switch (k->n) {
+    KEY_WORD(7)
+    KEY_WORD(6)
+    KEY_WORD(5)
+    KEY_WORD(4)
+    KEY_WORD(3)
+    KEY_WORD(2)
+    KEY_WORD(1)
+    KEY_WORD(0)
+  default:
+    break;
+  }
+#undef KEY_WORD
   return true;
 }
 
@@ -1116,7 +1137,7 @@ static inline __attribute__((always_inline)) bool launch_filter(const a2a_event 
  * the plan words, the page bits, g_rng_gen and the thread's known misses;
  * so each thread keeps the key of its last launch the filter ruled out
  * (with a plan of n >= 0 words), stamped with the generation the filter
- * loaded and with t_miss's (gen, n). A launch with that key while the
+ * loaded and with t_miss's count of notes. A launch with that key while the
  * stamps are unchanged would be ruled out again, and is without the
  * filter:
  * - page bits are set only by pages_mark, which then advances g_rng_gen
@@ -1124,9 +1145,9 @@ static inline __attribute__((always_inline)) bool launch_filter(const a2a_event 
  *   reading the bits, so it saw every bit set before that generation, and
  *   a bit set after it comes with a newer one. Bits cleared (the last
  *   range gone) only rule out more.
- * - the known misses the answer used stay while t_miss's (gen, n) does:
- *   note_miss either starts a generation or counts a note (a 64-bit
- *   count), and generations only grow.
+ * - the known misses the answer used stay while no note is made (t_miss
+ *   changes only in note_miss, which counts every note in a 64-bit
+ *   count).
  * - the plan changes only in hb_init, which advances g_rng_gen.
  * A range inserted by another thread concurrently with the launch is the
  * race the filter itself accepts (see "Known misses"); once the insert
@@ -1136,17 +1157,15 @@ static inline __attribute__((always_inline)) bool launch_filter(const a2a_event 
  * one keep both. */
 static _Thread_local struct {
   launch_key key;    /* none yet: all zero, and gen 0 is past (hb_init) */
-  uint64_t gen;      /* g_rng_gen as the filter loaded it */
-  uint64_t miss_gen; /* t_miss's then */
-  uint64_t miss_n;
+  uint64_t gen;   /* g_rng_gen as the filter loaded it */
+  uint64_t notes; /* t_miss's then */
 } t_lskip;
 
 /* After the filter ruled out a launch of plan pl (n >= 0) as of gen. */
 static void launch_skip_note(const a2a_event *ev, const scan_plan *pl, uint64_t gen) {
   key_take(&t_lskip.key, ev, pl);
   t_lskip.gen = gen;
-  t_lskip.miss_gen = t_miss.gen;
-  t_lskip.miss_n = t_miss.n;
+  t_lskip.notes = t_miss.notes;
 }
 
 /* Whether the filter would rule out this launch of t_lskip.key.func again
@@ -1154,7 +1173,7 @@ static void launch_skip_note(const a2a_event *ev, const scan_plan *pl, uint64_t 
 static inline __attribute__((always_inline)) bool launch_skip(const a2a_event *ev) {
   return key_words_match(&t_lskip.key, ev) &&
          atomic_load_explicit(&g_rng_gen, memory_order_acquire) == t_lskip.gen &&
-         t_miss.gen == t_lskip.miss_gen && t_miss.n == t_lskip.miss_n;
+         t_miss.notes == t_lskip.notes;
 }
 
 /* ------------------------------------------------------------------ */
@@ -2702,11 +2721,21 @@ static _Thread_local struct {
   void *stream;
   int per_thread, device;
   uint32_t thread;
+  /* stream is a stream handle (not 0, cudaStreamLegacy nor
+   * cudaStreamPerThread): its timeline is the handle's whatever the
+   * per_thread flag and the device (tl_find, tl_is), so those two are not
+   * compared (launch_memo_match). */
+  bool handle;
   int s; /* the timeline */
   int nhits;
   range *hits[MEMO_HITS];
   const char *what; /* the access's */
   launch_key key; /* key.func: the function */
+  /* Which memo answered the thread's previous launch: this one (a counted
+   * or locked repeat, or a locked launch, which takes this memo) or the
+   * filtered-out one (t_lskip). hb_launch_first tries that one first, alone.
+   * (Here: the repeat's test then needs no other thread-local's address.) */
+  bool first;
 } t_lmemo;
 
 /* Under g_mu, after the locked lookup applied the launch on timeline s:
@@ -2732,6 +2761,8 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   t_lmemo.per_thread = ev->per_thread;
   t_lmemo.thread = ev->thread;
   t_lmemo.device = dev_of(ev);
+  t_lmemo.handle = ev->stream != NULL && ev->stream != STREAM_LEGACY &&
+                   ev->stream != STREAM_PER_THREAD;
   t_lmemo.ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
 }
 
@@ -2847,28 +2878,39 @@ static void coal_reset(void) {
   g_coal_hi = 0;
 }
 
+/* Whether the thread's memo answers for a launch of t_lmemo.key.func (see
+ * "Repeated launches"): the same words and stream arguments. */
+static inline __attribute__((always_inline)) bool launch_memo_match(const a2a_event *ev) {
+  /* (The words first: a launch of the same kernel on another buffer fails
+   * at once.) */
+  return key_words_match(&t_lmemo.key, ev) && t_lmemo.stream == ev->stream &&
+         t_lmemo.thread == ev->thread &&
+         (t_lmemo.handle || (t_lmemo.per_thread == ev->per_thread && t_lmemo.device == dev_of(ev)));
+}
+
+/* A launch the thread's memo answers for (launch_memo_match) counted on
+ * the thread's open slot (see "Coalesced repeats"): true when counted,
+ * false with nothing done. */
+static inline __attribute__((always_inline)) bool launch_count(const a2a_event *ev) {
+  uint32_t thread = ev->thread;
+  if (t_lmemo.site != ev->callsite || thread >= MAX_THREADS ||
+      atomic_load_explicit(&g_staged, memory_order_acquire))
+    return false;
+  coal_slot *c = &g_coal[thread];
+  uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+  return n && n < COAL_MAX &&
+         atomic_compare_exchange_strong_explicit(&c->n, &n, n + 1, memory_order_relaxed,
+                                                 memory_order_relaxed);
+}
+
 /* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
  * launches"): applied (or counted), or false (nothing done) when the
  * memo does not answer for it or a hit's history is not all ordered before
  * the stream. */
 static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event *ev) {
-  /* (The words first: a launch of the same kernel on another buffer fails
-   * at once.) */
-  if (!key_words_match(&t_lmemo.key, ev)) return false;
-  if (t_lmemo.stream != ev->stream || t_lmemo.per_thread != ev->per_thread ||
-      t_lmemo.thread != ev->thread || t_lmemo.device != dev_of(ev))
-    return false;
+  if (!launch_memo_match(ev)) return false;
+  if (launch_count(ev)) return true;
   uint32_t thread = ev->thread;
-  if (t_lmemo.site == ev->callsite && thread < MAX_THREADS &&
-      !atomic_load_explicit(&g_staged, memory_order_acquire)) {
-    /* Counted on the open slot (see "Coalesced repeats"). */
-    coal_slot *c = &g_coal[thread];
-    uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
-    if (n && n < COAL_MAX &&
-        atomic_compare_exchange_strong_explicit(&c->n, &n, n + 1, memory_order_relaxed,
-                                                memory_order_relaxed))
-      return true;
-  }
   a2a_lock_acquire(&g_mu);
   /* (First, as every section: this thread's own count, counted before a
    * repeat from another callsite or past COAL_MAX; another thread's slot
@@ -3634,31 +3676,74 @@ _Static_assert(A2A_EV_P2P == A2A_EV_COLL + 1 && A2A_EV_GROUP_START == A2A_EV_COL
  * pays neither a call to the filter nor the report queue's frame. */
 __attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
   const scan_plan *pl = plan_of(ev->u.launch.func);
-  if (!pl || pl->n == 0) return;
+  if (!pl) return;
   uint64_t gen = atomic_load_explicit(&g_rng_gen, memory_order_acquire);
   launch_cands c;
-  if (launch_filter(ev, pl, gen, &c)) hb_launch_locked(ev, pl, &c);
-  else if (pl->n > 0) launch_skip_note(ev, pl, gen);
+  if (launch_filter(ev, pl, gen, &c)) {
+    hb_launch_locked(ev, pl, &c);
+    t_lmemo.first = true;
+  } else if (pl->n >= 0) { /* (a kernel with no word at all too: ruled out) */
+    launch_skip_note(ev, pl, gen);
+    t_lmemo.first = false;
+  }
 }
 
-/* A launch that is no known filtered-out one: the repeat inline, the rest
- * in hb_launch_filtered. */
+/* A launch that the memo hb_launch_first tried did not answer for: both memos
+ * (the filtered-out one first, then the repeat, with its locked part),
+ * then the filter. The two memos never both answer for a launch (the
+ * repeat memo's words lie in ranges as of its g_lock_ver, which every
+ * insert, removal and known miss since advances; the filtered-out memo's
+ * lie in none as of its stamps, which an insert since ends), so the order
+ * of the tests is free, and trying one of them again here (hb_launch_first's
+ * test failed) answers as it did. */
 __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
-  if (t_lmemo.ver && t_lmemo.key.func == ev->u.launch.func && launch_repeat(ev)) return;
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* see hb_launch_first */
+  const void *func = ev->u.launch.func;
+  if (t_lskip.key.func == func && launch_skip(ev)) {
+    t_lmemo.first = false;
+    return;
+  }
+  if (t_lmemo.ver && t_lmemo.key.func == func && launch_repeat(ev)) {
+    t_lmemo.first = true;
+    return;
+  }
   hb_launch_filtered(ev);
 }
 
-/* (Out of line: hb_on_event's other kinds do not pay its frame.) A known
- * filtered-out launch first, without the frame of the repeat's: the two
- * memos never both answer for a launch (the repeat memo's words lie in
- * ranges as of its g_lock_ver, which every insert, removal and known miss
- * since advances; the filtered-out memo's lie in none as of its stamps,
- * which an insert since ends), so the order of the tests is free. */
-__attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
-  if (ev->phase != A2A_POST || !ok_result(ev) || !ev->u.launch.args) return;
-  if (t_lskip.key.func == ev->u.launch.func && launch_skip(ev)) return;
+/* The memo that answered the thread's previous launch, alone and
+ * lock-free: a
+ * program launches the same kernel on the same buffers in runs (the MoE
+ * step's hundred launches on its activations, then a hundred on the
+ * receive buffer), so the other memo's test would fail each time. Its
+ * answer is the one hb_launch_memo would give (the order of the memos is
+ * free: see there). The repeat memo's lock-free part: the launch counted
+ * on the open slot, which needs no test of the memo's version: the slot
+ * is open only after this thread's launch_repeat applied a repeat with
+ * the memo valid and as it is now (the memo - all of t_lmemo but `first`,
+ * which only says which memo to try first - changes only in sections:
+ * launch_memo_note under hb_lock, launch_repeat's locked branch, which
+ * opens the slot last), and every section since would have closed it
+ * ("Coalesced repeats"). Anything else: hb_launch_memo (a tail call; this
+ * path keeps no frame), which first returns if the analyzer disabled
+ * itself. The two answers here are taken also then: the dispatcher stops
+ * calling a disabled analyzer, and a call already under way either does
+ * nothing (a filtered-out launch) or raises the count of an open slot,
+ * which no section applies while the analyzer is disabled (each handler
+ * returns first) and hb_init, which enables it again, closes unapplied. */
+static inline __attribute__((always_inline)) void hb_launch_first(const a2a_event *ev) {
+  if (!ok_result(ev) || !ev->u.launch.args) return;
+  const void *func = ev->u.launch.func;
+  if (t_lmemo.first) {
+    if (t_lmemo.key.func == func && launch_memo_match(ev) && launch_count(ev)) return;
+  } else if (t_lskip.key.func == func && launch_skip(ev)) {
+    return;
+  }
   hb_launch_memo(ev);
 }
+
+/* hb_launch_first out of line, for hb_on_event (the table's handler,
+ * hb_k_launch, has it inline: one jump less per launch). */
+__attribute__((noinline)) static void hb_launch(const a2a_event *ev) { hb_launch_first(ev); }
 
 /* hb_on_event's cases, one per kind or group of kinds, each inline in
  * hb_on_event and in the kind's handler of the dispatch table
@@ -3666,11 +3751,9 @@ __attribute__((noinline)) static void hb_launch(const a2a_event *ev) {
  * for its kind, without the tests of the kinds before it. */
 
 /* Launches (the hot path) matter only while communication buffers are
- * tracked (see "Launch prefilter"). */
+ * tracked (see "Launch prefilter"). For a POST (the callers test it). */
 static inline __attribute__((always_inline)) void hb_case_launch(const a2a_event *ev) {
-  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0 &&
-      !atomic_load_explicit(&g_disabled, memory_order_relaxed))
-    hb_launch(ev);
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0) hb_launch(ev);
 }
 
 /* Copies and memsets that do not make the host wait and cannot touch a
@@ -3713,7 +3796,7 @@ static inline __attribute__((always_inline)) void hb_case_record_wait(const a2a_
 
 static void hb_on_event(const a2a_event *ev) {
   if (ev->kind == A2A_EV_LAUNCH) {
-    hb_case_launch(ev);
+    if (ev->phase == A2A_POST) hb_case_launch(ev); /* (hb_k_launch's are POSTs: see there) */
     return;
   }
   /* (Tested before the event records and waits: the kinds exclude each
@@ -3746,7 +3829,11 @@ static void hb_on_event(const a2a_event *ev) {
 }
 
 /* The dispatch table's handlers (hb_by_kind): hb_on_event for one kind. */
-static void hb_k_launch(const a2a_event *ev) { hb_case_launch(ev); }
+/* (hb_case_launch for a POST, with hb_launch_first inline: the dispatcher calls
+ * this analyzer's handlers for POSTs only, its pre mask being empty.) */
+static void hb_k_launch(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0) hb_launch_first(ev);
+}
 static void hb_k_memcpy(const a2a_event *ev) { hb_case_copy(ev, false, true); }
 static void hb_k_memset(const a2a_event *ev) { hb_case_copy(ev, true, true); }
 static void hb_k_record_wait(const a2a_event *ev) { hb_case_record_wait(ev); }
@@ -3765,6 +3852,21 @@ static void hb_k_comm_op(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   if (ev->ok) on_comm_op(ev);
 }
+/* hb_k_p2p's pending_add for a send or receive past the entries an
+ * earlier group left (ts->npending >= ts->rep_n: pending_repeat would
+ * answer false once the access has bytes): its parts in the order it
+ * takes them, the merge into one of the last two entries (a grouped
+ * all-to-all's per-peer chunks) inline, without pending_add_more's
+ * frame. (Out of hb_k_p2p: a repeated group's path keeps its frame.) */
+__attribute__((noinline)) static void p2p_merge(thread_state *ts, const a2a_event *ev) {
+  uintptr_t lo = (uintptr_t)ev->u.p2p.buff;
+  size_t bytes = ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+  uint8_t flags = ev->u.p2p.is_send ? F_READ : F_WRITE;
+  if (bytes == 0 || lo == 0) return; /* (pending_repeat's first test) */
+  if (!pending_merge(ts, ev, lo, bytes, flags))
+    pending_add_slow(ts, ev, lo, bytes, flags, ev->api ? ev->api : "nccl");
+}
+
 /* hb_k_comm_op for a send or receive: a grouped one on a stream other than
  * the legacy default stream (its common case: NCCL's point-to-point calls
  * are grouped) is on_comm_op's path for it without on_comm_op's frame or
@@ -3783,6 +3885,12 @@ static void hb_k_p2p(const a2a_event *ev) {
     return;
   }
   if (!race_checks_on()) return;
+  /* Past the entries an earlier group left (npending >= rep_n, where
+   * pending_repeat answers false once the access has bytes): p2p_merge. */
+  if (ts->npending >= ts->rep_n) {
+    p2p_merge(ts, ev);
+    return;
+  }
   pending_add(ts, ev, (uintptr_t)ev->u.p2p.buff, ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
               ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
 }

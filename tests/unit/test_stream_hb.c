@@ -1114,6 +1114,164 @@ START_TEST(launch_coalesced_other_thread_repeat_drains) {
 }
 END_TEST
 
+/* hb_launch tries first, alone and without the lock, the memo that
+ * answered the thread's previous launch: after a counted repeat, the
+ * count. A launch from the same callsite with the same words on another
+ * stream, or on the same buffer-less stream argument of the other kind
+ * (the per-thread default stream, then the legacy one), or with other
+ * words, is no repeat: it is looked up, and finds the receive in flight. */
+/* A launch of fill(p) at site on stream argument (s, per_thread) of
+ * device `device`. */
+static void launch_fill_on(void *s, int per_thread, int device, void *p, const void *site) {
+  a2a_event ev = ev_make(A2A_EV_LAUNCH);
+  ev.api = "cudaLaunchKernel";
+  ev.stream = s;
+  ev.per_thread = per_thread;
+  ev.device = device;
+  ev.callsite = site;
+  void *args[] = {&p};
+  ev.u.launch.func = &k_fill;
+  ev.u.launch.args = args;
+  ev_dispatch(&ev, 0);
+}
+
+START_TEST(launch_counted_other_stream_same_site_is_looked_up) {
+  three_streams_warm();
+  for (int i = 0; i < 4; i++) /* locked, locked repeat, counted, counted */
+    launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  launch_fill(S_OTHER, SENDBUF, (void *)0x3000); /* S_OTHER's access */
+  ck_assert_int_eq(stream_findings(), 0);
+  void *e = (void *)0xe100;
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* S_OTHER's kernel unordered */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* (The per-thread and the legacy default streams order each other: the
+ * finding tells them apart by the stream it names for the kernel.) */
+START_TEST(launch_counted_other_stream_kind_is_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 4; i++) launch_fill_on(NULL, 1, 0, SENDBUF, (void *)0x3000);
+  launch_fill_on(NULL, 0, 0, SENDBUF, (void *)0x3000); /* the legacy stream's */
+  ck_assert_int_eq(stream_findings(), 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_nonnull(strstr(c->details, "legacy"));
+  ck_assert_ptr_null(strstr(c->details, "per-thread"));
+}
+END_TEST
+
+/* ...and on cudaStreamLegacy, whose timeline is the device's: the same
+ * launch on another device is that device's legacy stream (a stream
+ * handle's timeline is the handle's, whatever the device: launch_memo_match
+ * compares the device only for the three default-stream arguments). */
+START_TEST(launch_counted_other_device_is_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 4; i++) launch_fill_on(STREAM_LEGACY_HANDLE, 0, 0, SENDBUF, (void *)0x3000);
+  launch_fill_on(STREAM_LEGACY_HANDLE, 0, 1, SENDBUF, (void *)0x3000); /* device 1's */
+  ck_assert_int_eq(stream_findings(), 0);
+  stream_ev(A2A_EV_STREAM_SYNC, STREAM_LEGACY_HANDLE, 0); /* device 0's: the host holds it */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* device 1's kernel unordered */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_nonnull(strstr(c->details, "legacy default stream (device 1)"));
+  /* Likewise cudaStreamPerThread (the thread's per-thread default stream
+   * of the device). */
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *const PT = (void *)0x2; /* cudaStreamPerThread */
+  for (int i = 0; i < 4; i++) launch_fill_on(PT, 0, 0, SENDBUF, (void *)0x3000);
+  launch_fill_on(PT, 0, 1, SENDBUF, (void *)0x3000);
+  stream_ev(A2A_EV_STREAM_SYNC, PT, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  /* A stream handle on another device is still the handle's timeline: a
+   * counted repeat, ordered like the others. */
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe100;
+  for (int i = 0; i < 4; i++) launch_fill_on(S_COMP, 0, 0, SENDBUF, (void *)0x3000);
+  launch_fill_on(S_COMP, 0, 1, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
+START_TEST(launch_counted_other_words_same_site_are_looked_up) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 4; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  for (int i = 0; i < 4; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000); /* counted again */
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* Runs of launches answered by the two memos in turn (repeats on a tracked
+ * buffer, filtered-out launches on an untracked one, as the MoE step's
+ * two halves): each run's first launch finds the other memo's answer wrong
+ * and takes both; the repeats keep counting on the tracked buffer, and a
+ * launch on the untracked buffer stays ruled out. The receive into the
+ * tracked buffer then finds the last run's kernels unordered, with the
+ * last kernel's callsite. */
+/* A kernel with no 8-byte parameter word can point into no range: the
+ * filter rules it out at once, and the filtered-out memo keeps it (its key
+ * has no word), also between counted repeats of another kernel, which
+ * keep their memo. */
+static char k_small;
+static void launch_args(void *s, const void *func, void **args, const void *site);
+
+START_TEST(launch_wordless_kernel_is_ruled_out) {
+  setup();
+  size_t off[] = {0}, sz[] = {4};
+  collector_add_kernel(&k_small, "small", 1, off, sz);
+  two_streams_warm(NONBLOCKING);
+  int n = 7;
+  void *args[] = {&n};
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < 3; i++) launch_args(S_COMP, &k_small, args, (void *)0x3100);
+    for (int i = 0; i < 3; i++) launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  launch_args(S_COMP, &k_small, args, (void *)0x3100);
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* the fills unordered */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+}
+END_TEST
+
+START_TEST(launch_memo_runs_alternate) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *const UNTRACKED = (void *)0xb0000000;
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < 3; i++) launch_fill(S_COMP, UNTRACKED, (void *)0x3100);
+    for (int i = 0; i < 3; i++) launch_fill(S_COMP, SENDBUF, (void *)(uintptr_t)(0x3000 + r));
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 2);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  const collected *c = collector_find("stream.unsynced-input");
+  ck_assert_ptr_nonnull(strstr(c->details, "0x3002"));
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
 /* ---- launch scan plans and candidate words (stream_hb.c: scan_plan,
  * launch_filter, on_launch_cands) ---- */
 
@@ -1202,6 +1360,26 @@ static void many_setup(void) {
   two_streams_warm(NONBLOCKING);
   recv_on(S_COMM, RECVBUF, NBYTES / 4);
 }
+
+/* The memo's words are all compared (key_words_match, entered at the
+ * plan's word count): a launch of an eight-word kernel repeating the
+ * counted ones but for one word, which points into the receive in flight,
+ * is looked up, whichever word it is. */
+START_TEST(launch_counted_every_word_is_compared) {
+  for (int k = 0; k < 8; k++) {
+    many_setup();
+    void *w[8];
+    w[0] = SENDBUF;
+    for (int i = 1; i < 8; i++) w[i] = near_miss(30 + i);
+    void *args[] = {w};
+    for (int i = 0; i < 4; i++) launch_args(S_COMP, &k_eight, args, (void *)0x3000);
+    ck_assert_int_eq(stream_findings(), 0);
+    w[k] = (char *)RECVBUF + 8 * k;
+    launch_args(S_COMP, &k_eight, args, (void *)0x3000);
+    ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  }
+}
+END_TEST
 
 START_TEST(launch_many_candidate_words) {
   many_setup();
@@ -1851,6 +2029,26 @@ static void two_stream_group(const void *send_site, size_t send_count) {
   recv_on(S_OTHER, RECVBUF, NBYTES / 4);
   group(A2A_EV_GROUP_END);
 }
+
+/* A grouped send or receive of no bytes, or of a NULL buffer, accesses
+ * nothing (hb_k_p2p's test before its inline merge, as pending_repeat's),
+ * also after entries of the group that it could merge with. */
+START_TEST(grouped_empty_p2p_adds_nothing) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  size_t before = stream_hb_range_count();
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, (void *)0x88000000, 16, (void *)0x4000);
+  recv_on(S_COMM, (void *)0x89000000, 16);
+  send_on(S_COMM, (void *)0x88000040, 0, (void *)0x4000); /* no bytes, adjacent */
+  send_on(S_COMM, NULL, 16, (void *)0x4000);              /* no buffer */
+  recv_on(S_COMM, NULL, 16);
+  group(A2A_EV_GROUP_END);
+  ck_assert_uint_eq(stream_hb_range_count(), before + 2);
+  launch_fill(S_COMP, (void *)0x20, (void *)0x3000); /* a word in [0, 64): no range */
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
 
 START_TEST(grouped_two_streams_repeat_keeps_findings) {
   three_streams_warm();
@@ -3355,9 +3553,16 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_coalesced_same_findings_as_locked);
   tcase_add_test(tc, launch_coalesced_other_callsite_is_applied);
   tcase_add_test(tc, launch_coalesced_other_thread_repeat_drains);
+  tcase_add_test(tc, launch_counted_other_stream_same_site_is_looked_up);
+  tcase_add_test(tc, launch_counted_other_stream_kind_is_looked_up);
+  tcase_add_test(tc, launch_counted_other_device_is_looked_up);
+  tcase_add_test(tc, launch_counted_other_words_same_site_are_looked_up);
+  tcase_add_test(tc, launch_memo_runs_alternate);
+  tcase_add_test(tc, launch_wordless_kernel_is_ruled_out);
   tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
   tcase_add_test(tc, launch_plan_covers_every_parameter_word);
   tcase_add_test(tc, launch_many_candidate_words);
+  tcase_add_test(tc, launch_counted_every_word_is_compared);
   tcase_add_test(tc, launch_plan_is_dropped_at_reinit);
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
@@ -3410,6 +3615,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
   tcase_add_test(tc, grouped_chunks_merge_into_matching_entries);
+  tcase_add_test(tc, grouped_empty_p2p_adds_nothing);
   tcase_add_test(tc, grouped_two_streams_repeat_keeps_findings);
   tcase_add_test(tc, grouped_streams_revisited_tick_once);
   tcase_add_test(tc, grouped_streams_join_exactly);
