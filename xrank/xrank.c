@@ -883,10 +883,8 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
    * group (0) and rank; peer and root (-1); kind, coll (-1), dtype,
    * redop (-1) and pad (0) - the same bytes as the field stores below. */
   if (kind == A2A_EV_P2P) {
-    uint64_t w[3] = {
-        ev->u.p2p.count,
-        (uint64_t)(uint32_t)rank << 32,
-        (uint64_t)(uint32_t)ev->u.p2p.peer | 0xffffffff00000000ull};
+    uint64_t count = ev->u.p2p.count, group_rank = (uint64_t)(uint32_t)rank << 32,
+             peer_root = (uint64_t)(uint32_t)ev->u.p2p.peer | 0xffffffff00000000ull;
     uint64_t tail = (uint64_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV) | 0xff0000ull |
                     (uint64_t)(uint8_t)ev->u.p2p.dtype << 24 | 0xff00000000ull;
     _Static_assert(offsetof(xr_op, count) == 16 && offsetof(xr_op, group) == 24 &&
@@ -895,7 +893,10 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
                        offsetof(xr_op, coll) == 42 && offsetof(xr_op, dtype) == 43 &&
                        offsetof(xr_op, redop) == 44 && offsetof(xr_op, pad) == 45,
                    "fill_op's packed stores follow xr_op's layout");
-    memcpy(&op->count, w, sizeof w);
+    /* Word by word (an array would be built on the stack, then copied). */
+    memcpy(&op->count, &count, 8);
+    memcpy(&op->group, &group_rank, 8);
+    memcpy(&op->peer, &peer_root, 8);
     memcpy(&op->kind, &tail, sizeof tail);
     return;
   }
@@ -1023,20 +1024,24 @@ __attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev
 
 /* A send or receive: op_body's grouped branch without a frame in its
  * common case - the same tests, in its order, where each has its common
- * outcome (a communicator the thread's registry memo answers, with a
- * cross-rank identity of its own; no pending registration; a cell free
- * at once) - writing what that branch writes: the posting flag, the
- * record, the group's stream set (before the record is published: it is
- * the thread's own state, read at its ncclGroupEnd). Anything else is
- * op_body's (a tail call), which then makes every test again: nothing
- * was written yet. */
+ * outcome (a communicator the thread's registry memo answers with its
+ * last answer - a2a_comm_lookup's fast path, without its call to the
+ * table - with a cross-rank identity of its own; no pending registration;
+ * a cell free at once) - writing what that branch writes: the posting
+ * flag, the record, the group's stream set (before the record is
+ * published: it is the thread's own state, read at its ncclGroupEnd).
+ * Anything else is op_body's (a tail call), which then makes every test
+ * again: nothing was written yet (a claimed cell is the last test). */
 __attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
   const a2a_comm *c;
   tslot *t;
   push_tok tok;
   xr_rec *r;
+  const void *h = ev->comm;
   if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST && ev->ok &&
-      (c = a2a_comm_lookup(ev->comm)) && c->id_hash &&
+      h && a2a_comm_last.handle == h &&
+      a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
+      (c = a2a_comm_last.rec) && c->id_hash &&
       !atomic_load_explicit(&g_npend, memory_order_relaxed) && (t = slot(ev->thread)) &&
       t->depth > 0 && (r = push_try(&tok))) {
     uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
