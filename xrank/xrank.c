@@ -1022,6 +1022,17 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
 __attribute__((noinline)) static void on_coll(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
 __attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
 
+/* on_p2p's writes, once its tests passed and it claimed tok's cell (a
+ * tail call with everything in registers: neither needs a frame). */
+__attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a_comm *c,
+                                                  tslot *t, push_tok tok) {
+  uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
+  t->posted = 1;
+  group_op(&tok.c->rec, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
+  group_stream(t, sid);
+  push_end(&tok);
+}
+
 /* A send or receive: op_body's grouped branch without a frame in its
  * common case - the same tests, in its order, where each has its common
  * outcome (a communicator the thread's registry memo answers with its
@@ -1036,19 +1047,14 @@ __attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
   const a2a_comm *c;
   tslot *t;
   push_tok tok;
-  xr_rec *r;
   const void *h = ev->comm;
   if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST && ev->ok &&
       h && a2a_comm_last.handle == h &&
       a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
       (c = a2a_comm_last.rec) && c->id_hash &&
       !atomic_load_explicit(&g_npend, memory_order_relaxed) && (t = slot(ev->thread)) &&
-      t->depth > 0 && (r = push_try(&tok))) {
-    uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
-    t->posted = 1;
-    group_op(r, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
-    group_stream(t, sid);
-    push_end(&tok);
+      t->depth > 0 && push_try(&tok)) {
+    p2p_grouped(ev, c, t, tok);
     return;
   }
   p2p_body(ev);
