@@ -391,6 +391,41 @@ START_TEST(device_mismatch_in_single_device_group) {
 }
 END_TEST
 
+/* A group's first mismatch, recorded by gm_op_pre's fast path (the
+ * communicator already held, the device list in place): its site, api and
+ * current device are the report's at the group's end, not a later
+ * mismatch's. */
+START_TEST(group_mismatch_recorded_on_the_fast_path) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
+  group(A2A_EV_GROUP_START, 1);
+  a2a_event a = p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A);
+  a.device = 1; /* its device: acquires comm, lists device 1 */
+  a.callsite = (const void *)0x7001;
+  ev_dispatch(&a, 0);
+  a2a_event b = p2p(comm, 0, DEV_RECV, 16, 0, STREAM_A);
+  b.device = 0; /* the first mismatch */
+  b.callsite = (const void *)0x7002;
+  ev_dispatch(&b, 0);
+  a2a_event d = p2p(comm, 1, DEV_SEND + 0x1000, 16, 0, STREAM_A);
+  d.device = 2; /* a later one */
+  d.callsite = (const void *)0x7003;
+  ev_dispatch(&d, 0);
+  /* A later one on another communicator of the device: not held yet. */
+  void *other = init_comm((void *)0x200, id_b, 2, 1, 1);
+  a2a_event e = p2p(other, 1, DEV_SEND + 0x2000, 16, 0, STREAM_A);
+  e.device = 3;
+  e.callsite = (const void *)0x7004;
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+  const collected *c = collector_find("group.device-mismatch");
+  ck_assert_ptr_eq(c->site, (const void *)0x7002);
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclRecv"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"current_device\":0"));
+}
+END_TEST
+
 START_TEST(multi_device_group_from_one_thread_is_fine) {
   /* NCCL's single-thread multi-GPU pattern: no cudaSetDevice in the loop. */
   void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
@@ -1300,6 +1335,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, nested_group_calls_count_the_depth_exactly);
   tcase_add_test(tc, fast_path_operations_keep_their_own_arguments);
   tcase_add_test(tc, fast_path_collective_of_another_root);
+  tcase_add_test(tc, group_mismatch_recorded_on_the_fast_path);
   tcase_add_test(tc, end_after_reinit_uses_the_new_record);
   tcase_add_test(tc, balanced_and_nested_groups_are_silent);
   tcase_add_test(tc, one_end_too_many);
