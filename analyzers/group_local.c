@@ -508,25 +508,25 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
 /* gl_op_pre_all without a frame in the open group's common case: the
  * thread's cached record and the registry memo's last answer (thread_of's
  * and a2a_comm_lookup's fast paths, neither with a side effect), a known
- * communicator, an open group with room in pend, and gm_op_pre_known -
- * which reads no state the operation's recording writes (pend, nops,
- * op_handle, op_comm), so it decides here, before them, as it does there,
- * after them. Then exactly what gl_op_pre_all writes on that path: the
- * operation in progress and the deferred operation. Anything else:
- * gl_op_pre_all, before anything was written. */
+ * communicator, an open group with room in pend. Then exactly what
+ * gl_op_pre_all does on that path, in its order: the operation in
+ * progress, the deferred operation, and gm_op_pre unless gm_op_pre_known
+ * (the group's first operation on a communicator: a tail call). Anything
+ * else: gl_op_pre_all, before anything was written. */
 __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
   gl_thread *t = thread_cached(ev->thread);
   const void *h = ev->comm;
   a2a_comm *c;
   unsigned n;
-  if (t && h &&
-      a2a_comm_last.handle == h &&
+  if (t && h && a2a_comm_last.handle == h &&
       a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
       (c = a2a_comm_last.rec) && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 &&
-      (n = t->npend) < GL_MAX_PEND && gm_op_pre_known(ev, t, c)) {
+      (n = t->npend) < GL_MAX_PEND) {
     t->op_handle = h;
     t->op_comm = c;
     defer_into(t, n, ev, c);
+    if (gm_op_pre_known(ev, t, c)) return;
+    gm_op_pre(ev, t, c);
     return;
   }
   gl_op_pre_all(ev);
