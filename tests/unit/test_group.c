@@ -99,15 +99,9 @@ static void memcpy_sync_at(const void *site, uintptr_t dst, uintptr_t src, size_
   ev_dispatch(&ev, 0);
 }
 
+/* At ev_make's call site. */
 static void memcpy_sync(uintptr_t dst, uintptr_t src, size_t bytes, int kind) {
-  a2a_event ev = ev_make(A2A_EV_MEMCPY);
-  ev.api = "cudaMemcpy";
-  ev.u.copy.dst = (void *)dst;
-  ev.u.copy.src = (const void *)src;
-  ev.u.copy.bytes = ev.u.copy.width = bytes;
-  ev.u.copy.height = 1;
-  ev.u.copy.cpykind = kind;
-  ev_dispatch(&ev, 0);
+  memcpy_sync_at(ev_make(A2A_EV_MEMCPY).callsite, dst, src, bytes, kind);
 }
 
 static void exit_event(void) {
@@ -1243,17 +1237,9 @@ START_TEST(nested_group_calls_count_the_depth_exactly) {
 }
 END_TEST
 
-/* Operations of an open group after the first on their communicator take
- * gl_op_pre's fast path; each is kept as its event's leading block and
- * turned into buffers and streams with its own api, site, stream and
- * arguments - a collective's root included - and counted. */
-START_TEST(fast_path_operations_keep_their_own_arguments) {
-  void *comm = init_comm((void *)0x100, id_a, 2, 1, 0);
-  group(A2A_EV_GROUP_START, 1);
-  post_p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A); /* the first: acquires comm */
-  a2a_event r = p2p(comm, 0, DEV_RECV, 8, 0, STREAM_B);
-  r.callsite = (const void *)0x4440;
-  ev_dispatch(&r, 0);
+/* A broadcast of 4 floats from 0x30000000 into 0x31000000 on STREAM_A,
+ * at site 0x5550. */
+static void post_broadcast(void *comm, int root) {
   a2a_event b = ev_make(A2A_EV_COLL);
   b.api = "ncclBroadcast";
   b.comm = comm;
@@ -1265,8 +1251,22 @@ START_TEST(fast_path_operations_keep_their_own_arguments) {
   b.u.coll.count = 4;
   b.u.coll.dtype = 7;
   b.u.coll.redop = -1;
-  b.u.coll.root = 1; /* this rank: its send buffer is read */
+  b.u.coll.root = root;
   ev_dispatch(&b, 0);
+}
+
+/* Operations of an open group after the first on their communicator take
+ * gl_op_pre's fast path; each is kept as its event's leading block and
+ * turned into buffers and streams with its own api, site, stream and
+ * arguments - a collective's root included - and counted. */
+START_TEST(fast_path_operations_keep_their_own_arguments) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A); /* the first: acquires comm */
+  a2a_event r = p2p(comm, 0, DEV_RECV, 8, 0, STREAM_B);
+  r.callsite = (const void *)0x4440;
+  ev_dispatch(&r, 0);
+  post_broadcast(comm, 1); /* this rank: its send buffer is read */
   /* Writing the broadcast's send buffer: only the root's counts. */
   memcpy_sync(0x30000000u + 4, 0x7000, 4, A2A_CPY_H2D);
   ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
@@ -1306,18 +1306,7 @@ START_TEST(fast_path_collective_of_another_root) {
   void *comm = init_comm((void *)0x100, id_a, 2, 1, 0);
   group(A2A_EV_GROUP_START, 1);
   post_p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A);
-  a2a_event b = ev_make(A2A_EV_COLL);
-  b.api = "ncclBroadcast";
-  b.comm = comm;
-  b.stream = STREAM_A;
-  b.u.coll.coll = A2A_COLL_BROADCAST;
-  b.u.coll.sendbuff = (const void *)0x30000000u;
-  b.u.coll.recvbuff = (void *)0x31000000u;
-  b.u.coll.count = 4;
-  b.u.coll.dtype = 7;
-  b.u.coll.redop = -1;
-  b.u.coll.root = 0;
-  ev_dispatch(&b, 0);
+  post_broadcast(comm, 0);
   memcpy_sync(0x30000000u, 0x7000, 4, A2A_CPY_H2D);
   ck_assert_uint_eq(collector_count("group.sync-in-group"), 0);
   memcpy_sync(0x31000000u, 0x7000, 4, A2A_CPY_H2D);
