@@ -482,11 +482,14 @@ __attribute__((noinline)) static void gl_op_post_all(const a2a_event *ev) {
  * looked up, so that this path needs no frame; anything else:
  * gl_op_post_all. */
 __attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
-  const gl_thread *t = thread_cached(ev->thread);
-  const a2a_comm *c;
-  if (t && t->op_handle == ev->comm && (c = t->op_comm) &&
-      atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 && gl_hot(t, c->serial))
-    return;
+  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
+  if (t_gl.gen == gen && t_gl.id == ev->thread) {
+    const gl_thread *t = t_gl.t;
+    const a2a_comm *c = t->op_comm;
+    if (t->op_handle == ev->comm && c && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 &&
+        gl_hot(t, c->serial))
+      return;
+  }
   gl_op_post_all(ev);
 }
 
@@ -505,27 +508,31 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
   gm_op_pre(ev, t, c);
 }
 
-/* gl_op_pre_all without a frame in the open group's common case: the
- * thread's cached record and the registry memo's last answer (thread_of's
- * and a2a_comm_lookup's fast paths, neither with a side effect), a known
- * communicator, an open group with room in pend. Then exactly what
- * gl_op_pre_all does on that path, in its order: the operation in
- * progress, the deferred operation, and gm_op_pre unless gm_op_pre_known
- * (the group's first operation on a communicator: a tail call). Anything
- * else: gl_op_pre_all, before anything was written. */
+/* gl_op_pre_all without a frame in its common cases: the thread's cached
+ * record and the registry memo's last answer (thread_of's and
+ * a2a_comm_lookup's fast paths, neither with a side effect) for a known
+ * communicator, and, inside a group, room in pend. Then exactly what
+ * gl_op_pre_all does, in its order: the operation in progress; inside a
+ * group the deferred operation, and gm_op_pre unless gm_op_pre_known (the
+ * group's first operation on a communicator); outside one gm_op_pre (a
+ * tail call). Anything else: gl_op_pre_all, before anything was written. */
 __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
   gl_thread *t = thread_cached(ev->thread);
   const void *h = ev->comm;
   a2a_comm *c;
+  int depth;
   unsigned n;
   if (t && h && a2a_comm_last.handle == h &&
       a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
-      (c = a2a_comm_last.rec) && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 &&
-      (n = t->npend) < GL_MAX_PEND) {
+      (c = a2a_comm_last.rec) &&
+      ((depth = atomic_load_explicit(&t->depth, memory_order_relaxed)) <= 0 ||
+       (n = t->npend) < GL_MAX_PEND)) {
     t->op_handle = h;
     t->op_comm = c;
-    defer_into(t, n, ev, c);
-    if (gm_op_pre_known(ev, t, c)) return;
+    if (depth > 0) {
+      defer_into(t, n, ev, c);
+      if (gm_op_pre_known(ev, t, c)) return;
+    }
     gm_op_pre(ev, t, c);
     return;
   }
@@ -542,35 +549,58 @@ static void gl_on_op(const a2a_event *ev) {
  * kind (gl_by_kind), each on the phases it acts in.
  *
  * A nested start or end (the thread's group stays open: NCCL only counts
- * its depth) is a depth counter here too: each handler below tests the
+ * its depth) is a depth counter here too: each handler below takes the
  * thread's cached record (thread_of's hit, which has no side effect) and
- * the depth, and counts, without a frame; every other case is the
- * reference function after it (a tail call), which begins again with
- * thread_of - nothing was written yet - and so decides exactly as it
- * always did. */
+ * its depth, and counts, without a frame; the outermost start or end goes
+ * to the same function (group_open, group_closing, group_closed) as the
+ * reference (the *_all function) would, with the record; without a cached
+ * record the reference decides, from thread_of - nothing was written yet. */
+
+/* The outermost ncclGroupStart's PRE on t (depth 0): the group opens. */
+__attribute__((noinline)) static void group_open(gl_thread *t, const a2a_event *ev) {
+  group_clear(t);
+  t->start_site = ev->callsite;
+  gm_group_begin(t);
+  atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
+  atomic_store_explicit(&t->depth, 1, memory_order_relaxed);
+}
+
 __attribute__((noinline)) static void group_start_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   if (!t || ev->phase != A2A_PRE) return;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (depth == 0) {
-    group_clear(t);
-    t->start_site = ev->callsite;
-    gm_group_begin(t);
-    atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
+    group_open(t, ev);
+    return;
   }
   atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
 }
 
-/* group_start_all for a nested start's PRE: depth + 1 (depth > 0). */
+/* group_start_all with the thread's cached record: a nested start counts
+ * (depth > 0), the outermost opens the group. */
 __attribute__((noinline)) static void gl_on_group_start(const a2a_event *ev) {
   gl_thread *t = thread_cached(ev->thread);
-  int depth;
-  if (t && ev->phase == A2A_PRE &&
-      (depth = atomic_load_explicit(&t->depth, memory_order_relaxed)) > 0) {
-    atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
-    return;
+  if (t && ev->phase == A2A_PRE) {
+    int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    if (depth > 0) {
+      atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
+      return;
+    }
+    if (depth == 0) {
+      group_open(t, ev);
+      return;
+    }
   }
   group_start_all(ev);
+}
+
+/* The outermost ncclGroupEnd's PRE on t (depth 1): the group closes. NCCL
+ * decrements the depth whatever the outcome. */
+__attribute__((noinline)) static void group_closing(gl_thread *t, const a2a_event *ev) {
+  atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
+  t->closing = true;
+  gm_group_end_pre(ev, t);
+  atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
 }
 
 __attribute__((noinline)) static void group_end_pre_all(const a2a_event *ev) {
@@ -581,40 +611,54 @@ __attribute__((noinline)) static void group_end_pre_all(const a2a_event *ev) {
     if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
     return;
   }
-  /* NCCL decrements the depth whatever the outcome. */
-  atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
   if (depth == 1) {
-    t->closing = true;
-    gm_group_end_pre(ev, t);
-    atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
+    group_closing(t, ev);
+    return;
   }
+  atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
 }
 
-/* group_end_pre_all for a nested end's PRE: depth - 1 (depth > 1). */
+/* group_end_pre_all with the thread's cached record: a nested end counts
+ * down (depth > 1), the outermost closes the group. */
 __attribute__((noinline)) static void gl_group_end_pre(const a2a_event *ev) {
   gl_thread *t = thread_cached(ev->thread);
-  int depth;
-  if (t && (depth = atomic_load_explicit(&t->depth, memory_order_relaxed)) > 1) {
-    atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
-    return;
+  if (t) {
+    int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    if (depth > 1) {
+      atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
+      return;
+    }
+    if (depth == 1) {
+      group_closing(t, ev);
+      return;
+    }
   }
   group_end_pre_all(ev);
 }
 
-__attribute__((noinline)) static void group_end_post_all(const a2a_event *ev) {
-  gl_thread *t = thread_of(ev->thread);
-  if (t && t->closing && atomic_load_explicit(&t->depth, memory_order_relaxed) == 0) {
-    gm_group_end_post(ev, t);
-    group_clear(t);
-  }
+/* The outermost ncclGroupEnd's POST on t: the group's end. */
+__attribute__((noinline)) static void group_closed(gl_thread *t, const a2a_event *ev) {
+  gm_group_end_post(ev, t);
+  group_clear(t);
 }
 
-/* group_end_post_all's nothing-to-do for a nested end's POST: only the
- * outermost end's PRE sets closing (the group's end clears it). */
+__attribute__((noinline)) static void group_end_post_all(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  if (t && t->closing && atomic_load_explicit(&t->depth, memory_order_relaxed) == 0)
+    group_closed(t, ev);
+}
+
+/* group_end_post_all with the thread's cached record: only the outermost
+ * end's PRE sets closing (the group's end clears it), so a nested end's
+ * POST has nothing to do. */
 __attribute__((noinline)) static void gl_group_end_post(const a2a_event *ev) {
-  const gl_thread *t = thread_cached(ev->thread);
-  if (t && !t->closing) return;
-  group_end_post_all(ev);
+  gl_thread *t = thread_cached(ev->thread);
+  if (!t) {
+    group_end_post_all(ev);
+    return;
+  }
+  if (t->closing && atomic_load_explicit(&t->depth, memory_order_relaxed) == 0)
+    group_closed(t, ev);
 }
 
 static void gl_on_group_end(const a2a_event *ev) {
