@@ -1081,7 +1081,18 @@ __attribute__((noinline)) static void close_untracked(tslot *t, uint32_t thread)
 
 /* ncclGroupEnd (POST): the outermost closes the group's units, one per
  * stream. */
-__attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev);
+__attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev, int from);
+
+/* A nested end only counts down. The outermost's common case is closed
+ * by group_end_units, without group_close's frame: a launching end whose every stream's unit joins
+ * the thread's run on it (run_join: close_unit's first outcome) and gets
+ * a cell at once (push_try) - close_unit's UNIT_END record, stream by
+ * stream in the group's order. At the first stream that does not,
+ * group_close closes that one and the rest (nothing of them was written).
+ * The first record's request for the background thread (push_end) is
+ * made once, after this loop's records: nothing reads the queue before
+ * the thread runs, so what it finds there is the same. */
+__attribute__((noinline)) static void group_end_units(tslot *t, const a2a_event *ev);
 
 __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
   tslot *t;
@@ -1089,17 +1100,44 @@ __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
       !(t = slot(ev->thread)) || t->depth == 0)
     return;
   if (--t->depth != 0) return;
-  group_close(t, ev);
+  group_end_units(t, ev);
 }
 
-/* The outermost ncclGroupEnd's closes (out of on_group_end: a nested end
- * only counts down, without the frame the closes need). */
-static void group_close(tslot *t, const a2a_event *ev) {
+static void group_end_units(tslot *t, const a2a_event *ev) {
+  if (ev->u.group.simulate || !ev->ok) {
+    group_close(t, ev, 0);
+    return;
+  }
+  int n = t->nstreams;
+  for (int i = 0; i < n; i++) {
+    const struct dfr *d = run_join(t, t->streams[i], ev->device);
+    push_tok tok;
+    if (!d || !push_try(&tok)) {
+      if (i && !atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
+      group_close(t, ev, i);
+      return;
+    }
+    xr_rec *r = &tok.c->rec;
+    rec_head(r, XR_REC_UNIT_END, (int16_t)(ev->device < 0 ? 0 : ev->device), ev->thread);
+    r->stream = t->streams[i];
+    r->event = NULL;
+    r->u.unit.run = d->run;
+    r->u.unit.gen = d->gen;
+    r->u.unit.deferred = 1;
+    atomic_store_explicit(&tok.c->seq, tok.pos + 1, memory_order_release);
+  }
+  t->nstreams = 0;
+  if (n && !atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
+}
+
+/* The outermost ncclGroupEnd's closes from the group's stream `from` on
+ * (out of on_group_end: its common case needs no frame). */
+static void group_close(tslot *t, const a2a_event *ev, int from) {
   /* ncclGroupSimulateEnd ends the group but launches nothing: its units
    * are closed untracked (documented limit: their fingerprints were
    * already counted, so the peers' matching may shift). */
   if (!ev->u.group.simulate && ev->ok) {
-    for (int i = 0; i < t->nstreams; i++)
+    for (int i = from; i < t->nstreams; i++)
       close_unit(t, ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
   } else {
     close_untracked(t, ev->thread);

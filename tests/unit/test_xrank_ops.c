@@ -299,6 +299,17 @@ START_TEST(a_destroy_on_another_thread_ends_the_run) {
   ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
   ck_assert_int_eq(rec[3].u.unit.deferred, 1);
   ck_assert_uint_ne(rec[3].u.unit.run, run);
+  ck_assert_uint_ne(rec[3].u.unit.gen, 0); /* the new run began after a destroy */
+
+  /* Back to back on the new run: its close carries the run and its
+   * generation, as the close that began it did (group_end_units). */
+  xr_rec first = rec[3];
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[2].u.unit.run, first.u.unit.run);
+  ck_assert_uint_eq(rec[2].u.unit.gen, first.u.unit.gen);
+  ck_assert_int_eq(rec[2].u.unit.deferred, 1);
 }
 END_TEST
 
