@@ -1100,7 +1100,10 @@ __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
       !(t = slot(ev->thread)) || t->depth == 0)
     return;
   if (--t->depth != 0) return;
-  group_end_units(t, ev);
+  /* No marker run open (the thread's other calls since closed them: a
+   * training step's launches between its groups): no unit joins one. */
+  if (t->ndfr) group_end_units(t, ev);
+  else group_close(t, ev, 0);
 }
 
 static void group_end_units(tslot *t, const a2a_event *ev) {
