@@ -76,6 +76,13 @@ static inline gl_thread *thread_of(uint32_t id) {
 
 gl_thread *gl_thread_get(uint32_t id) { return thread_of(id); }
 
+/* The thread's record when its cache holds it (thread_of's fast path),
+ * else NULL (thread_of's slow path would decide). */
+static inline gl_thread *thread_cached(uint32_t id) {
+  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
+  return t_gl.gen == gen && t_gl.id == id ? t_gl.t : NULL;
+}
+
 static gl_thread *thread_claim(uint32_t id) {
   gl_thread *t = a2a_tslots_get(&g_threads, id);
   if (t) return t;
@@ -125,40 +132,27 @@ static gl_stream *stream_find(gl_thread *t, uintptr_t key) {
 
 /* One recorded operation into bufs and streams. */
 static void record_op(gl_thread *t, const gl_pend *p) {
-  if (!stream_find(t, p->stream) && t->nstreams < GL_MAX_STREAMS) {
+  const a2a_event *ev = &p->ev; /* its first GL_PEND_BYTES bytes */
+  uintptr_t key = gl_stream_key(ev->stream, ev->per_thread);
+  if (!stream_find(t, key) && t->nstreams < GL_MAX_STREAMS) {
     gl_stream *s = &t->streams[t->nstreams++];
-    s->key = p->stream;
-    s->device = p->c ? p->c->device : p->device;
-    s->site = p->site;
-    s->api = p->api;
+    s->key = key;
+    s->device = p->c ? p->c->device : ev->device;
+    s->site = ev->callsite;
+    s->api = ev->api;
     s->comm = p->c;
   }
-  /* The event's fields that lr_op_ranges reads. */
-  a2a_event ev = {.kind = p->kind};
-  if (p->kind == A2A_EV_P2P) {
-    ev.u.p2p.is_send = p->what;
-    ev.u.p2p.buff = (void *)p->b0;
-    ev.u.p2p.count = p->count;
-    ev.u.p2p.dtype = p->dtype;
-  } else {
-    ev.u.coll.coll = (a2a_coll)p->what;
-    ev.u.coll.sendbuff = p->b0;
-    ev.u.coll.recvbuff = p->b1;
-    ev.u.coll.count = p->count;
-    ev.u.coll.dtype = p->dtype;
-    ev.u.coll.root = p->root;
-  }
   lr_op op;
-  if (!lr_op_ranges(&ev, p->c, &op)) return;
+  if (!lr_op_ranges(ev, p->c, &op)) return;
   for (int i = 0; i < op.n; i++) {
     if (op.r[i].lo >= op.r[i].hi) continue; /* zero bytes: nothing to touch */
     if (t->nbufs >= GL_MAX_BUFS) return;
     gl_buf *b = &t->bufs[t->nbufs++];
     b->lo = op.r[i].lo;
     b->hi = op.r[i].hi;
-    b->stream = p->stream;
-    b->api = p->api;
-    b->site = p->site;
+    b->stream = key;
+    b->api = ev->api;
+    b->site = ev->callsite;
     b->is_recv = op.r[i].is_recv;
   }
 }
@@ -170,30 +164,23 @@ __attribute__((noinline)) static void flush_pending(gl_thread *t) {
 }
 
 /* An operation posted in the open group: counted, and its inputs kept for
- * record_op (flush_pending). */
-static inline void defer_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
+ * record_op (flush_pending): its event's leading block, as it is - one
+ * copy, whatever the kind. */
+static inline void defer_into(gl_thread *t, unsigned i, const a2a_event *ev, const a2a_comm *c) {
   t->nops++;
-  if (t->npend == GL_MAX_PEND) flush_pending(t);
-  gl_pend *p = &t->pend[t->npend++];
+  t->npend = i + 1;
+  gl_pend *p = &t->pend[i];
   p->c = c;
-  p->stream = gl_stream_key(ev->stream, ev->per_thread);
-  p->api = ev->api;
-  p->site = ev->callsite;
-  p->kind = ev->kind;
-  p->device = ev->device;
-  if (ev->kind == A2A_EV_P2P) {
-    p->what = ev->u.p2p.is_send;
-    p->b0 = ev->u.p2p.buff;
-    p->count = ev->u.p2p.count;
-    p->dtype = ev->u.p2p.dtype;
-  } else {
-    p->what = (int)ev->u.coll.coll;
-    p->b0 = ev->u.coll.sendbuff;
-    p->b1 = ev->u.coll.recvbuff;
-    p->count = ev->u.coll.count;
-    p->dtype = ev->u.coll.dtype;
-    p->root = ev->u.coll.root;
-  }
+  /* In 16-byte pieces, each a load and a store (a block move is slower). */
+  _Static_assert(GL_PEND_BYTES % 16 == 0, "gl_pend's block is whole pieces");
+#pragma GCC unroll 8
+  for (size_t k = 0; k < GL_PEND_BYTES; k += 16)
+    memcpy((char *)&p->ev + k, (const char *)ev + k, 16);
+}
+
+static inline void defer_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
+  if (t->npend == GL_MAX_PEND) flush_pending(t);
+  defer_into(t, t->npend, ev, c);
 }
 
 static void record_event(gl_thread *t, const a2a_event *ev) {
@@ -506,7 +493,8 @@ __attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
   gl_op_post_all(ev);
 }
 
-__attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
+/* An operation's PRE, the reference. */
+__attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   a2a_comm *c = a2a_comm_lookup(ev->comm);
   if (t) {
@@ -520,6 +508,37 @@ __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
   gm_op_pre(ev, t, c);
 }
 
+/* gl_op_pre_all without a frame in its common cases: the thread's cached
+ * record and the registry memo's last answer (thread_of's and
+ * a2a_comm_lookup's fast paths, neither with a side effect) for a known
+ * communicator, and, inside a group, room in pend. Then exactly what
+ * gl_op_pre_all does, in its order: the operation in progress; inside a
+ * group the deferred operation, and gm_op_pre unless gm_op_pre_known (the
+ * group's first operation on a communicator); outside one gm_op_pre (a
+ * tail call). Anything else: gl_op_pre_all, before anything was written. */
+__attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
+  gl_thread *t = thread_cached(ev->thread);
+  const void *h = ev->comm;
+  a2a_comm *c;
+  int depth;
+  unsigned n;
+  if (t && h && a2a_comm_last.handle == h &&
+      a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
+      (c = a2a_comm_last.rec) &&
+      ((depth = atomic_load_explicit(&t->depth, memory_order_relaxed)) <= 0 ||
+       (n = t->npend) < GL_MAX_PEND)) {
+    t->op_handle = h;
+    t->op_comm = c;
+    if (depth > 0) {
+      defer_into(t, n, ev, c);
+      if (gm_op_pre_known(ev, t, c)) return;
+    }
+    gm_op_pre(ev, t, c);
+    return;
+  }
+  gl_op_pre_all(ev);
+}
+
 static void gl_on_op(const a2a_event *ev) {
   if (ev->phase == A2A_POST) gl_op_post(ev);
   else gl_op_pre(ev);
@@ -527,21 +546,64 @@ static void gl_on_op(const a2a_event *ev) {
 
 /* ncclGroupStart / ncclGroupEnd (ncclGroupSimulateEnd too): the group
  * tracking. (group_misuse's checks judge neither call.) One function per
- * kind (gl_by_kind), each on the phases it acts in. */
-__attribute__((noinline)) static void gl_on_group_start(const a2a_event *ev) {
+ * kind (gl_by_kind), each on the phases it acts in.
+ *
+ * A nested start or end (the thread's group stays open: NCCL only counts
+ * its depth) is a depth counter here too: each handler below takes the
+ * thread's cached record (thread_of's hit, which has no side effect) and
+ * its depth, and counts, without a frame; the outermost start or end goes
+ * to the same function (group_open, group_closing, group_closed) as the
+ * reference (the *_all function) would, with the record; without a cached
+ * record the reference decides, from thread_of - nothing was written yet. */
+
+/* The outermost ncclGroupStart's PRE on t (depth 0): the group opens. */
+__attribute__((noinline)) static void group_open(gl_thread *t, const a2a_event *ev) {
+  group_clear(t);
+  t->start_site = ev->callsite;
+  gm_group_begin(t);
+  atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
+  atomic_store_explicit(&t->depth, 1, memory_order_relaxed);
+}
+
+__attribute__((noinline)) static void group_start_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   if (!t || ev->phase != A2A_PRE) return;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (depth == 0) {
-    group_clear(t);
-    t->start_site = ev->callsite;
-    gm_group_begin(t);
-    atomic_fetch_add_explicit(&g_groups_open, 1, memory_order_relaxed);
+    group_open(t, ev);
+    return;
   }
   atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
 }
 
-__attribute__((noinline)) static void gl_group_end_pre(const a2a_event *ev) {
+/* group_start_all with the thread's cached record: a nested start counts
+ * (depth > 0), the outermost opens the group. */
+__attribute__((noinline)) static void gl_on_group_start(const a2a_event *ev) {
+  gl_thread *t = thread_cached(ev->thread);
+  if (t && ev->phase == A2A_PRE) {
+    int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    if (depth > 0) {
+      atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
+      return;
+    }
+    if (depth == 0) {
+      group_open(t, ev);
+      return;
+    }
+  }
+  group_start_all(ev);
+}
+
+/* The outermost ncclGroupEnd's PRE on t (depth 1): the group closes. NCCL
+ * decrements the depth whatever the outcome. */
+__attribute__((noinline)) static void group_closing(gl_thread *t, const a2a_event *ev) {
+  atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
+  t->closing = true;
+  gm_group_end_pre(ev, t);
+  atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
+}
+
+__attribute__((noinline)) static void group_end_pre_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   if (!t) return;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
@@ -549,21 +611,54 @@ __attribute__((noinline)) static void gl_group_end_pre(const a2a_event *ev) {
     if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
     return;
   }
-  /* NCCL decrements the depth whatever the outcome. */
-  atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
   if (depth == 1) {
-    t->closing = true;
-    gm_group_end_pre(ev, t);
-    atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
+    group_closing(t, ev);
+    return;
   }
+  atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
 }
 
-__attribute__((noinline)) static void gl_group_end_post(const a2a_event *ev) {
-  gl_thread *t = thread_of(ev->thread);
-  if (t && t->closing && atomic_load_explicit(&t->depth, memory_order_relaxed) == 0) {
-    gm_group_end_post(ev, t);
-    group_clear(t);
+/* group_end_pre_all with the thread's cached record: a nested end counts
+ * down (depth > 1), the outermost closes the group. */
+__attribute__((noinline)) static void gl_group_end_pre(const a2a_event *ev) {
+  gl_thread *t = thread_cached(ev->thread);
+  if (t) {
+    int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    if (depth > 1) {
+      atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
+      return;
+    }
+    if (depth == 1) {
+      group_closing(t, ev);
+      return;
+    }
   }
+  group_end_pre_all(ev);
+}
+
+/* The outermost ncclGroupEnd's POST on t: the group's end. */
+__attribute__((noinline)) static void group_closed(gl_thread *t, const a2a_event *ev) {
+  gm_group_end_post(ev, t);
+  group_clear(t);
+}
+
+__attribute__((noinline)) static void group_end_post_all(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  if (t && t->closing && atomic_load_explicit(&t->depth, memory_order_relaxed) == 0)
+    group_closed(t, ev);
+}
+
+/* group_end_post_all with the thread's cached record: only the outermost
+ * end's PRE sets closing (the group's end clears it), so a nested end's
+ * POST has nothing to do. */
+__attribute__((noinline)) static void gl_group_end_post(const a2a_event *ev) {
+  gl_thread *t = thread_cached(ev->thread);
+  if (!t) {
+    group_end_post_all(ev);
+    return;
+  }
+  if (t->closing && atomic_load_explicit(&t->depth, memory_order_relaxed) == 0)
+    group_closed(t, ev);
 }
 
 static void gl_on_group_end(const a2a_event *ev) {

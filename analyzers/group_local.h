@@ -25,6 +25,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "a2a_core.h"
@@ -62,22 +63,27 @@ typedef struct gl_event {
 } gl_event;
 
 /* An operation posted in the open group whose buffers and stream are not
- * yet in bufs/streams (gl_thread.pend): the inputs record_op reads, copied
- * from its event (the communicator record is immutable once published). */
+ * yet in bufs/streams (gl_thread.pend): its communicator's record (which
+ * is immutable once published) and the first GL_PEND_BYTES bytes of its
+ * event, copied verbatim in one block - kind, api, device, callsite,
+ * stream, per_thread and the operation's arguments (u.p2p or u.coll, as
+ * kind says), which are every field record_op reads, directly or through
+ * lr_op_ranges (kind and u only). The event's later bytes are not written
+ * (they hold an older operation's, or zeros) and nothing reads them. */
 #define GL_MAX_PEND 64
+#define GL_PEND_BYTES (offsetof(a2a_event, u) + sizeof(((a2a_event *)0)->u.coll))
 typedef struct gl_pend {
   const a2a_comm *c;
-  uintptr_t stream;         /* gl_stream_key() */
-  const char *api;
-  const void *site;
-  const void *b0;           /* P2P: buff; COLL: sendbuff */
-  void *b1;                 /* COLL: recvbuff */
-  size_t count;
-  a2a_kind kind;            /* A2A_EV_P2P or A2A_EV_COLL */
-  int what;                 /* P2P: is_send; COLL: the collective */
-  int dtype, root;          /* root: COLL only */
-  int device;               /* ev->device */
+  a2a_event ev;             /* its first GL_PEND_BYTES bytes only */
 } gl_pend;
+_Static_assert(sizeof(((a2a_event *)0)->u.p2p) <= sizeof(((a2a_event *)0)->u.coll) &&
+                   offsetof(a2a_event, kind) < offsetof(a2a_event, u) &&
+                   offsetof(a2a_event, api) < offsetof(a2a_event, u) &&
+                   offsetof(a2a_event, device) < offsetof(a2a_event, u) &&
+                   offsetof(a2a_event, callsite) < offsetof(a2a_event, u) &&
+                   offsetof(a2a_event, stream) < offsetof(a2a_event, u) &&
+                   offsetof(a2a_event, per_thread) < offsetof(a2a_event, u),
+               "gl_pend's block holds every field record_op reads");
 
 typedef struct gl_thread {
   uint32_t id;              /* ev->thread */

@@ -134,13 +134,10 @@ static void report_mismatch(const a2a_event *ev, const void *site, const char *a
   report(A2A_CK_GROUP_DEVICE_MISMATCH, ev, site, c, msg, js);
 }
 
-static void check_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
-  if (!c || c->device < 0 || ev->device < 0) return;
-  int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
-  if (depth == 0) {
-    if (ev->device != c->device) report_mismatch(ev, ev->callsite, ev->api, c, ev->device);
-    return;
-  }
+/* Inside a group (both devices known): c's device joins the group's list,
+ * and the group's first mismatch is recorded (judged at its end). Shared
+ * by check_device and gm_op_pre's fast path. */
+static inline void record_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
   bool seen = false;
   for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == c->device;
   if (!seen && t->ncomm_devs < GL_MAX_DEVS) t->comm_devs[t->ncomm_devs++] = c->device;
@@ -151,6 +148,16 @@ static void check_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
     t->mismatch_comm = c;
     t->mismatch_cur_dev = ev->device;
   }
+}
+
+static void check_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
+  if (!c || c->device < 0 || ev->device < 0) return;
+  int depth = t ? atomic_load_explicit(&t->depth, memory_order_relaxed) : 0;
+  if (depth == 0) {
+    if (ev->device != c->device) report_mismatch(ev, ev->callsite, ev->api, c, ev->device);
+    return;
+  }
+  record_device(ev, t, c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -508,12 +515,14 @@ _Static_assert(A2A_CK_GROUP_USE_AFTER_DESTROY >> 6 == A2A_CK_GROUP_DEVICE_MISMAT
 
 /* An operation's PRE: op_pre_all without a call or a frame in the common
  * case - a tracked thread, an active communicator with a serial in range,
- * no async error on it, the current device its device (or unknown) - where
- * use-after-destroy, async-error and an outside-group device-mismatch have
- * nothing to say (each returns on the same tests), the group's device list
- * and concurrent-use's ownership are updated as op_pre_all's check_device
- * and concurrent_pre do, and only a concurrent use reports (last, as
- * there). Anything else: op_pre_all, before any state is touched. */
+ * no async error on it, and outside a group the current device its device
+ * (or unknown) - where use-after-destroy, async-error and an outside-group
+ * device-mismatch have nothing to say (each returns on the same tests),
+ * the group's device list and its first mismatch (nccl-tests -g N drives
+ * N devices' communicators from one thread: a mismatch in every group) and
+ * concurrent-use's ownership are updated as op_pre_all's check_device and
+ * concurrent_pre do, and only a concurrent use reports (last, as there).
+ * Anything else: op_pre_all, before any state is touched. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   uint64_t w = atomic_load_explicit(&a2a_checks_enabled_w[A2A_CK_GROUP_DEVICE_MISMATCH >> 6],
                                     memory_order_relaxed);
@@ -528,13 +537,10 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
   bool dm = w & GM_BIT(A2A_CK_GROUP_DEVICE_MISMATCH);
   if (dm && c->device >= 0 && ev->device >= 0) {
-    /* A mismatch: reported outside a group, recorded once inside one. After
-     * the group's first, check_device only lists the device, as below. */
-    if (ev->device != c->device && !(depth > 0 && t->mismatch)) goto all;
-    if (depth > 0) { /* check_device's list of the group's devices */
-      bool seen = false;
-      for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == c->device;
-      if (!seen && t->ncomm_devs < GL_MAX_DEVS) t->comm_devs[t->ncomm_devs++] = c->device;
+    if (depth > 0) { /* check_device inside a group */
+      record_device(ev, t, c);
+    } else if (ev->device != c->device) {
+      goto all; /* a mismatch outside a group: reported */
     }
   }
   if (w & GM_BIT(A2A_CK_GROUP_CONCURRENT_USE)) { /* concurrent_pre */

@@ -883,10 +883,8 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
    * group (0) and rank; peer and root (-1); kind, coll (-1), dtype,
    * redop (-1) and pad (0) - the same bytes as the field stores below. */
   if (kind == A2A_EV_P2P) {
-    uint64_t w[3] = {
-        ev->u.p2p.count,
-        (uint64_t)(uint32_t)rank << 32,
-        (uint64_t)(uint32_t)ev->u.p2p.peer | 0xffffffff00000000ull};
+    uint64_t count = ev->u.p2p.count, group_rank = (uint64_t)(uint32_t)rank << 32,
+             peer_root = (uint64_t)(uint32_t)ev->u.p2p.peer | 0xffffffff00000000ull;
     uint64_t tail = (uint64_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV) | 0xff0000ull |
                     (uint64_t)(uint8_t)ev->u.p2p.dtype << 24 | 0xff00000000ull;
     _Static_assert(offsetof(xr_op, count) == 16 && offsetof(xr_op, group) == 24 &&
@@ -895,7 +893,10 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
                        offsetof(xr_op, coll) == 42 && offsetof(xr_op, dtype) == 43 &&
                        offsetof(xr_op, redop) == 44 && offsetof(xr_op, pad) == 45,
                    "fill_op's packed stores follow xr_op's layout");
-    memcpy(&op->count, w, sizeof w);
+    /* Word by word (an array would be built on the stack, then copied). */
+    memcpy(&op->count, &count, 8);
+    memcpy(&op->group, &group_rank, 8);
+    memcpy(&op->peer, &peer_root, 8);
     memcpy(&op->kind, &tail, sizeof tail);
     return;
   }
@@ -1021,29 +1022,39 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
 __attribute__((noinline)) static void on_coll(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
 __attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
 
+/* on_p2p's writes, once its tests passed and it claimed tok's cell (a
+ * tail call with everything in registers: neither needs a frame). */
+__attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a_comm *c,
+                                                  tslot *t, push_tok tok) {
+  uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
+  t->posted = 1;
+  group_op(&tok.c->rec, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
+  group_stream(t, sid);
+  push_end(&tok);
+}
+
 /* A send or receive: op_body's grouped branch without a frame in its
  * common case - the same tests, in its order, where each has its common
- * outcome (a communicator the thread's registry memo answers, with a
- * cross-rank identity of its own; no pending registration; a cell free
- * at once) - writing what that branch writes: the posting flag, the
- * record, the group's stream set (before the record is published: it is
- * the thread's own state, read at its ncclGroupEnd). Anything else is
- * op_body's (a tail call), which then makes every test again: nothing
- * was written yet. */
+ * outcome (a communicator the thread's registry memo answers with its
+ * last answer - a2a_comm_lookup's fast path, without its call to the
+ * table - with a cross-rank identity of its own; no pending registration;
+ * a cell free at once) - writing what that branch writes: the posting
+ * flag, the record, the group's stream set (before the record is
+ * published: it is the thread's own state, read at its ncclGroupEnd).
+ * Anything else is op_body's (a tail call), which then makes every test
+ * again: nothing was written yet (a claimed cell is the last test). */
 __attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
   const a2a_comm *c;
   tslot *t;
   push_tok tok;
-  xr_rec *r;
+  const void *h = ev->comm;
   if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST && ev->ok &&
-      (c = a2a_comm_lookup(ev->comm)) && c->id_hash &&
+      h && a2a_comm_last.handle == h &&
+      a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
+      (c = a2a_comm_last.rec) && c->id_hash &&
       !atomic_load_explicit(&g_npend, memory_order_relaxed) && (t = slot(ev->thread)) &&
-      t->depth > 0 && (r = push_try(&tok))) {
-    uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
-    t->posted = 1;
-    group_op(r, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
-    group_stream(t, sid);
-    push_end(&tok);
+      t->depth > 0 && push_try(&tok)) {
+    p2p_grouped(ev, c, t, tok);
     return;
   }
   p2p_body(ev);
@@ -1070,7 +1081,18 @@ __attribute__((noinline)) static void close_untracked(tslot *t, uint32_t thread)
 
 /* ncclGroupEnd (POST): the outermost closes the group's units, one per
  * stream. */
-__attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev);
+__attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev, int from);
+
+/* A nested end only counts down. The outermost's common case is closed
+ * by group_end_units, without group_close's frame: a launching end whose every stream's unit joins
+ * the thread's run on it (run_join: close_unit's first outcome) and gets
+ * a cell at once (push_try) - close_unit's UNIT_END record, stream by
+ * stream in the group's order. At the first stream that does not,
+ * group_close closes that one and the rest (nothing of them was written).
+ * The first record's request for the background thread (push_end) is
+ * made once, after this loop's records: nothing reads the queue before
+ * the thread runs, so what it finds there is the same. */
+__attribute__((noinline)) static void group_end_units(tslot *t, const a2a_event *ev);
 
 __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
   tslot *t;
@@ -1078,17 +1100,47 @@ __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
       !(t = slot(ev->thread)) || t->depth == 0)
     return;
   if (--t->depth != 0) return;
-  group_close(t, ev);
+  /* No marker run open (the thread's other calls since closed them: a
+   * training step's launches between its groups): no unit joins one. */
+  if (t->ndfr) group_end_units(t, ev);
+  else group_close(t, ev, 0);
 }
 
-/* The outermost ncclGroupEnd's closes (out of on_group_end: a nested end
- * only counts down, without the frame the closes need). */
-static void group_close(tslot *t, const a2a_event *ev) {
+static void group_end_units(tslot *t, const a2a_event *ev) {
+  if (ev->u.group.simulate || !ev->ok) {
+    group_close(t, ev, 0);
+    return;
+  }
+  int n = t->nstreams;
+  for (int i = 0; i < n; i++) {
+    const struct dfr *d = run_join(t, t->streams[i], ev->device);
+    push_tok tok;
+    if (!d || !push_try(&tok)) {
+      if (i && !atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
+      group_close(t, ev, i);
+      return;
+    }
+    xr_rec *r = &tok.c->rec;
+    rec_head(r, XR_REC_UNIT_END, (int16_t)(ev->device < 0 ? 0 : ev->device), ev->thread);
+    r->stream = t->streams[i];
+    r->event = NULL;
+    r->u.unit.run = d->run;
+    r->u.unit.gen = d->gen;
+    r->u.unit.deferred = 1;
+    atomic_store_explicit(&tok.c->seq, tok.pos + 1, memory_order_release);
+  }
+  t->nstreams = 0;
+  if (n && !atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
+}
+
+/* The outermost ncclGroupEnd's closes from the group's stream `from` on
+ * (out of on_group_end: its common case needs no frame). */
+static void group_close(tslot *t, const a2a_event *ev, int from) {
   /* ncclGroupSimulateEnd ends the group but launches nothing: its units
    * are closed untracked (documented limit: their fingerprints were
    * already counted, so the peers' matching may shift). */
   if (!ev->u.group.simulate && ev->ok) {
-    for (int i = 0; i < t->nstreams; i++)
+    for (int i = from; i < t->nstreams; i++)
       close_unit(t, ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
   } else {
     close_untracked(t, ev->thread);

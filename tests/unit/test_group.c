@@ -86,8 +86,10 @@ static void event_op(a2a_kind k, const char *api, void *event, void *stream, int
   ev_dispatch(&ev, result);
 }
 
-static void memcpy_sync(uintptr_t dst, uintptr_t src, size_t bytes, int kind) {
+static void memcpy_sync_at(const void *site, uintptr_t dst, uintptr_t src, size_t bytes,
+                           int kind) {
   a2a_event ev = ev_make(A2A_EV_MEMCPY);
+  ev.callsite = site;
   ev.api = "cudaMemcpy";
   ev.u.copy.dst = (void *)dst;
   ev.u.copy.src = (const void *)src;
@@ -95,6 +97,11 @@ static void memcpy_sync(uintptr_t dst, uintptr_t src, size_t bytes, int kind) {
   ev.u.copy.height = 1;
   ev.u.copy.cpykind = kind;
   ev_dispatch(&ev, 0);
+}
+
+/* At ev_make's call site. */
+static void memcpy_sync(uintptr_t dst, uintptr_t src, size_t bytes, int kind) {
+  memcpy_sync_at(ev_make(A2A_EV_MEMCPY).callsite, dst, src, bytes, kind);
 }
 
 static void exit_event(void) {
@@ -375,6 +382,41 @@ START_TEST(device_mismatch_in_single_device_group) {
   ck_assert_uint_eq(collector_count_prefix("group."), 0);      /* decided at the end */
   group(A2A_EV_GROUP_END, 1);
   ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+}
+END_TEST
+
+/* A group's first mismatch, recorded by gm_op_pre's fast path (the
+ * communicator already held, the device list in place): its site, api and
+ * current device are the report's at the group's end, not a later
+ * mismatch's. */
+START_TEST(group_mismatch_recorded_on_the_fast_path) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
+  group(A2A_EV_GROUP_START, 1);
+  a2a_event a = p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A);
+  a.device = 1; /* its device: acquires comm, lists device 1 */
+  a.callsite = (const void *)0x7001;
+  ev_dispatch(&a, 0);
+  a2a_event b = p2p(comm, 0, DEV_RECV, 16, 0, STREAM_A);
+  b.device = 0; /* the first mismatch */
+  b.callsite = (const void *)0x7002;
+  ev_dispatch(&b, 0);
+  a2a_event d = p2p(comm, 1, DEV_SEND + 0x1000, 16, 0, STREAM_A);
+  d.device = 2; /* a later one */
+  d.callsite = (const void *)0x7003;
+  ev_dispatch(&d, 0);
+  /* A later one on another communicator of the device: not held yet. */
+  void *other = init_comm((void *)0x200, id_b, 2, 1, 1);
+  a2a_event e = p2p(other, 1, DEV_SEND + 0x2000, 16, 0, STREAM_A);
+  e.device = 3;
+  e.callsite = (const void *)0x7004;
+  ev_dispatch(&e, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+  const collected *c = collector_find("group.device-mismatch");
+  ck_assert_ptr_eq(c->site, (const void *)0x7002);
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclRecv"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"current_device\":0"));
 }
 END_TEST
 
@@ -1146,12 +1188,143 @@ START_TEST(nocolor_split_and_scalable_init) {
 }
 END_TEST
 
+/* ---------------- the tracker's fast paths ---------------- */
+
+/* The k-th finding (from 0) of check, or NULL. */
+static const collected *find_nth(const char *check, size_t k) {
+  for (size_t i = 0; i < collector_total(); i++) {
+    const collected *c = collector_get(i);
+    if (strcmp(c->check, check) == 0 && k-- == 0) return c;
+  }
+  return NULL;
+}
+
+/* Nested ncclGroupStart / ncclGroupEnd on a thread whose record is cached
+ * are depth counters (gl_on_group_start, gl_group_end_pre,
+ * gl_group_end_post): every nested start counts up, every nested end
+ * counts down, and a nested end's POST leaves the open group's contents
+ * alone. */
+START_TEST(nested_group_calls_count_the_depth_exactly) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  group(A2A_EV_GROUP_START, 1);
+  group(A2A_EV_GROUP_START, 1);
+  group(A2A_EV_GROUP_START, 1); /* depth 4 */
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  group(A2A_EV_GROUP_END, 1);
+  group(A2A_EV_GROUP_END, 1); /* depth 2: the operation still pending */
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_B, 0);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.unbalanced")->details, "\"group_depth\":2"));
+  ck_assert_ptr_nonnull(
+      strstr(collector_find("group.unbalanced")->details, "\"operations_in_group\":1"));
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("group.sync-in-group")->details, "\"group_depth\":2"));
+  group(A2A_EV_GROUP_END, 1);
+  group(A2A_EV_GROUP_END, 1); /* the outermost: closed */
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 2);
+  group(A2A_EV_GROUP_END, 1); /* one too many */
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 2);
+  /* The outermost end's POST released the communicator: another thread
+   * may use it. */
+  a2a_event ev = p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  ev.thread = 2;
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 3);
+}
+END_TEST
+
+/* A broadcast of 4 floats from 0x30000000 into 0x31000000 on STREAM_A,
+ * at site 0x5550. */
+static void post_broadcast(void *comm, int root) {
+  a2a_event b = ev_make(A2A_EV_COLL);
+  b.api = "ncclBroadcast";
+  b.comm = comm;
+  b.stream = STREAM_A;
+  b.callsite = (const void *)0x5550;
+  b.u.coll.coll = A2A_COLL_BROADCAST;
+  b.u.coll.sendbuff = (const void *)0x30000000u;
+  b.u.coll.recvbuff = (void *)0x31000000u;
+  b.u.coll.count = 4;
+  b.u.coll.dtype = 7;
+  b.u.coll.redop = -1;
+  b.u.coll.root = root;
+  ev_dispatch(&b, 0);
+}
+
+/* Operations of an open group after the first on their communicator take
+ * gl_op_pre's fast path; each is kept as its event's leading block and
+ * turned into buffers and streams with its own api, site, stream and
+ * arguments - a collective's root included - and counted. */
+START_TEST(fast_path_operations_keep_their_own_arguments) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A); /* the first: acquires comm */
+  a2a_event r = p2p(comm, 0, DEV_RECV, 8, 0, STREAM_B);
+  r.callsite = (const void *)0x4440;
+  ev_dispatch(&r, 0);
+  post_broadcast(comm, 1); /* this rank: its send buffer is read */
+  /* Writing the broadcast's send buffer: only the root's counts. */
+  memcpy_sync(0x30000000u + 4, 0x7000, 4, A2A_CPY_H2D);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  const collected *c = collector_find("group.sync-in-group");
+  ck_assert_ptr_nonnull(strstr(c->details, "\"group_operation\":\"ncclBroadcast\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"group_operation_site\":\"0x5550\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"stream\":\"0x5a00\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"buffer_lo\":\"0x30000000\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"buffer_bytes\":16"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"operations_in_group\":3"));
+  ck_assert_ptr_nonnull(strstr(c->message, "send buffer"));
+  /* The receive (another site, stream and count), after the flush (each
+   * copy at its own site: a finding repeated at a site is counted, not
+   * reported again). */
+  post_p2p(comm, 1, 0x40000000u, 2, 0, STREAM_B);
+  memcpy_sync_at((const void *)0x6001, 0x7000, DEV_RECV + 31, 1, A2A_CPY_D2H);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 2);
+  c = find_nth("group.sync-in-group", 1);
+  ck_assert_ptr_nonnull(strstr(c->details, "\"group_operation\":\"ncclRecv\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"group_operation_site\":\"0x4440\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"stream\":\"0x5b00\""));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"buffer_bytes\":32"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"operations_in_group\":4"));
+  /* The last send's buffer, past the copies (deferred again). */
+  memcpy_sync_at((const void *)0x6002, 0x40000000u, 0x7000, 8, A2A_CPY_H2D);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 3);
+  c = find_nth("group.sync-in-group", 2);
+  ck_assert_ptr_nonnull(strstr(c->details, "\"buffer_bytes\":8"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"stream\":\"0x5b00\""));
+  group(A2A_EV_GROUP_END, 1);
+}
+END_TEST
+
+/* A non-root rank's broadcast on the fast path does not read its send
+ * buffer: the root kept with the operation decides. */
+START_TEST(fast_path_collective_of_another_root) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A);
+  post_broadcast(comm, 0);
+  memcpy_sync(0x30000000u, 0x7000, 4, A2A_CPY_H2D);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 0);
+  memcpy_sync(0x31000000u, 0x7000, 4, A2A_CPY_H2D);
+  ck_assert_uint_eq(collector_count("group.sync-in-group"), 1);
+  group(A2A_EV_GROUP_END, 1);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("group_local");
   TCase *tc = tcase_create("group");
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, end_without_start);
+  tcase_add_test(tc, nested_group_calls_count_the_depth_exactly);
+  tcase_add_test(tc, fast_path_operations_keep_their_own_arguments);
+  tcase_add_test(tc, fast_path_collective_of_another_root);
+  tcase_add_test(tc, group_mismatch_recorded_on_the_fast_path);
   tcase_add_test(tc, end_after_reinit_uses_the_new_record);
   tcase_add_test(tc, balanced_and_nested_groups_are_silent);
   tcase_add_test(tc, one_end_too_many);

@@ -9,6 +9,8 @@
  * dispatch table's handlers (xr_by_kind) are checked against on_event,
  * the reference, on the same calls. */
 #include <check.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +83,7 @@ static void assert_op(const xr_op *op, uint64_t id, int kind, uint64_t count, ui
   ck_assert_uint_eq(op->comm, id);
   ck_assert_uint_eq(op->site, site);
   ck_assert_uint_eq(op->count, count);
+  ck_assert_int_eq(op->group, 0);
   ck_assert_int_eq(op->rank, 0);
   ck_assert_int_eq(op->peer, 1);
   ck_assert_int_eq(op->root, -1);
@@ -170,6 +173,101 @@ START_TEST(grouped_records_carry_what_the_background_thread_reads) {
 }
 END_TEST
 
+/* on_p2p's fast path takes the communicator from the thread's registry
+ * memo only when the memo's last answer is for the operation's handle;
+ * a send or receive posted right after a lookup of another communicator
+ * takes the reference path (p2p_body), and the records of both paths are
+ * the same, byte for byte, and carry the operation's own communicator. */
+START_TEST(grouped_records_without_the_memo_are_the_same) {
+  static unsigned char id[128] = {0x6b, 1, 2, 3}, id2[128] = {0x6c, 1, 2, 3};
+  void *const comm = (void *)0xd0, *const other = (void *)0xe0;
+  comm_init(comm, id);
+  comm_init(other, id2);
+  const a2a_comm *c = a2a_comm_lookup(comm), *o = a2a_comm_lookup(other);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_ptr_nonnull(o);
+  ck_assert_uint_ne(c->id_hash, o->id_hash);
+  xr_rec rec[8], ref[8];
+  drain(rec, 8);
+
+  /* The memo's last answer is the operation's communicator: fast. */
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+  ck_assert_ptr_eq(a2a_comm_lookup(comm), c);
+  ev_dispatch(&s, 0);
+  a2a_event r = p2p_ev(comm, 0, 16, 7, 1, 1);
+  ck_assert_ptr_eq(a2a_comm_lookup(comm), c);
+  ev_dispatch(&r, 0);
+  ck_assert_int_eq(drain(ref, 8), 2);
+  /* The memo's last answer is another communicator's: the reference. */
+  ck_assert_ptr_eq(a2a_comm_lookup(other), o);
+  ev_dispatch(&s, 0);
+  ck_assert_ptr_eq(a2a_comm_lookup(other), o);
+  ev_dispatch(&r, 0);
+  ck_assert_int_eq(drain(rec, 8), 2);
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+  ck_assert_int_eq(drain(rec + 2, 6), 1);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_END);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq(rec[i].type, XR_REC_OP);
+    ck_assert_uint_eq(rec[i].stream, STREAM);
+    ck_assert_uint_eq(rec[i].thread, 1);
+    ck_assert_uint_eq(ref[i].u.op.comm, c->id_hash);
+    /* What an OP carries (xrank_rec.h): its first word, stream and op. */
+    ck_assert_int_eq(memcmp(&rec[i], &ref[i], offsetof(xr_rec, thread) + 4), 0);
+    ck_assert_uint_eq(rec[i].stream, ref[i].stream);
+    ck_assert_int_eq(memcmp(&rec[i].u.op, &ref[i].u.op, sizeof rec[i].u.op), 0);
+  }
+  assert_op(&rec[0].u.op, c->id_hash, XR_OP_SEND, 8, 0x2222);
+  assert_op(&rec[1].u.op, c->id_hash, XR_OP_RECV, 16, 0x3333);
+}
+END_TEST
+
+/* The memo's last answer counts only at the registry's version it was
+ * taken at: a handle NCCL reuses for a new communicator (destroyed, then
+ * created again at the same address, here by another thread) is the new
+ * communicator's, even while this thread's memo still holds the old
+ * answer. */
+static unsigned char g_reuse_id[128] = {0x6e, 1, 2, 3};
+static void *reuse_handle(void *comm) {
+  a2a_event d = ev_make(A2A_EV_COMM_END);
+  d.thread = 2;
+  d.comm = comm;
+  d.u.end.how = A2A_END_DESTROY;
+  ev_dispatch(&d, 0);
+  comm_init(comm, g_reuse_id);
+  return NULL;
+}
+
+START_TEST(grouped_records_follow_a_reused_handle) {
+  static unsigned char id[128] = {0x6d, 1, 2, 3};
+  void *const comm = (void *)0xd0;
+  comm_init(comm, id);
+  const a2a_comm *old = a2a_comm_lookup(comm); /* the memo's last answer */
+  ck_assert_ptr_nonnull(old);
+  uint64_t old_hash = old->id_hash;
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, reuse_handle, comm), 0);
+  pthread_join(th, NULL);
+  xr_rec rec[8];
+  drain(rec, 8);
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+  ev_dispatch(&s, 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  const a2a_comm *now = a2a_comm_lookup(comm);
+  ck_assert_ptr_ne(now, old);
+  ck_assert_uint_ne(now->id_hash, old_hash);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  assert_op(&rec[0].u.op, now->id_hash, XR_OP_SEND, 8, 0x2222);
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+}
+END_TEST
+
 /* Another thread's stream destroy since the run began: the run is closed
  * (its marker untracked: the handle may name a new stream) and a new one
  * begins, as defer_unit decides - close_prep's fast path must not keep the
@@ -201,6 +299,17 @@ START_TEST(a_destroy_on_another_thread_ends_the_run) {
   ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
   ck_assert_int_eq(rec[3].u.unit.deferred, 1);
   ck_assert_uint_ne(rec[3].u.unit.run, run);
+  ck_assert_uint_ne(rec[3].u.unit.gen, 0); /* the new run began after a destroy */
+
+  /* Back to back on the new run: its close carries the run and its
+   * generation, as the close that began it did (group_end_units). */
+  xr_rec first = rec[3];
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[2].u.unit.run, first.u.unit.run);
+  ck_assert_uint_eq(rec[2].u.unit.gen, first.u.unit.gen);
+  ck_assert_int_eq(rec[2].u.unit.deferred, 1);
 }
 END_TEST
 
@@ -490,6 +599,8 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, grouped_records_carry_what_the_background_thread_reads);
+  tcase_add_test(tc, grouped_records_without_the_memo_are_the_same);
+  tcase_add_test(tc, grouped_records_follow_a_reused_handle);
   tcase_add_test(tc, a_destroy_on_another_thread_ends_the_run);
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
   tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
