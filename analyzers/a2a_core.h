@@ -401,7 +401,11 @@ typedef struct a2a_analyzer {
    * something (or report, or read state other threads change). Its state
    * for launches must change only through the thread's own dispatched
    * calls and its re-initialization (which the dispatcher sees: it forgets
-   * every mark at init and in a forked child). The hot dispatch then
+   * every mark at init and in a forked child), and its own launch POST
+   * handler, which runs between two repeated launches, must not change
+   * what its launch PRE handler reads. Marks are kept per ev->thread: a
+   * test that fakes several threads from one OS thread must not rely on
+   * them for thread-local state. The hot dispatch then
    * leaves it out of a repeated launch's PRE. */
   bool launch_quiet;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
@@ -543,9 +547,10 @@ extern _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
  * dispatch clears the mark (a2a_note_activity_kind and _inline at PRE,
  * a2a_dispatch in both phases: the runtime's POST-only events), so a set
  * mark means that nothing reached any analyzer on this thread since that
- * launch but the launch's own POST, which no quiet analyzer handles: each
- * quiet handler's state is the one it left, in which the same launch is a
- * no-op. Otherwise the launch marks itself and the full list runs. Only
+ * launch but the launch's own POST, whose handlers in a quiet analyzer
+ * must leave its launch PRE state alone (a2a_analyzer.launch_quiet;
+ * layout's bracket POST touches only the bracket): each quiet handler's
+ * state is the one it left, in which the same launch is a no-op. Otherwise the launch marks itself and the full list runs. Only
  * while the activity is stored (a2a_activity_threads), the same condition
  * as the clearing stores'. */
 __attribute__((always_inline)) static inline bool a2a_note_launch(const a2a_event *ev) {

@@ -2800,7 +2800,9 @@ _Static_assert(sizeof(access) == 56, "launch_access writes every member of acces
  * do neither - default_stream_warning reads an example stream,
  * cudaEventDestroy removes a handle - leave them). While the slot is open,
  * an equal repeat of the same thread - same function, words, stream
- * arguments, thread and device (the memo's tests), the same callsite (the
+ * arguments (for a default stream - 0, cudaStreamLegacy,
+ * cudaStreamPerThread - also the per-thread flag and device; a handle
+ * names its timeline alone) (the memo's tests), the same callsite (the
  * access records it; its `what` is the memo's) - only counts one more on
  * the slot, lock-free, and the closing drain applies the count as that
  * many locked repeats back to back, before the section's own work. Exact:
