@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "a2a_checks.h"
 #include "a2a_event.h"
@@ -564,11 +565,27 @@ __attribute__((always_inline)) static inline bool a2a_note_launch(const a2a_even
   atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
   _Static_assert(!(A2A_KIND_BIT(A2A_EV_LAUNCH) & (A2A_POLL_KINDS | A2A_NOFLUSH_KINDS)),
                  "a launch stores both seqs and flushes");
-  if (__builtin_expect(a->flush != 0, 0)) a2a_run_flush(ev->thread);
-  /* One test for the three: the repeat is the common case. */
-  if ((((uintptr_t)a->quiet_stream ^ (uintptr_t)stream) | ((uintptr_t)a->quiet_func ^ (uintptr_t)func) |
-       (uintptr_t)(a->quiet ^ mark)) == 0)
-    return true;
+  /* flush and quiet (adjacent, the owner's own) in one load and compare:
+   * equal to {0, mark} - no deferred work, and the mark's per_thread - is
+   * the repeat's common case, which then compares stream and function.
+   * Otherwise either work is deferred (the flush, then the full test, as
+   * the flush's hook may change the mark) or the mark differs (not a
+   * repeat: no flush to run). */
+  _Static_assert(offsetof(a2a_activity, quiet) == offsetof(a2a_activity, flush) + sizeof(uint32_t),
+                 "flush and quiet adjacent");
+  const uint32_t want_fq[2] = {0, mark};
+  uint64_t fq, want;
+  memcpy(&fq, (const char *)a + offsetof(a2a_activity, flush), sizeof fq);
+  memcpy(&want, want_fq, sizeof want);
+  if (__builtin_expect(fq == want, 1)) {
+    if (((uintptr_t)a->quiet_stream ^ (uintptr_t)stream) == 0 && ((uintptr_t)a->quiet_func ^ (uintptr_t)func) == 0)
+      return true;
+  } else if (__builtin_expect(a->flush != 0, 0)) {
+    a2a_run_flush(ev->thread);
+    if ((((uintptr_t)a->quiet_stream ^ (uintptr_t)stream) | ((uintptr_t)a->quiet_func ^ (uintptr_t)func) |
+         (uintptr_t)(a->quiet ^ mark)) == 0)
+      return true;
+  }
   a->quiet = mark;
   a->quiet_stream = stream;
   a->quiet_func = func;
