@@ -506,10 +506,11 @@ static inline void a2a_dispatch_inline(const a2a_event *ev) {
 __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
   if (ev->thread >= a2a_activity_threads) return;
   a2a_activity *a = &a2a_activity_tab[ev->thread];
-  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
+  const uint32_t seq = ev->seq; /* once: the stores below could be assumed to change it */
+  atomic_store_explicit(&a->last_seq, seq, memory_order_relaxed);
   a->quiet = 0; /* not a launch's (a2a_note_launch) */
   if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
-    atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+    atomic_store_explicit(&a->last_other_seq, seq, memory_order_relaxed);
   if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(ev->thread);
 }
 
@@ -561,8 +562,9 @@ __attribute__((always_inline)) static inline bool a2a_note_launch(const a2a_even
    * the event: the wrapper's registers serve.) */
   const void *stream = ev->stream, *func = ev->u.launch.func;
   uint32_t mark = 1u + (uint32_t)ev->per_thread;
-  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
-  atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+  const uint32_t seq = ev->seq; /* once: the first store could be assumed to change it */
+  atomic_store_explicit(&a->last_seq, seq, memory_order_relaxed);
+  atomic_store_explicit(&a->last_other_seq, seq, memory_order_relaxed);
   _Static_assert(!(A2A_KIND_BIT(A2A_EV_LAUNCH) & (A2A_POLL_KINDS | A2A_NOFLUSH_KINDS)),
                  "a launch stores both seqs and flushes");
   /* flush and quiet (adjacent, the owner's own) in one load and compare:
