@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "a2a_checks.h"
 #include "a2a_event.h"
@@ -505,10 +506,11 @@ static inline void a2a_dispatch_inline(const a2a_event *ev) {
 __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
   if (ev->thread >= a2a_activity_threads) return;
   a2a_activity *a = &a2a_activity_tab[ev->thread];
-  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
+  const uint32_t seq = ev->seq; /* once: the stores below could be assumed to change it */
+  atomic_store_explicit(&a->last_seq, seq, memory_order_relaxed);
   a->quiet = 0; /* not a launch's (a2a_note_launch) */
   if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
-    atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+    atomic_store_explicit(&a->last_other_seq, seq, memory_order_relaxed);
   if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(ev->thread);
 }
 
@@ -560,15 +562,32 @@ __attribute__((always_inline)) static inline bool a2a_note_launch(const a2a_even
    * the event: the wrapper's registers serve.) */
   const void *stream = ev->stream, *func = ev->u.launch.func;
   uint32_t mark = 1u + (uint32_t)ev->per_thread;
-  atomic_store_explicit(&a->last_seq, ev->seq, memory_order_relaxed);
-  atomic_store_explicit(&a->last_other_seq, ev->seq, memory_order_relaxed);
+  const uint32_t seq = ev->seq; /* once: the first store could be assumed to change it */
+  atomic_store_explicit(&a->last_seq, seq, memory_order_relaxed);
+  atomic_store_explicit(&a->last_other_seq, seq, memory_order_relaxed);
   _Static_assert(!(A2A_KIND_BIT(A2A_EV_LAUNCH) & (A2A_POLL_KINDS | A2A_NOFLUSH_KINDS)),
                  "a launch stores both seqs and flushes");
-  if (__builtin_expect(a->flush != 0, 0)) a2a_run_flush(ev->thread);
-  /* One test for the three: the repeat is the common case. */
-  if ((((uintptr_t)a->quiet_stream ^ (uintptr_t)stream) | ((uintptr_t)a->quiet_func ^ (uintptr_t)func) |
-       (uintptr_t)(a->quiet ^ mark)) == 0)
-    return true;
+  /* flush and quiet (adjacent, the owner's own) in one load and compare:
+   * equal to {0, mark} - no deferred work, and the mark's per_thread - is
+   * the repeat's common case, which then compares stream and function.
+   * Otherwise either work is deferred (the flush, then the full test, as
+   * the flush's hook may change the mark) or the mark differs (not a
+   * repeat: no flush to run). */
+  _Static_assert(offsetof(a2a_activity, quiet) == offsetof(a2a_activity, flush) + sizeof(uint32_t),
+                 "flush and quiet adjacent");
+  const uint32_t want_fq[2] = {0, mark};
+  uint64_t fq, want;
+  memcpy(&fq, (const char *)a + offsetof(a2a_activity, flush), sizeof fq);
+  memcpy(&want, want_fq, sizeof want);
+  if (__builtin_expect(fq == want, 1)) {
+    if (((uintptr_t)a->quiet_stream ^ (uintptr_t)stream) == 0 && ((uintptr_t)a->quiet_func ^ (uintptr_t)func) == 0)
+      return true;
+  } else if (__builtin_expect(a->flush != 0, 0)) {
+    a2a_run_flush(ev->thread);
+    if ((((uintptr_t)a->quiet_stream ^ (uintptr_t)stream) | ((uintptr_t)a->quiet_func ^ (uintptr_t)func) |
+         (uintptr_t)(a->quiet ^ mark)) == 0)
+      return true;
+  }
   a->quiet = mark;
   a->quiet_stream = stream;
   a->quiet_func = func;

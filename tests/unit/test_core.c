@@ -382,6 +382,46 @@ static const char *launch_pre(void) {
   return g_calls;
 }
 
+/* A repeated launch whose thread has work deferred (a2a_set_flush_hook):
+ * the hook runs first, then the full repeat test, which sees what the
+ * hook left (a2a_note_launch's one load of flush and mark falls back to
+ * it). */
+static void unquiet_flush(uint32_t thread) {
+  g_flushes++;
+  a2a_launch_unquiet(thread);
+}
+START_TEST(repeated_launch_with_deferred_work) {
+  static const a2a_analyzer *const two[] = {&quiet_q, &active_w};
+  a2a_core_set_analyzers_for_tests(two, 2);
+  collector_reinit();
+  g_q_unquiet = false;
+  g_flushes = 0;
+  a2a_set_flush_hook(count_flush);
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_str_eq(launch_pre(), "v");
+  /* Work deferred, the mark left alone by the hook: still a repeat. */
+  ck_assert(a2a_thread_want_flush(g_l_thread));
+  ck_assert_str_eq(launch_pre(), "v");
+  ck_assert_int_eq(g_flushes, 1);
+  ck_assert_str_eq(launch_pre(), "v");
+  ck_assert_int_eq(g_flushes, 1);
+  /* A hook that clears the mark: the quiet handler runs again. */
+  a2a_set_flush_hook(unquiet_flush);
+  ck_assert(a2a_thread_want_flush(g_l_thread));
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_int_eq(g_flushes, 2);
+  ck_assert_str_eq(launch_pre(), "v");
+  /* Deferred work on a launch that is no repeat: flushed, not skipped. */
+  ck_assert(a2a_thread_want_flush(g_l_thread));
+  g_l_pt = 1;
+  ck_assert_str_eq(launch_pre(), "qv");
+  ck_assert_int_eq(g_flushes, 3);
+  g_l_pt = 0;
+  a2a_set_flush_hook(NULL);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+}
+END_TEST
+
 START_TEST(repeated_launch_skips_quiet_handlers_only) {
   static const a2a_analyzer *const two[] = {&quiet_q, &active_w};
   a2a_core_set_analyzers_for_tests(two, 2);
@@ -1050,6 +1090,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, dispatch_calls_per_kind_handlers);
   tcase_add_test(tc, dispatch_calls_per_phase_handlers);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
+  tcase_add_test(tc, repeated_launch_with_deferred_work);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
   tcase_add_test(tc, repeated_launch_skips_quiet_handlers_only);
   tcase_add_test(tc, queued_copy_row_skips_only_its_skippers);
