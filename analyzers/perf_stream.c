@@ -362,8 +362,18 @@ static void ps_by_launch(const a2a_event *ev) {
   }
   ps_launch_rest(t, ev);
 }
+/* An NCCL operation (PRE only: A2A_EV_COLL and A2A_EV_P2P are in the pre
+ * mask, not in the post mask, so the dispatcher calls this for PREs only,
+ * as ps_by_memcpy): note_work, its common case - the stream of the
+ * thread's last work, a handle that is its own key (a2a_perf_skey_is) -
+ * without computing the key first, as ps_by_launch. */
 static void ps_by_op(const a2a_event *ev) {
-  if (ev->phase == A2A_PRE) note_work(tls(), a2a_perf_skey(ev->stream, ev->per_thread));
+  ps_tls *t = tls();
+  if (__builtin_expect(a2a_perf_skey_is(ev->stream, t->last->s), 1)) {
+    t->last->synced = false;
+    return;
+  }
+  note_work(t, a2a_perf_skey(ev->stream, ev->per_thread));
 }
 /* (Without perf_stream_on_event's test of the phase: the dispatcher calls
  * it for PREs only, A2A_EV_MEMCPY being in the pre mask and not in the

@@ -919,6 +919,50 @@ START_TEST(sync_heavy_without_that_copy) {
 }
 END_TEST
 
+/* The same with an NCCL operation as that work (ps_by_op's fast path: the
+ * stream of the thread's last work, S2, a handle that is its own key):
+ * a p2p call on S2 right after S2's synchronization makes it
+ * unsynchronized again. Untimed (a non-blocking communicator): only the
+ * synchronizations matter. */
+static void op_after_stream_sync_run(bool op_again) {
+  a2a_event ci = ev_make(A2A_EV_COMM_INIT);
+  ci.u.init.how = A2A_INIT_RANK;
+  ci.u.init.newcomm = COMM;
+  ci.u.init.nranks = 4;
+  ci.u.init.blocking = 0;
+  ev_dispatch(&ci, 0);
+  for (size_t i = 0; i < 20; i++) {
+    a2a_event a = coll(A2A_COLL_ALLTOALL, 1u << 20, NCCL_INT8, S1);
+    ev_dispatch(&a, 0);
+    hot_copy(S2, true);
+    simple(A2A_EV_STREAM_SYNC, S2);
+    if (op_again) { /* S2 again: the last work's stream */
+      a2a_event p = ev_make(A2A_EV_P2P);
+      p.api = "ncclSend";
+      p.comm = COMM;
+      p.stream = S2;
+      p.u.p2p.buff = (void *)0x1000;
+      p.u.p2p.count = 1024;
+      p.u.p2p.dtype = NCCL_INT8;
+      p.u.p2p.peer = 1;
+      p.u.p2p.is_send = 1;
+      p.callsite = (const void *)0x4100;
+      ev_dispatch(&p, 0);
+    }
+    simple(A2A_EV_STREAM_SYNC, S1);
+  }
+}
+START_TEST(sync_heavy_op_after_a_stream_sync_is_work) {
+  op_after_stream_sync_run(true);
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 0);
+}
+END_TEST
+START_TEST(sync_heavy_without_that_op) {
+  op_after_stream_sync_run(false);
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 1);
+}
+END_TEST
+
 START_TEST(gated_hot_calls_see_the_armed_window) {
   comm_init(COMM, 4);
   for (size_t i = 0; i < 20; i++) {
@@ -1353,6 +1397,8 @@ int main(void) {
   tcase_add_test(tc, sync_heavy_every_stream);
   tcase_add_test(tc, sync_heavy_copy_after_a_stream_sync_is_work);
   tcase_add_test(tc, sync_heavy_without_that_copy);
+  tcase_add_test(tc, sync_heavy_op_after_a_stream_sync_is_work);
+  tcase_add_test(tc, sync_heavy_without_that_op);
   tcase_add_test(tc, stream_churn_measured_cost_decides);
   tcase_add_test(tc, stream_churn_material_cost_warns);
   tcase_add_test(tc, event_churn_wait_stream_idiom_is_info);
