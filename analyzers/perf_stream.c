@@ -496,6 +496,15 @@ static void perf_stream_fini(void) {
 
 /* Also runs for perf_comm's checks: perf.stream-priority reads the stream
  * priorities this analyzer records. */
+/* The POSTs perf_stream handles. ps_by_launch, ps_by_op and ps_by_memcpy
+ * take the phase for granted (PRE): their kinds must stay out of it. */
+#define PS_POST_KINDS                                                             \
+  (A2A_KIND_BIT(A2A_EV_STREAM_CREATE) | A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) |     \
+   A2A_KIND_BIT(A2A_EV_EVENT_CREATE) | A2A_KIND_BIT(A2A_EV_EVENT_DESTROY))
+_Static_assert(!(PS_POST_KINDS & (A2A_KIND_BIT(A2A_EV_LAUNCH) | A2A_KIND_BIT(A2A_EV_COLL) |
+                                  A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_MEMCPY))),
+               "the by-kind handlers of these kinds assume a PRE");
+
 const a2a_analyzer a2a_analyzer_perf_stream = {
     .name = "perf_stream",
     .owner = A2A_OWN_PERF_STREAM | A2A_OWN_PERF_COMM,
@@ -505,8 +514,7 @@ const a2a_analyzer a2a_analyzer_perf_stream = {
            A2A_KIND_BIT(A2A_EV_STREAM_SYNC) | A2A_KIND_BIT(A2A_EV_STREAM_CREATE) |
            A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) | A2A_KIND_BIT(A2A_EV_EVENT_CREATE) |
            A2A_KIND_BIT(A2A_EV_EVENT_DESTROY),
-    .post = A2A_KIND_BIT(A2A_EV_STREAM_CREATE) | A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) |
-            A2A_KIND_BIT(A2A_EV_EVENT_CREATE) | A2A_KIND_BIT(A2A_EV_EVENT_DESTROY),
+    .post = PS_POST_KINDS,
     .init = perf_stream_init,
     .on_event = perf_stream_on_event,
     .by_kind = &ps_by_kind,
