@@ -279,6 +279,16 @@ static inline a2a_comm *a2a_comm_lookup(const void *handle) {
   if (a2a_comm_last.handle == handle && a2a_comm_last.ver == ver) return a2a_comm_last.rec;
   return a2a_comm_lookup_slow(handle, ver);
 }
+/* a2a_comm_lookup's first test alone: the thread's last answer when it is
+ * for handle and current, else NULL (also when that answer is NULL). For a
+ * fast path that needs a known communicator and otherwise falls back to
+ * its reference path, which looks the handle up: no call, no side effect. */
+static inline a2a_comm *a2a_comm_lookup_last(const void *handle) {
+  if (handle && a2a_comm_last.handle == handle &&
+      a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire))
+    return a2a_comm_last.rec;
+  return NULL;
+}
 /* Iterate over all records (for summaries); fn returns nonzero to stop. */
 void a2a_comm_foreach(int (*fn)(a2a_comm *c, void *arg), void *arg);
 /* Communicators created but not recorded (registry full, out of memory):

@@ -522,9 +522,7 @@ __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
   a2a_comm *c;
   int depth;
   unsigned n;
-  if (t && h && a2a_comm_last.handle == h &&
-      a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
-      (c = a2a_comm_last.rec) &&
+  if (t && (c = a2a_comm_lookup_last(h)) &&
       ((depth = atomic_load_explicit(&t->depth, memory_order_relaxed)) <= 0 ||
        (n = t->npend) < GL_MAX_PEND)) {
     t->op_handle = h;

@@ -834,6 +834,15 @@ static inline void close_prep(tslot *t, uint32_t thread, uint64_t stream, void *
 /* Close the thread's unit on stream with a UNIT_END record (group ends).
  * The record carries what the background thread reads of a UNIT_END
  * (xrank_rec.h): type, thread, stream, event, device and u.unit. */
+static inline void unit_end_fill(xr_rec *r, uint32_t thread, uint64_t stream, int16_t device,
+                                 void *event, uint32_t run, uint32_t gen, uint8_t deferred) {
+  rec_head(r, XR_REC_UNIT_END, device, thread);
+  r->stream = stream;
+  r->event = event;
+  r->u.unit.run = run;
+  r->u.unit.gen = gen;
+  r->u.unit.deferred = deferred;
+}
 static inline void unit_end(uint32_t thread, uint64_t stream, int16_t device, void *event,
                             uint32_t run, uint32_t gen, uint8_t deferred) {
   push_tok tok;
@@ -842,12 +851,7 @@ static inline void unit_end(uint32_t thread, uint64_t stream, int16_t device, vo
     xr_event_release(event, device); /* dropped: the event is not lost */
     return;
   }
-  rec_head(r, XR_REC_UNIT_END, device, thread);
-  r->stream = stream;
-  r->event = event;
-  r->u.unit.run = run;
-  r->u.unit.gen = gen;
-  r->u.unit.deferred = deferred;
+  unit_end_fill(r, thread, stream, device, event, run, gen, deferred);
   push_end(&tok);
 }
 
@@ -1049,9 +1053,7 @@ __attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
   push_tok tok;
   const void *h = ev->comm;
   if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST && ev->ok &&
-      h && a2a_comm_last.handle == h &&
-      a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
-      (c = a2a_comm_last.rec) && c->id_hash &&
+      (c = a2a_comm_lookup_last(h)) && c->id_hash &&
       !atomic_load_explicit(&g_npend, memory_order_relaxed) && (t = slot(ev->thread)) &&
       t->depth > 0 && push_try(&tok)) {
     p2p_grouped(ev, c, t, tok);
@@ -1088,10 +1090,7 @@ __attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev,
  * the thread's run on it (run_join: close_unit's first outcome) and gets
  * a cell at once (push_try) - close_unit's UNIT_END record, stream by
  * stream in the group's order. At the first stream that does not,
- * group_close closes that one and the rest (nothing of them was written).
- * The first record's request for the background thread (push_end) is
- * made once, after this loop's records: nothing reads the queue before
- * the thread runs, so what it finds there is the same. */
+ * group_close closes that one and the rest (nothing of them was written). */
 __attribute__((noinline)) static void group_end_units(tslot *t, const a2a_event *ev);
 
 __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
@@ -1115,22 +1114,16 @@ static void group_end_units(tslot *t, const a2a_event *ev) {
   for (int i = 0; i < n; i++) {
     const struct dfr *d = run_join(t, t->streams[i], ev->device);
     push_tok tok;
-    if (!d || !push_try(&tok)) {
-      if (i && !atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
+    xr_rec *r;
+    if (!d || !(r = push_try(&tok))) {
       group_close(t, ev, i);
       return;
     }
-    xr_rec *r = &tok.c->rec;
-    rec_head(r, XR_REC_UNIT_END, (int16_t)(ev->device < 0 ? 0 : ev->device), ev->thread);
-    r->stream = t->streams[i];
-    r->event = NULL;
-    r->u.unit.run = d->run;
-    r->u.unit.gen = d->gen;
-    r->u.unit.deferred = 1;
-    atomic_store_explicit(&tok.c->seq, tok.pos + 1, memory_order_release);
+    unit_end_fill(r, ev->thread, t->streams[i], (int16_t)(ev->device < 0 ? 0 : ev->device), NULL,
+                  d->run, d->gen, 1);
+    push_end(&tok);
   }
   t->nstreams = 0;
-  if (n && !atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
 }
 
 /* The outermost ncclGroupEnd's closes from the group's stream `from` on
