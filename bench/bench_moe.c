@@ -19,15 +19,24 @@
  * those threads included; the run without the shim subtracts it). Rank 0 prints one JSON line with the wall time per step of
  * the timed steps (after WARMUP untimed ones).
  *
- * Usage: bench_moe [STEPS [NRANKS [LAUNCHES]]] (defaults 20, 8, 200). */
+ * WARMUP defaults to 24: a long-running job's steady state. The perf
+ * analyzer times every one of a communicator's first 64 logical
+ * operations (three per step here: two grouped all-to-alls and the
+ * allreduce), then one in 16 (analyzers/perf_comm.c, pc_timed): 24 steps
+ * are past that start, and 16 measured steps after them (operations 72 to
+ * 119) time exactly 3 of their 48 operations, the long-run rate. A
+ * WARMUP of 2 measures a job's first steps instead (bench/run's
+ * moe.start).
+ *
+ * Usage: bench_moe [STEPS [NRANKS [LAUNCHES [WARMUP]]]] (defaults 20, 8, 200, 24). */
 #include "e2e_common.h"
 
 #include <time.h>
 
-enum { WARMUP = 2, BASE = 64 };
+enum { WARMUP = 24, BASE = 64 };
 
 typedef struct cfg {
-  int steps, launches;
+  int steps, launches, warmup;
 } cfg;
 
 typedef struct rank_state {
@@ -117,7 +126,7 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
   st.send = e2e_dalloc(ns * sizeof(float));
   st.recv = e2e_dalloc((nr > 64 ? nr : 64) * sizeof(float));
   st.grad = e2e_dalloc(4096 * sizeof(float));
-  moe_warmup(&st, WARMUP);
+  moe_warmup(&st, c->warmup);
   double t0 = now_s();
   moe_step(&st, c->steps);
   double t1 = now_s();
@@ -129,10 +138,12 @@ static int rank_main(int rank, int nranks, ncclComm_t comm, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  cfg c = {.steps = argc > 1 ? atoi(argv[1]) : 20, .launches = argc > 3 ? atoi(argv[3]) : 200};
+  cfg c = {.steps = argc > 1 ? atoi(argv[1]) : 20,
+           .launches = argc > 3 ? atoi(argv[3]) : 200,
+           .warmup = argc > 4 ? atoi(argv[4]) : WARMUP};
   int nranks = argc > 2 ? atoi(argv[2]) : 8;
-  if (c.steps < 1 || c.launches < 2 || nranks < 2 || nranks > E2E_MAX_RANKS) {
-    fprintf(stderr, "usage: %s [STEPS [NRANKS [LAUNCHES]]]\n", argv[0]);
+  if (c.steps < 1 || c.launches < 2 || c.warmup < 0 || nranks < 2 || nranks > E2E_MAX_RANKS) {
+    fprintf(stderr, "usage: %s [STEPS [NRANKS [LAUNCHES [WARMUP]]]]\n", argv[0]);
     return 2;
   }
   return e2e_verdict(NULL, e2e_run_ranks(nranks, e2e_register_kernels, rank_main, &c));
