@@ -3860,13 +3860,21 @@ static void hb_k_comm_op(const a2a_event *ev) {
  * takes them, the merge into one of the last two entries (a grouped
  * all-to-all's per-peer chunks) inline, without pending_add_more's
  * frame. (Out of hb_k_p2p: a repeated group's path keeps its frame.) */
+__attribute__((noinline)) static void p2p_add_slow(thread_state *ts, const a2a_event *ev);
 __attribute__((noinline)) static void p2p_merge(thread_state *ts, const a2a_event *ev) {
   uintptr_t lo = (uintptr_t)ev->u.p2p.buff;
   size_t bytes = ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
-  uint8_t flags = ev->u.p2p.is_send ? F_READ : F_WRITE;
   if (bytes == 0 || lo == 0) return; /* (pending_repeat's first test) */
-  if (!pending_merge(ts, ev, lo, bytes, flags))
-    pending_add_slow(ts, ev, lo, bytes, flags, ev->api ? ev->api : "nccl");
+  if (!pending_merge(ts, ev, lo, bytes, ev->u.p2p.is_send ? F_READ : F_WRITE)) p2p_add_slow(ts, ev);
+}
+
+/* p2p_merge's pending_add_slow, its arguments derived again from the event
+ * (the same expressions): out of p2p_merge, whose merge then keeps none of
+ * them live across a call (a smaller frame on the merge's path). */
+__attribute__((noinline)) static void p2p_add_slow(thread_state *ts, const a2a_event *ev) {
+  pending_add_slow(ts, ev, (uintptr_t)ev->u.p2p.buff,
+                   ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
+                   ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
 }
 
 /* hb_k_comm_op for a send or receive: a grouped one on a stream other than

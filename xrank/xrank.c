@@ -1046,21 +1046,28 @@ __attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a
  * flag, the record, the group's stream set (before the record is
  * published: it is the thread's own state, read at its ncclGroupEnd).
  * Anything else is op_body's (a tail call), which then makes every test
- * again: nothing was written yet (a claimed cell is the last test). */
-__attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
+ * again: nothing was written yet (a claimed cell is the last test).
+ * post_known: the caller knows the event is a POST (xr_by_kind_post's
+ * handler: P2P is in this analyzer's post mask only), and the phase is
+ * not tested again. */
+__attribute__((always_inline)) static inline void on_p2p_body(const a2a_event *ev, bool post_known) {
   const a2a_comm *c;
   tslot *t;
   push_tok tok;
   const void *h = ev->comm;
-  if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST && ev->ok &&
-      (c = a2a_comm_lookup_last(h)) && c->id_hash &&
-      !atomic_load_explicit(&g_npend, memory_order_relaxed) && (t = slot(ev->thread)) &&
-      t->depth > 0 && push_try(&tok)) {
+  if (atomic_load_explicit(&g_active, memory_order_relaxed) &&
+      (post_known || ev->phase == A2A_POST) && ev->ok && (c = a2a_comm_lookup_last(h)) &&
+      c->id_hash && !atomic_load_explicit(&g_npend, memory_order_relaxed) &&
+      (t = slot(ev->thread)) && t->depth > 0 && push_try(&tok)) {
     p2p_grouped(ev, c, t, tok);
     return;
   }
   p2p_body(ev);
 }
+__attribute__((noinline)) static void on_p2p(const a2a_event *ev) { on_p2p_body(ev, false); }
+/* The dispatch table's handler of a send's or receive's POST
+ * (xr_by_kind_post): on_p2p without its test of the phase. */
+__attribute__((noinline)) static void on_p2p_post(const a2a_event *ev) { on_p2p_body(ev, true); }
 
 static void on_event_body(const a2a_event *ev);
 
@@ -1189,6 +1196,9 @@ static const a2a_by_kind xr_by_kind = {
     .fn = {[A2A_EV_MEMCPY] = on_memcpy, [A2A_EV_COLL] = on_coll, [A2A_EV_P2P] = on_p2p,
            [A2A_EV_STREAM_QUERY] = on_stream_query, [A2A_EV_COMM_ASYNC_ERROR] = on_async_error,
            [A2A_EV_GROUP_START] = on_group_start, [A2A_EV_GROUP_END] = on_group_end}};
+/* A send's or receive's POST (the only phase of P2P in this analyzer's
+ * masks: xr_by_kind's on_p2p then never sees a PRE from the table). */
+static const a2a_by_kind xr_by_kind_post = {.fn = {[A2A_EV_P2P] = on_p2p_post}};
 
 __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
   tslot *t;
@@ -1467,6 +1477,7 @@ const a2a_analyzer a2a_analyzer_xrank = {
     .init = init,
     .on_event = on_event,
     .by_kind = &xr_by_kind,
+    .by_kind_post = &xr_by_kind_post,
     .fini = NULL,
     .after_fork_child = after_fork_child,
 };

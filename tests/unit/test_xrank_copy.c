@@ -242,6 +242,56 @@ START_TEST(operations_reach_the_queue_from_the_front) {
 }
 END_TEST
 
+/* The dispatch table's handler of a send's or receive's POST (by_kind_post,
+ * which takes the phase for granted: P2P is in the post mask only) does
+ * what on_event does for it: an OP inside a group, nothing for a failed
+ * call, an OP_UNIT outside a group. */
+START_TEST(p2p_post_handler_is_on_events_for_a_post) {
+  ck_assert(!(a2a_analyzer_xrank.pre & A2A_KIND_BIT(A2A_EV_P2P)));
+  ck_assert(a2a_analyzer_xrank.by_kind_post != NULL);
+  void (*post)(const a2a_event *) = a2a_analyzer_xrank.by_kind_post->fn[A2A_EV_P2P];
+  ck_assert(post != NULL);
+  static unsigned char id[128] = {0x5c, 7, 8, 9};
+  void *const comm = (void *)0xc4;
+  comm_init(comm, id);
+  drain(NULL);
+
+  a2a_event p2p = ev_make(A2A_EV_P2P);
+  p2p.comm = comm;
+  p2p.stream = (void *)0x5200;
+  p2p.phase = A2A_POST;
+  p2p.u.p2p.is_send = 0;
+  p2p.u.p2p.count = 16;
+  p2p.u.p2p.dtype = 7;
+  p2p.u.p2p.peer = 3;
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  a2a_event_set_result(&g, 0);
+  phase(&g, A2A_POST);
+  a2a_event_set_result(&p2p, 0);
+  post(&p2p);
+  xr_rec r;
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_OP);
+  ck_assert_uint_eq(r.stream, 0x5200);
+  ck_assert_int_eq(r.u.op.kind, XR_OP_RECV);
+  ck_assert_uint_eq(r.u.op.count, 16);
+  ck_assert_int_eq(r.u.op.peer, 3);
+  a2a_event_set_result(&p2p, 5);
+  post(&p2p);
+  ck_assert_int_eq(drain(NULL), 0); /* failed: nothing */
+  g = ev_make(A2A_EV_GROUP_END);
+  a2a_event_set_result(&g, 0);
+  phase(&g, A2A_POST);
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_UNIT_END);
+  a2a_event_set_result(&p2p, 0);
+  post(&p2p); /* outside a group: a unit by itself */
+  ck_assert_int_eq(drain(&r), 1);
+  ck_assert_int_eq(r.type, XR_REC_OP_UNIT);
+  ck_assert_int_eq(r.u.opu.op.kind, XR_OP_RECV);
+}
+END_TEST
+
 static a2a_event poll_ev(a2a_kind kind, void *stream, uint32_t seq, int result) {
   a2a_event ev = ev_make(kind);
   ev.stream = stream;
@@ -337,6 +387,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, hot_dispatch_reaches_xrank_for_copies_that_may_block);
   tcase_add_test(tc, synchronous_copy_blocks_until_its_post);
   tcase_add_test(tc, operations_reach_the_queue_from_the_front);
+  tcase_add_test(tc, p2p_post_handler_is_on_events_for_a_post);
   tcase_add_test(tc, polling_calls_reach_the_poll_state_from_the_front);
   tcase_add_test(tc, untimed_query_starts_an_episode_at_the_hosts_time);
   suite_add_tcase(s, tc);
