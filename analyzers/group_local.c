@@ -479,17 +479,20 @@ __attribute__((noinline)) static void gl_op_post_all(const a2a_event *ev) {
 /* gm_op_post releases the communicator unless the open group holds it: a
  * serial in the memo of held (gl_thread.hot) is held. Tested first with
  * the thread's cached record (thread_of's hit) and the record its PRE
- * looked up, so that this path needs no frame; anything else:
- * gl_op_post_all. */
+ * looked up, so that this path needs no frame: what its PRE found
+ * (op_held, which implies the rest of the test) or, else, the test itself;
+ * anything else: gl_op_post_all. */
 __attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
   unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
   if (t_gl.gen == gen && t_gl.id == ev->thread) {
     const gl_thread *t = t_gl.t;
+    if (t->op_handle != ev->comm) goto all;
+    if (t->op_held) return;
     const a2a_comm *c = t->op_comm;
-    if (t->op_handle == ev->comm && c && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 &&
-        gl_hot(t, c->serial))
+    if (c && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 && gl_hot(t, c->serial))
       return;
   }
+all:
   gl_op_post_all(ev);
 }
 
@@ -500,6 +503,7 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
   if (t) {
     t->op_handle = ev->comm;
     t->op_comm = c;
+    t->op_held = false; /* (gl_op_post's memo: only the fast path sets it) */
     if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) {
       defer_op(t, ev, c);
       if (c && gm_op_pre_known(ev, t, c)) return;
@@ -529,8 +533,12 @@ __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
     t->op_comm = c;
     if (depth > 0) {
       defer_into(t, n, ev, c);
-      if (gm_op_pre_known(ev, t, c)) return;
+      if (gm_op_pre_known(ev, t, c)) {
+        t->op_held = true; /* depth > 0, c in hot: gl_op_post has nothing to release */
+        return;
+      }
     }
+    t->op_held = false;
     gm_op_pre(ev, t, c);
     return;
   }
@@ -596,6 +604,7 @@ __attribute__((noinline)) static void gl_on_group_start(const a2a_event *ev) {
  * decrements the depth whatever the outcome. */
 __attribute__((noinline)) static void group_closing(gl_thread *t, const a2a_event *ev) {
   atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
+  t->op_held = false; /* (depth 0: a POST now may release) */
   t->closing = true;
   gm_group_end_pre(ev, t);
   atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);

@@ -144,6 +144,15 @@ typedef struct gl_thread {
    * looked up once at the PRE for both phases and both files. */
   const void *op_handle;
   a2a_comm *op_comm;
+  /* The operation in progress is one of the open group's on a
+   * communicator the group holds: its PRE found depth > 0 and op_comm in
+   * hot (gm_op_pre_known), so that its POST releases nothing (gl_op_post's
+   * one test). True implies op_comm != NULL, depth > 0 and gl_hot(op_comm's
+   * serial) until the next PRE of an operation, which sets it again:
+   * nothing else adds to or overwrites hot (gm_op_pre runs in a PRE), and
+   * what lowers depth to 0 (group_closing; a fork's and a reused record's
+   * reset) or clears hot (gl_held_clear) clears it. */
+  bool op_held;
 } gl_thread;
 
 /* Normalized stream identity: NULL means the legacy default stream
@@ -156,6 +165,7 @@ static inline uintptr_t gl_stream_key(const void *s, int per_thread) {
 /* Empty held (and its memo, hot): the group's end, a new group, a thread
  * gone. */
 static inline void gl_held_clear(gl_thread *t) {
+  t->op_held = false; /* (its hot entry goes) */
   t->nheld = 0;
   for (unsigned i = 0; i < GL_HOT; i++) t->hot[i] = 0;
 }

@@ -688,6 +688,38 @@ START_TEST(open_group_holds_the_comm) {
 }
 END_TEST
 
+/* An operation of the open group on a communicator the group holds
+ * releases nothing at its POST (gl_op_post's memo of its PRE, op_held);
+ * when the group closed between the PRE and the POST (the outermost
+ * ncclGroupEnd's PRE: depth 0), the POST releases it, as without the
+ * memo: another thread may then use it. */
+START_TEST(post_after_the_group_closed_releases) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A); /* the group acquires comm */
+  post_p2p(comm, 0, DEV_RECV, 16, 1, STREAM_A); /* held: nothing released */
+  a2a_event b = p2p(comm, 1, DEV_SEND, 16, 0, STREAM_B);
+  b.thread = 2;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  /* (Thread 1 again, so that its record is the cached one: the fast
+   * paths, and the memo, are taken from here.) */
+  post_p2p(comm, 1, DEV_SEND + 64, 16, 1, STREAM_A);
+  a2a_event a = p2p(comm, 0, DEV_RECV + 64, 16, 1, STREAM_A);
+  ev_pre(&a); /* held at its PRE */
+  a2a_event end = ev_make(A2A_EV_GROUP_END);
+  end.api = "ncclGroupEnd";
+  end.thread = 1;
+  ev_pre(&end); /* depth 0 */
+  ev_post(&a, 0); /* releases comm */
+  b.callsite = (const void *)0x6666;
+  ev_dispatch(&b, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  ev_post(&end, 0);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+}
+END_TEST
+
 START_TEST(different_comms_in_parallel_are_fine) {
   void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
   void *c1 = init_comm((void *)0x200, id_b, 2, 0, 0);
@@ -1356,6 +1388,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, reused_handle_is_the_new_comm);
   tcase_add_test(tc, two_threads_inside_one_comm);
   tcase_add_test(tc, open_group_holds_the_comm);
+  tcase_add_test(tc, post_after_the_group_closed_releases);
   tcase_add_test(tc, post_releases_what_its_pre_acquired);
   tcase_add_test(tc, different_comms_in_parallel_are_fine);
   tcase_add_test(tc, held_comm_async_error_and_finalize_are_still_judged);
