@@ -1050,6 +1050,18 @@ __attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a
  * post_known: the caller knows the event is a POST (xr_by_kind_post's
  * handler: P2P is in this analyzer's post mask only), and the phase is
  * not tested again. */
+/* slot(thread), its address computed once and kept in a register: the
+ * compiler would otherwise compute it again (a multiply) for p2p_grouped's
+ * argument after the ring's claim. (The empty asm only hides the value's
+ * origin; it emits nothing.) */
+static inline tslot *slot_kept(uint32_t thread) {
+  if (thread >= MAX_THREADS) return NULL; /* (slot's test) */
+  tslot *t = &g_ts[thread];
+  __asm__("" : "+r"(t));
+  if (!t) __builtin_unreachable(); /* (an element's address: never NULL) */
+  return t;
+}
+
 __attribute__((always_inline)) static inline void on_p2p_body(const a2a_event *ev, bool post_known) {
   const a2a_comm *c;
   tslot *t;
@@ -1058,7 +1070,7 @@ __attribute__((always_inline)) static inline void on_p2p_body(const a2a_event *e
   if (atomic_load_explicit(&g_active, memory_order_relaxed) &&
       (post_known || ev->phase == A2A_POST) && ev->ok && (c = a2a_comm_lookup_last(h)) &&
       c->id_hash && !atomic_load_explicit(&g_npend, memory_order_relaxed) &&
-      (t = slot(ev->thread)) && t->depth > 0 && push_try(&tok)) {
+      (t = slot_kept(ev->thread)) && t->depth > 0 && push_try(&tok)) {
     p2p_grouped(ev, c, t, tok);
     return;
   }
