@@ -165,22 +165,26 @@ __attribute__((noinline)) static void flush_pending(gl_thread *t) {
 
 /* An operation posted in the open group: counted, and its inputs kept for
  * record_op (flush_pending): its event's leading block, as it is - one
- * copy, whatever the kind. */
-static inline void defer_into(gl_thread *t, unsigned i, const a2a_event *ev, const a2a_comm *c) {
+ * copy, whatever the kind; `bytes` (a constant) GL_PEND_BYTES, or
+ * GL_PEND_P2P_BYTES for a send or receive (what record_op reads of one). */
+__attribute__((always_inline)) static inline void defer_into(gl_thread *t, unsigned i,
+                                                             const a2a_event *ev,
+                                                             const a2a_comm *c, size_t bytes) {
   t->nops++;
   t->npend = i + 1;
   gl_pend *p = &t->pend[i];
   p->c = c;
   /* In 16-byte pieces, each a load and a store (a block move is slower). */
-  _Static_assert(GL_PEND_BYTES % 16 == 0, "gl_pend's block is whole pieces");
+  _Static_assert(GL_PEND_BYTES % 16 == 0 && GL_PEND_P2P_BYTES % 16 == 0,
+                 "gl_pend's blocks are whole pieces");
 #pragma GCC unroll 8
-  for (size_t k = 0; k < GL_PEND_BYTES; k += 16)
+  for (size_t k = 0; k < bytes; k += 16)
     memcpy((char *)&p->ev + k, (const char *)ev + k, 16);
 }
 
 static inline void defer_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
   if (t->npend == GL_MAX_PEND) flush_pending(t);
-  defer_into(t, t->npend, ev, c);
+  defer_into(t, t->npend, ev, c, GL_PEND_BYTES);
 }
 
 static void record_event(gl_thread *t, const a2a_event *ev) {
@@ -519,8 +523,9 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
  * gl_op_pre_all does, in its order: the operation in progress; inside a
  * group the deferred operation, and gm_op_pre unless gm_op_pre_known (the
  * group's first operation on a communicator); outside one gm_op_pre (a
- * tail call). Anything else: gl_op_pre_all, before anything was written. */
-__attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
+ * tail call). Anything else: gl_op_pre_all, before anything was written.
+ * bytes: defer_into's (a constant: the kind's handler below). */
+__attribute__((always_inline)) static inline void gl_op_pre_body(const a2a_event *ev, size_t bytes) {
   gl_thread *t = thread_cached(ev->thread);
   const void *h = ev->comm;
   a2a_comm *c;
@@ -532,7 +537,7 @@ __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
     t->op_handle = h;
     t->op_comm = c;
     if (depth > 0) {
-      defer_into(t, n, ev, c);
+      defer_into(t, n, ev, c, bytes);
       if (gm_op_pre_known(ev, t, c)) {
         t->op_held = true; /* depth > 0, c in hot: gl_op_post has nothing to release */
         return;
@@ -543,6 +548,15 @@ __attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
     return;
   }
   gl_op_pre_all(ev);
+}
+/* A collective's PRE (and the reference's, any kind). */
+__attribute__((noinline)) static void gl_op_pre(const a2a_event *ev) {
+  gl_op_pre_body(ev, GL_PEND_BYTES);
+}
+/* A send's or receive's PRE (gl_by_kind's handler for P2P only): its
+ * smaller block. */
+__attribute__((noinline)) static void gl_op_pre_p2p(const a2a_event *ev) {
+  gl_op_pre_body(ev, GL_PEND_P2P_BYTES);
 }
 
 static void gl_on_op(const a2a_event *ev) {
@@ -789,7 +803,7 @@ static int gl_init(void) {
  * switch ignores them) and ends in gm_on_event(ev, NULL, NULL), whose two
  * branches for these kinds are gm_query_pre and gm_async_error_post. */
 static const a2a_by_kind gl_by_kind = {
-    .fn = {[A2A_EV_COLL] = gl_op_pre, [A2A_EV_P2P] = gl_op_pre,
+    .fn = {[A2A_EV_COLL] = gl_op_pre, [A2A_EV_P2P] = gl_op_pre_p2p,
            [A2A_EV_GROUP_START] = gl_on_group_start,
            [A2A_EV_GROUP_END] = gl_group_end_pre,
            [A2A_EV_COMM_QUERY] = gm_query_pre,

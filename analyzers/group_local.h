@@ -72,6 +72,9 @@ typedef struct gl_event {
  * (they hold an older operation's, or zeros) and nothing reads them. */
 #define GL_MAX_PEND 64
 #define GL_PEND_BYTES (offsetof(a2a_event, u) + sizeof(((a2a_event *)0)->u.coll))
+/* A send's or receive's block: record_op reads only u.p2p of its
+ * arguments (lr_op_ranges, kind P2P), which ends before u.coll does. */
+#define GL_PEND_P2P_BYTES (offsetof(a2a_event, u) + sizeof(((a2a_event *)0)->u.p2p))
 typedef struct gl_pend {
   const a2a_comm *c;
   a2a_event ev;             /* its first GL_PEND_BYTES bytes only */
