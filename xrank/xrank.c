@@ -883,25 +883,33 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
   op->comm = id;
   op->site = (uint64_t)(uintptr_t)ev->callsite;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  /* A send or receive (the grouped hot path) in three 8-byte stores:
-   * group (0) and rank; peer and root (-1); kind, coll (-1), dtype,
-   * redop (-1) and pad (0) - the same bytes as the field stores below. */
+  /* A send or receive (the grouped hot path) in wide stores: group (0)
+   * and rank in one; peer, then root (-1); kind and coll (-1) in one,
+   * then dtype; redop (-1) and pad (0) in one - the same bytes as the
+   * field stores below, each part a load or a constant (no shifts or
+   * 64-bit constants to merge them). */
   if (kind == A2A_EV_P2P) {
-    uint64_t count = ev->u.p2p.count, group_rank = (uint64_t)(uint32_t)rank << 32,
-             peer_root = (uint64_t)(uint32_t)ev->u.p2p.peer | 0xffffffff00000000ull;
-    uint64_t tail = (uint64_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV) | 0xff0000ull |
-                    (uint64_t)(uint8_t)ev->u.p2p.dtype << 24 | 0xff00000000ull;
+    uint64_t count = ev->u.p2p.count, group_rank = (uint64_t)(uint32_t)rank << 32;
+    int32_t peer = ev->u.p2p.peer, root = -1;
+    uint32_t kind_coll = (uint32_t)(ev->u.p2p.is_send ? XR_OP_SEND : XR_OP_RECV) | 0xff0000u;
+    int8_t dtype = (int8_t)ev->u.p2p.dtype;
+    uint32_t redop_pad = 0xffu;
     _Static_assert(offsetof(xr_op, count) == 16 && offsetof(xr_op, group) == 24 &&
                        offsetof(xr_op, rank) == 28 && offsetof(xr_op, peer) == 32 &&
                        offsetof(xr_op, root) == 36 && offsetof(xr_op, kind) == 40 &&
                        offsetof(xr_op, coll) == 42 && offsetof(xr_op, dtype) == 43 &&
-                       offsetof(xr_op, redop) == 44 && offsetof(xr_op, pad) == 45,
+                       offsetof(xr_op, redop) == 44 && offsetof(xr_op, pad) == 45 &&
+                       sizeof(xr_op) == 48,
                    "fill_op's packed stores follow xr_op's layout");
-    /* Word by word (an array would be built on the stack, then copied). */
+    /* Word by word (an array would be built on the stack, then copied);
+     * kind_coll's byte 3 (0) is dtype's, stored after it. */
     memcpy(&op->count, &count, 8);
     memcpy(&op->group, &group_rank, 8);
-    memcpy(&op->peer, &peer_root, 8);
-    memcpy(&op->kind, &tail, sizeof tail);
+    memcpy(&op->peer, &peer, 4);
+    memcpy(&op->root, &root, 4);
+    memcpy(&op->kind, &kind_coll, 4);
+    memcpy(&op->dtype, &dtype, 1);
+    memcpy(&op->redop, &redop_pad, 4);
     return;
   }
 #endif
