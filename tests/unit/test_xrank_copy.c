@@ -177,11 +177,16 @@ static void comm_init(void *comm, unsigned char *id) {
   ev_dispatch(&ini, 0);
 }
 
+/* comm_init, then the queue emptied of the registration's records. */
+static void comm_ready(void *comm, unsigned char *id) {
+  comm_init(comm, id);
+  drain(NULL);
+}
+
 START_TEST(operations_reach_the_queue_from_the_front) {
   static unsigned char id[128] = {0x5a, 1, 2, 3};
   void *const comm = (void *)0xc0;
-  comm_init(comm, id);
-  drain(NULL);
+  comm_ready(comm, id);
 
   a2a_event op = ev_make(A2A_EV_COLL);
   op.comm = comm;
@@ -253,8 +258,7 @@ START_TEST(p2p_post_handler_is_on_events_for_a_post) {
   ck_assert(post != NULL);
   static unsigned char id[128] = {0x5c, 7, 8, 9};
   void *const comm = (void *)0xc4;
-  comm_init(comm, id);
-  drain(NULL);
+  comm_ready(comm, id);
 
   a2a_event p2p = ev_make(A2A_EV_P2P);
   p2p.comm = comm;
