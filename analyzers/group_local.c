@@ -76,11 +76,17 @@ static inline gl_thread *thread_of(uint32_t id) {
 
 gl_thread *gl_thread_get(uint32_t id) { return thread_of(id); }
 
+/* Whether the thread's cache holds its record (thread_of's fast path):
+ * then t_gl.t is the record (a current cache holds one). */
+static inline bool thread_hit(uint32_t id) {
+  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
+  return t_gl.gen == gen && t_gl.id == id;
+}
+
 /* The thread's record when its cache holds it (thread_of's fast path),
  * else NULL (thread_of's slow path would decide). */
 static inline gl_thread *thread_cached(uint32_t id) {
-  unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
-  return t_gl.gen == gen && t_gl.id == id ? t_gl.t : NULL;
+  return thread_hit(id) ? t_gl.t : NULL;
 }
 
 static gl_thread *thread_claim(uint32_t id) {
@@ -526,12 +532,16 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
  * tail call). Anything else: gl_op_pre_all, before anything was written.
  * bytes: defer_into's (a constant: the kind's handler below). */
 __attribute__((always_inline)) static inline void gl_op_pre_body(const a2a_event *ev, size_t bytes) {
-  gl_thread *t = thread_cached(ev->thread);
+  if (!thread_hit(ev->thread)) {
+    gl_op_pre_all(ev);
+    return;
+  }
+  gl_thread *t = t_gl.t; /* (thread_cached's answer, without its NULL to test) */
   const void *h = ev->comm;
   a2a_comm *c;
   int depth;
   unsigned n;
-  if (t && (c = a2a_comm_lookup_last(h)) &&
+  if ((c = a2a_comm_lookup_last(h)) &&
       ((depth = atomic_load_explicit(&t->depth, memory_order_relaxed)) <= 0 ||
        (n = t->npend) < GL_MAX_PEND)) {
     t->op_handle = h;

@@ -3889,8 +3889,11 @@ static void hb_k_p2p(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* (a POST: see above) */
   if (!ev->ok) return;
   thread_state *ts = ev->thread < MAX_THREADS ? g_threads[ev->thread] : NULL;
-  if (!ts || ts->depth <= 0 || ev->stream == STREAM_LEGACY ||
-      (ev->stream == NULL && !ev->per_thread)) {
+  /* (The legacy stream, or NULL without per_thread: one test of the
+   * handle for both, (uintptr_t)STREAM_LEGACY being 1.) */
+  _Static_assert((uintptr_t)STREAM_LEGACY == 1, "the legacy stream's handle is 1");
+  if (!ts || ts->depth <= 0 ||
+      ((uintptr_t)ev->stream <= 1 && (ev->stream == STREAM_LEGACY || !ev->per_thread))) {
     on_comm_op(ev);
     return;
   }

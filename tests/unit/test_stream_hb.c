@@ -2603,8 +2603,9 @@ START_TEST(grouped_replay_refused_for_a_new_stream) {
 }
 END_TEST
 
-/* A grouped send on the legacy default stream beside a blocking stream is
- * warned about, as an ungrouped one (hb_k_p2p leaves it to on_comm_op). */
+/* A grouped send on the legacy default stream beside a blocking stream
+ * (NULL, or its handle) is warned about, as an ungrouped one (hb_k_p2p
+ * leaves it to on_comm_op). */
 START_TEST(grouped_send_on_default_stream_warns) {
   setup();
   stream_create(S_COMP, 0); /* blocking */
@@ -2612,11 +2613,16 @@ START_TEST(grouped_send_on_default_stream_warns) {
   send_on(NULL, SENDBUF, 16, (void *)0x4000);
   group(A2A_EV_GROUP_END);
   ck_assert_int_eq(collector_count("stream.default-stream"), 1);
+  /* The legacy stream by its handle (cudaStreamLegacy) too. */
+  group(A2A_EV_GROUP_START);
+  send_on(STREAM_LEGACY_HANDLE, SENDBUF, 16, (void *)0x4100);
+  group(A2A_EV_GROUP_END);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 2);
   /* A grouped collective too. */
   group(A2A_EV_GROUP_START);
   allreduce_on(STREAM_LEGACY_HANDLE, SENDBUF, RECVBUF, 16);
   group(A2A_EV_GROUP_END);
-  ck_assert_int_eq(collector_count("stream.default-stream"), 2);
+  ck_assert_int_eq(collector_count("stream.default-stream"), 3);
 }
 END_TEST
 
