@@ -223,10 +223,31 @@ typedef struct ly_thread {
    * group: while gmask holds one slot s, rk = &gs[s].ops[nops] and
    * rkend = &gs[s].ops[gs[s].n] - the operation the open group's next one
    * must equal, and the slot's end (rk == rkend: none left) - else both
-   * NULL. Read only while depth > 0 (outside a group it is stale: an
+   * NULL, or (the group's first operation, several slots) the predicted
+   * slot's (rkmask). Read only while depth > 0 (outside a group it is stale: an
    * operation there advances nops without it, a group's end resets gmask
    * without it). */
   const ly_opkey *rk, *rkend;
+  /* The slot mask the cursor's slot stands for (1 << s: what gmask is
+   * once the open group's next operation equals *rk), kept with rk. At
+   * the outermost ncclGroupStart, when gmask holds several slots, the
+   * cursor may stand for one of them, s = gnext[glast], if s is in u0
+   * (layout.c, replay_predict): rk = &gs[s].ops[0] while gmask still holds
+   * them all. */
+  uint8_t rkmask;
+  /* The slots of gvalid whose operation 0 no operation can equal together
+   * with another slot of gvalid's operation 0 (layout.c, opkey_distinct):
+   * computed when a slot becomes valid (check_group), true of the slots
+   * that remain when one is forgotten (fewer to differ from). */
+  uint8_t u0;
+  /* The slot that held the previous outermost group (glast; LAYOUT_GSLOTS:
+   * none kept), and per slot the one that held the group after a group
+   * held there (gnext): a step's groups come in the same order every step,
+   * so the group after the one in glast is predicted to be gnext[glast]'s
+   * (a prediction only: replay_predict's slot serves whether it is right
+   * or not, its operation 0 is compared). */
+  uint8_t glast;
+  uint8_t gnext[LAYOUT_GSLOTS + 1];
   uint64_t gclock;          /* LRU clock (ly_gslot.used) */
   ly_opkey gops0[LAYOUT_GOPS];                          /* slot 0 */
   ly_range granges0[LAYOUT_MAX_RANGES];

@@ -1568,6 +1568,57 @@ START_TEST(nccl_kinds_are_pre_only) {
 }
 END_TEST
 
+/* The group after a remembered one is predicted to be the one that came
+ * after it before (layout.c, replay_predict): its first operation is then
+ * compared with the predicted group's alone. Two groups that start with
+ * the same operation are never predicted (either could follow): after
+ * [X, Y1], [X, Y2] in turn, [X, Y1] twice in a row replays, judged once. */
+START_TEST(groups_that_start_alike_are_not_predicted) {
+  for (int i = 0; i < 3; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(1, SEG0 + 4096, 256, 3);
+    group(0);
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(1, SEG0 + 8192, 256, 3);
+    group(0);
+  }
+  unsigned long j = judged(), r = recorded();
+  for (int i = 0; i < 2; i++) { /* the second time, the second group came after it */
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(1, SEG0 + 4096, 256, 3);
+    group(0);
+  }
+  ck_assert_uint_eq(judged(), j);
+  ck_assert_uint_eq(recorded(), r);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+}
+END_TEST
+
+/* A predicted group replayed from its first operation is that group, not
+ * another remembered one of as many operations: a clean one and a faulty
+ * one in turn (the faulty one's receive onto its own send), each replay
+ * counting the faulty one's finding again. */
+START_TEST(predicted_group_replays_as_itself) {
+  collector_dedup(true);
+  for (int i = 0; i < 4; i++) {
+    group(1); /* clean */
+    p2p(1, SEG0, 256, 2);
+    p2p(0, SEG0 + 4096, 256, 2);
+    group(0);
+    group(1); /* faulty */
+    p2p(1, SEG0 + 65536, 256, 3);
+    p2p(0, SEG0 + 65536 + 512, 256, 3);
+    group(0);
+  }
+  ck_assert_uint_eq(judged(), 2);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 4);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
@@ -1644,6 +1695,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, repeated_operation_advances_the_replay);
   tcase_add_test(tc, launch_memo_follows_a_reinit);
   tcase_add_test(tc, diverged_group_records_every_later_operation);
+  tcase_add_test(tc, groups_that_start_alike_are_not_predicted);
+  tcase_add_test(tc, predicted_group_replays_as_itself);
   tcase_add_test(tc, checks_can_be_disabled);
   tcase_add_test(tc, nccl_kinds_are_pre_only);
   suite_add_tcase(s, tc);
