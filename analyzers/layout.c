@@ -937,11 +937,11 @@ static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_
         o->dtype != ev->u.coll.dtype || o->root != ev->u.coll.root)
       return false;
   }
+  /* The epoch: the allocation registry's generation, the communicator
+   * registry's version and the enabled checks it was drawn with, all at
+   * once (ly_opkey.epoch). */
   return o->comm_handle == ev->comm && o->site == ev->callsite && o->api == ev->api &&
-         o->grp == cur_grp(t) && o->alloc_gen == a2a_alloc_generation() &&
-         o->comm_ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
-         o->checks[0] == atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) &&
-         o->checks[1] == atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+         o->grp == cur_grp(t) && o->epoch == a2a_core_epoch_now();
 }
 
 /* The slots of gmask (not 0) whose next operation (index nops) the event
@@ -1103,10 +1103,10 @@ static bool slot_grow(ly_thread *t) {
 
 /* Record an operation's ranges in the open group (its op index: t->nops,
  * advanced by the caller). m: the memo key the verdict was drawn with
- * (memo_key's fields), ok: it was clean; cv: a2a_comm_ver read before c
- * was looked up. */
+ * (memo_key's fields), ok: it was clean; ep: a2a_core_epoch read before c
+ * was looked up and before m's generation and checks were read. */
 static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
-                          const lr_op *op, const ly_memo *m, bool ok, unsigned cv) {
+                          const lr_op *op, const ly_memo *m, bool ok, uint64_t ep) {
   tl_recorded++;
   if (t->wslot < 0) slot_take(t);
   unsigned k = t->nops;
@@ -1136,8 +1136,7 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     t->gs[t->wslot].ops[k] =
         (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
                    .root = m->root, .what = m->what, .peer = peer, .comm_handle = ev->comm,
-                   .site = ev->callsite, .api = ev->api, .alloc_gen = m->alloc_gen,
-                   .checks = {m->checks[0], m->checks[1]}, .comm_ver = cv, .grp = grp, .ok = ok,
+                   .site = ev->callsite, .api = ev->api, .epoch = ep, .grp = grp, .ok = ok,
                    .rend = t->nranges};
 }
 
@@ -1218,12 +1217,12 @@ static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_co
 
 /* An operation on_op did not finish: judged, or taken from the memo, then
  * matched against producers and recorded. flags: 1 the memo slot m holds
- * the event's key (known), 2 a producer could match (hidden); cv:
- * a2a_comm_ver read before c was looked up. Out of line: its scratch
+ * the event's key (known), 2 a producer could match (hidden); ep:
+ * a2a_core_epoch read before c was looked up and m found (on_op). Out of line: its scratch
  * (lr_op, the key) and calls would give the fast paths a frame. */
 __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *ev,
                                                  const a2a_comm *c, ly_memo *m, unsigned flags,
-                                                 unsigned cv) {
+                                                 uint64_t ep) {
   /* A known operation's ranges are the memo's (ly_memo.op: what
    * lr_op_ranges returned for the same key, when it succeeded). */
   lr_op fresh;
@@ -1262,7 +1261,7 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
       replay_advance(t, keep);
       return;
     }
-    record_ranges(t, ev, c, op, key, ok, cv);
+    record_ranges(t, ev, c, op, key, ok, ep);
   }
   t->nops++;
 }
@@ -1271,7 +1270,9 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
  * outside a group returns here: a known operation (its buffer checks found
  * nothing before, with the same inputs) with no producer to match. */
 static inline void on_op(ly_thread *t, const a2a_event *ev) {
-  unsigned cv = atomic_load_explicit(&a2a_comm_ver, memory_order_acquire);
+  /* First: every input read below (the communicator's record, the
+   * registry's generation, the enabled checks) is at least as new. */
+  uint64_t ep = a2a_core_epoch_now();
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   uint64_t gen = a2a_alloc_generation();
   uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
@@ -1286,7 +1287,7 @@ static inline void on_op(ly_thread *t, const a2a_event *ev) {
     t->nops++;
     return;
   }
-  on_op_slow(t, ev, c, m, (unsigned)known | (unsigned)hidden << 1, cv);
+  on_op_slow(t, ev, c, m, (unsigned)known | (unsigned)hidden << 1, ep);
 }
 
 /* ranges for its readers at the outermost ncclGroupEnd (the checks,

@@ -135,9 +135,11 @@ typedef struct ly_memo {
  * and what it left in ly_thread.ranges. Everything an operation's verdict
  * and ranges depend on: its memo key (ly_memo: buffers, count, dtype, root,
  * collective or direction, the allocation registry's generation, the
- * enabled checks, and the communicator record, here as its handle with the
- * communicator registry's version, under which a lookup of the handle
- * always gives the same record), the inputs of its ly_range fields beyond
+ * enabled checks, and the communicator record, here as its handle, which a
+ * lookup always answers with the same record while the communicator
+ * registry's version is unchanged) - the generation, the checks and the
+ * version as the core's epoch read before all three (a2a_core_epoch: while
+ * it reads the same, none of them changed) - the inputs of its ly_range fields beyond
  * the ranges (site, api, peer, grp; op is its index) and the range count
  * before it (the earlier operations'). Equal inputs in equal order: the
  * same clean verdict, and byte-identical ranges. */
@@ -149,9 +151,8 @@ typedef struct ly_opkey {
   void *comm_handle;
   const void *site;
   const char *api;
-  uint64_t alloc_gen;       /* as ly_memo */
-  uint64_t checks[2];
-  unsigned comm_ver;        /* a2a_comm_ver, read before the lookup */
+  uint64_t epoch;           /* a2a_core_epoch, read before the lookup and
+                               the memo key's generation and checks */
   uint16_t grp;
   bool ok;                  /* the per-operation checks found nothing
                                (a verdict a ly_memo would keep) */

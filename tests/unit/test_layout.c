@@ -1109,6 +1109,23 @@ START_TEST(replayed_group_follows_the_allocations) {
 }
 END_TEST
 
+/* Each change of the allocation registry alone ends the replay (ly_opkey.
+ * epoch, advanced by every one): a new record at a remembered buffer's
+ * base (NCCL's or a caching allocator's address reused without a free
+ * seen), then a free with nothing after it (pageable memory there now). */
+START_TEST(replayed_group_follows_each_registry_change) {
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2); /* remembered */
+  alloc(SEG0, 4096 + 512, 0, A2A_MEM_DEVICE); /* over the old record, smaller */
+  sendrecv_group(SEG0, SEG0 + 4096, 2);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 8, 2); /* remembered */
+  free_at(SEG0);
+  collector_add_pointer(SEG0, MiB, 0, -1);
+  sendrecv_group(SEG0, SEG0 + 8, 2);
+  ck_assert_uint_eq(collector_count("layout.host-memory"), 2); /* both buffers */
+}
+END_TEST
+
 START_TEST(replayed_group_follows_the_enabled_checks) {
   a2a_check_set some = a2a_check_set_all();
   a2a_check_set_put(&some, A2A_CK_LAYOUT_MISALIGNED, false);
@@ -1673,6 +1690,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, remembered_bad_calls_keep_reporting);
   tcase_add_test(tc, replayed_group_follows_the_allocations);
   tcase_add_test(tc, replayed_group_keeps_counting_an_operations_finding);
+  tcase_add_test(tc, replayed_group_follows_each_registry_change);
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
   tcase_add_test(tc, replayed_group_follows_the_communicator);
   tcase_add_test(tc, replayed_group_still_sees_copies);
