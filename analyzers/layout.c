@@ -1171,6 +1171,7 @@ static inline void memo_key(const a2a_event *ev, const a2a_comm *c, uint64_t gen
  * same fields, the same conversions). */
 static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
                                  uint64_t gen, uint64_t w0, uint64_t w1, bool *known) {
+  t->lone = NULL; /* lone_replay's memo_mru: only while no other lookup ran */
   const void *b0, *b1;
   size_t count;
   int32_t dtype, root, what;
@@ -1284,6 +1285,10 @@ static inline void on_op(ly_thread *t, const a2a_event *ev) {
   if (known && m->nrep && !replay_findings(t, m->rep, m->nrep, ev->callsite)) known = false;
   bool hidden = a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t);
   if (known && !hidden && t->depth == 0) { /* nothing to judge or record */
+    if (c && !m->nrep) {
+      t->lone = m;
+      t->lone_ep = ep;
+    }
     t->nops++;
     return;
   }
@@ -1422,6 +1427,42 @@ __attribute__((noinline)) static void op_pre(const a2a_event *ev) {
   if (t->depth == 0) t->gen++;
 }
 
+/* The same operation outside a group as the thread's last one found in
+ * the memo (ly_thread.lone), with nothing to judge or record: op_pre's
+ * path for it - on_op returning at its first test, then the generation
+ * closed - without a call. Exact: the event's key fields equal the entry's
+ * (memo_find's tests); the epoch is the one read before the entry was
+ * found, so the allocation registry's generation and the enabled checks
+ * are still the ones it was found with, and the registry's inline answer
+ * for the handle (no side effect; a2a_comm_lookup would give it) is the
+ * entry's communicator (lone is set for a known one only); the entry has
+ * no findings (nothing for replay_findings to count); no memo_find ran
+ * since (it clears lone), so it would find this entry and leave memo_mru
+ * as it is; and nothing to poll, no producer to match, depth 0, as on_op
+ * tests. */
+static inline bool lone_replay(ly_thread *t, const a2a_event *ev) {
+  const ly_memo *m = t->lone;
+  if (!m || t->depth != 0 || t->nfeeds) return false;
+  if (ev->kind == A2A_EV_P2P) {
+    if (m->b0 != ev->u.p2p.buff || m->b1 != NULL || m->count != ev->u.p2p.count ||
+        m->what != (A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0)) ||
+        m->dtype != ev->u.p2p.dtype || m->root != -1)
+      return false;
+  } else {
+    if (m->b0 != ev->u.coll.sendbuff || m->b1 != ev->u.coll.recvbuff ||
+        m->count != ev->u.coll.count ||
+        m->what != (A2A_EV_COLL << 8 | ((int32_t)ev->u.coll.coll & 0xff)) ||
+        m->dtype != ev->u.coll.dtype || m->root != ev->u.coll.root)
+      return false;
+  }
+  if (t->lone_ep != a2a_core_epoch_now() || a2a_comm_lookup_last(ev->comm) != m->comm ||
+      (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)))
+    return false;
+  t->nops++;
+  t->gen++;
+  return true;
+}
+
 /* The dispatch table's handler: op_pre's replay of a remembered group's
  * next operation when one slot remains (the cursor: rk is
  * &gs[s].ops[nops], s gmask's slot, when it is not rkend) or, at the
@@ -1442,6 +1483,7 @@ __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
       t->gmask = t->rkmask;
       return;
     }
+    if (lone_replay(t, ev)) return;
   }
   op_pre(ev);
 }

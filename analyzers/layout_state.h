@@ -204,6 +204,12 @@ typedef struct ly_thread {
   bool ranges_overflow;
   ly_memo memo[LAYOUT_MEMO]; /* two-way: pairs of slots (memo_find) */
   uint8_t memo_mru[LAYOUT_MEMO / 2]; /* per pair, the way used last */
+  /* The entry of memo the thread's last operation outside a group found,
+   * clean (no findings), on a known communicator, with nothing to judge or
+   * record (layout.c, on_op), and the core's epoch read before it was
+   * found (a2a_core_epoch); NULL after any other memo_find. */
+  const ly_memo *lone;
+  uint64_t lone_ep;
   /* The remembered groups (ly_gslot), the last LAYOUT_GSLOTS distinct ones
    * judged (a training step alternates several: MoE's dispatch and combine
    * all-to-alls). gmask: the slots whose operations the open group's equal,

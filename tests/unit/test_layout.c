@@ -1636,6 +1636,54 @@ START_TEST(predicted_group_replays_as_itself) {
 }
 END_TEST
 
+/* The same operation outside a group as the thread's last one, clean and
+ * known, is taken from the memo inline (layout.c, lone_replay) - never
+ * when what its verdict depends on changed: the allocation registry, a
+ * producer of its send buffer (a copy right before it), an open group
+ * (then it is one of the group's operations: recorded, its overlap
+ * judged), or a pending hidden-copy finding to poll. */
+START_TEST(repeated_lone_operation_follows_its_inputs) {
+  collector_dedup(true);
+  p2p(0, SEG0 + 512 * 1024, 128 * 1024, 2);
+  p2p(0, SEG0 + 512 * 1024, 128 * 1024, 2); /* the thread's last, remembered */
+  alloc(SEG0, 768 * 1024, 0, A2A_MEM_DEVICE); /* over the old record, smaller */
+  p2p(0, SEG0 + 512 * 1024, 128 * 1024, 2);
+  ck_assert_uint_eq(collector_count("layout.out-of-bounds"), 1);
+  alloc(SEG0, MiB, 0, A2A_MEM_DEVICE);
+  p2p(0, SEG0 + 8192, 1024, 0);
+  p2p(0, SEG0 + 8192, 1024, 0);
+  group(1);
+  p2p(0, SEG0 + 8192, 1024, 0); /* the same, in a group: recorded */
+  p2p(0, SEG0 + 8192 + 512, 256, 1);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  p2p(1, SEG0, 1024, 0);
+  p2p(1, SEG0, 1024, 0);
+  d2d(SEG0, SEG0 + 65536, 4096); /* a producer of the send buffer */
+  p2p(1, SEG0, 1024, 0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
+/* A hidden-copy finding pending (its copy timed, the timing not complete
+ * yet) is polled at every operation, also one repeated outside a group:
+ * reported at the first operation after its timing completed. */
+START_TEST(repeated_lone_operation_polls_pending_findings) {
+  for (int step = 0; step < 2; step++) {
+    d2d(SEG0, SEG0 + 65536, 4096);
+    p2p(1, SEG0, 1024, 0);
+  }
+  p2p(1, SEG0, 1024, 0); /* pending: the timing is not complete */
+  p2p(1, SEG0, 1024, 0);
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  for (size_t i = 0; i < collector_event_count(); i++)
+    collector_event_complete(collector_event_at(i), 1000000u * (i + 1));
+  p2p(1, SEG0, 1024, 0);
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
@@ -1714,6 +1762,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, launch_memo_follows_a_reinit);
   tcase_add_test(tc, diverged_group_records_every_later_operation);
   tcase_add_test(tc, groups_that_start_alike_are_not_predicted);
+  tcase_add_test(tc, repeated_lone_operation_follows_its_inputs);
+  tcase_add_test(tc, repeated_lone_operation_polls_pending_findings);
   tcase_add_test(tc, predicted_group_replays_as_itself);
   tcase_add_test(tc, checks_can_be_disabled);
   tcase_add_test(tc, nccl_kinds_are_pre_only);
