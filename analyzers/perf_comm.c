@@ -1086,6 +1086,17 @@ static uint64_t coll_bytes(const a2a_event *ev, int nranks) {
                            nranks);
 }
 
+/* A p2p call of b bytes counted into share g (group_add, group_add_fast). */
+static inline void share_count_p2p(pc_gacc *g, const a2a_event *ev, uint64_t b) {
+  if (ev->u.p2p.is_send) {
+    g->nsend++;
+    g->send_bytes += b;
+  } else {
+    g->nrecv++;
+    g->recv_bytes += b;
+  }
+}
+
 /* A successful grouped operation on c joins c's share of the group. */
 static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
@@ -1108,13 +1119,7 @@ static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
     uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
     if (g->nsend + g->nrecv == 0) g->p2p0 = b;
     else if (b != g->p2p0) g->unequal = true;
-    if (ev->u.p2p.is_send) {
-      g->nsend++;
-      g->send_bytes += b;
-    } else {
-      g->nrecv++;
-      g->recv_bytes += b;
-    }
+    share_count_p2p(g, ev, b);
     t->gfast = g;
   }
 }
@@ -1131,7 +1136,7 @@ static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
  * gfast's (a2a_perf_skey_is) leaves mixed_streams as it is; and gfast
  * holds a p2p call already (it is set only after one joined), so
  * nsend + nrecv is not 0 and the size is compared with p2p0. The rest is
- * group_add's p2p branch, the same statements. */
+ * group_add's p2p branch (share_count_p2p). */
 static inline bool group_add_fast(pc_tls *t, const a2a_event *ev) {
   pc_gacc *g = t->gfast;
   unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
@@ -1140,13 +1145,7 @@ static inline bool group_add_fast(pc_tls *t, const a2a_event *ev) {
     return false;
   uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
   if (b != g->p2p0) g->unequal = true;
-  if (ev->u.p2p.is_send) {
-    g->nsend++;
-    g->send_bytes += b;
-  } else {
-    g->nrecv++;
-    g->recv_bytes += b;
-  }
+  share_count_p2p(g, ev, b);
   return true;
 }
 

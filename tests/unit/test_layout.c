@@ -1585,6 +1585,14 @@ START_TEST(nccl_kinds_are_pre_only) {
 }
 END_TEST
 
+/* A group of two operations of 256 floats: (send?, buffer, peer) each. */
+static void two_op_group(int s0, uintptr_t b0, int p0, int s1, uintptr_t b1, int p1) {
+  group(1);
+  p2p(s0, b0, 256, p0);
+  p2p(s1, b1, 256, p1);
+  group(0);
+}
+
 /* The group after a remembered one is predicted to be the one that came
  * after it before (layout.c, replay_predict): its first operation is then
  * compared with the predicted group's alone. Two groups that start with
@@ -1592,22 +1600,12 @@ END_TEST
  * [X, Y1], [X, Y2] in turn, [X, Y1] twice in a row replays, judged once. */
 START_TEST(groups_that_start_alike_are_not_predicted) {
   for (int i = 0; i < 3; i++) {
-    group(1);
-    p2p(1, SEG0, 256, 2);
-    p2p(1, SEG0 + 4096, 256, 3);
-    group(0);
-    group(1);
-    p2p(1, SEG0, 256, 2);
-    p2p(1, SEG0 + 8192, 256, 3);
-    group(0);
+    two_op_group(1, SEG0, 2, 1, SEG0 + 4096, 3);
+    two_op_group(1, SEG0, 2, 1, SEG0 + 8192, 3);
   }
   unsigned long j = judged(), r = recorded();
-  for (int i = 0; i < 2; i++) { /* the second time, the second group came after it */
-    group(1);
-    p2p(1, SEG0, 256, 2);
-    p2p(1, SEG0 + 4096, 256, 3);
-    group(0);
-  }
+  /* the second time, the second group came after it */
+  for (int i = 0; i < 2; i++) two_op_group(1, SEG0, 2, 1, SEG0 + 4096, 3);
   ck_assert_uint_eq(judged(), j);
   ck_assert_uint_eq(recorded(), r);
   ck_assert_uint_eq(collector_count_prefix("layout."), 0);
@@ -1621,14 +1619,8 @@ END_TEST
 START_TEST(predicted_group_replays_as_itself) {
   collector_dedup(true);
   for (int i = 0; i < 4; i++) {
-    group(1); /* clean */
-    p2p(1, SEG0, 256, 2);
-    p2p(0, SEG0 + 4096, 256, 2);
-    group(0);
-    group(1); /* faulty */
-    p2p(1, SEG0 + 65536, 256, 3);
-    p2p(0, SEG0 + 65536 + 512, 256, 3);
-    group(0);
+    two_op_group(1, SEG0, 2, 0, SEG0 + 4096, 2);                /* clean */
+    two_op_group(1, SEG0 + 65536, 3, 0, SEG0 + 65536 + 512, 3); /* faulty */
   }
   ck_assert_uint_eq(judged(), 2);
   ck_assert_uint_eq(collector_count("layout.overlap"), 1);

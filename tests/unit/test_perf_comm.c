@@ -995,15 +995,17 @@ START_TEST(gated_hot_calls_see_the_armed_window) {
 }
 END_TEST
 
-static void p2p(void *comm, int send, size_t count) {
+static void p2p_on(void *comm, int send, size_t count, void *stream) {
   a2a_event ev = ev_make(A2A_EV_P2P);
   ev.comm = comm;
-  ev.stream = S1;
+  ev.stream = stream;
   ev.u.p2p.is_send = send;
   ev.u.p2p.count = count;
   ev.u.p2p.dtype = NCCL_INT8;
   ev_dispatch(&ev, 0);
 }
+
+static void p2p(void *comm, int send, size_t count) { p2p_on(comm, send, count, S1); }
 
 /* A group of one send and one receive per rank is an AlltoAll only when
  * every size is the same: sends of one size and receives of another, or
@@ -1306,8 +1308,9 @@ static void memo_rounds(const int *comms, int n, int rounds, uint64_t *ops) {
     }
 }
 
-/* The summary of the communicator of nranks ranks: its ops and bytes. */
-static void memo_expect(int nranks, uint64_t ops, uint64_t op_bytes) {
+/* The summary of the communicator of nranks ranks, NULL when there is
+ * none (never two). */
+static const collected *summary_find(int nranks) {
   const collected *s = NULL;
   for (size_t i = 0; i < collector_total(); i++) {
     const collected *c = collector_get(i);
@@ -1316,6 +1319,12 @@ static void memo_expect(int nranks, uint64_t ops, uint64_t op_bytes) {
       s = c;
     }
   }
+  return s;
+}
+
+/* The summary of the communicator of nranks ranks: its ops and bytes. */
+static void memo_expect(int nranks, uint64_t ops, uint64_t op_bytes) {
+  const collected *s = summary_find(nranks);
   if (ops == 0) {
     ck_assert_msg(s == NULL, "%d ranks: no operation, yet %s", nranks, s ? s->details : "");
     return;
@@ -1361,26 +1370,9 @@ END_TEST
 
 /* The summary of the communicator of nranks ranks (one there). */
 static const collected *summary_of(int nranks) {
-  const collected *s = NULL;
-  for (size_t i = 0; i < collector_total(); i++) {
-    const collected *c = collector_get(i);
-    if (strcmp(c->check, "perf.summary") == 0 && (int)details_num(c, "nranks") == nranks) {
-      ck_assert_msg(s == NULL, "two summaries of %d ranks", nranks);
-      s = c;
-    }
-  }
+  const collected *s = summary_find(nranks);
   ck_assert_msg(s != NULL, "no summary of %d ranks", nranks);
   return s;
-}
-
-static void p2p_on(void *comm, int send, size_t count, void *stream) {
-  a2a_event ev = ev_make(A2A_EV_P2P);
-  ev.comm = comm;
-  ev.stream = stream;
-  ev.u.p2p.is_send = send;
-  ev.u.p2p.count = count;
-  ev.u.p2p.dtype = NCCL_INT8;
-  ev_dispatch(&ev, 0);
 }
 
 /* A grouped p2p call's POST joins its share inline (group_add_fast) when
