@@ -1192,6 +1192,7 @@ static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_co
   }
   /* what too: an in-place send and receive of one buffer (nccl-tests'
    * sendrecv) differ only there, and took each other's slot every step. */
+  /* (tests/unit/test_layout.c, memo_pair_recv, repeats it.) */
   uint64_t x = (uint64_t)(uintptr_t)b0 ^ ((uint64_t)(uintptr_t)b1 << 1) ^ count ^
                ((uint64_t)(uint32_t)what << 40);
   x *= 0x9e3779b97f4a7c15ULL;
