@@ -323,6 +323,27 @@ static inline uint64_t a2a_alloc_generation(void) {
   return atomic_load_explicit(&a2a_alloc_gen, memory_order_acquire);
 }
 
+/* The core's epoch: never 0, advanced (release) after every change of the
+ * allocation registry (with a2a_alloc_gen), of the communicator registry
+ * (with a2a_comm_ver) and of the enabled checks (a2a_checks_enabled_w),
+ * once the change and its own counter are written. Read (acquire) before
+ * any of those, it bounds them all: an answer derived from them stays
+ * valid while the epoch reads the same - one compare for a memo that
+ * depends on all of them (layout's remembered group operations) instead of
+ * one per input. A change under way on another thread when the epoch is
+ * read (written, the epoch not advanced yet) is ordered after the reader,
+ * as a registry lookup racing with it is; one made by the reading thread,
+ * or ordered before its read by the program's own synchronization, has
+ * advanced it. Changes that restore an earlier state (checks off, then on
+ * again) advance it too: a memo keyed on it is then only dropped sooner. */
+extern _Atomic uint64_t a2a_core_epoch;
+static inline uint64_t a2a_core_epoch_now(void) {
+  return atomic_load_explicit(&a2a_core_epoch, memory_order_acquire);
+}
+static inline void a2a_core_epoch_advance(void) {
+  atomic_fetch_add_explicit(&a2a_core_epoch, 1, memory_order_release);
+}
+
 /* ------------------------------------------------------------------ */
 /* Per-thread records (core_tslots.c). An analyzer that keeps state per
  * application thread declares `static a2a_tslots slots;` (zero-initialized)

@@ -97,9 +97,15 @@ a2a_check_set a2a_check_set_all(void) {
  * never read (a2a_check_on bounds-checks the id). */
 _Atomic uint64_t a2a_checks_enabled_w[2] = {~0ull, ~0ull};
 
+/* a2a_core.h: advanced here and by the registries (core_registry.c);
+ * defined here, the one core file every program that links the checks
+ * has (tool/dump_checks links this one alone). */
+_Atomic uint64_t a2a_core_epoch = 1;
+
 void a2a_checks_set_enabled(const a2a_check_set *s) {
   atomic_store_explicit(&a2a_checks_enabled_w[0], s->w[0], memory_order_relaxed);
   atomic_store_explicit(&a2a_checks_enabled_w[1], s->w[1], memory_order_relaxed);
+  a2a_core_epoch_advance(); /* after both words (a2a_core_epoch) */
 }
 
 bool a2a_checks_any_owned(unsigned owners) {

@@ -117,6 +117,7 @@ static a2a_comm *comm_insert(a2a_comm *rec) {
   atomic_store_explicit(&g_comm_count, n + 1, memory_order_release);
   atomic_store_explicit(&g_comm_slots[i], rec, memory_order_release);
   atomic_fetch_add_explicit(&a2a_comm_ver, 1, memory_order_release);
+  a2a_core_epoch_advance();
   pthread_mutex_unlock(&g_comm_mu);
   return rec;
 }
@@ -293,6 +294,7 @@ void a2a_registry_alloc(const a2a_event *ev) {
       .serial = ++g_alloc_serial,
   };
   atomic_fetch_add_explicit(&a2a_alloc_gen, 1, memory_order_release); /* cached answers are stale */
+  a2a_core_epoch_advance();
   pthread_rwlock_unlock(&g_alloc_mu);
 }
 
@@ -306,6 +308,7 @@ void a2a_registry_free(const a2a_event *ev) {
     memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - i - 1) * sizeof *g_allocs);
     g_nallocs--;
     atomic_fetch_add_explicit(&a2a_alloc_gen, 1, memory_order_release); /* cached answers are stale */
+    a2a_core_epoch_advance();
   }
   pthread_rwlock_unlock(&g_alloc_mu);
 }
@@ -333,9 +336,11 @@ void a2a_registry_reset_for_tests(void) {
   atomic_store(&g_comm_count, 0);
   atomic_store(&g_comm_dropped, 0);
   atomic_fetch_add(&a2a_comm_ver, 1);
+  a2a_core_epoch_advance();
   pthread_mutex_unlock(&g_comm_mu);
   pthread_rwlock_wrlock(&g_alloc_mu);
   g_nallocs = 0;
   atomic_fetch_add(&a2a_alloc_gen, 1); /* cached answers are stale */
+  a2a_core_epoch_advance();
   pthread_rwlock_unlock(&g_alloc_mu);
 }

@@ -824,14 +824,15 @@ static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
   return -1;
 }
 
-/* Whether the ending group is a remembered one, whole, judged with the
- * enabled checks, without findings: check_group would return at once. */
-static inline bool group_replayed(ly_thread *t) {
+/* The slot holding the ending group if it is a remembered one, whole,
+ * judged with the enabled checks, without findings (check_group would
+ * return at once), else -1. */
+static inline int group_replayed(ly_thread *t) {
   int s = group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
                     atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
-  if (s < 0 || t->gs[s].nrep) return false;
+  if (s < 0 || t->gs[s].nrep) return -1;
   t->gs[s].used = ++t->gclock;
-  return true;
+  return s;
 }
 
 static void slot_take(ly_thread *t);
@@ -843,20 +844,23 @@ void layout_replay_counts(unsigned long *judged, unsigned long *recorded) {
   *recorded = tl_recorded;
 }
 
-/* The ending group's verdicts: overlap and scatter are judged again only
+static void u0_update(ly_thread *t);
+
+/* The ending group's verdicts (returns the slot that holds it now, -1
+ * none): overlap and scatter are judged again only
  * when the group differs from every remembered one (a training loop posts
  * the same groups every step): gmask holds the slots whose operations
  * equal the group's so far, in order (replay_op), so ranges[] holds exactly
  * the ranges it held then, and a slot with as many operations is the whole
  * group. Its findings, if it had any, are counted again instead (judged
  * again when not all of them can be: another ncclGroupEnd site). */
-static void check_group(ly_thread *t, const a2a_event *end) {
+static int check_group(ly_thread *t, const a2a_event *end) {
   uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
   uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
   int s = group_hit(t, w0, w1);
   if (s >= 0 && (!t->gs[s].nrep || replay_findings(t, t->gs[s].rep, t->gs[s].nrep, end->callsite))) {
     t->gs[s].used = ++t->gclock;
-    return;
+    return s;
   }
   tl_judged++;
   ly_cap cap = {0};
@@ -867,7 +871,7 @@ static void check_group(ly_thread *t, const a2a_event *end) {
   /* Too many findings to keep, or nothing to keep: the remembered groups
    * stay as they are (but for the slot this group was written into, no
    * longer valid since its first write). */
-  if (cap.lost || !t->nops) return;
+  if (cap.lost || !t->nops) return -1;
   /* Where it is kept: the slot it was written into, or (every operation
    * replayed) the slot holding it whole - judged with other checks, or its
    * findings not replayable here - or, a shorter group than any of gmask,
@@ -883,7 +887,7 @@ static void check_group(ly_thread *t, const a2a_event *end) {
   }
   /* Every operation of a group written into slot s has its entry there
    * while it fits (record_ranges; a replayed one has it already). */
-  if (t->nops > ly_slot_ocap(s)) return;
+  if (t->nops > ly_slot_ocap(s)) return -1;
   ly_gslot *g = &t->gs[s];
   g->n = t->nops;
   g->checks[0] = w0;
@@ -892,6 +896,8 @@ static void check_group(ly_thread *t, const a2a_event *end) {
   memcpy(g->rep, cap.rep, sizeof cap.rep);
   g->used = ++t->gclock;
   t->gvalid |= (uint8_t)(1u << s);
+  u0_update(t);
+  return s;
 }
 
 /* The innermost open group's index (ly_range.grp). */
@@ -931,11 +937,11 @@ static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_
         o->dtype != ev->u.coll.dtype || o->root != ev->u.coll.root)
       return false;
   }
+  /* The epoch: the allocation registry's generation, the communicator
+   * registry's version and the enabled checks it was drawn with, all at
+   * once (ly_opkey.epoch). */
   return o->comm_handle == ev->comm && o->site == ev->callsite && o->api == ev->api &&
-         o->grp == cur_grp(t) && o->alloc_gen == a2a_alloc_generation() &&
-         o->comm_ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire) &&
-         o->checks[0] == atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed) &&
-         o->checks[1] == atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+         o->grp == cur_grp(t) && o->epoch == a2a_core_epoch_now();
 }
 
 /* The slots of gmask (not 0) whose next operation (index nops) the event
@@ -971,9 +977,60 @@ static inline void replay_cursor(ly_thread *t) {
     const ly_gslot *g = &t->gs[__builtin_ctz(m)];
     t->rk = &g->ops[t->nops < g->n ? t->nops : g->n];
     t->rkend = &g->ops[g->n];
+    t->rkmask = (uint8_t)m;
   } else {
     t->rk = t->rkend = NULL;
   }
+}
+
+/* Whether no operation can equal both a and b (opkey_match): they differ
+ * in a field opkey_match compares with the event for their kind - an
+ * equal `what` is one kind - so at most one of them equals the event. */
+static bool opkey_distinct(const ly_opkey *a, const ly_opkey *b) {
+  if (a->what != b->what || a->b0 != b->b0 || a->count != b->count || a->dtype != b->dtype ||
+      a->comm_handle != b->comm_handle || a->site != b->site || a->api != b->api ||
+      a->grp != b->grp)
+    return true;
+  return (a->what >> 8) == A2A_EV_P2P ? a->peer != b->peer : a->b1 != b->b1 || a->root != b->root;
+}
+
+/* ly_thread.u0 for the slots of gvalid (a valid slot holds one operation
+ * or more: check_group keeps no empty group). Rare: when a slot becomes
+ * valid, once per group that differs from the remembered ones. */
+static void u0_update(ly_thread *t) {
+  unsigned u = 0;
+  for (unsigned m = t->gvalid; m; m &= m - 1) {
+    int s = __builtin_ctz(m);
+    bool distinct = true;
+    for (unsigned o = t->gvalid & ~(1u << s); o && distinct; o &= o - 1)
+      distinct = opkey_distinct(&t->gs[s].ops[0], &t->gs[__builtin_ctz(o)].ops[0]);
+    if (distinct) u |= 1u << s;
+  }
+  t->u0 = (uint8_t)u;
+}
+
+/* At the outermost ncclGroupStart (nops 0), gmask holding several slots:
+ * the cursor on the predicted slot p = gnext[glast], when p is one of them
+ * and in u0. Exact: an operation that equals gs[p].ops[0] (layout_op_pre's
+ * test, replay_op's for slot p) equals no other slot's operation 0 (u0),
+ * so replay_match would keep p alone - the fast path then sets gmask to
+ * rkmask (1 << p) and advances the cursor as replay_advance would; one
+ * that does not is op_pre's, which compares it with every slot of gmask,
+ * as without a prediction. */
+static inline void replay_predict(ly_thread *t) {
+  unsigned m = t->gmask, p = t->gnext[t->glast];
+  if (!(m & (m - 1)) || p >= LAYOUT_GSLOTS || !((m & t->u0) >> p & 1u)) return;
+  const ly_gslot *g = &t->gs[p];
+  t->rk = &g->ops[0];
+  t->rkend = &g->ops[g->n];
+  t->rkmask = (uint8_t)(1u << p);
+}
+
+/* The outermost group that just ended is held in slot s now (-1: in none):
+ * the successor of the previous one's (ly_thread.gnext). */
+static inline void group_succ(ly_thread *t, int s) {
+  if (s >= 0) t->gnext[t->glast] = (uint8_t)s;
+  t->glast = s >= 0 ? (uint8_t)s : LAYOUT_GSLOTS;
 }
 
 /* A matched operation (replay_match's keep, not 0): the slots that still
@@ -1046,10 +1103,10 @@ static bool slot_grow(ly_thread *t) {
 
 /* Record an operation's ranges in the open group (its op index: t->nops,
  * advanced by the caller). m: the memo key the verdict was drawn with
- * (memo_key's fields), ok: it was clean; cv: a2a_comm_ver read before c
- * was looked up. */
+ * (memo_key's fields), ok: it was clean; ep: a2a_core_epoch read before c
+ * was looked up and before m's generation and checks were read. */
 static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
-                          const lr_op *op, const ly_memo *m, bool ok, unsigned cv) {
+                          const lr_op *op, const ly_memo *m, bool ok, uint64_t ep) {
   tl_recorded++;
   if (t->wslot < 0) slot_take(t);
   unsigned k = t->nops;
@@ -1079,8 +1136,7 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     t->gs[t->wslot].ops[k] =
         (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
                    .root = m->root, .what = m->what, .peer = peer, .comm_handle = ev->comm,
-                   .site = ev->callsite, .api = ev->api, .alloc_gen = m->alloc_gen,
-                   .checks = {m->checks[0], m->checks[1]}, .comm_ver = cv, .grp = grp, .ok = ok,
+                   .site = ev->callsite, .api = ev->api, .epoch = ep, .grp = grp, .ok = ok,
                    .rend = t->nranges};
 }
 
@@ -1115,6 +1171,7 @@ static inline void memo_key(const a2a_event *ev, const a2a_comm *c, uint64_t gen
  * same fields, the same conversions). */
 static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
                                  uint64_t gen, uint64_t w0, uint64_t w1, bool *known) {
+  t->lone = NULL; /* lone_replay's memo_mru: only while no other lookup ran */
   const void *b0, *b1;
   size_t count;
   int32_t dtype, root, what;
@@ -1135,6 +1192,7 @@ static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_co
   }
   /* what too: an in-place send and receive of one buffer (nccl-tests'
    * sendrecv) differ only there, and took each other's slot every step. */
+  /* (tests/unit/test_layout.c, memo_pair_recv, repeats it.) */
   uint64_t x = (uint64_t)(uintptr_t)b0 ^ ((uint64_t)(uintptr_t)b1 << 1) ^ count ^
                ((uint64_t)(uint32_t)what << 40);
   x *= 0x9e3779b97f4a7c15ULL;
@@ -1161,12 +1219,12 @@ static inline ly_memo *memo_find(ly_thread *t, const a2a_event *ev, const a2a_co
 
 /* An operation on_op did not finish: judged, or taken from the memo, then
  * matched against producers and recorded. flags: 1 the memo slot m holds
- * the event's key (known), 2 a producer could match (hidden); cv:
- * a2a_comm_ver read before c was looked up. Out of line: its scratch
+ * the event's key (known), 2 a producer could match (hidden); ep:
+ * a2a_core_epoch read before c was looked up and m found (on_op). Out of line: its scratch
  * (lr_op, the key) and calls would give the fast paths a frame. */
 __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *ev,
                                                  const a2a_comm *c, ly_memo *m, unsigned flags,
-                                                 unsigned cv) {
+                                                 uint64_t ep) {
   /* A known operation's ranges are the memo's (ly_memo.op: what
    * lr_op_ranges returned for the same key, when it succeeded). */
   lr_op fresh;
@@ -1205,7 +1263,7 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
       replay_advance(t, keep);
       return;
     }
-    record_ranges(t, ev, c, op, key, ok, cv);
+    record_ranges(t, ev, c, op, key, ok, ep);
   }
   t->nops++;
 }
@@ -1214,7 +1272,9 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
  * outside a group returns here: a known operation (its buffer checks found
  * nothing before, with the same inputs) with no producer to match. */
 static inline void on_op(ly_thread *t, const a2a_event *ev) {
-  unsigned cv = atomic_load_explicit(&a2a_comm_ver, memory_order_acquire);
+  /* First: every input read below (the communicator's record, the
+   * registry's generation, the enabled checks) is at least as new. */
+  uint64_t ep = a2a_core_epoch_now();
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   uint64_t gen = a2a_alloc_generation();
   uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
@@ -1226,10 +1286,14 @@ static inline void on_op(ly_thread *t, const a2a_event *ev) {
   if (known && m->nrep && !replay_findings(t, m->rep, m->nrep, ev->callsite)) known = false;
   bool hidden = a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t);
   if (known && !hidden && t->depth == 0) { /* nothing to judge or record */
+    if (c && !m->nrep) {
+      t->lone = m;
+      t->lone_ep = ep;
+    }
     t->nops++;
     return;
   }
-  on_op_slow(t, ev, c, m, (unsigned)known | (unsigned)hidden << 1, cv);
+  on_op_slow(t, ev, c, m, (unsigned)known | (unsigned)hidden << 1, ep);
 }
 
 /* ranges for its readers at the outermost ncclGroupEnd (the checks,
@@ -1364,9 +1428,47 @@ __attribute__((noinline)) static void op_pre(const a2a_event *ev) {
   if (t->depth == 0) t->gen++;
 }
 
+/* The same operation outside a group as the thread's last one found in
+ * the memo (ly_thread.lone), with nothing to judge or record: op_pre's
+ * path for it - on_op returning at its first test, then the generation
+ * closed - without a call. Exact: the event's key fields equal the entry's
+ * (memo_find's tests); the epoch is the one read before the entry was
+ * found, so the allocation registry's generation and the enabled checks
+ * are still the ones it was found with, and the registry's inline answer
+ * for the handle (no side effect; a2a_comm_lookup would give it) is the
+ * entry's communicator (lone is set for a known one only); the entry has
+ * no findings (nothing for replay_findings to count); no memo_find ran
+ * since (it clears lone), so it would find this entry and leave memo_mru
+ * as it is; and nothing to poll, no producer to match, depth 0, as on_op
+ * tests. */
+static inline bool lone_replay(ly_thread *t, const a2a_event *ev) {
+  const ly_memo *m = t->lone;
+  if (!m || t->depth != 0 || t->nfeeds) return false;
+  if (ev->kind == A2A_EV_P2P) {
+    if (m->b0 != ev->u.p2p.buff || m->b1 != NULL || m->count != ev->u.p2p.count ||
+        m->what != (A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0)) ||
+        m->dtype != ev->u.p2p.dtype || m->root != -1)
+      return false;
+  } else {
+    if (m->b0 != ev->u.coll.sendbuff || m->b1 != ev->u.coll.recvbuff ||
+        m->count != ev->u.coll.count ||
+        m->what != (A2A_EV_COLL << 8 | ((int32_t)ev->u.coll.coll & 0xff)) ||
+        m->dtype != ev->u.coll.dtype || m->root != ev->u.coll.root)
+      return false;
+  }
+  if (t->lone_ep != a2a_core_epoch_now() || a2a_comm_lookup_last(ev->comm) != m->comm ||
+      (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)))
+    return false;
+  t->nops++;
+  t->gen++;
+  return true;
+}
+
 /* The dispatch table's handler: op_pre's replay of a remembered group's
  * next operation when one slot remains (the cursor: rk is
- * &gs[s].ops[nops], s gmask's slot, when it is not rkend), on a thread
+ * &gs[s].ops[nops], s gmask's slot, when it is not rkend) or, at the
+ * group's first operation, on the predicted slot (replay_predict: gmask
+ * becomes rkmask, as replay_advance would set it), on a thread
  * whose record is cached, with nothing to poll - replay_op's match and
  * advance, the same tests in the same order - without a frame: anything
  * else is op_pre's (a tail call), which makes the same tests again. */
@@ -1379,8 +1481,10 @@ __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
       t->nranges = o->rend;
       t->nops++;
       t->rk = o + 1;
+      t->gmask = t->rkmask;
       return;
     }
+    if (lone_replay(t, ev)) return;
   }
   op_pre(ev);
 }
@@ -1391,6 +1495,7 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   if (t->depth == 0) {
     group_reset(t);
     replay_cursor(t); /* read from here on (depth > 0) */
+    replay_predict(t);
     t->outer_site = ev->callsite;
     t->nnested = 0;
     t->grp_at[0] = t->cgrp = 0;
@@ -1409,13 +1514,15 @@ __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *e
   /* Outermost end: judge the whole group before NCCL launches it. An
    * overflowed range list is incomplete: overlap and scatter are then
    * not judged (never a finding from partial data). */
+  int s = -1;
   if (!t->ranges_overflow) {
-    check_group(t, ev);
+    s = check_group(t, ev);
     /* Only a feed found in this group or a producer written since the
      * previous operation can match (lyh_check_group). */
     if (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && (t->nfeeds || producers_live(t)))
       lyh_check_group(t, ev);
   }
+  group_succ(t, s);
   group_reset(t);
   t->gen++;
 }
@@ -1429,8 +1536,10 @@ __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
   }
   /* group_end without a call: nothing to poll, a whole replayed group
    * (not overflowed: it was judged) and no producer to match. */
-  if (!t->nfeeds && !t->ranges_overflow && group_replayed(t) &&
+  int s;
+  if (!t->nfeeds && !t->ranges_overflow && (s = group_replayed(t)) >= 0 &&
       !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+    group_succ(t, s);
     group_reset(t);
     t->gen++;
     return;

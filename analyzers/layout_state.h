@@ -135,9 +135,11 @@ typedef struct ly_memo {
  * and what it left in ly_thread.ranges. Everything an operation's verdict
  * and ranges depend on: its memo key (ly_memo: buffers, count, dtype, root,
  * collective or direction, the allocation registry's generation, the
- * enabled checks, and the communicator record, here as its handle with the
- * communicator registry's version, under which a lookup of the handle
- * always gives the same record), the inputs of its ly_range fields beyond
+ * enabled checks, and the communicator record, here as its handle, which a
+ * lookup always answers with the same record while the communicator
+ * registry's version is unchanged) - the generation, the checks and the
+ * version as the core's epoch read before all three (a2a_core_epoch: while
+ * it reads the same, none of them changed) - the inputs of its ly_range fields beyond
  * the ranges (site, api, peer, grp; op is its index) and the range count
  * before it (the earlier operations'). Equal inputs in equal order: the
  * same clean verdict, and byte-identical ranges. */
@@ -149,9 +151,8 @@ typedef struct ly_opkey {
   void *comm_handle;
   const void *site;
   const char *api;
-  uint64_t alloc_gen;       /* as ly_memo */
-  uint64_t checks[2];
-  unsigned comm_ver;        /* a2a_comm_ver, read before the lookup */
+  uint64_t epoch;           /* a2a_core_epoch, read before the lookup and
+                               the memo key's generation and checks */
   uint16_t grp;
   bool ok;                  /* the per-operation checks found nothing
                                (a verdict a ly_memo would keep) */
@@ -203,6 +204,12 @@ typedef struct ly_thread {
   bool ranges_overflow;
   ly_memo memo[LAYOUT_MEMO]; /* two-way: pairs of slots (memo_find) */
   uint8_t memo_mru[LAYOUT_MEMO / 2]; /* per pair, the way used last */
+  /* The entry of memo the thread's last operation outside a group found,
+   * clean (no findings), on a known communicator, with nothing to judge or
+   * record (layout.c, on_op), and the core's epoch read before it was
+   * found (a2a_core_epoch); NULL after any other memo_find. */
+  const ly_memo *lone;
+  uint64_t lone_ep;
   /* The remembered groups (ly_gslot), the last LAYOUT_GSLOTS distinct ones
    * judged (a training step alternates several: MoE's dispatch and combine
    * all-to-alls). gmask: the slots whose operations the open group's equal,
@@ -223,10 +230,31 @@ typedef struct ly_thread {
    * group: while gmask holds one slot s, rk = &gs[s].ops[nops] and
    * rkend = &gs[s].ops[gs[s].n] - the operation the open group's next one
    * must equal, and the slot's end (rk == rkend: none left) - else both
-   * NULL. Read only while depth > 0 (outside a group it is stale: an
+   * NULL, or (the group's first operation, several slots) the predicted
+   * slot's (rkmask). Read only while depth > 0 (outside a group it is stale: an
    * operation there advances nops without it, a group's end resets gmask
    * without it). */
   const ly_opkey *rk, *rkend;
+  /* The slot mask the cursor's slot stands for (1 << s: what gmask is
+   * once the open group's next operation equals *rk), kept with rk. At
+   * the outermost ncclGroupStart, when gmask holds several slots, the
+   * cursor may stand for one of them, s = gnext[glast], if s is in u0
+   * (layout.c, replay_predict): rk = &gs[s].ops[0] while gmask still holds
+   * them all. */
+  uint8_t rkmask;
+  /* The slots of gvalid whose operation 0 no operation can equal together
+   * with another slot of gvalid's operation 0 (layout.c, opkey_distinct):
+   * computed when a slot becomes valid (check_group), true of the slots
+   * that remain when one is forgotten (fewer to differ from). */
+  uint8_t u0;
+  /* The slot that held the previous outermost group (glast; LAYOUT_GSLOTS:
+   * none kept), and per slot the one that held the group after a group
+   * held there (gnext): a step's groups come in the same order every step,
+   * so the group after the one in glast is predicted to be gnext[glast]'s
+   * (a prediction only: replay_predict's slot serves whether it is right
+   * or not, its operation 0 is compared). */
+  uint8_t glast;
+  uint8_t gnext[LAYOUT_GSLOTS + 1];
   uint64_t gclock;          /* LRU clock (ly_gslot.used) */
   ly_opkey gops0[LAYOUT_GOPS];                          /* slot 0 */
   ly_range granges0[LAYOUT_MAX_RANGES];

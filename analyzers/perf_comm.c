@@ -250,6 +250,10 @@ typedef struct pc_tls {
   /* The thread's last handle lookup. */
   const void *last_h;
   pc_comm *last_c;
+  /* The open group's share that its last grouped p2p operation joined
+   * (group_add_fast), NULL when none: set by group_add, cleared wherever
+   * the shares are emptied (ng = 0). */
+  pc_gacc *gfast;
   void *armed_stream;
   void *armed_event;
   uint64_t ops;
@@ -1082,6 +1086,17 @@ static uint64_t coll_bytes(const a2a_event *ev, int nranks) {
                            nranks);
 }
 
+/* A p2p call of b bytes counted into share g (group_add, group_add_fast). */
+static inline void share_count_p2p(pc_gacc *g, const a2a_event *ev, uint64_t b) {
+  if (ev->u.p2p.is_send) {
+    g->nsend++;
+    g->send_bytes += b;
+  } else {
+    g->nrecv++;
+    g->recv_bytes += b;
+  }
+}
+
 /* A successful grouped operation on c joins c's share of the group. */
 static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
@@ -1104,14 +1119,34 @@ static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
     uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
     if (g->nsend + g->nrecv == 0) g->p2p0 = b;
     else if (b != g->p2p0) g->unequal = true;
-    if (ev->u.p2p.is_send) {
-      g->nsend++;
-      g->send_bytes += b;
-    } else {
-      g->nrecv++;
-      g->recv_bytes += b;
-    }
+    share_count_p2p(g, ev, b);
+    t->gfast = g;
   }
+}
+
+/* group_op_post's common case inline, for the 2nd and later p2p calls of
+ * a share (an all-to-all posts 2 x nranks of them on one communicator and
+ * stream): false when it does not apply, and nothing is changed then.
+ * Exact: group_op_post takes c from lookup_cached when single_c is NULL
+ * (it is, inside a group), whose inline hit - the same test here, no side
+ * effect - answers last_c; the shares of the open group have distinct
+ * communicators (group_add creates one only for a communicator none has)
+ * and stay in place until ng is reset (which clears gfast), so the share
+ * of last_c is gfast when gfast->c is last_c; a stream whose key is
+ * gfast's (a2a_perf_skey_is) leaves mixed_streams as it is; and gfast
+ * holds a p2p call already (it is set only after one joined), so
+ * nsend + nrecv is not 0 and the size is compared with p2p0. The rest is
+ * group_add's p2p branch (share_count_p2p). */
+static inline bool group_add_fast(pc_tls *t, const a2a_event *ev) {
+  pc_gacc *g = t->gfast;
+  unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
+  if (!g || t->single_c || ev->kind != A2A_EV_P2P || ev->comm != t->last_h ||
+      t->last_ver != ver || t->last_c != g->c || !a2a_perf_skey_is(ev->stream, g->stream))
+    return false;
+  uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
+  if (b != g->p2p0) g->unequal = true;
+  share_count_p2p(g, ev, b);
+  return true;
 }
 
 /* The logical operation a group's share on one communicator amounts to. A
@@ -1218,7 +1253,7 @@ static void pc_op_pre(const a2a_event *ev) {
 static void pc_op_post(const a2a_event *ev) {
   pc_tls *t = tls();
   if (t->depth > 0) {
-    if (ev->result == 0) group_op_post(t, ev);
+    if (ev->result == 0 && !group_add_fast(t, ev)) group_op_post(t, ev);
     return;
   }
   lone_op_post(t, ev);
@@ -1249,6 +1284,7 @@ __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event 
     if (ok) after_op(t, g->c, g->stream, bytes, g->site);
   }
   t->ng = 0;
+  t->gfast = NULL;
   t->g_overflow = false;
 }
 
@@ -1293,7 +1329,11 @@ static void pc_by_group_end(const a2a_event *ev) {
 static void pc_by_group_start(const a2a_event *ev) {
   if (ev->phase != A2A_POST || ev->result != 0) return;
   pc_tls *t = tls();
-  if (t->depth++ == 0) { t->ng = 0; t->g_overflow = false; }
+  if (t->depth++ == 0) {
+    t->ng = 0;
+    t->gfast = NULL;
+    t->g_overflow = false;
+  }
 }
 
 static void poll_comm(pc_comm *c) {

@@ -995,15 +995,17 @@ START_TEST(gated_hot_calls_see_the_armed_window) {
 }
 END_TEST
 
-static void p2p(void *comm, int send, size_t count) {
+static void p2p_on(void *comm, int send, size_t count, void *stream) {
   a2a_event ev = ev_make(A2A_EV_P2P);
   ev.comm = comm;
-  ev.stream = S1;
+  ev.stream = stream;
   ev.u.p2p.is_send = send;
   ev.u.p2p.count = count;
   ev.u.p2p.dtype = NCCL_INT8;
   ev_dispatch(&ev, 0);
 }
+
+static void p2p(void *comm, int send, size_t count) { p2p_on(comm, send, count, S1); }
 
 /* A group of one send and one receive per rank is an AlltoAll only when
  * every size is the same: sends of one size and receives of another, or
@@ -1306,8 +1308,9 @@ static void memo_rounds(const int *comms, int n, int rounds, uint64_t *ops) {
     }
 }
 
-/* The summary of the communicator of nranks ranks: its ops and bytes. */
-static void memo_expect(int nranks, uint64_t ops, uint64_t op_bytes) {
+/* The summary of the communicator of nranks ranks, NULL when there is
+ * none (never two). */
+static const collected *summary_find(int nranks) {
   const collected *s = NULL;
   for (size_t i = 0; i < collector_total(); i++) {
     const collected *c = collector_get(i);
@@ -1316,6 +1319,12 @@ static void memo_expect(int nranks, uint64_t ops, uint64_t op_bytes) {
       s = c;
     }
   }
+  return s;
+}
+
+/* The summary of the communicator of nranks ranks: its ops and bytes. */
+static void memo_expect(int nranks, uint64_t ops, uint64_t op_bytes) {
+  const collected *s = summary_find(nranks);
   if (ops == 0) {
     ck_assert_msg(s == NULL, "%d ranks: no operation, yet %s", nranks, s ? s->details : "");
     return;
@@ -1356,6 +1365,59 @@ START_TEST(lookup_memo_never_answers_a_recreated_comm_with_the_old) {
     if (k == 3) memo_expect(30, ops[k], b);
   }
   ck_assert_uint_eq(collector_count("perf.summary"), NMEMO_COMMS + 2);
+}
+END_TEST
+
+/* The summary of the communicator of nranks ranks (one there). */
+static const collected *summary_of(int nranks) {
+  const collected *s = summary_find(nranks);
+  ck_assert_msg(s != NULL, "no summary of %d ranks", nranks);
+  return s;
+}
+
+/* A grouped p2p call's POST joins its share inline (group_add_fast) when
+ * the previous grouped p2p call joined the share of the communicator the
+ * thread looked up last: never for a call on another stream (the share is
+ * then on several streams, so not timed), nor when the last lookup was of
+ * another communicator than that share's (a grouped collective's), nor
+ * across groups (a share of the previous group is gone). */
+START_TEST(grouped_p2p_fast_path_joins_the_right_share) {
+  comm_init(COMM, 4); /* blocking, created first: complete_op's events */
+  memo_comm_init(1, 3);
+  void *B = MEMO_H(1);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  /* An all-to-all on COMM whose second call is on another stream: one
+   * operation, on several streams, not timed. */
+  ev_dispatch(&gs, 0);
+  for (int k = 0; k < 8; k++) p2p_on(COMM, k % 2 == 0, 4096, k == 1 ? S2 : S1);
+  ev_dispatch(&ge, 0);
+  complete_op(0, 1.0);
+  /* A send on COMM, an AllReduce on B (looked up last), a send on B: B's
+   * share is a mixed operation, COMM's a SendRecv of one send. */
+  ev_dispatch(&gs, 0);
+  p2p_on(COMM, 1, 4096, S1);
+  a2a_event ar = coll(A2A_COLL_ALLREDUCE, 1024, NCCL_INT8, S1);
+  ar.comm = B;
+  ev_dispatch(&ar, 0);
+  p2p_on(B, 1, 4096, S1);
+  ev_dispatch(&ge, 0);
+  /* Two groups of two sends each on B: two operations. */
+  for (int g = 0; g < 2; g++) {
+    ev_dispatch(&gs, 0);
+    p2p_on(B, 1, 512, S1);
+    p2p_on(B, 1, 512, S1);
+    ev_dispatch(&ge, 0);
+  }
+  a2a_core_fini();
+  const collected *a = summary_of(4), *b = summary_of(3);
+  ck_assert_uint_eq((uint64_t)details_num(a, "ops"), 2);
+  ck_assert_uint_eq((uint64_t)details_num(a, "bytes"), 4 * 4096 + 4096);
+  ck_assert_uint_eq((uint64_t)details_num(a, "measured_ops"), 0);
+  ck_assert_ptr_nonnull(strstr(a->message, "AlltoAll(send/recv) 16 KiB+: 1 ops"));
+  ck_assert_ptr_nonnull(strstr(a->message, "SendRecv 4 KiB+: 1 ops"));
+  ck_assert_uint_eq((uint64_t)details_num(b, "ops"), 3);
+  ck_assert_ptr_nonnull(strstr(b->message, "Mixed"));
+  ck_assert_ptr_nonnull(strstr(b->message, "SendRecv 1 KiB+: 2 ops"));
 }
 END_TEST
 
@@ -1420,6 +1482,7 @@ int main(void) {
   tcase_add_test(tc, skey_is_never_wrongly_true);
   tcase_add_test(tc, launch_fast_path_tells_default_streams_apart);
   tcase_add_test(tc, lookup_memo_never_answers_a_recreated_comm_with_the_old);
+  tcase_add_test(tc, grouped_p2p_fast_path_joins_the_right_share);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
