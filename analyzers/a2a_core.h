@@ -620,6 +620,11 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
   const unsigned ph = phase == A2A_POST;
   _Atomic(a2a_handler) *h;
   if (launch_pre && quiet) {
+    /* (Its first entry tested apart: the list is empty while every
+     * analyzer with a launch PRE handler is quiet - the table's own - and
+     * then a repeated launch's PRE is this one load and test.) */
+    if (__builtin_expect(atomic_load_explicit(&a2a_launch_quiet[0], memory_order_relaxed) == NULL, 1))
+      return;
     h = a2a_launch_quiet;
   } else {
     _Static_assert(A2A_MAX_GATES == 2, "the selection below reads every slot");

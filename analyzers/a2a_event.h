@@ -256,11 +256,12 @@ typedef struct a2a_event {
       int peer;               /* cudaMemcpyPeer*: 1 */
     } copy;
 
+    /* (Not the grid, block and dynamic shared memory size: no analyzer
+     * reads them, and a launch is the hottest call - the wrapper would
+     * keep six more values to store them.) */
     struct {
       const void *func;       /* host-side kernel handle */
       void **args;            /* args[i] points at parameter i's bytes */
-      unsigned grid[3], block[3];
-      size_t shmem;
     } launch;
 
     struct { void *fn; void *user; } host_fn;

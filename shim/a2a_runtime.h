@@ -18,6 +18,7 @@
 #ifndef A2A_RUNTIME_H
 #define A2A_RUNTIME_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -46,6 +47,7 @@ typedef struct a2a_rt_thread {
   int device;
   bool device_set;
   bool nccl_noted;    /* a2a_rt_note_nccl_call: this thread set the flag */
+  int *errno_loc;     /* a2a_rt_errno_loc: &errno, NULL until first asked */
 } a2a_rt_thread;
 extern A2A_RT_TLS a2a_rt_thread a2a_rt_t;
 enum { A2A_RT_STATE_READY = 2 };    /* = A2A_RT_READY (rt_internal.h) */
@@ -84,6 +86,24 @@ static inline uint32_t a2a_rt_thread_index(void) {
 /* The number of this call among the calling thread's analyzed calls
  * (1, 2, ...; a2a_event.seq). */
 static inline uint32_t a2a_rt_next_call_seq(void) { return ++a2a_rt_t.call_seq; }
+/* The address of the calling thread's errno, for the wrappers' save and
+ * restore (shim/intercept.h): &errno - glibc's __errno_location(), a call
+ * through the PLT - once per thread, then one load from the thread's own
+ * object. Exact: the address of a thread's errno never changes while the
+ * thread lives. A new thread's a2a_rt_t starts zeroed (its static TLS is
+ * initialized for it, also when glibc reuses a dead thread's stack; and a
+ * reused block, with the same thread pointer, would hold the same
+ * address), so it asks once itself, whether or not its thread index
+ * (a2a_rt_thread_index) was assigned yet. A forked child's only thread is
+ * a copy of the forking thread, with the same TLS addresses (fork copies
+ * the address space, the thread pointer is kept): the copied address is
+ * the child's errno. A signal handler that runs a wrapper between the load
+ * and the store stores the same address. Changes no errno. */
+static inline int *a2a_rt_errno_loc(void) {
+  int *p = a2a_rt_t.errno_loc;
+  if (__builtin_expect(p == NULL, 0)) a2a_rt_t.errno_loc = p = &errno;
+  return p;
+}
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 static inline uint64_t a2a_rt_now_ns(void) {
   struct timespec ts;

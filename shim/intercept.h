@@ -174,13 +174,23 @@ int a2a_shim_query_device(void);
 /* Wrapper helpers. Macros (not functions) where the code must run in the
  * wrapper's own frame: __builtin_return_address(0) and the early return. */
 
+/* The wrapper's save of the application's errno: a2a_errno_, the value,
+ * and A2A_ERRNO, the calling thread's errno itself, through its address
+ * (a2a_rt_errno_loc: one thread-local load, where `errno` is a call of
+ * __errno_location through the PLT). Every wrapper reads and writes errno
+ * as A2A_ERRNO after this. */
+#define A2A_ERRNO_SAVE()                                                      \
+  int *const a2a_errno_loc_ = a2a_rt_errno_loc();                             \
+  int a2a_errno_ = *a2a_errno_loc_
+#define A2A_ERRNO (*a2a_errno_loc_)
+
 /* First statement of every wrapper: capture errno, and forward unchanged
  * when the tool must not analyze this call (disabled, initializing, or
  * re-entered from inside the library, e.g. ncclBcast -> ncclBroadcast). */
 #define A2A_PASS_THROUGH_UNLESS_ENTERED(name, ...)                            \
-  int a2a_errno_ = errno;                                                     \
+  A2A_ERRNO_SAVE();                                                           \
   if (!a2a_rt_enter()) {                                                      \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return A2A_REAL(name)(__VA_ARGS__);                                       \
   }
 
@@ -199,14 +209,14 @@ int a2a_shim_query_device(void);
 #define A2A_PASS_THROUGH_UNLESS_WANTED(evkind, name, ...)                     \
   const bool a2a_ready_ = a2a_rt_ready();                                     \
   if (a2a_ready_ && !a2a_kind_wanted(evkind)) return A2A_REAL(name)(__VA_ARGS__); \
-  int a2a_errno_ = errno;                                                     \
+  A2A_ERRNO_SAVE();                                                           \
   if (!(a2a_ready_ ? a2a_rt_enter_ready() : a2a_rt_enter_slow())) {           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return A2A_REAL(name)(__VA_ARGS__);                                       \
   }                                                                           \
   if (!a2a_ready_ && !a2a_kind_wanted(evkind)) {                              \
     a2a_rt_leave();                                                           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return A2A_REAL(name)(__VA_ARGS__);                                       \
   }
 
@@ -227,7 +237,7 @@ int a2a_shim_query_device(void);
 #define A2A_PRE(ev)                                                           \
   do {                                                                        \
     a2a_shim_pre(&(ev));                                                      \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 /* The hot wrappers' PRE (launch, event record, stream wait, copy, stream
@@ -241,7 +251,7 @@ int a2a_shim_query_device(void);
   do {                                                                        \
     if (timed) (ev).t_ns = a2a_rt_now_ns();                                   \
     a2a_dispatch_hot(&(ev), (evkind), A2A_PRE);                               \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 /* A2A_PRE_HOT for a copy (A2A_EV_MEMCPY): a queued one (a2a_copy_queued:
@@ -259,13 +269,13 @@ int a2a_shim_query_device(void);
       if (timed) (ev).t_ns = a2a_rt_now_ns();                                 \
       a2a_dispatch_hot(&(ev), A2A_EV_MEMCPY, A2A_PRE);                        \
     }                                                                         \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 /* Right after the real call: keep the errno it left, record the result. */
 #define A2A_POST_BEGIN(ev, r)                                                 \
   do {                                                                        \
-    a2a_errno_ = errno;                                                       \
+    a2a_errno_ = A2A_ERRNO;                                                   \
     a2a_event_set_result(&(ev), (int)(r));                                    \
   } while (0)
 
@@ -279,7 +289,7 @@ int a2a_shim_query_device(void);
     _Static_assert((evkind) >= A2A_EV_GET_UNIQUE_ID &&                        \
                        (evkind) <= A2A_EV_REDOP,                              \
                    "an NCCL kind (a2a_kind_is_nccl)");                        \
-    a2a_errno_ = errno;                                                       \
+    a2a_errno_ = A2A_ERRNO;                                                   \
     (ev).result = (int)(r);                                                   \
     (ev).in_progress = (r) == A2A_NCCL_IN_PROGRESS;                           \
     (ev).ok = (r) == 0 || (r) == A2A_NCCL_IN_PROGRESS;                        \
@@ -291,7 +301,7 @@ int a2a_shim_query_device(void);
  * from an event the handlers may have seen through a pointer. */
 #define A2A_POST_BEGIN_HOT(ev, r)                                             \
   do {                                                                        \
-    a2a_errno_ = errno;                                                       \
+    a2a_errno_ = A2A_ERRNO;                                                   \
     (ev).result = (int)(r);                                                   \
     (ev).ok = (r) == 0;                                                       \
   } while (0)
@@ -305,7 +315,7 @@ int a2a_shim_query_device(void);
     (ev).phase = A2A_POST;                                                    \
     a2a_dispatch_hot(&(ev), (evkind), A2A_POST);                              \
     a2a_rt_leave();                                                           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 /* Dispatch POST, leave the tool, restore errno as the real call left it. */
@@ -313,7 +323,7 @@ int a2a_shim_query_device(void);
   do {                                                                        \
     a2a_shim_post(&(ev));                                                     \
     a2a_rt_leave();                                                           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 static inline void a2a_shim_event_init(a2a_event *ev, a2a_kind kind, const char *api,

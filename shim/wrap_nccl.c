@@ -148,11 +148,11 @@ A2A_PUBLIC ncclResult_t ncclGetVersion(int *version)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetVersion, version);
   a2a_rt_note_nccl_call();
-  errno = a2a_errno_;
+  A2A_ERRNO = a2a_errno_;
   ncclResult_t r = A2A_REAL(ncclGetVersion)(version);
-  a2a_errno_ = errno;
+  a2a_errno_ = A2A_ERRNO;
   a2a_rt_leave();
-  errno = a2a_errno_;
+  A2A_ERRNO = a2a_errno_;
   return r;
 }
 
@@ -160,11 +160,11 @@ A2A_PUBLIC const char *ncclGetErrorString(ncclResult_t result)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetErrorString, result);
   a2a_rt_note_nccl_call();
-  errno = a2a_errno_;
+  A2A_ERRNO = a2a_errno_;
   const char *s = A2A_REAL(ncclGetErrorString)(result);
-  a2a_errno_ = errno;
+  a2a_errno_ = A2A_ERRNO;
   a2a_rt_leave();
-  errno = a2a_errno_;
+  A2A_ERRNO = a2a_errno_;
   return s;
 }
 
@@ -639,9 +639,9 @@ static void group_track(bool start, ncclResult_t r)
  * pass-through path too, so a re-entered or pre-init call keeps it right. */
 #define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
   {                                                                           \
-    int a2a_errno_ = errno;                                                   \
+    A2A_ERRNO_SAVE();                                                         \
     if (!a2a_rt_enter()) {                                                    \
-      errno = a2a_errno_;                                                     \
+      A2A_ERRNO = a2a_errno_;                                                 \
       ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                           \
       group_track((start_), r);                                               \
       return r;                                                               \

@@ -12,6 +12,7 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -457,6 +458,55 @@ START_TEST(errno_is_the_applications_and_the_librarys)
 }
 END_TEST
 
+/* The wrappers reach errno through its address kept in the runtime's
+ * thread-local object (a2a_rt_errno_loc): each thread's own, taken at the
+ * thread's first wrapper call - a new thread's is not the first thread's.
+ * What a thread saw and left, for the test below. */
+typedef struct errno_seen {
+  bool loc_unset_at_start, loc_is_own;
+  int send_entry, send_left, launch_left;
+} errno_seen;
+static void *errno_thread(void *arg)
+{
+  errno_seen *o = arg;
+  o->loc_unset_at_start = a2a_rt_t.errno_loc == NULL;
+  errno = 701;
+  (void)ncclSend(NULL, 0, ncclInt8, 0, (ncclComm_t)0x1, NULL);
+  o->send_entry = fake->errno_at_entry;
+  o->send_left = errno;
+  o->loc_is_own = a2a_rt_t.errno_loc == &errno;
+  static float buf[4];
+  float *p = buf;
+  void *args[] = {&p};
+  dim3 one = {1, 1, 1};
+  errno = 702;
+  (void)cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL);
+  o->launch_left = errno; /* the fake launch leaves errno alone */
+  return NULL;
+}
+START_TEST(errno_is_each_threads_own)
+{
+  errno = 700;
+  ck_assert_int_eq(ncclSend(NULL, 0, ncclInt8, 0, (ncclComm_t)0x1, NULL), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 700);
+  ck_assert_ptr_eq(a2a_rt_t.errno_loc, &errno);
+  errno_seen o = {0};
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, errno_thread, &o), 0);
+  ck_assert_int_eq(pthread_join(t, NULL), 0);
+  ck_assert(o.loc_unset_at_start);
+  ck_assert(o.loc_is_own);
+  ck_assert_int_eq(o.send_entry, 701); /* the thread's errno, not the first thread's */
+  ck_assert_int_eq(o.send_left, 1234);
+  ck_assert_int_eq(o.launch_left, 702);
+  ck_assert_ptr_eq(a2a_rt_t.errno_loc, &errno); /* still this thread's own */
+  errno = 703;
+  ck_assert_int_eq(ncclSend(NULL, 0, ncclInt8, 0, (ncclComm_t)0x1, NULL), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 703);
+  ck_assert_int_eq(errno, 1234);
+}
+END_TEST
+
 START_TEST(inner_nccl_calls_pass_through)
 {
   static float buf[4];
@@ -645,6 +695,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, async_error_events_fields_and_results);
   tcase_add_test(tc, unwanted_query_kinds_pass_through);
   tcase_add_test(tc, errno_is_the_applications_and_the_librarys);
+  tcase_add_test(tc, errno_is_each_threads_own);
   tcase_add_test(tc, inner_nccl_calls_pass_through);
   tcase_add_test(tc, init_all_posts_once_per_comm);
   tcase_add_test(tc, split_reports_new_comm_shape);
