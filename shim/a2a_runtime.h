@@ -36,7 +36,7 @@ extern "C" {
  * wrapper finds all three from one address. initial-exec TLS: the library
  * is preloaded. Defined in rt_init.c; nothing else writes them. */
 #define A2A_RT_TLS __thread __attribute__((tls_model("initial-exec"), visibility("hidden")))
-extern _Atomic int a2a_rt_g_state;
+extern A2A_HIDDEN _Atomic int a2a_rt_g_state;
 typedef struct a2a_rt_thread {
   int depth;          /* the guard: inside an intercepted call */
   uint32_t index;     /* a2a_rt_thread_index, 0 until assigned */
@@ -124,7 +124,7 @@ static inline void a2a_rt_note_nccl_call(void) {
  * the calling thread's own interpreter state: no GIL, no allocation; a hash
  * probe per Python frame up to the first user frame. In a process without
  * CPython (known at the first call) it is one load: a2a_rt_py_off. */
-extern _Atomic bool a2a_rt_py_off;
+extern A2A_HIDDEN _Atomic bool a2a_rt_py_off;
 const void *a2a_rt_py_site_slow(const void *pc);
 static inline const void *a2a_rt_py_site(const void *pc) {
   if (atomic_load_explicit(&a2a_rt_py_off, memory_order_relaxed)) return pc;

@@ -115,7 +115,7 @@ typedef enum a2a_sym_id {
  * the real function or the row's unresolved fallback. Written only with
  * atomic stores (several threads may resolve the same slot at once; they
  * store the same value). */
-extern _Atomic(void *) a2a_real_slot[A2A_SYM__COUNT];
+extern A2A_HIDDEN _Atomic(void *) a2a_real_slot[A2A_SYM__COUNT];
 
 /* Slow path of A2A_REAL: runs the resolution chain (see resolve.c) and
  * stores the result in the slot. Never returns NULL. Preserves errno. */
