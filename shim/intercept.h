@@ -167,8 +167,14 @@ static inline int a2a_shim_current_device(void) { return a2a_rt_t.device; }
  * 0 there would bind communicators and buffers to the wrong device. The
  * query follows the last-error rule of shim/rt_host.c: not made while the
  * application has an error pending, and a failure it causes is consumed.
- * Blind spot left: cuCtxSetCurrent after a cudaSetDevice on one thread. */
-int a2a_shim_query_device(void);
+ * Blind spot left: cuCtxSetCurrent after a cudaSetDevice on one thread.
+ * Inline, the tracked device's test (every NCCL operation asks): the
+ * runtime's query is a2a_shim_query_device_slow. */
+int a2a_shim_query_device_slow(void);
+static inline int a2a_shim_query_device(void)
+{
+  return __builtin_expect(a2a_rt_t.device_set, 1) ? a2a_rt_t.device : a2a_shim_query_device_slow();
+}
 
 /* ------------------------------------------------------------------ */
 /* Wrapper helpers. Macros (not functions) where the code must run in the

@@ -43,7 +43,7 @@
 #define tls_device a2a_rt_t.device
 #define tls_device_set a2a_rt_t.device_set
 
-int a2a_shim_query_device(void)
+int a2a_shim_query_device_slow(void)
 {
   int d;
   if (tls_device_set || !A2A_FOUND(cudaGetDevice) ||
