@@ -63,6 +63,17 @@ static inline bool a2a_rt_ready(void) {
   return __builtin_expect(atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) ==
                               A2A_RT_STATE_READY, 1);
 }
+/* The kinds wanted (a2a_kinds_wanted, final once the core is initialized)
+ * while the runtime is READY, else 0: a2a_rt_ready() and a2a_kind_wanted()
+ * in one load, for the hot wrappers (A2A_PASS_THROUGH_UNLESS_WANTED).
+ * Stored by a2a_rt_set_state, with release, after READY and before any
+ * other state, so that a true answer (an acquire load) is what
+ * a2a_rt_ready() then a2a_kind_wanted() would answer, as of a moment
+ * between the two stores; 0 says nothing (ask those two). */
+extern A2A_HIDDEN _Atomic uint64_t a2a_rt_ready_kinds;
+static inline bool a2a_rt_ready_wanted(unsigned kind) {
+  return (atomic_load_explicit(&a2a_rt_ready_kinds, memory_order_acquire) >> kind) & 1;
+}
 static inline bool a2a_rt_enter_ready(void) {
   if (a2a_rt_t.depth) return false;
   a2a_rt_t.depth = 1;

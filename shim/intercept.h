@@ -211,10 +211,15 @@ static inline int a2a_shim_query_device(void)
  * a2a_kinds_wanted is final then, the core's initialization having set it
  * before READY was stored); before that every kind is wanted, so the lazy
  * initialization still runs on the first call, and the kind is tested
- * once the initialization returned (a2a_rt_enter_slow). */
+ * once the initialization returned (a2a_rt_enter_slow). The common case,
+ * READY and the kind wanted, is one load and test (a2a_rt_ready_wanted);
+ * its 0 answer asks both again, apart. */
 #define A2A_PASS_THROUGH_UNLESS_WANTED(evkind, name, ...)                     \
-  const bool a2a_ready_ = a2a_rt_ready();                                     \
-  if (a2a_ready_ && !a2a_kind_wanted(evkind)) return A2A_REAL(name)(__VA_ARGS__); \
+  bool a2a_ready_ = true;                                                     \
+  if (__builtin_expect(!a2a_rt_ready_wanted(evkind), 0)) {                    \
+    a2a_ready_ = a2a_rt_ready();                                              \
+    if (a2a_ready_ && !a2a_kind_wanted(evkind)) return A2A_REAL(name)(__VA_ARGS__); \
+  }                                                                           \
   A2A_ERRNO_SAVE();                                                           \
   if (!(a2a_ready_ ? a2a_rt_enter_ready() : a2a_rt_enter_slow())) {           \
     A2A_ERRNO = a2a_errno_;                                                   \

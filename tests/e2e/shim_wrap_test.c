@@ -24,6 +24,7 @@
  * never READY here, so every call takes the slow path, which this fake
  * implements. */
 _Atomic int a2a_rt_g_state = 0;
+_Atomic uint64_t a2a_rt_ready_kinds = 0; /* not READY: nothing */
 A2A_RT_TLS a2a_rt_thread a2a_rt_t = {.index = 1};
 static bool enabled = true;
 static int nccl_calls, unresolved_calls;
@@ -439,6 +440,46 @@ START_TEST(unwanted_poll_query_kinds_pass_through)
 }
 END_TEST
 
+/* Once the runtime is READY a hot wrapper decides with one load of
+ * a2a_rt_ready_kinds (the kinds wanted, stored after READY): a wanted kind
+ * is analyzed through the READY guard (a2a_rt_enter_ready, not the
+ * runtime's slow path), an unwanted one forwarded. A 0 read - READY
+ * stored, the kinds not yet - asks the state and the kinds apart, with
+ * the same answers. */
+START_TEST(ready_hot_wrappers_test_the_ready_kinds)
+{
+  atomic_store(&a2a_kinds_wanted, ~A2A_KIND_BIT(A2A_EV_STREAM_QUERY));
+  atomic_store(&a2a_rt_g_state, A2A_RT_STATE_READY);
+  enabled = false; /* the slow path would pass everything through */
+  static float buf[4];
+  float *p = buf;
+  void *args[] = {&p};
+  dim3 one = {1, 1, 1};
+  for (int window = 0; window < 2; window++) {
+    atomic_store(&a2a_rt_ready_kinds, window ? 0 : atomic_load(&a2a_kinds_wanted));
+    nevents = 0;
+    errno = 70;
+    ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, (cudaStream_t)0x700),
+                     cudaSuccess);
+    ck_assert_int_eq(errno, 70);
+    ck_assert_int_eq(nevents, 2);
+    ck_assert_int_eq(events[0].kind, A2A_EV_LAUNCH);
+    ck_assert_ptr_eq(events[0].u.launch.func, (const void *)0x7000);
+    ck_assert_ptr_eq(events[1].u.launch.args, args);
+    ck_assert_ptr_eq(events[1].stream, (void *)0x700);
+    ck_assert_int_eq(a2a_rt_t.depth, 0);
+    ck_assert_int_eq(cudaStreamQuery((cudaStream_t)0x600), cudaErrorNotReady);
+    ck_assert_int_eq(errno, 1237);
+    ck_assert_int_eq(nevents, 2);
+  }
+  /* Another state than READY: the slow path decides (here: not enabled). */
+  atomic_store(&a2a_rt_ready_kinds, 0);
+  atomic_store(&a2a_rt_g_state, 3);
+  ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL), cudaSuccess);
+  ck_assert_int_eq(nevents, 2);
+}
+END_TEST
+
 START_TEST(errno_is_the_applications_and_the_librarys)
 {
   errno = 555;
@@ -696,6 +737,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, unwanted_query_kinds_pass_through);
   tcase_add_test(tc, errno_is_the_applications_and_the_librarys);
   tcase_add_test(tc, errno_is_each_threads_own);
+  tcase_add_test(tc, ready_hot_wrappers_test_the_ready_kinds);
   tcase_add_test(tc, inner_nccl_calls_pass_through);
   tcase_add_test(tc, init_all_posts_once_per_comm);
   tcase_add_test(tc, split_reports_new_comm_shape);
