@@ -350,8 +350,11 @@ static inline void a2a_shim_event_init(a2a_event *ev, a2a_kind kind, const char 
   };
 }
 
-static inline void a2a_shim_event_head(a2a_event *ev, a2a_kind kind, const char *api,
-                                       const void *callsite)
+/* a2a_shim_event_head with the device, call site, stream and
+ * communicator given: each member stored once (the NCCL wrappers',
+ * A2A_EVENT_NCCL in wrap_nccl.c, would otherwise overwrite four). */
+static inline void a2a_shim_event_head_at(a2a_event *ev, a2a_kind kind, const char *api, int device,
+                                          const void *callsite, void *stream, void *comm)
 {
   ev->kind = kind;
   ev->phase = A2A_PRE;
@@ -359,14 +362,20 @@ static inline void a2a_shim_event_head(a2a_event *ev, a2a_kind kind, const char 
   ev->result = 0;
   ev->ok = 0;
   ev->in_progress = 0;
-  ev->device = a2a_shim_current_device();
+  ev->device = device;
   ev->thread = a2a_rt_thread_index();
   ev->seq = a2a_rt_next_call_seq();
   ev->t_ns = 0;
   ev->callsite = callsite;
-  ev->stream = NULL;
+  ev->stream = stream;
   ev->per_thread = 0;
-  ev->comm = NULL;
+  ev->comm = comm;
+}
+
+static inline void a2a_shim_event_head(a2a_event *ev, a2a_kind kind, const char *api,
+                                       const void *callsite)
+{
+  a2a_shim_event_head_at(ev, kind, api, a2a_shim_current_device(), callsite, NULL, NULL);
 }
 
 static inline void a2a_shim_pre(a2a_event *ev)
