@@ -4033,6 +4033,8 @@ size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
 
 bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
 
+bool stream_hb_launch_skip_kept(void) { return t_lskip.gen != 0; }
+
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
   a2a_lock_acquire(&g_mu);
