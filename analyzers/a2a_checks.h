@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "a2a_visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -55,14 +57,14 @@ typedef struct a2a_check_info {
 } a2a_check_info;
 
 /* The table, indexed by a2a_check_id. */
-extern const a2a_check_info a2a_check_table[A2A_CK__COUNT];
+extern A2A_HIDDEN const a2a_check_info a2a_check_table[A2A_CK__COUNT];
 
 typedef struct a2a_check_category_info {
   const char *name;           /* "layout" */
   const char *title;          /* "buffers at the NCCL boundary (pitfall 1)" */
 } a2a_check_category_info;
-extern const a2a_check_category_info a2a_check_categories[];
-extern const size_t a2a_check_ncategories;
+extern A2A_HIDDEN const a2a_check_category_info a2a_check_categories[];
+extern A2A_HIDDEN const size_t a2a_check_ncategories;
 
 static inline const char *a2a_check_name(a2a_check_id id) {
   return (unsigned)id < (unsigned)A2A_CK__COUNT ? a2a_check_table[id].name : "a2acheck.unknown";
@@ -109,7 +111,7 @@ a2a_check_set a2a_check_set_all(void);
 /* The process-wide enabled set: every check until a2a_checks_set_enabled
  * (the runtime applies A2ACHECK_CHECKS at init; unit tests call it to
  * select). Read with relaxed atomics: cheap enough for hot paths. */
-extern _Atomic uint64_t a2a_checks_enabled_w[2];
+extern A2A_HIDDEN _Atomic uint64_t a2a_checks_enabled_w[2];
 void a2a_checks_set_enabled(const a2a_check_set *s);
 
 static inline bool a2a_check_on(a2a_check_id id) {

@@ -54,7 +54,7 @@ typedef struct a2a_options {
 } a2a_options;
 
 /* The effective options (defaults until a2a_core_init). Read-only. */
-extern const a2a_options *a2a_opt;
+extern A2A_HIDDEN const a2a_options *a2a_opt;
 /* Fill *o with the table's defaults (string defaults are static). */
 void a2a_options_defaults(a2a_options *o);
 
@@ -121,7 +121,7 @@ typedef struct a2a_host {
   bool (*infiniband_present)(void);
 } a2a_host;
 
-extern const a2a_host *a2a_hostsvc;
+extern A2A_HIDDEN const a2a_host *a2a_hostsvc;
 
 /* ------------------------------------------------------------------ */
 /* Kernel parameter layouts (core_kparams.c), asked from the host once per
@@ -181,7 +181,7 @@ typedef struct a2a_activity {
   const void *quiet_func;
   char pad[64 - 4 * sizeof(uint32_t) - 2 * sizeof(void *)];
 } a2a_activity;
-extern a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
+extern A2A_HIDDEN a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 uint32_t a2a_thread_last_seq(uint32_t thread);
 /* The same for the thread's last call that a polling loop does not make
  * (anything but cudaStreamQuery, cudaEventQuery, ncclCommGetAsyncError,
@@ -270,8 +270,8 @@ typedef struct a2a_comm_memo {
     a2a_comm *rec;
   } way[A2A_COMM_MEMO_WAYS];
 } a2a_comm_memo;
-extern _Atomic unsigned a2a_comm_ver;
-extern _Thread_local a2a_comm_memo a2a_comm_last;
+extern A2A_HIDDEN _Atomic unsigned a2a_comm_ver;
+extern A2A_HIDDEN _Thread_local a2a_comm_memo a2a_comm_last;
 a2a_comm *a2a_comm_lookup_slow(const void *handle, unsigned ver);
 static inline a2a_comm *a2a_comm_lookup(const void *handle) {
   if (!handle) return NULL;
@@ -318,7 +318,7 @@ size_t a2a_alloc_count(void);
  * registry (an allocation, a free, a reset), so an answer derived from
  * lookups stays valid while the generation read before them is unchanged
  * (a per-thread memo of a verdict; core_registry.c's own lookup cache). */
-extern _Atomic uint64_t a2a_alloc_gen;
+extern A2A_HIDDEN _Atomic uint64_t a2a_alloc_gen;
 static inline uint64_t a2a_alloc_generation(void) {
   return atomic_load_explicit(&a2a_alloc_gen, memory_order_acquire);
 }
@@ -469,8 +469,8 @@ typedef struct a2a_analyzer {
 } a2a_analyzer;
 
 /* The analyzers of analyzers/ (analyzers.inc), in dispatch order. */
-extern const a2a_analyzer *const a2a_local_analyzers[];
-extern const size_t a2a_nlocal_analyzers;
+extern A2A_HIDDEN const a2a_analyzer *const a2a_local_analyzers[];
+extern A2A_HIDDEN const size_t a2a_nlocal_analyzers;
 
 /* Initialize the core with options, host services and the analyzers to run,
  * in dispatch order (all must outlive the process; at most 16 analyzers).
@@ -495,13 +495,13 @@ typedef void (*a2a_handler)(const a2a_event *ev);
  * the same order; at POST the kind's row. */
 #define A2A_ROW_QCOPY ((unsigned)A2A_EV__COUNT)
 #define A2A_ROWS (A2A_EV__COUNT + 1)
-extern _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
-extern _Atomic bool a2a_dispatch_ready;
-extern bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
+extern A2A_HIDDEN _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
+extern A2A_HIDDEN _Atomic bool a2a_dispatch_ready;
+extern A2A_HIDDEN bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
 /* A2A_ACTIVITY_THREADS while a2a_activity_on, else 0 (set with it): the
  * threads below it store their activity - the hot dispatch's one test for
  * both conditions. */
-extern uint32_t a2a_activity_threads;
+extern A2A_HIDDEN uint32_t a2a_activity_threads;
 void a2a_note_activity(const a2a_event *ev);
 
 /* The kinds a polling loop makes (a2a_thread_last_other_seq ignores them). */
@@ -559,19 +559,19 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
 #define A2A_MAX_GATES 2
 #define A2A_GATE_SELS (1u << A2A_MAX_GATES)
 #define A2A_LIST_LEN 16 /* >= A2A_MAX_HANDLERS + 1: a power of two, for the index */
-extern const _Atomic unsigned a2a_gate_none;
+extern A2A_HIDDEN const _Atomic unsigned a2a_gate_none;
 /* One (phase, row)'s gates and lists together, so that the hot dispatch
  * finds both from one address. */
 typedef struct a2a_hot_row {
   const _Atomic unsigned *gate[A2A_MAX_GATES];
   _Atomic(a2a_handler) sel[A2A_GATE_SELS][A2A_LIST_LEN];
 } a2a_hot_row;
-extern a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
+extern A2A_HIDDEN a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
 /* A repeated launch's PRE list (a2a_note_launch): the launch PRE row's
  * handlers but the quiet analyzers' (a2a_analyzer.launch_quiet), all of
  * the others, gated or not (a gated handler tests its own gate: no gate
  * is read before this list). */
-extern _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
+extern A2A_HIDDEN _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
 
 /* A launch's a2a_note_activity_kind, and whether it repeats the thread's
  * previous dispatched call: a launch of the same function on the same
@@ -641,6 +641,11 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
   const unsigned ph = phase == A2A_POST;
   _Atomic(a2a_handler) *h;
   if (launch_pre && quiet) {
+    /* (Its first entry tested apart: the list is empty while every
+     * analyzer with a launch PRE handler is quiet - the table's own - and
+     * then a repeated launch's PRE is this one load and test.) */
+    if (__builtin_expect(atomic_load_explicit(&a2a_launch_quiet[0], memory_order_relaxed) == NULL, 1))
+      return;
     h = a2a_launch_quiet;
   } else {
     _Static_assert(A2A_MAX_GATES == 2, "the selection below reads every slot");
@@ -687,7 +692,7 @@ __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_eve
  * call's activity). A wrapper may forward a call of a kind nobody wants
  * without building its event (A2ACHECK_CHECKS=-all is a real off switch).
  * Set at init (all kinds until then). */
-extern _Atomic uint64_t a2a_kinds_wanted;
+extern A2A_HIDDEN _Atomic uint64_t a2a_kinds_wanted;
 static inline bool a2a_kind_wanted(a2a_kind k) {
   return (atomic_load_explicit(&a2a_kinds_wanted, memory_order_relaxed) >> k) & 1;
 }

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "a2a_visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -144,7 +146,7 @@ enum {
  * float8e4m3, float8e5m2), 0 for an invalid dtype. Inline: every NCCL
  * operation asks it several times (layout, group, perf and stream
  * analyzers), one table load each. */
-extern const unsigned char a2a_dtype_sizes[12];
+extern A2A_HIDDEN const unsigned char a2a_dtype_sizes[12];
 static inline size_t a2a_dtype_size(int nccl_dtype) {
   return (unsigned)nccl_dtype < 12u ? a2a_dtype_sizes[nccl_dtype] : 0;
 }
@@ -256,11 +258,12 @@ typedef struct a2a_event {
       int peer;               /* cudaMemcpyPeer*: 1 */
     } copy;
 
+    /* (Not the grid, block and dynamic shared memory size: no analyzer
+     * reads them, and a launch is the hottest call - the wrapper would
+     * keep six more values to store them.) */
     struct {
       const void *func;       /* host-side kernel handle */
       void **args;            /* args[i] points at parameter i's bytes */
-      unsigned grid[3], block[3];
-      size_t shmem;
     } launch;
 
     struct { void *fn; void *user; } host_fn;

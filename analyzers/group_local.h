@@ -183,7 +183,7 @@ static inline bool gl_hot(const gl_thread *t, uint32_t serial) {
  * communicator serial (0: none). Communicators beyond GM_MAX_COMMS are not
  * checked by concurrent-use and async-error. */
 #define GM_MAX_COMMS 8192
-extern _Atomic int gm_async[GM_MAX_COMMS];
+extern A2A_HIDDEN _Atomic int gm_async[GM_MAX_COMMS];
 
 /* For an operation of t's open group (depth > 0) on c (the registry's
  * record of its communicator): true when gm_op_pre would change nothing

@@ -332,7 +332,7 @@ static inline void lyh_on_memcpy(ly_thread *t, const a2a_event *ev) {
 /* A kernel launch (PRE) by the thread. */
 void lyh_on_launch(ly_thread *t, const a2a_event *ev);
 /* Timing brackets open anywhere (a POST must close them). */
-extern _Atomic unsigned lyh_brackets_open;
+extern A2A_HIDDEN _Atomic unsigned lyh_brackets_open;
 /* POST of a copy or launch: closes a timing bracket opened at its PRE. */
 void lyh_on_copy_post(ly_thread *t, const a2a_event *ev);
 /* An operation's send ranges / an ending group's sends against the

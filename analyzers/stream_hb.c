@@ -915,9 +915,9 @@ static _Atomic uint64_t g_rng_gen;
 static _Thread_local struct {
   uint64_t gen;
   uint64_t n; /* notes since gen was set (never wraps) */
-  uint64_t notes; /* notes ever (never wraps): see "Filtered-out repeats" */
   uintptr_t w[LAUNCH_MISSES];
 } t_miss;
+static void launch_skip_forget(void); /* see "Filtered-out repeats" */
 
 static void rng_grew(void) {
   atomic_store_explicit(&g_rng_gen, atomic_load_explicit(&g_rng_gen, memory_order_relaxed) + 1,
@@ -940,7 +940,7 @@ static void note_miss(uintptr_t w) {
     t_miss.n = 0;
   }
   t_miss.w[t_miss.n++ % LAUNCH_MISSES] = w;
-  t_miss.notes++;
+  launch_skip_forget();
 }
 
 /* A launch's candidate words: the parameter words that the lock-free
@@ -1137,17 +1137,18 @@ static inline __attribute__((always_inline)) bool launch_filter(const a2a_event 
  * the plan words, the page bits, g_rng_gen and the thread's known misses;
  * so each thread keeps the key of its last launch the filter ruled out
  * (with a plan of n >= 0 words), stamped with the generation the filter
- * loaded and with t_miss's count of notes. A launch with that key while the
- * stamps are unchanged would be ruled out again, and is without the
- * filter:
+ * loaded, until the thread notes a known miss. A launch with that key
+ * while the stamp is unchanged and the memo kept would be ruled out again,
+ * and is without the filter:
  * - page bits are set only by pages_mark, which then advances g_rng_gen
  *   with release; the filter loaded the generation with acquire before
  *   reading the bits, so it saw every bit set before that generation, and
  *   a bit set after it comes with a newer one. Bits cleared (the last
  *   range gone) only rule out more.
  * - the known misses the answer used stay while no note is made (t_miss
- *   changes only in note_miss, which counts every note in a 64-bit
- *   count).
+ *   changes only in note_miss, which forgets the memo: its stamp 0, which
+ *   no load of g_rng_gen gives after hb_init; the memo's test then needs
+ *   nothing of t_miss).
  * - the plan changes only in hb_init, which advances g_rng_gen.
  * A range inserted by another thread concurrently with the launch is the
  * race the filter itself accepts (see "Known misses"); once the insert
@@ -1157,23 +1158,24 @@ static inline __attribute__((always_inline)) bool launch_filter(const a2a_event 
  * one keep both. */
 static _Thread_local struct {
   launch_key key;    /* none yet: all zero, and gen 0 is past (hb_init) */
-  uint64_t gen;   /* g_rng_gen as the filter loaded it */
-  uint64_t notes; /* t_miss's then */
+  uint64_t gen;   /* g_rng_gen as the filter loaded it; 0: forgotten */
 } t_lskip;
 
-/* After the filter ruled out a launch of plan pl (n >= 0) as of gen. */
+/* After the filter ruled out a launch of plan pl (n >= 0) as of gen (a
+ * generation loaded after hb_init: not 0). */
 static void launch_skip_note(const a2a_event *ev, const scan_plan *pl, uint64_t gen) {
   key_take(&t_lskip.key, ev, pl);
   t_lskip.gen = gen;
-  t_lskip.notes = t_miss.notes;
 }
+
+/* note_miss: the thread's known misses change, the memo goes. */
+static void launch_skip_forget(void) { t_lskip.gen = 0; }
 
 /* Whether the filter would rule out this launch of t_lskip.key.func again
  * (see "Filtered-out repeats"). */
 static inline __attribute__((always_inline)) bool launch_skip(const a2a_event *ev) {
   return key_words_match(&t_lskip.key, ev) &&
-         atomic_load_explicit(&g_rng_gen, memory_order_acquire) == t_lskip.gen &&
-         t_miss.notes == t_lskip.notes;
+         atomic_load_explicit(&g_rng_gen, memory_order_acquire) == t_lskip.gen;
 }
 
 /* ------------------------------------------------------------------ */
@@ -4041,6 +4043,8 @@ static void hb_after_fork_child(void) {
 size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
 
 bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
+
+bool stream_hb_launch_skip_kept(void) { return t_lskip.gen != 0; }
 
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */

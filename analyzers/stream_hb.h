@@ -42,5 +42,8 @@ size_t stream_hb_copy_ring_count(void);
 /* Whether copies go the locked way, not deferred: a capture is open or the
  * analyzer disabled itself (tests). */
 bool stream_hb_copies_locked(void);
+/* Whether the calling thread keeps a filtered-out launch memo (see
+ * "Filtered-out repeats" in stream_hb.c; tests). */
+bool stream_hb_launch_skip_kept(void);
 
 #endif

@@ -18,6 +18,7 @@
 #ifndef A2A_RUNTIME_H
 #define A2A_RUNTIME_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -35,7 +36,7 @@ extern "C" {
  * wrapper finds all three from one address. initial-exec TLS: the library
  * is preloaded. Defined in rt_init.c; nothing else writes them. */
 #define A2A_RT_TLS __thread __attribute__((tls_model("initial-exec"), visibility("hidden")))
-extern _Atomic int a2a_rt_g_state;
+extern A2A_HIDDEN _Atomic int a2a_rt_g_state;
 typedef struct a2a_rt_thread {
   int depth;          /* the guard: inside an intercepted call */
   uint32_t index;     /* a2a_rt_thread_index, 0 until assigned */
@@ -46,6 +47,7 @@ typedef struct a2a_rt_thread {
   int device;
   bool device_set;
   bool nccl_noted;    /* a2a_rt_note_nccl_call: this thread set the flag */
+  int *errno_loc;     /* a2a_rt_errno_loc: &errno, NULL until first asked */
 } a2a_rt_thread;
 extern A2A_RT_TLS a2a_rt_thread a2a_rt_t;
 enum { A2A_RT_STATE_READY = 2 };    /* = A2A_RT_READY (rt_internal.h) */
@@ -60,6 +62,17 @@ uint32_t a2a_rt_thread_index_slow(void);
 static inline bool a2a_rt_ready(void) {
   return __builtin_expect(atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) ==
                               A2A_RT_STATE_READY, 1);
+}
+/* The kinds wanted (a2a_kinds_wanted, final once the core is initialized)
+ * while the runtime is READY, else 0: a2a_rt_ready() and a2a_kind_wanted()
+ * in one load, for the hot wrappers (A2A_PASS_THROUGH_UNLESS_WANTED).
+ * Stored by a2a_rt_set_state, with release, after READY and before any
+ * other state, so that a true answer (an acquire load) is what
+ * a2a_rt_ready() then a2a_kind_wanted() would answer, as of a moment
+ * between the two stores; 0 says nothing (ask those two). */
+extern A2A_HIDDEN _Atomic uint64_t a2a_rt_ready_kinds;
+static inline bool a2a_rt_ready_wanted(unsigned kind) {
+  return (atomic_load_explicit(&a2a_rt_ready_kinds, memory_order_acquire) >> kind) & 1;
 }
 static inline bool a2a_rt_enter_ready(void) {
   if (a2a_rt_t.depth) return false;
@@ -84,6 +97,24 @@ static inline uint32_t a2a_rt_thread_index(void) {
 /* The number of this call among the calling thread's analyzed calls
  * (1, 2, ...; a2a_event.seq). */
 static inline uint32_t a2a_rt_next_call_seq(void) { return ++a2a_rt_t.call_seq; }
+/* The address of the calling thread's errno, for the wrappers' save and
+ * restore (shim/intercept.h): &errno - glibc's __errno_location(), a call
+ * through the PLT - once per thread, then one load from the thread's own
+ * object. Exact: the address of a thread's errno never changes while the
+ * thread lives. A new thread's a2a_rt_t starts zeroed (its static TLS is
+ * initialized for it, also when glibc reuses a dead thread's stack; and a
+ * reused block, with the same thread pointer, would hold the same
+ * address), so it asks once itself, whether or not its thread index
+ * (a2a_rt_thread_index) was assigned yet. A forked child's only thread is
+ * a copy of the forking thread, with the same TLS addresses (fork copies
+ * the address space, the thread pointer is kept): the copied address is
+ * the child's errno. A signal handler that runs a wrapper between the load
+ * and the store stores the same address. Changes no errno. */
+static inline int *a2a_rt_errno_loc(void) {
+  int *p = a2a_rt_t.errno_loc;
+  if (__builtin_expect(p == NULL, 0)) a2a_rt_t.errno_loc = p = &errno;
+  return p;
+}
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 static inline uint64_t a2a_rt_now_ns(void) {
   struct timespec ts;
@@ -104,7 +135,7 @@ static inline void a2a_rt_note_nccl_call(void) {
  * the calling thread's own interpreter state: no GIL, no allocation; a hash
  * probe per Python frame up to the first user frame. In a process without
  * CPython (known at the first call) it is one load: a2a_rt_py_off. */
-extern _Atomic bool a2a_rt_py_off;
+extern A2A_HIDDEN _Atomic bool a2a_rt_py_off;
 const void *a2a_rt_py_site_slow(const void *pc);
 static inline const void *a2a_rt_py_site(const void *pc) {
   if (atomic_load_explicit(&a2a_rt_py_off, memory_order_relaxed)) return pc;

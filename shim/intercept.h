@@ -115,7 +115,7 @@ typedef enum a2a_sym_id {
  * the real function or the row's unresolved fallback. Written only with
  * atomic stores (several threads may resolve the same slot at once; they
  * store the same value). */
-extern _Atomic(void *) a2a_real_slot[A2A_SYM__COUNT];
+extern A2A_HIDDEN _Atomic(void *) a2a_real_slot[A2A_SYM__COUNT];
 
 /* Slow path of A2A_REAL: runs the resolution chain (see resolve.c) and
  * stores the result in the slot. Never returns NULL. Preserves errno. */
@@ -167,20 +167,36 @@ static inline int a2a_shim_current_device(void) { return a2a_rt_t.device; }
  * 0 there would bind communicators and buffers to the wrong device. The
  * query follows the last-error rule of shim/rt_host.c: not made while the
  * application has an error pending, and a failure it causes is consumed.
- * Blind spot left: cuCtxSetCurrent after a cudaSetDevice on one thread. */
-int a2a_shim_query_device(void);
+ * Blind spot left: cuCtxSetCurrent after a cudaSetDevice on one thread.
+ * Inline, the tracked device's test (every NCCL operation asks): the
+ * runtime's query is a2a_shim_query_device_slow. */
+int a2a_shim_query_device_slow(void);
+static inline int a2a_shim_query_device(void)
+{
+  return __builtin_expect(a2a_rt_t.device_set, 1) ? a2a_rt_t.device : a2a_shim_query_device_slow();
+}
 
 /* ------------------------------------------------------------------ */
 /* Wrapper helpers. Macros (not functions) where the code must run in the
  * wrapper's own frame: __builtin_return_address(0) and the early return. */
 
+/* The wrapper's save of the application's errno: a2a_errno_, the value,
+ * and A2A_ERRNO, the calling thread's errno itself, through its address
+ * (a2a_rt_errno_loc: one thread-local load, where `errno` is a call of
+ * __errno_location through the PLT). Every wrapper reads and writes errno
+ * as A2A_ERRNO after this. */
+#define A2A_ERRNO_SAVE()                                                      \
+  int *const a2a_errno_loc_ = a2a_rt_errno_loc();                             \
+  int a2a_errno_ = *a2a_errno_loc_
+#define A2A_ERRNO (*a2a_errno_loc_)
+
 /* First statement of every wrapper: capture errno, and forward unchanged
  * when the tool must not analyze this call (disabled, initializing, or
  * re-entered from inside the library, e.g. ncclBcast -> ncclBroadcast). */
 #define A2A_PASS_THROUGH_UNLESS_ENTERED(name, ...)                            \
-  int a2a_errno_ = errno;                                                     \
+  A2A_ERRNO_SAVE();                                                           \
   if (!a2a_rt_enter()) {                                                      \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return A2A_REAL(name)(__VA_ARGS__);                                       \
   }
 
@@ -195,18 +211,23 @@ int a2a_shim_query_device(void);
  * a2a_kinds_wanted is final then, the core's initialization having set it
  * before READY was stored); before that every kind is wanted, so the lazy
  * initialization still runs on the first call, and the kind is tested
- * once the initialization returned (a2a_rt_enter_slow). */
+ * once the initialization returned (a2a_rt_enter_slow). The common case,
+ * READY and the kind wanted, is one load and test (a2a_rt_ready_wanted);
+ * its 0 answer asks both again, apart. */
 #define A2A_PASS_THROUGH_UNLESS_WANTED(evkind, name, ...)                     \
-  const bool a2a_ready_ = a2a_rt_ready();                                     \
-  if (a2a_ready_ && !a2a_kind_wanted(evkind)) return A2A_REAL(name)(__VA_ARGS__); \
-  int a2a_errno_ = errno;                                                     \
+  bool a2a_ready_ = true;                                                     \
+  if (__builtin_expect(!a2a_rt_ready_wanted(evkind), 0)) {                    \
+    a2a_ready_ = a2a_rt_ready();                                              \
+    if (a2a_ready_ && !a2a_kind_wanted(evkind)) return A2A_REAL(name)(__VA_ARGS__); \
+  }                                                                           \
+  A2A_ERRNO_SAVE();                                                           \
   if (!(a2a_ready_ ? a2a_rt_enter_ready() : a2a_rt_enter_slow())) {           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return A2A_REAL(name)(__VA_ARGS__);                                       \
   }                                                                           \
   if (!a2a_ready_ && !a2a_kind_wanted(evkind)) {                              \
     a2a_rt_leave();                                                           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return A2A_REAL(name)(__VA_ARGS__);                                       \
   }
 
@@ -227,7 +248,7 @@ int a2a_shim_query_device(void);
 #define A2A_PRE(ev)                                                           \
   do {                                                                        \
     a2a_shim_pre(&(ev));                                                      \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 /* The hot wrappers' PRE (launch, event record, stream wait, copy, stream
@@ -241,7 +262,7 @@ int a2a_shim_query_device(void);
   do {                                                                        \
     if (timed) (ev).t_ns = a2a_rt_now_ns();                                   \
     a2a_dispatch_hot(&(ev), (evkind), A2A_PRE);                               \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 /* A2A_PRE_HOT for a copy (A2A_EV_MEMCPY): a queued one (a2a_copy_queued:
@@ -259,13 +280,13 @@ int a2a_shim_query_device(void);
       if (timed) (ev).t_ns = a2a_rt_now_ns();                                 \
       a2a_dispatch_hot(&(ev), A2A_EV_MEMCPY, A2A_PRE);                        \
     }                                                                         \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 /* Right after the real call: keep the errno it left, record the result. */
 #define A2A_POST_BEGIN(ev, r)                                                 \
   do {                                                                        \
-    a2a_errno_ = errno;                                                       \
+    a2a_errno_ = A2A_ERRNO;                                                   \
     a2a_event_set_result(&(ev), (int)(r));                                    \
   } while (0)
 
@@ -279,7 +300,7 @@ int a2a_shim_query_device(void);
     _Static_assert((evkind) >= A2A_EV_GET_UNIQUE_ID &&                        \
                        (evkind) <= A2A_EV_REDOP,                              \
                    "an NCCL kind (a2a_kind_is_nccl)");                        \
-    a2a_errno_ = errno;                                                       \
+    a2a_errno_ = A2A_ERRNO;                                                   \
     (ev).result = (int)(r);                                                   \
     (ev).in_progress = (r) == A2A_NCCL_IN_PROGRESS;                           \
     (ev).ok = (r) == 0 || (r) == A2A_NCCL_IN_PROGRESS;                        \
@@ -291,7 +312,7 @@ int a2a_shim_query_device(void);
  * from an event the handlers may have seen through a pointer. */
 #define A2A_POST_BEGIN_HOT(ev, r)                                             \
   do {                                                                        \
-    a2a_errno_ = errno;                                                       \
+    a2a_errno_ = A2A_ERRNO;                                                   \
     (ev).result = (int)(r);                                                   \
     (ev).ok = (r) == 0;                                                       \
   } while (0)
@@ -305,7 +326,7 @@ int a2a_shim_query_device(void);
     (ev).phase = A2A_POST;                                                    \
     a2a_dispatch_hot(&(ev), (evkind), A2A_POST);                              \
     a2a_rt_leave();                                                           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 /* Dispatch POST, leave the tool, restore errno as the real call left it. */
@@ -313,7 +334,7 @@ int a2a_shim_query_device(void);
   do {                                                                        \
     a2a_shim_post(&(ev));                                                     \
     a2a_rt_leave();                                                           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
 static inline void a2a_shim_event_init(a2a_event *ev, a2a_kind kind, const char *api,
@@ -329,8 +350,11 @@ static inline void a2a_shim_event_init(a2a_event *ev, a2a_kind kind, const char 
   };
 }
 
-static inline void a2a_shim_event_head(a2a_event *ev, a2a_kind kind, const char *api,
-                                       const void *callsite)
+/* a2a_shim_event_head with the device, call site, stream and
+ * communicator given: each member stored once (the NCCL wrappers',
+ * A2A_EVENT_NCCL in wrap_nccl.c, would otherwise overwrite four). */
+static inline void a2a_shim_event_head_at(a2a_event *ev, a2a_kind kind, const char *api, int device,
+                                          const void *callsite, void *stream, void *comm)
 {
   ev->kind = kind;
   ev->phase = A2A_PRE;
@@ -338,14 +362,20 @@ static inline void a2a_shim_event_head(a2a_event *ev, a2a_kind kind, const char 
   ev->result = 0;
   ev->ok = 0;
   ev->in_progress = 0;
-  ev->device = a2a_shim_current_device();
+  ev->device = device;
   ev->thread = a2a_rt_thread_index();
   ev->seq = a2a_rt_next_call_seq();
   ev->t_ns = 0;
   ev->callsite = callsite;
-  ev->stream = NULL;
+  ev->stream = stream;
   ev->per_thread = 0;
-  ev->comm = NULL;
+  ev->comm = comm;
+}
+
+static inline void a2a_shim_event_head(a2a_event *ev, a2a_kind kind, const char *api,
+                                       const void *callsite)
+{
+  a2a_shim_event_head_at(ev, kind, api, a2a_shim_current_device(), callsite, NULL, NULL);
 }
 
 static inline void a2a_shim_pre(a2a_event *ev)

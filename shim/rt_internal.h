@@ -366,8 +366,8 @@ typedef struct a2a_rt_globals {
   char argv0[256];
 } a2a_rt_globals;
 
-extern a2a_rt_globals a2a_rt;
-extern const a2a_host a2a_rt_host;
+extern A2A_HIDDEN a2a_rt_globals a2a_rt;
+extern A2A_HIDDEN const a2a_host a2a_rt_host;
 
 int a2a_rt_state(void);
 void a2a_rt_set_state(int s);
@@ -381,7 +381,7 @@ void a2a_rt_stderr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ------------------------------------------------------------------ */
 /* rt_report.c: the report sink (a2a_report, a2a_check_enabled). */
 
-extern pthread_mutex_t a2a_rt_mu;
+extern A2A_HIDDEN pthread_mutex_t a2a_rt_mu;
 /* Take a2a_rt_mu, waiting at most `seconds`; false on timeout. Used on every
  * path that must not hang the process (see rt_report.c). */
 bool a2a_rt_lock_within(int seconds);

@@ -17,8 +17,8 @@
  *  - Launch events: u.launch.func is what the entry point received: the
  *    host stub address for cudaLaunchKernel*, the cudaKernel_t handle for
  *    nvcc's __cudaLaunchKernel* (both accepted by cudaFuncGetName /
- *    cudaFuncGetParamInfo). cudaLaunchKernelExC's grid/block/shared memory
- *    and stream come from its cudaLaunchConfig_t.
+ *    cudaFuncGetParamInfo). cudaLaunchKernelExC's stream comes from its
+ *    cudaLaunchConfig_t.
  *  - cudaStreamGetPriority has no event kind: forwarded without an event.
  *  - The calls that block the host until the GPU is done (stream, event and
  *    device synchronization, synchronous cudaMemcpy) get a Python-aware call
@@ -43,7 +43,7 @@
 #define tls_device a2a_rt_t.device
 #define tls_device_set a2a_rt_t.device_set
 
-int a2a_shim_query_device(void)
+int a2a_shim_query_device_slow(void)
 {
   int d;
   if (tls_device_set || !A2A_FOUND(cudaGetDevice) ||
@@ -58,9 +58,9 @@ int a2a_shim_query_device(void)
 
 A2A_PUBLIC cudaError_t cudaSetDevice(int device)
 {
-  int saved = errno;
+  A2A_ERRNO_SAVE();
   if (!a2a_rt_enter()) {
-    errno = saved;
+    A2A_ERRNO = a2a_errno_;
     cudaError_t r = A2A_REAL(cudaSetDevice)(device);
     if (r == cudaSuccess) {
       tls_device = device;
@@ -68,7 +68,6 @@ A2A_PUBLIC cudaError_t cudaSetDevice(int device)
     }
     return r;
   }
-  int a2a_errno_ = saved;
   A2A_EVENT(ev, A2A_EV_SET_DEVICE, "cudaSetDevice");
   ev.u.dev.device = device;
   A2A_PRE(ev);
@@ -182,11 +181,11 @@ A2A_PUBLIC cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 #define A2A_NO_EVENT_WRAP(name, ...)                                          \
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
     cudaError_t r = A2A_REAL(name)(__VA_ARGS__);                              \
-    a2a_errno_ = errno;                                                       \
+    a2a_errno_ = A2A_ERRNO;                                                   \
     a2a_rt_leave();                                                           \
-    errno = a2a_errno_;                                                       \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return r;                                                                 \
   }
 
@@ -581,20 +580,13 @@ A2A_PUBLIC cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, 
 A2A_PUBLIC cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
     A2A_HOST_FUNC_WRAP(cudaLaunchHostFunc_ptsz, 1)
 
-static inline void launch_fields(a2a_event *ev, const void *func, dim3 grid, dim3 block, void **args,
-                                 size_t shmem, cudaStream_t stream, int per_thread)
+static inline void launch_fields(a2a_event *ev, const void *func, void **args,
+                                 cudaStream_t stream, int per_thread)
 {
   ev->stream = (void *)stream;
   ev->per_thread = per_thread;
   ev->u.launch.func = func;
   ev->u.launch.args = args;
-  ev->u.launch.grid[0] = grid.x;
-  ev->u.launch.grid[1] = grid.y;
-  ev->u.launch.grid[2] = grid.z;
-  ev->u.launch.block[0] = block.x;
-  ev->u.launch.block[1] = block.y;
-  ev->u.launch.block[2] = block.z;
-  ev->u.launch.shmem = shmem;
 }
 
 /* All launch entry points with the (func, grid, block, args, shmem, stream)
@@ -604,8 +596,7 @@ static inline void launch_fields(a2a_event *ev, const void *func, dim3 grid, dim
     A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_LAUNCH, name, fparam, gridDim, blockDim, args,   \
                                    sharedMem, stream);                        \
     A2A_EVENT_HOT(ev, A2A_EV_LAUNCH, #name);                                  \
-    launch_fields(&ev, (const void *)fparam, gridDim, blockDim, args, sharedMem, stream, \
-                  (per_thread_));                                             \
+    launch_fields(&ev, (const void *)fparam, args, stream, (per_thread_));   \
     A2A_PRE_HOT(ev, A2A_EV_LAUNCH, 0);                                        \
     cudaError_t r = A2A_REAL(name)(fparam, gridDim, blockDim, args, sharedMem, stream); \
     A2A_POST_BEGIN_HOT(ev, r);                                                \
@@ -638,11 +629,7 @@ A2A_PUBLIC cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 g
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_LAUNCH, name, config, func, args);  \
     A2A_EVENT(ev, A2A_EV_LAUNCH, #name);                                      \
-    if (config)                                                               \
-      launch_fields(&ev, func, config->gridDim, config->blockDim, args,       \
-                    config->dynamicSmemBytes, config->stream, (per_thread_)); \
-    else                                                                      \
-      launch_fields(&ev, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, args, 0, NULL, (per_thread_)); \
+    launch_fields(&ev, func, args, config ? config->stream : NULL, (per_thread_)); \
     A2A_PRE(ev);                                                              \
     cudaError_t r = A2A_REAL(name)(config, func, args);                       \
     A2A_POST_BEGIN(ev, r);                                                    \

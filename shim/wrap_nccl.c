@@ -54,13 +54,33 @@ static inline void nccl_event_comm(a2a_event *ev, void *comm, cudaStream_t strea
   a2a_rt_note_nccl_call();
 }
 
+/* Whether an NCCL event of this kind records or compares its device: then
+ * it asks a2a_shim_query_device, others keep the head's. */
+static inline bool nccl_device_asked(a2a_kind kind)
+{
+  return kind == A2A_EV_COMM_INIT || kind == A2A_EV_COLL || kind == A2A_EV_P2P ||
+         kind == A2A_EV_ALLOC;
+}
+
 static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
 {
-  /* Only where the device is recorded or compared (a2a_shim_query_device). */
-  if (ev->kind == A2A_EV_COMM_INIT || ev->kind == A2A_EV_COLL || ev->kind == A2A_EV_P2P ||
-      ev->kind == A2A_EV_ALLOC)
-    ev->device = a2a_shim_query_device();
+  if (nccl_device_asked(ev->kind)) ev->device = a2a_shim_query_device();
   nccl_event_comm(ev, comm, stream);
+}
+
+/* A2A_EVENT_HOT then nccl_event (nccl_event_comm for a kind whose device
+ * is the head's), each member stored once: for the hot NCCL wrappers
+ * (evkind a constant). */
+#define A2A_EVENT_NCCL(ev, evkind, apiname, comm_, stream_)                   \
+  a2a_event ev;                                                               \
+  nccl_event_head(&ev, (evkind), (apiname), __builtin_return_address(0),      \
+                  (void *)(comm_), (stream_))
+static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api, const void *pc,
+                                   void *comm, cudaStream_t stream)
+{
+  int device = nccl_device_asked(kind) ? a2a_shim_query_device() : a2a_shim_current_device();
+  a2a_shim_event_head_at(ev, kind, api, device, a2a_rt_py_site(pc), (void *)stream, comm);
+  a2a_rt_note_nccl_call();
 }
 
 /* The operation and group wrappers, the communicator queries and
@@ -78,7 +98,8 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
  * poll), where two clock reads per call were a tenth of a grouped send's
  * cost. Their POST begins with A2A_POST_BEGIN_NCCL (an NCCL result may be
  * ncclInProgress: a2a_event_set_result's values, the kind known). They
- * declare their event with A2A_EVENT_HOT (no zeroing of the union): each
+ * declare their event with A2A_EVENT_NCCL (A2A_EVENT_HOT's head, no
+ * zeroing of the union, with nccl_event's members): each
  * fills every member of its kind's union member (u.coll: all seven; u.p2p:
  * is_send, buff, count, dtype, peer; u.group: simulate; u.async_err:
  * async_error; a query has none), and the handlers read the union only
@@ -148,11 +169,11 @@ A2A_PUBLIC ncclResult_t ncclGetVersion(int *version)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetVersion, version);
   a2a_rt_note_nccl_call();
-  errno = a2a_errno_;
+  A2A_ERRNO = a2a_errno_;
   ncclResult_t r = A2A_REAL(ncclGetVersion)(version);
-  a2a_errno_ = errno;
+  a2a_errno_ = A2A_ERRNO;
   a2a_rt_leave();
-  errno = a2a_errno_;
+  A2A_ERRNO = a2a_errno_;
   return r;
 }
 
@@ -160,11 +181,11 @@ A2A_PUBLIC const char *ncclGetErrorString(ncclResult_t result)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclGetErrorString, result);
   a2a_rt_note_nccl_call();
-  errno = a2a_errno_;
+  A2A_ERRNO = a2a_errno_;
   const char *s = A2A_REAL(ncclGetErrorString)(result);
-  a2a_errno_ = errno;
+  a2a_errno_ = A2A_ERRNO;
   a2a_rt_leave();
-  errno = a2a_errno_;
+  A2A_ERRNO = a2a_errno_;
   return s;
 }
 
@@ -172,8 +193,7 @@ A2A_PUBLIC const char *ncclGetErrorString(ncclResult_t result)
 #define A2A_COMM_QUERY_WRAP(name, ret, r_, ...)                               \
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_COMM_QUERY, name, __VA_ARGS__);     \
-    A2A_EVENT_HOT(ev, A2A_EV_COMM_QUERY, #name);                              \
-    nccl_event_comm(&ev, (void *)comm, NULL);                                 \
+    A2A_EVENT_NCCL(ev, A2A_EV_COMM_QUERY, #name, comm, NULL);                 \
     A2A_PRE_HOT(ev, A2A_EV_COMM_QUERY, 0);                                    \
     ret r = A2A_REAL(name)(__VA_ARGS__);                                      \
     A2A_POST_BEGIN_NCCL(ev, (r_), A2A_EV_COMM_QUERY);                         \
@@ -205,8 +225,7 @@ __attribute__((noinline)) static ncclResult_t comm_get_async_error(ncclComm_t co
 {
   A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_COMM_ASYNC_ERROR, ncclCommGetAsyncError, comm,
                                  asyncError);
-  A2A_EVENT_HOT(ev, A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError");
-  nccl_event_comm(&ev, comm, NULL);
+  A2A_EVENT_NCCL(ev, A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError", comm, NULL);
   ev.u.async_err.async_error = 0; /* valid at POST only; 0 as the zeroed event had it */
   A2A_PRE_HOT(ev, A2A_EV_COMM_ASYNC_ERROR, 0);
   ncclResult_t r = A2A_REAL(ncclCommGetAsyncError)(comm, asyncError);
@@ -513,8 +532,7 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 #define A2A_COLL_WRAP(name, coll_, send_, recv_, count_, dtype_, redop_, root_, ...)   \
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
-    A2A_EVENT_HOT(ev, A2A_EV_COLL, #name);                                    \
-    nccl_event(&ev, comm, stream);                                            \
+    A2A_EVENT_NCCL(ev, A2A_EV_COLL, #name, comm, stream);                     \
     ev.u.coll.coll = (coll_);                                                 \
     ev.u.coll.sendbuff = (send_);                                             \
     ev.u.coll.recvbuff = (recv_);                                             \
@@ -588,8 +606,7 @@ A2A_PUBLIC ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataTyp
                                  ncclComm_t comm, cudaStream_t stream)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclSend, sendbuff, count, datatype, peer, comm, stream);
-  A2A_EVENT_HOT(ev, A2A_EV_P2P, "ncclSend");
-  nccl_event(&ev, comm, stream);
+  A2A_EVENT_NCCL(ev, A2A_EV_P2P, "ncclSend", comm, stream);
   ev.u.p2p.is_send = 1;
   ev.u.p2p.buff = (void *)sendbuff;
   ev.u.p2p.count = count;
@@ -606,8 +623,7 @@ A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
                                  ncclComm_t comm, cudaStream_t stream)
 {
   A2A_PASS_THROUGH_UNLESS_ENTERED(ncclRecv, recvbuff, count, datatype, peer, comm, stream);
-  A2A_EVENT_HOT(ev, A2A_EV_P2P, "ncclRecv");
-  nccl_event(&ev, comm, stream);
+  A2A_EVENT_NCCL(ev, A2A_EV_P2P, "ncclRecv", comm, stream);
   ev.u.p2p.is_send = 0;
   ev.u.p2p.buff = recvbuff;
   ev.u.p2p.count = count;
@@ -639,15 +655,14 @@ static void group_track(bool start, ncclResult_t r)
  * pass-through path too, so a re-entered or pre-init call keeps it right. */
 #define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
   {                                                                           \
-    int a2a_errno_ = errno;                                                   \
+    A2A_ERRNO_SAVE();                                                         \
     if (!a2a_rt_enter()) {                                                    \
-      errno = a2a_errno_;                                                     \
+      A2A_ERRNO = a2a_errno_;                                                 \
       ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                           \
       group_track((start_), r);                                               \
       return r;                                                               \
     }                                                                         \
-    A2A_EVENT_HOT(ev, (evkind), #name);                                        \
-    nccl_event(&ev, NULL, NULL);                                              \
+    A2A_EVENT_NCCL(ev, (evkind), #name, NULL, NULL);                          \
     ev.u.group.simulate = (simulate_);                                        \
     A2A_PRE_HOT(ev, (evkind), 0);                                             \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \

@@ -104,7 +104,7 @@ void xr_coord_report_totals(void);
 void xr_coord_after_fork_child(void);
 
 /* ---- shared ---- */
-extern pthread_mutex_t g_xr_mu;
+extern A2A_HIDDEN pthread_mutex_t g_xr_mu;
 uint64_t xr_now_ns(void);
 /* n unpredictable bytes (getrandom; /dev/urandom before the pool is
  * ready): secrets and nonces. */

@@ -145,13 +145,13 @@ typedef struct xr_port {
 
 /* The cross-rank analyzer (xrank.c); the runtime runs it after the local
  * analyzers. */
-extern const a2a_analyzer a2a_analyzer_xrank;
+extern A2A_HIDDEN const a2a_analyzer a2a_analyzer_xrank;
 
 /* Register the process side before a2a_core_init (NULL: none). Members may
  * be NULL. */
 void xr_set_port(const xr_port *port);
 /* The runtime's process side (xrank/xr_chan.c). */
-extern const xr_port xr_process_port;
+extern A2A_HIDDEN const xr_port xr_process_port;
 
 #ifdef __cplusplus
 }

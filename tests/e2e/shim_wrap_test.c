@@ -12,6 +12,7 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@
  * never READY here, so every call takes the slow path, which this fake
  * implements. */
 _Atomic int a2a_rt_g_state = 0;
+_Atomic uint64_t a2a_rt_ready_kinds = 0; /* not READY: nothing */
 A2A_RT_TLS a2a_rt_thread a2a_rt_t = {.index = 1};
 static bool enabled = true;
 static int nccl_calls, unresolved_calls;
@@ -438,6 +440,46 @@ START_TEST(unwanted_poll_query_kinds_pass_through)
 }
 END_TEST
 
+/* Once the runtime is READY a hot wrapper decides with one load of
+ * a2a_rt_ready_kinds (the kinds wanted, stored after READY): a wanted kind
+ * is analyzed through the READY guard (a2a_rt_enter_ready, not the
+ * runtime's slow path), an unwanted one forwarded. A 0 read - READY
+ * stored, the kinds not yet - asks the state and the kinds apart, with
+ * the same answers. */
+START_TEST(ready_hot_wrappers_test_the_ready_kinds)
+{
+  atomic_store(&a2a_kinds_wanted, ~A2A_KIND_BIT(A2A_EV_STREAM_QUERY));
+  atomic_store(&a2a_rt_g_state, A2A_RT_STATE_READY);
+  enabled = false; /* the slow path would pass everything through */
+  static float buf[4];
+  float *p = buf;
+  void *args[] = {&p};
+  dim3 one = {1, 1, 1};
+  for (int window = 0; window < 2; window++) {
+    atomic_store(&a2a_rt_ready_kinds, window ? 0 : atomic_load(&a2a_kinds_wanted));
+    nevents = 0;
+    errno = 70;
+    ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, (cudaStream_t)0x700),
+                     cudaSuccess);
+    ck_assert_int_eq(errno, 70);
+    ck_assert_int_eq(nevents, 2);
+    ck_assert_int_eq(events[0].kind, A2A_EV_LAUNCH);
+    ck_assert_ptr_eq(events[0].u.launch.func, (const void *)0x7000);
+    ck_assert_ptr_eq(events[1].u.launch.args, args);
+    ck_assert_ptr_eq(events[1].stream, (void *)0x700);
+    ck_assert_int_eq(a2a_rt_t.depth, 0);
+    ck_assert_int_eq(cudaStreamQuery((cudaStream_t)0x600), cudaErrorNotReady);
+    ck_assert_int_eq(errno, 1237);
+    ck_assert_int_eq(nevents, 2);
+  }
+  /* Another state than READY: the slow path decides (here: not enabled). */
+  atomic_store(&a2a_rt_ready_kinds, 0);
+  atomic_store(&a2a_rt_g_state, 3);
+  ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL), cudaSuccess);
+  ck_assert_int_eq(nevents, 2);
+}
+END_TEST
+
 START_TEST(errno_is_the_applications_and_the_librarys)
 {
   errno = 555;
@@ -454,6 +496,55 @@ START_TEST(errno_is_the_applications_and_the_librarys)
   ck_assert_ptr_eq(events[nevents - 1].u.mem.ptr, p);
   ck_assert_int_eq(events[nevents - 1].u.mem.size, 64);
   ck_assert_ptr_null(events[nevents - 2].u.mem.ptr); /* PRE: not yet */
+}
+END_TEST
+
+/* The wrappers reach errno through its address kept in the runtime's
+ * thread-local object (a2a_rt_errno_loc): each thread's own, taken at the
+ * thread's first wrapper call - a new thread's is not the first thread's.
+ * What a thread saw and left, for the test below. */
+typedef struct errno_seen {
+  bool loc_unset_at_start, loc_is_own;
+  int send_entry, send_left, launch_left;
+} errno_seen;
+static void *errno_thread(void *arg)
+{
+  errno_seen *o = arg;
+  o->loc_unset_at_start = a2a_rt_t.errno_loc == NULL;
+  errno = 701;
+  (void)ncclSend(NULL, 0, ncclInt8, 0, (ncclComm_t)0x1, NULL);
+  o->send_entry = fake->errno_at_entry;
+  o->send_left = errno;
+  o->loc_is_own = a2a_rt_t.errno_loc == &errno;
+  static float buf[4];
+  float *p = buf;
+  void *args[] = {&p};
+  dim3 one = {1, 1, 1};
+  errno = 702;
+  (void)cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL);
+  o->launch_left = errno; /* the fake launch leaves errno alone */
+  return NULL;
+}
+START_TEST(errno_is_each_threads_own)
+{
+  errno = 700;
+  ck_assert_int_eq(ncclSend(NULL, 0, ncclInt8, 0, (ncclComm_t)0x1, NULL), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 700);
+  ck_assert_ptr_eq(a2a_rt_t.errno_loc, &errno);
+  errno_seen o = {0};
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, errno_thread, &o), 0);
+  ck_assert_int_eq(pthread_join(t, NULL), 0);
+  ck_assert(o.loc_unset_at_start);
+  ck_assert(o.loc_is_own);
+  ck_assert_int_eq(o.send_entry, 701); /* the thread's errno, not the first thread's */
+  ck_assert_int_eq(o.send_left, 1234);
+  ck_assert_int_eq(o.launch_left, 702);
+  ck_assert_ptr_eq(a2a_rt_t.errno_loc, &errno); /* still this thread's own */
+  errno = 703;
+  ck_assert_int_eq(ncclSend(NULL, 0, ncclInt8, 0, (ncclComm_t)0x1, NULL), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 703);
+  ck_assert_int_eq(errno, 1234);
 }
 END_TEST
 
@@ -645,6 +736,8 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, async_error_events_fields_and_results);
   tcase_add_test(tc, unwanted_query_kinds_pass_through);
   tcase_add_test(tc, errno_is_the_applications_and_the_librarys);
+  tcase_add_test(tc, errno_is_each_threads_own);
+  tcase_add_test(tc, ready_hot_wrappers_test_the_ready_kinds);
   tcase_add_test(tc, inner_nccl_calls_pass_through);
   tcase_add_test(tc, init_all_posts_once_per_comm);
   tcase_add_test(tc, split_reports_new_comm_shape);

@@ -366,6 +366,11 @@ static const a2a_analyzer quiet_q = {.name = "quiet_q", .pre = GK, .post = GK,
                                      .launch_quiet = true, .on_event = ev_q};
 static const a2a_analyzer active_w = {.name = "active_w", .pre = GK, .post = GK,
                                       .wants_activity = true, .on_event = ev_v};
+/* Quiet too, and it reads the activity (so that the marks are kept). */
+static void ev_k(const a2a_event *ev) { (void)ev; note_call('k'); }
+static const a2a_analyzer quiet_k = {.name = "quiet_k", .pre = GK, .post = GK,
+                                     .launch_quiet = true, .wants_activity = true,
+                                     .on_event = ev_k};
 static void *g_l_stream = (void *)0x5000;
 static const void *g_l_func = (const void *)0x7000;
 static int g_l_pt;
@@ -497,6 +502,18 @@ START_TEST(repeated_launch_skips_quiet_handlers_only) {
   ck_assert_str_eq(launch_pre(), "");
   a2a_analyzer_disable("quiet_q", "test");
   g_l_func = (const void *)0x7400;
+  ck_assert_str_eq(launch_pre(), "");
+  /* Every launch PRE handler quiet: a repeat's list is empty (the
+   * dispatcher's early return), any other launch calls them all. */
+  static const a2a_analyzer *const all_quiet[] = {&quiet_q, &quiet_k};
+  a2a_core_set_analyzers_for_tests(all_quiet, 2);
+  collector_reinit();
+  ck_assert_str_eq(launch_pre(), "qk");
+  ck_assert_str_eq(launch_pre(), "");
+  g_l_func = (const void *)0x7500;
+  ck_assert_str_eq(launch_pre(), "qk");
+  ck_assert_str_eq(launch_pre(), "");
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "qk");
   ck_assert_str_eq(launch_pre(), "");
   /* Without stored activity the mark is never used. */
   static const a2a_analyzer *const one[] = {&quiet_q};

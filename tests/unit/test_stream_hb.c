@@ -825,6 +825,23 @@ START_TEST(launch_skip_known_miss_ends_when_a_range_appears) {
 }
 END_TEST
 
+/* ...and it lasts only while the thread's known misses do: a miss noted
+ * since (which may evict the one the memo's answer used) forgets it. */
+START_TEST(launch_skip_forgotten_at_a_known_miss) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *near = (void *)(SEG + 0x40000); /* the page of the tracked buffers, in no range */
+  launch_fill(S_COMP, near, (void *)0x3000); /* locked: a known miss */
+  launch_fill(S_COMP, near, (void *)0x3000); /* the known miss: the memo */
+  ck_assert(stream_hb_launch_skip_kept());
+  launch_fill(S_COMP, near, (void *)0x3000); /* ruled out again, without the filter */
+  ck_assert(stream_hb_launch_skip_kept());
+  launch_fill(S_COMP, (void *)(SEG + 0x50000), (void *)0x3000); /* locked: another miss */
+  ck_assert(!stream_hb_launch_skip_kept());
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 /* ...and the memo answers only for its words: the same kernel on a buffer
  * in flight right after it is looked up (the repeat memo of that buffer
  * fails first: the receive is not ordered before the stream). */
@@ -3548,6 +3565,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_known_miss_ends_when_a_range_appears);
   tcase_add_test(tc, launch_skip_ends_when_a_range_appears);
   tcase_add_test(tc, launch_skip_known_miss_ends_when_a_range_appears);
+  tcase_add_test(tc, launch_skip_forgotten_at_a_known_miss);
   tcase_add_test(tc, launch_skip_other_words_are_looked_up);
   tcase_add_test(tc, launch_repeat_other_words_are_looked_up);
   tcase_add_test(tc, launch_repeat_other_stream_is_looked_up);
