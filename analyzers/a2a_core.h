@@ -336,7 +336,7 @@ static inline uint64_t a2a_alloc_generation(void) {
  * or ordered before its read by the program's own synchronization, has
  * advanced it. Changes that restore an earlier state (checks off, then on
  * again) advance it too: a memo keyed on it is then only dropped sooner. */
-extern _Atomic uint64_t a2a_core_epoch;
+extern A2A_HIDDEN _Atomic uint64_t a2a_core_epoch;
 static inline uint64_t a2a_core_epoch_now(void) {
   return atomic_load_explicit(&a2a_core_epoch, memory_order_acquire);
 }
