@@ -260,7 +260,9 @@ typedef struct a2a_event {
 
     /* (Not the grid, block and dynamic shared memory size: no analyzer
      * reads them, and a launch is the hottest call - the wrapper would
-     * keep six more values to store them.) */
+     * keep six more values to store them. The hot wrappers leave the
+     * union's bytes past `args` unwritten: a copy of the whole union is
+     * a copy, never compared.) */
     struct {
       const void *func;       /* host-side kernel handle */
       void **args;            /* args[i] points at parameter i's bytes */

@@ -280,6 +280,10 @@ static void init_analyzers(void) {
           A2A_KIND_BIT(A2A_EV_ALLOC) | A2A_KIND_BIT(A2A_EV_FREE) |
           A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) | A2A_KIND_BIT(A2A_EV_FORK_CHILD);
   if (a2a_activity_on) want = ~0ull; /* every call's seq must reach the dispatcher */
+  /* Written here only, before the runtime stores READY: the runtime's
+   * a2a_rt_ready_kinds (shim/rt_init.c) is a copy taken at READY, which
+   * the hot wrappers test instead. Anything that changes the wanted kinds
+   * later must refresh that copy too. */
   atomic_store(&a2a_kinds_wanted, want);
 }
 

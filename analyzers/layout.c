@@ -985,7 +985,10 @@ static inline void replay_cursor(ly_thread *t) {
 
 /* Whether no operation can equal both a and b (opkey_match): they differ
  * in a field opkey_match compares with the event for their kind - an
- * equal `what` is one kind - so at most one of them equals the event. */
+ * equal `what` is one kind - so at most one of them equals the event.
+ * Exact only while every field compared here is one opkey_match compares
+ * (replay_predict's prediction rests on it): a field added here must be
+ * added there first. */
 static bool opkey_distinct(const ly_opkey *a, const ly_opkey *b) {
   if (a->what != b->what || a->b0 != b->b0 || a->count != b->count || a->dtype != b->dtype ||
       a->comm_handle != b->comm_handle || a->site != b->site || a->api != b->api ||

@@ -108,6 +108,9 @@ typedef struct ly_rep {
  * does not hold was judged by cudaPointerGetAttributes, which no
  * generation covers. An equal key later means the same verdict, so the
  * checks are skipped (a training loop posts the same buffers every step). */
+/* Every write of an entry goes through memo_find, which clears the
+ * thread's ly_thread.lone (lone_replay's premise: no other lookup since);
+ * a new writer - an invalidation sweep, a reset - must clear it too. */
 typedef struct ly_memo {
   uint64_t alloc_gen;       /* a2a_alloc_generation(); 0 = empty entry */
   const void *b0, *b1;      /* sendbuff, recvbuff (P2P: buff, NULL) */
