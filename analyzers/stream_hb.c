@@ -652,14 +652,18 @@ __attribute__((noinline)) static ev_slot *ev_find_probe(void *h, bool create, si
 }
 
 /* The slot of event handle h (create: made on first sight), or NULL. The
- * probe loop's first test inline: an event that sits in its home slot (the
- * common case: a program records and waits on a handful of events) is
- * found without the call. Exact: it is the loop's first iteration, which
- * returns that slot for that handle too (a handle is in the table at most
- * once); anything else runs the whole loop from the home slot. */
+ * probe loop's first iteration inline but for the insertion: an event that
+ * sits in its home slot (the common case: a program records and waits on
+ * a handful of events) is found without the call, and a lookup that does
+ * not create stops at an empty home slot. Exact: the loop's first
+ * iteration answers the same (a handle is in the table at most once);
+ * anything else runs the whole loop from the home slot. (create is a
+ * constant at each call: the second test folds away for a record.) */
 static inline __attribute__((always_inline)) ev_slot *ev_find(void *h, bool create) {
   size_t i = ev_hash(h);
-  if (g_ev[i].handle == h) return &g_ev[i];
+  void *at = g_ev[i].handle;
+  if (at == h) return &g_ev[i];
+  if (at == NULL && !create) return NULL;
   return ev_find_probe(h, create, i);
 }
 
