@@ -632,8 +632,8 @@ static void set_capturing(int s, bool on, int origin) {
 
 static size_t ev_hash(void *h) { return handle_hash(h, EV_SLOTS); }
 
-static ev_slot *ev_find(void *h, bool create) {
-  size_t i = ev_hash(h);
+/* ev_find's probe loop from its home slot i on (out of line: see ev_find). */
+__attribute__((noinline)) static ev_slot *ev_find_probe(void *h, bool create, size_t i) {
   for (size_t n = 0; n < EV_SLOTS; n++, i = (i + 1) & (EV_SLOTS - 1)) {
     if (g_ev[i].handle == h) return &g_ev[i];
     if (g_ev[i].handle == NULL) {
@@ -649,6 +649,22 @@ static ev_slot *ev_find(void *h, bool create) {
     }
   }
   return NULL;
+}
+
+/* The slot of event handle h (create: made on first sight), or NULL. The
+ * probe loop's first iteration inline but for the insertion: an event that
+ * sits in its home slot (the common case: a program records and waits on
+ * a handful of events) is found without the call, and a lookup that does
+ * not create stops at an empty home slot. Exact: the loop's first
+ * iteration answers the same (a handle is in the table at most once);
+ * anything else runs the whole loop from the home slot. (create is a
+ * constant at each call: the second test folds away for a record.) */
+static inline __attribute__((always_inline)) ev_slot *ev_find(void *h, bool create) {
+  size_t i = ev_hash(h);
+  void *at = g_ev[i].handle;
+  if (at == h) return &g_ev[i];
+  if (at == NULL && !create) return NULL;
+  return ev_find_probe(h, create, i);
 }
 
 static void ev_remove(void *h) {

@@ -322,6 +322,42 @@ START_TEST(destroyed_event_forgets_its_clock) {
 }
 END_TEST
 
+/* Another event handle with h's home slot in the analyzer's event table
+ * (its handle hash, a 64-bit finalizer masked to STREAM_HB_EVENT_SLOTS,
+ * mirrored here): the second of the two to be made sits past its home. */
+static size_t ev_home(uintptr_t h) {
+  uint64_t x = h;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x & (STREAM_HB_EVENT_SLOTS - 1);
+}
+
+static void *ev_same_home(void *h) {
+  uintptr_t c = (uintptr_t)h;
+  do c += 0x10; while (ev_home(c) != ev_home((uintptr_t)h));
+  return (void *)c;
+}
+
+/* ev_find tests an event's home slot inline: an event whose home slot
+ * holds another is still its own (A at home, recorded before the write; B
+ * past it, after). */
+START_TEST(events_sharing_a_home_slot_keep_their_clocks) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *a = (void *)0xe1, *b = ev_same_home(a);
+  event_ev(A2A_EV_EVENT_RECORD, a, S_COMP, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, b, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, a, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, b, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4100);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
 /* ---------------- unsynced-output ---------------- */
 
 START_TEST(unsynced_output_kernel_fires) {
@@ -3536,6 +3572,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, event_rerecorded_replaces_its_clock);
   tcase_add_test(tc, event_rerecorded_after_write_orders_it);
   tcase_add_test(tc, destroyed_event_forgets_its_clock);
+  tcase_add_test(tc, events_sharing_a_home_slot_keep_their_clocks);
   tcase_add_test(tc, unsynced_output_kernel_fires);
   tcase_add_test(tc, unsynced_output_fixed_by_wait);
   tcase_add_test(tc, unsynced_output_host_copy_fires);
