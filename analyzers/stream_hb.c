@@ -2735,7 +2735,15 @@ static void on_launch(const a2a_event *ev, const a2a_kparams *f) {
 static _Atomic int g_staged; /* see "Deferred copies" */
 static _Thread_local struct {
   uint64_t ver; /* g_lock_ver when taken; 0: none */
-  const void *site; /* the callsite of the last launch_repeat that applied it */
+  /* The callsite of the last launch_repeat that applied it, or NO_SITE.
+   * Only while thread < MAX_THREADS is it a callsite: launch_memo_note,
+   * the only writer of thread, sets NO_SITE, and launch_repeat's applied
+   * branch, the only other writer, sets the callsite only for a thread
+   * below MAX_THREADS (the thread's slot it opens; before any memo, thread
+   * is 0). launch_count's site compare, after launch_memo_match's thread
+   * compare, so also rules out a thread past g_coal (tests:
+   * stream_hb_launch_site_kept). */
+  const void *site;
   void *stream;
   int per_thread, device;
   uint32_t thread;
@@ -2755,6 +2763,10 @@ static _Thread_local struct {
    * (Here: the repeat's test then needs no other thread-local's address.) */
   bool first;
 } t_lmemo;
+/* t_lmemo.site of a memo no repeat applied: a data address, never a
+ * launch's callsite (a return address into code). */
+static const char g_no_site;
+#define NO_SITE ((const void *)&g_no_site)
 
 /* Under g_mu, after the locked lookup applied the launch on timeline s:
  * remember the ranges its plan words lie in now. */
@@ -2778,6 +2790,7 @@ static void launch_memo_note(const a2a_event *ev, const scan_plan *pl, int s) {
   t_lmemo.stream = ev->stream;
   t_lmemo.per_thread = ev->per_thread;
   t_lmemo.thread = ev->thread;
+  t_lmemo.site = NO_SITE; /* (the slot is closed: hb_lock drained it) */
   t_lmemo.device = dev_of(ev);
   t_lmemo.handle = ev->stream != NULL && ev->stream != STREAM_LEGACY &&
                    ev->stream != STREAM_PER_THREAD;
@@ -2913,8 +2926,8 @@ static inline __attribute__((always_inline)) bool launch_memo_match(const a2a_ev
  * false with nothing done. */
 static inline __attribute__((always_inline)) bool launch_count(const a2a_event *ev) {
   uint32_t thread = ev->thread;
-  if (t_lmemo.site != ev->callsite || thread >= MAX_THREADS ||
-      atomic_load_explicit(&g_staged, memory_order_acquire))
+  /* (A thread past MAX_THREADS fails the site compare: see t_lmemo.site.) */
+  if (t_lmemo.site != ev->callsite || atomic_load_explicit(&g_staged, memory_order_acquire))
     return false;
   coal_slot *c = &g_coal[thread];
   uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
@@ -2959,8 +2972,8 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
       r->acc[0] = r0->acc[0];
       r->nacc = 1;
     }
-    t_lmemo.site = ev->callsite;
     if (thread < MAX_THREADS) { /* open the thread's slot */
+      t_lmemo.site = ev->callsite;
       coal_slot *c = &g_coal[thread];
       c->s = s;
       c->nhits = nhits;
@@ -4061,6 +4074,8 @@ size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
 bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
 
 bool stream_hb_launch_skip_kept(void) { return t_lskip.gen != 0; }
+
+bool stream_hb_launch_site_kept(void) { return t_lmemo.site != NO_SITE && t_lmemo.site != NULL; }
 
 size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */

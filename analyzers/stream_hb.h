@@ -45,5 +45,9 @@ bool stream_hb_copies_locked(void);
 /* Whether the calling thread keeps a filtered-out launch memo (see
  * "Filtered-out repeats" in stream_hb.c; tests). */
 bool stream_hb_launch_skip_kept(void);
+/* Whether the calling thread's repeat memo keeps the callsite of a repeat
+ * it applied, which its next repeats there are counted on (see t_lmemo.site
+ * in stream_hb.c; tests). */
+bool stream_hb_launch_site_kept(void);
 
 #endif

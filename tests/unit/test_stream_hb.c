@@ -1122,6 +1122,28 @@ START_TEST(launch_coalesced_other_callsite_is_applied) {
 }
 END_TEST
 
+/* A thread past STREAM_HB_MAX_THREADS has no slot in g_coal: its repeats
+ * are applied under the lock, and its memo never keeps a callsite, the
+ * invariant that stands for launch_count's test of the thread (see
+ * t_lmemo.site in stream_hb.c). The thread below the bound keeps its
+ * callsite from its first applied repeat on; both repeaters' findings
+ * are the locked ones. */
+START_TEST(launch_repeat_past_max_threads_keeps_no_site) {
+  const uint32_t threads[] = {1, STREAM_HB_MAX_THREADS, STREAM_HB_MAX_THREADS + 44};
+  for (int t = 0; t < 3; t++) {
+    setup();
+    two_streams_warm(NONBLOCKING);
+    for (int i = 0; i < 4; i++) { /* locked, locked repeat, then repeats */
+      launch_fill_by(threads[t], S_COMP, SENDBUF, (void *)0x3000);
+      ck_assert(stream_hb_launch_site_kept() == (t == 0 && i >= 1));
+    }
+    send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
+    ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+    ck_assert_int_eq(stream_findings(), 1);
+  }
+}
+END_TEST
+
 /* Two threads in lockstep, each repeating a kernel: thread 1 on a blocking
  * stream, thread 2 on the legacy stream, which is ordered after the
  * blocking stream's work. Thread 2's launch after thread 1's counted ones
@@ -3613,6 +3635,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_coalesced_sync_between_repeats_is_seen);
   tcase_add_test(tc, launch_coalesced_same_findings_as_locked);
   tcase_add_test(tc, launch_coalesced_other_callsite_is_applied);
+  tcase_add_test(tc, launch_repeat_past_max_threads_keeps_no_site);
   tcase_add_test(tc, launch_coalesced_other_thread_repeat_drains);
   tcase_add_test(tc, launch_counted_other_stream_same_site_is_looked_up);
   tcase_add_test(tc, launch_counted_other_stream_kind_is_looked_up);
