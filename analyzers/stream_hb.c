@@ -1171,28 +1171,12 @@ static inline __attribute__((always_inline)) bool launch_filter(const a2a_event 
  * happens-before the launch, the launch's load sees the newer generation.
  * The memo is apart from the repeat memo ("Repeated launches"), so that
  * launches on an untracked buffer interleaved with repeats on a tracked
- * one keep both. */
-static _Thread_local struct {
+ * one keep both. (It is t_lmemo.skip, below: one thread-local for both
+ * memos, whose address a launch loads once.) */
+typedef struct launch_skip_memo {
   launch_key key;    /* none yet: all zero, and gen 0 is past (hb_init) */
   uint64_t gen;   /* g_rng_gen as the filter loaded it; 0: forgotten */
-} t_lskip;
-
-/* After the filter ruled out a launch of plan pl (n >= 0) as of gen (a
- * generation loaded after hb_init: not 0). */
-static void launch_skip_note(const a2a_event *ev, const scan_plan *pl, uint64_t gen) {
-  key_take(&t_lskip.key, ev, pl);
-  t_lskip.gen = gen;
-}
-
-/* note_miss: the thread's known misses change, the memo goes. */
-static void launch_skip_forget(void) { t_lskip.gen = 0; }
-
-/* Whether the filter would rule out this launch of t_lskip.key.func again
- * (see "Filtered-out repeats"). */
-static inline __attribute__((always_inline)) bool launch_skip(const a2a_event *ev) {
-  return key_words_match(&t_lskip.key, ev) &&
-         atomic_load_explicit(&g_rng_gen, memory_order_acquire) == t_lskip.gen;
-}
+} launch_skip_memo;
 
 /* ------------------------------------------------------------------ */
 /* Reporting */
@@ -2759,14 +2743,34 @@ static _Thread_local struct {
   launch_key key; /* key.func: the function */
   /* Which memo answered the thread's previous launch: this one (a counted
    * or locked repeat, or a locked launch, which takes this memo) or the
-   * filtered-out one (t_lskip). hb_launch_first tries that one first, alone.
-   * (Here: the repeat's test then needs no other thread-local's address.) */
+   * filtered-out one (skip). hb_launch_first tries that one first, alone. */
   bool first;
+  /* The filtered-out memo ("Filtered-out repeats"): no part of the repeat
+   * memo (it changes also outside sections); here so that a launch loads
+   * one thread-local's address for both memos. */
+  launch_skip_memo skip;
 } t_lmemo;
 /* t_lmemo.site of a memo no repeat applied: a data address, never a
  * launch's callsite (a return address into code). */
 static const char g_no_site;
 #define NO_SITE ((const void *)&g_no_site)
+
+/* After the filter ruled out a launch of plan pl (n >= 0) as of gen (a
+ * generation loaded after hb_init: not 0). */
+static void launch_skip_note(const a2a_event *ev, const scan_plan *pl, uint64_t gen) {
+  key_take(&t_lmemo.skip.key, ev, pl);
+  t_lmemo.skip.gen = gen;
+}
+
+/* note_miss: the thread's known misses change, the memo goes. */
+static void launch_skip_forget(void) { t_lmemo.skip.gen = 0; }
+
+/* Whether the filter would rule out this launch of t_lmemo.skip.key.func
+ * again (see "Filtered-out repeats"). */
+static inline __attribute__((always_inline)) bool launch_skip(const a2a_event *ev) {
+  return key_words_match(&t_lmemo.skip.key, ev) &&
+         atomic_load_explicit(&g_rng_gen, memory_order_acquire) == t_lmemo.skip.gen;
+}
 
 /* Under g_mu, after the locked lookup applied the launch on timeline s:
  * remember the ranges its plan words lie in now. */
@@ -3732,7 +3736,7 @@ __attribute__((noinline)) static void hb_launch_filtered(const a2a_event *ev) {
 __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* see hb_launch_first */
   const void *func = ev->u.launch.func;
-  if (t_lskip.key.func == func && launch_skip(ev)) {
+  if (t_lmemo.skip.key.func == func && launch_skip(ev)) {
     t_lmemo.first = false;
     return;
   }
@@ -3753,7 +3757,8 @@ __attribute__((noinline)) static void hb_launch_memo(const a2a_event *ev) {
  * on the open slot, which needs no test of the memo's version: the slot
  * is open only after this thread's launch_repeat applied a repeat with
  * the memo valid and as it is now (the memo - all of t_lmemo but `first`,
- * which only says which memo to try first - changes only in sections:
+ * which only says which memo to try first, and `skip`, the other memo -
+ * changes only in sections:
  * launch_memo_note under hb_lock, launch_repeat's locked branch, which
  * opens the slot last), and every section since would have closed it
  * ("Coalesced repeats"). Anything else: hb_launch_memo (a tail call; this
@@ -3768,7 +3773,7 @@ static inline __attribute__((always_inline)) void hb_launch_first(const a2a_even
   const void *func = ev->u.launch.func;
   if (t_lmemo.first) {
     if (t_lmemo.key.func == func && launch_memo_match(ev) && launch_count(ev)) return;
-  } else if (t_lskip.key.func == func && launch_skip(ev)) {
+  } else if (t_lmemo.skip.key.func == func && launch_skip(ev)) {
     return;
   }
   hb_launch_memo(ev);
@@ -4073,7 +4078,7 @@ size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
 
 bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
 
-bool stream_hb_launch_skip_kept(void) { return t_lskip.gen != 0; }
+bool stream_hb_launch_skip_kept(void) { return t_lmemo.skip.gen != 0; }
 
 bool stream_hb_launch_site_kept(void) { return t_lmemo.site != NO_SITE && t_lmemo.site != NULL; }
 
