@@ -2915,6 +2915,15 @@ static void coal_reset(void) {
   g_coal_hi = 0;
 }
 
+/* t_lmemo.device == dev_of(ev), but false for a thread past MAX_THREADS
+ * without a device (whose dev_of is 0): its launch then takes the locked
+ * path, exact as ever, and the memo's test needs no value for it (the one
+ * bound test picks the failing branch, not dev_of's 0). */
+static inline __attribute__((always_inline)) bool launch_memo_device(const a2a_event *ev) {
+  if (ev->device >= 0) return t_lmemo.device == ev->device;
+  return ev->thread < MAX_THREADS && t_lmemo.device == g_last_dev[ev->thread];
+}
+
 /* Whether the thread's memo answers for a launch of t_lmemo.key.func (see
  * "Repeated launches"): the same words and stream arguments. */
 static inline __attribute__((always_inline)) bool launch_memo_match(const a2a_event *ev) {
@@ -2922,7 +2931,7 @@ static inline __attribute__((always_inline)) bool launch_memo_match(const a2a_ev
    * at once.) */
   return key_words_match(&t_lmemo.key, ev) && t_lmemo.stream == ev->stream &&
          t_lmemo.thread == ev->thread &&
-         (t_lmemo.handle || (t_lmemo.per_thread == ev->per_thread && t_lmemo.device == dev_of(ev)));
+         (t_lmemo.handle || (t_lmemo.per_thread == ev->per_thread && launch_memo_device(ev)));
 }
 
 /* A launch the thread's memo answers for (launch_memo_match) counted on

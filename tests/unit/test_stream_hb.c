@@ -1141,6 +1141,29 @@ START_TEST(launch_repeat_past_max_threads_keeps_no_site) {
     ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
     ck_assert_int_eq(stream_findings(), 1);
   }
+  /* ...and on the legacy stream without a device (launch_memo_device: no
+   * memo answers for such a thread, each repeat is a locked launch). */
+  for (int t = 0; t < 3; t++) {
+    setup();
+    two_streams_warm(NONBLOCKING);
+    for (int i = 0; i < 4; i++) {
+      a2a_event ev = ev_make(A2A_EV_LAUNCH);
+      ev.api = "cudaLaunchKernel";
+      ev.thread = threads[t];
+      ev.device = -1;
+      ev.stream = NULL;
+      ev.callsite = (void *)0x3000;
+      void *p = SENDBUF;
+      void *args[] = {&p};
+      ev.u.launch.func = &k_fill;
+      ev.u.launch.args = args;
+      ev_dispatch(&ev, 0);
+      ck_assert(stream_hb_launch_site_kept() == (t == 0 && i >= 1));
+    }
+    send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000); /* no event edge */
+    ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+    ck_assert_int_eq(stream_findings(), 1);
+  }
 }
 END_TEST
 
