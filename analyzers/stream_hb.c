@@ -1044,7 +1044,7 @@ static inline const scan_plan *plan_of(const void *func) {
  * parameter, which the filter skips as it skips a 0 word). */
 typedef struct launch_key {
   const void *func;
-  int n;
+  uint8_t n; /* 0 .. PLAN_WORDS: see key_words_match */
   uint8_t param[PLAN_WORDS];
   uint16_t off[PLAN_WORDS];
   uint64_t w[PLAN_WORDS];
@@ -1064,14 +1064,18 @@ static void key_take(launch_key *k, const a2a_event *ev, const scan_plan *pl) {
     k->off[i] = pl->off[i];
     k->w[i] = plan_word(ev, pl->param[i], pl->off[i]);
   }
-  k->n = pl->n;
+  k->n = (uint8_t)pl->n; /* a plan's n >= 0 (launch_skip_note, launch_memo_note) */
   k->func = ev->u.launch.func;
 }
 
 /* Whether a launch of k->func has k's words: the loop over i < k->n,
  * unrolled from the last word down and entered at k->n (a jump instead of
  * a test of i per word; the order of the compares does not change the
- * answer). */
+ * answer). k->n is a uint8_t in 0 .. PLAN_WORDS (key_take takes a plan's
+ * n, never -1; a key never taken is all zero), so the default is
+ * unreachable: with a uint8_t index that lets GCC drop the jump table's
+ * bounds test (it kept it for an int, unreachable default or not; GCC 12
+ * drops it in launch_skip, still keeps it in launch_memo_match). */
 static inline __attribute__((always_inline)) bool key_words_match(const launch_key *k,
                                                                   const a2a_event *ev) {
 #define KEY_WORD(i)                                                           \
@@ -1088,8 +1092,10 @@ static inline __attribute__((always_inline)) bool key_words_match(const launch_k
     KEY_WORD(2)
     KEY_WORD(1)
     KEY_WORD(0)
-  default:
+  case 0:
     break;
+  default:
+    __builtin_unreachable();
   }
 #undef KEY_WORD
   return true;

@@ -1479,6 +1479,34 @@ START_TEST(launch_counted_every_word_is_compared) {
 }
 END_TEST
 
+/* Likewise for every word count of a plan (1 .. PLAN_WORDS: the switch of
+ * key_words_match on the key's uint8_t count, whose default is
+ * unreachable), on both memos: the launch memo (word 0 in the tracked
+ * send buffer) and the skip memo (every word a miss). */
+START_TEST(launch_memo_every_word_count_compares_every_word) {
+  for (int nw = 1; nw <= 8; nw++) {
+    for (int skip = 0; skip < 2; skip++) {
+      for (int k = 0; k < nw; k++) {
+        setup();
+        size_t off[] = {0}, sz[] = {(size_t)nw * 8};
+        collector_add_kernel(&k_var, "var", 1, off, sz);
+        two_streams_warm(NONBLOCKING);
+        recv_on(S_COMM, RECVBUF, NBYTES / 4);
+        void *w[8];
+        for (int i = 0; i < 8; i++) w[i] = near_miss(40 + i);
+        if (!skip) w[0] = SENDBUF;
+        void *args[] = {w};
+        for (int i = 0; i < 4; i++) launch_args(S_COMP, &k_var, args, (void *)0x3000);
+        ck_assert_int_eq(stream_findings(), 0);
+        w[k] = (char *)RECVBUF + 8 * k;
+        launch_args(S_COMP, &k_var, args, (void *)0x3000);
+        ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+      }
+    }
+  }
+}
+END_TEST
+
 START_TEST(launch_many_candidate_words) {
   many_setup();
   void *w[10];
@@ -3670,6 +3698,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_plan_covers_every_parameter_word);
   tcase_add_test(tc, launch_many_candidate_words);
   tcase_add_test(tc, launch_counted_every_word_is_compared);
+  tcase_add_test(tc, launch_memo_every_word_count_compares_every_word);
   tcase_add_test(tc, launch_plan_is_dropped_at_reinit);
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
