@@ -1068,22 +1068,30 @@ static void key_take(launch_key *k, const a2a_event *ev, const scan_plan *pl) {
   k->func = ev->u.launch.func;
 }
 
-/* Whether a launch of k->func has k's words: the loop over i < k->n,
- * unrolled from the last word down and entered at k->n (a jump instead of
- * a test of i per word; the order of the compares does not change the
- * answer). k->n is a uint8_t in 0 .. PLAN_WORDS (key_take takes a plan's
- * n, never -1; a key never taken is all zero), so the default is
- * unreachable: with a uint8_t index that lets GCC drop the jump table's
- * bounds test (it kept it for an int, unreachable default or not; GCC 12
- * drops it in launch_skip, still keeps it in launch_memo_match). */
+/* Whether a launch of k->func has k's words: the loop over i < n,
+ * unrolled from the last word down and entered at n (a jump instead of a
+ * test of i per word; the order of the compares does not change the
+ * answer), where n is k->n as the caller reads it: k->n itself or k->n &
+ * 15, the same value (k->n is a uint8_t in 0 .. PLAN_WORDS: key_take
+ * takes a plan's n, never -1; a key never taken is all zero). Counts 9 ..
+ * 15 never occur; they enter at the last word, so that a count masked
+ * with 15 has a case for each of its values and the jump table needs no
+ * bounds test; past 15 is unreachable. (Why the mask: GCC 12 drops the
+ * bounds test of an unreachable default in one inlined copy of the switch
+ * per function and keeps it - a compare and a second read of the count -
+ * in the other; launch_skip's copy, the one a run of filtered-out
+ * launches takes, gets no test, and launch_memo_match's masked count
+ * costs an `and` instead of the test.) */
 static inline __attribute__((always_inline)) bool key_words_match(const launch_key *k,
-                                                                  const a2a_event *ev) {
+                                                                  const a2a_event *ev,
+                                                                  unsigned n) {
 #define KEY_WORD(i)                                                           \
   case (i) + 1:                                                               \
     if (plan_word(ev, k->param[i], k->off[i]) != k->w[i]) return false;       \
     __attribute__((fallthrough));
   _Static_assert(PLAN_WORDS == 8, "key_words_match has a case per plan word");
-  switch (k->n) {
+  switch (n) {
+  case PLAN_WORDS + 1 ... 15:
     KEY_WORD(7)
     KEY_WORD(6)
     KEY_WORD(5)
@@ -2774,7 +2782,7 @@ static void launch_skip_forget(void) { t_lmemo.skip.gen = 0; }
 /* Whether the filter would rule out this launch of t_lmemo.skip.key.func
  * again (see "Filtered-out repeats"). */
 static inline __attribute__((always_inline)) bool launch_skip(const a2a_event *ev) {
-  return key_words_match(&t_lmemo.skip.key, ev) &&
+  return key_words_match(&t_lmemo.skip.key, ev, t_lmemo.skip.key.n) &&
          atomic_load_explicit(&g_rng_gen, memory_order_acquire) == t_lmemo.skip.gen;
 }
 
@@ -2935,7 +2943,7 @@ static inline __attribute__((always_inline)) bool launch_memo_device(const a2a_e
 static inline __attribute__((always_inline)) bool launch_memo_match(const a2a_event *ev) {
   /* (The words first: a launch of the same kernel on another buffer fails
    * at once.) */
-  return key_words_match(&t_lmemo.key, ev) && t_lmemo.stream == ev->stream &&
+  return key_words_match(&t_lmemo.key, ev, t_lmemo.key.n & 15u) && t_lmemo.stream == ev->stream &&
          t_lmemo.thread == ev->thread &&
          (t_lmemo.handle || (t_lmemo.per_thread == ev->per_thread && launch_memo_device(ev)));
 }
