@@ -56,8 +56,15 @@ int a2asim_stream_valid(void *stream);        /* 1 if a live stream handle */
 int a2asim_pointer_lookup(const void *p, int *type, int *device,
                           uintptr_t *base, size_t *size);
 /* Cost model: simulated transfer time for n bytes (sleeps on the calling
- * worker as configured by A2ASIM_* knobs; no-op by default). */
+ * worker as configured by A2ASIM_* knobs; no-op by default). On a worker
+ * the time is charged to the worker's device timeline (docs/simulator.md,
+ * "Cost model"). */
 void a2asim_model_transfer(size_t bytes);
+/* Cost model: the calling worker has just waited in real time for
+ * something outside its stream (a peer rank's data): what it charges next
+ * starts no earlier than now. No-op on a host thread or with the cost
+ * model off. */
+void a2asim_model_blocked(void);
 /* Host identity for the simulated topology ("host" = process group sharing
  * A2ASIM_DEVICES devices). */
 const char *a2asim_hostname(void);
