@@ -569,3 +569,4 @@ void a2asim_model_transfer(size_t bytes) {
 }
 
 void a2asim_model_blocked(void) { sim_model_blocked(); }
+void a2asim_model_advance(uint64_t t_ns) { sim_model_advance(t_ns); }

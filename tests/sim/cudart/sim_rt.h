@@ -264,6 +264,10 @@ void sim_model_us(double us);
  * peer): what follows on its timeline starts no earlier than now. No-op
  * off a worker or with the cost model off. */
 void sim_model_blocked(void);
+/* The executing item waited for something that happened at t_ns on
+ * another timeline (a time that has passed): its next charge starts no
+ * earlier. No-op off a worker or with the cost model off. */
+void sim_model_advance(uint64_t t_ns);
 /* The current item's position on the worker's timeline (its start, or
  * the end of its last charge); sim_now_ns() off the timeline. */
 uint64_t sim_model_now(void);

@@ -365,12 +365,15 @@ cudaError_t sim_stream_resolve(cudaStream_t h, int ptds, sim_stream **out) {
  * never later than the moment the dependency was seen complete). The worker
  * sleeps to the absolute end of each charge, so a burst of costed items
  * takes their total cost plus one wake-up, not one wake-up (and timer
- * slack) per item. Time the worker really waits - a per-stream delay, a
- * host function, a multi-stream item's other streams, a simulated NCCL
- * peer (a2asim_model_blocked) - raises the item's floor to now: it is not
- * modelled, so it is taken as it happened. Timeline times are
- * CLOCK_MONOTONIC instants, never later than the moment the worker reaches
- * them, and event records stamp them (what cudaEventElapsedTime reads). */
+ * slack) per item. A kernel implementation's run time is added as device
+ * time. Waits on other timelines move this one to the time the other side
+ * reached: a multi-stream item's streams, a simulated NCCL peer's stamped
+ * channel steps (a2asim_model_advance). Other time the worker really waits
+ * - a per-stream delay, a host function (a2asim_model_blocked) - raises the
+ * item's floor to now: it is not modelled, so it is taken as it happened.
+ * Timeline times are CLOCK_MONOTONIC instants, never later than the moment
+ * the worker reaches them, and event records stamp them (what
+ * cudaEventElapsedTime reads). */
 static _Thread_local struct {
   bool active;     /* executing an item on a worker, cost model on */
   uint64_t end;    /* end of the worker's last item or charge */
@@ -385,9 +388,16 @@ void sim_model_us(double us) {
   sim_sleep_until_ns(tl.end);
 }
 
-/* Raises the current item's floor to t_ns (a timeline time that has
- * already passed). */
-static void sim_model_advance(uint64_t t_ns) {
+/* The current item's payload really ran for ns (a kernel's host
+ * implementation: simulated device work): the timeline moves on by as much
+ * from where it stood, without the worker's wake-up before the payload, so
+ * the end is still no later than now. */
+static void model_ran(uint64_t ns) {
+  uint64_t start = tl.floor > tl.end ? tl.floor : tl.end;
+  tl.end = start + ns;
+}
+
+void sim_model_advance(uint64_t t_ns) {
   if (tl.active && t_ns > tl.floor) tl.floor = t_ns;
 }
 
@@ -399,6 +409,8 @@ uint64_t sim_model_now(void) {
   if (!tl.active) return sim_now_ns();
   return tl.floor > tl.end ? tl.floor : tl.end;
 }
+
+uint64_t a2asim_model_time(void) { return tl.active ? sim_model_now() : 0; }
 
 /* ---- the worker ----------------------------------------------------------- */
 
@@ -690,7 +702,16 @@ static void kernel_execute(sim_stream *s, sim_item *it) {
   /* One charge: the kernel's cost is both knobs together. */
   sim_model_us((double)sim_kn.kernel_delay_us + (double)sim_kn.launch_us);
   sim_kernel *k = it->u.kern.k;
-  if (k && k->impl) k->impl(it->u.kern.argv, &it->u.kern.info);
+  if (!k || !k->impl) return;
+  if (!tl.active) {
+    k->impl(it->u.kern.argv, &it->u.kern.info);
+    return;
+  }
+  /* The implementation's own run time is device time too (a test's
+   * compute kernel sleeps for its simulated work). */
+  uint64_t t0 = sim_now_ns();
+  k->impl(it->u.kern.argv, &it->u.kern.info);
+  model_ran(sim_now_ns() - t0);
 }
 
 void sim_item_execute(sim_stream *s, sim_item *it) {

@@ -65,6 +65,15 @@ void a2asim_model_transfer(size_t bytes);
  * starts no earlier than now. No-op on a host thread or with the cost
  * model off. */
 void a2asim_model_blocked(void);
+/* Cost model across ranks: a2asim_model_time is the calling worker's
+ * position on its device timeline (a CLOCK_MONOTONIC instant in ns, never
+ * in the future), 0 on a host thread or with the cost model off; a peer
+ * that waited for what happened at that time passes it to
+ * a2asim_model_advance (a no-op for 0, on a host thread or with the cost
+ * model off), so the wait costs the modelled time, not the host's
+ * wake-ups. */
+uint64_t a2asim_model_time(void);
+void a2asim_model_advance(uint64_t t_ns);
 /* Host identity for the simulated topology ("host" = process group sharing
  * A2ASIM_DEVICES devices). */
 const char *a2asim_hostname(void);

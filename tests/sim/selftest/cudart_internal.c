@@ -346,6 +346,37 @@ START_TEST(cost_model_timeline_back_to_back) {
 }
 END_TEST
 
+/* A kernel's host implementation is simulated device work: the time it
+ * really runs is on the timeline too (a test's compute kernel sleeps for
+ * its work), so K such kernels take at least K x (cost + its run time). */
+enum { TL_K = 5, TL_WORK_US = 2000 };
+static void tl_work_kernel(void) {}
+static void tl_work_impl(void **args, const a2asim_launch_info *li) {
+  struct timespec ts = {0, TL_WORK_US * 1000L};
+  nanosleep(&ts, NULL);
+}
+
+START_TEST(cost_model_timeline_counts_kernel_work) {
+  setenv("A2ASIM_LAUNCH_US", "200", 1);   /* TL_COST_US */
+  ck_assert_int_eq(a2asim_register_kernel((const void *)tl_work_kernel, tl_work_impl, "work", 0, NULL), 0);
+  cudaStream_t a;
+  cudaEvent_t e0, e1;
+  CK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK_CUDA(cudaEventCreate(&e0));
+  CK_CUDA(cudaEventCreate(&e1));
+  dim3 g = {1, 1, 1};
+  CK_CUDA(cudaLaunchHostFunc(a, tl_gate_fn, NULL));
+  CK_CUDA(cudaEventRecord(e0, a));
+  for (int i = 0; i < TL_K; i++) CK_CUDA(cudaLaunchKernel((const void *)tl_work_kernel, g, g, NULL, 0, a));
+  CK_CUDA(cudaEventRecord(e1, a));
+  atomic_store(&tl_gate, 1);
+  CK_CUDA(cudaStreamSynchronize(a));
+  float d = tl_elapsed(e0, e1);
+  ck_assert_msg(d >= TL_K * (TL_COST_US + TL_WORK_US) / 1000.0, "%d kernels of %d + %d us: %.4f ms",
+                TL_K, TL_COST_US, TL_WORK_US, d);
+}
+END_TEST
+
 static atomic_int cap_runs, cap_releases;
 static void cap_fn(void *p) { atomic_fetch_add(&cap_runs, *(int *)p); }
 static void cap_release(void *p) { atomic_fetch_add(&cap_releases, 1); }
@@ -406,6 +437,7 @@ int main(void) {
   tcase_add_test(tc, knob_bad_devices_keeps_default);
   tcase_add_test(tc, cost_model_knobs);
   tcase_add_test(tc, cost_model_timeline_back_to_back);
+  tcase_add_test(tc, cost_model_timeline_counts_kernel_work);
   tcase_add_test(tc, enqueue_capturable_outside_and_inside_capture);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
