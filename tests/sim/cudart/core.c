@@ -569,4 +569,9 @@ void a2asim_model_transfer(size_t bytes) {
 }
 
 void a2asim_model_blocked(void) { sim_model_blocked(); }
-void a2asim_model_advance(uint64_t t_ns) { sim_model_advance(t_ns); }
+void a2asim_model_advance(uint64_t t_ns) {
+  /* 0: the other side keeps no timeline (a process whose cost model is
+   * off): the wait is taken as it happened. */
+  if (t_ns) sim_model_advance(t_ns);
+  else sim_model_blocked();
+}

@@ -69,9 +69,10 @@ void a2asim_model_blocked(void);
  * position on its device timeline (a CLOCK_MONOTONIC instant in ns, never
  * in the future), 0 on a host thread or with the cost model off; a peer
  * that waited for what happened at that time passes it to
- * a2asim_model_advance (a no-op for 0, on a host thread or with the cost
- * model off), so the wait costs the modelled time, not the host's
- * wake-ups. */
+ * a2asim_model_advance, so the wait costs the modelled time, not the
+ * host's wake-ups. a2asim_model_advance(0) (the other side keeps no
+ * timeline) is a2asim_model_blocked(); both are no-ops on a host thread or
+ * with the cost model off. */
 uint64_t a2asim_model_time(void);
 void a2asim_model_advance(uint64_t t_ns);
 /* Host identity for the simulated topology ("host" = process group sharing
