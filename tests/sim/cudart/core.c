@@ -68,6 +68,7 @@ static void knobs_parse(void) {
     else
       sim_kn.bw_gbps = d;
   }
+  sim_kn.timed = sim_kn.launch_us || sim_kn.kernel_delay_us || sim_kn.bw_gbps > 0;
   const char *h = getenv("A2ASIM_HOST");
   if (h && *h && strlen(h) < sizeof sim_kn.host) {
     strcpy(sim_kn.host, h);
@@ -149,6 +150,14 @@ void sim_sleep_us(double us) {
   ts.tv_sec = (time_t)(us / 1e6);
   ts.tv_nsec = (long)((us - (double)ts.tv_sec * 1e6) * 1e3);
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+void sim_sleep_until_ns(uint64_t t_ns) {
+  if (sim_now_ns() >= t_ns) return;
+  struct timespec ts;
+  ts.tv_sec = (time_t)(t_ns / 1000000000ull);
+  ts.tv_nsec = (long)(t_ns % 1000000000ull);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
 }
 
 int sim_cur_device(void) { return tls_cur_dev; }
@@ -556,5 +565,13 @@ const char *a2asim_hostname(void) { sim_init(); return sim_kn.host; }
 
 void a2asim_model_transfer(size_t bytes) {
   sim_init();
-  if (sim_kn.bw_gbps > 0 && bytes) sim_sleep_us((double)bytes / (sim_kn.bw_gbps * 1e3));
+  if (sim_kn.bw_gbps > 0 && bytes) sim_model_us((double)bytes / (sim_kn.bw_gbps * 1e3));
+}
+
+void a2asim_model_blocked(void) { sim_model_blocked(); }
+void a2asim_model_advance(uint64_t t_ns) {
+  /* 0: the other side keeps no timeline (a process whose cost model is
+   * off): the wait is taken as it happened. */
+  if (t_ns) sim_model_advance(t_ns);
+  else sim_model_blocked();
 }

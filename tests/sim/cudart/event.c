@@ -44,10 +44,9 @@ uint64_t sim_event_set_point(sim_event *ev, sim_stream *s, uint64_t seq) {
   return id;
 }
 
-void sim_event_record_reached(sim_event *ev, uint64_t rec_id) {
-  uint64_t now = sim_now_ns();
+void sim_event_record_reached(sim_event *ev, uint64_t rec_id, uint64_t t_ns) {
   pthread_mutex_lock(&ev->mu);
-  if (ev->rec_id == rec_id) ev->t_ns = now;
+  if (ev->rec_id == rec_id) ev->t_ns = t_ns;
   pthread_mutex_unlock(&ev->mu);
 }
 

@@ -57,6 +57,8 @@ typedef struct sim_knobs {
   char host[256];          /* A2ASIM_HOST, default gethostname() */
   int trace;               /* A2ASIM_TRACE, default 0 */
   int unimpl_fail;         /* A2ASIM_UNIMPLEMENTED_KERNELS=fail (default warn) */
+  bool timed;              /* cost model on (launch_us, kernel_delay_us or
+                              bw_gbps): workers keep a device timeline */
 } sim_knobs;
 
 typedef struct sim_device {
@@ -86,6 +88,8 @@ static inline int sim_sticky(int dev) {
 }
 uint64_t sim_now_ns(void);             /* CLOCK_MONOTONIC */
 void sim_sleep_us(double us);
+/* Sleeps until CLOCK_MONOTONIC reaches t_ns (at once if it has). */
+void sim_sleep_until_ns(uint64_t t_ns);
 /* The device the calling worker is executing for (-1 on a host thread). */
 extern _Thread_local int sim_worker_device;
 
@@ -128,6 +132,7 @@ struct sim_item {
   sim_item *next;
   int kind;
   uint64_t seq;            /* assigned at submit */
+  uint64_t submit_ns;      /* sim_now_ns() at submit when sim_kn.timed */
   int ndeps, capdeps;
   const char *what;        /* label for A2ASIM_TRACE (static string or NULL) */
   size_t extra;            /* bytes allocated after the item (kernel args) */
@@ -180,6 +185,8 @@ struct sim_stream {
   sim_item *head, *tail;
   _Atomic uint64_t enq_seq;  /* written under mu */
   _Atomic uint64_t done_seq; /* written under mu, read lock-free */
+  _Atomic uint64_t done_end_ns; /* sim_kn.timed: modelled end of the last
+                                   completed item, stored before done_seq */
   int waiters;             /* threads in done_cv */
   bool worker_running, worker_idle;
   _Atomic unsigned delay_us;
@@ -237,8 +244,8 @@ sim_event *sim_event_from_handle(cudaEvent_t e);
 /* Makes (s, seq) the event's captured point (called under s->mu when a
  * record item is queued); returns the record's unique id. */
 uint64_t sim_event_set_point(sim_event *ev, sim_stream *s, uint64_t seq);
-/* The record item rec_id executed: stamps the time if still current. */
-void sim_event_record_reached(sim_event *ev, uint64_t rec_id);
+/* The record item rec_id executed at t_ns: stamps it if still current. */
+void sim_event_record_reached(sim_event *ev, uint64_t rec_id, uint64_t t_ns);
 void sim_events_fork_prepare(void);
 void sim_events_fork_parent(void);
 void sim_events_after_fork_child(void);
@@ -247,6 +254,23 @@ void sim_streams_fork_prepare(void);
 void sim_streams_fork_parent(void);
 /* Runs one item's payload (used by the worker). */
 void sim_item_execute(sim_stream *s, sim_item *it);
+/* Cost model (docs/simulator.md, "Cost model"). On a worker executing an
+ * item with sim_kn.timed, sim_model_us charges us of device time to the
+ * worker's timeline: it starts when the previous charge ended or when the
+ * item became ready, whichever is later, and the worker sleeps until its
+ * absolute end. Elsewhere it is a relative sleep of us. */
+void sim_model_us(double us);
+/* The executing worker waited in real time (a delay, a host function, a
+ * peer): what follows on its timeline starts no earlier than now. No-op
+ * off a worker or with the cost model off. */
+void sim_model_blocked(void);
+/* The executing item waited for something that happened at t_ns on
+ * another timeline (a time that has passed): its next charge starts no
+ * earlier. No-op off a worker or with the cost model off. */
+void sim_model_advance(uint64_t t_ns);
+/* The current item's position on the worker's timeline (its start, or
+ * the end of its last charge); sim_now_ns() off the timeline. */
+uint64_t sim_model_now(void);
 
 /* ---- memory.c: allocation table, memcpy/memset ------------------------- */
 

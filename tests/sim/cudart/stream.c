@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define STREAM_CAP 16384u
@@ -353,6 +354,64 @@ cudaError_t sim_stream_resolve(cudaStream_t h, int ptds, sim_stream **out) {
   return cudaSuccess;
 }
 
+/* ---- the device timeline ---------------------------------------------------
+ * With the cost model on (sim_kn.timed), each worker keeps the timeline of
+ * its stream's "device": a GPU runs queued work back to back, so an item
+ * starts at max(its ready time, the end of the stream's previous item) and
+ * ends its modelled cost later, however late the host thread that plays
+ * the device wakes up. The ready time is the item's submission time, raised
+ * to the modelled end its dependencies' streams had published when they
+ * were satisfied (the end of the dependency's item or of a later one there,
+ * never later than the moment the dependency was seen complete). The worker
+ * sleeps to the absolute end of each charge, so a burst of costed items
+ * takes their total cost plus one wake-up, not one wake-up (and timer
+ * slack) per item. A kernel implementation's run time is added as device
+ * time. Waits on other timelines move this one to the time the other side
+ * reached: a multi-stream item's streams, a simulated NCCL peer's stamped
+ * channel steps (a2asim_model_advance). Other time the worker really waits
+ * - a per-stream delay, a host function (a2asim_model_blocked) - raises the
+ * item's floor to now: it is not modelled, so it is taken as it happened.
+ * Timeline times are CLOCK_MONOTONIC instants, never later than the moment
+ * the worker reaches them, and event records stamp them (what
+ * cudaEventElapsedTime reads). */
+static _Thread_local struct {
+  bool active;     /* executing an item on a worker, cost model on */
+  uint64_t end;    /* end of the worker's last item or charge */
+  uint64_t floor;  /* the current item's earliest start for a charge */
+} tl;
+
+void sim_model_us(double us) {
+  if (us <= 0) return;
+  if (!tl.active) { sim_sleep_us(us); return; }
+  uint64_t start = tl.floor > tl.end ? tl.floor : tl.end;
+  tl.end = start + (uint64_t)(us * 1e3);
+  sim_sleep_until_ns(tl.end);
+}
+
+/* The current item's payload really ran for ns (a kernel's host
+ * implementation: simulated device work): the timeline moves on by as much
+ * from where it stood, without the worker's wake-up before the payload, so
+ * the end is still no later than now. */
+static void model_ran(uint64_t ns) {
+  uint64_t start = tl.floor > tl.end ? tl.floor : tl.end;
+  tl.end = start + ns;
+}
+
+void sim_model_advance(uint64_t t_ns) {
+  if (tl.active && t_ns > tl.floor) tl.floor = t_ns;
+}
+
+void sim_model_blocked(void) {
+  if (tl.active) sim_model_advance(sim_now_ns());
+}
+
+uint64_t sim_model_now(void) {
+  if (!tl.active) return sim_now_ns();
+  return tl.floor > tl.end ? tl.floor : tl.end;
+}
+
+uint64_t a2asim_model_time(void) { return tl.active ? sim_model_now() : 0; }
+
 /* ---- the worker ----------------------------------------------------------- */
 
 void sim_item_execute(sim_stream *s, sim_item *it);
@@ -378,6 +437,9 @@ static void *worker_main(void *arg) {
   sim_stream *s = arg;
   sim_worker_device = s->device;
   sim_set_cur_device(s->device);
+  /* The timeline's absolute sleeps end within a microsecond or so of their
+   * time instead of up to the default 50 us of slack later. */
+  if (sim_kn.timed) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   pthread_mutex_lock(&s->mu);
   for (;;) {
     while (!s->head && atomic_load(&s->state) == 1) {
@@ -391,15 +453,29 @@ static void *worker_main(void *arg) {
     if (!s->head) s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
 
-    for (int i = 0; i < it->ndeps; i++) sim_wait_done(it->deps[i].s, it->deps[i].seq);
+    uint64_t ready = it->submit_ns;
+    for (int i = 0; i < it->ndeps; i++) {
+      sim_wait_done(it->deps[i].s, it->deps[i].seq);
+      uint64_t e = atomic_load_explicit(&it->deps[i].s->done_end_ns, memory_order_relaxed);
+      if (e > ready) ready = e;
+    }
+    if (sim_kn.timed) {
+      tl.active = true;
+      tl.floor = ready > tl.end ? ready : tl.end;
+    }
     if (sim_kn.trace) trace_item(s, it, "start");
     sim_item_execute(s, it);
     /* Released before the item counts as complete, so a synchronizing host
      * sees the release done. */
     item_drop_holder(it);
     if (sim_kn.trace) trace_item(s, it, "done");
+    if (tl.active) {
+      tl.end = sim_model_now();
+      tl.active = false;
+    }
 
     pthread_mutex_lock(&s->mu);
+    atomic_store_explicit(&s->done_end_ns, tl.end, memory_order_relaxed);
     atomic_store_explicit(&s->done_seq, it->seq, memory_order_release);
     if (s->waiters) pthread_cond_broadcast(&s->done_cv);
     pthread_mutex_unlock(&s->mu);
@@ -462,6 +538,7 @@ static cudaError_t enqueue_locked(sim_stream *s, sim_item *it) {
   if (!s->worker_running && worker_start(s) != 0) return cudaErrorMemoryAllocation;
   it->seq = atomic_load(&s->enq_seq) + 1;
   atomic_store(&s->enq_seq, it->seq);
+  if (sim_kn.timed) it->submit_ns = sim_now_ns();
   if (it->kind == IT_RECORD) it->u.rec.rec_id = sim_event_set_point(it->u.rec.ev, s, it->seq);
   it->next = NULL;
   if (s->tail) s->tail->next = it; else s->head = it;
@@ -525,20 +602,29 @@ struct sim_multi {
   void *arg;
   int n, arrived, refs;
   bool done;
+  uint64_t t_ns;   /* timeline: latest start of the streams, then the end */
 };
 
 static void multi_execute(sim_multi *m) {
   pthread_mutex_lock(&m->mu);
+  /* Timeline: the item starts when the last of its streams is ready and
+   * ends, on every stream, where the runner's charges end. */
+  uint64_t t = sim_model_now();
+  if (t > m->t_ns) m->t_ns = t;
   if (++m->arrived == m->n) {
     /* The last stream to arrive runs fn; the others wait for it, so the item
      * starts only when every stream has reached it and completes on all. */
+    uint64_t start = m->t_ns;
     pthread_mutex_unlock(&m->mu);
+    sim_model_advance(start);
     m->fn(m->arg);
     pthread_mutex_lock(&m->mu);
+    m->t_ns = sim_model_now();
     m->done = true;
     pthread_cond_broadcast(&m->cv);
   } else {
     while (!m->done) pthread_cond_wait(&m->cv, &m->mu);
+    sim_model_advance(m->t_ns);
   }
   int last = --m->refs == 0;
   pthread_mutex_unlock(&m->mu);
@@ -613,29 +699,45 @@ fail:
 /* ---- executing items -------------------------------------------------------- */
 
 static void kernel_execute(sim_stream *s, sim_item *it) {
-  if (sim_kn.kernel_delay_us) sim_sleep_us(sim_kn.kernel_delay_us);
-  if (sim_kn.launch_us) sim_sleep_us(sim_kn.launch_us);
+  /* One charge: the kernel's cost is both knobs together. */
+  sim_model_us((double)sim_kn.kernel_delay_us + (double)sim_kn.launch_us);
   sim_kernel *k = it->u.kern.k;
-  if (k && k->impl) k->impl(it->u.kern.argv, &it->u.kern.info);
+  if (!k || !k->impl) return;
+  if (!tl.active) {
+    k->impl(it->u.kern.argv, &it->u.kern.info);
+    return;
+  }
+  /* The implementation's own run time is device time too (a test's
+   * compute kernel sleeps for its simulated work). */
+  uint64_t t0 = sim_now_ns();
+  k->impl(it->u.kern.argv, &it->u.kern.info);
+  model_ran(sim_now_ns() - t0);
 }
 
 void sim_item_execute(sim_stream *s, sim_item *it) {
   int sticky = sim_sticky(s->device);
   unsigned delay = atomic_load_explicit(&s->delay_us, memory_order_relaxed);
-  if (delay && it->kind != IT_WAIT && it->kind != IT_RECORD && it->kind != IT_NOP)
+  if (delay && it->kind != IT_WAIT && it->kind != IT_RECORD && it->kind != IT_NOP) {
+    /* A real-time delay (the race-making knob), not a cost: the item's
+     * modelled work starts after it, as it did before the timeline. */
     sim_sleep_us(delay);
+    sim_model_blocked();
+  }
   switch (it->kind) {
   case IT_FN:
     /* The simulated NCCL's own machinery always runs (it must release its
      * resources); a sticky error only skips user work. */
-    if (sim_kn.launch_us) sim_sleep_us(sim_kn.launch_us);
+    sim_model_us(sim_kn.launch_us);
     it->u.fn.fn(it->u.fn.arg);
     break;
   case IT_HOSTFN:
+    /* Host code holds the stream for as long as it really runs. */
     if (!sticky) it->u.fn.fn(it->u.fn.arg);
+    sim_model_blocked();
     break;
   case IT_CALLBACK:
     it->u.cb.cb(it->u.cb.h, (cudaError_t)sticky, it->u.cb.data);
+    sim_model_blocked();
     break;
   case IT_KERNEL:
     if (!sticky) kernel_execute(s, it);
@@ -653,7 +755,7 @@ void sim_item_execute(sim_stream *s, sim_item *it) {
         memset(it->u.set.dst + r * it->u.set.pitch, it->u.set.value, it->u.set.width);
     break;
   case IT_RECORD:
-    sim_event_record_reached(it->u.rec.ev, it->u.rec.rec_id);
+    sim_event_record_reached(it->u.rec.ev, it->u.rec.rec_id, sim_model_now());
     break;
   case IT_FREE:
     sim_mem_free_async_item(it->u.free.ptr);

@@ -56,8 +56,25 @@ int a2asim_stream_valid(void *stream);        /* 1 if a live stream handle */
 int a2asim_pointer_lookup(const void *p, int *type, int *device,
                           uintptr_t *base, size_t *size);
 /* Cost model: simulated transfer time for n bytes (sleeps on the calling
- * worker as configured by A2ASIM_* knobs; no-op by default). */
+ * worker as configured by A2ASIM_* knobs; no-op by default). On a worker
+ * the time is charged to the worker's device timeline (docs/simulator.md,
+ * "Cost model"). */
 void a2asim_model_transfer(size_t bytes);
+/* Cost model: the calling worker has just waited in real time for
+ * something outside its stream (a peer rank's data): what it charges next
+ * starts no earlier than now. No-op on a host thread or with the cost
+ * model off. */
+void a2asim_model_blocked(void);
+/* Cost model across ranks: a2asim_model_time is the calling worker's
+ * position on its device timeline (a CLOCK_MONOTONIC instant in ns, never
+ * in the future), 0 on a host thread or with the cost model off; a peer
+ * that waited for what happened at that time passes it to
+ * a2asim_model_advance, so the wait costs the modelled time, not the
+ * host's wake-ups. a2asim_model_advance(0) (the other side keeps no
+ * timeline) is a2asim_model_blocked(); both are no-ops on a host thread or
+ * with the cost model off. */
+uint64_t a2asim_model_time(void);
+void a2asim_model_advance(uint64_t t_ns);
 /* Host identity for the simulated topology ("host" = process group sharing
  * A2ASIM_DEVICES devices). */
 const char *a2asim_hostname(void);

@@ -51,9 +51,10 @@ uint64_t sim_hash(const void *p, size_t n, uint64_t h) {
   return h;
 }
 
-void sim_futex_wait(_Atomic uint32_t *w, uint32_t val, int timeout_ms) {
+int sim_futex_wait(_Atomic uint32_t *w, uint32_t val, int timeout_ms) {
   struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
-  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, timeout_ms >= 0 ? &ts : NULL, NULL, 0);
+  long rc = syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, timeout_ms >= 0 ? &ts : NULL, NULL, 0);
+  return rc == 0 || errno == ETIMEDOUT;
 }
 
 void sim_futex_wake(_Atomic uint32_t *w) {

@@ -211,7 +211,9 @@ static void execute_ticket(struct ncclComm *c, uint64_t ticket, const struct sim
   for (;;) {
     uint32_t v = atomic_load(&c->executed);
     if (atomic_load(&c->executed64) == ticket) break;
-    sim_futex_wait(&c->executed, v, 100);
+    /* Cost model: the earlier ticket's time is not published; the wait
+     * is taken as it happened. */
+    if (sim_futex_wait(&c->executed, v, 100)) a2asim_model_blocked();
   }
   if (!atomic_load(&c->aborted)) sim_execute(c, tasks, n);
   atomic_fetch_add(&c->executed64, 1);

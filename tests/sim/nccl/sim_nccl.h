@@ -112,6 +112,14 @@ struct sim_chan {
   _Atomic uint32_t recv_conn;   /* p2p: the receiver executed an op on it */
   char pad2[56];
   uint64_t size[SIM_NSTEPS];    /* bytes the sender put in each slot */
+  /* Cost model (a2asim_model_time, 0 when off): the device-timeline time
+   * of each side's connection [0 send, 1 receive], at which the sender
+   * posted each slot, and at which the receiver consumed it. Each is
+   * written before the release store that publishes it (conn flag, head,
+   * tail), so a peer that sees the step sees its time. */
+  uint64_t conn_t[2];
+  uint64_t post_t[SIM_NSTEPS];
+  uint64_t take_t[SIM_NSTEPS];
   struct sim_desc desc[SIM_NSTEPS];
   /* followed by SIM_NSTEPS * step bytes of slot data */
 };
@@ -174,7 +182,8 @@ static inline char *sim_chan_data(struct sim_seg *seg, struct sim_chan *c) {
   return (char *)c + ((sizeof(struct sim_chan) + 63) & ~(size_t)63);
 }
 /* futex helpers on shared (non-private) words */
-void sim_futex_wait(_Atomic uint32_t *w, uint32_t val, int timeout_ms);
+/* Returns 1 if it really slept (woken or timed out), 0 if *w != val. */
+int sim_futex_wait(_Atomic uint32_t *w, uint32_t val, int timeout_ms);
 void sim_futex_wake(_Atomic uint32_t *w);
 
 /* ---- comm.c ------------------------------------------------------------ */

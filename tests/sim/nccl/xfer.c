@@ -29,7 +29,11 @@
  *
  * Cost model: every p2p send (to oneself too) charges a2asim_model_transfer
  * for its bytes; a collective charges once what NCCL's ring algorithm moves
- * per rank.
+ * per rank. Waits for a peer follow the device timelines, not the host's
+ * wake-ups: each connection, posted step and consumed step carries its
+ * side's a2asim_model_time, and the side that waited for it advances its
+ * own timeline to that time (a2asim_model_advance) - a GPU waiting for its
+ * peer's data resumes when the peer produced it.
  *
  * Collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter) use
  * direct all-pairs exchanges on the collective channels; every step carries
@@ -146,10 +150,12 @@ static int progress(struct ncclComm *c, struct xop *ops, int n) {
         _Atomic uint32_t *mine = o->send ? &o->ch->send_conn : &o->ch->recv_conn;
         _Atomic uint32_t *theirs = o->send ? &o->ch->recv_conn : &o->ch->send_conn;
         if (!atomic_load(mine)) {
+          o->ch->conn_t[o->send ? 0 : 1] = a2asim_model_time();
           atomic_store(mine, 1);
           ring(seg, o->peer);
         }
         if (!atomic_load(theirs)) continue;
+        a2asim_model_advance(o->ch->conn_t[o->send ? 1 : 0]);
         o->connected = 1;
       }
       int touched = 0;
@@ -160,9 +166,12 @@ static int progress(struct ncclComm *c, struct xop *ops, int n) {
           size_t off = (size_t)o->k * step;
           size_t len = o->bytes - off < step ? o->bytes - off : step;
           unsigned slot = (unsigned)(head % SIM_NSTEPS);
+          /* The slot is free since step head - SIM_NSTEPS was consumed. */
+          if (head >= SIM_NSTEPS) a2asim_model_advance(o->ch->take_t[slot]);
           if (len) memcpy(o->slots + (size_t)slot * step, o->buf + off, len);
           o->ch->size[slot] = len;
           if (o->has_desc) o->ch->desc[slot] = o->desc;
+          o->ch->post_t[slot] = a2asim_model_time();
           head++;
           atomic_store_explicit(&o->ch->head, head, memory_order_release);
           o->k++;
@@ -184,6 +193,8 @@ static int progress(struct ncclComm *c, struct xop *ops, int n) {
           /* The receiver copies its own length: if the sender put fewer
            * bytes in this slot, the rest is stale slot content. */
           if (len) memcpy(o->buf + off, o->slots + (size_t)slot * step, len);
+          a2asim_model_advance(o->ch->post_t[slot]);
+          o->ch->take_t[slot] = a2asim_model_time();
           tail++;
           atomic_store_explicit(&o->ch->tail, tail, memory_order_release);
           o->k++;

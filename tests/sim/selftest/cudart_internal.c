@@ -272,6 +272,111 @@ START_TEST(cost_model_knobs) {
 }
 END_TEST
 
+/* The cost model's device timeline. Stream a holds on a host function
+ * until everything is queued, so every item is ready when the first starts:
+ *   a: gate, record e0, N kernels, record ea, multi(a, b)
+ *   b: multi(a, b), record em
+ *   c: wait ea, one kernel, record ec
+ * On a GPU the N kernels run back to back: ea - e0 is N * cost, however
+ * late the worker thread wakes after each sleep (timer slack, a CPU hog on
+ * the machine). The kernel on c starts when a published ea's end, so
+ * ec - e0 is (N + 1) * cost. b reaches the multi-stream item at once and
+ * waits for a; the item costs nothing, so it ends, on b too, where a's
+ * timeline stood: em - e0 is N * cost. Timeline times are integer
+ * nanoseconds, so the bounds are tight; a relative sleep per kernel
+ * overshoots each by at least a wake-up (microseconds), N times, and
+ * b's and c's workers wake late too. A CPU hog runs throughout. */
+enum { TL_N = 100, TL_COST_US = 200 };
+static atomic_int tl_gate, tl_hog_stop;
+static void tl_gate_fn(void *p) {
+  struct timespec ts = {0, 1000000};
+  while (!atomic_load(&tl_gate)) nanosleep(&ts, NULL);
+}
+static void *tl_hog(void *p) {
+  volatile unsigned long x = 0;
+  while (!atomic_load(&tl_hog_stop)) x++;
+  return NULL;
+}
+static float tl_elapsed(cudaEvent_t a, cudaEvent_t b) {
+  float ms = -1;
+  CK_CUDA(cudaEventElapsedTime(&ms, a, b));
+  return ms;
+}
+
+START_TEST(cost_model_timeline_back_to_back) {
+  setenv("A2ASIM_LAUNCH_US", "200", 1);   /* TL_COST_US */
+  cudaStream_t a, b, c;
+  cudaEvent_t e0, ea, ec, em;
+  CK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  CK_CUDA(cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking));
+  CK_CUDA(cudaEventCreate(&e0));
+  CK_CUDA(cudaEventCreate(&ea));
+  CK_CUDA(cudaEventCreate(&ec));
+  CK_CUDA(cudaEventCreate(&em));
+  pthread_t hog;
+  ck_assert_int_eq(pthread_create(&hog, NULL, tl_hog, NULL), 0);
+  dim3 g = {1, 1, 1};
+  CK_CUDA(cudaLaunchHostFunc(a, tl_gate_fn, NULL));
+  CK_CUDA(cudaEventRecord(e0, a));
+  for (int i = 0; i < TL_N; i++) CK_CUDA(cudaLaunchKernel((const void *)knob_kernel, g, g, NULL, 0, a));
+  CK_CUDA(cudaEventRecord(ea, a));
+  void *ss[2] = {a, b};
+  ck_assert_int_eq(a2asim_stream_enqueue_multi(ss, 2, nop_fn, NULL, "multi"), 0);
+  CK_CUDA(cudaEventRecord(em, b));
+  CK_CUDA(cudaStreamWaitEvent(c, ea, 0));
+  CK_CUDA(cudaLaunchKernel((const void *)knob_kernel, g, g, NULL, 0, c));
+  CK_CUDA(cudaEventRecord(ec, c));
+  double t0 = test_now_ms();
+  atomic_store(&tl_gate, 1);
+  CK_CUDA(cudaDeviceSynchronize());
+  double wall = test_now_ms() - t0;
+  atomic_store(&tl_hog_stop, 1);
+  pthread_join(hog, NULL);
+  const double cost_ms = TL_COST_US / 1000.0, tol = 0.005;   /* 5 us in all */
+  float d_a = tl_elapsed(e0, ea), d_c = tl_elapsed(e0, ec), d_m = tl_elapsed(e0, em);
+  ck_assert_msg(d_a > TL_N * cost_ms - tol && d_a < TL_N * cost_ms + tol,
+                "%d back-to-back kernels of %d us: %.4f ms of device time", TL_N, TL_COST_US, d_a);
+  ck_assert_msg(d_c > (TL_N + 1) * cost_ms - tol && d_c < (TL_N + 1) * cost_ms + tol,
+                "kernel after a cross-stream wait ends at %.4f ms", d_c);
+  ck_assert_msg(d_m > TL_N * cost_ms - tol && d_m < TL_N * cost_ms + tol,
+                "multi-stream item ends at %.4f ms", d_m);
+  /* The host sees the work done no earlier than its modelled end. */
+  ck_assert_msg(wall >= (TL_N + 1) * cost_ms, "done after %.3f ms of wall time", wall);
+}
+END_TEST
+
+/* A kernel's host implementation is simulated device work: the time it
+ * really runs is on the timeline too (a test's compute kernel sleeps for
+ * its work), so K such kernels take at least K x (cost + its run time). */
+enum { TL_K = 5, TL_WORK_US = 2000 };
+static void tl_work_kernel(void) {}
+static void tl_work_impl(void **args, const a2asim_launch_info *li) {
+  struct timespec ts = {0, TL_WORK_US * 1000L};
+  nanosleep(&ts, NULL);
+}
+
+START_TEST(cost_model_timeline_counts_kernel_work) {
+  setenv("A2ASIM_LAUNCH_US", "200", 1);   /* TL_COST_US */
+  ck_assert_int_eq(a2asim_register_kernel((const void *)tl_work_kernel, tl_work_impl, "work", 0, NULL), 0);
+  cudaStream_t a;
+  cudaEvent_t e0, e1;
+  CK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK_CUDA(cudaEventCreate(&e0));
+  CK_CUDA(cudaEventCreate(&e1));
+  dim3 g = {1, 1, 1};
+  CK_CUDA(cudaLaunchHostFunc(a, tl_gate_fn, NULL));
+  CK_CUDA(cudaEventRecord(e0, a));
+  for (int i = 0; i < TL_K; i++) CK_CUDA(cudaLaunchKernel((const void *)tl_work_kernel, g, g, NULL, 0, a));
+  CK_CUDA(cudaEventRecord(e1, a));
+  atomic_store(&tl_gate, 1);
+  CK_CUDA(cudaStreamSynchronize(a));
+  float d = tl_elapsed(e0, e1);
+  ck_assert_msg(d >= TL_K * (TL_COST_US + TL_WORK_US) / 1000.0, "%d kernels of %d + %d us: %.4f ms",
+                TL_K, TL_COST_US, TL_WORK_US, d);
+}
+END_TEST
+
 static atomic_int cap_runs, cap_releases;
 static void cap_fn(void *p) { atomic_fetch_add(&cap_runs, *(int *)p); }
 static void cap_release(void *p) { atomic_fetch_add(&cap_releases, 1); }
@@ -331,6 +436,8 @@ int main(void) {
   tcase_add_test(tc, knobs_devices_host_and_bad_values);
   tcase_add_test(tc, knob_bad_devices_keeps_default);
   tcase_add_test(tc, cost_model_knobs);
+  tcase_add_test(tc, cost_model_timeline_back_to_back);
+  tcase_add_test(tc, cost_model_timeline_counts_kernel_work);
   tcase_add_test(tc, enqueue_capturable_outside_and_inside_capture);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

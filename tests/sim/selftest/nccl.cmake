@@ -43,7 +43,7 @@ if(TARGET nccl_hang)
 endif()
 
 if(TARGET nccl_lifecycle)
-  foreach(t nonblocking dupgpu shrink scalable misc memalloc singlethread singlethread_legacy cost)
+  foreach(t nonblocking dupgpu shrink scalable misc memalloc singlethread singlethread_legacy cost timeline)
     a2asim_nccl_test(lifecycle_${t} 30 nccl_lifecycle ${t})
   endforeach()
   # timing bounds: keep other tests off the 2 cores meanwhile

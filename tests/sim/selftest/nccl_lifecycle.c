@@ -1,7 +1,7 @@
 /* nccl_lifecycle.c - communicator creation paths of the simulator's NCCL
  * (ranks as threads of this process).
  *
- *   nccl_lifecycle <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy|cost>
+ *   nccl_lifecycle <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy|cost|timeline>
  *
  *   nonblocking  config.blocking = 0: ncclInProgress until every rank came,
  *                calls on the comm meanwhile are ncclInvalidArgument, then
@@ -14,6 +14,8 @@
  *   misc         bad init arguments and config, unique id layout
  *   memalloc     ncclMemAlloc/ncclMemFree give device memory
  *   cost         the cost model: durations follow A2ASIM_BW_GBPS
+ *   timeline     the cost model across ranks: a wait for a peer follows the
+ *                peer's device timeline, not the host's wake-ups
  *   singlethread one thread drives 4 devices: InitAll + grouped AllReduce
  *   singlethread_legacy  the same on the legacy default streams
  */
@@ -21,6 +23,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +184,72 @@ static int cost_rank(int rank) {
   return fails;
 }
 
+/* Cost model across ranks (A2ASIM_LAUNCH_US=2000, no bandwidth cost).
+ * In every round both ranks' streams hold on a gate until both have
+ * queued their work; rank 1 is late - TL_N kernels before its NCCL item -
+ * and rank 0 does nothing before its own. Rank 0's item can only finish
+ * when rank 1's has done its part, which on rank 1's timeline is
+ * (TL_N + 1) x cost after its record f0; rank 0 records e1 after its item.
+ * With the waits following the timelines e1 - f0 is exactly that, however
+ * late any worker woke; each round exercises one kind of wait:
+ *   1  0 -> 1, one step: the send waits for the receiver's connection
+ *   2  1 -> 0, one step: the receive waits for the connection and data
+ *   3  1 -> 0 again (connected): only the posted step's time
+ *   4  0 -> 1, 1 MiB = 16 steps of 64 KiB: past the 8-slot FIFO the send
+ *      waits for the receiver to consume (connected) */
+enum { TL_N = 10, TL_COST_US = 2000, TL_ROUNDS = 4 };
+static atomic_int tl_gate[TL_ROUNDS];
+static cudaEvent_t tl_f0[TL_ROUNDS], tl_e1[TL_ROUNDS];
+static void tl_gate_fn(void *p) {
+  struct timespec ts = {0, 1000000};
+  while (!atomic_load((atomic_int *)p)) nanosleep(&ts, NULL);
+}
+static void tl_kernel(void) {}
+
+static int timeline_rank(int rank) {
+  int fails = 0;
+  ncclComm_t comm;
+  cudaStream_t s;
+  char *d;
+  const size_t big = 1 << 20;
+  CUDA_OK(cudaSetDevice(rank));
+  NCCL_OK(ncclCommInitRank(&comm, 2, g_id, rank));
+  CUDA_OK(cudaStreamCreate(&s));
+  CUDA_OK(cudaMalloc((void **)&d, big));
+  dim3 g = {1, 1, 1};
+  for (int r = 0; r < TL_ROUNDS; r++) {
+    CUDA_OK(cudaLaunchHostFunc(s, tl_gate_fn, &tl_gate[r]));
+    if (rank == 1) {
+      CUDA_OK(cudaEventCreate(&tl_f0[r]));
+      CUDA_OK(cudaEventRecord(tl_f0[r], s));
+      for (int i = 0; i < TL_N; i++) CUDA_OK(cudaLaunchKernel((const void *)tl_kernel, g, g, NULL, 0, s));
+    }
+    size_t bytes = r == 3 ? big : 4096;
+    if ((r == 0 || r == 3) == (rank == 0)) NCCL_OK(ncclSend(d, bytes, ncclInt8, 1 - rank, comm, s));
+    else NCCL_OK(ncclRecv(d, bytes, ncclInt8, 1 - rank, comm, s));
+    if (rank == 0) {
+      CUDA_OK(cudaEventCreate(&tl_e1[r]));
+      CUDA_OK(cudaEventRecord(tl_e1[r], s));
+    }
+    pthread_barrier_wait(&g_bar);   /* both queued */
+    if (rank == 0) atomic_store(&tl_gate[r], 1);
+    CUDA_OK(cudaStreamSynchronize(s));
+    pthread_barrier_wait(&g_bar);   /* both done */
+    if (rank == 0) {
+      float ms = -1;
+      CUDA_OK(cudaEventElapsedTime(&ms, tl_f0[r], tl_e1[r]));
+      double want = (TL_N + 1) * TL_COST_US / 1000.0;
+      if (ms < want - 0.005 || ms > want + 0.005)
+        FAILF("round %d: rank 0's item ends %.4f ms after rank 1's f0, the timelines say %.4f", r + 1,
+              ms, want);
+    }
+  }
+  CUDA_OK(cudaFree(d));
+  CUDA_OK(cudaStreamDestroy(s));
+  NCCL_OK(ncclCommDestroy(comm));
+  return fails;
+}
+
 struct tctx { int (*fn)(int); int rank, fails; };
 static void *trampoline(void *p) {
   struct tctx *c = p;
@@ -295,11 +364,12 @@ static int memalloc(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy|cost>\n", argv[0]);
+    fprintf(stderr, "usage: %s <nonblocking|dupgpu|shrink|scalable|misc|memalloc|singlethread|singlethread_legacy|cost|timeline>\n", argv[0]);
     return 2;
   }
   int fails = 0;
   if (!strcmp(argv[1], "cost")) setenv("A2ASIM_BW_GBPS", "0.1", 1);   /* before the runtime starts */
+  if (!strcmp(argv[1], "timeline")) setenv("A2ASIM_LAUNCH_US", "2000", 1);   /* TL_COST_US */
   if (ncclGetUniqueId(&g_id) != ncclSuccess || ncclGetUniqueId(&g_id2) != ncclSuccess) return 1;
   if (!strcmp(argv[1], "nonblocking")) fails = run_threads(2, nonblocking_rank);
   else if (!strcmp(argv[1], "dupgpu")) fails = run_threads(2, dup_rank);
@@ -308,6 +378,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "misc")) fails = misc();
   else if (!strcmp(argv[1], "singlethread")) fails = single_thread(4, 0);
   else if (!strcmp(argv[1], "cost")) fails = run_threads(2, cost_rank);
+  else if (!strcmp(argv[1], "timeline")) fails = run_threads(2, timeline_rank);
   else if (!strcmp(argv[1], "singlethread_legacy")) fails = single_thread(4, 1);
   else if (!strcmp(argv[1], "memalloc")) fails = memalloc();
   else { fprintf(stderr, "unknown test %s\n", argv[1]); return 2; }
