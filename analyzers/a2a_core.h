@@ -680,19 +680,20 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
     const _Atomic unsigned *const *g = r->gate;
     /* The selection by branches, each list's address a constant: every
      * gate closed (the common case) costs one test, as without
-     * selections. Each gate is read once and the list chosen from the two
-     * values read: a list with gate d's handlers only after this read of
-     * gate d found it nonzero, the last read of it before the list's
-     * first entry, which may be a handler that does not test its gate
-     * (a2a_analyzer.pre_open / post_open: this read is its test). A gated
-     * handler left out on a 0 read would have returned at its own test. */
-    const unsigned g0 = atomic_load_explicit(g[0], memory_order_relaxed);
+     * selections. A list with gate d's handlers is chosen only when the
+     * last read of gate d found it nonzero, as the list's first entry may
+     * be a handler that does not test its gate (a2a_analyzer.pre_open /
+     * post_open: that read is its test): gate 1 is read once, and its
+     * value kept; gate 0's read in the first test is the one selection 1
+     * relies on (nonzero there, gate 1 being 0), and it is read again to
+     * tell selection 2 from 3 (a 0 read is as good as another: a gated
+     * handler left out on one would have returned at its own test). */
     const unsigned g1 = atomic_load_explicit(g[1], memory_order_relaxed);
-    if (__builtin_expect((g0 | g1) == 0, 1))
+    if (__builtin_expect((atomic_load_explicit(g[0], memory_order_relaxed) | g1) == 0, 1))
       h = r->sel[0];
     else if (g1 == 0)
       h = r->sel[1];
-    else if (g0 == 0)
+    else if (atomic_load_explicit(g[0], memory_order_relaxed) == 0)
       h = r->sel[2];
     else
       h = r->sel[3];
