@@ -599,6 +599,8 @@ extern A2A_HIDDEN a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
  * tests its own gate: no gate is read before this list, so never a
  * pre_open one). */
 extern A2A_HIDDEN _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
+/* Call the handlers of list h (NULL-terminated) in order with ev. */
+void a2a_dispatch_list(_Atomic(a2a_handler) *h, const a2a_event *ev);
 
 /* A launch's a2a_note_activity_kind, and whether it repeats the thread's
  * previous dispatched call: a launch of the same function on the same
@@ -673,7 +675,9 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
      * then a repeated launch's PRE is this one load and test.) */
     if (__builtin_expect(atomic_load_explicit(&a2a_launch_quiet[0], memory_order_relaxed) == NULL, 1))
       return;
-    h = a2a_launch_quiet;
+    /* (Out of line: the list's address is not set up before the test.) */
+    a2a_dispatch_list(a2a_launch_quiet, ev);
+    return;
   } else {
     _Static_assert(A2A_MAX_GATES == 2, "the selection below reads every slot");
     a2a_hot_row *r = &a2a_hot_rows[ph][row];

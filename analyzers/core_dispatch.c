@@ -343,6 +343,10 @@ bool a2a_thread_want_flush(uint32_t thread) {
   return true;
 }
 
+void a2a_dispatch_list(_Atomic(a2a_handler) *h, const a2a_event *ev) {
+  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
+}
+
 void a2a_run_flush(uint32_t thread) {
   a2a_activity_tab[thread].flush = 0;
   if (g_flush_hook) g_flush_hook(thread);
