@@ -599,7 +599,9 @@ extern A2A_HIDDEN a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
  * tests its own gate: no gate is read before this list, so never a
  * pre_open one). */
 extern A2A_HIDDEN _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
-/* Call the handlers of list h (NULL-terminated) in order with ev. */
+/* Call the handlers of list h (NULL-terminated) in order with ev: a
+ * repeated launch's list when it is not empty, out of line (a2a_dispatch_
+ * row: its empty test needs no address of the list). */
 void a2a_dispatch_list(_Atomic(a2a_handler) *h, const a2a_event *ev);
 
 /* A launch's a2a_note_activity_kind, and whether it repeats the thread's
