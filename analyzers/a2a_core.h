@@ -419,6 +419,30 @@ typedef struct a2a_analyzer {
   const _Atomic unsigned *pre_gate;
   uint64_t post_gated;
   const _Atomic unsigned *post_gate;
+  /* Optional: per kind of pre_gated (post_gated), the handler "only called
+   * when its gate read open": the table's handler for that kind and phase
+   * (by_kind, by_kind_post or on_event) without its own test of the gate.
+   * pre_open->fn[k] must do exactly what the table's handler does for a
+   * PRE of kind k whose test of *pre_gate reads nonzero; likewise
+   * post_open for a POST. The hot dispatch calls it in place of the
+   * table's handler only where that is the handler's own test moved, read
+   * for read: as the first entry of a selection list, after the
+   * dispatcher's last read of the entry's gate found it nonzero, so that
+   * between that read and the call the thread does nothing but relaxed
+   * loads (of the other gate, of the list) - no handler that could write
+   * the gate or synchronize with a thread that did (an acquire after
+   * which the handler's own load would have to see that newer value).
+   * The handler's own relaxed load could then have read the very value
+   * the dispatcher read, in every execution (read-read coherence allows a
+   * later load to read the same store while no newer one happens before
+   * it), so calling the open handler is that execution's path: exact also
+   * when another thread changes the gate between the two reads, which is
+   * a race between that thread and this call either way. Everywhere else -
+   * a later entry of a list, the generic dispatch (a2a_dispatch,
+   * a2a_dispatch_inline), a repeated launch's list (no gate is read
+   * before it) - the table's handler runs and tests the gate itself. */
+  const struct a2a_by_kind *pre_open;
+  const struct a2a_by_kind *post_open;
   /* Optional: its PRE handler of A2A_EV_MEMCPY does nothing for a queued
    * copy (a2a_copy_queued) - it must return at once for one itself (the
    * generic dispatch calls it) - so the hot dispatch of such a copy's PRE
@@ -550,7 +574,9 @@ __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a
  * whose gate finds no slot counts as ungated), and per selection - bit d
  * set: gate slot d is open (reads nonzero) - the handler list without the
  * handlers of the closed gates (a2a_hot_row.sel, in the table's order;
- * selection 0 leaves out every gated handler, the last one none; an
+ * selection 0 leaves out every gated handler, the last one none; a first
+ * entry that is a gated handler is its analyzer's open one when it
+ * declares one, a2a_analyzer.pre_open / post_open; an
  * analyzer that disables itself has its entries there replaced by the
  * same no-op). A slot without a gate - every slot of a row none of whose
  * handlers is gated, all of whose lists are then its full list - points
@@ -569,9 +595,14 @@ typedef struct a2a_hot_row {
 extern A2A_HIDDEN a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
 /* A repeated launch's PRE list (a2a_note_launch): the launch PRE row's
  * handlers but the quiet analyzers' (a2a_analyzer.launch_quiet), all of
- * the others, gated or not (a gated handler tests its own gate: no gate
- * is read before this list). */
+ * the others, gated or not, each the table's handler (a gated handler
+ * tests its own gate: no gate is read before this list, so never a
+ * pre_open one). */
 extern A2A_HIDDEN _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
+/* Call the handlers of list h (NULL-terminated) in order with ev: a
+ * repeated launch's list when it is not empty, out of line (a2a_dispatch_
+ * row: its empty test needs no address of the list). */
+void a2a_dispatch_list(_Atomic(a2a_handler) *h, const a2a_event *ev);
 
 /* A launch's a2a_note_activity_kind, and whether it repeats the thread's
  * previous dispatched call: a launch of the same function on the same
@@ -646,21 +677,27 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
      * then a repeated launch's PRE is this one load and test.) */
     if (__builtin_expect(atomic_load_explicit(&a2a_launch_quiet[0], memory_order_relaxed) == NULL, 1))
       return;
-    h = a2a_launch_quiet;
+    /* (Out of line: the list's address is not set up before the test.) */
+    a2a_dispatch_list(a2a_launch_quiet, ev);
+    return;
   } else {
     _Static_assert(A2A_MAX_GATES == 2, "the selection below reads every slot");
     a2a_hot_row *r = &a2a_hot_rows[ph][row];
     const _Atomic unsigned *const *g = r->gate;
     /* The selection by branches, each list's address a constant: every
      * gate closed (the common case) costs one test, as without
-     * selections. An open one reads the gates again for the selection
-     * (nothing is kept across the test): any read of a gate is as good
-     * as another - a gated handler left out on a 0 read would have
-     * returned at its own test of it. */
-    if (__builtin_expect((atomic_load_explicit(g[0], memory_order_relaxed) |
-                          atomic_load_explicit(g[1], memory_order_relaxed)) == 0, 1))
+     * selections. A list with gate d's handlers is chosen only when the
+     * last read of gate d found it nonzero, as the list's first entry may
+     * be a handler that does not test its gate (a2a_analyzer.pre_open /
+     * post_open: that read is its test): gate 1 is read once, and its
+     * value kept; gate 0's read in the first test is the one selection 1
+     * relies on (nonzero there, gate 1 being 0), and it is read again to
+     * tell selection 2 from 3 (a 0 read is as good as another: a gated
+     * handler left out on one would have returned at its own test). */
+    const unsigned g1 = atomic_load_explicit(g[1], memory_order_relaxed);
+    if (__builtin_expect((atomic_load_explicit(g[0], memory_order_relaxed) | g1) == 0, 1))
       h = r->sel[0];
-    else if (atomic_load_explicit(g[1], memory_order_relaxed) == 0)
+    else if (g1 == 0)
       h = r->sel[1];
     else if (atomic_load_explicit(g[0], memory_order_relaxed) == 0)
       h = r->sel[2];
@@ -678,7 +715,8 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
  * handlers of (phase, kind) whose gate reads 0: they would return at their
  * own gate test (a2a_analyzer.pre_gate), so the selection's list, which
  * omits them, calls the rest in the same order (the handlers of an open
- * gate test it themselves); and but for the quiet analyzers' handlers of a
+ * gate test it themselves, but a list's first entry may leave its test to
+ * the dispatcher's read: a2a_analyzer.pre_open); and but for the quiet analyzers' handlers of a
  * repeated launch's PRE (a2a_note_launch). Precondition, instead of a2a_dispatch_inline's test of
  * a2a_dispatch_ready: a2a_core_init returned before the call (happens
  * before it; the gate slots are NULL until then). The shim's wrappers

@@ -190,12 +190,23 @@ static const _Atomic unsigned *entry_gate(int ph, int k, unsigned j) {
   return gate && (gated & A2A_KIND_BIT(row_kind(k))) ? gate : NULL;
 }
 
+/* The handler "only called when its gate read open" (a2a_analyzer.
+ * pre_open / post_open) of analyzer entry j of (ph, row k), or NULL. */
+static a2a_handler entry_open(int ph, int k, unsigned j) {
+  uint8_t i = g_hidx[ph][k][j];
+  const a2a_by_kind *bo = i == 0xff ? NULL : ph == A2A_PRE ? g_an[i]->pre_open : g_an[i]->post_open;
+  return bo ? bo->fn[row_kind(k)] : NULL;
+}
+
 /* The gates of (ph, k) (n entries in the table), each once, at most
  * A2A_MAX_GATES (a gate past them leaves its handler in every list, as if
  * ungated), and per selection the table's entries but those of the
- * slotted gates the selection leaves closed, in order; for the launch PRE
- * row also the repeated launch's list: the full list (the last
- * selection's) less the quiet analyzers' entries. */
+ * slotted gates the selection leaves closed, in order - the first one,
+ * when it is a slotted gate's handler, its open handler if it has one
+ * (the hot dispatch read that gate nonzero last, just before: see
+ * a2a_analyzer.pre_open); for the launch PRE row also the repeated
+ * launch's list: the full list (the last selection's) less the quiet
+ * analyzers' entries, the table's handlers all (no gate read before it). */
 static void build_gates(int ph, int k, unsigned n) {
   unsigned ng = 0;
   int slot[A2A_MAX_HANDLERS]; /* the gate slot of entry j, -1 ungated */
@@ -213,8 +224,9 @@ static void build_gates(int ph, int k, unsigned n) {
       if (slot[j] >= 0 && !(sel >> slot[j] & 1)) continue; /* its gate reads 0 */
       uint8_t i = g_hidx[ph][k][j];
       a2a_handler f = atomic_load(&a2a_handlers[ph][k][j]);
+      a2a_handler open = ns == 0 && slot[j] >= 0 ? entry_open(ph, k, j) : NULL;
       g_hidx_sel[ph][k][sel][ns] = i;
-      atomic_store(&a2a_hot_rows[ph][k].sel[sel][ns++], f);
+      atomic_store(&a2a_hot_rows[ph][k].sel[sel][ns++], open ? open : f);
       if (!launch_pre || sel != A2A_GATE_SELS - 1 || (i != 0xff && g_an[i]->launch_quiet)) continue;
       g_hidx_quiet[nq] = i;
       atomic_store(&a2a_launch_quiet[nq++], f);
@@ -329,6 +341,10 @@ bool a2a_thread_want_flush(uint32_t thread) {
   if (thread >= A2A_ACTIVITY_THREADS || !g_flush_hook || !a2a_activity_on) return false;
   a2a_activity_tab[thread].flush = 1;
   return true;
+}
+
+void a2a_dispatch_list(_Atomic(a2a_handler) *h, const a2a_event *ev) {
+  for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }
 
 void a2a_run_flush(uint32_t thread) {

@@ -64,6 +64,10 @@ _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 void a2a_note_activity(const a2a_event *ev) { (void)ev; }
 a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 void a2a_run_flush(uint32_t thread) { (void)thread; }
+void a2a_dispatch_list(_Atomic(a2a_handler) *h, const a2a_event *ev)
+{
+  for (a2a_handler f; (f = atomic_load(h)) != NULL; h++) f(ev);
+}
 const _Atomic unsigned a2a_gate_none;
 a2a_hot_row a2a_hot_rows[2][A2A_ROWS]; /* none gated */
 _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];

@@ -350,6 +350,109 @@ START_TEST(gates_skip_only_closed_handlers) {
 }
 END_TEST
 
+/* Open handlers (a2a_analyzer.pre_open / post_open): a selection list's
+ * first entry, when it is a gated handler, is its analyzer's open one (the
+ * dispatcher's read of the gate is its test); a later entry, the generic
+ * dispatch and a repeated launch's list call the table's, which test the
+ * gate themselves. Upper case: the open handler was called. */
+static void ev_A(const a2a_event *ev) { (void)ev; note_call('A'); }
+static void ev_B(const a2a_event *ev) { (void)ev; note_call('B'); }
+static const a2a_by_kind open_a = {.fn = {[A2A_EV_LAUNCH] = ev_A, [A2A_EV_MEMCPY] = ev_A}};
+static const a2a_by_kind open_b = {.fn = {[A2A_EV_LAUNCH] = ev_B}};
+/* gated_a and gated_b with open handlers (gated_a's PRE: copies only). */
+static const a2a_analyzer opened_a = {.name = "opened_a", .pre = GK, .post = GK,
+                                      .pre_gated = A2A_KIND_BIT(A2A_EV_MEMCPY),
+                                      .pre_gate = &g_gate_a, .post_gated = GK,
+                                      .post_gate = &g_gate_a, .pre_open = &open_a,
+                                      .post_open = &open_a, .on_event = ev_a};
+static const a2a_analyzer opened_b = {.name = "opened_b", .pre = GK, .post = GK,
+                                      .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                      .post_gate = &g_gate_b, .post_open = &open_b,
+                                      .on_event = ev_b};
+
+START_TEST(open_handlers_only_first_after_an_open_read) {
+  static const a2a_analyzer *const two[] = {&opened_a, &opened_b};
+  a2a_core_set_analyzers_for_tests(two, 2);
+  collector_reinit();
+  atomic_store(&g_gate_a, 0);
+  atomic_store(&g_gate_b, 0);
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "");
+  atomic_store(&g_gate_b, 1);
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "B"); /* first: open */
+  atomic_store(&g_gate_a, 1);
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "Ab"); /* b after a: the table's */
+  atomic_store(&g_gate_b, 0);
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "A");
+  /* A PRE copy: a gated there (its open one), b not (the table's). */
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "Ab");
+  /* A kind the phase does not gate: the table's, though pre_open has one. */
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_PRE), "ab");
+  /* The generic dispatch: the table's, gate open or not. */
+  a2a_event l = ev_make(A2A_EV_LAUNCH);
+  l.phase = A2A_POST;
+  g_calls[0] = 0;
+  a2a_dispatch(&l);
+  ck_assert_str_eq(g_calls, "ab");
+  atomic_store(&g_gate_a, 0);
+  g_calls[0] = 0;
+  a2a_dispatch(&l);
+  ck_assert_str_eq(g_calls, "ab");
+  /* The other order: b first. */
+  static const a2a_analyzer *const rev[] = {&opened_b, &opened_a};
+  a2a_core_set_analyzers_for_tests(rev, 2);
+  collector_reinit();
+  atomic_store(&g_gate_a, 1);
+  atomic_store(&g_gate_b, 1);
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "Ba");
+  atomic_store(&g_gate_b, 0);
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "A");
+  /* After an ungated handler: the table's. */
+  static const a2a_analyzer *const mixed[] = {&ungated_u, &opened_a, &ungated_v};
+  a2a_core_set_analyzers_for_tests(mixed, 3);
+  collector_reinit();
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "uav");
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_POST), "uav");
+  atomic_store(&g_gate_a, 0);
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "uv");
+  /* A disabled analyzer's open handler calls nothing either. */
+  a2a_core_set_analyzers_for_tests(two, 2);
+  collector_reinit();
+  atomic_store(&g_gate_a, 1);
+  a2a_analyzer_disable("opened_a", "test");
+  ck_assert_str_eq(hot(A2A_EV_LAUNCH, A2A_POST), "");
+  ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "b");
+  atomic_store(&g_gate_a, 0);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
+/* A repeated launch's list reads no gate: a gated launch PRE handler there
+ * is the table's, which tests its gate, though the same analyzer's open
+ * one answers the launch's first PRE. */
+static const a2a_analyzer opened_launch_pre = {
+    .name = "opened_launch_pre", .pre = A2A_KIND_BIT(A2A_EV_LAUNCH),
+    .pre_gated = A2A_KIND_BIT(A2A_EV_LAUNCH), .pre_gate = &g_gate_a, .pre_open = &open_a,
+    .on_event = ev_a};
+
+START_TEST(open_handler_not_in_repeated_launch_list) {
+  static const a2a_analyzer *const one[] = {&opened_launch_pre};
+  collector_use_with_activity(one, 1);
+  atomic_store(&g_gate_a, 1);
+  static char k;
+  void *p = NULL, *args[] = {&p};
+  g_calls[0] = 0;
+  ck_assert(collector_hot_launch((void *)0x5100, 0, &k, args)); /* marked: nothing unquiet */
+  ck_assert_str_eq(g_calls, "A");
+  g_calls[0] = 0;
+  collector_hot_launch((void *)0x5100, 0, &k, args); /* the repeat's list */
+  ck_assert_str_eq(g_calls, "a");
+  atomic_store(&g_gate_a, 0);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 /* Repeated launches (a2a_note_launch): a launch's PRE leaves out the
  * quiet analyzers' handlers (a2a_analyzer.launch_quiet) only when it
  * repeats the thread's previous dispatched call - the same function on the
@@ -1109,6 +1212,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
   tcase_add_test(tc, repeated_launch_with_deferred_work);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
+  tcase_add_test(tc, open_handlers_only_first_after_an_open_read);
+  tcase_add_test(tc, open_handler_not_in_repeated_launch_list);
   tcase_add_test(tc, repeated_launch_skips_quiet_handlers_only);
   tcase_add_test(tc, queued_copy_row_skips_only_its_skippers);
   tcase_add_test(tc, group_gate_lets_own_group_through);

@@ -1352,6 +1352,30 @@ START_TEST(launch_wordless_kernel_is_ruled_out) {
 }
 END_TEST
 
+/* The hot dispatch's launch POST while ranges are tracked calls
+ * stream_hb's open handler (hb_post_open: the dispatcher's read of
+ * g_nranges is its test), alone in its list while no timing bracket is
+ * open: its accesses are recorded (a receive the kernel is not ordered
+ * before) and checked (a kernel that rewrites a buffer NCCL still
+ * writes), as the table's handler records and checks them. */
+START_TEST(hot_launch_open_handler_sees_tracked_range) {
+  setup();
+  void *p = RECVBUF;
+  void *args[] = {&p};
+  collector_hot_launch(S_COMP, 0, &k_fill, args); /* nothing tracked: closed */
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  two_streams_warm(NONBLOCKING);
+  ck_assert_uint_ne(stream_hb_range_count(), 0);
+  collector_hot_launch(S_COMP, 0, &k_fill, args); /* after the wait: ordered */
+  ck_assert_int_eq(stream_findings(), 0);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4); /* the fill is not ordered before it */
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  collector_hot_launch(S_COMP, 0, &k_fill, args); /* forgot work.wait() */
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 2);
+}
+END_TEST
+
 START_TEST(launch_memo_runs_alternate) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -3692,6 +3716,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_counted_other_stream_kind_is_looked_up);
   tcase_add_test(tc, launch_counted_other_device_is_looked_up);
   tcase_add_test(tc, launch_counted_other_words_same_site_are_looked_up);
+  tcase_add_test(tc, hot_launch_open_handler_sees_tracked_range);
   tcase_add_test(tc, launch_memo_runs_alternate);
   tcase_add_test(tc, launch_wordless_kernel_is_ruled_out);
   tcase_add_test(tc, launch_candidate_after_a_miss_is_checked);
