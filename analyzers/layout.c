@@ -1494,6 +1494,31 @@ static inline bool lone_replay(ly_thread *t, const a2a_event *ev) {
   return true;
 }
 
+/* The cursor's operation o replayed (layout_op_pre, cursor_reps): what
+ * replay_advance does for gmask's one slot, the cursor moved on. */
+static inline void cursor_advance(ly_thread *t, const ly_opkey *o) {
+  t->nranges = o->rend;
+  t->nops++;
+  t->rk = o + 1;
+  t->gmask = t->rkmask;
+}
+
+/* layout_op_pre's replay on the cursor of an operation with findings of
+ * its own (LY_OK_REPS): the same tests, then its findings counted
+ * (op_repeats, as replay_op does) - out of line, so that the clean
+ * operations' path keeps no frame. Anything else is op_pre's, as there
+ * (lone_replay already refused it). */
+__attribute__((noinline)) static void cursor_reps(ly_thread *t, const ly_opkey *o,
+                                                  const a2a_event *ev) {
+  if (t->depth > 0 && !t->nfeeds && opkey_eq(t, o, ev) &&
+      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)) &&
+      op_repeats(t, o, ev->callsite)) {
+    cursor_advance(t, o);
+    return;
+  }
+  op_pre(ev);
+}
+
 /* The dispatch table's handler: op_pre's replay of a remembered group's
  * next operation when one slot remains (the cursor: rk is
  * &gs[s].ops[nops], s gmask's slot, when it is not rkend) or, at the
@@ -1502,21 +1527,22 @@ static inline bool lone_replay(ly_thread *t, const a2a_event *ev) {
  * whose record is cached, with nothing to poll - replay_op's match and
  * advance, the same tests in the same order - without a frame: anything
  * else is op_pre's (a tail call), which makes the same tests again. An
- * operation with findings to count (LY_OK_REPS) is op_pre's too: replay_op
- * counts them (op_repeats); the call would give this path a frame. */
+ * operation with findings to count (LY_OK_REPS) is cursor_reps' (a tail
+ * call): the count's call would give this path a frame. */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   if (thread_cached(ev->thread)) {
     ly_thread *t = t_ly.t;
     const ly_opkey *o = t->rk;
     if (o != t->rkend && t->depth > 0 && !t->nfeeds && o->ok == LY_OK_CLEAN &&
         opkey_eq(t, o, ev) && !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
-      t->nranges = o->rend;
-      t->nops++;
-      t->rk = o + 1;
-      t->gmask = t->rkmask;
+      cursor_advance(t, o);
       return;
     }
     if (lone_replay(t, ev)) return;
+    if (o != t->rkend && o->ok == LY_OK_REPS) {
+      cursor_reps(t, o, ev);
+      return;
+    }
   }
   op_pre(ev);
 }
