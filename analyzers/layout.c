@@ -1539,7 +1539,7 @@ __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
       return;
     }
     if (lone_replay(t, ev)) return;
-    if (o != t->rkend && o->ok == LY_OK_REPS) {
+    if (o != t->rkend && t->depth > 0 && o->ok == LY_OK_REPS) { /* (rk: read at depth > 0) */
       cursor_reps(t, o, ev);
       return;
     }
