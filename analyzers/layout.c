@@ -916,12 +916,8 @@ static inline bool producers_live(const ly_thread *t) {
   return t->nprod && t->prod[(t->nprod - 1) % LAYOUT_MAX_PRODUCERS].gen == t->gen;
 }
 
-/* Whether an operation of an open group equals o, a remembered group's
- * operation at its index (ly_opkey): every input of its verdict and of its
- * ranges is equal, so its checks would find nothing again and its ranges
- * are in that slot's storage already, byte for byte. */
-static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_event *ev) {
-  if (!o->ok) return false; /* its checks found something: judged every time */
+/* opkey_match's comparison of the inputs, for a replayable o. */
+static inline bool opkey_eq(const ly_thread *t, const ly_opkey *o, const a2a_event *ev) {
   /* The memo key's fields (memo_key), per kind: an equal `what` of one
    * kind implies the others (a P2P key has b1 NULL and root -1, a
    * collective's peer is -1). */
@@ -942,6 +938,16 @@ static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_
    * once (ly_opkey.epoch). */
   return o->comm_handle == ev->comm && o->site == ev->callsite && o->api == ev->api &&
          o->grp == cur_grp(t) && o->epoch == a2a_core_epoch_now();
+}
+
+/* Whether an operation of an open group equals o, a remembered group's
+ * operation at its index (ly_opkey): o is replayable and every input of
+ * its verdict and of its ranges is equal, so its checks would find again
+ * exactly o's findings (none, or o->rep at its call site: op_repeats
+ * counts them) and its ranges are in that slot's storage already, byte
+ * for byte. */
+static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_event *ev) {
+  return o->ok != LY_OK_NOT && opkey_eq(t, o, ev); /* not: judged every time */
 }
 
 /* The slots of gmask (not 0) whose next operation (index nops) the event
@@ -1046,11 +1052,25 @@ static inline void replay_advance(ly_thread *t, unsigned keep) {
   replay_cursor(t);
 }
 
-/* The whole operation replayed: matched, and no producer to match (the
- * hidden-copy check needs the operation: on_op_slow). */
+/* A replayed operation's own findings (o->rep, each at the operation's
+ * call site) counted again, all or none - what on_op's memo hit does for
+ * the same verdict (an in-place all-to-all's layout.overlap, every step):
+ * true when it has none or every one was counted; false when not all can
+ * be (no entry yet at this site): nothing is counted and the caller takes
+ * on_op's path, which counts or reports each itself. */
+static inline bool op_repeats(const ly_thread *t, const ly_opkey *o, const void *site) {
+  return !o->nrep || replay_findings(t, o->rep, o->nrep, site);
+}
+
+/* The whole operation replayed: matched, no producer to match (the
+ * hidden-copy check needs the operation: on_op_slow), its findings
+ * counted. The slots of keep hold equal keys, so equal findings: the
+ * lowest one's are counted. */
 static inline bool replay_op(ly_thread *t, const a2a_event *ev) {
   unsigned keep = replay_match(t, ev);
-  if (!keep || (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) return false;
+  if (!keep || (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)) ||
+      !op_repeats(t, &t->gs[__builtin_ctz(keep)].ops[t->nops], ev->callsite))
+    return false;
   replay_advance(t, keep);
   return true;
 }
@@ -1106,8 +1126,9 @@ static bool slot_grow(ly_thread *t) {
 
 /* Record an operation's ranges in the open group (its op index: t->nops,
  * advanced by the caller). m: the memo key the verdict was drawn with
- * (memo_key's fields), ok: it was clean; ep: a2a_core_epoch read before c
- * was looked up and before m's generation and checks were read. */
+ * (memo_key's fields), ok: the verdict is one a memo keeps, its findings
+ * m->rep (m->nrep) all of them; ep: a2a_core_epoch read before c was
+ * looked up and before m's generation and checks were read. */
 static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
                           const lr_op *op, const ly_memo *m, bool ok, uint64_t ep) {
   tl_recorded++;
@@ -1139,8 +1160,11 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     t->gs[t->wslot].ops[k] =
         (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
                    .root = m->root, .what = m->what, .peer = peer, .comm_handle = ev->comm,
-                   .site = ev->callsite, .api = ev->api, .epoch = ep, .grp = grp, .ok = ok,
-                   .rend = t->nranges};
+                   .site = ev->callsite, .api = ev->api, .epoch = ep, .grp = grp,
+                   .ok = !ok ? LY_OK_NOT : m->nrep ? LY_OK_REPS : LY_OK_CLEAN,
+                   .nrep = ok ? m->nrep : 0, .rend = t->nranges};
+  if (k < ly_slot_ocap(t->wslot) && ok && m->nrep)
+    memcpy(t->gs[t->wslot].ops[k].rep, m->rep, m->nrep * sizeof(ly_rep));
 }
 
 /* The memo key of a COLL or P2P event on communicator c (ly_memo), with
@@ -1234,7 +1258,10 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
   const lr_op *op = &m->op;
   const ly_memo *key = m;
   ly_memo mine;
-  bool ok = !(flags & 1) || !m->nrep; /* clean: no finding (a replay is never ok) */
+  /* ok: a verdict a memo keeps (replayable, with its findings): a known
+   * one is (on_op counted its findings again), a fresh one when settled
+   * with every finding noted. */
+  bool ok = true;
   if (!(flags & 1)) {
     /* Read before the verdict is drawn: a change meanwhile leaves a key
      * that no later operation matches. */
@@ -1249,14 +1276,14 @@ __attribute__((noinline)) static void on_op_slow(ly_thread *t, const a2a_event *
     for (int i = 0; i < fresh.n; i++) settled &= check_buffer(ev, c, &fresh, &fresh.r[i]);
     if (a2a_check_on(A2A_CK_LAYOUT_OVERLAP)) check_op_overlap(ev, c, &fresh);
     tl_cap = NULL;
-    ok = settled && cap.n == 0;
+    ok = settled && !cap.lost;
     memo_key(ev, c, gen, w0, w1, &mine);
+    mine.nrep = cap.n;
+    memcpy(mine.rep, cap.rep, sizeof cap.rep);
     key = &mine;
-    if (settled && !cap.lost) {
+    if (ok) {
       *m = mine;
       m->op = fresh;
-      m->nrep = cap.n;
-      memcpy(m->rep, cap.rep, sizeof cap.rep);
     }
   }
   if (flags & 2) lyh_check_op(t, ev, c, op);
@@ -1467,6 +1494,31 @@ static inline bool lone_replay(ly_thread *t, const a2a_event *ev) {
   return true;
 }
 
+/* The cursor's operation o replayed (layout_op_pre, cursor_reps): what
+ * replay_advance does for gmask's one slot, the cursor moved on. */
+static inline void cursor_advance(ly_thread *t, const ly_opkey *o) {
+  t->nranges = o->rend;
+  t->nops++;
+  t->rk = o + 1;
+  t->gmask = t->rkmask;
+}
+
+/* layout_op_pre's replay on the cursor of an operation with findings of
+ * its own (LY_OK_REPS): the same tests, then its findings counted
+ * (op_repeats, as replay_op does) - out of line, so that the clean
+ * operations' path keeps no frame. Anything else is op_pre's, as there
+ * (lone_replay already refused it). */
+__attribute__((noinline)) static void cursor_reps(ly_thread *t, const ly_opkey *o,
+                                                  const a2a_event *ev) {
+  if (t->depth > 0 && !t->nfeeds && opkey_eq(t, o, ev) &&
+      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)) &&
+      op_repeats(t, o, ev->callsite)) {
+    cursor_advance(t, o);
+    return;
+  }
+  op_pre(ev);
+}
+
 /* The dispatch table's handler: op_pre's replay of a remembered group's
  * next operation when one slot remains (the cursor: rk is
  * &gs[s].ops[nops], s gmask's slot, when it is not rkend) or, at the
@@ -1474,20 +1526,23 @@ static inline bool lone_replay(ly_thread *t, const a2a_event *ev) {
  * becomes rkmask, as replay_advance would set it), on a thread
  * whose record is cached, with nothing to poll - replay_op's match and
  * advance, the same tests in the same order - without a frame: anything
- * else is op_pre's (a tail call), which makes the same tests again. */
+ * else is op_pre's (a tail call), which makes the same tests again. An
+ * operation with findings to count (LY_OK_REPS) is cursor_reps' (a tail
+ * call): the count's call would give this path a frame. */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   if (thread_cached(ev->thread)) {
     ly_thread *t = t_ly.t;
     const ly_opkey *o = t->rk;
-    if (o != t->rkend && t->depth > 0 && !t->nfeeds && opkey_match(t, o, ev) &&
-        !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
-      t->nranges = o->rend;
-      t->nops++;
-      t->rk = o + 1;
-      t->gmask = t->rkmask;
+    if (o != t->rkend && t->depth > 0 && !t->nfeeds && o->ok == LY_OK_CLEAN &&
+        opkey_eq(t, o, ev) && !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+      cursor_advance(t, o);
       return;
     }
     if (lone_replay(t, ev)) return;
+    if (o != t->rkend && t->depth > 0 && o->ok == LY_OK_REPS) { /* (rk: read at depth > 0) */
+      cursor_reps(t, o, ev);
+      return;
+    }
   }
   op_pre(ev);
 }

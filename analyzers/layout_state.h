@@ -145,7 +145,11 @@ typedef struct ly_memo {
  * it reads the same, none of them changed) - the inputs of its ly_range fields beyond
  * the ranges (site, api, peer, grp; op is its index) and the range count
  * before it (the earlier operations'). Equal inputs in equal order: the
- * same clean verdict, and byte-identical ranges. */
+ * same verdict (no finding, or the same findings at the same site), and
+ * byte-identical ranges. */
+#define LY_OK_NOT 0      /* not replayable: judged every time */
+#define LY_OK_CLEAN 1    /* replayable, no finding */
+#define LY_OK_REPS 2     /* replayable, its findings rep[0..nrep) */
 typedef struct ly_opkey {
   const void *b0, *b1;      /* as ly_memo */
   size_t count;
@@ -157,9 +161,15 @@ typedef struct ly_opkey {
   uint64_t epoch;           /* a2a_core_epoch, read before the lookup and
                                the memo key's generation and checks */
   uint16_t grp;
-  bool ok;                  /* the per-operation checks found nothing
-                               (a verdict a ly_memo would keep) */
+  uint8_t ok;               /* LY_OK_*: whether its verdict is one a ly_memo
+                               would keep (drawn from the registry alone,
+                               every finding noted: replayable), and if so
+                               whether it found anything */
+  uint8_t nrep;             /* its findings, each at the operation's call
+                               site (ly_rep, idx LY_REP_END): counted again
+                               when it is replayed (layout.c, op_repeats) */
   unsigned rend;            /* nranges after the operation */
+  ly_rep rep[LY_REPS];
 } ly_opkey;
 
 /* A remembered group (valid: its bit in ly_thread.gvalid): its operations

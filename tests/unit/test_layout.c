@@ -1494,6 +1494,99 @@ START_TEST(alternating_faulty_groups_count_their_own_findings) {
 }
 END_TEST
 
+/* An operation with findings of its own replays with its group, its
+ * findings counted again (ly_opkey.rep, op_repeats): nccl-tests'
+ * alltoall_perf, whose in-place column posts an in-place ncclAlltoAll
+ * (layout.overlap) every step. The same steps run twice: once as they
+ * come (the replay), once with the allocation registry changed before
+ * every step (an unrelated segment: every memo and group key stale, so
+ * every operation and group is judged again - the slow path); both must
+ * leave the same findings - entries in order, sites, severities,
+ * messages - and occurrences. Steps 6 and 7 accept no repeat (the
+ * collector without dedup: a2a_report_repeats fails), so the replay must
+ * give way and every finding be reported in full, as the slow path does. */
+#define SCRATCH 0x30000000u /* device 0, a 4 KiB segment per slow step */
+
+static void faulty_step(int i, bool slow) {
+  collector_dedup(i < 6 || i >= 8);
+  if (slow) alloc(SCRATCH + (uintptr_t)i * 4096, 4096, 0, A2A_MEM_DEVICE);
+  g_site = (const void *)0x1500; /* the out-of-place column: clean */
+  group(1);
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0, SEG0 + 65536, 256, -1);
+  group(0);
+  /* In place at +8: overlap, and misaligned twice (send and receive). */
+  g_site = (const void *)0x1501;
+  group(1);
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0 + 131072 + 8, SEG0 + 131072 + 8, 1024, -1);
+  g_site = (const void *)0x1502;
+  p2p(1, SEG0 + 262144, 256, 2);
+  g_site = (const void *)0x1504; /* past the first: the cursor's replay */
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0 + 196608 + 8, SEG0 + 196608 + 8, 1024, -1);
+  group(0);
+  /* The same faulty operation first again, then another (both slots'
+   * first operation: op_pre's replay_op compares it with each). */
+  g_site = (const void *)0x1501;
+  group(1);
+  coll(A2A_COLL_ALLTOALL, "ncclAlltoAll", SEG0 + 131072 + 8, SEG0 + 131072 + 8, 1024, -1);
+  g_site = (const void *)0x1503;
+  p2p(0, SEG0 + 327680, 256, 3);
+  group(0);
+  g_site = (const void *)0x1000;
+}
+
+typedef struct faulty_snap {
+  size_t n, occ_overlap, occ_misaligned, occ_all;
+  collected f[32];
+} faulty_snap;
+
+static void faulty_snapshot(faulty_snap *s) {
+  s->n = collector_total();
+  ck_assert_uint_le(s->n, 32);
+  for (size_t i = 0; i < s->n; i++) s->f[i] = *collector_get(i);
+  s->occ_overlap = collector_occurrences("layout.overlap");
+  s->occ_misaligned = collector_occurrences("layout.misaligned");
+  s->occ_all = 0;
+  for (size_t i = 0; i < s->n; i++) s->occ_all += collector_occurrences(s->f[i].check);
+}
+
+START_TEST(replayed_faulty_operation_counts_as_judged_again) {
+  static faulty_snap fast, slow;
+  /* The replay: judged and recorded the first step only while repeats are
+   * accepted (steps 1..5, then 8..9 once the replay resumed). */
+  faulty_step(0, false);
+  unsigned long j0 = judged(), r0 = recorded();
+  for (int i = 1; i < 6; i++) faulty_step(i, false);
+  ck_assert_uint_eq(judged(), j0);
+  ck_assert_uint_eq(recorded(), r0);
+  for (int i = 6; i < 8; i++) faulty_step(i, false);
+  unsigned long j1 = judged(), r1 = recorded();
+  for (int i = 8; i < 10; i++) faulty_step(i, false);
+  ck_assert_uint_eq(judged(), j1);
+  ck_assert_uint_eq(recorded(), r1);
+  faulty_snapshot(&fast);
+  /* The slow path, from a clean slate: every group judged every step. */
+  setup();
+  unsigned long js = judged();
+  for (int i = 0; i < 10; i++) faulty_step(i, true);
+  ck_assert_uint_eq(judged() - js, 30);
+  faulty_snapshot(&slow);
+  /* 3 findings per faulty operation, 3 per step: in full at first and in
+   * steps 6 and 7 (one entry each), every step an occurrence. */
+  ck_assert_uint_eq(fast.occ_overlap, 30);
+  ck_assert_uint_eq(fast.occ_misaligned, 60);
+  ck_assert_uint_eq(fast.n, slow.n);
+  ck_assert_uint_eq(fast.occ_overlap, slow.occ_overlap);
+  ck_assert_uint_eq(fast.occ_misaligned, slow.occ_misaligned);
+  ck_assert_uint_eq(fast.occ_all, slow.occ_all);
+  for (size_t i = 0; i < fast.n; i++) {
+    ck_assert_str_eq(fast.f[i].check, slow.f[i].check);
+    ck_assert_ptr_eq(fast.f[i].site, slow.f[i].site);
+    ck_assert_int_eq(fast.f[i].severity, slow.f[i].severity);
+    ck_assert_str_eq(fast.f[i].message, slow.f[i].message);
+  }
+}
+END_TEST
+
 /* A group shorter than the remembered one it starts like: judged (the
  * longer one's verdict is not its), kept in a slot of its own, and both
  * replay after that. */
@@ -1781,6 +1874,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, evicted_group_is_judged_again);
   tcase_add_test(tc, diverging_group_is_judged_with_its_own_ranges);
   tcase_add_test(tc, alternating_faulty_groups_count_their_own_findings);
+  tcase_add_test(tc, replayed_faulty_operation_counts_as_judged_again);
   tcase_add_test(tc, abandoned_slot_is_not_replayed);
   tcase_add_test(tc, large_group_moves_to_the_large_slot);
   tcase_add_test(tc, prefix_of_a_remembered_group_is_its_own_group);
