@@ -57,6 +57,13 @@ static _Atomic uint64_t g_drops;
 static pthread_once_t g_ring_once = PTHREAD_ONCE_INIT;
 static _Atomic int g_ring_ok;
 static _Atomic int g_thread_requested;
+/* g_ring_ok and g_thread_requested both set: on_p2p's fast path tests
+ * this one flag for both, so that its push needs no request test
+ * (push_try_live, push_publish). Set with g_thread_requested, after the
+ * push that asked for the thread, which saw g_ring_ok (its acquire load:
+ * a reader of this flag that sees it set sees the ring too); cleared with
+ * it (a fork's child). g_ring_ok is never cleared once set. */
+static _Atomic int g_ring_live;
 
 static void ring_alloc(void) {
   /* A2ACHECK_XRANK_QUEUE is a power of two in 1024..2^22 (the options
@@ -152,22 +159,23 @@ __attribute__((noinline)) static xr_rec *push_begin_slow(push_tok *tok) {
   }
 }
 
-/* The common case (no call): the ring is allocated, the next cell is
- * free and no other producer claims it first; else NULL, nothing
- * claimed. */
-static inline xr_rec *push_try(push_tok *tok) {
-  if (atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
-    size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
-    cell *c = &g_ring[pos & g_mask];
-    if (atomic_load_explicit(&c->seq, memory_order_acquire) == pos &&
-        atomic_compare_exchange_weak_explicit(&g_enq, &pos, pos + 1, memory_order_relaxed,
-                                              memory_order_relaxed)) {
-      tok->c = c;
-      tok->pos = pos;
-      return &c->rec;
-    }
+/* The common case (no call): the next cell is free and no other
+ * producer claims it first; else NULL, nothing claimed. push_claim needs
+ * the ring allocated; push_try tests that first. */
+static inline xr_rec *push_claim(push_tok *tok) {
+  size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
+  cell *c = &g_ring[pos & g_mask];
+  if (atomic_load_explicit(&c->seq, memory_order_acquire) == pos &&
+      atomic_compare_exchange_weak_explicit(&g_enq, &pos, pos + 1, memory_order_relaxed,
+                                            memory_order_relaxed)) {
+    tok->c = c;
+    tok->pos = pos;
+    return &c->rec;
   }
   return NULL;
+}
+static inline xr_rec *push_try(push_tok *tok) {
+  return atomic_load_explicit(&g_ring_ok, memory_order_acquire) ? push_claim(tok) : NULL;
 }
 
 static inline xr_rec *push_begin(push_tok *tok) {
@@ -179,12 +187,28 @@ static inline xr_rec *push_begin(push_tok *tok) {
  * line: once per process). */
 __attribute__((noinline)) static void request_thread(void) {
   atomic_store(&g_thread_requested, 1);
+  atomic_store(&g_ring_live, 1); /* (after a push: the ring is allocated) */
   if (g_port->need_thread) g_port->need_thread();
 }
 
-static inline void push_end(const push_tok *tok) {
+/* Publishes tok's record (push_end without its request test). */
+static inline void push_publish(const push_tok *tok) {
   atomic_store_explicit(&tok->c->seq, tok->pos + 1, memory_order_release);
+}
+
+static inline void push_end(const push_tok *tok) {
+  push_publish(tok);
   if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
+}
+
+/* push_try once the thread was asked for (g_ring_live, which implies
+ * g_ring_ok): a record it claims is published with push_publish - the
+ * request test of push_end would find g_thread_requested set, as the
+ * flags are set and cleared together. Before the request (at the first
+ * record, after a fork) NULL, like push_try on a cell taken: the caller's
+ * general path then pushes and asks. */
+static inline xr_rec *push_try_live(push_tok *tok) {
+  return atomic_load_explicit(&g_ring_live, memory_order_acquire) ? push_claim(tok) : NULL;
 }
 
 /* A whole record (the rarer ones): 1 pushed, 0 dropped. */
@@ -948,12 +972,19 @@ static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint6
  * first (a group on one stream: one compare). More streams than slots:
  * the extra units stay untracked (the background thread treats a unit
  * without an event as complete). */
-static inline void group_stream(tslot *t, uint64_t sid) {
+__attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
   int n = t->nstreams;
-  if (n > 0 && t->streams[n - 1] == sid) return;
   for (int i = 0; i < n - 1; i++)
     if (t->streams[i] == sid) return;
   if (n < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
+}
+static inline void group_stream(tslot *t, uint64_t sid) {
+  /* n as a size_t (nstreams is 0 .. MAX_GROUP_STREAMS): streams[n - 1]
+   * is then one indexed load, without a 32-bit n - 1 to widen first. The
+   * rest (the group's first operation, another stream) out of line. */
+  size_t n = (uint32_t)t->nstreams;
+  if (n > 0 && t->streams[n - 1] == sid) return;
+  group_stream_add(t, sid);
 }
 
 /* A non-blocking init's registration, pushed before its first operation
@@ -1041,8 +1072,8 @@ __attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
   t->posted = 1;
   group_op(&tok.c->rec, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
-  group_stream(t, sid);
-  push_end(&tok);
+  push_publish(&tok); /* (tok from push_try_live) */
+  group_stream(t, sid); /* (after the push, as op_body: its miss a tail call) */
 }
 
 /* A send or receive: op_body's grouped branch without a frame in its
@@ -1050,7 +1081,8 @@ __attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a
  * outcome (a communicator the thread's registry memo answers with its
  * last answer - a2a_comm_lookup's fast path, without its call to the
  * table - with a cross-rank identity of its own; no pending registration;
- * a cell free at once) - writing what that branch writes: the posting
+ * the background thread asked for already and a cell free at once:
+ * push_try_live) - writing what that branch writes: the posting
  * flag, the record, the group's stream set (before the record is
  * published: it is the thread's own state, read at its ncclGroupEnd).
  * Anything else is op_body's (a tail call), which then makes every test
@@ -1078,7 +1110,7 @@ __attribute__((always_inline)) static inline void on_p2p_body(const a2a_event *e
   if (atomic_load_explicit(&g_active, memory_order_relaxed) &&
       (post_known || ev->phase == A2A_POST) && ev->ok && (c = a2a_comm_lookup_last(h)) &&
       c->id_hash && !atomic_load_explicit(&g_npend, memory_order_relaxed) &&
-      (t = slot_kept(ev->thread)) && t->depth > 0 && push_try(&tok)) {
+      (t = slot_kept(ev->thread)) && t->depth > 0 && push_try_live(&tok)) {
     p2p_grouped(ev, c, t, tok);
     return;
   }
@@ -1464,6 +1496,7 @@ static void after_fork_child(void) {
   }
   atomic_store(&g_drops, 0);
   atomic_store(&g_thread_requested, 0);
+  atomic_store(&g_ring_live, 0);
   atomic_store(&g_capturing, 0); /* other threads' captures are gone */
   atomic_store(&g_querying, 0);
   atomic_store(&g_marking, 0);

@@ -415,6 +415,50 @@ START_TEST(grouped_operations_make_the_thread_a_poster) {
 }
 END_TEST
 
+/* on_p2p's fast path publishes without asking for the background thread
+ * (push_try_live): it is taken only once the thread was asked for. A
+ * fork's child has asked for none, so its first grouped send asks -
+ * through the reference path, with the same records - and the later ones
+ * do not ask again. */
+static int g_asked;
+static void count_ask(void) { g_asked++; }
+
+START_TEST(a_fork_child_asks_for_the_thread_at_its_first_grouped_send) {
+  static unsigned char id[128] = {0x71, 1, 2, 3};
+  void *const comm = (void *)0xd7;
+  static const xr_port port = {.need_thread = count_ask};
+  comm_init(comm, id);
+  const a2a_comm *c = a2a_comm_lookup(comm);
+  ck_assert_ptr_nonnull(c);
+  xr_rec rec[8];
+  group_sendrecv(comm); /* (the parent: its thread asked for by now) */
+  drain(rec, 8);
+  xr_set_port(&port);
+  a2a_analyzer_xrank.after_fork_child();
+  g_asked = 0;
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  a2a_event snd = p2p_ev(comm, 1, 8, 7, 1, 1);
+  ev_dispatch(&snd, 0);
+  ck_assert_int_eq(g_asked, 1); /* at the send's own record */
+  a2a_event rcv = p2p_ev(comm, 0, 16, 7, 1, 1);
+  ev_dispatch(&rcv, 0);
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+  ck_assert_int_eq(g_asked, 1);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  assert_op(&rec[0].u.op, c->id_hash, XR_OP_SEND, 8, 0x2222);
+  ck_assert_int_eq(rec[1].type, XR_REC_OP);
+  assert_op(&rec[1].u.op, c->id_hash, XR_OP_RECV, 16, 0x3333);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_END);
+  group_sendrecv(comm);
+  ck_assert_int_eq(g_asked, 1);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  xr_set_port(NULL);
+}
+END_TEST
+
 /* A nested ncclGroupEnd only counts down: the units are closed once, at
  * the outermost one (nccl-tests: one nested group per device inside an
  * outer group). */
@@ -605,6 +649,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
   tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
   tcase_add_test(tc, nested_group_ends_close_nothing);
+  tcase_add_test(tc, a_fork_child_asks_for_the_thread_at_its_first_grouped_send);
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
   suite_add_tcase(s, tc);
