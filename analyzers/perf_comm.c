@@ -1245,7 +1245,8 @@ __attribute__((noinline)) static void lone_op_post(pc_tls *t, const a2a_event *e
 static void pc_op_pre(const a2a_event *ev) {
   pc_tls *t = tls();
   if (t->depth > 0) {
-    if (t->armed_c || t->sample_c) group_op_pre(t, ev);
+    /* (Both pointers in one test: an or of the two, not two branches.) */
+    if (((uintptr_t)t->armed_c | (uintptr_t)t->sample_c) != 0) group_op_pre(t, ev);
     return;
   }
   on_lone_pre(t, ev);

@@ -1073,6 +1073,31 @@ START_TEST(grouped_pre_disarms_for_tracked_comm_only) {
 }
 END_TEST
 
+/* A grouped operation's PRE on a tracked communicator ends the armed
+ * window (group_op_pre, which pc_op_pre calls while a window is armed or
+ * a sample open - here only the window: a synchronization of another
+ * stream ended the epoch): a synchronization of the armed stream after it
+ * follows no operation - none of the steps is blocked after one. */
+START_TEST(grouped_pre_ends_the_armed_window) {
+  comm_init(COMM, 4);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  for (size_t i = 0; i < 20; i++) {
+    alltoall(2 * i, 4u << 20, 1.0, S1);
+    simple(A2A_EV_STREAM_SYNC, S2); /* ends a sample's epoch, not the window */
+    ev_dispatch(&gs, 0);
+    p2p(COMM, 1, 4u << 20); /* disarms */
+    p2p(COMM, 0, 4u << 20);
+    simple(A2A_EV_STREAM_SYNC, S1);
+    ev_dispatch(&ge, 0);
+    complete_op(2 * i + 1, 1.0);
+  }
+  a2a_core_fini();
+  const collected *f = collector_find("perf.no-overlap");
+
+  ck_assert_int_eq(f ? (int)details_num(f, "blocked_after_ops") : 0, 0);
+}
+END_TEST
+
 /* After a full synchronization the thread's stream table starts empty: a
  * stream used again first (the table's old first entry) is work to
  * synchronize like any other, so a step that synchronizes only the two
@@ -1474,6 +1499,7 @@ int main(void) {
   tcase_add_test(tc, grouped_p2p_sizes_decide_alltoall);
   tcase_add_test(tc, failed_group_start_opens_no_group);
   tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
+  tcase_add_test(tc, grouped_pre_ends_the_armed_window);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);
   tcase_add_test(tc, repeated_launch_mark_follows_perf_comm_fast_path);
