@@ -39,18 +39,20 @@ static int drain(xr_rec *out, int max) {
   return n;
 }
 
-/* Rank 0 of a two-rank communicator made from id. */
-static void comm_init(void *comm, unsigned char *id) {
+/* Rank 0 of a two-rank communicator made from id; a non-blocking one
+ * (blocking 0) returns ncclInProgress. */
+static void comm_init_as(void *comm, unsigned char *id, int blocking) {
   a2a_event ini = ev_make(A2A_EV_COMM_INIT);
   ini.u.init.how = A2A_INIT_RANK;
   ini.u.init.newcomm = comm;
   ini.u.init.nranks = 2;
   ini.u.init.rank = 0;
   ini.u.init.device = 0;
-  ini.u.init.blocking = 1;
+  ini.u.init.blocking = blocking;
   ini.u.init.ids = id;
-  ev_dispatch(&ini, 0);
+  ev_dispatch(&ini, blocking ? 0 : A2A_NCCL_IN_PROGRESS);
 }
+static void comm_init(void *comm, unsigned char *id) { comm_init_as(comm, id, 1); }
 
 static a2a_event p2p_ev(void *comm, int is_send, uint64_t count, int dtype, int peer,
                         uint32_t thread) {
@@ -459,6 +461,14 @@ START_TEST(a_fork_child_asks_for_the_thread_at_its_first_grouped_send) {
 }
 END_TEST
 
+/* A communicator made from id, and a group on it: the thread asked for,
+ * on_p2p's fast path open (g_ring_live); the records drained. */
+static void fast_path_open(void *comm, unsigned char *id, xr_rec *rec) {
+  comm_init(comm, id);
+  group_sendrecv(comm);
+  drain(rec, 8);
+}
+
 /* A non-blocking init's registration waits for the communicator's first
  * operation, and is pushed before it (pend_flush): on_p2p's fast path,
  * which makes no such test of its own, is not taken while a registration
@@ -466,19 +476,9 @@ END_TEST
 START_TEST(a_pending_registration_goes_before_a_grouped_send) {
   static unsigned char id[128] = {0x72, 1, 2, 3}, id2[128] = {0x73, 1, 2, 3};
   void *const comm = (void *)0xd8, *const comm2 = (void *)0xd9;
-  comm_init(comm, id);
   xr_rec rec[8];
-  group_sendrecv(comm); /* (the thread asked for, the fast path open) */
-  drain(rec, 8);
-  a2a_event ini = ev_make(A2A_EV_COMM_INIT);
-  ini.u.init.how = A2A_INIT_RANK;
-  ini.u.init.newcomm = comm2;
-  ini.u.init.nranks = 2;
-  ini.u.init.rank = 0;
-  ini.u.init.device = 0;
-  ini.u.init.blocking = 0;
-  ini.u.init.ids = id2;
-  ev_dispatch(&ini, A2A_NCCL_IN_PROGRESS);
+  fast_path_open(comm, id, rec);
+  comm_init_as(comm2, id2, 0);
   /* (the previous group's marker, at most: the registration is pending) */
   for (int i = 0, n = drain(rec, 8); i < n; i++) ck_assert_int_ne(rec[i].type, XR_REC_COMMREG);
   const a2a_comm *c2 = a2a_comm_lookup(comm2);
@@ -504,12 +504,10 @@ END_TEST
 START_TEST(an_inactive_analyzer_posts_no_grouped_send) {
   static unsigned char id[128] = {0x74, 1, 2, 3};
   void *const comm = (void *)0xda;
-  comm_init(comm, id);
   xr_rec rec[8];
-  group_sendrecv(comm); /* (the thread asked for, the fast path open) */
+  fast_path_open(comm, id, rec);
   a2a_event g = ev_make(A2A_EV_GROUP_START);
   ev_dispatch(&g, 0);
-  drain(rec, 8);
   a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
   s.phase = A2A_POST;
   a2a_event_set_result(&s, 0);
