@@ -1136,11 +1136,12 @@ static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
  * gfast's (a2a_perf_skey_is) leaves mixed_streams as it is; and gfast
  * holds a p2p call already (it is set only after one joined), so
  * nsend + nrecv is not 0 and the size is compared with p2p0. The rest is
- * group_add's p2p branch (share_count_p2p). */
-static inline bool group_add_fast(pc_tls *t, const a2a_event *ev) {
+ * group_add's p2p branch (share_count_p2p). p2p_known: ev is a send or
+ * receive (pc_op_post_p2p's), the kind not tested again. */
+static inline bool group_add_fast(pc_tls *t, const a2a_event *ev, bool p2p_known) {
   pc_gacc *g = t->gfast;
   unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
-  if (!g || t->single_c || ev->kind != A2A_EV_P2P || ev->comm != t->last_h ||
+  if (!g || t->single_c || (!p2p_known && ev->kind != A2A_EV_P2P) || ev->comm != t->last_h ||
       t->last_ver != ver || t->last_c != g->c || !a2a_perf_skey_is(ev->stream, g->stream))
     return false;
   uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
@@ -1245,19 +1246,26 @@ __attribute__((noinline)) static void lone_op_post(pc_tls *t, const a2a_event *e
 static void pc_op_pre(const a2a_event *ev) {
   pc_tls *t = tls();
   if (t->depth > 0) {
-    if (t->armed_c || t->sample_c) group_op_pre(t, ev);
+    /* (Both pointers in one test: an or of the two, not two branches.) */
+    if (((uintptr_t)t->armed_c | (uintptr_t)t->sample_c) != 0) group_op_pre(t, ev);
     return;
   }
   on_lone_pre(t, ev);
 }
-static void pc_op_post(const a2a_event *ev) {
+/* p2p_known: the caller is the dispatch table's handler of a send's or
+ * receive's POST (pc_op_post_p2p), called for that kind only, and the
+ * kind is not tested again. */
+__attribute__((always_inline)) static inline void pc_op_post_body(const a2a_event *ev,
+                                                                  bool p2p_known) {
   pc_tls *t = tls();
   if (t->depth > 0) {
-    if (ev->result == 0 && !group_add_fast(t, ev)) group_op_post(t, ev);
+    if (ev->result == 0 && !group_add_fast(t, ev, p2p_known)) group_op_post(t, ev);
     return;
   }
   lone_op_post(t, ev);
 }
+static void pc_op_post(const a2a_event *ev) { pc_op_post_body(ev, false); }
+static void pc_op_post_p2p(const a2a_event *ev) { pc_op_post_body(ev, true); }
 static void pc_by_op(const a2a_event *ev) {
   if (ev->phase == A2A_PRE) pc_op_pre(ev);
   else pc_op_post(ev);
@@ -1892,7 +1900,7 @@ static const a2a_by_kind pc_by_kind = {
            [A2A_EV_MEMCPY] = pc_by_memcpy, [A2A_EV_EVENT_RECORD] = pc_by_event_record,
            [A2A_EV_STREAM_WAIT_EVENT] = pc_by_stream_wait}};
 static const a2a_by_kind pc_by_kind_post = {
-    .fn = {[A2A_EV_COLL] = pc_op_post, [A2A_EV_P2P] = pc_op_post,
+    .fn = {[A2A_EV_COLL] = pc_op_post, [A2A_EV_P2P] = pc_op_post_p2p,
            [A2A_EV_GROUP_END] = pc_group_end_post}};
 
 const a2a_analyzer a2a_analyzer_perf_comm = {

@@ -57,6 +57,18 @@ static _Atomic uint64_t g_drops;
 static pthread_once_t g_ring_once = PTHREAD_ONCE_INIT;
 static _Atomic int g_ring_ok;
 static _Atomic int g_thread_requested;
+/* g_active and g_thread_requested set and g_npend 0 (below), which
+ * implies g_ring_ok (the thread is asked for after a push, which saw it;
+ * it is never cleared once set): on_p2p's fast path tests this one flag
+ * for the four, and its push needs no request test (push_claim,
+ * push_publish). Every writer of the three recomputes it after its own
+ * write, under g_pend_mu (live_update), so that it is always what they
+ * make it: a thread's own writes are seen by its later tests, as those of
+ * the three were; the stores are sequentially consistent, so that a
+ * reader that sees it set sees the ring too (through the request's
+ * push). A fork's child clears it with the request. */
+static _Atomic int g_ring_live;
+static void live_update(void);
 
 static void ring_alloc(void) {
   /* A2ACHECK_XRANK_QUEUE is a power of two in 1024..2^22 (the options
@@ -152,22 +164,23 @@ __attribute__((noinline)) static xr_rec *push_begin_slow(push_tok *tok) {
   }
 }
 
-/* The common case (no call): the ring is allocated, the next cell is
- * free and no other producer claims it first; else NULL, nothing
- * claimed. */
-static inline xr_rec *push_try(push_tok *tok) {
-  if (atomic_load_explicit(&g_ring_ok, memory_order_acquire)) {
-    size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
-    cell *c = &g_ring[pos & g_mask];
-    if (atomic_load_explicit(&c->seq, memory_order_acquire) == pos &&
-        atomic_compare_exchange_weak_explicit(&g_enq, &pos, pos + 1, memory_order_relaxed,
-                                              memory_order_relaxed)) {
-      tok->c = c;
-      tok->pos = pos;
-      return &c->rec;
-    }
+/* The common case (no call): the next cell is free and no other
+ * producer claims it first; else NULL, nothing claimed. push_claim needs
+ * the ring allocated; push_try tests that first. */
+static inline xr_rec *push_claim(push_tok *tok) {
+  size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
+  cell *c = &g_ring[pos & g_mask];
+  if (atomic_load_explicit(&c->seq, memory_order_acquire) == pos &&
+      atomic_compare_exchange_weak_explicit(&g_enq, &pos, pos + 1, memory_order_relaxed,
+                                            memory_order_relaxed)) {
+    tok->c = c;
+    tok->pos = pos;
+    return &c->rec;
   }
   return NULL;
+}
+static inline xr_rec *push_try(push_tok *tok) {
+  return atomic_load_explicit(&g_ring_ok, memory_order_acquire) ? push_claim(tok) : NULL;
 }
 
 static inline xr_rec *push_begin(push_tok *tok) {
@@ -179,13 +192,20 @@ static inline xr_rec *push_begin(push_tok *tok) {
  * line: once per process). */
 __attribute__((noinline)) static void request_thread(void) {
   atomic_store(&g_thread_requested, 1);
+  live_update();
   if (g_port->need_thread) g_port->need_thread();
 }
 
-static inline void push_end(const push_tok *tok) {
+/* Publishes tok's record (push_end without its request test). */
+static inline void push_publish(const push_tok *tok) {
   atomic_store_explicit(&tok->c->seq, tok->pos + 1, memory_order_release);
+}
+
+static inline void push_end(const push_tok *tok) {
+  push_publish(tok);
   if (!atomic_load_explicit(&g_thread_requested, memory_order_relaxed)) request_thread();
 }
+
 
 /* A whole record (the rarer ones): 1 pushed, 0 dropped. */
 static int push(const xr_rec *rec) {
@@ -549,6 +569,7 @@ int xr_active(void) { return atomic_load(&g_active); }
 static int init(void) {
   int on = !(a2a_opt && a2a_opt->disable);
   atomic_store(&g_active, on && a2a_checks_any_owned(A2A_OWN_XRANK));
+  live_update();
   a2a_set_flush_hook(flush_markers);
   return 0;
 }
@@ -564,6 +585,16 @@ static xr_rec g_pend[MAX_PENDING];
 static const void *g_pend_handle[MAX_PENDING];
 static _Atomic int g_npend;
 
+static void live_update_locked(void) {
+  atomic_store(&g_ring_live, atomic_load(&g_active) && atomic_load(&g_thread_requested) &&
+                                 atomic_load(&g_npend) == 0);
+}
+static void live_update(void) {
+  pthread_mutex_lock(&g_pend_mu);
+  live_update_locked();
+  pthread_mutex_unlock(&g_pend_mu);
+}
+
 static void pend_add(const void *handle, const xr_rec *r) {
   pthread_mutex_lock(&g_pend_mu);
   for (int i = 0; i < MAX_PENDING; i++)
@@ -571,6 +602,7 @@ static void pend_add(const void *handle, const xr_rec *r) {
       g_pend_handle[i] = handle;
       g_pend[i] = *r;
       atomic_fetch_add(&g_npend, 1);
+      live_update_locked();
       break;
     }
   pthread_mutex_unlock(&g_pend_mu);
@@ -586,6 +618,7 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
       if (!drop) *out = g_pend[i];
       g_pend_handle[i] = NULL;
       atomic_fetch_sub(&g_npend, 1);
+      live_update_locked();
       found = 1;
       break;
     }
@@ -948,12 +981,19 @@ static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint6
  * first (a group on one stream: one compare). More streams than slots:
  * the extra units stay untracked (the background thread treats a unit
  * without an event as complete). */
-static inline void group_stream(tslot *t, uint64_t sid) {
+__attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
   int n = t->nstreams;
-  if (n > 0 && t->streams[n - 1] == sid) return;
   for (int i = 0; i < n - 1; i++)
     if (t->streams[i] == sid) return;
   if (n < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
+}
+static inline void group_stream(tslot *t, uint64_t sid) {
+  /* n as a size_t (nstreams is 0 .. MAX_GROUP_STREAMS): streams[n - 1]
+   * is then one indexed load, without a 32-bit n - 1 to widen first. The
+   * rest (the group's first operation, another stream) out of line. */
+  size_t n = (uint32_t)t->nstreams;
+  if (n > 0 && t->streams[n - 1] == sid) return;
+  group_stream_add(t, sid);
 }
 
 /* A non-blocking init's registration, pushed before its first operation
@@ -1041,23 +1081,24 @@ __attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
   t->posted = 1;
   group_op(&tok.c->rec, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
-  group_stream(t, sid);
-  push_end(&tok);
+  push_publish(&tok); /* (g_ring_live: the thread was asked for) */
+  group_stream(t, sid); /* (after the push, as op_body: its miss a tail call) */
 }
 
 /* A send or receive: op_body's grouped branch without a frame in its
- * common case - the same tests, in its order, where each has its common
- * outcome (a communicator the thread's registry memo answers with its
- * last answer - a2a_comm_lookup's fast path, without its call to the
- * table - with a cross-rank identity of its own; no pending registration;
- * a cell free at once) - writing what that branch writes: the posting
- * flag, the record, the group's stream set (before the record is
- * published: it is the thread's own state, read at its ncclGroupEnd).
- * Anything else is op_body's (a tail call), which then makes every test
- * again: nothing was written yet (a claimed cell is the last test).
- * post_known: the caller knows the event is a POST (xr_by_kind_post's
- * handler: P2P is in this analyzer's post mask only), and the phase is
- * not tested again. */
+ * common case - where each of its tests has its common outcome (the
+ * analyzer active, no pending registration and the background thread
+ * asked for already, all three in one test of g_ring_live; a communicator
+ * the thread's registry memo answers with its last answer -
+ * a2a_comm_lookup's fast path, without its call to the table - with a
+ * cross-rank identity of its own; the thread in a group; a cell free at
+ * once) - writing what that branch writes, in its order: the posting
+ * flag, the record, then the group's stream set (the thread's own state,
+ * read at its ncclGroupEnd). Anything else is op_body's (a tail call),
+ * which then makes every test again: nothing was written yet (a claimed
+ * cell is the last test). post_known: the caller knows the event is a
+ * POST (xr_by_kind_post's handler: P2P is in this analyzer's post mask
+ * only), and the phase is not tested again. */
 /* slot(thread), its address computed once and kept in a register: the
  * compiler would otherwise compute it again (a multiply) for p2p_grouped's
  * argument after the ring's claim. (The empty asm only hides the value's
@@ -1075,10 +1116,9 @@ __attribute__((always_inline)) static inline void on_p2p_body(const a2a_event *e
   tslot *t;
   push_tok tok;
   const void *h = ev->comm;
-  if (atomic_load_explicit(&g_active, memory_order_relaxed) &&
+  if (atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
       (post_known || ev->phase == A2A_POST) && ev->ok && (c = a2a_comm_lookup_last(h)) &&
-      c->id_hash && !atomic_load_explicit(&g_npend, memory_order_relaxed) &&
-      (t = slot_kept(ev->thread)) && t->depth > 0 && push_try(&tok)) {
+      c->id_hash && (t = slot_kept(ev->thread)) && t->depth > 0 && push_claim(&tok)) {
     p2p_grouped(ev, c, t, tok);
     return;
   }
@@ -1464,6 +1504,7 @@ static void after_fork_child(void) {
   }
   atomic_store(&g_drops, 0);
   atomic_store(&g_thread_requested, 0);
+  atomic_store(&g_ring_live, 0);
   atomic_store(&g_capturing, 0); /* other threads' captures are gone */
   atomic_store(&g_querying, 0);
   atomic_store(&g_marking, 0);

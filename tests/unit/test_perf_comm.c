@@ -1073,6 +1073,31 @@ START_TEST(grouped_pre_disarms_for_tracked_comm_only) {
 }
 END_TEST
 
+/* A grouped operation's PRE on a tracked communicator ends the armed
+ * window (group_op_pre, which pc_op_pre calls while a window is armed or
+ * a sample open - here only the window: a synchronization of another
+ * stream ended the epoch): a synchronization of the armed stream after it
+ * follows no operation - none of the steps is blocked after one. */
+START_TEST(grouped_pre_ends_the_armed_window) {
+  comm_init(COMM, 4);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  for (size_t i = 0; i < 20; i++) {
+    alltoall(2 * i, 4u << 20, 1.0, S1);
+    simple(A2A_EV_STREAM_SYNC, S2); /* ends a sample's epoch, not the window */
+    ev_dispatch(&gs, 0);
+    p2p(COMM, 1, 4u << 20); /* disarms */
+    p2p(COMM, 0, 4u << 20);
+    simple(A2A_EV_STREAM_SYNC, S1);
+    ev_dispatch(&ge, 0);
+    complete_op(2 * i + 1, 1.0);
+  }
+  a2a_core_fini();
+  const collected *f = collector_find("perf.no-overlap");
+
+  ck_assert_int_eq(f ? (int)details_num(f, "blocked_after_ops") : 0, 0);
+}
+END_TEST
+
 /* After a full synchronization the thread's stream table starts empty: a
  * stream used again first (the table's old first entry) is work to
  * synchronize like any other, so a step that synchronizes only the two
@@ -1375,6 +1400,26 @@ static const collected *summary_of(int nranks) {
   return s;
 }
 
+/* A grouped collective's POST never joins its share as a p2p call, even
+ * where group_add_fast's other tests hold (after a send on the same
+ * communicator and stream): the kind is tested for it (pc_op_post), and
+ * only the send's and receive's handler (pc_op_post_p2p) leaves the test
+ * out. The share is a mixed operation. */
+START_TEST(grouped_collective_after_a_send_is_no_p2p_call) {
+  comm_init(COMM, 4);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&gs, 0);
+  p2p_on(COMM, 1, 4096, S1);
+  a2a_event ar = coll(A2A_COLL_ALLREDUCE, 1024, NCCL_INT8, S1);
+  ev_dispatch(&ar, 0);
+  ev_dispatch(&ge, 0);
+  a2a_core_fini();
+  const collected *a = summary_of(4);
+  ck_assert_uint_eq((uint64_t)details_num(a, "ops"), 1);
+  ck_assert_ptr_nonnull(strstr(a->message, "Mixed"));
+}
+END_TEST
+
 /* A grouped p2p call's POST joins its share inline (group_add_fast) when
  * the previous grouped p2p call joined the share of the communicator the
  * thread looked up last: never for a call on another stream (the share is
@@ -1474,6 +1519,8 @@ int main(void) {
   tcase_add_test(tc, grouped_p2p_sizes_decide_alltoall);
   tcase_add_test(tc, failed_group_start_opens_no_group);
   tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
+  tcase_add_test(tc, grouped_pre_ends_the_armed_window);
+  tcase_add_test(tc, grouped_collective_after_a_send_is_no_p2p_call);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);
   tcase_add_test(tc, repeated_launch_mark_follows_perf_comm_fast_path);

@@ -39,18 +39,20 @@ static int drain(xr_rec *out, int max) {
   return n;
 }
 
-/* Rank 0 of a two-rank communicator made from id. */
-static void comm_init(void *comm, unsigned char *id) {
+/* Rank 0 of a two-rank communicator made from id; a non-blocking one
+ * (blocking 0) returns ncclInProgress. */
+static void comm_init_as(void *comm, unsigned char *id, int blocking) {
   a2a_event ini = ev_make(A2A_EV_COMM_INIT);
   ini.u.init.how = A2A_INIT_RANK;
   ini.u.init.newcomm = comm;
   ini.u.init.nranks = 2;
   ini.u.init.rank = 0;
   ini.u.init.device = 0;
-  ini.u.init.blocking = 1;
+  ini.u.init.blocking = blocking;
   ini.u.init.ids = id;
-  ev_dispatch(&ini, 0);
+  ev_dispatch(&ini, blocking ? 0 : A2A_NCCL_IN_PROGRESS);
 }
+static void comm_init(void *comm, unsigned char *id) { comm_init_as(comm, id, 1); }
 
 static a2a_event p2p_ev(void *comm, int is_send, uint64_t count, int dtype, int peer,
                         uint32_t thread) {
@@ -415,6 +417,119 @@ START_TEST(grouped_operations_make_the_thread_a_poster) {
 }
 END_TEST
 
+/* on_p2p's fast path publishes without asking for the background thread
+ * (push_try_live): it is taken only once the thread was asked for. A
+ * fork's child has asked for none, so its first grouped send asks -
+ * through the reference path, with the same records - and the later ones
+ * do not ask again. */
+static int g_asked;
+static void count_ask(void) { g_asked++; }
+
+START_TEST(a_fork_child_asks_for_the_thread_at_its_first_grouped_send) {
+  static unsigned char id[128] = {0x71, 1, 2, 3};
+  void *const comm = (void *)0xd7;
+  static const xr_port port = {.need_thread = count_ask};
+  comm_init(comm, id);
+  const a2a_comm *c = a2a_comm_lookup(comm);
+  ck_assert_ptr_nonnull(c);
+  xr_rec rec[8];
+  group_sendrecv(comm); /* (the parent: its thread asked for by now) */
+  drain(rec, 8);
+  xr_set_port(&port);
+  a2a_analyzer_xrank.after_fork_child();
+  g_asked = 0;
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  a2a_event snd = p2p_ev(comm, 1, 8, 7, 1, 1);
+  ev_dispatch(&snd, 0);
+  ck_assert_int_eq(g_asked, 1); /* at the send's own record */
+  a2a_event rcv = p2p_ev(comm, 0, 16, 7, 1, 1);
+  ev_dispatch(&rcv, 0);
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+  ck_assert_int_eq(g_asked, 1);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+  assert_op(&rec[0].u.op, c->id_hash, XR_OP_SEND, 8, 0x2222);
+  ck_assert_int_eq(rec[1].type, XR_REC_OP);
+  assert_op(&rec[1].u.op, c->id_hash, XR_OP_RECV, 16, 0x3333);
+  ck_assert_int_eq(rec[2].type, XR_REC_UNIT_END);
+  group_sendrecv(comm);
+  ck_assert_int_eq(g_asked, 1);
+  ck_assert_int_eq(drain(rec, 8), 3);
+  xr_set_port(NULL);
+}
+END_TEST
+
+/* A communicator made from id, and a group on it: the thread asked for,
+ * on_p2p's fast path open (g_ring_live); the records drained. */
+static void fast_path_open(void *comm, unsigned char *id, xr_rec *rec) {
+  comm_init(comm, id);
+  group_sendrecv(comm);
+  drain(rec, 8);
+}
+
+/* A non-blocking init's registration waits for the communicator's first
+ * operation, and is pushed before it (pend_flush): on_p2p's fast path,
+ * which makes no such test of its own, is not taken while a registration
+ * is pending (g_ring_live), and is again once none is. */
+START_TEST(a_pending_registration_goes_before_a_grouped_send) {
+  static unsigned char id[128] = {0x72, 1, 2, 3}, id2[128] = {0x73, 1, 2, 3};
+  void *const comm = (void *)0xd8, *const comm2 = (void *)0xd9;
+  xr_rec rec[8];
+  fast_path_open(comm, id, rec);
+  comm_init_as(comm2, id2, 0);
+  /* (the previous group's marker, at most: the registration is pending) */
+  for (int i = 0, n = drain(rec, 8); i < n; i++) ck_assert_int_ne(rec[i].type, XR_REC_COMMREG);
+  const a2a_comm *c2 = a2a_comm_lookup(comm2);
+  ck_assert_ptr_nonnull(c2);
+  ck_assert_uint_ne(c2->id_hash, 0);
+  group_sendrecv(comm2);
+  ck_assert_int_eq(drain(rec, 8), 4);
+  ck_assert_int_eq(rec[0].type, XR_REC_COMMREG);
+  ck_assert_uint_eq(rec[0].u.reg.reg.comm, c2->id_hash);
+  ck_assert_int_eq(rec[1].type, XR_REC_OP);
+  assert_op(&rec[1].u.op, c2->id_hash, XR_OP_SEND, 8, 0x2222);
+  ck_assert_int_eq(rec[2].type, XR_REC_OP);
+  ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
+  group_sendrecv(comm2); /* nothing pending: the OPs alone again */
+  ck_assert_int_eq(drain(rec, 8), 3);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+}
+END_TEST
+
+/* An analyzer made inactive (every check it owns disabled, at its init)
+ * posts nothing, on_p2p's fast path included (g_ring_live), even inside a
+ * group it saw open; made active again, it posts again. */
+START_TEST(an_inactive_analyzer_posts_no_grouped_send) {
+  static unsigned char id[128] = {0x74, 1, 2, 3};
+  void *const comm = (void *)0xda;
+  xr_rec rec[8];
+  fast_path_open(comm, id, rec);
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+  s.phase = A2A_POST;
+  a2a_event_set_result(&s, 0);
+  void (*const post)(const a2a_event *) = a2a_analyzer_xrank.by_kind_post->fn[A2A_EV_P2P];
+  ck_assert_ptr_nonnull(post);
+  a2a_check_set none = a2a_check_set_all();
+  for (int k = 0; k < A2A_CK__COUNT; k++) a2a_check_set_put(&none, (a2a_check_id)k, false);
+  a2a_checks_set_enabled(&none);
+  a2a_analyzer_xrank.init();
+  ck_assert(!xr_active());
+  post(&s);
+  ck_assert_int_eq(drain(rec, 8), 0);
+  a2a_check_set all = a2a_check_set_all();
+  a2a_checks_set_enabled(&all);
+  a2a_analyzer_xrank.init();
+  ck_assert(xr_active());
+  post(&s);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP);
+}
+END_TEST
+
 /* A nested ncclGroupEnd only counts down: the units are closed once, at
  * the outermost one (nccl-tests: one nested group per device inside an
  * outer group). */
@@ -605,6 +720,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
   tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
   tcase_add_test(tc, nested_group_ends_close_nothing);
+  tcase_add_test(tc, a_fork_child_asks_for_the_thread_at_its_first_grouped_send);
+  tcase_add_test(tc, a_pending_registration_goes_before_a_grouped_send);
+  tcase_add_test(tc, an_inactive_analyzer_posts_no_grouped_send);
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
   suite_add_tcase(s, tc);
