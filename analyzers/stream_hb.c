@@ -3486,7 +3486,7 @@ static int hb_init(void) {
 static bool ok_result(const a2a_event *ev) { return ev->result == 0; }
 
 /* cudaEventRecord (g_mu held): the event captures the stream's clock. */
-static void on_record(const a2a_event *ev) {
+static inline __attribute__((always_inline)) void on_record(const a2a_event *ev) {
   int s = tl_of_ev(ev);
   if (s < 0) return;
   ev_slot *e = ev_find(ev->u.event.event, true);
@@ -3507,7 +3507,7 @@ static void on_record(const a2a_event *ev) {
 }
 
 /* cudaStreamWaitEvent (g_mu held): the stream joins the event's clock. */
-static void on_wait(const a2a_event *ev) {
+static inline __attribute__((always_inline)) void on_wait(const a2a_event *ev) {
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return;
   ev_slot *e = ev_find(ev->u.event.event, false);
@@ -3519,15 +3519,46 @@ static void on_wait(const a2a_event *ev) {
   if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
 }
 
-/* Event records and stream waits while the analyzer is active (the front
- * tested that): hb_other's path for them, without its dispatch. */
-__attribute__((noinline)) static void hb_record_wait(const a2a_event *ev) {
-  if (atomic_load_explicit(&g_disabled, memory_order_relaxed) || !ok_result(ev)) return;
-  report_q q;
-  hb_lock(&q);
+/* The record or wait of ev (g_mu held). Neither reports: no access is
+ * checked (report() is reached only from access_range_slow). */
+static inline __attribute__((always_inline)) void record_wait_locked(const a2a_event *ev) {
   if (ev->kind == A2A_EV_EVENT_RECORD) on_record(ev);
   else on_wait(ev);
+}
+
+/* hb_record_wait's section when hb_lock's drains have work (a coalesced
+ * slot may be open, or a copy is staged): g_mu held and g_lock_ver
+ * advanced by the caller; the rest of hb_lock (the report queue, the
+ * drains), the record or wait, hb_unlock. */
+__attribute__((noinline)) static void hb_record_wait_drain(const a2a_event *ev) {
+  report_q q;
+  q.n = 0;
+  tls_q = &q;
+  coal_drain(); /* (first: see "Coalesced repeats") */
+  stage_drain();
+  record_wait_locked(ev);
   hb_unlock(&q);
+}
+
+/* Event records and stream waits while the analyzer is active (the front
+ * tested that): hb_other's path for them, without its dispatch. hb_lock's
+ * section, its report queue only when a drain has work: its drains are
+ * what may report in it (the deferred copies they apply); with neither a
+ * coalesced slot open nor a copy staged (the tests coal_drain and
+ * stage_drain begin with, under g_mu as there) they do nothing, the
+ * record or wait reports nothing, and the queue would stay empty - the
+ * same state, without setting tls_q (NULL outside a section) or the
+ * queue's frame. */
+__attribute__((noinline)) static void hb_record_wait(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed) || !ok_result(ev)) return;
+  a2a_lock_acquire(&g_mu);
+  lock_advance(); /* see "Repeated launches" and "Repeated queries" */
+  if (g_coal_open || atomic_load_explicit(&g_staged, memory_order_relaxed)) {
+    hb_record_wait_drain(ev);
+    return;
+  }
+  record_wait_locked(ev);
+  a2a_lock_release(&g_mu);
 }
 
 __attribute__((noinline)) static void hb_other(const a2a_event *ev);

@@ -1750,6 +1750,42 @@ START_TEST(deferred_copies_of_another_thread) {
 }
 END_TEST
 
+/* An event record or stream wait takes its section without the report
+ * queue when neither drain has work (hb_record_wait in stream_hb.c); with
+ * a coalesced repeat counted or a copy deferred it drains them first, as
+ * every section does: the record then covers the kernels and copies
+ * before it (a send after the wait finds nothing), and a send without the
+ * wait finds each. */
+START_TEST(record_wait_drains_first) {
+  void *e = (void *)0xe100;
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 3; i++) /* locked, locked repeat, counted */
+    launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  for (uintptr_t i = 0; i < 3; i++) /* the thread's first locked, then deferred */
+    memop_on(1, (void *)(0x84000000 + i * 0x1000), 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_UP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  for (uintptr_t i = 0; i < 3; i++)
+    send_on(S_COMM, (void *)(0x84000000 + i * 0x1000), 16, (void *)0x4100);
+  ck_assert_int_eq(stream_findings(), 0);
+  for (uintptr_t i = 0; i < 3; i++) /* deferred again, no wait after this record */
+    memop_on(1, (void *)(0x84003000 + i * 0x1000), 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_UP, 0);
+  for (uintptr_t i = 0; i < 3; i++)
+    send_on(S_COMM, (void *)(0x84003000 + i * 0x1000), 16, (void *)0x4101);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 3);
+}
+END_TEST
+
 /* Repeated queries ("Repeated queries" in stream_hb.c): a thread's
  * successful query of the stream it queried last, with no locked section
  * since and nothing deferred, is skipped. One after new work on the
@@ -3733,6 +3769,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, copy_ring_lifetime);
   tcase_add_test(tc, deferred_copies_keep_their_order);
   tcase_add_test(tc, deferred_copies_of_another_thread);
+  tcase_add_test(tc, record_wait_drains_first);
   tcase_add_test(tc, query_repeated_after_new_work_orders_it);
   tcase_add_test(tc, query_of_another_stream_is_not_skipped);
   tcase_add_test(tc, query_of_another_null_stream_is_not_skipped);
