@@ -361,16 +361,35 @@ static void vc_join(uint32_t *dst, const uint32_t *src) {
     if (src[i] > dst[i]) dst[i] = src[i];
 }
 
-/* The host waits for what src covers: join it into the host clock. */
-static void host_join(const uint32_t *src) {
+/* The host waits for what src covers: join it into the host clock. True
+ * when src covered the host clock (every entry at least the host's): the
+ * host clock is then exactly src. */
+static bool host_join(const uint32_t *src) {
   uint32_t *dst = g_tl[HOST_TL].vc;
-  bool grew = false;
+  bool grew = false, covered = true;
   for (int i = 0; i < g_ntl; i++)
     if (src[i] > dst[i]) {
       dst[i] = src[i];
       grew = true;
+    } else if (src[i] < dst[i]) {
+      covered = false;
     }
   if (grew) g_host_ver++;
+  return covered;
+}
+
+/* The host waits for timeline s (a synchronization, a host-waiting copy).
+ * When s's clock covered the host's, the host clock is now s's clock: s
+ * holds it, and its host_ver is set to the current g_host_ver - what
+ * enqueue_edges_slow would set at s's next enqueue after a join that
+ * changes nothing (the legacy and blocking edges are not skipped: they
+ * depend on the kind, not on host_ver). Exact: the host clock changes only
+ * in host_join, which bumps g_host_ver, so host_ver stays equal only while
+ * the host clock is the one s holds (s's clock only grows). A timeline
+ * whose clock lacks something the host has (a synchronization of another
+ * stream since) keeps its host_ver, and its next enqueue joins the host. */
+static void host_join_tl(int s) {
+  if (host_join(g_tl[s].vc)) g_tl[s].host_ver = g_host_ver;
 }
 
 static bool hb(const access *a, const uint32_t *vc) { return vc[a->tl] >= a->clk; }
@@ -609,7 +628,7 @@ static void ring_expire(void);
 /* The host waits for everything enqueued on the streams of device dev. */
 static void host_join_device(int dev) {
   for (int i = 1; i < g_ntl; i++)
-    if (dev_match(g_tl[i].device, dev)) host_join(g_tl[i].vc);
+    if (dev_match(g_tl[i].device, dev)) host_join_tl(i);
   ring_expire();
 }
 
@@ -3185,7 +3204,7 @@ static void on_copy(const copy_rec *c, uint32_t thread, bool host_waits, bool re
     if (remember) ring_put(dst, dst + n, a.clk, s, a.kind, a.site, a.what);
   }
   if (host_waits) {
-    host_join(g_tl[s].vc);
+    host_join_tl(s);
     ring_expire();
   }
 }
@@ -3606,7 +3625,7 @@ static int stream_sync_locked(const a2a_event *ev) {
   /* Synchronizing on the legacy stream also waits for the blocking
    * streams' earlier work it is ordered after. */
   if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
-  host_join(g_tl[s].vc);
+  host_join_tl(s);
   ring_expire();
   return s;
 }

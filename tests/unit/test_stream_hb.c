@@ -397,6 +397,28 @@ START_TEST(unsynced_output_host_copy_fires) {
 }
 END_TEST
 
+/* A synchronized stream whose clock covered the host's holds the host
+ * clock after it (host_join_tl in stream_hb.c: its next enqueue skips the
+ * join); one whose clock lacks what the host has from another stream does
+ * not: the compute stream's kernel, covered by the host through its own
+ * synchronization, stays ordered before a send on the communication
+ * stream synchronized after it, and that send before a kernel on the
+ * compute stream after a second synchronization of each. */
+START_TEST(stream_sync_holds_host_clock_only_when_covering) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0); /* covers the host: holds it */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0); /* lacks the kernel: joins at its enqueue */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0); /* covers the host now */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0); /* lacks the send */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3001);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 START_TEST(host_copy_after_stream_sync_is_ordered) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -3710,6 +3732,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, unsynced_output_fixed_by_wait);
   tcase_add_test(tc, unsynced_output_host_copy_fires);
   tcase_add_test(tc, host_copy_after_stream_sync_is_ordered);
+  tcase_add_test(tc, stream_sync_holds_host_clock_only_when_covering);
   tcase_add_test(tc, sync_copy_host_wait_follows_cuda_rules);
   tcase_add_test(tc, legacy_stream_waits_for_blocking_stream);
   tcase_add_test(tc, per_thread_stream_is_not_legacy);
