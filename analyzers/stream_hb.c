@@ -361,16 +361,35 @@ static void vc_join(uint32_t *dst, const uint32_t *src) {
     if (src[i] > dst[i]) dst[i] = src[i];
 }
 
-/* The host waits for what src covers: join it into the host clock. */
-static void host_join(const uint32_t *src) {
+/* The host waits for what src covers: join it into the host clock. True
+ * when src covered the host clock (every entry at least the host's): the
+ * host clock is then exactly src. */
+static bool host_join(const uint32_t *src) {
   uint32_t *dst = g_tl[HOST_TL].vc;
-  bool grew = false;
+  bool grew = false, covered = true;
   for (int i = 0; i < g_ntl; i++)
     if (src[i] > dst[i]) {
       dst[i] = src[i];
       grew = true;
+    } else if (src[i] < dst[i]) {
+      covered = false;
     }
   if (grew) g_host_ver++;
+  return covered;
+}
+
+/* The host waits for timeline s (a synchronization, a host-waiting copy).
+ * When s's clock covered the host's, the host clock is now s's clock: s
+ * holds it, and its host_ver is set to the current g_host_ver - what
+ * enqueue_edges_slow would set at s's next enqueue after a join that
+ * changes nothing (the legacy and blocking edges are not skipped: they
+ * depend on the kind, not on host_ver). Exact: the host clock changes only
+ * in host_join, which bumps g_host_ver, so host_ver stays equal only while
+ * the host clock is the one s holds (s's clock only grows). A timeline
+ * whose clock lacks something the host has (a synchronization of another
+ * stream since) keeps its host_ver, and its next enqueue joins the host. */
+static void host_join_tl(int s) {
+  if (host_join(g_tl[s].vc)) g_tl[s].host_ver = g_host_ver;
 }
 
 static bool hb(const access *a, const uint32_t *vc) { return vc[a->tl] >= a->clk; }
@@ -609,7 +628,7 @@ static void ring_expire(void);
 /* The host waits for everything enqueued on the streams of device dev. */
 static void host_join_device(int dev) {
   for (int i = 1; i < g_ntl; i++)
-    if (dev_match(g_tl[i].device, dev)) host_join(g_tl[i].vc);
+    if (dev_match(g_tl[i].device, dev)) host_join_tl(i);
   ring_expire();
 }
 
@@ -3185,7 +3204,7 @@ static void on_copy(const copy_rec *c, uint32_t thread, bool host_waits, bool re
     if (remember) ring_put(dst, dst + n, a.clk, s, a.kind, a.site, a.what);
   }
   if (host_waits) {
-    host_join(g_tl[s].vc);
+    host_join_tl(s);
     ring_expire();
   }
 }
@@ -3486,7 +3505,7 @@ static int hb_init(void) {
 static bool ok_result(const a2a_event *ev) { return ev->result == 0; }
 
 /* cudaEventRecord (g_mu held): the event captures the stream's clock. */
-static void on_record(const a2a_event *ev) {
+static inline __attribute__((always_inline)) void on_record(const a2a_event *ev) {
   int s = tl_of_ev(ev);
   if (s < 0) return;
   ev_slot *e = ev_find(ev->u.event.event, true);
@@ -3507,7 +3526,7 @@ static void on_record(const a2a_event *ev) {
 }
 
 /* cudaStreamWaitEvent (g_mu held): the stream joins the event's clock. */
-static void on_wait(const a2a_event *ev) {
+static inline __attribute__((always_inline)) void on_wait(const a2a_event *ev) {
   int s = tl_of_ev(ev);
   if (s < 0 || g_tl[s].capturing) return;
   ev_slot *e = ev_find(ev->u.event.event, false);
@@ -3519,15 +3538,46 @@ static void on_wait(const a2a_event *ev) {
   if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
 }
 
-/* Event records and stream waits while the analyzer is active (the front
- * tested that): hb_other's path for them, without its dispatch. */
-__attribute__((noinline)) static void hb_record_wait(const a2a_event *ev) {
-  if (atomic_load_explicit(&g_disabled, memory_order_relaxed) || !ok_result(ev)) return;
-  report_q q;
-  hb_lock(&q);
+/* The record or wait of ev (g_mu held). Neither reports: no access is
+ * checked (report() is reached only from access_range_slow). */
+static inline __attribute__((always_inline)) void record_wait_locked(const a2a_event *ev) {
   if (ev->kind == A2A_EV_EVENT_RECORD) on_record(ev);
   else on_wait(ev);
+}
+
+/* hb_record_wait's section when hb_lock's drains have work (a coalesced
+ * slot may be open, or a copy is staged): g_mu held and g_lock_ver
+ * advanced by the caller; the rest of hb_lock (the report queue, the
+ * drains), the record or wait, hb_unlock. */
+__attribute__((noinline)) static void hb_record_wait_drain(const a2a_event *ev) {
+  report_q q;
+  q.n = 0;
+  tls_q = &q;
+  coal_drain(); /* (first: see "Coalesced repeats") */
+  stage_drain();
+  record_wait_locked(ev);
   hb_unlock(&q);
+}
+
+/* Event records and stream waits while the analyzer is active (the front
+ * tested that): hb_other's path for them, without its dispatch. hb_lock's
+ * section, its report queue only when a drain has work: its drains are
+ * what may report in it (the deferred copies they apply); with neither a
+ * coalesced slot open nor a copy staged (the tests coal_drain and
+ * stage_drain begin with, under g_mu as there) they do nothing, the
+ * record or wait reports nothing, and the queue would stay empty - the
+ * same state, without setting tls_q (NULL outside a section) or the
+ * queue's frame. */
+__attribute__((noinline)) static void hb_record_wait(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed) || !ok_result(ev)) return;
+  a2a_lock_acquire(&g_mu);
+  lock_advance(); /* see "Repeated launches" and "Repeated queries" */
+  if (g_coal_open || atomic_load_explicit(&g_staged, memory_order_relaxed)) {
+    hb_record_wait_drain(ev);
+    return;
+  }
+  record_wait_locked(ev);
+  a2a_lock_release(&g_mu);
 }
 
 __attribute__((noinline)) static void hb_other(const a2a_event *ev);
@@ -3575,7 +3625,7 @@ static int stream_sync_locked(const a2a_event *ev) {
   /* Synchronizing on the legacy stream also waits for the blocking
    * streams' earlier work it is ordered after. */
   if (g_tl[s].kind == TL_LEGACY) enqueue_edges(s);
-  host_join(g_tl[s].vc);
+  host_join_tl(s);
   ring_expire();
   return s;
 }

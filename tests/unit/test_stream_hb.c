@@ -397,6 +397,28 @@ START_TEST(unsynced_output_host_copy_fires) {
 }
 END_TEST
 
+/* A synchronized stream whose clock covered the host's holds the host
+ * clock after it (host_join_tl in stream_hb.c: its next enqueue skips the
+ * join); one whose clock lacks what the host has from another stream does
+ * not: the compute stream's kernel, covered by the host through its own
+ * synchronization, stays ordered before a send on the communication
+ * stream synchronized after it, and that send before a kernel on the
+ * compute stream after a second synchronization of each. */
+START_TEST(stream_sync_holds_host_clock_only_when_covering) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0); /* covers the host: holds it */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0); /* lacks the kernel: joins at its enqueue */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0); /* covers the host now */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0); /* lacks the send */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3001);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 START_TEST(host_copy_after_stream_sync_is_ordered) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -1747,6 +1769,42 @@ START_TEST(deferred_copies_of_another_thread) {
   ck_assert_uint_eq(stream_hb_copy_ring_count(), 0);
   send_on(S_COMM, (void *)0x84003000, 16, (void *)0x4103);
   ck_assert_int_eq(collector_count("stream.unsynced-input"), 2);
+}
+END_TEST
+
+/* An event record or stream wait takes its section without the report
+ * queue when neither drain has work (hb_record_wait in stream_hb.c); with
+ * a coalesced repeat counted or a copy deferred it drains them first, as
+ * every section does: the record then covers the kernels and copies
+ * before it (a send after the wait finds nothing), and a send without the
+ * wait finds each. */
+START_TEST(record_wait_drains_first) {
+  void *e = (void *)0xe100;
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 3; i++) /* locked, locked repeat, counted */
+    launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_UP, NONBLOCKING);
+  for (uintptr_t i = 0; i < 3; i++) /* the thread's first locked, then deferred */
+    memop_on(1, (void *)(0x84000000 + i * 0x1000), 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_UP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  for (uintptr_t i = 0; i < 3; i++)
+    send_on(S_COMM, (void *)(0x84000000 + i * 0x1000), 16, (void *)0x4100);
+  ck_assert_int_eq(stream_findings(), 0);
+  for (uintptr_t i = 0; i < 3; i++) /* deferred again, no wait after this record */
+    memop_on(1, (void *)(0x84003000 + i * 0x1000), 64, S_UP);
+  event_ev(A2A_EV_EVENT_RECORD, e, S_UP, 0);
+  for (uintptr_t i = 0; i < 3; i++)
+    send_on(S_COMM, (void *)(0x84003000 + i * 0x1000), 16, (void *)0x4101);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 3);
 }
 END_TEST
 
@@ -3674,6 +3732,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, unsynced_output_fixed_by_wait);
   tcase_add_test(tc, unsynced_output_host_copy_fires);
   tcase_add_test(tc, host_copy_after_stream_sync_is_ordered);
+  tcase_add_test(tc, stream_sync_holds_host_clock_only_when_covering);
   tcase_add_test(tc, sync_copy_host_wait_follows_cuda_rules);
   tcase_add_test(tc, legacy_stream_waits_for_blocking_stream);
   tcase_add_test(tc, per_thread_stream_is_not_legacy);
@@ -3733,6 +3792,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, copy_ring_lifetime);
   tcase_add_test(tc, deferred_copies_keep_their_order);
   tcase_add_test(tc, deferred_copies_of_another_thread);
+  tcase_add_test(tc, record_wait_drains_first);
   tcase_add_test(tc, query_repeated_after_new_work_orders_it);
   tcase_add_test(tc, query_of_another_stream_is_not_skipped);
   tcase_add_test(tc, query_of_another_null_stream_is_not_skipped);
