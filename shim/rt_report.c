@@ -101,7 +101,8 @@ pthread_mutex_t a2a_rt_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_tab_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* g_tab_mu guards check_stat, the entries' identity and counts, and the
- * counters below it; a2a_rt_mu guards the entries' file fields (json_off,
+ * counters below it, except an entry's `fast` (atomic, see "Settled
+ * entries" above); a2a_rt_mu guards the entries' file fields (json_off,
  * count_off, written) and g_next_id. */
 typedef struct check_stat {
   bool seen;                           /* reported at least once */
