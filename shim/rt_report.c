@@ -331,13 +331,15 @@ static entry *settled_for(a2a_check_id check, a2a_severity sev, const void *site
   return e;
 }
 
-/* No lock: a repeat of settled entry e, counted as count_repeat would
- * (with or without suppressions loaded: a settled entry is silenced, and
- * never matches the failure policy, or it is not, and always does). The
- * snapshot folds `fast` into the entry's and its check's counts. */
-static void count_settled(entry *e, bool fail_now) {
+/* No lock: a repeat at sev of settled entry e of check, counted as
+ * count_repeat would (with or without suppressions loaded: a settled entry
+ * is silenced, and never matches the failure policy, or it is not, and
+ * matches it whenever the occurrence does). The snapshot folds `fast` into
+ * the entry's and its check's counts. */
+static void count_settled(entry *e, a2a_check_id check, a2a_severity sev) {
   atomic_fetch_add_explicit(&e->fast, 1, memory_order_relaxed);
-  if (fail_now && !e->silenced) atomic_store(&g_fail_matched, true);
+  if (!e->silenced && a2a_rt_failpol_matches(&a2a_rt.failpol, check, sev))
+    atomic_store(&g_fail_matched, true);
 }
 
 /* A repeat of entry e of check c: counted, matched against the failure
@@ -360,12 +362,12 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
   if (!a2a_check_on(check)) return true; /* a2a_report would drop it unseen */
   if (t_in_report) return false;         /* a2a_report counts the nested drop */
   a2a_severity sev = clamp_sev(severity);
-  bool fail_now = a2a_rt_failpol_matches(&a2a_rt.failpol, check, sev);
   entry *e = settled_for(check, sev, site);
   if (e) {
-    count_settled(e, fail_now);
+    count_settled(e, check, sev);
     return true;
   }
+  bool fail_now = a2a_rt_failpol_matches(&a2a_rt.failpol, check, sev);
   const a2a_rt_supp *supp = a2a_rt_supp_active();
   bool fresh; /* (never set: nothing is created) */
   pthread_mutex_lock(&g_tab_mu);
@@ -380,9 +382,29 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
   return e != NULL;
 }
 
+static bool repeats_locked(const a2a_repeat *r, size_t n);
+
 bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
   if (n == 0) return true;
   if (!r || n > A2A_REPEATS_MAX || !accepting(a2a_rt_state()) || t_in_report) return false;
+  /* Lock-free when every entry is settled (or its check off): all are
+   * found first, then all counted; a settled entry stays so, so all or
+   * none holds. Otherwise the locked path decides, from scratch. */
+  entry *e[A2A_REPEATS_MAX];
+  for (size_t k = 0; k < n; k++) {
+    if (!r[k].site || (unsigned)r[k].check >= (unsigned)A2A_CK__COUNT) return false;
+    e[k] = NULL;
+    if (a2a_check_on(r[k].check) &&
+        !(e[k] = settled_for(r[k].check, clamp_sev(r[k].severity), r[k].site)))
+      return repeats_locked(r, n);
+  }
+  for (size_t i = 0; i < n; i++)
+    if (e[i]) count_settled(e[i], r[i].check, clamp_sev(r[i].severity));
+  return true;
+}
+
+/* a2a_report_repeats with g_tab_mu: some entry is missing, or not settled. */
+static bool repeats_locked(const a2a_repeat *r, size_t n) {
   bool fail_now[A2A_REPEATS_MAX];
   for (size_t i = 0; i < n; i++) {
     if (!r[i].site || (unsigned)r[i].check >= (unsigned)A2A_CK__COUNT) return false;
@@ -390,21 +412,6 @@ bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
                   a2a_rt_failpol_matches(&a2a_rt.failpol, r[i].check, clamp_sev(r[i].severity));
   }
   entry *e[A2A_REPEATS_MAX];
-  /* Lock-free when every entry is settled (or its check off): all are
-   * found first, then all counted; a settled entry stays so, so all or
-   * none holds. Otherwise the locked path decides, from scratch. */
-  size_t k = 0;
-  for (; k < n; k++) {
-    e[k] = NULL;
-    if (a2a_check_on(r[k].check) &&
-        !(e[k] = settled_for(r[k].check, clamp_sev(r[k].severity), r[k].site)))
-      break;
-  }
-  if (k == n) {
-    for (size_t i = 0; i < n; i++)
-      if (e[i]) count_settled(e[i], fail_now[i]);
-    return true;
-  }
   const a2a_rt_supp *supp = a2a_rt_supp_active();
   bool fresh, any_fail = false;
   pthread_mutex_lock(&g_tab_mu);
