@@ -19,6 +19,7 @@
  * a2a_report_repeat() is step 3's repeat branch alone, for a caller that
  * has not formatted its finding yet: a check that fires at every step pays
  * for one lookup, not for a message and JSON that are deduplicated away.
+ * Its common case takes no lock (see "Settled entries" below).
  *
  * Suppressions (A2ACHECK_SUPPRESSIONS, rt_suppress.c): with rules loaded, a
  * new distinct finding is matched before step 3 decides: its stack is
@@ -38,6 +39,24 @@
  * a2a_rt_mu, then g_tab_mu. A repeat, or a finding over the cap, never
  * waits for the writer: two threads raising the same finding at once are
  * both counted, whichever of them writes it.
+ *
+ * Settled entries: a repeat (a2a_report_repeat/_repeats) of an entry whose
+ * failure-policy state is settled - not pending a suppression match, so
+ * silenced or not for good - at a severity that cannot raise its check's
+ * max_sev (at most the entry's first, which check_index already folded in)
+ * changes nothing but counts: the entry's occurrences, its check's
+ * occurrences (and silenced_occ when silenced) and, when it matches the
+ * failure policy and is not silenced, g_fail_matched. It is counted without
+ * g_tab_mu: found by a lock-free probe (an entry's identity is published
+ * with a release store of its state and never changes, entries are never
+ * removed while the process runs; only the fork child's reset clears them,
+ * with one thread left), and counted by one atomic add to the entry's
+ * `fast`. The check's occurrences are not touched: the snapshot (under
+ * g_tab_mu) reads each entry's `fast` once and adds that one value to the
+ * entry's count and to its check's occurrences (and silenced_occ), so the
+ * summary, the patched JSONL counts and the per-check table agree, and an
+ * occurrence is either in all of them or in none. Anything else (no entry,
+ * a pending one, a higher severity) takes the locked path as before.
  *
  * Memory: fixed tables (one check_stat per check of the table, MAX_ENTRIES
  * distinct findings), static formatting buffers; nothing is allocated after
@@ -82,7 +101,8 @@ pthread_mutex_t a2a_rt_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_tab_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* g_tab_mu guards check_stat, the entries' identity and counts, and the
- * counters below it; a2a_rt_mu guards the entries' file fields (json_off,
+ * counters below it, except an entry's `fast` (atomic, see "Settled
+ * entries" above); a2a_rt_mu guards the entries' file fields (json_off,
  * count_off, written) and g_next_id. */
 typedef struct check_stat {
   bool seen;                           /* reported at least once */
@@ -101,12 +121,24 @@ typedef struct check_stat {
   unsigned long long occurrences;
 } check_stat;
 
+/* entry.state: set under g_tab_mu with a release store, read with an
+ * acquire load also without it; it only grows (until the fork child's
+ * reset). */
+enum {
+  ENTRY_FREE = 0,
+  ENTRY_USED,      /* check and key set, never changed again */
+  ENTRY_SETTLED,   /* also sev, pending (false) and silenced final */
+};
+
 typedef struct entry {
-  bool used;
+  _Atomic unsigned char state;         /* ENTRY_* */
   int check;                           /* index in g_checks */
   uintptr_t key;                       /* call site, or a message hash */
-  a2a_severity sev;
+  a2a_severity sev;                    /* the first occurrence's */
   unsigned long long count;            /* occurrences folded in (g_tab_mu) */
+  _Atomic unsigned long long fast;     /* lock-free repeats of a settled
+                                          entry, not in count nor in its
+                                          check's occurrences */
   unsigned long long written;          /* count value in the JSONL (a2a_rt_mu) */
   off_t json_off;                      /* -1: not in the JSONL (a2a_rt_mu) */
   bool pending;                        /* being matched against the suppressions */
@@ -174,18 +206,22 @@ static uint64_t fnv1a(const char *s) {
 }
 
 /* Find the entry, or create it when create; *fresh says whether it is new.
- * NULL if full, or absent and !create. */
+ * NULL if full, or absent and !create. create needs g_tab_mu; a lookup
+ * (!create) does not: it reads a slot's identity only after an acquire load
+ * of its state, and a free slot's fields are never written but by its
+ * creator before its release store (no memset: a free slot is all zero, from
+ * the static initializer or the fork child's reset). A lookup racing a
+ * creation may miss the new entry: its caller then takes the locked path. */
 static entry *entry_for(int check, uintptr_t key, bool *fresh, bool create) {
   size_t h = (size_t)((key ^ ((uint64_t)check * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull >> 32);
   for (size_t probe = 0; probe < MAX_ENTRIES; probe++) {
     entry *e = &g_entries[(h + probe) & (MAX_ENTRIES - 1)];
-    if (!e->used) {
+    if (atomic_load_explicit(&e->state, memory_order_acquire) == ENTRY_FREE) {
       if (!create) return NULL;
-      memset(e, 0, sizeof *e);
-      e->used = true;
       e->check = check;
       e->key = key;
       e->json_off = -1;
+      atomic_store_explicit(&e->state, ENTRY_USED, memory_order_release);
       *fresh = true;
       return e;
     }
@@ -276,6 +312,36 @@ static bool count_fresh(check_stat *c, a2a_severity sev) {
   return true;
 }
 
+/* g_tab_mu held: e's sev, pending and silenced are final; from now on its
+ * repeats may be counted without the lock (count_settled). */
+static void settle(entry *e) {
+  atomic_store_explicit(&e->state, ENTRY_SETTLED, memory_order_release);
+}
+
+/* No lock: the entry of (check, site) when a repeat at sev may be counted
+ * by count_settled - settled, and sev at most its first severity, so that
+ * check_index would change nothing (the check is seen, and its max_sev,
+ * which never decreases, is at least e->sev). NULL: take the locked path. */
+static entry *settled_for(a2a_check_id check, a2a_severity sev, const void *site) {
+  bool fresh;
+  entry *e = entry_for((int)check, (uintptr_t)site, &fresh, false);
+  if (!e || atomic_load_explicit(&e->state, memory_order_acquire) != ENTRY_SETTLED ||
+      sev > e->sev)
+    return NULL;
+  return e;
+}
+
+/* No lock: a repeat at sev of settled entry e of check, counted as
+ * count_repeat would (with or without suppressions loaded: a settled entry
+ * is silenced, and never matches the failure policy, or it is not, and
+ * matches it whenever the occurrence does). The snapshot folds `fast` into
+ * the entry's and its check's counts. */
+static void count_settled(entry *e, a2a_check_id check, a2a_severity sev) {
+  atomic_fetch_add_explicit(&e->fast, 1, memory_order_relaxed);
+  if (!e->silenced && a2a_rt_failpol_matches(&a2a_rt.failpol, check, sev))
+    atomic_store(&g_fail_matched, true);
+}
+
 /* A repeat of entry e of check c: counted, matched against the failure
  * policy as its entry was (silenced: never; match pending: remembered).
  * g_tab_mu held. */
@@ -296,11 +362,16 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
   if (!a2a_check_on(check)) return true; /* a2a_report would drop it unseen */
   if (t_in_report) return false;         /* a2a_report counts the nested drop */
   a2a_severity sev = clamp_sev(severity);
-  const a2a_rt_supp *supp = a2a_rt_supp_active();
+  entry *e = settled_for(check, sev, site);
+  if (e) {
+    count_settled(e, check, sev);
+    return true;
+  }
   bool fail_now = a2a_rt_failpol_matches(&a2a_rt.failpol, check, sev);
+  const a2a_rt_supp *supp = a2a_rt_supp_active();
   bool fresh; /* (never set: nothing is created) */
   pthread_mutex_lock(&g_tab_mu);
-  entry *e = entry_for((int)check, (uintptr_t)site, &fresh, false);
+  e = entry_for((int)check, (uintptr_t)site, &fresh, false);
   if (e) {
     check_stat *c = &g_checks[check_index(check, sev)];
     c->occurrences++;
@@ -311,10 +382,29 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
   return e != NULL;
 }
 
+static bool repeats_locked(const a2a_repeat *r, size_t n);
+
 bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
   if (n == 0) return true;
   if (!r || n > A2A_REPEATS_MAX || !accepting(a2a_rt_state()) || t_in_report) return false;
-  const a2a_rt_supp *supp = a2a_rt_supp_active();
+  /* Lock-free when every entry is settled (or its check off): all are
+   * found first, then all counted; a settled entry stays so, so all or
+   * none holds. Otherwise the locked path decides, from scratch. */
+  entry *e[A2A_REPEATS_MAX];
+  for (size_t k = 0; k < n; k++) {
+    if (!r[k].site || (unsigned)r[k].check >= (unsigned)A2A_CK__COUNT) return false;
+    e[k] = NULL;
+    if (a2a_check_on(r[k].check) &&
+        !(e[k] = settled_for(r[k].check, clamp_sev(r[k].severity), r[k].site)))
+      return repeats_locked(r, n);
+  }
+  for (size_t i = 0; i < n; i++)
+    if (e[i]) count_settled(e[i], r[i].check, clamp_sev(r[i].severity));
+  return true;
+}
+
+/* a2a_report_repeats with g_tab_mu: some entry is missing, or not settled. */
+static bool repeats_locked(const a2a_repeat *r, size_t n) {
   bool fail_now[A2A_REPEATS_MAX];
   for (size_t i = 0; i < n; i++) {
     if (!r[i].site || (unsigned)r[i].check >= (unsigned)A2A_CK__COUNT) return false;
@@ -322,6 +412,7 @@ bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
                   a2a_rt_failpol_matches(&a2a_rt.failpol, r[i].check, clamp_sev(r[i].severity));
   }
   entry *e[A2A_REPEATS_MAX];
+  const a2a_rt_supp *supp = a2a_rt_supp_active();
   bool fresh, any_fail = false;
   pthread_mutex_lock(&g_tab_mu);
   /* Every entry first: none missing, or nothing is counted. Entries are
@@ -394,6 +485,7 @@ void a2a_report(const a2a_finding *f) {
       } else {
         if (fail_now && supp) atomic_store(&g_fail_matched, true);
         write = count_fresh(c, sev);
+        settle(e);
       }
     }
   }
@@ -428,6 +520,7 @@ void a2a_report(const a2a_finding *f) {
         write = false;
       }
     }
+    settle(e);
     pthread_mutex_unlock(&g_tab_mu);
     if (locked) {
       if (write) {
@@ -485,11 +578,21 @@ typedef struct sum_counts {
 } sum_counts;
 
 /* a2a_rt_mu held: snapshot the tables (briefly under g_tab_mu) and patch
- * the final counts into the JSONL (fixed-width field, in place). */
+ * the final counts into the JSONL (fixed-width field, in place). Each
+ * entry's lock-free repeats (`fast`) are read once and that value added to
+ * its count and its check's, so that the snapshot is one cut of them. */
 static void snapshot(sum_counts *k) {
   pthread_mutex_lock(&g_tab_mu);
-  for (size_t i = 0; i < MAX_ENTRIES; i++) g_counts[i] = g_entries[i].used ? g_entries[i].count : 0;
   memcpy(g_snap, g_checks, sizeof g_snap);
+  for (size_t i = 0; i < MAX_ENTRIES; i++) {
+    entry *e = &g_entries[i];
+    g_counts[i] = 0;
+    if (atomic_load_explicit(&e->state, memory_order_relaxed) == ENTRY_FREE) continue;
+    unsigned long long fast = atomic_load_explicit(&e->fast, memory_order_relaxed);
+    g_counts[i] = e->count + fast;
+    g_snap[e->check].occurrences += fast;
+    if (e->silenced) g_snap[e->check].silenced_occ += fast;
+  }
   k->dropped_full = g_dropped_full;
   g_summary_done = true;
   pthread_mutex_unlock(&g_tab_mu);
