@@ -693,7 +693,11 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
      * value kept; gate 0's read in the first test is the one selection 1
      * relies on (nonzero there, gate 1 being 0), and it is read again to
      * tell selection 2 from 3 (a 0 read is as good as another: a gated
-     * handler left out on one would have returned at its own test). */
+     * handler left out on one would have returned at its own test - or,
+     * when an earlier entry of the list synchronizes with the thread that
+     * opened the gate, would have seen it open: the same race between that
+     * thread and this call, decided the other way, as with any read of a
+     * gate before the handlers run). */
     const unsigned g1 = atomic_load_explicit(g[1], memory_order_relaxed);
     if (__builtin_expect((atomic_load_explicit(g[0], memory_order_relaxed) | g1) == 0, 1))
       h = r->sel[0];

@@ -169,7 +169,8 @@ typedef struct ly_opkey {
                                site (ly_rep, idx LY_REP_END): counted again
                                when it is replayed (layout.c, op_repeats) */
   unsigned rend;            /* nranges after the operation */
-  ly_rep rep[LY_REPS];
+  ly_rep rep[LY_REPS];      /* (with nrep, ~16 bytes more per remembered
+                               operation of every slot: per-thread memory) */
 } ly_opkey;
 
 /* A remembered group (valid: its bit in ly_thread.gvalid): its operations

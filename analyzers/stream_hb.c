@@ -1352,6 +1352,12 @@ static const char *fix_hint(a2a_check_id check) {
 
 /* Under g_mu: queue a conflict (dropped when the queue is full: the sink
  * would count it as a repeat of the same site anyway). */
+/* Queues a finding in the calling section's report queue (hb_lock's). Only
+ * access_range_slow calls it, always inside such a section: outside one
+ * (tls_q NULL) the finding would be dropped. hb_record_wait's section sets
+ * up no queue when its drains have nothing to do, which relies on a record
+ * or a wait (on_record, on_wait) never reaching access_range_slow: keep it
+ * so, or give that path its queue. */
 static void report(a2a_check_id check, const range *r, const access *prev,
                    const access *now, const a2a_stack *now_stack) {
   report_q *q = tls_q;

@@ -189,7 +189,11 @@ static inline xr_rec *push_begin(push_tok *tok) {
 }
 
 /* The first record pushed asks the process side for its thread (out of
- * line: once per process). */
+ * line: once per process). It takes g_pend_mu (live_update): g_pend_mu is
+ * a leaf lock, never held across a push (pend_add and pend_take call
+ * nothing under it; pend_flush pushes after pend_take released it), so no
+ * push reaches here with it held. A fork's child re-initializes it
+ * (after_fork_child) before anything there pushes. */
 __attribute__((noinline)) static void request_thread(void) {
   atomic_store(&g_thread_requested, 1);
   live_update();

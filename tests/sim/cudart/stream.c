@@ -398,7 +398,12 @@ static void model_ran(uint64_t ns) {
 }
 
 void sim_model_advance(uint64_t t_ns) {
-  if (tl.active && t_ns > tl.floor) tl.floor = t_ns;
+  if (!tl.active || t_ns <= tl.floor) return;
+  /* A time from another timeline has passed (a2asim_internal.h); a stamp
+   * that has not (a corrupt or foreign peer's) is taken as now, so that no
+   * charge sleeps longer than its cost. */
+  uint64_t now = sim_now_ns();
+  tl.floor = t_ns < now ? t_ns : now;
 }
 
 void sim_model_blocked(void) {
