@@ -179,7 +179,11 @@ typedef struct a2a_activity {
   uint32_t quiet;
   const void *quiet_stream;
   const void *quiet_func;
-  char pad[64 - 4 * sizeof(uint32_t) - 2 * sizeof(void *)];
+  /* Owner thread only: the thread's group depth as its analyzed group
+   * calls counted it, and its veto of the nested rows (a2a_group_row). */
+  uint32_t gdepth;
+  uint32_t gfull;
+  char pad[64 - 6 * sizeof(uint32_t) - 2 * sizeof(void *)];
 } a2a_activity;
 extern A2A_HIDDEN a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 uint32_t a2a_thread_last_seq(uint32_t thread);
@@ -386,6 +390,13 @@ void a2a_tslots_fork_child(a2a_tslots *t, uint32_t self);
 /* ------------------------------------------------------------------ */
 /* Analyzers. */
 
+/* An analyzer's handlers of nested group calls (a2a_analyzer.nested), per
+ * phase (A2A_PRE, A2A_POST). */
+typedef struct a2a_nested {
+  void (*start[2])(const a2a_event *ev);
+  void (*end[2])(const a2a_event *ev);
+} a2a_nested;
+
 /* An analyzer's per-kind handlers (a2a_analyzer.by_kind). */
 typedef struct a2a_by_kind {
   void (*fn[A2A_EV__COUNT])(const a2a_event *ev);
@@ -464,6 +475,19 @@ typedef struct a2a_analyzer {
    * them for thread-local state. The hot dispatch then
    * leaves it out of a repeated launch's PRE. */
   bool launch_quiet;
+  /* Optional: its handlers of nested group calls (a2a_group_row), which
+   * the nested rows call instead of its table handlers of GROUP_START and
+   * GROUP_END (each only for a phase and kind of its masks); a NULL entry
+   * leaves it out of that row. NULL: its table handlers, as in the kind's
+   * own rows (always exact). An analyzer that declares them states why
+   * each does exactly what its table handler would do for a nested call,
+   * given only what a2a_group_row guarantees: the thread's depth as its
+   * analyzed group calls counted it (a2a_event.u.group.depth) is >= 1 at a
+   * nested start, >= 2 at a nested end, and every group call of the thread
+   * that was not nested reached the kind's own rows - unless the analyzer
+   * vetoed the nested rows for the thread (a2a_group_nested_full) at a
+   * call where its own state could not follow that count. */
+  const struct a2a_nested *nested;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -518,7 +542,11 @@ typedef void (*a2a_handler)(const a2a_event *ev);
  * the analyzers that skip a queued copy's PRE (pre_skips_queued_copy), in
  * the same order; at POST the kind's row. */
 #define A2A_ROW_QCOPY ((unsigned)A2A_EV__COUNT)
-#define A2A_ROWS (A2A_EV__COUNT + 1)
+/* The rows of nested group calls (a2a_group_row): per analyzer its
+ * a2a_analyzer.nested handlers, or its kind's table handlers. */
+#define A2A_ROW_GSTART_NESTED ((unsigned)A2A_EV__COUNT + 1)
+#define A2A_ROW_GEND_NESTED ((unsigned)A2A_EV__COUNT + 2)
+#define A2A_ROWS (A2A_EV__COUNT + 3)
 extern A2A_HIDDEN _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 extern A2A_HIDDEN _Atomic bool a2a_dispatch_ready;
 extern A2A_HIDDEN bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
@@ -662,7 +690,8 @@ static inline void a2a_launch_unquiet(uint32_t thread) {
 }
 
 /* a2a_dispatch_hot with the table's row `row` (a constant): the kind's
- * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true). */
+ * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true); or,
+ * for a group call, the row a2a_group_row chose (a variable). */
 __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
                                                                    unsigned row, a2a_phase phase) {
   const bool launch_pre = phase == A2A_PRE && kind == A2A_EV_LAUNCH && row == (unsigned)A2A_EV_LAUNCH;
@@ -730,6 +759,60 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
 __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
   a2a_dispatch_row(ev, kind, (unsigned)kind, phase);
 }
+/* Nested group calls. NCCL's groups nest: only the outermost
+ * ncclGroupStart / ncclGroupEnd open and launch a group, the others only
+ * count (nccl-tests' sendrecv nests one pair per device in its group). The
+ * shim's group wrappers dispatch both phases of a call with the row
+ * a2a_group_row chose at its PRE, and tell a2a_group_done the result
+ * before its POST. The thread's depth (a2a_activity.gdepth) is counted by
+ * the rule of the analyzers that count at POST (xrank, stream_hb,
+ * perf_comm): +1 per start that returned 0, -1 per end while positive,
+ * whatever its result - not NCCL's depth, which also moves with the
+ * calls the shim passes through unanalyzed (before the runtime is ready,
+ * re-entered from NCCL), nor a count at PRE (group_local and layout count
+ * a failed start too). A start at depth >= 1 or an end at depth >= 2 is
+ * nested: its rows are A2A_ROW_GSTART_NESTED / A2A_ROW_GEND_NESTED, where
+ * an analyzer that declares nested handlers (a2a_analyzer.nested) has
+ * those; every other call, and every call of a thread past
+ * A2A_ACTIVITY_THREADS or whose nested rows an analyzer vetoed
+ * (a2a_group_nested_full), takes the kind's own rows. The depth and the
+ * vetoes are forgotten when the analyzers are (re)initialized and in a
+ * forked child (whose POST-counting analyzers start again from zero), so
+ * a thread's depth is, at every call, what an analyzer counting every
+ * analyzed group call of the thread by that rule since then holds. A
+ * thread's group calls go either all through a2a_group_row and
+ * a2a_group_done (the shim) or none (a test's own dispatch: the kind's
+ * rows, the depth 0). */
+__attribute__((always_inline)) static inline unsigned a2a_group_row(a2a_event *ev, a2a_kind kind) {
+  if (ev->thread >= A2A_ACTIVITY_THREADS) {
+    ev->u.group.depth = -1;
+    return (unsigned)kind;
+  }
+  const a2a_activity *a = &a2a_activity_tab[ev->thread];
+  const uint32_t d = a->gdepth;
+  ev->u.group.depth = (int)d;
+  if (a->gfull) return (unsigned)kind;
+  if (kind == A2A_EV_GROUP_START) return d >= 1 ? A2A_ROW_GSTART_NESTED : (unsigned)kind;
+  return d >= 2 ? A2A_ROW_GEND_NESTED : (unsigned)kind;
+}
+/* A group call's result (ev->result set), before its POST: the depth's
+ * count (a2a_group_row). */
+__attribute__((always_inline)) static inline void a2a_group_done(const a2a_event *ev, a2a_kind kind) {
+  if (ev->thread >= A2A_ACTIVITY_THREADS) return;
+  a2a_activity *a = &a2a_activity_tab[ev->thread];
+  if (kind == A2A_EV_GROUP_START) {
+    if (ev->result == 0) a->gdepth++;
+  } else if (a->gdepth) {
+    a->gdepth--;
+  }
+}
+/* An analyzer's veto, from a handler of the thread's own group call: the
+ * thread's later group calls all take the kind's own rows (until the
+ * analyzers are re-initialized or the process forks). For an analyzer
+ * whose state for the thread cannot follow the depth's count (no record
+ * for it). */
+void a2a_group_nested_full(uint32_t thread);
+
 /* Bit k set: some running analyzer handles events of kind k (or needs every
  * call's activity). A wrapper may forward a call of a kind nobody wants
  * without building its event (A2ACHECK_CHECKS=-all is a real off switch).

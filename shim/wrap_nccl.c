@@ -101,7 +101,7 @@ static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api
  * declare their event with A2A_EVENT_NCCL (A2A_EVENT_HOT's head, no
  * zeroing of the union, with nccl_event's members): each
  * fills every member of its kind's union member (u.coll: all seven; u.p2p:
- * is_send, buff, count, dtype, peer; u.group: simulate; u.async_err:
+ * is_send, buff, count, dtype, peer; u.group: simulate, depth; u.async_err:
  * async_error; a query has none), and the handlers read the union only
  * through the member of the event's kind. The queries and the async-error
  * poll are forwarded without an event while no analyzer handles their kind
@@ -652,7 +652,11 @@ static void group_track(bool start, ncclResult_t r)
 }
 
 /* The group calls: NCCL's depth is mirrored (group_track) on the
- * pass-through path too, so a re-entered or pre-init call keeps it right. */
+ * pass-through path too, so a re-entered or pre-init call keeps it right.
+ * An analyzed call is dispatched, both phases, with the row a2a_group_row
+ * chose at its PRE (a nested call's rows reach only the analyzers that
+ * act on one), and its result counted (a2a_group_done) before its POST:
+ * the same as A2A_PRE_HOT and A2A_POST_END_HOT, the row aside. */
 #define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
   {                                                                           \
     A2A_ERRNO_SAVE();                                                         \
@@ -664,11 +668,17 @@ static void group_track(bool start, ncclResult_t r)
     }                                                                         \
     A2A_EVENT_NCCL(ev, (evkind), #name, NULL, NULL);                          \
     ev.u.group.simulate = (simulate_);                                        \
-    A2A_PRE_HOT(ev, (evkind), 0);                                             \
+    const unsigned row = a2a_group_row(&ev, (evkind));                        \
+    a2a_dispatch_row(&ev, (evkind), row, A2A_PRE);                            \
+    A2A_ERRNO = a2a_errno_;                                                   \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
     group_track((start_), r);                                                 \
-    A2A_POST_END_HOT(ev, (evkind));                                           \
+    a2a_group_done(&ev, (evkind));                                            \
+    ev.phase = A2A_POST;                                                      \
+    a2a_dispatch_row(&ev, (evkind), row, A2A_POST);                           \
+    a2a_rt_leave();                                                           \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return r;                                                                 \
   }
 

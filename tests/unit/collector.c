@@ -378,6 +378,18 @@ void ev_dispatch(a2a_event *ev, int result) {
   ev_post(ev, result);
 }
 
+void ev_dispatch_group(a2a_event *ev, int result) {
+  const a2a_kind kind = ev->kind;
+  const unsigned row = a2a_group_row(ev, kind);
+  ev->phase = A2A_PRE;
+  ev->t_ns = fake_now;
+  a2a_dispatch_row(ev, kind, row, A2A_PRE);
+  a2a_event_set_result(ev, result);
+  a2a_group_done(ev, kind);
+  ev->phase = A2A_POST;
+  a2a_dispatch_row(ev, kind, row, A2A_POST);
+}
+
 static void activity_only(const a2a_event *ev) { (void)ev; }
 static const a2a_analyzer activity_analyzer = {.name = "test_activity", .wants_activity = true,
                                                .on_event = activity_only};
