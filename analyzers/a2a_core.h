@@ -179,11 +179,10 @@ typedef struct a2a_activity {
   uint32_t quiet;
   const void *quiet_stream;
   const void *quiet_func;
-  /* Owner thread only: the thread's group depth as its analyzed group
-   * calls counted it, and its veto of the nested rows (a2a_group_row). */
-  uint32_t gdepth;
-  uint32_t gfull;
-  char pad[64 - 6 * sizeof(uint32_t) - 2 * sizeof(void *)];
+  /* Owner thread only: the analyzers' veto of the thread's nested group
+   * rows (a2a_group_nested_full). */
+  uint32_t gveto;
+  char pad[64 - 5 * sizeof(uint32_t) - 2 * sizeof(void *)];
 } a2a_activity;
 extern A2A_HIDDEN a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 uint32_t a2a_thread_last_seq(uint32_t thread);
@@ -762,49 +761,46 @@ __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_eve
 /* Nested group calls. NCCL's groups nest: only the outermost
  * ncclGroupStart / ncclGroupEnd open and launch a group, the others only
  * count (nccl-tests' sendrecv nests one pair per device in its group). The
- * shim's group wrappers dispatch both phases of a call with the row
- * a2a_group_row chose at its PRE, and tell a2a_group_done the result
- * before its POST. The thread's depth (a2a_activity.gdepth) is counted by
- * the rule of the analyzers that count at POST (xrank, stream_hb,
- * perf_comm): +1 per start that returned 0, -1 per end while positive,
- * whatever its result - not NCCL's depth, which also moves with the
- * calls the shim passes through unanalyzed (before the runtime is ready,
- * re-entered from NCCL), nor a count at PRE (group_local and layout count
- * a failed start too). A start at depth >= 1 or an end at depth >= 2 is
- * nested: its rows are A2A_ROW_GSTART_NESTED / A2A_ROW_GEND_NESTED, where
- * an analyzer that declares nested handlers (a2a_analyzer.nested) has
- * those; every other call, and every call of a thread past
- * A2A_ACTIVITY_THREADS or whose nested rows an analyzer vetoed
- * (a2a_group_nested_full), takes the kind's own rows. The depth and the
- * vetoes are forgotten when the analyzers are (re)initialized and in a
- * forked child (whose POST-counting analyzers start again from zero), so
- * a thread's depth is, at every call, what an analyzer counting every
- * analyzed group call of the thread by that rule since then holds. A
- * thread's group calls go either all through a2a_group_row and
- * a2a_group_done (the shim) or none (a test's own dispatch: the kind's
- * rows, the depth 0). */
-__attribute__((always_inline)) static inline unsigned a2a_group_row(a2a_event *ev, a2a_kind kind) {
-  if (ev->thread >= A2A_ACTIVITY_THREADS) {
-    ev->u.group.depth = -1;
-    return (unsigned)kind;
-  }
-  const a2a_activity *a = &a2a_activity_tab[ev->thread];
-  const uint32_t d = a->gdepth;
+ * caller keeps each thread's group depth d - the shim in the thread's own
+ * runtime object (a2a_rt_thread.gdepth), a test beside its events - counted
+ * by the rule of the analyzers that count at POST (xrank, stream_hb,
+ * perf_comm) over the thread's analyzed group calls (a2a_group_count: +1
+ * per start that returned 0, -1 per end while positive, whatever its
+ * result), from zero when the thread's first call is analyzed and again
+ * in a forked child, where those analyzers start from zero too
+ * (a2a_core_after_fork_child; the shim's fork handler zeroes the forking
+ * thread's). That is not NCCL's depth, which also moves with the calls the
+ * shim passes through unanalyzed (before the runtime is ready, re-entered
+ * from NCCL), nor a count at PRE (group_local and layout count a failed
+ * start too). A start at d >= 1 or an end at d >= 2 is nested
+ * (a2a_group_nested): the caller dispatches both of its phases with the
+ * kind's nested row, A2A_ROW_GSTART_NESTED / A2A_ROW_GEND_NESTED, where an
+ * analyzer that declares nested handlers (a2a_analyzer.nested) has those;
+ * every other call takes the kind's own rows, and so does every call of a
+ * thread past A2A_ACTIVITY_THREADS or whose nested rows an analyzer vetoed
+ * (a2a_group_nested_full; forgotten at the core's (re)initialization and
+ * in a forked child). The generic dispatch (a2a_dispatch) never takes the
+ * nested rows: a thread's group calls go either all through
+ * a2a_group_nested (the shim) or none (a test's own dispatch). */
+__attribute__((always_inline)) static inline bool a2a_group_nested(a2a_event *ev, a2a_kind kind,
+                                                                   uint32_t d) {
   ev->u.group.depth = (int)d;
-  if (a->gfull) return (unsigned)kind;
-  if (kind == A2A_EV_GROUP_START) return d >= 1 ? A2A_ROW_GSTART_NESTED : (unsigned)kind;
-  return d >= 2 ? A2A_ROW_GEND_NESTED : (unsigned)kind;
+  if (kind == A2A_EV_GROUP_START ? d < 1 : d < 2) return false;
+  return ev->thread < A2A_ACTIVITY_THREADS && !a2a_activity_tab[ev->thread].gveto;
 }
-/* A group call's result (ev->result set), before its POST: the depth's
- * count (a2a_group_row). */
-__attribute__((always_inline)) static inline void a2a_group_done(const a2a_event *ev, a2a_kind kind) {
-  if (ev->thread >= A2A_ACTIVITY_THREADS) return;
-  a2a_activity *a = &a2a_activity_tab[ev->thread];
-  if (kind == A2A_EV_GROUP_START) {
-    if (ev->result == 0) a->gdepth++;
-  } else if (a->gdepth) {
-    a->gdepth--;
-  }
+/* A group kind's nested row. */
+#define A2A_GROUP_NESTED_ROW(kind) \
+  ((kind) == A2A_EV_GROUP_START ? A2A_ROW_GSTART_NESTED : A2A_ROW_GEND_NESTED)
+/* The row of the group call of ev at depth d: its kind's, or its nested
+ * row. */
+__attribute__((always_inline)) static inline unsigned a2a_group_row(a2a_event *ev, a2a_kind kind,
+                                                                    uint32_t d) {
+  return a2a_group_nested(ev, kind, d) ? A2A_GROUP_NESTED_ROW(kind) : (unsigned)kind;
+}
+/* The thread's depth after a group call of kind that returned result, at
+ * depth d before it. */
+static inline uint32_t a2a_group_count(uint32_t d, a2a_kind kind, int result) {
+  return kind == A2A_EV_GROUP_START ? d + (result == 0) : d - (d != 0);
 }
 /* An analyzer's veto, from a handler of the thread's own group call: the
  * thread's later group calls all take the kind's own rows (until the

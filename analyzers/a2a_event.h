@@ -277,9 +277,10 @@ typedef struct a2a_event {
                                  nothing) */
       int depth;              /* the thread's group depth before the call as
                                  its analyzed group calls counted it
-                                 (a2a_group_row: +1 per successful start, -1
-                                 per end while positive), 0 when the event
-                                 did not come through a2a_group_row */
+                                 (a2a_group_nested: +1 per start that
+                                 returned 0, -1 per end while positive), 0
+                                 when the event did not come through
+                                 a2a_group_nested */
     } group;
 
     struct { int status; /* exit status, for A2A_EV_PROCESS_EXIT */ } exit;

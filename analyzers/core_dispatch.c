@@ -268,17 +268,14 @@ static void forget_launch_marks(void) {
   for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].quiet = 0;
 }
 
-/* Forget every thread's group depth and veto (a2a_group_row): the
- * analyzers' counts start again from zero. */
+/* Forget every thread's veto of the nested group rows (a2a_group_nested):
+ * the analyzers' states start again. */
 static void forget_groups(void) {
-  for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) {
-    a2a_activity_tab[i].gdepth = 0;
-    a2a_activity_tab[i].gfull = 0;
-  }
+  for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].gveto = 0;
 }
 
 void a2a_group_nested_full(uint32_t thread) {
-  if (thread < A2A_ACTIVITY_THREADS) a2a_activity_tab[thread].gfull = 1;
+  if (thread < A2A_ACTIVITY_THREADS) a2a_activity_tab[thread].gveto = 1;
 }
 
 static void init_analyzers(void) {
@@ -421,7 +418,7 @@ void a2a_core_after_fork_child(void) {
    * state): the analyzer that deferred it forgets it in its own hook. */
   for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].flush = 0;
   forget_launch_marks(); /* the analyzers' fork hooks reset their state */
-  forget_groups();       /* (the POST-counting ones their group depths) */
+  forget_groups();       /* (their states for the threads' groups) */
   a2a_registry_after_fork_child();
   if (!atomic_load(&a2a_dispatch_ready)) return;
   for (size_t i = 0; i < g_nan; i++)
