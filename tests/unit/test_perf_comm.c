@@ -336,23 +336,27 @@ START_TEST(single_rank_comm_is_not_judged) {
 }
 END_TEST
 
+/* An AlltoAll's share with one peer: a send and a receive of 1 MiB. */
+static void alltoall_share(int peer) {
+  for (int send = 1; send >= 0; send--) {
+    a2a_event ev = ev_make(A2A_EV_P2P);
+    ev.comm = COMM;
+    ev.stream = S1;
+    ev.u.p2p.is_send = send;
+    ev.u.p2p.count = 1 << 18;
+    ev.u.p2p.dtype = NCCL_FLOAT;
+    ev.u.p2p.peer = peer;
+    ev_dispatch(&ev, 0);
+  }
+}
+
 START_TEST(grouped_p2p_alltoall_is_one_op) {
   comm_init(COMM, 4);
   a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
   ge.api = "ncclGroupEnd";
   for (size_t i = 0; i < 3; i++) {
     ev_dispatch(&gs, 0);
-    for (int peer = 0; peer < 4; peer++)
-      for (int send = 1; send >= 0; send--) {
-        a2a_event ev = ev_make(A2A_EV_P2P);
-        ev.comm = COMM;
-        ev.stream = S1;
-        ev.u.p2p.is_send = send;
-        ev.u.p2p.count = 1 << 18;
-        ev.u.p2p.dtype = NCCL_FLOAT;
-        ev.u.p2p.peer = peer;
-        ev_dispatch(&ev, 0);
-      }
+    for (int peer = 0; peer < 4; peer++) alltoall_share(peer);
     ev_dispatch(&ge, 0);
     complete_op(i, 2.0);
   }
@@ -391,16 +395,7 @@ START_TEST(nested_groups_are_one_op) {
     for (int peer = 0; peer < 4; peer++) {
       g = ev_make(A2A_EV_GROUP_START);
       ev_dispatch_group(&g, 0);
-      for (int send = 1; send >= 0; send--) {
-        a2a_event ev = ev_make(A2A_EV_P2P);
-        ev.comm = COMM;
-        ev.stream = S1;
-        ev.u.p2p.is_send = send;
-        ev.u.p2p.count = 1 << 18;
-        ev.u.p2p.dtype = NCCL_FLOAT;
-        ev.u.p2p.peer = peer;
-        ev_dispatch(&ev, 0);
-      }
+      alltoall_share(peer);
       g = ev_make(A2A_EV_GROUP_END);
       ev_dispatch_group(&g, 0);
     }

@@ -590,6 +590,30 @@ START_TEST(a_capture_on_another_thread_ends_the_run) {
 }
 END_TEST
 
+/* The records of two threads' runs of the same calls are the same but
+ * for the thread. */
+static void assert_same_records(const xr_rec *a, int na, uint32_t ta, const xr_rec *b, int nb,
+                                uint32_t tb) {
+  ck_assert_int_eq(na, nb);
+  for (int i = 0; i < na; i++) {
+    ck_assert_int_eq(a[i].type, b[i].type);
+    ck_assert_uint_eq(a[i].thread, ta);
+    ck_assert_uint_eq(b[i].thread, tb);
+    ck_assert_uint_eq(a[i].stream, b[i].stream);
+    if (a[i].type == XR_REC_OP) ck_assert(!memcmp(&a[i].u.op, &b[i].u.op, sizeof a[i].u.op));
+    if (a[i].type == XR_REC_OP_UNIT) {
+      ck_assert(!memcmp(&a[i].u.opu.op, &b[i].u.opu.op, sizeof a[i].u.opu.op));
+      ck_assert_int_eq(a[i].u.opu.deferred, b[i].u.opu.deferred);
+      ck_assert_uint_eq(a[i].u.opu.run, b[i].u.opu.run);
+    }
+    if (a[i].type == XR_REC_UNIT_END) {
+      ck_assert_int_eq(a[i].u.unit.deferred, b[i].u.unit.deferred);
+      ck_assert_uint_eq(a[i].u.unit.run, b[i].u.unit.run);
+      ck_assert_int_eq(a[i].event != NULL, b[i].event != NULL);
+    }
+  }
+}
+
 /* ---- the dispatch table's handlers against on_event ---- */
 
 /* The calls of one thread: a group of a send and a receive, a lone
@@ -682,25 +706,7 @@ START_TEST(table_handlers_do_what_on_event_does) {
   int nb = drain(b, 32);
   size_t ntb = xr_blocked_snapshot(tb, 8, 0);
   ck_assert_int_ge(na, 6);
-  ck_assert_int_eq(na, nb);
-  for (int i = 0; i < na; i++) {
-    ck_assert_int_eq(a[i].type, b[i].type);
-    ck_assert_uint_eq(a[i].thread, 3);
-    ck_assert_uint_eq(b[i].thread, 4);
-    ck_assert_uint_eq(a[i].stream, b[i].stream);
-    if (a[i].type == XR_REC_OP)
-      ck_assert(!memcmp(&a[i].u.op, &b[i].u.op, sizeof a[i].u.op));
-    if (a[i].type == XR_REC_OP_UNIT) {
-      ck_assert(!memcmp(&a[i].u.opu.op, &b[i].u.opu.op, sizeof a[i].u.opu.op));
-      ck_assert_int_eq(a[i].u.opu.deferred, b[i].u.opu.deferred);
-      ck_assert_uint_eq(a[i].u.opu.run, b[i].u.opu.run);
-    }
-    if (a[i].type == XR_REC_UNIT_END) {
-      ck_assert_int_eq(a[i].u.unit.deferred, b[i].u.unit.deferred);
-      ck_assert_uint_eq(a[i].u.unit.run, b[i].u.unit.run);
-      ck_assert_int_eq(a[i].event != NULL, b[i].event != NULL);
-    }
-  }
+  assert_same_records(a, na, 3, b, nb, 4);
   /* The blocked states: thread 3's synchronous copy, then also thread 4's
    * (each thread's polling episode ended with its later calls). */
   ck_assert_uint_eq(nta + 1, ntb);
@@ -759,28 +765,6 @@ static void nested_groups(void (*group)(a2a_event *, int), void *comm, uint32_t 
   G(E, 0, 0);
 #undef G
 #undef OP
-}
-
-/* The records of two threads' runs of the same calls are the same but
- * for the thread. */
-static void assert_same_records(const xr_rec *a, int na, uint32_t ta, const xr_rec *b, int nb,
-                                uint32_t tb) {
-  ck_assert_int_eq(na, nb);
-  for (int i = 0; i < na; i++) {
-    ck_assert_int_eq(a[i].type, b[i].type);
-    ck_assert_uint_eq(a[i].thread, ta);
-    ck_assert_uint_eq(b[i].thread, tb);
-    ck_assert_uint_eq(a[i].stream, b[i].stream);
-    if (a[i].type == XR_REC_OP) ck_assert(!memcmp(&a[i].u.op, &b[i].u.op, sizeof a[i].u.op));
-    if (a[i].type == XR_REC_OP_UNIT) {
-      ck_assert(!memcmp(&a[i].u.opu.op, &b[i].u.opu.op, sizeof a[i].u.opu.op));
-      ck_assert_int_eq(a[i].u.opu.deferred, b[i].u.opu.deferred);
-    }
-    if (a[i].type == XR_REC_UNIT_END) {
-      ck_assert_int_eq(a[i].u.unit.deferred, b[i].u.unit.deferred);
-      ck_assert_int_eq(a[i].event != NULL, b[i].event != NULL);
-    }
-  }
 }
 
 START_TEST(nested_group_rows_give_the_same_records) {
