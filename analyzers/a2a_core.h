@@ -474,15 +474,16 @@ typedef struct a2a_analyzer {
    * them for thread-local state. The hot dispatch then
    * leaves it out of a repeated launch's PRE. */
   bool launch_quiet;
-  /* Optional: its handlers of nested group calls (a2a_group_row), which
+  /* Optional: its handlers of nested group calls (a2a_group_nested), which
    * the nested rows call instead of its table handlers of GROUP_START and
    * GROUP_END (each only for a phase and kind of its masks); a NULL entry
    * leaves it out of that row. NULL: its table handlers, as in the kind's
    * own rows (always exact). An analyzer that declares them states why
    * each does exactly what its table handler would do for a nested call,
-   * given only what a2a_group_row guarantees: the thread's depth as its
-   * analyzed group calls counted it (a2a_event.u.group.depth) is >= 1 at a
-   * nested start, >= 2 at a nested end, and every group call of the thread
+   * given only what a2a_group_nested guarantees: the thread's depth as its
+   * analyzed group calls counted it (a2a_event.u.group.depth; from zero,
+   * and from zero again in a forked child) is >= 1 at a nested start, >= 2
+   * at a nested end, and every group call of the thread
    * that was not nested reached the kind's own rows - unless the analyzer
    * vetoed the nested rows for the thread (a2a_group_nested_full) at a
    * call where its own state could not follow that count. */
@@ -541,7 +542,7 @@ typedef void (*a2a_handler)(const a2a_event *ev);
  * the analyzers that skip a queued copy's PRE (pre_skips_queued_copy), in
  * the same order; at POST the kind's row. */
 #define A2A_ROW_QCOPY ((unsigned)A2A_EV__COUNT)
-/* The rows of nested group calls (a2a_group_row): per analyzer its
+/* The rows of nested group calls (a2a_group_nested): per analyzer its
  * a2a_analyzer.nested handlers, or its kind's table handlers. */
 #define A2A_ROW_GSTART_NESTED ((unsigned)A2A_EV__COUNT + 1)
 #define A2A_ROW_GEND_NESTED ((unsigned)A2A_EV__COUNT + 2)
@@ -690,7 +691,7 @@ static inline void a2a_launch_unquiet(uint32_t thread) {
 
 /* a2a_dispatch_hot with the table's row `row` (a constant): the kind's
  * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true); or,
- * for a group call, the row a2a_group_row chose (a variable). */
+ * for a group call, its kind's or its nested row (a2a_group_nested). */
 __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
                                                                    unsigned row, a2a_phase phase) {
   const bool launch_pre = phase == A2A_PRE && kind == A2A_EV_LAUNCH && row == (unsigned)A2A_EV_LAUNCH;

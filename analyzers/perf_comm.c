@@ -1325,13 +1325,13 @@ static void pc_group_end_post(const a2a_event *ev) {
   t->depth = 0;
   group_end_post(t, ev);
 }
-/* Nested group calls (a2a_analyzer.nested; a2a_group_row). This
- * analyzer's depth counts as the dispatcher's does (a successful start at
- * its POST, pc_by_group_start; an end at its POST while positive,
- * whatever its result, pc_group_end_post), from zero at init and in a
- * forked child (g_gen) as the dispatcher's, and tls() always has the
- * thread's record: so the table's handlers, given every call, would hold
- * the dispatcher's depth d (u.group.depth) at each. There a nested start
+/* Nested group calls (a2a_analyzer.nested; a2a_group_nested). This
+ * analyzer's depth counts as the shim's does (a successful start at its
+ * POST, pc_by_group_start; an end at its POST while positive, whatever its
+ * result, pc_group_end_post), from zero at init and in a forked child
+ * (g_gen) as the shim's, and tls() always has the thread's record: so the
+ * table's handlers, given every call, would hold the shim's depth d
+ * (u.group.depth) at each. There a nested start
  * (d >= 1) only counts (its PRE returns; its POST's `depth++ == 0` is
  * false) and a nested end (d >= 2) clears the armed window and ends the
  * overlap epoch at its PRE (group_end_pre: then depth != 1 returns) and

@@ -3601,17 +3601,17 @@ __attribute__((noinline)) static void hb_launch_locked(const a2a_event *ev, cons
 
 /* ncclGroupStart: one more level of the thread's group nesting.
  *
- * Nested group calls (a2a_analyzer.nested; a2a_group_row) do not reach
- * this analyzer. Its depth counts as the dispatcher's does (a start that
+ * Nested group calls (a2a_analyzer.nested; a2a_group_nested) do not reach
+ * this analyzer. Its depth counts as the shim's does (a start that
  * returned 0, an end while positive whatever its result, both at POST),
- * from zero at init and in a forked child (hb_init) as the dispatcher's -
+ * from zero at init and in a forked child (hb_init) as the shim's -
  * while the thread has a state: a successful start without one (a thread
  * past MAX_THREADS, an allocation that failed) vetoes the thread's nested
- * rows (a2a_group_nested_full), at a start the dispatcher did not find
+ * rows (a2a_group_nested_full), at a start the shim did not find
  * nested (a vetoed thread's are none), so every later group call of the
  * thread reaches it as before. (A state, once there, stays until init or
  * fork; while g_disabled nothing here acts at all.) So the table's
- * handlers, given every call, would hold the dispatcher's depth d
+ * handlers, given every call, would hold the shim's depth d
  * (u.group.depth) at each, and there a nested start (d >= 1) or end
  * (d >= 2) only counts. Left out of the counting, the depth is min(d, 1):
  * the same answer to the operations' tests (depth > 0, <= 0), and the same
