@@ -179,7 +179,10 @@ typedef struct a2a_activity {
   uint32_t quiet;
   const void *quiet_stream;
   const void *quiet_func;
-  char pad[64 - 4 * sizeof(uint32_t) - 2 * sizeof(void *)];
+  /* Owner thread only: the analyzers' veto of the thread's nested group
+   * rows (a2a_group_nested_full). */
+  uint32_t gveto;
+  char pad[64 - 5 * sizeof(uint32_t) - 2 * sizeof(void *)];
 } a2a_activity;
 extern A2A_HIDDEN a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 uint32_t a2a_thread_last_seq(uint32_t thread);
@@ -386,6 +389,13 @@ void a2a_tslots_fork_child(a2a_tslots *t, uint32_t self);
 /* ------------------------------------------------------------------ */
 /* Analyzers. */
 
+/* An analyzer's handlers of nested group calls (a2a_analyzer.nested), per
+ * phase (A2A_PRE, A2A_POST). */
+typedef struct a2a_nested {
+  void (*start[2])(const a2a_event *ev);
+  void (*end[2])(const a2a_event *ev);
+} a2a_nested;
+
 /* An analyzer's per-kind handlers (a2a_analyzer.by_kind). */
 typedef struct a2a_by_kind {
   void (*fn[A2A_EV__COUNT])(const a2a_event *ev);
@@ -464,6 +474,20 @@ typedef struct a2a_analyzer {
    * them for thread-local state. The hot dispatch then
    * leaves it out of a repeated launch's PRE. */
   bool launch_quiet;
+  /* Optional: its handlers of nested group calls (a2a_group_nested), which
+   * the nested rows call instead of its table handlers of GROUP_START and
+   * GROUP_END (each only for a phase and kind of its masks); a NULL entry
+   * leaves it out of that row. NULL: its table handlers, as in the kind's
+   * own rows (always exact). An analyzer that declares them states why
+   * each does exactly what its table handler would do for a nested call,
+   * given only what a2a_group_nested guarantees: the thread's depth as its
+   * analyzed group calls counted it (a2a_event.u.group.depth; from zero,
+   * and from zero again in a forked child) is >= 1 at a nested start, >= 2
+   * at a nested end, and every group call of the thread
+   * that was not nested reached the kind's own rows - unless the analyzer
+   * vetoed the nested rows for the thread (a2a_group_nested_full) at a
+   * call where its own state could not follow that count. */
+  const struct a2a_nested *nested;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -518,7 +542,11 @@ typedef void (*a2a_handler)(const a2a_event *ev);
  * the analyzers that skip a queued copy's PRE (pre_skips_queued_copy), in
  * the same order; at POST the kind's row. */
 #define A2A_ROW_QCOPY ((unsigned)A2A_EV__COUNT)
-#define A2A_ROWS (A2A_EV__COUNT + 1)
+/* The rows of nested group calls (a2a_group_nested): per analyzer its
+ * a2a_analyzer.nested handlers, or its kind's table handlers. */
+#define A2A_ROW_GSTART_NESTED ((unsigned)A2A_EV__COUNT + 1)
+#define A2A_ROW_GEND_NESTED ((unsigned)A2A_EV__COUNT + 2)
+#define A2A_ROWS (A2A_EV__COUNT + 3)
 extern A2A_HIDDEN _Atomic(a2a_handler) a2a_handlers[2][A2A_ROWS][A2A_MAX_HANDLERS + 1];
 extern A2A_HIDDEN _Atomic bool a2a_dispatch_ready;
 extern A2A_HIDDEN bool a2a_activity_on;          /* store a2a_event.seq per thread at PRE */
@@ -662,7 +690,8 @@ static inline void a2a_launch_unquiet(uint32_t thread) {
 }
 
 /* a2a_dispatch_hot with the table's row `row` (a constant): the kind's
- * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true). */
+ * own, or A2A_ROW_QCOPY for a queued copy (a2a_copy_queued(ev) true); or,
+ * for a group call, its kind's or its nested row (a2a_group_nested). */
 __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_event *ev, a2a_kind kind,
                                                                    unsigned row, a2a_phase phase) {
   const bool launch_pre = phase == A2A_PRE && kind == A2A_EV_LAUNCH && row == (unsigned)A2A_EV_LAUNCH;
@@ -730,6 +759,57 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
 __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
   a2a_dispatch_row(ev, kind, (unsigned)kind, phase);
 }
+/* Nested group calls. NCCL's groups nest: only the outermost
+ * ncclGroupStart / ncclGroupEnd open and launch a group, the others only
+ * count (nccl-tests' sendrecv nests one pair per device in its group). The
+ * caller keeps each thread's group depth d - the shim in the thread's own
+ * runtime object (a2a_rt_thread.gdepth), a test beside its events - counted
+ * by the rule of the analyzers that count at POST (xrank, stream_hb,
+ * perf_comm) over the thread's analyzed group calls (a2a_group_count: +1
+ * per start that returned 0, -1 per end while positive, whatever its
+ * result), from zero when the thread's first call is analyzed and again
+ * in a forked child, where those analyzers start from zero too
+ * (a2a_core_after_fork_child; the shim's fork handler zeroes the forking
+ * thread's). That is not NCCL's depth, which also moves with the calls the
+ * shim passes through unanalyzed (before the runtime is ready, re-entered
+ * from NCCL), nor a count at PRE (group_local and layout count a failed
+ * start too). A start at d >= 1 or an end at d >= 2 is nested
+ * (a2a_group_nested): the caller dispatches both of its phases with the
+ * kind's nested row, A2A_ROW_GSTART_NESTED / A2A_ROW_GEND_NESTED, where an
+ * analyzer that declares nested handlers (a2a_analyzer.nested) has those;
+ * every other call takes the kind's own rows, and so does every call of a
+ * thread past A2A_ACTIVITY_THREADS or whose nested rows an analyzer vetoed
+ * (a2a_group_nested_full; forgotten at the core's (re)initialization and
+ * in a forked child). The generic dispatch (a2a_dispatch) never takes the
+ * nested rows: a thread's group calls go either all through
+ * a2a_group_nested (the shim) or none (a test's own dispatch). */
+__attribute__((always_inline)) static inline bool a2a_group_nested(a2a_event *ev, a2a_kind kind,
+                                                                   uint32_t d) {
+  ev->u.group.depth = (int)d;
+  if (kind == A2A_EV_GROUP_START ? d < 1 : d < 2) return false;
+  return ev->thread < A2A_ACTIVITY_THREADS && !a2a_activity_tab[ev->thread].gveto;
+}
+/* A group kind's nested row. */
+#define A2A_GROUP_NESTED_ROW(kind) \
+  ((kind) == A2A_EV_GROUP_START ? A2A_ROW_GSTART_NESTED : A2A_ROW_GEND_NESTED)
+/* The row of the group call of ev at depth d: its kind's, or its nested
+ * row. */
+__attribute__((always_inline)) static inline unsigned a2a_group_row(a2a_event *ev, a2a_kind kind,
+                                                                    uint32_t d) {
+  return a2a_group_nested(ev, kind, d) ? A2A_GROUP_NESTED_ROW(kind) : (unsigned)kind;
+}
+/* The thread's depth after a group call of kind that returned result, at
+ * depth d before it. */
+static inline uint32_t a2a_group_count(uint32_t d, a2a_kind kind, int result) {
+  return kind == A2A_EV_GROUP_START ? d + (result == 0) : d - (d != 0);
+}
+/* An analyzer's veto, from a handler of the thread's own group call: the
+ * thread's later group calls all take the kind's own rows (until the
+ * analyzers are re-initialized or the process forks). For an analyzer
+ * whose state for the thread cannot follow the depth's count (no record
+ * for it). */
+void a2a_group_nested_full(uint32_t thread);
+
 /* Bit k set: some running analyzer handles events of kind k (or needs every
  * call's activity). A wrapper may forward a call of a kind nobody wants
  * without building its event (A2ACHECK_CHECKS=-all is a real off switch).

@@ -272,8 +272,16 @@ typedef struct a2a_event {
 
     struct { void *graph_exec; int mode; } graph;
 
-    struct { int simulate; /* GROUP_END: ncclGroupSimulateEnd (launches
-                              nothing) */ } group;
+    struct {
+      int simulate;           /* GROUP_END: ncclGroupSimulateEnd (launches
+                                 nothing) */
+      int depth;              /* the thread's group depth before the call as
+                                 its analyzed group calls counted it
+                                 (a2a_group_nested: +1 per start that
+                                 returned 0, -1 per end while positive), 0
+                                 when the event did not come through
+                                 a2a_group_nested */
+    } group;
 
     struct { int status; /* exit status, for A2A_EV_PROCESS_EXIT */ } exit;
   } u;

@@ -176,8 +176,31 @@ static void add_handler(int ph, int k, a2a_handler f, int analyzer, unsigned *n)
   atomic_store(&a2a_handlers[ph][k][(*n)++], f);
 }
 
-/* The kind of a row of the tables (A2A_ROW_QCOPY: copies). */
-static int row_kind(int row) { return row == (int)A2A_ROW_QCOPY ? A2A_EV_MEMCPY : row; }
+/* The kind of a row of the tables (A2A_ROW_QCOPY: copies; the nested
+ * group rows: their kinds). */
+static int row_kind(int row) {
+  if (row == (int)A2A_ROW_QCOPY) return A2A_EV_MEMCPY;
+  if (row == (int)A2A_ROW_GSTART_NESTED) return A2A_EV_GROUP_START;
+  if (row == (int)A2A_ROW_GEND_NESTED) return A2A_EV_GROUP_END;
+  return row;
+}
+
+static bool row_nested(int row) {
+  return row == (int)A2A_ROW_GSTART_NESTED || row == (int)A2A_ROW_GEND_NESTED;
+}
+
+/* Analyzer a's handler of (ph, row k), NULL when it has none there: its
+ * nested handler in a nested row when it declares them
+ * (a2a_analyzer.nested), else its by_kind_post (POST), by_kind or
+ * on_event. */
+static a2a_handler row_handler(const a2a_analyzer *a, int ph, int k) {
+  int kind = row_kind(k);
+  if (row_nested(k) && a->nested)
+    return kind == A2A_EV_GROUP_START ? a->nested->start[ph] : a->nested->end[ph];
+  const a2a_by_kind *bk = a->by_kind, *bp = a->by_kind_post;
+  if (ph == A2A_POST && bp && bp->fn[kind]) bk = bp;
+  return bk && bk->fn[kind] ? bk->fn[kind] : a->on_event;
+}
 
 /* The gate of analyzer entry j of (ph, row k), or NULL when the entry is a
  * registry's or its analyzer does not gate (ph, its kind). */
@@ -194,6 +217,7 @@ static const _Atomic unsigned *entry_gate(int ph, int k, unsigned j) {
  * pre_open / post_open) of analyzer entry j of (ph, row k), or NULL. */
 static a2a_handler entry_open(int ph, int k, unsigned j) {
   uint8_t i = g_hidx[ph][k][j];
+  if (i != 0xff && row_nested(k) && g_an[i]->nested) return NULL; /* its nested handler, gate and all */
   const a2a_by_kind *bo = i == 0xff ? NULL : ph == A2A_PRE ? g_an[i]->pre_open : g_an[i]->post_open;
   return bo ? bo->fn[row_kind(k)] : NULL;
 }
@@ -244,6 +268,16 @@ static void forget_launch_marks(void) {
   for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].quiet = 0;
 }
 
+/* Forget every thread's veto of the nested group rows (a2a_group_nested):
+ * the analyzers' states start again. */
+static void forget_groups(void) {
+  for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].gveto = 0;
+}
+
+void a2a_group_nested_full(uint32_t thread) {
+  if (thread < A2A_ACTIVITY_THREADS) a2a_activity_tab[thread].gveto = 1;
+}
+
 static void init_analyzers(void) {
   atomic_store(&a2a_dispatch_ready, false);
   a2a_kparams_reset();
@@ -258,6 +292,7 @@ static void init_analyzers(void) {
   uint64_t want = 0;
   a2a_activity_on = false;
   forget_launch_marks();
+  forget_groups();
   for (int ph = 0; ph < 2; ph++)
     for (int row = 0; row < A2A_ROWS; row++) {
       unsigned n = 0;
@@ -271,11 +306,9 @@ static void init_analyzers(void) {
         uint64_t mask = ph == A2A_PRE ? g_an[i]->pre : g_an[i]->post;
         if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k)) &&
             !(qcopy_pre && g_an[i]->pre_skips_queued_copy)) {
-          const a2a_by_kind *bk = g_an[i]->by_kind, *bp = g_an[i]->by_kind_post;
-          if (ph == A2A_POST && bp && bp->fn[k]) bk = bp;
-          a2a_handler f = bk && bk->fn[k] ? bk->fn[k] : g_an[i]->on_event;
-          add_handler(ph, row, f, (int)i, &n);
           want |= A2A_KIND_BIT(k);
+          a2a_handler f = row_handler(g_an[i], ph, row);
+          if (f) add_handler(ph, row, f, (int)i, &n);
         }
       }
       if (ph == A2A_POST && k == A2A_EV_COMM_END) add_handler(ph, row, reg_comm_end, -1, &n);
@@ -385,6 +418,7 @@ void a2a_core_after_fork_child(void) {
    * state): the analyzer that deferred it forgets it in its own hook. */
   for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].flush = 0;
   forget_launch_marks(); /* the analyzers' fork hooks reset their state */
+  forget_groups();       /* (their states for the threads' groups) */
   a2a_registry_after_fork_child();
   if (!atomic_load(&a2a_dispatch_ready)) return;
   for (size_t i = 0; i < g_nan; i++)

@@ -597,7 +597,11 @@ __attribute__((noinline)) static void group_open(gl_thread *t, const a2a_event *
 
 __attribute__((noinline)) static void group_start_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
-  if (!t || ev->phase != A2A_PRE) return;
+  if (ev->phase != A2A_PRE) return;
+  if (!t) { /* no record to count in: every later group call to the kind's rows (gl_nested) */
+    a2a_group_nested_full(ev->thread);
+    return;
+  }
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (depth == 0) {
     group_open(t, ev);
@@ -691,6 +695,24 @@ __attribute__((noinline)) static void gl_group_end_post(const a2a_event *ev) {
   if (t->closing && atomic_load_explicit(&t->depth, memory_order_relaxed) == 0)
     group_closed(t, ev);
 }
+
+/* Nested group calls (a2a_analyzer.nested; a2a_group_nested): the
+ * table's PRE handlers, which count every start and end, but not a nested
+ * end's POST, a no-op there. This analyzer's depth D counts at PRE - +1
+ * per start whatever its result, -1 per end while positive - in the
+ * thread's record, kept from its claim while the thread lives (zeroed when
+ * claimed; the forking thread's kept in a child, where the shim's depth d
+ * starts again from zero), and it gets every group call at PRE; a start
+ * without a record vetoes the nested rows (group_start_all) before any
+ * nested call. So D >= d at every call: a start adds 1 to D whenever it
+ * adds 1 to d, an end takes 1 from both while d > 0 (then D > 0 too), and
+ * at d = 0 D stays >= 0. A nested end's POST (d >= 2 before it, so D >= 2
+ * before its PRE and >= 1 after) then finds its cached record (its PRE
+ * took it; a record that exists is found, never claimed) with depth > 0:
+ * the POST acts only at depth 0 after the outermost end's PRE set closing
+ * (gl_group_end_post), so it does nothing. */
+static const a2a_nested gl_nested = {.start = {[A2A_PRE] = gl_on_group_start},
+                                     .end = {[A2A_PRE] = gl_group_end_pre}};
 
 static void gl_on_group_end(const a2a_event *ev) {
   if (ev->phase == A2A_PRE) gl_group_end_pre(ev);
@@ -846,4 +868,5 @@ const a2a_analyzer a2a_analyzer_group_local = {
     .on_event = gl_on_event,
     .by_kind = &gl_by_kind,
     .by_kind_post = &gl_by_kind_post,
+    .nested = &gl_nested,
 };

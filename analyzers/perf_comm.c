@@ -1325,6 +1325,29 @@ static void pc_group_end_post(const a2a_event *ev) {
   t->depth = 0;
   group_end_post(t, ev);
 }
+/* Nested group calls (a2a_analyzer.nested; a2a_group_nested). This
+ * analyzer's depth counts as the shim's does (a successful start at its
+ * POST, pc_by_group_start; an end at its POST while positive, whatever its
+ * result, pc_group_end_post), from zero at init and in a forked child
+ * (g_gen) as the shim's, and tls() always has the thread's record: so the
+ * table's handlers, given every call, would hold the shim's depth d
+ * (u.group.depth) at each. There a nested start
+ * (d >= 1) only counts (its PRE returns; its POST's `depth++ == 0` is
+ * false) and a nested end (d >= 2) clears the armed window and ends the
+ * overlap epoch at its PRE (group_end_pre: then depth != 1 returns) and
+ * only counts at its POST. Left out of the counting, this analyzer holds
+ * min(d, 1) instead of d: the same answer to every test made of it
+ * outside the group handlers (depth > 0: the operations' handlers), and
+ * at a group call that is not nested (a start at d 0, an end at d <= 1)
+ * the same value. So the nested rows call only pc_group_end_nested. */
+static void pc_group_end_nested(const a2a_event *ev) {
+  (void)ev;
+  pc_tls *t = tls();
+  t->armed_c = NULL;
+  sample_epoch_end(t);
+}
+static const a2a_nested pc_nested = {.end = {[A2A_PRE] = pc_group_end_nested}};
+
 static void pc_by_group_end(const a2a_event *ev) {
   if (ev->phase == A2A_PRE) pc_group_end_pre(ev);
   else pc_group_end_post(ev);
@@ -1916,6 +1939,7 @@ const a2a_analyzer a2a_analyzer_perf_comm = {
      * after a launch that left launch_fast its stream's key, the same
      * launch only clears armed_c, which it cleared (pc_launch_slow). */
     .launch_quiet = true,
+    .nested = &pc_nested,
     .pre_gated = A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT),
     .pre_gate = &g_pc_gate,
     .post_gated = A2A_KIND_BIT(A2A_EV_EVENT_RECORD),

@@ -3599,13 +3599,33 @@ __attribute__((noinline)) static void hb_launch_locked(const a2a_event *ev, cons
   hb_unlock(&q);
 }
 
-/* ncclGroupStart: one more level of the thread's group nesting. */
+/* ncclGroupStart: one more level of the thread's group nesting.
+ *
+ * Nested group calls (a2a_analyzer.nested; a2a_group_nested) do not reach
+ * this analyzer. Its depth counts as the shim's does (a start that
+ * returned 0, an end while positive whatever its result, both at POST),
+ * from zero at init and in a forked child (hb_init) as the shim's -
+ * while the thread has a state: a successful start without one (a thread
+ * past MAX_THREADS, an allocation that failed) vetoes the thread's nested
+ * rows (a2a_group_nested_full), at a start the shim did not find
+ * nested (a vetoed thread's are none), so every later group call of the
+ * thread reaches it as before. (A state, once there, stays until init or
+ * fork; while g_disabled nothing here acts at all.) So the table's
+ * handlers, given every call, would hold the shim's depth d
+ * (u.group.depth) at each, and there a nested start (d >= 1) or end
+ * (d >= 2) only counts. Left out of the counting, the depth is min(d, 1):
+ * the same answer to the operations' tests (depth > 0, <= 0), and the same
+ * value at every group call that is not nested (a start at d 0, an end at
+ * d <= 1): the outermost end applies the group's accesses exactly when
+ * the full count would. */
 static inline void hb_group_start(const a2a_event *ev) {
   if (ev->result == 0) {
     thread_state *ts = thread_state_of(ev->thread);
     if (ts) ts->depth++;
+    else a2a_group_nested_full(ev->thread);
   }
 }
+static const a2a_nested hb_nested = {.start = {NULL, NULL}, .end = {NULL, NULL}};
 
 /* ncclGroupEnd: the outermost one enqueues the group's accesses. */
 __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
@@ -4216,6 +4236,7 @@ const a2a_analyzer a2a_analyzer_stream_hb = {
     .init = hb_init,
     .on_event = hb_on_event,
     .by_kind = &hb_by_kind,
+    .nested = &hb_nested,
     .fini = NULL,
     .after_fork_child = hb_after_fork_child,
 };

@@ -48,6 +48,10 @@ typedef struct a2a_rt_thread {
   bool device_set;
   bool nccl_noted;    /* a2a_rt_note_nccl_call: this thread set the flag */
   int *errno_loc;     /* a2a_rt_errno_loc: &errno, NULL until first asked */
+  /* The interposition layer's (shim/wrap_nccl.c): the thread's group depth
+   * as its analyzed group calls counted it (a2a_group_nested); zeroed for
+   * the forking thread in a forked child, with the analyzers' states. */
+  uint32_t gdepth;
 } a2a_rt_thread;
 extern A2A_RT_TLS a2a_rt_thread a2a_rt_t;
 enum { A2A_RT_STATE_READY = 2 };    /* = A2A_RT_READY (rt_internal.h) */

@@ -101,7 +101,7 @@ static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api
  * declare their event with A2A_EVENT_NCCL (A2A_EVENT_HOT's head, no
  * zeroing of the union, with nccl_event's members): each
  * fills every member of its kind's union member (u.coll: all seven; u.p2p:
- * is_send, buff, count, dtype, peer; u.group: simulate; u.async_err:
+ * is_send, buff, count, dtype, peer; u.group: simulate, depth; u.async_err:
  * async_error; a query has none), and the handlers read the union only
  * through the member of the event's kind. The queries and the async-error
  * poll are forwarded without an event while no analyzer handles their kind
@@ -652,7 +652,12 @@ static void group_track(bool start, ncclResult_t r)
 }
 
 /* The group calls: NCCL's depth is mirrored (group_track) on the
- * pass-through path too, so a re-entered or pre-init call keeps it right. */
+ * pass-through path too, so a re-entered or pre-init call keeps it right.
+ * An analyzed call is dispatched, both phases, with the row a2a_group_nested
+ * chose at its PRE from the thread's count (a2a_rt_t.gdepth; a nested
+ * call's rows reach only the analyzers that act on one), and its result
+ * counted (a2a_group_count) before its POST:
+ * the same as A2A_PRE_HOT and A2A_POST_END_HOT, the row aside. */
 #define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
   {                                                                           \
     A2A_ERRNO_SAVE();                                                         \
@@ -664,13 +669,28 @@ static void group_track(bool start, ncclResult_t r)
     }                                                                         \
     A2A_EVENT_NCCL(ev, (evkind), #name, NULL, NULL);                          \
     ev.u.group.simulate = (simulate_);                                        \
-    A2A_PRE_HOT(ev, (evkind), 0);                                             \
+    if (__builtin_expect(a2a_group_nested(&ev, (evkind), a2a_rt_t.gdepth), 0)) \
+      A2A_GROUP_CALL(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind), (start_),    \
+                     name, __VA_ARGS__);                                      \
+    A2A_GROUP_CALL(ev, (evkind), (unsigned)(evkind), (start_), name, __VA_ARGS__); \
+  }
+
+/* An analyzed group call's dispatch with its row (a constant: either
+ * branch's list address is one), the real call and the return. */
+#define A2A_GROUP_CALL(ev, evkind, row, start_, name, ...)                    \
+  do {                                                                        \
+    a2a_dispatch_row(&(ev), (evkind), (row), A2A_PRE);                        \
+    A2A_ERRNO = a2a_errno_;                                                   \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
     group_track((start_), r);                                                 \
-    A2A_POST_END_HOT(ev, (evkind));                                           \
+    a2a_rt_t.gdepth = a2a_group_count(a2a_rt_t.gdepth, (evkind), (int)r);     \
+    (ev).phase = A2A_POST;                                                    \
+    a2a_dispatch_row(&(ev), (evkind), (row), A2A_POST);                       \
+    a2a_rt_leave();                                                           \
+    A2A_ERRNO = a2a_errno_;                                                   \
     return r;                                                                 \
-  }
+  } while (0)
 
 A2A_PUBLIC ncclResult_t ncclGroupStart(void)
     A2A_GROUP_WRAP(ncclGroupStart, A2A_EV_GROUP_START, true, 0, )

@@ -1260,6 +1260,25 @@ static const a2a_by_kind xr_by_kind = {
     .fn = {[A2A_EV_MEMCPY] = on_memcpy, [A2A_EV_COLL] = on_coll, [A2A_EV_P2P] = on_p2p,
            [A2A_EV_STREAM_QUERY] = on_stream_query, [A2A_EV_COMM_ASYNC_ERROR] = on_async_error,
            [A2A_EV_GROUP_START] = on_group_start, [A2A_EV_GROUP_END] = on_group_end}};
+/* Nested group calls (a2a_analyzer.nested; a2a_group_nested): none. This
+ * analyzer's depth (tslot.depth) counts as the shim's does (a start that
+ * returned 0 at its POST, on_group_start; an end at its POST while
+ * positive, whatever its result, on_group_end), from zero (its slots are
+ * zero until the thread's first event; a forked child clears them,
+ * after_fork_child, as the shim zeroes the forking thread's depth), while
+ * g_active holds (set at init only; while 0 nothing here acts at all), and
+ * slot() has every thread that may take the nested rows (the assertion).
+ * So the table's handlers, given every call, would hold the shim's depth d
+ * (u.group.depth) at each, and there a nested start (d >= 1) or end
+ * (d >= 2) only counts: no record, no other state. Left out of the
+ * counting, the depth is min(d, 1): the same answer to the operations'
+ * test (depth > 0), and the same value at every group call that is not
+ * nested (a start at d 0, an end at d <= 1), which closes the group's
+ * units exactly when the full count would - the same records, in the same
+ * order. */
+_Static_assert(MAX_THREADS >= A2A_ACTIVITY_THREADS, "a slot for every thread a2a_group_nested may nest");
+static const a2a_nested xr_nested = {.start = {NULL, NULL}, .end = {NULL, NULL}};
+
 /* A send's or receive's POST (the only phase of P2P in this analyzer's
  * masks: xr_by_kind's on_p2p then never sees a PRE from the table). */
 static const a2a_by_kind xr_by_kind_post = {.fn = {[A2A_EV_P2P] = on_p2p_post}};
@@ -1543,6 +1562,7 @@ const a2a_analyzer a2a_analyzer_xrank = {
     .on_event = on_event,
     .by_kind = &xr_by_kind,
     .by_kind_post = &xr_by_kind_post,
+    .nested = &xr_nested,
     .fini = NULL,
     .after_fork_child = after_fork_child,
 };

@@ -320,7 +320,21 @@ const char *collector_fail_reason(void) { return failed ? fail_reason : NULL; }
 
 a2a_options *collector_options(void) { return &opts; }
 
-void collector_reinit(void) { a2a_core_reset_for_tests(&opts, &fake_host); }
+/* ev_dispatch_group's per-thread group depths (the shim's
+ * a2a_rt_thread.gdepth): zero when the analyzers are (re)initialized, as
+ * no call of any thread was analyzed before. Threads past the array count
+ * in its last entry (a2a_group_nested keeps them out of the nested rows
+ * anyway: A2A_ACTIVITY_THREADS is below it). */
+#define GROUP_THREADS 2048
+_Static_assert(GROUP_THREADS > A2A_ACTIVITY_THREADS, "a depth for the threads past the table");
+static uint32_t g_gdepth[GROUP_THREADS];
+
+void ev_group_forget(void) { memset(g_gdepth, 0, sizeof g_gdepth); }
+
+void collector_reinit(void) {
+  ev_group_forget();
+  a2a_core_reset_for_tests(&opts, &fake_host);
+}
 
 void collector_reset(void) {
   pthread_mutex_lock(&mu);
@@ -376,6 +390,19 @@ void ev_post(a2a_event *ev, int result) {
 void ev_dispatch(a2a_event *ev, int result) {
   ev_pre(ev);
   ev_post(ev, result);
+}
+
+void ev_dispatch_group(a2a_event *ev, int result) {
+  const a2a_kind kind = ev->kind;
+  uint32_t *d = &g_gdepth[ev->thread < GROUP_THREADS ? ev->thread : GROUP_THREADS - 1];
+  const unsigned row = a2a_group_row(ev, kind, *d);
+  ev->phase = A2A_PRE;
+  ev->t_ns = fake_now;
+  a2a_dispatch_row(ev, kind, row, A2A_PRE);
+  a2a_event_set_result(ev, result);
+  *d = a2a_group_count(*d, kind, result);
+  ev->phase = A2A_POST;
+  a2a_dispatch_row(ev, kind, row, A2A_POST);
 }
 
 static void activity_only(const a2a_event *ev) { (void)ev; }

@@ -76,6 +76,16 @@ const char *collector_fail_reason(void);
 a2a_event ev_make(a2a_kind kind);                 /* thread 1, device 0 */
 void ev_dispatch(a2a_event *ev, int result);      /* PRE then POST */
 void ev_pre(a2a_event *ev);
+/* A group call (GROUP_START / GROUP_END) as the shim's group wrappers
+ * dispatch it: both phases with the row a2a_group_row chose from the
+ * thread's depth (kept here per ev->thread, as the shim keeps it per
+ * thread; zeroed by collector_reinit and collector_reset), the result
+ * counted (a2a_group_count) before the POST. A thread's group calls should
+ * all go through this or all through ev_dispatch (a2a_group_nested). */
+void ev_dispatch_group(a2a_event *ev, int result);
+/* Zero those depths: what the shim's fork handler does for the forking
+ * thread (call it with a2a_core_after_fork_child). */
+void ev_group_forget(void);
 void ev_post(a2a_event *ev, int result);
 
 /* Repeated launches (a2a_note_launch, a2a_analyzer.launch_quiet): the

@@ -1200,6 +1200,116 @@ START_TEST(hash_is_stable) {
 }
 END_TEST
 
+/* Nested group calls (a2a_group_row): an analyzer that declares nested
+ * handlers (fake_n: only a nested end's PRE) gets those in a nested call's
+ * rows, and its table handler for every other group call; one that
+ * declares none (fake_g) gets every group call. The depth counts a start
+ * that returned 0 and an end while positive, whatever its result; the
+ * veto, a thread past the table, the core's re-initialization and a fork
+ * send every call to the kind's rows. */
+static int g_gtab[2][2], g_gnest, g_gall;
+static void fg_event(const a2a_event *ev) { g_gall++; }
+static void fn_event(const a2a_event *ev) {
+  g_gtab[ev->kind == A2A_EV_GROUP_END][ev->phase]++;
+}
+static void fn_end_nested(const a2a_event *ev) {
+  ck_assert_int_eq(ev->kind, A2A_EV_GROUP_END);
+  ck_assert_int_eq(ev->phase, A2A_PRE);
+  g_gnest++;
+}
+#define GROUP_KINDS (A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END))
+static const a2a_nested fn_nested = {.end = {[A2A_PRE] = fn_end_nested}};
+static const a2a_analyzer fake_g = {.name = "fake_g", .pre = GROUP_KINDS, .post = GROUP_KINDS,
+                                    .on_event = fg_event};
+static const a2a_analyzer fake_n = {.name = "fake_n", .pre = GROUP_KINDS, .post = GROUP_KINDS,
+                                    .on_event = fn_event, .nested = &fn_nested};
+
+/* One group call of thread `thread` as the shim makes it; returns the
+ * depth the event carried. */
+static int gcall(a2a_kind k, int result, uint32_t thread) {
+  a2a_event ev = ev_make(k);
+  ev.thread = thread;
+  ev_dispatch_group(&ev, result);
+  return ev.u.group.depth;
+}
+static void gcounts_reset(void) {
+  memset(g_gtab, 0, sizeof g_gtab);
+  g_gnest = g_gall = 0;
+}
+#define ASSERT_G(start_pre, start_post, end_pre, end_post, nested, all) \
+  do {                                                                  \
+    ck_assert_int_eq(g_gtab[0][A2A_PRE], (start_pre));                  \
+    ck_assert_int_eq(g_gtab[0][A2A_POST], (start_post));                \
+    ck_assert_int_eq(g_gtab[1][A2A_PRE], (end_pre));                    \
+    ck_assert_int_eq(g_gtab[1][A2A_POST], (end_post));                  \
+    ck_assert_int_eq(g_gnest, (nested));                                \
+    ck_assert_int_eq(g_gall, (all));                                    \
+  } while (0)
+
+START_TEST(nested_group_calls_take_the_nested_rows) {
+  static const a2a_analyzer *const list[] = {&fake_g, &fake_n};
+  a2a_core_set_analyzers_for_tests(list, 2);
+  collector_reinit();
+  gcounts_reset();
+  const uint32_t T = 5;
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 0); /* outermost */
+  ASSERT_G(1, 1, 0, 0, 0, 2);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 1); /* nested */
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 2); /* nested */
+  ASSERT_G(1, 1, 0, 0, 0, 6);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 5, T), 3); /* failed: not counted */
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 3, T), 3);   /* failed: counted */
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 0, T), 2);   /* nested */
+  ASSERT_G(1, 1, 0, 0, 2, 12);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 0, T), 1); /* the outermost */
+  ASSERT_G(1, 1, 1, 1, 2, 14);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 0, T), 0); /* without a start */
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 0);
+  ASSERT_G(2, 2, 2, 2, 2, 18);
+  /* Another thread counts its own. */
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T + 1), 0);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 0, T + 1), 1);
+  ASSERT_G(3, 3, 3, 3, 2, 22);
+
+  /* A veto: the thread's calls all take the kind's rows. */
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 1); /* nested */
+  ASSERT_G(3, 3, 3, 3, 2, 24);
+  a2a_group_nested_full(T);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 2);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 0, T), 3);
+  ASSERT_G(4, 4, 4, 4, 2, 28);
+  /* The core's re-initialization forgets the vetoes (and no call was
+   * analyzed before it: the depths are zero). */
+  collector_reinit();
+  gcounts_reset();
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 0);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 1);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 0, T), 2);
+  ASSERT_G(1, 1, 0, 0, 1, 6);
+  /* So does a fork (the child's POST counters start again from zero; the
+   * shim zeroes the forking thread's depth). */
+  a2a_core_after_fork_child();
+  ev_group_forget();
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, T), 0);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 0, T), 1);
+  ASSERT_G(2, 2, 1, 1, 1, 10);
+  /* A thread past the table: every call to the kind's rows. */
+  const uint32_t F = A2A_ACTIVITY_THREADS;
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, F), 0);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_START, 0, F), 1);
+  ck_assert_int_eq(gcall(A2A_EV_GROUP_END, 0, F), 2);
+  ASSERT_G(4, 4, 2, 2, 1, 16);
+  /* The generic dispatch never takes the nested rows. */
+  a2a_event e = ev_make(A2A_EV_GROUP_START);
+  e.thread = T;
+  ev_dispatch(&e, 0);
+  ev_dispatch(&e, 0);
+  ASSERT_G(6, 6, 2, 2, 1, 20);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("core");
   TCase *tc = tcase_create("core");
@@ -1235,6 +1345,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, kernel_params_cache_follows_resets);
   tcase_add_test(tc, tslots_outlive_no_thread);
   tcase_add_test(tc, lock_excludes_under_contention);
+  tcase_add_test(tc, nested_group_calls_take_the_nested_rows);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -43,12 +43,16 @@ static void *init_comm(void *handle, const void *id, int nranks, int rank, int d
   return handle;
 }
 
+/* How group() dispatches: every call to the kind's rows (ev_dispatch), or
+ * as the shim does (ev_dispatch_group: a nested call's rows). */
+static void (*g_group_dispatch)(a2a_event *ev, int result) = ev_dispatch;
+
 static void group(a2a_kind k, uint32_t thread) {
   a2a_event ev = ev_make(k);
   ev.api = k == A2A_EV_GROUP_START ? "ncclGroupStart" : "ncclGroupEnd";
   ev.thread = thread;
   ev.callsite = (const void *)(uintptr_t)(k == A2A_EV_GROUP_START ? 0x2000 : 0x2100);
-  ev_dispatch(&ev, 0);
+  g_group_dispatch(&ev, 0);
 }
 
 static a2a_event p2p(void *comm, int is_send, uintptr_t buf, size_t count, int peer,
@@ -1235,8 +1239,18 @@ static const collected *find_nth(const char *check, size_t k) {
  * are depth counters (gl_on_group_start, gl_group_end_pre,
  * gl_group_end_post): every nested start counts up, every nested end
  * counts down, and a nested end's POST leaves the open group's contents
- * alone. */
-START_TEST(nested_group_calls_count_the_depth_exactly) {
+ * alone. The same through the shim's rows (a nested end's POST not
+ * called: gl_nested). */
+static void nested_depth_body(void);
+START_TEST(nested_group_calls_count_the_depth_exactly) { nested_depth_body(); }
+END_TEST
+START_TEST(nested_group_rows_count_the_depth_exactly) {
+  g_group_dispatch = ev_dispatch_group;
+  nested_depth_body();
+  g_group_dispatch = ev_dispatch;
+}
+END_TEST
+static void nested_depth_body(void) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   group(A2A_EV_GROUP_START, 1);
   group(A2A_EV_GROUP_START, 1);
@@ -1267,7 +1281,6 @@ START_TEST(nested_group_calls_count_the_depth_exactly) {
   ck_assert_uint_eq(collector_count("group.concurrent-use"), 0);
   ck_assert_uint_eq(collector_count_prefix("group."), 3);
 }
-END_TEST
 
 /* A broadcast of 4 floats from 0x30000000 into 0x31000000 on STREAM_A,
  * at site 0x5550. */
@@ -1354,6 +1367,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, end_without_start);
   tcase_add_test(tc, nested_group_calls_count_the_depth_exactly);
+  tcase_add_test(tc, nested_group_rows_count_the_depth_exactly);
   tcase_add_test(tc, fast_path_operations_keep_their_own_arguments);
   tcase_add_test(tc, fast_path_collective_of_another_root);
   tcase_add_test(tc, group_mismatch_recorded_on_the_fast_path);

@@ -336,23 +336,27 @@ START_TEST(single_rank_comm_is_not_judged) {
 }
 END_TEST
 
+/* An AlltoAll's share with one peer: a send and a receive of 1 MiB. */
+static void alltoall_share(int peer) {
+  for (int send = 1; send >= 0; send--) {
+    a2a_event ev = ev_make(A2A_EV_P2P);
+    ev.comm = COMM;
+    ev.stream = S1;
+    ev.u.p2p.is_send = send;
+    ev.u.p2p.count = 1 << 18;
+    ev.u.p2p.dtype = NCCL_FLOAT;
+    ev.u.p2p.peer = peer;
+    ev_dispatch(&ev, 0);
+  }
+}
+
 START_TEST(grouped_p2p_alltoall_is_one_op) {
   comm_init(COMM, 4);
   a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
   ge.api = "ncclGroupEnd";
   for (size_t i = 0; i < 3; i++) {
     ev_dispatch(&gs, 0);
-    for (int peer = 0; peer < 4; peer++)
-      for (int send = 1; send >= 0; send--) {
-        a2a_event ev = ev_make(A2A_EV_P2P);
-        ev.comm = COMM;
-        ev.stream = S1;
-        ev.u.p2p.is_send = send;
-        ev.u.p2p.count = 1 << 18;
-        ev.u.p2p.dtype = NCCL_FLOAT;
-        ev.u.p2p.peer = peer;
-        ev_dispatch(&ev, 0);
-      }
+    for (int peer = 0; peer < 4; peer++) alltoall_share(peer);
     ev_dispatch(&ge, 0);
     complete_op(i, 2.0);
   }
@@ -376,6 +380,35 @@ START_TEST(grouped_p2p_alltoall_is_one_op) {
   ck_assert_ptr_nonnull(strstr(s->details, "\"op\":\"SendRecv\""));
   /* 4 MiB per group in 2 ms: algbw 2.097 GB/s, busbw 1.573 GB/s. */
   ck_assert_ptr_nonnull(strstr(s->message, "algbw 2.10 GB/s, busbw 1.57 GB/s"));
+}
+END_TEST
+
+/* nccl-tests' -g: one nested group per peer inside the outer group, as
+ * the shim dispatches it (ev_dispatch_group: the nested calls' rows): the
+ * outer group is still one AlltoAll, counted and timed once, at its
+ * outermost end. */
+START_TEST(nested_groups_are_one_op) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 3; i++) {
+    a2a_event g = ev_make(A2A_EV_GROUP_START);
+    ev_dispatch_group(&g, 0);
+    for (int peer = 0; peer < 4; peer++) {
+      g = ev_make(A2A_EV_GROUP_START);
+      ev_dispatch_group(&g, 0);
+      alltoall_share(peer);
+      g = ev_make(A2A_EV_GROUP_END);
+      ev_dispatch_group(&g, 0);
+    }
+    g = ev_make(A2A_EV_GROUP_END);
+    ev_dispatch_group(&g, 0);
+    complete_op(i, 2.0);
+  }
+  a2a_core_fini();
+  const collected *s = collector_find("perf.summary");
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq((int)details_num(s, "ops"), 3);
+  ck_assert_int_eq((int)details_num(s, "measured_ops"), 3);
+  ck_assert_ptr_nonnull(strstr(s->details, "\"op\":\"AlltoAll(send/recv)\""));
 }
 END_TEST
 
@@ -1098,6 +1131,41 @@ START_TEST(grouped_pre_ends_the_armed_window) {
 }
 END_TEST
 
+/* A nested ncclGroupEnd's PRE ends the armed window as any group end's
+ * does (group_end_pre; the nested rows' pc_group_end_nested): a
+ * synchronization of the armed stream after it follows no operation. The
+ * same through the kind's rows (ev_dispatch, every call) and as the shim
+ * dispatches (ev_dispatch_group, a nested call's rows); without the nested
+ * pair the window stays armed until the synchronization. */
+static void nested_end_disarms(void (*group)(a2a_event *, int), bool nested, int blocked) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    alltoall(i, 4u << 20, 1.0, S1);
+    a2a_event g = ev_make(A2A_EV_GROUP_START);
+    group(&g, 0);
+    if (nested) {
+      g = ev_make(A2A_EV_GROUP_START);
+      group(&g, 0);
+      g = ev_make(A2A_EV_GROUP_END);
+      group(&g, 0);
+    }
+    simple(A2A_EV_STREAM_SYNC, S1);
+    g = ev_make(A2A_EV_GROUP_END);
+    group(&g, 0);
+  }
+  a2a_core_fini();
+  const collected *f = collector_find("perf.no-overlap");
+  ck_assert_int_eq(f ? (int)details_num(f, "blocked_after_ops") : 0, blocked);
+}
+START_TEST(nested_group_end_ends_the_armed_window) { nested_end_disarms(ev_dispatch, true, 0); }
+END_TEST
+START_TEST(nested_group_end_ends_the_armed_window_in_its_row) {
+  nested_end_disarms(ev_dispatch_group, true, 0);
+}
+END_TEST
+START_TEST(group_start_leaves_the_window_armed) { nested_end_disarms(ev_dispatch_group, false, 20); }
+END_TEST
+
 /* After a full synchronization the thread's stream table starts empty: a
  * stream used again first (the table's old first entry) is work to
  * synchronize like any other, so a step that synchronizes only the two
@@ -1520,6 +1588,10 @@ int main(void) {
   tcase_add_test(tc, failed_group_start_opens_no_group);
   tcase_add_test(tc, grouped_pre_disarms_for_tracked_comm_only);
   tcase_add_test(tc, grouped_pre_ends_the_armed_window);
+  tcase_add_test(tc, nested_groups_are_one_op);
+  tcase_add_test(tc, nested_group_end_ends_the_armed_window);
+  tcase_add_test(tc, nested_group_end_ends_the_armed_window_in_its_row);
+  tcase_add_test(tc, group_start_leaves_the_window_armed);
   tcase_add_test(tc, grouped_collective_after_a_send_is_no_p2p_call);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);

@@ -1627,6 +1627,66 @@ START_TEST(grouped_alltoall_merges_chunks_and_applies_at_group_end) {
 }
 END_TEST
 
+/* Nested group calls as the shim dispatches them (ev_dispatch_group: a
+ * nested call's rows leave this analyzer out): the accesses of a group
+ * with one nested group per peer (nccl-tests' -g) are applied at the
+ * outermost end, not before, and judged as the flat group's; a thread
+ * this analyzer keeps no state for vetoes its nested rows. */
+static void group_shim(a2a_kind k, uint32_t thread) {
+  a2a_event ev = ev_make(k);
+  ev.api = k == A2A_EV_GROUP_START ? "ncclGroupStart" : "ncclGroupEnd";
+  ev.thread = thread;
+  ev_dispatch_group(&ev, 0);
+}
+
+START_TEST(nested_groups_apply_at_the_outermost_end) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  void *e = (void *)0xe8, *done = (void *)0xe7;
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  group_shim(A2A_EV_GROUP_START, 1);
+  for (int peer = 0; peer < 4; peer++) {
+    group_shim(A2A_EV_GROUP_START, 1);
+    send_on(S_COMM, (char *)SENDBUF + peer * 1024, 256, (void *)0x4000);
+    recv_on(S_COMM, (char *)RECVBUF + peer * 1024, 256);
+    group_shim(A2A_EV_GROUP_END, 1);
+  }
+  /* The edge arrives inside the group, before NCCL enqueues at its end. */
+  event_ev(A2A_EV_EVENT_RECORD, e, S_COMP, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_COMM, 0);
+  group_shim(A2A_EV_GROUP_END, 1);
+  ck_assert_int_eq(stream_findings(), 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 2);
+  /* The producer without the edge towards the communication stream: one
+   * finding for the merged send range, at the outermost end only. */
+  event_ev(A2A_EV_EVENT_RECORD, done, S_COMM, 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, done, S_COMP, 0);
+  launch_fill(S_COMP, SENDBUF, (void *)0x3001);
+  ck_assert_int_eq(stream_findings(), 0);
+  group_shim(A2A_EV_GROUP_START, 1);
+  for (int peer = 0; peer < 4; peer++) {
+    group_shim(A2A_EV_GROUP_START, 1);
+    send_on(S_COMM, (char *)SENDBUF + peer * 1024, 256, (void *)0x4001);
+    recv_on(S_COMM, (char *)RECVBUF + peer * 1024, 256);
+    group_shim(A2A_EV_GROUP_END, 1);
+    ck_assert_int_eq(stream_findings(), 0); /* a nested end enqueues nothing */
+  }
+  group_shim(A2A_EV_GROUP_END, 1);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-input")->message,
+                               "4 grouped operations"));
+
+  /* No state for a thread past STREAM_HB_MAX_THREADS: its first group
+   * vetoes the nested rows, so its next start takes the kind's rows. */
+  const uint32_t far = STREAM_HB_MAX_THREADS + 1;
+  group_shim(A2A_EV_GROUP_START, far);
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  g.thread = far;
+  ck_assert_uint_eq(a2a_group_row(&g, A2A_EV_GROUP_START, 1), A2A_EV_GROUP_START);
+  group_shim(A2A_EV_GROUP_END, far);
+}
+END_TEST
+
 /* ---------------- recent copies (fresh buffers) ---------------- */
 
 static void *const S_UP = (void *)0x5400; /* upload stream */
@@ -3787,6 +3847,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, in_place_allgather);
   tcase_add_test(tc, collective_extents_follow_nranks_and_root);
   tcase_add_test(tc, grouped_alltoall_merges_chunks_and_applies_at_group_end);
+  tcase_add_test(tc, nested_groups_apply_at_the_outermost_end);
   tcase_add_test(tc, fresh_block_upload_without_edge_fires);
   tcase_add_test(tc, fresh_block_upload_with_edge_is_ordered);
   tcase_add_test(tc, copy_ring_lifetime);

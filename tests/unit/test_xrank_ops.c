@@ -590,6 +590,30 @@ START_TEST(a_capture_on_another_thread_ends_the_run) {
 }
 END_TEST
 
+/* The records of two threads' runs of the same calls are the same but
+ * for the thread. */
+static void assert_same_records(const xr_rec *a, int na, uint32_t ta, const xr_rec *b, int nb,
+                                uint32_t tb) {
+  ck_assert_int_eq(na, nb);
+  for (int i = 0; i < na; i++) {
+    ck_assert_int_eq(a[i].type, b[i].type);
+    ck_assert_uint_eq(a[i].thread, ta);
+    ck_assert_uint_eq(b[i].thread, tb);
+    ck_assert_uint_eq(a[i].stream, b[i].stream);
+    if (a[i].type == XR_REC_OP) ck_assert(!memcmp(&a[i].u.op, &b[i].u.op, sizeof a[i].u.op));
+    if (a[i].type == XR_REC_OP_UNIT) {
+      ck_assert(!memcmp(&a[i].u.opu.op, &b[i].u.opu.op, sizeof a[i].u.opu.op));
+      ck_assert_int_eq(a[i].u.opu.deferred, b[i].u.opu.deferred);
+      ck_assert_uint_eq(a[i].u.opu.run, b[i].u.opu.run);
+    }
+    if (a[i].type == XR_REC_UNIT_END) {
+      ck_assert_int_eq(a[i].u.unit.deferred, b[i].u.unit.deferred);
+      ck_assert_uint_eq(a[i].u.unit.run, b[i].u.unit.run);
+      ck_assert_int_eq(a[i].event != NULL, b[i].event != NULL);
+    }
+  }
+}
+
 /* ---- the dispatch table's handlers against on_event ---- */
 
 /* The calls of one thread: a group of a send and a receive, a lone
@@ -682,29 +706,82 @@ START_TEST(table_handlers_do_what_on_event_does) {
   int nb = drain(b, 32);
   size_t ntb = xr_blocked_snapshot(tb, 8, 0);
   ck_assert_int_ge(na, 6);
-  ck_assert_int_eq(na, nb);
-  for (int i = 0; i < na; i++) {
-    ck_assert_int_eq(a[i].type, b[i].type);
-    ck_assert_uint_eq(a[i].thread, 3);
-    ck_assert_uint_eq(b[i].thread, 4);
-    ck_assert_uint_eq(a[i].stream, b[i].stream);
-    if (a[i].type == XR_REC_OP)
-      ck_assert(!memcmp(&a[i].u.op, &b[i].u.op, sizeof a[i].u.op));
-    if (a[i].type == XR_REC_OP_UNIT) {
-      ck_assert(!memcmp(&a[i].u.opu.op, &b[i].u.opu.op, sizeof a[i].u.opu.op));
-      ck_assert_int_eq(a[i].u.opu.deferred, b[i].u.opu.deferred);
-      ck_assert_uint_eq(a[i].u.opu.run, b[i].u.opu.run);
-    }
-    if (a[i].type == XR_REC_UNIT_END) {
-      ck_assert_int_eq(a[i].u.unit.deferred, b[i].u.unit.deferred);
-      ck_assert_uint_eq(a[i].u.unit.run, b[i].u.unit.run);
-      ck_assert_int_eq(a[i].event != NULL, b[i].event != NULL);
-    }
-  }
+  assert_same_records(a, na, 3, b, nb, 4);
   /* The blocked states: thread 3's synchronous copy, then also thread 4's
    * (each thread's polling episode ended with its later calls). */
   ck_assert_uint_eq(nta + 1, ntb);
   ck_assert_uint_eq(ta[0].wait, tb[ntb - 1].wait);
+}
+END_TEST
+
+/* ---- nested group calls (a2a_group_row) ---- */
+
+/* Groups of one thread, each group call through `group`: ev_dispatch
+ * (every call to the kind's rows: the reference) or ev_dispatch_group (the
+ * shim's rows: a nested call's leave this analyzer out). Nesting three
+ * deep, a failed nested start, a failed nested end, an end without a
+ * start, a failed outermost start, a failed outermost end, a simulated
+ * end. */
+static void nested_groups(void (*group)(a2a_event *, int), void *comm, uint32_t thread) {
+  a2a_event g, o;
+#define G(k, res, sim)            \
+  do {                            \
+    g = ev_make(k);               \
+    g.thread = thread;            \
+    g.u.group.simulate = (sim);   \
+    group(&g, (res));             \
+  } while (0)
+#define OP(is_send, count)                                   \
+  do {                                                       \
+    o = p2p_ev(comm, (is_send), (count), 7, 1, thread);      \
+    ev_dispatch(&o, 0);                                      \
+  } while (0)
+  const a2a_kind S = A2A_EV_GROUP_START, E = A2A_EV_GROUP_END;
+  G(S, 0, 0);
+  OP(1, 8);
+  G(S, 0, 0);
+  OP(0, 8);
+  G(S, 0, 0);
+  OP(1, 4);
+  G(E, 0, 0);
+  G(S, 5, 0); /* failed: no level */
+  G(E, 3, 0); /* failed, still one level less */
+  OP(0, 4);
+  G(E, 0, 0); /* the outermost: closes the units */
+  G(E, 5, 0); /* without a start */
+  G(S, 5, 0); /* failed outermost */
+  G(S, 0, 0);
+  G(S, 0, 0);
+  OP(1, 2);
+  G(E, 0, 0);
+  G(E, 3, 0); /* a failed outermost end: its units closed untracked */
+  G(S, 0, 0);
+  G(S, 0, 0);
+  OP(0, 2);
+  G(E, 0, 1);
+  G(E, 0, 1); /* simulated */
+  G(S, 0, 0);
+  OP(1, 1);
+  G(E, 0, 0);
+#undef G
+#undef OP
+}
+
+START_TEST(nested_group_rows_give_the_same_records) {
+  static unsigned char id[128] = {0x71, 1, 2, 3};
+  void *const comm = (void *)0xd7;
+  comm_init(comm, id);
+  xr_rec a[64], b[64];
+  drain(a, 64);
+  nested_groups(ev_dispatch, comm, 3);
+  int na = drain(a, 64);
+  nested_groups(ev_dispatch_group, comm, 4);
+  int nb = drain(b, 64);
+  ck_assert_int_eq(na, 11);
+  assert_same_records(a, na, 3, b, nb, 4);
+  int ends = 0;
+  for (int i = 0; i < na; i++) ends += a[i].type == XR_REC_UNIT_END;
+  ck_assert_int_eq(ends, 4); /* one per outermost end but the one without a start */
 }
 END_TEST
 
@@ -720,6 +797,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
   tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
   tcase_add_test(tc, nested_group_ends_close_nothing);
+  tcase_add_test(tc, nested_group_rows_give_the_same_records);
   tcase_add_test(tc, a_fork_child_asks_for_the_thread_at_its_first_grouped_send);
   tcase_add_test(tc, a_pending_registration_goes_before_a_grouped_send);
   tcase_add_test(tc, an_inactive_analyzer_posts_no_grouped_send);
