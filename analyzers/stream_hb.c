@@ -214,11 +214,11 @@ typedef struct thread_state {
   int rep_n;
   int rp_s;
   uint64_t rp_epoch;
-  /* g_lock_ver at the end of the section of the thread's last group end
-   * when that end replayed its group on several streams through
-   * join_ticks (0: it did not): the next group end finds the state that
-   * replay left while the version is unchanged (see "Back-to-back
-   * replays"). */
+  /* g_lock_ver at the end of the section of the last group end of the
+   * thread that replayed its group on several streams through join_ticks
+   * (0: none yet): the next group end finds the state that replay left
+   * while the version is unchanged (see "Back-to-back replays"). Never
+   * cleared: every later section advances the version past it for good. */
   uint64_t rp_ver;
   range *rp_r[RP_MAX];
   uint64_t rp_use[RP_MAX];
@@ -2438,25 +2438,24 @@ static inline void replay_ranges(thread_state *ts) {
   g_use = u;
 }
 
-/* Caller holds g_mu; ts->npending == ts->rp_n != 0, ts->rp_ns != 0. 0
- * when nothing was replayed (nothing changed), else the group was
- * replayed (see "Repeated groups on several streams"): 2 when its join
- * was join_ticks', 1 when it was group_join's. */
-static int group_replay_multi(thread_state *ts) {
+/* Caller holds g_mu; ts->npending == ts->rp_n != 0, ts->rp_ns != 0. True
+ * when the group was replayed (see "Repeated groups on several streams"),
+ * false with nothing changed. A replay whose join was join_ticks' sets
+ * rp_ver to the section's version (the end of the section: nothing after
+ * the replay changes the analyzer's state in it; see "Back-to-back
+ * replays"). */
+static bool group_replay_multi(thread_state *ts) {
   int n = ts->rp_n, ns = ts->rp_ns;
-  if (ts->rp_epoch != g_tl_epoch || g_nr + 3 > MAX_RANGES) return 0;
+  if (ts->rp_epoch != g_tl_epoch || g_nr + 3 > MAX_RANGES) return false;
   for (int k = 0; k < ns; k++)
-    if (g_tl[ts->rp_st[k]].capturing) return 0;
+    if (g_tl[ts->rp_st[k]].capturing) return false;
   for (int i = 0; i < n; i++)
     if (ts->rp_slot[i] != HB_SLOT_USE && !memo_holds(ts->rp_r[i], &ts->p[i], ts->rp_use[i]))
-      return 0;
-  int how = 2;
-  if (!join_ticks(ts->rp_st, ns)) {
-    group_join(ts->rp_st, ns);
-    how = 1;
-  }
+      return false;
+  if (join_ticks(ts->rp_st, ns)) ts->rp_ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
+  else group_join(ts->rp_st, ns);
   replay_ranges(ts);
-  return how;
+  return true;
 }
 
 /* Back-to-back replays. nccl-tests posts its `-g` group step after step
@@ -3679,21 +3678,25 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
     q.n = 0;
     tls_q = &q;
     a2a_lock_acquire(&g_mu);
-    bool quick = ts->rp_ver == atomic_load_explicit(&g_lock_ver, memory_order_relaxed) &&
-                 ts->npending == ts->rp_n && !g_coal_open &&
-                 !atomic_load_explicit(&g_staged, memory_order_relaxed);
-    lock_advance();
-    int how = 2;
-    if (quick) {
-      group_replay_quick(ts);
+    /* (lock_advance, its load kept: g_mu held, the only writers hold it.) */
+    const uint64_t ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
+    atomic_store_explicit(&g_lock_ver, ver + 1, memory_order_relaxed);
+    bool replayed = false;
+    if (ts->npending == ts->rp_n) {
+      if (ts->rp_ver == ver && !g_coal_open && !atomic_load_explicit(&g_staged, memory_order_relaxed)) {
+        group_replay_quick(ts); /* (its drains skipped: they would do nothing) */
+        ts->rp_ver = ver + 1;
+        replayed = true;
+      } else {
+        coal_drain(); /* (first: see "Coalesced repeats") */
+        stage_drain();
+        replayed = ts->rp_ns ? group_replay_multi(ts) : group_replay(ts);
+      }
     } else {
-      coal_drain(); /* (first: see "Coalesced repeats") */
+      coal_drain();
       stage_drain();
-      how = 0;
-      if (ts->npending == ts->rp_n) how = ts->rp_ns ? group_replay_multi(ts) : group_replay(ts);
-      if (!how) pending_apply(ts, ev->thread);
     }
-    ts->rp_ver = how == 2 && ts->rp_ns ? atomic_load_explicit(&g_lock_ver, memory_order_relaxed) : 0;
+    if (!replayed) pending_apply(ts, ev->thread);
     hb_unlock(&q);
   }
   pending_repeat_set(ts);
