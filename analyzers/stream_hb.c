@@ -81,6 +81,7 @@
 #define KERNEL_MAX_HITS 16  /* distinct ranges one launch may touch */
 #define STACK_RING 256
 #define RP_MAX 16 /* entries of a replayed group (see "Repeated groups") */
+#define RP_TICKS 64 /* clock entries a back-to-back replay keeps (8 streams) */
 
 /* cudaStreamLegacy / cudaStreamPerThread (driver_types.h). */
 #define STREAM_LEGACY ((void *)0x1)
@@ -220,6 +221,14 @@ typedef struct thread_state {
    * while the version is unchanged (see "Back-to-back replays"). Never
    * cleared: every later section advances the version past it for good. */
   uint64_t rp_ver;
+  /* Taken with rp_ver, for group_replay_quick: per entry the address of
+   * its slot's epoch (NULL: HB_SLOT_USE) and of its timeline's own clock
+   * entry; the rp_nt clock entries join_ticks raises, in its order (0:
+   * more than RP_TICKS, ticks_apply finds them). */
+  uint32_t *rp_clk[RP_MAX];
+  const uint32_t *rp_own[RP_MAX];
+  int rp_nt;
+  uint32_t *rp_tick[RP_TICKS];
   range *rp_r[RP_MAX];
   uint64_t rp_use[RP_MAX];
   int rp_tl[RP_MAX];
@@ -2452,9 +2461,26 @@ static bool group_replay_multi(thread_state *ts) {
   for (int i = 0; i < n; i++)
     if (ts->rp_slot[i] != HB_SLOT_USE && !memo_holds(ts->rp_r[i], &ts->p[i], ts->rp_use[i]))
       return false;
-  if (join_ticks(ts->rp_st, ns)) ts->rp_ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
-  else group_join(ts->rp_st, ns);
+  if (!join_ticks(ts->rp_st, ns)) {
+    group_join(ts->rp_st, ns);
+    replay_ranges(ts);
+    return true;
+  }
   replay_ranges(ts);
+  /* The addresses group_replay_quick writes through: g_tl and the range
+   * pool are allocated once (hb_init), and while rp_ver is current the
+   * timelines and ranges are the ones they were taken from. */
+  ts->rp_ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
+  for (int i = 0; i < n; i++) {
+    int k = ts->rp_slot[i], s = ts->rp_tl[i];
+    ts->rp_clk[i] = k >= 0 ? &ts->rp_r[i]->acc[k].clk : NULL;
+    ts->rp_own[i] = &g_tl[s].vc[s];
+  }
+  ts->rp_nt = 0;
+  if (ns * ns <= RP_TICKS) {
+    for (int k = 0; k < ns; k++)
+      for (int j = 0; j < ns; j++) ts->rp_tick[ts->rp_nt++] = &g_tl[ts->rp_st[k]].vc[ts->rp_st[j]];
+  }
   return true;
 }
 
@@ -2492,8 +2518,20 @@ static bool group_replay_multi(thread_state *ts) {
  * version and clears the thread's state) or a replay through group_join
  * leaves the full tests to decide. */
 static void group_replay_quick(thread_state *ts) {
-  ticks_apply(ts->rp_st, ts->rp_ns);
-  replay_ranges(ts);
+  /* ticks_apply and replay_ranges through the addresses the replay that
+   * set rp_ver kept (the same entries, in the same order). */
+  int nt = ts->rp_nt, n = ts->rp_n;
+  if (nt) {
+    for (int i = 0; i < nt; i++) (*ts->rp_tick[i])++;
+  } else {
+    ticks_apply(ts->rp_st, ts->rp_ns);
+  }
+  uint64_t u = g_use;
+  for (int i = 0; i < n; i++) {
+    ts->rp_r[i]->last_use = ts->rp_use[i] = ++u;
+    if (ts->rp_clk[i]) *ts->rp_clk[i] = *ts->rp_own[i];
+  }
+  g_use = u;
 }
 
 /* Enqueue the pending accesses of ts (the outermost ncclGroupEnd).

@@ -2578,7 +2578,10 @@ START_TEST(grouped_multi_back_to_back_replays_keep_findings) {
   memop(A2A_EV_MEMSET, dsend(3), NULL, NBYTES, 0, 1, S_COMP);
   ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
   ck_assert(details_have("\"site_symbol\":\"0x2403\",\"epoch\":9"));
-  ck_assert_int_eq(stream_findings(), 2);
+  memop(A2A_EV_MEMSET, dsend(0), NULL, NBYTES, 0, 1, S_COMP); /* the group's first entry */
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 2);
+  ck_assert(details_have("\"site_symbol\":\"0x2400\",\"epoch\":9"));
+  ck_assert_int_eq(stream_findings(), 3);
 }
 END_TEST
 
