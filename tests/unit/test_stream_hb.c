@@ -2563,13 +2563,21 @@ END_TEST
  * back to back, the group end finds the state its previous replay left
  * and only ticks and updates the ranges. Each such group is in flight with
  * its own epoch (8 groups: epoch 9), joined across the devices' streams. */
-START_TEST(grouped_multi_back_to_back_replays_keep_findings) {
+/* multi_setup, then n groups (not in place), each followed by
+ * multi_sync, then m posted back to back. */
+static void multi_steps(int n, int m) {
   multi_setup();
-  for (int i = 0; i < 4; i++) { /* the second records the replay, the others replay */
+  for (int i = 0; i < n; i++) {
     multi_group(false);
     multi_sync();
   }
-  for (int i = 0; i < 5; i++) multi_group(false); /* join, ticks, then quick */
+  for (int i = 0; i < m; i++) multi_group(false);
+}
+
+START_TEST(grouped_multi_back_to_back_replays_keep_findings) {
+  /* The second synced group records the replay, the others replay; back
+   * to back: join, ticks, then quick. */
+  multi_steps(4, 5);
   ck_assert_int_eq(stream_findings(), 0);
   launch_fill(dstream(0), drecv(1), (void *)0x3001); /* the join orders it */
   launch_fill(dstream(3), drecv(2), (void *)0x3001);
@@ -2589,20 +2597,22 @@ END_TEST
  * device 2's receive buffer between two back-to-back replays (ordered
  * after them by the host's wait) is checked against the next group's
  * receive. */
-START_TEST(grouped_multi_back_to_back_replay_refused_after_a_section) {
-  multi_setup();
-  for (int i = 0; i < 3; i++) {
-    multi_group(false);
-    multi_sync();
-  }
-  for (int i = 0; i < 3; i++) multi_group(false); /* the last one records the quick replay */
-  multi_sync();
+/* A kernel on S_COMP writing device 2's receive buffer (the host having
+ * waited for the groups before it), then a group: its receive is checked
+ * against the kernel's write, the one finding. */
+static void kernel_then_group_reports(void) {
   launch_fill(S_COMP, drecv(2), (void *)0x3000);
   ck_assert_int_eq(stream_findings(), 0);
   multi_group(false);
   ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
   ck_assert_int_eq(stream_findings(), 1);
   ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-input")->message, "kernel fill"));
+}
+
+START_TEST(grouped_multi_back_to_back_replay_refused_after_a_section) {
+  multi_steps(3, 3); /* the last one records the quick replay */
+  multi_sync();
+  kernel_then_group_reports();
 }
 END_TEST
 
@@ -2706,12 +2716,7 @@ START_TEST(grouped_multi_replay_refused_after_range_change) {
   multi_sync();
   multi_group(false); /* replayable from here */
   multi_sync();
-  launch_fill(S_COMP, drecv(2), (void *)0x3000);
-  ck_assert_int_eq(stream_findings(), 0);
-  multi_group(false);
-  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
-  ck_assert_int_eq(stream_findings(), 1);
-  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-input")->message, "kernel fill"));
+  kernel_then_group_reports();
 
   multi_setup();
   multi_group(false);
