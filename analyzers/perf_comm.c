@@ -1271,34 +1271,16 @@ static void pc_by_op(const a2a_event *ev) {
   else pc_op_post(ev);
 }
 
-/* after_op again, for a later share of the group whose earlier share's
- * after_op ran: that one left the launches reset (nls and ls_lost 0:
- * priority_applies is false, launch_fast_update writes PC_NO_KEY again,
- * which is there) and the gate held, and nothing in between changes them
- * (the group end's loop writes the counts, and sample_c, which
- * launch_fast_update ignores without launches); what is left is the
- * armed window's move to this share and the count. */
-static inline void after_op_again(pc_tls *t, pc_comm *c, void *stream) {
-  t->armed_c = c;
-  t->armed_stream = stream;
-  t->armed_event = NULL;
-  t->ops++;
-}
-
-/* The outermost ncclGroupEnd's POST: finish and count each share. (The
- * event's result and simulate flag read once: nothing writes the event.
- * After the first counted share's after_op, a share's op_serialized is
- * false - no launches left - and its after_op is after_op_again.) */
+/* The outermost ncclGroupEnd's POST: finish and count each share. */
 __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event *ev) {
-  const bool launched = ev->result == 0 && ev->u.group.simulate == 0;
-  bool after = false; /* after_op ran for an earlier share */
+  bool simulate = ev->u.group.simulate != 0;
   for (int i = 0; i < t->ng; i++) {
     pc_gacc *g = &t->g[i];
     int op;
     uint64_t bytes;
     group_classify(g, g->c->nranks, &op, &bytes);
-    bool ok = launched && bytes > 0;
-    bool serialized = ok && !after && op_serialized(t, g->stream);
+    bool ok = ev->result == 0 && !simulate && bytes > 0;
+    bool serialized = ok && op_serialized(t, g->stream);
     if (!ok || !count_fast(g->c, ev->thread, op, bytes, g->slot, serialized)) {
       pthread_mutex_lock(&g->c->mu);
       finish_locked(g->c, g->slot, g->stream, ok, op, bytes);
@@ -1307,12 +1289,7 @@ __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event 
       count_serialized_locked(g->c, serialized, g->site);
       pthread_mutex_unlock(&g->c->mu);
     }
-    if (ok && after) {
-      after_op_again(t, g->c, g->stream);
-    } else if (ok) {
-      after_op(t, g->c, g->stream, bytes, g->site);
-      after = true;
-    }
+    if (ok) after_op(t, g->c, g->stream, bytes, g->site);
   }
   t->ng = 0;
   t->gfast = NULL;
