@@ -81,6 +81,7 @@
 #define KERNEL_MAX_HITS 16  /* distinct ranges one launch may touch */
 #define STACK_RING 256
 #define RP_MAX 16 /* entries of a replayed group (see "Repeated groups") */
+#define RP_TICKS 64 /* clock entries a back-to-back replay keeps (8 streams) */
 
 /* cudaStreamLegacy / cudaStreamPerThread (driver_types.h). */
 #define STREAM_LEGACY ((void *)0x1)
@@ -214,6 +215,20 @@ typedef struct thread_state {
   int rep_n;
   int rp_s;
   uint64_t rp_epoch;
+  /* g_lock_ver at the end of the section of the last group end of the
+   * thread that replayed its group on several streams through join_ticks
+   * (0: none yet): the next group end finds the state that replay left
+   * while the version is unchanged (see "Back-to-back replays"). Never
+   * cleared: every later section advances the version past it for good. */
+  uint64_t rp_ver;
+  /* Taken with rp_ver, for group_replay_quick: per entry the address of
+   * its slot's epoch (NULL: HB_SLOT_USE) and of its timeline's own clock
+   * entry; the rp_nt clock entries join_ticks raises, in its order (0:
+   * more than RP_TICKS, ticks_apply finds them). */
+  uint32_t *rp_clk[RP_MAX];
+  const uint32_t *rp_own[RP_MAX];
+  int rp_nt;
+  uint32_t *rp_tick[RP_TICKS];
   range *rp_r[RP_MAX];
   uint64_t rp_use[RP_MAX];
   int rp_tl[RP_MAX];
@@ -2400,6 +2415,12 @@ static void group_memo_multi(thread_state *ts, const int *tls, const int *stream
  * raised by one. False, with nothing changed, when a condition fails.
  * (The clocks are compared over g_ntl entries, which is all group_join
  * reads and writes.) */
+static inline void ticks_apply(const int *st, int ns) {
+  for (int k = 0; k < ns; k++) {
+    uint32_t *vc = g_tl[st[k]].vc;
+    for (int j = 0; j < ns; j++) vc[st[j]]++;
+  }
+}
 static bool join_ticks(const int *st, int ns) {
   const uint32_t *vc0 = g_tl[st[0]].vc;
   size_t bytes = (size_t)g_ntl * sizeof vc0[0];
@@ -2408,25 +2429,14 @@ static bool join_ticks(const int *st, int ns) {
     if (t->host_ver != g_host_ver || t->kind != TL_NONBLOCKING) return false;
     if (k > 0 && memcmp(t->vc, vc0, bytes) != 0) return false;
   }
-  for (int k = 0; k < ns; k++) {
-    uint32_t *vc = g_tl[st[k]].vc;
-    for (int j = 0; j < ns; j++) vc[st[j]]++;
-  }
+  ticks_apply(st, ns);
   return true;
 }
 
-/* Caller holds g_mu; ts->npending == ts->rp_n != 0, ts->rp_ns != 0. True
- * when the group was replayed (see "Repeated groups on several streams"),
- * false with nothing changed. */
-static bool group_replay_multi(thread_state *ts) {
-  int n = ts->rp_n, ns = ts->rp_ns;
-  if (ts->rp_epoch != g_tl_epoch || g_nr + 3 > MAX_RANGES) return false;
-  for (int k = 0; k < ns; k++)
-    if (g_tl[ts->rp_st[k]].capturing) return false;
-  for (int i = 0; i < n; i++)
-    if (ts->rp_slot[i] != HB_SLOT_USE && !memo_holds(ts->rp_r[i], &ts->p[i], ts->rp_use[i]))
-      return false;
-  if (!join_ticks(ts->rp_st, ns)) group_join(ts->rp_st, ns);
+/* The replay's accesses, once its timelines are joined: each entry's
+ * range's use and its slot's new epoch, in entry order. */
+static inline void replay_ranges(thread_state *ts) {
+  int n = ts->rp_n;
   uint64_t u = g_use;
   for (int i = 0; i < n; i++) {
     range *r = ts->rp_r[i];
@@ -2435,7 +2445,93 @@ static bool group_replay_multi(thread_state *ts) {
     if (k >= 0) r->acc[k].clk = g_tl[s].vc[s];
   }
   g_use = u;
+}
+
+/* Caller holds g_mu; ts->npending == ts->rp_n != 0, ts->rp_ns != 0. True
+ * when the group was replayed (see "Repeated groups on several streams"),
+ * false with nothing changed. A replay whose join was join_ticks' sets
+ * rp_ver to the section's version (the end of the section: nothing after
+ * the replay changes the analyzer's state in it; see "Back-to-back
+ * replays"). */
+static bool group_replay_multi(thread_state *ts) {
+  int n = ts->rp_n, ns = ts->rp_ns;
+  if (ts->rp_epoch != g_tl_epoch || g_nr + 3 > MAX_RANGES) return false;
+  for (int k = 0; k < ns; k++)
+    if (g_tl[ts->rp_st[k]].capturing) return false;
+  for (int i = 0; i < n; i++)
+    if (ts->rp_slot[i] != HB_SLOT_USE && !memo_holds(ts->rp_r[i], &ts->p[i], ts->rp_use[i]))
+      return false;
+  if (!join_ticks(ts->rp_st, ns)) {
+    group_join(ts->rp_st, ns);
+    replay_ranges(ts);
+    return true;
+  }
+  replay_ranges(ts);
+  /* The addresses group_replay_quick writes through: g_tl and the range
+   * pool are allocated once (hb_init), and while rp_ver is current the
+   * timelines and ranges are the ones they were taken from. */
+  ts->rp_ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
+  for (int i = 0; i < n; i++) {
+    int k = ts->rp_slot[i], s = ts->rp_tl[i];
+    ts->rp_clk[i] = k >= 0 ? &ts->rp_r[i]->acc[k].clk : NULL;
+    ts->rp_own[i] = &g_tl[s].vc[s];
+  }
+  ts->rp_nt = 0;
+  if (ns * ns <= RP_TICKS) {
+    for (int k = 0; k < ns; k++)
+      for (int j = 0; j < ns; j++) ts->rp_tick[ts->rp_nt++] = &g_tl[ts->rp_st[k]].vc[ts->rp_st[j]];
+  }
   return true;
+}
+
+/* Back-to-back replays. nccl-tests posts its `-g` group step after step
+ * with nothing else between (its timing loop), so a group end that
+ * replays on several streams mostly finds the state the thread's previous
+ * group end left. When that end replayed through join_ticks and g_lock_ver
+ * is still the value it read at the end of its section (rp_ver; read here
+ * under g_mu, which every writer of it holds), and neither a coalesced
+ * slot is open nor a copy staged (one read each, before this section's
+ * drains, which are then skipped: read so, they do nothing), the replay's
+ * tests are not made again, and it is only join_ticks' ticks and the
+ * ranges' updates (group_replay_quick). Exact, because then nothing that
+ * group_replay_multi and join_ticks read changed since that replay:
+ *  - every section but three advances g_lock_ver: launch_repeat's locked
+ *    branch changes clocks and histories only for a launch memo taken at
+ *    the current version, i.e. in a section after that end's (which takes
+ *    none) - there was none; default_stream_warning only reads;
+ *    cudaEventDestroy's removes an event slot, which no replay reads. A
+ *    coalesced slot is opened only by that locked branch (so none is; the
+ *    test is kept as hb_record_wait makes it), deferred copies are
+ *    g_staged's (tested). So the clocks, the timelines (g_tl_epoch,
+ *    g_host_ver, kinds, capturing), the ranges (live, bounds, last_use,
+ *    histories), g_nr and g_use are as that replay left them; the
+ *    thread's entries are its own (npending == rp_n: pending_repeat kept
+ *    each one, as for any replay; any other change clears rp_n);
+ *  - as that replay left them, the tests hold again: the epoch, the pool,
+ *    no capture and the timelines' kinds and host versions unchanged; each
+ *    range's last_use is the rp_use it wrote; the clocks, equal before its
+ *    ticks, were each raised at the same entries, so they are equal
+ *    still. join_ticks would return true, and group_replay_multi do what
+ *    group_replay_quick does.
+ * Any other section in between (another thread's call, a synchronization,
+ * a launch that took the lock), a reinitialization (which advances the
+ * version and clears the thread's state) or a replay through group_join
+ * leaves the full tests to decide. */
+static void group_replay_quick(thread_state *ts) {
+  /* ticks_apply and replay_ranges through the addresses the replay that
+   * set rp_ver kept (the same entries, in the same order). */
+  int nt = ts->rp_nt, n = ts->rp_n;
+  if (nt) {
+    for (int i = 0; i < nt; i++) (*ts->rp_tick[i])++;
+  } else {
+    ticks_apply(ts->rp_st, ts->rp_ns);
+  }
+  uint64_t u = g_use;
+  for (int i = 0; i < n; i++) {
+    ts->rp_r[i]->last_use = ts->rp_use[i] = ++u;
+    if (ts->rp_clk[i]) *ts->rp_clk[i] = *ts->rp_own[i];
+  }
+  g_use = u;
 }
 
 /* Enqueue the pending accesses of ts (the outermost ncclGroupEnd).
@@ -3633,10 +3729,32 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
   if (!ts || ts->depth == 0) return;
   if (--ts->depth > 0) return;
   if (!ev->u.group.simulate && ev->ok && ts->npending) {
+    /* hb_lock's section, its drains skipped for a back-to-back replay
+     * (see "Back-to-back replays"): the version is read before this
+     * section's advance. */
     report_q q;
-    hb_lock(&q);
-    if (ts->npending != ts->rp_n || !(ts->rp_ns ? group_replay_multi(ts) : group_replay(ts)))
-      pending_apply(ts, ev->thread);
+    q.n = 0;
+    tls_q = &q;
+    a2a_lock_acquire(&g_mu);
+    /* (lock_advance, its load kept: g_mu held, the only writers hold it.) */
+    const uint64_t ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
+    atomic_store_explicit(&g_lock_ver, ver + 1, memory_order_relaxed);
+    bool replayed = false;
+    if (ts->npending == ts->rp_n) {
+      if (ts->rp_ver == ver && !g_coal_open && !atomic_load_explicit(&g_staged, memory_order_relaxed)) {
+        group_replay_quick(ts); /* (its drains skipped: they would do nothing) */
+        ts->rp_ver = ver + 1;
+        replayed = true;
+      } else {
+        coal_drain(); /* (first: see "Coalesced repeats") */
+        stage_drain();
+        replayed = ts->rp_ns ? group_replay_multi(ts) : group_replay(ts);
+      }
+    } else {
+      coal_drain();
+      stage_drain();
+    }
+    if (!replayed) pending_apply(ts, ev->thread);
     hb_unlock(&q);
   }
   pending_repeat_set(ts);

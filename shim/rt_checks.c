@@ -263,6 +263,11 @@ int a2a_rt_failpol_parse(a2a_rt_failpol *p, const char *spec, a2a_rt_warn_fn war
   }
   for (int i = 0; i < x.nheld; i++)
     if (warn) warn(warn_arg, x.held[i]);
+  for (int id = 0; id < A2A_CK__COUNT; id++) {
+    int n = 0;
+    while (n < 3 && a2a_rt_failpol_matches(p, (a2a_check_id)id, (a2a_severity)(A2A_SEV_ERROR - n))) n++;
+    p->nmatch[id] = (uint8_t)n;
+  }
   return x.nwarn;
 }
 

@@ -117,6 +117,13 @@ typedef struct a2a_rt_failpol {
   a2a_check_set include;      /* these checks fail at any severity */
   a2a_check_set exclude;      /* these never fail */
   bool defaulted;             /* nothing usable was given: the default */
+  /* Per check, at how many severities a2a_rt_failpol_matches is true,
+   * computed by a2a_rt_failpol_parse from the fields above: matching is
+   * monotone in the severity (a check or a deadlock matches at any, a
+   * level from its own up), so it matches at sev exactly when sev >= 3 -
+   * nmatch (a2a_rt_failpol_hit). 0, never, in a zeroed policy, as
+   * a2a_rt_failpol_matches answers for one. */
+  uint8_t nmatch[A2A_CK__COUNT];
 } a2a_rt_failpol;
 /* Parse a comma list of levels (deadlock, error, warning, never; case-
  * insensitive) and [-]checks/categories; unset or nothing usable means
@@ -126,6 +133,12 @@ int a2a_rt_failpol_parse(a2a_rt_failpol *p, const char *spec, a2a_rt_warn_fn war
                          void *warn_arg);
 /* Whether a finding of check id at severity sev triggers the policy. */
 bool a2a_rt_failpol_matches(const a2a_rt_failpol *p, a2a_check_id id, a2a_severity sev);
+/* The same answer from the parsed table, inline (the report sink's
+ * repeats): id a check of the table, sev clamped to 0..2, p parsed by
+ * a2a_rt_failpol_parse. */
+static inline bool a2a_rt_failpol_hit(const a2a_rt_failpol *p, a2a_check_id id, a2a_severity sev) {
+  return (unsigned)sev + p->nmatch[id] >= 3u;
+}
 /* The policy in effect as a canonical list ("error,-group.concurrent-use"). */
 size_t a2a_rt_failpol_describe(const a2a_rt_failpol *p, char *buf, size_t cap);
 

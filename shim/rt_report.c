@@ -338,7 +338,7 @@ static entry *settled_for(a2a_check_id check, a2a_severity sev, const void *site
  * the entry's and its check's counts. */
 static void count_settled(entry *e, a2a_check_id check, a2a_severity sev) {
   atomic_fetch_add_explicit(&e->fast, 1, memory_order_relaxed);
-  if (!e->silenced && a2a_rt_failpol_matches(&a2a_rt.failpol, check, sev))
+  if (!e->silenced && a2a_rt_failpol_hit(&a2a_rt.failpol, check, sev))
     atomic_store(&g_fail_matched, true);
 }
 

@@ -1166,6 +1166,44 @@ END_TEST
 START_TEST(group_start_leaves_the_window_armed) { nested_end_disarms(ev_dispatch_group, false, 20); }
 END_TEST
 
+/* A group over two communicators, each on its own stream, after compute
+ * on the first one's: the first share is serialized (its stream shared
+ * with the compute since the previous operation), the second not (no
+ * launch left: after_op reset them), and the armed window is the last
+ * share's: a synchronization of its stream blocks after an operation of
+ * the second communicator, every step; each share is one operation of the
+ * thread. */
+#define COMM2 ((void *)0xC1)
+START_TEST(group_end_arms_the_last_share) {
+  comm_init(COMM, 4);
+  comm_init(COMM2, 4);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  uint64_t ops0 = a2a_perf_ops_thread();
+  for (size_t i = 0; i < 20; i++) {
+    simple(A2A_EV_LAUNCH, S1);
+    ev_dispatch(&gs, 0);
+    p2p_on(COMM, 1, 4u << 20, S1);
+    p2p_on(COMM, 0, 4u << 20, S1);
+    p2p_on(COMM2, 1, 4u << 20, S2);
+    p2p_on(COMM2, 0, 4u << 20, S2);
+    ev_dispatch(&ge, 0);
+    simple(A2A_EV_STREAM_SYNC, S2);
+  }
+  ck_assert_uint_eq(a2a_perf_ops_thread() - ops0, 40);
+  a2a_core_fini();
+  ck_assert_int_eq((int)collector_count("perf.no-overlap"), 2);
+  int blocked = 0, serialized = 0;
+  for (size_t i = 0; i < collector_total(); i++) {
+    const collected *f = collector_get(i);
+    if (strcmp(f->check, "perf.no-overlap") != 0) continue;
+    blocked += (int)details_num(f, "blocked_after_ops");
+    serialized += (int)details_num(f, "serialized_ops");
+  }
+  ck_assert_int_eq(blocked, 20);
+  ck_assert_int_eq(serialized, 20);
+}
+END_TEST
+
 /* After a full synchronization the thread's stream table starts empty: a
  * stream used again first (the table's old first entry) is work to
  * synchronize like any other, so a step that synchronizes only the two
@@ -1592,6 +1630,7 @@ int main(void) {
   tcase_add_test(tc, nested_group_end_ends_the_armed_window);
   tcase_add_test(tc, nested_group_end_ends_the_armed_window_in_its_row);
   tcase_add_test(tc, group_start_leaves_the_window_armed);
+  tcase_add_test(tc, group_end_arms_the_last_share);
   tcase_add_test(tc, grouped_collective_after_a_send_is_no_p2p_call);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
   tcase_add_test(tc, launch_fast_path_keeps_windows_and_serialization);

@@ -182,6 +182,42 @@ START_TEST(repeats_batch_matches_failure_policy) {
 }
 END_TEST
 
+/* A settled entry's lock-free repeat matches the failure policy from the
+ * parsed table (a2a_rt_failpol_hit) exactly as a2a_rt_failpol_matches
+ * would: each level from its own severity up, an included check at any,
+ * an excluded one at none. Each case from a clean table and flag (the
+ * fork child's reset), its first occurrence under "never". */
+START_TEST(settled_repeats_match_the_policy_by_severity) {
+  static const struct {
+    const char *policy;
+    a2a_severity first, repeat;
+    bool fails;
+  } cases[] = {
+      {"warning", A2A_SEV_WARNING, A2A_SEV_INFO, false},
+      {"warning", A2A_SEV_WARNING, A2A_SEV_WARNING, true},
+      {"error", A2A_SEV_ERROR, A2A_SEV_WARNING, false},
+      {"error", A2A_SEV_ERROR, A2A_SEV_ERROR, true},
+      {"deadlock", A2A_SEV_ERROR, A2A_SEV_ERROR, false},
+      {"layout.misaligned", A2A_SEV_WARNING, A2A_SEV_INFO, true},
+      {"warning,-layout.misaligned", A2A_SEV_ERROR, A2A_SEV_ERROR, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (int batch = 0; batch < 2; batch++) {
+      a2a_rt_report_after_fork_child();
+      setup_policy("never");
+      report(A2A_CK_LAYOUT_MISALIGNED, cases[i].first, &SITE_A);
+      setup_policy(cases[i].policy);
+      ck_assert(a2a_rt_failpol_matches(&a2a_rt.failpol, A2A_CK_LAYOUT_MISALIGNED,
+                                       cases[i].repeat) == cases[i].fails);
+      a2a_repeat r[1] = {{A2A_CK_LAYOUT_MISALIGNED, cases[i].repeat, &SITE_A}};
+      ck_assert(batch ? a2a_report_repeats(r, 1)
+                      : a2a_report_repeat(A2A_CK_LAYOUT_MISALIGNED, cases[i].repeat, &SITE_A));
+      ck_assert_msg(a2a_rt_report_fail_matched() == cases[i].fails, "case %zu batch %d", i, batch);
+    }
+  }
+}
+END_TEST
+
 /* A repeat at a higher severity than the finding's first raises its
  * check's severity in the summary, as a2a_report would. */
 START_TEST(repeat_at_higher_severity_raises_check) {
@@ -298,6 +334,7 @@ int main(void) {
   tcase_add_test(tc, repeats_are_counted_exactly);
   tcase_add_test(tc, repeat_matches_failure_policy);
   tcase_add_test(tc, repeats_batch_matches_failure_policy);
+  tcase_add_test(tc, settled_repeats_match_the_policy_by_severity);
   tcase_add_test(tc, repeat_at_higher_severity_raises_check);
   tcase_add_test(tc, silenced_repeats_stay_silenced);
   tcase_add_test(tc, repeats_while_pending_wait_for_the_match);

@@ -2619,6 +2619,63 @@ START_TEST(grouped_multi_replay_keeps_findings) {
 }
 END_TEST
 
+/* Back-to-back replays (group_replay_quick): from the third group posted
+ * back to back, the group end finds the state its previous replay left
+ * and only ticks and updates the ranges. Each such group is in flight with
+ * its own epoch (8 groups: epoch 9), joined across the devices' streams. */
+/* multi_setup, then n groups (not in place), each followed by
+ * multi_sync, then m posted back to back. */
+static void multi_steps(int n, int m) {
+  multi_setup();
+  for (int i = 0; i < n; i++) {
+    multi_group(false);
+    multi_sync();
+  }
+  for (int i = 0; i < m; i++) multi_group(false);
+}
+
+START_TEST(grouped_multi_back_to_back_replays_keep_findings) {
+  /* The second synced group records the replay, the others replay; back
+   * to back: join, ticks, then quick. */
+  multi_steps(4, 5);
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(dstream(0), drecv(1), (void *)0x3001); /* the join orders it */
+  launch_fill(dstream(3), drecv(2), (void *)0x3001);
+  ck_assert_int_eq(stream_findings(), 0);
+  multi_recv_in_flight(0, 9);
+  memop(A2A_EV_MEMSET, dsend(3), NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert(details_have("\"site_symbol\":\"0x2403\",\"epoch\":9"));
+  memop(A2A_EV_MEMSET, dsend(0), NULL, NBYTES, 0, 1, S_COMP); /* the group's first entry */
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 2);
+  ck_assert(details_have("\"site_symbol\":\"0x2400\",\"epoch\":9"));
+  ck_assert_int_eq(stream_findings(), 3);
+}
+END_TEST
+
+/* ...but not after any other section: a kernel on another stream writing
+ * device 2's receive buffer between two back-to-back replays (ordered
+ * after them by the host's wait) is checked against the next group's
+ * receive. */
+/* A kernel on S_COMP writing device 2's receive buffer (the host having
+ * waited for the groups before it), then a group: its receive is checked
+ * against the kernel's write, the one finding. */
+static void kernel_then_group_reports(void) {
+  launch_fill(S_COMP, drecv(2), (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+  multi_group(false);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-input")->message, "kernel fill"));
+}
+
+START_TEST(grouped_multi_back_to_back_replay_refused_after_a_section) {
+  multi_steps(3, 3); /* the last one records the quick replay */
+  multi_sync();
+  kernel_then_group_reports();
+}
+END_TEST
+
 /* The replay's join is group_join's, also when it is more than ticks
  * (join_ticks declines): a stream that waited for another's work since
  * the last group, or a blocking stream (joined with the legacy stream's
@@ -2719,12 +2776,7 @@ START_TEST(grouped_multi_replay_refused_after_range_change) {
   multi_sync();
   multi_group(false); /* replayable from here */
   multi_sync();
-  launch_fill(S_COMP, drecv(2), (void *)0x3000);
-  ck_assert_int_eq(stream_findings(), 0);
-  multi_group(false);
-  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
-  ck_assert_int_eq(stream_findings(), 1);
-  ck_assert_ptr_nonnull(strstr(collector_find("stream.unsynced-input")->message, "kernel fill"));
+  kernel_then_group_reports();
 
   multi_setup();
   multi_group(false);
@@ -3908,6 +3960,8 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_replay_refused_for_a_new_stream);
   tcase_add_test(tc, grouped_replay_refused_while_capturing);
   tcase_add_test(tc, grouped_multi_replay_keeps_findings);
+  tcase_add_test(tc, grouped_multi_back_to_back_replays_keep_findings);
+  tcase_add_test(tc, grouped_multi_back_to_back_replay_refused_after_a_section);
   tcase_add_test(tc, grouped_multi_replay_joins_what_one_stream_waited_for);
   tcase_add_test(tc, grouped_multi_replay_joins_the_legacy_stream);
   tcase_add_test(tc, grouped_multi_in_place_replay_keeps_findings);
