@@ -300,8 +300,12 @@ static inline a2a_comm *a2a_comm_lookup_last(const void *handle) {
  * the same answers. No call, no lock, no allocation. */
 static inline a2a_comm *a2a_comm_lookup_memo(const void *handle) {
   a2a_comm_memo *m = &a2a_comm_last;
-  if (!handle || m->ver != atomic_load_explicit(&a2a_comm_ver, memory_order_acquire)) return NULL;
-  if (m->handle == handle) return m->rec;
+  /* (a2a_comm_lookup_last's test first, in its order: the common case,
+   * one thread on one communicator, costs what it cost there.) */
+  if (!handle) return NULL;
+  unsigned ver = atomic_load_explicit(&a2a_comm_ver, memory_order_acquire);
+  if (m->handle == handle && m->ver == ver) return m->rec;
+  if (m->ver != ver) return NULL;
   for (unsigned i = 0; i < A2A_COMM_MEMO_WAYS; i++)
     if (m->way[i].handle == handle) {
       m->handle = handle;

@@ -4028,8 +4028,16 @@ static void hb_k_p2p(const a2a_event *ev) {
  * stream), a race check enabled, the thread's state existing
  * (thread_state_of allocates nothing) and its group open; then both sides
  * are pending_add'ed, the send side first, with on_comm_op's extents
- * (coll_extents) and name, as on_comm_op's two calls do. Anything else:
- * on_comm_op. */
+ * (coll_extents) and name, as on_comm_op's two calls do (coll_grouped, out
+ * of line: a lone collective's path, a tail call to on_comm_op, sets up
+ * no frame). Anything else: on_comm_op. */
+__attribute__((noinline)) static void coll_grouped(thread_state *ts, const a2a_event *ev) {
+  size_t sbytes, rbytes;
+  coll_extents(ev, &sbytes, &rbytes);
+  const char *what = ev->api ? ev->api : "nccl";
+  pending_add(ts, ev, (uintptr_t)ev->u.coll.sendbuff, sbytes, F_READ, what);
+  pending_add(ts, ev, (uintptr_t)ev->u.coll.recvbuff, rbytes, F_WRITE, what);
+}
 static void hb_k_coll(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* (a POST: see above) */
   if (!ev->ok) return;
@@ -4040,11 +4048,7 @@ static void hb_k_coll(const a2a_event *ev) {
     return;
   }
   if (!race_checks_on()) return;
-  size_t sbytes, rbytes;
-  coll_extents(ev, &sbytes, &rbytes);
-  const char *what = ev->api ? ev->api : "nccl";
-  pending_add(ts, ev, (uintptr_t)ev->u.coll.sendbuff, sbytes, F_READ, what);
-  pending_add(ts, ev, (uintptr_t)ev->u.coll.recvbuff, rbytes, F_WRITE, what);
+  coll_grouped(ts, ev);
 }
 
 /* Every kind hb_on_event does not route itself: not launches, NCCL

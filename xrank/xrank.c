@@ -1132,19 +1132,33 @@ __attribute__((always_inline)) static inline void on_op_fast(const a2a_event *ev
   tslot *t;
   push_tok tok;
   const void *h = ev->comm;
-  if (atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
-      (post_known || ev->phase == A2A_POST) && ev->ok &&
-      (kind != A2A_EV_COLL || ev->u.coll.count != 0) && (c = a2a_comm_lookup_last(h)) &&
-      c->id_hash && (t = slot_kept(ev->thread)) && t->depth > 0 && push_claim(&tok)) {
-    if (kind == A2A_EV_COLL) coll_grouped(ev, c, t, tok);
-    else p2p_grouped(ev, c, t, tok);
+  if (kind == A2A_EV_COLL) {
+    /* (The thread's depth first: a lone collective - an all-reduce
+     * outside any group - leaves at its first test, for op_body.) */
+    if ((t = slot_kept(ev->thread)) && t->depth > 0 &&
+        atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
+        (post_known || ev->phase == A2A_POST) && ev->ok && ev->u.coll.count != 0 &&
+        (c = a2a_comm_lookup_last(h)) && c->id_hash && push_claim(&tok)) {
+      coll_grouped(ev, c, t, tok);
+      return;
+    }
+    coll_body(ev);
     return;
   }
-  if (kind == A2A_EV_COLL) coll_body(ev);
-  else p2p_body(ev);
+  if (atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
+      (post_known || ev->phase == A2A_POST) && ev->ok && (c = a2a_comm_lookup_last(h)) &&
+      c->id_hash && (t = slot_kept(ev->thread)) && t->depth > 0 && push_claim(&tok)) {
+    p2p_grouped(ev, c, t, tok);
+    return;
+  }
+  p2p_body(ev);
 }
-__attribute__((noinline)) static void on_p2p(const a2a_event *ev) { on_op_fast(ev, A2A_EV_P2P, false); }
-__attribute__((noinline)) static void on_coll(const a2a_event *ev) { on_op_fast(ev, A2A_EV_COLL, false); }
+__attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
+  on_op_fast(ev, A2A_EV_P2P, false);
+}
+__attribute__((noinline)) static void on_coll(const a2a_event *ev) {
+  on_op_fast(ev, A2A_EV_COLL, false);
+}
 /* The dispatch table's handlers of a send's or receive's and of a
  * collective's POST (xr_by_kind_post): on_p2p and on_coll without their
  * test of the phase. */

@@ -300,6 +300,15 @@ START_TEST(grouped_collective_records_on_both_paths_are_the_same) {
     ck_assert_int_eq(op->redop, want_redop[i]);
     ck_assert_int_eq(op->pad[0] | op->pad[1] | op->pad[2], 0);
   }
+  /* A lone collective (no group), the memo's last answer its
+   * communicator: one OP_UNIT, its operation as in a group's OP. */
+  ck_assert_ptr_eq(a2a_comm_lookup(comm), c);
+  ev_dispatch(&ops[0], 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP_UNIT);
+  ck_assert_uint_eq(rec[0].stream, STREAM);
+  ck_assert_int_eq(memcmp(&rec[0].u.opu.op, &ref[0].u.op, sizeof ref[0].u.op), 0);
+  if (rec[0].event) xr_event_release(rec[0].event, rec[0].device);
 }
 END_TEST
 
