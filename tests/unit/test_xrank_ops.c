@@ -180,15 +180,24 @@ END_TEST
  * a send or receive posted right after a lookup of another communicator
  * takes the reference path (p2p_body), and the records of both paths are
  * the same, byte for byte, and carry the operation's own communicator. */
+/* Two communicators of distinct identities at comm and other, made from
+ * id and id2; their registry records in *c and *o. */
+static void two_comms(void *comm, unsigned char *id, void *other, unsigned char *id2,
+                      const a2a_comm **c, const a2a_comm **o) {
+  comm_init(comm, id);
+  comm_init(other, id2);
+  *c = a2a_comm_lookup(comm);
+  *o = a2a_comm_lookup(other);
+  ck_assert_ptr_nonnull(*c);
+  ck_assert_ptr_nonnull(*o);
+  ck_assert_uint_ne((*c)->id_hash, (*o)->id_hash);
+}
+
 START_TEST(grouped_records_without_the_memo_are_the_same) {
   static unsigned char id[128] = {0x6b, 1, 2, 3}, id2[128] = {0x6c, 1, 2, 3};
   void *const comm = (void *)0xd0, *const other = (void *)0xe0;
-  comm_init(comm, id);
-  comm_init(other, id2);
-  const a2a_comm *c = a2a_comm_lookup(comm), *o = a2a_comm_lookup(other);
-  ck_assert_ptr_nonnull(c);
-  ck_assert_ptr_nonnull(o);
-  ck_assert_uint_ne(c->id_hash, o->id_hash);
+  const a2a_comm *c, *o;
+  two_comms(comm, id, other, id2, &c, &o);
   xr_rec rec[8], ref[8];
   drain(rec, 8);
 
@@ -250,11 +259,8 @@ static a2a_event coll_ev(void *comm, a2a_coll coll, uint64_t count, int redop, i
 START_TEST(grouped_collective_records_on_both_paths_are_the_same) {
   static unsigned char id[128] = {0x6f, 1, 2, 3}, id2[128] = {0x70, 1, 2, 3};
   void *const comm = (void *)0xd0, *const other = (void *)0xe0;
-  comm_init(comm, id);
-  comm_init(other, id2);
-  const a2a_comm *c = a2a_comm_lookup(comm), *o = a2a_comm_lookup(other);
-  ck_assert_ptr_nonnull(c);
-  ck_assert_ptr_nonnull(o);
+  const a2a_comm *c, *o;
+  two_comms(comm, id, other, id2, &c, &o);
   xr_rec rec[8], ref[8];
   drain(rec, 8);
   a2a_event ops[] = {coll_ev(comm, A2A_COLL_ALLTOALL, 32, -1, -1),
