@@ -292,6 +292,30 @@ static inline a2a_comm *a2a_comm_lookup_last(const void *handle) {
     return a2a_comm_last.rec;
   return NULL;
 }
+/* a2a_comm_lookup's answer when the thread's memo holds it - the last
+ * answer, or a way (a thread driving several communicators in turn:
+ * nccl-tests -g N posts one operation per communicator, so the last
+ * answer is another communicator's at every operation's first lookup) -
+ * inline, else NULL (also when that answer is NULL). A way's answer
+ * becomes the last one, exactly as a2a_comm_lookup_slow's way hit makes
+ * it: the memo is left as a2a_comm_lookup would leave it, so a fast path
+ * that falls back to its reference path (which looks the handle up) sees
+ * the same answers. No call, no lock, no allocation. */
+static inline a2a_comm *a2a_comm_lookup_memo(const void *handle) {
+  a2a_comm_memo *m = &a2a_comm_last;
+  /* (a2a_comm_lookup_last's test first, in its order: the common case,
+   * one thread on one communicator, costs what it cost there.) */
+  if (!handle) return NULL;
+  unsigned ver = atomic_load_explicit(&a2a_comm_ver, memory_order_acquire);
+  if (m->handle == handle && m->ver == ver) return m->rec;
+  if (m->ver != ver) return NULL;
+  for (unsigned i = 0; i < A2A_COMM_MEMO_WAYS; i++)
+    if (m->way[i].handle == handle) {
+      m->handle = handle;
+      return m->rec = m->way[i].rec;
+    }
+  return NULL;
+}
 /* Iterate over all records (for summaries); fn returns nonzero to stop. */
 void a2a_comm_foreach(int (*fn)(a2a_comm *c, void *arg), void *arg);
 /* Communicators created but not recorded (registry full, out of memory):

@@ -523,9 +523,11 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
 }
 
 /* gl_op_pre_all without a frame in its common cases: the thread's cached
- * record and the registry memo's last answer (thread_of's and
- * a2a_comm_lookup's fast paths, neither with a side effect) for a known
- * communicator, and, inside a group, room in pend. Then exactly what
+ * record and the registry memo's answer (thread_of's fast path, without a
+ * side effect, and a2a_comm_lookup_memo, which leaves the memo as
+ * gl_op_pre_all's a2a_comm_lookup would: the last answer, or a way's - a
+ * thread posting one operation per communicator in turn, nccl-tests -g N)
+ * for a known communicator, and, inside a group, room in pend. Then exactly what
  * gl_op_pre_all does, in its order: the operation in progress; inside a
  * group the deferred operation, and gm_op_pre unless gm_op_pre_known (the
  * group's first operation on a communicator); outside one gm_op_pre (a
@@ -541,7 +543,7 @@ __attribute__((always_inline)) static inline void gl_op_pre_body(const a2a_event
   a2a_comm *c;
   int depth;
   unsigned n;
-  if ((c = a2a_comm_lookup_last(h)) &&
+  if ((c = a2a_comm_lookup_memo(h)) &&
       ((depth = atomic_load_explicit(&t->depth, memory_order_relaxed)) <= 0 ||
        (n = t->npend) < GL_MAX_PEND)) {
     t->op_handle = h;

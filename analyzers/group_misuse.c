@@ -536,7 +536,11 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
     goto all;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
   bool dm = w & GM_BIT(A2A_CK_GROUP_DEVICE_MISMATCH);
-  if (dm && c->device >= 0 && ev->device >= 0) {
+  /* Whether c's device is listed (device_listed): known true once
+   * check_device listed it (dm and ev->device >= 0, device_listed's own
+   * last term), computed otherwise. */
+  bool dev_checked = dm && c->device >= 0 && ev->device >= 0;
+  if (dev_checked) {
     if (depth > 0) { /* check_device inside a group */
       record_device(ev, t, c);
     } else if (ev->device != c->device) {
@@ -546,7 +550,8 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   if (w & GM_BIT(A2A_CK_GROUP_CONCURRENT_USE)) { /* concurrent_pre */
     uint32_t me = ev->thread, cur = 0;
     if (atomic_compare_exchange_strong(&g_owner[serial], &cur, me)) {
-      if (depth > 0 && t->nheld < GL_MAX_HELD) hold(t, serial, device_listed(ev, t, c, dm));
+      if (depth > 0 && t->nheld < GL_MAX_HELD)
+        hold(t, serial, dev_checked || device_listed(ev, t, c, dm));
     } else if (cur != me) {
       report_concurrent(ev, c, cur);
     }

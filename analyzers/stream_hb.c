@@ -2637,7 +2637,8 @@ static void default_stream_warning(const a2a_event *ev, const char *what) {
 }
 
 /* Byte extents of a collective's send and receive buffers on this rank. */
-static void coll_extents(const a2a_event *ev, size_t *sbytes, size_t *rbytes) {
+static inline __attribute__((always_inline)) void coll_extents(const a2a_event *ev, size_t *sbytes,
+                                                                size_t *rbytes) {
   size_t n = ev->u.coll.count * a2a_dtype_size(ev->u.coll.dtype);
   if (ev->u.coll.coll == A2A_COLL_ALLREDUCE) { /* needs neither size nor rank */
     *sbytes = *rbytes = n;
@@ -4102,10 +4103,6 @@ static void hb_k_group_end(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
   hb_group_end(ev);
 }
-static void hb_k_comm_op(const a2a_event *ev) {
-  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return;
-  if (ev->ok) on_comm_op(ev);
-}
 /* hb_k_p2p's pending_add for a send or receive past the entries an
  * earlier group left (ts->npending >= ts->rep_n: pending_repeat would
  * answer false once the access has bytes): its parts in the order it
@@ -4129,7 +4126,7 @@ __attribute__((noinline)) static void p2p_add_slow(thread_state *ts, const a2a_e
                    ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
 }
 
-/* hb_k_comm_op for a send or receive: a grouped one on a stream other than
+/* hb_nccl for a send or receive: a grouped one on a stream other than
  * the legacy default stream (its common case: NCCL's point-to-point calls
  * are grouped) is on_comm_op's path for it without on_comm_op's frame or
  * its tests of the kind: default_stream_warning does nothing (not the
@@ -4158,6 +4155,38 @@ static void hb_k_p2p(const a2a_event *ev) {
   }
   pending_add(ts, ev, (uintptr_t)ev->u.p2p.buff, ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
               ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
+}
+
+/* hb_nccl for a collective: a grouped one on a stream other than the
+ * legacy default stream (a group of collectives on several communicators:
+ * nccl-tests -g N, one per device) is on_comm_op's path for it without
+ * on_comm_op's frame or its tests of the kind, as hb_k_p2p is for a send
+ * or receive: a count (NCCL drops a zero-count collective: on_comm_op
+ * returns at once), default_stream_warning doing nothing (not the legacy
+ * stream), a race check enabled, the thread's state existing
+ * (thread_state_of allocates nothing) and its group open; then both sides
+ * are pending_add'ed, the send side first, with on_comm_op's extents
+ * (coll_extents) and name, as on_comm_op's two calls do (coll_grouped, out
+ * of line: a lone collective's path, a tail call to on_comm_op, sets up
+ * no frame). Anything else: on_comm_op. */
+__attribute__((noinline)) static void coll_grouped(thread_state *ts, const a2a_event *ev) {
+  size_t sbytes, rbytes;
+  coll_extents(ev, &sbytes, &rbytes);
+  const char *what = ev->api ? ev->api : "nccl";
+  pending_add(ts, ev, (uintptr_t)ev->u.coll.sendbuff, sbytes, F_READ, what);
+  pending_add(ts, ev, (uintptr_t)ev->u.coll.recvbuff, rbytes, F_WRITE, what);
+}
+static void hb_k_coll(const a2a_event *ev) {
+  if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* (a POST: see above) */
+  if (!ev->ok) return;
+  thread_state *ts = ev->thread < MAX_THREADS ? g_threads[ev->thread] : NULL;
+  if (!ts || ts->depth <= 0 || ev->u.coll.count == 0 ||
+      ((uintptr_t)ev->stream <= 1 && (ev->stream == STREAM_LEGACY || !ev->per_thread))) {
+    on_comm_op(ev);
+    return;
+  }
+  if (!race_checks_on()) return;
+  coll_grouped(ts, ev);
 }
 
 /* Every kind hb_on_event does not route itself: not launches, NCCL
@@ -4315,7 +4344,7 @@ static const a2a_by_kind hb_by_kind = {
         [A2A_EV_MEMSET] = hb_k_memset,
         [A2A_EV_EVENT_RECORD] = hb_k_record_wait,
         [A2A_EV_STREAM_WAIT_EVENT] = hb_k_record_wait,
-        [A2A_EV_COLL] = hb_k_comm_op,
+        [A2A_EV_COLL] = hb_k_coll,
         [A2A_EV_P2P] = hb_k_p2p,
         [A2A_EV_GROUP_START] = hb_k_group_start,
         [A2A_EV_GROUP_END] = hb_k_group_end,

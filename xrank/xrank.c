@@ -1075,34 +1075,45 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
 }
 
 /* The handlers of the dispatch table (xr_by_kind) and on_event's. */
-__attribute__((noinline)) static void on_coll(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
+__attribute__((noinline)) static void coll_body(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
 __attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
 
-/* on_p2p's writes, once its tests passed and it claimed tok's cell (a
- * tail call with everything in registers: neither needs a frame). */
-__attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a_comm *c,
-                                                  tslot *t, push_tok tok) {
+/* on_op_fast's writes, once its tests passed and it claimed tok's cell (a
+ * tail call with everything in registers: neither needs a frame), one
+ * function per kind. */
+__attribute__((always_inline)) static inline void op_grouped(const a2a_event *ev, a2a_kind kind,
+                                                             const a2a_comm *c, tslot *t,
+                                                             push_tok tok) {
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
   t->posted = 1;
-  group_op(&tok.c->rec, ev, A2A_EV_P2P, c->id_hash, c->rank, sid);
+  group_op(&tok.c->rec, ev, kind, c->id_hash, c->rank, sid);
   push_publish(&tok); /* (g_ring_live: the thread was asked for) */
   group_stream(t, sid); /* (after the push, as op_body: its miss a tail call) */
 }
+__attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a_comm *c,
+                                                  tslot *t, push_tok tok) {
+  op_grouped(ev, A2A_EV_P2P, c, t, tok);
+}
+__attribute__((noinline)) static void coll_grouped(const a2a_event *ev, const a2a_comm *c,
+                                                   tslot *t, push_tok tok) {
+  op_grouped(ev, A2A_EV_COLL, c, t, tok);
+}
 
-/* A send or receive: op_body's grouped branch without a frame in its
- * common case - where each of its tests has its common outcome (the
- * analyzer active, no pending registration and the background thread
- * asked for already, all three in one test of g_ring_live; a communicator
- * the thread's registry memo answers with its last answer -
- * a2a_comm_lookup's fast path, without its call to the table - with a
- * cross-rank identity of its own; the thread in a group; a cell free at
- * once) - writing what that branch writes, in its order: the posting
- * flag, the record, then the group's stream set (the thread's own state,
- * read at its ncclGroupEnd). Anything else is op_body's (a tail call),
- * which then makes every test again: nothing was written yet (a claimed
- * cell is the last test). post_known: the caller knows the event is a
- * POST (xr_by_kind_post's handler: P2P is in this analyzer's post mask
- * only), and the phase is not tested again. */
+/* A send or receive, or a collective (kind, a constant): op_body's grouped
+ * branch without a frame in its common case - where each of its tests has
+ * its common outcome (the analyzer active, no pending registration and the
+ * background thread asked for already, all three in one test of
+ * g_ring_live; a collective with a count; a communicator the thread's
+ * registry memo answers with its last answer - a2a_comm_lookup's fast
+ * path, without its call to the table - with a cross-rank identity of its
+ * own; the thread in a group; a cell free at once) - writing what that
+ * branch writes, in its order: the posting flag, the record, then the
+ * group's stream set (the thread's own state, read at its ncclGroupEnd).
+ * Anything else is op_body's (a tail call), which then makes every test
+ * again: nothing was written yet (a claimed cell is the last test).
+ * post_known: the caller knows the event is a POST (xr_by_kind_post's
+ * handlers: P2P and COLL are in this analyzer's post mask only), and the
+ * phase is not tested again. */
 /* slot(thread), its address computed once and kept in a register: the
  * compiler would otherwise compute it again (a multiply) for p2p_grouped's
  * argument after the ring's claim. (The empty asm only hides the value's
@@ -1115,11 +1126,25 @@ static inline tslot *slot_kept(uint32_t thread) {
   return t;
 }
 
-__attribute__((always_inline)) static inline void on_p2p_body(const a2a_event *ev, bool post_known) {
+__attribute__((always_inline)) static inline void on_op_fast(const a2a_event *ev, a2a_kind kind,
+                                                             bool post_known) {
   const a2a_comm *c;
   tslot *t;
   push_tok tok;
   const void *h = ev->comm;
+  if (kind == A2A_EV_COLL) {
+    /* (The thread's depth first: a lone collective - an all-reduce
+     * outside any group - leaves at its first test, for op_body.) */
+    if ((t = slot_kept(ev->thread)) && t->depth > 0 &&
+        atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
+        (post_known || ev->phase == A2A_POST) && ev->ok && ev->u.coll.count != 0 &&
+        (c = a2a_comm_lookup_last(h)) && c->id_hash && push_claim(&tok)) {
+      coll_grouped(ev, c, t, tok);
+      return;
+    }
+    coll_body(ev);
+    return;
+  }
   if (atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
       (post_known || ev->phase == A2A_POST) && ev->ok && (c = a2a_comm_lookup_last(h)) &&
       c->id_hash && (t = slot_kept(ev->thread)) && t->depth > 0 && push_claim(&tok)) {
@@ -1128,10 +1153,21 @@ __attribute__((always_inline)) static inline void on_p2p_body(const a2a_event *e
   }
   p2p_body(ev);
 }
-__attribute__((noinline)) static void on_p2p(const a2a_event *ev) { on_p2p_body(ev, false); }
-/* The dispatch table's handler of a send's or receive's POST
- * (xr_by_kind_post): on_p2p without its test of the phase. */
-__attribute__((noinline)) static void on_p2p_post(const a2a_event *ev) { on_p2p_body(ev, true); }
+__attribute__((noinline)) static void on_p2p(const a2a_event *ev) {
+  on_op_fast(ev, A2A_EV_P2P, false);
+}
+__attribute__((noinline)) static void on_coll(const a2a_event *ev) {
+  on_op_fast(ev, A2A_EV_COLL, false);
+}
+/* The dispatch table's handlers of a send's or receive's and of a
+ * collective's POST (xr_by_kind_post): on_p2p and on_coll without their
+ * test of the phase. */
+__attribute__((noinline)) static void on_p2p_post(const a2a_event *ev) {
+  on_op_fast(ev, A2A_EV_P2P, true);
+}
+__attribute__((noinline)) static void on_coll_post(const a2a_event *ev) {
+  on_op_fast(ev, A2A_EV_COLL, true);
+}
 
 static void on_event_body(const a2a_event *ev);
 
@@ -1279,9 +1315,11 @@ static const a2a_by_kind xr_by_kind = {
 _Static_assert(MAX_THREADS >= A2A_ACTIVITY_THREADS, "a slot for every thread a2a_group_nested may nest");
 static const a2a_nested xr_nested = {.start = {NULL, NULL}, .end = {NULL, NULL}};
 
-/* A send's or receive's POST (the only phase of P2P in this analyzer's
- * masks: xr_by_kind's on_p2p then never sees a PRE from the table). */
-static const a2a_by_kind xr_by_kind_post = {.fn = {[A2A_EV_P2P] = on_p2p_post}};
+/* A send's or receive's and a collective's POST (the only phase of P2P
+ * and COLL in this analyzer's masks: xr_by_kind's on_p2p and on_coll then
+ * never see a PRE from the table). */
+static const a2a_by_kind xr_by_kind_post = {
+    .fn = {[A2A_EV_P2P] = on_p2p_post, [A2A_EV_COLL] = on_coll_post}};
 
 __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
   tslot *t;

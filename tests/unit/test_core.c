@@ -944,6 +944,61 @@ START_TEST(comm_memo_more_comms_than_ways) {
 }
 END_TEST
 
+/* a2a_comm_lookup_memo: the memo's answer inline (the last one or a
+ * way's, which becomes the last, as a2a_comm_lookup_slow makes it), else
+ * NULL without a change. A thread alternating among A2A_COMM_MEMO_WAYS
+ * communicators is answered for each, exactly the table's record, and a
+ * fast path that follows it with a2a_comm_lookup_last finds the same;
+ * every answer goes with an insertion (another thread's), a destroy shows
+ * in the record's state, and a handle reused for a new communicator
+ * answers the new record. */
+START_TEST(comm_memo_inline_answers_as_the_lookup) {
+  void *h[A2A_COMM_MEMO_WAYS];
+  a2a_comm *r[A2A_COMM_MEMO_WAYS];
+  for (int i = 0; i < A2A_COMM_MEMO_WAYS; i++)
+    h[i] = init_comm((void *)(uintptr_t)(0x4000 + 0x40 * i), i % 2 ? id_b : id_a, 4, i, i);
+  for (int i = 0; i < A2A_COMM_MEMO_WAYS; i++) {
+    r[i] = a2a_comm_lookup(h[i]);
+    ck_assert_ptr_nonnull(r[i]);
+    ck_assert_ptr_eq(r[i]->handle, h[i]);
+  }
+  ck_assert_ptr_null(a2a_comm_lookup_memo(NULL));
+  for (int round = 0; round < 3; round++)
+    for (int i = 0; i < A2A_COMM_MEMO_WAYS; i++) {
+      ck_assert_ptr_null(a2a_comm_lookup_last(h[i])); /* another's is the last answer */
+      ck_assert_ptr_eq(a2a_comm_lookup_memo(h[i]), r[i]);
+      ck_assert_ptr_eq(a2a_comm_lookup_last(h[i]), r[i]); /* now the last answer */
+      ck_assert_ptr_eq(a2a_comm_lookup_memo(h[i]), r[i]);
+      ck_assert_ptr_eq(a2a_comm_lookup(h[i]), r[i]);
+    }
+  /* A handle the memo does not hold: NULL, and the last answer stays. */
+  void *const unknown = (void *)0x7100;
+  ck_assert_ptr_null(a2a_comm_lookup_memo(unknown));
+  ck_assert_ptr_eq(a2a_comm_lookup_last(h[A2A_COMM_MEMO_WAYS - 1]), r[A2A_COMM_MEMO_WAYS - 1]);
+  /* A destroy: the same record, its state changed. */
+  comm_end(h[1], A2A_END_DESTROY);
+  ck_assert_ptr_eq(a2a_comm_lookup_memo(h[1]), r[1]);
+  ck_assert_int_eq(a2a_comm_lookup_memo(h[1])->state, A2A_COMM_DESTROYED);
+  /* NCCL reuses h[1] for a new communicator, on another thread: nothing
+   * the memo holds answers any more; the lookups answer the new record. */
+  ck_assert_ptr_eq(a2a_comm_lookup_memo(h[2]), r[2]);
+  init_comm_elsewhere(h[1]);
+  for (int i = 0; i < A2A_COMM_MEMO_WAYS; i++) ck_assert_ptr_null(a2a_comm_lookup_memo(h[i]));
+  ck_assert_ptr_null(a2a_comm_lookup_last(h[2]));
+  a2a_comm *fresh = a2a_comm_lookup(h[1]);
+  ck_assert_ptr_ne(fresh, r[1]);
+  ck_assert_int_eq(fresh->state, A2A_COMM_ACTIVE);
+  r[1] = fresh;
+  for (int i = 0; i < A2A_COMM_MEMO_WAYS; i++) ck_assert_ptr_eq(a2a_comm_lookup(h[i]), r[i]);
+  for (int i = A2A_COMM_MEMO_WAYS - 1; i >= 0; i--) ck_assert_ptr_eq(a2a_comm_lookup_memo(h[i]), r[i]);
+  /* A NULL answer (an unknown handle) is kept like any other: the memo
+   * answers NULL for it, a2a_comm_lookup's own answer. */
+  ck_assert_ptr_null(a2a_comm_lookup(unknown));
+  ck_assert_ptr_null(a2a_comm_lookup_memo(unknown));
+  ck_assert_ptr_eq(a2a_comm_lookup_memo(h[3]), r[3]);
+}
+END_TEST
+
 static void alloc(uintptr_t p, size_t n, int dev) {
   a2a_event ev = ev_make(A2A_EV_ALLOC);
   ev.device = dev;
@@ -1334,6 +1389,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, comm_memo_alternation_sees_destroy_and_reuse);
   tcase_add_test(tc, comm_memo_forgets_misses_on_insertion_by_other_threads);
   tcase_add_test(tc, comm_memo_more_comms_than_ways);
+  tcase_add_test(tc, comm_memo_inline_answers_as_the_lookup);
   tcase_add_test(tc, alloc_registry_bounds);
   tcase_add_test(tc, failed_alloc_is_not_registered);
   tcase_add_test(tc, alloc_cache_follows_frees_and_reuse);

@@ -890,6 +890,67 @@ START_TEST(multi_device_group_ops_after_the_mismatch) {
 }
 END_TEST
 
+/* nccl-tests -g 4: one thread posts one operation (or a send and a
+ * receive) per communicator in turn, so each operation's communicator is
+ * the registry memo's answer from one of its ways, not its last one
+ * (group_local's fast path, a2a_comm_lookup_memo). The answers must be
+ * each operation's own communicator: a destroyed one among them is
+ * reported, at its operation only; one that another thread holds is a
+ * concurrent use; the others, on their own devices, are silent. */
+START_TEST(alternating_comms_are_each_judged) {
+  enum { NC = 4 };
+  void *c[NC];
+  for (int i = 0; i < NC; i++)
+    c[i] = init_comm((void *)(uintptr_t)(0x100 * (i + 1)), id_a, NC, i, i);
+  for (int step = 0; step < 3; step++) {
+    group(A2A_EV_GROUP_START, 1);
+    for (int i = 0; i < NC; i++) {
+      group_op(c[i], 1, 0, 0x9000 + i);
+      group_op(c[i], 0, 0, 0x9100 + i);
+    }
+    group(A2A_EV_GROUP_END, 1);
+  }
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  comm_end(c[2], A2A_END_DESTROY, 0);
+  group(A2A_EV_GROUP_START, 1);
+  for (int i = 0; i < NC; i++) group_op(c[i], 1, 0, 0x9200 + i);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+  ck_assert_ptr_eq(collector_find("group.use-after-destroy")->site, (const void *)0x9202);
+  ck_assert_uint_eq(collector_count_prefix("group."), 1);
+  /* Thread 2 holds c[1] in its open group; thread 1's next group uses it. */
+  group(A2A_EV_GROUP_START, 2);
+  a2a_event o = p2p(c[1], 1, DEV_SEND, 16, 1, STREAM_B);
+  o.thread = 2;
+  o.device = 1;
+  ev_dispatch(&o, 0);
+  group(A2A_EV_GROUP_START, 1);
+  for (int i = 0; i < NC; i++)
+    if (i != 2) group_op(c[i], 0, 0, 0x9300 + i);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count("group.concurrent-use"), 1);
+  ck_assert_ptr_eq(collector_find("group.concurrent-use")->site, (const void *)0x9301);
+  group(A2A_EV_GROUP_END, 2);
+  ck_assert_uint_eq(collector_count_prefix("group."), 2);
+}
+END_TEST
+
+START_TEST(unknown_current_device_is_not_a_mismatch) {
+  /* The group's first operation on c1 is posted while the current device
+   * is unknown (-1): device-mismatch has nothing to compare, nothing is
+   * listed or recorded; the next ones, from c1's own device, list it. One
+   * device, no mismatch: silent. The same with c0's operations first. */
+  static const int ops[][2] = {{1, -1}, {1, 1}, {1, 1}};
+  ck_assert_uint_eq(two_device_group(ops, 3), 0);
+  static const int ops2[][2] = {{0, -1}, {0, 0}, {0, -1}, {0, 0}};
+  ck_assert_uint_eq(two_device_group(ops2, 4), 0);
+  /* From another device after the unknown one: reported at the end. */
+  static const int ops3[][2] = {{1, -1}, {1, 0}};
+  ck_assert_uint_eq(two_device_group(ops3, 2), 1);
+  ck_assert_ptr_eq(collector_find("group.device-mismatch")->site, (const void *)0x8002);
+}
+END_TEST
+
 START_TEST(later_mismatches_still_list_their_device) {
   /* The group's first mismatch (c1 from device 0) is recorded; the next
    * operation mismatches too (c0 from device 2) and must still put device
@@ -1409,6 +1470,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, held_comm_first_mismatch_is_still_recorded);
   tcase_add_test(tc, held_comm_unknown_device_is_listed_later);
   tcase_add_test(tc, multi_device_group_ops_after_the_mismatch);
+  tcase_add_test(tc, alternating_comms_are_each_judged);
+  tcase_add_test(tc, unknown_current_device_is_not_a_mismatch);
   tcase_add_test(tc, held_memo_ends_with_the_group);
   tcase_add_test(tc, later_mismatches_still_list_their_device);
   tcase_add_loop_test(tc, queries_after_end, 0, 2);

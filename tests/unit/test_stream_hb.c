@@ -2946,6 +2946,47 @@ START_TEST(grouped_send_on_default_stream_warns) {
 }
 END_TEST
 
+/* A grouped collective (hb_k_coll's path, without on_comm_op's frame):
+ * each side with its own direction and extent - an all-to-all's both
+ * count * nranks, a broadcast's send side only at its root - in flight
+ * after the group; a zero-count one touches nothing. Each group is the
+ * thread's first with its entries (no repeat), then the same group again
+ * (pending_repeat's entries), and the findings are the same both times. */
+START_TEST(grouped_collectives_keep_each_side) {
+  void *bsend = (char *)SEG + 0x40000, *brecv = (char *)SEG + 0x50000;
+  for (int again = 0; again < 2; again++) {
+    setup();
+    stream_create(S_COMM, NONBLOCKING);
+    stream_create(S_COMP, NONBLOCKING);
+    for (int rep = 0; rep <= again; rep++) {
+      if (rep) stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+      group(A2A_EV_GROUP_START);
+      coll_on(S_COMM, A2A_COLL_ALLTOALL, SENDBUF, RECVBUF, 256, -1);
+      coll_on(S_COMM, A2A_COLL_BROADCAST, bsend, brecv, 64, 2); /* rank 0: not the root */
+      coll_on(S_COMM, A2A_COLL_ALLREDUCE, (char *)SEG + 0x60000, (char *)SEG + 0x60000, 0, -1);
+      group(A2A_EV_GROUP_END);
+    }
+    ck_assert_int_eq(stream_findings(), 0);
+    ck_assert_uint_eq(stream_hb_range_count(), 3); /* not the zero-count one's */
+    /* The all-to-all's receive side, to its last rank's part, is written. */
+    launch_fill(S_COMP, (char *)RECVBUF + 4096 - 4, (void *)0x3000);
+    ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+    launch_fill(S_COMP, (char *)RECVBUF + 4096, (void *)0x3001); /* just past: not it */
+    ck_assert_int_eq(stream_findings(), 1);
+    /* Its send side, to its last rank's part, is read. */
+    memop(A2A_EV_MEMSET, (char *)SENDBUF + 4096 - 16, NULL, 16, 0, 1, S_COMP);
+    ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+    /* The broadcast's receive is written; its send buffer, not read at a
+     * non-root rank, is free to change. */
+    memop(A2A_EV_MEMSET, bsend, NULL, 256, 0, 1, S_COMP);
+    ck_assert_int_eq(stream_findings(), 2);
+    launch_fill(S_COMP, brecv, (void *)0x3002);
+    ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+    ck_assert_int_eq(stream_findings(), 3);
+  }
+}
+END_TEST
+
 /* The ring is consulted only by a range's first communication use, and
  * forgets what a new allocation (or a free) replaces; host-waiting copies
  * and copies to host memory are not remembered. */
@@ -3947,6 +3988,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, repeated_copies_on_another_device_are_not_counted);
   tcase_add_test(tc, grouped_sendrecv_fast_path_keeps_findings);
   tcase_add_test(tc, grouped_send_on_default_stream_warns);
+  tcase_add_test(tc, grouped_collectives_keep_each_side);
   tcase_add_test(tc, grouped_sendrecv_swapped_buffers);
   tcase_add_test(tc, grouped_chunks_merge_into_matching_entries);
   tcase_add_test(tc, grouped_empty_p2p_adds_nothing);

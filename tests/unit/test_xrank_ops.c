@@ -180,15 +180,24 @@ END_TEST
  * a send or receive posted right after a lookup of another communicator
  * takes the reference path (p2p_body), and the records of both paths are
  * the same, byte for byte, and carry the operation's own communicator. */
+/* Two communicators of distinct identities at comm and other, made from
+ * id and id2; their registry records in *c and *o. */
+static void two_comms(void *comm, unsigned char *id, void *other, unsigned char *id2,
+                      const a2a_comm **c, const a2a_comm **o) {
+  comm_init(comm, id);
+  comm_init(other, id2);
+  *c = a2a_comm_lookup(comm);
+  *o = a2a_comm_lookup(other);
+  ck_assert_ptr_nonnull(*c);
+  ck_assert_ptr_nonnull(*o);
+  ck_assert_uint_ne((*c)->id_hash, (*o)->id_hash);
+}
+
 START_TEST(grouped_records_without_the_memo_are_the_same) {
   static unsigned char id[128] = {0x6b, 1, 2, 3}, id2[128] = {0x6c, 1, 2, 3};
   void *const comm = (void *)0xd0, *const other = (void *)0xe0;
-  comm_init(comm, id);
-  comm_init(other, id2);
-  const a2a_comm *c = a2a_comm_lookup(comm), *o = a2a_comm_lookup(other);
-  ck_assert_ptr_nonnull(c);
-  ck_assert_ptr_nonnull(o);
-  ck_assert_uint_ne(c->id_hash, o->id_hash);
+  const a2a_comm *c, *o;
+  two_comms(comm, id, other, id2, &c, &o);
   xr_rec rec[8], ref[8];
   drain(rec, 8);
 
@@ -224,6 +233,88 @@ START_TEST(grouped_records_without_the_memo_are_the_same) {
   }
   assert_op(&rec[0].u.op, c->id_hash, XR_OP_SEND, 8, 0x2222);
   assert_op(&rec[1].u.op, c->id_hash, XR_OP_RECV, 16, 0x3333);
+}
+END_TEST
+
+/* A grouped collective's POST takes the same frameless path as a send's
+ * (on_op_fast, coll_grouped) when the memo's last answer is its
+ * communicator; its records are those of the reference (op_body), byte
+ * for byte, with every field of a collective (kind, coll, root, dtype, a
+ * redop clamped to 127, no peer); a zero-count collective, which NCCL
+ * drops, records nothing on either path. */
+static a2a_event coll_ev(void *comm, a2a_coll coll, uint64_t count, int redop, int root) {
+  a2a_event ev = ev_make(A2A_EV_COLL);
+  ev.comm = comm;
+  ev.thread = 1;
+  ev.stream = (void *)(uintptr_t)STREAM;
+  ev.callsite = (const void *)(uintptr_t)(0x4400 + coll);
+  ev.u.coll.coll = coll;
+  ev.u.coll.count = count;
+  ev.u.coll.dtype = 9;
+  ev.u.coll.redop = redop;
+  ev.u.coll.root = root;
+  return ev;
+}
+
+START_TEST(grouped_collective_records_on_both_paths_are_the_same) {
+  static unsigned char id[128] = {0x6f, 1, 2, 3}, id2[128] = {0x70, 1, 2, 3};
+  void *const comm = (void *)0xd0, *const other = (void *)0xe0;
+  const a2a_comm *c, *o;
+  two_comms(comm, id, other, id2, &c, &o);
+  xr_rec rec[8], ref[8];
+  drain(rec, 8);
+  a2a_event ops[] = {coll_ev(comm, A2A_COLL_ALLTOALL, 32, -1, -1),
+                     coll_ev(comm, A2A_COLL_ALLREDUCE, 64, 200, -1),
+                     coll_ev(comm, A2A_COLL_BROADCAST, 0, -1, 1), /* dropped */
+                     coll_ev(comm, A2A_COLL_REDUCE, 16, 2, 1)};
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  for (int path = 0; path < 2; path++) {
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+      /* path 0: the memo's last answer is the operation's (fast); 1:
+       * another communicator's (the reference). */
+      ck_assert_ptr_eq(a2a_comm_lookup(path ? other : comm), path ? o : c);
+      ev_dispatch(&ops[i], 0);
+    }
+    ck_assert_int_eq(drain(path ? rec : ref, 8), 3);
+  }
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+  ck_assert_int_eq(drain(rec + 3, 5), 1);
+  ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
+  static const int want_coll[] = {A2A_COLL_ALLTOALL, A2A_COLL_ALLREDUCE, A2A_COLL_REDUCE};
+  static const uint64_t want_count[] = {32, 64, 16};
+  static const int want_redop[] = {-1, 127, 2}, want_root[] = {-1, -1, 1};
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(ref[i].type, XR_REC_OP);
+    ck_assert_uint_eq(ref[i].thread, 1);
+    ck_assert_uint_eq(ref[i].stream, STREAM);
+    ck_assert_int_eq(memcmp(&rec[i], &ref[i], offsetof(xr_rec, thread) + 4), 0);
+    ck_assert_uint_eq(rec[i].stream, ref[i].stream);
+    ck_assert_int_eq(memcmp(&rec[i].u.op, &ref[i].u.op, sizeof rec[i].u.op), 0);
+    const xr_op *op = &ref[i].u.op;
+    ck_assert_uint_eq(op->comm, c->id_hash);
+    ck_assert_uint_eq(op->site, 0x4400u + (unsigned)want_coll[i]);
+    ck_assert_uint_eq(op->count, want_count[i]);
+    ck_assert_int_eq(op->group, 0);
+    ck_assert_int_eq(op->rank, 0);
+    ck_assert_int_eq(op->peer, -1);
+    ck_assert_int_eq(op->root, want_root[i]);
+    ck_assert_int_eq(op->kind, XR_OP_COLL);
+    ck_assert_int_eq(op->coll, want_coll[i]);
+    ck_assert_int_eq(op->dtype, 9);
+    ck_assert_int_eq(op->redop, want_redop[i]);
+    ck_assert_int_eq(op->pad[0] | op->pad[1] | op->pad[2], 0);
+  }
+  /* A lone collective (no group), the memo's last answer its
+   * communicator: one OP_UNIT, its operation as in a group's OP. */
+  ck_assert_ptr_eq(a2a_comm_lookup(comm), c);
+  ev_dispatch(&ops[0], 0);
+  ck_assert_int_eq(drain(rec, 8), 1);
+  ck_assert_int_eq(rec[0].type, XR_REC_OP_UNIT);
+  ck_assert_uint_eq(rec[0].stream, STREAM);
+  ck_assert_int_eq(memcmp(&rec[0].u.opu.op, &ref[0].u.op, sizeof ref[0].u.op), 0);
+  if (rec[0].event) xr_event_release(rec[0].event, rec[0].device);
 }
 END_TEST
 
@@ -792,6 +883,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, grouped_records_carry_what_the_background_thread_reads);
   tcase_add_test(tc, grouped_records_without_the_memo_are_the_same);
+  tcase_add_test(tc, grouped_collective_records_on_both_paths_are_the_same);
   tcase_add_test(tc, grouped_records_follow_a_reused_handle);
   tcase_add_test(tc, a_destroy_on_another_thread_ends_the_run);
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
