@@ -2733,7 +2733,7 @@ END_TEST
  * Applied after the ticks (a quick replay with the copy still staged),
  * the two epochs would be swapped. */
 START_TEST(grouped_multi_back_to_back_replay_refused_while_a_copy_is_staged) {
-  const uint32_t thread = _i ? 7 : 1;
+  const uint32_t thread = _i ? 7 : 1; /* (the loop index: this thread, then another) */
   void *const X = (void *)0x84001000; /* a page nothing tracked touches */
   multi_steps(4, 0);
   memop_on(thread, (void *)0x84000000, 64, S_COMP); /* the thread's first copy: locked */
