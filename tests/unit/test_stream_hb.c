@@ -2531,24 +2531,35 @@ static void *dsend(int d) { return (void *)(SEG + 0x20000 + 0x2000 * (uintptr_t)
 static void *drecv(int d) { return (void *)(SEG + 0x21000 + 0x2000 * (uintptr_t)d); }
 static const void *dsite(int d) { return (const void *)(0x2400 + (uintptr_t)d); }
 
+/* Whether multi_group's group calls are dispatched as the shim does
+ * (group_shim: ev_dispatch_group's nested rows) instead of by their kind's
+ * rows (group); multi_setup_d0 clears it. */
+static bool g_multi_shim;
+
 /* (Device 0's stream created with d0_flags, the others non-blocking.) */
 static void multi_setup_d0(unsigned d0_flags) {
   setup();
+  g_multi_shim = false;
   stream_create(S_COMP, NONBLOCKING);
   for (int d = 0; d < NDEV; d++) stream_create(dstream(d), d ? NONBLOCKING : d0_flags);
 }
 
 static void multi_setup(void) { multi_setup_d0(NONBLOCKING); }
 
+static void multi_group_call(a2a_kind k) {
+  if (g_multi_shim) group_shim(k, 1);
+  else group(k);
+}
+
 static void multi_group(bool in_place) {
-  group(A2A_EV_GROUP_START);
+  multi_group_call(A2A_EV_GROUP_START);
   for (int d = 0; d < NDEV; d++) {
-    group(A2A_EV_GROUP_START);
+    multi_group_call(A2A_EV_GROUP_START);
     send_on(dstream(d), in_place ? drecv(d) : dsend(d), NBYTES / 4, dsite(d));
     recv_on(dstream(d), drecv(d), NBYTES / 4);
-    group(A2A_EV_GROUP_END);
+    multi_group_call(A2A_EV_GROUP_END);
   }
-  group(A2A_EV_GROUP_END);
+  multi_group_call(A2A_EV_GROUP_END);
 }
 
 /* The host waits for every device's stream, and for S_COMP (whose
@@ -2634,10 +2645,17 @@ static void multi_steps(int n, int m) {
   for (int i = 0; i < m; i++) multi_group(false);
 }
 
-START_TEST(grouped_multi_back_to_back_replays_keep_findings) {
-  /* The second synced group records the replay, the others replay; back
-   * to back: join, ticks, then quick. */
-  multi_steps(4, 5);
+/* The back-to-back scenario below, its group calls dispatched as the shim
+ * does (shim: nested rows) or by their kind's rows; its findings kept in
+ * out[] (at most 4), their number returned. */
+static int back_to_back_pass(bool shim, collected *out) {
+  multi_setup();
+  g_multi_shim = shim;
+  for (int i = 0; i < 4; i++) {
+    multi_group(false);
+    multi_sync();
+  }
+  for (int i = 0; i < 5; i++) multi_group(false);
   ck_assert_int_eq(stream_findings(), 0);
   launch_fill(dstream(0), drecv(1), (void *)0x3001); /* the join orders it */
   launch_fill(dstream(3), drecv(2), (void *)0x3001);
@@ -2649,7 +2667,38 @@ START_TEST(grouped_multi_back_to_back_replays_keep_findings) {
   memop(A2A_EV_MEMSET, dsend(0), NULL, NBYTES, 0, 1, S_COMP); /* the group's first entry */
   ck_assert_int_eq(collector_count("stream.free-in-flight"), 2);
   ck_assert(details_have("\"site_symbol\":\"0x2400\",\"epoch\":9"));
-  ck_assert_int_eq(stream_findings(), 3);
+  int n = (int)collector_total();
+  ck_assert_int_eq(n, 3);
+  for (int i = 0; i < n; i++) out[i] = *collector_get(i);
+  return n;
+}
+
+START_TEST(grouped_multi_back_to_back_replays_keep_findings) {
+  /* The second synced group records the replay, the others replay; back
+   * to back: join, ticks, then quick. */
+  static collected out[4];
+  ck_assert_int_eq(back_to_back_pass(false, out), 3);
+}
+END_TEST
+
+/* The same steps as nccl-tests -g 4 posts them through the shim (one
+ * outer group, per device a nested group of a send and a receive; the
+ * nested calls' rows leave this analyzer out): the same quick replays,
+ * the same findings as the kind's rows give, and the same ranges. */
+START_TEST(grouped_multi_back_to_back_replays_through_nested_rows) {
+  static collected a[4], b[4];
+  int na = back_to_back_pass(false, a);
+  size_t ranges = stream_hb_range_count();
+  int nb = back_to_back_pass(true, b);
+  ck_assert_int_eq(na, nb);
+  ck_assert_uint_eq(stream_hb_range_count(), ranges);
+  for (int i = 0; i < na; i++) {
+    ck_assert_str_eq(a[i].check, b[i].check);
+    ck_assert_ptr_eq(a[i].site, b[i].site);
+    ck_assert_str_eq(a[i].message, b[i].message);
+    ck_assert_str_eq(a[i].details, b[i].details);
+  }
+  g_multi_shim = false;
 }
 END_TEST
 
@@ -2673,6 +2722,39 @@ START_TEST(grouped_multi_back_to_back_replay_refused_after_a_section) {
   multi_steps(3, 3); /* the last one records the quick replay */
   multi_sync();
   kernel_then_group_reports();
+}
+END_TEST
+
+/* ...nor while a copy is staged ("Deferred copies"): a copy on device 0's
+ * stream, deferred (by this thread or another) between two back-to-back
+ * group ends, is applied by the second end's drain before the group's
+ * ticks, as the lock would have ordered it: the copy is that stream's
+ * epoch 7 and the group's access there epoch 8 (the other devices' 7).
+ * Applied after the ticks (a quick replay with the copy still staged),
+ * the two epochs would be swapped. */
+START_TEST(grouped_multi_back_to_back_replay_refused_while_a_copy_is_staged) {
+  const uint32_t thread = _i ? 7 : 1; /* (the loop index: this thread, then another) */
+  void *const X = (void *)0x84001000; /* a page nothing tracked touches */
+  multi_steps(4, 0);
+  memop_on(thread, (void *)0x84000000, 64, S_COMP); /* the thread's first copy: locked */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0);
+  multi_group(false); /* joins the host's clock */
+  multi_group(false); /* only ticks: records the quick replay */
+  memop_on(thread, X, 64, dstream(0)); /* deferred */
+  multi_group(false);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* The group's receive into drecv(0) at epoch 8 of device 0's stream... */
+  multi_recv_in_flight(0, 8);
+  multi_recv_in_flight(1, 7);
+  ck_assert(!details_have("\"epoch\":9"));
+  /* ...and the copy at epoch 7 (a send of X on S_COMP without an edge). */
+  send_on(S_COMP, X, 16, (void *)0x4101);
+  ck_assert_int_eq(collector_count("stream.unsynced-input"), 1);
+  const char *d = collector_find("stream.unsynced-input")->details;
+  ck_assert_ptr_nonnull(strstr(d, "\"what\":\"cudaMemcpyAsync\""));
+  ck_assert_ptr_nonnull(strstr(d, "\"stream\":\"0x6100\""));
+  ck_assert_ptr_nonnull(strstr(d, "\"epoch\":7},\"later\""));
+  ck_assert_int_eq(stream_findings(), 3);
 }
 END_TEST
 
@@ -4003,7 +4085,9 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_replay_refused_while_capturing);
   tcase_add_test(tc, grouped_multi_replay_keeps_findings);
   tcase_add_test(tc, grouped_multi_back_to_back_replays_keep_findings);
+  tcase_add_test(tc, grouped_multi_back_to_back_replays_through_nested_rows);
   tcase_add_test(tc, grouped_multi_back_to_back_replay_refused_after_a_section);
+  tcase_add_loop_test(tc, grouped_multi_back_to_back_replay_refused_while_a_copy_is_staged, 0, 2);
   tcase_add_test(tc, grouped_multi_replay_joins_what_one_stream_waited_for);
   tcase_add_test(tc, grouped_multi_replay_joins_the_legacy_stream);
   tcase_add_test(tc, grouped_multi_in_place_replay_keeps_findings);
