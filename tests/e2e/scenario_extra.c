@@ -292,6 +292,14 @@ static int watchdog_rank(int rank, int nranks, ncclUniqueId id, void *arg) {
   int dev = rank;
   pthread_t th;
   pthread_create(&th, NULL, watchdog_thread, &dev);
+  /* The loop below takes ~70 ms; on a loaded machine the watchdog thread
+   * may not be scheduled within it. Wait (up to 10 s) for its first poll,
+   * so that it polls while the operations run and wd_polls == 0 below
+   * means a watchdog that cannot poll, not a slow scheduler. */
+  for (int w = 0; w < 10000 && atomic_load(&wd_polls) == 0; w++) {
+    struct timespec ts = {0, 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
   long bad = 0;
   for (int t = 0; t < 40; t++) {
     int k = t % 8;
