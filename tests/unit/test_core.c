@@ -281,17 +281,31 @@ static const a2a_analyzer ungated_u = {.name = "ungated_u", .pre = GK, .post = G
 static const a2a_analyzer ungated_v = {.name = "ungated_v", .pre = GK, .post = GK,
                                        .on_event = ev_v};
 
-/* What a2a_dispatch_hot called for (kind, phase) - the letters. */
+/* What a2a_dispatch_hot called for (kind, phase) - the letters: a
+ * launch, a copy, a send or receive (kind and phase constants there), or,
+ * for A2A_EV_GROUP_START, the nested start's row (a2a_dispatch_row). */
+#define HOT_CASE(k, ph, call)                                                                  \
+  if (kind == (k) && phase == (ph)) {                                                          \
+    call;                                                                                      \
+    return g_calls;                                                                            \
+  }
 static const char *hot(a2a_kind kind, a2a_phase phase) {
   a2a_event e = ev_make(kind);
   e.phase = phase;
   g_calls[0] = 0;
-  if (kind == A2A_EV_LAUNCH && phase == A2A_POST) a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_POST);
-  else if (kind == A2A_EV_LAUNCH) a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_PRE);
-  else if (phase == A2A_POST) a2a_dispatch_hot(&e, A2A_EV_MEMCPY, A2A_POST);
+  HOT_CASE(A2A_EV_LAUNCH, A2A_POST, a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_POST));
+  HOT_CASE(A2A_EV_LAUNCH, A2A_PRE, a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_PRE));
+  HOT_CASE(A2A_EV_P2P, A2A_POST, a2a_dispatch_hot(&e, A2A_EV_P2P, A2A_POST));
+  HOT_CASE(A2A_EV_P2P, A2A_PRE, a2a_dispatch_hot(&e, A2A_EV_P2P, A2A_PRE));
+  HOT_CASE(A2A_EV_GROUP_START, A2A_POST,
+           a2a_dispatch_row(&e, A2A_EV_GROUP_START, A2A_ROW_GSTART_NESTED, A2A_POST));
+  HOT_CASE(A2A_EV_GROUP_START, A2A_PRE,
+           a2a_dispatch_row(&e, A2A_EV_GROUP_START, A2A_ROW_GSTART_NESTED, A2A_PRE));
+  if (phase == A2A_POST) a2a_dispatch_hot(&e, A2A_EV_MEMCPY, A2A_POST);
   else a2a_dispatch_hot(&e, A2A_EV_MEMCPY, A2A_PRE);
   return g_calls;
 }
+#undef HOT_CASE
 
 START_TEST(gates_skip_only_closed_handlers) {
   static const a2a_analyzer *const two[] = {&gated_a, &gated_b};
@@ -378,19 +392,6 @@ static const a2a_analyzer init_only_i = {.name = "init_only_i", .pre = NK,
                                          .gates_open_at_init_only = true, .init = init_i,
                                          .on_event = ev_i};
 
-/* What the hot dispatch called for an NCCL (kind, phase) - the letters:
- * P2P by a2a_dispatch_hot, GROUP_START by its nested row. */
-static const char *hot_nccl(a2a_kind kind, a2a_phase phase) {
-  a2a_event e = ev_make(kind);
-  e.phase = phase;
-  g_calls[0] = 0;
-  if (kind == A2A_EV_P2P && phase == A2A_PRE) a2a_dispatch_hot(&e, A2A_EV_P2P, A2A_PRE);
-  else if (kind == A2A_EV_P2P) a2a_dispatch_hot(&e, A2A_EV_P2P, A2A_POST);
-  else if (phase == A2A_PRE) a2a_dispatch_row(&e, A2A_EV_GROUP_START, A2A_ROW_GSTART_NESTED, A2A_PRE);
-  else a2a_dispatch_row(&e, A2A_EV_GROUP_START, A2A_ROW_GSTART_NESTED, A2A_POST);
-  return g_calls;
-}
-
 START_TEST(gates_ungated_nccl_rows) {
   /* A gated handler on an NCCL kind, its gate closed when the rows are
    * built (an ordinary gate: it may open later). */
@@ -402,15 +403,15 @@ START_TEST(gates_ungated_nccl_rows) {
   ck_assert(!a2a_hot_rows[A2A_POST][A2A_EV_P2P].ungated);
   ck_assert(a2a_hot_rows[A2A_PRE][A2A_ROW_GSTART_NESTED].ungated); /* gated_n gates P2P only */
   ck_assert(a2a_hot_rows[A2A_POST][A2A_ROW_GSTART_NESTED].ungated);
-  ck_assert_str_eq(hot_nccl(A2A_EV_P2P, A2A_PRE), "u");
-  ck_assert_str_eq(hot_nccl(A2A_EV_P2P, A2A_POST), "u");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "u");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_POST), "u");
   atomic_store(&g_gate_n, 1); /* open: its handler runs, in order */
-  ck_assert_str_eq(hot_nccl(A2A_EV_P2P, A2A_PRE), "un");
-  ck_assert_str_eq(hot_nccl(A2A_EV_P2P, A2A_POST), "un");
-  ck_assert_str_eq(hot_nccl(A2A_EV_GROUP_START, A2A_PRE), "un");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "un");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_POST), "un");
+  ck_assert_str_eq(hot(A2A_EV_GROUP_START, A2A_PRE), "un");
   atomic_store(&g_gate_n, 0);
-  ck_assert_str_eq(hot_nccl(A2A_EV_P2P, A2A_PRE), "u");
-  ck_assert_str_eq(hot_nccl(A2A_EV_GROUP_START, A2A_POST), "un"); /* never gated there */
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "u");
+  ck_assert_str_eq(hot(A2A_EV_GROUP_START, A2A_POST), "un"); /* never gated there */
 
   /* A gate that opens at init only, closed by its init: left out, the
    * rows ungated; the generic dispatch still calls the handler, which
@@ -421,8 +422,8 @@ START_TEST(gates_ungated_nccl_rows) {
   collector_reinit();
   ck_assert(a2a_hot_rows[A2A_PRE][A2A_EV_P2P].ungated);
   ck_assert(a2a_hot_rows[A2A_PRE][A2A_ROW_GSTART_NESTED].ungated);
-  ck_assert_str_eq(hot_nccl(A2A_EV_P2P, A2A_PRE), "u");
-  ck_assert_str_eq(hot_nccl(A2A_EV_GROUP_START, A2A_PRE), "u");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "u");
+  ck_assert_str_eq(hot(A2A_EV_GROUP_START, A2A_PRE), "u");
   a2a_event p = ev_make(A2A_EV_P2P);
   g_calls[0] = 0;
   a2a_dispatch(&p);
@@ -432,10 +433,10 @@ START_TEST(gates_ungated_nccl_rows) {
   collector_reinit();
   ck_assert(!a2a_hot_rows[A2A_PRE][A2A_EV_P2P].ungated);
   ck_assert(!a2a_hot_rows[A2A_PRE][A2A_ROW_GSTART_NESTED].ungated);
-  ck_assert_str_eq(hot_nccl(A2A_EV_P2P, A2A_PRE), "ui");
-  ck_assert_str_eq(hot_nccl(A2A_EV_GROUP_START, A2A_PRE), "ui");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "ui");
+  ck_assert_str_eq(hot(A2A_EV_GROUP_START, A2A_PRE), "ui");
   atomic_store(&g_gate_i, 0); /* closed by its handler: left out from then on */
-  ck_assert_str_eq(hot_nccl(A2A_EV_P2P, A2A_PRE), "u");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "u");
   g_init_i_opens = 0;
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
   collector_reset();
