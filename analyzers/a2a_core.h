@@ -498,6 +498,17 @@ typedef struct a2a_analyzer {
    * them for thread-local state. The hot dispatch then
    * leaves it out of a repeated launch's PRE. */
   bool launch_quiet;
+  /* Optional: its gates (pre_gate, post_gate) open only in its init:
+   * nothing else ever stores a nonzero value in them (its handlers may
+   * close them). A gate of such an analyzer that reads 0 when the core
+   * builds the hot rows (a2a_hot_rows, just after every init) therefore
+   * stays 0 until the next init, which rebuilds the rows: its gated
+   * handlers there, which would return at their own tests on every call,
+   * are left out of every selection (and of a repeated launch's list), and
+   * their gate takes no slot - the generic dispatch (a2a_handlers) still
+   * calls them. perf_env's report, pending only if its init found
+   * something to say. */
+  bool gates_open_at_init_only;
   /* Optional: its handlers of nested group calls (a2a_group_nested), which
    * the nested rows call instead of its table handlers of GROUP_START and
    * GROUP_END (each only for a phase and kind of its masks); a NULL entry
@@ -642,6 +653,16 @@ extern A2A_HIDDEN const _Atomic unsigned a2a_gate_none;
  * finds both from one address. */
 typedef struct a2a_hot_row {
   const _Atomic unsigned *gate[A2A_MAX_GATES];
+  /* No gate slot in use (every slot a2a_gate_none): no entry of the row's
+   * lists is a slotted gate's handler, so every selection is the same list
+   * - each selection keeps an entry unless its slot is closed, and no
+   * entry has a slot; the first entry is replaced by an open handler only
+   * when it has one - and the hot dispatch may take sel[0] without reading
+   * the gates (a2a_dispatch_row). Set where the row is built, with its
+   * gates (init, re-init; a forked child keeps the parent's rows and
+   * analyzers; an analyzer's self-disable replaces entries in place,
+   * which keeps the lists equal). */
+  bool ungated;
   _Atomic(a2a_handler) sel[A2A_GATE_SELS][A2A_LIST_LEN];
 } a2a_hot_row;
 extern A2A_HIDDEN a2a_hot_row a2a_hot_rows[2][A2A_ROWS];
@@ -737,29 +758,41 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
     _Static_assert(A2A_MAX_GATES == 2, "the selection below reads every slot");
     a2a_hot_row *r = &a2a_hot_rows[ph][row];
     const _Atomic unsigned *const *g = r->gate;
-    /* The selection by branches, each list's address a constant: every
-     * gate closed (the common case) costs one test, as without
-     * selections. A list with gate d's handlers is chosen only when the
-     * last read of gate d found it nonzero, as the list's first entry may
-     * be a handler that does not test its gate (a2a_analyzer.pre_open /
-     * post_open: that read is its test): gate 1 is read once, and its
-     * value kept; gate 0's read in the first test is the one selection 1
-     * relies on (nonzero there, gate 1 being 0), and it is read again to
-     * tell selection 2 from 3 (a 0 read is as good as another: a gated
-     * handler left out on one would have returned at its own test - or,
-     * when an earlier entry of the list synchronizes with the thread that
-     * opened the gate, would have seen it open: the same race between that
-     * thread and this call, decided the other way, as with any read of a
-     * gate before the handlers run). */
-    const unsigned g1 = atomic_load_explicit(g[1], memory_order_relaxed);
-    if (__builtin_expect((atomic_load_explicit(g[0], memory_order_relaxed) | g1) == 0, 1))
+    /* An NCCL kind's row tests its flag first: with every analyzer's
+     * gates on CUDA kinds but perf_env's (open at init only, left out
+     * when closed: a2a_analyzer.gates_open_at_init_only), its rows are
+     * ungated, and the flag's one load and test replaces the two gates'
+     * four loads. A CUDA kind's row (a launch's POST, an event record's,
+     * a copy's: gated by the analyzers' own state) reads its gates
+     * directly, as before; the choice by kind, a constant, only shapes
+     * the code: either way an ungated row takes sel[0], its only list. */
+    if (a2a_kind_is_nccl(kind) && __builtin_expect(r->ungated, 1)) {
       h = r->sel[0];
-    else if (g1 == 0)
-      h = r->sel[1];
-    else if (atomic_load_explicit(g[0], memory_order_relaxed) == 0)
-      h = r->sel[2];
-    else
-      h = r->sel[3];
+    } else {
+      /* The selection by branches, each list's address a constant: every
+       * gate closed (the common case) costs one test, as without
+       * selections. A list with gate d's handlers is chosen only when the
+       * last read of gate d found it nonzero, as the list's first entry may
+       * be a handler that does not test its gate (a2a_analyzer.pre_open /
+       * post_open: that read is its test): gate 1 is read once, and its
+       * value kept; gate 0's read in the first test is the one selection 1
+       * relies on (nonzero there, gate 1 being 0), and it is read again to
+       * tell selection 2 from 3 (a 0 read is as good as another: a gated
+       * handler left out on one would have returned at its own test - or,
+       * when an earlier entry of the list synchronizes with the thread that
+       * opened the gate, would have seen it open: the same race between that
+       * thread and this call, decided the other way, as with any read of a
+       * gate before the handlers run). */
+      const unsigned g1 = atomic_load_explicit(g[1], memory_order_relaxed);
+      if (__builtin_expect((atomic_load_explicit(g[0], memory_order_relaxed) | g1) == 0, 1))
+        h = r->sel[0];
+      else if (g1 == 0)
+        h = r->sel[1];
+      else if (atomic_load_explicit(g[0], memory_order_relaxed) == 0)
+        h = r->sel[2];
+      else
+        h = r->sel[3];
+    }
   }
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }

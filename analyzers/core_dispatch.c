@@ -233,9 +233,18 @@ static a2a_handler entry_open(int ph, int k, unsigned j) {
  * analyzers' entries, the table's handlers all (no gate read before it). */
 static void build_gates(int ph, int k, unsigned n) {
   unsigned ng = 0;
-  int slot[A2A_MAX_HANDLERS]; /* the gate slot of entry j, -1 ungated */
+  /* The gate slot of entry j, -1 ungated, -2 left out of every list: its
+   * gate opens at its analyzer's init only and reads 0 after it
+   * (a2a_analyzer.gates_open_at_init_only: the handler would return at its
+   * own test until the next init rebuilds the rows). */
+  int slot[A2A_MAX_HANDLERS];
   for (unsigned j = 0; j < n; j++) {
     const _Atomic unsigned *gate = entry_gate(ph, k, j);
+    uint8_t i = g_hidx[ph][k][j];
+    if (gate && g_an[i]->gates_open_at_init_only && atomic_load(gate) == 0) {
+      slot[j] = -2;
+      continue;
+    }
     unsigned d = 0;
     while (gate && d < ng && a2a_hot_rows[ph][k].gate[d] != gate) d++;
     if (gate && d == ng && ng < A2A_MAX_GATES) a2a_hot_rows[ph][k].gate[ng++] = gate;
@@ -245,7 +254,7 @@ static void build_gates(int ph, int k, unsigned n) {
   for (unsigned sel = 0; sel < A2A_GATE_SELS; sel++) {
     unsigned ns = 0, nq = 0;
     for (unsigned j = 0; j < n; j++) {
-      if (slot[j] >= 0 && !(sel >> slot[j] & 1)) continue; /* its gate reads 0 */
+      if (slot[j] == -2 || (slot[j] >= 0 && !(sel >> slot[j] & 1))) continue; /* its gate reads 0 */
       uint8_t i = g_hidx[ph][k][j];
       a2a_handler f = atomic_load(&a2a_handlers[ph][k][j]);
       a2a_handler open = ns == 0 && slot[j] >= 0 ? entry_open(ph, k, j) : NULL;
@@ -258,8 +267,12 @@ static void build_gates(int ph, int k, unsigned n) {
     atomic_store(&a2a_hot_rows[ph][k].sel[sel][ns], NULL);
     if (launch_pre && sel == A2A_GATE_SELS - 1) atomic_store(&a2a_launch_quiet[nq], NULL);
   }
-  /* The hot dispatch reads every slot: a free one reads 0. */
+  /* The hot dispatch reads every slot: a free one reads 0. No slot in use:
+   * every selection above kept the same entries (only a slotted entry
+   * depends on sel) with the same handlers (an open one replaces only a
+   * slotted entry), so sel[0] is every selection's list. */
   for (unsigned d = ng; d < A2A_MAX_GATES; d++) a2a_hot_rows[ph][k].gate[d] = &a2a_gate_none;
+  a2a_hot_rows[ph][k].ungated = ng == 0;
 }
 
 /* Forget every thread's repeated-launch mark (a2a_note_launch): the

@@ -279,6 +279,9 @@ const a2a_analyzer a2a_analyzer_perf_env = {
      * any call is dispatched; cleared by the report, never set again). */
     .pre_gated = PE_KINDS,
     .pre_gate = &g_pending,
+    /* Only perf_env_init sets it: with nothing to report, the hot rows
+     * leave the handler out of the NCCL calls' lists altogether. */
+    .gates_open_at_init_only = true,
     .init = perf_env_init,
     .on_event = perf_env_on_event,
 };

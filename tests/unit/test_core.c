@@ -281,17 +281,31 @@ static const a2a_analyzer ungated_u = {.name = "ungated_u", .pre = GK, .post = G
 static const a2a_analyzer ungated_v = {.name = "ungated_v", .pre = GK, .post = GK,
                                        .on_event = ev_v};
 
-/* What a2a_dispatch_hot called for (kind, phase) - the letters. */
+/* What a2a_dispatch_hot called for (kind, phase) - the letters: a
+ * launch, a copy, a send or receive (kind and phase constants there), or,
+ * for A2A_EV_GROUP_START, the nested start's row (a2a_dispatch_row). */
+#define HOT_CASE(k, ph, call)                                                                  \
+  if (kind == (k) && phase == (ph)) {                                                          \
+    call;                                                                                      \
+    return g_calls;                                                                            \
+  }
 static const char *hot(a2a_kind kind, a2a_phase phase) {
   a2a_event e = ev_make(kind);
   e.phase = phase;
   g_calls[0] = 0;
-  if (kind == A2A_EV_LAUNCH && phase == A2A_POST) a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_POST);
-  else if (kind == A2A_EV_LAUNCH) a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_PRE);
-  else if (phase == A2A_POST) a2a_dispatch_hot(&e, A2A_EV_MEMCPY, A2A_POST);
+  HOT_CASE(A2A_EV_LAUNCH, A2A_POST, a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_POST));
+  HOT_CASE(A2A_EV_LAUNCH, A2A_PRE, a2a_dispatch_hot(&e, A2A_EV_LAUNCH, A2A_PRE));
+  HOT_CASE(A2A_EV_P2P, A2A_POST, a2a_dispatch_hot(&e, A2A_EV_P2P, A2A_POST));
+  HOT_CASE(A2A_EV_P2P, A2A_PRE, a2a_dispatch_hot(&e, A2A_EV_P2P, A2A_PRE));
+  HOT_CASE(A2A_EV_GROUP_START, A2A_POST,
+           a2a_dispatch_row(&e, A2A_EV_GROUP_START, A2A_ROW_GSTART_NESTED, A2A_POST));
+  HOT_CASE(A2A_EV_GROUP_START, A2A_PRE,
+           a2a_dispatch_row(&e, A2A_EV_GROUP_START, A2A_ROW_GSTART_NESTED, A2A_PRE));
+  if (phase == A2A_POST) a2a_dispatch_hot(&e, A2A_EV_MEMCPY, A2A_POST);
   else a2a_dispatch_hot(&e, A2A_EV_MEMCPY, A2A_PRE);
   return g_calls;
 }
+#undef HOT_CASE
 
 START_TEST(gates_skip_only_closed_handlers) {
   static const a2a_analyzer *const two[] = {&gated_a, &gated_b};
@@ -345,6 +359,85 @@ START_TEST(gates_skip_only_closed_handlers) {
   atomic_store(&g_gate_a, 1);
   ck_assert_str_eq(hot(A2A_EV_MEMCPY, A2A_PRE), "u");
   atomic_store(&g_gate_a, 0);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
+/* An NCCL kind's row without a slotted gate takes its one list without
+ * reading the gates (a2a_hot_row.ungated); a row with a gated handler must
+ * still select by its gate - the handler runs exactly while its gate is
+ * open - and so must a row whose gate opens at its analyzer's init only
+ * (a2a_analyzer.gates_open_at_init_only) when the init opened it; closed
+ * at init, such a gate's handlers leave the row ungated. */
+static _Atomic unsigned g_gate_n, g_gate_i;
+static unsigned g_init_i_opens; /* what init_i leaves in g_gate_i */
+static void ev_n(const a2a_event *ev) { (void)ev; note_call('n'); }
+static void ev_i(const a2a_event *ev) {
+  (void)ev;
+  if (atomic_load(&g_gate_i)) note_call('i'); /* its own test, as the contract asks */
+}
+static int init_i(void) {
+  atomic_store(&g_gate_i, g_init_i_opens);
+  return 0;
+}
+#define NK (A2A_KIND_BIT(A2A_EV_P2P) | A2A_KIND_BIT(A2A_EV_GROUP_START))
+static const a2a_analyzer ungated_w = {.name = "ungated_w", .pre = NK, .post = NK, .on_event = ev_u};
+static const a2a_analyzer gated_n = {.name = "gated_n", .pre = NK, .post = NK,
+                                     .pre_gated = A2A_KIND_BIT(A2A_EV_P2P), .pre_gate = &g_gate_n,
+                                     .post_gated = A2A_KIND_BIT(A2A_EV_P2P), .post_gate = &g_gate_n,
+                                     .on_event = ev_n};
+static const a2a_analyzer init_only_i = {.name = "init_only_i", .pre = NK,
+                                         .pre_gated = NK, .pre_gate = &g_gate_i,
+                                         .gates_open_at_init_only = true, .init = init_i,
+                                         .on_event = ev_i};
+
+START_TEST(gates_ungated_nccl_rows) {
+  /* A gated handler on an NCCL kind, its gate closed when the rows are
+   * built (an ordinary gate: it may open later). */
+  static const a2a_analyzer *const wn[] = {&ungated_w, &gated_n};
+  atomic_store(&g_gate_n, 0);
+  a2a_core_set_analyzers_for_tests(wn, 2);
+  collector_reinit();
+  ck_assert(!a2a_hot_rows[A2A_PRE][A2A_EV_P2P].ungated);
+  ck_assert(!a2a_hot_rows[A2A_POST][A2A_EV_P2P].ungated);
+  ck_assert(a2a_hot_rows[A2A_PRE][A2A_ROW_GSTART_NESTED].ungated); /* gated_n gates P2P only */
+  ck_assert(a2a_hot_rows[A2A_POST][A2A_ROW_GSTART_NESTED].ungated);
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "u");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_POST), "u");
+  atomic_store(&g_gate_n, 1); /* open: its handler runs, in order */
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "un");
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_POST), "un");
+  ck_assert_str_eq(hot(A2A_EV_GROUP_START, A2A_PRE), "un");
+  atomic_store(&g_gate_n, 0);
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "u");
+  ck_assert_str_eq(hot(A2A_EV_GROUP_START, A2A_POST), "un"); /* never gated there */
+
+  /* A gate that opens at init only, closed by its init: left out, the
+   * rows ungated; the generic dispatch still calls the handler, which
+   * tests its gate. */
+  static const a2a_analyzer *const wi[] = {&ungated_w, &init_only_i};
+  g_init_i_opens = 0;
+  a2a_core_set_analyzers_for_tests(wi, 2);
+  collector_reinit();
+  ck_assert(a2a_hot_rows[A2A_PRE][A2A_EV_P2P].ungated);
+  ck_assert(a2a_hot_rows[A2A_PRE][A2A_ROW_GSTART_NESTED].ungated);
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "u");
+  ck_assert_str_eq(hot(A2A_EV_GROUP_START, A2A_PRE), "u");
+  a2a_event p = ev_make(A2A_EV_P2P);
+  g_calls[0] = 0;
+  a2a_dispatch(&p);
+  ck_assert_str_eq(g_calls, "u");
+  /* Opened by its init: selected by its gate, as any gate. */
+  g_init_i_opens = 1;
+  collector_reinit();
+  ck_assert(!a2a_hot_rows[A2A_PRE][A2A_EV_P2P].ungated);
+  ck_assert(!a2a_hot_rows[A2A_PRE][A2A_ROW_GSTART_NESTED].ungated);
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "ui");
+  ck_assert_str_eq(hot(A2A_EV_GROUP_START, A2A_PRE), "ui");
+  atomic_store(&g_gate_i, 0); /* closed by its handler: left out from then on */
+  ck_assert_str_eq(hot(A2A_EV_P2P, A2A_PRE), "u");
+  g_init_i_opens = 0;
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
   collector_reset();
 }
@@ -1377,6 +1470,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
   tcase_add_test(tc, repeated_launch_with_deferred_work);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
+  tcase_add_test(tc, gates_ungated_nccl_rows);
   tcase_add_test(tc, open_handlers_only_first_after_an_open_read);
   tcase_add_test(tc, open_handler_not_in_repeated_launch_list);
   tcase_add_test(tc, repeated_launch_skips_quiet_handlers_only);
