@@ -507,7 +507,10 @@ typedef struct a2a_analyzer {
    * are left out of every selection (and of a repeated launch's list), and
    * their gate takes no slot - the generic dispatch (a2a_handlers) still
    * calls them. perf_env's report, pending only if its init found
-   * something to say. */
+   * something to say. The gates must be the analyzer's own, shared with no
+   * other analyzer (gates are matched by pointer, entries dropped per
+   * analyzer: another analyzer could open a shared gate after the rows
+   * were built, and these handlers would miss it). */
   bool gates_open_at_init_only;
   /* Optional: its handlers of nested group calls (a2a_group_nested), which
    * the nested rows call instead of its table handlers of GROUP_START and
