@@ -443,6 +443,22 @@ START_TEST(gates_ungated_nccl_rows) {
 }
 END_TEST
 
+/* The NCCL rows' fast path (a2a_hot_row.ungated) holds only while no
+ * local analyzer gates an NCCL kind with a gate that may open after init:
+ * an analyzer added with such a gate would keep every result exact but
+ * cost each NCCL dispatch the flag's test on top of the gate loads. */
+START_TEST(no_local_analyzer_gates_an_nccl_kind_after_init) {
+  for (size_t i = 0; i < a2a_nlocal_analyzers; i++) {
+    const a2a_analyzer *a = a2a_local_analyzers[i];
+    if (a->gates_open_at_init_only) continue;
+    for (int k = 0; k < A2A_EV__COUNT; k++)
+      if (a2a_kind_is_nccl((a2a_kind)k))
+        ck_assert_msg(!((a->pre_gated | a->post_gated) & A2A_KIND_BIT(k)),
+                      "%s gates NCCL kind %d: the NCCL rows lose their ungated path", a->name, k);
+  }
+}
+END_TEST
+
 /* Open handlers (a2a_analyzer.pre_open / post_open): a selection list's
  * first entry, when it is a gated handler, is its analyzer's open one (the
  * dispatcher's read of the gate is its test); a later entry, the generic
@@ -1471,6 +1487,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, repeated_launch_with_deferred_work);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
   tcase_add_test(tc, gates_ungated_nccl_rows);
+  tcase_add_test(tc, no_local_analyzer_gates_an_nccl_kind_after_init);
   tcase_add_test(tc, open_handlers_only_first_after_an_open_read);
   tcase_add_test(tc, open_handler_not_in_repeated_launch_list);
   tcase_add_test(tc, repeated_launch_skips_quiet_handlers_only);
