@@ -1304,9 +1304,15 @@ __attribute__((noinline)) static void share_start(pc_gacc *g) {
 
 /* The PRE: the outermost one starts the shares' operations (none when the
  * group overflowed PC_GROUP_COMMS, nor a share on several streams). */
-__attribute__((noinline)) static void group_end_pre(pc_tls *t, const a2a_event *ev) {
+/* What every group end's PRE does, nested or not: the armed window and
+ * the overlap epoch end (pc_group_end_nested is only this). */
+static inline void group_end_windows(pc_tls *t) {
   t->armed_c = NULL;
   sample_epoch_end(t);
+}
+
+__attribute__((noinline)) static void group_end_pre(pc_tls *t, const a2a_event *ev) {
+  group_end_windows(t);
   if (t->depth != 1 || ev->u.group.simulate != 0 || t->g_overflow) return;
   for (int i = 0; i < t->ng; i++)
     if (!t->g[i].mixed_streams) share_start(&t->g[i]);
@@ -1342,9 +1348,7 @@ static void pc_group_end_post(const a2a_event *ev) {
  * the same value. So the nested rows call only pc_group_end_nested. */
 static void pc_group_end_nested(const a2a_event *ev) {
   (void)ev;
-  pc_tls *t = tls();
-  t->armed_c = NULL;
-  sample_epoch_end(t);
+  group_end_windows(tls());
 }
 static const a2a_nested pc_nested = {.end = {[A2A_PRE] = pc_group_end_nested}};
 

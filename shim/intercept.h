@@ -261,7 +261,14 @@ static inline int a2a_shim_query_device(void)
 #define A2A_PRE_HOT(ev, evkind, timed)                                        \
   do {                                                                        \
     if (timed) (ev).t_ns = a2a_rt_now_ns();                                   \
-    a2a_dispatch_hot(&(ev), (evkind), A2A_PRE);                               \
+    A2A_PRE_ROW(ev, (evkind), (unsigned)(evkind));                            \
+  } while (0)
+
+/* A2A_PRE_HOT's dispatch with the table's row `row` (a constant: the
+ * kind's own, or another row of the kind - a2a_dispatch_row), untimed. */
+#define A2A_PRE_ROW(ev, evkind, row)                                          \
+  do {                                                                        \
+    a2a_dispatch_row(&(ev), (evkind), (row), A2A_PRE);                        \
     A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)
 
@@ -321,10 +328,13 @@ static inline int a2a_shim_query_device(void)
  * read per call; nothing reads a launch's, copy's or event record's POST
  * time, and a query's only at a polling episode's start, from the host's
  * clock: wrap_cuda.c, A2A_POLL_QUERY_WRAP). */
-#define A2A_POST_END_HOT(ev, evkind)                                          \
+#define A2A_POST_END_HOT(ev, evkind) A2A_POST_END_ROW(ev, (evkind), (unsigned)(evkind))
+
+/* A2A_POST_END_HOT with the table's row `row` (as A2A_PRE_ROW). */
+#define A2A_POST_END_ROW(ev, evkind, row)                                     \
   do {                                                                        \
     (ev).phase = A2A_POST;                                                    \
-    a2a_dispatch_hot(&(ev), (evkind), A2A_POST);                              \
+    a2a_dispatch_row(&(ev), (evkind), (row), A2A_POST);                       \
     a2a_rt_leave();                                                           \
     A2A_ERRNO = a2a_errno_;                                                   \
   } while (0)

@@ -656,8 +656,8 @@ static void group_track(bool start, ncclResult_t r)
  * An analyzed call is dispatched, both phases, with the row a2a_group_nested
  * chose at its PRE from the thread's count (a2a_rt_t.gdepth; a nested
  * call's rows reach only the analyzers that act on one), and its result
- * counted (a2a_group_count) before its POST:
- * the same as A2A_PRE_HOT and A2A_POST_END_HOT, the row aside. */
+ * counted (a2a_group_count) before its POST (A2A_PRE_ROW and
+ * A2A_POST_END_ROW: A2A_PRE_HOT's and A2A_POST_END_HOT's with the row). */
 #define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
   {                                                                           \
     A2A_ERRNO_SAVE();                                                         \
@@ -679,16 +679,12 @@ static void group_track(bool start, ncclResult_t r)
  * branch's list address is one), the real call and the return. */
 #define A2A_GROUP_CALL(ev, evkind, row, start_, name, ...)                    \
   do {                                                                        \
-    a2a_dispatch_row(&(ev), (evkind), (row), A2A_PRE);                        \
-    A2A_ERRNO = a2a_errno_;                                                   \
+    A2A_PRE_ROW(ev, (evkind), (row));                                         \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
     group_track((start_), r);                                                 \
     a2a_rt_t.gdepth = a2a_group_count(a2a_rt_t.gdepth, (evkind), (int)r);     \
-    (ev).phase = A2A_POST;                                                    \
-    a2a_dispatch_row(&(ev), (evkind), (row), A2A_POST);                       \
-    a2a_rt_leave();                                                           \
-    A2A_ERRNO = a2a_errno_;                                                   \
+    A2A_POST_END_ROW(ev, (evkind), (row));                                    \
     return r;                                                                 \
   } while (0)
 
