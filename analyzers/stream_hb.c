@@ -1449,22 +1449,34 @@ static void stage_drain(void);
 static void coal_drain(void);
 
 /* Under g_mu: g_lock_ver's next value (one writer at a time: no atomic
- * read-modify-write needed). */
-static inline void lock_advance(void) {
-  atomic_store_explicit(&g_lock_ver, atomic_load_explicit(&g_lock_ver, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
+ * read-modify-write needed). Returns the version it advanced from. */
+static inline uint64_t lock_advance(void) {
+  const uint64_t ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
+  atomic_store_explicit(&g_lock_ver, ver + 1, memory_order_relaxed);
+  return ver;
+}
+
+/* A section's report queue: what its handlers report goes to q until
+ * hb_unlock flushes it outside the lock. */
+static inline void q_open(report_q *q) {
+  q->n = 0;
+  tls_q = q;
+}
+
+/* Under g_mu, at a section's start: the deferred work of every thread
+ * (see "Deferred copies"). */
+static inline void hb_drains(void) {
+  coal_drain(); /* (first: see "Coalesced repeats") */
+  stage_drain();
 }
 
 /* Take / release the analyzer lock around a handler that may report; the
- * deferred copies of every thread are applied first (see "Deferred
- * copies"). */
+ * deferred copies of every thread are applied first. */
 static void hb_lock(report_q *q) {
-  q->n = 0;
-  tls_q = q;
+  q_open(q);
   a2a_lock_acquire(&g_mu);
   lock_advance(); /* see "Repeated launches" and "Repeated queries" */
-  coal_drain(); /* (first: see "Coalesced repeats") */
-  stage_drain();
+  hb_drains();
 }
 
 static void hb_unlock(report_q *q) {
@@ -3654,10 +3666,8 @@ static inline __attribute__((always_inline)) void record_wait_locked(const a2a_e
  * drains), the record or wait, hb_unlock. */
 __attribute__((noinline)) static void hb_record_wait_drain(const a2a_event *ev) {
   report_q q;
-  q.n = 0;
-  tls_q = &q;
-  coal_drain(); /* (first: see "Coalesced repeats") */
-  stage_drain();
+  q_open(&q);
+  hb_drains();
   record_wait_locked(ev);
   hb_unlock(&q);
 }
@@ -3734,26 +3744,20 @@ __attribute__((noinline)) static void hb_group_end(const a2a_event *ev) {
      * (see "Back-to-back replays"): the version is read before this
      * section's advance. */
     report_q q;
-    q.n = 0;
-    tls_q = &q;
+    q_open(&q);
     a2a_lock_acquire(&g_mu);
-    /* (lock_advance, its load kept: g_mu held, the only writers hold it.) */
-    const uint64_t ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
-    atomic_store_explicit(&g_lock_ver, ver + 1, memory_order_relaxed);
+    const uint64_t ver = lock_advance();
     bool replayed = false;
-    if (ts->npending == ts->rp_n) {
-      if (ts->rp_ver == ver && !g_coal_open && !atomic_load_explicit(&g_staged, memory_order_relaxed)) {
-        group_replay_quick(ts); /* (its drains skipped: they would do nothing) */
-        ts->rp_ver = ver + 1;
-        replayed = true;
-      } else {
-        coal_drain(); /* (first: see "Coalesced repeats") */
-        stage_drain();
-        replayed = ts->rp_ns ? group_replay_multi(ts) : group_replay(ts);
-      }
+    if (ts->npending != ts->rp_n) {
+      hb_drains();
+    } else if (ts->rp_ver == ver && !g_coal_open &&
+               !atomic_load_explicit(&g_staged, memory_order_relaxed)) {
+      group_replay_quick(ts); /* (its drains skipped: they would do nothing) */
+      ts->rp_ver = ver + 1;
+      replayed = true;
     } else {
-      coal_drain();
-      stage_drain();
+      hb_drains();
+      replayed = ts->rp_ns ? group_replay_multi(ts) : group_replay(ts);
     }
     if (!replayed) pending_apply(ts, ev->thread);
     hb_unlock(&q);
@@ -4331,8 +4335,7 @@ size_t stream_hb_copy_ring_count(void) {
   /* Deferred copies count: apply them first. */
   a2a_lock_acquire(&g_mu);
   lock_advance();
-  coal_drain();
-  stage_drain();
+  hb_drains();
   a2a_lock_release(&g_mu);
   return atomic_load(&g_nring);
 }
