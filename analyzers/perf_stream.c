@@ -150,6 +150,13 @@ static ps_tls *tls(void) {
   return &t_ps;
 }
 
+/* A stream key's slot in ps_tls.hint (the high bits of a multiplicative
+ * hash: stream handles are aligned, their low bits alike). */
+static inline unsigned ps_hint_slot(const void *s) {
+  _Static_assert(PS_HINTS == 16 && PS_SYNC_STREAMS < 255, "four bits; an index + 1 in a byte");
+  return (unsigned)(((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ULL) >> 60);
+}
+
 __attribute__((noinline)) static void note_work_slow(ps_tls *t, void *s);
 
 static inline void note_work(ps_tls *t, void *s) {
@@ -159,24 +166,19 @@ static inline void note_work(ps_tls *t, void *s) {
     t->last->synced = false;
     return;
   }
-  note_work_slow(t, s);
-}
-
-/* A stream key's slot in ps_tls.hint (the high bits of a multiplicative
- * hash: stream handles are aligned, their low bits alike). */
-static inline unsigned ps_hint_slot(const void *s) {
-  _Static_assert(PS_HINTS == 16 && PS_SYNC_STREAMS < 255, "four bits; an index + 1 in a byte");
-  return (unsigned)(((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ULL) >> 60);
-}
-
-static void note_work_slow(ps_tls *t, void *s) {
-  uint8_t *h = &t->hint[ps_hint_slot(s)];
-  unsigned k = *h - 1u; /* (none: UINT_MAX, past any nst) */
-  if (k < (unsigned)t->nst && t->st[k].s == s) { /* the scan's answer: ps_tls.hint */
+  /* Then the scan's answer from the hint (ps_tls.hint), when it holds. */
+  unsigned k = t->hint[ps_hint_slot(s)] - 1u; /* (none: UINT_MAX, past any nst) */
+  if (k < (unsigned)t->nst && t->st[k].s == s) {
     t->st[k].synced = false;
     t->last = &t->st[k];
     return;
   }
+  note_work_slow(t, s);
+}
+
+/* note_work past its inline tests: the scan, which leaves the hint. */
+static void note_work_slow(ps_tls *t, void *s) {
+  uint8_t *h = &t->hint[ps_hint_slot(s)];
   for (int i = 0; i < t->nst; i++)
     if (t->st[i].s == s) {
       t->st[i].synced = false;
