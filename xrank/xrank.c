@@ -332,13 +332,6 @@ typedef struct tslot {
   int depth;                       /* ncclGroupStart nesting */
   int nstreams;
   uint64_t streams[MAX_GROUP_STREAMS];
-  /* A filter of streams[0 .. nstreams): bit group_stream_bit(sid) is set
-   * for every sid there (set where one is appended - already set when
-   * group_stream_add appends - and cleared with nstreams), so
-   * a clear bit proves sid absent and group_stream appends it without the
-   * scan: nccl-tests -g N posts one operation per device's stream in
-   * turn, each new to the group. A set bit proves nothing: the scan. */
-  uint64_t sbits;
   uint64_t clique;                 /* current ncclCommInitAll identity */
   uint64_t init_hash;              /* id hash registered at an init's PRE */
   int32_t init_rank;
@@ -992,11 +985,6 @@ static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint6
  * first (a group on one stream: one compare). More streams than slots:
  * the extra units stay untracked (the background thread treats a unit
  * without an event as complete). */
-static inline uint64_t group_stream_bit(uint64_t sid) {
-  return 1ull << ((sid * 0x9e3779b97f4a7c15ULL) >> 58); /* (the hash's top six bits) */
-}
-/* group_stream past the filter: sid's bit is set (or the set is full),
- * so a sid appended here needs no bit of its own. */
 __attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
   int n = t->nstreams;
   for (int i = 0; i < n - 1; i++)
@@ -1005,18 +993,10 @@ __attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
 }
 static inline void group_stream(tslot *t, uint64_t sid) {
   /* n as a size_t (nstreams is 0 .. MAX_GROUP_STREAMS): streams[n - 1]
-   * is then one indexed load, without a 32-bit n - 1 to widen first. A
-   * stream the filter (tslot.sbits) proves new is appended here; the
-   * rest (a stream that may be in the set) out of line. */
+   * is then one indexed load, without a 32-bit n - 1 to widen first. The
+   * rest (the group's first operation, another stream) out of line. */
   size_t n = (uint32_t)t->nstreams;
   if (n > 0 && t->streams[n - 1] == sid) return;
-  uint64_t bit = group_stream_bit(sid);
-  if (!(t->sbits & bit) && n < MAX_GROUP_STREAMS) {
-    t->streams[n] = sid;
-    t->nstreams = (int)n + 1;
-    t->sbits |= bit;
-    return;
-  }
   group_stream_add(t, sid);
 }
 
@@ -1251,7 +1231,6 @@ static void group_end_units(tslot *t, const a2a_event *ev) {
     push_end(&tok);
   }
   t->nstreams = 0;
-  t->sbits = 0;
 }
 
 /* The outermost ncclGroupEnd's closes from the group's stream `from` on
@@ -1267,7 +1246,6 @@ static void group_close(tslot *t, const a2a_event *ev, int from) {
     close_untracked(t, ev->thread);
   }
   t->nstreams = 0;
-  t->sbits = 0;
 }
 
 /* A polling loop's calls: a stream query, and ncclCommGetAsyncError, which
