@@ -483,6 +483,59 @@ START_TEST(units_on_several_streams_join_their_runs) {
 }
 END_TEST
 
+/* The open group's stream set (group_stream): one UNIT_END per stream, in
+ * the order of each stream's first operation, however the operations
+ * alternate among them - 40 streams posted twice in turn, none of the
+ * second round's the previous operation's stream (so each is found by
+ * group_stream_add's scan, not the inline test of the last one). Then the
+ * next group starts from an empty set. */
+START_TEST(group_stream_set_alternating_streams) {
+  unsigned char id[128] = {0x5e};
+  comm_init((void *)0xC0, id);
+  xr_rec rec[256];
+  drain(rec, 256);
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  for (int round = 0; round < 2; round++)
+    for (uintptr_t i = 0; i < 40; i++) {
+      a2a_event s = p2p_ev((void *)0xC0, 1, 8, 7, 1, 1);
+      s.stream = (void *)(0x100000 + i * 0x7770);
+      ev_dispatch(&s, 0);
+    }
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+  int n = drain(rec, 256);
+  ck_assert_int_le(n, 256);
+  int ends = 0;
+  for (int i = 0; i < n; i++) {
+    if (rec[i].type != XR_REC_UNIT_END) continue;
+    ck_assert_uint_eq(rec[i].stream, 0x100000 + (uint64_t)ends * 0x7770);
+    ends++;
+  }
+  ck_assert_int_eq(ends, 40);
+  /* The next group starts an empty set. */
+  a2a_event x = p2p_ev((void *)0xC0, 1, 8, 7, 1, 1);
+  x.stream = (void *)0x900000;
+  g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  ev_dispatch(&x, 0);
+  a2a_event y = p2p_ev((void *)0xC0, 1, 8, 7, 1, 1);
+  ev_dispatch(&y, 0); /* STREAM */
+  ev_dispatch(&x, 0);
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+  n = drain(rec, 256);
+  ends = 0;
+  uint64_t want[] = {0x900000, STREAM};
+  for (int i = 0; i < n; i++)
+    if (rec[i].type == XR_REC_UNIT_END) {
+      ck_assert_int_lt(ends, 2);
+      ck_assert_uint_eq(rec[i].stream, want[ends++]);
+    }
+  ck_assert_int_eq(ends, 2);
+}
+END_TEST
+
 /* A thread whose only communication is a grouped send and receive
  * (on_p2p's fast path) has posted: its later not-ready stream query
  * starts a polling wait the background thread sees. */
@@ -886,6 +939,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, grouped_records_follow_a_reused_handle);
   tcase_add_test(tc, a_destroy_on_another_thread_ends_the_run);
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
+  tcase_add_test(tc, group_stream_set_alternating_streams);
   tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
   tcase_add_test(tc, nested_group_ends_close_nothing);
   tcase_add_test(tc, nested_group_rows_give_the_same_records);
