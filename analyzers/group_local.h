@@ -130,12 +130,6 @@ typedef struct gl_thread {
   uint32_t hot[GL_HOT];
   int comm_devs[GL_MAX_DEVS];
   unsigned ncomm_devs;
-  /* comm_devs as a set for the devices below 64: bit d set exactly when d
-   * is in comm_devs[0 .. ncomm_devs), so that listing a device is one bit
-   * test, not a scan (nccl-tests -g N lists N devices per group). Set
-   * where comm_devs gains d, cleared where ncomm_devs is zeroed
-   * (gm_group_begin; a new or reused record is all zeros). */
-  uint64_t dev_bits;
   bool mismatch;            /* first mismatching operation recorded below */
   const void *mismatch_site;
   const char *mismatch_api;

@@ -138,28 +138,15 @@ static void report_mismatch(const a2a_event *ev, const void *site, const char *a
  * and the group's first mismatch is recorded (judged at its end). Shared
  * by check_device and gm_op_pre's fast path. */
 static inline void record_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
-  const int dev = c->device, cur = ev->device; /* (read once: the stores below may alias) */
-  /* Whether dev is listed: its bit (gl_thread.dev_bits) below 64, the
-   * list's scan above (no bit to read there). */
-  bool seen;
-  uint64_t bit = 0;
-  if ((unsigned)dev < 64u) {
-    bit = 1ull << dev;
-    seen = (t->dev_bits & bit) != 0;
-  } else {
-    seen = false;
-    for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == dev;
-  }
-  if (!seen && t->ncomm_devs < GL_MAX_DEVS) {
-    t->comm_devs[t->ncomm_devs++] = dev;
-    t->dev_bits |= bit;
-  }
-  if (cur != dev && !t->mismatch) {
+  bool seen = false;
+  for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == c->device;
+  if (!seen && t->ncomm_devs < GL_MAX_DEVS) t->comm_devs[t->ncomm_devs++] = c->device;
+  if (ev->device != c->device && !t->mismatch) {
     t->mismatch = true;
     t->mismatch_site = ev->callsite;
     t->mismatch_api = ev->api;
     t->mismatch_comm = c;
-    t->mismatch_cur_dev = cur;
+    t->mismatch_cur_dev = ev->device;
   }
 }
 
@@ -471,7 +458,6 @@ __attribute__((noinline)) static void report_async(const a2a_event *ev, const a2
 
 void gm_group_begin(gl_thread *t) {
   t->ncomm_devs = 0;
-  t->dev_bits = 0;
   t->mismatch = false;
   gl_held_clear(t);
 }

@@ -38,7 +38,6 @@
 #define PS_TABLE 4096        /* stream priority slots (power of two) */
 #define CUDA_EVENT_DISABLE_TIMING 0x2u /* cudaEventDisableTiming (driver_types.h) */
 #define PS_SYNC_STREAMS 8    /* streams tracked between full synchronizations */
-#define PS_HINTS 16           /* ps_tls.hint's slots (power of two) */
 #define PS_MAX_OPS_PER_SYNC 4 /* perf.sync-heavy: full synchronizations at least
                                  every this many communication operations on
                                  average; a program that synchronizes once at
@@ -116,16 +115,6 @@ typedef struct ps_tls {
                                   a pointer, not an index, so that the hot
                                   test needs no address arithmetic) */
   bool lost;                   /* more streams than tracked: no equivalence */
-  /* Where a stream sits in st, direct-mapped by its key (ps_hint_slot):
-   * i + 1 for st[i], 0 none. Only a hint, tested before it is used: the
-   * entries st[0 .. nst) are distinct (note_work_slow appends a stream
-   * only when its scan did not find it; forget_streams empties them), so
-   * an entry i < nst whose stream is the key is the one the scan would
-   * find. A stale hint (another stream in its slot, an entry past nst
-   * after forget_streams) fails the test and the scan runs. A thread
-   * driving several streams in turn (nccl-tests -g N: one stream per
-   * device, one operation each in turn) finds each without the scan. */
-  uint8_t hint[PS_HINTS];
 } ps_tls;
 static _Thread_local ps_tls t_ps;
 
@@ -150,13 +139,6 @@ static ps_tls *tls(void) {
   return &t_ps;
 }
 
-/* A stream key's slot in ps_tls.hint (the high bits of a multiplicative
- * hash: stream handles are aligned, their low bits alike). */
-static inline unsigned ps_hint_slot(const void *s) {
-  _Static_assert(PS_HINTS == 16 && PS_SYNC_STREAMS < 255, "four bits; an index + 1 in a byte");
-  return (unsigned)(((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ULL) >> 60);
-}
-
 __attribute__((noinline)) static void note_work_slow(ps_tls *t, void *s);
 
 static inline void note_work(ps_tls *t, void *s) {
@@ -166,31 +148,16 @@ static inline void note_work(ps_tls *t, void *s) {
     t->last->synced = false;
     return;
   }
-  /* Then the scan's answer from the hint (ps_tls.hint), when it holds. */
-  unsigned k = t->hint[ps_hint_slot(s)] - 1u; /* (none: UINT_MAX, past any nst) */
-  if (k < (unsigned)t->nst && t->st[k].s == s) {
-    t->st[k].synced = false;
-    t->last = &t->st[k];
-    return;
-  }
   note_work_slow(t, s);
 }
 
-/* note_work past its inline tests: the scan, which leaves the hint. */
 static void note_work_slow(ps_tls *t, void *s) {
-  uint8_t *h = &t->hint[ps_hint_slot(s)];
   for (int i = 0; i < t->nst; i++)
-    if (t->st[i].s == s) {
-      t->st[i].synced = false;
-      t->last = &t->st[i];
-      *h = (uint8_t)(i + 1);
-      return;
-    }
+    if (t->st[i].s == s) { t->st[i].synced = false; t->last = &t->st[i]; return; }
   if (t->nst < PS_SYNC_STREAMS) {
     t->st[t->nst].s = s;
     t->st[t->nst].synced = false;
     t->last = &t->st[t->nst];
-    *h = (uint8_t)(t->nst + 1);
     t->nst++;
   } else {
     t->lost = true;

@@ -890,10 +890,9 @@ START_TEST(multi_device_group_ops_after_the_mismatch) {
 }
 END_TEST
 
-/* The group's device list as a set (gl_thread.dev_bits below device 64,
- * the list's scan above): one group of thread 1 with one operation on
- * each of n communicators, the i-th on device devs[i], all from current
- * device cur. Returns the group.device-mismatch findings after its end:
+/* The group's device list (gl_thread.comm_devs) as a set: one group of
+ * thread 1 with one operation on each of n communicators, the i-th on
+ * device devs[i], all from current device cur. Returns the group.device-mismatch findings after its end:
  * one only when the group lists a single device. */
 static unsigned one_group_on_devices(const int *devs, int n, int cur) {
   static unsigned char ids[8][128];
@@ -914,18 +913,6 @@ START_TEST(group_device_list_is_a_set) {
    * reported. */
   static const int same[] = {2, 2, 2};
   ck_assert_uint_eq(one_group_on_devices(same, 3, 0), 1);
-}
-END_TEST
-
-START_TEST(group_device_list_past_the_bits) {
-  /* Devices 64 and up have no bit: device 0 and device 64 are two
-   * devices (the multi-GPU pattern, silent), two communicators on device
-   * 70 one (reported). */
-  static const int lo_hi[] = {0, 64};
-  ck_assert_uint_eq(one_group_on_devices(lo_hi, 2, 1), 0);
-  collector_reset();
-  static const int high[] = {70, 70};
-  ck_assert_uint_eq(one_group_on_devices(high, 2, 1), 1);
 }
 END_TEST
 
@@ -1510,7 +1497,6 @@ static Suite *suite(void) {
   tcase_add_test(tc, held_comm_unknown_device_is_listed_later);
   tcase_add_test(tc, multi_device_group_ops_after_the_mismatch);
   tcase_add_test(tc, group_device_list_is_a_set);
-  tcase_add_test(tc, group_device_list_past_the_bits);
   tcase_add_test(tc, alternating_comms_are_each_judged);
   tcase_add_test(tc, unknown_current_device_is_not_a_mismatch);
   tcase_add_test(tc, held_memo_ends_with_the_group);

@@ -996,14 +996,13 @@ START_TEST(sync_heavy_without_that_op) {
 }
 END_TEST
 
-/* Work on a stream that is not the last work's, found through
- * perf_stream's hint (ps_tls.hint, note_work_slow): S2's copy after its
- * synchronization, with S3H's work last, makes S2 unsynchronized again, so
- * the step's later synchronizations are not of every stream. The streams
- * come in another order every other step, so that after each full
- * synchronization (which empties the table) the hints left by the last
- * step name entries past the table's end or other streams. Without that
- * copy every stream is synchronized, every step: perf.sync-heavy. */
+/* Work on a stream that is not the last work's (perf_stream's
+ * note_work_slow finds its entry): S2's copy after its synchronization,
+ * with S3H's work last, makes S2 unsynchronized again, so the step's later
+ * synchronizations are not of every stream. The streams come in another
+ * order every other step (the table is rebuilt after each full
+ * synchronization: the same stream at another entry). Without that copy
+ * every stream is synchronized, every step: perf.sync-heavy. */
 #define S3H ((void *)0x53) /* (S3: a later test's local) */
 static void work_after_stream_sync_run(bool again) {
   comm_init(COMM, 4);
