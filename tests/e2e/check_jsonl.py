@@ -102,12 +102,15 @@ class Spec:
         return True
 
 
-def load(dirpath, ignore):
+def load(dirpath, ignore, summaries=None):
+    """The .jsonl files under dirpath and their findings, less the ignored
+    checks; the exit summaries (a2acheck.summary) appended to summaries
+    when it is a list."""
     files = []
     for root, _dirs, names in os.walk(dirpath):
         files += [os.path.join(root, n) for n in names if n.endswith(".jsonl")]
     files.sort()
-    findings, summaries = [], []
+    findings = []
     for path in files:
         with open(path, encoding="utf-8", errors="replace") as fh:
             for lineno, line in enumerate(fh, 1):
@@ -122,13 +125,13 @@ def load(dirpath, ignore):
                     raise LogError("%s: not a finding object" % where)
                 if rec.get("severity") not in SEVERITIES:
                     raise LogError("%s: bad severity %r" % (where, rec.get("severity")))
-                if rec["check"] == "a2acheck.summary":
+                if summaries is not None and rec["check"] == "a2acheck.summary":
                     summaries.append(rec)
                 if any(fnmatch.fnmatchcase(rec["check"], p) for p in ignore):
                     continue
                 rec["_where"] = where
                 findings.append(rec)
-    return files, findings, summaries
+    return files, findings
 
 
 def occurrences(summaries, check):
@@ -195,7 +198,8 @@ def main(argv):
         return 2
 
     try:
-        files, findings, summaries = load(a.dir, a.ignore)
+        summaries = []
+        files, findings = load(a.dir, a.ignore, summaries)
     except (LogError, OSError) as e:
         print("check_jsonl: malformed log: %s" % e, file=sys.stderr)
         return 2
