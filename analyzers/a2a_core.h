@@ -512,6 +512,15 @@ typedef struct a2a_analyzer {
    * analyzer: another analyzer could open a shared gate after the rows
    * were built, and these handlers would miss it). */
   bool gates_open_at_init_only;
+  /* Optional: the kinds (A2A_KIND_BIT) of its masks whose handlers - of
+   * both phases, the table's and the open ones - do nothing observable for
+   * an event whose communicator ev->comm is a record of the registry in
+   * state A2A_COMM_ACTIVE, whatever the event's other members: no finding,
+   * no state written, except the thread's lookup memo (a2a_comm_last) as
+   * a2a_comm_lookup leaves it for that handle. A call of such a kind
+   * whose rows hold only these handlers then needs no event at all
+   * (a2a_comm_quiet_kinds): the communicator queries. */
+  uint64_t comm_quiet;
   /* Optional: its handlers of nested group calls (a2a_group_nested), which
    * the nested rows call instead of its table handlers of GROUP_START and
    * GROUP_END (each only for a phase and kind of its masks); a NULL entry
@@ -620,19 +629,28 @@ static inline void a2a_dispatch_inline(const a2a_event *ev) {
   for (a2a_handler f; (f = atomic_load_explicit(h, memory_order_relaxed)) != NULL; h++) f(ev);
 }
 
+/* The activity store of a call of kind `kind` (a constant) by thread
+ * `thread` with seq `seq`: what the dispatch does at an event's PRE
+ * (a2a_note_activity_kind), also for a call that makes no event
+ * (a2a_comm_quiet). */
+__attribute__((always_inline)) static inline void a2a_note_activity_at(uint32_t thread, uint32_t seq,
+                                                                       a2a_kind kind) {
+  if (thread >= a2a_activity_threads) return;
+  a2a_activity *a = &a2a_activity_tab[thread];
+  atomic_store_explicit(&a->last_seq, seq, memory_order_relaxed);
+  a->quiet = 0; /* not a launch's (a2a_note_launch) */
+  if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
+    atomic_store_explicit(&a->last_other_seq, seq, memory_order_relaxed);
+  if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(thread);
+}
+
 /* a2a_note_activity for an event whose kind the caller knows at compile
  * time, including its test of a2a_activity_on (a2a_activity_threads): two
  * relaxed stores into the thread's own line and the deferred-work test, no
  * call unless work was deferred. */
 __attribute__((always_inline)) static inline void a2a_note_activity_kind(const a2a_event *ev, a2a_kind kind) {
-  if (ev->thread >= a2a_activity_threads) return;
-  a2a_activity *a = &a2a_activity_tab[ev->thread];
-  const uint32_t seq = ev->seq; /* once: the stores below could be assumed to change it */
-  atomic_store_explicit(&a->last_seq, seq, memory_order_relaxed);
-  a->quiet = 0; /* not a launch's (a2a_note_launch) */
-  if (!(A2A_KIND_BIT(kind) & A2A_POLL_KINDS))
-    atomic_store_explicit(&a->last_other_seq, seq, memory_order_relaxed);
-  if (!(A2A_KIND_BIT(kind) & A2A_NOFLUSH_KINDS) && a->flush) a2a_run_flush(ev->thread);
+  /* (The seq read once: the stores could be assumed to change it.) */
+  a2a_note_activity_at(ev->thread, ev->seq, kind);
 }
 
 /* Per (phase, row), the gates of its gated handlers (a2a_analyzer.
@@ -877,6 +895,38 @@ void a2a_group_nested_full(uint32_t thread);
 extern A2A_HIDDEN _Atomic uint64_t a2a_kinds_wanted;
 static inline bool a2a_kind_wanted(a2a_kind k) {
   return (atomic_load_explicit(&a2a_kinds_wanted, memory_order_relaxed) >> k) & 1;
+}
+
+/* Quiet calls. Bit k set: every handler of kind k's rows, both phases, is
+ * a running analyzer's that declares k quiet for an active communicator
+ * (a2a_analyzer.comm_quiet), and no gate is read there (both rows
+ * ungated: a2a_hot_row.ungated, so the hot dispatch would call exactly
+ * sel[0], those handlers). Set at init with the rows, before the runtime
+ * stores READY (its acquire makes it visible to the wrappers); not changed
+ * by an analyzer's self-disable (its entries become no-ops, quiet too). */
+extern A2A_HIDDEN uint64_t a2a_comm_quiet_kinds;
+/* Whether a call of kind `kind` (a constant) on communicator `comm`
+ * would change nothing through its handlers: the kind is quiet
+ * (a2a_comm_quiet_kinds) and the thread's lookup memo holds comm's record
+ * (a2a_comm_lookup_memo: a hit leaves the memo as a2a_comm_lookup would,
+ * a miss changes nothing and says no), in state A2A_COMM_ACTIVE - one
+ * relaxed load, as the handlers' own test of the state: a destroy on
+ * another thread racing with this call is decided as it would be there,
+ * and a destroy made by this thread, or ordered before the call, is seen.
+ * The state is read at every call, never remembered: a destroy changes
+ * the record's state, not the registry's version (a2a_comm_ver). Then the
+ * caller may skip the event, both dispatches included, provided it keeps
+ * everything else the dispatch does: the call's seq, taken from the
+ * thread's counter as the event's would be, and its activity
+ * (a2a_note_activity_at), at the point of the PRE. When the memo
+ * answers but a handler would not have looked the handle up (its check
+ * off), which of the memo's ways is the last answer may differ: that
+ * changes no answer of a later lookup (every answer the memo holds is the
+ * registry's at its version), only which one is found first. */
+static inline bool a2a_comm_quiet(a2a_kind kind, const void *comm) {
+  if (!((a2a_comm_quiet_kinds >> kind) & 1)) return false;
+  a2a_comm *c = a2a_comm_lookup_memo(comm);
+  return c && atomic_load_explicit(&c->state, memory_order_relaxed) == A2A_COMM_ACTIVE;
 }
 /* Run fini of every analyzer (process exit). */
 void a2a_core_fini(void);

@@ -146,6 +146,7 @@ _Static_assert(A2A_LIST_LEN >= A2A_MAX_HANDLERS + 1, "a list and its NULL");
 bool a2a_activity_on;
 uint32_t a2a_activity_threads;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
+uint64_t a2a_comm_quiet_kinds;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const a2a_options *g_init_opt;
 static const a2a_host *g_init_host;
@@ -291,6 +292,22 @@ void a2a_group_nested_full(uint32_t thread) {
   if (thread < A2A_ACTIVITY_THREADS) a2a_activity_tab[thread].gveto = 1;
 }
 
+/* Whether kind k's rows are quiet for an active communicator
+ * (a2a_comm_quiet_kinds): both ungated - the hot dispatch calls sel[0]
+ * without reading a gate - and every entry of sel[0] an analyzer's (not a
+ * registry's) that declares k in its comm_quiet. Only kinds without a
+ * registry entry qualify; an empty row is quiet. */
+static bool rows_comm_quiet(int k) {
+  for (int ph = 0; ph < 2; ph++) {
+    if (!a2a_hot_rows[ph][k].ungated) return false;
+    for (unsigned j = 0; atomic_load(&a2a_hot_rows[ph][k].sel[0][j]) != NULL; j++) {
+      uint8_t i = g_hidx_sel[ph][k][0][j];
+      if (i == 0xff || !(g_an[i]->comm_quiet & A2A_KIND_BIT(k))) return false;
+    }
+  }
+  return true;
+}
+
 static void init_analyzers(void) {
   atomic_store(&a2a_dispatch_ready, false);
   a2a_kparams_reset();
@@ -329,6 +346,9 @@ static void init_analyzers(void) {
       atomic_store(&a2a_handlers[ph][row][n], NULL);
       build_gates(ph, row, n);
     }
+  a2a_comm_quiet_kinds = 0;
+  for (int k = 0; k < A2A_EV__COUNT; k++)
+    if (rows_comm_quiet(k)) a2a_comm_quiet_kinds |= A2A_KIND_BIT(k);
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->wants_activity) a2a_activity_on = true;
   a2a_activity_threads = a2a_activity_on ? A2A_ACTIVITY_THREADS : 0;

@@ -870,5 +870,10 @@ const a2a_analyzer a2a_analyzer_group_local = {
     .on_event = gl_on_event,
     .by_kind = &gl_by_kind,
     .by_kind_post = &gl_by_kind_post,
+    /* A communicator query: gm_query_pre at PRE only, which returns
+     * without a write for an active communicator (at its check's test, or
+     * at the state's after a2a_comm_lookup). Not ncclCommGetAsyncError:
+     * its POST records the async error it returned (gm_async_error_post). */
+    .comm_quiet = A2A_KIND_BIT(A2A_EV_COMM_QUERY),
     .nested = &gl_nested,
 };

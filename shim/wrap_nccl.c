@@ -189,21 +189,68 @@ A2A_PUBLIC const char *ncclGetErrorString(ncclResult_t result)
   return s;
 }
 
-/* A communicator query (A2A_EV_COMM_QUERY; its result `r_`). */
-#define A2A_COMM_QUERY_WRAP(name, ret, r_, ...)                               \
-  {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_COMM_QUERY, name, __VA_ARGS__);     \
-    A2A_EVENT_NCCL(ev, A2A_EV_COMM_QUERY, #name, comm, NULL);                 \
-    A2A_PRE_HOT(ev, A2A_EV_COMM_QUERY, 0);                                    \
-    ret r = A2A_REAL(name)(__VA_ARGS__);                                      \
-    A2A_POST_BEGIN_NCCL(ev, (r_), A2A_EV_COMM_QUERY);                         \
-    A2A_POST_END_HOT(ev, A2A_EV_COMM_QUERY);                                  \
-    return r;                                                                 \
+/* A communicator query (A2A_EV_COMM_QUERY; its result `r_`): the
+ * exported wrapper `name` with prototype `params` (its arguments the
+ * variadic ones), in two parts. A query of a communicator the thread's
+ * lookup memo knows active, while the query's rows are quiet for it
+ * (a2a_comm_quiet: nccl-tests asks every communicator's size and rank at
+ * every iteration), is made by the wrapper itself without an event: every
+ * handler would return without a write, so what is left of the full path
+ * is kept as it is there - the readiness and kind test
+ * (a2a_rt_ready_wanted), the depth guard (a2a_rt_enter_ready's test and
+ * store, and a2a_rt_leave: NCCL's ncclCommEnsureReady calls
+ * ncclCommGetAsyncError through the PLT, which must still pass through),
+ * the note of an NCCL call, the thread's index and the call's seq (the
+ * cross-rank analyzer's polling episodes continue only while the seqs are
+ * consecutive) and its activity store (a2a_note_activity_at: last_seq and
+ * last_other_seq - a query is no polling call - and the repeated-launch
+ * mark cleared), all before the real call as at the PRE. Not made: the
+ * event's head (pure reads, but for the call site's, a2a_rt_py_site,
+ * which a thread running Python makes do work: the path is taken only in
+ * a process without CPython, a2a_rt_py_off), the dispatches' loads, and
+ * the errno save and restores, as nothing on this path writes errno
+ * (a2a_note_activity_at runs no flush for a query, one of
+ * A2A_NOFLUSH_KINDS; the index's, the note's and the real pointer's slow
+ * paths leave it): the real function sees the application's errno and
+ * the application the one it left, as with the event. Any other call:
+ * name##_event, the full path, out of line (the fast one then needs no
+ * frame of its size), with the wrapper's return address as its call
+ * site - the wrapper's own __builtin_return_address(0), as before. */
+#define A2A_UNPAREN(...) __VA_ARGS__
+#define A2A_COMM_QUERY_WRAP(name, ret, r_, params, ...)                        \
+  __attribute__((noinline)) static ret name##_event(const void *a2a_pc_,       \
+                                                    A2A_UNPAREN params)        \
+  {                                                                            \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_COMM_QUERY, name, __VA_ARGS__);      \
+    a2a_event ev;                                                              \
+    nccl_event_head(&ev, A2A_EV_COMM_QUERY, #name, a2a_pc_, (void *)comm, NULL); \
+    A2A_PRE_HOT(ev, A2A_EV_COMM_QUERY, 0);                                     \
+    ret r = A2A_REAL(name)(__VA_ARGS__);                                       \
+    A2A_POST_BEGIN_NCCL(ev, (r_), A2A_EV_COMM_QUERY);                          \
+    A2A_POST_END_HOT(ev, A2A_EV_COMM_QUERY);                                   \
+    return r;                                                                  \
+  }                                                                            \
+  A2A_PUBLIC ret name params                                                   \
+  {                                                                            \
+    _Static_assert(A2A_KIND_BIT(A2A_EV_COMM_QUERY) & A2A_NOFLUSH_KINDS,         \
+                   "a quiet query flushes nothing");                           \
+    if (__builtin_expect(a2a_rt_ready_wanted(A2A_EV_COMM_QUERY), 1) &&         \
+        a2a_rt_t.depth == 0 &&                                                 \
+        atomic_load_explicit(&a2a_rt_py_off, memory_order_relaxed) &&          \
+        a2a_comm_quiet(A2A_EV_COMM_QUERY, comm)) {                             \
+      a2a_rt_t.depth = 1;                                                      \
+      a2a_rt_note_nccl_call();                                                 \
+      a2a_note_activity_at(a2a_rt_thread_index(), a2a_rt_next_call_seq(),      \
+                           A2A_EV_COMM_QUERY);                                 \
+      ret r = A2A_REAL(name)(__VA_ARGS__);                                     \
+      a2a_rt_leave();                                                          \
+      return r;                                                                \
+    }                                                                          \
+    return name##_event(__builtin_return_address(0), __VA_ARGS__);             \
   }
 
 /* The event's result is 0: the function returns a string. */
-A2A_PUBLIC const char *ncclGetLastError(ncclComm_t comm)
-    A2A_COMM_QUERY_WRAP(ncclGetLastError, const char *, 0, comm)
+A2A_COMM_QUERY_WRAP(ncclGetLastError, const char *, 0, (ncclComm_t comm), comm)
 
 A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
 {
@@ -429,12 +476,12 @@ A2A_PUBLIC ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
 /* Communicator queries */
 
 /* A2A_COMM_QUERY_WRAP: above, with ncclGetLastError. */
-A2A_PUBLIC ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
-    A2A_COMM_QUERY_WRAP(ncclCommCount, ncclResult_t, r, comm, count)
-A2A_PUBLIC ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
-    A2A_COMM_QUERY_WRAP(ncclCommCuDevice, ncclResult_t, r, comm, device)
-A2A_PUBLIC ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
-    A2A_COMM_QUERY_WRAP(ncclCommUserRank, ncclResult_t, r, comm, rank)
+A2A_COMM_QUERY_WRAP(ncclCommCount, ncclResult_t, r, (const ncclComm_t comm, int *count), comm,
+                    count)
+A2A_COMM_QUERY_WRAP(ncclCommCuDevice, ncclResult_t, r, (const ncclComm_t comm, int *device), comm,
+                    device)
+A2A_COMM_QUERY_WRAP(ncclCommUserRank, ncclResult_t, r, (const ncclComm_t comm, int *rank), comm,
+                    rank)
 
 /* ------------------------------------------------------------------ */
 /* Buffer and window registration */

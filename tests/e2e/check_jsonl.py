@@ -33,6 +33,11 @@ Assertions (all may be repeated; all must hold):
   --stack-has CHECK=TEXT
                      some finding of CHECK has a stack frame containing TEXT
                      (e.g. the user function that made the call).
+  --occurrences CHECK=N
+                     the exit summaries (a2acheck.summary, one per file)
+                     count N occurrences of CHECK in all: every report,
+                     deduplicated repeats included (the per-line "count"
+                     of a finding is only its count when it was written).
   --files N          exactly N .jsonl files (default: at least 1).
   --ignore CHECK     also skip this check (pattern); may be repeated.
 
@@ -97,7 +102,10 @@ class Spec:
         return True
 
 
-def load(dirpath, ignore):
+def load(dirpath, ignore, summaries=None):
+    """The .jsonl files under dirpath and their findings, less the ignored
+    checks; the exit summaries (a2acheck.summary) appended to summaries
+    when it is a list."""
     files = []
     for root, _dirs, names in os.walk(dirpath):
         files += [os.path.join(root, n) for n in names if n.endswith(".jsonl")]
@@ -117,11 +125,24 @@ def load(dirpath, ignore):
                     raise LogError("%s: not a finding object" % where)
                 if rec.get("severity") not in SEVERITIES:
                     raise LogError("%s: bad severity %r" % (where, rec.get("severity")))
+                if summaries is not None and rec["check"] == "a2acheck.summary":
+                    summaries.append(rec)
                 if any(fnmatch.fnmatchcase(rec["check"], p) for p in ignore):
                     continue
                 rec["_where"] = where
                 findings.append(rec)
     return files, findings
+
+
+def occurrences(summaries, check):
+    """The occurrences of check the exit summaries count, in all."""
+    n = 0
+    for rec in summaries:
+        details = rec.get("details") or {}
+        for c in details.get("checks") or []:
+            if c.get("check") == check:
+                n += int(c.get("occurrences", 0))
+    return n
 
 
 def show(findings, out=sys.stderr):
@@ -152,6 +173,7 @@ def main(argv):
     ap.add_argument("--no-other-errors", action="store_true")
     ap.add_argument("--contains", action="append", default=[])
     ap.add_argument("--stack-has", action="append", default=[])
+    ap.add_argument("--occurrences", action="append", default=[])
     ap.add_argument("--files", type=int)
     ap.add_argument("--ignore", action="append", default=["*.summary"])
     a = ap.parse_args(argv)
@@ -162,6 +184,10 @@ def main(argv):
         forbid = [Spec(s, allow_count=False) for s in a.forbid]
         contains = [split_kv(s, "--contains") for s in a.contains]
         stack_has = [split_kv(s, "--stack-has") for s in a.stack_has]
+        occ = [split_kv(s, "--occurrences") for s in a.occurrences]
+        for _check, n in occ:
+            if not n.isdigit():
+                raise ValueError("--occurrences needs CHECK=N, got %r" % n)
     except ValueError as e:
         ap.error(str(e))
     if a.none and (expect or a.only):
@@ -172,7 +198,8 @@ def main(argv):
         return 2
 
     try:
-        files, findings = load(a.dir, a.ignore)
+        summaries = []
+        files, findings = load(a.dir, a.ignore, summaries)
     except (LogError, OSError) as e:
         print("check_jsonl: malformed log: %s" % e, file=sys.stderr)
         return 2
@@ -210,6 +237,11 @@ def main(argv):
         if not any(text in str(f.get("message", "")) or text in json.dumps(f.get("details"))
                    for f in hits):
             errors.append("no %s finding mentions %r" % (check, text))
+    for check, n in occ:
+        got = occurrences(summaries, check)
+        if got != int(n):
+            errors.append("expected %s occurrence(s) of %s in the exit summaries, found %d"
+                          % (n, check, got))
     for check, text in stack_has:
         hits = [f for f in findings if fnmatch.fnmatchcase(f["check"], check)]
         if not any(any(text in str(fr) for fr in (f.get("stack") or [])) for f in hits):

@@ -126,6 +126,26 @@ exec "$@" "$dir"
   a2a_local_test(group.use-after-destroy.query group_use_after_destroy query
     CHECK --expect group.use-after-destroy:error=2 --only
           --stack-has group.use-after-destroy=main)
+  # The queries' quiet path (no event for an active communicator the
+  # thread's memo holds) against the reference: queries from one site
+  # before the end and after it, on the thread that ended the
+  # communicator or on another; one finding, each query after the end
+  # counted; none after ncclCommFinalize; none with the check off.
+  a2a_local_test(group.use-after-destroy.loop-destroy group_use_after_destroy loop-destroy
+    CHECK --expect group.use-after-destroy:error=1 --only --occurrences group.use-after-destroy=3
+          --stack-has group.use-after-destroy=count_queries
+          --contains group.use-after-destroy=ncclCommCount
+          --contains "group.use-after-destroy=already destroyed")
+  a2a_local_test(group.use-after-destroy.loop-abort group_use_after_destroy loop-abort
+    CHECK --expect group.use-after-destroy:error=1 --only --occurrences group.use-after-destroy=3
+          --contains "group.use-after-destroy=already aborted")
+  a2a_local_test(group.use-after-destroy.loop-finalize group_use_after_destroy loop-finalize
+    CHECK --none)
+  a2a_local_test(group.use-after-destroy.threads group_use_after_destroy threads
+    CHECK --expect group.use-after-destroy:error=1 --only --occurrences group.use-after-destroy=3
+          --stack-has group.use-after-destroy=query_thread)
+  a2a_local_test(group.use-after-destroy.check-off group_use_after_destroy loop-destroy
+    ENV A2ACHECK_CHECKS=all,-group.use-after-destroy CHECK --none)
   a2a_local_test(group.concurrent-use.buggy group_concurrent_use buggy
     CHECK --expect group.concurrent-use:error=1 --only --stack-has group.concurrent-use=thread_b)
   a2a_local_test(group.concurrent-use.fixed group_concurrent_use fixed CHECK --none)

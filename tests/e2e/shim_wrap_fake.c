@@ -91,7 +91,16 @@ int pncclCommCount(comm_t comm, int *n)
 }
 int pncclCommUserRank(comm_t comm, int *r);
 int ncclCommUserRank(comm_t comm, int *r) ALIAS(ncclCommUserRank);
-int pncclCommUserRank(comm_t comm, int *r) { *r = 1; return 0; }
+int ncclCommGetAsyncError(comm_t comm, int *e);
+int pncclCommUserRank(comm_t comm, int *r)
+{
+  /* NCCL's ncclCommEnsureReady: the async error, through the PLT (it
+   * reaches the wrapper, which must pass it through). */
+  int e;
+  (void)ncclCommGetAsyncError(comm, &e);
+  *r = 1;
+  return 0;
+}
 int pncclCommCuDevice(comm_t comm, int *d);
 int ncclCommCuDevice(comm_t comm, int *d) ALIAS(ncclCommCuDevice);
 int pncclCommCuDevice(comm_t comm, int *d) { *d = 5; return 0; }

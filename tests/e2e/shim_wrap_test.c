@@ -70,6 +70,11 @@ void a2a_dispatch_list(_Atomic(a2a_handler) *h, const a2a_event *ev)
 }
 const _Atomic unsigned a2a_gate_none;
 a2a_hot_row a2a_hot_rows[2][A2A_ROWS]; /* none gated */
+/* The communicator registry's memo and the quiet kinds (a2a_comm_quiet):
+ * no kind quiet but in quiet_query_makes_no_event, which fills the memo. */
+uint64_t a2a_comm_quiet_kinds;
+_Atomic unsigned a2a_comm_ver = 7;
+_Thread_local a2a_comm_memo a2a_comm_last;
 _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
 __attribute__((constructor)) static void install_recorder(void)
 {
@@ -322,6 +327,90 @@ START_TEST(async_error_events_fields_and_results)
   ck_assert_int_eq(events[0].u.async_err.async_error, 0);
   ck_assert_int_eq(events[1].u.async_err.async_error, ncclRemoteError);
   ck_assert_int_eq(events[3].u.async_err.async_error, -1);
+}
+END_TEST
+
+/* A query the core says is quiet (a2a_comm_quiet: the kind in
+ * a2a_comm_quiet_kinds, the thread's memo holding the communicator's
+ * record, active) is forwarded without an event, with the rest of the
+ * analyzed path kept: the call's seq taken, its activity stored (both
+ * seqs, the repeated-launch mark cleared), the NCCL call noted, the guard
+ * entered and left, NCCL's result and out-parameter, errno as the
+ * application had it for NCCL and as NCCL left it after. Any other - a
+ * record not active, a handle the memo does not hold, another version, a
+ * kind not quiet, a guard already entered - makes its events. */
+START_TEST(quiet_query_makes_no_event)
+{
+  atomic_store(&a2a_rt_g_state, A2A_RT_STATE_READY);
+  atomic_store(&a2a_rt_ready_kinds, ~0ull);
+  atomic_store(&a2a_rt_py_off, true);
+  a2a_activity_threads = A2A_ACTIVITY_THREADS;
+  a2a_comm rec = {.handle = (void *)0x5000};
+  atomic_store(&rec.state, A2A_COMM_ACTIVE);
+  a2a_comm_last.handle = (void *)0x5000;
+  a2a_comm_last.rec = &rec;
+  a2a_comm_last.ver = atomic_load(&a2a_comm_ver);
+  a2a_comm_quiet_kinds = A2A_KIND_BIT(A2A_EV_COMM_QUERY);
+  a2a_activity *a = &a2a_activity_tab[1];
+  a->quiet = 9;
+  uint32_t seq = a2a_rt_t.call_seq;
+  int n = 0, calls = nccl_calls;
+  errno = 46;
+  ck_assert_int_eq(shim_test_call_count((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(fake->errno_at_entry, 46);
+  ck_assert_int_eq(errno, 1235);
+  ck_assert_int_eq(n, 3);
+  ck_assert_int_eq(nevents, 0);
+  ck_assert_uint_eq(a2a_rt_t.call_seq, seq + 1);
+  ck_assert_uint_eq(atomic_load(&a->last_seq), seq + 1);
+  ck_assert_uint_eq(atomic_load(&a->last_other_seq), seq + 1);
+  ck_assert_uint_eq(a->quiet, 0);
+  ck_assert_int_eq(nccl_calls, calls + 1);
+  ck_assert_int_eq(a2a_rt_t.depth, 0);
+  ck_assert_int_eq(ncclCommUserRank((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(n, 1);
+  ck_assert_int_eq(nevents, 0);
+  ck_assert_uint_eq(a2a_rt_t.call_seq, seq + 2);
+  /* Destroyed since: the state is read at every call. */
+  atomic_store(&rec.state, A2A_COMM_DESTROYED);
+  ck_assert_int_eq(shim_test_call_count((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(nevents, 2);
+  check_query_event(&events[0], A2A_EV_COMM_QUERY, "ncclCommCount", (void *)0x5000, A2A_PRE,
+                    "shim_test_call_count");
+  ck_assert_uint_eq(events[0].seq, seq + 3);
+  atomic_store(&rec.state, A2A_COMM_ACTIVE);
+  /* A handle the memo does not hold (NULL included), another version. */
+  ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5001, &n), ncclSuccess);
+  ck_assert_int_eq(ncclCommCount(NULL, &n), ncclInvalidArgument);
+  ck_assert_int_eq(nevents, 6);
+  atomic_fetch_add(&a2a_comm_ver, 1);
+  ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(nevents, 8);
+  a2a_comm_last.ver = atomic_load(&a2a_comm_ver);
+  ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(nevents, 8);
+  /* Not a quiet kind; a Python process (call sites to walk). */
+  a2a_comm_quiet_kinds = 0;
+  ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(nevents, 10);
+  a2a_comm_quiet_kinds = A2A_KIND_BIT(A2A_EV_COMM_QUERY);
+  atomic_store(&a2a_rt_py_off, false);
+  ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(nevents, 12);
+  atomic_store(&a2a_rt_py_off, true);
+  /* Inside an intercepted call: passed through, no seq taken. */
+  seq = a2a_rt_t.call_seq;
+  a2a_rt_t.depth = 1;
+  ck_assert_int_eq(ncclCommCount((ncclComm_t)0x5000, &n), ncclSuccess);
+  ck_assert_int_eq(a2a_rt_t.depth, 1);
+  a2a_rt_t.depth = 0;
+  ck_assert_uint_eq(a2a_rt_t.call_seq, seq);
+  ck_assert_int_eq(nevents, 12);
+  a2a_comm_quiet_kinds = 0;
+  a2a_activity_threads = 0;
+  atomic_store(&a2a_rt_py_off, false);
+  atomic_store(&a2a_rt_ready_kinds, 0);
+  atomic_store(&a2a_rt_g_state, 0);
 }
 END_TEST
 
@@ -735,6 +824,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, send_event_fields_and_callsite);
   tcase_add_test(tc, recv_and_group_events_and_results);
   tcase_add_test(tc, query_events_fields_and_results);
+  tcase_add_test(tc, quiet_query_makes_no_event);
   tcase_add_test(tc, poll_query_events_fields_and_results);
   tcase_add_test(tc, unwanted_poll_query_kinds_pass_through);
   tcase_add_test(tc, async_error_events_fields_and_results);

@@ -255,6 +255,65 @@ START_TEST(flush_hook_runs_before_the_next_other_call) {
 }
 END_TEST
 
+/* Quiet kinds (a2a_comm_quiet_kinds): a kind whose rows hold only
+ * handlers of analyzers that declare it quiet for an active communicator
+ * (a2a_analyzer.comm_quiet), and read no gate; a registry entry, another
+ * analyzer's handler in either phase, or a gate in the row, and it is not
+ * quiet. An empty row is quiet. */
+static void cq_event(const a2a_event *ev) { (void)ev; }
+static _Atomic unsigned g_cq_gate;
+static const a2a_analyzer cq_quiet = {.name = "cq_quiet",
+                                      .pre = A2A_KIND_BIT(A2A_EV_COMM_QUERY) |
+                                             A2A_KIND_BIT(A2A_EV_COMM_INIT),
+                                      .comm_quiet = A2A_KIND_BIT(A2A_EV_COMM_QUERY) |
+                                                    A2A_KIND_BIT(A2A_EV_COMM_INIT),
+                                      .on_event = cq_event};
+static const a2a_analyzer cq_post = {.name = "cq_post", .post = A2A_KIND_BIT(A2A_EV_COMM_QUERY),
+                                     .on_event = cq_event};
+static const a2a_analyzer cq_gated = {.name = "cq_gated", .pre = A2A_KIND_BIT(A2A_EV_COMM_QUERY),
+                                      .comm_quiet = A2A_KIND_BIT(A2A_EV_COMM_QUERY),
+                                      .pre_gated = A2A_KIND_BIT(A2A_EV_COMM_QUERY),
+                                      .pre_gate = &g_cq_gate, .on_event = cq_event};
+START_TEST(comm_quiet_kinds_need_every_handler_quiet) {
+  const uint64_t query = A2A_KIND_BIT(A2A_EV_COMM_QUERY);
+  static const a2a_analyzer *const quiet[] = {&cq_quiet};
+  a2a_core_set_analyzers_for_tests(quiet, 1);
+  collector_reinit();
+  ck_assert(a2a_comm_quiet_kinds & query);
+  ck_assert(a2a_comm_quiet_kinds & A2A_KIND_BIT(A2A_EV_STREAM_QUERY)); /* no handler */
+  /* The registry's entry at a creation's POST. */
+  ck_assert(!(a2a_comm_quiet_kinds & A2A_KIND_BIT(A2A_EV_COMM_INIT)));
+  static const a2a_analyzer *const with_post[] = {&cq_quiet, &cq_post};
+  a2a_core_set_analyzers_for_tests(with_post, 2);
+  collector_reinit();
+  ck_assert(!(a2a_comm_quiet_kinds & query));
+  static const a2a_analyzer *const with_gate[] = {&cq_quiet, &cq_gated};
+  a2a_core_set_analyzers_for_tests(with_gate, 2);
+  collector_reinit();
+  ck_assert(!(a2a_comm_quiet_kinds & query));
+  /* A quiet kind's query: quiet only for a record the memo holds, active. */
+  a2a_core_set_analyzers_for_tests(quiet, 1);
+  collector_reinit();
+  void *h = (void *)0x4100;
+  a2a_event init = ev_make(A2A_EV_COMM_INIT);
+  init.u.init.how = A2A_INIT_ALL;
+  init.u.init.newcomm = h;
+  ev_dispatch(&init, 0);
+  ck_assert(!a2a_comm_quiet(A2A_EV_COMM_QUERY, NULL));
+  ck_assert(!a2a_comm_quiet(A2A_EV_COMM_QUERY, h)); /* not looked up since the insertion */
+  ck_assert_ptr_nonnull(a2a_comm_lookup(h));
+  ck_assert(a2a_comm_quiet(A2A_EV_COMM_QUERY, h));
+  ck_assert(!a2a_comm_quiet(A2A_EV_COMM_INIT, h)); /* not a quiet kind */
+  a2a_event end = ev_make(A2A_EV_COMM_END);
+  end.comm = h;
+  end.u.end.how = A2A_END_FINALIZE;
+  ev_dispatch(&end, 0);
+  ck_assert(!a2a_comm_quiet(A2A_EV_COMM_QUERY, h));
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 /* Gates: the hot dispatch leaves a (phase, kind)'s gated handlers out
  * while their gate is 0, and calls the rest in order; an open gate runs
  * its own handlers only. The generic dispatch never skips. */
@@ -1484,6 +1543,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, dispatch_calls_per_kind_handlers);
   tcase_add_test(tc, dispatch_calls_per_phase_handlers);
   tcase_add_test(tc, flush_hook_runs_before_the_next_other_call);
+  tcase_add_test(tc, comm_quiet_kinds_need_every_handler_quiet);
   tcase_add_test(tc, repeated_launch_with_deferred_work);
   tcase_add_test(tc, gates_skip_only_closed_handlers);
   tcase_add_test(tc, gates_ungated_nccl_rows);

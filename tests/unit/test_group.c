@@ -602,6 +602,101 @@ START_TEST(queries_after_end) {
 }
 END_TEST
 
+/* A communicator query as the shim's query wrappers make it
+ * (shim/wrap_nccl.c, A2A_COMM_QUERY_WRAP): without an event when
+ * a2a_comm_quiet says its handlers would do nothing, else dispatched
+ * through its kind's hot rows. Returns whether it was quiet. */
+static bool shim_query(a2a_event *q) {
+  if (a2a_comm_quiet(A2A_EV_COMM_QUERY, q->comm)) return true;
+  q->phase = A2A_PRE;
+  a2a_dispatch_hot(q, A2A_EV_COMM_QUERY, A2A_PRE);
+  q->phase = A2A_POST;
+  a2a_dispatch_hot(q, A2A_EV_COMM_QUERY, A2A_POST);
+  return false;
+}
+
+/* The query wrappers' fast path (a2a_comm_quiet, group_local's comm_quiet)
+ * against the reference, per loop index the end of the communicator:
+ * ncclCommDestroy, ncclCommAbort (a use after destroy: the same finding,
+ * site and count as the dispatched query gives, also right after the
+ * same handle was answered quiet), ncclCommFinalize, ncclCommRevoke (no
+ * finding, as dispatched). Two communicators, so that the memo answers
+ * one of them from a way; a handle never created is never quiet. */
+START_TEST(quiet_queries_report_as_dispatched) {
+  static const a2a_end_how how[4] = {A2A_END_DESTROY, A2A_END_ABORT, A2A_END_FINALIZE,
+                                     A2A_END_REVOKE};
+  const bool freed = _i < 2;
+  collector_dedup(true);
+  ck_assert(a2a_comm_quiet_kinds & A2A_KIND_BIT(A2A_EV_COMM_QUERY));
+  /* ncclCommGetAsyncError's POST records the error it returned. */
+  ck_assert(!(a2a_comm_quiet_kinds & A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR)));
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *other = init_comm((void *)0x200, id_b, 2, 0, 0);
+  a2a_event q = comm_call(A2A_EV_COMM_QUERY, "ncclCommCount", comm, 0x7101);
+  a2a_event o = comm_call(A2A_EV_COMM_QUERY, "ncclCommCount", other, 0x7102);
+  shim_query(&q);
+  shim_query(&o);
+  ck_assert(shim_query(&q)); /* from a way of the memo */
+  ck_assert(shim_query(&q)); /* the last answer */
+  ck_assert(shim_query(&o));
+  comm_end(comm, how[_i], 0);
+  ck_assert(!shim_query(&q)); /* the state is read at every query */
+  ck_assert(!shim_query(&q));
+  ck_assert(shim_query(&o)); /* the other is still active */
+  ck_assert(!shim_query(&q));
+  if (freed) {
+    ck_assert_uint_eq(collector_count("group.use-after-destroy"), 1);
+    ck_assert_uint_eq(collector_occurrences("group.use-after-destroy"), 3);
+    const collected *c = collector_find("group.use-after-destroy");
+    ck_assert_ptr_eq(c->site, (const void *)0x7101);
+    ck_assert_ptr_nonnull(strstr(c->message, "ncclCommCount"));
+    ck_assert_ptr_nonnull(strstr(c->details, _i ? "\"state\":\"aborted\"" : "\"state\":\"destroyed\""));
+  }
+  /* A handle no init returned: dispatched, and reported. */
+  a2a_event bad = comm_call(A2A_EV_COMM_QUERY, "ncclCommUserRank", (void *)0xbad, 0x7103);
+  ck_assert(!shim_query(&bad));
+  ck_assert(!shim_query(&bad));
+  ck_assert_uint_eq(collector_count("group.use-after-destroy"), freed ? 2 : 1);
+  ck_assert_uint_eq(collector_occurrences("group.use-after-destroy"), freed ? 5 : 2);
+  ck_assert_uint_eq(collector_count_prefix("group."), freed ? 2 : 1);
+}
+END_TEST
+
+/* With group.use-after-destroy off the queries' rows are still quiet
+ * (gm_query_pre returns at its check's test): a query after the destroy
+ * is dispatched and reports nothing, as without the fast path. */
+START_TEST(quiet_queries_with_the_check_off) {
+  collector_disable_check("group.use-after-destroy");
+  collector_reinit();
+  ck_assert(a2a_comm_quiet_kinds & A2A_KIND_BIT(A2A_EV_COMM_QUERY));
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  a2a_event q = comm_call(A2A_EV_COMM_QUERY, "ncclCommCount", comm, 0x7101);
+  shim_query(&q);
+  ck_assert(shim_query(&q));
+  comm_end(comm, A2A_END_DESTROY, 0);
+  ck_assert(!shim_query(&q));
+  ck_assert_uint_eq(collector_total(), 0);
+}
+END_TEST
+
+/* Rows that read a gate are never quiet: perf_env's report pending at
+ * init (its gate, open at init only, left in the NCCL kinds' rows) - the
+ * first query reports it, so it must be dispatched. */
+START_TEST(queries_not_quiet_with_perf_env_pending) {
+  setenv("NCCL_ALGO", "Tree", 1);
+  collector_reinit();
+  unsetenv("NCCL_ALGO");
+  ck_assert(!(a2a_comm_quiet_kinds & A2A_KIND_BIT(A2A_EV_COMM_QUERY)));
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  a2a_event q = comm_call(A2A_EV_COMM_QUERY, "ncclCommCount", comm, 0x7101);
+  ck_assert(!shim_query(&q));
+  ck_assert(!shim_query(&q));
+  ck_assert_uint_eq(collector_count("perf.env"), 1);
+  collector_reinit();
+  ck_assert(a2a_comm_quiet_kinds & A2A_KIND_BIT(A2A_EV_COMM_QUERY));
+}
+END_TEST
+
 START_TEST(split_of_aborted_parent) {
   void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
   comm_end(comm, A2A_END_ABORT, 0);
@@ -1453,6 +1548,9 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, end_without_start);
+  tcase_add_loop_test(tc, quiet_queries_report_as_dispatched, 0, 4);
+  tcase_add_test(tc, quiet_queries_with_the_check_off);
+  tcase_add_test(tc, queries_not_quiet_with_perf_env_pending);
   tcase_add_test(tc, nested_group_calls_count_the_depth_exactly);
   tcase_add_test(tc, nested_group_rows_count_the_depth_exactly);
   tcase_add_test(tc, fast_path_operations_keep_their_own_arguments);
