@@ -1388,12 +1388,12 @@ static const a2a_analyzer fake_g = {.name = "fake_g", .pre = GROUP_KINDS, .post 
 static const a2a_analyzer fake_n = {.name = "fake_n", .pre = GROUP_KINDS, .post = GROUP_KINDS,
                                     .on_event = fn_event, .nested = &fn_nested};
 
-/* One group call of thread `thread` as the shim makes it; returns the
- * depth the event carried. */
+/* One group call of thread `thread` as the shim dispatches it (no call
+ * kept: the rows only); returns the depth the event carried. */
 static int gcall(a2a_kind k, int result, uint32_t thread) {
   a2a_event ev = ev_make(k);
   ev.thread = thread;
-  ev_dispatch_group(&ev, result);
+  ev_dispatch_group_rows(&ev, result);
   return ev.u.group.depth;
 }
 static void gcounts_reset(void) {
