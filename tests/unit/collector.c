@@ -146,6 +146,17 @@ size_t collector_count_severity(a2a_severity sev) {
   return n;
 }
 
+void collector_text(char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < collector_total() && n < cap; i++) {
+    const collected *c = collector_get(i);
+    int w = snprintf(buf + n, cap - n, "%s|%s|%s\n", c->check, c->message, c->details);
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+}
+
 const collected *collector_find(const char *check) {
   for (size_t i = 0; i < nfindings; i++)
     if (strcmp(findings[i].check, check) == 0) return &findings[i];

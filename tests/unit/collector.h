@@ -47,6 +47,9 @@ size_t collector_count_prefix(const char *prefix);    /* e.g. "layout." */
 size_t collector_count_severity(a2a_severity sev);
 const collected *collector_get(size_t i);
 const collected *collector_find(const char *check);   /* first, or NULL */
+/* Every finding's check, message and details, in order, into buf (cap
+ * bytes, truncated): for comparing two runs' findings. */
+void collector_text(char *buf, size_t cap);
 /* Print every finding to stderr (debugging a failing test). */
 void collector_dump(void);
 /* Disable a check for a2a_check_on (exact name or category). */
