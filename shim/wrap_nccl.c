@@ -671,23 +671,29 @@ static void group_track(bool start, ncclResult_t r)
       group_track((start_), r);                                               \
       return r;                                                               \
     }                                                                         \
-    const uint32_t d_ = a2a_rt_t.gdepth, th_ = a2a_rt_thread_index();         \
-    if (a2a_group_keepable((evkind), th_, d_))                                \
-      A2A_GROUP_KEEP(name, (evkind), (start_), (simulate_), d_, th_, __VA_ARGS__); \
+    const uint32_t d_ = a2a_rt_t.gdepth;                                      \
+    /* (The depth first: the outermost calls ask no thread index here.) */   \
+    if (d_ >= ((start_) ? 1u : 2u) &&                                         \
+        a2a_group_keepable((evkind), a2a_rt_thread_index(), d_))              \
+      A2A_GROUP_KEEP(name, (evkind), (start_), (simulate_), d_,               \
+                     a2a_rt_thread_index(), __VA_ARGS__);                     \
     A2A_EVENT_NCCL(ev, (evkind), #name, NULL, NULL);                          \
     ev.u.group.simulate = (simulate_);                                        \
     if (__builtin_expect(a2a_group_nested(&ev, (evkind), d_), 0))             \
-      A2A_GROUP_CALL(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind), (start_),    \
-                     name, __VA_ARGS__);                                      \
-    A2A_GROUP_CALL(ev, (evkind), (unsigned)(evkind), (start_), name, __VA_ARGS__); \
+      A2A_GROUP_CALL(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind), true,        \
+                     (start_), name, __VA_ARGS__);                            \
+    A2A_GROUP_CALL(ev, (evkind), (unsigned)(evkind), false, (start_), name,   \
+                   __VA_ARGS__);                                              \
   }
 
 /* An analyzed group call's dispatch with its row (a constant: either
- * branch's list address is one), the real call and the return. */
-#define A2A_GROUP_CALL(ev, evkind, row, start_, name, ...)                    \
+ * branch's list address is one), the real call and the return; on the
+ * nested rows (nested_, a constant), the only ones a call carrying a kept
+ * level takes, the kept bit cleared after its PRE. */
+#define A2A_GROUP_CALL(ev, evkind, row, nested_, start_, name, ...)           \
   do {                                                                        \
     A2A_PRE_ROW(ev, (evkind), (row));                                         \
-    a2a_group_kept_folded(&ev);                                               \
+    if (nested_) a2a_group_kept_folded(&ev);                                  \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
     A2A_GROUP_COUNT(r, (evkind), (start_));                                   \
@@ -716,10 +722,11 @@ static void group_track(bool start, ncclResult_t r)
  * depends on NCCL's state. Its PRE restores errno as the call left it. */
 #define A2A_GROUP_KEEP(name, evkind, start_, simulate_, d_, th_, ...)         \
   do {                                                                        \
+    const uint32_t t_ = (th_);                                                \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     a2a_errno_ = A2A_ERRNO;                                                   \
-    if (a2a_group_keep((evkind), (th_), (int)r)) {                            \
-      a2a_group_keep_note((th_), a2a_rt_next_call_seq());                     \
+    if (a2a_group_keep((evkind), t_, (int)r)) {                               \
+      a2a_group_keep_note(t_, a2a_rt_next_call_seq());                        \
       A2A_GROUP_COUNT(r, (evkind), (start_));                                 \
       a2a_rt_leave();                                                         \
       A2A_ERRNO = a2a_errno_;                                                 \
