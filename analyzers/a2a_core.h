@@ -182,7 +182,15 @@ typedef struct a2a_activity {
   /* Owner thread only: the analyzers' veto of the thread's nested group
    * rows (a2a_group_nested_full). */
   uint32_t gveto;
-  char pad[64 - 5 * sizeof(uint32_t) - 2 * sizeof(void *)];
+  /* The thread's kept nested groups (a2a_group_keep), in one word: bit 0
+   * set while one is open, bits 1-31 the number the thread kept so far
+   * (modulo 2^31). Written by the owner thread only; read by others at
+   * exit (relaxed). */
+  _Atomic uint32_t gkeep;
+  /* Owner thread only: nonzero while a nested ncclGroupEnd would not be a
+   * no-op for some analyzer on the thread (a2a_nested_end_busy). */
+  uint32_t gend_busy;
+  char pad[64 - 7 * sizeof(uint32_t) - 2 * sizeof(void *)];
 } a2a_activity;
 extern A2A_HIDDEN a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
 uint32_t a2a_thread_last_seq(uint32_t thread);
@@ -864,8 +872,13 @@ __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_eve
 __attribute__((always_inline)) static inline bool a2a_group_nested(a2a_event *ev, a2a_kind kind,
                                                                    uint32_t d) {
   ev->u.group.depth = (int)d;
+  ev->u.group.kept = 0;
   if (kind == A2A_EV_GROUP_START ? d < 1 : d < 2) return false;
-  return ev->thread < A2A_ACTIVITY_THREADS && !a2a_activity_tab[ev->thread].gveto;
+  if (ev->thread >= A2A_ACTIVITY_THREADS) return false;
+  const a2a_activity *a = &a2a_activity_tab[ev->thread];
+  if (a->gveto) return false;
+  ev->u.group.kept = (int)(atomic_load_explicit(&a->gkeep, memory_order_relaxed) & 1u);
+  return true;
 }
 /* A group kind's nested row. */
 #define A2A_GROUP_NESTED_ROW(kind) \
@@ -881,6 +894,119 @@ __attribute__((always_inline)) static inline unsigned a2a_group_row(a2a_event *e
 static inline uint32_t a2a_group_count(uint32_t d, a2a_kind kind, int result) {
   return kind == A2A_EV_GROUP_START ? d + (result == 0) : d - (d != 0);
 }
+/* Kept nested groups: a nested group call without an event. A nested
+ * call reaches only analyzers that count it (a2a_analyzer.nested): of the
+ * table's, group_local and layout count it at PRE (a depth, and layout's
+ * nested-group index), perf_comm's nested end ends the thread's armed
+ * window and overlap epoch, perf_env's handler returns (its one report was
+ * made at the thread's outermost start, an NCCL event before any nested
+ * call), the others take none. So the caller (the shim; a test's
+ * ev_dispatch_group) may keep one nested level per thread itself instead
+ * of dispatching its start and end:
+ * - a start at d >= 1 on the nested rows (a2a_group_nested's test) while no
+ *   level is kept (a2a_group_keepable), once it returned ncclSuccess
+ *   (a2a_group_keep; a failed one is dispatched after the call, both
+ *   phases, with its own seq: it leaves no level), opens the kept level
+ *   (a2a_activity.gkeep: kept, one more kept start);
+ * - an end at d >= 2 on the nested rows while a level is kept and no
+ *   analyzer marked the thread busy (a2a_nested_end_busy: perf_comm while
+ *   its armed window or epoch is open) closes it (not kept), whatever its
+ *   result (every counter counts an end so).
+ * Each still consumes its seq and stores the thread's activity as its PRE
+ * would (a2a_group_keep_note: the polling test sees the call; group calls
+ * never flush). The analyzers that count read the kept level where they
+ * need the depth or the index, and fold it into their own count at the
+ * PRE of the thread's next group call that is dispatched, which carries
+ * it (u.group.kept): the caller clears the kept bit after that PRE
+ * (a2a_group_kept_folded). That call is nested - while a level is kept
+ * d >= 2, and no group call of the thread was dispatched since its start
+ * (no veto either) - so it takes the nested rows, and the level is the
+ * innermost open one, its start the thread's latest nested one. Forgotten
+ * (gkeep 0) at the core's (re)initialization; in a forked child once the
+ * analyzers' fork handling folded it (a2a_group_keep_after_fork), as the
+ * child's count d starts from zero. */
+/* The thread's word (a2a_activity.gkeep), or a word that stays 0 for a
+ * thread past the table (which keeps nothing): for a reader that caches
+ * where to look. */
+extern A2A_HIDDEN const _Atomic uint32_t a2a_group_keep_none;
+static inline const _Atomic uint32_t *a2a_group_keep_slot(uint32_t thread) {
+  return thread < A2A_ACTIVITY_THREADS ? &a2a_activity_tab[thread].gkeep : &a2a_group_keep_none;
+}
+#define A2A_GROUP_KEPT 1u /* gkeep: a level is kept */
+/* The thread's word: A2A_GROUP_KEPT, and the kept starts so far times 2. */
+static inline uint32_t a2a_group_keep_word(uint32_t thread) {
+  return atomic_load_explicit(a2a_group_keep_slot(thread), memory_order_relaxed);
+}
+/* Whether the thread keeps a nested level now. */
+static inline uint32_t a2a_group_kept(uint32_t thread) {
+  return a2a_group_keep_word(thread) & A2A_GROUP_KEPT;
+}
+/* Whether the thread's group call of kind at depth d (before it) may go
+ * without an event: see above (an end's answer is final, a start's
+ * depends on its result: a2a_group_keep). */
+__attribute__((always_inline)) static inline bool a2a_group_keepable(a2a_kind kind, uint32_t thread,
+                                                                     uint32_t d) {
+  /* (The depth first: the outermost calls answer at once.) */
+  if (kind == A2A_EV_GROUP_START ? d < 1 : d < 2) return false;
+  if (thread >= A2A_ACTIVITY_THREADS) return false;
+  const a2a_activity *a = &a2a_activity_tab[thread];
+  uint32_t kept = atomic_load_explicit(&a->gkeep, memory_order_relaxed) & A2A_GROUP_KEPT;
+  if (kind == A2A_EV_GROUP_START) return !a->gveto && !kept;
+  return !a->gveto && kept && !a->gend_busy;
+}
+/* After the real call of a keepable group call (a2a_group_keepable) that
+ * returned result: whether it is kept - then the thread's word is updated
+ * (a start: one more kept, and kept now; an end: kept no longer), and the
+ * caller stores its activity (a2a_group_keep_note); false for a failed
+ * start, which the caller dispatches. */
+__attribute__((always_inline)) static inline bool a2a_group_keep(a2a_kind kind, uint32_t thread,
+                                                                 int result) {
+  _Atomic uint32_t *w = &a2a_activity_tab[thread].gkeep;
+  uint32_t v = atomic_load_explicit(w, memory_order_relaxed);
+  if (kind == A2A_EV_GROUP_START) {
+    if (result != 0) return false;
+    v = (v + 2) | A2A_GROUP_KEPT; /* (not kept before: a2a_group_keepable) */
+  } else {
+    v &= ~A2A_GROUP_KEPT;
+  }
+  atomic_store_explicit(w, v, memory_order_relaxed);
+  return true;
+}
+/* A kept call's activity, with the seq its event would have had:
+ * a2a_note_activity_kind's stores for a group kind (neither a polling
+ * kind nor one that flushes). */
+__attribute__((always_inline)) static inline void a2a_group_keep_note(uint32_t thread, uint32_t seq) {
+  _Static_assert(!((A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END)) &
+                   (A2A_POLL_KINDS | ~A2A_NOFLUSH_KINDS)),
+                 "group calls store both seqs and never flush");
+  if (thread >= a2a_activity_threads) return;
+  a2a_activity *a = &a2a_activity_tab[thread];
+  atomic_store_explicit(&a->last_seq, seq, memory_order_relaxed);
+  a->quiet = 0;
+  atomic_store_explicit(&a->last_other_seq, seq, memory_order_relaxed);
+}
+/* After the PRE of a dispatched group call ev: the analyzers that count
+ * nested calls folded the thread's kept level, if it carried one
+ * (u.group.kept). */
+static inline void a2a_group_kept_folded(const a2a_event *ev) {
+  if (__builtin_expect(!ev->u.group.kept, 1)) return;
+  _Atomic uint32_t *w = &a2a_activity_tab[ev->thread].gkeep; /* (kept: a2a_group_nested) */
+  atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) & ~A2A_GROUP_KEPT,
+                        memory_order_relaxed);
+}
+/* In a forked child, after the analyzers' fork handling (their
+ * after_fork_child hooks and the A2A_EV_FORK_CHILD event) folded the
+ * forking thread's kept level into the depths they keep for it: the level
+ * is forgotten, as the caller's count starts again from zero. */
+void a2a_group_keep_after_fork(uint32_t thread);
+/* An analyzer's mark, from a handler of the thread's own call: a nested
+ * ncclGroupEnd of the thread is (busy) or is not a no-op for it. Its
+ * handler of a nested end must be a no-op whenever the mark is clear. One
+ * analyzer uses it (perf_comm); a second would need a mask. */
+static inline void a2a_nested_end_busy(uint32_t thread, bool busy) {
+  if (thread < A2A_ACTIVITY_THREADS) a2a_activity_tab[thread].gend_busy = busy;
+}
+
 /* An analyzer's veto, from a handler of the thread's own group call: the
  * thread's later group calls all take the kind's own rows (until the
  * analyzers are re-initialized or the process forks). For an analyzer

@@ -281,6 +281,11 @@ typedef struct a2a_event {
                                  returned 0, -1 per end while positive), 0
                                  when the event did not come through
                                  a2a_group_nested */
+      int kept;               /* 1: the call is nested (a2a_group_nested)
+                                 and its thread kept a nested level
+                                 (a2a_group_keep), which the analyzers that
+                                 count nested calls fold into their counts
+                                 at this call's PRE; else 0 */
     } group;
 
     struct { int status; /* exit status, for A2A_EV_PROCESS_EXIT */ } exit;

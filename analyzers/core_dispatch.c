@@ -288,6 +288,22 @@ static void forget_groups(void) {
   for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) a2a_activity_tab[i].gveto = 0;
 }
 
+/* At the analyzers' (re)initialization also every thread's kept nested
+ * group and busy mark (a2a_group_keep): the analyzers' depths start from
+ * zero. (Not in a forked child: group_local and layout keep the forking
+ * thread's depth there, kept level included.) */
+static void forget_kept_groups(void) {
+  for (size_t i = 0; i < A2A_ACTIVITY_THREADS; i++) {
+    atomic_store_explicit(&a2a_activity_tab[i].gkeep, 0, memory_order_relaxed);
+    a2a_activity_tab[i].gend_busy = 0;
+  }
+}
+
+void a2a_group_keep_after_fork(uint32_t thread) {
+  if (thread < A2A_ACTIVITY_THREADS)
+    atomic_store_explicit(&a2a_activity_tab[thread].gkeep, 0, memory_order_relaxed);
+}
+
 void a2a_group_nested_full(uint32_t thread) {
   if (thread < A2A_ACTIVITY_THREADS) a2a_activity_tab[thread].gveto = 1;
 }
@@ -323,6 +339,7 @@ static void init_analyzers(void) {
   a2a_activity_on = false;
   forget_launch_marks();
   forget_groups();
+  forget_kept_groups();
   for (int ph = 0; ph < 2; ph++)
     for (int row = 0; row < A2A_ROWS; row++) {
       unsigned n = 0;
@@ -399,6 +416,7 @@ const a2a_analyzer *a2a_core_analyzer_at(size_t i);
 const a2a_analyzer *a2a_core_analyzer_at(size_t i) { return i < g_nan ? g_an[i] : NULL; }
 
 a2a_activity a2a_activity_tab[A2A_ACTIVITY_THREADS];
+const _Atomic uint32_t a2a_group_keep_none;
 static a2a_flush_fn g_flush_hook;
 
 void a2a_set_flush_hook(a2a_flush_fn fn) { g_flush_hook = fn; }

@@ -212,6 +212,30 @@ static void put_site(a2a_json *j, const char *key, const void *site) {
   if (site) a2a_json_ptr(j, key, site);
 }
 
+/* The thread's group depth as this analyzer counts it (group_start_all:
+ * every start at its PRE, every end while positive): its record's, which
+ * leaves out the thread's kept nested level (a2a_group_keep), and that
+ * level. The record's alone answers every test of it against 0, and every
+ * test a group call makes (at most one level is kept, which the next
+ * dispatched group call folds first: gl_depth_folded): a level is kept
+ * only at a start whose depth d (the shim's count, which this one never
+ * falls below: gl_nested) was >= 1, so the record's was >= 1 then, and no
+ * group call of the thread reached this analyzer since. */
+static int gl_depth(const gl_thread *t) {
+  return atomic_load(&t->depth) + (int)a2a_group_kept(t->id);
+}
+
+/* At the PRE of a group call ev of t's thread: the thread's kept level,
+ * if the call carries one (u.group.kept), becomes the record's (the shim
+ * clears it after this PRE: a2a_group_kept_folded); the depth then. Once
+ * per call: each handler below folds on the one path that then decides. */
+static inline int gl_depth_folded(gl_thread *t, const a2a_event *ev) {
+  int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  if (__builtin_expect(ev->u.group.kept != 0, 0))
+    atomic_store_explicit(&t->depth, ++depth, memory_order_relaxed);
+  return depth;
+}
+
 /* A group.unbalanced finding about a group left open: at a blocking call
  * (ev != NULL), or (ev == NULL) at process exit or when the record of a
  * thread that exited is reused. */
@@ -223,7 +247,7 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
   a2a_json_int(&j, "thread", t->id);
-  a2a_json_int(&j, "group_depth", atomic_load(&t->depth));
+  a2a_json_int(&j, "group_depth", gl_depth(t));
   a2a_json_uint(&j, "operations_in_group", t->nops);
   put_site(&j, "group_start_site", t->start_site);
   a2a_json_str(&j, "event", ev ? ev->api : "process exit");
@@ -235,7 +259,7 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
     snprintf(msg, sizeof msg,
              "%s blocks while an NCCL group opened by ncclGroupStart is still open on this thread "
              "(depth %d, %u operation(s) not yet launched): call ncclGroupEnd before blocking.",
-             ev->api ? ev->api : "a blocking CUDA call", atomic_load(&t->depth), t->nops);
+             ev->api ? ev->api : "a blocking CUDA call", gl_depth(t), t->nops);
     f.site = ev->callsite;
     f.capture_stack = true;
   } else {
@@ -243,7 +267,7 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
              "An NCCL group is still open on thread %u when the thread or the process exits (depth "
              "%d, %u operation(s) never launched): every ncclGroupStart needs a matching "
              "ncclGroupEnd on the same thread.",
-             t->id, atomic_load(&t->depth), t->nops);
+             t->id, gl_depth(t), t->nops);
     /* The exit handler's stack says nothing; point at the ncclGroupStart. */
     gl_stack_one(&one, t->start_site);
     f.site = t->start_site;
@@ -289,7 +313,7 @@ static void report_sync(gl_thread *t, const a2a_event *ev, const sync_hit *h) {
   a2a_json_obj_begin(&j, NULL);
   a2a_json_str(&j, "api", ev->api);
   a2a_json_int(&j, "thread", t->id);
-  a2a_json_int(&j, "group_depth", atomic_load(&t->depth));
+  a2a_json_int(&j, "group_depth", gl_depth(t));
   a2a_json_uint(&j, "operations_in_group", t->nops);
   a2a_json_str(&j, "group_operation", h->api);
   put_site(&j, "group_operation_site", h->site);
@@ -433,7 +457,12 @@ static _Atomic unsigned g_groups_open;
 
 static void on_fork_child(uint32_t self) {
   /* Only the forking thread exists in the child: its NCCL group depth was
-   * inherited (thread_local), the other threads' groups are gone. */
+   * inherited (thread_local), its kept nested level included (gl_depth:
+   * folded now, the shim forgets it after the fork's handling,
+   * a2a_group_keep_after_fork); the other threads' groups are gone. */
+  gl_thread *self_t = a2a_tslots_get(&g_threads, self);
+  if (self_t && a2a_group_kept(self))
+    atomic_store(&self_t->depth, atomic_load(&self_t->depth) + 1);
   for (size_t i = 0; i < A2A_TSLOTS; i++) {
     gl_thread *t = atomic_load_explicit(&g_threads.slot[i].rec, memory_order_relaxed);
     if (t && t->id != self) {
@@ -604,7 +633,7 @@ __attribute__((noinline)) static void group_start_all(const a2a_event *ev) {
     a2a_group_nested_full(ev->thread);
     return;
   }
-  int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  int depth = gl_depth_folded(t, ev);
   if (depth == 0) {
     group_open(t, ev);
     return;
@@ -613,19 +642,17 @@ __attribute__((noinline)) static void group_start_all(const a2a_event *ev) {
 }
 
 /* group_start_all with the thread's cached record: a nested start counts
- * (depth > 0), the outermost opens the group. */
+ * (depth > 0), the outermost opens the group (depth 0: never negative). */
 __attribute__((noinline)) static void gl_on_group_start(const a2a_event *ev) {
   gl_thread *t = thread_cached(ev->thread);
   if (t && ev->phase == A2A_PRE) {
-    int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    int depth = gl_depth_folded(t, ev);
     if (depth > 0) {
       atomic_store_explicit(&t->depth, depth + 1, memory_order_relaxed);
       return;
     }
-    if (depth == 0) {
-      group_open(t, ev);
-      return;
-    }
+    group_open(t, ev);
+    return;
   }
   group_start_all(ev);
 }
@@ -640,10 +667,10 @@ __attribute__((noinline)) static void group_closing(gl_thread *t, const a2a_even
   atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);
 }
 
-__attribute__((noinline)) static void group_end_pre_all(const a2a_event *ev) {
-  gl_thread *t = thread_of(ev->thread);
-  if (!t) return;
-  int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+/* An end's PRE on t at depth (folded: gl_depth_folded): the outermost
+ * (1) closes the group, a nested one counts down, one without a start (0)
+ * is reported. */
+static void group_end_at(gl_thread *t, const a2a_event *ev, int depth) {
   if (depth == 0) {
     if (a2a_check_on(A2A_CK_GROUP_UNBALANCED)) report_end_without_start(ev);
     return;
@@ -655,20 +682,24 @@ __attribute__((noinline)) static void group_end_pre_all(const a2a_event *ev) {
   atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
 }
 
+__attribute__((noinline)) static void group_end_pre_all(const a2a_event *ev) {
+  gl_thread *t = thread_of(ev->thread);
+  if (!t) return;
+  group_end_at(t, ev, gl_depth_folded(t, ev));
+}
+
 /* group_end_pre_all with the thread's cached record: a nested end counts
  * down (depth > 1), the outermost closes the group. */
 __attribute__((noinline)) static void gl_group_end_pre(const a2a_event *ev) {
   gl_thread *t = thread_cached(ev->thread);
   if (t) {
-    int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    int depth = gl_depth_folded(t, ev);
     if (depth > 1) {
       atomic_store_explicit(&t->depth, depth - 1, memory_order_relaxed);
       return;
     }
-    if (depth == 1) {
-      group_closing(t, ev);
-      return;
-    }
+    group_end_at(t, ev, depth);
+    return;
   }
   group_end_pre_all(ev);
 }

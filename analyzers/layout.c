@@ -127,6 +127,7 @@ static ly_thread *thread_claim(uint32_t id) {
   }
   t->ranges = t->granges0;
   t->wslot = -1;
+  t->keep = a2a_group_keep_slot(id);
   return t;
 }
 
@@ -905,9 +906,40 @@ static inline uint16_t grp_of(const ly_thread *t) {
   return t->grp_at[(t->depth < LAYOUT_MAX_DEPTH ? t->depth : LAYOUT_MAX_DEPTH) - 1];
 }
 
-/* The same, kept (ly_thread.cgrp) where depth changes inside a group: read
- * by every operation of a group, written by its few group calls. */
-static inline uint16_t cur_grp(const ly_thread *t) { return t->cgrp; }
+/* The nested groups opened in the open outermost group so far, given the
+ * thread's kept-groups word w (a2a_group_keep_word): the record's count
+ * and the thread's kept starts since the record last counted them
+ * (kword: w's count then, times 2), saturated as the record's count
+ * saturates. */
+static inline uint16_t nested_count(const ly_thread *t, uint32_t w) {
+  uint32_t n = t->nnested + ((w - t->kword) >> 1);
+  return n < UINT16_MAX ? (uint16_t)n : UINT16_MAX;
+}
+
+/* The same as grp_of, kept (ly_thread.cgrp) where depth changes inside a
+ * group: read by every operation of a group, written by its few group
+ * calls - or, while the thread keeps a nested level (a2a_group_kept), that
+ * level's index: its start is the thread's latest nested one
+ * (a2a_group_keep), so the count of nested groups, which
+ * layout_group_start would have given it. */
+static inline uint16_t cur_grp(const ly_thread *t) {
+  uint32_t w = atomic_load_explicit(t->keep, memory_order_relaxed);
+  if (__builtin_expect(w & A2A_GROUP_KEPT, 0)) return nested_count(t, w);
+  return t->cgrp;
+}
+
+/* A group call that carries the thread's kept nested level
+ * (u.group.kept), at its PRE (t its cached record): the level opened in
+ * the record as layout_group_start would have opened it (the caller
+ * clears the kept bit after this PRE: a2a_group_kept_folded); its kept
+ * start stays counted by the word. While a level was kept no group call
+ * of the thread reached this analyzer, so the record's cgrp is still the
+ * enclosing group's: its end restores it as any nested end. */
+__attribute__((noinline)) static void kept_open(ly_thread *t) {
+  uint16_t g = nested_count(t, atomic_load_explicit(t->keep, memory_order_relaxed));
+  if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->cgrp = g;
+  t->depth++;
+}
 
 /* Whether a producer could match a send buffer now: only one written since
  * the thread's previous operation (its generation) can (find_producer),
@@ -1547,26 +1579,43 @@ __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   op_pre(ev);
 }
 
+/* Group calls: the depth counted at PRE (every start, every end while
+ * positive), the nested groups numbered from the outermost start. A start
+ * without a record vetoes the thread's nested rows (a2a_group_nested_full),
+ * so a thread keeps a nested level (a2a_group_keep) only with a record
+ * here, open since its outermost start: its kept starts are counted by
+ * nested_count, a kept level by cur_grp and kept_open. */
 __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
-  if (!t) return;
+  if (!t) {
+    a2a_group_nested_full(ev->thread);
+    return;
+  }
+  if (__builtin_expect(ev->u.group.kept != 0, 0)) kept_open(t);
+  uint32_t w = atomic_load_explicit(t->keep, memory_order_relaxed);
   if (t->depth == 0) {
     group_reset(t);
     replay_cursor(t); /* read from here on (depth > 0) */
     replay_predict(t);
     t->outer_site = ev->callsite;
     t->nnested = 0;
+    t->kword = w & ~A2A_GROUP_KEPT;
     t->grp_at[0] = t->cgrp = 0;
   } else {
-    if (t->nnested < UINT16_MAX) t->nnested++;
+    uint16_t n = nested_count(t, w);
+    if (n < UINT16_MAX) n++;
+    t->nnested = n;
+    t->kword = w & ~A2A_GROUP_KEPT;
     /* Deeper than LAYOUT_MAX_DEPTH: the innermost kept index stays. */
-    if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->cgrp = t->nnested;
+    if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->cgrp = n;
   }
   t->depth++;
 }
 
 /* The outermost ncclGroupEnd (layout_group_end). */
 __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *ev) {
+  /* The nested groups, kept ones included, for check_group's findings. */
+  t->nnested = nested_count(t, atomic_load_explicit(t->keep, memory_order_relaxed));
   group_ranges(t);
   if (t->nfeeds) lyh_poll(t, false);
   /* Outermost end: judge the whole group before NCCL launches it. An
@@ -1587,7 +1636,9 @@ __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *e
 
 __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
-  if (!t || t->depth == 0) return;
+  if (!t) return;
+  if (__builtin_expect(ev->u.group.kept != 0, 0)) kept_open(t);
+  if (t->depth == 0) return;
   if (--t->depth > 0) {
     t->cgrp = grp_of(t); /* the enclosing group's */
     return;
@@ -1651,6 +1702,9 @@ static void layout_other(const a2a_event *ev) {
     case A2A_EV_FORK_CHILD:
       /* Only the forking thread exists in the child. */
       t = thread_get(ev->thread, false);
+      /* Its kept nested level, if any, now the record's (the shim forgets
+       * it after the fork's handling: a2a_group_keep_after_fork). */
+      if (t && a2a_group_kept(ev->thread)) kept_open(t);
       for (size_t i = 0; i < A2A_TSLOTS; i++) {
         ly_thread *o = atomic_load_explicit(&g_threads.slot[i].rec, memory_order_relaxed);
         if (o && o != t) {

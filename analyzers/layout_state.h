@@ -198,6 +198,13 @@ typedef struct ly_thread {
    * open one per depth. */
   const void *outer_site;
   uint16_t nnested;
+  const _Atomic uint32_t *keep; /* its thread's kept-groups word
+                               (a2a_group_keep_slot) */
+  uint32_t kword;           /* the thread's kept-groups word
+                               (a2a_group_keep_word), kept bit clear, when
+                               nnested last counted its kept starts: the
+                               count is nnested and the kept starts since
+                               (layout.c, nested_count) */
   uint16_t grp_at[LAYOUT_MAX_DEPTH];
   uint16_t cgrp;            /* while depth > 0: grp_at[min(depth,
                                LAYOUT_MAX_DEPTH) - 1], the innermost open

@@ -1209,6 +1209,7 @@ static inline __attribute__((always_inline)) void on_lone_post(pc_tls *t, const 
     pthread_mutex_unlock(&c->mu);
   }
   if (ok) after_op(t, c, s, bytes, ev->callsite);
+  a2a_nested_end_busy(ev->thread, true); /* (pc_group_end_nested) */
 }
 
 /* A grouped operation's PRE with an armed window or an open epoch: both
@@ -1217,6 +1218,7 @@ __attribute__((noinline)) static void group_op_pre(pc_tls *t, const a2a_event *e
   if (!lookup_cached(t, ev->comm)) return;
   t->armed_c = NULL;
   sample_epoch_end(t);
+  a2a_nested_end_busy(ev->thread, false); /* (pc_group_end_nested) */
 }
 
 /* A successful grouped operation's POST: it joins its communicator's
@@ -1294,6 +1296,7 @@ __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event 
   t->ng = 0;
   t->gfast = NULL;
   t->g_overflow = false;
+  a2a_nested_end_busy(ev->thread, true); /* (pc_group_end_nested) */
 }
 
 /* A share's timing decision (its own function: the loop's frame stays
@@ -1350,6 +1353,14 @@ static void pc_group_end_nested(const a2a_event *ev) {
   (void)ev;
   group_end_windows(tls());
 }
+/* The thread's mark (a2a_nested_end_busy) is clear only while a nested
+ * end's handler above is a no-op: while armed_c and sample_c are NULL.
+ * Only after_op and sample_finish_locked set either, both called only from
+ * on_lone_post and group_end_post, which set the mark before they return
+ * (nothing of the thread runs between); group_op_pre clears it after
+ * making both NULL. A reset of the thread's record (g_gen) only makes both
+ * NULL. So a thread whose mark is clear may keep its nested ends
+ * (a2a_group_keep) without this analyzer. */
 static const a2a_nested pc_nested = {.end = {[A2A_PRE] = pc_group_end_nested}};
 
 static void pc_by_group_end(const a2a_event *ev) {

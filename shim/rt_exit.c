@@ -165,6 +165,7 @@ static void fork_child(void) {
   a2a_rt_t.gdepth = 0; /* the analyzers count the thread's groups from zero (a2a_group_nested) */
   a2a_core_after_fork_child();
   dispatch_simple(A2A_EV_FORK_CHILD, "fork", 0);
+  a2a_group_keep_after_fork(a2a_rt_thread_index()); /* (folded by the fork handling above) */
 }
 
 void a2a_rt_exit_install(void) {

@@ -704,7 +704,11 @@ static void group_track(bool start, ncclResult_t r)
  * chose at its PRE from the thread's count (a2a_rt_t.gdepth; a nested
  * call's rows reach only the analyzers that act on one), and its result
  * counted (a2a_group_count) before its POST (A2A_PRE_ROW and
- * A2A_POST_END_ROW: A2A_PRE_HOT's and A2A_POST_END_HOT's with the row). */
+ * A2A_POST_END_ROW: A2A_PRE_HOT's and A2A_POST_END_HOT's with the row);
+ * after its PRE the analyzers that count nested calls have folded the
+ * thread's kept level (a2a_group_kept_folded). A nested call that the
+ * thread may keep (a2a_group_keepable: nccl-tests' per-device pairs) goes
+ * without an event (A2A_GROUP_KEEP). */
 #define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
   {                                                                           \
     A2A_ERRNO_SAVE();                                                         \
@@ -714,24 +718,74 @@ static void group_track(bool start, ncclResult_t r)
       group_track((start_), r);                                               \
       return r;                                                               \
     }                                                                         \
+    const uint32_t d_ = a2a_rt_t.gdepth;                                      \
+    /* (The depth first: the outermost calls ask no thread index here.) */   \
+    if (d_ >= ((start_) ? 1u : 2u) &&                                         \
+        a2a_group_keepable((evkind), a2a_rt_thread_index(), d_))              \
+      A2A_GROUP_KEEP(name, (evkind), (start_), (simulate_), d_,               \
+                     a2a_rt_thread_index(), __VA_ARGS__);                     \
     A2A_EVENT_NCCL(ev, (evkind), #name, NULL, NULL);                          \
     ev.u.group.simulate = (simulate_);                                        \
-    if (__builtin_expect(a2a_group_nested(&ev, (evkind), a2a_rt_t.gdepth), 0)) \
-      A2A_GROUP_CALL(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind), (start_),    \
-                     name, __VA_ARGS__);                                      \
-    A2A_GROUP_CALL(ev, (evkind), (unsigned)(evkind), (start_), name, __VA_ARGS__); \
+    if (__builtin_expect(a2a_group_nested(&ev, (evkind), d_), 0))             \
+      A2A_GROUP_CALL(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind), true,        \
+                     (start_), name, __VA_ARGS__);                            \
+    A2A_GROUP_CALL(ev, (evkind), (unsigned)(evkind), false, (start_), name,   \
+                   __VA_ARGS__);                                              \
   }
 
 /* An analyzed group call's dispatch with its row (a constant: either
- * branch's list address is one), the real call and the return. */
-#define A2A_GROUP_CALL(ev, evkind, row, start_, name, ...)                    \
+ * branch's list address is one), the real call and the return; on the
+ * nested rows (nested_, a constant), the only ones a call carrying a kept
+ * level takes, the kept bit cleared after its PRE. */
+#define A2A_GROUP_CALL(ev, evkind, row, nested_, start_, name, ...)           \
   do {                                                                        \
     A2A_PRE_ROW(ev, (evkind), (row));                                         \
+    if (nested_) a2a_group_kept_folded(&ev);                                  \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
-    group_track((start_), r);                                                 \
-    a2a_rt_t.gdepth = a2a_group_count(a2a_rt_t.gdepth, (evkind), (int)r);     \
+    A2A_GROUP_COUNT(r, (evkind), (start_));                                   \
     A2A_POST_END_ROW(ev, (evkind), (row));                                    \
+    return r;                                                                 \
+  } while (0)
+
+#define A2A_GROUP_COUNT(r, evkind, start_)                                    \
+  do {                                                                        \
+    group_track((start_), (r));                                               \
+    a2a_rt_t.gdepth = a2a_group_count(a2a_rt_t.gdepth, (evkind), (int)(r));   \
+  } while (0)
+
+/* A keepable nested call (d_ the thread's count before it, th_ its
+ * index): the real call, then, when it is kept (a2a_group_keep: not a
+ * start that failed), only the counts and the seq its event would have had
+ * with the thread's activity, errno as the call left it. (No NCCL note:
+ * the thread's outermost start, an event, made it, and a2a_rt_t.nccl_noted
+ * is never cleared.) A start that failed is dispatched now, both phases on
+ * its nested row (a keepable start is nested: a2a_group_keepable tests
+ * a2a_group_nested's condition), its event made after the call - the same
+ * event (a group event's head reads no state the call changes; the seq is
+ * the next one either way, nothing between took one) with its PRE after
+ * the call: the handlers see what they would have, as no other call of
+ * the thread was dispatched between, and no analyzer's nested start PRE
+ * depends on NCCL's state. Its PRE restores errno as the call left it. */
+#define A2A_GROUP_KEEP(name, evkind, start_, simulate_, d_, th_, ...)         \
+  do {                                                                        \
+    const uint32_t t_ = (th_);                                                \
+    ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
+    a2a_errno_ = A2A_ERRNO;                                                   \
+    if (a2a_group_keep((evkind), t_, (int)r)) {                               \
+      a2a_group_keep_note(t_, a2a_rt_next_call_seq());                        \
+      A2A_GROUP_COUNT(r, (evkind), (start_));                                 \
+      a2a_rt_leave();                                                         \
+      A2A_ERRNO = a2a_errno_;                                                 \
+      return r;                                                               \
+    }                                                                         \
+    A2A_EVENT_NCCL(ev, (evkind), #name, NULL, NULL);                          \
+    ev.u.group.simulate = (simulate_);                                        \
+    (void)a2a_group_nested(&ev, (evkind), (d_));                              \
+    A2A_PRE_ROW(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind));                  \
+    A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
+    A2A_GROUP_COUNT(r, (evkind), (start_));                                   \
+    A2A_POST_END_ROW(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind));             \
     return r;                                                                 \
   } while (0)
 

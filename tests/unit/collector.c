@@ -146,6 +146,17 @@ size_t collector_count_severity(a2a_severity sev) {
   return n;
 }
 
+void collector_text(char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < collector_total() && n < cap; i++) {
+    const collected *c = collector_get(i);
+    int w = snprintf(buf + n, cap - n, "%s|%s|%s\n", c->check, c->message, c->details);
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+}
+
 const collected *collector_find(const char *check) {
   for (size_t i = 0; i < nfindings; i++)
     if (strcmp(findings[i].check, check) == 0) return &findings[i];
@@ -329,10 +340,13 @@ a2a_options *collector_options(void) { return &opts; }
 _Static_assert(GROUP_THREADS > A2A_ACTIVITY_THREADS, "a depth for the threads past the table");
 static uint32_t g_gdepth[GROUP_THREADS];
 
+static unsigned g_nkept; /* ev_group_kept */
+
 void ev_group_forget(void) { memset(g_gdepth, 0, sizeof g_gdepth); }
 
 void collector_reinit(void) {
   ev_group_forget();
+  g_nkept = 0;
   a2a_core_reset_for_tests(&opts, &fake_host);
 }
 
@@ -392,17 +406,42 @@ void ev_dispatch(a2a_event *ev, int result) {
   ev_post(ev, result);
 }
 
-void ev_dispatch_group(a2a_event *ev, int result) {
+static void group_dispatch(a2a_event *ev, int result, bool keep, bool *kept) {
   const a2a_kind kind = ev->kind;
   uint32_t *d = &g_gdepth[ev->thread < GROUP_THREADS ? ev->thread : GROUP_THREADS - 1];
+  *kept = false;
+  if (keep && a2a_group_keepable(kind, ev->thread, *d)) {
+    /* (The shim's order: the real call, then the keep.) */
+    if (a2a_group_keep(kind, ev->thread, result)) {
+      a2a_group_keep_note(ev->thread, ev->seq);
+      ev->u.group.depth = (int)*d;
+      *d = a2a_group_count(*d, kind, result);
+      *kept = true;
+      return;
+    }
+  }
   const unsigned row = a2a_group_row(ev, kind, *d);
   ev->phase = A2A_PRE;
   ev->t_ns = fake_now;
   a2a_dispatch_row(ev, kind, row, A2A_PRE);
+  a2a_group_kept_folded(ev);
   a2a_event_set_result(ev, result);
   *d = a2a_group_count(*d, kind, result);
   ev->phase = A2A_POST;
   a2a_dispatch_row(ev, kind, row, A2A_POST);
+}
+
+void ev_dispatch_group(a2a_event *ev, int result) {
+  bool kept;
+  group_dispatch(ev, result, true, &kept);
+  g_nkept += kept;
+}
+
+unsigned ev_group_kept(void) { return g_nkept; }
+
+void ev_dispatch_group_rows(a2a_event *ev, int result) {
+  bool kept;
+  group_dispatch(ev, result, false, &kept);
 }
 
 static void activity_only(const a2a_event *ev) { (void)ev; }

@@ -47,6 +47,9 @@ size_t collector_count_prefix(const char *prefix);    /* e.g. "layout." */
 size_t collector_count_severity(a2a_severity sev);
 const collected *collector_get(size_t i);
 const collected *collector_find(const char *check);   /* first, or NULL */
+/* Every finding's check, message and details, in order, into buf (cap
+ * bytes, truncated): for comparing two runs' findings. */
+void collector_text(char *buf, size_t cap);
 /* Print every finding to stderr (debugging a failing test). */
 void collector_dump(void);
 /* Disable a check for a2a_check_on (exact name or category). */
@@ -77,12 +80,20 @@ a2a_event ev_make(a2a_kind kind);                 /* thread 1, device 0 */
 void ev_dispatch(a2a_event *ev, int result);      /* PRE then POST */
 void ev_pre(a2a_event *ev);
 /* A group call (GROUP_START / GROUP_END) as the shim's group wrappers
- * dispatch it: both phases with the row a2a_group_row chose from the
- * thread's depth (kept here per ev->thread, as the shim keeps it per
- * thread; zeroed by collector_reinit and collector_reset), the result
- * counted (a2a_group_count) before the POST. A thread's group calls should
- * all go through this or all through ev_dispatch (a2a_group_nested). */
+ * make it: a nested call the thread may keep (a2a_group_keepable) is not
+ * dispatched when kept (a2a_group_keep: its activity stored with ev->seq);
+ * any other is dispatched, both phases with the row a2a_group_row chose
+ * from the thread's depth (kept here per ev->thread, as the shim keeps it
+ * per thread; zeroed by collector_reinit and collector_reset), the kept
+ * level folded after its PRE (a2a_group_kept_folded), the result counted
+ * (a2a_group_count) before the POST. u.group.depth: the depth before the
+ * call, kept or not. A thread's group calls should all go through this or
+ * all through ev_dispatch (a2a_group_nested). */
 void ev_dispatch_group(a2a_event *ev, int result);
+/* How many calls ev_dispatch_group kept since collector_reinit. */
+unsigned ev_group_kept(void);
+/* The same without keeping any call (every call dispatched on its row). */
+void ev_dispatch_group_rows(a2a_event *ev, int result);
 /* Zero those depths: what the shim's fork handler does for the forking
  * thread (call it with a2a_core_after_fork_child). */
 void ev_group_forget(void);

@@ -1447,12 +1447,12 @@ static const a2a_analyzer fake_g = {.name = "fake_g", .pre = GROUP_KINDS, .post 
 static const a2a_analyzer fake_n = {.name = "fake_n", .pre = GROUP_KINDS, .post = GROUP_KINDS,
                                     .on_event = fn_event, .nested = &fn_nested};
 
-/* One group call of thread `thread` as the shim makes it; returns the
- * depth the event carried. */
+/* One group call of thread `thread` as the shim dispatches it (no call
+ * kept: the rows only); returns the depth the event carried. */
 static int gcall(a2a_kind k, int result, uint32_t thread) {
   a2a_event ev = ev_make(k);
   ev.thread = thread;
-  ev_dispatch_group(&ev, result);
+  ev_dispatch_group_rows(&ev, result);
   return ev.u.group.depth;
 }
 static void gcounts_reset(void) {
@@ -1533,6 +1533,81 @@ START_TEST(nested_group_calls_take_the_nested_rows) {
 }
 END_TEST
 
+/* Kept nested calls (a2a_group_keep), as the shim makes them
+ * (ev_dispatch_group): a successful nested start at d >= 1 while nothing
+ * is kept and its end at d >= 2 while no analyzer marked the thread busy
+ * reach no handler, but store the thread's activity with their seq; a
+ * start that fails, a start inside a kept level, an end while busy are
+ * dispatched, the first call after a kept start carrying it (and clearing
+ * it after its PRE); a veto or a thread past the table keeps nothing. */
+static int g_kept_seen;
+static void fk_event(const a2a_event *ev) {
+  if (ev->phase == A2A_PRE) g_kept_seen += ev->u.group.kept;
+}
+static const a2a_analyzer fake_k = {.name = "fake_k", .pre = GROUP_KINDS, .post = GROUP_KINDS,
+                                    .on_event = fk_event, .wants_activity = true};
+static bool kcall(a2a_kind k, int result, uint32_t thread, uint32_t seq) {
+  a2a_event ev = ev_make(k);
+  ev.thread = thread;
+  ev.seq = seq;
+  unsigned before = ev_group_kept();
+  ev_dispatch_group(&ev, result);
+  return ev_group_kept() != before;
+}
+
+START_TEST(nested_group_calls_are_kept) {
+  static const a2a_analyzer *const list[] = {&fake_g, &fake_k};
+  a2a_core_set_analyzers_for_tests(list, 2);
+  collector_reinit();
+  gcounts_reset();
+  g_kept_seen = 0;
+  const uint32_t T = 5;
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, T, 10)); /* outermost */
+  ck_assert(kcall(A2A_EV_GROUP_START, 0, T, 11));
+  ck_assert_uint_eq(a2a_thread_last_seq(T), 11); /* its activity */
+  ck_assert_uint_eq(a2a_thread_last_other_seq(T), 11);
+  ck_assert_uint_eq(a2a_group_kept(T), 1);
+  ck_assert(kcall(A2A_EV_GROUP_END, 3, T, 12)); /* whatever its result */
+  ck_assert_uint_eq(a2a_group_kept(T), 0);
+  ck_assert_uint_eq(a2a_group_keep_word(T), 2); /* one kept start */
+  ck_assert_int_eq(g_gall, 2);
+  ck_assert(!kcall(A2A_EV_GROUP_START, 5, T, 13)); /* fails: dispatched */
+  ck_assert_int_eq(g_gall, 4);
+  ck_assert_int_eq(g_kept_seen, 0);
+  ck_assert(kcall(A2A_EV_GROUP_START, 0, T, 14));
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, T, 15)); /* inside a kept level */
+  ck_assert_int_eq(g_kept_seen, 1); /* carried, then cleared */
+  ck_assert_uint_eq(a2a_group_kept(T), 0);
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 16)); /* its level was dispatched */
+  ck_assert(kcall(A2A_EV_GROUP_START, 0, T, 17));
+  a2a_nested_end_busy(T, true);
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 18)); /* busy: dispatched */
+  ck_assert_int_eq(g_kept_seen, 2);
+  a2a_nested_end_busy(T, false);
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 19)); /* the outermost */
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 20)); /* without a start */
+  ck_assert_uint_eq(a2a_thread_last_seq(T), 20);
+  /* A veto: nothing kept. */
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, T, 21));
+  a2a_group_nested_full(T);
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, T, 22));
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 23));
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 24));
+  /* A thread past the table: nothing kept. */
+  const uint32_t F = A2A_ACTIVITY_THREADS;
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, F, 1));
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, F, 2));
+  ck_assert_uint_eq(a2a_group_kept(F), 0);
+  /* The core's re-initialization forgets a kept level. */
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, T + 1, 1));
+  ck_assert(kcall(A2A_EV_GROUP_START, 0, T + 1, 2));
+  collector_reinit();
+  ck_assert_uint_eq(a2a_group_kept(T + 1), 0);
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reset();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("core");
   TCase *tc = tcase_create("core");
@@ -1573,6 +1648,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, tslots_outlive_no_thread);
   tcase_add_test(tc, lock_excludes_under_contention);
   tcase_add_test(tc, nested_group_calls_take_the_nested_rows);
+  tcase_add_test(tc, nested_group_calls_are_kept);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -47,13 +47,14 @@ static void *init_comm(void *handle, const void *id, int nranks, int rank, int d
  * as the shim does (ev_dispatch_group: a nested call's rows). */
 static void (*g_group_dispatch)(a2a_event *ev, int result) = ev_dispatch;
 
-static void group(a2a_kind k, uint32_t thread) {
+static void group_r(a2a_kind k, uint32_t thread, int result) {
   a2a_event ev = ev_make(k);
   ev.api = k == A2A_EV_GROUP_START ? "ncclGroupStart" : "ncclGroupEnd";
   ev.thread = thread;
   ev.callsite = (const void *)(uintptr_t)(k == A2A_EV_GROUP_START ? 0x2000 : 0x2100);
-  g_group_dispatch(&ev, 0);
+  g_group_dispatch(&ev, result);
 }
+static void group(a2a_kind k, uint32_t thread) { group_r(k, thread, 0); }
 
 static a2a_event p2p(void *comm, int is_send, uintptr_t buf, size_t count, int peer,
                      void *stream) {
@@ -1464,6 +1465,59 @@ static void nested_depth_body(void) {
   ck_assert_uint_eq(collector_count_prefix("group."), 3);
 }
 
+/* The shim keeps nested pairs without events (a2a_group_keep): this
+ * analyzer's depth is its record's and the thread's kept level
+ * (gl_depth), folded into the record by the next dispatched group call
+ * (gl_depth_folded) - a start that fails inside a kept level, an end an
+ * analyzer needs (a2a_nested_end_busy) - and into a forked child's record
+ * at the fork. Two threads, each its own level; the findings, with the
+ * depths they print, are those of every call dispatched. */
+static void kept_steps(void) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  group(A2A_EV_GROUP_START, 1); /* kept */
+  post_p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  group(A2A_EV_GROUP_START, 7);
+  group(A2A_EV_GROUP_START, 7); /* kept */
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0); /* depth 2 */
+  group_r(A2A_EV_GROUP_START, 1, 3); /* fails: dispatched, the level folded */
+  group(A2A_EV_GROUP_END, 1);
+  simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_B, 0); /* depth 2 */
+  group(A2A_EV_GROUP_END, 1);
+  group(A2A_EV_GROUP_END, 1); /* the outermost here (the failed start) */
+  group(A2A_EV_GROUP_END, 1); /* without a start */
+  a2a_nested_end_busy(7, true);
+  group(A2A_EV_GROUP_END, 7); /* dispatched, the level folded */
+  group(A2A_EV_GROUP_END, 7);
+  group(A2A_EV_GROUP_START, 7);
+  group(A2A_EV_GROUP_START, 7); /* kept, open at the fork */
+  a2a_core_after_fork_child(); /* as the shim's fork handler, on thread 7 */
+  a2a_event ev = ev_make(A2A_EV_FORK_CHILD);
+  ev.thread = 7;
+  ev_post(&ev, 0); /* (the shim's: POST only) */
+  a2a_group_keep_after_fork(7);
+  ev_group_forget();
+  ev = ev_make(A2A_EV_PROCESS_EXIT);
+  ev.thread = 7;
+  ev_dispatch(&ev, 0); /* open at exit: depth 2 */
+}
+
+START_TEST(kept_nested_groups_give_the_same_findings) {
+  static char ref[16384], kept[16384];
+  kept_steps();
+  collector_text(ref, sizeof ref);
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 3);
+  ck_assert_ptr_nonnull(strstr(ref, "\"group_depth\":2"));
+  setup();
+  g_group_dispatch = ev_dispatch_group;
+  kept_steps();
+  g_group_dispatch = ev_dispatch;
+  ck_assert_uint_eq(ev_group_kept(), 3);
+  collector_text(kept, sizeof kept);
+  ck_assert_msg(strcmp(kept, ref) == 0, "kept: %.900s\nevery call dispatched: %.900s", kept, ref);
+}
+END_TEST
+
 /* A broadcast of 4 floats from 0x30000000 into 0x31000000 on STREAM_A,
  * at site 0x5550. */
 static void post_broadcast(void *comm, int root) {
@@ -1553,6 +1607,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, queries_not_quiet_with_perf_env_pending);
   tcase_add_test(tc, nested_group_calls_count_the_depth_exactly);
   tcase_add_test(tc, nested_group_rows_count_the_depth_exactly);
+  tcase_add_test(tc, kept_nested_groups_give_the_same_findings);
   tcase_add_test(tc, fast_path_operations_keep_their_own_arguments);
   tcase_add_test(tc, fast_path_collective_of_another_root);
   tcase_add_test(tc, group_mismatch_recorded_on_the_fast_path);

@@ -94,12 +94,17 @@ static void coll(a2a_coll op, const char *api, uintptr_t send, uintptr_t recv, s
   ev_dispatch(&ev, 0);
 }
 
-static void group(int start) {
+/* How group() dispatches: every call (the reference), or as the shim
+ * makes them (ev_dispatch_group: nested pairs kept). */
+static void (*g_group_dispatch)(a2a_event *ev, int result) = ev_dispatch;
+
+static void group_r(int start, int result) {
   a2a_event ev = ev_make(start ? A2A_EV_GROUP_START : A2A_EV_GROUP_END);
   ev.api = start ? "ncclGroupStart" : "ncclGroupEnd";
   ev.callsite = (const void *)0x2000;
-  ev_dispatch(&ev, 0);
+  g_group_dispatch(&ev, result);
 }
+static void group(int start) { group_r(start, 0); }
 
 static void d2d(uintptr_t dst, uintptr_t src, size_t bytes) {
   a2a_event ev = ev_make(A2A_EV_MEMCPY);
@@ -484,6 +489,8 @@ static void hypercube_steps(int outer) {
   if (outer) group(0);
 }
 
+static void merged_hypercube_steps(void) { hypercube_steps(1); }
+
 START_TEST(hypercube_steps_in_their_own_groups_are_clean) {
   hypercube_steps(0);
   ck_assert_uint_eq(collector_count_prefix("layout."), 0);
@@ -510,6 +517,75 @@ START_TEST(hypercube_steps_merged_by_an_outer_group) {
   ck_assert_ptr_nonnull(strstr(sc->message, "2 separate ncclGroupStart/ncclGroupEnd pairs"));
   ck_assert_ptr_null(strstr(sc->message, "all_to_all_single"));
   ck_assert_ptr_nonnull(strstr(sc->details, "\"all_to_all\":false"));
+}
+END_TEST
+
+/* The shim keeps nccl-tests' nested pairs without events
+ * (a2a_group_keep): the kept levels and starts are counted from the
+ * thread's word (cur_grp, nested_count) and a kept level is folded into
+ * the record by the next dispatched group call (kept_open) - here a
+ * nested start that fails inside a kept level (dispatched, counted as
+ * every start is), and an end that an analyzer needs (dispatched). The
+ * findings, with their group numbers and counts, are those of every call
+ * dispatched. */
+static void kept_steps(void) {
+  group(1);
+  group(1); /* nested group 1: kept */
+  p2p(1, SEG0 + 1 * BLK, 1024, 0);
+  p2p(0, SEG0 + 0 * BLK, 1024, 0);
+  group(0); /* kept */
+  group(1); /* nested group 2: kept */
+  p2p(1, SEG0 + 4 * BLK, 2048, 3);
+  group_r(1, 3); /* fails: dispatched, group 2 folded first; nested group 3 */
+  p2p(0, SEG0 + 2 * BLK, 2048, 3);
+  group(0); /* dispatched (nothing kept): closes group 3 here */
+  p2p(1, SEG0 + 0 * BLK, 256, 1); /* in group 2: reads group 1's receive */
+  group(1); /* nested group 4: kept */
+  p2p(0, SEG0 + 8 * BLK, 1024, 2);
+  group(0); /* kept */
+  group(0); /* the shim's outermost: closes group 2 here */
+  group(0); /* the outermost in this analyzer's count (the failed start) */
+}
+
+static void kept_busy_steps(void) {
+  group(1);
+  group(1); /* nested group 1: kept */
+  p2p(0, SEG0, 1024, 0);
+  group(0); /* kept */
+  group(1); /* nested group 2: kept */
+  p2p(0, SEG0 + 8 * BLK, 1024, 2);
+  a2a_nested_end_busy(1, true); /* its end is dispatched, group 2 folded first */
+  group(0);
+  p2p(1, SEG0, 256, 1); /* still in the outer group: reads group 1's receive */
+  group(0);
+}
+
+/* Steps run with every call dispatched, then as the shim makes them:
+ * the same findings, with `kept` calls kept. */
+static void same_when_kept(void (*steps)(void), unsigned kept_calls) {
+  static char ref[16384], kept[16384];
+  setup();
+  steps();
+  collector_text(ref, sizeof ref);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  setup();
+  g_group_dispatch = ev_dispatch_group;
+  steps();
+  g_group_dispatch = ev_dispatch;
+  ck_assert_uint_eq(ev_group_kept(), kept_calls);
+  collector_text(kept, sizeof kept);
+  ck_assert_msg(strcmp(kept, ref) == 0, "kept: %.700s\nevery call dispatched: %.700s", kept, ref);
+}
+
+START_TEST(kept_nested_groups_give_the_same_findings) {
+  same_when_kept(kept_steps, 5);
+  ck_assert_ptr_nonnull(strstr(collector_find("layout.overlap")->message,
+                               "nested group 1 and nested group 2 of the 4"));
+  same_when_kept(kept_busy_steps, 3);
+  ck_assert_ptr_nonnull(strstr(collector_find("layout.overlap")->message,
+                               "nested group 1 and the outer group itself"));
+  /* nccl-tests' merged steps, every nested pair kept. */
+  same_when_kept(merged_hypercube_steps, 4);
 }
 END_TEST
 
@@ -1837,6 +1913,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, one_send_buffer_to_every_peer_is_not_scattered);
   tcase_add_test(tc, hypercube_steps_in_their_own_groups_are_clean);
   tcase_add_test(tc, hypercube_steps_merged_by_an_outer_group);
+  tcase_add_test(tc, kept_nested_groups_give_the_same_findings);
   tcase_add_test(tc, all_to_all_without_self_chunk_is_not_scattered);
   tcase_add_test(tc, scattered_all_to_all_with_a_zero_split_warns);
   tcase_add_test(tc, tensor_list_all_to_all_is_an_info);

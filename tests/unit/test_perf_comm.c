@@ -1197,6 +1197,37 @@ END_TEST
 START_TEST(group_start_leaves_the_window_armed) { nested_end_disarms(ev_dispatch_group, false, 20); }
 END_TEST
 
+/* The same when a group end arms the window (its shares, after_op): the
+ * nested end that follows in the next group, before any operation, is
+ * dispatched (the thread marked busy: a2a_nested_end_busy) and ends it;
+ * kept, it would leave the synchronization blocked after each group. The
+ * nested pairs after the group's operation are kept. */
+START_TEST(group_end_marks_nested_ends_busy) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    a2a_event g = ev_make(A2A_EV_GROUP_START);
+    ev_dispatch_group(&g, 0);
+    g = ev_make(A2A_EV_GROUP_START);
+    ev_dispatch_group(&g, 0);
+    g = ev_make(A2A_EV_GROUP_END);
+    ev_dispatch_group(&g, 0);
+    simple(A2A_EV_STREAM_SYNC, S1);
+    p2p_on(COMM, 1, 4u << 20, S1);
+    p2p_on(COMM, 0, 4u << 20, S1);
+    g = ev_make(A2A_EV_GROUP_START);
+    ev_dispatch_group(&g, 0);
+    g = ev_make(A2A_EV_GROUP_END);
+    ev_dispatch_group(&g, 0);
+    g = ev_make(A2A_EV_GROUP_END);
+    ev_dispatch_group(&g, 0);
+  }
+  ck_assert_uint_ge(ev_group_kept(), 2 * 19);
+  a2a_core_fini();
+  const collected *f = collector_find("perf.no-overlap");
+  ck_assert_int_eq(f ? (int)details_num(f, "blocked_after_ops") : 0, 0);
+}
+END_TEST
+
 /* A group over two communicators, each on its own stream, after compute
  * on the first one's: the first share is serialized (its stream shared
  * with the compute since the previous operation), the second not (no
@@ -1662,6 +1693,7 @@ int main(void) {
   tcase_add_test(tc, nested_group_end_ends_the_armed_window);
   tcase_add_test(tc, nested_group_end_ends_the_armed_window_in_its_row);
   tcase_add_test(tc, group_start_leaves_the_window_armed);
+  tcase_add_test(tc, group_end_marks_nested_ends_busy);
   tcase_add_test(tc, group_end_arms_the_last_share);
   tcase_add_test(tc, grouped_collective_after_a_send_is_no_p2p_call);
   tcase_add_test(tc, sync_heavy_table_restarts_after_full_sync);
