@@ -1193,11 +1193,14 @@ __attribute__((noinline)) static void close_untracked(tslot *t, uint32_t thread)
 __attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev, int from);
 
 /* A nested end only counts down. The outermost's common case is closed
- * by group_end_units, without group_close's frame: a launching end whose every stream's unit joins
- * the thread's run on it (run_join: close_unit's first outcome) and gets
- * a cell at once (push_try) - close_unit's UNIT_END record, stream by
- * stream in the group's order. At the first stream that does not,
- * group_close closes that one and the rest (nothing of them was written). */
+ * by group_end_units, without group_close's frame: a launching end whose
+ * every stream's unit joins the thread's run on it (run_join:
+ * close_unit's first outcome) - close_unit's UNIT_END record, stream by
+ * stream in the group's order: in one claim of the ring where the runs
+ * are in the group's stream order (group_end_batch), else stream by
+ * stream, each getting a cell at once (push_try; group_end_streams). At
+ * the first stream that does not, group_close closes that one and the
+ * rest (nothing of them was written). */
 __attribute__((noinline)) static void group_end_units(tslot *t, const a2a_event *ev);
 
 __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
@@ -1212,7 +1215,8 @@ __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
   else group_close(t, ev, 0);
 }
 
-static void group_end_units(tslot *t, const a2a_event *ev) {
+/* group_end_units' general case (below): stream by stream. */
+__attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_event *ev) {
   if (ev->u.group.simulate || !ev->ok) {
     group_close(t, ev, 0);
     return;
@@ -1231,6 +1235,83 @@ static void group_end_units(tslot *t, const a2a_event *ev) {
     push_end(&tok);
   }
   t->nstreams = 0;
+}
+
+/* The outermost group end's common case, in one claim of the ring: a
+ * launching end where
+ * stream i of the group joins the thread's run at the same position,
+ * dfr[i] (the runs a group over several streams opened at its first end,
+ * in the group's stream order: nccl-tests' one stream per device), and
+ * the n cells from the enqueue position are free and do not wrap. Writes
+ * what group_end_streams' loop writes - one UNIT_END per stream in the
+ * group's order, then the empty stream set. Exact:
+ *  - run_join(t, streams[i], device) is &dfr[i] when dfr[j].stream ==
+ *    streams[j] for every j <= i, dfr[i].device == device and dfr[i].gen
+ *    is the destroy generation, with no capture: the group's streams are
+ *    pairwise distinct (group_stream_add), so no run before i is on
+ *    streams[i] and dfr[i] is run_join's first match; and a run is never
+ *    on stream 0 or 2 (defer_unit opens none there), so run_join's test
+ *    of those passes. g_capturing and g_destroy_gen are read once for the
+ *    group: as if a capture begun or a stream destroyed by another thread
+ *    meanwhile came after this end, an order the per-stream reads allow.
+ *  - The n records are claimed by one CAS of the enqueue position over n
+ *    cells each seen free for this lap (push_claim's test): n consecutive
+ *    claims that no other producer came between (the position only grows,
+ *    so none claimed a cell past it; the consumer touches a free cell only
+ *    after its producer published it). Each record is written into its
+ *    cell and published (its seq, release) in the group's order, as
+ *    unit_end's push would: the consumer reads the same records in the
+ *    same order, whichever of the n cells it reaches first.
+ *  - g_ring_live (acquire) says the ring is allocated and the background
+ *    thread was asked for: push_end's request test has nothing to do.
+ * False when any of this does not hold (a simulated or failed end too),
+ * with nothing claimed or written: group_end_streams closes the units
+ * stream by stream, and a ring with fewer free cells, or whose n cells
+ * wrap, gives what it gave before (a wait for room, a drop). */
+__attribute__((always_inline)) static inline bool group_end_batch(tslot *t,
+                                                                  const a2a_event *ev) {
+  const size_t n = (uint32_t)t->nstreams; /* (0 .. MAX_GROUP_STREAMS) */
+  const int device = ev->device;
+  if (ev->u.group.simulate || !ev->ok || n > (uint32_t)t->ndfr ||
+      !atomic_load_explicit(&g_ring_live, memory_order_acquire) ||
+      atomic_load_explicit(&g_capturing, memory_order_relaxed))
+    return false;
+  const uint32_t gen = atomic_load_explicit(&g_destroy_gen, memory_order_relaxed);
+  size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
+  const size_t first = pos & g_mask;
+  if (first + n > g_mask + 1) return false; /* the cells wrap: stream by stream */
+  /* The n cells in order (a local base: the record stores could alias the
+   * globals for the compiler, which would load them again). */
+  cell *const c = &g_ring[first];
+  for (size_t i = 0; i < n; i++)
+    if (t->dfr[i].stream != t->streams[i] || t->dfr[i].device != device ||
+        t->dfr[i].gen != gen || atomic_load_explicit(&c[i].seq, memory_order_acquire) != pos + i)
+      return false;
+  if (!atomic_compare_exchange_strong_explicit(&g_enq, &pos, pos + n, memory_order_relaxed,
+                                               memory_order_relaxed))
+    return false;
+  const uint32_t thread = ev->thread;
+  const int16_t dev = (int16_t)(device < 0 ? 0 : device);
+  for (size_t i = 0; i < n; i++) {
+    xr_rec *r = &c[i].rec;
+    /* unit_end_fill's record, its run and generation copied together
+     * from the run (its gen is gen: tested above). */
+    rec_head(r, XR_REC_UNIT_END, dev, thread);
+    r->stream = t->streams[i];
+    r->event = NULL;
+    memcpy(&r->u.unit.run, &t->dfr[i].run, 8);
+    r->u.unit.deferred = 1;
+    atomic_store_explicit(&c[i].seq, pos + i + 1, memory_order_release);
+  }
+  t->nstreams = 0;
+  return true;
+}
+_Static_assert(offsetof(struct dfr, gen) == offsetof(struct dfr, run) + 4 &&
+                   offsetof(xr_rec, u.unit.gen) == offsetof(xr_rec, u.unit.run) + 4,
+               "a run's run and gen are copied into a UNIT_END as one 8-byte word");
+
+static void group_end_units(tslot *t, const a2a_event *ev) {
+  if (!group_end_batch(t, ev)) group_end_streams(t, ev);
 }
 
 /* The outermost ncclGroupEnd's closes from the group's stream `from` on
