@@ -1078,9 +1078,9 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
 __attribute__((noinline)) static void coll_body(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
 __attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
 
-/* on_op_fast's writes, once its tests passed and it claimed tok's cell (a
- * tail call with everything in registers: neither needs a frame), one
- * function per kind. */
+/* on_op_fast's writes, once its tests passed and it claimed tok's cell
+ * (inlined there: with everything in registers the handler needs no
+ * frame, and no tail call to a writer of its own). */
 __attribute__((always_inline)) static inline void op_grouped(const a2a_event *ev, a2a_kind kind,
                                                              const a2a_comm *c, tslot *t,
                                                              push_tok tok) {
@@ -1089,14 +1089,6 @@ __attribute__((always_inline)) static inline void op_grouped(const a2a_event *ev
   group_op(&tok.c->rec, ev, kind, c->id_hash, c->rank, sid);
   push_publish(&tok); /* (g_ring_live: the thread was asked for) */
   group_stream(t, sid); /* (after the push, as op_body: its miss a tail call) */
-}
-__attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a_comm *c,
-                                                  tslot *t, push_tok tok) {
-  op_grouped(ev, A2A_EV_P2P, c, t, tok);
-}
-__attribute__((noinline)) static void coll_grouped(const a2a_event *ev, const a2a_comm *c,
-                                                   tslot *t, push_tok tok) {
-  op_grouped(ev, A2A_EV_COLL, c, t, tok);
 }
 
 /* A send or receive, or a collective (kind, a constant): op_body's grouped
@@ -1115,8 +1107,8 @@ __attribute__((noinline)) static void coll_grouped(const a2a_event *ev, const a2
  * handlers: P2P and COLL are in this analyzer's post mask only), and the
  * phase is not tested again. */
 /* slot(thread), its address computed once and kept in a register: the
- * compiler would otherwise compute it again (a multiply) for p2p_grouped's
- * argument after the ring's claim. (The empty asm only hides the value's
+ * compiler would otherwise compute it again (a multiply) for op_grouped's
+ * writes after the ring's claim. (The empty asm only hides the value's
  * origin; it emits nothing.) */
 static inline tslot *slot_kept(uint32_t thread) {
   if (thread >= MAX_THREADS) return NULL; /* (slot's test) */
@@ -1139,7 +1131,7 @@ __attribute__((always_inline)) static inline void on_op_fast(const a2a_event *ev
         atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
         (post_known || ev->phase == A2A_POST) && ev->ok && ev->u.coll.count != 0 &&
         (c = a2a_comm_lookup_last(h)) && c->id_hash && push_claim(&tok)) {
-      coll_grouped(ev, c, t, tok);
+      op_grouped(ev, A2A_EV_COLL, c, t, tok);
       return;
     }
     coll_body(ev);
@@ -1148,7 +1140,7 @@ __attribute__((always_inline)) static inline void on_op_fast(const a2a_event *ev
   if (atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
       (post_known || ev->phase == A2A_POST) && ev->ok && (c = a2a_comm_lookup_last(h)) &&
       c->id_hash && (t = slot_kept(ev->thread)) && t->depth > 0 && push_claim(&tok)) {
-    p2p_grouped(ev, c, t, tok);
+    op_grouped(ev, A2A_EV_P2P, c, t, tok);
     return;
   }
   p2p_body(ev);
@@ -1255,10 +1247,16 @@ __attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_even
  *    group: as if a capture begun or a stream destroyed by another thread
  *    meanwhile came after this end, an order the per-stream reads allow.
  *  - The n records are claimed by one CAS of the enqueue position over n
- *    cells each seen free for this lap (push_claim's test): n consecutive
- *    claims that no other producer came between (the position only grows,
- *    so none claimed a cell past it; the consumer touches a free cell only
- *    after its producer published it). Each record is written into its
+ *    cells seen free for this lap: n consecutive claims that no other
+ *    producer came between (the position only grows, so none claimed a
+ *    cell past it; the consumer touches a free cell only after its
+ *    producer published it). The last cell's test (push_claim's) answers
+ *    for all n: the one consumer frees positions in order, so position
+ *    pos + n - 1 free for this lap (its seq, acquire: the consumer's
+ *    release of it, after its releases of the earlier ones) means every
+ *    earlier position of the lap is free too and the consumer's reads of
+ *    them are done; past the enqueue position nothing claimed them since.
+ *    Each record is written into its
  *    cell and published (its seq, release) in the group's order, as
  *    unit_end's push would: the consumer reads the same records in the
  *    same order, whichever of the n cells it reaches first.
@@ -1284,9 +1282,9 @@ __attribute__((always_inline)) static inline bool group_end_batch(tslot *t,
    * globals for the compiler, which would load them again). */
   cell *const c = &g_ring[first];
   for (size_t i = 0; i < n; i++)
-    if (t->dfr[i].stream != t->streams[i] || t->dfr[i].device != device ||
-        t->dfr[i].gen != gen || atomic_load_explicit(&c[i].seq, memory_order_acquire) != pos + i)
+    if (t->dfr[i].stream != t->streams[i] || t->dfr[i].device != device || t->dfr[i].gen != gen)
       return false;
+  if (n && atomic_load_explicit(&c[n - 1].seq, memory_order_acquire) != pos + n - 1) return false;
   if (!atomic_compare_exchange_strong_explicit(&g_enq, &pos, pos + n, memory_order_relaxed,
                                                memory_order_relaxed))
     return false;
