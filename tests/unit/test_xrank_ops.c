@@ -10,6 +10,8 @@
  * the reference, on the same calls. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -881,8 +883,9 @@ END_TEST
 static const uintptr_t k_streams[4] = {0x6100, 0x6200, 0x6300, 0x6400};
 
 /* One group of thread 1: a send on each of the n streams in order (then
- * `extra` more on the last), closed by an end on `device`. */
-static void group_on(void *comm, const uintptr_t *streams, int n, int extra, int device) {
+ * `extra` more on the last), closed by an end on `device` (group_on; in
+ * two steps, group_open then group_end_on). */
+static void group_open(void *comm, const uintptr_t *streams, int n, int extra) {
   a2a_event g = ev_make(A2A_EV_GROUP_START);
   ev_dispatch(&g, 0);
   for (int i = 0; i < n + extra; i++) {
@@ -890,9 +893,15 @@ static void group_on(void *comm, const uintptr_t *streams, int n, int extra, int
     s.stream = (void *)streams[i < n ? i : n - 1];
     ev_dispatch(&s, 0);
   }
-  g = ev_make(A2A_EV_GROUP_END);
+}
+static void group_end_on(int device) {
+  a2a_event g = ev_make(A2A_EV_GROUP_END);
   g.device = device;
   ev_dispatch(&g, 0);
+}
+static void group_on(void *comm, const uintptr_t *streams, int n, int extra, int device) {
+  group_open(comm, streams, n, extra);
+  group_end_on(device);
 }
 
 /* What the background thread reads of a UNIT_END (xrank_rec.h), the same
@@ -963,23 +972,20 @@ START_TEST(a_group_end_in_one_claim_writes_what_stream_by_stream_writes) {
 }
 END_TEST
 
-/* The consumer of the drains below: every record popped, in order. */
+/* What late_consumer (below) popped, in order. */
 static xr_rec g_popped[1100];
 static int g_npopped;
 
-static int drain_count(void) {
-  xr_rec r;
-  int n = 0;
-  while (xr_ring_pop(&r)) n++;
-  return n;
-}
+/* Set by the producer when all it has left to push is the group end's. */
+static _Atomic int g_at_end;
 
-/* A background consumer that starts late (the producer meanwhile finds
- * the ring full) and pops `want` records, giving up after a second
- * without one. */
+/* A background consumer that starts late - once the producer is at its
+ * group end, and a moment more so that the end finds the ring full - and
+ * pops `want` records, giving up after a second without one. */
 static void *late_consumer(void *arg) {
   int want = (int)(intptr_t)arg;
-  struct timespec ts = {0, 100 * 1000 * 1000};
+  while (!atomic_load(&g_at_end)) sched_yield();
+  struct timespec ts = {0, 20 * 1000 * 1000};
   nanosleep(&ts, NULL);
   int idle = 0;
   while (g_npopped < want && idle < 10000) {
@@ -1006,7 +1012,7 @@ START_TEST(a_group_end_across_the_ring_wrap_and_at_a_full_ring) {
   collector_options()->xrank_queue = 1024;
   comm_init(comm, id);
   xr_rec rec[16], first[4];
-  long popped = drain_count(); /* the ring's position: records popped */
+  long popped = drain(NULL, 0); /* the ring's position: records popped */
   group_on(comm, k_streams, 4, 0, 0);
   ck_assert_int_eq(drain(rec, 16), 8);
   popped += 8;
@@ -1037,7 +1043,9 @@ START_TEST(a_group_end_across_the_ring_wrap_and_at_a_full_ring) {
   }
   pthread_t th;
   ck_assert_int_eq(pthread_create(&th, NULL, late_consumer, (void *)(intptr_t)1026), 0);
-  group_on(comm, k_streams, 4, 1018, 0);
+  group_open(comm, k_streams, 4, 1018);
+  atomic_store(&g_at_end, 1);
+  group_end_on(0);
   pthread_join(th, NULL);
   ck_assert_int_eq(g_npopped, 1026);
   for (int i = 0; i < 1022; i++) {
@@ -1045,7 +1053,7 @@ START_TEST(a_group_end_across_the_ring_wrap_and_at_a_full_ring) {
     ck_assert_uint_eq(g_popped[i].stream, k_streams[i < 4 ? i : 3]);
   }
   for (int i = 0; i < 4; i++) assert_same_unit_end(&g_popped[1022 + i], &first[i]);
-  ck_assert_int_eq(drain_count(), 0);
+  ck_assert_int_eq(drain(NULL, 0), 0);
   ck_assert_uint_eq(xr_ring_drops(), 0);
   /* And in one claim again once the consumer caught up. */
   group_on(comm, k_streams, 4, 0, 0);
