@@ -1284,7 +1284,9 @@ __attribute__((always_inline)) static inline bool group_end_batch(tslot *t,
   for (size_t i = 0; i < n; i++)
     if (t->dfr[i].stream != t->streams[i] || t->dfr[i].device != device || t->dfr[i].gen != gen)
       return false;
-  if (n && atomic_load_explicit(&c[n - 1].seq, memory_order_acquire) != pos + n - 1) return false;
+  /* (A group without an operation has nothing to claim: the general
+   * path's loop does nothing either.) */
+  if (!n || atomic_load_explicit(&c[n - 1].seq, memory_order_acquire) != pos + n - 1) return false;
   if (!atomic_compare_exchange_strong_explicit(&g_enq, &pos, pos + n, memory_order_relaxed,
                                                memory_order_relaxed))
     return false;
