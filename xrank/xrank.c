@@ -1230,11 +1230,11 @@ __attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_even
 }
 
 /* The outermost group end's common case, in one claim of the ring: a
- * launching end where
- * stream i of the group joins the thread's run at the same position,
- * dfr[i] (the runs a group over several streams opened at its first end,
- * in the group's stream order: nccl-tests' one stream per device), and
- * the n cells from the enqueue position are free and do not wrap. Writes
+ * launching end where stream i of the group joins the thread's run at the
+ * same position, dfr[i] (the runs a group over several streams opened at
+ * its first end, in the group's stream order: nccl-tests' one stream per
+ * device), and the n cells from the enqueue position are free and do not
+ * wrap. Writes
  * what group_end_streams' loop writes - one UNIT_END per stream in the
  * group's order, then the empty stream set. Exact:
  *  - run_join(t, streams[i], device) is &dfr[i] when dfr[j].stream ==
@@ -1256,10 +1256,10 @@ __attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_even
  *    release of it, after its releases of the earlier ones) means every
  *    earlier position of the lap is free too and the consumer's reads of
  *    them are done; past the enqueue position nothing claimed them since.
- *    Each record is written into its
- *    cell and published (its seq, release) in the group's order, as
- *    unit_end's push would: the consumer reads the same records in the
- *    same order, whichever of the n cells it reaches first.
+ *    Each record is written into its cell and published (its seq,
+ *    release) in the group's order, as unit_end's push would: the
+ *    consumer reads the same records in the same order, whichever of the
+ *    n cells it reaches first.
  *  - g_ring_live (acquire) says the ring is allocated and the background
  *    thread was asked for: push_end's request test has nothing to do.
  * False when any of this does not hold (a simulated or failed end too),
