@@ -984,8 +984,17 @@ static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint6
 /* The open group's stream set gains sid; the previous operation's stream
  * first (a group on one stream: one compare). More streams than slots:
  * the extra units stay untracked (the background thread treats a unit
- * without an event as complete). */
+ * without an event as complete).
+ * A grouped operation's posting flag (tslot.posted, read by the thread's
+ * own polls) is set here, once per group rather than per operation: each
+ * grouped operation, on either path, calls group_stream before its
+ * handler returns, and group_stream skips this call only when the set
+ * holds a stream (n > 0) - added by this call in an earlier operation of
+ * the group (the set is emptied at each outermost end, and a fork's child
+ * clears set and flag together), which set the flag; nothing else clears
+ * it. */
 __attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
+  t->posted = 1;
   int n = t->nstreams;
   for (int i = 0; i < n - 1; i++)
     if (t->streams[i] == sid) return;
@@ -1059,8 +1068,7 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
   tslot *t = slot(ev->thread);
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
   if (t && t->depth > 0) {
-    /* In a group. */
-    t->posted = 1;
+    /* In a group (the posting flag: group_stream). */
     push_tok tok;
     xr_rec *r = push_begin(&tok);
     if (r) {
@@ -1085,7 +1093,6 @@ __attribute__((always_inline)) static inline void op_grouped(const a2a_event *ev
                                                              const a2a_comm *c, tslot *t,
                                                              push_tok tok) {
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
-  t->posted = 1;
   group_op(&tok.c->rec, ev, kind, c->id_hash, c->rank, sid);
   push_publish(&tok); /* (g_ring_live: the thread was asked for) */
   group_stream(t, sid); /* (after the push, as op_body: its miss a tail call) */
@@ -1099,8 +1106,9 @@ __attribute__((always_inline)) static inline void op_grouped(const a2a_event *ev
  * registry memo answers with its last answer - a2a_comm_lookup's fast
  * path, without its call to the table - with a cross-rank identity of its
  * own; the thread in a group; a cell free at once) - writing what that
- * branch writes, in its order: the posting flag, the record, then the
- * group's stream set (the thread's own state, read at its ncclGroupEnd).
+ * branch writes, in its order: the record, then the group's stream set
+ * and posting flag (the thread's own state, read at its ncclGroupEnd and
+ * its polls).
  * Anything else is op_body's (a tail call), which then makes every test
  * again: nothing was written yet (a claimed cell is the last test).
  * post_known: the caller knows the event is a POST (xr_by_kind_post's
