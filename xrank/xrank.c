@@ -984,8 +984,17 @@ static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint6
 /* The open group's stream set gains sid; the previous operation's stream
  * first (a group on one stream: one compare). More streams than slots:
  * the extra units stay untracked (the background thread treats a unit
- * without an event as complete). */
+ * without an event as complete).
+ * A grouped operation's posting flag (tslot.posted, read by the thread's
+ * own polls) is set here, once per group rather than per operation: each
+ * grouped operation, on either path, calls group_stream before its
+ * handler returns, and group_stream skips this call only when the set
+ * holds a stream (n > 0) - added by this call in an earlier operation of
+ * the group (the set is emptied at each outermost end, and a fork's child
+ * clears set and flag together), which set the flag; nothing else clears
+ * it. */
 __attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
+  t->posted = 1;
   int n = t->nstreams;
   for (int i = 0; i < n - 1; i++)
     if (t->streams[i] == sid) return;
@@ -1059,8 +1068,7 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
   tslot *t = slot(ev->thread);
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
   if (t && t->depth > 0) {
-    /* In a group. */
-    t->posted = 1;
+    /* In a group (the posting flag: group_stream). */
     push_tok tok;
     xr_rec *r = push_begin(&tok);
     if (r) {
@@ -1078,25 +1086,16 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
 __attribute__((noinline)) static void coll_body(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
 __attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
 
-/* on_op_fast's writes, once its tests passed and it claimed tok's cell (a
- * tail call with everything in registers: neither needs a frame), one
- * function per kind. */
+/* on_op_fast's writes, once its tests passed and it claimed tok's cell
+ * (inlined there: with everything in registers the handler needs no
+ * frame, and no tail call to a writer of its own). */
 __attribute__((always_inline)) static inline void op_grouped(const a2a_event *ev, a2a_kind kind,
                                                              const a2a_comm *c, tslot *t,
                                                              push_tok tok) {
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
-  t->posted = 1;
   group_op(&tok.c->rec, ev, kind, c->id_hash, c->rank, sid);
   push_publish(&tok); /* (g_ring_live: the thread was asked for) */
   group_stream(t, sid); /* (after the push, as op_body: its miss a tail call) */
-}
-__attribute__((noinline)) static void p2p_grouped(const a2a_event *ev, const a2a_comm *c,
-                                                  tslot *t, push_tok tok) {
-  op_grouped(ev, A2A_EV_P2P, c, t, tok);
-}
-__attribute__((noinline)) static void coll_grouped(const a2a_event *ev, const a2a_comm *c,
-                                                   tslot *t, push_tok tok) {
-  op_grouped(ev, A2A_EV_COLL, c, t, tok);
 }
 
 /* A send or receive, or a collective (kind, a constant): op_body's grouped
@@ -1107,16 +1106,17 @@ __attribute__((noinline)) static void coll_grouped(const a2a_event *ev, const a2
  * registry memo answers with its last answer - a2a_comm_lookup's fast
  * path, without its call to the table - with a cross-rank identity of its
  * own; the thread in a group; a cell free at once) - writing what that
- * branch writes, in its order: the posting flag, the record, then the
- * group's stream set (the thread's own state, read at its ncclGroupEnd).
+ * branch writes, in its order: the record, then the group's stream set
+ * and posting flag (the thread's own state, read at its ncclGroupEnd and
+ * its polls).
  * Anything else is op_body's (a tail call), which then makes every test
  * again: nothing was written yet (a claimed cell is the last test).
  * post_known: the caller knows the event is a POST (xr_by_kind_post's
  * handlers: P2P and COLL are in this analyzer's post mask only), and the
  * phase is not tested again. */
 /* slot(thread), its address computed once and kept in a register: the
- * compiler would otherwise compute it again (a multiply) for p2p_grouped's
- * argument after the ring's claim. (The empty asm only hides the value's
+ * compiler would otherwise compute it again (a multiply) for op_grouped's
+ * writes after the ring's claim. (The empty asm only hides the value's
  * origin; it emits nothing.) */
 static inline tslot *slot_kept(uint32_t thread) {
   if (thread >= MAX_THREADS) return NULL; /* (slot's test) */
@@ -1139,7 +1139,7 @@ __attribute__((always_inline)) static inline void on_op_fast(const a2a_event *ev
         atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
         (post_known || ev->phase == A2A_POST) && ev->ok && ev->u.coll.count != 0 &&
         (c = a2a_comm_lookup_last(h)) && c->id_hash && push_claim(&tok)) {
-      coll_grouped(ev, c, t, tok);
+      op_grouped(ev, A2A_EV_COLL, c, t, tok);
       return;
     }
     coll_body(ev);
@@ -1148,7 +1148,7 @@ __attribute__((always_inline)) static inline void on_op_fast(const a2a_event *ev
   if (atomic_load_explicit(&g_ring_live, memory_order_acquire) &&
       (post_known || ev->phase == A2A_POST) && ev->ok && (c = a2a_comm_lookup_last(h)) &&
       c->id_hash && (t = slot_kept(ev->thread)) && t->depth > 0 && push_claim(&tok)) {
-    p2p_grouped(ev, c, t, tok);
+    op_grouped(ev, A2A_EV_P2P, c, t, tok);
     return;
   }
   p2p_body(ev);
@@ -1193,11 +1193,14 @@ __attribute__((noinline)) static void close_untracked(tslot *t, uint32_t thread)
 __attribute__((noinline)) static void group_close(tslot *t, const a2a_event *ev, int from);
 
 /* A nested end only counts down. The outermost's common case is closed
- * by group_end_units, without group_close's frame: a launching end whose every stream's unit joins
- * the thread's run on it (run_join: close_unit's first outcome) and gets
- * a cell at once (push_try) - close_unit's UNIT_END record, stream by
- * stream in the group's order. At the first stream that does not,
- * group_close closes that one and the rest (nothing of them was written). */
+ * by group_end_units, without group_close's frame: a launching end whose
+ * every stream's unit joins the thread's run on it (run_join:
+ * close_unit's first outcome) - close_unit's UNIT_END record, stream by
+ * stream in the group's order: in one claim of the ring where the runs
+ * are in the group's stream order (group_end_batch), else stream by
+ * stream, each getting a cell at once (push_try; group_end_streams). At
+ * the first stream that does not, group_close closes that one and the
+ * rest (nothing of them was written). */
 __attribute__((noinline)) static void group_end_units(tslot *t, const a2a_event *ev);
 
 __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
@@ -1212,7 +1215,8 @@ __attribute__((noinline)) static void on_group_end(const a2a_event *ev) {
   else group_close(t, ev, 0);
 }
 
-static void group_end_units(tslot *t, const a2a_event *ev) {
+/* group_end_units' general case (below): stream by stream. */
+__attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_event *ev) {
   if (ev->u.group.simulate || !ev->ok) {
     group_close(t, ev, 0);
     return;
@@ -1231,6 +1235,91 @@ static void group_end_units(tslot *t, const a2a_event *ev) {
     push_end(&tok);
   }
   t->nstreams = 0;
+}
+
+/* The outermost group end's common case, in one claim of the ring: a
+ * launching end where stream i of the group joins the thread's run at the
+ * same position, dfr[i] (the runs a group over several streams opened at
+ * its first end, in the group's stream order: nccl-tests' one stream per
+ * device), and the n cells from the enqueue position are free and do not
+ * wrap. Writes
+ * what group_end_streams' loop writes - one UNIT_END per stream in the
+ * group's order, then the empty stream set. Exact:
+ *  - run_join(t, streams[i], device) is &dfr[i] when dfr[j].stream ==
+ *    streams[j] for every j <= i, dfr[i].device == device and dfr[i].gen
+ *    is the destroy generation, with no capture: the group's streams are
+ *    pairwise distinct (group_stream_add), so no run before i is on
+ *    streams[i] and dfr[i] is run_join's first match; and a run is never
+ *    on stream 0 or 2 (defer_unit opens none there), so run_join's test
+ *    of those passes. g_capturing and g_destroy_gen are read once for the
+ *    group: as if a capture begun or a stream destroyed by another thread
+ *    meanwhile came after this end, an order the per-stream reads allow.
+ *  - The n records are claimed by one CAS of the enqueue position over n
+ *    cells seen free for this lap: n consecutive claims that no other
+ *    producer came between (the position only grows, so none claimed a
+ *    cell past it; the consumer touches a free cell only after its
+ *    producer published it). The last cell's test (push_claim's) answers
+ *    for all n: the one consumer frees positions in order, so position
+ *    pos + n - 1 free for this lap (its seq, acquire: the consumer's
+ *    release of it, after its releases of the earlier ones) means every
+ *    earlier position of the lap is free too and the consumer's reads of
+ *    them are done; past the enqueue position nothing claimed them since.
+ *    Each record is written into its cell and published (its seq,
+ *    release) in the group's order, as unit_end's push would: the
+ *    consumer reads the same records in the same order, whichever of the
+ *    n cells it reaches first.
+ *  - g_ring_live (acquire) says the ring is allocated and the background
+ *    thread was asked for: push_end's request test has nothing to do.
+ * False when any of this does not hold (a simulated or failed end too),
+ * with nothing claimed or written: group_end_streams closes the units
+ * stream by stream, and a ring with fewer free cells, or whose n cells
+ * wrap, gives what it gave before (a wait for room, a drop). */
+__attribute__((always_inline)) static inline bool group_end_batch(tslot *t,
+                                                                  const a2a_event *ev) {
+  const size_t n = (uint32_t)t->nstreams; /* (0 .. MAX_GROUP_STREAMS) */
+  const int device = ev->device;
+  if (ev->u.group.simulate || !ev->ok || n > (uint32_t)t->ndfr ||
+      !atomic_load_explicit(&g_ring_live, memory_order_acquire) ||
+      atomic_load_explicit(&g_capturing, memory_order_relaxed))
+    return false;
+  const uint32_t gen = atomic_load_explicit(&g_destroy_gen, memory_order_relaxed);
+  size_t pos = atomic_load_explicit(&g_enq, memory_order_relaxed);
+  const size_t first = pos & g_mask;
+  if (first + n > g_mask + 1) return false; /* the cells wrap: stream by stream */
+  /* The n cells in order (a local base: the record stores could alias the
+   * globals for the compiler, which would load them again). */
+  cell *const c = &g_ring[first];
+  for (size_t i = 0; i < n; i++)
+    if (t->dfr[i].stream != t->streams[i] || t->dfr[i].device != device || t->dfr[i].gen != gen)
+      return false;
+  /* (A group without an operation has nothing to claim: the general
+   * path's loop does nothing either.) */
+  if (!n || atomic_load_explicit(&c[n - 1].seq, memory_order_acquire) != pos + n - 1) return false;
+  if (!atomic_compare_exchange_strong_explicit(&g_enq, &pos, pos + n, memory_order_relaxed,
+                                               memory_order_relaxed))
+    return false;
+  const uint32_t thread = ev->thread;
+  const int16_t dev = (int16_t)(device < 0 ? 0 : device);
+  for (size_t i = 0; i < n; i++) {
+    xr_rec *r = &c[i].rec;
+    /* unit_end_fill's record, its run and generation copied together
+     * from the run (its gen is gen: tested above). */
+    rec_head(r, XR_REC_UNIT_END, dev, thread);
+    r->stream = t->streams[i];
+    r->event = NULL;
+    memcpy(&r->u.unit.run, &t->dfr[i].run, 8);
+    r->u.unit.deferred = 1;
+    atomic_store_explicit(&c[i].seq, pos + i + 1, memory_order_release);
+  }
+  t->nstreams = 0;
+  return true;
+}
+_Static_assert(offsetof(struct dfr, gen) == offsetof(struct dfr, run) + 4 &&
+                   offsetof(xr_rec, u.unit.gen) == offsetof(xr_rec, u.unit.run) + 4,
+               "a run's run and gen are copied into a UNIT_END as one 8-byte word");
+
+static void group_end_units(tslot *t, const a2a_event *ev) {
+  if (!group_end_batch(t, ev)) group_end_streams(t, ev);
 }
 
 /* The outermost ncclGroupEnd's closes from the group's stream `from` on

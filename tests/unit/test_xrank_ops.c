@@ -10,9 +10,12 @@
  * the reference, on the same calls. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "a2a_core.h"
 #include "collector.h"
@@ -928,6 +931,190 @@ START_TEST(nested_group_rows_give_the_same_records) {
 }
 END_TEST
 
+/* ---- the group end's one claim (group_end_batch) ---- */
+
+static const uintptr_t k_streams[4] = {0x6100, 0x6200, 0x6300, 0x6400};
+
+/* One group of thread 1: a send on each of the n streams in order (then
+ * `extra` more on the last), closed by an end on `device` (group_on; in
+ * two steps, group_open then group_end_on). */
+static void group_open(void *comm, const uintptr_t *streams, int n, int extra) {
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  for (int i = 0; i < n + extra; i++) {
+    a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+    s.stream = (void *)streams[i < n ? i : n - 1];
+    ev_dispatch(&s, 0);
+  }
+}
+static void group_end_on(int device) {
+  a2a_event g = ev_make(A2A_EV_GROUP_END);
+  g.device = device;
+  ev_dispatch(&g, 0);
+}
+static void group_on(void *comm, const uintptr_t *streams, int n, int extra, int device) {
+  group_open(comm, streams, n, extra);
+  group_end_on(device);
+}
+
+/* What the background thread reads of a UNIT_END (xrank_rec.h), the same
+ * in a and b: its first word (type, has_idrec, device, thread), stream,
+ * event and u.unit. */
+static void assert_same_unit_end(const xr_rec *a, const xr_rec *b) {
+  ck_assert_int_eq(a->type, XR_REC_UNIT_END);
+  ck_assert_int_eq(memcmp(a, b, offsetof(xr_rec, thread) + 4), 0);
+  ck_assert_uint_eq(a->stream, b->stream);
+  ck_assert_ptr_eq(a->event, b->event);
+  ck_assert_uint_eq(a->u.unit.run, b->u.unit.run);
+  ck_assert_uint_eq(a->u.unit.gen, b->u.unit.gen);
+  ck_assert_int_eq(a->u.unit.deferred, b->u.unit.deferred);
+}
+
+/* A group over four streams whose runs its first end opened, in its
+ * stream order: each later end closes the units in one claim, with the
+ * records closing them stream by stream gives - byte for byte, the cells
+ * being fresh (calloc'd) in both - and it gives way to that path when
+ * the runs are not in the group's order, or not on the end's device. */
+START_TEST(a_group_end_in_one_claim_writes_what_stream_by_stream_writes) {
+  static unsigned char id[128] = {0x75, 1, 2, 3};
+  void *const comm = (void *)0xdb;
+  comm_init(comm, id);
+  xr_rec rec[16], first[4];
+  drain(rec, 16);
+  group_on(comm, k_streams, 4, 0, 0); /* no run yet: group_close opens them */
+  ck_assert_int_eq(drain(rec, 16), 8);
+  memcpy(first, rec + 4, sizeof first);
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(first[i].type, XR_REC_UNIT_END);
+    ck_assert_uint_eq(first[i].stream, k_streams[i]);
+    ck_assert_int_eq(first[i].u.unit.deferred, 1);
+  }
+  group_on(comm, k_streams, 4, 0, 0); /* the runs in the group's order */
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 4; i++) {
+    xr_rec x, y;
+    memcpy(&x, &rec[4 + i], sizeof x);
+    memcpy(&y, &first[i], sizeof y);
+    ck_assert_msg(!memcmp(&x, &y, sizeof x), "unit end %d differs", i);
+  }
+  /* The streams in the other order: each unit still joins its own
+   * stream's run. */
+  const uintptr_t rev[4] = {k_streams[3], k_streams[2], k_streams[1], k_streams[0]};
+  group_on(comm, rev, 4, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 4; i++) assert_same_unit_end(&rec[4 + i], &first[3 - i]);
+  /* An end on device 1: no run of the thread is on it; new ones open. */
+  group_on(comm, k_streams, 4, 0, 1);
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(rec[4 + i].type, XR_REC_UNIT_END);
+    ck_assert_uint_eq(rec[4 + i].stream, k_streams[i]);
+    ck_assert_int_eq(rec[4 + i].device, 1);
+    ck_assert_int_eq(rec[4 + i].u.unit.deferred, 1);
+    for (int j = 0; j < 4; j++) ck_assert_uint_ne(rec[4 + i].u.unit.run, first[j].u.unit.run);
+  }
+  /* Device 0 again (its runs first in the thread's list), and a group on
+   * the first two streams alone: the runs they opened. */
+  group_on(comm, k_streams, 4, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 4; i++) assert_same_unit_end(&rec[4 + i], &first[i]);
+  group_on(comm, k_streams, 2, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 4);
+  for (int i = 0; i < 2; i++) assert_same_unit_end(&rec[2 + i], &first[i]);
+  ck_assert_uint_eq(xr_ring_drops(), 0);
+}
+END_TEST
+
+/* What late_consumer (below) popped, in order. */
+static xr_rec g_popped[1100];
+static int g_npopped;
+
+/* Set by the producer when all it has left to push is the group end's. */
+static _Atomic int g_at_end;
+
+/* A background consumer that starts late - once the producer is at its
+ * group end, and a moment more so that the end finds the ring full - and
+ * pops `want` records, giving up after a second without one. */
+static void *late_consumer(void *arg) {
+  int want = (int)(intptr_t)arg;
+  while (!atomic_load(&g_at_end)) sched_yield();
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  int idle = 0;
+  while (g_npopped < want && idle < 10000) {
+    if (xr_ring_pop(&g_popped[g_npopped])) {
+      g_npopped++;
+      idle = 0;
+    } else {
+      idle++;
+      struct timespec t = {0, 100 * 1000};
+      nanosleep(&t, NULL);
+    }
+  }
+  return NULL;
+}
+
+/* The smallest ring (1024 records): a group end whose cells wrap past the
+ * ring's end, or begin there, gives the same records as anywhere else;
+ * one whose cells are not all free (the consumer behind: four records to
+ * close, two free cells) waits for room (backpressure) and gives them in
+ * order, none dropped, none of the consumer's unread records overwritten. */
+START_TEST(a_group_end_across_the_ring_wrap_and_at_a_full_ring) {
+  static unsigned char id[128] = {0x76, 1, 2, 3};
+  void *const comm = (void *)0xdc;
+  collector_options()->xrank_queue = 1024;
+  comm_init(comm, id);
+  xr_rec rec[16], first[4];
+  long popped = drain(NULL, 0); /* the ring's position: records popped */
+  group_on(comm, k_streams, 4, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 8);
+  popped += 8;
+  memcpy(first, rec + 4, sizeof first);
+  /* The ends' four cells from 1020 (the last four) to 1024 (the first
+   * four): each lone send is one record (OP_UNIT) before the group. */
+  for (long at = 1020; at <= 1024; at++) {
+    while ((popped + 4) % 1024 != at % 1024) {
+      a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+      s.stream = (void *)k_streams[0];
+      ev_dispatch(&s, 0);
+      ck_assert_int_eq(drain(rec, 16), 1);
+      ck_assert_int_eq(rec[0].type, XR_REC_OP_UNIT);
+      popped++;
+    }
+    group_on(comm, k_streams, 4, 0, 0);
+    ck_assert_int_eq(drain(rec, 16), 8);
+    popped += 8;
+    for (int i = 0; i < 4; i++) assert_same_unit_end(&rec[4 + i], &first[i]);
+  }
+  /* A full ring: the position at 100 of a lap; a group of 1022 sends
+   * (the last 1019 on the fourth stream) leaves two cells free. */
+  while (popped % 1024 != 100) {
+    a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+    s.stream = (void *)k_streams[0];
+    ev_dispatch(&s, 0);
+    popped += drain(rec, 16);
+  }
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, late_consumer, (void *)(intptr_t)1026), 0);
+  group_open(comm, k_streams, 4, 1018);
+  atomic_store(&g_at_end, 1);
+  group_end_on(0);
+  pthread_join(th, NULL);
+  ck_assert_int_eq(g_npopped, 1026);
+  for (int i = 0; i < 1022; i++) {
+    ck_assert_int_eq(g_popped[i].type, XR_REC_OP);
+    ck_assert_uint_eq(g_popped[i].stream, k_streams[i < 4 ? i : 3]);
+  }
+  for (int i = 0; i < 4; i++) assert_same_unit_end(&g_popped[1022 + i], &first[i]);
+  ck_assert_int_eq(drain(NULL, 0), 0);
+  ck_assert_uint_eq(xr_ring_drops(), 0);
+  /* And in one claim again once the consumer caught up. */
+  group_on(comm, k_streams, 4, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 4; i++) assert_same_unit_end(&rec[4 + i], &first[i]);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_ops");
   TCase *tc = tcase_create("xrank_ops");
@@ -948,6 +1135,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, an_inactive_analyzer_posts_no_grouped_send);
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
+  tcase_add_test(tc, a_group_end_in_one_claim_writes_what_stream_by_stream_writes);
+  tcase_add_test(tc, a_group_end_across_the_ring_wrap_and_at_a_full_ring);
   suite_add_tcase(s, tc);
   return s;
 }
