@@ -923,8 +923,9 @@ static inline uint32_t a2a_group_count(uint32_t d, a2a_kind kind, int result) {
  * (no veto either) - so it takes the nested rows, and the level is the
  * innermost open one, its start the thread's latest nested one. Forgotten
  * (gkeep 0) at the core's (re)initialization; in a forked child once the
- * analyzers' fork handling folded it (a2a_group_keep_after_fork), as the
- * child's count d starts from zero. */
+ * analyzers' fork handling folded it (a2a_group_keep_after_fork: the kept
+ * bit cleared, the count of kept starts kept, as layout's record counted
+ * against it), as the child's count d starts from zero. */
 /* The thread's word (a2a_activity.gkeep), or a word that stays 0 for a
  * thread past the table (which keeps nothing): for a reader that caches
  * where to look. */
@@ -997,7 +998,9 @@ static inline void a2a_group_kept_folded(const a2a_event *ev) {
 /* In a forked child, after the analyzers' fork handling (their
  * after_fork_child hooks and the A2A_EV_FORK_CHILD event) folded the
  * forking thread's kept level into the depths they keep for it: the level
- * is forgotten, as the caller's count starts again from zero. */
+ * is forgotten, as the caller's count starts again from zero. Only the
+ * kept bit is cleared: the count of kept starts stays, as layout's record
+ * holds the count it last read (ly_thread.kword). */
 void a2a_group_keep_after_fork(uint32_t thread);
 /* An analyzer's mark, from a handler of the thread's own call: a nested
  * ncclGroupEnd of the thread is (busy) or is not a no-op for it. Its
