@@ -586,6 +586,18 @@ static void kept_fork_steps(void) {
   group(0);
 }
 
+/* Nesting past LAYOUT_MAX_DEPTH, every other level kept as the shim keeps
+ * them: a kept level deeper than the record's depths keeps the enclosing
+ * index, as layout_group_start leaves it there. */
+static void deep_kept_steps(void) {
+  group(1);
+  group(1); /* nested group 1: kept */
+  p2p(0, SEG0, 1024, 0);
+  for (int i = 3; i <= 10; i++) group(1); /* levels 4, 6, 8, 10 kept */
+  p2p(1, SEG0, 256, 1); /* level 10: reads group 1's receive */
+  for (int i = 1; i <= 10; i++) group(0);
+}
+
 /* Steps run with every call dispatched, then as the shim makes them:
  * the same findings, with `kept` calls kept. */
 static void same_when_kept(void (*steps)(void), unsigned kept_calls) {
@@ -612,6 +624,8 @@ START_TEST(kept_nested_groups_give_the_same_findings) {
                                "nested group 1 and the outer group itself"));
   /* nccl-tests' merged steps, every nested pair kept. */
   same_when_kept(merged_hypercube_steps, 4);
+  /* Past LAYOUT_MAX_DEPTH. */
+  same_when_kept(deep_kept_steps, 6);
   /* A fork after a kept group, one open. */
   same_when_kept(kept_fork_steps, 3);
   ck_assert_ptr_nonnull(strstr(collector_find("layout.overlap")->message,
