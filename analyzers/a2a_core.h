@@ -845,6 +845,22 @@ __attribute__((always_inline)) static inline void a2a_dispatch_row(const a2a_eve
 __attribute__((always_inline)) static inline void a2a_dispatch_hot(const a2a_event *ev, a2a_kind kind, a2a_phase phase) {
   a2a_dispatch_row(ev, kind, (unsigned)kind, phase);
 }
+/* The thread's word (a2a_activity.gkeep), or a word that stays 0 for a
+ * thread past the table (which keeps nothing): for a reader that caches
+ * where to look. */
+extern A2A_HIDDEN const _Atomic uint32_t a2a_group_keep_none;
+static inline const _Atomic uint32_t *a2a_group_keep_slot(uint32_t thread) {
+  return thread < A2A_ACTIVITY_THREADS ? &a2a_activity_tab[thread].gkeep : &a2a_group_keep_none;
+}
+#define A2A_GROUP_KEPT 1u /* gkeep: a level is kept */
+/* The thread's word: A2A_GROUP_KEPT, and the kept starts so far times 2. */
+static inline uint32_t a2a_group_keep_word(uint32_t thread) {
+  return atomic_load_explicit(a2a_group_keep_slot(thread), memory_order_relaxed);
+}
+/* Whether the thread keeps a nested level now. */
+static inline uint32_t a2a_group_kept(uint32_t thread) {
+  return a2a_group_keep_word(thread) & A2A_GROUP_KEPT;
+}
 /* Nested group calls. NCCL's groups nest: only the outermost
  * ncclGroupStart / ncclGroupEnd open and launch a group, the others only
  * count (nccl-tests' sendrecv nests one pair per device in its group). The
@@ -877,7 +893,7 @@ __attribute__((always_inline)) static inline bool a2a_group_nested(a2a_event *ev
   if (ev->thread >= A2A_ACTIVITY_THREADS) return false;
   const a2a_activity *a = &a2a_activity_tab[ev->thread];
   if (a->gveto) return false;
-  ev->u.group.kept = (int)(atomic_load_explicit(&a->gkeep, memory_order_relaxed) & 1u);
+  ev->u.group.kept = (int)a2a_group_kept(ev->thread);
   return true;
 }
 /* A group kind's nested row. */
@@ -898,9 +914,11 @@ static inline uint32_t a2a_group_count(uint32_t d, a2a_kind kind, int result) {
  * call reaches only analyzers that count it (a2a_analyzer.nested): of the
  * table's, group_local and layout count it at PRE (a depth, and layout's
  * nested-group index), perf_comm's nested end ends the thread's armed
- * window and overlap epoch, perf_env's handler returns (its one report was
- * made at the thread's outermost start, an NCCL event before any nested
- * call), the others take none. So the caller (the shim; a test's
+ * window and overlap epoch, perf_env's handler returns (its one report is
+ * made at the process's first NCCL event that reaches it - its pending
+ * report is the process's, not the thread's - and its gate is closed by
+ * then: the thread's outermost start, an NCCL event before any nested
+ * call, reached it), the others take none. So the caller (the shim; a test's
  * ev_dispatch_group) may keep one nested level per thread itself instead
  * of dispatching its start and end:
  * - a start at d >= 1 on the nested rows (a2a_group_nested's test) while no
@@ -923,24 +941,9 @@ static inline uint32_t a2a_group_count(uint32_t d, a2a_kind kind, int result) {
  * (no veto either) - so it takes the nested rows, and the level is the
  * innermost open one, its start the thread's latest nested one. Forgotten
  * (gkeep 0) at the core's (re)initialization; in a forked child once the
- * analyzers' fork handling folded it (a2a_group_keep_after_fork), as the
- * child's count d starts from zero. */
-/* The thread's word (a2a_activity.gkeep), or a word that stays 0 for a
- * thread past the table (which keeps nothing): for a reader that caches
- * where to look. */
-extern A2A_HIDDEN const _Atomic uint32_t a2a_group_keep_none;
-static inline const _Atomic uint32_t *a2a_group_keep_slot(uint32_t thread) {
-  return thread < A2A_ACTIVITY_THREADS ? &a2a_activity_tab[thread].gkeep : &a2a_group_keep_none;
-}
-#define A2A_GROUP_KEPT 1u /* gkeep: a level is kept */
-/* The thread's word: A2A_GROUP_KEPT, and the kept starts so far times 2. */
-static inline uint32_t a2a_group_keep_word(uint32_t thread) {
-  return atomic_load_explicit(a2a_group_keep_slot(thread), memory_order_relaxed);
-}
-/* Whether the thread keeps a nested level now. */
-static inline uint32_t a2a_group_kept(uint32_t thread) {
-  return a2a_group_keep_word(thread) & A2A_GROUP_KEPT;
-}
+ * analyzers' fork handling folded it (a2a_group_keep_after_fork: the kept
+ * bit cleared, the count of kept starts kept, as layout's record counted
+ * against it), as the child's count d starts from zero. */
 /* Whether the thread's group call of kind at depth d (before it) may go
  * without an event: see above (an end's answer is final, a start's
  * depends on its result: a2a_group_keep). */
@@ -973,17 +976,13 @@ __attribute__((always_inline)) static inline bool a2a_group_keep(a2a_kind kind, 
   return true;
 }
 /* A kept call's activity, with the seq its event would have had:
- * a2a_note_activity_kind's stores for a group kind (neither a polling
- * kind nor one that flushes). */
+ * a2a_note_activity_at's for a group kind (both kinds alike: neither a
+ * polling kind nor one that flushes). */
 __attribute__((always_inline)) static inline void a2a_group_keep_note(uint32_t thread, uint32_t seq) {
   _Static_assert(!((A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END)) &
                    (A2A_POLL_KINDS | ~A2A_NOFLUSH_KINDS)),
                  "group calls store both seqs and never flush");
-  if (thread >= a2a_activity_threads) return;
-  a2a_activity *a = &a2a_activity_tab[thread];
-  atomic_store_explicit(&a->last_seq, seq, memory_order_relaxed);
-  a->quiet = 0;
-  atomic_store_explicit(&a->last_other_seq, seq, memory_order_relaxed);
+  a2a_note_activity_at(thread, seq, A2A_EV_GROUP_START);
 }
 /* After the PRE of a dispatched group call ev: the analyzers that count
  * nested calls folded the thread's kept level, if it carried one
@@ -997,7 +996,9 @@ static inline void a2a_group_kept_folded(const a2a_event *ev) {
 /* In a forked child, after the analyzers' fork handling (their
  * after_fork_child hooks and the A2A_EV_FORK_CHILD event) folded the
  * forking thread's kept level into the depths they keep for it: the level
- * is forgotten, as the caller's count starts again from zero. */
+ * is forgotten, as the caller's count starts again from zero. Only the
+ * kept bit is cleared: the count of kept starts stays, as layout's record
+ * holds the count it last read (ly_thread.kword). */
 void a2a_group_keep_after_fork(uint32_t thread);
 /* An analyzer's mark, from a handler of the thread's own call: a nested
  * ncclGroupEnd of the thread is (busy) or is not a no-op for it. Its

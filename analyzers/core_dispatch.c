@@ -299,9 +299,13 @@ static void forget_kept_groups(void) {
   }
 }
 
+/* Only the kept bit: layout reads differences of the count of kept starts
+ * against the one its record last counted (nested_count), which a zeroed
+ * word would wrap; group_local reads only the bit. */
 void a2a_group_keep_after_fork(uint32_t thread) {
   if (thread < A2A_ACTIVITY_THREADS)
-    atomic_store_explicit(&a2a_activity_tab[thread].gkeep, 0, memory_order_relaxed);
+    atomic_fetch_and_explicit(&a2a_activity_tab[thread].gkeep, ~A2A_GROUP_KEPT,
+                              memory_order_relaxed);
 }
 
 void a2a_group_nested_full(uint32_t thread) {

@@ -220,7 +220,13 @@ static void put_site(a2a_json *j, const char *key, const void *site) {
  * dispatched group call folds first: gl_depth_folded): a level is kept
  * only at a start whose depth d (the shim's count, which this one never
  * falls below: gl_nested) was >= 1, so the record's was >= 1 then, and no
- * group call of the thread reached this analyzer since. */
+ * group call of the thread reached this analyzer since. Read by another
+ * thread (the exit report, report_open) it is racy by one level in one
+ * window: between the owner's fold (the record's depth counts the level)
+ * and the shim's clearing of the bit after that PRE
+ * (a2a_group_kept_folded) the level counts twice - an exit report made
+ * while another thread is inside a group call, as racy as the record's
+ * other fields read then. */
 static int gl_depth(const gl_thread *t) {
   return atomic_load(&t->depth) + (int)a2a_group_kept(t->id);
 }

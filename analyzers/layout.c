@@ -921,10 +921,14 @@ static inline uint16_t nested_count(const ly_thread *t, uint32_t w) {
  * calls - or, while the thread keeps a nested level (a2a_group_kept), that
  * level's index: its start is the thread's latest nested one
  * (a2a_group_keep), so the count of nested groups, which
- * layout_group_start would have given it. */
+ * layout_group_start would have given it - when the level is within
+ * LAYOUT_MAX_DEPTH: the record's depth is the enclosing level's (a kept
+ * start reached no analyzer), the depth layout_group_start would have
+ * tested, and deeper it leaves cgrp as it is (as kept_open does). */
 static inline uint16_t cur_grp(const ly_thread *t) {
   uint32_t w = atomic_load_explicit(t->keep, memory_order_relaxed);
-  if (__builtin_expect(w & A2A_GROUP_KEPT, 0)) return nested_count(t, w);
+  if (__builtin_expect(w & A2A_GROUP_KEPT, 0) && t->depth < LAYOUT_MAX_DEPTH)
+    return nested_count(t, w);
   return t->cgrp;
 }
 

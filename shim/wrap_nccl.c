@@ -708,7 +708,11 @@ static void group_track(bool start, ncclResult_t r)
  * after its PRE the analyzers that count nested calls have folded the
  * thread's kept level (a2a_group_kept_folded). A nested call that the
  * thread may keep (a2a_group_keepable: nccl-tests' per-device pairs) goes
- * without an event (A2A_GROUP_KEEP). */
+ * without an event (A2A_GROUP_KEEP) - only in a process without CPython
+ * (a2a_rt_py_off, as the quiet queries): an event's head interns its call
+ * site (a2a_rt_py_site), which in a thread running Python makes a site
+ * handle, and a kept call would leave every later handle numbered
+ * differently. */
 #define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
   {                                                                           \
     A2A_ERRNO_SAVE();                                                         \
@@ -721,6 +725,7 @@ static void group_track(bool start, ncclResult_t r)
     const uint32_t d_ = a2a_rt_t.gdepth;                                      \
     /* (The depth first: the outermost calls ask no thread index here.) */   \
     if (d_ >= ((start_) ? 1u : 2u) &&                                         \
+        atomic_load_explicit(&a2a_rt_py_off, memory_order_relaxed) &&          \
         a2a_group_keepable((evkind), a2a_rt_thread_index(), d_))              \
       A2A_GROUP_KEEP(name, (evkind), (start_), (simulate_), d_,               \
                      a2a_rt_thread_index(), __VA_ARGS__);                     \

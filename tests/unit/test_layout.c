@@ -560,6 +560,44 @@ static void kept_busy_steps(void) {
   group(0);
 }
 
+/* A fork inside a group after a kept nested group: the child's forking
+ * thread keeps its open groups, kept level included (the FORK_CHILD
+ * event), and counts on from there - its next nested group is the open
+ * outer group's second, whatever the shim's word then holds
+ * (a2a_group_keep_after_fork). */
+static void kept_fork_steps(void) {
+  group(1);
+  group(1); /* kept */
+  p2p(0, SEG0 + 8 * BLK, 1024, 2);
+  group(0); /* kept */
+  group(0);
+  group(1);
+  group(1); /* nested group 1: kept, open at the fork */
+  p2p(0, SEG0, 1024, 0);
+  a2a_core_after_fork_child(); /* as the shim's fork handler, on thread 1 */
+  a2a_event ev = ev_make(A2A_EV_FORK_CHILD);
+  ev_post(&ev, 0); /* (the shim's: POST only) */
+  a2a_group_keep_after_fork(1);
+  ev_group_forget(); /* the shim's count starts from zero in the child */
+  group(1); /* nested group 2 (the shim's outermost) */
+  p2p(1, SEG0, 256, 1); /* reads group 1's receive */
+  group(0);
+  group(0);
+  group(0);
+}
+
+/* Nesting past LAYOUT_MAX_DEPTH, every other level kept as the shim keeps
+ * them: a kept level deeper than the record's depths keeps the enclosing
+ * index, as layout_group_start leaves it there. */
+static void deep_kept_steps(void) {
+  group(1);
+  group(1); /* nested group 1: kept */
+  p2p(0, SEG0, 1024, 0);
+  for (int i = 3; i <= 10; i++) group(1); /* levels 4, 6, 8, 10 kept */
+  p2p(1, SEG0, 256, 1); /* level 10: reads group 1's receive */
+  for (int i = 1; i <= 10; i++) group(0);
+}
+
 /* Steps run with every call dispatched, then as the shim makes them:
  * the same findings, with `kept` calls kept. */
 static void same_when_kept(void (*steps)(void), unsigned kept_calls) {
@@ -586,6 +624,12 @@ START_TEST(kept_nested_groups_give_the_same_findings) {
                                "nested group 1 and the outer group itself"));
   /* nccl-tests' merged steps, every nested pair kept. */
   same_when_kept(merged_hypercube_steps, 4);
+  /* Past LAYOUT_MAX_DEPTH. */
+  same_when_kept(deep_kept_steps, 6);
+  /* A fork after a kept group, one open. */
+  same_when_kept(kept_fork_steps, 3);
+  ck_assert_ptr_nonnull(strstr(collector_find("layout.overlap")->message,
+                               "nested group 1 and nested group 2 of the 2"));
 }
 END_TEST
 
