@@ -17,6 +17,9 @@ typedef struct fake_state {
   int current_device;        /* what cudaGetDevice answers (the context's) */
   int get_device_calls, get_device_fails;
   int last_error;            /* the thread's CUDA "last error" */
+  int group_start_fail;      /* nonzero: what ncclGroupStart returns */
+  int group_inner;           /* the group calls poll an async error (PLT) */
+  int group_calls;           /* group calls made (any of the three) */
 } fake_state;
 
 fake_state fake_state_v;
@@ -117,12 +120,27 @@ int pncclCommGetAsyncError(comm_t comm, int *e)
   return 0;
 }
 
+/* The group calls record errno at entry and leave it changed (1239); with
+ * group_inner set each polls comm 0x5000's async error through the PLT
+ * (reaching the wrapper, which must pass it through). */
+static int fake_group_call(int result)
+{
+  fake_state_v.group_calls++;
+  int e0 = errno, e;
+  if (fake_state_v.group_inner) (void)ncclCommGetAsyncError((comm_t)0x5000, &e);
+  fake_state_v.errno_at_entry = e0;
+  errno = 1239;
+  return result;
+}
 int pncclGroupStart(void);
 int ncclGroupStart(void) ALIAS(ncclGroupStart);
-int pncclGroupStart(void) { return 0; }
+int pncclGroupStart(void) { return fake_group_call(fake_state_v.group_start_fail); }
 int pncclGroupEnd(void);
 int ncclGroupEnd(void) ALIAS(ncclGroupEnd);
-int pncclGroupEnd(void) { return 0; }
+int pncclGroupEnd(void) { return fake_group_call(0); }
+int pncclGroupSimulateEnd(void *simInfo);
+int ncclGroupSimulateEnd(void *simInfo) ALIAS(ncclGroupSimulateEnd);
+int pncclGroupSimulateEnd(void *simInfo) { return fake_group_call(0); }
 
 /* ---- CUDA runtime ---- */
 typedef struct { unsigned x, y, z; } fake_dim3;

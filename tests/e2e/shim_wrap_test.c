@@ -98,6 +98,9 @@ typedef struct fake_state {
   int current_device;        /* what cudaGetDevice answers (the context's) */
   int get_device_calls, get_device_fails;
   int last_error;            /* the thread's CUDA "last error" */
+  int group_start_fail;      /* nonzero: what ncclGroupStart returns */
+  int group_inner;           /* the group calls poll an async error (PLT) */
+  int group_calls;           /* group calls made (any of the three) */
 } fake_state;
 
 static const char *fake_path;
@@ -409,6 +412,117 @@ START_TEST(quiet_query_makes_no_event)
   a2a_comm_quiet_kinds = 0;
   a2a_activity_threads = 0;
   atomic_store(&a2a_rt_py_off, false);
+  atomic_store(&a2a_rt_ready_kinds, 0);
+  atomic_store(&a2a_rt_g_state, 0);
+}
+END_TEST
+
+/* A nested group pair that the thread keeps (A2A_GROUP_KEEP: a process
+ * without CPython, a keepable call - a2a_group_keepable: nested, no veto,
+ * no level kept for the start, the level kept and the thread not busy for
+ * the end): the real call and no event, yet the seq its event would have
+ * had is taken and the thread's activity stored as the dispatch would
+ * (a2a_group_keep_note), errno as the call left it, the guard left. The
+ * fake's group calls poll an async error through the PLT: passed through.
+ * A nested start that fails is dispatched after the call (both phases,
+ * the next seq); a nested ncclGroupSimulateEnd is kept as an end. */
+static void check_kept_group_call(ncclResult_t (*call)(void), int app_errno, uint32_t seq,
+                                  uint32_t gdepth, uint32_t gkeep, int events_before)
+{
+  a2a_activity *a = &a2a_activity_tab[1];
+  a->quiet = 9;
+  atomic_store(&a->last_seq, 0);
+  atomic_store(&a->last_other_seq, 0);
+  int calls = fake->group_calls;
+  errno = app_errno;
+  ck_assert_int_eq(call(), ncclSuccess);
+  ck_assert_int_eq(errno, 1239); /* the library's */
+  ck_assert_int_eq(fake->errno_at_entry, app_errno);
+  ck_assert_int_eq(fake->group_calls, calls + 1);
+  ck_assert_int_eq(nevents, events_before);
+  ck_assert_uint_eq(a2a_rt_t.call_seq, seq);
+  ck_assert_uint_eq(atomic_load(&a->last_seq), seq);
+  ck_assert_uint_eq(atomic_load(&a->last_other_seq), seq);
+  ck_assert_uint_eq(a->quiet, 0);
+  ck_assert_int_eq(a2a_rt_t.depth, 0);
+  ck_assert_uint_eq(a2a_rt_t.gdepth, gdepth);
+  ck_assert_uint_eq(atomic_load(&a->gkeep), gkeep);
+}
+static ncclResult_t simulate_end(void) { return ncclGroupSimulateEnd(NULL); }
+
+/* The PRE and POST of a dispatched group call, at events[i]. */
+static void check_group_events(int i, a2a_kind kind, uint32_t seq, int depth, int simulate,
+                               ncclResult_t result)
+{
+  for (int k = 0; k < 2; k++) {
+    const a2a_event *e = &events[i + k];
+    ck_assert_int_eq(e->kind, kind);
+    ck_assert_int_eq(e->phase, k ? A2A_POST : A2A_PRE);
+    ck_assert_uint_eq(e->seq, seq);
+    ck_assert_int_eq(e->u.group.depth, depth);
+    ck_assert_int_eq(e->u.group.kept, 0);
+    ck_assert_int_eq(e->u.group.simulate, simulate);
+  }
+  ck_assert_int_eq(events[i + 1].result, result);
+}
+
+START_TEST(kept_nested_group_makes_no_event)
+{
+  atomic_store(&a2a_rt_g_state, A2A_RT_STATE_READY);
+  atomic_store(&a2a_rt_ready_kinds, ~0ull);
+  atomic_store(&a2a_rt_py_off, true);
+  a2a_activity_threads = A2A_ACTIVITY_THREADS;
+  fake->group_inner = 1;
+  const uint32_t seq = a2a_rt_t.call_seq;
+  /* The outer start: dispatched. */
+  errno = 45;
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(errno, 1239);
+  ck_assert_int_eq(nevents, 2);
+  check_group_events(0, A2A_EV_GROUP_START, seq + 1, 0, 0, ncclSuccess);
+  ck_assert_int_eq(a2a_rt_t.depth, 0);
+  /* The nested pair: kept, one seq each. */
+  check_kept_group_call(ncclGroupStart, 46, seq + 2, 2, 2 | A2A_GROUP_KEPT, 2);
+  check_kept_group_call(ncclGroupEnd, 47, seq + 3, 1, 2, 2);
+  /* The outer end: dispatched, with the seq after the kept pair's. */
+  errno = 48;
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(errno, 1239);
+  ck_assert_int_eq(fake->errno_at_entry, 48);
+  ck_assert_int_eq(nevents, 4);
+  check_group_events(2, A2A_EV_GROUP_END, seq + 4, 1, 0, ncclSuccess);
+  ck_assert_int_eq(a2a_rt_t.depth, 0);
+  ck_assert_uint_eq(a2a_rt_t.gdepth, 0);
+  /* A nested start that fails: dispatched after the call, the next seq. */
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  fake->group_start_fail = ncclInvalidUsage;
+  errno = 49;
+  ck_assert_int_eq(ncclGroupStart(), ncclInvalidUsage);
+  fake->group_start_fail = 0;
+  ck_assert_int_eq(errno, 1239);
+  ck_assert_int_eq(fake->errno_at_entry, 49);
+  ck_assert_int_eq(nevents, 8);
+  check_group_events(6, A2A_EV_GROUP_START, seq + 6, 1, 0, ncclInvalidUsage);
+  ck_assert_int_eq(a2a_rt_t.depth, 0);
+  ck_assert_uint_eq(a2a_rt_t.gdepth, 1);
+  ck_assert_uint_eq(atomic_load(&a2a_activity_tab[1].gkeep), 2); /* left no level */
+  /* A nested ncclGroupSimulateEnd ends the kept level as ncclGroupEnd. */
+  check_kept_group_call(ncclGroupStart, 50, seq + 7, 2, 4 | A2A_GROUP_KEPT, 8);
+  check_kept_group_call(simulate_end, 51, seq + 8, 1, 4, 8);
+  ck_assert_int_eq(ncclGroupSimulateEnd(NULL), ncclSuccess);
+  ck_assert_int_eq(nevents, 10);
+  check_group_events(8, A2A_EV_GROUP_END, seq + 9, 1, 1, ncclSuccess);
+  ck_assert_uint_eq(a2a_rt_t.gdepth, 0);
+  /* In a Python process: every nested call dispatched. */
+  atomic_store(&a2a_rt_py_off, false);
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(nevents, 18);
+  ck_assert_uint_eq(events[17].seq, seq + 13);
+  fake->group_inner = 0;
+  a2a_activity_threads = 0;
   atomic_store(&a2a_rt_ready_kinds, 0);
   atomic_store(&a2a_rt_g_state, 0);
 }
@@ -825,6 +939,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, recv_and_group_events_and_results);
   tcase_add_test(tc, query_events_fields_and_results);
   tcase_add_test(tc, quiet_query_makes_no_event);
+  tcase_add_test(tc, kept_nested_group_makes_no_event);
   tcase_add_test(tc, poll_query_events_fields_and_results);
   tcase_add_test(tc, unwanted_poll_query_kinds_pass_through);
   tcase_add_test(tc, async_error_events_fields_and_results);
