@@ -1025,6 +1025,116 @@ START_TEST(a_group_end_in_one_claim_writes_what_stream_by_stream_writes) {
 }
 END_TEST
 
+/* Thread 1's runs on the four streams, in the group's order (its first
+ * group's end opened them; first: that end's UNIT_END records), and a
+ * second group closed in one claim with the same records. */
+static void runs_in_group_order(void *comm, unsigned char *id, xr_rec first[4]) {
+  xr_rec rec[16];
+  comm_init(comm, id);
+  drain(rec, 16);
+  group_on(comm, k_streams, 4, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 8);
+  memcpy(first, rec + 4, 4 * sizeof *first);
+  group_on(comm, k_streams, 4, 0, 0); /* the one claim */
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 4; i++) assert_same_unit_end(&rec[4 + i], &first[i]);
+}
+
+/* One group of thread 1 over the four streams, its runs in the group's
+ * order (the first end opened them), then another thread's destroy of
+ * the third stream: the next end must not close its units in one claim
+ * (the runs' generation is stale: group_end_batch's generation test).
+ * Stream by stream (group_close: defer_unit), the first, second and
+ * fourth streams' units join their runs (not destroyed: the same
+ * UNIT_END as before), the third's run is closed untracked and a new run
+ * begins there. */
+START_TEST(a_group_end_after_a_destroy_does_not_take_the_one_claim) {
+  static unsigned char id[128] = {0x77, 1, 2, 3};
+  void *const comm = (void *)0xdd;
+  xr_rec rec[16], first[4];
+  runs_in_group_order(comm, id, first);
+
+  a2a_event d = ev_make(A2A_EV_STREAM_DESTROY);
+  d.thread = 2;
+  d.stream = (void *)k_streams[2];
+  ev_dispatch(&d, 0);
+  ck_assert_int_eq(drain(rec, 16), 0);
+
+  group_on(comm, k_streams, 4, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 9);
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(rec[i].type, XR_REC_OP);
+  assert_same_unit_end(&rec[4], &first[0]);
+  assert_same_unit_end(&rec[5], &first[1]);
+  ck_assert_int_eq(rec[6].type, XR_REC_UNIT_MARK); /* the old run, untracked */
+  ck_assert_uint_eq(rec[6].stream, k_streams[2]);
+  ck_assert_uint_eq(rec[6].u.unit.run, first[2].u.unit.run);
+  ck_assert_ptr_null(rec[6].event);
+  ck_assert_int_eq(rec[7].type, XR_REC_UNIT_END);
+  ck_assert_uint_eq(rec[7].stream, k_streams[2]);
+  ck_assert_ptr_null(rec[7].event);
+  ck_assert_int_eq(rec[7].u.unit.deferred, 1);
+  ck_assert_uint_ne(rec[7].u.unit.gen, first[2].u.unit.gen); /* begun after the destroy */
+  for (int j = 0; j < 4; j++) ck_assert_uint_ne(rec[7].u.unit.run, first[j].u.unit.run);
+  assert_same_unit_end(&rec[8], &first[3]);
+  ck_assert_uint_eq(xr_ring_drops(), 0);
+}
+END_TEST
+
+/* Another thread's capture begun between two groups whose runs are in the
+ * group's order: the end must not close its units in one claim
+ * (group_end_batch's capture test). Stream by stream, each run is marked
+ * now, untracked (a marker recorded now could join the capture), and each
+ * unit gets its own event on its stream; once the capture ended, the next
+ * end opens new runs, and the one after closes in one claim again. */
+START_TEST(a_group_end_during_a_capture_does_not_take_the_one_claim) {
+  static unsigned char id[128] = {0x78, 1, 2, 3};
+  void *const comm = (void *)0xde;
+  xr_rec rec[16], first[4];
+  runs_in_group_order(comm, id, first);
+
+  a2a_event cb = ev_make(A2A_EV_GRAPH_CAPTURE_BEGIN);
+  cb.thread = 2;
+  cb.stream = (void *)0x7700;
+  ev_pre(&cb);
+  ck_assert_int_eq(drain(rec, 16), 0);
+
+  group_on(comm, k_streams, 4, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 12);
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(rec[i].type, XR_REC_OP);
+  for (int i = 0; i < 4; i++) {
+    const xr_rec *m = &rec[4 + 2 * i], *e = &rec[5 + 2 * i];
+    ck_assert_int_eq(m->type, XR_REC_UNIT_MARK);
+    ck_assert_uint_eq(m->stream, k_streams[i]);
+    ck_assert_uint_eq(m->u.unit.run, first[i].u.unit.run);
+    ck_assert_ptr_null(m->event);
+    ck_assert_int_eq(e->type, XR_REC_UNIT_END);
+    ck_assert_uint_eq(e->stream, k_streams[i]);
+    ck_assert_int_eq(e->u.unit.deferred, 0);
+    ck_assert_ptr_nonnull(e->event); /* its own event */
+    ck_assert_ptr_eq(collector_event_stream(e->event), (void *)k_streams[i]);
+  }
+
+  a2a_event ce = ev_make(A2A_EV_GRAPH_CAPTURE_END);
+  ce.thread = 2;
+  ce.stream = (void *)0x7700;
+  ev_dispatch(&ce, 0);
+  drain(rec, 16);
+  group_on(comm, k_streams, 4, 0, 0); /* no run: new ones open */
+  ck_assert_int_eq(drain(rec, 16), 8);
+  memcpy(first, rec + 4, sizeof first);
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(first[i].type, XR_REC_UNIT_END);
+    ck_assert_uint_eq(first[i].stream, k_streams[i]);
+    ck_assert_int_eq(first[i].u.unit.deferred, 1);
+    ck_assert_ptr_null(first[i].event);
+  }
+  group_on(comm, k_streams, 4, 0, 0);
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 4; i++) assert_same_unit_end(&rec[4 + i], &first[i]);
+  ck_assert_uint_eq(xr_ring_drops(), 0);
+}
+END_TEST
+
 /* What late_consumer (below) popped, in order. */
 static xr_rec g_popped[1100];
 static int g_npopped;
@@ -1136,6 +1246,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
   tcase_add_test(tc, a_group_end_in_one_claim_writes_what_stream_by_stream_writes);
+  tcase_add_test(tc, a_group_end_after_a_destroy_does_not_take_the_one_claim);
+  tcase_add_test(tc, a_group_end_during_a_capture_does_not_take_the_one_claim);
   tcase_add_test(tc, a_group_end_across_the_ring_wrap_and_at_a_full_ring);
   suite_add_tcase(s, tc);
   return s;
