@@ -1603,16 +1603,15 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
     replay_predict(t);
     t->outer_site = ev->callsite;
     t->nnested = 0;
-    t->kword = w & ~A2A_GROUP_KEPT;
     t->grp_at[0] = t->cgrp = 0;
   } else {
     uint16_t n = nested_count(t, w);
     if (n < UINT16_MAX) n++;
     t->nnested = n;
-    t->kword = w & ~A2A_GROUP_KEPT;
     /* Deeper than LAYOUT_MAX_DEPTH: the innermost kept index stays. */
     if (t->depth < LAYOUT_MAX_DEPTH) t->grp_at[t->depth] = t->cgrp = n;
   }
+  t->kword = w & ~A2A_GROUP_KEPT; /* nnested counts the kept starts so far */
   t->depth++;
 }
 
