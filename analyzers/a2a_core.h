@@ -543,6 +543,17 @@ typedef struct a2a_analyzer {
    * vetoed the nested rows for the thread (a2a_group_nested_full) at a
    * call where its own state could not follow that count. */
   const struct a2a_nested *nested;
+  /* Whether its handlers on the nested rows (its nested ones, or its
+   * table handlers of the group kinds where it declares none) stay exact
+   * when the caller keeps a nested level instead of dispatching it
+   * (a2a_group_keep): they read the kept level where they need the
+   * thread's depth or nested-group index, fold it at the thread's next
+   * dispatched group call (u.group.kept), and mark the thread busy
+   * (a2a_nested_end_busy) while its nested end would not be a no-op for
+   * them. A running analyzer with a handler on a nested row that does not
+   * say so turns keeping off (a2a_group_keep_on, set at init): a new
+   * analyzer sees every nested call until it is written for kept ones. */
+  bool nested_keep_ok;
   /* Called once from a2a_core_init; nonzero disables the analyzer. Unit
    * tests call it again between cases (a2a_core_reset_for_tests): it must
    * (re)set all of the analyzer's state. May be NULL. */
@@ -946,11 +957,16 @@ static inline uint32_t a2a_group_count(uint32_t d, a2a_kind kind, int result) {
  * against it), as the child's count d starts from zero. */
 /* Whether the thread's group call of kind at depth d (before it) may go
  * without an event: see above (an end's answer is final, a start's
- * depends on its result: a2a_group_keep). */
+ * depends on its result: a2a_group_keep). Never while a running analyzer
+ * on the nested rows is not written for kept levels
+ * (a2a_analyzer.nested_keep_ok): a2a_group_keep_on, set at init with the
+ * rows, before the runtime stores READY. */
+extern A2A_HIDDEN bool a2a_group_keep_on;
 __attribute__((always_inline)) static inline bool a2a_group_keepable(a2a_kind kind, uint32_t thread,
                                                                      uint32_t d) {
   /* (The depth first: the outermost calls answer at once.) */
   if (kind == A2A_EV_GROUP_START ? d < 1 : d < 2) return false;
+  if (!a2a_group_keep_on) return false;
   if (thread >= A2A_ACTIVITY_THREADS) return false;
   const a2a_activity *a = &a2a_activity_tab[thread];
   uint32_t kept = atomic_load_explicit(&a->gkeep, memory_order_relaxed) & A2A_GROUP_KEPT;

@@ -147,6 +147,7 @@ bool a2a_activity_on;
 uint32_t a2a_activity_threads;
 _Atomic uint64_t a2a_kinds_wanted = ~0ull;
 uint64_t a2a_comm_quiet_kinds;
+bool a2a_group_keep_on;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const a2a_options *g_init_opt;
 static const a2a_host *g_init_host;
@@ -328,6 +329,19 @@ static bool rows_comm_quiet(int k) {
   return true;
 }
 
+/* Whether every analyzer entry of the nested rows is one written for kept
+ * nested levels (a2a_group_keep_on): an empty row keeps. */
+static bool rows_keep_ok(void) {
+  static const int rows[] = {A2A_ROW_GSTART_NESTED, A2A_ROW_GEND_NESTED};
+  for (int ph = 0; ph < 2; ph++)
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+      for (unsigned j = 0; atomic_load(&a2a_handlers[ph][rows[r]][j]) != NULL; j++) {
+        uint8_t i = g_hidx[ph][rows[r]][j];
+        if (i != 0xff && !g_an[i]->nested_keep_ok) return false;
+      }
+  return true;
+}
+
 static void init_analyzers(void) {
   atomic_store(&a2a_dispatch_ready, false);
   a2a_kparams_reset();
@@ -370,6 +384,7 @@ static void init_analyzers(void) {
   a2a_comm_quiet_kinds = 0;
   for (int k = 0; k < A2A_EV__COUNT; k++)
     if (rows_comm_quiet(k)) a2a_comm_quiet_kinds |= A2A_KIND_BIT(k);
+  a2a_group_keep_on = rows_keep_ok();
   for (size_t i = 0; i < g_nan; i++)
     if (!atomic_load(&g_off[i]) && g_an[i]->wants_activity) a2a_activity_on = true;
   a2a_activity_threads = a2a_activity_on ? A2A_ACTIVITY_THREADS : 0;

@@ -913,4 +913,6 @@ const a2a_analyzer a2a_analyzer_group_local = {
      * its POST records the async error it returned (gm_async_error_post). */
     .comm_quiet = A2A_KIND_BIT(A2A_EV_COMM_QUERY),
     .nested = &gl_nested,
+    /* gl_nested's depth reads the kept bit and folds it (gl_depth). */
+    .nested_keep_ok = true,
 };

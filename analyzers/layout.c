@@ -1766,6 +1766,9 @@ const a2a_analyzer a2a_analyzer_layout = {
      * not a copy kernel, the same launch returns at the memo test. Every
      * other path says not quiet (a copy kernel opens a timing bracket). */
     .launch_quiet = true,
+    /* Its group handlers read the kept word for the nested-group index
+     * (nested_count, kword) and fold it at the next dispatched call. */
+    .nested_keep_ok = true,
     .init = layout_init,
     .on_event = layout_on_event,
     .by_kind = &layout_by_kind,

@@ -1955,6 +1955,8 @@ const a2a_analyzer a2a_analyzer_perf_comm = {
      * launch only clears armed_c, which it cleared (pc_launch_slow). */
     .launch_quiet = true,
     .nested = &pc_nested,
+    /* Its nested end is a no-op unless it marked the thread busy. */
+    .nested_keep_ok = true,
     .pre_gated = A2A_KIND_BIT(A2A_EV_MEMCPY) | A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT),
     .pre_gate = &g_pc_gate,
     .post_gated = A2A_KIND_BIT(A2A_EV_EVENT_RECORD),

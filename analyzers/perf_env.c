@@ -282,6 +282,9 @@ const a2a_analyzer a2a_analyzer_perf_env = {
     /* Only perf_env_init sets it: with nothing to report, the hot rows
      * leave the handler out of the NCCL calls' lists altogether. */
     .gates_open_at_init_only = true,
+    /* A nested call finds its gate closed: the thread's outermost start,
+     * an NCCL event before it, made the report. */
+    .nested_keep_ok = true,
     .init = perf_env_init,
     .on_event = perf_env_on_event,
 };

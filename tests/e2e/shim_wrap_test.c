@@ -73,6 +73,9 @@ a2a_hot_row a2a_hot_rows[2][A2A_ROWS]; /* none gated */
 /* The communicator registry's memo and the quiet kinds (a2a_comm_quiet):
  * no kind quiet but in quiet_query_makes_no_event, which fills the memo. */
 uint64_t a2a_comm_quiet_kinds;
+/* Keeping nested group calls (a2a_group_keepable): on only in
+ * kept_nested_group_makes_no_event. */
+bool a2a_group_keep_on;
 _Atomic unsigned a2a_comm_ver = 7;
 _Thread_local a2a_comm_memo a2a_comm_last;
 _Atomic(a2a_handler) a2a_launch_quiet[A2A_LIST_LEN];
@@ -472,6 +475,7 @@ START_TEST(kept_nested_group_makes_no_event)
   atomic_store(&a2a_rt_ready_kinds, ~0ull);
   atomic_store(&a2a_rt_py_off, true);
   a2a_activity_threads = A2A_ACTIVITY_THREADS;
+  a2a_group_keep_on = true;
   fake->group_inner = 1;
   const uint32_t seq = a2a_rt_t.call_seq;
   /* The outer start: dispatched. */
@@ -521,6 +525,17 @@ START_TEST(kept_nested_group_makes_no_event)
   ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
   ck_assert_int_eq(nevents, 18);
   ck_assert_uint_eq(events[17].seq, seq + 13);
+  /* An analyzer on the nested rows not written for kept levels
+   * (a2a_group_keep_on false): every nested call dispatched. */
+  atomic_store(&a2a_rt_py_off, true);
+  a2a_group_keep_on = false;
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(nevents, 26);
+  ck_assert_uint_eq(events[25].seq, seq + 17);
+  ck_assert_uint_eq(atomic_load(&a2a_activity_tab[1].gkeep), 4); /* nothing kept */
   fake->group_inner = 0;
   a2a_activity_threads = 0;
   atomic_store(&a2a_rt_ready_kinds, 0);

@@ -1545,7 +1545,11 @@ static void fk_event(const a2a_event *ev) {
   if (ev->phase == A2A_PRE) g_kept_seen += ev->u.group.kept;
 }
 static const a2a_analyzer fake_k = {.name = "fake_k", .pre = GROUP_KINDS, .post = GROUP_KINDS,
-                                    .on_event = fk_event, .wants_activity = true};
+                                    .on_event = fk_event, .wants_activity = true,
+                                    .nested_keep_ok = true};
+/* fake_g written for kept levels (it only counts what reaches it). */
+static const a2a_analyzer fake_gk = {.name = "fake_gk", .pre = GROUP_KINDS, .post = GROUP_KINDS,
+                                     .on_event = fg_event, .nested_keep_ok = true};
 static bool kcall(a2a_kind k, int result, uint32_t thread, uint32_t seq) {
   a2a_event ev = ev_make(k);
   ev.thread = thread;
@@ -1556,7 +1560,7 @@ static bool kcall(a2a_kind k, int result, uint32_t thread, uint32_t seq) {
 }
 
 START_TEST(nested_group_calls_are_kept) {
-  static const a2a_analyzer *const list[] = {&fake_g, &fake_k};
+  static const a2a_analyzer *const list[] = {&fake_gk, &fake_k};
   a2a_core_set_analyzers_for_tests(list, 2);
   collector_reinit();
   gcounts_reset();
@@ -1608,6 +1612,49 @@ START_TEST(nested_group_calls_are_kept) {
 }
 END_TEST
 
+/* Keeping needs every analyzer on the nested rows to be written for kept
+ * levels (a2a_analyzer.nested_keep_ok, a2a_group_keep_on at init): one
+ * that is not - fake_g, whose table handlers take the nested rows - sees
+ * every nested call; one whose nested handlers are all NULL, or whose
+ * masks hold no group kind, or that is off, does not count; the table's
+ * analyzers all keep. */
+static const a2a_nested none_nested = {.start = {NULL, NULL}, .end = {NULL, NULL}};
+static const a2a_analyzer fake_none = {.name = "fake_none", .pre = GROUP_KINDS,
+                                       .post = GROUP_KINDS, .on_event = fg_event,
+                                       .nested = &none_nested};
+static const a2a_analyzer fake_launch = {.name = "fake_launch",
+                                         .pre = A2A_KIND_BIT(A2A_EV_LAUNCH),
+                                         .on_event = fg_event};
+START_TEST(keeping_needs_every_nested_row_analyzer_written_for_it) {
+  const uint32_t T = 6;
+  static const a2a_analyzer *const keeps[] = {&fake_k, &fake_none, &fake_launch};
+  a2a_core_set_analyzers_for_tests(keeps, 3);
+  collector_reinit();
+  ck_assert(a2a_group_keep_on);
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, T, 1));
+  ck_assert(kcall(A2A_EV_GROUP_START, 0, T, 2));
+  ck_assert(kcall(A2A_EV_GROUP_END, 0, T, 3));
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 4));
+
+  static const a2a_analyzer *const veto[] = {&fake_k, &fake_g};
+  a2a_core_set_analyzers_for_tests(veto, 2);
+  collector_reinit();
+  gcounts_reset();
+  ck_assert(!a2a_group_keep_on);
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, T, 1));
+  ck_assert(!kcall(A2A_EV_GROUP_START, 0, T, 2));
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 3));
+  ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 4));
+  ck_assert_int_eq(g_gall, 8); /* every call, both phases */
+  ck_assert_uint_eq(ev_group_kept(), 0);
+
+  a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
+  collector_reinit();
+  ck_assert(a2a_group_keep_on);
+  collector_reset();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("core");
   TCase *tc = tcase_create("core");
@@ -1649,6 +1696,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, lock_excludes_under_contention);
   tcase_add_test(tc, nested_group_calls_take_the_nested_rows);
   tcase_add_test(tc, nested_group_calls_are_kept);
+  tcase_add_test(tc, keeping_needs_every_nested_row_analyzer_written_for_it);
   suite_add_tcase(s, tc);
   return s;
 }
