@@ -75,9 +75,21 @@ static inline bool a2a_rt_ready(void) {
  * a2a_rt_ready() then a2a_kind_wanted() would answer, as of a moment
  * between the two stores; 0 says nothing (ask those two). */
 extern A2A_HIDDEN _Atomic uint64_t a2a_rt_ready_kinds;
-static inline bool a2a_rt_ready_wanted(unsigned kind) {
-  return (atomic_load_explicit(&a2a_rt_ready_kinds, memory_order_acquire) >> kind) & 1;
+/* Bit A2A_RT_READY_MARK of a2a_rt_ready_kinds, no kind's, is stored set
+ * with the kinds: a read with the mark set says READY and, in its other
+ * bits, the kinds wanted - with kind k's bit clear, a2a_rt_ready() then
+ * !a2a_kind_wanted(k), as of a moment between the two stores, in the same
+ * load (a2a_rt_ready_marked). */
+#define A2A_RT_READY_MARK 63u
+_Static_assert(A2A_EV__COUNT <= (int)A2A_RT_READY_MARK, "the READY mark is no kind's bit");
+static inline uint64_t a2a_rt_ready_kinds_now(void) {
+  return atomic_load_explicit(&a2a_rt_ready_kinds, memory_order_acquire);
 }
+static inline bool a2a_rt_ready_wanted(unsigned kind) {
+  return (a2a_rt_ready_kinds_now() >> kind) & 1;
+}
+/* Whether rk, a read of a2a_rt_ready_kinds, has the READY mark. */
+static inline bool a2a_rt_ready_marked(uint64_t rk) { return (rk >> A2A_RT_READY_MARK) & 1; }
 static inline bool a2a_rt_enter_ready(void) {
   if (a2a_rt_t.depth) return false;
   a2a_rt_t.depth = 1;

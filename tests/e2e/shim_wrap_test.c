@@ -687,6 +687,44 @@ START_TEST(ready_hot_wrappers_test_the_ready_kinds)
 }
 END_TEST
 
+/* A hot wrapper forwards a kind that is off on one read of
+ * a2a_rt_ready_kinds only when that read has the READY mark (the kinds
+ * stored after READY: a2a_rt_set_state): with the kind's bit clear and no
+ * mark - not READY, or READY before the kinds were stored - it asks the
+ * state and the kinds apart, and analyzes a wanted kind. */
+START_TEST(ready_mark_decides_the_one_load_forward)
+{
+  static float buf[4];
+  float *p = buf;
+  void *args[] = {&p};
+  dim3 one = {1, 1, 1};
+  /* Marked, the launch's bit clear: forwarded, errno untouched, whatever
+   * the slow path would say (here it would analyze: enabled). */
+  atomic_store(&a2a_rt_ready_kinds, ~A2A_KIND_BIT(A2A_EV_LAUNCH) | 1ull << A2A_RT_READY_MARK);
+  errno = 80;
+  ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL), cudaSuccess);
+  ck_assert_int_eq(errno, 80);
+  ck_assert_int_eq(nevents, 0);
+  ck_assert_int_eq(a2a_rt_t.depth, 0);
+  /* Not marked, the bit clear: READY with the launch wanted (the window)
+   * is analyzed through the READY guard; not READY, through the slow
+   * path - never forwarded on the bit alone. */
+  for (int ready = 0; ready < 2; ready++) {
+    atomic_store(&a2a_rt_ready_kinds, ~A2A_KIND_BIT(A2A_EV_LAUNCH) & ~(1ull << A2A_RT_READY_MARK));
+    atomic_store(&a2a_rt_g_state, ready ? A2A_RT_STATE_READY : 0);
+    nevents = 0;
+    errno = 81;
+    ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL), cudaSuccess);
+    ck_assert_int_eq(errno, 81);
+    ck_assert_int_eq(nevents, 2);
+    ck_assert_int_eq(events[0].kind, A2A_EV_LAUNCH);
+    ck_assert_int_eq(a2a_rt_t.depth, 0);
+  }
+  atomic_store(&a2a_rt_g_state, 0);
+  atomic_store(&a2a_rt_ready_kinds, 0);
+}
+END_TEST
+
 START_TEST(errno_is_the_applications_and_the_librarys)
 {
   errno = 555;
@@ -947,6 +985,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, errno_is_the_applications_and_the_librarys);
   tcase_add_test(tc, errno_is_each_threads_own);
   tcase_add_test(tc, ready_hot_wrappers_test_the_ready_kinds);
+  tcase_add_test(tc, ready_mark_decides_the_one_load_forward);
   tcase_add_test(tc, inner_nccl_calls_pass_through);
   tcase_add_test(tc, init_all_posts_once_per_comm);
   tcase_add_test(tc, split_reports_new_comm_shape);
