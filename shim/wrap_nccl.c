@@ -284,17 +284,22 @@ __attribute__((noinline)) static ncclResult_t comm_get_async_error(ncclComm_t co
 
 /* NCCL calls ncclCommGetAsyncError through the PLT at every enqueue (its
  * communicator readiness check), from inside the application's analyzed
- * NCCL call: there the runtime is ready and the depth guard set, which is
- * exactly when A2A_PASS_THROUGH_UNLESS_ENTERED forwards the call unchanged
- * (a2a_rt_enter's fast path returns false). That case is tested first and
- * tail-calls NCCL without saving and restoring errno, which nothing on this
- * path touches (an unresolved slot takes the full path, whose resolution
- * preserves errno). Anything else: comm_get_async_error, the wrapper as
- * every other. */
+ * NCCL call: there the depth guard is set, and with the guard set every
+ * path of comm_get_async_error forwards the call unchanged - the kind off
+ * forwards at once; otherwise the guard's test fails: a2a_rt_enter_ready
+ * on the depth, a2a_rt_enter_slow on the state (DISABLED, FINISHED, or this
+ * thread initializing) or, after READY, on the depth (a thread's guard is
+ * set only by an entry that read READY, the quiet queries' included, and
+ * the state never returns to UNINIT or INITIALIZING: no initialization
+ * is waited for that this skips) - and its errno save and restore stores
+ * the value it read. So that case, the guard set, is tested first, alone,
+ * and tail-calls NCCL without saving and restoring errno, which nothing on
+ * this path touches (an unresolved slot takes the full path, whose
+ * resolution preserves errno). Anything else: comm_get_async_error, the
+ * wrapper as every other. */
 A2A_PUBLIC ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
-  if (__builtin_expect(a2a_rt_t.depth != 0, 1) &&
-      atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) == A2A_RT_STATE_READY) {
+  if (__builtin_expect(a2a_rt_t.depth != 0, 1)) {
     void *real = atomic_load_explicit(&a2a_real_slot[A2A_SYM_ncclCommGetAsyncError],
                                       memory_order_acquire);
     if (__builtin_expect(real != NULL, 1))
