@@ -125,6 +125,14 @@ __attribute__((noinline)) ncclResult_t shim_test_call_send(ncclComm_t comm)
   return r;
 }
 
+__attribute__((noinline)) ncclResult_t shim_test_call_gstart(void);
+__attribute__((noinline)) ncclResult_t shim_test_call_gstart(void)
+{
+  ncclResult_t r = ncclGroupStart();
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
 __attribute__((noinline)) ncclResult_t shim_test_call_count(ncclComm_t comm, int *n);
 __attribute__((noinline)) ncclResult_t shim_test_call_count(ncclComm_t comm, int *n)
 {
@@ -493,16 +501,22 @@ START_TEST(kept_nested_group_makes_no_event)
   check_group_events(2, A2A_EV_GROUP_END, seq + 4, 1, 0, ncclSuccess);
   ck_assert_int_eq(a2a_rt_t.depth, 0);
   ck_assert_uint_eq(a2a_rt_t.gdepth, 0);
-  /* A nested start that fails: dispatched after the call, the next seq. */
-  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  /* A nested start that fails: dispatched after the call, the next seq,
+   * its call site the caller's (as the outer start's). */
+  ck_assert_int_eq(shim_test_call_gstart(), ncclSuccess);
   fake->group_start_fail = ncclInvalidUsage;
   errno = 49;
-  ck_assert_int_eq(ncclGroupStart(), ncclInvalidUsage);
+  ck_assert_int_eq(shim_test_call_gstart(), ncclInvalidUsage);
   fake->group_start_fail = 0;
   ck_assert_int_eq(errno, 1239);
   ck_assert_int_eq(fake->errno_at_entry, 49);
   ck_assert_int_eq(nevents, 8);
   check_group_events(6, A2A_EV_GROUP_START, seq + 6, 1, 0, ncclInvalidUsage);
+  for (int i = 4; i < 8; i++) {
+    Dl_info info;
+    ck_assert(dladdr(events[i].callsite, &info));
+    ck_assert_str_eq(info.dli_sname, "shim_test_call_gstart");
+  }
   ck_assert_int_eq(a2a_rt_t.depth, 0);
   ck_assert_uint_eq(a2a_rt_t.gdepth, 1);
   ck_assert_uint_eq(atomic_load(&a2a_activity_tab[1].gkeep), 2); /* left no level */
@@ -513,14 +527,29 @@ START_TEST(kept_nested_group_makes_no_event)
   ck_assert_int_eq(nevents, 10);
   check_group_events(8, A2A_EV_GROUP_END, seq + 9, 1, 1, ncclSuccess);
   ck_assert_uint_eq(a2a_rt_t.gdepth, 0);
+  /* Inside an analyzed call (the guard set: NCCL's own group calls), a
+   * nested pair that could be kept is forwarded: no seq, no count. */
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  const uint32_t seq_in = a2a_rt_t.call_seq, gkeep_in = atomic_load(&a2a_activity_tab[1].gkeep);
+  a2a_rt_t.depth = 1;
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(a2a_rt_t.depth, 1);
+  a2a_rt_t.depth = 0;
+  ck_assert_uint_eq(a2a_rt_t.call_seq, seq_in);
+  ck_assert_uint_eq(a2a_rt_t.gdepth, 1);
+  ck_assert_uint_eq(atomic_load(&a2a_activity_tab[1].gkeep), gkeep_in);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(nevents, 14);
+  ck_assert_uint_eq(a2a_rt_t.gdepth, 0);
   /* In a Python process: every nested call dispatched. */
   atomic_store(&a2a_rt_py_off, false);
   ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
   ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
   ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
   ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
-  ck_assert_int_eq(nevents, 18);
-  ck_assert_uint_eq(events[17].seq, seq + 13);
+  ck_assert_int_eq(nevents, 22);
+  ck_assert_uint_eq(events[21].seq, seq + 15);
   fake->group_inner = 0;
   a2a_activity_threads = 0;
   atomic_store(&a2a_rt_ready_kinds, 0);
