@@ -21,7 +21,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "a2a_core.h"
@@ -143,6 +145,20 @@ static inline uint64_t a2a_rt_now_ns(void) {
 void a2a_rt_note_nccl_call_slow(void);
 static inline void a2a_rt_note_nccl_call(void) {
   if (__builtin_expect(!a2a_rt_t.nccl_noted, 0)) a2a_rt_note_nccl_call_slow();
+}
+/* Whether the thread's device is tracked (device_set) and its NCCL calls
+ * noted (nccl_noted), the two adjacent flags in one load and compare: then
+ * a2a_shim_query_device answers the tracked device and
+ * a2a_rt_note_nccl_call does nothing. */
+static inline bool a2a_rt_device_set_and_noted(void) {
+  _Static_assert(offsetof(a2a_rt_thread, nccl_noted) == offsetof(a2a_rt_thread, device_set) + 1,
+                 "device_set and nccl_noted adjacent");
+  _Static_assert(sizeof(bool) == 1, "one byte each");
+  const bool both[2] = {true, true};
+  uint16_t w, want;
+  memcpy(&w, &a2a_rt_t.device_set, sizeof w);
+  memcpy(&want, both, sizeof want);
+  return w == want;
 }
 /* The call site of an NCCL call (a2a_event.callsite): pc itself, or - when
  * the calling thread runs Python - an opaque handle for (the innermost user

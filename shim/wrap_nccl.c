@@ -78,6 +78,13 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
 static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api, const void *pc,
                                    void *comm, cudaStream_t stream)
 {
+  /* (A kind that asks its device, its common case: the device tracked and
+   * the note made, one test - the device the tracked one, no note.) */
+  if (nccl_device_asked(kind) && __builtin_expect(a2a_rt_device_set_and_noted(), 1)) {
+    a2a_shim_event_head_at(ev, kind, api, a2a_rt_t.device, a2a_rt_py_site(pc), (void *)stream,
+                           comm);
+    return;
+  }
   int device = nccl_device_asked(kind) ? a2a_shim_query_device() : a2a_shim_current_device();
   a2a_shim_event_head_at(ev, kind, api, device, a2a_rt_py_site(pc), (void *)stream, comm);
   a2a_rt_note_nccl_call();

@@ -966,6 +966,30 @@ START_TEST(nccl_device_from_the_runtime_until_set_device)
 }
 END_TEST
 
+/* An NCCL operation's head tests the tracked device and the thread's NCCL
+ * note together: the note is made whenever the thread has not made it,
+ * the device tracked or not, and is not made again; the device is the
+ * tracked one once set, else the runtime's. */
+START_TEST(nccl_note_and_device_in_one_test)
+{
+  int calls = nccl_calls;
+  ck_assert_int_eq(cudaSetDevice(5), cudaSuccess);
+  fake->current_device = 1;
+  shim_test_call_send((ncclComm_t)0x1); /* tracked, not noted: noted */
+  ck_assert_int_eq(events[nevents - 1].device, 5);
+  ck_assert_int_eq(nccl_calls, calls + 1);
+  a2a_rt_t.nccl_noted = true; /* (the fake's slow note leaves it clear) */
+  shim_test_call_send((ncclComm_t)0x1); /* both: no note, the tracked device */
+  ck_assert_int_eq(events[nevents - 1].device, 5);
+  ck_assert_int_eq(nccl_calls, calls + 1);
+  a2a_rt_t.device_set = false; /* noted, not tracked: the runtime's device */
+  shim_test_call_send((ncclComm_t)0x1);
+  ck_assert_int_eq(events[nevents - 1].device, 1);
+  ck_assert_int_eq(nccl_calls, calls + 1);
+  a2a_rt_t.nccl_noted = false;
+}
+END_TEST
+
 START_TEST(disabled_is_pure_pass_through)
 {
   enabled = false;
@@ -1021,6 +1045,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, split_in_group_is_not_queried);
   tcase_add_test(tc, device_is_tracked_from_set_device);
   tcase_add_test(tc, nccl_device_from_the_runtime_until_set_device);
+  tcase_add_test(tc, nccl_note_and_device_in_one_test);
   tcase_add_test(tc, disabled_is_pure_pass_through);
   tcase_add_test(tc, unresolved_call_returns_error_not_crash);
   suite_add_tcase(s, tc);
