@@ -21,7 +21,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "a2a_core.h"
@@ -75,9 +77,21 @@ static inline bool a2a_rt_ready(void) {
  * a2a_rt_ready() then a2a_kind_wanted() would answer, as of a moment
  * between the two stores; 0 says nothing (ask those two). */
 extern A2A_HIDDEN _Atomic uint64_t a2a_rt_ready_kinds;
-static inline bool a2a_rt_ready_wanted(unsigned kind) {
-  return (atomic_load_explicit(&a2a_rt_ready_kinds, memory_order_acquire) >> kind) & 1;
+/* Bit A2A_RT_READY_MARK of a2a_rt_ready_kinds, no kind's, is stored set
+ * with the kinds: a read with the mark set says READY and, in its other
+ * bits, the kinds wanted - with kind k's bit clear, a2a_rt_ready() then
+ * !a2a_kind_wanted(k), as of a moment between the two stores, in the same
+ * load (a2a_rt_ready_marked). */
+#define A2A_RT_READY_MARK 63u
+_Static_assert(A2A_EV__COUNT <= (int)A2A_RT_READY_MARK, "the READY mark is no kind's bit");
+static inline uint64_t a2a_rt_ready_kinds_now(void) {
+  return atomic_load_explicit(&a2a_rt_ready_kinds, memory_order_acquire);
 }
+static inline bool a2a_rt_ready_wanted(unsigned kind) {
+  return (a2a_rt_ready_kinds_now() >> kind) & 1;
+}
+/* Whether rk, a read of a2a_rt_ready_kinds, has the READY mark. */
+static inline bool a2a_rt_ready_marked(uint64_t rk) { return (rk >> A2A_RT_READY_MARK) & 1; }
 static inline bool a2a_rt_enter_ready(void) {
   if (a2a_rt_t.depth) return false;
   a2a_rt_t.depth = 1;
@@ -131,6 +145,20 @@ static inline uint64_t a2a_rt_now_ns(void) {
 void a2a_rt_note_nccl_call_slow(void);
 static inline void a2a_rt_note_nccl_call(void) {
   if (__builtin_expect(!a2a_rt_t.nccl_noted, 0)) a2a_rt_note_nccl_call_slow();
+}
+/* Whether the thread's device is tracked (device_set) and its NCCL calls
+ * noted (nccl_noted), the two adjacent flags in one load and compare: then
+ * a2a_shim_query_device answers the tracked device and
+ * a2a_rt_note_nccl_call does nothing. */
+static inline bool a2a_rt_device_set_and_noted(void) {
+  _Static_assert(offsetof(a2a_rt_thread, nccl_noted) == offsetof(a2a_rt_thread, device_set) + 1,
+                 "device_set and nccl_noted adjacent");
+  _Static_assert(sizeof(bool) == 1, "one byte each");
+  const bool both[2] = {true, true};
+  uint16_t w, want;
+  memcpy(&w, &a2a_rt_t.device_set, sizeof w);
+  memcpy(&want, both, sizeof want);
+  return w == want;
 }
 /* The call site of an NCCL call (a2a_event.callsite): pc itself, or - when
  * the calling thread runs Python - an opaque handle for (the innermost user

@@ -121,7 +121,10 @@ extern A2A_HIDDEN _Atomic(void *) a2a_real_slot[A2A_SYM__COUNT];
  * stores the result in the slot. Never returns NULL. Preserves errno. */
 void *a2a_real_resolve(a2a_sym_id id);
 
-static inline void *a2a_real_ptr(a2a_sym_id id)
+/* (Always inline: a wrapper's forward is this load and test, then a jump
+ * to the real function; in a cold branch - a pass-through - GCC would
+ * call it out of line.) */
+__attribute__((always_inline)) static inline void *a2a_real_ptr(a2a_sym_id id)
 {
   void *p = atomic_load_explicit(&a2a_real_slot[id], memory_order_acquire);
   return __builtin_expect(p != NULL, 1) ? p : a2a_real_resolve(id);
@@ -213,10 +216,14 @@ static inline int a2a_shim_query_device(void)
  * initialization still runs on the first call, and the kind is tested
  * once the initialization returned (a2a_rt_enter_slow). The common case,
  * READY and the kind wanted, is one load and test (a2a_rt_ready_wanted);
- * its 0 answer asks both again, apart. */
+ * its 0 answer is the kind off when the same load has the READY mark
+ * (a2a_rt_ready_marked: -all, one load), else asks both again, apart
+ * (the window between READY's store and the kinds'). */
 #define A2A_PASS_THROUGH_UNLESS_WANTED(evkind, name, ...)                     \
   bool a2a_ready_ = true;                                                     \
-  if (__builtin_expect(!a2a_rt_ready_wanted(evkind), 0)) {                    \
+  const uint64_t a2a_rk_ = a2a_rt_ready_kinds_now();                          \
+  if (__builtin_expect(!((a2a_rk_ >> (evkind)) & 1), 0)) {                    \
+    if (a2a_rt_ready_marked(a2a_rk_)) return A2A_REAL(name)(__VA_ARGS__);    \
     a2a_ready_ = a2a_rt_ready();                                              \
     if (a2a_ready_ && !a2a_kind_wanted(evkind)) return A2A_REAL(name)(__VA_ARGS__); \
   }                                                                           \

@@ -54,13 +54,14 @@ int a2a_rt_state(void) { return atomic_load_explicit(&g_state, memory_order_acqu
 _Atomic uint64_t a2a_rt_ready_kinds;
 /* a2a_rt_ready_kinds is nonzero only while the state is READY: cleared
  * before any other state is stored, set after READY is (a2a_kinds_wanted
- * is final then: a2a_core_init returned). */
+ * is final then: a2a_core_init returned), with the READY mark. */
 void a2a_rt_set_state(int s) {
   if (s != A2A_RT_READY) atomic_store_explicit(&a2a_rt_ready_kinds, 0, memory_order_release);
   atomic_store_explicit(&g_state, s, memory_order_release);
   if (s == A2A_RT_READY)
     atomic_store_explicit(&a2a_rt_ready_kinds,
-                          atomic_load_explicit(&a2a_kinds_wanted, memory_order_relaxed),
+                          atomic_load_explicit(&a2a_kinds_wanted, memory_order_relaxed) |
+                              1ull << A2A_RT_READY_MARK,
                           memory_order_release);
 }
 

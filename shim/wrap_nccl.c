@@ -78,6 +78,13 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
 static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api, const void *pc,
                                    void *comm, cudaStream_t stream)
 {
+  /* (A kind that asks its device, its common case: the device tracked and
+   * the note made, one test - the device the tracked one, no note.) */
+  if (nccl_device_asked(kind) && __builtin_expect(a2a_rt_device_set_and_noted(), 1)) {
+    a2a_shim_event_head_at(ev, kind, api, a2a_rt_t.device, a2a_rt_py_site(pc), (void *)stream,
+                           comm);
+    return;
+  }
   int device = nccl_device_asked(kind) ? a2a_shim_query_device() : a2a_shim_current_device();
   a2a_shim_event_head_at(ev, kind, api, device, a2a_rt_py_site(pc), (void *)stream, comm);
   a2a_rt_note_nccl_call();
@@ -284,17 +291,22 @@ __attribute__((noinline)) static ncclResult_t comm_get_async_error(ncclComm_t co
 
 /* NCCL calls ncclCommGetAsyncError through the PLT at every enqueue (its
  * communicator readiness check), from inside the application's analyzed
- * NCCL call: there the runtime is ready and the depth guard set, which is
- * exactly when A2A_PASS_THROUGH_UNLESS_ENTERED forwards the call unchanged
- * (a2a_rt_enter's fast path returns false). That case is tested first and
- * tail-calls NCCL without saving and restoring errno, which nothing on this
- * path touches (an unresolved slot takes the full path, whose resolution
- * preserves errno). Anything else: comm_get_async_error, the wrapper as
- * every other. */
+ * NCCL call: there the depth guard is set, and with the guard set every
+ * path of comm_get_async_error forwards the call unchanged - the kind off
+ * forwards at once; otherwise the guard's test fails: a2a_rt_enter_ready
+ * on the depth, a2a_rt_enter_slow on the state (DISABLED, FINISHED, or this
+ * thread initializing) or, after READY, on the depth (a thread's guard is
+ * set only by an entry that read READY, the quiet queries' included, and
+ * the state never returns to UNINIT or INITIALIZING: no initialization
+ * is waited for that this skips) - and its errno save and restore stores
+ * the value it read. So that case, the guard set, is tested first, alone,
+ * and tail-calls NCCL without saving and restoring errno, which nothing on
+ * this path touches (an unresolved slot takes the full path, whose
+ * resolution preserves errno). Anything else: comm_get_async_error, the
+ * wrapper as every other. */
 A2A_PUBLIC ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
-  if (__builtin_expect(a2a_rt_t.depth != 0, 1) &&
-      atomic_load_explicit(&a2a_rt_g_state, memory_order_acquire) == A2A_RT_STATE_READY) {
+  if (__builtin_expect(a2a_rt_t.depth != 0, 1)) {
     void *real = atomic_load_explicit(&a2a_real_slot[A2A_SYM_ncclCommGetAsyncError],
                                       memory_order_acquire);
     if (__builtin_expect(real != NULL, 1))
@@ -698,6 +710,12 @@ static void group_track(bool start, ncclResult_t r)
   }
 }
 
+/* A2A_EVENT_NCCL with the call site given (a wrapper's own return
+ * address, handed to the out-of-line part that builds the event). */
+#define A2A_EVENT_NCCL_AT(ev, evkind, apiname, pc_, comm_, stream_)           \
+  a2a_event ev;                                                               \
+  nccl_event_head(&ev, (evkind), (apiname), (pc_), (void *)(comm_), (stream_))
+
 /* The group calls: NCCL's depth is mirrored (group_track) on the
  * pass-through path too, so a re-entered or pre-init call keeps it right.
  * An analyzed call is dispatched, both phases, with the row a2a_group_nested
@@ -712,9 +730,32 @@ static void group_track(bool start, ncclResult_t r)
  * (a2a_rt_py_off, as the quiet queries): an event's head interns its call
  * site (a2a_rt_py_site), which in a thread running Python makes a site
  * handle, and a kept call would leave every later handle numbered
- * differently. */
-#define A2A_GROUP_WRAP(name, evkind, start_, simulate_, ...)                  \
+ * differently.
+ *
+ * In three parts, so that a kept call pays for no event's frame. The
+ * exported `name` tests first, while the runtime is READY and the thread
+ * outside the tool, whether the call may be kept - the test the analyzed
+ * path makes right after its entry (a2a_rt_enter_ready: the guard's test
+ * and store, which it then makes itself), on the same thread-owned state -
+ * and keeps it (A2A_GROUP_KEEP), errno untouched: neither the tests nor a
+ * kept call write it, so the real call sees the application's and the
+ * application the call's. Any other call: name##_event, the wrapper as
+ * before, out of line, with the exported function's return address as its
+ * call site (sim_: its simInfo, NULL for the others, which take none);
+ * its own keep test, after its entry, then answers no (the same reads of
+ * the same thread's state: only a core re-initialization, or a fork,
+ * rewrites another thread's words), unless the runtime was not READY at
+ * the first test. A kept start that failed: name##_failed, its dispatch. */
+#define A2A_GROUP_WRAP(name, evkind, start_, simulate_, params, sim_, ...)    \
+  __attribute__((noinline)) static ncclResult_t name##_failed(                \
+      const void *a2a_pc_, ncclResult_t r, uint32_t d_)                       \
   {                                                                           \
+    A2A_GROUP_FAILED(name, (evkind), (start_), (simulate_), a2a_pc_, r, d_);  \
+  }                                                                           \
+  __attribute__((noinline)) static ncclResult_t name##_event(                 \
+      const void *a2a_pc_, ncclSimInfo_t *simInfo)                            \
+  {                                                                           \
+    (void)simInfo;                                                            \
     A2A_ERRNO_SAVE();                                                         \
     if (!a2a_rt_enter()) {                                                    \
       A2A_ERRNO = a2a_errno_;                                                 \
@@ -727,15 +768,27 @@ static void group_track(bool start, ncclResult_t r)
     if (d_ >= ((start_) ? 1u : 2u) &&                                         \
         atomic_load_explicit(&a2a_rt_py_off, memory_order_relaxed) &&          \
         a2a_group_keepable((evkind), a2a_rt_thread_index(), d_))              \
-      A2A_GROUP_KEEP(name, (evkind), (start_), (simulate_), d_,               \
-                     a2a_rt_thread_index(), __VA_ARGS__);                     \
-    A2A_EVENT_NCCL(ev, (evkind), #name, NULL, NULL);                          \
+      A2A_GROUP_KEEP(name, (evkind), (start_), d_, a2a_rt_thread_index(),     \
+                     a2a_pc_, __VA_ARGS__);                                   \
+    A2A_EVENT_NCCL_AT(ev, (evkind), #name, a2a_pc_, NULL, NULL);              \
     ev.u.group.simulate = (simulate_);                                        \
     if (__builtin_expect(a2a_group_nested(&ev, (evkind), d_), 0))             \
       A2A_GROUP_CALL(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind), true,        \
                      (start_), name, __VA_ARGS__);                            \
     A2A_GROUP_CALL(ev, (evkind), (unsigned)(evkind), false, (start_), name,   \
                    __VA_ARGS__);                                              \
+  }                                                                           \
+  A2A_PUBLIC ncclResult_t name params                                         \
+  {                                                                           \
+    const uint32_t d_ = a2a_rt_t.gdepth;                                      \
+    if (d_ >= ((start_) ? 1u : 2u) && a2a_rt_ready() && a2a_rt_t.depth == 0 && \
+        atomic_load_explicit(&a2a_rt_py_off, memory_order_relaxed) &&          \
+        a2a_group_keepable((evkind), a2a_rt_thread_index(), d_)) {            \
+      a2a_rt_t.depth = 1; /* a2a_rt_enter_ready's store */                    \
+      A2A_GROUP_KEEP(name, (evkind), (start_), d_, a2a_rt_thread_index(),     \
+                     __builtin_return_address(0), __VA_ARGS__);               \
+    }                                                                         \
+    return name##_event(__builtin_return_address(0), (sim_));                 \
   }
 
 /* An analyzed group call's dispatch with its row (a constant: either
@@ -760,46 +813,51 @@ static void group_track(bool start, ncclResult_t r)
   } while (0)
 
 /* A keepable nested call (d_ the thread's count before it, th_ its
- * index): the real call, then, when it is kept (a2a_group_keep: not a
- * start that failed), only the counts and the seq its event would have had
- * with the thread's activity, errno as the call left it. (No NCCL note:
- * the thread's outermost start, an event, made it, and a2a_rt_t.nccl_noted
- * is never cleared.) A start that failed is dispatched now, both phases on
- * its nested row (a keepable start is nested: a2a_group_keepable tests
- * a2a_group_nested's condition), its event made after the call - the same
- * event (a group event's head reads no state the call changes; the seq is
- * the next one either way, nothing between took one) with its PRE after
- * the call: the handlers see what they would have, as no other call of
- * the thread was dispatched between, and no analyzer's nested start PRE
- * depends on NCCL's state. Its PRE restores errno as the call left it. */
-#define A2A_GROUP_KEEP(name, evkind, start_, simulate_, d_, th_, ...)         \
+ * index, pc_ its call site), the guard taken: the real call, then, when it
+ * is kept (a2a_group_keep: not a start that failed), only the counts and
+ * the seq its event would have had with the thread's activity, none of
+ * which writes errno: the application sees errno as the call left it. (No
+ * NCCL note: the thread's outermost start, an event, made it, and
+ * a2a_rt_t.nccl_noted is never cleared.) A start that failed is dispatched
+ * now (name##_failed: A2A_GROUP_FAILED). */
+#define A2A_GROUP_KEEP(name, evkind, start_, d_, th_, pc_, ...)               \
   do {                                                                        \
     const uint32_t t_ = (th_);                                                \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
-    a2a_errno_ = A2A_ERRNO;                                                   \
-    if (a2a_group_keep((evkind), t_, (int)r)) {                               \
+    if (__builtin_expect(a2a_group_keep((evkind), t_, (int)r), 1)) {          \
       a2a_group_keep_note(t_, a2a_rt_next_call_seq());                        \
       A2A_GROUP_COUNT(r, (evkind), (start_));                                 \
       a2a_rt_leave();                                                         \
-      A2A_ERRNO = a2a_errno_;                                                 \
       return r;                                                               \
     }                                                                         \
-    A2A_EVENT_NCCL(ev, (evkind), #name, NULL, NULL);                          \
-    ev.u.group.simulate = (simulate_);                                        \
-    (void)a2a_group_nested(&ev, (evkind), (d_));                              \
-    A2A_PRE_ROW(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind));                  \
-    A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
-    A2A_GROUP_COUNT(r, (evkind), (start_));                                   \
-    A2A_POST_END_ROW(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind));             \
-    return r;                                                                 \
+    return name##_failed((pc_), r, (d_));                                     \
   } while (0)
 
-A2A_PUBLIC ncclResult_t ncclGroupStart(void)
-    A2A_GROUP_WRAP(ncclGroupStart, A2A_EV_GROUP_START, true, 0, )
-A2A_PUBLIC ncclResult_t ncclGroupEnd(void)
-    A2A_GROUP_WRAP(ncclGroupEnd, A2A_EV_GROUP_END, false, 0, )
+/* A keepable start that failed (its result r, d_ the thread's count before
+ * it, pc_ its call site), right after its real call: dispatched, both
+ * phases on its nested row (a keepable start is nested: a2a_group_keepable
+ * tests a2a_group_nested's condition), its event made after the call - the
+ * same event (a group event's head reads no state the call changes; the
+ * seq is the next one either way, nothing between took one) with its PRE
+ * after the call: the handlers see what they would have, as no other call
+ * of the thread was dispatched between, and no analyzer's nested start PRE
+ * depends on NCCL's state. errno is read first, as the call left it, and
+ * restored at its PRE. */
+#define A2A_GROUP_FAILED(name, evkind, start_, simulate_, pc_, r, d_)         \
+  A2A_ERRNO_SAVE();                                                           \
+  A2A_EVENT_NCCL_AT(ev, (evkind), #name, (pc_), NULL, NULL);                  \
+  ev.u.group.simulate = (simulate_);                                          \
+  (void)a2a_group_nested(&ev, (evkind), (d_));                                \
+  A2A_PRE_ROW(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind));                    \
+  A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                       \
+  A2A_GROUP_COUNT(r, (evkind), (start_));                                     \
+  A2A_POST_END_ROW(ev, (evkind), A2A_GROUP_NESTED_ROW(evkind));               \
+  return r
+
+A2A_GROUP_WRAP(ncclGroupStart, A2A_EV_GROUP_START, true, 0, (void), NULL, )
+A2A_GROUP_WRAP(ncclGroupEnd, A2A_EV_GROUP_END, false, 0, (void), NULL, )
 
 /* Simulates the end of the group (u.group.simulate tells it apart from
  * ncclGroupEnd); NCCL ends the group as ncclGroupEnd does. */
-A2A_PUBLIC ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
-    A2A_GROUP_WRAP(ncclGroupSimulateEnd, A2A_EV_GROUP_END, false, 1, simInfo)
+A2A_GROUP_WRAP(ncclGroupSimulateEnd, A2A_EV_GROUP_END, false, 1, (ncclSimInfo_t * simInfo),
+               simInfo, simInfo)

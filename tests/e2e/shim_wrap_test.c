@@ -128,6 +128,14 @@ __attribute__((noinline)) ncclResult_t shim_test_call_send(ncclComm_t comm)
   return r;
 }
 
+__attribute__((noinline)) ncclResult_t shim_test_call_gstart(void);
+__attribute__((noinline)) ncclResult_t shim_test_call_gstart(void)
+{
+  ncclResult_t r = ncclGroupStart();
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
 __attribute__((noinline)) ncclResult_t shim_test_call_count(ncclComm_t comm, int *n);
 __attribute__((noinline)) ncclResult_t shim_test_call_count(ncclComm_t comm, int *n)
 {
@@ -497,16 +505,22 @@ START_TEST(kept_nested_group_makes_no_event)
   check_group_events(2, A2A_EV_GROUP_END, seq + 4, 1, 0, ncclSuccess);
   ck_assert_int_eq(a2a_rt_t.depth, 0);
   ck_assert_uint_eq(a2a_rt_t.gdepth, 0);
-  /* A nested start that fails: dispatched after the call, the next seq. */
-  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  /* A nested start that fails: dispatched after the call, the next seq,
+   * its call site the caller's (as the outer start's). */
+  ck_assert_int_eq(shim_test_call_gstart(), ncclSuccess);
   fake->group_start_fail = ncclInvalidUsage;
   errno = 49;
-  ck_assert_int_eq(ncclGroupStart(), ncclInvalidUsage);
+  ck_assert_int_eq(shim_test_call_gstart(), ncclInvalidUsage);
   fake->group_start_fail = 0;
   ck_assert_int_eq(errno, 1239);
   ck_assert_int_eq(fake->errno_at_entry, 49);
   ck_assert_int_eq(nevents, 8);
   check_group_events(6, A2A_EV_GROUP_START, seq + 6, 1, 0, ncclInvalidUsage);
+  for (int i = 4; i < 8; i++) {
+    Dl_info info;
+    ck_assert(dladdr(events[i].callsite, &info));
+    ck_assert_str_eq(info.dli_sname, "shim_test_call_gstart");
+  }
   ck_assert_int_eq(a2a_rt_t.depth, 0);
   ck_assert_uint_eq(a2a_rt_t.gdepth, 1);
   ck_assert_uint_eq(atomic_load(&a2a_activity_tab[1].gkeep), 2); /* left no level */
@@ -517,14 +531,29 @@ START_TEST(kept_nested_group_makes_no_event)
   ck_assert_int_eq(nevents, 10);
   check_group_events(8, A2A_EV_GROUP_END, seq + 9, 1, 1, ncclSuccess);
   ck_assert_uint_eq(a2a_rt_t.gdepth, 0);
+  /* Inside an analyzed call (the guard set: NCCL's own group calls), a
+   * nested pair that could be kept is forwarded: no seq, no count. */
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  const uint32_t seq_in = a2a_rt_t.call_seq, gkeep_in = atomic_load(&a2a_activity_tab[1].gkeep);
+  a2a_rt_t.depth = 1;
+  ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(a2a_rt_t.depth, 1);
+  a2a_rt_t.depth = 0;
+  ck_assert_uint_eq(a2a_rt_t.call_seq, seq_in);
+  ck_assert_uint_eq(a2a_rt_t.gdepth, 1);
+  ck_assert_uint_eq(atomic_load(&a2a_activity_tab[1].gkeep), gkeep_in);
+  ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
+  ck_assert_int_eq(nevents, 14);
+  ck_assert_uint_eq(a2a_rt_t.gdepth, 0);
   /* In a Python process: every nested call dispatched. */
   atomic_store(&a2a_rt_py_off, false);
   ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
   ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
   ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
   ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
-  ck_assert_int_eq(nevents, 18);
-  ck_assert_uint_eq(events[17].seq, seq + 13);
+  ck_assert_int_eq(nevents, 22);
+  ck_assert_uint_eq(events[21].seq, seq + 15);
   /* An analyzer on the nested rows not written for kept levels
    * (a2a_group_keep_on false): every nested call dispatched. */
   atomic_store(&a2a_rt_py_off, true);
@@ -533,8 +562,8 @@ START_TEST(kept_nested_group_makes_no_event)
   ck_assert_int_eq(ncclGroupStart(), ncclSuccess);
   ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
   ck_assert_int_eq(ncclGroupEnd(), ncclSuccess);
-  ck_assert_int_eq(nevents, 26);
-  ck_assert_uint_eq(events[25].seq, seq + 17);
+  ck_assert_int_eq(nevents, 30);
+  ck_assert_uint_eq(events[29].seq, seq + 19);
   ck_assert_uint_eq(atomic_load(&a2a_activity_tab[1].gkeep), 4); /* nothing kept */
   fake->group_inner = 0;
   a2a_activity_threads = 0;
@@ -699,6 +728,44 @@ START_TEST(ready_hot_wrappers_test_the_ready_kinds)
   atomic_store(&a2a_rt_g_state, 3);
   ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL), cudaSuccess);
   ck_assert_int_eq(nevents, 2);
+}
+END_TEST
+
+/* A hot wrapper forwards a kind that is off on one read of
+ * a2a_rt_ready_kinds only when that read has the READY mark (the kinds
+ * stored after READY: a2a_rt_set_state): with the kind's bit clear and no
+ * mark - not READY, or READY before the kinds were stored - it asks the
+ * state and the kinds apart, and analyzes a wanted kind. */
+START_TEST(ready_mark_decides_the_one_load_forward)
+{
+  static float buf[4];
+  float *p = buf;
+  void *args[] = {&p};
+  dim3 one = {1, 1, 1};
+  /* Marked, the launch's bit clear: forwarded, errno untouched, whatever
+   * the slow path would say (here it would analyze: enabled). */
+  atomic_store(&a2a_rt_ready_kinds, ~A2A_KIND_BIT(A2A_EV_LAUNCH) | 1ull << A2A_RT_READY_MARK);
+  errno = 80;
+  ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL), cudaSuccess);
+  ck_assert_int_eq(errno, 80);
+  ck_assert_int_eq(nevents, 0);
+  ck_assert_int_eq(a2a_rt_t.depth, 0);
+  /* Not marked, the bit clear: READY with the launch wanted (the window)
+   * is analyzed through the READY guard; not READY, through the slow
+   * path - never forwarded on the bit alone. */
+  for (int ready = 0; ready < 2; ready++) {
+    atomic_store(&a2a_rt_ready_kinds, ~A2A_KIND_BIT(A2A_EV_LAUNCH) & ~(1ull << A2A_RT_READY_MARK));
+    atomic_store(&a2a_rt_g_state, ready ? A2A_RT_STATE_READY : 0);
+    nevents = 0;
+    errno = 81;
+    ck_assert_int_eq(cudaLaunchKernel((const void *)0x7000, one, one, args, 0, NULL), cudaSuccess);
+    ck_assert_int_eq(errno, 81);
+    ck_assert_int_eq(nevents, 2);
+    ck_assert_int_eq(events[0].kind, A2A_EV_LAUNCH);
+    ck_assert_int_eq(a2a_rt_t.depth, 0);
+  }
+  atomic_store(&a2a_rt_g_state, 0);
+  atomic_store(&a2a_rt_ready_kinds, 0);
 }
 END_TEST
 
@@ -914,6 +981,30 @@ START_TEST(nccl_device_from_the_runtime_until_set_device)
 }
 END_TEST
 
+/* An NCCL operation's head tests the tracked device and the thread's NCCL
+ * note together: the note is made whenever the thread has not made it,
+ * the device tracked or not, and is not made again; the device is the
+ * tracked one once set, else the runtime's. */
+START_TEST(nccl_note_and_device_in_one_test)
+{
+  int calls = nccl_calls;
+  ck_assert_int_eq(cudaSetDevice(5), cudaSuccess);
+  fake->current_device = 1;
+  shim_test_call_send((ncclComm_t)0x1); /* tracked, not noted: noted */
+  ck_assert_int_eq(events[nevents - 1].device, 5);
+  ck_assert_int_eq(nccl_calls, calls + 1);
+  a2a_rt_t.nccl_noted = true; /* (the fake's slow note leaves it clear) */
+  shim_test_call_send((ncclComm_t)0x1); /* both: no note, the tracked device */
+  ck_assert_int_eq(events[nevents - 1].device, 5);
+  ck_assert_int_eq(nccl_calls, calls + 1);
+  a2a_rt_t.device_set = false; /* noted, not tracked: the runtime's device */
+  shim_test_call_send((ncclComm_t)0x1);
+  ck_assert_int_eq(events[nevents - 1].device, 1);
+  ck_assert_int_eq(nccl_calls, calls + 1);
+  a2a_rt_t.nccl_noted = false;
+}
+END_TEST
+
 START_TEST(disabled_is_pure_pass_through)
 {
   enabled = false;
@@ -962,12 +1053,14 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, errno_is_the_applications_and_the_librarys);
   tcase_add_test(tc, errno_is_each_threads_own);
   tcase_add_test(tc, ready_hot_wrappers_test_the_ready_kinds);
+  tcase_add_test(tc, ready_mark_decides_the_one_load_forward);
   tcase_add_test(tc, inner_nccl_calls_pass_through);
   tcase_add_test(tc, init_all_posts_once_per_comm);
   tcase_add_test(tc, split_reports_new_comm_shape);
   tcase_add_test(tc, split_in_group_is_not_queried);
   tcase_add_test(tc, device_is_tracked_from_set_device);
   tcase_add_test(tc, nccl_device_from_the_runtime_until_set_device);
+  tcase_add_test(tc, nccl_note_and_device_in_one_test);
   tcase_add_test(tc, disabled_is_pure_pass_through);
   tcase_add_test(tc, unresolved_call_returns_error_not_crash);
   suite_add_tcase(s, tc);
