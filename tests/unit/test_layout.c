@@ -1422,6 +1422,26 @@ START_TEST(replayed_group_keeps_counting_an_operations_finding) {
 }
 END_TEST
 
+/* An operation whose verdict the allocation registry does not cover (a
+ * pageable host buffer, judged by pointer_info) is judged in every step of
+ * a remembered group, at the replay cursor too: the cursor matches only
+ * replayable operations (ly_opkey.epoch 0 for the others), so each
+ * occurrence of its finding is counted. */
+START_TEST(replayed_group_judges_an_unreplayable_operation) {
+  collector_dedup(true);
+  for (int i = 0; i < 4; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(1, HOSTP, 256, 3); /* pageable host memory: pointer_info's verdict */
+    p2p(0, SEG0 + 4096, 256, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count("layout.host-memory"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.host-memory"), 4);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
 /* ---------------- several remembered groups ---------------- */
 
 static unsigned long judged(void) {
@@ -1978,6 +1998,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, remembered_bad_calls_keep_reporting);
   tcase_add_test(tc, replayed_group_follows_the_allocations);
   tcase_add_test(tc, replayed_group_keeps_counting_an_operations_finding);
+  tcase_add_test(tc, replayed_group_judges_an_unreplayable_operation);
   tcase_add_test(tc, replayed_group_follows_each_registry_change);
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
   tcase_add_test(tc, replayed_group_follows_the_communicator);
