@@ -327,6 +327,42 @@ START_TEST(fork_child_forgets_entries) {
 }
 END_TEST
 
+/* The thread's memo of its last lock-free batch (t_rep) counts a batch
+ * exactly as the probing path would: a severity above the entry's first
+ * still raises its check's severity, a check turned off is still dropped,
+ * and after the fork child's reset nothing is a repeat (an info finding:
+ * a reset entry's severity is info too). Each batch is first memoized by
+ * an equal one. */
+START_TEST(batched_repeats_memo_follows_the_table) {
+  setup_policy("deadlock");
+  report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_A);
+  a2a_repeat warn[1] = {{A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_A}};
+  a2a_repeat err[1] = {{A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_ERROR, &SITE_A}};
+  for (int i = 0; i < 3; i++) ck_assert(a2a_report_repeats(warn, 1));
+  ck_assert(a2a_report_repeats(err, 1));
+  /* Off: dropped unseen, memoized or not. */
+  uint64_t w0 = atomic_load(&a2a_checks_enabled_w[0]), w1 = atomic_load(&a2a_checks_enabled_w[1]);
+  atomic_store(&a2a_checks_enabled_w[A2A_CK_LAYOUT_MISALIGNED >> 6],
+               atomic_load(&a2a_checks_enabled_w[A2A_CK_LAYOUT_MISALIGNED >> 6]) &
+                   ~(1ull << (A2A_CK_LAYOUT_MISALIGNED & 63)));
+  for (int i = 0; i < 5; i++) ck_assert(a2a_report_repeats(warn, 1));
+  atomic_store(&a2a_checks_enabled_w[0], w0);
+  atomic_store(&a2a_checks_enabled_w[1], w1);
+  summary();
+  char sev[16];
+  ck_assert_uint_eq(check_occ("layout.misaligned", sev, sizeof sev), 5);
+  ck_assert_str_eq(sev, "error");
+
+  a2a_rt_report_after_fork_child();
+  setup_policy("deadlock");
+  report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, &SITE_B);
+  a2a_repeat info[1] = {{A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, &SITE_B}};
+  for (int i = 0; i < 2; i++) ck_assert(a2a_report_repeats(info, 1));
+  a2a_rt_report_after_fork_child();
+  ck_assert(!a2a_report_repeats(info, 1));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("report");
   TCase *tc = tcase_create("repeats");
@@ -340,6 +376,7 @@ int main(void) {
   tcase_add_test(tc, repeats_while_pending_wait_for_the_match);
   tcase_add_test(tc, repeats_racing_the_summary);
   tcase_add_test(tc, fork_child_forgets_entries);
+  tcase_add_test(tc, batched_repeats_memo_follows_the_table);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
