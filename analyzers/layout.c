@@ -826,14 +826,11 @@ static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
 }
 
 /* The slot holding the ending group if it is a remembered one, whole,
- * judged with the enabled checks, without findings (check_group would
- * return at once), else -1. */
-static inline int group_replayed(ly_thread *t) {
-  int s = group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
-                    atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
-  if (s < 0 || t->gs[s].nrep) return -1;
-  t->gs[s].used = ++t->gclock;
-  return s;
+ * judged with the enabled checks (check_group would take it at its first
+ * test), else -1. */
+static inline int group_replayed(const ly_thread *t) {
+  return group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
+                   atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
 }
 
 static void slot_take(ly_thread *t);
@@ -1635,6 +1632,31 @@ __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *e
   t->gen++;
 }
 
+/* group_end's path for a whole replayed group, held in slot s (the
+ * caller's tests: nothing to poll, not overflowed, no producer to match),
+ * past check_group: the slot used now, the group closed. */
+static inline void group_end_replayed(ly_thread *t, int s) {
+  t->gs[s].used = ++t->gclock;
+  group_succ(t, s);
+  group_reset(t);
+  t->gen++;
+}
+
+/* The same for a replayed group with findings (slot s's rep): counted
+ * again at this group's ranges and ncclGroupEnd, as check_group's first
+ * test does, all or none - none (another site without its finding yet):
+ * group_end's, whose check_group then finds nothing counted and judges
+ * the group. Out of line: the count's call would give layout_group_end a
+ * frame. */
+__attribute__((noinline)) static void group_end_reps(ly_thread *t, int s, const a2a_event *ev) {
+  group_ranges(t);
+  if (replay_findings(t, t->gs[s].rep, t->gs[s].nrep, ev->callsite)) {
+    group_end_replayed(t, s);
+    return;
+  }
+  group_end(t, ev);
+}
+
 __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
@@ -1644,14 +1666,20 @@ __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
     t->cgrp = grp_of(t); /* the enclosing group's */
     return;
   }
-  /* group_end without a call: nothing to poll, a whole replayed group
-   * (not overflowed: it was judged) and no producer to match. */
+  /* group_end without its call: nothing to poll, no producer to match
+   * (lyh_check_group would not run) and a whole replayed group (not
+   * overflowed: it was judged), whose findings, if any, are all its
+   * verdict (check_group's first test). Every test before the count. The
+   * nested count (nnested) is for a judged group's messages only. */
   int s;
-  if (!t->nfeeds && !t->ranges_overflow && (s = group_replayed(t)) >= 0 &&
-      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
-    group_succ(t, s);
-    group_reset(t);
-    t->gen++;
+  if (!t->nfeeds && !t->ranges_overflow &&
+      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)) &&
+      (s = group_replayed(t)) >= 0) {
+    if (t->gs[s].nrep) {
+      group_end_reps(t, s, ev);
+      return;
+    }
+    group_end_replayed(t, s);
     return;
   }
   group_end(t, ev);

@@ -1442,6 +1442,25 @@ START_TEST(replayed_group_judges_an_unreplayable_operation) {
 }
 END_TEST
 
+/* A replayed group with a finding of its own that ends with a producer
+ * to match (a copy since its previous operation) takes group_end's path,
+ * which counts the finding (check_group) and matches the copy: counted
+ * once, as in every other step - never also by the frameless end. */
+START_TEST(replayed_group_finding_with_a_copy_counts_once) {
+  collector_dedup(true);
+  for (int i = 0; i < 4; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(0, SEG0 + 512, 256, 2); /* onto the send: layout.overlap */
+    if (i >= 2) d2d(SEG0 + 65536, SEG1, 4096); /* not a send buffer */
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 4);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
 /* ---------------- several remembered groups ---------------- */
 
 static unsigned long judged(void) {
@@ -1999,6 +2018,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, replayed_group_follows_the_allocations);
   tcase_add_test(tc, replayed_group_keeps_counting_an_operations_finding);
   tcase_add_test(tc, replayed_group_judges_an_unreplayable_operation);
+  tcase_add_test(tc, replayed_group_finding_with_a_copy_counts_once);
   tcase_add_test(tc, replayed_group_follows_each_registry_change);
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
   tcase_add_test(tc, replayed_group_follows_the_communicator);
