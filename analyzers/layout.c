@@ -46,6 +46,7 @@
  * handed to a later thread once this one exited.
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -949,6 +950,19 @@ static inline bool producers_live(const ly_thread *t) {
   return t->nprod && t->prod[(t->nprod - 1) % LAYOUT_MAX_PRODUCERS].gen == t->gen;
 }
 
+/* A P2P operation's dtype and peer as one word (opkey_eq): two 4-byte
+ * fields with nothing between them, in the event and in an ly_opkey, so
+ * the words are equal exactly when both fields are. */
+_Static_assert(offsetof(a2a_event, u.p2p.peer) == offsetof(a2a_event, u.p2p.dtype) + 4 &&
+                   offsetof(ly_opkey, peer) == offsetof(ly_opkey, dtype) + 4 &&
+                   sizeof(int32_t) == 4 && sizeof(int) == 4,
+               "dtype and peer adjacent");
+static inline uint64_t dtype_peer(const void *dtype) {
+  uint64_t w;
+  memcpy(&w, dtype, sizeof w);
+  return w;
+}
+
 /* Whether an operation of an open group equals o, a remembered group's
  * operation at its index (ly_opkey): o is replayable and every input of
  * its verdict and of its ranges is equal, so its checks would find again
@@ -963,7 +977,7 @@ static inline bool opkey_eq(const ly_thread *t, const ly_opkey *o, const a2a_eve
   if (ev->kind == A2A_EV_P2P) {
     if (o->b0 != ev->u.p2p.buff || o->count != ev->u.p2p.count ||
         o->what != (A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0)) ||
-        o->dtype != ev->u.p2p.dtype || o->peer != ev->u.p2p.peer)
+        dtype_peer(&o->dtype) != dtype_peer(&ev->u.p2p.dtype))
       return false;
   } else {
     if (o->b0 != ev->u.coll.sendbuff || o->b1 != ev->u.coll.recvbuff ||

@@ -153,8 +153,11 @@ typedef struct ly_memo {
 typedef struct ly_opkey {
   const void *b0, *b1;      /* as ly_memo */
   size_t count;
-  int32_t dtype, root, what;
-  int peer;                 /* P2P peer, -1 */
+  int32_t dtype;
+  int32_t peer;             /* P2P peer, -1; right after dtype, as in the
+                               event's u.p2p: layout.c's opkey_eq compares
+                               the two as one word */
+  int32_t root, what;
   void *comm_handle;
   const void *site;
   const char *api;

@@ -1461,6 +1461,25 @@ START_TEST(replayed_group_finding_with_a_copy_counts_once) {
 }
 END_TEST
 
+/* A remembered group's operation posted again with another element type
+ * only (same buffer, count and peer) is another operation: its ranges are
+ * judged (here the wider send runs onto the receive). */
+static void p2p_typed(int is_send, uintptr_t buf, size_t count, int peer, int dtype) {
+  a2a_event ev = p2p_ev(is_send, buf, count, peer);
+  ev.u.p2p.dtype = dtype;
+  ev_dispatch(&ev, 0);
+}
+START_TEST(replayed_group_follows_the_element_type) {
+  for (int i = 0; i < 3; i++) {
+    group(1);
+    p2p_typed(1, SEG0, 256, 2, i < 2 ? 0 : 8); /* ncclInt8, then ncclFloat64 */
+    p2p_typed(0, SEG0 + 1024, 256, 2, 0);
+    group(0);
+    ck_assert_uint_eq(collector_count("layout.overlap"), (i < 2 ? 0u : 1u));
+  }
+}
+END_TEST
+
 /* ---------------- several remembered groups ---------------- */
 
 static unsigned long judged(void) {
@@ -2019,6 +2038,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, replayed_group_keeps_counting_an_operations_finding);
   tcase_add_test(tc, replayed_group_judges_an_unreplayable_operation);
   tcase_add_test(tc, replayed_group_finding_with_a_copy_counts_once);
+  tcase_add_test(tc, replayed_group_follows_the_element_type);
   tcase_add_test(tc, replayed_group_follows_each_registry_change);
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
   tcase_add_test(tc, replayed_group_follows_the_communicator);
