@@ -56,7 +56,10 @@
  * entry's count and to its check's occurrences (and silenced_occ), so the
  * summary, the patched JSONL counts and the per-check table agree, and an
  * occurrence is either in all of them or in none. Anything else (no entry,
- * a pending one, a higher severity) takes the locked path as before.
+ * a pending one, a higher severity) takes the locked path as before. A
+ * batch of repeats equal to the thread's last lock-free one (an analyzer
+ * replaying the findings it remembers, every step) finds its settled
+ * entries in the thread's memo (t_rep) instead of probing the table.
  *
  * Memory: fixed tables (one check_stat per check of the table, MAX_ENTRIES
  * distinct findings), static formatting buffers; nothing is allocated after
