@@ -388,32 +388,31 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
 static bool repeats_locked(const a2a_repeat *r, size_t n);
 
 /* The calling thread's last lock-free batch of a2a_report_repeats, per
- * position: a repeat's check and site and the settled entry it was
- * counted on (e NULL: empty). A caller that replays the same findings
- * (layout's remembered operations, every step) finds them here instead of
- * probing the table. Always right for what it holds: the entry of (check,
- * site) stays that entry and settled while the process runs (identities
- * never change, entries are never removed, the state only grows); only the
- * fork child's reset clears the table, with one thread left, whose memo
- * it clears with it. */
-typedef struct rep_memo {
-  const void *site;
-  a2a_check_id check;
-  entry *e;
-} rep_memo;
-static __thread rep_memo t_rep[A2A_REPEATS_MAX];
+ * position: the settled entry each repeat was counted on (NULL: none). A
+ * caller that replays the same findings (layout's remembered operations,
+ * every step) finds them here instead of probing the table. One pointer
+ * per position, its identity read from the entry itself: a signal handler
+ * that repeats findings on this thread between two accesses cannot leave
+ * half of a position, and an entry that holds a repeat's (check, site) is
+ * the one entry of it (entry_for never creates a second one). Only settled
+ * entries are stored; they stay settled, identities never change and
+ * entries are never removed while the process runs - only the fork child's
+ * reset clears the table, with one thread left, whose memo it clears with
+ * it (an entry created there again for the same finding may be pending). */
+static __thread entry *_Atomic t_rep[A2A_REPEATS_MAX];
 
-/* Whether the memo holds r[0..n) at their positions, each check on and at
- * a severity not above its entry's first: then settled_for would find each
- * memo entry (its sev is final once settled, and this thread saw it
- * settled), and a2a_report_repeats counts them. Otherwise (a check off
- * included) its probing path decides. */
-static bool memo_hit(const a2a_repeat *r, size_t n) {
+/* The memo's entries for r[0..n) into e, when each holds its repeat's
+ * (check, site), its check is on and its severity not above the entry's
+ * first: then settled_for would find each of them (sev is final once
+ * settled, and this thread saw it settled), and a2a_report_repeats counts
+ * them. Otherwise (a check off included) its probing path decides. */
+static bool memo_hit(const a2a_repeat *r, size_t n, entry **e) {
   for (size_t k = 0; k < n; k++) {
-    const rep_memo *m = &t_rep[k];
-    if (!m->e || m->site != r[k].site || m->check != r[k].check ||
-        clamp_sev(r[k].severity) > m->e->sev || !a2a_check_on(r[k].check))
+    entry *m = atomic_load_explicit(&t_rep[k], memory_order_relaxed);
+    if (!m || m->key != (uintptr_t)r[k].site || m->check != (int)r[k].check ||
+        clamp_sev(r[k].severity) > m->sev || !a2a_check_on(r[k].check))
       return false;
+    e[k] = m;
   }
   return true;
 }
@@ -436,7 +435,7 @@ __attribute__((noinline)) static bool repeats_probe(const a2a_repeat *r, size_t 
   for (size_t i = 0; i < n; i++) {
     if (!e[i]) continue;
     count_settled(e[i], r[i].check, clamp_sev(r[i].severity));
-    t_rep[i] = (rep_memo){.site = r[i].site, .check = r[i].check, .e = e[i]};
+    atomic_store_explicit(&t_rep[i], e[i], memory_order_relaxed);
   }
   return true;
 }
@@ -444,10 +443,11 @@ __attribute__((noinline)) static bool repeats_probe(const a2a_repeat *r, size_t 
 /* The memo's batch counted without a frame for repeats_probe's scratch:
  * the same tests (memo_hit stands for its probes), then the same counts. */
 bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
-  if (n - 1 >= A2A_REPEATS_MAX || !r || t_in_report || !memo_hit(r, n) ||
+  entry *e[A2A_REPEATS_MAX];
+  if (n - 1 >= A2A_REPEATS_MAX || !r || t_in_report || !memo_hit(r, n, e) ||
       !accepting(a2a_rt_state()))
     return repeats_probe(r, n);
-  for (size_t k = 0; k < n; k++) count_settled(t_rep[k].e, r[k].check, clamp_sev(r[k].severity));
+  for (size_t k = 0; k < n; k++) count_settled(e[k], r[k].check, clamp_sev(r[k].severity));
   return true;
 }
 
@@ -878,7 +878,8 @@ void a2a_rt_report_after_fork_child(void) {
   atomic_store(&g_fail_matched, false);
   for (int k = 0; k < 3; k++) atomic_store(&g_distinct_by_sev[k], 0);
   t_in_report = 0;
-  memset(t_rep, 0, sizeof t_rep); /* its entries are gone */
+  for (size_t k = 0; k < A2A_REPEATS_MAX; k++) /* its entries are gone */
+    atomic_store_explicit(&t_rep[k], NULL, memory_order_relaxed);
 }
 
 /* ---- public API (include/a2acheck.h) ---- */

@@ -353,6 +353,20 @@ START_TEST(batched_repeats_memo_follows_the_table) {
   ck_assert_uint_eq(check_occ("layout.misaligned", sev, sizeof sev), 5);
   ck_assert_str_eq(sev, "error");
 
+  /* Batches that alternate at one position: each counted on its own
+   * entry (the first written one's patched count), not on the memo's. */
+  a2a_rt_report_after_fork_child();
+  g_npatched = 0;
+  g_json_end = 0;
+  setup_policy("deadlock");
+  report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_A);
+  report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_C);
+  a2a_repeat at_c[1] = {{A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_C}};
+  for (int i = 0; i < 6; i++) ck_assert(a2a_report_repeats(i % 3 ? at_c : warn, 1));
+  summary();
+  ck_assert_uint_eq(check_occ("layout.misaligned", sev, sizeof sev), 8);
+  ck_assert_uint_eq(patched_first(), 3);
+
   a2a_rt_report_after_fork_child();
   setup_policy("deadlock");
   report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, &SITE_B);
@@ -360,6 +374,34 @@ START_TEST(batched_repeats_memo_follows_the_table) {
   for (int i = 0; i < 2; i++) ck_assert(a2a_report_repeats(info, 1));
   a2a_rt_report_after_fork_child();
   ck_assert(!a2a_report_repeats(info, 1));
+}
+END_TEST
+
+/* After the fork child's reset a finding's entry is created again,
+ * pending while its first occurrence is matched against the suppressions:
+ * a batch memoized before the fork is not counted on it lock-free (it
+ * would match the failure policy the match then silences). */
+START_TEST(batched_repeats_memo_is_forgotten_by_the_fork_child) {
+  setup_policy("error");
+  report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, &SITE_A);
+  a2a_repeat r[1] = {{A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, &SITE_A}};
+  for (int i = 0; i < 2; i++) ck_assert(a2a_report_repeats(r, 1));
+  a2a_rt_report_after_fork_child();
+  g_supp_on = true;
+  g_supp_rule = 0;
+  g_match_gate = true;
+  pthread_t t;
+  pthread_create(&t, NULL, report_thread, &SITE_A);
+  pthread_mutex_lock(&g_gate_mu);
+  while (g_gate != 1) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
+  pthread_mutex_unlock(&g_gate_mu);
+  ck_assert(a2a_report_repeats(r, 1)); /* the entry is pending now */
+  pthread_mutex_lock(&g_gate_mu);
+  g_gate = 2;
+  pthread_cond_broadcast(&g_gate_cv);
+  pthread_mutex_unlock(&g_gate_mu);
+  pthread_join(t, NULL);
+  ck_assert(!a2a_rt_report_fail_matched());
 }
 END_TEST
 
@@ -377,6 +419,7 @@ int main(void) {
   tcase_add_test(tc, repeats_racing_the_summary);
   tcase_add_test(tc, fork_child_forgets_entries);
   tcase_add_test(tc, batched_repeats_memo_follows_the_table);
+  tcase_add_test(tc, batched_repeats_memo_is_forgotten_by_the_fork_child);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
