@@ -265,22 +265,38 @@ static void *report_thread(void *p) {
   report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, p);
   return NULL;
 }
-START_TEST(repeats_while_pending_wait_for_the_match) {
-  setup_policy("error");
-  g_supp_on = true;
-  g_supp_rule = 0;
-  g_match_gate = true;
-  pthread_t t;
-  pthread_create(&t, NULL, report_thread, &SITE_A);
+/* The gated match: wait until a match waits at the gate (its entry
+ * pending), then let it go on. */
+static void gate_reached(void) {
   pthread_mutex_lock(&g_gate_mu);
   while (g_gate != 1) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
   pthread_mutex_unlock(&g_gate_mu);
-  rep_arg a = {5, &SITE_A};
-  repeat_thread(&a);   /* the entry is pending now */
+}
+static void gate_open(void) {
   pthread_mutex_lock(&g_gate_mu);
   g_gate = 2;
   pthread_cond_broadcast(&g_gate_cv);
   pthread_mutex_unlock(&g_gate_mu);
+}
+
+/* A first occurrence at site reported by a new thread (returned), its
+ * entry pending at the gated match of a suppression that silences it. */
+static pthread_t first_pending(const void *site) {
+  g_supp_on = true;
+  g_supp_rule = 0;
+  g_match_gate = true;
+  pthread_t t;
+  pthread_create(&t, NULL, report_thread, (void *)site);
+  gate_reached();
+  return t;
+}
+
+START_TEST(repeats_while_pending_wait_for_the_match) {
+  setup_policy("error");
+  pthread_t t = first_pending(&SITE_A);
+  rep_arg a = {5, &SITE_A};
+  repeat_thread(&a);   /* the entry is pending now */
+  gate_open();
   pthread_join(t, NULL);
   ck_assert(!a2a_rt_report_fail_matched());
   summary();
@@ -387,19 +403,9 @@ START_TEST(batched_repeats_memo_is_forgotten_by_the_fork_child) {
   a2a_repeat r[1] = {{A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, &SITE_A}};
   for (int i = 0; i < 2; i++) ck_assert(a2a_report_repeats(r, 1));
   a2a_rt_report_after_fork_child();
-  g_supp_on = true;
-  g_supp_rule = 0;
-  g_match_gate = true;
-  pthread_t t;
-  pthread_create(&t, NULL, report_thread, &SITE_A);
-  pthread_mutex_lock(&g_gate_mu);
-  while (g_gate != 1) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
-  pthread_mutex_unlock(&g_gate_mu);
+  pthread_t t = first_pending(&SITE_A);
   ck_assert(a2a_report_repeats(r, 1)); /* the entry is pending now */
-  pthread_mutex_lock(&g_gate_mu);
-  g_gate = 2;
-  pthread_cond_broadcast(&g_gate_cv);
-  pthread_mutex_unlock(&g_gate_mu);
+  gate_open();
   pthread_join(t, NULL);
   ck_assert(!a2a_rt_report_fail_matched());
 }
