@@ -46,6 +46,7 @@
  * handed to a later thread once this one exited.
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -826,14 +827,11 @@ static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
 }
 
 /* The slot holding the ending group if it is a remembered one, whole,
- * judged with the enabled checks, without findings (check_group would
- * return at once), else -1. */
-static inline int group_replayed(ly_thread *t) {
-  int s = group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
-                    atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
-  if (s < 0 || t->gs[s].nrep) return -1;
-  t->gs[s].used = ++t->gclock;
-  return s;
+ * judged with the enabled checks (check_group would take it at its first
+ * test), else -1. */
+static inline int group_replayed(const ly_thread *t) {
+  return group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
+                   atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
 }
 
 static void slot_take(ly_thread *t);
@@ -952,7 +950,26 @@ static inline bool producers_live(const ly_thread *t) {
   return t->nprod && t->prod[(t->nprod - 1) % LAYOUT_MAX_PRODUCERS].gen == t->gen;
 }
 
-/* opkey_match's comparison of the inputs, for a replayable o. */
+/* A P2P operation's dtype and peer as one word (opkey_eq): two 4-byte
+ * fields with nothing between them, in the event and in an ly_opkey, so
+ * the words are equal exactly when both fields are. */
+_Static_assert(offsetof(a2a_event, u.p2p.peer) == offsetof(a2a_event, u.p2p.dtype) + 4 &&
+                   offsetof(ly_opkey, peer) == offsetof(ly_opkey, dtype) + 4 &&
+                   sizeof(int32_t) == 4 && sizeof(int) == 4,
+               "dtype and peer adjacent");
+static inline uint64_t dtype_peer(const void *dtype) {
+  uint64_t w;
+  memcpy(&w, dtype, sizeof w);
+  return w;
+}
+
+/* Whether an operation of an open group equals o, a remembered group's
+ * operation at its index (ly_opkey): o is replayable and every input of
+ * its verdict and of its ranges is equal, so its checks would find again
+ * exactly o's findings (none, or o->rep at its call site: op_repeats
+ * counts them) and its ranges are in that slot's storage already, byte
+ * for byte. An operation that is not replayable (LY_OK_NOT: judged every
+ * time) keeps epoch 0, which no epoch read equals (ly_opkey.epoch). */
 static inline bool opkey_eq(const ly_thread *t, const ly_opkey *o, const a2a_event *ev) {
   /* The memo key's fields (memo_key), per kind: an equal `what` of one
    * kind implies the others (a P2P key has b1 NULL and root -1, a
@@ -960,7 +977,7 @@ static inline bool opkey_eq(const ly_thread *t, const ly_opkey *o, const a2a_eve
   if (ev->kind == A2A_EV_P2P) {
     if (o->b0 != ev->u.p2p.buff || o->count != ev->u.p2p.count ||
         o->what != (A2A_EV_P2P << 8 | (ev->u.p2p.is_send != 0)) ||
-        o->dtype != ev->u.p2p.dtype || o->peer != ev->u.p2p.peer)
+        dtype_peer(&o->dtype) != dtype_peer(&ev->u.p2p.dtype))
       return false;
   } else {
     if (o->b0 != ev->u.coll.sendbuff || o->b1 != ev->u.coll.recvbuff ||
@@ -976,18 +993,8 @@ static inline bool opkey_eq(const ly_thread *t, const ly_opkey *o, const a2a_eve
          o->grp == cur_grp(t) && o->epoch == a2a_core_epoch_now();
 }
 
-/* Whether an operation of an open group equals o, a remembered group's
- * operation at its index (ly_opkey): o is replayable and every input of
- * its verdict and of its ranges is equal, so its checks would find again
- * exactly o's findings (none, or o->rep at its call site: op_repeats
- * counts them) and its ranges are in that slot's storage already, byte
- * for byte. */
-static inline bool opkey_match(const ly_thread *t, const ly_opkey *o, const a2a_event *ev) {
-  return o->ok != LY_OK_NOT && opkey_eq(t, o, ev); /* not: judged every time */
-}
-
 /* The slots of gmask (not 0) whose next operation (index nops) the event
- * equals (opkey_match), as a mask. They held equal operations before it,
+ * equals (opkey_eq), as a mask. They held equal operations before it,
  * so equal ranges: any of them serves. Several slots (a group's first
  * operation, when several groups are remembered): out of line, the
  * one-slot case (replay_match) keeps the callers' frames small. */
@@ -996,7 +1003,7 @@ __attribute__((noinline)) static unsigned replay_match_slots(const ly_thread *t,
   unsigned k = t->nops, keep = 0;
   for (unsigned m = t->gmask; m; m &= m - 1) {
     int s = __builtin_ctz(m);
-    if (k < t->gs[s].n && opkey_match(t, &t->gs[s].ops[k], ev)) keep |= 1u << s;
+    if (k < t->gs[s].n && opkey_eq(t, &t->gs[s].ops[k], ev)) keep |= 1u << s;
   }
   return keep;
 }
@@ -1006,7 +1013,7 @@ static inline unsigned replay_match(const ly_thread *t, const a2a_event *ev) {
   if (m & (m - 1)) return replay_match_slots(t, ev);
   /* One slot (the common case past a group's first operation). */
   const ly_gslot *g = &t->gs[__builtin_ctz(m)];
-  return k < g->n && opkey_match(t, &g->ops[k], ev) ? m : 0;
+  return k < g->n && opkey_eq(t, &g->ops[k], ev) ? m : 0;
 }
 
 /* The replay cursor (ly_thread.rk, rkend) from gmask and nops: the next
@@ -1025,10 +1032,10 @@ static inline void replay_cursor(ly_thread *t) {
   }
 }
 
-/* Whether no operation can equal both a and b (opkey_match): they differ
- * in a field opkey_match compares with the event for their kind - an
+/* Whether no operation can equal both a and b (opkey_eq): they differ
+ * in a field opkey_eq compares with the event for their kind - an
  * equal `what` is one kind - so at most one of them equals the event.
- * Exact only while every field compared here is one opkey_match compares
+ * Exact only while every field compared here is one opkey_eq compares
  * (replay_predict's prediction rests on it): a field added here must be
  * added there first. */
 static bool opkey_distinct(const ly_opkey *a, const ly_opkey *b) {
@@ -1196,7 +1203,7 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
     t->gs[t->wslot].ops[k] =
         (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
                    .root = m->root, .what = m->what, .peer = peer, .comm_handle = ev->comm,
-                   .site = ev->callsite, .api = ev->api, .epoch = ep, .grp = grp,
+                   .site = ev->callsite, .api = ev->api, .epoch = ok ? ep : 0, .grp = grp,
                    .ok = !ok ? LY_OK_NOT : m->nrep ? LY_OK_REPS : LY_OK_CLEAN,
                    .nrep = ok ? m->nrep : 0, .rend = t->nranges};
   if (k < ly_slot_ocap(t->wslot) && ok && m->nrep)
@@ -1540,15 +1547,14 @@ static inline void cursor_advance(ly_thread *t, const ly_opkey *o) {
 }
 
 /* layout_op_pre's replay on the cursor of an operation with findings of
- * its own (LY_OK_REPS): the same tests, then its findings counted
- * (op_repeats, as replay_op does) - out of line, so that the clean
- * operations' path keeps no frame. Anything else is op_pre's, as there
- * (lone_replay already refused it). */
+ * its own (LY_OK_REPS), matched by its tests: its findings counted
+ * (op_repeats, as replay_op does), then the cursor moved on - out of line,
+ * so that the clean operations' path keeps no frame. When not all of
+ * them can be counted (nothing was), op_pre's, which makes the same
+ * tests again (replay_op, then on_op's path). */
 __attribute__((noinline)) static void cursor_reps(ly_thread *t, const ly_opkey *o,
                                                   const a2a_event *ev) {
-  if (t->depth > 0 && !t->nfeeds && opkey_eq(t, o, ev) &&
-      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)) &&
-      op_repeats(t, o, ev->callsite)) {
+  if (op_repeats(t, o, ev->callsite)) {
     cursor_advance(t, o);
     return;
   }
@@ -1562,23 +1568,26 @@ __attribute__((noinline)) static void cursor_reps(ly_thread *t, const ly_opkey *
  * becomes rkmask, as replay_advance would set it), on a thread
  * whose record is cached, with nothing to poll - replay_op's match and
  * advance, the same tests in the same order - without a frame: anything
- * else is op_pre's (a tail call), which makes the same tests again. An
- * operation with findings to count (LY_OK_REPS) is cursor_reps' (a tail
- * call): the count's call would give this path a frame. */
+ * else is op_pre's (a tail call), which makes the same tests again. A
+ * replayable operation only matches (opkey_eq: an operation judged every
+ * time keeps an epoch no event matches); one with findings to count
+ * (LY_OK_REPS, nrep not 0) is cursor_reps' (a tail call): the count's call
+ * would give this path a frame. lone_replay needs depth 0, the cursor
+ * depth > 0: at most one of them applies. */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   if (thread_cached(ev->thread)) {
     ly_thread *t = t_ly.t;
     const ly_opkey *o = t->rk;
-    if (o != t->rkend && t->depth > 0 && !t->nfeeds && o->ok == LY_OK_CLEAN &&
-        opkey_eq(t, o, ev) && !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+    if (o != t->rkend && t->depth > 0 && !t->nfeeds && opkey_eq(t, o, ev) &&
+        !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+      if (o->nrep) {
+        cursor_reps(t, o, ev);
+        return;
+      }
       cursor_advance(t, o);
       return;
     }
     if (lone_replay(t, ev)) return;
-    if (o != t->rkend && t->depth > 0 && o->ok == LY_OK_REPS) { /* (rk: read at depth > 0) */
-      cursor_reps(t, o, ev);
-      return;
-    }
   }
   op_pre(ev);
 }
@@ -1637,6 +1646,31 @@ __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *e
   t->gen++;
 }
 
+/* group_end's path for a whole replayed group, held in slot s (the
+ * caller's tests: nothing to poll, not overflowed, no producer to match),
+ * past check_group: the slot used now, the group closed. */
+static inline void group_end_replayed(ly_thread *t, int s) {
+  t->gs[s].used = ++t->gclock;
+  group_succ(t, s);
+  group_reset(t);
+  t->gen++;
+}
+
+/* The same for a replayed group with findings (slot s's rep): counted
+ * again at this group's ranges and ncclGroupEnd, as check_group's first
+ * test does, all or none - none (another site without its finding yet):
+ * group_end's, whose check_group then finds nothing counted and judges
+ * the group. Out of line: the count's call would give layout_group_end a
+ * frame. */
+__attribute__((noinline)) static void group_end_reps(ly_thread *t, int s, const a2a_event *ev) {
+  group_ranges(t);
+  if (replay_findings(t, t->gs[s].rep, t->gs[s].nrep, ev->callsite)) {
+    group_end_replayed(t, s);
+    return;
+  }
+  group_end(t, ev);
+}
+
 __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
@@ -1646,14 +1680,20 @@ __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
     t->cgrp = grp_of(t); /* the enclosing group's */
     return;
   }
-  /* group_end without a call: nothing to poll, a whole replayed group
-   * (not overflowed: it was judged) and no producer to match. */
+  /* group_end without its call: nothing to poll, no producer to match
+   * (lyh_check_group would not run) and a whole replayed group (not
+   * overflowed: it was judged), whose findings, if any, are all its
+   * verdict (check_group's first test). Every test before the count. The
+   * nested count (nnested) is for a judged group's messages only. */
   int s;
-  if (!t->nfeeds && !t->ranges_overflow && (s = group_replayed(t)) >= 0 &&
-      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
-    group_succ(t, s);
-    group_reset(t);
-    t->gen++;
+  if (!t->nfeeds && !t->ranges_overflow &&
+      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)) &&
+      (s = group_replayed(t)) >= 0) {
+    if (t->gs[s].nrep) {
+      group_end_reps(t, s, ev);
+      return;
+    }
+    group_end_replayed(t, s);
     return;
   }
   group_end(t, ev);

@@ -153,13 +153,20 @@ typedef struct ly_memo {
 typedef struct ly_opkey {
   const void *b0, *b1;      /* as ly_memo */
   size_t count;
-  int32_t dtype, root, what;
-  int peer;                 /* P2P peer, -1 */
+  int32_t dtype;
+  int32_t peer;             /* P2P peer, -1; right after dtype, as in the
+                               event's u.p2p: layout.c's opkey_eq compares
+                               the two as one word */
+  int32_t root, what;
   void *comm_handle;
   const void *site;
   const char *api;
   uint64_t epoch;           /* a2a_core_epoch, read before the lookup and
-                               the memo key's generation and checks */
+                               the memo key's generation and checks; 0 for
+                               an operation that is not replayable
+                               (LY_OK_NOT): the epoch starts at 1 and only
+                               grows, so layout.c's opkey_eq refuses it
+                               without a test of ok */
   uint16_t grp;
   uint8_t ok;               /* LY_OK_*: whether its verdict is one a ly_memo
                                would keep (drawn from the registry alone,

@@ -56,7 +56,10 @@
  * entry's count and to its check's occurrences (and silenced_occ), so the
  * summary, the patched JSONL counts and the per-check table agree, and an
  * occurrence is either in all of them or in none. Anything else (no entry,
- * a pending one, a higher severity) takes the locked path as before.
+ * a pending one, a higher severity) takes the locked path as before. A
+ * batch of repeats equal to the thread's last lock-free one (an analyzer
+ * replaying the findings it remembers, every step) finds its settled
+ * entries in the thread's memo (t_rep) instead of probing the table.
  *
  * Memory: fixed tables (one check_stat per check of the table, MAX_ENTRIES
  * distinct findings), static formatting buffers; nothing is allocated after
@@ -384,7 +387,38 @@ bool a2a_report_repeat(a2a_check_id check, a2a_severity severity, const void *si
 
 static bool repeats_locked(const a2a_repeat *r, size_t n);
 
-bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
+/* The calling thread's last lock-free batch of a2a_report_repeats, per
+ * position: the settled entry each repeat was counted on (NULL: none). A
+ * caller that replays the same findings (layout's remembered operations,
+ * every step) finds them here instead of probing the table. One pointer
+ * per position, its identity read from the entry itself: a signal handler
+ * that repeats findings on this thread between two accesses cannot leave
+ * half of a position, and an entry that holds a repeat's (check, site) is
+ * the one entry of it (entry_for never creates a second one). Only settled
+ * entries are stored; they stay settled, identities never change and
+ * entries are never removed while the process runs - only the fork child's
+ * reset clears the table, with one thread left, whose memo it clears with
+ * it (an entry created there again for the same finding may be pending). */
+static __thread entry *_Atomic t_rep[A2A_REPEATS_MAX];
+
+/* The memo's entries for r[0..n) into e, when each holds its repeat's
+ * (check, site), its check is on and its severity not above the entry's
+ * first: then settled_for would find each of them (sev is final once
+ * settled, and this thread saw it settled), and a2a_report_repeats counts
+ * them. Otherwise (a check off included) its probing path decides. */
+static bool memo_hit(const a2a_repeat *r, size_t n, entry **e) {
+  for (size_t k = 0; k < n; k++) {
+    entry *m = atomic_load_explicit(&t_rep[k], memory_order_relaxed);
+    if (!m || m->key != (uintptr_t)r[k].site || m->check != (int)r[k].check ||
+        clamp_sev(r[k].severity) > m->sev || !a2a_check_on(r[k].check))
+      return false;
+    e[k] = m;
+  }
+  return true;
+}
+
+/* a2a_report_repeats past the memo: the entries probed. */
+__attribute__((noinline)) static bool repeats_probe(const a2a_repeat *r, size_t n) {
   if (n == 0) return true;
   if (!r || n > A2A_REPEATS_MAX || !accepting(a2a_rt_state()) || t_in_report) return false;
   /* Lock-free when every entry is settled (or its check off): all are
@@ -398,8 +432,22 @@ bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
         !(e[k] = settled_for(r[k].check, clamp_sev(r[k].severity), r[k].site)))
       return repeats_locked(r, n);
   }
-  for (size_t i = 0; i < n; i++)
-    if (e[i]) count_settled(e[i], r[i].check, clamp_sev(r[i].severity));
+  for (size_t i = 0; i < n; i++) {
+    if (!e[i]) continue;
+    count_settled(e[i], r[i].check, clamp_sev(r[i].severity));
+    atomic_store_explicit(&t_rep[i], e[i], memory_order_relaxed);
+  }
+  return true;
+}
+
+/* The memo's batch counted without a frame for repeats_probe's scratch:
+ * the same tests (memo_hit stands for its probes), then the same counts. */
+bool a2a_report_repeats(const a2a_repeat *r, size_t n) {
+  entry *e[A2A_REPEATS_MAX];
+  if (n - 1 >= A2A_REPEATS_MAX || !r || t_in_report || !memo_hit(r, n, e) ||
+      !accepting(a2a_rt_state()))
+    return repeats_probe(r, n);
+  for (size_t k = 0; k < n; k++) count_settled(e[k], r[k].check, clamp_sev(r[k].severity));
   return true;
 }
 
@@ -830,6 +878,8 @@ void a2a_rt_report_after_fork_child(void) {
   atomic_store(&g_fail_matched, false);
   for (int k = 0; k < 3; k++) atomic_store(&g_distinct_by_sev[k], 0);
   t_in_report = 0;
+  for (size_t k = 0; k < A2A_REPEATS_MAX; k++) /* its entries are gone */
+    atomic_store_explicit(&t_rep[k], NULL, memory_order_relaxed);
 }
 
 /* ---- public API (include/a2acheck.h) ---- */

@@ -1422,6 +1422,64 @@ START_TEST(replayed_group_keeps_counting_an_operations_finding) {
 }
 END_TEST
 
+/* An operation whose verdict the allocation registry does not cover (a
+ * pageable host buffer, judged by pointer_info) is judged in every step of
+ * a remembered group, at the replay cursor too: the cursor matches only
+ * replayable operations (ly_opkey.epoch 0 for the others), so each
+ * occurrence of its finding is counted. */
+START_TEST(replayed_group_judges_an_unreplayable_operation) {
+  collector_dedup(true);
+  for (int i = 0; i < 4; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(1, HOSTP, 256, 3); /* pageable host memory: pointer_info's verdict */
+    p2p(0, SEG0 + 4096, 256, 2);
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count("layout.host-memory"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.host-memory"), 4);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
+/* A replayed group with a finding of its own that ends with a producer
+ * to match (a copy since its previous operation) takes group_end's path,
+ * which counts the finding (check_group) and matches the copy: counted
+ * once, as in every other step - never also by the frameless end. */
+START_TEST(replayed_group_finding_with_a_copy_counts_once) {
+  collector_dedup(true);
+  for (int i = 0; i < 4; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    p2p(0, SEG0 + 512, 256, 2); /* onto the send: layout.overlap */
+    if (i >= 2) d2d(SEG0 + 65536, SEG1, 4096); /* not a send buffer */
+    group(0);
+  }
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+  ck_assert_uint_eq(collector_occurrences("layout.overlap"), 4);
+  ck_assert_uint_eq(collector_count_prefix("layout."), 1);
+}
+END_TEST
+
+/* A remembered group's operation posted again with another element type
+ * only (same buffer, count and peer) is another operation: its ranges are
+ * judged (here the wider send runs onto the receive). */
+static void p2p_typed(int is_send, uintptr_t buf, size_t count, int peer, int dtype) {
+  a2a_event ev = p2p_ev(is_send, buf, count, peer);
+  ev.u.p2p.dtype = dtype;
+  ev_dispatch(&ev, 0);
+}
+START_TEST(replayed_group_follows_the_element_type) {
+  for (int i = 0; i < 3; i++) {
+    group(1);
+    p2p_typed(1, SEG0, 256, 2, i < 2 ? 0 : 8); /* ncclInt8, then ncclFloat64 */
+    p2p_typed(0, SEG0 + 1024, 256, 2, 0);
+    group(0);
+    ck_assert_uint_eq(collector_count("layout.overlap"), (i < 2 ? 0u : 1u));
+  }
+}
+END_TEST
+
 /* ---------------- several remembered groups ---------------- */
 
 static unsigned long judged(void) {
@@ -1978,6 +2036,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, remembered_bad_calls_keep_reporting);
   tcase_add_test(tc, replayed_group_follows_the_allocations);
   tcase_add_test(tc, replayed_group_keeps_counting_an_operations_finding);
+  tcase_add_test(tc, replayed_group_judges_an_unreplayable_operation);
+  tcase_add_test(tc, replayed_group_finding_with_a_copy_counts_once);
+  tcase_add_test(tc, replayed_group_follows_the_element_type);
   tcase_add_test(tc, replayed_group_follows_each_registry_change);
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
   tcase_add_test(tc, replayed_group_follows_the_communicator);

@@ -265,22 +265,38 @@ static void *report_thread(void *p) {
   report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, p);
   return NULL;
 }
-START_TEST(repeats_while_pending_wait_for_the_match) {
-  setup_policy("error");
-  g_supp_on = true;
-  g_supp_rule = 0;
-  g_match_gate = true;
-  pthread_t t;
-  pthread_create(&t, NULL, report_thread, &SITE_A);
+/* The gated match: wait until a match waits at the gate (its entry
+ * pending), then let it go on. */
+static void gate_reached(void) {
   pthread_mutex_lock(&g_gate_mu);
   while (g_gate != 1) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
   pthread_mutex_unlock(&g_gate_mu);
-  rep_arg a = {5, &SITE_A};
-  repeat_thread(&a);   /* the entry is pending now */
+}
+static void gate_open(void) {
   pthread_mutex_lock(&g_gate_mu);
   g_gate = 2;
   pthread_cond_broadcast(&g_gate_cv);
   pthread_mutex_unlock(&g_gate_mu);
+}
+
+/* A first occurrence at site reported by a new thread (returned), its
+ * entry pending at the gated match of a suppression that silences it. */
+static pthread_t first_pending(const void *site) {
+  g_supp_on = true;
+  g_supp_rule = 0;
+  g_match_gate = true;
+  pthread_t t;
+  pthread_create(&t, NULL, report_thread, (void *)site);
+  gate_reached();
+  return t;
+}
+
+START_TEST(repeats_while_pending_wait_for_the_match) {
+  setup_policy("error");
+  pthread_t t = first_pending(&SITE_A);
+  rep_arg a = {5, &SITE_A};
+  repeat_thread(&a);   /* the entry is pending now */
+  gate_open();
   pthread_join(t, NULL);
   ck_assert(!a2a_rt_report_fail_matched());
   summary();
@@ -327,6 +343,74 @@ START_TEST(fork_child_forgets_entries) {
 }
 END_TEST
 
+/* The thread's memo of its last lock-free batch (t_rep) counts a batch
+ * exactly as the probing path would: a severity above the entry's first
+ * still raises its check's severity, a check turned off is still dropped,
+ * and after the fork child's reset nothing is a repeat (an info finding:
+ * a reset entry's severity is info too). Each batch is first memoized by
+ * an equal one. */
+START_TEST(batched_repeats_memo_follows_the_table) {
+  setup_policy("deadlock");
+  report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_A);
+  a2a_repeat warn[1] = {{A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_A}};
+  a2a_repeat err[1] = {{A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_ERROR, &SITE_A}};
+  for (int i = 0; i < 3; i++) ck_assert(a2a_report_repeats(warn, 1));
+  ck_assert(a2a_report_repeats(err, 1));
+  /* Off: dropped unseen, memoized or not. */
+  uint64_t w0 = atomic_load(&a2a_checks_enabled_w[0]), w1 = atomic_load(&a2a_checks_enabled_w[1]);
+  atomic_store(&a2a_checks_enabled_w[A2A_CK_LAYOUT_MISALIGNED >> 6],
+               atomic_load(&a2a_checks_enabled_w[A2A_CK_LAYOUT_MISALIGNED >> 6]) &
+                   ~(1ull << (A2A_CK_LAYOUT_MISALIGNED & 63)));
+  for (int i = 0; i < 5; i++) ck_assert(a2a_report_repeats(warn, 1));
+  atomic_store(&a2a_checks_enabled_w[0], w0);
+  atomic_store(&a2a_checks_enabled_w[1], w1);
+  summary();
+  char sev[16];
+  ck_assert_uint_eq(check_occ("layout.misaligned", sev, sizeof sev), 5);
+  ck_assert_str_eq(sev, "error");
+
+  /* Batches that alternate at one position: each counted on its own
+   * entry (the first written one's patched count), not on the memo's. */
+  a2a_rt_report_after_fork_child();
+  g_npatched = 0;
+  g_json_end = 0;
+  setup_policy("deadlock");
+  report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_A);
+  report(A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_C);
+  a2a_repeat at_c[1] = {{A2A_CK_LAYOUT_MISALIGNED, A2A_SEV_WARNING, &SITE_C}};
+  for (int i = 0; i < 6; i++) ck_assert(a2a_report_repeats(i % 3 ? at_c : warn, 1));
+  summary();
+  ck_assert_uint_eq(check_occ("layout.misaligned", sev, sizeof sev), 8);
+  ck_assert_uint_eq(patched_first(), 3);
+
+  a2a_rt_report_after_fork_child();
+  setup_policy("deadlock");
+  report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, &SITE_B);
+  a2a_repeat info[1] = {{A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, &SITE_B}};
+  for (int i = 0; i < 2; i++) ck_assert(a2a_report_repeats(info, 1));
+  a2a_rt_report_after_fork_child();
+  ck_assert(!a2a_report_repeats(info, 1));
+}
+END_TEST
+
+/* After the fork child's reset a finding's entry is created again,
+ * pending while its first occurrence is matched against the suppressions:
+ * a batch memoized before the fork is not counted on it lock-free (it
+ * would match the failure policy the match then silences). */
+START_TEST(batched_repeats_memo_is_forgotten_by_the_fork_child) {
+  setup_policy("error");
+  report(A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, &SITE_A);
+  a2a_repeat r[1] = {{A2A_CK_LAYOUT_OVERLAP, A2A_SEV_ERROR, &SITE_A}};
+  for (int i = 0; i < 2; i++) ck_assert(a2a_report_repeats(r, 1));
+  a2a_rt_report_after_fork_child();
+  pthread_t t = first_pending(&SITE_A);
+  ck_assert(a2a_report_repeats(r, 1)); /* the entry is pending now */
+  gate_open();
+  pthread_join(t, NULL);
+  ck_assert(!a2a_rt_report_fail_matched());
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("report");
   TCase *tc = tcase_create("repeats");
@@ -340,6 +424,8 @@ int main(void) {
   tcase_add_test(tc, repeats_while_pending_wait_for_the_match);
   tcase_add_test(tc, repeats_racing_the_summary);
   tcase_add_test(tc, fork_child_forgets_entries);
+  tcase_add_test(tc, batched_repeats_memo_follows_the_table);
+  tcase_add_test(tc, batched_repeats_memo_is_forgotten_by_the_fork_child);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
