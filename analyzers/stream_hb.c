@@ -169,22 +169,6 @@ typedef struct range {
   access acc[MAX_ACC];
 } range;
 
-/* One pending (grouped) communication access. */
-typedef struct pending {
-  void *stream;
-  int per_thread, device;
-  uintptr_t lo, hi;
-  uint8_t flags;
-  uint32_t nops;
-  const void *site;
-  const char *what;
-  void *comm;
-  /* The operation's stack: the site's cached one, or (the site cache is
-   * full) scratch holding this call's capture; NULL: none. */
-  const a2a_stack *stk;
-  a2a_stack scratch;
-} pending;
-
 /* What a grouped operation's pending_add arguments are derived from,
  * beyond the fields its entry holds as they are (buffer, stream, call
  * site, communicator, per_thread): see "Repeated operations". */
@@ -199,6 +183,26 @@ typedef struct op_key {
   int device;        /* ev->device, >= 0 */
   unsigned comm_ver; /* a collective: a2a_comm_ver before its extents were taken */
 } op_key;
+
+/* One pending (grouped) communication access. */
+typedef struct pending {
+  void *stream;
+  int per_thread, device;
+  uintptr_t lo, hi;
+  uint8_t flags;
+  uint32_t nops;
+  const void *site;
+  const char *what;
+  void *comm;
+  /* The operation's stack: the site's cached one, or (the site cache is
+   * full) scratch holding this call's capture; NULL: none. */
+  const a2a_stack *stk;
+  a2a_stack scratch;
+  /* The operation pending_repeat last found to be this entry (or, a
+   * collective, this entry and the next), when it is the thread's group
+   * entry (see "Repeated operations"). */
+  op_key key;
+} pending;
 
 typedef struct thread_state {
   int depth; /* ncclGroupStart nesting */
@@ -229,7 +233,7 @@ typedef struct thread_state {
    * (pending_repeat_set). rp_n != 0 implies rep_n >= rp_n. */
   int rep_n;
   /* Advanced whenever pending_repeat_set sets rep_n anew (the entries
-   * changed): the operation keys (opk) taken under another value are
+   * changed): the operation keys (pending.key) taken under another value are
    * stale. */
   uint64_t rep_gen;
   int rp_s;
@@ -253,9 +257,6 @@ typedef struct thread_state {
   int rp_tl[RP_MAX];
   int rp_st[RP_MAX];
   pending p[MAX_PENDING];
-  /* opk[n]: the operation pending_repeat last found to be the entry or
-   * entries starting at n (see "Repeated operations"). */
-  op_key opk[MAX_PENDING];
 } thread_state;
 
 typedef struct stack_slot {
@@ -4159,7 +4160,7 @@ __attribute__((noinline)) static void p2p_add_slow(thread_state *ts, const a2a_e
  * API name, the device). The operation of a repeated group is the one
  * that was there the group before, so when pending_repeat took an
  * operation as the entry (or, a collective, the two entries) at n, the
- * thread keeps what those derivations read (opk[n], tagged with rep_gen
+ * thread keeps what those derivations read (p[n].key, tagged with rep_gen
  * and the entry count); the next operation at n whose event has those
  * same fields, and the entry's buffer, stream, call site, communicator and
  * per_thread, is taken as they are without deriving anything. Exact,
@@ -4196,11 +4197,11 @@ static inline __attribute__((always_inline)) bool entry_of_call(const pending *p
          p->per_thread == ev->per_thread;
 }
 
-/* Keep opk[n] for the operation ev that pending_repeat just took as nent
+/* Keep p[n].key for the operation ev that pending_repeat just took as nent
  * entries at n (op, root: the key's operation fields). */
 static void op_key_set(thread_state *ts, int n, unsigned nent, const a2a_event *ev, size_t count,
                        int dtype, int op, int root, unsigned comm_ver) {
-  op_key *k = &ts->opk[n];
+  op_key *k = &ts->p[n].key;
   k->tag = op_tag(ts, nent);
   k->api = ev->api;
   k->count = count;
@@ -4225,8 +4226,8 @@ __attribute__((noinline)) static void p2p_repeat(thread_state *ts, const a2a_eve
 static inline __attribute__((always_inline)) void p2p_at_repeat(thread_state *ts,
                                                                 const a2a_event *ev) {
   int n = ts->npending;
-  const op_key *k = &ts->opk[n];
   const pending *p = &ts->p[n];
+  const op_key *k = &p->key;
   if (k->tag == op_tag(ts, 1) && p->lo == (uintptr_t)ev->u.p2p.buff &&
       k->count == ev->u.p2p.count && k->dtype == ev->u.p2p.dtype && k->op == ev->u.p2p.is_send &&
       entry_of_call(p, ev) && k->device == ev->device && k->api == ev->api) {
@@ -4298,8 +4299,8 @@ static inline __attribute__((always_inline)) bool coll_at_repeat(thread_state *t
                                                                  const a2a_event *ev) {
   int n = ts->npending;
   if (n >= ts->rep_n) return false;
-  const op_key *k = &ts->opk[n];
   const pending *p = &ts->p[n];
+  const op_key *k = &p->key;
   if (k->tag == op_tag(ts, 2) && p[0].lo == (uintptr_t)ev->u.coll.sendbuff &&
       p[1].lo == (uintptr_t)ev->u.coll.recvbuff && k->count == ev->u.coll.count &&
       k->dtype == ev->u.coll.dtype && k->op == (int)ev->u.coll.coll &&
