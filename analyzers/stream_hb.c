@@ -245,11 +245,11 @@ typedef struct thread_state {
    * cleared: every later section advances the version past it for good. */
   uint64_t rp_ver;
   /* Taken with rp_ver, for group_replay_quick: per entry the address of
-   * its slot's epoch (NULL: HB_SLOT_USE) and of its timeline's own clock
-   * entry; the rp_nt clock entries join_ticks raises, in its order (0:
-   * more than RP_TICKS, ticks_apply finds them). */
+   * its slot's epoch (HB_SLOT_USE: rp_sink, a word nothing reads); the
+   * rp_nt clock entries join_ticks raises, in its order (0: more than
+   * RP_TICKS, ticks_apply finds them). */
   uint32_t *rp_clk[RP_MAX];
-  const uint32_t *rp_own[RP_MAX];
+  uint32_t rp_sink;
   int rp_nt;
   uint32_t *rp_tick[RP_TICKS];
   range *rp_r[RP_MAX];
@@ -2508,9 +2508,8 @@ static bool group_replay_multi(thread_state *ts) {
    * timelines and ranges are the ones they were taken from. */
   ts->rp_ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
   for (int i = 0; i < n; i++) {
-    int k = ts->rp_slot[i], s = ts->rp_tl[i];
-    ts->rp_clk[i] = k >= 0 ? &ts->rp_r[i]->acc[k].clk : NULL;
-    ts->rp_own[i] = &g_tl[s].vc[s];
+    int k = ts->rp_slot[i];
+    ts->rp_clk[i] = k >= 0 ? &ts->rp_r[i]->acc[k].clk : &ts->rp_sink;
   }
   ts->rp_nt = 0;
   if (ns * ns <= RP_TICKS) {
@@ -2555,7 +2554,12 @@ static bool group_replay_multi(thread_state *ts) {
  * leaves the full tests to decide. */
 static void group_replay_quick(thread_state *ts) {
   /* ticks_apply and replay_ranges through the addresses the replay that
-   * set rp_ver kept (the same entries, in the same order). */
+   * set rp_ver kept (the same entries, in the same order). replay_ranges
+   * sets a slot's epoch to its timeline's own clock entry, which that
+   * replay (or the last quick one) left so, and the ticks raise every
+   * own entry by exactly one (the timelines are distinct: each clock has
+   * each of their entries raised once, its own among them), so the new
+   * own entry is the slot's epoch plus one. */
   int nt = ts->rp_nt, n = ts->rp_n;
   if (nt) {
     for (int i = 0; i < nt; i++) (*ts->rp_tick[i])++;
@@ -2565,7 +2569,7 @@ static void group_replay_quick(thread_state *ts) {
   uint64_t u = g_use;
   for (int i = 0; i < n; i++) {
     ts->rp_r[i]->last_use = ts->rp_use[i] = ++u;
-    if (ts->rp_clk[i]) *ts->rp_clk[i] = *ts->rp_own[i];
+    (*ts->rp_clk[i])++;
   }
   g_use = u;
 }
