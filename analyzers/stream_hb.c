@@ -169,6 +169,21 @@ typedef struct range {
   access acc[MAX_ACC];
 } range;
 
+/* What a grouped operation's pending_add arguments are derived from,
+ * beyond the fields its entry holds as they are (buffer, stream, call
+ * site, communicator, per_thread): see "Repeated operations". */
+typedef struct op_key {
+  uint64_t tag;      /* rep_gen << 2 | the entries the operation is: 1 (a
+                        send or receive), 2 (a collective); 0 none */
+  const char *api;   /* ev->api */
+  size_t count;
+  int dtype;
+  int op;            /* a send or receive: is_send; a collective: its a2a_coll */
+  int root;          /* a collective's root */
+  int device;        /* ev->device, >= 0 */
+  unsigned comm_ver; /* a collective: a2a_comm_ver before its extents were taken */
+} op_key;
+
 /* One pending (grouped) communication access. */
 typedef struct pending {
   void *stream;
@@ -183,6 +198,10 @@ typedef struct pending {
    * full) scratch holding this call's capture; NULL: none. */
   const a2a_stack *stk;
   a2a_stack scratch;
+  /* The operation pending_repeat last found to be this entry (or, a
+   * collective, this entry and the next), when it is the thread's group
+   * entry (see "Repeated operations"). */
+  op_key key;
 } pending;
 
 typedef struct thread_state {
@@ -213,6 +232,10 @@ typedef struct thread_state {
    * entry changes (pending_merge, pending_add_slow), set at the group end
    * (pending_repeat_set). rp_n != 0 implies rep_n >= rp_n. */
   int rep_n;
+  /* Advanced whenever pending_repeat_set sets rep_n anew (the entries
+   * changed): the operation keys (pending.key) taken under another value are
+   * stale. */
+  uint64_t rep_gen;
   int rp_s;
   uint64_t rp_epoch;
   /* g_lock_ver at the end of the section of the last group end of the
@@ -222,11 +245,11 @@ typedef struct thread_state {
    * cleared: every later section advances the version past it for good. */
   uint64_t rp_ver;
   /* Taken with rp_ver, for group_replay_quick: per entry the address of
-   * its slot's epoch (NULL: HB_SLOT_USE) and of its timeline's own clock
-   * entry; the rp_nt clock entries join_ticks raises, in its order (0:
-   * more than RP_TICKS, ticks_apply finds them). */
+   * its slot's epoch (HB_SLOT_USE: rp_sink, a word nothing reads); the
+   * rp_nt clock entries join_ticks raises, in its order (0: more than
+   * RP_TICKS, ticks_apply finds them). */
   uint32_t *rp_clk[RP_MAX];
-  const uint32_t *rp_own[RP_MAX];
+  uint32_t rp_sink;
   int rp_nt;
   uint32_t *rp_tick[RP_TICKS];
   range *rp_r[RP_MAX];
@@ -1881,6 +1904,7 @@ __attribute__((noinline)) static void pending_add_more(thread_state *ts, const a
 static void pending_repeat_set(thread_state *ts) {
   int n = ts->npending;
   if (n <= ts->rep_n) return;
+  ts->rep_gen++; /* (the entries changed: rep_n was cleared) */
   bool stacks = a2a_opt->stack_depth > 0;
   for (int k = 0; k < n; k++) {
     const pending *p = &ts->p[k];
@@ -2484,9 +2508,8 @@ static bool group_replay_multi(thread_state *ts) {
    * timelines and ranges are the ones they were taken from. */
   ts->rp_ver = atomic_load_explicit(&g_lock_ver, memory_order_relaxed);
   for (int i = 0; i < n; i++) {
-    int k = ts->rp_slot[i], s = ts->rp_tl[i];
-    ts->rp_clk[i] = k >= 0 ? &ts->rp_r[i]->acc[k].clk : NULL;
-    ts->rp_own[i] = &g_tl[s].vc[s];
+    int k = ts->rp_slot[i];
+    ts->rp_clk[i] = k >= 0 ? &ts->rp_r[i]->acc[k].clk : &ts->rp_sink;
   }
   ts->rp_nt = 0;
   if (ns * ns <= RP_TICKS) {
@@ -2531,9 +2554,17 @@ static bool group_replay_multi(thread_state *ts) {
  * leaves the full tests to decide. */
 static void group_replay_quick(thread_state *ts) {
   /* ticks_apply and replay_ranges through the addresses the replay that
-   * set rp_ver kept (the same entries, in the same order). */
+   * set rp_ver kept (the same entries, in the same order). replay_ranges
+   * sets a slot's epoch to its timeline's own clock entry, which that
+   * replay (or the last quick one) left so, and the ticks raise every
+   * own entry by exactly one (the timelines are distinct: each clock has
+   * each of their entries raised once, its own among them), so the new
+   * own entry is the slot's epoch plus one. */
   int nt = ts->rp_nt, n = ts->rp_n;
   if (nt) {
+    /* (Unrolled: a replay on k streams raises k * k entries, each with a
+     * loop iteration's overhead otherwise; 16 is four streams' group.) */
+#pragma GCC unroll 16
     for (int i = 0; i < nt; i++) (*ts->rp_tick[i])++;
   } else {
     ticks_apply(ts->rp_st, ts->rp_ns);
@@ -2541,7 +2572,7 @@ static void group_replay_quick(thread_state *ts) {
   uint64_t u = g_use;
   for (int i = 0; i < n; i++) {
     ts->rp_r[i]->last_use = ts->rp_use[i] = ++u;
-    if (ts->rp_clk[i]) *ts->rp_clk[i] = *ts->rp_own[i];
+    (*ts->rp_clk[i])++;
   }
   g_use = u;
 }
@@ -4130,6 +4161,89 @@ __attribute__((noinline)) static void p2p_add_slow(thread_state *ts, const a2a_e
                    ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
 }
 
+/* Repeated operations. pending_repeat takes an operation equal to the
+ * entry at npending as that entry, after deriving what it compares from
+ * the event (the byte count from the count and type, the direction, the
+ * API name, the device). The operation of a repeated group is the one
+ * that was there the group before, so when pending_repeat took an
+ * operation as the entry (or, a collective, the two entries) at n, the
+ * thread keeps what those derivations read (p[n].key, tagged with rep_gen
+ * and the entry count); the next operation at n whose event has those
+ * same fields, and the entry's buffer, stream, call site, communicator and
+ * per_thread, is taken as they are without deriving anything. Exact,
+ * because pending_repeat would take it too:
+ *  - the derivations are functions of the key's fields alone: the type's
+ *    size is a constant table, the device is the event's own (the key is
+ *    kept only for a device >= 0; dev_of reads the thread's last device
+ *    for -1), and a collective's extents (coll_extents) read, besides the
+ *    operation, count, type and root, only the registry's record for the
+ *    communicator, which is the same record while a2a_comm_ver is the
+ *    value read before they were taken (see a2a_comm_lookup; a record's
+ *    nranks and rank are fixed once inserted). So the operation yields the
+ *    arguments the kept one did, which pending_repeat found equal to the
+ *    entries then, with bytes and a buffer (it took them);
+ *  - the entries are as they were then: they change only through
+ *    pending_merge and pending_add_slow, which clear rep_n - while it is 0
+ *    no key is tried (n < rep_n is required) - and the group end that sets
+ *    rep_n again after such a change advances rep_gen, which the tag
+ *    holds (a group that changed nothing leaves both, and its entries, as
+ *    they were). A collective's two entries were both taken (n + 2 <= rep_n
+ *    then, and rep_n, nonzero, is that value still).
+ * Only the event's fields the key and the entry hold are compared, so a
+ * change elsewhere (the peer, the reduction) leaves a key usable: nothing
+ * here reads them. */
+static inline uint64_t op_tag(const thread_state *ts, unsigned nent) {
+  return ts->rep_gen << 2 | nent;
+}
+
+/* Whether entry p has the fields op_side copies from the call ev as they
+ * are (the stream, call site, communicator and per_thread). */
+static inline __attribute__((always_inline)) bool entry_of_call(const pending *p,
+                                                                const a2a_event *ev) {
+  return p->stream == ev->stream && p->site == ev->callsite && p->comm == ev->comm &&
+         p->per_thread == ev->per_thread;
+}
+
+/* Keep p[n].key for the operation ev that pending_repeat just took as nent
+ * entries at n (op, root: the key's operation fields). */
+static void op_key_set(thread_state *ts, int n, unsigned nent, const a2a_event *ev, size_t count,
+                       int dtype, int op, int root, unsigned comm_ver) {
+  op_key *k = &ts->p[n].key;
+  k->tag = op_tag(ts, nent);
+  k->api = ev->api;
+  k->count = count;
+  k->dtype = dtype;
+  k->op = op;
+  k->root = root;
+  k->device = ev->device;
+  k->comm_ver = comm_ver;
+}
+
+/* A send or receive at npending < rep_n: the entry there by its key (see
+ * "Repeated operations"), else pending_add, keeping the key when
+ * pending_repeat took it (pending_add_more clears rep_n: npending one
+ * more with rep_n not cleared is pending_repeat's). */
+__attribute__((noinline)) static void p2p_repeat(thread_state *ts, const a2a_event *ev) {
+  int n = ts->npending;
+  pending_add(ts, ev, (uintptr_t)ev->u.p2p.buff, ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
+              ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
+  if (ts->npending == n + 1 && ts->rep_n != 0 && ev->device >= 0)
+    op_key_set(ts, n, 1, ev, ev->u.p2p.count, ev->u.p2p.dtype, ev->u.p2p.is_send, 0, 0);
+}
+static inline __attribute__((always_inline)) void p2p_at_repeat(thread_state *ts,
+                                                                const a2a_event *ev) {
+  int n = ts->npending;
+  const pending *p = &ts->p[n];
+  const op_key *k = &p->key;
+  if (k->tag == op_tag(ts, 1) && p->lo == (uintptr_t)ev->u.p2p.buff &&
+      k->count == ev->u.p2p.count && k->dtype == ev->u.p2p.dtype && k->op == ev->u.p2p.is_send &&
+      entry_of_call(p, ev) && k->device == ev->device && k->api == ev->api) {
+    ts->npending = n + 1;
+    return;
+  }
+  p2p_repeat(ts, ev);
+}
+
 /* hb_nccl for a send or receive: a grouped one on a stream other than
  * the legacy default stream (its common case: NCCL's point-to-point calls
  * are grouped) is on_comm_op's path for it without on_comm_op's frame or
@@ -4157,8 +4271,7 @@ static void hb_k_p2p(const a2a_event *ev) {
     p2p_merge(ts, ev);
     return;
   }
-  pending_add(ts, ev, (uintptr_t)ev->u.p2p.buff, ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype),
-              ev->u.p2p.is_send ? F_READ : F_WRITE, ev->api ? ev->api : "nccl");
+  p2p_at_repeat(ts, ev);
 }
 
 /* hb_nccl for a collective: a grouped one on a stream other than the
@@ -4174,11 +4287,37 @@ static void hb_k_p2p(const a2a_event *ev) {
  * of line: a lone collective's path, a tail call to on_comm_op, sets up
  * no frame). Anything else: on_comm_op. */
 __attribute__((noinline)) static void coll_grouped(thread_state *ts, const a2a_event *ev) {
+  int n = ts->npending;
+  /* (Before the extents: see "Repeated operations".) */
+  unsigned ver = atomic_load_explicit(&a2a_comm_ver, memory_order_acquire);
   size_t sbytes, rbytes;
   coll_extents(ev, &sbytes, &rbytes);
   const char *what = ev->api ? ev->api : "nccl";
   pending_add(ts, ev, (uintptr_t)ev->u.coll.sendbuff, sbytes, F_READ, what);
   pending_add(ts, ev, (uintptr_t)ev->u.coll.recvbuff, rbytes, F_WRITE, what);
+  /* Both sides taken by pending_repeat (see p2p_repeat): keep the key. */
+  if (ts->npending == n + 2 && ts->rep_n != 0 && ev->device >= 0)
+    op_key_set(ts, n, 2, ev, ev->u.coll.count, ev->u.coll.dtype, (int)ev->u.coll.coll,
+               ev->u.coll.root, ver);
+}
+/* A grouped collective at npending: its two entries by their key (see
+ * "Repeated operations"). */
+static inline __attribute__((always_inline)) bool coll_at_repeat(thread_state *ts,
+                                                                 const a2a_event *ev) {
+  int n = ts->npending;
+  if (n >= ts->rep_n) return false;
+  const pending *p = &ts->p[n];
+  const op_key *k = &p->key;
+  if (k->tag == op_tag(ts, 2) && p[0].lo == (uintptr_t)ev->u.coll.sendbuff &&
+      p[1].lo == (uintptr_t)ev->u.coll.recvbuff && k->count == ev->u.coll.count &&
+      k->dtype == ev->u.coll.dtype && k->op == (int)ev->u.coll.coll &&
+      k->root == ev->u.coll.root && entry_of_call(p, ev) && k->device == ev->device &&
+      k->api == ev->api &&
+      k->comm_ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire)) {
+    ts->npending = n + 2;
+    return true;
+  }
+  return false;
 }
 static void hb_k_coll(const a2a_event *ev) {
   if (atomic_load_explicit(&g_disabled, memory_order_relaxed)) return; /* (a POST: see above) */
@@ -4189,7 +4328,7 @@ static void hb_k_coll(const a2a_event *ev) {
     on_comm_op(ev);
     return;
   }
-  if (!race_checks_on()) return;
+  if (!race_checks_on() || coll_at_repeat(ts, ev)) return;
   coll_grouped(ts, ev);
 }
 

@@ -1027,6 +1027,32 @@ START_TEST(sync_heavy_work_on_an_earlier_stream_is_work) {
 }
 END_TEST
 
+/* The same with the stream's entry the one after the last work's
+ * (note_work_slow's first test, before its scan): the table is S1, S2,
+ * S3H; after S2's synchronization, work on S1 and then on S2 makes S2
+ * unsynchronized again. */
+static void work_on_the_next_stream_run(bool again) {
+  comm_init(COMM, 4);
+  for (size_t i = 0; i < 20; i++) {
+    alltoall(i, 4u << 20, 1.0, S1);
+    hot_copy(S2, true);
+    hot_copy(S3H, true);
+    simple(A2A_EV_STREAM_SYNC, S2);
+    hot_copy(S1, true);
+    if (again) hot_copy(S2, true); /* the entry after S1's */
+    simple(A2A_EV_STREAM_SYNC, S3H);
+    simple(A2A_EV_STREAM_SYNC, S1);
+  }
+}
+START_TEST(sync_heavy_work_on_the_next_stream_is_work) {
+  work_on_the_next_stream_run(true);
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 0);
+  setup();
+  work_on_the_next_stream_run(false);
+  ck_assert_uint_eq(collector_count("perf.sync-heavy"), 1);
+}
+END_TEST
+
 START_TEST(gated_hot_calls_see_the_armed_window) {
   comm_init(COMM, 4);
   for (size_t i = 0; i < 20; i++) {
@@ -1675,6 +1701,7 @@ int main(void) {
   tcase_add_test(tc, sync_heavy_op_after_a_stream_sync_is_work);
   tcase_add_test(tc, sync_heavy_without_that_op);
   tcase_add_test(tc, sync_heavy_work_on_an_earlier_stream_is_work);
+  tcase_add_test(tc, sync_heavy_work_on_the_next_stream_is_work);
   tcase_add_test(tc, stream_churn_measured_cost_decides);
   tcase_add_test(tc, stream_churn_material_cost_warns);
   tcase_add_test(tc, event_churn_wait_stream_idiom_is_info);

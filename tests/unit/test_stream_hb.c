@@ -38,17 +38,22 @@ static char k_fill, k_struct;
 
 static int stream_findings(void) { return (int)collector_count_prefix("stream."); }
 
-static void setup(void) {
-  collector_reset();
+/* COMM created (again: NCCL reusing the handle) as rank 0 of nranks. */
+static void comm_init(int nranks) {
   a2a_event ev = ev_make(A2A_EV_COMM_INIT);
   ev.u.init.how = A2A_INIT_RANK;
   ev.u.init.newcomm = COMM;
-  ev.u.init.nranks = 4;
+  ev.u.init.nranks = nranks;
   ev.u.init.rank = 0;
   ev.u.init.device = 0;
   ev.u.init.blocking = 1;
   ev_dispatch(&ev, 0);
-  ev = ev_make(A2A_EV_ALLOC);
+}
+
+static void setup(void) {
+  collector_reset();
+  comm_init(4);
+  a2a_event ev = ev_make(A2A_EV_ALLOC);
   ev.api = "cudaMalloc";
   ev.u.mem.mem = A2A_MEM_DEVICE;
   ev.u.mem.size = SEG_SIZE;
@@ -2502,6 +2507,96 @@ START_TEST(grouped_replay_needs_the_same_entries) {
 }
 END_TEST
 
+/* Repeated operations (operation keys, see stream_hb.c): a key is kept
+ * for the group's entries as they were when it was taken. Here the send's
+ * entry is replaced by one of half the count for one group (the entries
+ * change; the key of the whole send stays in its slot, and the entry's
+ * buffer is the same): the next group's whole send is not taken as that
+ * half entry by its stale key, and its access covers the whole buffer. */
+START_TEST(grouped_repeat_key_stale_after_entries_change) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  for (int i = 0; i < 3; i++) { /* entries made, then taken (keys kept), then by key */
+    sendrecv_group(S_COMM);
+    stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  }
+  group(A2A_EV_GROUP_START);
+  send_on(S_COMM, SENDBUF, NBYTES / 8, (void *)0x2100);
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  group(A2A_EV_GROUP_END);
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+  sendrecv_group(S_COMM); /* in flight */
+  memop(A2A_EV_MEMSET, (char *)SENDBUF + NBYTES / 2, NULL, NBYTES / 2, 0, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.free-in-flight"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* A grouped collective's key holds the registry's version: after the
+ * communicator's handle is re-created with fewer ranks (NCCL reusing the
+ * address), the all-gather's receive extent is the new one, not the one
+ * its earlier groups had. */
+START_TEST(grouped_collective_key_follows_the_registry) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_COMP, NONBLOCKING);
+  for (int i = 0; i < 4; i++) {
+    if (i == 3) comm_init(2); /* the handle re-created: 2 ranks */
+    group(A2A_EV_GROUP_START);
+    coll_on(S_COMM, A2A_COLL_ALLGATHER, SENDBUF, RECVBUF, 256, -1);
+    group(A2A_EV_GROUP_END);
+    if (i < 3) stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
+  }
+  /* 2 x 1 KiB received; the rest of the old 4 KiB was waited for. */
+  launch_fill(S_COMP, (char *)RECVBUF + 3 * 1024, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+  launch_fill(S_COMP, (char *)RECVBUF + 1024, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  ck_assert_int_eq(stream_findings(), 1);
+}
+END_TEST
+
+/* A send whose event has no device (-1: the thread's current one) keeps
+ * no key: after a cudaSetDevice the same call is on the new device's
+ * per-thread default stream, which the host then waits for. */
+static void send_ptds_nodev(void) {
+  group(A2A_EV_GROUP_START);
+  a2a_event ev = ev_make(A2A_EV_P2P);
+  ev.api = "ncclSend";
+  ev.comm = COMM;
+  ev.per_thread = 1; /* NULL: cudaStreamPerThread */
+  ev.device = -1;
+  ev.callsite = (void *)0x2100;
+  ev.u.p2p.is_send = 1;
+  ev.u.p2p.buff = SENDBUF;
+  ev.u.p2p.count = NBYTES / 4;
+  ev.u.p2p.dtype = NCCL_FLOAT;
+  ev.u.p2p.peer = 1;
+  ev_dispatch(&ev, 0);
+  group(A2A_EV_GROUP_END);
+}
+static void sync_ptds_nodev(void) {
+  a2a_event ev = ev_make(A2A_EV_STREAM_SYNC);
+  ev.per_thread = 1;
+  ev.device = -1;
+  ev_dispatch(&ev, 0);
+}
+START_TEST(grouped_repeat_key_needs_the_device) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  set_device(1, 0);
+  for (int i = 0; i < 3; i++) {
+    send_ptds_nodev();
+    sync_ptds_nodev();
+  }
+  set_device(1, 1);
+  send_ptds_nodev(); /* device 1's per-thread stream */
+  sync_ptds_nodev();
+  memop(A2A_EV_MEMSET, SENDBUF, NULL, NBYTES, 0, 1, S_COMP);
+  ck_assert_int_eq(stream_findings(), 0);
+}
+END_TEST
+
 /* A group posted while its stream captures is not replayed: a capturing
  * stream's accesses are skipped (its work is recorded, not run). */
 START_TEST(grouped_replay_refused_while_capturing) {
@@ -4081,6 +4176,9 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_in_place_replay_keeps_findings);
   tcase_add_test(tc, grouped_replay_refused_after_history_change);
   tcase_add_test(tc, grouped_replay_needs_the_same_entries);
+  tcase_add_test(tc, grouped_repeat_key_stale_after_entries_change);
+  tcase_add_test(tc, grouped_collective_key_follows_the_registry);
+  tcase_add_test(tc, grouped_repeat_key_needs_the_device);
   tcase_add_test(tc, grouped_replay_refused_for_a_new_stream);
   tcase_add_test(tc, grouped_replay_refused_while_capturing);
   tcase_add_test(tc, grouped_multi_replay_keeps_findings);
