@@ -1634,6 +1634,31 @@ START_TEST(grouped_p2p_fast_path_joins_the_right_share) {
 }
 END_TEST
 
+/* A communicator destroyed and re-created at the same handle inside an
+ * open group, between two p2p calls on it on the same stream: the second
+ * call joins the new communicator's share, never the old one's, though
+ * it follows a call that joined a share of the same handle and stream
+ * (group_add_fast: its answer was taken at another g_table_ver). Each
+ * communicator's share is one SendRecv of one send, told apart by nranks. */
+START_TEST(grouped_p2p_fast_path_after_a_recreation_joins_the_new_comm) {
+  memo_comm_init(1, 3);
+  void *B = MEMO_H(1);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&gs, 0);
+  p2p_on(B, 1, 4096, S1);
+  comm_end(B);
+  memo_comm_init(1, 5);
+  p2p_on(B, 1, 4096, S1);
+  ev_dispatch(&ge, 0);
+  a2a_core_fini();
+  const collected *o = summary_of(3), *n = summary_of(5);
+  ck_assert_uint_eq((uint64_t)details_num(o, "ops"), 1);
+  ck_assert_uint_eq((uint64_t)details_num(o, "bytes"), 4096);
+  ck_assert_uint_eq((uint64_t)details_num(n, "ops"), 1);
+  ck_assert_uint_eq((uint64_t)details_num(n, "bytes"), 4096);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -1705,6 +1730,7 @@ int main(void) {
   tcase_add_test(tc, launch_fast_path_tells_default_streams_apart);
   tcase_add_test(tc, lookup_memo_never_answers_a_recreated_comm_with_the_old);
   tcase_add_test(tc, grouped_p2p_fast_path_joins_the_right_share);
+  tcase_add_test(tc, grouped_p2p_fast_path_after_a_recreation_joins_the_new_comm);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
