@@ -252,8 +252,12 @@ typedef struct pc_tls {
   pc_comm *last_c;
   /* The open group's share that its last grouped p2p operation joined
    * (group_add_fast), NULL when none: set by group_add, cleared wherever
-   * the shares are emptied (ng = 0). */
+   * the shares are emptied (ng = 0); gfast_h and gfast_ver: the handle
+   * its communicator was looked up by, and g_table_ver that answer was
+   * taken at. */
   pc_gacc *gfast;
+  const void *gfast_h;
+  unsigned gfast_ver;
   void *armed_stream;
   void *armed_event;
   uint64_t ops;
@@ -1121,28 +1125,39 @@ static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
     else if (b != g->p2p0) g->unequal = true;
     share_count_p2p(g, ev, b);
     t->gfast = g;
+    t->gfast_h = ev->comm;
+    t->gfast_ver = t->last_ver;
   }
 }
 
 /* group_op_post's common case inline, for the 2nd and later p2p calls of
  * a share (an all-to-all posts 2 x nranks of them on one communicator and
  * stream): false when it does not apply, and nothing is changed then.
- * Exact: group_op_post takes c from lookup_cached when single_c is NULL
- * (it is, inside a group), whose inline hit - the same test here, no side
- * effect - answers last_c; the shares of the open group have distinct
- * communicators (group_add creates one only for a communicator none has)
- * and stay in place until ng is reset (which clears gfast), so the share
- * of last_c is gfast when gfast->c is last_c; a stream whose key is
- * gfast's (a2a_perf_skey_is) leaves mixed_streams as it is; and gfast
+ * Exact by this invariant: while gfast is set, group_op_post's answer for
+ * gfast_h is gfast->c as long as g_table_ver is gfast_ver. group_add
+ * establishes it: group_op_post's answer for a handle h is single_c when
+ * that is h's, else lookup_cached's, which is lookup's answer for h, taken
+ * at the version lookup_cached leaves in last_ver; single_c does not
+ * change while the group is open (only a lone call, at depth 0, sets or
+ * clears it), and lookup's answer does not change while the version does
+ * not (the table changes only by insertions, each of which bumps it; a
+ * re-initialization resets the thread's record, g_gen). The shares of the
+ * open group have distinct communicators (group_add creates one only for a
+ * communicator none has) and stay in place until ng is reset (which
+ * clears gfast), so that communicator's share is gfast; a stream whose key
+ * is gfast's (a2a_perf_skey_is) leaves mixed_streams as it is; and gfast
  * holds a p2p call already (it is set only after one joined), so
  * nsend + nrecv is not 0 and the size is compared with p2p0. The rest is
- * group_add's p2p branch (share_count_p2p). p2p_known: ev is a send or
- * receive (pc_op_post_p2p's), the kind not tested again. */
+ * group_add's p2p branch (share_count_p2p). The shares end as
+ * group_op_post would leave them; of the thread's hints (gfast_ver, the
+ * lookup memo) it may have left others, each as exact as these.
+ * p2p_known: ev is a send or receive (pc_op_post_p2p's), the kind not
+ * tested again. */
 static inline bool group_add_fast(pc_tls *t, const a2a_event *ev, bool p2p_known) {
   pc_gacc *g = t->gfast;
   unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
-  if (!g || t->single_c || (!p2p_known && ev->kind != A2A_EV_P2P) || ev->comm != t->last_h ||
-      t->last_ver != ver || t->last_c != g->c || !a2a_perf_skey_is(ev->stream, g->stream))
+  if (!g || (!p2p_known && ev->kind != A2A_EV_P2P) || ev->comm != t->gfast_h ||
+      t->gfast_ver != ver || !a2a_perf_skey_is(ev->stream, g->stream))
     return false;
   uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
   if (b != g->p2p0) g->unequal = true;

@@ -1660,6 +1660,63 @@ START_TEST(grouped_p2p_fast_path_joins_the_right_share) {
 }
 END_TEST
 
+/* A communicator destroyed and re-created at the same handle inside an
+ * open group, between two p2p calls on it on the same stream: the second
+ * call joins the new communicator's share, never the old one's, though
+ * it follows a call that joined a share of the same handle and stream
+ * (group_add_fast: its answer was taken at another g_table_ver). Each
+ * communicator's share is one SendRecv of one send, told apart by nranks. */
+START_TEST(grouped_p2p_fast_path_after_a_recreation_joins_the_new_comm) {
+  memo_comm_init(1, 3);
+  void *B = MEMO_H(1);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&gs, 0);
+  p2p_on(B, 1, 4096, S1);
+  comm_end(B);
+  memo_comm_init(1, 5);
+  p2p_on(B, 1, 4096, S1);
+  ev_dispatch(&ge, 0);
+  a2a_core_fini();
+  memo_expect(3, 1, 4096);
+  memo_expect(5, 1, 4096);
+}
+END_TEST
+
+/* Grouped sends on the default streams' handles, two per group: NULL
+ * (the legacy stream; with per_thread, cudaStreamPerThread) and
+ * cudaStreamLegacy (1). The two calls of each group are on two streams -
+ * in the first, with one handle - so each share is on several streams and
+ * not timed (group_add_fast joins a call inline only on a handle that is
+ * its own key, a2a_perf_skey_is). */
+START_TEST(grouped_p2p_fast_path_tells_default_streams_apart) {
+  comm_init(COMM, 2);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  void *const hs[] = {NULL, NULL, (void *)1, NULL};
+  const int pts[] = {0, 1, 0, 1};
+  for (int r = 0; r < 3; r++) {
+    ev_dispatch(&gs, 0);
+    for (int k = 0; k < 2; k++) {
+      /* round r: handle r then handle r + 1 (0: NULL, NULL + per_thread; 1:
+       * NULL + per_thread, legacy; 2: legacy, NULL + per_thread) */
+      a2a_event ev = ev_make(A2A_EV_P2P);
+      ev.comm = COMM;
+      ev.stream = hs[r + k];
+      ev.per_thread = pts[r + k];
+      ev.u.p2p.is_send = 1;
+      ev.u.p2p.count = 4096;
+      ev.u.p2p.dtype = NCCL_INT8;
+      ev_dispatch(&ev, 0);
+    }
+    ev_dispatch(&ge, 0);
+    if (r == 0) complete_op(0, 1.0);
+  }
+  a2a_core_fini();
+  const collected *a = summary_of(2);
+  ck_assert_uint_eq((uint64_t)details_num(a, "ops"), 3);
+  ck_assert_uint_eq((uint64_t)details_num(a, "measured_ops"), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("perf_comm");
   TCase *tc = tcase_create("perf");
@@ -1732,6 +1789,8 @@ int main(void) {
   tcase_add_test(tc, launch_fast_path_tells_default_streams_apart);
   tcase_add_test(tc, lookup_memo_never_answers_a_recreated_comm_with_the_old);
   tcase_add_test(tc, grouped_p2p_fast_path_joins_the_right_share);
+  tcase_add_test(tc, grouped_p2p_fast_path_after_a_recreation_joins_the_new_comm);
+  tcase_add_test(tc, grouped_p2p_fast_path_tells_default_streams_apart);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
