@@ -119,16 +119,21 @@ typedef struct gl_thread {
   uint32_t held[GL_MAX_HELD]; /* a2a_comm serials */
   unsigned nheld;
   /* A memo of held, direct-mapped by serial (hot[serial % GL_HOT]; 0:
-   * empty): a serial here is in held, and its communicator's device is in
-   * comm_devs (or comm_devs is full, or the communicator has no device).
-   * Both stay true until the group's end: neither list shrinks while the
-   * group is open, gl_held_clear empties held and hot together, and
-   * comm_devs is emptied only at a new group's start, which empties them
-   * too. An operation of the open group on such a communicator has
-   * nothing left to record at its PRE (gm_op_pre) nor to release at its
-   * POST. */
+   * empty): a serial here is in held, and its communicator's device is
+   * recorded in the group's devices (below; or the communicator has no
+   * device). Both stay true until the group's end: neither held nor the
+   * devices forget anything while the group is open, gl_held_clear
+   * empties held and hot together, and the devices are emptied only at a
+   * new group's start, which empties them too. An operation of the open
+   * group on such a communicator has nothing left to record at its PRE
+   * (gm_op_pre) nor to release at its POST. */
   uint32_t hot[GL_HOT];
-  int comm_devs[GL_MAX_DEVS];
+  /* The devices of the group's communicators, as much of the set as the
+   * group's end asks (whether it holds exactly one device): the first
+   * device recorded, and how many distinct devices were, counted up to 2
+   * (0 none, 1 only comm_dev0, 2 several). Recording a device that is
+   * already counted changes nothing. */
+  int comm_dev0;
   unsigned ncomm_devs;
   bool mismatch;            /* first mismatching operation recorded below */
   const void *mismatch_site;
@@ -196,7 +201,7 @@ extern A2A_HIDDEN _Atomic int gm_async[GM_MAX_COMMS];
  * (use-after-destroy and async-error have nothing to say, whether on or
  * off), and the current device is c's or the group already recorded its
  * first mismatch:
- *  - device-mismatch (check_device): c's device is listed already, and a
+ *  - device-mismatch (check_device): c's device is recorded already, and a
  *    mismatch is recorded once per group (a group driving several devices
  *    from one thread, NCCL's single-thread multi-GPU pattern, mismatches
  *    at most of its operations: after its first, they all come here);
