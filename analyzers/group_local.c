@@ -548,7 +548,7 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
   if (t) {
     t->op_handle = ev->comm;
     t->op_comm = c;
-    t->op_held = false; /* (gl_op_post's memo: only the fast path sets it) */
+    t->op_held = false; /* (gl_op_post's memo: gm_op_pre_known's, or gm_op_pre's hold) */
     if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) {
       defer_op(t, ev, c);
       if (c && gm_op_pre_known(ev, t, c)) return;

@@ -156,10 +156,11 @@ typedef struct gl_thread {
    * adjacent: four instructions instead of two.) */
   /* The operation in progress is one of the open group's on a
    * communicator the group holds: its PRE found depth > 0 and op_comm in
-   * hot (gm_op_pre_known), so that its POST releases nothing (gl_op_post's
-   * one test). True implies op_comm != NULL, depth > 0 and gl_hot(op_comm's
-   * serial) until the next PRE of an operation, which sets it again:
-   * nothing else adds to or overwrites hot (gm_op_pre runs in a PRE), and
+   * hot (gm_op_pre_known), or put op_comm there at depth > 0 (gm_op_pre's
+   * hold), so that its POST releases nothing (gl_op_post's one test). True
+   * implies op_comm != NULL, depth > 0 and gl_hot(op_comm's serial) until
+   * the next PRE of an operation, which sets it again: nothing else adds
+   * to or overwrites hot (gm_op_pre runs in a PRE), and
    * what lowers depth to 0 (group_closing; a fork's and a reused record's
    * reset) or clears hot (gl_held_clear) clears it. */
   bool op_held;
@@ -240,7 +241,8 @@ void gm_async_error_post(const a2a_event *ev);
 /* gm_on_event for a collective or p2p call (c: its communicator's record). */
 void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* gm_on_op's two phases, which the tracker's fast path (gl_on_op) calls
- * directly. */
+ * directly. gm_op_pre's caller has set t's op_comm to c and op_held to
+ * false (t non-NULL): gm_op_pre sets op_held when it holds c in hot. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST
