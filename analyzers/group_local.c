@@ -171,7 +171,8 @@ __attribute__((noinline)) static void flush_pending(gl_thread *t) {
 
 /* An operation posted in the open group: counted, and its inputs kept for
  * record_op (flush_pending): its event's leading block, as it is - one
- * copy, whatever the kind; `bytes` (a constant) GL_PEND_BYTES, or
+ * copy, whatever the kind, but for the hole (GL_PEND_HOLE: no field
+ * record_op reads); `bytes` (a constant) GL_PEND_BYTES, or
  * GL_PEND_P2P_BYTES for a send or receive (what record_op reads of one). */
 __attribute__((always_inline)) static inline void defer_into(gl_thread *t, unsigned i,
                                                              const a2a_event *ev,
@@ -185,7 +186,7 @@ __attribute__((always_inline)) static inline void defer_into(gl_thread *t, unsig
                  "gl_pend's blocks are whole pieces");
 #pragma GCC unroll 8
   for (size_t k = 0; k < bytes; k += 16)
-    memcpy((char *)&p->ev + k, (const char *)ev + k, 16);
+    if (k != GL_PEND_HOLE) memcpy((char *)&p->ev + k, (const char *)ev + k, 16);
 }
 
 static inline void defer_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {

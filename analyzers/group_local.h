@@ -65,19 +65,27 @@ typedef struct gl_event {
 /* An operation posted in the open group whose buffers and stream are not
  * yet in bufs/streams (gl_thread.pend): its communicator's record (which
  * is immutable once published) and the first GL_PEND_BYTES bytes of its
- * event, copied verbatim in one block - kind, api, device, callsite,
+ * event, copied verbatim in 16-byte pieces - kind, api, device, callsite,
  * stream, per_thread and the operation's arguments (u.p2p or u.coll, as
  * kind says), which are every field record_op reads, directly or through
- * lr_op_ranges (kind and u only). The event's later bytes are not written
- * (they hold an older operation's, or zeros) and nothing reads them. */
+ * lr_op_ranges (kind and u only) - but for the piece at GL_PEND_HOLE,
+ * which holds none of them (seq and t_ns). That piece and the event's
+ * later bytes are not written (they hold an older operation's, or zeros)
+ * and nothing reads them. */
 #define GL_MAX_PEND 64
 #define GL_PEND_BYTES (offsetof(a2a_event, u) + sizeof(((a2a_event *)0)->u.coll))
 /* A send's or receive's block: record_op reads only u.p2p of its
  * arguments (lr_op_ranges, kind P2P), which ends before u.coll does. */
 #define GL_PEND_P2P_BYTES (offsetof(a2a_event, u) + sizeof(((a2a_event *)0)->u.p2p))
+/* The piece of the block that holds t_ns: not copied. */
+#define GL_PEND_HOLE (offsetof(a2a_event, t_ns) & ~(size_t)15)
+/* Whether field f of a2a_event lies wholly outside the hole. */
+#define GL_PEND_OUTSIDE_HOLE(f)                                                   \
+  (offsetof(a2a_event, f) + sizeof(((a2a_event *)0)->f) <= GL_PEND_HOLE ||        \
+   offsetof(a2a_event, f) >= GL_PEND_HOLE + 16)
 typedef struct gl_pend {
   const a2a_comm *c;
-  a2a_event ev;             /* its first GL_PEND_BYTES bytes only */
+  a2a_event ev;             /* its first GL_PEND_BYTES bytes only, less the hole */
 } gl_pend;
 _Static_assert(sizeof(((a2a_event *)0)->u.p2p) <= sizeof(((a2a_event *)0)->u.coll) &&
                    offsetof(a2a_event, kind) < offsetof(a2a_event, u) &&
@@ -87,6 +95,11 @@ _Static_assert(sizeof(((a2a_event *)0)->u.p2p) <= sizeof(((a2a_event *)0)->u.col
                    offsetof(a2a_event, stream) < offsetof(a2a_event, u) &&
                    offsetof(a2a_event, per_thread) < offsetof(a2a_event, u),
                "gl_pend's block holds every field record_op reads");
+_Static_assert(GL_PEND_OUTSIDE_HOLE(kind) && GL_PEND_OUTSIDE_HOLE(api) &&
+                   GL_PEND_OUTSIDE_HOLE(device) && GL_PEND_OUTSIDE_HOLE(callsite) &&
+                   GL_PEND_OUTSIDE_HOLE(stream) && GL_PEND_OUTSIDE_HOLE(per_thread) &&
+                   GL_PEND_HOLE + 16 <= offsetof(a2a_event, u),
+               "gl_pend's hole holds no field record_op reads");
 
 typedef struct gl_thread {
   uint32_t id;              /* ev->thread */
