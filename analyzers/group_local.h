@@ -164,19 +164,21 @@ typedef struct gl_thread {
    * the POST of a collective or p2p call): its handle and registry record,
    * looked up once at the PRE for both phases and both files. */
   const void *op_handle;
-  /* (op_held between the two: the PRE stores the two pointers apart, with
-   * no vector to build for one 16-byte store - GCC's choice when they are
-   * adjacent: four instructions instead of two.) */
-  /* The operation in progress is one of the open group's on a
-   * communicator the group holds: its PRE found depth > 0 and op_comm in
-   * hot (gm_op_pre_known), or put op_comm there at depth > 0 (gm_op_pre's
-   * hold), so that its POST releases nothing (gl_op_post's one test). True
-   * implies op_comm != NULL, depth > 0 and gl_hot(op_comm's serial) until
-   * the next PRE of an operation, which sets it again: nothing else adds
-   * to or overwrites hot (gm_op_pre runs in a PRE), and
-   * what lowers depth to 0 (group_closing; a fork's and a reused record's
-   * reset) or clears hot (gl_held_clear) clears it. */
-  bool op_held;
+  /* (held_handle between the two: the PRE stores the two pointers apart,
+   * with no vector to build for one 16-byte store - GCC's choice when they
+   * are adjacent: four instructions instead of two.) */
+  /* op_handle when the operation in progress is held, else NULL. Held:
+   * it is one of the open group's on a communicator the group holds - its
+   * PRE found depth > 0 and op_comm in hot (gm_op_pre_known), or put
+   * op_comm there at depth > 0 (gm_op_pre's hold) - so that its POST
+   * releases nothing (gl_op_post's one test, held_handle == ev->comm,
+   * which a NULL handle passes too: its POST has nothing to release, no
+   * record). Held implies op_comm != NULL, depth > 0 and gl_hot(op_comm's
+   * serial) until the next PRE of an operation, which sets held_handle
+   * again: nothing else adds to or overwrites hot (gm_op_pre runs in a
+   * PRE), and what lowers depth to 0 (group_closing; a fork's and a reused
+   * record's reset) or clears hot (gl_held_clear) clears it. */
+  const void *held_handle;
   a2a_comm *op_comm;
 } gl_thread;
 
@@ -190,7 +192,7 @@ static inline uintptr_t gl_stream_key(const void *s, int per_thread) {
 /* Empty held (and its memo, hot): the group's end, a new group, a thread
  * gone. */
 static inline void gl_held_clear(gl_thread *t) {
-  t->op_held = false; /* (its hot entry goes) */
+  t->held_handle = NULL; /* (its hot entry goes) */
   t->nheld = 0;
   for (unsigned i = 0; i < GL_HOT; i++) t->hot[i] = 0;
 }
@@ -254,8 +256,9 @@ void gm_async_error_post(const a2a_event *ev);
 /* gm_on_event for a collective or p2p call (c: its communicator's record). */
 void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* gm_on_op's two phases, which the tracker's fast path (gl_on_op) calls
- * directly. gm_op_pre's caller has set t's op_comm to c and op_held to
- * false (t non-NULL): gm_op_pre sets op_held when it holds c in hot. */
+ * directly. gm_op_pre's caller has set t's op_handle to ev->comm, op_comm
+ * to c and held_handle to NULL (t non-NULL): gm_op_pre sets held_handle
+ * when it holds c in hot. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST

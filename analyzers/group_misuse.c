@@ -373,14 +373,15 @@ __attribute__((noinline)) static void report_concurrent(const a2a_event *ev, con
 /* serial was just appended to t's held; listed: its communicator's device
  * is recorded in the group's devices (or the communicator has no device).
  * Then the memo (gl_thread.hot) may say so, and the operation in progress
- * is held (gl_thread.op_held, which spares its POST the memo's test): it
- * is on this communicator (gm_op_pre's callers set op_comm to it first)
- * and inside a group (hold's callers test depth > 0). */
+ * is held (gl_thread.held_handle, which spares its POST the memo's test):
+ * it is on this communicator (gm_op_pre's callers set op_handle and
+ * op_comm to it first) and inside a group (hold's callers test
+ * depth > 0). */
 static inline void hold(gl_thread *t, uint32_t serial, bool listed) {
   t->held[t->nheld++] = serial;
   if (listed) {
     t->hot[serial & (GL_HOT - 1)] = serial;
-    t->op_held = true;
+    t->held_handle = t->op_handle;
   }
 }
 

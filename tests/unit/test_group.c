@@ -789,7 +789,7 @@ START_TEST(open_group_holds_the_comm) {
 END_TEST
 
 /* An operation of the open group on a communicator the group holds
- * releases nothing at its POST (gl_op_post's memo of its PRE, op_held);
+ * releases nothing at its POST (gl_op_post's memo of its PRE, held_handle);
  * when the group closed between the PRE and the POST (the outermost
  * ncclGroupEnd's PRE: depth 0), the POST releases it, as without the
  * memo: another thread may then use it. */
