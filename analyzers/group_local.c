@@ -171,7 +171,8 @@ __attribute__((noinline)) static void flush_pending(gl_thread *t) {
 
 /* An operation posted in the open group: counted, and its inputs kept for
  * record_op (flush_pending): its event's leading block, as it is - one
- * copy, whatever the kind; `bytes` (a constant) GL_PEND_BYTES, or
+ * copy, whatever the kind, but for the hole (GL_PEND_HOLE: no field
+ * record_op reads); `bytes` (a constant) GL_PEND_BYTES, or
  * GL_PEND_P2P_BYTES for a send or receive (what record_op reads of one). */
 __attribute__((always_inline)) static inline void defer_into(gl_thread *t, unsigned i,
                                                              const a2a_event *ev,
@@ -185,7 +186,7 @@ __attribute__((always_inline)) static inline void defer_into(gl_thread *t, unsig
                  "gl_pend's blocks are whole pieces");
 #pragma GCC unroll 8
   for (size_t k = 0; k < bytes; k += 16)
-    memcpy((char *)&p->ev + k, (const char *)ev + k, 16);
+    if (k != GL_PEND_HOLE) memcpy((char *)&p->ev + k, (const char *)ev + k, 16);
 }
 
 static inline void defer_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
@@ -525,14 +526,14 @@ __attribute__((noinline)) static void gl_op_post_all(const a2a_event *ev) {
  * serial in the memo of held (gl_thread.hot) is held. Tested first with
  * the thread's cached record (thread_of's hit) and the record its PRE
  * looked up, so that this path needs no frame: what its PRE found
- * (op_held, which implies the rest of the test) or, else, the test itself;
- * anything else: gl_op_post_all. */
+ * (held_handle, which implies the rest of the test) or, else, the test
+ * itself; anything else: gl_op_post_all. */
 __attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
   unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
   if (t_gl.gen == gen && t_gl.id == ev->thread) {
     const gl_thread *t = t_gl.t;
+    if (t->held_handle == ev->comm) return;
     if (t->op_handle != ev->comm) goto all;
-    if (t->op_held) return;
     const a2a_comm *c = t->op_comm;
     if (c && atomic_load_explicit(&t->depth, memory_order_relaxed) > 0 && gl_hot(t, c->serial))
       return;
@@ -548,7 +549,7 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
   if (t) {
     t->op_handle = ev->comm;
     t->op_comm = c;
-    t->op_held = false; /* (gl_op_post's memo: only the fast path sets it) */
+    t->held_handle = NULL; /* (gl_op_post's memo: gm_op_pre_known's, or gm_op_pre's hold) */
     if (atomic_load_explicit(&t->depth, memory_order_relaxed) > 0) {
       defer_op(t, ev, c);
       if (c && gm_op_pre_known(ev, t, c)) return;
@@ -586,11 +587,11 @@ __attribute__((always_inline)) static inline void gl_op_pre_body(const a2a_event
     if (depth > 0) {
       defer_into(t, n, ev, c, bytes);
       if (gm_op_pre_known(ev, t, c)) {
-        t->op_held = true; /* depth > 0, c in hot: gl_op_post has nothing to release */
+        t->held_handle = h; /* depth > 0, c in hot: gl_op_post has nothing to release */
         return;
       }
     }
-    t->op_held = false;
+    t->held_handle = NULL;
     gm_op_pre(ev, t, c);
     return;
   }
@@ -667,7 +668,7 @@ __attribute__((noinline)) static void gl_on_group_start(const a2a_event *ev) {
  * decrements the depth whatever the outcome. */
 __attribute__((noinline)) static void group_closing(gl_thread *t, const a2a_event *ev) {
   atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
-  t->op_held = false; /* (depth 0: a POST now may release) */
+  t->held_handle = NULL; /* (depth 0: a POST now may release) */
   t->closing = true;
   gm_group_end_pre(ev, t);
   atomic_fetch_sub_explicit(&g_groups_open, 1, memory_order_relaxed);

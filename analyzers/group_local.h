@@ -65,19 +65,27 @@ typedef struct gl_event {
 /* An operation posted in the open group whose buffers and stream are not
  * yet in bufs/streams (gl_thread.pend): its communicator's record (which
  * is immutable once published) and the first GL_PEND_BYTES bytes of its
- * event, copied verbatim in one block - kind, api, device, callsite,
+ * event, copied verbatim in 16-byte pieces - kind, api, device, callsite,
  * stream, per_thread and the operation's arguments (u.p2p or u.coll, as
  * kind says), which are every field record_op reads, directly or through
- * lr_op_ranges (kind and u only). The event's later bytes are not written
- * (they hold an older operation's, or zeros) and nothing reads them. */
+ * lr_op_ranges (kind and u only) - but for the piece at GL_PEND_HOLE,
+ * which holds none of them (seq and t_ns). That piece and the event's
+ * later bytes are not written (they hold an older operation's, or zeros)
+ * and nothing reads them. */
 #define GL_MAX_PEND 64
 #define GL_PEND_BYTES (offsetof(a2a_event, u) + sizeof(((a2a_event *)0)->u.coll))
 /* A send's or receive's block: record_op reads only u.p2p of its
  * arguments (lr_op_ranges, kind P2P), which ends before u.coll does. */
 #define GL_PEND_P2P_BYTES (offsetof(a2a_event, u) + sizeof(((a2a_event *)0)->u.p2p))
+/* The piece of the block that holds t_ns: not copied. */
+#define GL_PEND_HOLE (offsetof(a2a_event, t_ns) & ~(size_t)15)
+/* Whether field f of a2a_event lies wholly outside the hole. */
+#define GL_PEND_OUTSIDE_HOLE(f)                                                   \
+  (offsetof(a2a_event, f) + sizeof(((a2a_event *)0)->f) <= GL_PEND_HOLE ||        \
+   offsetof(a2a_event, f) >= GL_PEND_HOLE + 16)
 typedef struct gl_pend {
   const a2a_comm *c;
-  a2a_event ev;             /* its first GL_PEND_BYTES bytes only */
+  a2a_event ev;             /* its first GL_PEND_BYTES bytes only, less the hole */
 } gl_pend;
 _Static_assert(sizeof(((a2a_event *)0)->u.p2p) <= sizeof(((a2a_event *)0)->u.coll) &&
                    offsetof(a2a_event, kind) < offsetof(a2a_event, u) &&
@@ -87,6 +95,11 @@ _Static_assert(sizeof(((a2a_event *)0)->u.p2p) <= sizeof(((a2a_event *)0)->u.col
                    offsetof(a2a_event, stream) < offsetof(a2a_event, u) &&
                    offsetof(a2a_event, per_thread) < offsetof(a2a_event, u),
                "gl_pend's block holds every field record_op reads");
+_Static_assert(GL_PEND_OUTSIDE_HOLE(kind) && GL_PEND_OUTSIDE_HOLE(api) &&
+                   GL_PEND_OUTSIDE_HOLE(device) && GL_PEND_OUTSIDE_HOLE(callsite) &&
+                   GL_PEND_OUTSIDE_HOLE(stream) && GL_PEND_OUTSIDE_HOLE(per_thread) &&
+                   GL_PEND_HOLE + 16 <= offsetof(a2a_event, u),
+               "gl_pend's hole holds no field record_op reads");
 
 typedef struct gl_thread {
   uint32_t id;              /* ev->thread */
@@ -119,16 +132,21 @@ typedef struct gl_thread {
   uint32_t held[GL_MAX_HELD]; /* a2a_comm serials */
   unsigned nheld;
   /* A memo of held, direct-mapped by serial (hot[serial % GL_HOT]; 0:
-   * empty): a serial here is in held, and its communicator's device is in
-   * comm_devs (or comm_devs is full, or the communicator has no device).
-   * Both stay true until the group's end: neither list shrinks while the
-   * group is open, gl_held_clear empties held and hot together, and
-   * comm_devs is emptied only at a new group's start, which empties them
-   * too. An operation of the open group on such a communicator has
-   * nothing left to record at its PRE (gm_op_pre) nor to release at its
-   * POST. */
+   * empty): a serial here is in held, and its communicator's device is
+   * recorded in the group's devices (below; or the communicator has no
+   * device). Both stay true until the group's end: neither held nor the
+   * devices forget anything while the group is open, gl_held_clear
+   * empties held and hot together, and the devices are emptied only at a
+   * new group's start, which empties them too. An operation of the open
+   * group on such a communicator has nothing left to record at its PRE
+   * (gm_op_pre) nor to release at its POST. */
   uint32_t hot[GL_HOT];
-  int comm_devs[GL_MAX_DEVS];
+  /* The devices of the group's communicators, as much of the set as the
+   * group's end asks (whether it holds exactly one device): the first
+   * device recorded, and how many distinct devices were, counted up to 2
+   * (0 none, 1 only comm_dev0, 2 several). Recording a device that is
+   * already counted changes nothing. */
+  int comm_dev0;
   unsigned ncomm_devs;
   bool mismatch;            /* first mismatching operation recorded below */
   const void *mismatch_site;
@@ -146,18 +164,21 @@ typedef struct gl_thread {
    * the POST of a collective or p2p call): its handle and registry record,
    * looked up once at the PRE for both phases and both files. */
   const void *op_handle;
-  /* (op_held between the two: the PRE stores the two pointers apart, with
-   * no vector to build for one 16-byte store - GCC's choice when they are
-   * adjacent: four instructions instead of two.) */
-  /* The operation in progress is one of the open group's on a
-   * communicator the group holds: its PRE found depth > 0 and op_comm in
-   * hot (gm_op_pre_known), so that its POST releases nothing (gl_op_post's
-   * one test). True implies op_comm != NULL, depth > 0 and gl_hot(op_comm's
-   * serial) until the next PRE of an operation, which sets it again:
-   * nothing else adds to or overwrites hot (gm_op_pre runs in a PRE), and
-   * what lowers depth to 0 (group_closing; a fork's and a reused record's
-   * reset) or clears hot (gl_held_clear) clears it. */
-  bool op_held;
+  /* (held_handle between the two: the PRE stores the two pointers apart,
+   * with no vector to build for one 16-byte store - GCC's choice when they
+   * are adjacent: four instructions instead of two.) */
+  /* op_handle when the operation in progress is held, else NULL. Held:
+   * it is one of the open group's on a communicator the group holds - its
+   * PRE found depth > 0 and op_comm in hot (gm_op_pre_known), or put
+   * op_comm there at depth > 0 (gm_op_pre's hold) - so that its POST
+   * releases nothing (gl_op_post's one test, held_handle == ev->comm,
+   * which a NULL handle passes too: its POST has nothing to release, no
+   * record). Held implies op_comm != NULL, depth > 0 and gl_hot(op_comm's
+   * serial) until the next PRE of an operation, which sets held_handle
+   * again: nothing else adds to or overwrites hot (gm_op_pre runs in a
+   * PRE), and what lowers depth to 0 (group_closing; a fork's and a reused
+   * record's reset) or clears hot (gl_held_clear) clears it. */
+  const void *held_handle;
   a2a_comm *op_comm;
 } gl_thread;
 
@@ -171,7 +192,7 @@ static inline uintptr_t gl_stream_key(const void *s, int per_thread) {
 /* Empty held (and its memo, hot): the group's end, a new group, a thread
  * gone. */
 static inline void gl_held_clear(gl_thread *t) {
-  t->op_held = false; /* (its hot entry goes) */
+  t->held_handle = NULL; /* (its hot entry goes) */
   t->nheld = 0;
   for (unsigned i = 0; i < GL_HOT; i++) t->hot[i] = 0;
 }
@@ -196,7 +217,7 @@ extern A2A_HIDDEN _Atomic int gm_async[GM_MAX_COMMS];
  * (use-after-destroy and async-error have nothing to say, whether on or
  * off), and the current device is c's or the group already recorded its
  * first mismatch:
- *  - device-mismatch (check_device): c's device is listed already, and a
+ *  - device-mismatch (check_device): c's device is recorded already, and a
  *    mismatch is recorded once per group (a group driving several devices
  *    from one thread, NCCL's single-thread multi-GPU pattern, mismatches
  *    at most of its operations: after its first, they all come here);
@@ -235,7 +256,9 @@ void gm_async_error_post(const a2a_event *ev);
 /* gm_on_event for a collective or p2p call (c: its communicator's record). */
 void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* gm_on_op's two phases, which the tracker's fast path (gl_on_op) calls
- * directly. */
+ * directly. gm_op_pre's caller has set t's op_handle to ev->comm, op_comm
+ * to c and held_handle to NULL (t non-NULL): gm_op_pre sets held_handle
+ * when it holds c in hot. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST

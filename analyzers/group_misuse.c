@@ -134,13 +134,20 @@ static void report_mismatch(const a2a_event *ev, const void *site, const char *a
   report(A2A_CK_GROUP_DEVICE_MISMATCH, ev, site, c, msg, js);
 }
 
-/* Inside a group (both devices known): c's device joins the group's list,
- * and the group's first mismatch is recorded (judged at its end). Shared
- * by check_device and gm_op_pre's fast path. */
+/* Inside a group (both devices known): c's device joins the group's
+ * devices, and the group's first mismatch is recorded (judged at its end).
+ * Shared by check_device and gm_op_pre's fast path. The devices are kept
+ * as the end needs them (gl_thread.ncomm_devs == 1: one device): a second
+ * distinct device makes the count 2 for good, since a set never loses a
+ * member while the group is open - one test per operation instead of a
+ * scan of a list. */
 static inline void record_device(const a2a_event *ev, gl_thread *t, const a2a_comm *c) {
-  bool seen = false;
-  for (unsigned i = 0; i < t->ncomm_devs; i++) seen |= t->comm_devs[i] == c->device;
-  if (!seen && t->ncomm_devs < GL_MAX_DEVS) t->comm_devs[t->ncomm_devs++] = c->device;
+  if (t->ncomm_devs == 0) {
+    t->comm_dev0 = c->device;
+    t->ncomm_devs = 1;
+  } else if (c->device != t->comm_dev0) {
+    t->ncomm_devs = 2;
+  }
   if (ev->device != c->device && !t->mismatch) {
     t->mismatch = true;
     t->mismatch_site = ev->callsite;
@@ -364,20 +371,26 @@ __attribute__((noinline)) static void report_concurrent(const a2a_event *ev, con
 }
 
 /* serial was just appended to t's held; listed: its communicator's device
- * is in comm_devs (or cannot be: the list is full, or the communicator has
- * no device). Then the memo (gl_thread.hot) may say so. */
+ * is recorded in the group's devices (or the communicator has no device).
+ * Then the memo (gl_thread.hot) may say so, and the operation in progress
+ * is held (gl_thread.held_handle, which spares its POST the memo's test):
+ * it is on this communicator (gm_op_pre's callers set op_handle and
+ * op_comm to it first) and inside a group (hold's callers test
+ * depth > 0). */
 static inline void hold(gl_thread *t, uint32_t serial, bool listed) {
   t->held[t->nheld++] = serial;
-  if (listed) t->hot[serial & (GL_HOT - 1)] = serial;
+  if (listed) {
+    t->hot[serial & (GL_HOT - 1)] = serial;
+    t->held_handle = t->op_handle;
+  }
 }
 
 /* After check_device ran (dm: its check is on) at an operation inside a
- * group: whether c's device is in t's comm_devs, or need not be (no
- * device), or cannot be (the list is full: it does not shrink while the
- * group is open). check_device lists the device whenever both devices are
- * known; a mismatch does not stop it. */
-static bool device_listed(const a2a_event *ev, const gl_thread *t, const a2a_comm *c, bool dm) {
-  return c->device < 0 || t->ncomm_devs == GL_MAX_DEVS || (dm && ev->device >= 0);
+ * group: whether c's device is recorded in t's group devices
+ * (record_device), or need not be (no device). check_device records the
+ * device whenever both devices are known; a mismatch does not stop it. */
+static bool device_listed(const a2a_event *ev, const a2a_comm *c, bool dm) {
+  return c->device < 0 || (dm && ev->device >= 0);
 }
 
 static void concurrent_pre(const a2a_event *ev, gl_thread *t, const a2a_comm *c, bool listed) {
@@ -504,7 +517,7 @@ __attribute__((noinline)) static void op_pre_all(const a2a_event *ev, gl_thread 
   if (dm) check_device(ev, t, c);
   if (a2a_check_on(A2A_CK_GROUP_ASYNC_ERROR)) async_pre(ev, c);
   if (a2a_check_on(A2A_CK_GROUP_CONCURRENT_USE))
-    concurrent_pre(ev, t, c, t && c && device_listed(ev, t, c, dm));
+    concurrent_pre(ev, t, c, t && c && device_listed(ev, c, dm));
 }
 
 #define GM_BIT(id) (1ull << ((unsigned)(id) & 63))
@@ -536,8 +549,8 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
     goto all;
   int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
   bool dm = w & GM_BIT(A2A_CK_GROUP_DEVICE_MISMATCH);
-  /* Whether c's device is listed (device_listed): known true once
-   * check_device listed it (dm and ev->device >= 0, device_listed's own
+  /* Whether c's device is recorded (device_listed): known true once
+   * check_device recorded it (dm and ev->device >= 0, device_listed's own
    * last term), computed otherwise. */
   bool dev_checked = dm && c->device >= 0 && ev->device >= 0;
   if (dev_checked) {
@@ -551,7 +564,7 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
     uint32_t me = ev->thread, cur = 0;
     if (atomic_compare_exchange_strong(&g_owner[serial], &cur, me)) {
       if (depth > 0 && t->nheld < GL_MAX_HELD)
-        hold(t, serial, dev_checked || device_listed(ev, t, c, dm));
+        hold(t, serial, dev_checked || device_listed(ev, c, dm));
     } else if (cur != me) {
       report_concurrent(ev, c, cur);
     }

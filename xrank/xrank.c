@@ -331,6 +331,10 @@ typedef struct tslot {
   /* Owner thread only. */
   int depth;                       /* ncclGroupStart nesting */
   int nstreams;
+  /* streams[0 .. nkeep) are pairwise distinct, nkeep >= nstreams: past
+   * the open group's set they hold an earlier group's streams, in its
+   * order (group_stream_add). */
+  int nkeep;
   uint64_t streams[MAX_GROUP_STREAMS];
   uint64_t clique;                 /* current ncclCommInitAll identity */
   uint64_t init_hash;              /* id hash registered at an init's PRE */
@@ -992,13 +996,30 @@ static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint6
  * holds a stream (n > 0) - added by this call in an earlier operation of
  * the group (the set is emptied at each outermost end, and a fork's child
  * clears set and flag together), which set the flag; nothing else clears
- * it. */
+ * it.
+ * A group that posts on the streams of the thread's previous group, in
+ * the same order (nccl-tests -g N: one stream per device, every
+ * iteration), finds each new stream where the previous group left it:
+ * streams[n] == sid with n < nkeep means sid is in no slot before n (the
+ * slots before nkeep are pairwise distinct), so the scan would not find
+ * it and the add would write sid into slot n - which holds it already.
+ * An add that writes slot n otherwise leaves slots n + 1 .. unknown
+ * against it: nkeep becomes n + 1. Nothing else writes the slots (the
+ * ends empty the set by its count only; a fork's child zeroes the slot
+ * with its count). */
 __attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
   t->posted = 1;
   int n = t->nstreams;
+  if (n < t->nkeep && t->streams[n] == sid) {
+    t->nstreams = n + 1;
+    return;
+  }
   for (int i = 0; i < n - 1; i++)
     if (t->streams[i] == sid) return;
-  if (n < MAX_GROUP_STREAMS) t->streams[t->nstreams++] = sid;
+  if (n < MAX_GROUP_STREAMS) {
+    t->streams[n] = sid;
+    t->nstreams = t->nkeep = n + 1;
+  }
 }
 static inline void group_stream(tslot *t, uint64_t sid) {
   /* n as a size_t (nstreams is 0 .. MAX_GROUP_STREAMS): streams[n - 1]

@@ -789,7 +789,7 @@ START_TEST(open_group_holds_the_comm) {
 END_TEST
 
 /* An operation of the open group on a communicator the group holds
- * releases nothing at its POST (gl_op_post's memo of its PRE, op_held);
+ * releases nothing at its POST (gl_op_post's memo of its PRE, held_handle);
  * when the group closed between the PRE and the POST (the outermost
  * ncclGroupEnd's PRE: depth 0), the POST releases it, as without the
  * memo: another thread may then use it. */
@@ -1009,6 +1009,20 @@ START_TEST(group_device_list_is_a_set) {
    * reported. */
   static const int same[] = {2, 2, 2};
   ck_assert_uint_eq(one_group_on_devices(same, 3, 0), 1);
+}
+END_TEST
+
+START_TEST(group_devices_count_a_second_device_for_good) {
+  /* The group's devices are its first device and a count up to 2
+   * (record_device): a second device counts for the rest of the group,
+   * whatever comes after it - the first device again, or more of either.
+   * Only the group on device 2 alone reports its mismatch. */
+  static const int back[] = {2, 3, 2}, late[] = {2, 2, 3}, many[] = {2, 3, 3, 2, 2};
+  ck_assert_uint_eq(one_group_on_devices(back, 3, 0), 0);
+  ck_assert_uint_eq(one_group_on_devices(late, 3, 0), 0);
+  ck_assert_uint_eq(one_group_on_devices(many, 5, 0), 0);
+  static const int one[] = {2, 2};
+  ck_assert_uint_eq(one_group_on_devices(one, 2, 0), 1);
 }
 END_TEST
 
@@ -1650,6 +1664,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, held_comm_unknown_device_is_listed_later);
   tcase_add_test(tc, multi_device_group_ops_after_the_mismatch);
   tcase_add_test(tc, group_device_list_is_a_set);
+  tcase_add_test(tc, group_devices_count_a_second_device_for_good);
   tcase_add_test(tc, alternating_comms_are_each_judged);
   tcase_add_test(tc, unknown_current_device_is_not_a_mismatch);
   tcase_add_test(tc, held_memo_ends_with_the_group);

@@ -539,6 +539,57 @@ START_TEST(group_stream_set_alternating_streams) {
 }
 END_TEST
 
+/* The group's stream set starts from the previous group's slots
+ * (group_stream_add): a group on the same streams in the same order finds
+ * each in place, and one that writes another stream into a slot must not
+ * take a later old slot for new - here C's old slot 2, with C already in
+ * slot 0. Each group closes one unit per distinct stream, in first-use
+ * order. */
+static void group_on_streams(const uintptr_t *streams, int n, uint64_t *ends, int *nends) {
+  a2a_event g = ev_make(A2A_EV_GROUP_START);
+  ev_dispatch(&g, 0);
+  for (int i = 0; i < n; i++) {
+    a2a_event s = p2p_ev((void *)0xC0, 1, 8, 7, 1, 1);
+    s.stream = (void *)streams[i];
+    ev_dispatch(&s, 0);
+  }
+  g = ev_make(A2A_EV_GROUP_END);
+  ev_dispatch(&g, 0);
+  xr_rec rec[64];
+  int nr = drain(rec, 64);
+  ck_assert_int_le(nr, 64);
+  *nends = 0;
+  for (int i = 0; i < nr; i++)
+    if (rec[i].type == XR_REC_UNIT_END && *nends < 8) ends[(*nends)++] = rec[i].stream;
+}
+
+START_TEST(group_stream_set_follows_the_previous_group) {
+  unsigned char id[128] = {0x5f};
+  comm_init((void *)0xC0, id);
+  xr_rec rec[16];
+  drain(rec, 16);
+  enum { A = 0x71000, B = 0x72000, C = 0x73000, D = 0x74000 };
+  static const uintptr_t abc[] = {A, B, C}, cbc[] = {C, B, C}, abcd[] = {A, B, C, D},
+                         adbd[] = {A, D, B, D, A};
+  uint64_t ends[8];
+  int n;
+  for (int k = 0; k < 2; k++) { /* the same streams again: each in its old slot */
+    group_on_streams(abc, 3, ends, &n);
+    ck_assert_int_eq(n, 3);
+    ck_assert(ends[0] == A && ends[1] == B && ends[2] == C);
+  }
+  group_on_streams(cbc, 3, ends, &n);
+  ck_assert_int_eq(n, 2);
+  ck_assert(ends[0] == C && ends[1] == B);
+  group_on_streams(abcd, 4, ends, &n);
+  ck_assert_int_eq(n, 4);
+  ck_assert(ends[0] == A && ends[1] == B && ends[2] == C && ends[3] == D);
+  group_on_streams(adbd, 5, ends, &n);
+  ck_assert_int_eq(n, 3);
+  ck_assert(ends[0] == A && ends[1] == D && ends[2] == B);
+}
+END_TEST
+
 /* A thread whose only communication is a grouped send and receive
  * (on_p2p's fast path) has posted: its later not-ready stream query
  * starts a polling wait the background thread sees. */
@@ -1237,6 +1288,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_destroy_on_another_thread_ends_the_run);
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
   tcase_add_test(tc, group_stream_set_alternating_streams);
+  tcase_add_test(tc, group_stream_set_follows_the_previous_group);
   tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
   tcase_add_test(tc, nested_group_ends_close_nothing);
   tcase_add_test(tc, nested_group_rows_give_the_same_records);
