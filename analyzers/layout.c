@@ -827,8 +827,8 @@ static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
 }
 
 /* The slot holding the ending group if it is a remembered one, whole,
- * judged with the enabled checks (check_group would take it at its first
- * test), else -1. */
+ * judged with the enabled checks, else -1 (check_group's first test; it
+ * takes such a group there when all of its findings can be counted). */
 static inline int group_replayed(const ly_thread *t) {
   return group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
                    atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
@@ -968,7 +968,7 @@ static inline uint64_t dtype_peer(const void *dtype) {
  * its verdict and of its ranges is equal, so its checks would find again
  * exactly o's findings (none, or o->rep at its call site: op_repeats
  * counts them) and its ranges are in that slot's storage already, byte
- * for byte. An operation that is not replayable (LY_OK_NOT: judged every
+ * for byte. An operation that is not replayable (judged every
  * time) keeps epoch 0, which no epoch read equals (ly_opkey.epoch). */
 static inline bool opkey_eq(const ly_thread *t, const ly_opkey *o, const a2a_event *ev) {
   /* The memo key's fields (memo_key), per kind: an equal `what` of one
@@ -1204,7 +1204,6 @@ static void record_ranges(ly_thread *t, const a2a_event *ev, const a2a_comm *c,
         (ly_opkey){.b0 = m->b0, .b1 = m->b1, .count = m->count, .dtype = m->dtype,
                    .root = m->root, .what = m->what, .peer = peer, .comm_handle = ev->comm,
                    .site = ev->callsite, .api = ev->api, .epoch = ok ? ep : 0, .grp = grp,
-                   .ok = !ok ? LY_OK_NOT : m->nrep ? LY_OK_REPS : LY_OK_CLEAN,
                    .nrep = ok ? m->nrep : 0, .rend = t->nranges};
   if (k < ly_slot_ocap(t->wslot) && ok && m->nrep)
     memcpy(t->gs[t->wslot].ops[k].rep, m->rep, m->nrep * sizeof(ly_rep));
@@ -1547,7 +1546,7 @@ static inline void cursor_advance(ly_thread *t, const ly_opkey *o) {
 }
 
 /* layout_op_pre's replay on the cursor of an operation with findings of
- * its own (LY_OK_REPS), matched by its tests: its findings counted
+ * its own (nrep not 0), matched by its tests: its findings counted
  * (op_repeats, as replay_op does), then the cursor moved on - out of line,
  * so that the clean operations' path keeps no frame. When not all of
  * them can be counted (nothing was), op_pre's, which makes the same
@@ -1571,7 +1570,7 @@ __attribute__((noinline)) static void cursor_reps(ly_thread *t, const ly_opkey *
  * else is op_pre's (a tail call), which makes the same tests again. A
  * replayable operation only matches (opkey_eq: an operation judged every
  * time keeps an epoch no event matches); one with findings to count
- * (LY_OK_REPS, nrep not 0) is cursor_reps' (a tail call): the count's call
+ * (nrep not 0) is cursor_reps' (a tail call): the count's call
  * would give this path a frame. lone_replay needs depth 0, the cursor
  * depth > 0: at most one of them applies. */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {

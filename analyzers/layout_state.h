@@ -147,9 +147,6 @@ typedef struct ly_memo {
  * before it (the earlier operations'). Equal inputs in equal order: the
  * same verdict (no finding, or the same findings at the same site), and
  * byte-identical ranges. */
-#define LY_OK_NOT 0      /* not replayable: judged every time */
-#define LY_OK_CLEAN 1    /* replayable, no finding */
-#define LY_OK_REPS 2     /* replayable, its findings rep[0..nrep) */
 typedef struct ly_opkey {
   const void *b0, *b1;      /* as ly_memo */
   size_t count;
@@ -163,16 +160,14 @@ typedef struct ly_opkey {
   const char *api;
   uint64_t epoch;           /* a2a_core_epoch, read before the lookup and
                                the memo key's generation and checks; 0 for
-                               an operation that is not replayable
-                               (LY_OK_NOT): the epoch starts at 1 and only
-                               grows, so layout.c's opkey_eq refuses it
-                               without a test of ok */
+                               an operation that is not replayable (its
+                               verdict is not one a ly_memo would keep:
+                               judged every time): the epoch starts at 1
+                               and only grows, so layout.c's opkey_eq
+                               refuses it */
   uint16_t grp;
-  uint8_t ok;               /* LY_OK_*: whether its verdict is one a ly_memo
-                               would keep (drawn from the registry alone,
-                               every finding noted: replayable), and if so
-                               whether it found anything */
-  uint8_t nrep;             /* its findings, each at the operation's call
+  uint8_t nrep;             /* a replayable operation's findings (0: it
+                               found nothing), each at its call
                                site (ly_rep, idx LY_REP_END): counted again
                                when it is replayed (layout.c, op_repeats) */
   unsigned rend;            /* nranges after the operation */

@@ -1625,6 +1625,10 @@ static const a2a_analyzer fake_none = {.name = "fake_none", .pre = GROUP_KINDS,
 static const a2a_analyzer fake_launch = {.name = "fake_launch",
                                          .pre = A2A_KIND_BIT(A2A_EV_LAUNCH),
                                          .on_event = fg_event};
+/* fake_g owning the layout checks: off when they all are. */
+static const a2a_analyzer fake_g_owned = {.name = "fake_g_owned", .owner = A2A_OWN_LAYOUT,
+                                          .pre = GROUP_KINDS, .post = GROUP_KINDS,
+                                          .on_event = fg_event};
 START_TEST(keeping_needs_every_nested_row_analyzer_written_for_it) {
   const uint32_t T = 6;
   static const a2a_analyzer *const keeps[] = {&fake_k, &fake_none, &fake_launch};
@@ -1647,6 +1651,16 @@ START_TEST(keeping_needs_every_nested_row_analyzer_written_for_it) {
   ck_assert(!kcall(A2A_EV_GROUP_END, 0, T, 4));
   ck_assert_int_eq(g_gall, 8); /* every call, both phases */
   ck_assert_uint_eq(ev_group_kept(), 0);
+
+  /* The same veto from an analyzer that is off: none. */
+  static const a2a_analyzer *const off[] = {&fake_k, &fake_g_owned};
+  a2a_core_set_analyzers_for_tests(off, 2);
+  collector_reinit();
+  ck_assert(!a2a_group_keep_on);
+  collector_disable_check("layout");
+  collector_reinit();
+  ck_assert(a2a_group_keep_on);
+  collector_reset();
 
   a2a_core_set_analyzers_for_tests(a2a_local_analyzers, a2a_nlocal_analyzers);
   collector_reinit();
