@@ -986,10 +986,11 @@ START_TEST(multi_device_group_ops_after_the_mismatch) {
 }
 END_TEST
 
-/* The group's device list (gl_thread.comm_devs) as a set: one group of
- * thread 1 with one operation on each of n communicators, the i-th on
- * device devs[i], all from current device cur. Returns the group.device-mismatch findings after its end:
- * one only when the group lists a single device. */
+/* The group's devices as a set (gl_thread.comm_dev0 and ncomm_devs): one
+ * group of thread 1 with one operation on each of n communicators, the
+ * i-th on device devs[i], all from current device cur. Returns the
+ * group.device-mismatch findings after its end: one only when the group
+ * holds a single device. */
 static unsigned one_group_on_devices(const int *devs, int n, int cur) {
   static unsigned char ids[8][128];
   void *c[8];
