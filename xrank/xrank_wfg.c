@@ -28,6 +28,33 @@ typedef struct mem {
   uint32_t proc, ci;
 } mem;
 
+/* The indexes that make one evaluation linear in the reports' size (it
+ * runs on every coordinator tick, with up to 2,048 units per process):
+ *  - per membership (mems[i]): its process's units on that comm and rank,
+ *    in posting order (mu[moff[i] .. moff[i+1]));
+ *  - per (membership, peer): the units of that slice that list the peer,
+ *    with their first entry for it, in posting order (pents[off .. off+n)),
+ *    and the membership's own comm-level entry for the peer (ce) - an open
+ *    addressing table of pkey;
+ * so that resolve() finds what a scan of every unit of the process would
+ * find, in the same order. A slice whose ranges are nondecreasing (lo and
+ * hi: every report the shim builds, as operations are numbered in posting
+ * order) is searched by bisection; any other (a malformed or hostile
+ * report) is scanned, with the same answer. */
+typedef struct pent {
+  uint32_t u;              /* global unit index */
+  const xr_peerent *e;     /* the unit's first entry for the peer */
+} pent;
+
+typedef struct pkey {
+  uint32_t mi;             /* membership index + 1; 0: an empty slot */
+  int32_t peer;
+  uint32_t off, n;         /* slice of pents */
+  uint32_t last;           /* building: the last unit appended + 1 */
+  uint8_t mono_s, mono_r;  /* send / receive ranges nondecreasing */
+  const xr_peerent *ce;    /* the membership's first comm-level entry */
+} pkey;
+
 typedef struct graph {
   const xr_procstate *ps;
   const xr_wfg_opts *opts;
@@ -36,12 +63,22 @@ typedef struct graph {
   size_t *uoff;           /* first global unit index per process (n+1) */
   int32_t *uproc;         /* process of each unit */
   int32_t *pred;          /* previous incomplete unit on the same stream */
+  int32_t *succ;          /* next incomplete unit on the same stream */
   int32_t *myrank;        /* the unit's rank in its comm (-1 unknown) */
   size_t *roff;           /* reqs slice per unit (nu+1) */
   req *reqs;
   size_t nreqs, capreqs;
   mem *mems;
   size_t nmems;
+  size_t *moff;           /* units per membership (nmems+1), see above */
+  uint32_t *mu;
+  uint8_t *mmono;         /* the membership's collective ranges nondecreasing */
+  pkey *pk;
+  size_t pkcap;           /* a power of two */
+  pent *pents;
+  size_t *toff;           /* first global thread index per process (n+1) */
+  uint32_t *wcnt;         /* per thread: the units it waits on not complete */
+  uint8_t *tany;          /* per thread: its stream holds a launched unit */
   bool *start, *comp, *live;
   bool *suspect;          /* its comm has a known argument mismatch */
   uint64_t *scomm;        /* the comm whose mismatch made it suspect */
@@ -80,13 +117,6 @@ static const xr_commstate *comm_of(const xr_procstate *p, uint64_t comm, int32_t
   return NULL;
 }
 
-static const xr_peerent *peer_of(const xr_procstate *p, uint32_t off, uint32_t np,
-                                 int32_t peer) {
-  for (uint32_t i = 0; i < np; i++)
-    if (p->peers[off + i].peer == peer) return &p->peers[off + i];
-  return NULL;
-}
-
 static int add_req(graph *g, req r) {
   if (g->nreqs == g->capreqs) {
     size_t nc = g->capreqs ? g->capreqs * 2 : 64;
@@ -99,41 +129,269 @@ static int add_req(graph *g, req r) {
   return 0;
 }
 
+/* The first membership at or after (comm, rank) in the sorted table. */
+static size_t mem_lower(const graph *g, uint64_t comm, int32_t rank) {
+  size_t lo = 0, hi = g->nmems;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const mem *m = &g->mems[mid];
+    if (m->comm < comm || (m->comm == comm && m->rank < rank)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static const xr_unitstate *unit_at(const graph *g, size_t u) {
+  size_t p = (size_t)g->uproc[u];
+  return &g->ps[p].units[u - g->uoff[p]];
+}
+
+/* The slot of (membership mi, peer): its key, or the empty slot where it
+ * would go (the table is at most half full). */
+static size_t pk_find(const graph *g, uint32_t mi, int32_t peer) {
+  uint64_t h = ((uint64_t)mi + 1) * 0x9e3779b97f4a7c15ull ^
+               (uint64_t)(uint32_t)peer * 0xc2b2ae3d27d4eb4full;
+  size_t i = (size_t)(h ^ (h >> 29)) & (g->pkcap - 1);
+  while (g->pk[i].mi && (g->pk[i].mi != mi + 1 || g->pk[i].peer != peer))
+    i = (i + 1) & (g->pkcap - 1);
+  return i;
+}
+
+static pkey *pk_get(graph *g, uint32_t mi, int32_t peer) {
+  pkey *k = &g->pk[pk_find(g, mi, peer)];
+  if (!k->mi) {
+    k->mi = mi + 1;
+    k->peer = peer;
+    k->mono_s = k->mono_r = 1;
+  }
+  return k;
+}
+
+static bool nondecreasing(uint32_t alo, uint32_t ahi, uint32_t blo, uint32_t bhi) {
+  return alo <= blo && ahi <= bhi;
+}
+
+/* Every unit's peer entries of membership mi's slice, each unit's first
+ * entry per peer (the one a scan of its entries meets first), in posting order: counted
+ * (fill 0) or written into pents (fill 1). */
+static void index_peers(graph *g, uint32_t mi, int fill) {
+  const xr_procstate *P = &g->ps[g->mems[mi].proc];
+  for (size_t i = g->moff[mi]; i < g->moff[mi + 1]; i++) {
+    uint32_t u = g->mu[i];
+    const xr_unitstate *v = unit_at(g, u);
+    for (uint32_t x = 0; x < v->npeers; x++) {
+      const xr_peerent *pe = &P->peers[v->peer_off + x];
+      pkey *k = pk_get(g, mi, pe->peer);
+      if (k->last == u + 1) continue; /* not the unit's first entry for the peer */
+      k->last = u + 1;
+      if (fill) {
+        if (k->n) {
+          const xr_peerent *pv = g->pents[k->off + k->n - 1].e;
+          k->mono_s &= nondecreasing(pv->send_lo, pv->send_hi, pe->send_lo, pe->send_hi);
+          k->mono_r &= nondecreasing(pv->recv_lo, pv->recv_hi, pe->recv_lo, pe->recv_hi);
+        }
+        g->pents[k->off + k->n] = (pent){u, pe};
+      }
+      k->n++;
+    }
+  }
+}
+
+static int build_index(graph *g) {
+  size_t nm = g->nmems, kmax = 16;
+  g->moff = calloc(nm + 2, sizeof *g->moff);
+  g->mmono = calloc(nm + 1, 1);
+  size_t *fillp = calloc(nm + 1, sizeof *fillp);
+  if (!g->moff || !g->mmono || !fillp) { free(fillp); return -1; }
+  /* Units per membership: those of its process on its comm and rank (a
+   * process listing one membership twice gets the units in both). */
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t p = 0; p < g->n; p++)
+      for (uint32_t j = 0; j < g->ps[p].nunits; j++) {
+        const xr_unitstate *v = &g->ps[p].units[j];
+        for (size_t e = mem_lower(g, v->comm, v->rank);
+             e < nm && g->mems[e].comm == v->comm && g->mems[e].rank == v->rank; e++) {
+          if (g->mems[e].proc != p) continue;
+          if (pass == 0) g->moff[e + 1]++;
+          else g->mu[fillp[e]++] = (uint32_t)(g->uoff[p] + j);
+        }
+      }
+    if (pass == 0) {
+      for (size_t e = 0; e < nm; e++) {
+        g->moff[e + 1] += g->moff[e];
+        fillp[e] = g->moff[e];
+      }
+      g->mu = malloc((g->moff[nm] + 1) * sizeof *g->mu);
+      if (!g->mu) { free(fillp); return -1; }
+    }
+  }
+  free(fillp);
+  for (size_t e = 0; e < nm; e++) {
+    g->mmono[e] = 1;
+    for (size_t i = g->moff[e] + 1; i < g->moff[e + 1] && g->mmono[e]; i++) {
+      const xr_unitstate *a = unit_at(g, g->mu[i - 1]), *b = unit_at(g, g->mu[i]);
+      g->mmono[e] = nondecreasing(a->coll_lo, a->coll_hi, b->coll_lo, b->coll_hi);
+    }
+    const xr_procstate *P = &g->ps[g->mems[e].proc];
+    kmax += P->comms[g->mems[e].ci].npeers;
+    for (size_t i = g->moff[e]; i < g->moff[e + 1]; i++) kmax += unit_at(g, g->mu[i])->npeers;
+  }
+  g->pkcap = 64;
+  while (g->pkcap < 2 * kmax) g->pkcap *= 2;
+  g->pk = calloc(g->pkcap, sizeof *g->pk);
+  if (!g->pk) return -1;
+  for (uint32_t e = 0; e < nm; e++) {
+    index_peers(g, e, 0);
+    const xr_procstate *P = &g->ps[g->mems[e].proc];
+    const xr_commstate *c = &P->comms[g->mems[e].ci];
+    for (uint32_t x = 0; x < c->npeers; x++) {
+      pkey *k = pk_get(g, e, P->peers[c->peer_off + x].peer);
+      if (!k->ce) k->ce = &P->peers[c->peer_off + x];
+    }
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < g->pkcap; i++) {
+    g->pk[i].off = (uint32_t)total;
+    total += g->pk[i].n;
+    g->pk[i].n = g->pk[i].last = 0;
+  }
+  g->pents = malloc((total + 1) * sizeof *g->pents);
+  if (!g->pents) return -1;
+  for (uint32_t e = 0; e < nm; e++) index_peers(g, e, 1);
+  return 0;
+}
+
+/* pred and succ: per process, a table from stream to its latest unit so
+ * far (the previous incomplete unit on a stream is the latest earlier one
+ * of the process with that stream). */
+static int build_streams(graph *g) {
+  size_t maxu = 0;
+  for (size_t p = 0; p < g->n; p++) if (g->ps[p].nunits > maxu) maxu = g->ps[p].nunits;
+  size_t cap = 16;
+  while (cap < 2 * maxu) cap *= 2;
+  struct slot { uint64_t stream; int32_t u; } *tab = malloc(cap * sizeof *tab);
+  if (!tab) return -1;
+  for (size_t p = 0; p < g->n; p++) {
+    const xr_procstate *P = &g->ps[p];
+    size_t c = 16;
+    while (c < 2 * (size_t)P->nunits) c *= 2;
+    for (size_t i = 0; i < c; i++) tab[i].u = -1;
+    for (uint32_t j = 0; j < P->nunits; j++) {
+      uint64_t s = P->units[j].stream, h = s * 0x9e3779b97f4a7c15ull;
+      size_t i = (size_t)(h >> 32) & (c - 1);
+      while (tab[i].u >= 0 && tab[i].stream != s) i = (i + 1) & (c - 1);
+      size_t u = g->uoff[p] + j;
+      g->pred[u] = tab[i].u;
+      if (tab[i].u >= 0) g->succ[tab[i].u] = (int32_t)u;
+      tab[i].stream = s;
+      tab[i].u = (int32_t)u;
+    }
+  }
+  free(tab);
+  return 0;
+}
+
+/* Whether blocked thread T of process p waits on unit U: what
+ * xr_thread_waits_on answers, with its scan of the process's units for a
+ * launched unit on T's stream done once per thread (tany). */
+static bool waits(const graph *g, size_t p, const xr_threadstate *T, const xr_unitstate *U) {
+  if (U->flags & XR_UNIT_OPEN) return false;
+  if (T->all || T->wait != XR_WAIT_STREAM) return true;
+  return !g->tany[g->toff[p] + (size_t)(T - g->ps[p].threads)] || U->stream == T->stream;
+}
+
+static int build_threads(graph *g) {
+  g->toff = calloc(g->n + 1, sizeof *g->toff);
+  if (!g->toff) return -1;
+  for (size_t p = 0; p < g->n; p++) g->toff[p + 1] = g->toff[p] + g->ps[p].nthreads;
+  g->tany = calloc(g->toff[g->n] + 1, 1);
+  g->wcnt = calloc(g->toff[g->n] + 1, sizeof *g->wcnt);
+  if (!g->tany || !g->wcnt) return -1;
+  for (size_t p = 0; p < g->n; p++) {
+    const xr_procstate *P = &g->ps[p];
+    for (uint32_t t = 0; t < P->nthreads; t++) {
+      const xr_threadstate *T = &P->threads[t];
+      size_t ti = g->toff[p] + t;
+      for (uint32_t j = 0; j < P->nunits && !g->tany[ti]; j++)
+        g->tany[ti] = !(P->units[j].flags & XR_UNIT_OPEN) && P->units[j].stream == T->stream;
+      for (uint32_t j = 0; j < P->nunits; j++) g->wcnt[ti] += waits(g, p, T, &P->units[j]);
+    }
+  }
+  return 0;
+}
+
+/* Entry i's range [*a, *b) in a resolve's slice: the membership's i-th
+ * unit's collectives ('c'), or the peer slice's i-th entry's sends ('s')
+ * or receives ('r'). */
+static void slice_range(const graph *g, char what, const uint32_t *mu, const pent *pe, size_t i,
+                        uint32_t *a, uint32_t *b) {
+  if (what == 'c') {
+    const xr_unitstate *v = unit_at(g, mu[i]);
+    *a = v->coll_lo;
+    *b = v->coll_hi;
+  } else if (what == 's') {
+    *a = pe[i].e->send_lo;
+    *b = pe[i].e->send_hi;
+  } else {
+    *a = pe[i].e->recv_lo;
+    *b = pe[i].e->recv_hi;
+  }
+}
+
 /* What rank q (process Q) owes to unit u for op `what` #[lo, hi). */
 static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
                    uint32_t lo, uint32_t hi) {
   const mem *m = find_mem(g, comm, q);
   if (!m) return 0; /* a rank nobody heard from: assumed to progress */
+  uint32_t mi = (uint32_t)(m - g->mems);
   const xr_procstate *Q = &g->ps[m->proc];
   const xr_commstate *qc = &Q->comms[m->ci];
+  const pkey *k = NULL;
+  if (what != 'c') {
+    k = &g->pk[pk_find(g, mi, me)];
+    if (!k->mi) k = NULL;
+  }
   uint32_t posted;
   if (what == 'c') {
     posted = qc->coll_posted;
   } else {
-    const xr_peerent *e = peer_of(Q, qc->peer_off, qc->npeers, me);
+    const xr_peerent *e = k ? k->ce : NULL;
     posted = e ? (what == 's' ? e->send_hi : e->recv_hi) : 0;
   }
   req base = {.what = what, .qrank = q, .index = lo, .posted = posted,
               .target = (int32_t)m->proc};
   /* Q's incomplete units holding any of the awaited indexes (a process
-   * that is gone never completes them). */
-  for (uint32_t j = 0; j < Q->nunits; j++) {
-    const xr_unitstate *v = &Q->units[j];
-    if (v->comm != comm || v->rank != q) continue;
-    bool hit = false;
-    if (what == 'c') {
-      hit = v->coll_lo < hi && lo < v->coll_hi;
-    } else {
-      const xr_peerent *e = peer_of(Q, v->peer_off, v->npeers, me);
-      if (e) hit = what == 's' ? (e->send_lo < hi && lo < e->send_hi)
-                               : (e->recv_lo < hi && lo < e->recv_hi);
+   * that is gone never completes them), in posting order: the
+   * membership's slice ('c') or its slice for peer me. In a nondecreasing
+   * slice the hits are the entries from the first that ends after lo up
+   * to the first that begins at or after hi. */
+  size_t n = what == 'c' ? g->moff[mi + 1] - g->moff[mi] : k ? k->n : 0;
+  bool mono = what == 'c' ? g->mmono[mi] : k && (what == 's' ? k->mono_s : k->mono_r);
+  const uint32_t *mu = g->mu + g->moff[mi];
+  const pent *pe = k ? g->pents + k->off : NULL;
+  size_t i = 0;
+  if (mono) {
+    size_t l = 0, h = n;
+    while (l < h) {
+      size_t mid = l + (h - l) / 2;
+      uint32_t a, b;
+      slice_range(g, what, mu, pe, mid, &a, &b);
+      if (b <= lo) l = mid + 1;
+      else h = mid;
     }
-    if (hit) {
-      req r = base;
-      r.type = Q->alive ? R_UNIT : R_EXITED;
-      if (Q->alive) r.target = (int32_t)(g->uoff[m->proc] + j);
-      if (add_req(g, r) != 0) return -1;
+    i = l;
+  }
+  for (; i < n; i++) {
+    uint32_t a, b;
+    slice_range(g, what, mu, pe, i, &a, &b);
+    if (!(a < hi && lo < b)) {
+      if (mono && a >= hi) break;
+      continue;
     }
+    req r = base;
+    r.type = Q->alive ? R_UNIT : R_EXITED;
+    if (Q->alive) r.target = (int32_t)(what == 'c' ? mu[i] : pe[i].u);
+    if (add_req(g, r) != 0) return -1;
   }
   if (posted < hi) {
     base.type = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
@@ -154,6 +412,7 @@ static int build(graph *g) {
   g->nu = g->uoff[n];
   g->uproc = calloc(g->nu + 1, sizeof *g->uproc);
   g->pred = calloc(g->nu + 1, sizeof *g->pred);
+  g->succ = malloc((g->nu + 1) * sizeof *g->succ);
   g->myrank = calloc(g->nu + 1, sizeof *g->myrank);
   g->roff = calloc(g->nu + 1, sizeof *g->roff);
   g->mems = calloc(nm + 1, sizeof *g->mems);
@@ -162,23 +421,25 @@ static int build(graph *g) {
   g->live = calloc(n + 1, 1);
   g->suspect = calloc(g->nu + 1, 1);
   g->scomm = calloc(g->nu + 1, sizeof *g->scomm);
-  if (!g->suspect || !g->scomm || !g->uoff || !g->uproc || !g->pred || !g->myrank || !g->roff || !g->mems ||
-      !g->start || !g->comp || !g->live)
+  if (!g->suspect || !g->scomm || !g->uoff || !g->uproc || !g->pred || !g->succ || !g->myrank ||
+      !g->roff || !g->mems || !g->start || !g->comp || !g->live)
     return -1;
   for (size_t p = 0; p < n; p++)
     for (uint32_t i = 0; i < g->ps[p].ncomms; i++)
       g->mems[g->nmems++] = (mem){g->ps[p].comms[i].comm, g->ps[p].comms[i].rank,
                                   (uint32_t)p, i};
   qsort(g->mems, g->nmems, sizeof *g->mems, mem_cmp);
+  for (size_t p = 0; p < n; p++)
+    for (uint32_t j = 0; j < g->ps[p].nunits; j++) {
+      g->uproc[g->uoff[p] + j] = (int32_t)p;
+      g->succ[g->uoff[p] + j] = -1;
+    }
+  if (build_index(g) != 0 || build_streams(g) != 0 || build_threads(g) != 0) return -1;
   for (size_t p = 0; p < n; p++) {
     const xr_procstate *P = &g->ps[p];
     for (uint32_t j = 0; j < P->nunits; j++) {
       size_t u = g->uoff[p] + j;
       const xr_unitstate *U = &P->units[j];
-      g->uproc[u] = (int32_t)p;
-      g->pred[u] = -1;
-      for (uint32_t k = j; k-- > 0;)
-        if (P->units[k].stream == U->stream) { g->pred[u] = (int32_t)(g->uoff[p] + k); break; }
       g->roff[u] = g->nreqs;
       /* Operations whose peers disagree on sizes or kinds may never
        * complete even with every counterpart started (NCCL hangs on
@@ -239,10 +500,12 @@ static int build(graph *g) {
 }
 
 static void graph_free(graph *g) {
-  free(g->uoff); free(g->uproc); free(g->pred); free(g->myrank); free(g->roff);
+  free(g->uoff); free(g->uproc); free(g->pred); free(g->succ); free(g->myrank); free(g->roff);
   free(g->reqs); free(g->mems); free(g->start); free(g->comp); free(g->live);
   free(g->suspect);
   free(g->scomm);
+  free(g->moff); free(g->mu); free(g->mmono); free(g->pk); free(g->pents);
+  free(g->toff); free(g->wcnt); free(g->tany);
 }
 
 int xr_thread_waits_on(const xr_procstate *st, const xr_threadstate *t,
@@ -295,40 +558,142 @@ static bool split_ok(const graph *g, size_t p, const xr_threadstate *t, int32_t 
   return true;
 }
 
+/* Whether blocked thread t of process p can return, given what can
+ * complete: wcnt counts the units it waits on that cannot (yet). */
 static bool thread_ok(const graph *g, size_t p, const xr_threadstate *t) {
   if (t->wait == XR_WAIT_SPLIT) return split_ok(g, p, t, NULL, NULL, NULL);
   /* Inside a blocking init: it returns when every rank joined, which
    * nothing here can tell, except that ranks that disagree never do. */
   if (t->wait == XR_WAIT_INIT)
     return !(g->opts && g->opts->mismatch && g->opts->mismatch(g->opts->ctx, t->comm));
-  const xr_procstate *P = &g->ps[p];
-  for (uint32_t j = 0; j < P->nunits; j++)
-    if (xr_thread_waits_on(P, t, &P->units[j]) && !g->comp[g->uoff[p] + j]) return false;
-  return true;
+  return g->wcnt[g->toff[p] + (size_t)(t - g->ps[p].threads)] == 0;
 }
 
-static void fixpoint(graph *g) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (size_t p = 0; p < g->n; p++) {
-      if (g->live[p] || !g->ps[p].alive) continue;
-      bool ok = true;
-      for (uint32_t t = 0; t < g->ps[p].nthreads && ok; t++)
-        ok = thread_ok(g, p, &g->ps[p].threads[t]);
-      if (ok) g->live[p] = changed = true;
+/* The least fixpoint of the model's rules (xrank_wfg.h) from all false:
+ *   start[u] <- (no pred or comp[pred]) and (not open or live[its process])
+ *   comp[u]  <- start[u] and not suspect[u] and every req of u holds
+ *               (R_UNIT: start[target]; R_POSTER: live[target]; R_EXITED,
+ *               R_ENDED never)
+ *   live[p]  <- alive and every blocked thread of p can return
+ * Every rule is monotone, so the least fixpoint is unique whatever order
+ * the rules fire in: a worklist fires each only when one of its premises
+ * changed (need[u] counts u's reqs that do not hold yet, wcnt a thread's
+ * waited units not complete), each flag once - linear in the graph,
+ * where sweeps to convergence took a sweep per link of the longest
+ * chain of dependencies (a unit per process and sweep in a healthy job
+ * with thousands of operations in flight). */
+typedef struct wl {
+  graph *g;
+  uint32_t *need;
+  size_t *dsoff, *dloff;  /* per unit / per process: the units whose reqs wait for it */
+  uint32_t *ds, *dl;
+  uint32_t *stack;        /* pushed: (unit << 2 | 0 started, | 1 complete), (process << 2 | 2) */
+  size_t top;
+  const uint32_t *splitp; /* processes with a thread inside a split */
+  size_t nsplitp;
+} wl;
+
+static void try_start(wl *w, size_t u) {
+  graph *g = w->g;
+  size_t p = (size_t)g->uproc[u];
+  bool open = g->ps[p].units[u - g->uoff[p]].flags & XR_UNIT_OPEN;
+  if (!g->start[u] && (g->pred[u] < 0 || g->comp[g->pred[u]]) && (!open || g->live[p])) {
+    g->start[u] = true;
+    w->stack[w->top++] = (uint32_t)u << 2;
+  }
+}
+
+static void try_comp(wl *w, size_t u) {
+  graph *g = w->g;
+  if (!g->comp[u] && g->start[u] && !g->suspect[u] && w->need[u] == 0) {
+    g->comp[u] = true;
+    w->stack[w->top++] = (uint32_t)u << 2 | 1;
+  }
+}
+
+static void try_live(wl *w, size_t p) {
+  graph *g = w->g;
+  if (g->live[p] || !g->ps[p].alive) return;
+  for (uint32_t t = 0; t < g->ps[p].nthreads; t++)
+    if (!thread_ok(g, p, &g->ps[p].threads[t])) return;
+  g->live[p] = true;
+  w->stack[w->top++] = (uint32_t)p << 2 | 2;
+}
+
+static int fixpoint(graph *g) {
+  size_t nu = g->nu, n = g->n, nsp = 0;
+  wl w = {.g = g};
+  w.need = calloc(nu + 1, sizeof *w.need);
+  w.dsoff = calloc(nu + 2, sizeof *w.dsoff);
+  w.dloff = calloc(n + 2, sizeof *w.dloff);
+  w.ds = malloc((g->nreqs + 1) * sizeof *w.ds);
+  w.dl = malloc((g->nreqs + 1) * sizeof *w.dl);
+  w.stack = malloc((2 * nu + n + 1) * sizeof *w.stack);
+  uint32_t *splitp = malloc((n + 1) * sizeof *splitp);
+  int rc = -1;
+  if (!w.need || !w.dsoff || !w.dloff || !w.ds || !w.dl || !w.stack || !splitp) goto out;
+  for (size_t u = 0; u < nu; u++)
+    for (size_t r = g->roff[u]; r < g->roff[u + 1]; r++) {
+      const req *q = &g->reqs[r];
+      w.need[u] += q->type != R_SAT && q->type != R_UNKNOWN;
+      if (q->type == R_UNIT) w.dsoff[q->target + 1]++;
+      if (q->type == R_POSTER) w.dloff[q->target + 1]++;
     }
-    for (size_t u = 0; u < g->nu; u++) {
-      size_t up = (size_t)g->uproc[u];
-      bool open = g->ps[up].units[u - g->uoff[up]].flags & XR_UNIT_OPEN;
-      if (!g->start[u] && (g->pred[u] < 0 || g->comp[g->pred[u]]) && (!open || g->live[up]))
-        g->start[u] = changed = true;
-      if (g->comp[u] || !g->start[u] || g->suspect[u]) continue;
-      bool ok = true;
-      for (size_t r = g->roff[u]; r < g->roff[u + 1] && ok; r++) ok = req_ok(g, &g->reqs[r]);
-      if (ok) g->comp[u] = changed = true;
+  for (size_t u = 0; u < nu; u++) w.dsoff[u + 1] += w.dsoff[u];
+  for (size_t p = 0; p < n; p++) w.dloff[p + 1] += w.dloff[p];
+  for (size_t u = 0; u < nu; u++)
+    for (size_t r = g->roff[u]; r < g->roff[u + 1]; r++) {
+      const req *q = &g->reqs[r];
+      if (q->type == R_UNIT) w.ds[w.dsoff[q->target]++] = (uint32_t)u;
+      if (q->type == R_POSTER) w.dl[w.dloff[q->target]++] = (uint32_t)u;
+    }
+  /* The fill advanced each start to the next one's: shift back. */
+  for (size_t u = nu; u > 0; u--) w.dsoff[u] = w.dsoff[u - 1];
+  w.dsoff[0] = 0;
+  for (size_t p = n; p > 0; p--) w.dloff[p] = w.dloff[p - 1];
+  w.dloff[0] = 0;
+  for (size_t p = 0; p < n; p++)
+    for (uint32_t t = 0; t < g->ps[p].nthreads; t++)
+      if (g->ps[p].threads[t].wait == XR_WAIT_SPLIT) { splitp[nsp++] = (uint32_t)p; break; }
+  w.splitp = splitp;
+  w.nsplitp = nsp;
+  for (size_t p = 0; p < n; p++) try_live(&w, p);
+  for (size_t u = 0; u < nu; u++) try_start(&w, u);
+  while (w.top) {
+    uint32_t x = w.stack[--w.top];
+    size_t i = x >> 2;
+    switch (x & 3) {
+    case 0: /* unit i started: it and the units whose reqs waited for that */
+      try_comp(&w, i);
+      for (size_t k = w.dsoff[i]; k < w.dsoff[i + 1]; k++) {
+        w.need[w.ds[k]]--;
+        try_comp(&w, w.ds[k]);
+      }
+      break;
+    case 1: { /* unit i complete: the next on its stream, its process's waiting threads */
+      if (g->succ[i] >= 0) try_start(&w, (size_t)g->succ[i]);
+      size_t p = (size_t)g->uproc[i];
+      const xr_unitstate *U = &g->ps[p].units[i - g->uoff[p]];
+      for (uint32_t t = 0; t < g->ps[p].nthreads; t++)
+        if (waits(g, p, &g->ps[p].threads[t], U) && --g->wcnt[g->toff[p] + t] == 0) try_live(&w, p);
+      break;
+    }
+    default: /* process i live: the reqs awaiting its posts, its open units, splits */
+      for (size_t k = w.dloff[i]; k < w.dloff[i + 1]; k++) {
+        w.need[w.dl[k]]--;
+        try_comp(&w, w.dl[k]);
+      }
+      for (uint32_t j = 0; j < g->ps[i].nunits; j++)
+        if (g->ps[i].units[j].flags & XR_UNIT_OPEN) try_start(&w, g->uoff[i] + j);
+      for (size_t k = 0; k < w.nsplitp; k++) try_live(&w, w.splitp[k]);
+      break;
     }
   }
+  rc = 0;
+out:
+  free(w.need); free(w.dsoff); free(w.dloff); free(w.ds); free(w.dl); free(w.stack);
+  free(splitp);
+  return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -411,8 +776,7 @@ static int32_t first_dead_target(const graph *g, size_t p, const xr_threadstate 
   const xr_procstate *P = &g->ps[p];
   if (T->wait == XR_WAIT_SPLIT || T->wait == XR_WAIT_INIT) return -1;
   for (uint32_t j = 0; j < P->nunits; j++)
-    if (xr_thread_waits_on(P, T, &P->units[j]) && !g->comp[g->uoff[p] + j])
-      return (int32_t)(g->uoff[p] + j);
+    if (waits(g, p, T, &P->units[j]) && !g->comp[g->uoff[p] + j]) return (int32_t)(g->uoff[p] + j);
   return -1;
 }
 
@@ -599,10 +963,18 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
   res->missing_proc = -1;
   if (involved) memset(involved, 0, n);
   if (story && cap) story[0] = 0;
-  graph g = {.ps = ps, .n = n, .opts = opts};
-  if (build(&g) != 0) { graph_free(&g); return 0; }
-  fixpoint(&g);
   uint64_t min_ms = opts ? opts->min_blocked_ms : 0;
+  /* The verdict needs a thread blocked min_ms (dead_thread), and the story
+   * tells only of such threads (explain_all aside): without one there is
+   * nothing to find, and the coordinator's every tick of a healthy job
+   * builds no graph. */
+  bool blocked = opts && opts->explain_all;
+  for (size_t p = 0; p < n && !blocked; p++)
+    for (uint32_t t = 0; ps[p].alive && t < ps[p].nthreads && !blocked; t++)
+      blocked = ps[p].threads[t].blocked_ms >= min_ms;
+  if (!blocked) return 0;
+  graph g = {.ps = ps, .n = n, .opts = opts};
+  if (build(&g) != 0 || fixpoint(&g) != 0) { graph_free(&g); return 0; }
   sbuf s = {story, cap, 0};
   uint8_t *seen = calloc(g.nu + 1, 1);
   uint8_t *seenp = calloc(n + 1, 1);
@@ -622,7 +994,7 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
     int32_t u = first_dead_target(&g, p, T);
     if (u < 0 && T->wait != XR_WAIT_SPLIT)
       for (uint32_t j = 0; j < ps[p].nunits && u < 0; j++)
-        if (xr_thread_waits_on(&ps[p], T, &ps[p].units[j])) u = (int32_t)(g.uoff[p] + j);
+        if (waits(&g, p, T, &ps[p].units[j])) u = (int32_t)(g.uoff[p] + j);
     if (++nlines > 8) continue; /* the story names the first eight */
     char sitebuf[128];
     sb(&s, "%s", nlines > 1 ? "\n  " : "  ");

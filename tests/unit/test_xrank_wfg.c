@@ -5,6 +5,7 @@
  * grouped p2p whose units need each other to start (not a deadlock). */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "xrank_wfg.h"
@@ -375,6 +376,124 @@ START_TEST(open_group_never_launched) {
 }
 END_TEST
 
+/* A report whose slices are not in posting order (hostile or malformed:
+ * the shim numbers operations in posting order) gets the answer a scan of
+ * every unit gives. Rank 0 waits in U0 for rank 1's send #0, which rank 1
+ * lists after sends #5 (on another stream) and #2 (in X), and queues
+ * behind X on its stream; X needs rank 0's send #0, never posted: a
+ * deadlock. */
+START_TEST(hostile_slices_answer_as_a_scan) {
+  pb b[2];
+  pb_init(&b[0], 70);
+  xr_commstate *c0 = pb_comm(&b[0], 0x41, 0, 2, 0);
+  pb_comm_peer(&b[0], c0, 1, 0, 1);
+  xr_unitstate *u0 = pb_group(&b[0], 0x41, 1, 1);
+  pb_unit_peer(&b[0], u0, 1, 0, 0, 0, 1);
+  pb_block(&b[0], 1, 3000);
+  pb_init(&b[1], 71);
+  xr_commstate *c1 = pb_comm(&b[1], 0x41, 1, 2, 0);
+  pb_comm_peer(&b[1], c1, 0, 6, 1);
+  xr_unitstate *a = pb_group(&b[1], 0x41, 2, 1);
+  pb_unit_peer(&b[1], a, 0, 5, 6, 0, 0);
+  xr_unitstate *x = pb_group(&b[1], 0x41, 3, 2);
+  pb_unit_peer(&b[1], x, 0, 2, 3, 0, 1);
+  xr_unitstate *bb = pb_group(&b[1], 0x41, 3, 3);
+  pb_unit_peer(&b[1], bb, 0, 0, 1, 0, 0);
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 2, &res), 1);
+  ck_assert_int_eq(res.dead_threads, 1);
+  ck_assert_ptr_nonnull(strstr(story, "queued behind"));
+  /* A unit listing a peer twice is judged by its first entry (here
+   * empty: B holds none of rank 0's awaited sends, and U0 can complete). */
+  b[1].peers[bb->peer_off] = (xr_peerent){.peer = 0};
+  pb_unit_peer(&b[1], bb, 0, 0, 1, 0, 0);
+  ck_assert_int_eq(analyze(b, 2, &res), 0);
+}
+END_TEST
+
+/* No thread blocked min_blocked_ms: nothing to report, and no graph is
+ * built - unless the caller asked for every thread's story (the hang
+ * dump), which the early answer must not skip. */
+START_TEST(story_without_a_long_wait_only_on_request) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 80 + r);
+    pb_comm(&b[r], 0xA, r, 2, 1);
+    pb_comm(&b[r], 0xB, r, 2, 1);
+    pb_coll(&b[r], r == 0 ? 0xA : 0xB, 1, 0);
+    pb_coll(&b[r], r == 0 ? 0xB : 0xA, 1, 0);
+    pb_block(&b[r], 1, 50);
+  }
+  xr_procstate ps[2] = {b[0].st, b[1].st};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = -1};
+  xr_wfg_result res;
+  strcpy(story, "stale");
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 0);
+  ck_assert_str_eq(story, "");
+  ck_assert_int_eq(res.missing_proc, -1);
+  o.explain_all = 1;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 0);
+  ck_assert_ptr_nonnull(strstr(story, "is blocked in cudaStreamSynchronize"));
+  ck_assert_ptr_nonnull(strstr(story, "queued behind"));
+}
+END_TEST
+
+/* A process with n collectives of comm 0x51 on stream 1 in flight, then
+ * one of `last` (its own arrays: beyond xr_build.h's sizes). */
+typedef struct bigp {
+  xr_commstate comms[2];
+  xr_unitstate *units;
+  xr_threadstate thread;
+  xr_procstate st;
+} bigp;
+
+static void bigp_init(bigp *b, int rank, uint32_t n, uint64_t first, uint64_t last) {
+  memset(b, 0, sizeof *b);
+  b->units = calloc(n + 2, sizeof *b->units);
+  ck_assert_ptr_nonnull(b->units);
+  b->comms[0] = (xr_commstate){.comm = 0x51, .rank = rank, .nranks = 2, .coll_posted = n + 1};
+  b->comms[1] = (xr_commstate){.comm = 0x52, .rank = rank, .nranks = 2, .coll_posted = 1};
+  for (uint32_t k = 0; k < n; k++)
+    b->units[k] = (xr_unitstate){.comm = 0x51, .stream = 1, .coll_lo = k, .coll_hi = k + 1,
+                                 .kind = XR_OP_COLL, .dtype = 7, .group = k + 1, .rank = rank};
+  b->units[n] = (xr_unitstate){.comm = first, .stream = 1, .coll_lo = first == 0x51 ? n : 0,
+                               .kind = XR_OP_COLL, .dtype = 7, .group = n + 1, .rank = rank};
+  b->units[n].coll_hi = b->units[n].coll_lo + 1;
+  b->units[n + 1] = (xr_unitstate){.comm = last, .stream = 1, .coll_lo = last == 0x51 ? n : 0,
+                                   .kind = XR_OP_COLL, .dtype = 7, .group = n + 2, .rank = rank};
+  b->units[n + 1].coll_hi = b->units[n + 1].coll_lo + 1;
+  b->thread = (xr_threadstate){.stream = 1, .blocked_ms = 3000, .wait = XR_WAIT_STREAM};
+  b->st = (xr_procstate){.alive = 1, .pid = 60 + rank, .grank = rank, .ncomms = 2,
+                         .nunits = n + 2, .nthreads = 1, .comms = b->comms, .units = b->units,
+                         .threads = &b->thread};
+}
+
+/* The two ranks take comms 0x51 and 0x52 in opposite orders after 3,000
+ * healthy collectives on one stream: every one of those completes (each
+ * only after its predecessor: the longest chain the fixpoint follows), and
+ * the deadlock is the pair at the end. */
+START_TEST(long_chain_deadlock_at_its_end) {
+  enum { N = 3000 };
+  bigp b[2];
+  bigp_init(&b[0], 0, N, 0x51, 0x52);
+  bigp_init(&b[1], 1, N, 0x52, 0x51);
+  xr_procstate ps[2] = {b[0].st, b[1].st};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = -1};
+  xr_wfg_result res;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_int_eq(res.dead_threads, 2);
+  ck_assert_int_eq(res.cycle, 1);
+  ck_assert_ptr_nonnull(strstr(story, "collective #3001"));
+  ck_assert_ptr_null(strstr(story, "collective #3000 "));
+  /* The same order on both: nothing. */
+  b[1].units[N].comm = 0x51, b[1].units[N].coll_lo = N, b[1].units[N].coll_hi = N + 1;
+  b[1].units[N + 1].comm = 0x52, b[1].units[N + 1].coll_lo = 0, b[1].units[N + 1].coll_hi = 1;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 2, &o, &res, inv, story, sizeof story), 0);
+  free(b[0].units);
+  free(b[1].units);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_wfg");
   TCase *t = tcase_create("wfg");
@@ -394,6 +513,9 @@ static Suite *suite(void) {
   tcase_add_test(t, two_ranks_in_one_process);
   tcase_add_test(t, init_wait_with_known_mismatch);
   tcase_add_test(t, open_group_never_launched);
+  tcase_add_test(t, hostile_slices_answer_as_a_scan);
+  tcase_add_test(t, story_without_a_long_wait_only_on_request);
+  tcase_add_test(t, long_chain_deadlock_at_its_end);
   suite_add_tcase(s, t);
   return s;
 }
