@@ -75,19 +75,26 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
   a2a_event ev;                                                               \
   nccl_event_head(&ev, (evkind), (apiname), __builtin_return_address(0),      \
                   (void *)(comm_), (stream_))
-static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api, const void *pc,
-                                   void *comm, cudaStream_t stream)
+/* nccl_event_head of an event whose stream and communicator the caller
+ * stored (A2A_P2P_WRAP). */
+static inline void nccl_event_head_cs(a2a_event *ev, a2a_kind kind, const char *api, const void *pc)
 {
   /* (A kind that asks its device, its common case: the device tracked and
    * the note made, one test - the device the tracked one, no note.) */
   if (nccl_device_asked(kind) && __builtin_expect(a2a_rt_device_set_and_noted(), 1)) {
-    a2a_shim_event_head_at(ev, kind, api, a2a_rt_t.device, a2a_rt_py_site(pc), (void *)stream,
-                           comm);
+    a2a_shim_event_head_cs(ev, kind, api, a2a_rt_t.device, a2a_rt_py_site(pc));
     return;
   }
   int device = nccl_device_asked(kind) ? a2a_shim_query_device() : a2a_shim_current_device();
-  a2a_shim_event_head_at(ev, kind, api, device, a2a_rt_py_site(pc), (void *)stream, comm);
+  a2a_shim_event_head_cs(ev, kind, api, device, a2a_rt_py_site(pc));
   a2a_rt_note_nccl_call();
+}
+static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api, const void *pc,
+                                   void *comm, cudaStream_t stream)
+{
+  ev->stream = (void *)stream;
+  ev->comm = comm;
+  nccl_event_head_cs(ev, kind, api, pc);
 }
 
 /* The operation and group wrappers, the communicator queries and
@@ -661,39 +668,50 @@ A2A_PUBLIC ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t
 /* ------------------------------------------------------------------ */
 /* Point to point */
 
+/* The grouped operations, ncclSend and ncclRecv (is_send_ 1 or 0, buff_
+ * the buffer's parameter, the others named as in nccl.h): their
+ * operation's members (u.p2p), communicator and stream are stored into
+ * the event first, from the argument registers, and every later use of an
+ * argument - the pass-through, the real call - reads it back from there
+ * (A2A_P2P_ARGS), so that no argument stays live across the wrapper's
+ * calls: no spill at the entry and reload at the real call, no
+ * callee-saved register for one. Exact: each member holds its argument
+ * unchanged (u.p2p.dtype the enum's value as an int, the others in their
+ * own types) and nothing writes them after - the head leaves the union
+ * alone, as nccl_event_head_cs the comm and stream, and the handlers see
+ * the event only as const a2a_event * (a2a_handler), which none casts
+ * away; the runtime's calls before the first dispatch never have its
+ * address. So the real function, called or passed through, gets the
+ * application's arguments. */
+#define A2A_P2P_ARGS(ev)                                                      \
+  (ev).u.p2p.buff, (ev).u.p2p.count, (ncclDataType_t)(ev).u.p2p.dtype,        \
+      (ev).u.p2p.peer, (ncclComm_t)(ev).comm, (cudaStream_t)(ev).stream
+#define A2A_P2P_WRAP(name, is_send_, buff_)                                   \
+  {                                                                           \
+    a2a_event ev;                                                             \
+    ev.u.p2p.is_send = (is_send_);                                            \
+    ev.u.p2p.buff = (void *)(buff_);                                          \
+    ev.u.p2p.count = count;                                                   \
+    ev.u.p2p.dtype = (int)datatype;                                           \
+    ev.u.p2p.peer = peer;                                                     \
+    ev.comm = (void *)comm;                                                   \
+    ev.stream = (void *)stream;                                               \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, A2A_P2P_ARGS(ev));                  \
+    nccl_event_head_cs(&ev, A2A_EV_P2P, #name, __builtin_return_address(0)); \
+    A2A_PRE_HOT(ev, A2A_EV_P2P, 0);                                           \
+    ncclResult_t r = A2A_REAL(name)(A2A_P2P_ARGS(ev));                        \
+    A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_P2P);                                   \
+    A2A_POST_END_HOT(ev, A2A_EV_P2P);                                         \
+    return r;                                                                 \
+  }
+
 A2A_PUBLIC ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                  ncclComm_t comm, cudaStream_t stream)
-{
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclSend, sendbuff, count, datatype, peer, comm, stream);
-  A2A_EVENT_NCCL(ev, A2A_EV_P2P, "ncclSend", comm, stream);
-  ev.u.p2p.is_send = 1;
-  ev.u.p2p.buff = (void *)sendbuff;
-  ev.u.p2p.count = count;
-  ev.u.p2p.dtype = (int)datatype;
-  ev.u.p2p.peer = peer;
-  A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
-  ncclResult_t r = A2A_REAL(ncclSend)(sendbuff, count, datatype, peer, comm, stream);
-  A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_P2P);
-  A2A_POST_END_HOT(ev, A2A_EV_P2P);
-  return r;
-}
+    A2A_P2P_WRAP(ncclSend, 1, sendbuff)
 
 A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                  ncclComm_t comm, cudaStream_t stream)
-{
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclRecv, recvbuff, count, datatype, peer, comm, stream);
-  A2A_EVENT_NCCL(ev, A2A_EV_P2P, "ncclRecv", comm, stream);
-  ev.u.p2p.is_send = 0;
-  ev.u.p2p.buff = recvbuff;
-  ev.u.p2p.count = count;
-  ev.u.p2p.dtype = (int)datatype;
-  ev.u.p2p.peer = peer;
-  A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
-  ncclResult_t r = A2A_REAL(ncclRecv)(recvbuff, count, datatype, peer, comm, stream);
-  A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_P2P);
-  A2A_POST_END_HOT(ev, A2A_EV_P2P);
-  return r;
-}
+    A2A_P2P_WRAP(ncclRecv, 0, recvbuff)
 
 /* ------------------------------------------------------------------ */
 /* Groups */

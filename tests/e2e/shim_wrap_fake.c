@@ -20,6 +20,11 @@ typedef struct fake_state {
   int group_start_fail;      /* nonzero: what ncclGroupStart returns */
   int group_inner;           /* the group calls poll an async error (PLT) */
   int group_calls;           /* group calls made (any of the three) */
+  /* The arguments the last ncclSend or ncclRecv got. */
+  const void *p2p_buff;
+  size_t p2p_count;
+  int p2p_dtype, p2p_peer;
+  void *p2p_comm, *p2p_stream;
 } fake_state;
 
 fake_state fake_state_v;
@@ -32,8 +37,19 @@ typedef void *comm_t;
 
 int pncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream);
 int ncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream) ALIAS(ncclSend);
+static void p2p_args(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream)
+{
+  fake_state_v.p2p_buff = b;
+  fake_state_v.p2p_count = n;
+  fake_state_v.p2p_dtype = dt;
+  fake_state_v.p2p_peer = peer;
+  fake_state_v.p2p_comm = comm;
+  fake_state_v.p2p_stream = stream;
+}
+
 int pncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream)
 {
+  p2p_args(b, n, dt, peer, comm, stream);
   fake_state_v.errno_at_entry = errno;
   fake_state_v.send_calls++;
   errno = 1234; /* a library may leave errno changed: the app must see this */
@@ -46,6 +62,7 @@ int ncclRecv(void *b, size_t n, int dt, int peer, comm_t comm, void *stream) ALI
  * (ncclInProgress). */
 int pncclRecv(void *b, size_t n, int dt, int peer, comm_t comm, void *stream)
 {
+  p2p_args(b, n, dt, peer, comm, stream);
   return comm == (comm_t)0x7 ? 7 : comm ? 0 : 4;
 }
 

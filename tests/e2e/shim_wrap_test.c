@@ -104,6 +104,11 @@ typedef struct fake_state {
   int group_start_fail;      /* nonzero: what ncclGroupStart returns */
   int group_inner;           /* the group calls poll an async error (PLT) */
   int group_calls;           /* group calls made (any of the three) */
+  /* The arguments the last ncclSend or ncclRecv got. */
+  const void *p2p_buff;
+  size_t p2p_count;
+  int p2p_dtype, p2p_peer;
+  void *p2p_comm, *p2p_stream;
 } fake_state;
 
 static const char *fake_path;
@@ -1005,6 +1010,52 @@ START_TEST(nccl_note_and_device_in_one_test)
 }
 END_TEST
 
+/* ncclSend and ncclRecv read their arguments back from the event for the
+ * real call and the pass-through (A2A_P2P_WRAP): NCCL gets each one as
+ * the application passed it - a count past 32 bits, the element type, the
+ * peer, the communicator and the stream - analyzed (both phases
+ * dispatched, the event the same) or passed through, re-entered or
+ * disabled. */
+static void assert_p2p_args(const void *buff, size_t count, int dtype, int peer, void *comm,
+                            void *stream)
+{
+  ck_assert_ptr_eq(fake->p2p_buff, buff);
+  ck_assert(fake->p2p_count == count);
+  ck_assert_int_eq(fake->p2p_dtype, dtype);
+  ck_assert_int_eq(fake->p2p_peer, peer);
+  ck_assert_ptr_eq(fake->p2p_comm, comm);
+  ck_assert_ptr_eq(fake->p2p_stream, stream);
+}
+START_TEST(p2p_real_call_gets_the_applications_arguments)
+{
+  static double buf[4];
+  void *comm = (void *)0x5000, *stream = (void *)0x9a;
+  const size_t big = ((size_t)3 << 32) + 5;
+  ck_assert_int_eq(ncclSend(buf, big, ncclFloat64, 6, (ncclComm_t)comm, (cudaStream_t)stream),
+                   ncclSuccess);
+  assert_p2p_args(buf, big, ncclFloat64, 6, comm, stream);
+  ck_assert_int_eq(nevents, 2);
+  ck_assert_ptr_eq(events[1].stream, stream);
+  ck_assert_ptr_eq(events[1].comm, comm);
+  ck_assert(events[1].u.p2p.count == big);
+  ck_assert_int_eq(ncclRecv(buf + 1, big + 1, ncclBfloat16, 7, (ncclComm_t)0x7, NULL),
+                   ncclInProgress);
+  assert_p2p_args(buf + 1, big + 1, ncclBfloat16, 7, (void *)0x7, NULL);
+  ck_assert_int_eq(nevents, 4);
+  /* Passed through: inside an analyzed call, then with the tool off. */
+  a2a_rt_t.depth = 1;
+  ck_assert_int_eq(ncclRecv(buf + 2, 9, ncclInt8, 1, (ncclComm_t)comm, (cudaStream_t)0x33),
+                   ncclSuccess);
+  assert_p2p_args(buf + 2, 9, ncclInt8, 1, comm, (void *)0x33);
+  a2a_rt_t.depth = 0;
+  enabled = false;
+  ck_assert_int_eq(ncclSend(buf + 3, big, ncclUint64, 2, (ncclComm_t)comm, (cudaStream_t)stream),
+                   ncclSuccess);
+  assert_p2p_args(buf + 3, big, ncclUint64, 2, comm, stream);
+  ck_assert_int_eq(nevents, 4);
+}
+END_TEST
+
 START_TEST(disabled_is_pure_pass_through)
 {
   enabled = false;
@@ -1043,6 +1094,7 @@ static Suite *wrap_suite(void)
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, send_event_fields_and_callsite);
   tcase_add_test(tc, recv_and_group_events_and_results);
+  tcase_add_test(tc, p2p_real_call_gets_the_applications_arguments);
   tcase_add_test(tc, query_events_fields_and_results);
   tcase_add_test(tc, quiet_query_makes_no_event);
   tcase_add_test(tc, kept_nested_group_makes_no_event);
