@@ -595,10 +595,24 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 /* ------------------------------------------------------------------ */
 /* Collectives: one body, the operation's fields filled per wrapper. */
 
-#define A2A_COLL_WRAP(name, coll_, send_, recv_, count_, dtype_, redop_, root_, ...)   \
+/* As the grouped operations (A2A_P2P_WRAP, below): the operation's
+ * members (u.coll), communicator and stream stored first, and the real
+ * call and the pass-through given `args`, the wrapper's parameters in
+ * NCCL's order as the event holds them (A2A_CA_*: the same values, in the
+ * parameters' types, which nothing writes after the first stores - exact
+ * as A2A_P2P_WRAP says; ncclBcast's one buffer is recvbuff, which the
+ * event holds as sent and received). */
+#define A2A_CA_SEND (ev).u.coll.sendbuff
+#define A2A_CA_RECV (ev).u.coll.recvbuff
+#define A2A_CA_COUNT (ev).u.coll.count
+#define A2A_CA_DTYPE (ncclDataType_t)(ev).u.coll.dtype
+#define A2A_CA_OP (ncclRedOp_t)(ev).u.coll.redop
+#define A2A_CA_ROOT (ev).u.coll.root
+#define A2A_CA_COMM (ncclComm_t)(ev).comm
+#define A2A_CA_STREAM (cudaStream_t)(ev).stream
+#define A2A_COLL_WRAP(name, coll_, send_, recv_, count_, dtype_, redop_, root_, args) \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
-    A2A_EVENT_NCCL(ev, A2A_EV_COLL, #name, comm, stream);                     \
+    a2a_event ev;                                                             \
     ev.u.coll.coll = (coll_);                                                 \
     ev.u.coll.sendbuff = (send_);                                             \
     ev.u.coll.recvbuff = (recv_);                                             \
@@ -606,8 +620,12 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     ev.u.coll.dtype = (int)(dtype_);                                          \
     ev.u.coll.redop = (int)(redop_);                                          \
     ev.u.coll.root = (root_);                                                 \
+    ev.comm = (void *)comm;                                                   \
+    ev.stream = (void *)stream;                                               \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, A2A_UNPAREN args);                  \
+    nccl_event_head_cs(&ev, A2A_EV_COLL, #name, __builtin_return_address(0)); \
     A2A_PRE_HOT(ev, A2A_EV_COLL, 0);                                          \
-    ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
+    ncclResult_t r = A2A_REAL(name)(A2A_UNPAREN args);                        \
     A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_COLL);                                  \
     A2A_POST_END_HOT(ev, A2A_EV_COLL);                                        \
     return r;                                                                 \
@@ -617,53 +635,63 @@ A2A_PUBLIC ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t 
                                    ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                                    cudaStream_t stream)
     A2A_COLL_WRAP(ncclReduce, A2A_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root,
-                  sendbuff, recvbuff, count, datatype, op, root, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_OP, A2A_CA_ROOT, A2A_CA_COMM, A2A_CA_STREAM))
 
 /* The deprecated in-place broadcast: send == recv == buff. */
 A2A_PUBLIC ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream)
     A2A_COLL_WRAP(ncclBcast, A2A_COLL_BROADCAST, buff, buff, count, datatype, -1, root,
-                  buff, count, datatype, root, comm, stream)
+                  (A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE, A2A_CA_ROOT,
+                   A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
                                       ncclDataType_t datatype, int root, ncclComm_t comm,
                                       cudaStream_t stream)
     A2A_COLL_WRAP(ncclBroadcast, A2A_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, -1, root,
-                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_ROOT, A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t stream)
     A2A_COLL_WRAP(ncclAllReduce, A2A_COLL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, -1,
-                  sendbuff, recvbuff, count, datatype, op, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_OP, A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                           cudaStream_t stream)
     A2A_COLL_WRAP(ncclReduceScatter, A2A_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype,
-                  op, -1, sendbuff, recvbuff, recvcount, datatype, op, comm, stream)
+                  op, -1,
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_OP, A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
     A2A_COLL_WRAP(ncclAllGather, A2A_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, -1, -1,
-                  sendbuff, recvbuff, sendcount, datatype, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
     A2A_COLL_WRAP(ncclAlltoAll, A2A_COLL_ALLTOALL, sendbuff, recvbuff, count, datatype, -1, -1,
-                  sendbuff, recvbuff, count, datatype, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                                    ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream)
     A2A_COLL_WRAP(ncclGather, A2A_COLL_GATHER, sendbuff, recvbuff, count, datatype, -1, root,
-                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_ROOT, A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                                     ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream)
     A2A_COLL_WRAP(ncclScatter, A2A_COLL_SCATTER, sendbuff, recvbuff, count, datatype, -1, root,
-                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_ROOT, A2A_CA_COMM, A2A_CA_STREAM))
 
 /* ------------------------------------------------------------------ */
 /* Point to point */

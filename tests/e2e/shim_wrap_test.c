@@ -109,6 +109,13 @@ typedef struct fake_state {
   size_t p2p_count;
   int p2p_dtype, p2p_peer;
   void *p2p_comm, *p2p_stream;
+  /* The arguments the last ncclBroadcast, ncclAllReduce or ncclReduce
+   * got (op or root -1 when it takes none). */
+  const void *coll_send;
+  void *coll_recv;
+  size_t coll_count;
+  int coll_dtype, coll_op, coll_root;
+  void *coll_comm, *coll_stream;
 } fake_state;
 
 static const char *fake_path;
@@ -1056,6 +1063,47 @@ START_TEST(p2p_real_call_gets_the_applications_arguments)
 }
 END_TEST
 
+/* The collectives the same (A2A_COLL_WRAP): the reduction operator and
+ * the root where the function takes them, ncclBcast's one buffer
+ * (forwarded by the fake to ncclBroadcast through the PLT, which passes
+ * through). */
+static void assert_coll_args(const void *send, void *recv, size_t count, int dtype, int op,
+                             int root, void *comm, void *stream)
+{
+  ck_assert_ptr_eq(fake->coll_send, send);
+  ck_assert_ptr_eq(fake->coll_recv, recv);
+  ck_assert(fake->coll_count == count);
+  ck_assert_int_eq(fake->coll_dtype, dtype);
+  ck_assert_int_eq(fake->coll_op, op);
+  ck_assert_int_eq(fake->coll_root, root);
+  ck_assert_ptr_eq(fake->coll_comm, comm);
+  ck_assert_ptr_eq(fake->coll_stream, stream);
+}
+START_TEST(coll_real_call_gets_the_applications_arguments)
+{
+  static double a[4], b[4];
+  void *comm = (void *)0x5000, *stream = (void *)0x9a;
+  const size_t big = ((size_t)3 << 32) + 5;
+  ck_assert_int_eq(ncclAllReduce(a, b, big, ncclFloat64, ncclMax, (ncclComm_t)comm,
+                                 (cudaStream_t)stream), ncclSuccess);
+  assert_coll_args(a, b, big, ncclFloat64, ncclMax, -1, comm, stream);
+  ck_assert_int_eq(nevents, 2);
+  ck_assert(events[1].u.coll.count == big);
+  ck_assert_int_eq(ncclReduce(a + 1, b + 1, big + 1, ncclBfloat16, ncclProd, 3, (ncclComm_t)0x7,
+                              NULL), ncclSuccess);
+  assert_coll_args(a + 1, b + 1, big + 1, ncclBfloat16, ncclProd, 3, (void *)0x7, NULL);
+  ck_assert_int_eq(ncclBcast(a + 2, 11, ncclInt8, 2, (ncclComm_t)comm, (cudaStream_t)0x33),
+                   ncclSuccess);
+  assert_coll_args(a + 2, a + 2, 11, ncclInt8, -1, 2, comm, (void *)0x33);
+  ck_assert_int_eq(nevents, 6);
+  enabled = false;
+  ck_assert_int_eq(ncclReduce(a + 3, b + 3, big, ncclUint64, ncclMin, 1, (ncclComm_t)comm,
+                              (cudaStream_t)stream), ncclSuccess);
+  assert_coll_args(a + 3, b + 3, big, ncclUint64, ncclMin, 1, comm, stream);
+  ck_assert_int_eq(nevents, 6);
+}
+END_TEST
+
 START_TEST(disabled_is_pure_pass_through)
 {
   enabled = false;
@@ -1095,6 +1143,7 @@ static Suite *wrap_suite(void)
   tcase_add_test(tc, send_event_fields_and_callsite);
   tcase_add_test(tc, recv_and_group_events_and_results);
   tcase_add_test(tc, p2p_real_call_gets_the_applications_arguments);
+  tcase_add_test(tc, coll_real_call_gets_the_applications_arguments);
   tcase_add_test(tc, query_events_fields_and_results);
   tcase_add_test(tc, quiet_query_makes_no_event);
   tcase_add_test(tc, kept_nested_group_makes_no_event);
