@@ -113,7 +113,9 @@ static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api
  * cost. Their POST begins with A2A_POST_BEGIN_NCCL (an NCCL result may be
  * ncclInProgress: a2a_event_set_result's values, the kind known). They
  * declare their event with A2A_EVENT_NCCL (A2A_EVENT_HOT's head, no
- * zeroing of the union, with nccl_event's members): each
+ * zeroing of the union, with nccl_event's members; the operations store
+ * their members, comm and stream first and add the head with
+ * nccl_event_head_cs: A2A_COLL_WRAP, A2A_P2P_WRAP): each
  * fills every member of its kind's union member (u.coll: all seven; u.p2p:
  * is_send, buff, count, dtype, peer; u.group: simulate, depth; u.async_err:
  * async_error; a query has none), and the handlers read the union only
