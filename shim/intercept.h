@@ -367,11 +367,10 @@ static inline void a2a_shim_event_init(a2a_event *ev, a2a_kind kind, const char 
   };
 }
 
-/* a2a_shim_event_head with the device, call site, stream and
- * communicator given: each member stored once (the NCCL wrappers',
- * A2A_EVENT_NCCL in wrap_nccl.c, would otherwise overwrite four). */
-static inline void a2a_shim_event_head_at(a2a_event *ev, a2a_kind kind, const char *api, int device,
-                                          const void *callsite, void *stream, void *comm)
+/* a2a_shim_event_head_at but for the stream and communicator, which the
+ * caller stored (wrap_nccl.c's grouped operations: A2A_P2P_WRAP). */
+static inline void a2a_shim_event_head_cs(a2a_event *ev, a2a_kind kind, const char *api, int device,
+                                          const void *callsite)
 {
   ev->kind = kind;
   ev->phase = A2A_PRE;
@@ -384,8 +383,17 @@ static inline void a2a_shim_event_head_at(a2a_event *ev, a2a_kind kind, const ch
   ev->seq = a2a_rt_next_call_seq();
   ev->t_ns = 0;
   ev->callsite = callsite;
-  ev->stream = stream;
   ev->per_thread = 0;
+}
+
+/* a2a_shim_event_head with the device, call site, stream and
+ * communicator given: each member stored once (the NCCL wrappers',
+ * A2A_EVENT_NCCL in wrap_nccl.c, would otherwise overwrite four). */
+static inline void a2a_shim_event_head_at(a2a_event *ev, a2a_kind kind, const char *api, int device,
+                                          const void *callsite, void *stream, void *comm)
+{
+  a2a_shim_event_head_cs(ev, kind, api, device, callsite);
+  ev->stream = stream;
   ev->comm = comm;
 }
 

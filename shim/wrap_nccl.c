@@ -75,19 +75,26 @@ static void nccl_event(a2a_event *ev, void *comm, cudaStream_t stream)
   a2a_event ev;                                                               \
   nccl_event_head(&ev, (evkind), (apiname), __builtin_return_address(0),      \
                   (void *)(comm_), (stream_))
-static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api, const void *pc,
-                                   void *comm, cudaStream_t stream)
+/* nccl_event_head of an event whose stream and communicator the caller
+ * stored (A2A_P2P_WRAP). */
+static inline void nccl_event_head_cs(a2a_event *ev, a2a_kind kind, const char *api, const void *pc)
 {
   /* (A kind that asks its device, its common case: the device tracked and
    * the note made, one test - the device the tracked one, no note.) */
   if (nccl_device_asked(kind) && __builtin_expect(a2a_rt_device_set_and_noted(), 1)) {
-    a2a_shim_event_head_at(ev, kind, api, a2a_rt_t.device, a2a_rt_py_site(pc), (void *)stream,
-                           comm);
+    a2a_shim_event_head_cs(ev, kind, api, a2a_rt_t.device, a2a_rt_py_site(pc));
     return;
   }
   int device = nccl_device_asked(kind) ? a2a_shim_query_device() : a2a_shim_current_device();
-  a2a_shim_event_head_at(ev, kind, api, device, a2a_rt_py_site(pc), (void *)stream, comm);
+  a2a_shim_event_head_cs(ev, kind, api, device, a2a_rt_py_site(pc));
   a2a_rt_note_nccl_call();
+}
+static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api, const void *pc,
+                                   void *comm, cudaStream_t stream)
+{
+  ev->stream = (void *)stream;
+  ev->comm = comm;
+  nccl_event_head_cs(ev, kind, api, pc);
 }
 
 /* The operation and group wrappers, the communicator queries and
@@ -106,7 +113,9 @@ static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api
  * cost. Their POST begins with A2A_POST_BEGIN_NCCL (an NCCL result may be
  * ncclInProgress: a2a_event_set_result's values, the kind known). They
  * declare their event with A2A_EVENT_NCCL (A2A_EVENT_HOT's head, no
- * zeroing of the union, with nccl_event's members): each
+ * zeroing of the union, with nccl_event's members; the operations store
+ * their members, comm and stream first and add the head with
+ * nccl_event_head_cs: A2A_COLL_WRAP, A2A_P2P_WRAP): each
  * fills every member of its kind's union member (u.coll: all seven; u.p2p:
  * is_send, buff, count, dtype, peer; u.group: simulate, depth; u.async_err:
  * async_error; a query has none), and the handlers read the union only
@@ -588,10 +597,24 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 /* ------------------------------------------------------------------ */
 /* Collectives: one body, the operation's fields filled per wrapper. */
 
-#define A2A_COLL_WRAP(name, coll_, send_, recv_, count_, dtype_, redop_, root_, ...)   \
+/* As the grouped operations (A2A_P2P_WRAP, below): the operation's
+ * members (u.coll), communicator and stream stored first, and the real
+ * call and the pass-through given `args`, the wrapper's parameters in
+ * NCCL's order as the event holds them (A2A_CA_*: the same values, in the
+ * parameters' types, which nothing writes after the first stores - exact
+ * as A2A_P2P_WRAP says; ncclBcast's one buffer is recvbuff, which the
+ * event holds as sent and received). */
+#define A2A_CA_SEND (ev).u.coll.sendbuff
+#define A2A_CA_RECV (ev).u.coll.recvbuff
+#define A2A_CA_COUNT (ev).u.coll.count
+#define A2A_CA_DTYPE (ncclDataType_t)(ev).u.coll.dtype
+#define A2A_CA_OP (ncclRedOp_t)(ev).u.coll.redop
+#define A2A_CA_ROOT (ev).u.coll.root
+#define A2A_CA_COMM (ncclComm_t)(ev).comm
+#define A2A_CA_STREAM (cudaStream_t)(ev).stream
+#define A2A_COLL_WRAP(name, coll_, send_, recv_, count_, dtype_, redop_, root_, args) \
   {                                                                           \
-    A2A_PASS_THROUGH_UNLESS_ENTERED(name, __VA_ARGS__);                       \
-    A2A_EVENT_NCCL(ev, A2A_EV_COLL, #name, comm, stream);                     \
+    a2a_event ev;                                                             \
     ev.u.coll.coll = (coll_);                                                 \
     ev.u.coll.sendbuff = (send_);                                             \
     ev.u.coll.recvbuff = (recv_);                                             \
@@ -599,8 +622,12 @@ A2A_PUBLIC ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     ev.u.coll.dtype = (int)(dtype_);                                          \
     ev.u.coll.redop = (int)(redop_);                                          \
     ev.u.coll.root = (root_);                                                 \
+    ev.comm = (void *)comm;                                                   \
+    ev.stream = (void *)stream;                                               \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, A2A_UNPAREN args);                  \
+    nccl_event_head_cs(&ev, A2A_EV_COLL, #name, __builtin_return_address(0)); \
     A2A_PRE_HOT(ev, A2A_EV_COLL, 0);                                          \
-    ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
+    ncclResult_t r = A2A_REAL(name)(A2A_UNPAREN args);                        \
     A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_COLL);                                  \
     A2A_POST_END_HOT(ev, A2A_EV_COLL);                                        \
     return r;                                                                 \
@@ -610,90 +637,111 @@ A2A_PUBLIC ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t 
                                    ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                                    cudaStream_t stream)
     A2A_COLL_WRAP(ncclReduce, A2A_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root,
-                  sendbuff, recvbuff, count, datatype, op, root, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_OP, A2A_CA_ROOT, A2A_CA_COMM, A2A_CA_STREAM))
 
 /* The deprecated in-place broadcast: send == recv == buff. */
 A2A_PUBLIC ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream)
     A2A_COLL_WRAP(ncclBcast, A2A_COLL_BROADCAST, buff, buff, count, datatype, -1, root,
-                  buff, count, datatype, root, comm, stream)
+                  (A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE, A2A_CA_ROOT,
+                   A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
                                       ncclDataType_t datatype, int root, ncclComm_t comm,
                                       cudaStream_t stream)
     A2A_COLL_WRAP(ncclBroadcast, A2A_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, -1, root,
-                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_ROOT, A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t stream)
     A2A_COLL_WRAP(ncclAllReduce, A2A_COLL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, -1,
-                  sendbuff, recvbuff, count, datatype, op, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_OP, A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                           cudaStream_t stream)
     A2A_COLL_WRAP(ncclReduceScatter, A2A_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype,
-                  op, -1, sendbuff, recvbuff, recvcount, datatype, op, comm, stream)
+                  op, -1,
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_OP, A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
     A2A_COLL_WRAP(ncclAllGather, A2A_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, -1, -1,
-                  sendbuff, recvbuff, sendcount, datatype, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
     A2A_COLL_WRAP(ncclAlltoAll, A2A_COLL_ALLTOALL, sendbuff, recvbuff, count, datatype, -1, -1,
-                  sendbuff, recvbuff, count, datatype, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                                    ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream)
     A2A_COLL_WRAP(ncclGather, A2A_COLL_GATHER, sendbuff, recvbuff, count, datatype, -1, root,
-                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_ROOT, A2A_CA_COMM, A2A_CA_STREAM))
 
 A2A_PUBLIC ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                                     ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream)
     A2A_COLL_WRAP(ncclScatter, A2A_COLL_SCATTER, sendbuff, recvbuff, count, datatype, -1, root,
-                  sendbuff, recvbuff, count, datatype, root, comm, stream)
+                  (A2A_CA_SEND, A2A_CA_RECV, A2A_CA_COUNT, A2A_CA_DTYPE,
+                   A2A_CA_ROOT, A2A_CA_COMM, A2A_CA_STREAM))
 
 /* ------------------------------------------------------------------ */
 /* Point to point */
 
+/* The grouped operations, ncclSend and ncclRecv (is_send_ 1 or 0, buff_
+ * the buffer's parameter, the others named as in nccl.h): their
+ * operation's members (u.p2p), communicator and stream are stored into
+ * the event first, from the argument registers, and every later use of an
+ * argument - the pass-through, the real call - reads it back from there
+ * (A2A_P2P_ARGS), so that no argument stays live across the wrapper's
+ * calls: no spill at the entry and reload at the real call, no
+ * callee-saved register for one. Exact: each member holds its argument
+ * unchanged (u.p2p.dtype the enum's value as an int, the others in their
+ * own types) and nothing writes them after - the head leaves the union
+ * alone, as nccl_event_head_cs the comm and stream, and the handlers see
+ * the event only as const a2a_event * (a2a_handler), which none casts
+ * away; the runtime's calls before the first dispatch never have its
+ * address. So the real function, called or passed through, gets the
+ * application's arguments. */
+#define A2A_P2P_ARGS(ev)                                                      \
+  (ev).u.p2p.buff, (ev).u.p2p.count, (ncclDataType_t)(ev).u.p2p.dtype,        \
+      (ev).u.p2p.peer, (ncclComm_t)(ev).comm, (cudaStream_t)(ev).stream
+#define A2A_P2P_WRAP(name, is_send_, buff_)                                   \
+  {                                                                           \
+    a2a_event ev;                                                             \
+    ev.u.p2p.is_send = (is_send_);                                            \
+    ev.u.p2p.buff = (void *)(buff_);                                          \
+    ev.u.p2p.count = count;                                                   \
+    ev.u.p2p.dtype = (int)datatype;                                           \
+    ev.u.p2p.peer = peer;                                                     \
+    ev.comm = (void *)comm;                                                   \
+    ev.stream = (void *)stream;                                               \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, A2A_P2P_ARGS(ev));                  \
+    nccl_event_head_cs(&ev, A2A_EV_P2P, #name, __builtin_return_address(0)); \
+    A2A_PRE_HOT(ev, A2A_EV_P2P, 0);                                           \
+    ncclResult_t r = A2A_REAL(name)(A2A_P2P_ARGS(ev));                        \
+    A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_P2P);                                   \
+    A2A_POST_END_HOT(ev, A2A_EV_P2P);                                         \
+    return r;                                                                 \
+  }
+
 A2A_PUBLIC ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                  ncclComm_t comm, cudaStream_t stream)
-{
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclSend, sendbuff, count, datatype, peer, comm, stream);
-  A2A_EVENT_NCCL(ev, A2A_EV_P2P, "ncclSend", comm, stream);
-  ev.u.p2p.is_send = 1;
-  ev.u.p2p.buff = (void *)sendbuff;
-  ev.u.p2p.count = count;
-  ev.u.p2p.dtype = (int)datatype;
-  ev.u.p2p.peer = peer;
-  A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
-  ncclResult_t r = A2A_REAL(ncclSend)(sendbuff, count, datatype, peer, comm, stream);
-  A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_P2P);
-  A2A_POST_END_HOT(ev, A2A_EV_P2P);
-  return r;
-}
+    A2A_P2P_WRAP(ncclSend, 1, sendbuff)
 
 A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                  ncclComm_t comm, cudaStream_t stream)
-{
-  A2A_PASS_THROUGH_UNLESS_ENTERED(ncclRecv, recvbuff, count, datatype, peer, comm, stream);
-  A2A_EVENT_NCCL(ev, A2A_EV_P2P, "ncclRecv", comm, stream);
-  ev.u.p2p.is_send = 0;
-  ev.u.p2p.buff = recvbuff;
-  ev.u.p2p.count = count;
-  ev.u.p2p.dtype = (int)datatype;
-  ev.u.p2p.peer = peer;
-  A2A_PRE_HOT(ev, A2A_EV_P2P, 0);
-  ncclResult_t r = A2A_REAL(ncclRecv)(recvbuff, count, datatype, peer, comm, stream);
-  A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_P2P);
-  A2A_POST_END_HOT(ev, A2A_EV_P2P);
-  return r;
-}
+    A2A_P2P_WRAP(ncclRecv, 0, recvbuff)
 
 /* ------------------------------------------------------------------ */
 /* Groups */

@@ -20,6 +20,18 @@ typedef struct fake_state {
   int group_start_fail;      /* nonzero: what ncclGroupStart returns */
   int group_inner;           /* the group calls poll an async error (PLT) */
   int group_calls;           /* group calls made (any of the three) */
+  /* The arguments the last ncclSend or ncclRecv got. */
+  const void *p2p_buff;
+  size_t p2p_count;
+  int p2p_dtype, p2p_peer;
+  void *p2p_comm, *p2p_stream;
+  /* The arguments the last ncclBroadcast, ncclAllReduce or ncclReduce
+   * got (op or root -1 when it takes none). */
+  const void *coll_send;
+  void *coll_recv;
+  size_t coll_count;
+  int coll_dtype, coll_op, coll_root;
+  void *coll_comm, *coll_stream;
 } fake_state;
 
 fake_state fake_state_v;
@@ -32,8 +44,19 @@ typedef void *comm_t;
 
 int pncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream);
 int ncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream) ALIAS(ncclSend);
+static void p2p_args(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream)
+{
+  fake_state_v.p2p_buff = b;
+  fake_state_v.p2p_count = n;
+  fake_state_v.p2p_dtype = dt;
+  fake_state_v.p2p_peer = peer;
+  fake_state_v.p2p_comm = comm;
+  fake_state_v.p2p_stream = stream;
+}
+
 int pncclSend(const void *b, size_t n, int dt, int peer, comm_t comm, void *stream)
 {
+  p2p_args(b, n, dt, peer, comm, stream);
   fake_state_v.errno_at_entry = errno;
   fake_state_v.send_calls++;
   errno = 1234; /* a library may leave errno changed: the app must see this */
@@ -46,16 +69,49 @@ int ncclRecv(void *b, size_t n, int dt, int peer, comm_t comm, void *stream) ALI
  * (ncclInProgress). */
 int pncclRecv(void *b, size_t n, int dt, int peer, comm_t comm, void *stream)
 {
+  p2p_args(b, n, dt, peer, comm, stream);
   return comm == (comm_t)0x7 ? 7 : comm ? 0 : 4;
 }
 
 int pncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t comm, void *stream);
 int ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t comm, void *stream)
     ALIAS(ncclBroadcast);
+static int coll_args(const void *s, void *r, size_t n, int dt, int op, int root, comm_t comm,
+                     void *stream)
+{
+  fake_state_v.coll_send = s;
+  fake_state_v.coll_recv = r;
+  fake_state_v.coll_count = n;
+  fake_state_v.coll_dtype = dt;
+  fake_state_v.coll_op = op;
+  fake_state_v.coll_root = root;
+  fake_state_v.coll_comm = comm;
+  fake_state_v.coll_stream = stream;
+  return 0;
+}
+
 int pncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t comm, void *stream)
 {
   fake_state_v.broadcast_calls++;
-  return 0;
+  return coll_args(s, r, n, dt, -1, root, comm, stream);
+}
+
+int pncclAllReduce(const void *s, void *r, size_t n, int dt, int op, comm_t comm, void *stream);
+int ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, comm_t comm, void *stream)
+    ALIAS(ncclAllReduce);
+int pncclAllReduce(const void *s, void *r, size_t n, int dt, int op, comm_t comm, void *stream)
+{
+  return coll_args(s, r, n, dt, op, -1, comm, stream);
+}
+
+int pncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, comm_t comm,
+                void *stream);
+int ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, comm_t comm,
+               void *stream) ALIAS(ncclReduce);
+int pncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, comm_t comm,
+                void *stream)
+{
+  return coll_args(s, r, n, dt, op, root, comm, stream);
 }
 
 int pncclBcast(void *b, size_t n, int dt, int root, comm_t comm, void *stream);

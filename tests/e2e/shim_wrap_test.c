@@ -104,6 +104,18 @@ typedef struct fake_state {
   int group_start_fail;      /* nonzero: what ncclGroupStart returns */
   int group_inner;           /* the group calls poll an async error (PLT) */
   int group_calls;           /* group calls made (any of the three) */
+  /* The arguments the last ncclSend or ncclRecv got. */
+  const void *p2p_buff;
+  size_t p2p_count;
+  int p2p_dtype, p2p_peer;
+  void *p2p_comm, *p2p_stream;
+  /* The arguments the last ncclBroadcast, ncclAllReduce or ncclReduce
+   * got (op or root -1 when it takes none). */
+  const void *coll_send;
+  void *coll_recv;
+  size_t coll_count;
+  int coll_dtype, coll_op, coll_root;
+  void *coll_comm, *coll_stream;
 } fake_state;
 
 static const char *fake_path;
@@ -1005,6 +1017,93 @@ START_TEST(nccl_note_and_device_in_one_test)
 }
 END_TEST
 
+/* ncclSend and ncclRecv read their arguments back from the event for the
+ * real call and the pass-through (A2A_P2P_WRAP): NCCL gets each one as
+ * the application passed it - a count past 32 bits, the element type, the
+ * peer, the communicator and the stream - analyzed (both phases
+ * dispatched, the event the same) or passed through, re-entered or
+ * disabled. */
+static void assert_p2p_args(const void *buff, size_t count, int dtype, int peer, void *comm,
+                            void *stream)
+{
+  ck_assert_ptr_eq(fake->p2p_buff, buff);
+  ck_assert(fake->p2p_count == count);
+  ck_assert_int_eq(fake->p2p_dtype, dtype);
+  ck_assert_int_eq(fake->p2p_peer, peer);
+  ck_assert_ptr_eq(fake->p2p_comm, comm);
+  ck_assert_ptr_eq(fake->p2p_stream, stream);
+}
+START_TEST(p2p_real_call_gets_the_applications_arguments)
+{
+  static double buf[4];
+  void *comm = (void *)0x5000, *stream = (void *)0x9a;
+  const size_t big = ((size_t)3 << 32) + 5;
+  ck_assert_int_eq(ncclSend(buf, big, ncclFloat64, 6, (ncclComm_t)comm, (cudaStream_t)stream),
+                   ncclSuccess);
+  assert_p2p_args(buf, big, ncclFloat64, 6, comm, stream);
+  ck_assert_int_eq(nevents, 2);
+  ck_assert_ptr_eq(events[1].stream, stream);
+  ck_assert_ptr_eq(events[1].comm, comm);
+  ck_assert(events[1].u.p2p.count == big);
+  ck_assert_int_eq(ncclRecv(buf + 1, big + 1, ncclBfloat16, 7, (ncclComm_t)0x7, NULL),
+                   ncclInProgress);
+  assert_p2p_args(buf + 1, big + 1, ncclBfloat16, 7, (void *)0x7, NULL);
+  ck_assert_int_eq(nevents, 4);
+  /* Passed through: inside an analyzed call, then with the tool off. */
+  a2a_rt_t.depth = 1;
+  ck_assert_int_eq(ncclRecv(buf + 2, 9, ncclInt8, 1, (ncclComm_t)comm, (cudaStream_t)0x33),
+                   ncclSuccess);
+  assert_p2p_args(buf + 2, 9, ncclInt8, 1, comm, (void *)0x33);
+  a2a_rt_t.depth = 0;
+  enabled = false;
+  ck_assert_int_eq(ncclSend(buf + 3, big, ncclUint64, 2, (ncclComm_t)comm, (cudaStream_t)stream),
+                   ncclSuccess);
+  assert_p2p_args(buf + 3, big, ncclUint64, 2, comm, stream);
+  ck_assert_int_eq(nevents, 4);
+}
+END_TEST
+
+/* The collectives the same (A2A_COLL_WRAP): the reduction operator and
+ * the root where the function takes them, ncclBcast's one buffer
+ * (forwarded by the fake to ncclBroadcast through the PLT, which passes
+ * through). */
+static void assert_coll_args(const void *send, void *recv, size_t count, int dtype, int op,
+                             int root, void *comm, void *stream)
+{
+  ck_assert_ptr_eq(fake->coll_send, send);
+  ck_assert_ptr_eq(fake->coll_recv, recv);
+  ck_assert(fake->coll_count == count);
+  ck_assert_int_eq(fake->coll_dtype, dtype);
+  ck_assert_int_eq(fake->coll_op, op);
+  ck_assert_int_eq(fake->coll_root, root);
+  ck_assert_ptr_eq(fake->coll_comm, comm);
+  ck_assert_ptr_eq(fake->coll_stream, stream);
+}
+START_TEST(coll_real_call_gets_the_applications_arguments)
+{
+  static double a[4], b[4];
+  void *comm = (void *)0x5000, *stream = (void *)0x9a;
+  const size_t big = ((size_t)3 << 32) + 5;
+  ck_assert_int_eq(ncclAllReduce(a, b, big, ncclFloat64, ncclMax, (ncclComm_t)comm,
+                                 (cudaStream_t)stream), ncclSuccess);
+  assert_coll_args(a, b, big, ncclFloat64, ncclMax, -1, comm, stream);
+  ck_assert_int_eq(nevents, 2);
+  ck_assert(events[1].u.coll.count == big);
+  ck_assert_int_eq(ncclReduce(a + 1, b + 1, big + 1, ncclBfloat16, ncclProd, 3, (ncclComm_t)0x7,
+                              NULL), ncclSuccess);
+  assert_coll_args(a + 1, b + 1, big + 1, ncclBfloat16, ncclProd, 3, (void *)0x7, NULL);
+  ck_assert_int_eq(ncclBcast(a + 2, 11, ncclInt8, 2, (ncclComm_t)comm, (cudaStream_t)0x33),
+                   ncclSuccess);
+  assert_coll_args(a + 2, a + 2, 11, ncclInt8, -1, 2, comm, (void *)0x33);
+  ck_assert_int_eq(nevents, 6);
+  enabled = false;
+  ck_assert_int_eq(ncclReduce(a + 3, b + 3, big, ncclUint64, ncclMin, 1, (ncclComm_t)comm,
+                              (cudaStream_t)stream), ncclSuccess);
+  assert_coll_args(a + 3, b + 3, big, ncclUint64, ncclMin, 1, comm, stream);
+  ck_assert_int_eq(nevents, 6);
+}
+END_TEST
+
 START_TEST(disabled_is_pure_pass_through)
 {
   enabled = false;
@@ -1043,6 +1142,8 @@ static Suite *wrap_suite(void)
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, send_event_fields_and_callsite);
   tcase_add_test(tc, recv_and_group_events_and_results);
+  tcase_add_test(tc, p2p_real_call_gets_the_applications_arguments);
+  tcase_add_test(tc, coll_real_call_gets_the_applications_arguments);
   tcase_add_test(tc, query_events_fields_and_results);
   tcase_add_test(tc, quiet_query_makes_no_event);
   tcase_add_test(tc, kept_nested_group_makes_no_event);
