@@ -1022,7 +1022,7 @@ static inline unsigned replay_match(const ly_thread *t, const a2a_event *ev) {
  * compared by replay_match_slots. */
 static inline void replay_cursor(ly_thread *t) {
   unsigned m = t->gmask;
-  if (m && !(m & (m - 1))) {
+  if (m && !(m & (m - 1)) && !t->nfeeds) {
     const ly_gslot *g = &t->gs[__builtin_ctz(m)];
     t->rk = &g->ops[t->nops < g->n ? t->nops : g->n];
     t->rkend = &g->ops[g->n];
@@ -1071,7 +1071,7 @@ static void u0_update(ly_thread *t) {
  * as without a prediction. */
 static inline void replay_predict(ly_thread *t) {
   unsigned m = t->gmask, p = t->gnext[t->glast];
-  if (!(m & (m - 1)) || p >= LAYOUT_GSLOTS || !((m & t->u0) >> p & 1u)) return;
+  if (!(m & (m - 1)) || p >= LAYOUT_GSLOTS || !((m & t->u0) >> p & 1u) || t->nfeeds) return;
   const ly_gslot *g = &t->gs[p];
   t->rk = &g->ops[0];
   t->rkend = &g->ops[g->n];
@@ -1377,6 +1377,7 @@ static inline void group_ranges(ly_thread *t) {
 }
 
 static void group_reset(ly_thread *t) {
+  t->rk = t->rkend = NULL; /* no cursor at depth 0 (ly_thread.rk) */
   t->nranges = 0;
   t->nops = 0;
   t->ranges_overflow = false;
@@ -1571,13 +1572,14 @@ __attribute__((noinline)) static void cursor_reps(ly_thread *t, const ly_opkey *
  * replayable operation only matches (opkey_eq: an operation judged every
  * time keeps an epoch no event matches); one with findings to count
  * (nrep not 0) is cursor_reps' (a tail call): the count's call
- * would give this path a frame. lone_replay needs depth 0, the cursor
- * depth > 0: at most one of them applies. */
+ * would give this path a frame. The cursor's existence says depth > 0
+ * and nothing to poll (ly_thread.rk: op_pre's first two tests). lone_replay
+ * needs depth 0, the cursor depth > 0: at most one of them applies. */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   if (thread_cached(ev->thread)) {
     ly_thread *t = t_ly.t;
     const ly_opkey *o = t->rk;
-    if (o != t->rkend && t->depth > 0 && !t->nfeeds && opkey_eq(t, o, ev) &&
+    if (o != t->rkend && opkey_eq(t, o, ev) &&
         !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
       if (o->nrep) {
         cursor_reps(t, o, ev);

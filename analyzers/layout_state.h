@@ -254,9 +254,13 @@ typedef struct ly_thread {
    * rkend = &gs[s].ops[gs[s].n] - the operation the open group's next one
    * must equal, and the slot's end (rk == rkend: none left) - else both
    * NULL, or (the group's first operation, several slots) the predicted
-   * slot's (rkmask). Read only while depth > 0 (outside a group it is stale: an
-   * operation there advances nops without it, a group's end resets gmask
-   * without it). */
+   * slot's (rkmask). A cursor (rk != rkend) exists only while depth > 0
+   * and nfeeds is 0, so that layout_op_pre tests nothing else: group_reset
+   * clears it (every outermost ncclGroupEnd, the fork's reset of the other
+   * threads, a claim's memset), replay_cursor and replay_predict set it only
+   * while nfeeds is 0, and a feed is added (lyh_check_op, lyh_check_group)
+   * only on paths that then set it through replay_cursor (replay_advance)
+   * or clear it (slot_take, group_reset). */
   const ly_opkey *rk, *rkend;
   /* The slot mask the cursor's slot stands for (1 << s: what gmask is
    * once the open group's next operation equals *rk), kept with rk. At

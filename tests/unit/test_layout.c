@@ -1947,6 +1947,35 @@ START_TEST(repeated_lone_operation_polls_pending_findings) {
 }
 END_TEST
 
+/* The same inside a remembered group: a pending finding leaves the group
+ * no replay cursor (ly_thread.rk), so its first operation polls - with
+ * one remembered group (replay_cursor) or two in turn (replay_predict). */
+static void replayed_group_polls(unsigned ngroups) {
+  for (int step = 0; step < 2; step++) {
+    d2d(SEG0, SEG0 + 65536, 4096);
+    p2p(1, SEG0, 1024, 0);
+  }
+  for (int k = 0; k < 2; k++) /* remembered, replayed */
+    for (unsigned i = 0; i < ngroups; i++) distinct_group(i);
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  for (size_t i = 0; i < collector_event_count(); i++)
+    collector_event_complete(collector_event_at(i), 1000000u * (i + 1));
+  group(1);
+  p2p(1, SEG0 + 65536, 256, 2); /* distinct_group(0)'s first */
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  group(0);
+}
+
+START_TEST(replayed_group_polls_pending_findings) {
+  replayed_group_polls(1);
+}
+END_TEST
+
+START_TEST(predicted_group_polls_pending_findings) {
+  replayed_group_polls(2);
+}
+END_TEST
+
 /* The pair of memo entries a P2P receive's key falls in: layout.c's
  * memo_find hash, repeated here to make keys share a pair. Keep the two in
  * step: with another hash the test below still passes, but replaces
@@ -2066,6 +2095,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, groups_that_start_alike_are_not_predicted);
   tcase_add_test(tc, repeated_lone_operation_follows_its_inputs);
   tcase_add_test(tc, repeated_lone_operation_polls_pending_findings);
+  tcase_add_test(tc, replayed_group_polls_pending_findings);
+  tcase_add_test(tc, predicted_group_polls_pending_findings);
   tcase_add_test(tc, repeated_lone_operation_after_its_entry_was_replaced);
   tcase_add_test(tc, predicted_group_replays_as_itself);
   tcase_add_test(tc, checks_can_be_disabled);
