@@ -1474,6 +1474,35 @@ static void layout_copy_pre(const a2a_event *ev) {
 
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
 
+/* The cursor's operation o replayed (layout_op_pre, cursor_reps): what
+ * replay_advance does for gmask's one slot, but only the cursor moved on -
+ * nops, nranges and gmask are left for cursor_sync, which every other
+ * reader of them calls first. */
+static inline void cursor_advance(ly_thread *t, const ly_opkey *o) { t->rk = o + 1; }
+
+/* The counts the cursor's replays left behind (cursor_advance), brought up
+ * to date: what cursor_advance did not store. Called first by every path
+ * that reads nops, nranges or gmask in a group: op_pre (every operation
+ * not replayed on the cursor) and the outermost ncclGroupEnd; nothing else
+ * of the thread reads them (a copy or launch, a nested group call, the
+ * events past the group's end: group_reset). Exact: a cursor is set
+ * (replay_cursor, replay_predict) at index nops of the slot rkmask holds
+ * (nops < n, or n), and only cursor_advance moves it, one operation
+ * replayed at a time: k = rk - ops is nops plus the operations replayed
+ * on it since, the last of them rk[-1], whose rend is the range count
+ * after it; and each of those replays left gmask rkmask (replay_advance:
+ * keep is rkmask, the only slot replay_match would keep - replay_predict's
+ * u0). k == nops: none since. */
+static inline void cursor_sync(ly_thread *t) {
+  const ly_opkey *rk = t->rk;
+  if (!rk) return;
+  unsigned k = (unsigned)(rk - t->gs[__builtin_ctz(t->rkmask)].ops);
+  if (k == t->nops) return;
+  t->nops = k;
+  t->nranges = rk[-1].rend;
+  t->gmask = t->rkmask;
+}
+
 /* An operation's PRE past the replay (layout_op_pre): the pending
  * hidden-copy findings, then the operation. */
 __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event *ev) {
@@ -1496,6 +1525,7 @@ __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event 
 __attribute__((noinline)) static void op_pre(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
+  cursor_sync(t);
   if (!t->nfeeds && t->gmask && t->depth > 0 && replay_op(t, ev)) return;
   op_pre_rest(t, ev);
   if (t->depth == 0) t->gen++;
@@ -1535,15 +1565,6 @@ static inline bool lone_replay(ly_thread *t, const a2a_event *ev) {
   t->nops++;
   t->gen++;
   return true;
-}
-
-/* The cursor's operation o replayed (layout_op_pre, cursor_reps): what
- * replay_advance does for gmask's one slot, the cursor moved on. */
-static inline void cursor_advance(ly_thread *t, const ly_opkey *o) {
-  t->nranges = o->rend;
-  t->nops++;
-  t->rk = o + 1;
-  t->gmask = t->rkmask;
 }
 
 /* layout_op_pre's replay on the cursor of an operation with findings of
@@ -1681,6 +1702,7 @@ __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
     t->cgrp = grp_of(t); /* the enclosing group's */
     return;
   }
+  cursor_sync(t);
   /* group_end without its call: nothing to poll, no producer to match
    * (lyh_check_group would not run) and a whole replayed group (not
    * overflowed: it was judged), whose findings, if any, are all its

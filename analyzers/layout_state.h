@@ -250,7 +250,8 @@ typedef struct ly_thread {
   int8_t wslot;             /* the slot the open group is written into, -1 */
   /* The replay cursor (layout.c, replay_cursor), set at the outermost
    * ncclGroupStart and kept with every change of gmask or nops inside the
-   * group: while gmask holds one slot s, rk = &gs[s].ops[nops] and
+   * group: while gmask holds one slot s, rk = &gs[s].ops[nops] (nops as
+   * cursor_sync brings it up to date: the cursor's replays move rk alone) and
    * rkend = &gs[s].ops[gs[s].n] - the operation the open group's next one
    * must equal, and the slot's end (rk == rkend: none left) - else both
    * NULL, or (the group's first operation, several slots) the predicted
