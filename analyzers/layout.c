@@ -1022,7 +1022,8 @@ static inline unsigned replay_match(const ly_thread *t, const a2a_event *ev) {
  * compared by replay_match_slots. */
 static inline void replay_cursor(ly_thread *t) {
   unsigned m = t->gmask;
-  if (m && !(m & (m - 1)) && !t->nfeeds) {
+  if (m && !(m & (m - 1)) && !t->nfeeds &&
+      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
     const ly_gslot *g = &t->gs[__builtin_ctz(m)];
     t->rk = &g->ops[t->nops < g->n ? t->nops : g->n];
     t->rkend = &g->ops[g->n];
@@ -1071,7 +1072,9 @@ static void u0_update(ly_thread *t) {
  * as without a prediction. */
 static inline void replay_predict(ly_thread *t) {
   unsigned m = t->gmask, p = t->gnext[t->glast];
-  if (!(m & (m - 1)) || p >= LAYOUT_GSLOTS || !((m & t->u0) >> p & 1u) || t->nfeeds) return;
+  if (!(m & (m - 1)) || p >= LAYOUT_GSLOTS || !((m & t->u0) >> p & 1u) || t->nfeeds ||
+      (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)))
+    return;
   const ly_gslot *g = &t->gs[p];
   t->rk = &g->ops[0];
   t->rkend = &g->ops[g->n];
@@ -1593,15 +1596,18 @@ __attribute__((noinline)) static void cursor_reps(ly_thread *t, const ly_opkey *
  * replayable operation only matches (opkey_eq: an operation judged every
  * time keeps an epoch no event matches); one with findings to count
  * (nrep not 0) is cursor_reps' (a tail call): the count's call
- * would give this path a frame. The cursor's existence says depth > 0
- * and nothing to poll (ly_thread.rk: op_pre's first two tests). lone_replay
+ * would give this path a frame. The cursor's existence says depth > 0,
+ * nothing to poll (ly_thread.rk: op_pre's first two tests) and no producer
+ * to match (replay_op's test: the event matched o, so o's epoch is the
+ * current one, and the enabled checks are the ones the cursor was set
+ * with - set before the cursor, o was recorded before any change after
+ * it). lone_replay
  * needs depth 0, the cursor depth > 0: at most one of them applies. */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   if (thread_cached(ev->thread)) {
     ly_thread *t = t_ly.t;
     const ly_opkey *o = t->rk;
-    if (o != t->rkend && opkey_eq(t, o, ev) &&
-        !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+    if (o != t->rkend && opkey_eq(t, o, ev)) {
       if (o->nrep) {
         cursor_reps(t, o, ev);
         return;

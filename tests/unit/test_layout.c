@@ -1311,6 +1311,22 @@ START_TEST(replayed_group_still_sees_copies) {
 }
 END_TEST
 
+/* The same with the copy between two operations of the replayed group:
+ * the cursor the group replays on ends at the copy (lyh_producer_add). */
+START_TEST(replayed_group_sees_a_copy_between_its_operations) {
+  for (int i = 0; i < 4; i++) {
+    group(1);
+    p2p(1, SEG0, 256, 2);
+    if (i == 3) d2d(SEG0 + 8192, SEG0 + 65536, 1024);
+    p2p(1, SEG0 + 8192, 256, 3);
+    p2p(0, SEG0 + 4096, 256, 2);
+    group(0);
+  }
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+END_TEST
+
 /* The replayed operations' ranges are this group's: a finding about a
  * later operation names the earlier one's own call site. */
 START_TEST(replayed_ranges_carry_this_groups_sites) {
@@ -1976,6 +1992,28 @@ START_TEST(predicted_group_polls_pending_findings) {
 }
 END_TEST
 
+/* A copy into the first send buffer of a remembered group, just before
+ * the group: no replay cursor for it - one remembered group
+ * (replay_cursor) or two in turn (replay_predict). */
+static void copy_before_replayed_group(unsigned ngroups) {
+  for (int k = 0; k < 3; k++)
+    for (unsigned i = 0; i < ngroups; i++) distinct_group(i);
+  d2d(SEG0 + 65536, SEG1, 1024); /* distinct_group(0)'s first send */
+  distinct_group(0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+
+START_TEST(copy_before_a_replayed_group_is_seen) {
+  copy_before_replayed_group(1);
+}
+END_TEST
+
+START_TEST(copy_before_a_predicted_group_is_seen) {
+  copy_before_replayed_group(2);
+}
+END_TEST
+
 /* The pair of memo entries a P2P receive's key falls in: layout.c's
  * memo_find hash, repeated here to make keys share a pair. Keep the two in
  * step: with another hash the test below still passes, but replaces
@@ -2072,6 +2110,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
   tcase_add_test(tc, replayed_group_follows_the_communicator);
   tcase_add_test(tc, replayed_group_still_sees_copies);
+  tcase_add_test(tc, replayed_group_sees_a_copy_between_its_operations);
   tcase_add_test(tc, replayed_ranges_carry_this_groups_sites);
   tcase_add_test(tc, replayed_ranges_carry_this_groups_peers);
   tcase_add_test(tc, replayed_ranges_carry_this_groups_api_names);
@@ -2097,6 +2136,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, repeated_lone_operation_polls_pending_findings);
   tcase_add_test(tc, replayed_group_polls_pending_findings);
   tcase_add_test(tc, predicted_group_polls_pending_findings);
+  tcase_add_test(tc, copy_before_a_replayed_group_is_seen);
+  tcase_add_test(tc, copy_before_a_predicted_group_is_seen);
   tcase_add_test(tc, repeated_lone_operation_after_its_entry_was_replaced);
   tcase_add_test(tc, predicted_group_replays_as_itself);
   tcase_add_test(tc, checks_can_be_disabled);
