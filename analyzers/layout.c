@@ -826,14 +826,6 @@ static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
   return -1;
 }
 
-/* The slot holding the ending group if it is a remembered one, whole,
- * judged with the enabled checks, else -1 (check_group's first test; it
- * takes such a group there when all of its findings can be counted). */
-static inline int group_replayed(const ly_thread *t) {
-  return group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
-                   atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
-}
-
 static void slot_take(ly_thread *t);
 
 /* layout_replay_counts: only the slow paths count. */
@@ -1652,8 +1644,30 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   t->depth++;
 }
 
+/* The slot holding the ending group if it is a remembered one, whole,
+ * judged with the enabled checks, else -1 (check_group's first test; it
+ * takes such a group there when all of its findings can be counted):
+ * group_hit on the counts cursor_sync brings up to date - without storing
+ * them when the cursor is at its slot's end (every operation of the slot
+ * replayed: nops n, gmask rkmask, cursor_sync's values), the common end
+ * of a replayed group, whose paths (group_end_replayed, group_end_reps)
+ * reset them unread; group_end calls cursor_sync first. */
+static inline int group_replayed(ly_thread *t) {
+  uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
+  uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+  const ly_opkey *rk = t->rk;
+  if (rk) {
+    int s = __builtin_ctz(t->rkmask);
+    const ly_gslot *g = &t->gs[s];
+    if (rk == &g->ops[g->n]) return g->checks[0] == w0 && g->checks[1] == w1 ? s : -1;
+  }
+  cursor_sync(t);
+  return group_hit(t, w0, w1);
+}
+
 /* The outermost ncclGroupEnd (layout_group_end). */
 __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *ev) {
+  cursor_sync(t);
   /* The nested groups, kept ones included, for check_group's findings. */
   t->nnested = nested_count(t, atomic_load_explicit(t->keep, memory_order_relaxed));
   group_ranges(t);
@@ -1691,7 +1705,10 @@ static inline void group_end_replayed(ly_thread *t, int s) {
  * the group. Out of line: the count's call would give layout_group_end a
  * frame. */
 __attribute__((noinline)) static void group_end_reps(ly_thread *t, int s, const a2a_event *ev) {
-  group_ranges(t);
+  /* The ranges the findings' sites are read from: slot s holds the whole
+   * group, its ranges those of every slot of gmask byte for byte
+   * (group_ranges' lowest one), without the counts (cursor_sync). */
+  t->ranges = t->gs[s].ranges;
   if (replay_findings(t, t->gs[s].rep, t->gs[s].nrep, ev->callsite)) {
     group_end_replayed(t, s);
     return;
@@ -1708,7 +1725,6 @@ __attribute__((noinline)) static void layout_group_end(const a2a_event *ev) {
     t->cgrp = grp_of(t); /* the enclosing group's */
     return;
   }
-  cursor_sync(t);
   /* group_end without its call: nothing to poll, no producer to match
    * (lyh_check_group would not run) and a whole replayed group (not
    * overflowed: it was judged), whose findings, if any, are all its

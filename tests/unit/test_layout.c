@@ -1270,6 +1270,25 @@ END_TEST
 
 /* The same handle, a new communicator (NCCL reused the address) on another
  * device: the remembered group's buffers are now on the wrong device. */
+/* The checks enabled after the group's operations replayed, before its
+ * ncclGroupEnd: the operations matched (their epoch read before), the
+ * group is judged with the new checks (group_replayed compares them). */
+START_TEST(replayed_group_follows_checks_enabled_before_its_end) {
+  a2a_check_set some = a2a_check_set_all();
+  a2a_check_set_put(&some, A2A_CK_LAYOUT_OVERLAP, false);
+  a2a_checks_set_enabled(&some);
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 512, 2); /* the receive onto the send */
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 512, 256, 2);
+  a2a_check_set all = a2a_check_set_all();
+  a2a_checks_set_enabled(&all);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
 START_TEST(replayed_group_follows_the_communicator) {
   for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
   static unsigned char id_b[128] = {3};
@@ -2108,6 +2127,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, replayed_group_follows_the_element_type);
   tcase_add_test(tc, replayed_group_follows_each_registry_change);
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
+  tcase_add_test(tc, replayed_group_follows_checks_enabled_before_its_end);
   tcase_add_test(tc, replayed_group_follows_the_communicator);
   tcase_add_test(tc, replayed_group_still_sees_copies);
   tcase_add_test(tc, replayed_group_sees_a_copy_between_its_operations);
