@@ -1309,40 +1309,32 @@ START_TEST(replayed_group_follows_the_communicator) {
 }
 END_TEST
 
-/* A copy into a send buffer right before a replayed group: the operation
- * is matched against it (the group's sends together are not the copy). */
-START_TEST(replayed_group_still_sees_copies) {
-  for (int i = 0; i < 3; i++) {
+/* A copy into a send buffer of a replayed group, right before the group
+ * (at 0) or between its first two operations (at 1): the operation is
+ * matched against it (the group's sends together are not the copy) - no
+ * replay cursor while a producer could match (replay_cursor,
+ * lyh_producer_add). */
+static void copy_in_replayed_group(int at) {
+  for (int i = 0; i < 4; i++) {
+    if (i == 3 && at == 0) d2d(SEG0, SEG0 + 65536, 1024);
     group(1);
     p2p(1, SEG0, 256, 2);
+    if (i == 3 && at == 1) d2d(SEG0 + 8192, SEG0 + 65536, 1024);
     p2p(1, SEG0 + 8192, 256, 3);
     p2p(0, SEG0 + 4096, 256, 2);
     group(0);
   }
-  d2d(SEG0, SEG0 + 65536, 1024);
-  group(1);
-  p2p(1, SEG0, 256, 2);
-  p2p(1, SEG0 + 8192, 256, 3);
-  p2p(0, SEG0 + 4096, 256, 2);
-  group(0);
   exit_event();
   ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
 }
+
+START_TEST(replayed_group_still_sees_copies) {
+  copy_in_replayed_group(0);
+}
 END_TEST
 
-/* The same with the copy between two operations of the replayed group:
- * the cursor the group replays on ends at the copy (lyh_producer_add). */
 START_TEST(replayed_group_sees_a_copy_between_its_operations) {
-  for (int i = 0; i < 4; i++) {
-    group(1);
-    p2p(1, SEG0, 256, 2);
-    if (i == 3) d2d(SEG0 + 8192, SEG0 + 65536, 1024);
-    p2p(1, SEG0 + 8192, 256, 3);
-    p2p(0, SEG0 + 4096, 256, 2);
-    group(0);
-  }
-  exit_event();
-  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  copy_in_replayed_group(1);
 }
 END_TEST
 
