@@ -826,14 +826,6 @@ static inline int group_hit(const ly_thread *t, uint64_t w0, uint64_t w1) {
   return -1;
 }
 
-/* The slot holding the ending group if it is a remembered one, whole,
- * judged with the enabled checks, else -1 (check_group's first test; it
- * takes such a group there when all of its findings can be counted). */
-static inline int group_replayed(const ly_thread *t) {
-  return group_hit(t, atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed),
-                   atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed));
-}
-
 static void slot_take(ly_thread *t);
 
 /* layout_replay_counts: only the slow paths count. */
@@ -1022,7 +1014,8 @@ static inline unsigned replay_match(const ly_thread *t, const a2a_event *ev) {
  * compared by replay_match_slots. */
 static inline void replay_cursor(ly_thread *t) {
   unsigned m = t->gmask;
-  if (m && !(m & (m - 1))) {
+  if (m && !(m & (m - 1)) && !t->nfeeds &&
+      !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
     const ly_gslot *g = &t->gs[__builtin_ctz(m)];
     t->rk = &g->ops[t->nops < g->n ? t->nops : g->n];
     t->rkend = &g->ops[g->n];
@@ -1071,7 +1064,9 @@ static void u0_update(ly_thread *t) {
  * as without a prediction. */
 static inline void replay_predict(ly_thread *t) {
   unsigned m = t->gmask, p = t->gnext[t->glast];
-  if (!(m & (m - 1)) || p >= LAYOUT_GSLOTS || !((m & t->u0) >> p & 1u)) return;
+  if (!(m & (m - 1)) || p >= LAYOUT_GSLOTS || !((m & t->u0) >> p & 1u) || t->nfeeds ||
+      (a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t)))
+    return;
   const ly_gslot *g = &t->gs[p];
   t->rk = &g->ops[0];
   t->rkend = &g->ops[g->n];
@@ -1377,6 +1372,7 @@ static inline void group_ranges(ly_thread *t) {
 }
 
 static void group_reset(ly_thread *t) {
+  t->rk = t->rkend = NULL; /* no cursor at depth 0 (ly_thread.rk) */
   t->nranges = 0;
   t->nops = 0;
   t->ranges_overflow = false;
@@ -1473,6 +1469,35 @@ static void layout_copy_pre(const a2a_event *ev) {
 
 __attribute__((noinline)) static void layout_other(const a2a_event *ev);
 
+/* The cursor's operation o replayed (layout_op_pre, cursor_reps): what
+ * replay_advance does for gmask's one slot, but only the cursor moved on -
+ * nops, nranges and gmask are left for cursor_sync, which every other
+ * reader of them calls first. */
+static inline void cursor_advance(ly_thread *t, const ly_opkey *o) { t->rk = o + 1; }
+
+/* The counts the cursor's replays left behind (cursor_advance), brought up
+ * to date: what cursor_advance did not store. Called first by every path
+ * that reads nops, nranges or gmask in a group: op_pre (every operation
+ * not replayed on the cursor) and the outermost ncclGroupEnd; nothing else
+ * of the thread reads them (a copy or launch, a nested group call, the
+ * events past the group's end: group_reset). Exact: a cursor is set
+ * (replay_cursor, replay_predict) at index nops of the slot rkmask holds
+ * (nops < n, or n), and only cursor_advance moves it, one operation
+ * replayed at a time: k = rk - ops is nops plus the operations replayed
+ * on it since, the last of them rk[-1], whose rend is the range count
+ * after it; and each of those replays left gmask rkmask (replay_advance:
+ * keep is rkmask, the only slot replay_match would keep - replay_predict's
+ * u0). k == nops: none since. */
+static inline void cursor_sync(ly_thread *t) {
+  const ly_opkey *rk = t->rk;
+  if (!rk) return;
+  unsigned k = (unsigned)(rk - t->gs[__builtin_ctz(t->rkmask)].ops);
+  if (k == t->nops) return;
+  t->nops = k;
+  t->nranges = rk[-1].rend;
+  t->gmask = t->rkmask;
+}
+
 /* An operation's PRE past the replay (layout_op_pre): the pending
  * hidden-copy findings, then the operation. */
 __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event *ev) {
@@ -1495,6 +1520,7 @@ __attribute__((noinline)) static void op_pre_rest(ly_thread *t, const a2a_event 
 __attribute__((noinline)) static void op_pre(const a2a_event *ev) {
   ly_thread *t = thread_get(ev->thread, true);
   if (!t) return;
+  cursor_sync(t);
   if (!t->nfeeds && t->gmask && t->depth > 0 && replay_op(t, ev)) return;
   op_pre_rest(t, ev);
   if (t->depth == 0) t->gen++;
@@ -1536,15 +1562,6 @@ static inline bool lone_replay(ly_thread *t, const a2a_event *ev) {
   return true;
 }
 
-/* The cursor's operation o replayed (layout_op_pre, cursor_reps): what
- * replay_advance does for gmask's one slot, the cursor moved on. */
-static inline void cursor_advance(ly_thread *t, const ly_opkey *o) {
-  t->nranges = o->rend;
-  t->nops++;
-  t->rk = o + 1;
-  t->gmask = t->rkmask;
-}
-
 /* layout_op_pre's replay on the cursor of an operation with findings of
  * its own (nrep not 0), matched by its tests: its findings counted
  * (op_repeats, as replay_op does), then the cursor moved on - out of line,
@@ -1571,14 +1588,18 @@ __attribute__((noinline)) static void cursor_reps(ly_thread *t, const ly_opkey *
  * replayable operation only matches (opkey_eq: an operation judged every
  * time keeps an epoch no event matches); one with findings to count
  * (nrep not 0) is cursor_reps' (a tail call): the count's call
- * would give this path a frame. lone_replay needs depth 0, the cursor
- * depth > 0: at most one of them applies. */
+ * would give this path a frame. The cursor's existence says depth > 0,
+ * nothing to poll (ly_thread.rk: op_pre's first two tests) and no producer
+ * to match (replay_op's test: the event matched o, so o's epoch is the
+ * current one, and the enabled checks are the ones the cursor was set
+ * with - set before the cursor, o was recorded before any change after
+ * it). lone_replay
+ * needs depth 0, the cursor depth > 0: at most one of them applies. */
 __attribute__((noinline)) static void layout_op_pre(const a2a_event *ev) {
   if (thread_cached(ev->thread)) {
     ly_thread *t = t_ly.t;
     const ly_opkey *o = t->rk;
-    if (o != t->rkend && t->depth > 0 && !t->nfeeds && opkey_eq(t, o, ev) &&
-        !(a2a_check_on(A2A_CK_LAYOUT_HIDDEN_COPY) && producers_live(t))) {
+    if (o != t->rkend && opkey_eq(t, o, ev)) {
       if (o->nrep) {
         cursor_reps(t, o, ev);
         return;
@@ -1623,8 +1644,30 @@ __attribute__((noinline)) static void layout_group_start(const a2a_event *ev) {
   t->depth++;
 }
 
+/* The slot holding the ending group if it is a remembered one, whole,
+ * judged with the enabled checks, else -1 (check_group's first test; it
+ * takes such a group there when all of its findings can be counted):
+ * group_hit on the counts cursor_sync brings up to date - without storing
+ * them when the cursor is at its slot's end (every operation of the slot
+ * replayed: nops n, gmask rkmask, cursor_sync's values), the common end
+ * of a replayed group, whose paths (group_end_replayed, group_end_reps)
+ * reset them unread; group_end calls cursor_sync first. */
+static inline int group_replayed(ly_thread *t) {
+  uint64_t w0 = atomic_load_explicit(&a2a_checks_enabled_w[0], memory_order_relaxed);
+  uint64_t w1 = atomic_load_explicit(&a2a_checks_enabled_w[1], memory_order_relaxed);
+  const ly_opkey *rk = t->rk;
+  if (rk) {
+    int s = __builtin_ctz(t->rkmask);
+    const ly_gslot *g = &t->gs[s];
+    if (rk == &g->ops[g->n]) return g->checks[0] == w0 && g->checks[1] == w1 ? s : -1;
+  }
+  cursor_sync(t);
+  return group_hit(t, w0, w1);
+}
+
 /* The outermost ncclGroupEnd (layout_group_end). */
 __attribute__((noinline)) static void group_end(ly_thread *t, const a2a_event *ev) {
+  cursor_sync(t);
   /* The nested groups, kept ones included, for check_group's findings. */
   t->nnested = nested_count(t, atomic_load_explicit(t->keep, memory_order_relaxed));
   group_ranges(t);
@@ -1662,7 +1705,10 @@ static inline void group_end_replayed(ly_thread *t, int s) {
  * the group. Out of line: the count's call would give layout_group_end a
  * frame. */
 __attribute__((noinline)) static void group_end_reps(ly_thread *t, int s, const a2a_event *ev) {
-  group_ranges(t);
+  /* The ranges the findings' sites are read from: slot s holds the whole
+   * group, its ranges those of every slot of gmask byte for byte
+   * (group_ranges' lowest one), without the counts (cursor_sync). */
+  t->ranges = t->gs[s].ranges;
   if (replay_findings(t, t->gs[s].rep, t->gs[s].nrep, ev->callsite)) {
     group_end_replayed(t, s);
     return;

@@ -250,13 +250,22 @@ typedef struct ly_thread {
   int8_t wslot;             /* the slot the open group is written into, -1 */
   /* The replay cursor (layout.c, replay_cursor), set at the outermost
    * ncclGroupStart and kept with every change of gmask or nops inside the
-   * group: while gmask holds one slot s, rk = &gs[s].ops[nops] and
+   * group: while gmask holds one slot s, rk = &gs[s].ops[nops] (nops as
+   * cursor_sync brings it up to date: the cursor's replays move rk alone) and
    * rkend = &gs[s].ops[gs[s].n] - the operation the open group's next one
    * must equal, and the slot's end (rk == rkend: none left) - else both
    * NULL, or (the group's first operation, several slots) the predicted
-   * slot's (rkmask). Read only while depth > 0 (outside a group it is stale: an
-   * operation there advances nops without it, a group's end resets gmask
-   * without it). */
+   * slot's (rkmask). A cursor (rk != rkend) exists only while depth > 0,
+   * nfeeds is 0 and no producer could match (layout.c, producers_live,
+   * while layout.hidden-copy is on), so that layout_op_pre tests nothing
+   * else: group_reset clears it (every outermost ncclGroupEnd, the fork's
+   * reset of the other threads, a claim's memset), replay_cursor and
+   * replay_predict set it only while nfeeds is 0 and no producer could
+   * match, a feed is added (lyh_check_op, lyh_check_group) only on paths
+   * that then set it through replay_cursor (replay_advance) or clear it
+   * (slot_take, group_reset), a new producer ends it (lyh_producer_add:
+   * rkend = rk, which keeps rk for cursor_sync), and the generation, which
+   * retires producers, does not change inside a group. */
   const ly_opkey *rk, *rkend;
   /* The slot mask the cursor's slot stands for (1 << s: what gmask is
    * once the open group's next operation equals *rk), kept with rk. At
@@ -335,6 +344,7 @@ static inline ly_producer *lyh_producer_add(ly_thread *t, const a2a_event *ev, u
   p->gen = t->gen;
   p->ticks = lyh_ticks();
   p->used = p->timed = p->end_ok = false;
+  t->rkend = t->rk; /* no replay cursor while a producer could match (ly_thread.rk) */
   if (t->nfeeds) lyh_producer_feeds(t, ev, slot, p);
   return p;
 }

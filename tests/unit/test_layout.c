@@ -1270,6 +1270,25 @@ END_TEST
 
 /* The same handle, a new communicator (NCCL reused the address) on another
  * device: the remembered group's buffers are now on the wrong device. */
+/* The checks enabled after the group's operations replayed, before its
+ * ncclGroupEnd: the operations matched (their epoch read before), the
+ * group is judged with the new checks (group_replayed compares them). */
+START_TEST(replayed_group_follows_checks_enabled_before_its_end) {
+  a2a_check_set some = a2a_check_set_all();
+  a2a_check_set_put(&some, A2A_CK_LAYOUT_OVERLAP, false);
+  a2a_checks_set_enabled(&some);
+  for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 512, 2); /* the receive onto the send */
+  ck_assert_uint_eq(collector_count_prefix("layout."), 0);
+  group(1);
+  p2p(1, SEG0, 256, 2);
+  p2p(0, SEG0 + 512, 256, 2);
+  a2a_check_set all = a2a_check_set_all();
+  a2a_checks_set_enabled(&all);
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.overlap"), 1);
+}
+END_TEST
+
 START_TEST(replayed_group_follows_the_communicator) {
   for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
   static unsigned char id_b[128] = {3};
@@ -1290,24 +1309,32 @@ START_TEST(replayed_group_follows_the_communicator) {
 }
 END_TEST
 
-/* A copy into a send buffer right before a replayed group: the operation
- * is matched against it (the group's sends together are not the copy). */
-START_TEST(replayed_group_still_sees_copies) {
-  for (int i = 0; i < 3; i++) {
+/* A copy into a send buffer of a replayed group, right before the group
+ * (at 0) or between its first two operations (at 1): the operation is
+ * matched against it (the group's sends together are not the copy) - no
+ * replay cursor while a producer could match (replay_cursor,
+ * lyh_producer_add). */
+static void copy_in_replayed_group(int at) {
+  for (int i = 0; i < 4; i++) {
+    if (i == 3 && at == 0) d2d(SEG0, SEG0 + 65536, 1024);
     group(1);
     p2p(1, SEG0, 256, 2);
+    if (i == 3 && at == 1) d2d(SEG0 + 8192, SEG0 + 65536, 1024);
     p2p(1, SEG0 + 8192, 256, 3);
     p2p(0, SEG0 + 4096, 256, 2);
     group(0);
   }
-  d2d(SEG0, SEG0 + 65536, 1024);
-  group(1);
-  p2p(1, SEG0, 256, 2);
-  p2p(1, SEG0 + 8192, 256, 3);
-  p2p(0, SEG0 + 4096, 256, 2);
-  group(0);
   exit_event();
   ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+
+START_TEST(replayed_group_still_sees_copies) {
+  copy_in_replayed_group(0);
+}
+END_TEST
+
+START_TEST(replayed_group_sees_a_copy_between_its_operations) {
+  copy_in_replayed_group(1);
 }
 END_TEST
 
@@ -1947,6 +1974,57 @@ START_TEST(repeated_lone_operation_polls_pending_findings) {
 }
 END_TEST
 
+/* The same inside a remembered group: a pending finding leaves the group
+ * no replay cursor (ly_thread.rk), so its first operation polls - with
+ * one remembered group (replay_cursor) or two in turn (replay_predict). */
+static void replayed_group_polls(unsigned ngroups) {
+  for (int step = 0; step < 2; step++) {
+    d2d(SEG0, SEG0 + 65536, 4096);
+    p2p(1, SEG0, 1024, 0);
+  }
+  for (int k = 0; k < 2; k++) /* remembered, replayed */
+    for (unsigned i = 0; i < ngroups; i++) distinct_group(i);
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 0);
+  for (size_t i = 0; i < collector_event_count(); i++)
+    collector_event_complete(collector_event_at(i), 1000000u * (i + 1));
+  group(1);
+  p2p(1, SEG0 + 65536, 256, 2); /* distinct_group(0)'s first */
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  group(0);
+}
+
+START_TEST(replayed_group_polls_pending_findings) {
+  replayed_group_polls(1);
+}
+END_TEST
+
+START_TEST(predicted_group_polls_pending_findings) {
+  replayed_group_polls(2);
+}
+END_TEST
+
+/* A copy into the first send buffer of a remembered group, just before
+ * the group: no replay cursor for it - one remembered group
+ * (replay_cursor) or two in turn (replay_predict). */
+static void copy_before_replayed_group(unsigned ngroups) {
+  for (int k = 0; k < 3; k++)
+    for (unsigned i = 0; i < ngroups; i++) distinct_group(i);
+  d2d(SEG0 + 65536, SEG1, 1024); /* distinct_group(0)'s first send */
+  distinct_group(0);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+}
+
+START_TEST(copy_before_a_replayed_group_is_seen) {
+  copy_before_replayed_group(1);
+}
+END_TEST
+
+START_TEST(copy_before_a_predicted_group_is_seen) {
+  copy_before_replayed_group(2);
+}
+END_TEST
+
 /* The pair of memo entries a P2P receive's key falls in: layout.c's
  * memo_find hash, repeated here to make keys share a pair. Keep the two in
  * step: with another hash the test below still passes, but replaces
@@ -2041,8 +2119,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, replayed_group_follows_the_element_type);
   tcase_add_test(tc, replayed_group_follows_each_registry_change);
   tcase_add_test(tc, replayed_group_follows_the_enabled_checks);
+  tcase_add_test(tc, replayed_group_follows_checks_enabled_before_its_end);
   tcase_add_test(tc, replayed_group_follows_the_communicator);
   tcase_add_test(tc, replayed_group_still_sees_copies);
+  tcase_add_test(tc, replayed_group_sees_a_copy_between_its_operations);
   tcase_add_test(tc, replayed_ranges_carry_this_groups_sites);
   tcase_add_test(tc, replayed_ranges_carry_this_groups_peers);
   tcase_add_test(tc, replayed_ranges_carry_this_groups_api_names);
@@ -2066,6 +2146,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, groups_that_start_alike_are_not_predicted);
   tcase_add_test(tc, repeated_lone_operation_follows_its_inputs);
   tcase_add_test(tc, repeated_lone_operation_polls_pending_findings);
+  tcase_add_test(tc, replayed_group_polls_pending_findings);
+  tcase_add_test(tc, predicted_group_polls_pending_findings);
+  tcase_add_test(tc, copy_before_a_replayed_group_is_seen);
+  tcase_add_test(tc, copy_before_a_predicted_group_is_seen);
   tcase_add_test(tc, repeated_lone_operation_after_its_entry_was_replaced);
   tcase_add_test(tc, predicted_group_replays_as_itself);
   tcase_add_test(tc, checks_can_be_disabled);
