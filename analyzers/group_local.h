@@ -164,7 +164,12 @@ typedef struct gl_thread {
    * already counted changes nothing. */
   int comm_dev0;
   unsigned ncomm_devs;
-  bool mismatch;            /* first mismatching operation recorded below */
+  /* The first mismatching operation, recorded below. Read only while the
+   * group is open (depth > 0: gm_op_pre_known, record_device) and at its
+   * outermost end's PRE; gm_group_begin clears it at the next group's
+   * start, which is the only way from depth 0 to 1 (a reused record is
+   * zeroed), so the group's end leaves it as it is. */
+  bool mismatch;
   const void *mismatch_site;
   const char *mismatch_api;
   const a2a_comm *mismatch_comm;
@@ -281,9 +286,17 @@ void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
  * when it holds c in hot. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c);
-/* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST
- * (release the communicators held by the group). */
-void gm_group_end_pre(const a2a_event *ev, gl_thread *t);
+/* The outermost ncclGroupEnd: PRE (decide deferred checks:
+ * gm_group_end_pre, inline, which calls gm_group_end_mismatch only for a
+ * report to make) and POST (release the communicators held by the group). */
+void gm_group_end_mismatch(const a2a_event *ev, gl_thread *t);
+static inline void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
+  /* group.device-mismatch, deferred (group_misuse.c): a group whose
+   * communicators are all on one device reports its first mismatch; one
+   * on several (ncomm_devs 2: NCCL's single-thread multi-GPU pattern) or
+   * on none has nothing to report. */
+  if (t->mismatch && t->ncomm_devs == 1) gm_group_end_mismatch(ev, t);
+}
 void gm_group_end_post(const a2a_event *ev, gl_thread *t);
 /* A new outermost group starts on t. */
 void gm_group_begin(gl_thread *t);

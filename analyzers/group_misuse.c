@@ -475,16 +475,14 @@ void gm_group_begin(gl_thread *t) {
   gl_held_clear(t);
 }
 
-/* A group that recorded a device mismatch ends. */
-__attribute__((noinline)) static void group_end_mismatch(const a2a_event *ev, gl_thread *t) {
-  if (t->ncomm_devs == 1 && a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH))
+/* A group that recorded a device mismatch, all of its communicators on
+ * one device, ends (gm_group_end_pre). The mismatch stays recorded: only
+ * an open group reads it, and the next one starts without it
+ * (gm_group_begin). */
+void gm_group_end_mismatch(const a2a_event *ev, gl_thread *t) {
+  if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH))
     report_mismatch(ev, t->mismatch_site, t->mismatch_api, t->mismatch_comm,
                     t->mismatch_cur_dev);
-  t->mismatch = false;
-}
-
-void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
-  if (t->mismatch) group_end_mismatch(ev, t);
 }
 
 void gm_after_fork_child(uint32_t self) {

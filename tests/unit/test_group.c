@@ -454,6 +454,31 @@ START_TEST(multi_device_group_from_one_thread_is_fine) {
 }
 END_TEST
 
+/* A group that recorded a mismatch on several devices reports nothing and
+ * leaves its mismatch recorded (gl_thread.mismatch): the next group starts
+ * without it, so that group's operations, which mismatch on none, are not
+ * judged by it. */
+START_TEST(multi_device_mismatch_does_not_outlive_its_group) {
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
+  group(A2A_EV_GROUP_START, 1);
+  a2a_event a = p2p(c0, 1, DEV_SEND, 16, 1, STREAM_A);
+  a.device = 1; /* a mismatch: c0 is on device 0 */
+  ev_dispatch(&a, 0);
+  a2a_event b = p2p(c1, 0, DEV_RECV, 16, 0, STREAM_B);
+  b.device = 1;
+  ev_dispatch(&b, 0);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  /* One device, its own: nothing to report. */
+  group(A2A_EV_GROUP_START, 1);
+  ev_dispatch(&b, 0);
+  ev_dispatch(&b, 0);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
 /* ---------------- group.duplicate-device ---------------- */
 
 START_TEST(duplicate_device_same_id) {
@@ -1677,6 +1702,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, fast_path_operations_keep_their_own_arguments);
   tcase_add_test(tc, fast_path_collective_of_another_root);
   tcase_add_test(tc, unknown_comm_operation_keeps_its_device);
+  tcase_add_test(tc, multi_device_mismatch_does_not_outlive_its_group);
   tcase_add_test(tc, open_at_exit_counts_flushed_and_pending_operations);
   tcase_add_test(tc, group_mismatch_recorded_on_the_fast_path);
   tcase_add_test(tc, end_after_reinit_uses_the_new_record);
