@@ -581,7 +581,8 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
  * for a known communicator, and, inside a group, room in pend. Then exactly what
  * gl_op_pre_all does, in its order: the operation in progress; inside a
  * group the deferred operation, and gm_op_pre unless gm_op_pre_known (the
- * group's first operation on a communicator); outside one gm_op_pre (a
+ * group's first operation on a communicator: gm_op_pre_grouped, which
+ * does not test again what was read here); outside one gm_op_pre (a
  * tail call). Anything else: gl_op_pre_all, before anything was written.
  * bytes: defer_into's (a constant: the kind's handler below). */
 __attribute__((always_inline)) static inline void gl_op_pre_body(const a2a_event *ev, size_t bytes) {
@@ -606,6 +607,11 @@ __attribute__((always_inline)) static inline void gl_op_pre_body(const a2a_event
         t->held_handle = h;
         return;
       }
+      t->op_handle = h;
+      t->op_comm = c;
+      t->held_handle = NULL;
+      gm_op_pre_grouped(ev, t, c); /* (t, c known; depth > 0 read above) */
+      return;
     }
     t->op_handle = h;
     t->op_comm = c;

@@ -285,6 +285,9 @@ void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
  * to c and held_handle to NULL (t non-NULL): gm_op_pre sets held_handle
  * when it holds c in hot. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c);
+/* gm_op_pre for a caller that knows t and c not NULL and read t's depth
+ * > 0 (an operation of t's open group), without testing them again. */
+void gm_op_pre_grouped(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 /* The outermost ncclGroupEnd: PRE (decide deferred checks:
  * gm_group_end_pre, inline, which calls gm_group_end_mismatch only for a
