@@ -117,7 +117,7 @@ void gl_stack_one(a2a_stack *st, const void *pc) {
 
 /* Forget the open group's contents (not its depth). */
 static void group_clear(gl_thread *t) {
-  t->nops = 0;
+  t->nflushed = 0;
   t->nbufs = 0;
   t->nstreams = 0;
   t->nevents = 0;
@@ -166,19 +166,28 @@ static void record_op(gl_thread *t, const gl_pend *p) {
 /* bufs and streams with every operation posted so far (gl_thread.pend). */
 __attribute__((noinline)) static void flush_pending(gl_thread *t) {
   for (unsigned i = 0; i < t->npend; i++) record_op(t, &t->pend[i]);
+  t->nflushed += t->npend;
   t->npend = 0;
 }
 
-/* An operation posted in the open group: counted, and its inputs kept for
+/* The operations posted in the open group: those flushed and those still
+ * in pend (an operation is counted where it is, with no count of its own
+ * to keep at every post). */
+static unsigned gl_nops(const gl_thread *t) { return t->nflushed + t->npend; }
+
+/* An operation posted in the open group: its inputs kept for
  * record_op (flush_pending): its event's leading block, as it is - one
  * copy, whatever the kind, but for the hole (GL_PEND_HOLE: no field
  * record_op reads); `bytes` (a constant) GL_PEND_BYTES, or
- * GL_PEND_P2P_BYTES for a send or receive (what record_op reads of one). */
+ * GL_PEND_P2P_BYTES for a send or receive (what record_op reads of one).
+ * known (a constant): c is not NULL, so that the device piece
+ * (GL_PEND_DEV: record_op takes a known communicator's device from its
+ * record) is left out too. */
 __attribute__((always_inline)) static inline void defer_into(gl_thread *t, unsigned i,
                                                              const a2a_event *ev,
-                                                             const a2a_comm *c, size_t bytes) {
-  t->nops++;
-  t->npend = i + 1;
+                                                             const a2a_comm *c, size_t bytes,
+                                                             bool known) {
+  t->npend = i + 1; /* (counted: gl_nops) */
   gl_pend *p = &t->pend[i];
   p->c = c;
   /* In 16-byte pieces, each a load and a store (a block move is slower). */
@@ -186,12 +195,13 @@ __attribute__((always_inline)) static inline void defer_into(gl_thread *t, unsig
                  "gl_pend's blocks are whole pieces");
 #pragma GCC unroll 8
   for (size_t k = 0; k < bytes; k += 16)
-    if (k != GL_PEND_HOLE) memcpy((char *)&p->ev + k, (const char *)ev + k, 16);
+    if (k != GL_PEND_HOLE && !(known && k == GL_PEND_DEV))
+      memcpy((char *)&p->ev + k, (const char *)ev + k, 16);
 }
 
 static inline void defer_op(gl_thread *t, const a2a_event *ev, const a2a_comm *c) {
   if (t->npend == GL_MAX_PEND) flush_pending(t);
-  defer_into(t, t->npend, ev, c, GL_PEND_BYTES);
+  defer_into(t, t->npend, ev, c, GL_PEND_BYTES, false);
 }
 
 static void record_event(gl_thread *t, const a2a_event *ev) {
@@ -255,7 +265,7 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
   a2a_json_obj_begin(&j, NULL);
   a2a_json_int(&j, "thread", t->id);
   a2a_json_int(&j, "group_depth", gl_depth(t));
-  a2a_json_uint(&j, "operations_in_group", t->nops);
+  a2a_json_uint(&j, "operations_in_group", gl_nops(t));
   put_site(&j, "group_start_site", t->start_site);
   a2a_json_str(&j, "event", ev ? ev->api : "process exit");
   a2a_json_obj_end(&j);
@@ -266,7 +276,7 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
     snprintf(msg, sizeof msg,
              "%s blocks while an NCCL group opened by ncclGroupStart is still open on this thread "
              "(depth %d, %u operation(s) not yet launched): call ncclGroupEnd before blocking.",
-             ev->api ? ev->api : "a blocking CUDA call", gl_depth(t), t->nops);
+             ev->api ? ev->api : "a blocking CUDA call", gl_depth(t), gl_nops(t));
     f.site = ev->callsite;
     f.capture_stack = true;
   } else {
@@ -274,7 +284,7 @@ static void report_open(gl_thread *t, const a2a_event *ev) {
              "An NCCL group is still open on thread %u when the thread or the process exits (depth "
              "%d, %u operation(s) never launched): every ncclGroupStart needs a matching "
              "ncclGroupEnd on the same thread.",
-             t->id, gl_depth(t), t->nops);
+             t->id, gl_depth(t), gl_nops(t));
     /* The exit handler's stack says nothing; point at the ncclGroupStart. */
     gl_stack_one(&one, t->start_site);
     f.site = t->start_site;
@@ -321,7 +331,7 @@ static void report_sync(gl_thread *t, const a2a_event *ev, const sync_hit *h) {
   a2a_json_str(&j, "api", ev->api);
   a2a_json_int(&j, "thread", t->id);
   a2a_json_int(&j, "group_depth", gl_depth(t));
-  a2a_json_uint(&j, "operations_in_group", t->nops);
+  a2a_json_uint(&j, "operations_in_group", gl_nops(t));
   a2a_json_str(&j, "group_operation", h->api);
   put_site(&j, "group_operation_site", h->site);
   put_site(&j, "group_start_site", t->start_site);
@@ -519,6 +529,11 @@ static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
  * only make the POST release what the PRE acquired, which is right). */
 __attribute__((noinline)) static void gl_op_post_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
+  /* Held: gm_op_post would find the PRE's record held (depth > 0, its
+   * serial in hot, so in held) and return; op_handle and op_comm may be
+   * an earlier operation's then (gl_thread). A NULL handle has no record:
+   * nothing to release either. */
+  if (t && t->held_handle == ev->comm) return;
   gm_op_post(ev, t, t && t->op_handle == ev->comm ? t->op_comm : a2a_comm_lookup(ev->comm));
 }
 
@@ -566,7 +581,8 @@ __attribute__((noinline)) static void gl_op_pre_all(const a2a_event *ev) {
  * for a known communicator, and, inside a group, room in pend. Then exactly what
  * gl_op_pre_all does, in its order: the operation in progress; inside a
  * group the deferred operation, and gm_op_pre unless gm_op_pre_known (the
- * group's first operation on a communicator); outside one gm_op_pre (a
+ * group's first operation on a communicator: gm_op_pre_grouped, which
+ * does not test again what was read here); outside one gm_op_pre (a
  * tail call). Anything else: gl_op_pre_all, before anything was written.
  * bytes: defer_into's (a constant: the kind's handler below). */
 __attribute__((always_inline)) static inline void gl_op_pre_body(const a2a_event *ev, size_t bytes) {
@@ -582,15 +598,23 @@ __attribute__((always_inline)) static inline void gl_op_pre_body(const a2a_event
   if ((c = a2a_comm_lookup_memo(h)) &&
       ((depth = atomic_load_explicit(&t->depth, memory_order_relaxed)) <= 0 ||
        (n = t->npend) < GL_MAX_PEND)) {
-    t->op_handle = h;
-    t->op_comm = c;
     if (depth > 0) {
-      defer_into(t, n, ev, c, bytes);
+      defer_into(t, n, ev, c, bytes, true); /* (c: the memo's answer) */
       if (gm_op_pre_known(ev, t, c)) {
-        t->held_handle = h; /* depth > 0, c in hot: gl_op_post has nothing to release */
+        /* depth > 0, c in hot: gl_op_post has nothing to release. Nothing
+         * reads op_handle and op_comm for this operation (gl_thread),
+         * so they are left as they are. */
+        t->held_handle = h;
         return;
       }
+      t->op_handle = h;
+      t->op_comm = c;
+      t->held_handle = NULL;
+      gm_op_pre_grouped(ev, t, c); /* (t, c known; depth > 0 read above) */
+      return;
     }
+    t->op_handle = h;
+    t->op_comm = c;
     t->held_handle = NULL;
     gm_op_pre(ev, t, c);
     return;

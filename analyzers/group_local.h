@@ -69,9 +69,10 @@ typedef struct gl_event {
  * stream, per_thread and the operation's arguments (u.p2p or u.coll, as
  * kind says), which are every field record_op reads, directly or through
  * lr_op_ranges (kind and u only) - but for the piece at GL_PEND_HOLE,
- * which holds none of them (seq and t_ns). That piece and the event's
- * later bytes are not written (they hold an older operation's, or zeros)
- * and nothing reads them. */
+ * which holds none of them (seq and t_ns), and, when c is not NULL, the
+ * piece at GL_PEND_DEV (device, read only when c is NULL). Those pieces
+ * and the event's later bytes are not written (they hold an older
+ * operation's, or zeros) and nothing reads them. */
 #define GL_MAX_PEND 64
 #define GL_PEND_BYTES (offsetof(a2a_event, u) + sizeof(((a2a_event *)0)->u.coll))
 /* A send's or receive's block: record_op reads only u.p2p of its
@@ -100,6 +101,19 @@ _Static_assert(GL_PEND_OUTSIDE_HOLE(kind) && GL_PEND_OUTSIDE_HOLE(api) &&
                    GL_PEND_OUTSIDE_HOLE(stream) && GL_PEND_OUTSIDE_HOLE(per_thread) &&
                    GL_PEND_HOLE + 16 <= offsetof(a2a_event, u),
                "gl_pend's hole holds no field record_op reads");
+/* The piece that holds device, which record_op reads only for an
+ * operation on no known communicator (gl_pend.c NULL: a known one's device
+ * is its record's): not copied for an operation on a known communicator
+ * (defer_into's `known`), whose piece there is then an older operation's. */
+#define GL_PEND_DEV (offsetof(a2a_event, device) & ~(size_t)15)
+#define GL_PEND_OUTSIDE_DEV(f)                                                    \
+  (offsetof(a2a_event, f) + sizeof(((a2a_event *)0)->f) <= GL_PEND_DEV ||         \
+   offsetof(a2a_event, f) >= GL_PEND_DEV + 16)
+_Static_assert(GL_PEND_OUTSIDE_DEV(kind) && GL_PEND_OUTSIDE_DEV(api) &&
+                   GL_PEND_OUTSIDE_DEV(callsite) && GL_PEND_OUTSIDE_DEV(stream) &&
+                   GL_PEND_OUTSIDE_DEV(per_thread) && GL_PEND_DEV != GL_PEND_HOLE &&
+                   GL_PEND_DEV + 16 <= offsetof(a2a_event, u),
+               "gl_pend's device piece holds no other field record_op reads");
 
 typedef struct gl_thread {
   uint32_t id;              /* ev->thread */
@@ -108,7 +122,9 @@ typedef struct gl_thread {
   const void *start_site;   /* call site of the outermost ncclGroupStart */
   bool closing;             /* outermost ncclGroupEnd PRE seen, POST pending */
   bool open_reported;       /* group.unbalanced already said for this group */
-  unsigned nops;            /* operations posted in the open group */
+  unsigned nflushed;        /* operations posted in the open group that
+                               left pend (flush_pending): the group holds
+                               nflushed + npend (gl_nops) */
 
   gl_buf bufs[GL_MAX_BUFS];
   unsigned nbufs;
@@ -148,7 +164,12 @@ typedef struct gl_thread {
    * already counted changes nothing. */
   int comm_dev0;
   unsigned ncomm_devs;
-  bool mismatch;            /* first mismatching operation recorded below */
+  /* The first mismatching operation, recorded below. Read only while the
+   * group is open (depth > 0: gm_op_pre_known, record_device) and at its
+   * outermost end's PRE; gm_group_begin clears it at the next group's
+   * start, which is the only way from depth 0 to 1 (a reused record is
+   * zeroed), so the group's end leaves it as it is. */
+  bool mismatch;
   const void *mismatch_site;
   const char *mismatch_api;
   const a2a_comm *mismatch_comm;
@@ -162,7 +183,11 @@ typedef struct gl_thread {
 
   /* The communicator of the operation in progress (between the PRE and
    * the POST of a collective or p2p call): its handle and registry record,
-   * looked up once at the PRE for both phases and both files. */
+   * looked up once at the PRE for both phases and both files - unless the
+   * operation is held (held_handle, below, is its handle): then its POST
+   * reads neither (gl_op_post, gl_op_post_all: it has nothing to release),
+   * nor does anything else, and the PRE's fast path leaves them as an
+   * earlier operation wrote them. */
   const void *op_handle;
   /* (held_handle between the two: the PRE stores the two pointers apart,
    * with no vector to build for one 16-byte store - GCC's choice when they
@@ -173,8 +198,8 @@ typedef struct gl_thread {
    * op_comm there at depth > 0 (gm_op_pre's hold) - so that its POST
    * releases nothing (gl_op_post's one test, held_handle == ev->comm,
    * which a NULL handle passes too: its POST has nothing to release, no
-   * record). Held implies op_comm != NULL, depth > 0 and gl_hot(op_comm's
-   * serial) until the next PRE of an operation, which sets held_handle
+   * record). Held implies that the PRE's record is not NULL, depth > 0 and
+   * gl_hot(its serial) until the next PRE of an operation, which sets held_handle
    * again: nothing else adds to or overwrites hot (gm_op_pre runs in a
    * PRE), and what lowers depth to 0 (group_closing; a fork's and a reused
    * record's reset) or clears hot (gl_held_clear) clears it. */
@@ -260,10 +285,21 @@ void gm_on_op(const a2a_event *ev, gl_thread *t, a2a_comm *c);
  * to c and held_handle to NULL (t non-NULL): gm_op_pre sets held_handle
  * when it holds c in hot. */
 void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c);
+/* gm_op_pre for a caller that knows t and c not NULL and read t's depth
+ * > 0 (an operation of t's open group), without testing them again. */
+void gm_op_pre_grouped(const a2a_event *ev, gl_thread *t, a2a_comm *c);
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c);
-/* The outermost ncclGroupEnd: PRE (decide deferred checks) and POST
- * (release the communicators held by the group). */
-void gm_group_end_pre(const a2a_event *ev, gl_thread *t);
+/* The outermost ncclGroupEnd: PRE (decide deferred checks:
+ * gm_group_end_pre, inline, which calls gm_group_end_mismatch only for a
+ * report to make) and POST (release the communicators held by the group). */
+void gm_group_end_mismatch(const a2a_event *ev, gl_thread *t);
+static inline void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
+  /* group.device-mismatch, deferred (group_misuse.c): a group whose
+   * communicators are all on one device reports its first mismatch; one
+   * on several (ncomm_devs 2: NCCL's single-thread multi-GPU pattern) or
+   * on none has nothing to report. */
+  if (t->mismatch && t->ncomm_devs == 1) gm_group_end_mismatch(ev, t);
+}
 void gm_group_end_post(const a2a_event *ev, gl_thread *t);
 /* A new outermost group starts on t. */
 void gm_group_begin(gl_thread *t);

@@ -475,16 +475,14 @@ void gm_group_begin(gl_thread *t) {
   gl_held_clear(t);
 }
 
-/* A group that recorded a device mismatch ends. */
-__attribute__((noinline)) static void group_end_mismatch(const a2a_event *ev, gl_thread *t) {
-  if (t->ncomm_devs == 1 && a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH))
+/* A group that recorded a device mismatch, all of its communicators on
+ * one device, ends (gm_group_end_pre). The mismatch stays recorded: only
+ * an open group reads it, and the next one starts without it
+ * (gm_group_begin). */
+void gm_group_end_mismatch(const a2a_event *ev, gl_thread *t) {
+  if (a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH))
     report_mismatch(ev, t->mismatch_site, t->mismatch_api, t->mismatch_comm,
                     t->mismatch_cur_dev);
-  t->mismatch = false;
-}
-
-void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
-  if (t->mismatch) group_end_mismatch(ev, t);
 }
 
 void gm_after_fork_child(uint32_t self) {
@@ -535,11 +533,14 @@ _Static_assert(A2A_CK_GROUP_USE_AFTER_DESTROY >> 6 == A2A_CK_GROUP_DEVICE_MISMAT
  * N devices' communicators from one thread: a mismatch in every group) and
  * concurrent-use's ownership are updated as op_pre_all's check_device and
  * concurrent_pre do, and only a concurrent use reports (last, as there).
- * Anything else: op_pre_all, before any state is touched. */
-void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
+ * Anything else: op_pre_all, before any state is touched. grouped (a
+ * constant): gm_op_pre_grouped's caller knows t and c not NULL and t's
+ * group open. */
+__attribute__((always_inline)) static inline void op_pre_body(const a2a_event *ev, gl_thread *t,
+                                                              a2a_comm *c, bool grouped) {
   uint64_t w = atomic_load_explicit(&a2a_checks_enabled_w[A2A_CK_GROUP_DEVICE_MISMATCH >> 6],
                                     memory_order_relaxed);
-  if (!t || !c || c->serial - 1u >= GM_MAX_COMMS - 1u) goto all;
+  if ((!grouped && (!t || !c)) || c->serial - 1u >= GM_MAX_COMMS - 1u) goto all;
   uint32_t serial = c->serial;
   if ((w & GM_BIT(A2A_CK_GROUP_USE_AFTER_DESTROY)) &&
       atomic_load_explicit(&c->state, memory_order_relaxed) != A2A_COMM_ACTIVE)
@@ -547,7 +548,11 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   if ((w & GM_BIT(A2A_CK_GROUP_ASYNC_ERROR)) &&
       atomic_load_explicit(&gm_async[serial], memory_order_acquire))
     goto all;
-  int depth = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  /* grouped: the caller read t's depth > 0 since this event began, and
+   * only t's thread writes it while the thread lives (a fork's child and
+   * a reused record reset the depths of threads that are gone): only its
+   * sign is tested below. */
+  int depth = grouped ? 1 : atomic_load_explicit(&t->depth, memory_order_relaxed);
   bool dm = w & GM_BIT(A2A_CK_GROUP_DEVICE_MISMATCH);
   /* Whether c's device is recorded (device_listed): known true once
    * check_device recorded it (dm and ev->device >= 0, device_listed's own
@@ -572,6 +577,12 @@ void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
   return;
 all:
   op_pre_all(ev, t, c);
+}
+
+void gm_op_pre(const a2a_event *ev, gl_thread *t, a2a_comm *c) { op_pre_body(ev, t, c, false); }
+
+void gm_op_pre_grouped(const a2a_event *ev, gl_thread *t, a2a_comm *c) {
+  op_pre_body(ev, t, c, true);
 }
 
 void gm_op_post(const a2a_event *ev, gl_thread *t, a2a_comm *c) { concurrent_post(ev, t, c); }

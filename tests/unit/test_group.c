@@ -188,6 +188,22 @@ START_TEST(open_at_exit_points_at_group_start) {
 }
 END_TEST
 
+/* The operations an open group holds count those its full list of pending
+ * operations turned into buffers (gl_thread.nflushed) and those still
+ * pending (gl_nops), at exit as at a blocking call. */
+START_TEST(open_at_exit_counts_flushed_and_pending_operations) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 0);
+  group(A2A_EV_GROUP_START, 1);
+  for (uintptr_t i = 0; i < 70; i++) /* 64 flushed when the list filled, 6 pending */
+    post_p2p(comm, 1, DEV_SEND + i * 0x1000, 16, 1, STREAM_A);
+  exit_event();
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 1);
+  const collected *c = collector_find("group.unbalanced");
+  ck_assert_ptr_nonnull(strstr(c->details, "\"operations_in_group\":70"));
+  ck_assert_ptr_nonnull(strstr(c->message, "70 operation(s) never launched"));
+}
+END_TEST
+
 START_TEST(open_at_blocking_call_without_ops) {
   group(A2A_EV_GROUP_START, 1);
   simple(A2A_EV_STREAM_SYNC, "cudaStreamSynchronize", STREAM_A, 0);
@@ -433,6 +449,31 @@ START_TEST(multi_device_group_from_one_thread_is_fine) {
   group(A2A_EV_GROUP_START, 1);
   post_p2p(c0, 1, DEV_SEND, 16, 1, STREAM_A);
   post_p2p(c1, 0, DEV_RECV, 16, 0, STREAM_B);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
+/* A group that recorded a mismatch on several devices reports nothing and
+ * leaves its mismatch recorded (gl_thread.mismatch): the next group starts
+ * without it, so that group's operations, which mismatch on none, are not
+ * judged by it. */
+START_TEST(multi_device_mismatch_does_not_outlive_its_group) {
+  void *c0 = init_comm((void *)0x100, id_a, 2, 0, 0);
+  void *c1 = init_comm((void *)0x200, id_a, 2, 1, 1);
+  group(A2A_EV_GROUP_START, 1);
+  a2a_event a = p2p(c0, 1, DEV_SEND, 16, 1, STREAM_A);
+  a.device = 1; /* a mismatch: c0 is on device 0 */
+  ev_dispatch(&a, 0);
+  a2a_event b = p2p(c1, 0, DEV_RECV, 16, 0, STREAM_B);
+  b.device = 1;
+  ev_dispatch(&b, 0);
+  group(A2A_EV_GROUP_END, 1);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  /* One device, its own: nothing to report. */
+  group(A2A_EV_GROUP_START, 1);
+  ev_dispatch(&b, 0);
+  ev_dispatch(&b, 0);
   group(A2A_EV_GROUP_END, 1);
   ck_assert_uint_eq(collector_count_prefix("group."), 0);
 }
@@ -1596,6 +1637,41 @@ START_TEST(fast_path_operations_keep_their_own_arguments) {
 }
 END_TEST
 
+/* An operation on no known communicator keeps its current device for its
+ * stream (record_op), which the fast path leaves out of an operation on a
+ * known one (GL_PEND_DEV: its device is its record's): each, in a slot the
+ * other kind used before, gives its stream the device it must. */
+START_TEST(unknown_comm_operation_keeps_its_device) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 0, 1);
+  a2a_event k = p2p(comm, 1, DEV_SEND, 16, 1, STREAM_A);
+  k.device = 1;
+  a2a_event u = p2p((void *)0x999, 1, DEV_SEND + 0x1000, 16, 1, STREAM_B);
+  a2a_event sync = ev_make(A2A_EV_DEVICE_SYNC);
+  sync.api = "cudaDeviceSynchronize";
+  for (int round = 0; round < 2; round++) {
+    group(A2A_EV_GROUP_START, 1);
+    u.device = 3 + round;
+    if (round == 0) ev_dispatch(&k, 0);
+    ev_dispatch(&u, 0); /* round 0: slot 1; round 1: slot 0, the known one's */
+    if (round == 1) ev_dispatch(&k, 0); /* slot 1, the unknown one's */
+    sync.device = 3 + round; /* the unknown operation's stream */
+    sync.callsite = (const void *)(uintptr_t)(0x8100 + round);
+    ev_dispatch(&sync, 0);
+    ck_assert_uint_eq(collector_count("group.sync-in-group"), 2 * round + 1);
+    ck_assert_ptr_nonnull(strstr(find_nth("group.sync-in-group", 2 * round)->details,
+                                 "\"stream\":\"0x5b00\""));
+    sync.device = 1; /* the known one's */
+    sync.callsite = (const void *)(uintptr_t)(0x8200 + round);
+    ev_dispatch(&sync, 0);
+    ck_assert_uint_eq(collector_count("group.sync-in-group"), 2 * round + 2);
+    ck_assert_ptr_nonnull(strstr(find_nth("group.sync-in-group", 2 * round + 1)->details,
+                                 "\"stream\":\"0x5a00\""));
+    group(A2A_EV_GROUP_END, 1);
+  }
+  ck_assert_uint_eq(collector_count("group.unbalanced"), 0);
+}
+END_TEST
+
 /* A non-root rank's broadcast on the fast path does not read its send
  * buffer: the root kept with the operation decides. */
 START_TEST(fast_path_collective_of_another_root) {
@@ -1625,6 +1701,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, kept_nested_groups_give_the_same_findings);
   tcase_add_test(tc, fast_path_operations_keep_their_own_arguments);
   tcase_add_test(tc, fast_path_collective_of_another_root);
+  tcase_add_test(tc, unknown_comm_operation_keeps_its_device);
+  tcase_add_test(tc, multi_device_mismatch_does_not_outlive_its_group);
+  tcase_add_test(tc, open_at_exit_counts_flushed_and_pending_operations);
   tcase_add_test(tc, group_mismatch_recorded_on_the_fast_path);
   tcase_add_test(tc, end_after_reinit_uses_the_new_record);
   tcase_add_test(tc, balanced_and_nested_groups_are_silent);
