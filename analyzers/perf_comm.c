@@ -260,10 +260,10 @@ typedef struct pc_tls {
   const void *last_h;
   pc_comm *last_c;
   /* The open group's share that its last grouped p2p operation joined
-   * (group_add_fast), NULL when none: set by share_join, cleared wherever
-   * the shares are emptied (ng = 0); gfast_h and gfast_ver: the handle
-   * its communicator was looked up by, and g_table_ver that answer was
-   * taken at. */
+   * (group_add_fast), NULL when none or on the legacy stream: set by
+   * share_join, cleared wherever the shares are emptied (ng = 0); gfast_h
+   * and gfast_ver: the handle its communicator was looked up by, and
+   * g_table_ver that answer was taken at. */
   pc_gacc *gfast;
   const void *gfast_h;
   unsigned gfast_ver;
@@ -1161,7 +1161,8 @@ static inline void share_join(pc_tls *t, pc_gacc *g, const a2a_event *ev, unsign
     if (g->nsend + g->nrecv == 0) g->p2p0 = b;
     else if (b != g->p2p0) g->unequal = true;
     share_count_p2p(g, ev, b);
-    t->gfast = g;
+    /* (Not a share on the legacy stream: see group_add_fast.) */
+    t->gfast = g->stream ? g : NULL;
     t->gfast_h = ev->comm;
     t->gfast_ver = ver;
   }
@@ -1182,7 +1183,10 @@ static inline void share_join(pc_tls *t, pc_gacc *g, const a2a_event *ev, unsign
  * open group have distinct communicators (group_add creates one only for a
  * communicator none has, group_op_post's prediction likewise) and stay
  * in place until ng is reset (which clears gfast), so that communicator's
- * share is gfast; a stream whose key is gfast's (a2a_perf_skey_is) leaves
+ * share is gfast; gfast's stream key is not NULL (share_join sets gfast
+ * only then), and a handle equal to a key other than NULL is neither NULL
+ * nor cudaStreamLegacy (1, which no key is), so it is its own key
+ * (a2a_perf_skey): a call whose handle is gfast's stream key leaves
  * mixed_streams as it is; and gfast holds a p2p call already (it is set
  * only after one joined), so nsend + nrecv is not 0 and the size is
  * compared with p2p0. The rest is
@@ -1195,7 +1199,7 @@ static inline bool group_add_fast(pc_tls *t, const a2a_event *ev, bool p2p_known
   pc_gacc *g = t->gfast;
   unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
   if (!g || (!p2p_known && ev->kind != A2A_EV_P2P) || ev->comm != t->gfast_h ||
-      t->gfast_ver != ver || !a2a_perf_skey_is(ev->stream, g->stream))
+      t->gfast_ver != ver || ev->stream != g->stream)
     return false;
   uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
   if (b != g->p2p0) g->unequal = true;
