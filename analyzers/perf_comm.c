@@ -1370,6 +1370,7 @@ static void pc_by_op(const a2a_event *ev) {
 /* The outermost ncclGroupEnd's POST: finish and count each share. */
 __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event *ev) {
   bool simulate = ev->u.group.simulate != 0;
+  t->gpred = t->ng; /* (the loop leaves ng as it is) */
   for (int i = 0; i < t->ng; i++) {
     pc_gacc *g = &t->g[i];
     int op;
@@ -1387,7 +1388,6 @@ __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event 
     }
     if (ok) after_op(t, g->c, g->stream, bytes, g->site);
   }
-  t->gpred = t->ng;
   t->ng = 0;
   t->gfast = NULL;
   t->g_overflow = false;
