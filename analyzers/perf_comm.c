@@ -43,6 +43,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,9 +216,17 @@ static atomic_uint g_table_ver;    /* bumps on every insertion into g_table */
  * operations after it only add to it. */
 typedef struct pc_gacc {
   pc_comm *c;
+  /* The answer c was taken for (group_op_post's prediction): when keyed,
+   * c is lookup's answer for handle h at g_table_ver ver (not keyed: it
+   * was single_c). Kept after the group ends, for the next group's share
+   * at the same index. */
+  const void *h;
+  unsigned ver;
+  bool keyed;
   void *stream;
   const void *site;
   int slot;
+  /* From here on, zero in a new share (share_open). */
   bool mixed_streams, coll_mixed;
   bool unequal;                    /* some p2p size differs from p2p0 */
   int ncoll, nsend, nrecv, coll;
@@ -251,13 +260,18 @@ typedef struct pc_tls {
   const void *last_h;
   pc_comm *last_c;
   /* The open group's share that its last grouped p2p operation joined
-   * (group_add_fast), NULL when none: set by group_add, cleared wherever
-   * the shares are emptied (ng = 0); gfast_h and gfast_ver: the handle
-   * its communicator was looked up by, and g_table_ver that answer was
-   * taken at. */
+   * (group_add_fast), NULL when none or on the legacy stream: set by
+   * share_join, cleared wherever the shares are emptied (ng = 0); gfast_h
+   * and gfast_ver: the handle its communicator was looked up by, and
+   * g_table_ver that answer was taken at. */
   pc_gacc *gfast;
   const void *gfast_h;
   unsigned gfast_ver;
+  /* The open group's shares at indices ng .. gpred-1 may be predicted
+   * from the previous group's (group_op_post): gpred is that group's
+   * share count, set at its end, and drops to 0 when the open group
+   * creates a share any other way. */
+  int gpred;
   void *armed_stream;
   void *armed_event;
   uint64_t ops;
@@ -1090,7 +1104,7 @@ static uint64_t coll_bytes(const a2a_event *ev, int nranks) {
                            nranks);
 }
 
-/* A p2p call of b bytes counted into share g (group_add, group_add_fast). */
+/* A p2p call of b bytes counted into share g (share_join, group_add_fast). */
 static inline void share_count_p2p(pc_gacc *g, const a2a_event *ev, uint64_t b) {
   if (ev->u.p2p.is_send) {
     g->nsend++;
@@ -1101,8 +1115,20 @@ static inline void share_count_p2p(pc_gacc *g, const a2a_event *ev, uint64_t b) 
   }
 }
 
-/* A successful grouped operation on c joins c's share of the group. */
-static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
+/* A new share g (the open group's at index ng, before ng counts it):
+ * empty, on stream s, its key (c, h, ver, keyed) left to the caller. */
+static inline void share_open(pc_gacc *g, const a2a_event *ev, void *s) {
+  g->stream = s;
+  g->site = ev->callsite;
+  g->slot = PC_UNTIMED;
+  memset(&g->mixed_streams, 0, sizeof *g - offsetof(pc_gacc, mixed_streams));
+}
+
+static inline void share_join(pc_tls *t, pc_gacc *g, const a2a_event *ev, unsigned ver);
+
+/* A successful grouped operation on c joins c's share of the group
+ * (keyed: c is lookup_cached's answer, taken at last_ver). */
+static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev, bool keyed) {
   void *s = a2a_perf_skey(ev->stream, ev->per_thread);
   pc_gacc *g = NULL;
   for (int i = 0; i < t->ng; i++)
@@ -1110,23 +1136,35 @@ static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
   if (!g) {
     if (t->ng >= PC_GROUP_COMMS) { t->g_overflow = true; return; }
     g = &t->g[t->ng++];
-    *g = (pc_gacc){.c = c, .stream = s, .site = ev->callsite, .slot = PC_UNTIMED};
+    share_open(g, ev, s);
+    g->c = c;
+    g->h = ev->comm;
+    g->ver = t->last_ver;
+    g->keyed = keyed;
+    t->gpred = 0;
   } else if (g->stream != s) {
     g->mixed_streams = true;
   }
+  share_join(t, g, ev, t->last_ver);
+}
+
+/* What ev adds to its share g (whose answer for ev->comm was taken at
+ * g_table_ver ver): group_add's and group_op_post's common part. */
+static inline void share_join(pc_tls *t, pc_gacc *g, const a2a_event *ev, unsigned ver) {
   if (ev->kind == A2A_EV_COLL) {
     if (g->ncoll == 0) g->coll = ev->u.coll.coll;
     else if (g->coll != (int)ev->u.coll.coll) g->coll_mixed = true;
     g->ncoll++;
-    g->coll_bytes += coll_bytes(ev, c->nranks);
+    g->coll_bytes += coll_bytes(ev, g->c->nranks);
   } else {
     uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
     if (g->nsend + g->nrecv == 0) g->p2p0 = b;
     else if (b != g->p2p0) g->unequal = true;
     share_count_p2p(g, ev, b);
-    t->gfast = g;
+    /* (Not a share on the legacy stream: see group_add_fast.) */
+    t->gfast = g->stream ? g : NULL;
     t->gfast_h = ev->comm;
-    t->gfast_ver = t->last_ver;
+    t->gfast_ver = ver;
   }
 }
 
@@ -1134,21 +1172,25 @@ static inline void group_add(pc_tls *t, pc_comm *c, const a2a_event *ev) {
  * a share (an all-to-all posts 2 x nranks of them on one communicator and
  * stream): false when it does not apply, and nothing is changed then.
  * Exact by this invariant: while gfast is set, group_op_post's answer for
- * gfast_h is gfast->c as long as g_table_ver is gfast_ver. group_add
+ * gfast_h is gfast->c as long as g_table_ver is gfast_ver. share_join
  * establishes it: group_op_post's answer for a handle h is single_c when
  * that is h's, else lookup_cached's, which is lookup's answer for h, taken
- * at the version lookup_cached leaves in last_ver; single_c does not
- * change while the group is open (only a lone call, at depth 0, sets or
- * clears it), and lookup's answer does not change while the version does
+ * at the version lookup_cached leaves in last_ver (or its prediction, the
+ * same answer at the current version); single_c does not change while the
+ * group is open (only a lone call, at depth 0, sets or clears it), and lookup's answer does not change while the version does
  * not (the table changes only by insertions, each of which bumps it; a
  * re-initialization resets the thread's record, g_gen). The shares of the
  * open group have distinct communicators (group_add creates one only for a
- * communicator none has) and stay in place until ng is reset (which
- * clears gfast), so that communicator's share is gfast; a stream whose key
- * is gfast's (a2a_perf_skey_is) leaves mixed_streams as it is; and gfast
- * holds a p2p call already (it is set only after one joined), so
- * nsend + nrecv is not 0 and the size is compared with p2p0. The rest is
- * group_add's p2p branch (share_count_p2p). The shares end as
+ * communicator none has, group_op_post's prediction likewise) and stay
+ * in place until ng is reset (which clears gfast), so that communicator's
+ * share is gfast; gfast's stream key is not NULL (share_join sets gfast
+ * only then), and a handle equal to a key other than NULL is neither NULL
+ * nor cudaStreamLegacy (1, which no key is), so it is its own key
+ * (a2a_perf_skey): a call whose handle is gfast's stream key leaves
+ * mixed_streams as it is; and gfast holds a p2p call already (it is set
+ * only after one joined), so nsend + nrecv is not 0 and the size is
+ * compared with p2p0. The rest is
+ * share_join's p2p branch (share_count_p2p). The shares end as
  * group_op_post would leave them; of the thread's hints (gfast_ver, the
  * lookup memo) it may have left others, each as exact as these.
  * p2p_known: ev is a send or receive (pc_op_post_p2p's), the kind not
@@ -1157,7 +1199,7 @@ static inline bool group_add_fast(pc_tls *t, const a2a_event *ev, bool p2p_known
   pc_gacc *g = t->gfast;
   unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
   if (!g || (!p2p_known && ev->kind != A2A_EV_P2P) || ev->comm != t->gfast_h ||
-      t->gfast_ver != ver || !a2a_perf_skey_is(ev->stream, g->stream))
+      t->gfast_ver != ver || ev->stream != g->stream)
     return false;
   uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
   if (b != g->p2p0) g->unequal = true;
@@ -1238,11 +1280,48 @@ __attribute__((noinline)) static void group_op_pre(pc_tls *t, const a2a_event *e
 
 /* A successful grouped operation's POST: it joins its communicator's
  * share (single_c, the lone operation's communicator, is never set inside
- * a group: the same test as a lone POST's, for the same answer). */
+ * a group: the same test as a lone POST's, for the same answer).
+ *
+ * Its first call on a communicator is predicted to be the previous
+ * group's share at the same index (nccl-tests -g N posts its shares in
+ * the same order every iteration, MoE's groups one share each): the share
+ * there, keyed to ev->comm at the current g_table_ver, is created again
+ * on its communicator without the lookup and the scan of the shares.
+ * Exact by these invariants: (1) a keyed share's c is lookup's answer for
+ * h at ver, and lookup's answer does not change while the version does
+ * not (see lookup_cached); and single_c is not another answer for h now:
+ * when the share was created single_c was not h's (else c would be
+ * single_c, not keyed), and a single_c set since was lookup's answer at
+ * a version no older than ver, so, the version still being ver, it is c
+ * if it is h's. So c is the answer the slow path below would take. (2)
+ * While ng < gpred, the open group's shares 0 .. ng-1 were all predicted,
+ * so they are the previous group's 0 .. ng-1 on the same communicators,
+ * and the shares of one group have distinct communicators (group_add
+ * creates one only for a communicator none has): none of them is
+ * g[ng].c's, so the slow path's scan would find none and create the share
+ * at index ng, as this does. The shares at index ng and above are not
+ * written while the group is open before they are created, nor between
+ * groups (only a grouped POST creates one), and every other creation sets
+ * gpred to 0; a reset of the thread's record (g_gen) clears gpred. */
+__attribute__((noinline)) static void group_op_lookup(pc_tls *t, const a2a_event *ev) {
+  bool single = t->single_c && t->single_c->handle == ev->comm;
+  pc_comm *c = single ? t->single_c : lookup_cached(t, ev->comm);
+  if (c) group_add(t, c, ev, !single);
+}
+
 __attribute__((noinline)) static void group_op_post(pc_tls *t, const a2a_event *ev) {
-  pc_comm *c =
-      t->single_c && t->single_c->handle == ev->comm ? t->single_c : lookup_cached(t, ev->comm);
-  if (c) group_add(t, c, ev);
+  int n = t->ng;
+  if (n < t->gpred) {
+    pc_gacc *g = &t->g[n];
+    unsigned ver = atomic_load_explicit(&g_table_ver, memory_order_acquire);
+    if (g->keyed && g->h == ev->comm && g->ver == ver) {
+      t->ng = n + 1;
+      share_open(g, ev, a2a_perf_skey(ev->stream, ev->per_thread));
+      share_join(t, g, ev, ver);
+      return;
+    }
+  }
+  group_op_lookup(t, ev);
 }
 
 /* A lone operation's POST: the communicator its PRE looked up. */
@@ -1291,6 +1370,7 @@ static void pc_by_op(const a2a_event *ev) {
 /* The outermost ncclGroupEnd's POST: finish and count each share. */
 __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event *ev) {
   bool simulate = ev->u.group.simulate != 0;
+  t->gpred = t->ng; /* (the loop leaves ng as it is) */
   for (int i = 0; i < t->ng; i++) {
     pc_gacc *g = &t->g[i];
     int op;

@@ -152,12 +152,16 @@ static inline void note_work(ps_tls *t, void *s) {
 }
 
 /* The table's keys are distinct (one is added only when the scan finds
- * none), so the entry after the last one, when it has s, is the one the
- * scan would find: a program that rotates over its streams (nccl-tests -g
- * N, one stream per device) names them in their table order. */
+ * none), so the entry after the last one - the first one after the last
+ * entry - when it has s, is the one the scan would find: a program that
+ * rotates over its streams (nccl-tests -g N, one stream per device; MoE's
+ * compute and communication streams in turn) names them in their table
+ * order. With the table empty that is st[0], whose key PS_NO_STREAM is no
+ * stream's. */
 static void note_work_slow(ps_tls *t, void *s) {
   ps_stream *next = t->last + 1;
-  if (next < &t->st[t->nst] && next->s == s) {
+  if (next >= &t->st[t->nst]) next = &t->st[0];
+  if (next->s == s) {
     next->synced = false;
     t->last = next;
     return;

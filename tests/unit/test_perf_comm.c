@@ -1682,6 +1682,78 @@ START_TEST(grouped_p2p_fast_path_after_a_recreation_joins_the_new_comm) {
 }
 END_TEST
 
+/* Groups of one send on each of communicators A and B, in that order:
+ * from the second on, each share is predicted from the previous group's
+ * at its index (group_op_post). Ones that must not be: B destroyed and
+ * re-created at its handle between two groups (the prediction was taken
+ * at another g_table_ver: the new communicator gets the send); a group
+ * that posts on B first (its share 0 is B's, so the previous group's
+ * share 1, also B's, is no prediction for the group's next call on B: an
+ * AllReduce, which joins share 0 as a mixed operation). Each
+ * communicator's count tells which share each call joined. */
+START_TEST(grouped_share_prediction_follows_the_table_and_the_order) {
+  memo_comm_init(0, 2);
+  memo_comm_init(1, 3);
+  void *A = MEMO_H(0), *B = MEMO_H(1);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  for (int g = 0; g < 3; g++) {
+    if (g == 2) {
+      comm_end(B);
+      memo_comm_init(1, 5);
+    }
+    ev_dispatch(&gs, 0);
+    p2p_on(A, 1, 4096, S1);
+    p2p_on(B, 1, 4096, S1);
+    ev_dispatch(&ge, 0);
+  }
+  ev_dispatch(&gs, 0);
+  p2p_on(B, 1, 4096, S1);
+  a2a_event ar = coll(A2A_COLL_ALLREDUCE, 1024, NCCL_INT8, S1);
+  ar.comm = B;
+  ev_dispatch(&ar, 0);
+  ev_dispatch(&ge, 0);
+  a2a_core_fini();
+  memo_expect(2, 3, 4096);
+  memo_expect(3, 2, 4096);
+  const collected *b = summary_of(5);
+  ck_assert_uint_eq((uint64_t)details_num(b, "ops"), 2);
+  ck_assert_ptr_nonnull(strstr(b->message, "SendRecv 4 KiB+: 1 ops"));
+  ck_assert_ptr_nonnull(strstr(b->message, "Mixed"));
+}
+END_TEST
+
+/* A share whose communicator was single_c's answer (a lone call's PRE on
+ * B whose POST comes later: group_op_post answers single_c for B) is no
+ * prediction: after single_c was cleared, the next group's call on B
+ * joins the communicator lookup answers - here the one re-created at B's
+ * handle after that PRE, though the share was recorded at the version
+ * that re-creation made (the lookup of A, posted first, took it). */
+START_TEST(grouped_share_prediction_never_from_single_c) {
+  memo_comm_init(0, 2);
+  memo_comm_init(1, 3);
+  void *A = MEMO_H(0), *B = MEMO_H(1);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  a2a_event lone = coll(A2A_COLL_ALLREDUCE, 1024, NCCL_INT8, S1);
+  lone.comm = B;
+  ev_pre(&lone);
+  comm_end(B);
+  memo_comm_init(1, 5);
+  for (int g = 0; g < 2; g++) {
+    ev_dispatch(&gs, 0);
+    p2p_on(A, 1, 4096, S1);
+    p2p_on(B, 1, 4096, S1);
+    ev_dispatch(&ge, 0);
+    if (g == 0) ev_post(&lone, 0);
+  }
+  a2a_core_fini();
+  memo_expect(2, 2, 4096);
+  const collected *old = summary_of(3);
+  ck_assert_uint_eq((uint64_t)details_num(old, "ops"), 2);
+  ck_assert_ptr_nonnull(strstr(old->message, "AllReduce 1 KiB+: 1 ops"));
+  memo_expect(5, 1, 4096);
+}
+END_TEST
+
 /* Grouped sends on the default streams' handles, two per group: NULL
  * (the legacy stream; with per_thread, cudaStreamPerThread) and
  * cudaStreamLegacy (1). The two calls of each group are on two streams -
@@ -1790,6 +1862,8 @@ int main(void) {
   tcase_add_test(tc, lookup_memo_never_answers_a_recreated_comm_with_the_old);
   tcase_add_test(tc, grouped_p2p_fast_path_joins_the_right_share);
   tcase_add_test(tc, grouped_p2p_fast_path_after_a_recreation_joins_the_new_comm);
+  tcase_add_test(tc, grouped_share_prediction_follows_the_table_and_the_order);
+  tcase_add_test(tc, grouped_share_prediction_never_from_single_c);
   tcase_add_test(tc, grouped_p2p_fast_path_tells_default_streams_apart);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
