@@ -601,6 +601,10 @@ void a2a_dispatch(const a2a_event *ev);
  * itself has its entries replaced by a no-op. a2a_dispatch_inline is
  * a2a_dispatch for the shim's hot path: no call, no prologue. */
 #define A2A_MAX_HANDLERS 12
+/* A handler reads the event and never writes it (nor casts its const
+ * away): the shim's wrappers rely on that - ncclSend/ncclRecv and the
+ * collectives pass the real call its arguments as the event holds them
+ * after the PRE's dispatch (wrap_nccl.c, A2A_P2P_WRAP, A2A_COLL_WRAP). */
 typedef void (*a2a_handler)(const a2a_event *ev);
 /* The rows of the tables: one per kind, and A2A_ROW_QCOPY, A2A_EV_MEMCPY's
  * for a queued copy (a2a_copy_queued), which the hot copy wrappers
