@@ -627,6 +627,13 @@ START_TEST(grouped_records_name_their_own_thread_between_open_groups) {
     ck_assert_int_eq(memcmp(&rec[i], &want, offsetof(xr_rec, thread) + 4), 0);
     ck_assert_uint_eq(rec[i].u.op.comm, c->id_hash);
   }
+  /* A send on no communicator (NULL) that the shim saw succeed, the
+   * memo's last answer a communicator: no record (the fast path's lookup,
+   * a2a_comm_lookup_last, answers NULL for NULL). */
+  ck_assert_ptr_eq(a2a_comm_lookup(comm), c);
+  a2a_event z = p2p_ev(NULL, 1, 8, 7, 1, 1);
+  ev_dispatch(&z, 0);
+  ck_assert_int_eq(drain(rec, 16), 0);
   for (int i = 0; i < 2; i++) {
     a2a_event g = ev_make(A2A_EV_GROUP_END);
     g.thread = threads[i];
