@@ -295,7 +295,12 @@ static inline a2a_comm *a2a_comm_lookup(const void *handle) {
  * fast path that needs a known communicator and otherwise falls back to
  * its reference path, which looks the handle up: no call, no side effect. */
 static inline a2a_comm *a2a_comm_lookup_last(const void *handle) {
-  if (handle && a2a_comm_last.handle == handle &&
+  /* (No test of handle for NULL: the memo's last handle is NULL only with
+   * the answer NULL - the memo starts zeroed, and only lookups of a handle
+   * that is not NULL write its last handle (a2a_comm_lookup and
+   * a2a_comm_lookup_memo test for NULL first; a2a_comm_lookup_slow has no
+   * other caller) - so NULL's answer here is NULL, as with the test.) */
+  if (a2a_comm_last.handle == handle &&
       a2a_comm_last.ver == atomic_load_explicit(&a2a_comm_ver, memory_order_acquire))
     return a2a_comm_last.rec;
   return NULL;

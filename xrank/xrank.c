@@ -331,10 +331,20 @@ typedef struct tslot {
   /* Owner thread only. */
   int depth;                       /* ncclGroupStart nesting */
   int nstreams;
+  /* The first 8 bytes of the thread's grouped OP records: rec_head's
+   * type XR_REC_OP, device 0 and the slot's thread, which is ev->thread
+   * of every event that finds this slot. Stored by each start that
+   * raises depth (on_group_start: nothing else makes it positive; a
+   * fork's child zeroes both), so it holds that word whenever depth > 0 -
+   * the only time the grouped paths (group_op) copy it. */
+  uint64_t op_head;
   /* streams[0 .. nkeep) are pairwise distinct, nkeep >= nstreams: past
    * the open group's set they hold an earlier group's streams, in its
    * order (group_stream_add). */
   int nkeep;
+  uint32_t poll_last_seq;          /* seq of the polling episode's last
+                                      call (here, op_head's 8 bytes leave
+                                      the slot its size: 952, one multiply) */
   uint64_t streams[MAX_GROUP_STREAMS];
   uint64_t clique;                 /* current ncclCommInitAll identity */
   uint64_t init_hash;              /* id hash registered at an init's PRE */
@@ -347,7 +357,6 @@ typedef struct tslot {
   int copy_blocked;                /* ... by a copy's PRE, counted in
                                       g_copies_blocked until its POST */
   int polling;                     /* a polling episode is published */
-  uint32_t poll_last_seq;          /* seq of the episode's last call */
   /* Published under a sequence lock: written by the owner, read by the
    * background thread. Every field is atomic (relaxed), the sequence
    * orders them (C11 seqlock: odd while being written). */
@@ -978,9 +987,9 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
 
 /* A grouped operation's OP record, in the cell r claimed for it: what
  * the background thread reads of an OP (type, thread, stream, op). */
-static inline void group_op(xr_rec *r, const a2a_event *ev, a2a_kind kind, uint64_t id,
-                            int32_t rank, uint64_t sid) {
-  rec_head(r, XR_REC_OP, 0, ev->thread);
+static inline void group_op(xr_rec *r, const tslot *t, const a2a_event *ev, a2a_kind kind,
+                            uint64_t id, int32_t rank, uint64_t sid) {
+  memcpy(r, &t->op_head, sizeof t->op_head); /* (t: ev's thread's, depth > 0) */
   r->stream = sid;
   fill_op(&r->u.op, ev, kind, id, rank);
 }
@@ -1093,7 +1102,7 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
     push_tok tok;
     xr_rec *r = push_begin(&tok);
     if (r) {
-      group_op(r, ev, kind, id, c->rank, sid);
+      group_op(r, t, ev, kind, id, c->rank, sid);
       push_end(&tok);
     }
     group_stream(t, sid);
@@ -1114,7 +1123,7 @@ __attribute__((always_inline)) static inline void op_grouped(const a2a_event *ev
                                                              const a2a_comm *c, tslot *t,
                                                              push_tok tok) {
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
-  group_op(&tok.c->rec, ev, kind, c->id_hash, c->rank, sid);
+  group_op(&tok.c->rec, t, ev, kind, c->id_hash, c->rank, sid);
   push_publish(&tok); /* (g_ring_live: the thread was asked for) */
   group_stream(t, sid); /* (after the push, as op_body: its miss a tail call) */
 }
@@ -1196,8 +1205,12 @@ static void on_event_body(const a2a_event *ev);
 static void on_group_start(const a2a_event *ev) {
   tslot *t;
   if (atomic_load_explicit(&g_active, memory_order_relaxed) && ev->phase == A2A_POST &&
-      ev->result == 0 && (t = slot(ev->thread)))
+      ev->result == 0 && (t = slot(ev->thread))) {
+    xr_rec h;
+    rec_head(&h, XR_REC_OP, 0, ev->thread);
+    memcpy(&t->op_head, &h, sizeof t->op_head);
     t->depth++;
+  }
 }
 
 /* A group that failed or was only simulated launched nothing: its units

@@ -1167,6 +1167,40 @@ START_TEST(comm_memo_inline_answers_as_the_lookup) {
 }
 END_TEST
 
+/* a2a_comm_lookup_last(NULL) is NULL whatever the thread's memo holds
+ * (a fast path looks a handle up with it without testing the handle for
+ * NULL first): on a thread that looked nothing up, after lookups and way
+ * hits, after lookups of NULL, after a newer version. */
+static void *memo_null_fresh(void *arg) {
+  (void)arg;
+  return a2a_comm_lookup_last(NULL);
+}
+START_TEST(comm_memo_last_answer_for_null_is_null) {
+  void *h[A2A_COMM_MEMO_WAYS + 1];
+  for (int i = 0; i <= A2A_COMM_MEMO_WAYS; i++)
+    h[i] = init_comm((void *)(uintptr_t)(0x4800 + 0x40 * i), i % 2 ? id_b : id_a, 4, i, i);
+  pthread_t th;
+  void *got = (void *)1;
+  ck_assert_int_eq(pthread_create(&th, NULL, memo_null_fresh, NULL), 0);
+  ck_assert_int_eq(pthread_join(th, &got), 0);
+  ck_assert_ptr_null(got);
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i <= A2A_COMM_MEMO_WAYS; i++) {
+      ck_assert_ptr_nonnull(a2a_comm_lookup(h[i]));
+      ck_assert_ptr_null(a2a_comm_lookup_last(NULL));
+      (void)a2a_comm_lookup_memo(h[(i + 3) % (A2A_COMM_MEMO_WAYS + 1)]); /* a way's hit, or none */
+      ck_assert_ptr_null(a2a_comm_lookup_last(NULL));
+      ck_assert_ptr_null(a2a_comm_lookup(NULL));
+      ck_assert_ptr_null(a2a_comm_lookup_memo(NULL));
+      ck_assert_ptr_null(a2a_comm_lookup_last(NULL));
+    }
+  init_comm_elsewhere(h[1]); /* a newer version */
+  ck_assert_ptr_null(a2a_comm_lookup_last(NULL));
+  ck_assert_ptr_nonnull(a2a_comm_lookup(h[2]));
+  ck_assert_ptr_null(a2a_comm_lookup_last(NULL));
+}
+END_TEST
+
 static void alloc(uintptr_t p, size_t n, int dev) {
   a2a_event ev = ev_make(A2A_EV_ALLOC);
   ev.device = dev;
@@ -1697,6 +1731,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, comm_memo_forgets_misses_on_insertion_by_other_threads);
   tcase_add_test(tc, comm_memo_more_comms_than_ways);
   tcase_add_test(tc, comm_memo_inline_answers_as_the_lookup);
+  tcase_add_test(tc, comm_memo_last_answer_for_null_is_null);
   tcase_add_test(tc, alloc_registry_bounds);
   tcase_add_test(tc, failed_alloc_is_not_registered);
   tcase_add_test(tc, alloc_cache_follows_frees_and_reuse);

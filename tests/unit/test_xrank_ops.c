@@ -593,6 +593,55 @@ END_TEST
 /* A thread whose only communication is a grouped send and receive
  * (on_p2p's fast path) has posted: its later not-ready stream query
  * starts a polling wait the background thread sees. */
+/* A grouped OP record's first 8 bytes are its own thread's (tslot.op_head,
+ * stored per slot at the thread's group start): two threads' groups open
+ * at once, their operations interleaved, each OP names its thread - on
+ * the fast path (the memo's last answer is the communicator's) and on the
+ * reference one. */
+START_TEST(grouped_records_name_their_own_thread_between_open_groups) {
+  static unsigned char id[128] = {0x71, 1, 2, 3}, id2[128] = {0x72, 1, 2, 3};
+  void *const comm = (void *)0xd8, *const other = (void *)0xe8;
+  const a2a_comm *c, *o;
+  two_comms(comm, id, other, id2, &c, &o);
+  xr_rec rec[16];
+  drain(rec, 16);
+  static const uint32_t threads[] = {1, 2};
+  for (int i = 0; i < 2; i++) {
+    a2a_event g = ev_make(A2A_EV_GROUP_START);
+    g.thread = threads[i];
+    ev_dispatch(&g, 0);
+  }
+  for (int path = 0; path < 2; path++)
+    for (int k = 0; k < 4; k++) {
+      ck_assert_ptr_eq(a2a_comm_lookup(path ? other : comm), path ? o : c);
+      a2a_event s = p2p_ev(comm, k & 1, 8, 7, 1, threads[(k >> 1) ^ (k & 1)]);
+      ev_dispatch(&s, 0);
+    }
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 8; i++) {
+    int k = i & 3;
+    xr_rec want;
+    memset(&want, 0, sizeof want);
+    want.type = XR_REC_OP;
+    want.thread = threads[(k >> 1) ^ (k & 1)];
+    ck_assert_int_eq(memcmp(&rec[i], &want, offsetof(xr_rec, thread) + 4), 0);
+    ck_assert_uint_eq(rec[i].u.op.comm, c->id_hash);
+  }
+  /* A send on no communicator (NULL) that the shim saw succeed, the
+   * memo's last answer a communicator: no record (the fast path's lookup,
+   * a2a_comm_lookup_last, answers NULL for NULL). */
+  ck_assert_ptr_eq(a2a_comm_lookup(comm), c);
+  a2a_event z = p2p_ev(NULL, 1, 8, 7, 1, 1);
+  ev_dispatch(&z, 0);
+  ck_assert_int_eq(drain(rec, 16), 0);
+  for (int i = 0; i < 2; i++) {
+    a2a_event g = ev_make(A2A_EV_GROUP_END);
+    g.thread = threads[i];
+    ev_dispatch(&g, 0);
+  }
+}
+END_TEST
+
 START_TEST(grouped_operations_make_the_thread_a_poster) {
   static unsigned char id[128] = {0x6f, 1, 2, 3};
   void *const comm = (void *)0xd5;
@@ -1289,6 +1338,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, units_on_several_streams_join_their_runs);
   tcase_add_test(tc, group_stream_set_alternating_streams);
   tcase_add_test(tc, group_stream_set_follows_the_previous_group);
+  tcase_add_test(tc, grouped_records_name_their_own_thread_between_open_groups);
   tcase_add_test(tc, grouped_operations_make_the_thread_a_poster);
   tcase_add_test(tc, nested_group_ends_close_nothing);
   tcase_add_test(tc, nested_group_rows_give_the_same_records);
