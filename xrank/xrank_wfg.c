@@ -28,8 +28,9 @@ typedef struct mem {
   uint32_t proc, ci;
 } mem;
 
-/* The indexes that make one evaluation linear in the reports' size (it
- * runs on every coordinator tick, with up to 2,048 units per process):
+/* The indexes that make one evaluation linear in the reports' size for
+ * well-formed reports (build_index; it runs on every coordinator tick,
+ * and the shim reports up to 2,048 units per process):
  *  - per membership (mems[i]): its process's units on that comm and rank,
  *    in posting order (mu[moff[i] .. moff[i+1]));
  *  - per (membership, peer): the units of that slice that list the peer,
@@ -39,8 +40,8 @@ typedef struct mem {
  * so that resolve() finds what a scan of every unit of the process would
  * find, in the same order. A slice whose ranges are nondecreasing (lo and
  * hi: every report the shim builds, as operations are numbered in posting
- * order) is searched by bisection; any other (a malformed or hostile
- * report) is scanned, with the same answer. */
+ * order) is searched by bisection; any other is scanned, with the same
+ * answer. */
 typedef struct pent {
   uint32_t u;              /* global unit index */
   const xr_peerent *e;     /* the unit's first entry for the peer */
@@ -79,6 +80,7 @@ typedef struct graph {
   size_t *toff;           /* first global thread index per process (n+1) */
   uint32_t *wcnt;         /* per thread: the units it waits on not complete */
   uint8_t *tany;          /* per thread: its stream holds a launched unit */
+  bool scan;              /* no indexes: counterparts looked up by scanning (see build_index) */
   bool *start, *comp, *live;
   bool *suspect;          /* its comm has a known argument mismatch */
   uint64_t *scomm;        /* the comm whose mismatch made it suspect */
@@ -197,8 +199,30 @@ static void index_peers(graph *g, uint32_t mi, int fill) {
   }
 }
 
+/* The indexes are linear in the reports for well-formed ones: per
+ * process, the communicators' and units' peer slices disjoint (their
+ * lengths sum to at most the peer array's: the shim appends each slice
+ * once) and no membership listed twice (a unit then is in one list at
+ * most). Any other report (the decoder checks only that each slice is in
+ * bounds: a hostile one may point every unit at the whole array) gets no
+ * indexes - every lookup scans (g->scan), with the same answers, costing
+ * what it did before the indexes (time in the slices' lengths, memory
+ * linear) - and so does a caller that asks for it (xr_wfg_opts.scan). */
+static bool well_formed(const graph *g) {
+  for (size_t p = 0; p < g->n; p++) {
+    const xr_procstate *P = &g->ps[p];
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < P->ncomms; i++) sum += P->comms[i].npeers;
+    for (uint32_t j = 0; j < P->nunits; j++) sum += P->units[j].npeers;
+    if (sum > P->npeers) return false;
+  }
+  return true;
+}
+
 static int build_index(graph *g) {
   size_t nm = g->nmems, kmax = 16;
+  g->scan = (g->opts && g->opts->scan) || !well_formed(g);
+  if (g->scan) return 0;
   g->moff = calloc(nm + 2, sizeof *g->moff);
   g->mmono = calloc(nm + 1, 1);
   size_t *fillp = calloc(nm + 1, sizeof *fillp);
@@ -221,6 +245,11 @@ static int build_index(graph *g) {
         g->moff[e + 1] += g->moff[e];
         fillp[e] = g->moff[e];
       }
+      if (g->moff[nm] > g->nu) { /* a membership listed twice */
+        free(fillp);
+        g->scan = true;
+        return 0;
+      }
       g->mu = malloc((g->moff[nm] + 1) * sizeof *g->mu);
       if (!g->mu) { free(fillp); return -1; }
     }
@@ -236,6 +265,10 @@ static int build_index(graph *g) {
     kmax += P->comms[g->mems[e].ci].npeers;
     for (size_t i = g->moff[e]; i < g->moff[e + 1]; i++) kmax += unit_at(g, g->mu[i])->npeers;
   }
+  if (kmax > UINT32_MAX / 4) { /* the slots' 32-bit offsets: scan (never in practice) */
+    g->scan = true;
+    return 0;
+  }
   g->pkcap = 64;
   while (g->pkcap < 2 * kmax) g->pkcap *= 2;
   g->pk = calloc(g->pkcap, sizeof *g->pk);
@@ -249,7 +282,7 @@ static int build_index(graph *g) {
       if (!k->ce) k->ce = &P->peers[c->peer_off + x];
     }
   }
-  size_t total = 0;
+  size_t total = 0; /* <= kmax */
   for (size_t i = 0; i < g->pkcap; i++) {
     g->pk[i].off = (uint32_t)total;
     total += g->pk[i].n;
@@ -339,6 +372,45 @@ static void slice_range(const graph *g, char what, const uint32_t *mu, const pen
 }
 
 /* What rank q (process Q) owes to unit u for op `what` #[lo, hi). */
+/* The first entry for peer in a slice of p's peer array, or NULL. */
+static const xr_peerent *peer_of(const xr_procstate *p, uint32_t off, uint32_t np,
+                                 int32_t peer) {
+  for (uint32_t i = 0; i < np; i++)
+    if (p->peers[off + i].peer == peer) return &p->peers[off + i];
+  return NULL;
+}
+
+/* A requirement on Q's unit u (global index): to start, or never (Q is
+ * gone). */
+static int add_hit(graph *g, const req *base, const xr_procstate *Q, size_t u) {
+  req r = *base;
+  r.type = Q->alive ? R_UNIT : R_EXITED;
+  if (Q->alive) r.target = (int32_t)u;
+  return add_req(g, r);
+}
+
+/* resolve's hits without indexes (g->scan): every unit of m's process on
+ * m's comm and rank, in posting order, judged by its first entry for me. */
+static int resolve_scan(graph *g, const mem *m, int32_t me, char what, uint32_t lo, uint32_t hi,
+                        const req *base) {
+  const xr_procstate *Q = &g->ps[m->proc];
+  for (uint32_t j = 0; j < Q->nunits; j++) {
+    const xr_unitstate *v = &Q->units[j];
+    if (v->comm != m->comm || v->rank != m->rank) continue;
+    bool hit = false;
+    if (what == 'c') {
+      hit = v->coll_lo < hi && lo < v->coll_hi;
+    } else {
+      const xr_peerent *e = peer_of(Q, v->peer_off, v->npeers, me);
+      if (e) hit = what == 's' ? (e->send_lo < hi && lo < e->send_hi)
+                               : (e->recv_lo < hi && lo < e->recv_hi);
+    }
+    if (hit && add_hit(g, base, Q, g->uoff[m->proc] + j) != 0) return -1;
+  }
+  return 0;
+}
+
+/* What rank q (process Q) owes to unit u for op `what` #[lo, hi). */
 static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
                    uint32_t lo, uint32_t hi) {
   const mem *m = find_mem(g, comm, q);
@@ -347,7 +419,7 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
   const xr_procstate *Q = &g->ps[m->proc];
   const xr_commstate *qc = &Q->comms[m->ci];
   const pkey *k = NULL;
-  if (what != 'c') {
+  if (what != 'c' && !g->scan) {
     k = &g->pk[pk_find(g, mi, me)];
     if (!k->mi) k = NULL;
   }
@@ -355,43 +427,44 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
   if (what == 'c') {
     posted = qc->coll_posted;
   } else {
-    const xr_peerent *e = k ? k->ce : NULL;
+    const xr_peerent *e = g->scan ? peer_of(Q, qc->peer_off, qc->npeers, me) : k ? k->ce : NULL;
     posted = e ? (what == 's' ? e->send_hi : e->recv_hi) : 0;
   }
   req base = {.what = what, .qrank = q, .index = lo, .posted = posted,
               .target = (int32_t)m->proc};
-  /* Q's incomplete units holding any of the awaited indexes (a process
-   * that is gone never completes them), in posting order: the
-   * membership's slice ('c') or its slice for peer me. In a nondecreasing
-   * slice the hits are the entries from the first that ends after lo up
-   * to the first that begins at or after hi. */
-  size_t n = what == 'c' ? g->moff[mi + 1] - g->moff[mi] : k ? k->n : 0;
-  bool mono = what == 'c' ? g->mmono[mi] : k && (what == 's' ? k->mono_s : k->mono_r);
-  const uint32_t *mu = g->mu + g->moff[mi];
-  const pent *pe = k ? g->pents + k->off : NULL;
-  size_t i = 0;
-  if (mono) {
-    size_t l = 0, h = n;
-    while (l < h) {
-      size_t mid = l + (h - l) / 2;
+  if (g->scan) {
+    if (resolve_scan(g, m, me, what, lo, hi, &base) != 0) return -1;
+  } else {
+    /* Q's incomplete units holding any of the awaited indexes (a process
+     * that is gone never completes them), in posting order: the
+     * membership's slice ('c') or its slice for peer me. In a
+     * nondecreasing slice the hits are the entries from the first that
+     * ends after lo up to the first that begins at or after hi. */
+    size_t n = what == 'c' ? g->moff[mi + 1] - g->moff[mi] : k ? k->n : 0;
+    bool mono = what == 'c' ? g->mmono[mi] : k && (what == 's' ? k->mono_s : k->mono_r);
+    const uint32_t *mu = g->mu + g->moff[mi];
+    const pent *pe = k ? g->pents + k->off : NULL;
+    size_t i = 0;
+    if (mono) {
+      size_t l = 0, h = n;
+      while (l < h) {
+        size_t mid = l + (h - l) / 2;
+        uint32_t a, b;
+        slice_range(g, what, mu, pe, mid, &a, &b);
+        if (b <= lo) l = mid + 1;
+        else h = mid;
+      }
+      i = l;
+    }
+    for (; i < n; i++) {
       uint32_t a, b;
-      slice_range(g, what, mu, pe, mid, &a, &b);
-      if (b <= lo) l = mid + 1;
-      else h = mid;
+      slice_range(g, what, mu, pe, i, &a, &b);
+      if (!(a < hi && lo < b)) {
+        if (mono && a >= hi) break;
+        continue;
+      }
+      if (add_hit(g, &base, Q, what == 'c' ? mu[i] : pe[i].u) != 0) return -1;
     }
-    i = l;
-  }
-  for (; i < n; i++) {
-    uint32_t a, b;
-    slice_range(g, what, mu, pe, i, &a, &b);
-    if (!(a < hi && lo < b)) {
-      if (mono && a >= hi) break;
-      continue;
-    }
-    req r = base;
-    r.type = Q->alive ? R_UNIT : R_EXITED;
-    if (Q->alive) r.target = (int32_t)(what == 'c' ? mu[i] : pe[i].u);
-    if (add_req(g, r) != 0) return -1;
   }
   if (posted < hi) {
     base.type = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
@@ -587,7 +660,7 @@ typedef struct wl {
   uint32_t *need;
   size_t *dsoff, *dloff;  /* per unit / per process: the units whose reqs wait for it */
   uint32_t *ds, *dl;
-  uint32_t *stack;        /* pushed: (unit << 2 | 0 started, | 1 complete), (process << 2 | 2) */
+  uint64_t *stack;        /* pushed: (unit << 2 | 0 started, | 1 complete), (process << 2 | 2) */
   size_t top;
   const uint32_t *splitp; /* processes with a thread inside a split */
   size_t nsplitp;
@@ -599,7 +672,7 @@ static void try_start(wl *w, size_t u) {
   bool open = g->ps[p].units[u - g->uoff[p]].flags & XR_UNIT_OPEN;
   if (!g->start[u] && (g->pred[u] < 0 || g->comp[g->pred[u]]) && (!open || g->live[p])) {
     g->start[u] = true;
-    w->stack[w->top++] = (uint32_t)u << 2;
+    w->stack[w->top++] = (uint64_t)u << 2;
   }
 }
 
@@ -607,7 +680,7 @@ static void try_comp(wl *w, size_t u) {
   graph *g = w->g;
   if (!g->comp[u] && g->start[u] && !g->suspect[u] && w->need[u] == 0) {
     g->comp[u] = true;
-    w->stack[w->top++] = (uint32_t)u << 2 | 1;
+    w->stack[w->top++] = (uint64_t)u << 2 | 1;
   }
 }
 
@@ -617,7 +690,7 @@ static void try_live(wl *w, size_t p) {
   for (uint32_t t = 0; t < g->ps[p].nthreads; t++)
     if (!thread_ok(g, p, &g->ps[p].threads[t])) return;
   g->live[p] = true;
-  w->stack[w->top++] = (uint32_t)p << 2 | 2;
+  w->stack[w->top++] = (uint64_t)p << 2 | 2;
 }
 
 static int fixpoint(graph *g) {
@@ -660,7 +733,7 @@ static int fixpoint(graph *g) {
   for (size_t p = 0; p < n; p++) try_live(&w, p);
   for (size_t u = 0; u < nu; u++) try_start(&w, u);
   while (w.top) {
-    uint32_t x = w.stack[--w.top];
+    uint64_t x = w.stack[--w.top];
     size_t i = x >> 2;
     switch (x & 3) {
     case 0: /* unit i started: it and the units whose reqs waited for that */

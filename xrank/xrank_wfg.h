@@ -49,6 +49,10 @@ typedef struct xr_wfg_opts {
   /* 1: also explain blocked threads that can still return (the group.hang
    * dump: what each waits for and which rank it awaits). */
   int explain_all;
+  /* 1: look counterparts up by scanning every unit of the awaited
+   * process, as for a malformed report, instead of the indexes (the same
+   * answers: tests compare both ways). */
+  int scan;
 } xr_wfg_opts;
 
 typedef struct xr_wfg_result {

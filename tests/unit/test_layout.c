@@ -1268,8 +1268,6 @@ START_TEST(replayed_group_follows_the_enabled_checks) {
 }
 END_TEST
 
-/* The same handle, a new communicator (NCCL reused the address) on another
- * device: the remembered group's buffers are now on the wrong device. */
 /* The checks enabled after the group's operations replayed, before its
  * ncclGroupEnd: the operations matched (their epoch read before), the
  * group is judged with the new checks (group_replayed compares them). */
@@ -1289,6 +1287,8 @@ START_TEST(replayed_group_follows_checks_enabled_before_its_end) {
 }
 END_TEST
 
+/* The same handle, a new communicator (NCCL reused the address) on another
+ * device: the remembered group's buffers are now on the wrong device. */
 START_TEST(replayed_group_follows_the_communicator) {
   for (int i = 0; i < 3; i++) sendrecv_group(SEG0, SEG0 + 4096, 2);
   static unsigned char id_b[128] = {3};

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "xrank_wfg.h"
 
@@ -494,6 +495,129 @@ START_TEST(long_chain_deadlock_at_its_end) {
 }
 END_TEST
 
+/* A small LCG for the random states below (deterministic per seed). */
+static unsigned rnd(uint64_t *s, unsigned m) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return (unsigned)((*s >> 33) % m);
+}
+
+/* A random well-formed state of up to 4 processes on comms 1 and 2 (each
+ * slice appended once, as the shim builds reports): units with
+ * collectives and per-peer ranges mostly in posting order (so the indexes
+ * bisect), sometimes not, some entries for a peer twice, open and
+ * maybe-done units, blocked threads of every kind, dead processes. */
+static size_t random_state(uint64_t *s, pb *b) {
+  size_t n = 1 + rnd(s, 4);
+  int nr = 2 + (int)rnd(s, 3);
+  for (size_t p = 0; p < n; p++) {
+    pb_init(&b[p], 200 + (int)p);
+    b[p].st.alive = rnd(s, 8) != 0;
+    uint32_t ncm = 1 + rnd(s, 2);
+    for (uint32_t i = 0; i < ncm; i++) {
+      xr_commstate *c = pb_comm(&b[p], 1 + i, (int)((p + i) % (unsigned)nr), nr, rnd(s, 6));
+      for (int q = 0; q < nr && b[p].st.npeers < 8; q++)
+        if (rnd(s, 3)) pb_comm_peer(&b[p], c, q, rnd(s, 6), rnd(s, 6));
+    }
+    uint32_t next[4] = {0};
+    for (uint32_t j = 0; j < 8 && rnd(s, 6); j++) {
+      uint64_t comm = 1 + rnd(s, ncm);
+      xr_unitstate *u;
+      if (rnd(s, 2)) {
+        u = pb_coll(&b[p], comm, 1 + rnd(s, 2), rnd(s, 5) ? next[0] : rnd(s, 6));
+        next[0] = u->coll_hi;
+      } else {
+        u = pb_group(&b[p], comm, 1 + rnd(s, 2), j);
+        for (uint32_t e = 0, ne = 1 + rnd(s, 3); e < ne && b[p].st.npeers < 32; e++) {
+          int q = (int)rnd(s, (unsigned)nr);
+          uint32_t lo = rnd(s, 5) ? next[q] : rnd(s, 6), w = rnd(s, 3);
+          pb_unit_peer(&b[p], u, q, lo, lo + w, lo, lo + (w ? w : rnd(s, 2)));
+          next[q] = lo + 2;
+        }
+      }
+      u->flags = rnd(s, 5) ? 0 : 1 + rnd(s, 2);
+    }
+    static const uint32_t waits[] = {XR_WAIT_STREAM, XR_WAIT_DEVICE, XR_WAIT_SPLIT, XR_WAIT_INIT};
+    for (uint32_t t = rnd(s, 3); t > 0; t--) {
+      pb_block(&b[p], 1 + rnd(s, 3), rnd(s, 4) ? 3000 : 10);
+      xr_threadstate *T = &b[p].threads[b[p].st.nthreads - 1];
+      T->wait = waits[rnd(s, 4)];
+      T->comm = 1 + rnd(s, 2);
+      T->rank = (int32_t)rnd(s, (unsigned)nr);
+      T->index = rnd(s, 2);
+    }
+  }
+  return n;
+}
+
+/* The indexes answer as the scan every lookup made before them (and still
+ * makes for a malformed report): the same verdict, result, involved set
+ * and story for random states - in-order slices bisected, the others
+ * scanned, duplicate entries judged by the first. */
+START_TEST(indexed_lookups_answer_as_the_scan) {
+  static char story2[8192];
+  uint64_t s = 12345;
+  int dead = 0;
+  for (int it = 0; it < 20000; it++) {
+    pb b[4];
+    xr_procstate ps[4];
+    size_t n = random_state(&s, b);
+    for (size_t p = 0; p < n; p++) ps[p] = b[p].st;
+    xr_wfg_opts o = {.min_blocked_ms = 100, .focus = -1, .explain_all = rnd(&s, 4) == 0};
+    xr_wfg_result r1, r2;
+    uint8_t i1[4] = {0}, i2[4] = {0};
+    int a = xr_wfg_analyze(ps, n, &o, &r1, i1, story, sizeof story);
+    o.scan = 1;
+    int c = xr_wfg_analyze(ps, n, &o, &r2, i2, story2, sizeof story2);
+    ck_assert_int_eq(a, c);
+    ck_assert_int_eq(memcmp(&r1, &r2, sizeof r1), 0);
+    ck_assert_int_eq(memcmp(i1, i2, sizeof i1), 0);
+    ck_assert_str_eq(story, story2);
+    dead += a;
+  }
+  ck_assert_int_gt(dead, 1000); /* the states do deadlock, often */
+}
+END_TEST
+
+/* A report whose unit slices overlap (every unit pointing at the whole
+ * peer array: the decoder checks only that each slice is in bounds) gets
+ * no indexes - they would take memory in the sum of the slices' lengths
+ * (here ~4 GiB), and a failed allocation would lose the analysis - and is
+ * scanned: the deadlock of two other processes is still found, within an
+ * address-space limit well under the indexes' size (not under ASan,
+ * whose shadow memory needs more address space than any such limit). */
+START_TEST(overlapping_slices_are_scanned) {
+#if !defined(__SANITIZE_ADDRESS__)
+  struct rlimit lim = {.rlim_cur = (rlim_t)1 << 30, .rlim_max = (rlim_t)1 << 30};
+  ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0); /* the test's own forked process */
+#endif
+  enum { U = 4000, E = 16000 };
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 310 + r);
+    pb_comm(&b[r], 0xA, r, 2, 1);
+    pb_comm(&b[r], 0xB, r, 2, 1);
+    pb_coll(&b[r], r == 0 ? 0xA : 0xB, 1, 0);
+    pb_coll(&b[r], r == 0 ? 0xB : 0xA, 1, 0);
+    pb_block(&b[r], 1, 2000);
+  }
+  xr_commstate hc = {.comm = 0x71, .rank = 0, .nranks = 2};
+  xr_unitstate *hu = calloc(U, sizeof *hu);
+  xr_peerent *hp = calloc(E, sizeof *hp);
+  ck_assert(hu && hp);
+  for (int j = 0; j < U; j++)
+    hu[j] = (xr_unitstate){.comm = 0x71, .stream = 5, .npeers = E, .kind = XR_OP_SEND, .coll = -1};
+  xr_procstate ps[3] = {b[0].st, b[1].st,
+                        {.alive = 1, .pid = 312, .grank = 2, .ncomms = 1, .nunits = U, .npeers = E,
+                         .comms = &hc, .units = hu, .peers = hp}};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = -1};
+  xr_wfg_result res;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 3, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_int_eq(res.dead_threads, 2);
+  free(hu);
+  free(hp);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_wfg");
   TCase *t = tcase_create("wfg");
@@ -516,6 +640,8 @@ static Suite *suite(void) {
   tcase_add_test(t, hostile_slices_answer_as_a_scan);
   tcase_add_test(t, story_without_a_long_wait_only_on_request);
   tcase_add_test(t, long_chain_deadlock_at_its_end);
+  tcase_add_test(t, indexed_lookups_answer_as_the_scan);
+  tcase_add_test(t, overlapping_slices_are_scanned);
   suite_add_tcase(s, t);
   return s;
 }
