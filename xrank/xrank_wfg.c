@@ -204,10 +204,13 @@ static void index_peers(graph *g, uint32_t mi, int fill) {
  * lengths sum to at most the peer array's: the shim appends each slice
  * once) and no membership listed twice (a unit then is in one list at
  * most). Any other report (the decoder checks only that each slice is in
- * bounds: a hostile one may point every unit at the whole array) gets no
- * indexes - every lookup scans (g->scan), with the same answers, costing
- * what it did before the indexes (time in the slices' lengths, memory
- * linear) - and so does a caller that asks for it (xr_wfg_opts.scan). */
+ * bounds: a hostile one may point every unit at the whole array, or list
+ * a membership many times) gets no indexes - every lookup scans
+ * (g->scan), with the same answers, costing what it did before the
+ * indexes (time in the slices' lengths, memory linear) - and so does a
+ * caller that asks for it (xr_wfg_opts.scan). build_index bounds what it
+ * builds by what was received: the lists by the units, the keys and
+ * entries by the peer entries. */
 static bool well_formed(const graph *g) {
   for (size_t p = 0; p < g->n; p++) {
     const xr_procstate *P = &g->ps[p];
@@ -245,7 +248,7 @@ static int build_index(graph *g) {
         g->moff[e + 1] += g->moff[e];
         fillp[e] = g->moff[e];
       }
-      if (g->moff[nm] > g->nu) { /* a membership listed twice */
+      if (g->moff[nm] > g->nu) { /* units in several lists: a membership listed twice */
         free(fillp);
         g->scan = true;
         return 0;
@@ -265,7 +268,13 @@ static int build_index(graph *g) {
     kmax += P->comms[g->mems[e].ci].npeers;
     for (size_t i = g->moff[e]; i < g->moff[e + 1]; i++) kmax += unit_at(g, g->mu[i])->npeers;
   }
-  if (kmax > UINT32_MAX / 4) { /* the slots' 32-bit offsets: scan (never in practice) */
+  /* Without two memberships of one process on one comm and rank holding
+   * units, the keys number at most the peer entries received: a report
+   * over that bound (one unit in many lists) is scanned, as is one
+   * beyond the slots' 32-bit offsets (never in practice). */
+  size_t peers = 16;
+  for (size_t p = 0; p < g->n; p++) peers += g->ps[p].npeers;
+  if (kmax > peers || kmax > UINT32_MAX / 4) {
     g->scan = true;
     return 0;
   }

@@ -579,8 +579,8 @@ START_TEST(indexed_lookups_answer_as_the_scan) {
 END_TEST
 
 /* A report whose unit slices overlap (every unit pointing at the whole
- * peer array: the decoder checks only that each slice is in bounds) gets
- * no indexes - they would take memory in the sum of the slices' lengths
+ * peer array: the decoder checks only that each slice is in bounds), or
+ * that lists a membership many times, gets no indexes - they would take memory in the sum of the slices' lengths
  * (here ~4 GiB), and a failed allocation would lose the analysis - and is
  * scanned: the deadlock of two other processes is still found, within an
  * address-space limit well under the indexes' size (not under ASan,
@@ -613,6 +613,37 @@ START_TEST(overlapping_slices_are_scanned) {
   xr_wfg_result res;
   ck_assert_int_eq(xr_wfg_analyze(ps, 3, &o, &res, inv, story, sizeof story), 1);
   ck_assert_int_eq(res.dead_threads, 2);
+  /* Disjoint slices, but one membership listed 2,000 times and one unit
+   * holding the whole peer array: the unit would be in 2,000 lists (its
+   * entries 32 M keys). */
+  enum { M = 2000 };
+  xr_commstate *mc = calloc(M, sizeof *mc);
+  ck_assert_ptr_nonnull(mc);
+  for (int i = 0; i < M; i++) mc[i] = (xr_commstate){.comm = 0x72, .rank = 0, .nranks = 2};
+  for (int j = 0; j < U; j++)
+    hu[j] = (xr_unitstate){.comm = j ? 0x73 : 0x72, .stream = 5, .npeers = j ? 0 : E,
+                           .kind = XR_OP_SEND, .coll = -1};
+  ps[2].comms = mc;
+  ps[2].ncomms = M;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 3, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_int_eq(res.dead_threads, 2);
+  /* 20,000 memberships of one comm and rank and 20,000 units on it:
+   * every unit in every list would be 400 M entries (1.6 GB). */
+  enum { L = 20000 };
+  xr_commstate *lc = calloc(L, sizeof *lc);
+  xr_unitstate *lu = calloc(L, sizeof *lu);
+  ck_assert(lc && lu);
+  for (int i = 0; i < L; i++) {
+    lc[i] = (xr_commstate){.comm = 0x74, .rank = 0, .nranks = 2};
+    lu[i] = (xr_unitstate){.comm = 0x74, .stream = 5, .kind = XR_OP_SEND, .coll = -1};
+  }
+  ps[2] = (xr_procstate){.alive = 1, .pid = 312, .grank = 2, .ncomms = L, .nunits = L,
+                         .comms = lc, .units = lu};
+  ck_assert_int_eq(xr_wfg_analyze(ps, 3, &o, &res, inv, story, sizeof story), 1);
+  ck_assert_int_eq(res.dead_threads, 2);
+  free(lc);
+  free(lu);
+  free(mc);
   free(hu);
   free(hp);
 }
