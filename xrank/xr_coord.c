@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -156,6 +157,7 @@ static struct {
   int nc;
   xr_matcher *m;
   uint64_t last_eval;
+  uint64_t eval_every;       /* xr_confirm_eval_interval of the last (0: due) */
   xr_confirm confirm;        /* the deadlock/hang policy's state */
   int confirm_init;
   pconn pre[XR_PREAUTH_MAX];
@@ -808,9 +810,18 @@ void xr_coord_tick(uint64_t now) {
       send_to(i, XR_MSG_PING, &pg, sizeof pg);
     }
   }
-  if (now - K.last_eval >= 250000000ull) {
+  if (now - K.last_eval >= K.eval_every) {
+    /* The cadence from the evaluation's CPU time (this thread's: a
+     * preempted evaluation is not a costly one). */
     K.last_eval = now;
+    struct timespec c0, c1;
+    int timed = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0) == 0;
     evaluate(now);
+    uint64_t cost = 0;
+    if (timed && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
+      cost = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000000ull + (uint64_t)c1.tv_nsec -
+             (uint64_t)c0.tv_nsec;
+    K.eval_every = K.confirm_init ? xr_confirm_eval_interval(&K.confirm, cost) : XR_CONFIRM_PERIOD_NS;
   }
   for (int i = 0; i < K.nc; i++) conn_write(i);
 }

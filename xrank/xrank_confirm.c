@@ -20,6 +20,14 @@ void xr_confirm_init(xr_confirm *c, const xr_confirm_opts *o) {
   if (!(c->opts.stall_s > 0)) c->opts.stall_s = 0;
 }
 
+uint64_t xr_confirm_eval_interval(const xr_confirm *c, uint64_t last_cost_ns) {
+  double cap = c->opts.confirm_s * 0.4e9;
+  uint64_t want = last_cost_ns > UINT64_MAX / XR_CONFIRM_DUTY ? UINT64_MAX
+                                                              : last_cost_ns * XR_CONFIRM_DUTY;
+  if ((double)want > cap) want = (uint64_t)cap;
+  return want > XR_CONFIRM_PERIOD_NS ? want : XR_CONFIRM_PERIOD_NS;
+}
+
 void xr_confirm_free(xr_confirm *c) {
   free(c->cand_vers);
   c->cand_vers = NULL;

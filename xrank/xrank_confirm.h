@@ -100,6 +100,22 @@ enum {
 int xr_confirm_step(xr_confirm *c, uint64_t now_ns, const xr_procstate *ps,
                     const uint32_t *ids, size_t n, const xr_confirm_io *io);
 
+/* The coordinator's evaluation cadence: how long after the start of one
+ * evaluation (xr_confirm_step) the next is due, given the CPU time the last
+ * one took. XR_CONFIRM_PERIOD_NS while evaluations cost under
+ * 1/XR_CONFIRM_DUTY of it (every job up to a few thousand operations in
+ * flight); a costlier one - once a thread has waited the threshold, every
+ * evaluation builds the wait-for graph, ~9,000 instructions per unit in
+ * flight: 50 ms of a core for 8 ranks with 2,048 each - spaces the next so
+ * evaluations take at most 1/XR_CONFIRM_DUTY of a core, up to 0.4 x
+ * confirm_s apart (2 s by default), so a deadlock is still confirmed within
+ * confirm_s of its threads passing the threshold (0.2 x confirm_s): one
+ * evaluation sees the candidate, the next, the stability window of 0.3 x
+ * confirm_s later or more, confirms it. Pure. */
+#define XR_CONFIRM_PERIOD_NS 250000000ull
+#define XR_CONFIRM_DUTY 20u
+uint64_t xr_confirm_eval_interval(const xr_confirm *c, uint64_t last_cost_ns);
+
 #ifdef __cplusplus
 }
 #endif

@@ -288,6 +288,50 @@ START_TEST(stall_warns_early_then_hang_fails) {
 }
 END_TEST
 
+/* The cadence: every 250 ms while an evaluation costs under 1/20 of it;
+ * 20 times a costlier one's CPU time, capped at 0.4 x confirm_s (2 s here,
+ * 0.4 s with a 1 s confirm). */
+START_TEST(cadence_bounds_the_coordinator_share) {
+  const uint64_t ms = 1000000ull;
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 0), 250 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 12 * ms), 250 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 50 * ms), 1000 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 99 * ms), 1980 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 100 * ms), 2000 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 5 * S), 2000 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, UINT64_MAX), 2000 * ms);
+  xr_confirm_free(&c);
+  xr_confirm_opts o = {.confirm_s = 1.0, .hang_timeout_s = 300.0};
+  xr_confirm_init(&c, &o);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 15 * ms), 300 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 1 * S), 400 * ms);
+  xr_confirm_opts tiny = {.confirm_s = 0.1, .hang_timeout_s = 300.0};
+  xr_confirm_free(&c);
+  xr_confirm_init(&c, &tiny);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 1 * S), 250 * ms); /* never below the period */
+}
+END_TEST
+
+/* At the cadence's longest spacing a deadlock is still confirmed within
+ * confirm_s of its threads passing the threshold: evaluations 2 s apart
+ * (fresh reports between them), from the first one that can see it. */
+START_TEST(deadlock_confirmed_at_the_slowest_cadence) {
+  opposite_order(1000); /* just past the threshold (0.2 x 5 s) */
+  uint64_t every = xr_confirm_eval_interval(&c, 10 * S);
+  uint64_t t = 20 * S + every - 1; /* the first evaluation, just short of a full interval late */
+  int r = step(t, 2), n = 1;
+  ck_assert_int_eq(r, XR_CONFIRM_CANDIDATE);
+  for (uint32_t v = 2; r == XR_CONFIRM_CANDIDATE && n < 10; v++, n++) {
+    b[0].st.version = b[1].st.version = v;
+    t += every;
+    r = step(t, 2);
+  }
+  ck_assert_int_eq(r, XR_CONFIRM_DEADLOCK);
+  ck_assert_int_eq(n, 2);
+  ck_assert_uint_le(t - 20 * S, 4 * S); /* + the 1 s threshold: within confirm_s */
+}
+END_TEST
+
 static Suite *confirm_suite(void) {
   Suite *s = suite_create("xrank_confirm");
   TCase *tc = tcase_create("policy");
@@ -301,6 +345,8 @@ static Suite *confirm_suite(void) {
   tcase_add_test(tc, progress_keeps_the_hang_away);
   tcase_add_test(tc, stall_warns_early_then_hang_fails);
   tcase_add_test(tc, dead_processes_get_no_verdict);
+  tcase_add_test(tc, cadence_bounds_the_coordinator_share);
+  tcase_add_test(tc, deadlock_confirmed_at_the_slowest_cadence);
   suite_add_tcase(s, tc);
   return s;
 }
