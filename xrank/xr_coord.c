@@ -2,12 +2,15 @@
  * ncclUniqueId (or bound A2ACHECK_COORDINATOR): a TCP listener, one
  * connection per client process, the matcher (xrank_match.c) fed with every
  * client's registrations and operations, and the wait-for graph
- * (xrank_wfg.c) over the clients' progress reports, evaluated every 250 ms.
+ * (xrank_wfg.c) over the clients' progress reports, evaluated every 250 ms
+ * (further apart when an evaluation costs more than 1/20 of that:
+ * xr_confirm_eval_interval).
  *
  * Deadlock confirmation and the hang timeout are a pure policy
  * (xrank_confirm.c, unit-tested with a synthetic clock); this file only
  * gathers the states and delivers the verdicts it emits. With reports every
- * 300 ms a deadlock is reported within A2ACHECK_HANG_CONFIRM of forming.
+ * 300 ms a deadlock is reported within A2ACHECK_HANG_CONFIRM (>= 2.5 s) of
+ * forming.
  *
  * The listener is reachable by anyone who can reach its address (it is the
  * interface NCCL's bootstrap uses), and the coordinator lives inside a
@@ -821,7 +824,7 @@ void xr_coord_tick(uint64_t now) {
     if (timed && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
       cost = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000000ull + (uint64_t)c1.tv_nsec -
              (uint64_t)c0.tv_nsec;
-    K.eval_every = K.confirm_init ? xr_confirm_eval_interval(&K.confirm, cost) : XR_CONFIRM_PERIOD_NS;
+    K.eval_every = xr_confirm_eval_interval(&K.confirm, cost); /* evaluate() set K.confirm up */
   }
   for (int i = 0; i < K.nc; i++) conn_write(i);
 }

@@ -21,11 +21,15 @@ void xr_confirm_init(xr_confirm *c, const xr_confirm_opts *o) {
 }
 
 uint64_t xr_confirm_eval_interval(const xr_confirm *c, uint64_t last_cost_ns) {
-  double cap = c->opts.confirm_s * 0.4e9;
-  uint64_t want = last_cost_ns > UINT64_MAX / XR_CONFIRM_DUTY ? UINT64_MAX
-                                                              : last_cost_ns * XR_CONFIRM_DUTY;
-  if ((double)want > cap) want = (uint64_t)cap;
-  return want > XR_CONFIRM_PERIOD_NS ? want : XR_CONFIRM_PERIOD_NS;
+  const xr_confirm_opts *o = &c->opts;
+  double hi = o->confirm_s * 0.3e9;
+  if (o->stall_s > 0 && o->stall_s * 0.1e9 < hi) hi = o->stall_s * 0.1e9;
+  if (o->hang_timeout_s * 0.1e9 < hi) hi = o->hang_timeout_s * 0.1e9;
+  double want = (double)last_cost_ns * XR_CONFIRM_DUTY;
+  /* Past half the longest spacing, the longest: two evaluations that far
+   * apart confirm a deadlock as early as three shorter ones would. */
+  if (want > hi * 0.5) want = hi;
+  return want > (double)XR_CONFIRM_PERIOD_NS ? (uint64_t)want : XR_CONFIRM_PERIOD_NS;
 }
 
 void xr_confirm_free(xr_confirm *c) {

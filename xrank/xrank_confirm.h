@@ -106,12 +106,19 @@ int xr_confirm_step(xr_confirm *c, uint64_t now_ns, const xr_procstate *ps,
  * 1/XR_CONFIRM_DUTY of it (every job up to a few thousand operations in
  * flight); a costlier one - once a thread has waited the threshold, every
  * evaluation builds the wait-for graph, ~9,000 instructions per unit in
- * flight: 50 ms of a core for 8 ranks with 2,048 each - spaces the next so
- * evaluations take at most 1/XR_CONFIRM_DUTY of a core, up to 0.4 x
- * confirm_s apart (2 s by default), so a deadlock is still confirmed within
- * confirm_s of its threads passing the threshold (0.2 x confirm_s): one
- * evaluation sees the candidate, the next, the stability window of 0.3 x
- * confirm_s later or more, confirms it. Pure. */
+ * flight: ~50 ms of a core for 8 ranks with 2,048 each - spaces the next
+ * XR_CONFIRM_DUTY times its cost apart (5 % of a core), up to the longest
+ * spacing: 0.3 x confirm_s (1.5 s by default; less with a stall warning or
+ * hang timeout under 10x that: a tenth of it), taken as soon as the duty
+ * asks for more than half of it (two evaluations that far apart confirm a
+ * deadlock as early as three shorter ones). At the longest spacing the
+ * share of a core is cost / (0.3 x confirm_s). A deadlock is confirmed by
+ * two evaluations at least 0.3 x confirm_s apart with a report between
+ * them (reports come every 300 ms): its threads pass the threshold (0.2 x
+ * confirm_s), a report says so, an evaluation sees the candidate, the
+ * next confirms it - at worst 0.8 x confirm_s + a report period + two
+ * ticks (100 ms) after it forms: within confirm_s for confirm_s >= 2.5 s
+ * (the default is 5 s). Pure. */
 #define XR_CONFIRM_PERIOD_NS 250000000ull
 #define XR_CONFIRM_DUTY 20u
 uint64_t xr_confirm_eval_interval(const xr_confirm *c, uint64_t last_cost_ns);

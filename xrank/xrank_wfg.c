@@ -1048,7 +1048,7 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
   uint64_t min_ms = opts ? opts->min_blocked_ms : 0;
   /* The verdict needs a thread blocked min_ms (dead_thread), and the story
    * tells only of such threads (explain_all aside): without one there is
-   * nothing to find, and the coordinator's every tick of a healthy job
+   * nothing to find, and the coordinator's every evaluation of a healthy job
    * builds no graph. */
   bool blocked = opts && opts->explain_all;
   for (size_t p = 0; p < n && !blocked; p++)

@@ -6,6 +6,7 @@
  * process, its own story first; a hang after the timeout without progress;
  * progress keeps the hang away; never both. */
 #include <check.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -289,46 +290,76 @@ START_TEST(stall_warns_early_then_hang_fails) {
 END_TEST
 
 /* The cadence: every 250 ms while an evaluation costs under 1/20 of it;
- * 20 times a costlier one's CPU time, capped at 0.4 x confirm_s (2 s here,
- * 0.4 s with a 1 s confirm). */
+ * 20 times a costlier one's CPU time; the longest spacing, 0.3 x confirm_s,
+ * as soon as that asks for more than half of it (and at most a tenth of the
+ * stall warning or hang timeout). */
 START_TEST(cadence_bounds_the_coordinator_share) {
   const uint64_t ms = 1000000ull;
   ck_assert_uint_eq(xr_confirm_eval_interval(&c, 0), 250 * ms);
   ck_assert_uint_eq(xr_confirm_eval_interval(&c, 12 * ms), 250 * ms);
-  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 50 * ms), 1000 * ms);
-  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 99 * ms), 1980 * ms);
-  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 100 * ms), 2000 * ms);
-  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 5 * S), 2000 * ms);
-  ck_assert_uint_eq(xr_confirm_eval_interval(&c, UINT64_MAX), 2000 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 13 * ms), 260 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 20 * ms), 400 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 37 * ms), 740 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 38 * ms), 1500 * ms); /* 760 > 1,500 / 2 */
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 5 * S), 1500 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, UINT64_MAX), 1500 * ms);
+  /* A stall warning of 5 s: evaluations at most 0.5 s apart. */
+  xr_confirm_opts st = {.confirm_s = 5.0, .hang_timeout_s = 300.0, .stall_s = 5.0};
   xr_confirm_free(&c);
-  xr_confirm_opts o = {.confirm_s = 1.0, .hang_timeout_s = 300.0};
-  xr_confirm_init(&c, &o);
-  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 15 * ms), 300 * ms);
-  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 1 * S), 400 * ms);
+  xr_confirm_init(&c, &st);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 1 * S), 500 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 12 * ms), 250 * ms);
+  /* A 1 s confirm: 0.3 s at most; 0.1 s: never below the period. */
+  xr_confirm_opts one = {.confirm_s = 1.0, .hang_timeout_s = 300.0};
+  xr_confirm_free(&c);
+  xr_confirm_init(&c, &one);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 14 * ms), 300 * ms);
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 1 * S), 300 * ms);
   xr_confirm_opts tiny = {.confirm_s = 0.1, .hang_timeout_s = 300.0};
   xr_confirm_free(&c);
   xr_confirm_init(&c, &tiny);
-  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 1 * S), 250 * ms); /* never below the period */
+  ck_assert_uint_eq(xr_confirm_eval_interval(&c, 1 * S), 250 * ms);
 }
 END_TEST
 
-/* At the cadence's longest spacing a deadlock is still confirmed within
- * confirm_s of its threads passing the threshold: evaluations 2 s apart
- * (fresh reports between them), from the first one that can see it. */
-START_TEST(deadlock_confirmed_at_the_slowest_cadence) {
-  opposite_order(1000); /* just past the threshold (0.2 x 5 s) */
-  uint64_t every = xr_confirm_eval_interval(&c, 10 * S);
-  uint64_t t = 20 * S + every - 1; /* the first evaluation, just short of a full interval late */
-  int r = step(t, 2), n = 1;
-  ck_assert_int_eq(r, XR_CONFIRM_CANDIDATE);
-  for (uint32_t v = 2; r == XR_CONFIRM_CANDIDATE && n < 10; v++, n++) {
-    b[0].st.version = b[1].st.version = v;
-    t += every;
-    r = step(t, 2);
+/* At every cadence an evaluation's cost can give, a deadlock is confirmed
+ * within confirm_s (5 s) of forming, as the coordinator runs: ticks every
+ * 100 ms, an evaluation at the first tick its interval allows; each rank
+ * reporting every 300 ms (its own phase) the wait of its blocked thread
+ * so far; the threads pass the threshold 1 s after the deadlock forms. */
+START_TEST(deadlock_confirmed_at_every_cadence) {
+  const uint64_t ms = 1000000ull;
+  for (uint64_t cost = 0; cost <= 200 * ms; cost += 3 * ms) {
+    for (uint64_t phase = 0; phase < 300 * ms; phase += 70 * ms) {
+      xr_confirm_free(&c);
+      setup();
+      uint64_t every = xr_confirm_eval_interval(&c, cost);
+      const uint64_t t0 = 50 * S; /* the deadlock forms */
+      uint64_t last_eval = t0 - (phase * 7) % every; /* any phase of the cadence */
+      uint64_t rep[2] = {t0 - phase, t0 - (phase * 3) % (300 * ms)}; /* the last reports */
+      uint32_t ver = 1;
+      int r = XR_CONFIRM_NOTHING;
+      uint64_t t = t0;
+      opposite_order(0);
+      for (; t < t0 + 10 * S && r != XR_CONFIRM_DEADLOCK; t += 100 * ms) {
+        for (int k = 0; k < 2; k++)
+          if (t - rep[k] >= 300 * ms) {
+            rep[k] = t;
+            b[k].threads[0].blocked_ms = (t - t0) / ms;
+            b[k].st.version = ++ver;
+          }
+        if (t - last_eval >= every) {
+          last_eval = t;
+          r = step(t, 2);
+          ck_assert(r == XR_CONFIRM_NOTHING || r == XR_CONFIRM_CANDIDATE || r == XR_CONFIRM_DEADLOCK);
+        }
+      }
+      ck_assert_msg(r == XR_CONFIRM_DEADLOCK && t - t0 <= 5 * S,
+                    "cost %" PRIu64 " ms (every %" PRIu64 " ms), phase %" PRIu64 " ms: %s after %" PRIu64 " ms",
+                    cost / ms, every / ms, phase / ms, r == XR_CONFIRM_DEADLOCK ? "confirmed" : "not confirmed",
+                    (t - t0) / ms);
+    }
   }
-  ck_assert_int_eq(r, XR_CONFIRM_DEADLOCK);
-  ck_assert_int_eq(n, 2);
-  ck_assert_uint_le(t - 20 * S, 4 * S); /* + the 1 s threshold: within confirm_s */
 }
 END_TEST
 
@@ -346,7 +377,7 @@ static Suite *confirm_suite(void) {
   tcase_add_test(tc, stall_warns_early_then_hang_fails);
   tcase_add_test(tc, dead_processes_get_no_verdict);
   tcase_add_test(tc, cadence_bounds_the_coordinator_share);
-  tcase_add_test(tc, deadlock_confirmed_at_the_slowest_cadence);
+  tcase_add_test(tc, deadlock_confirmed_at_every_cadence);
   suite_add_tcase(s, tc);
   return s;
 }
