@@ -86,6 +86,15 @@ typedef struct a2a_host {
    * they add no happens-before edge the application did not ask for.
    * event_query returns 0 complete, 1 pending, -1 error. */
   int (*event_create)(void **ev, int timing);
+  /* event_create for an event that records on `device`'s streams: as
+   * event_create when `device` is the calling thread's current device;
+   * otherwise created with `device` made current for the call and the
+   * thread's device restored, as NCCL's group launch switches devices -
+   * only when the thread chose its device with cudaSetDevice. 0 on success,
+   * -1 the runtime failed or refused (as event_create), -2 not switched
+   * (the event would belong to another device: nothing was created). NULL
+   * in a host without devices: event_create is used. */
+  int (*event_create_on)(void **ev, int device, int timing);
   int (*event_record)(void *ev, void *stream);
   int (*event_query)(void *ev);
   int (*event_elapsed_ms)(float *ms, void *start, void *end);

@@ -88,6 +88,42 @@ static int host_event_create(void **ev, int timing) {
   return rc;
 }
 
+/* Events belong to the device current when they are created and record
+ * only on its streams, and one thread may post operations on several
+ * devices' streams (nccl-tests -g N, ncclCommInitAll: the current device
+ * is the last the thread set, not the operation's). The thread's device is
+ * switched for the creation and back - what NCCL's own group launch does
+ * around each communicator (cudaGetDevice, cudaSetDevice, cudaSetDevice
+ * back) - through the REAL runtime: no event, and the tracked device
+ * (a2a_rt_t.device) is right again when this returns. Only where the
+ * thread set its device with cudaSetDevice and the runtime agrees: a
+ * context made current through the driver API (cuCtxSetCurrent) need not
+ * be the device's primary one, which cudaSetDevice back would put in its
+ * place (-2: not switched, nothing created). */
+static int host_event_create_on(void **ev, int device, int timing) {
+  int saved = errno, rc = -1, cur = -1;
+  if (cuda_quiet() && A2A_FOUND(cudaGetDevice) && A2A_FOUND(cudaSetDevice)) {
+    if (cuda_done(A2A_REAL(cudaGetDevice)(&cur)) != 0) {
+      rc = -1;
+    } else if (cur == device) {
+      rc = cuda_done(A2A_REAL(cudaEventCreateWithFlags)(
+          (cudaEvent_t *)ev, timing ? cudaEventDefault : cudaEventDisableTiming));
+    } else if (!a2a_rt_t.device_set || a2a_rt_t.device != cur ||
+               cuda_done(A2A_REAL(cudaSetDevice)(device)) != 0) {
+      rc = -2;
+    } else {
+      rc = cuda_done(A2A_REAL(cudaEventCreateWithFlags)(
+          (cudaEvent_t *)ev, timing ? cudaEventDefault : cudaEventDisableTiming));
+      /* Back to the thread's device. It was current a moment ago; should
+       * the runtime refuse now (a sticky error since), a second try is all
+       * that can be done - the application's next call meets that error. */
+      if (cuda_done(A2A_REAL(cudaSetDevice)(cur)) != 0) (void)cuda_done(A2A_REAL(cudaSetDevice)(cur));
+    }
+  }
+  errno = saved;
+  return rc;
+}
+
 static int host_event_record(void *ev, void *stream) {
   int saved = errno, rc = -1;
   if (cuda_quiet())
@@ -208,6 +244,7 @@ const a2a_host a2a_rt_host = {
     .func_name = host_func_name,
     .func_param_info = host_func_param_info,
     .event_create = host_event_create,
+    .event_create_on = host_event_create_on,
     .event_record = host_event_record,
     .event_query = host_event_query,
     .event_elapsed_ms = host_event_elapsed_ms,

@@ -260,18 +260,24 @@ static _Atomic int g_events_broken;
 
 /* An event for a unit on `device` (events belong to the device current
  * when they were created, and can only be recorded on its streams): from
- * that device's pool, else created on the calling thread, whose current
- * device it is. NULL when the runtime cannot or the device is unknown. */
+ * that device's pool, else created for that device (event_create_on: with
+ * it made current for the call when the thread's current device is
+ * another - nccl-tests -g N marks every device's run from one thread);
+ * an unknown device (< 0) gets one of the current device, pooled as 0's.
+ * NULL when the runtime cannot: the unit is untracked. */
 static void *event_get(int device) {
-  if (device < 0) device = 0; /* unknown: try; a failed record is untracked */
-  if (device >= POOL_DEVICES) return NULL;
+  int pool = device < 0 ? 0 : device;
+  if (pool >= POOL_DEVICES) return NULL;
   void *ev = NULL;
   pthread_mutex_lock(&g_pool_mu);
-  if (g_npool[device]) ev = g_pool[device][--g_npool[device]];
+  if (g_npool[pool]) ev = g_pool[pool][--g_npool[pool]];
   pthread_mutex_unlock(&g_pool_mu);
   if (ev || atomic_load(&g_events_broken) || !a2a_hostsvc || !a2a_hostsvc->event_create)
     return ev;
-  if (a2a_hostsvc->event_create(&ev, 0) != 0) {
+  int rc = device >= 0 && a2a_hostsvc->event_create_on ? a2a_hostsvc->event_create_on(&ev, device, 0)
+                                                        : a2a_hostsvc->event_create(&ev, 0);
+  if (rc == -2) return NULL; /* another device's, not switched to: untracked */
+  if (rc != 0) {
     atomic_store(&g_events_broken, 1);
     return NULL;
   }
@@ -344,8 +350,14 @@ typedef struct tslot {
   int nkeep;
   uint32_t poll_last_seq;          /* seq of the polling episode's last
                                       call (here, op_head's 8 bytes leave
-                                      the slot its size: 952, one multiply) */
+                                      the slot its size: one multiply) */
   uint64_t streams[MAX_GROUP_STREAMS];
+  /* The device of streams[i]: its operations' communicator's (NCCL runs
+   * an operation on its communicator's device, whose stream it must be),
+   * not the thread's current one - one thread drives several devices in a
+   * group (nccl-tests -g N, ncclCommInitAll), and the units' completion
+   * markers must be events of their streams' devices (unit_dev). */
+  int16_t sdev[MAX_GROUP_STREAMS];
   uint64_t clique;                 /* current ncclCommInitAll identity */
   uint64_t init_hash;              /* id hash registered at an init's PRE */
   int32_t init_rank;
@@ -1016,10 +1028,11 @@ static inline void group_op(xr_rec *r, const tslot *t, const a2a_event *ev, a2a_
  * against it: nkeep becomes n + 1. Nothing else writes the slots (the
  * ends empty the set by its count only; a fork's child zeroes the slot
  * with its count). */
-__attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
+__attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid, int dev) {
   t->posted = 1;
   int n = t->nstreams;
   if (n < t->nkeep && t->streams[n] == sid) {
+    t->sdev[n] = (int16_t)dev; /* (a handle may have been destroyed and made again since) */
     t->nstreams = n + 1;
     return;
   }
@@ -1027,16 +1040,27 @@ __attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid) {
     if (t->streams[i] == sid) return;
   if (n < MAX_GROUP_STREAMS) {
     t->streams[n] = sid;
+    t->sdev[n] = (int16_t)dev;
     t->nstreams = t->nkeep = n + 1;
   }
 }
-static inline void group_stream(tslot *t, uint64_t sid) {
+/* The device of an operation's unit: its communicator's for an explicit
+ * stream (the stream NCCL runs it on is of that device, whatever device
+ * the thread has current); the current one for the legacy or per-thread
+ * default stream (sid 0 or 2: the handle names the current device's), or
+ * when the communicator's is unknown. */
+static inline int unit_dev(const a2a_event *ev, const a2a_comm *c, uint64_t sid) {
+  return sid == 0 || sid == 2 || c->device < 0 ? ev->device : c->device;
+}
+
+static inline void group_stream(tslot *t, uint64_t sid, const a2a_event *ev, const a2a_comm *c) {
   /* n as a size_t (nstreams is 0 .. MAX_GROUP_STREAMS): streams[n - 1]
    * is then one indexed load, without a 32-bit n - 1 to widen first. The
-   * rest (the group's first operation, another stream) out of line. */
+   * rest (the group's first operation, another stream: the only calls
+   * that need the stream's device) out of line. */
   size_t n = (uint32_t)t->nstreams;
   if (n > 0 && t->streams[n - 1] == sid) return;
-  group_stream_add(t, sid);
+  group_stream_add(t, sid, unit_dev(ev, c, sid));
 }
 
 /* A non-blocking init's registration, pushed before its first operation
@@ -1050,11 +1074,11 @@ __attribute__((noinline)) static void pend_flush(const void *handle) {
  * deciding how its unit is closed. */
 __attribute__((always_inline)) static inline void op_lone(const a2a_event *ev, a2a_kind kind,
                                                           tslot *t, uint64_t sid, uint64_t id,
-                                                          int32_t rank) {
+                                                          int32_t rank, int dev) {
   if (t) t->posted = 1;
   unit_close u;
   close_prep(t, ev->thread, sid, ev->per_thread && !ev->stream ? (void *)(uintptr_t)2 : ev->stream,
-             ev->device, &u);
+             dev, &u);
   push_tok tok;
   xr_rec *r = push_begin(&tok);
   if (!r) {
@@ -1074,8 +1098,8 @@ __attribute__((always_inline)) static inline void op_lone(const a2a_event *ev, a
 /* A lone send or receive, out of line: the grouped path (on_p2p's hot
  * one) keeps a small frame. */
 __attribute__((noinline)) static void p2p_lone(const a2a_event *ev, tslot *t, uint64_t sid,
-                                               uint64_t id, int32_t rank) {
-  op_lone(ev, A2A_EV_P2P, t, sid, id, rank);
+                                               uint64_t id, int32_t rank, int dev) {
+  op_lone(ev, A2A_EV_P2P, t, sid, id, rank, dev);
 }
 
 /* A successful collective (with a count: NCCL drops a zero-count one
@@ -1105,11 +1129,11 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
       group_op(r, t, ev, kind, id, c->rank, sid);
       push_end(&tok);
     }
-    group_stream(t, sid);
+    group_stream(t, sid, ev, c);
     return;
   }
-  if (kind == A2A_EV_COLL) op_lone(ev, A2A_EV_COLL, t, sid, id, c->rank);
-  else p2p_lone(ev, t, sid, id, c->rank);
+  if (kind == A2A_EV_COLL) op_lone(ev, A2A_EV_COLL, t, sid, id, c->rank, unit_dev(ev, c, sid));
+  else p2p_lone(ev, t, sid, id, c->rank, unit_dev(ev, c, sid));
 }
 
 /* The handlers of the dispatch table (xr_by_kind) and on_event's. */
@@ -1125,7 +1149,7 @@ __attribute__((always_inline)) static inline void op_grouped(const a2a_event *ev
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
   group_op(&tok.c->rec, t, ev, kind, c->id_hash, c->rank, sid);
   push_publish(&tok); /* (g_ring_live: the thread was asked for) */
-  group_stream(t, sid); /* (after the push, as op_body: its miss a tail call) */
+  group_stream(t, sid, ev, c); /* (after the push, as op_body: its miss a tail call) */
 }
 
 /* A send or receive, or a collective (kind, a constant): op_body's grouped
@@ -1257,14 +1281,15 @@ __attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_even
   }
   int n = t->nstreams;
   for (int i = 0; i < n; i++) {
-    const struct dfr *d = run_join(t, t->streams[i], ev->device);
+    const int dev = t->sdev[i];
+    const struct dfr *d = run_join(t, t->streams[i], dev);
     push_tok tok;
     xr_rec *r;
     if (!d || !(r = push_try(&tok))) {
       group_close(t, ev, i);
       return;
     }
-    unit_end_fill(r, ev->thread, t->streams[i], (int16_t)(ev->device < 0 ? 0 : ev->device), NULL,
+    unit_end_fill(r, ev->thread, t->streams[i], (int16_t)(dev < 0 ? 0 : dev), NULL,
                   d->run, d->gen, 1);
     push_end(&tok);
   }
@@ -1279,8 +1304,8 @@ __attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_even
  * wrap. Writes
  * what group_end_streams' loop writes - one UNIT_END per stream in the
  * group's order, then the empty stream set. Exact:
- *  - run_join(t, streams[i], device) is &dfr[i] when dfr[j].stream ==
- *    streams[j] for every j <= i, dfr[i].device == device and dfr[i].gen
+ *  - run_join(t, streams[i], sdev[i]) is &dfr[i] when dfr[j].stream ==
+ *    streams[j] for every j <= i, dfr[i].device == sdev[i] and dfr[i].gen
  *    is the destroy generation, with no capture: the group's streams are
  *    pairwise distinct (group_stream_add), so no run before i is on
  *    streams[i] and dfr[i] is run_join's first match; and a run is never
@@ -1311,7 +1336,6 @@ __attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_even
 __attribute__((always_inline)) static inline bool group_end_batch(tslot *t,
                                                                   const a2a_event *ev) {
   const size_t n = (uint32_t)t->nstreams; /* (0 .. MAX_GROUP_STREAMS) */
-  const int device = ev->device;
   if (ev->u.group.simulate || !ev->ok || n > (uint32_t)t->ndfr ||
       !atomic_load_explicit(&g_ring_live, memory_order_acquire) ||
       atomic_load_explicit(&g_capturing, memory_order_relaxed))
@@ -1324,7 +1348,7 @@ __attribute__((always_inline)) static inline bool group_end_batch(tslot *t,
    * globals for the compiler, which would load them again). */
   cell *const c = &g_ring[first];
   for (size_t i = 0; i < n; i++)
-    if (t->dfr[i].stream != t->streams[i] || t->dfr[i].device != device || t->dfr[i].gen != gen)
+    if (t->dfr[i].stream != t->streams[i] || t->dfr[i].device != t->sdev[i] || t->dfr[i].gen != gen)
       return false;
   /* (A group without an operation has nothing to claim: the general
    * path's loop does nothing either.) */
@@ -1333,12 +1357,11 @@ __attribute__((always_inline)) static inline bool group_end_batch(tslot *t,
                                                memory_order_relaxed))
     return false;
   const uint32_t thread = ev->thread;
-  const int16_t dev = (int16_t)(device < 0 ? 0 : device);
   for (size_t i = 0; i < n; i++) {
     xr_rec *r = &c[i].rec;
     /* unit_end_fill's record, its run and generation copied together
      * from the run (its gen is gen: tested above). */
-    rec_head(r, XR_REC_UNIT_END, dev, thread);
+    rec_head(r, XR_REC_UNIT_END, (int16_t)(t->sdev[i] < 0 ? 0 : t->sdev[i]), thread);
     r->stream = t->streams[i];
     r->event = NULL;
     memcpy(&r->u.unit.run, &t->dfr[i].run, 8);
@@ -1364,7 +1387,7 @@ static void group_close(tslot *t, const a2a_event *ev, int from) {
    * already counted, so the peers' matching may shift). */
   if (!ev->u.group.simulate && ev->ok) {
     for (int i = from; i < t->nstreams; i++)
-      close_unit(t, ev->thread, t->streams[i], raw_stream(t->streams[i]), ev->device);
+      close_unit(t, ev->thread, t->streams[i], raw_stream(t->streams[i]), t->sdev[i]);
   } else {
     close_untracked(t, ev->thread);
   }

@@ -19,6 +19,14 @@
  *   scenario_initall skip_dev  BUGGY: in round 2 the group leaves out the
  *                              AllReduce of device 3: the other three wait
  *                              for it forever -> group.deadlock (exit 66)
+ *   scenario_initall other_dev_wait  BUGGY: with device 3 current, one group
+ *                              of two ncclSends, device 0's communicator to
+ *                              rank 1 and device 2's to rank 3, which post
+ *                              nothing, then
+ *                              cudaStreamSynchronize of device 0's stream
+ *                              (still device 3 current): the sends'
+ *                              completion markers are other devices' events
+ *                              -> group.deadlock (exit 66)
  *   scenario_initall dup       BUGGY: devlist {0,1,1,2} (device 1 twice)
  *                              -> group.duplicate-device; NCCL refuses
  *                              the init (printed, not fatal)
@@ -87,6 +95,15 @@ int main(int argc, char **argv) {
       fprintf(stderr, "comm %d: device %d rank %d\n", i, d, r);
       return 1;
     }
+  }
+  if (strcmp(mode, "other_dev_wait") == 0) {
+    SC_CUDA(cudaSetDevice(3));
+    SC_NCCL(ncclGroupStart());
+    SC_NCCL(ncclSend(send[0], N, ncclFloat32, 1, comms[0], s[0]));
+    SC_NCCL(ncclSend(send[2], N, ncclFloat32, 3, comms[2], s[2]));
+    SC_NCCL(ncclGroupEnd());
+    SC_CUDA(cudaStreamSynchronize(s[0])); /* never returns: rank 1 posts no receive */
+    return 1;
   }
   long bad = 0;
   float *h = malloc(ND * N * sizeof(float));

@@ -339,6 +339,13 @@ exit $fail
   # QA F19 (fixed): no deadlock detection among ncclCommInitAll communicators.
   a2a_scenario(bug_initall_skip_device initall skip_dev STATUS 66 WITHIN 20 TIMEOUT 25
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch --no-other-errors)
+  # One thread, four devices: the stuck operation is on device 0's stream
+  # while device 3 is current - its completion marker must be device 0's
+  # event (before: created on device 3, refused by the runtime, the unit
+  # untracked - counted complete - and nothing found until the hang timeout).
+  a2a_scenario(bug_initall_other_device_wait initall other_dev_wait STATUS 66 WITHIN 20 TIMEOUT 25
+    CHECK --expect group.deadlock:error --contains "group.deadlock=cudaStreamSynchronize"
+          --allow group.deadlock --allow size.unmatched-p2p --no-other-errors)
   a2a_scenario(bug_nonblocking_skip nonblocking skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
           --allow size.collective-mismatch --no-other-errors)

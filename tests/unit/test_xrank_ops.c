@@ -44,16 +44,19 @@ static int drain(xr_rec *out, int max) {
 
 /* Rank 0 of a two-rank communicator made from id; a non-blocking one
  * (blocking 0) returns ncclInProgress. */
-static void comm_init_as(void *comm, unsigned char *id, int blocking) {
+static void comm_init_on(void *comm, unsigned char *id, int blocking, int device) {
   a2a_event ini = ev_make(A2A_EV_COMM_INIT);
   ini.u.init.how = A2A_INIT_RANK;
   ini.u.init.newcomm = comm;
   ini.u.init.nranks = 2;
   ini.u.init.rank = 0;
-  ini.u.init.device = 0;
+  ini.u.init.device = device;
   ini.u.init.blocking = blocking;
   ini.u.init.ids = id;
   ev_dispatch(&ini, blocking ? 0 : A2A_NCCL_IN_PROGRESS);
+}
+static void comm_init_as(void *comm, unsigned char *id, int blocking) {
+  comm_init_on(comm, id, blocking, 0);
 }
 static void comm_init(void *comm, unsigned char *id) { comm_init_as(comm, id, 1); }
 
@@ -1037,12 +1040,14 @@ static const uintptr_t k_streams[4] = {0x6100, 0x6200, 0x6300, 0x6400};
 
 /* One group of thread 1: a send on each of the n streams in order (then
  * `extra` more on the last), closed by an end on `device` (group_on; in
- * two steps, group_open then group_end_on). */
-static void group_open(void *comm, const uintptr_t *streams, int n, int extra) {
+ * two steps, group_open_on then group_end_on), `device` current for all. */
+static void group_open_on(void *comm, const uintptr_t *streams, int n, int extra, int device) {
   a2a_event g = ev_make(A2A_EV_GROUP_START);
+  g.device = device;
   ev_dispatch(&g, 0);
   for (int i = 0; i < n + extra; i++) {
     a2a_event s = p2p_ev(comm, 1, 8, 7, 1, 1);
+    s.device = device; /* the thread's current device, as every event's head */
     s.stream = (void *)streams[i < n ? i : n - 1];
     ev_dispatch(&s, 0);
   }
@@ -1053,7 +1058,7 @@ static void group_end_on(int device) {
   ev_dispatch(&g, 0);
 }
 static void group_on(void *comm, const uintptr_t *streams, int n, int extra, int device) {
-  group_open(comm, streams, n, extra);
+  group_open_on(comm, streams, n, extra, device);
   group_end_on(device);
 }
 
@@ -1074,11 +1079,15 @@ static void assert_same_unit_end(const xr_rec *a, const xr_rec *b) {
  * stream order: each later end closes the units in one claim, with the
  * records closing them stream by stream gives - byte for byte, the cells
  * being fresh (calloc'd) in both - and it gives way to that path when
- * the runs are not in the group's order, or not on the end's device. */
+ * the runs are not in the group's order, or not on the streams' device. */
 START_TEST(a_group_end_in_one_claim_writes_what_stream_by_stream_writes) {
   static unsigned char id[128] = {0x75, 1, 2, 3};
   void *const comm = (void *)0xdb;
   comm_init(comm, id);
+  /* (Inits first: an init flushes the thread's runs.) */
+  static unsigned char id1[128] = {0x76, 1, 2, 3};
+  void *const comm1 = (void *)0xdc;
+  comm_init_on(comm1, id1, 1, 1);
   xr_rec rec[16], first[4];
   drain(rec, 16);
   group_on(comm, k_streams, 4, 0, 0); /* no run yet: group_close opens them */
@@ -1103,8 +1112,16 @@ START_TEST(a_group_end_in_one_claim_writes_what_stream_by_stream_writes) {
   group_on(comm, rev, 4, 0, 0);
   ck_assert_int_eq(drain(rec, 16), 8);
   for (int i = 0; i < 4; i++) assert_same_unit_end(&rec[4 + i], &first[3 - i]);
-  /* An end on device 1: no run of the thread is on it; new ones open. */
+  /* An end with device 1 current: the units are the communicator's
+   * device's (0) and join its runs, record for record (nccl-tests -g N
+   * ends every group with its last device current). */
   group_on(comm, k_streams, 4, 0, 1);
+  ck_assert_int_eq(drain(rec, 16), 8);
+  for (int i = 0; i < 4; i++) assert_same_unit_end(&rec[4 + i], &first[i]);
+  /* A communicator on device 1 over the same handles (the streams made
+   * again on device 1): no run of the thread is on that device; new ones
+   * open. */
+  group_on(comm1, k_streams, 4, 0, 1);
   ck_assert_int_eq(drain(rec, 16), 8);
   for (int i = 0; i < 4; i++) {
     ck_assert_int_eq(rec[4 + i].type, XR_REC_UNIT_END);
@@ -1306,7 +1323,7 @@ START_TEST(a_group_end_across_the_ring_wrap_and_at_a_full_ring) {
   }
   pthread_t th;
   ck_assert_int_eq(pthread_create(&th, NULL, late_consumer, (void *)(intptr_t)1026), 0);
-  group_open(comm, k_streams, 4, 1018);
+  group_open_on(comm, k_streams, 4, 1018, 0);
   atomic_store(&g_at_end, 1);
   group_end_on(0);
   pthread_join(th, NULL);
