@@ -427,6 +427,15 @@ static void destroy_events(pc_comm *c) {
     if (all[k]) a2a_hostsvc->event_destroy(all[k]);
 }
 
+/* A timing event of the communicator's device (its operations' streams
+ * are that device's): ncclCommInitAll makes every device's communicator
+ * with one device current. */
+static bool timing_event(void **ev, int device) {
+  if (device >= 0 && a2a_hostsvc->event_create_on)
+    return a2a_hostsvc->event_create_on(ev, device, 1) == 0;
+  return a2a_hostsvc->event_create(ev, 1) == 0;
+}
+
 static void comm_create(const a2a_event *ev) {
   void *h = ev->u.init.newcomm;
   if (!h) return;
@@ -440,18 +449,15 @@ static void comm_create(const a2a_event *ev) {
   for (int i = 0; i < PC_JUDGE; i++) c->judge[i].bucket = -1;
   int blocking = c->rec ? c->rec->blocking : ev->u.init.blocking;
   if (blocking && host_events_usable()) {
+    int dev = c->rec ? c->rec->device : ev->u.init.device;
     c->can_measure = true;
     for (int i = 0; i < PC_RING && c->can_measure; i++)
-      if (a2a_hostsvc->event_create(&c->ring[i].ev0, 1) != 0 ||
-          a2a_hostsvc->event_create(&c->ring[i].ev1, 1) != 0)
+      if (!timing_event(&c->ring[i].ev0, dev) || !timing_event(&c->ring[i].ev1, dev))
         c->can_measure = false;
-    if (c->can_measure &&
-        (a2a_hostsvc->event_create(&c->smp.ev0, 1) != 0 ||
-         a2a_hostsvc->event_create(&c->smp.ev1, 1) != 0))
+    if (c->can_measure && (!timing_event(&c->smp.ev0, dev) || !timing_event(&c->smp.ev1, dev)))
       c->can_measure = false;
     for (int i = 0; i < PC_WINS && c->can_measure; i++)
-      if (a2a_hostsvc->event_create(&c->smp.win[i].ev0, 1) != 0 ||
-          a2a_hostsvc->event_create(&c->smp.win[i].ev1, 1) != 0)
+      if (!timing_event(&c->smp.win[i].ev0, dev) || !timing_event(&c->smp.win[i].ev1, dev))
         c->can_measure = false;
   }
   pthread_mutex_lock(&g_create_mu);
