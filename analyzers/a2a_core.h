@@ -91,8 +91,9 @@ typedef struct a2a_host {
    * otherwise created with `device` made current for the call and the
    * thread's device restored, as NCCL's group launch switches devices -
    * only when the thread chose its device with cudaSetDevice. 0 on success,
-   * -1 the runtime failed or refused (as event_create), -2 not switched
-   * (the event would belong to another device: nothing was created). NULL
+   * -1 the runtime failed, -2 not switched (the event would belong to
+   * another device: nothing was created), -3 not asked now (the
+   * application has an error pending: the runtime is not at fault). NULL
    * in a host without devices: event_create is used. */
   int (*event_create_on)(void **ev, int device, int timing);
   int (*event_record)(void *ev, void *stream);

@@ -99,25 +99,44 @@ static int host_event_create(void **ev, int timing) {
  * thread set its device with cudaSetDevice and the runtime agrees: a
  * context made current through the driver API (cuCtxSetCurrent) need not
  * be the device's primary one, which cudaSetDevice back would put in its
- * place (-2: not switched, nothing created). */
+ * place (-2: not switched, nothing created). Blind spot, as for the
+ * tracked device (shim/intercept.h): a non-primary context of the same
+ * device made current after a cudaSetDevice is replaced by the primary
+ * one. -3: the application has an error pending (the last-error rule):
+ * nothing was asked, and nothing is wrong with the runtime. */
 static int host_event_create_on(void **ev, int device, int timing) {
   int saved = errno, rc = -1, cur = -1;
-  if (cuda_quiet() && A2A_FOUND(cudaGetDevice) && A2A_FOUND(cudaSetDevice)) {
-    if (cuda_done(A2A_REAL(cudaGetDevice)(&cur)) != 0) {
-      rc = -1;
-    } else if (cur == device) {
-      rc = cuda_done(A2A_REAL(cudaEventCreateWithFlags)(
-          (cudaEvent_t *)ev, timing ? cudaEventDefault : cudaEventDisableTiming));
-    } else if (!a2a_rt_t.device_set || a2a_rt_t.device != cur ||
-               cuda_done(A2A_REAL(cudaSetDevice)(device)) != 0) {
+  const unsigned flags = timing ? cudaEventDefault : cudaEventDisableTiming;
+  if (!A2A_FOUND(cudaGetDevice) || !A2A_FOUND(cudaSetDevice)) {
+    rc = -1;
+  } else if (!cuda_quiet()) {
+    rc = A2A_FOUND(cudaPeekAtLastError) ? -3 : -1;
+  } else if (cuda_done(A2A_REAL(cudaGetDevice)(&cur)) != 0) {
+    rc = -1;
+  } else if (cur == device) {
+    rc = cuda_done(A2A_REAL(cudaEventCreateWithFlags)((cudaEvent_t *)ev, flags));
+  } else if (!a2a_rt_t.device_set || a2a_rt_t.device != cur) {
+    rc = -2;
+  } else {
+    if (cuda_done(A2A_REAL(cudaSetDevice)(device)) != 0) {
       rc = -2;
     } else {
-      rc = cuda_done(A2A_REAL(cudaEventCreateWithFlags)(
-          (cudaEvent_t *)ev, timing ? cudaEventDefault : cudaEventDisableTiming));
-      /* Back to the thread's device. It was current a moment ago; should
-       * the runtime refuse now (a sticky error since), a second try is all
-       * that can be done - the application's next call meets that error. */
-      if (cuda_done(A2A_REAL(cudaSetDevice)(cur)) != 0) (void)cuda_done(A2A_REAL(cudaSetDevice)(cur));
+      rc = cuda_done(A2A_REAL(cudaEventCreateWithFlags)((cudaEvent_t *)ev, flags));
+    }
+    /* Back to the thread's device - also after a failed switch, which may
+     * still have changed it. It was current a moment ago; should the
+     * runtime refuse now (a sticky error since), a second try is all
+     * that can be done, and the application is told on stderr. */
+    int now = -1;
+    if (cuda_done(A2A_REAL(cudaGetDevice)(&now)) != 0 || now != cur) {
+      if (cuda_done(A2A_REAL(cudaSetDevice)(cur)) != 0 &&
+          cuda_done(A2A_REAL(cudaSetDevice)(cur)) != 0) {
+        static _Atomic int warned;
+        if (!atomic_exchange(&warned, 1))
+          a2a_rt_stderr("warning: the runtime refused to make device %d current again after "
+                        "a completion event was created on device %d: this thread's current "
+                        "device may have changed", cur, device);
+      }
     }
   }
   errno = saved;

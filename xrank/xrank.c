@@ -256,7 +256,7 @@ uint64_t xr_ring_drops(void) { return atomic_load(&g_drops); }
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *g_pool[POOL_DEVICES][EVENT_POOL_MAX];
 static size_t g_npool[POOL_DEVICES];
-static _Atomic int g_events_broken;
+static _Atomic int g_events_broken[POOL_DEVICES]; /* creation failed: no more tries */
 
 /* An event for a unit on `device` (events belong to the device current
  * when they were created, and can only be recorded on its streams): from
@@ -272,13 +272,15 @@ static void *event_get(int device) {
   pthread_mutex_lock(&g_pool_mu);
   if (g_npool[pool]) ev = g_pool[pool][--g_npool[pool]];
   pthread_mutex_unlock(&g_pool_mu);
-  if (ev || atomic_load(&g_events_broken) || !a2a_hostsvc || !a2a_hostsvc->event_create)
+  if (ev || atomic_load(&g_events_broken[pool]) || !a2a_hostsvc || !a2a_hostsvc->event_create)
     return ev;
   int rc = device >= 0 && a2a_hostsvc->event_create_on ? a2a_hostsvc->event_create_on(&ev, device, 0)
                                                         : a2a_hostsvc->event_create(&ev, 0);
-  if (rc == -2) return NULL; /* another device's, not switched to: untracked */
+  /* -2: another device's, not switched to; -3: the application has an
+   * error pending. This unit is untracked; the next one tries again. */
+  if (rc == -2 || rc == -3) return NULL;
   if (rc != 0) {
-    atomic_store(&g_events_broken, 1);
+    atomic_store(&g_events_broken[pool], 1);
     return NULL;
   }
   return ev;
@@ -1044,13 +1046,15 @@ __attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid, i
     t->nstreams = t->nkeep = n + 1;
   }
 }
-/* The device of an operation's unit: its communicator's for an explicit
- * stream (the stream NCCL runs it on is of that device, whatever device
- * the thread has current); the current one for the legacy or per-thread
- * default stream (sid 0 or 2: the handle names the current device's), or
- * when the communicator's is unknown. */
-static inline int unit_dev(const a2a_event *ev, const a2a_comm *c, uint64_t sid) {
-  return sid == 0 || sid == 2 || c->device < 0 ? ev->device : c->device;
+/* The device of an operation's unit: its communicator's (NCCL runs the
+ * operation on that device, whatever device the thread has current - with
+ * the legacy or per-thread default stream, that device's, as it makes the
+ * device current to launch); the current one when the communicator's is
+ * unknown. (A default-stream unit's marker is recorded on the handle,
+ * which names the current device's stream: with another device current
+ * the record is refused and the unit untracked, never wrongly placed.) */
+static inline int unit_dev(const a2a_event *ev, const a2a_comm *c) {
+  return c->device < 0 ? ev->device : c->device;
 }
 
 static inline void group_stream(tslot *t, uint64_t sid, const a2a_event *ev, const a2a_comm *c) {
@@ -1060,7 +1064,7 @@ static inline void group_stream(tslot *t, uint64_t sid, const a2a_event *ev, con
    * that need the stream's device) out of line. */
   size_t n = (uint32_t)t->nstreams;
   if (n > 0 && t->streams[n - 1] == sid) return;
-  group_stream_add(t, sid, unit_dev(ev, c, sid));
+  group_stream_add(t, sid, unit_dev(ev, c));
 }
 
 /* A non-blocking init's registration, pushed before its first operation
@@ -1132,8 +1136,8 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
     group_stream(t, sid, ev, c);
     return;
   }
-  if (kind == A2A_EV_COLL) op_lone(ev, A2A_EV_COLL, t, sid, id, c->rank, unit_dev(ev, c, sid));
-  else p2p_lone(ev, t, sid, id, c->rank, unit_dev(ev, c, sid));
+  if (kind == A2A_EV_COLL) op_lone(ev, A2A_EV_COLL, t, sid, id, c->rank, unit_dev(ev, c));
+  else p2p_lone(ev, t, sid, id, c->rank, unit_dev(ev, c));
 }
 
 /* The handlers of the dispatch table (xr_by_kind) and on_event's. */

@@ -6,7 +6,9 @@
  *
  *   scenario_initall example   4 devices (devlist NULL): AllReduce + AllGather
  *                              + ReduceScatter + grouped send/recv ring in one
- *                              group, 5 rounds, data verified
+ *                              group, 5 rounds, data verified; the thread's
+ *                              device and last error printed after the tool's
+ *                              flush point in rounds 0 and 1
  *   scenario_initall devlist   devlist {3,2,1,0} (comm i on device 3-i), same
  *                              work, cudaSetDevice before each call
  *   scenario_initall nb_group  NCCL's non-blocking example: one thread
@@ -128,6 +130,23 @@ int main(int argc, char **argv) {
       NBOK(ncclRecv(p2p[i], N, ncclFloat32, (i + ND - 1) % ND, comms[i], s[i]));
     }
     NBOK(ncclGroupEnd());
+    if (strcmp(mode, "example") == 0 && round < 2) {
+      /* At this query (a flush point) the tool records the completion
+       * markers of the group's four streams, three of them on devices not
+       * current (it switches the thread's device to create their events):
+       * none of it may show. The device stays 3 and the last error is the
+       * program's own - round 0 with one pending (cudaGetDevice(NULL): no
+       * intercepted call, so the tool asks the runtime nothing then), round
+       * 1 without. stdout is compared with the run without the tool. */
+      if (round == 0) (void)cudaGetDevice(NULL);
+      cudaError_t q = cudaStreamQuery(s[ND - 1]);
+      int cur = -1;
+      cudaError_t g = cudaGetDevice(&cur);
+      cudaError_t le = cudaGetLastError();
+      printf("round %d: query %s, device %d (%s), last error %s\n", round,
+             q == cudaSuccess || q == cudaErrorNotReady ? "ok" : cudaGetErrorName(q), cur,
+             cudaGetErrorName(g), cudaGetErrorName(le));
+    }
     if (nonblocking)
       for (int i = 0; i < ND; i++) {
         ncclResult_t st;
