@@ -1008,6 +1008,18 @@ static inline void group_op(xr_rec *r, const tslot *t, const a2a_event *ev, a2a_
   fill_op(&r->u.op, ev, kind, id, rank);
 }
 
+/* The device of an operation's unit: its communicator's (NCCL runs the
+ * operation on that device, whatever device the thread has current - with
+ * the legacy or per-thread default stream, that device's, as it makes the
+ * device current to launch); the current one when the communicator's is
+ * unknown. (A default-stream unit's marker is recorded on the handle,
+ * which names the current device's stream: with another device current
+ * the record is refused and the unit untracked, never wrongly placed.) */
+static inline int unit_dev(const a2a_event *ev, const a2a_comm *c) {
+  int d = c->device < 0 ? ev->device : c->device;
+  return d < 0 ? 0 : d; /* (never negative: the records' device field is 0 for unknown) */
+}
+
 /* The open group's stream set gains sid; the previous operation's stream
  * first (a group on one stream: one compare). More streams than slots:
  * the extra units stay untracked (the background thread treats a unit
@@ -1029,8 +1041,11 @@ static inline void group_op(xr_rec *r, const tslot *t, const a2a_event *ev, a2a_
  * An add that writes slot n otherwise leaves slots n + 1 .. unknown
  * against it: nkeep becomes n + 1. Nothing else writes the slots (the
  * ends empty the set by its count only; a fork's child zeroes the slot
- * with its count). */
-__attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid, int dev) {
+ * with its count). The stream's device (unit_dev) is computed here, on
+ * the miss path only: the caller's fast path keeps its registers. */
+__attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid, const a2a_event *ev,
+                                                      const a2a_comm *c) {
+  const int dev = unit_dev(ev, c);
   t->posted = 1;
   int n = t->nstreams;
   if (n < t->nkeep && t->streams[n] == sid) {
@@ -1046,16 +1061,6 @@ __attribute__((noinline)) static void group_stream_add(tslot *t, uint64_t sid, i
     t->nstreams = t->nkeep = n + 1;
   }
 }
-/* The device of an operation's unit: its communicator's (NCCL runs the
- * operation on that device, whatever device the thread has current - with
- * the legacy or per-thread default stream, that device's, as it makes the
- * device current to launch); the current one when the communicator's is
- * unknown. (A default-stream unit's marker is recorded on the handle,
- * which names the current device's stream: with another device current
- * the record is refused and the unit untracked, never wrongly placed.) */
-static inline int unit_dev(const a2a_event *ev, const a2a_comm *c) {
-  return c->device < 0 ? ev->device : c->device;
-}
 
 static inline void group_stream(tslot *t, uint64_t sid, const a2a_event *ev, const a2a_comm *c) {
   /* n as a size_t (nstreams is 0 .. MAX_GROUP_STREAMS): streams[n - 1]
@@ -1064,7 +1069,7 @@ static inline void group_stream(tslot *t, uint64_t sid, const a2a_event *ev, con
    * that need the stream's device) out of line. */
   size_t n = (uint32_t)t->nstreams;
   if (n > 0 && t->streams[n - 1] == sid) return;
-  group_stream_add(t, sid, unit_dev(ev, c));
+  group_stream_add(t, sid, ev, c);
 }
 
 /* A non-blocking init's registration, pushed before its first operation
@@ -1293,8 +1298,7 @@ __attribute__((noinline)) static void group_end_streams(tslot *t, const a2a_even
       group_close(t, ev, i);
       return;
     }
-    unit_end_fill(r, ev->thread, t->streams[i], (int16_t)(dev < 0 ? 0 : dev), NULL,
-                  d->run, d->gen, 1);
+    unit_end_fill(r, ev->thread, t->streams[i], (int16_t)dev, NULL, d->run, d->gen, 1);
     push_end(&tok);
   }
   t->nstreams = 0;
@@ -1365,7 +1369,7 @@ __attribute__((always_inline)) static inline bool group_end_batch(tslot *t,
     xr_rec *r = &c[i].rec;
     /* unit_end_fill's record, its run and generation copied together
      * from the run (its gen is gen: tested above). */
-    rec_head(r, XR_REC_UNIT_END, (int16_t)(t->sdev[i] < 0 ? 0 : t->sdev[i]), thread);
+    rec_head(r, XR_REC_UNIT_END, t->sdev[i], thread); /* (unit_dev's: not negative) */
     r->stream = t->streams[i];
     r->event = NULL;
     memcpy(&r->u.unit.run, &t->dfr[i].run, 8);
