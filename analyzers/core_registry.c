@@ -147,6 +147,13 @@ void a2a_registry_comm_init(const a2a_event *ev) {
   c->nranks = in->nranks;
   c->rank = in->rank;
   c->device = in->device;
+  /* A split or shrink inside a group cannot be asked before the group's
+   * end (the shim leaves its size -1 and its device the thread's current
+   * one); NCCL gives the child its parent's device - which the per-device
+   * completion markers and timing events rely on. */
+  if ((in->how == A2A_INIT_SPLIT || in->how == A2A_INIT_SHRINK) && in->nranks < 0 && parent &&
+      parent->device >= 0)
+    c->device = parent->device;
   c->how = in->how;
   c->parent = parent;
   c->color = in->color;

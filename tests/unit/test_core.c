@@ -980,6 +980,27 @@ START_TEST(split_identity_follows_sequence_and_color) {
 }
 END_TEST
 
+/* A split inside a group, not yet queryable (size -1, the event's device
+ * the thread's current one): the child is on its parent's device; one
+ * queried after the call keeps what the query said. */
+START_TEST(split_in_a_group_is_on_its_parents_device) {
+  void *p = init_comm((void *)0x30, id_a, 2, 0, 1);
+  a2a_event ev = ev_make(A2A_EV_COMM_INIT);
+  ev.device = 3;
+  ev.u.init.how = A2A_INIT_SPLIT;
+  ev.u.init.parent = p;
+  ev.u.init.color = 0;
+  ev.u.init.nranks = ev.u.init.rank = -1;
+  ev.u.init.device = 3;
+  ev_pre(&ev);
+  ev.u.init.newcomm = (void *)0x31;
+  ev_post(&ev, 0);
+  ck_assert_int_eq(a2a_comm_lookup((void *)0x31)->device, 1);
+  split(p, (void *)0x32, 0, 2, 0); /* queried: nranks known, device 0 as the event says */
+  ck_assert_int_eq(a2a_comm_lookup((void *)0x32)->device, 0);
+}
+END_TEST
+
 START_TEST(comm_end_sets_state_and_handle_reuse_replaces) {
   void *c = init_comm((void *)0x100, id_a, 2, 0, 0);
   a2a_event ev = ev_make(A2A_EV_COMM_END);
@@ -1726,6 +1747,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, event_result_facts);
   tcase_add_test(tc, comm_registry_identity);
   tcase_add_test(tc, split_identity_follows_sequence_and_color);
+  tcase_add_test(tc, split_in_a_group_is_on_its_parents_device);
   tcase_add_test(tc, comm_end_sets_state_and_handle_reuse_replaces);
   tcase_add_test(tc, comm_memo_alternation_sees_destroy_and_reuse);
   tcase_add_test(tc, comm_memo_forgets_misses_on_insertion_by_other_threads);
