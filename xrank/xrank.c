@@ -258,29 +258,27 @@ static void *g_pool[POOL_DEVICES][EVENT_POOL_MAX];
 static size_t g_npool[POOL_DEVICES];
 static _Atomic int g_events_broken[POOL_DEVICES]; /* creation failed: no more tries */
 
-/* An event for a unit on `device` (events belong to the device current
- * when they were created, and can only be recorded on its streams): from
- * that device's pool, else created for that device (event_create_on: with
- * it made current for the call when the thread's current device is
- * another - nccl-tests -g N marks every device's run from one thread);
- * an unknown device (< 0) gets one of the current device, pooled as 0's.
- * NULL when the runtime cannot: the unit is untracked. */
+/* An event for a unit on `device` (>= 0: unit_dev's; events belong to
+ * the device current when they were created, and can only be recorded on
+ * its streams): from that device's pool, else created for that device
+ * (event_create_on: with it made current for the call when the thread's
+ * current device is another - nccl-tests -g N marks every device's run
+ * from one thread). NULL when the runtime cannot: the unit is untracked. */
 static void *event_get(int device) {
-  int pool = device < 0 ? 0 : device;
-  if (pool >= POOL_DEVICES) return NULL;
+  if ((unsigned)device >= POOL_DEVICES) return NULL;
   void *ev = NULL;
   pthread_mutex_lock(&g_pool_mu);
-  if (g_npool[pool]) ev = g_pool[pool][--g_npool[pool]];
+  if (g_npool[device]) ev = g_pool[device][--g_npool[device]];
   pthread_mutex_unlock(&g_pool_mu);
-  if (ev || atomic_load(&g_events_broken[pool]) || !a2a_hostsvc || !a2a_hostsvc->event_create)
+  if (ev || atomic_load(&g_events_broken[device]) || !a2a_hostsvc || !a2a_hostsvc->event_create)
     return ev;
-  int rc = device >= 0 && a2a_hostsvc->event_create_on ? a2a_hostsvc->event_create_on(&ev, device, 0)
-                                                        : a2a_hostsvc->event_create(&ev, 0);
+  int rc = a2a_hostsvc->event_create_on ? a2a_hostsvc->event_create_on(&ev, device, 0)
+                                        : a2a_hostsvc->event_create(&ev, 0);
   /* -2: another device's, not switched to; -3: the application has an
    * error pending. This unit is untracked; the next one tries again. */
   if (rc == -2 || rc == -3) return NULL;
   if (rc != 0) {
-    atomic_store(&g_events_broken[pool], 1);
+    atomic_store(&g_events_broken[device], 1);
     return NULL;
   }
   return ev;
@@ -745,7 +743,7 @@ static void mark_run(uint32_t thread, const struct dfr *d) {
   }
   atomic_fetch_sub(&g_marking, 1);
   xr_rec r = {.type = XR_REC_UNIT_MARK, .thread = thread, .stream = d->stream, .event = ev,
-              .device = (int16_t)(d->device < 0 ? 0 : d->device)};
+              .device = (int16_t)d->device};
   r.u.unit.run = d->run;
   push(&r);
 }
@@ -873,7 +871,7 @@ static inline const struct dfr *run_join(const tslot *t, uint64_t stream, int de
  * slot(thread), looked up once by the caller. */
 static inline void close_prep(tslot *t, uint32_t thread, uint64_t stream, void *rawstream,
                               int device, unit_close *u) {
-  u->device = (int16_t)(device < 0 ? 0 : device);
+  u->device = (int16_t)device; /* (unit_dev's: not negative) */
   const struct dfr *d = run_join(t, stream, device);
   if (d) {
     u->event = NULL;
