@@ -412,6 +412,32 @@ static ncclResult_t check_clique_capture(const struct sim_task *tasks, int n) {
   return ncclSuccess;
 }
 
+/* NCCL's scheduleP2pTasksToPlan pairs a communicator's sends to itself with
+ * its receives from itself, one of each per round, within the group: one
+ * left over is "Trying to send to self without a matching recv" (or the
+ * reverse) and ncclGroupEnd returns ncclInvalidUsage before anything of the
+ * group is launched (never a hang). */
+static bool self_p2p(const struct sim_task *t) {
+  return (t->kind == SIM_K_SEND || t->kind == SIM_K_RECV) && t->peer == t->comm->rank;
+}
+static ncclResult_t check_self_p2p(const struct sim_task *tasks, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!self_p2p(&tasks[i])) continue;
+    bool first = true;   /* the communicator's first task to itself */
+    for (int j = 0; j < i && first; j++) first = !(self_p2p(&tasks[j]) && tasks[j].comm == tasks[i].comm);
+    if (!first) continue;
+    long balance = 0;
+    for (int j = i; j < n; j++)
+      if (self_p2p(&tasks[j]) && tasks[j].comm == tasks[i].comm) balance += tasks[j].kind == SIM_K_SEND ? 1 : -1;
+    if (balance) {
+      sim_warn(balance > 0 ? "Trying to send to self without a matching recv"
+                           : "Trying to recv to self without a matching send");
+      return ncclInvalidUsage;
+    }
+  }
+  return ncclSuccess;
+}
+
 static float estimate_us(const struct sim_task *t, int n) {
   double us = 0;
   for (int i = 0; i < n; i++) us += 5.0 + (double)(t[i].count * sim_type_size(t[i].dtype)) / 20e3;
@@ -462,6 +488,7 @@ ncclResult_t sim_group_end(int simulate, float *est_us) {
     return ncclInvalidArgument;
   }
   ncclResult_t cr = check_clique_capture(tasks, ntasks);
+  if (cr == ncclSuccess) cr = check_self_p2p(tasks, ntasks);
   if (cr != ncclSuccess) {
     tasks_free(tasks);
     return cr;

@@ -387,6 +387,17 @@ static int test_errors_and_zero(ncclComm_t comm, int rank, int n, cudaStream_t s
   EXPECT_RC(ncclSend(d, 4, ncclFloat32, (rank + 1) % n, comm, s), ncclSuccess);
   EXPECT_RC(ncclSend(d, 4, ncclFloat32, n + 3, comm, s), ncclInvalidArgument);
   EXPECT_RC(ncclGroupEnd(), ncclInvalidArgument);
+  /* a send to self needs a receive from self in the same group (NCCL's
+   * "Trying to send to self without a matching recv"), and the reverse */
+  EXPECT_RC(ncclGroupStart(), ncclSuccess);
+  EXPECT_RC(ncclSend(d, 4, ncclFloat32, rank, comm, s), ncclSuccess);
+  EXPECT_RC(ncclGroupEnd(), ncclInvalidUsage);
+  EXPECT_RC(ncclRecv(d, 4, ncclFloat32, rank, comm, s), ncclInvalidUsage);
+  EXPECT_RC(ncclGroupStart(), ncclSuccess);
+  EXPECT_RC(ncclSend(d, 4, ncclFloat32, rank, comm, s), ncclSuccess);
+  EXPECT_RC(ncclRecv(d + 4, 4, ncclFloat32, rank, comm, s), ncclSuccess);
+  EXPECT_RC(ncclSend(d + 8, 4, ncclFloat32, rank, comm, s), ncclSuccess);
+  EXPECT_RC(ncclGroupEnd(), ncclInvalidUsage);
   /* zero-count collectives are dropped (NULL buffers fine), zero-count
    * send/recv are real tasks that must match */
   EXPECT_RC(ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, comm, s), ncclSuccess);
