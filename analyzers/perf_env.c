@@ -42,6 +42,13 @@ static const char *const g_nccl_names[] = {
 };
 #define NNAMES (sizeof g_nccl_names / sizeof g_nccl_names[0])
 
+static const char *const g_not_nccl[] = {
+#define A2A_PERF_NOT_NCCL(n, who) n,
+#include "perf_env_table.inc"
+#undef A2A_PERF_NOT_NCCL
+};
+#define NNOT (sizeof g_not_nccl / sizeof g_not_nccl[0])
+
 /* value equals one of the '|'-separated words of list, ignoring case. */
 static bool in_list(const char *value, size_t vlen, const char *list) {
   const char *p = list;
@@ -109,6 +116,12 @@ bool a2a_perf_env_known_nccl(const char *name) {
   return false;
 }
 
+bool a2a_perf_env_not_nccl(const char *name) {
+  for (size_t i = 0; i < NNOT; i++)
+    if (strcmp(name, g_not_nccl[i]) == 0) return true;
+  return false;
+}
+
 const char *a2a_perf_env_closest(const char *name, int cap, int *dist) {
   const char *best = NULL;
   int bd = cap + 1;
@@ -154,7 +167,8 @@ size_t a2a_perf_env_lint(char *const *envp, const a2a_perf_env_ctx *ctx,
       h.reason = hit->reason;
       h.fix = hit->fix;
       h.ref = hit->ref;
-    } else if (!any_row && strncmp(name, "NCCL_", 5) == 0 && !a2a_perf_env_known_nccl(name)) {
+    } else if (!any_row && strncmp(name, "NCCL_", 5) == 0 && !a2a_perf_env_known_nccl(name) &&
+               !a2a_perf_env_not_nccl(name)) {
       int cap = nlen > 16 ? 3 : 2, d = 0;
       const char *near = a2a_perf_env_closest(name, cap, &d);
       snprintf(h.namebuf, sizeof h.namebuf, "%s", name);

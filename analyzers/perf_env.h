@@ -44,6 +44,9 @@ size_t a2a_perf_env_lint(char *const *envp, const a2a_perf_env_ctx *ctx,
 const char *a2a_perf_env_closest(const char *name, int cap, int *dist);
 /* Whether name is a NCCL_* variable NCCL (or PyTorch/nccl-tests) reads. */
 bool a2a_perf_env_known_nccl(const char *name);
+/* NCCL_* names other programs set on purpose (NCCL_VERSION in NVIDIA's
+ * container images, NCCL_HOME, PyTorch's build variables): not reported. */
+bool a2a_perf_env_not_nccl(const char *name);
 
 /* Probe the host (reads /sys/class/infiniband once; not for the hot path). */
 void a2a_perf_env_probe(a2a_perf_env_ctx *ctx);

@@ -46,7 +46,9 @@ START_TEST(harmless_values_are_quiet) {
                  "NCCL_NSOCKS_PERTHREAD=4", "NCCL_CROSS_NIC=1", "NCCL_IB_GID_INDEX=3",
                  "TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "TORCH_NCCL_HIGH_PRIORITY=1",
                  "TORCH_NCCL_AVOID_RECORD_STREAMS=1", "NCCL_NVLS_ENABLE=1",
-                 "CUDA_DEVICE_MAX_CONNECTIONS=32", NULL};
+                 "CUDA_DEVICE_MAX_CONNECTIONS=32",
+                 /* NVIDIA's CUDA container images; build variables */
+                 "NCCL_VERSION=2.28.3-1", "NCCL_HOME=/opt/nccl", "NCCL_LIB_DIR=/usr/lib", NULL};
   a2a_perf_env_ctx ctx = {.ib_host = false};
   a2a_perf_env_hit h[16];
   size_t n = a2a_perf_env_lint(env, &ctx, h, 16);
@@ -123,6 +125,12 @@ START_TEST(typos_suggest_the_closest_real_name) {
   ck_assert(a2a_perf_env_known_nccl("NCCL_NET_GDR_LEVEL"));
   ck_assert(a2a_perf_env_known_nccl("NCCL_DEBUG"));
   ck_assert(!a2a_perf_env_known_nccl("NCCL_IB_HAC"));
+  ck_assert(a2a_perf_env_not_nccl("NCCL_VERSION"));
+  ck_assert(!a2a_perf_env_not_nccl("NCCL_VERSIONS"));
+  /* ... and never a typo suggestion: a misspelt real name still is. */
+  char *v[] = {"NCCL_VERSOIN=2", NULL};
+  ck_assert_uint_eq(a2a_perf_env_lint(v, &ctx, h, 16), 1);
+  ck_assert_str_eq(h[0].suggestion, "");
 }
 END_TEST
 
