@@ -778,11 +778,9 @@ static void bounds_update(void) {
     pages_clear();
     return;
   }
+  /* Ranges are disjoint and sorted by lo: the last ends last. */
   g_min_lo = g_rng[g_order[0]].lo;
-  uintptr_t hi = 0;
-  for (size_t i = 0; i < g_nr; i++)
-    if (g_rng[g_order[i]].hi > hi) hi = g_rng[g_order[i]].hi;
-  g_max_hi = hi;
+  g_max_hi = g_rng[g_order[g_nr - 1]].hi;
 }
 
 /* First order position whose range ends after p (ranges are disjoint, so
@@ -804,27 +802,113 @@ static range *range_containing(uintptr_t p) {
   return NULL;
 }
 
+/* The pool's free slots (a stack) and the live ranges in least recently
+ * used order (a binary min-heap of (last_use, slot), indexed by slot):
+ * taking a slot and forgetting the least recently used range cost
+ * O(log n), where a walk of the whole pool per new range cost ~20,000
+ * instructions per operation once the pool was full - a client cycling
+ * through more buffers than MAX_RANGES does that on every call (nccl-tests
+ * moves its buffers by one message size every iteration: 1 KiB messages
+ * in 1 MiB buffers are 2,048 ranges; on an H200 its 1 KiB rows took twice
+ * as long under the shim). A live range's last_use only grows (every
+ * ++g_use, a merge's maximum), so a heap key may lag behind it: keys are
+ * exact when a range enters the heap, and the top is brought up to date
+ * before it is taken (lrh_evict). Ties go to the lower slot. Under g_mu. */
+static uint16_t g_free[MAX_RANGES]; /* free pool slots, a stack */
+static size_t g_nfree;
+static struct { uint64_t key; uint16_t slot; } g_lrh[MAX_RANGES];
+static int16_t g_lrh_pos[MAX_RANGES]; /* slot -> heap index, -1 absent */
+static size_t g_nlrh;
+
+static bool lrh_less(size_t a, size_t b) {
+  return g_lrh[a].key < g_lrh[b].key || (g_lrh[a].key == g_lrh[b].key && g_lrh[a].slot < g_lrh[b].slot);
+}
+static void lrh_swap(size_t a, size_t b) {
+  __typeof__(g_lrh[0]) t = g_lrh[a];
+  g_lrh[a] = g_lrh[b];
+  g_lrh[b] = t;
+  g_lrh_pos[g_lrh[a].slot] = (int16_t)a;
+  g_lrh_pos[g_lrh[b].slot] = (int16_t)b;
+}
+static void lrh_up(size_t i) {
+  while (i > 0 && lrh_less(i, (i - 1) / 2)) {
+    lrh_swap(i, (i - 1) / 2);
+    i = (i - 1) / 2;
+  }
+}
+static void lrh_down(size_t i) {
+  for (;;) {
+    size_t m = i, l = 2 * i + 1, r = l + 1;
+    if (l < g_nlrh && lrh_less(l, m)) m = l;
+    if (r < g_nlrh && lrh_less(r, m)) m = r;
+    if (m == i) return;
+    lrh_swap(i, m);
+    i = m;
+  }
+}
+/* Slot enters the heap with its range's last_use (a new or split range). */
+static void lrh_add(int slot) {
+  size_t i = g_nlrh++;
+  g_lrh[i].key = g_rng[slot].last_use;
+  g_lrh[i].slot = (uint16_t)slot;
+  g_lrh_pos[slot] = (int16_t)i;
+  lrh_up(i);
+}
+/* Slot's range left the pool: out of the heap, onto the free stack. */
+static void slot_release(int slot) {
+  int16_t i = g_lrh_pos[slot];
+  if (i >= 0) {
+    g_lrh_pos[slot] = -1;
+    if ((size_t)i != --g_nlrh) { /* the last entry takes its place */
+      uint16_t moved = g_lrh[g_nlrh].slot;
+      g_lrh[i] = g_lrh[g_nlrh];
+      g_lrh_pos[moved] = i;
+      lrh_up((size_t)i);
+      lrh_down((size_t)g_lrh_pos[moved]);
+    }
+  }
+  g_free[g_nfree++] = (uint16_t)slot;
+}
+/* Every slot free, the heap empty (initialization). The stack hands out
+ * the lowest slot first. */
+static void pool_reset(void) {
+  g_nlrh = 0;
+  g_nfree = 0;
+  for (int i = MAX_RANGES - 1; i >= 0; i--) {
+    g_lrh_pos[i] = -1;
+    g_free[g_nfree++] = (uint16_t)i;
+  }
+}
+
 static void order_remove_at(size_t k) {
   g_rng[g_order[k]].live = false;
+  slot_release(g_order[k]);
   memmove(&g_order[k], &g_order[k + 1], (g_nr - k - 1) * sizeof g_order[0]);
   g_nr--;
 }
 
-/* Pool slot of a free range: pool slots not referenced by g_order. */
+/* A free pool slot (not referenced by g_order), or -1. */
 static int pool_free_slot(void) {
-  static uint8_t used[MAX_RANGES];
-  memset(used, 0, sizeof used);
-  for (size_t i = 0; i < g_nr; i++) used[g_order[i]] = 1;
-  for (int i = 0; i < MAX_RANGES; i++)
-    if (!used[i]) return i;
-  return -1;
+  return g_nfree ? g_free[--g_nfree] : -1;
 }
 
+/* Forget the least recently used range. */
 static void evict_lru(void) {
-  size_t victim = 0;
-  for (size_t i = 1; i < g_nr; i++)
-    if (g_rng[g_order[i]].last_use < g_rng[g_order[victim]].last_use) victim = i;
-  order_remove_at(victim);
+  while (g_nlrh) {
+    int s = g_lrh[0].slot;
+    if (g_lrh[0].key != g_rng[s].last_use) { /* lagging: bring it up to date */
+      g_lrh[0].key = g_rng[s].last_use;
+      lrh_down(0);
+      continue;
+    }
+    size_t k = pos_after(g_rng[s].lo);
+    if (k >= g_nr || g_order[k] != s) /* (an empty range: not found by its bounds) */
+      for (k = 0; k < g_nr && g_order[k] != s; k++) {
+      }
+    if (k < g_nr) order_remove_at(k);
+    else slot_release(s); /* (not in the order: cannot happen) */
+    return;
+  }
 }
 
 /* Insert a new range [lo,hi) that overlaps nothing; returns it. */
@@ -837,6 +921,8 @@ static range *range_insert(uintptr_t lo, uintptr_t hi) {
   r->lo = lo;
   r->hi = hi;
   r->live = true;
+  r->last_use = ++g_use; /* used now (its caller's access makes it newer): an exact heap key */
+  lrh_add(slot);
   size_t k = pos_after(lo);
   memmove(&g_order[k + 1], &g_order[k], (g_nr - k) * sizeof g_order[0]);
   g_order[k] = (uint16_t)slot;
@@ -857,6 +943,7 @@ static bool range_split(size_t k, uintptr_t at) {
   *n = *r;
   n->lo = at;
   r->hi = at;
+  lrh_add(slot);
   memmove(&g_order[k + 2], &g_order[k + 1], (g_nr - k - 1) * sizeof g_order[0]);
   g_order[k + 1] = (uint16_t)slot;
   g_nr++;
@@ -915,6 +1002,7 @@ static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh, bool *exac
   for (size_t i = k + 1; i < end; i++) {
     range *o = &g_rng[g_order[i]];
     o->live = false; /* merged into r, dropped from g_order below */
+    slot_release(g_order[i]);
     for (int j = 0; j < o->nacc; j++) acc_add(r, &o->acc[j], NULL);
     if (o->last_use > r->last_use) r->last_use = o->last_use;
   }
@@ -3610,6 +3698,7 @@ static int hb_init(void) {
     g_ntl = 1; /* the host */
     g_host_ver = 1;
     for (size_t i = 0; i < MAX_RANGES; i++) g_rng[i].live = false;
+    pool_reset();
     memset(g_rng_hint, 0, sizeof g_rng_hint);
     g_launch_hint = NULL;
     lock_advance(); /* every thread's launch and query memo */

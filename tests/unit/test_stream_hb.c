@@ -36,6 +36,10 @@ static const size_t SEG_SIZE = 1 << 20;
  * float *q;} like PyTorch's TensorIterator arguments. */
 static char k_fill, k_struct;
 
+#ifndef ROTATE_N
+#define ROTATE_N (3 * STREAM_HB_MAX_RANGES)
+#endif
+
 static int stream_findings(void) { return (int)collector_count_prefix("stream."); }
 
 /* COMM created (again: NCCL reusing the handle) as rank 0 of nranks. */
@@ -3040,6 +3044,33 @@ START_TEST(grouped_multi_capture_leaves_range_use) {
 }
 END_TEST
 
+/* A client cycling through more buffers than the pool holds (nccl-tests
+ * moves its buffers by one message size every iteration): each new range
+ * forgets the least recently used one, and a range used all along is
+ * kept. (Taking a slot and choosing the victim are O(log n): a walk of the
+ * pool per operation made nccl-tests' 1 KiB rows twice as slow on an H200;
+ * bench/ measures it.) */
+START_TEST(rotating_buffers_forget_the_least_recently_used) {
+  setup();
+  stream_create(S_COMM, NONBLOCKING);
+  stream_create(S_COMP, NONBLOCKING);
+  void *a = (void *)SEG, *b = (void *)(SEG + 64);
+  recv_on(S_COMM, b, 16);
+  for (int i = 0; i < ROTATE_N; i++) {
+    if (i % 64 == 0) recv_on(S_COMM, a, 16);
+    send_on(S_COMM, (void *)(SEG + 0x1000 + (uintptr_t)i * 64), 16, (void *)0x2700);
+    ck_assert_uint_le(stream_hb_range_count(), STREAM_HB_MAX_RANGES);
+  }
+  ck_assert_int_eq(stream_findings(), 0);
+  /* a's receive is in flight, unordered with S_COMP: reported. */
+  memop(A2A_EV_MEMCPY, (void *)0x1234, a, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  /* b's was forgotten long ago: nothing (forgetting can only hide a race). */
+  memop(A2A_EV_MEMCPY, (void *)0x1234, b, 64, A2A_CPY_D2H, 1, S_COMP);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), ROTATE_N > STREAM_HB_MAX_RANGES ? 1 : 2);
+}
+END_TEST
+
 /* A device's stream destroyed and created again with the same handle is a
  * new timeline: the next group is not replayed on the old one (the host's
  * wait for the new stream alone orders that device's part). */
@@ -4194,6 +4225,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, grouped_multi_replay_refused_after_unordered_history);
   tcase_add_test(tc, grouped_multi_replay_refused_while_capturing);
   tcase_add_test(tc, grouped_multi_capture_leaves_range_use);
+  tcase_add_test(tc, rotating_buffers_forget_the_least_recently_used);
   tcase_add_test(tc, grouped_multi_replay_refused_for_a_new_stream);
   tcase_add_test(tc, copies_locked_while_capturing);
   suite_add_tcase(s, tc);
