@@ -14,7 +14,11 @@
  * ordered before the loop's stream by an event: the MoE step's launches on a
  * receive buffer, which the stream analyzer looks up under its lock; with
  * INFLIGHT 0, an untracked buffer), query (ncclCommCount + ncclCommUserRank,
- * what nccl-tests asks of every communicator per iteration). INFLIGHT: communication buffers left in flight (their
+ * what nccl-tests asks of every communicator per iteration), rotate (an
+ * ncclAlltoAll whose send and receive buffers move by 32 bytes every call
+ * through 4,096 places of their 1 MiB allocations: nccl-tests' per-iteration
+ * shift, 8,192 ranges, eight times the stream analyzer's pool, which is full
+ * from the warm-up on). INFLIGHT: communication buffers left in flight (their
  * operations never synchronized) before the loop, so the checks that track
  * in-flight buffers have that many to consider (0, 8, 32, 128). SYNC: if
  * > 0, the loop synchronizes its streams every SYNC calls (long runs: the
@@ -54,11 +58,12 @@ typedef struct env {
 } env;
 
 enum { M_LAUNCH, M_RECORD, M_WAIT, M_MEMCPY, M_ALLREDUCE, M_SENDRECV, M_ALLTOALL, M_POLL,
-       M_LAUNCHRECV, M_QUERY, M_N };
+       M_LAUNCHRECV, M_QUERY, M_ROTATE, M_N };
 static const char *const mode_names[M_N] = {"launch",    "record",   "wait",
                                             "memcpy",    "allreduce", "sendrecv",
                                             "alltoall",  "poll",      "launchrecv",
-                                            "query"};
+                                            "query",     "rotate"};
+#define ROTATE_PLACES 4096
 
 static void one(const env *e, int mode) {
   dim3 d1 = {1, 1, 1};
@@ -90,6 +95,12 @@ static void one(const env *e, int mode) {
     CK(ncclCommCount(e->comm, &nranks));
     CK(ncclCommUserRank(e->comm, &rank));
     if (nranks != 1 || rank != 0) exit(1);
+    break;
+  }
+  case M_ROTATE: {
+    static unsigned k;
+    size_t off = (size_t)(k++ % ROTATE_PLACES) * 8;
+    CK(ncclAlltoAll(e->buf + off, e->buf2 + off, 8, ncclFloat, e->comm, e->s));
     break;
   }
   }
@@ -132,7 +143,7 @@ static long status_kib(const char *key) {
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr,
-            "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall|poll|launchrecv|query N "
+            "usage: %s launch|record|wait|memcpy|allreduce|sendrecv|alltoall|poll|launchrecv|query|rotate N "
             "[INFLIGHT [SYNC]]\n",
             argv[0]);
     return 2;
@@ -177,7 +188,7 @@ int main(int argc, char **argv) {
     CK(ncclAllReduce(e.buf, e.buf, 8, ncclFloat, ncclSum, e.comm, e.s));
     CK(cudaStreamSynchronize(e.s));
   }
-  warmup_loop(&e, mode, n < 200 ? n : 200);
+  warmup_loop(&e, mode, mode == M_ROTATE ? 2 * ROTATE_PLACES : n < 200 ? n : 200);
   CK(cudaStreamSynchronize(e.s));
   CK(cudaStreamSynchronize(e.s2));
   double t0 = now_s();
