@@ -163,6 +163,9 @@ bash "$run" --help | grep -q -- '--check-only' || { echo "FAIL: --help"; exit 1;
 bash "$run" --bogus >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: --bogus not rejected"; exit 1; }
 bash "$run" --timeout x >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: --timeout x not rejected"; exit 1; }
 bash "$run" --out >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: --out without a value"; exit 1; }
+bash "$run" --prebuilt >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: --prebuilt without a value"; exit 1; }
+bash "$run" --nccl-tests /nonexistent/a2a >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: --nccl-tests of no directory"; exit 1; }
+bash "$run" --help | grep -q -- '--nccl-tests' || { echo "FAIL: --help lacks --nccl-tests"; exit 1; }
 exit 0
 ]=] sh ${A2A_GPU_RUN})
   # The skip path, even on a machine with a GPU: an nvidia-smi that fails.

@@ -2,12 +2,36 @@
  * (tests/gpu/run.sh step "nccl-single"): ncclSend/ncclRecv to self inside a
  * group, AllReduce, AlltoAll, all with the data checked, every buffer and
  * stream ordered correctly. Expected: exit 0 and zero a2acheck findings
- * (perf.summary aside). */
+ * (perf.summary aside).
+ *
+ *   nccl_single self-unmatched   (step "nccl-self-unmatched") a send to self
+ *       with no receive from self in its group, then the reverse: NCCL
+ *       refuses each group with ncclInvalidUsage ("Trying to send to self
+ *       without a matching recv"), never a hang; the shim must hand the
+ *       application that same result. Exit 0 when both are refused so. */
+#include <string.h>
+
 #include "gpu_common.h"
 
-int main(void) {
+int main(int argc, char **argv) {
   ncclComm_t comm = g_one_rank_comm();
   const size_t n = 1 << 20;
+  if (argc > 1 && strcmp(argv[1], "self-unmatched") == 0) {
+    float *buf;
+    cudaStream_t hs;
+    G_CUDA(cudaStreamCreateWithFlags(&hs, cudaStreamNonBlocking));
+    G_CUDA(cudaMalloc((void **)&buf, n * sizeof(float)));
+    G_NCCL(ncclGroupStart());
+    G_NCCL(ncclSend(buf, n, ncclFloat, 0, comm, hs));
+    ncclResult_t r1 = ncclGroupEnd();
+    G_NCCL(ncclGroupStart());
+    G_NCCL(ncclRecv(buf, n, ncclFloat, 0, comm, hs));
+    ncclResult_t r2 = ncclGroupEnd();
+    G_CUDA(cudaStreamSynchronize(hs));
+    printf("{\"send_to_self_alone\": %d, \"recv_from_self_alone\": %d}\n", (int)r1, (int)r2);
+    G_NCCL(ncclCommDestroy(comm));
+    return r1 == ncclInvalidUsage && r2 == ncclInvalidUsage ? 0 : 1;
+  }
   float *send, *recv;
   unsigned long long *errors;
   cudaStream_t s;

@@ -13,7 +13,14 @@
 #                                    kernels replaced by host stand-ins
 #   options: --out DIR (default $OUT, else ./gpu-results), --build DIR
 #            (default build-gpu), --timeout S (per step, default 120),
-#            --only NAME[,NAME] (run only these steps), --help
+#            --only NAME[,NAME] (run only these steps), --help,
+#            --prebuilt DIR  use DIR/lib/liba2acheck.so, built elsewhere
+#                            (a GPU machine without libunwind-dev); only
+#                            the .cu programs are compiled here
+#            --nccl-tests DIR  also run NVIDIA nccl-tests' alltoall_perf,
+#                            sendrecv_perf and all_reduce_perf from DIR
+#                            (built with -cudart shared, MPI=0; see
+#                            ../shared/thirdparty/README.md), one rank
 #
 # Exit status: 0 every step passed; 1 a step failed; 2 usage error;
 # 77 skipped (no GPU: `nvidia-smi -L` fails or /dev/nvidia0 is missing; or,
@@ -23,6 +30,9 @@
 #   build             cmake + the shim; nvcc -arch=sm_90 for tests/gpu/*.cu
 #   nccl-single       one-rank NCCL: send/recv to self in a group, AllReduce,
 #                     AlltoAll; data right, zero findings, perf.summary timed
+#   nccl-self-unmatched  a send to self without a receive in its group and
+#                     the reverse: NCCL's ncclInvalidUsage reaches the
+#                     program, no finding
 #   race-*            real-kernel races: unsynced-input, unsynced-output,
 #                     free-in-flight (each -> its stream.* check) and their
 #                     fixed versions (-> nothing)
@@ -33,6 +43,13 @@
 #   torch-plain       a training step with all_to_all + all_reduce -> nothing;
 #                     records which NCCL path torch took
 #   overhead          CUDA-event-timed loop with and without the shim (ratio)
+#   nt-<prog>         (--nccl-tests) nccl-tests -g 1 under the shim, its data
+#                     check on (-c 1; -c 0 on the simulator): the findings
+#                     the nccltests suite expects (the in-place columns'
+#                     layout.overlap), nccl-tests' own "0 OK"
+#   nt-overhead-<prog> (--nccl-tests) the time per iteration with and
+#                     without the shim, 3 runs each, interleaved: the median
+#                     ratio per size (INFO: reported, never asserted)
 # Everything goes to $OUT: logs/<step>.out, jsonl/<step>/*.jsonl, env.json,
 # results.json and summary.txt.
 
@@ -47,6 +64,8 @@ OUT_DIR="${OUT:-}"
 BUILD=""
 STEP_TIMEOUT=120
 ONLY=""
+PREBUILT=""
+NT_DIR=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --check-only) MODE=check ;;
@@ -58,6 +77,10 @@ while [ $# -gt 0 ]; do
     --timeout)
       [ $# -ge 2 ] && [ "$2" -gt 0 ] 2>/dev/null || { echo "run.sh: --timeout needs seconds > 0" >&2; exit 2; }
       STEP_TIMEOUT=$2; shift ;;
+    --prebuilt) [ $# -ge 2 ] || { echo "run.sh: --prebuilt needs a build directory" >&2; exit 2; }
+      PREBUILT=$(cd "$2" 2>/dev/null && pwd) || { echo "run.sh: no directory $2" >&2; exit 2; }; shift ;;
+    --nccl-tests) [ $# -ge 2 ] || { echo "run.sh: --nccl-tests needs a directory" >&2; exit 2; }
+      NT_DIR=$(cd "$2" 2>/dev/null && pwd) || { echo "run.sh: no directory $2" >&2; exit 2; }; shift ;;
     --only) [ $# -ge 2 ] || { echo "run.sh: --only needs step names" >&2; exit 2; }; ONLY=",$2,"; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -166,13 +189,14 @@ fi
 
 OUT_DIR=${OUT_DIR:-$PWD/gpu-results}
 BUILD=${BUILD:-$ROOT/build-gpu}
+[ -n "$PREBUILT" ] && [ "$MODE" != sim ] && BUILD=$PREBUILT
 mkdir -p "$OUT_DIR/logs" "$OUT_DIR/jsonl" || exit 1
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 RESULTS_TSV="$OUT_DIR/results.tsv"
 : > "$RESULTS_TSV"
 SHIM="$BUILD/lib/liba2acheck.so"
 PROGS="$BUILD/gpu"
-[ "$MODE" = sim ] && PROGS="$OUT_DIR/programs"
+[ "$MODE" = sim ] || [ -n "$PREBUILT" ] && PROGS="$OUT_DIR/programs"
 CHECK_JSONL=(python3 "$ROOT/tests/e2e/check_jsonl.py")
 PERF_CHECK=(python3 "$ROOT/tests/e2e/perf_check.py")
 T_START=$(date +%s)
@@ -241,6 +265,15 @@ if [ "$MODE" = sim ]; then
   crc=$?
   record build "$([ $crc = 0 ] && echo PASS || echo FAIL)" "$(( $(date +%s) - t0 ))" \
     "simulator mode: shim of $BUILD, nvcc rc $crc"
+elif [ -n "$PREBUILT" ]; then
+  t0=$(date +%s)
+  compile_programs "$PROGS" > "$OUT_DIR/logs/build.out" 2>&1
+  crc=$?
+  if [ $crc != 0 ] || [ ! -e "$SHIM" ]; then
+    record build FAIL "$(( $(date +%s) - t0 ))" "prebuilt $SHIM present: $([ -e "$SHIM" ] && echo yes || echo no), nvcc rc $crc (logs/build.out)"
+  else
+    record build PASS "$(( $(date +%s) - t0 ))" "prebuilt shim ($SHIM) + 3 programs (sm_90)"
+  fi
 elif want build || [ ! -e "$SHIM" ]; then
   t0=$(date +%s)
   {
@@ -275,6 +308,14 @@ if want nccl-single && built nccl_single nccl-single; then
     { "${PERF_CHECK[@]}" "$OUT_DIR/jsonl/nccl-single" "perf.summary:ops>=3" "perf.summary:measured_ops>=1" \
         >> "$OUT_DIR/logs/nccl-single.out" 2>&1 ||
       record nccl-single-timed FAIL 0 "perf.summary shows no timed operation (logs/nccl-single.out)"; }
+fi
+
+# NCCL refuses a send to self without a receive from self in its group
+# (ncclInvalidUsage at ncclGroupEnd, not a hang): the application gets that
+# result through the shim, and nothing is left in flight.
+if want nccl-self-unmatched && built nccl_single nccl-self-unmatched; then
+  STEP_NOTE="ncclInvalidUsage both ways" step nccl-self-unmatched 0 "${IGN[@]}" --none \
+    -- "$PROGS/nccl_single" self-unmatched
 fi
 
 # ---- 2. real-kernel races -----------------------------------------------------
@@ -369,6 +410,93 @@ PY
   else
     record overhead FAIL "$secs" "$note (limit ${A2A_GPU_MAX_OVERHEAD:-2.0})"
   fi
+fi
+
+# ---- 5. nccl-tests (--nccl-tests DIR) ------------------------------------------
+# NVIDIA's nccl-tests, a real client nobody here wrote, as one rank (-g 1: one
+# GPU). Under the shim its in-place columns are the findings the nccltests
+# suite expects (tests/nccltests/CMakeLists.txt: AlltoAll and the grouped
+# send/recv pass sendbuff == recvbuff; AllReduce in place is NCCL's documented
+# form); its data check (device kernels, so -c 0 on the simulator) must say
+# "0 OK". Then the time per iteration with and without the shim.
+
+# nt_parse FILE...: "size:time" (out-of-place, microseconds) for every size
+# in every run (one file each), the median over the runs.
+nt_parse() {
+  python3 - "$@" <<'PY'
+import statistics, sys
+runs = []
+for path in sys.argv[1:]:
+    rows = {}
+    for line in open(path, errors="replace"):
+        f = line.split()
+        if len(f) >= 9 and f[0].isdigit():
+            try:
+                rows[int(f[0])] = float(f[5])
+            except ValueError:
+                pass
+    runs.append(rows)
+print(" ".join("%d:%.3f" % (size, statistics.median(r[size] for r in runs if size in r))
+               for size in sorted(set().union(*runs)) if all(size in r for r in runs)))
+PY
+}
+
+if [ -n "$NT_DIR" ]; then
+  NT_CHECK=1
+  [ "$MODE" = sim ] && NT_CHECK=0  # the data check kernels are device code
+  NT_ENV=("${RUN_ENV[@]}")
+  if [ "$MODE" != sim ]; then
+    # nccl-tests links libcudart.so.13 and libnccl.so.2 without a run path.
+    nt_libs="$(find_nccl_lib 2>/dev/null):$(cd "$(dirname "$(find_nvcc)")/.." 2>/dev/null && pwd)/lib64"
+    NT_ENV+=(LD_LIBRARY_PATH="$nt_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  fi
+  RUN_ENV_SAVE=("${RUN_ENV[@]}")
+  for p in alltoall sendrecv all_reduce; do
+    want "nt-$p" || want "nt-overhead-$p" || continue
+    if [ ! -x "$NT_DIR/${p}_perf" ]; then
+      record "nt-$p" FAIL 0 "no $NT_DIR/${p}_perf"; continue
+    fi
+    case $p in
+      all_reduce) exp=("${IGN[@]}" --none) ;;
+      *) exp=(--expect layout.overlap:error --only --allow perf.summary --allow perf.env) ;;
+    esac
+    RUN_ENV=("${NT_ENV[@]}")
+    if want "nt-$p" && STEP_NOTE="-g 1 -b 1K -e 16M -f 4 -c $NT_CHECK" \
+         step "nt-$p" 0 "${exp[@]}" -- "$NT_DIR/${p}_perf" -g 1 -b 1K -e 16M -f 4 -w 5 -n 20 -c $NT_CHECK; then
+      log="$OUT_DIR/logs/nt-$p.out"
+      rows=$(nt_parse "$log" | wc -w)
+      if ! grep -q "Out of bounds values : 0 OK" "$log" || [ "$rows" -lt 7 ]; then
+        record "nt-$p-output" FAIL 0 "nccl-tests' output: $rows result rows, $(grep -m1 'Out of bounds' "$log" || echo 'no Out of bounds line')"
+      fi
+    fi
+    if [ "$MODE" != sim ] && want "nt-overhead-$p"; then
+      t0=$(date +%s); nrc=0
+      mkdir -p "$OUT_DIR/nt-time/$p" "$OUT_DIR/jsonl/nt-overhead-$p"
+      for i in 1 2 3; do
+        env "${NT_ENV[@]}" timeout "$STEP_TIMEOUT" "$NT_DIR/${p}_perf" -g 1 -b 1K -e 1M -f 4 -w 50 -n 1000 -c 0 \
+          > "$OUT_DIR/nt-time/$p/plain.$i" 2>&1 || nrc=1
+        env "${NT_ENV[@]}" LD_PRELOAD="$SHIM" A2ACHECK_LOG_DIR="$OUT_DIR/jsonl/nt-overhead-$p" A2ACHECK_LOG_STDERR=none \
+          timeout "$STEP_TIMEOUT" "$NT_DIR/${p}_perf" -g 1 -b 1K -e 1M -f 4 -w 50 -n 1000 -c 0 \
+          > "$OUT_DIR/nt-time/$p/shim.$i" 2>&1 || nrc=1
+      done
+      plain_t=$(nt_parse "$OUT_DIR"/nt-time/$p/plain.*)
+      shim_t=$(nt_parse "$OUT_DIR"/nt-time/$p/shim.*)
+      note=$(python3 - "$plain_t" "$shim_t" <<'PY'
+import sys
+p = dict(kv.split(":") for kv in sys.argv[1].split())
+s = dict(kv.split(":") for kv in sys.argv[2].split())
+def size(b):
+    b = int(b)
+    return "%dM" % (b >> 20) if b >= 1 << 20 else "%dK" % (b >> 10) if b >= 1024 else "%dB" % b
+print(", ".join("%s %.1f/%.1f us x%.3f" % (size(k), float(p[k]), float(s[k]), float(s[k]) / float(p[k]))
+                for k in sorted(p, key=int) if k in s and float(p[k]) > 0) or "no rows")
+PY
+)
+      record "nt-overhead-$p" "$([ $nrc = 0 ] && echo INFO || echo FAIL)" "$(( $(date +%s) - t0 ))" \
+        "median of 3, out-of-place time plain/shim: $note"
+    fi
+    RUN_ENV=("${RUN_ENV_SAVE[@]}")
+  done
 fi
 
 # ---- summary ------------------------------------------------------------------

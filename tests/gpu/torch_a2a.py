@@ -7,9 +7,11 @@ world_size=1.
                           kernel reads the output without work.wait()
                           -> stream.unsynced-output at this file's consumer line
     torch_a2a.py wait     the same with work.wait() first -> no finding
-    torch_a2a.py plain    a training step: forward, all_to_all_single,
-                          backward, all_reduce of the gradients, optimizer
-                          step -> no finding
+    torch_a2a.py plain    a training step: forward, all_to_all_single
+                          through an autograd function (DeepSpeed MoE's
+                          _AllToAll: the transpose all-to-all runs in the
+                          backward, on autograd's own thread), all_reduce of
+                          the gradients, optimizer step -> no finding
 
 Prints one JSON line: torch and NCCL versions, the consumer's line number
 (CONSUMER_LINE, for the run.sh assertion) and whether the data was right.
@@ -21,6 +23,23 @@ import sys
 
 import torch
 import torch.distributed as dist
+
+
+class AllToAll(torch.autograd.Function):
+    """The all-to-all as DeepSpeed MoE's _AllToAll has it: forward exchanges
+    the tokens, backward exchanges their gradients back."""
+
+    @staticmethod
+    def forward(ctx, inp):
+        out = torch.empty_like(inp)
+        dist.all_to_all_single(out, inp.contiguous())
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = torch.empty_like(grad)
+        dist.all_to_all_single(out, grad.contiguous())
+        return out
 
 
 def line_here():
@@ -57,8 +76,7 @@ def main(mode):
         for _ in range(3):
             inp = torch.randn(64, 1024, device="cuda")
             h = model(inp)
-            routed = torch.empty_like(h)
-            dist.all_to_all_single(routed, h.contiguous())
+            routed = AllToAll.apply(h)
             loss = routed.square().mean()
             opt.zero_grad()
             loss.backward()
