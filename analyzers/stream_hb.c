@@ -805,7 +805,7 @@ static range *range_containing(uintptr_t p) {
 /* The pool's free slots (a stack) and the live ranges in least recently
  * used order (a binary min-heap of (last_use, slot), indexed by slot):
  * taking a slot and forgetting the least recently used range cost
- * O(log n), where a walk of the whole pool per new range cost ~20,000
+ * O(log n), where two walks of the whole pool per new range cost ~55,000
  * instructions per operation once the pool was full - a client cycling
  * through more buffers than MAX_RANGES does that on every call (nccl-tests
  * moves its buffers by one message size every iteration: 1 KiB messages
@@ -813,7 +813,11 @@ static range *range_containing(uintptr_t p) {
  * as long under the shim). A live range's last_use only grows (every
  * ++g_use, a merge's maximum), so a heap key may lag behind it: keys are
  * exact when a range enters the heap, and the top is brought up to date
- * before it is taken (lrh_evict). Ties go to the lower slot. Under g_mu. */
+ * before it is taken (evict_lru): amortized O(log n) per use of a range,
+ * though one eviction may refresh many lagging keys. Ties go to the lower
+ * slot (the old walk forgot the lower address: either forgets a range of
+ * the same recency). Under g_mu. */
+_Static_assert(MAX_RANGES <= INT16_MAX, "g_lrh_pos holds heap indexes as int16_t");
 static uint16_t g_free[MAX_RANGES]; /* free pool slots, a stack */
 static size_t g_nfree;
 static struct { uint64_t key; uint16_t slot; } g_lrh[MAX_RANGES];
@@ -892,8 +896,14 @@ static int pool_free_slot(void) {
   return g_nfree ? g_free[--g_nfree] : -1;
 }
 
-/* Forget the least recently used range. */
+/* Forget the least recently used range. Always removes one while any is
+ * left (range_for_comm loops on it): were the heap ever out of step with
+ * the order, the lowest range goes instead of spinning. */
 static void evict_lru(void) {
+  if (!g_nlrh && g_nr) {
+    order_remove_at(0);
+    return;
+  }
   while (g_nlrh) {
     int s = g_lrh[0].slot;
     if (g_lrh[0].key != g_rng[s].last_use) { /* lagging: bring it up to date */
@@ -905,8 +915,13 @@ static void evict_lru(void) {
     if (k >= g_nr || g_order[k] != s) /* (an empty range: not found by its bounds) */
       for (k = 0; k < g_nr && g_order[k] != s; k++) {
       }
-    if (k < g_nr) order_remove_at(k);
-    else slot_release(s); /* (not in the order: cannot happen) */
+    if (k < g_nr) {
+      order_remove_at(k);
+    } else { /* (not in the order: cannot happen) */
+      g_rng[s].live = false;
+      slot_release(s);
+      if (g_nr) order_remove_at(0);
+    }
     return;
   }
 }
@@ -983,6 +998,10 @@ static void range_hint_set(const range *r) {
  * to this operation's buffer. (When the pool is full the split is skipped
  * and the union is wider: conservative.) */
 static range *range_for_comm(uintptr_t lo, uintptr_t hi, bool *fresh, bool *exact) {
+  /* A buffer that wraps past the end of the address space (a count that
+   * overflows lo + bytes) is not tracked: an inverted range would break
+   * the order, which bounds_update and the lookups rely on. */
+  if (hi <= lo) return NULL;
   while (g_nr > 0 && g_nr + 3 > MAX_RANGES) evict_lru(); /* room for 2 splits + 1 insert */
   size_t k = pos_after(lo);
   if (k < g_nr && g_rng[g_order[k]].lo < lo && range_split(k, lo)) k++;

@@ -3068,6 +3068,26 @@ START_TEST(rotating_buffers_forget_the_least_recently_used) {
   /* b's was forgotten long ago: nothing (forgetting can only hide a race). */
   memop(A2A_EV_MEMCPY, (void *)0x1234, b, 64, A2A_CPY_D2H, 1, S_COMP);
   ck_assert_int_eq(collector_count("stream.unsynced-output"), ROTATE_N > STREAM_HB_MAX_RANGES ? 1 : 2);
+  /* Every slot comes back: a receive over the whole segment merges its
+   * ranges into one; sends inside it split that one, and the pool fills
+   * up again (a slot lost on the way would cap it lower)... */
+  stream_ev(A2A_EV_STREAM_SYNC, S_COMP, 0); /* the copies above read a and b */
+  recv_on(S_COMM, (void *)SEG, SEG_SIZE / 4);
+  ck_assert_uint_eq(stream_hb_range_count(), 1);
+  for (int i = 0; i < ROTATE_N; i++)
+    send_on(S_COMM, (void *)(SEG + 0x40000 + (uintptr_t)i * 64), 8, (void *)0x2700);
+  if (ROTATE_N > STREAM_HB_MAX_RANGES) ck_assert_uint_ge(stream_hb_range_count(), STREAM_HB_MAX_RANGES - 3);
+  /* ... and after the segment is freed (every range dropped) too. */
+  a2a_event f = ev_make(A2A_EV_FREE);
+  f.api = "cudaFree";
+  f.u.mem.ptr = (void *)SEG;
+  f.u.mem.mem = A2A_MEM_DEVICE;
+  ev_dispatch(&f, 0);
+  ck_assert_uint_eq(stream_hb_range_count(), 0);
+  for (int i = 0; i < ROTATE_N; i++)
+    send_on(S_COMM, (void *)(0x90000000 + (uintptr_t)i * 64), 16, (void *)0x2700);
+  if (ROTATE_N > STREAM_HB_MAX_RANGES) ck_assert_uint_ge(stream_hb_range_count(), STREAM_HB_MAX_RANGES - 3);
+  ck_assert_int_eq(stream_findings(), 1);
 }
 END_TEST
 
