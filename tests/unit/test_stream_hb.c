@@ -628,15 +628,20 @@ START_TEST(free_async_on_same_stream_is_ordered) {
 }
 END_TEST
 
-START_TEST(cuda_free_of_cudamalloc_memory_synchronizes) {
-  setup();
-  two_streams_warm(NONBLOCKING);
-  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+/* cudaFree of the setup's cudaMalloc segment. */
+static void cuda_free_seg(void) {
   a2a_event ev = ev_make(A2A_EV_FREE);
   ev.api = "cudaFree";
   ev.u.mem.ptr = (void *)SEG;
   ev.u.mem.mem = A2A_MEM_DEVICE;
   ev_dispatch(&ev, 0);
+}
+
+START_TEST(cuda_free_of_cudamalloc_memory_synchronizes) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  cuda_free_seg();
   ck_assert_int_eq(stream_findings(), 0);
   ck_assert_uint_eq(stream_hb_range_count(), 0);
 }
@@ -3078,11 +3083,7 @@ START_TEST(rotating_buffers_forget_the_least_recently_used) {
     send_on(S_COMM, (void *)(SEG + 0x40000 + (uintptr_t)i * 64), 8, (void *)0x2700);
   if (ROTATE_N > STREAM_HB_MAX_RANGES) ck_assert_uint_ge(stream_hb_range_count(), STREAM_HB_MAX_RANGES - 3);
   /* ... and after the segment is freed (every range dropped) too. */
-  a2a_event f = ev_make(A2A_EV_FREE);
-  f.api = "cudaFree";
-  f.u.mem.ptr = (void *)SEG;
-  f.u.mem.mem = A2A_MEM_DEVICE;
-  ev_dispatch(&f, 0);
+  cuda_free_seg();
   ck_assert_uint_eq(stream_hb_range_count(), 0);
   for (int i = 0; i < ROTATE_N; i++)
     send_on(S_COMM, (void *)(0x90000000 + (uintptr_t)i * 64), 16, (void *)0x2700);
