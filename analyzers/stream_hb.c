@@ -896,34 +896,18 @@ static int pool_free_slot(void) {
   return g_nfree ? g_free[--g_nfree] : -1;
 }
 
-/* Forget the least recently used range. Always removes one while any is
- * left (range_for_comm loops on it): were the heap ever out of step with
- * the order, the lowest range goes instead of spinning. */
+/* Forget the least recently used range (callers: g_nr > 0). Ranges are
+ * never empty (range_for_comm), so pos_after finds the victim by its lo;
+ * were the heap ever out of step with the order, the lowest range goes
+ * instead, so the caller's loop always progresses. */
 static void evict_lru(void) {
-  if (!g_nlrh && g_nr) {
-    order_remove_at(0);
-    return;
+  while (g_nlrh && g_lrh[0].key != g_rng[g_lrh[0].slot].last_use) { /* lagging: update */
+    g_lrh[0].key = g_rng[g_lrh[0].slot].last_use;
+    lrh_down(0);
   }
-  while (g_nlrh) {
-    int s = g_lrh[0].slot;
-    if (g_lrh[0].key != g_rng[s].last_use) { /* lagging: bring it up to date */
-      g_lrh[0].key = g_rng[s].last_use;
-      lrh_down(0);
-      continue;
-    }
-    size_t k = pos_after(g_rng[s].lo);
-    if (k >= g_nr || g_order[k] != s) /* (an empty range: not found by its bounds) */
-      for (k = 0; k < g_nr && g_order[k] != s; k++) {
-      }
-    if (k < g_nr) {
-      order_remove_at(k);
-    } else { /* (not in the order: cannot happen) */
-      g_rng[s].live = false;
-      slot_release(s);
-      if (g_nr) order_remove_at(0);
-    }
-    return;
-  }
+  size_t k = g_nlrh ? pos_after(g_rng[g_lrh[0].slot].lo) : 0;
+  if (k >= g_nr || (g_nlrh && g_order[k] != g_lrh[0].slot)) k = 0;
+  order_remove_at(k);
 }
 
 /* Insert a new range [lo,hi) that overlaps nothing; returns it. */
