@@ -106,6 +106,12 @@ typedef struct a2a_host {
    * the stream is alive and not being captured (a query of a capturing
    * stream invalidates the capture). */
   int (*stream_query)(void *stream);
+  /* cudaStreamGetDevice with the REAL runtime: 0 and *device set, or -1
+   * (no such function in this runtime, an error pending, the handle
+   * refused). Asks nothing else and enqueues nothing. Only for explicit
+   * stream handles that the application just gave NCCL (not the legacy
+   * or per-thread default handles, which name the current device's). */
+  int (*stream_device)(void *stream, int *device);
   /* Capture the current thread's stack, skipping the tool's own frames. */
   void (*capture_stack)(a2a_stack *st);
   /* Global rank of this process (-1 until known) and host name. */

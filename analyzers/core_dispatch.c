@@ -53,6 +53,7 @@ static int fb_event_query(void *e) { return -1; }
 static int fb_event_elapsed(float *ms, void *a, void *b) { return -1; }
 static int fb_event_destroy(void *e) { return -1; }
 static int fb_stream_query(void *s) { return -1; }
+static int fb_stream_device(void *s, int *d) { return -1; }
 static void fb_capture_stack(a2a_stack *st) { st->n = 0; }
 static int fb_global_rank(void) { return -1; }
 static const char *fb_hostname(void) { return "localhost"; }
@@ -88,6 +89,7 @@ static const a2a_host g_fallback_host = {
     .event_elapsed_ms = fb_event_elapsed,
     .event_destroy = fb_event_destroy,
     .stream_query = fb_stream_query,
+    .stream_device = fb_stream_device,
     .capture_stack = fb_capture_stack,
     .global_rank = fb_global_rank,
     .hostname = fb_hostname,

@@ -527,6 +527,13 @@ static bool is_nccl_kind(a2a_kind k) { return a2a_kind_is_nccl(k); }
  * own. The operation's communicator is looked up at the PRE, reused at the
  * POST (the same call; a handle reused meanwhile by another thread would
  * only make the POST release what the PRE acquired, which is right). */
+/* An operation NCCL failed: why, when its stream is another device's
+ * (gm_stream_device_failed). Then the POST's usual work. */
+__attribute__((noinline, cold)) static void op_failed(const a2a_event *ev) {
+  gm_stream_device_failed(ev, ev->callsite, ev->api, a2a_comm_lookup(ev->comm),
+                          gl_stream_key(ev->stream, ev->per_thread));
+}
+
 __attribute__((noinline)) static void gl_op_post_all(const a2a_event *ev) {
   gl_thread *t = thread_of(ev->thread);
   /* Held: gm_op_post would find the PRE's record held (depth > 0, its
@@ -544,6 +551,7 @@ __attribute__((noinline)) static void gl_op_post_all(const a2a_event *ev) {
  * (held_handle, which implies the rest of the test) or, else, the test
  * itself; anything else: gl_op_post_all. */
 __attribute__((noinline)) static void gl_op_post(const a2a_event *ev) {
+  if (__builtin_expect(!ev->ok, 0)) op_failed(ev);
   unsigned gen = atomic_load_explicit(&g_gl_gen, memory_order_relaxed);
   if (t_gl.gen == gen && t_gl.id == ev->thread) {
     const gl_thread *t = t_gl.t;
@@ -736,7 +744,19 @@ __attribute__((noinline)) static void gl_group_end_pre(const a2a_event *ev) {
 }
 
 /* The outermost ncclGroupEnd's POST on t: the group's end. */
+/* The outermost ncclGroupEnd failed: for each stream of the group, with
+ * its first operation's communicator, site and api, whether the stream is
+ * another device's (gm_stream_device_failed). */
+__attribute__((noinline, cold)) static void group_failed(gl_thread *t, const a2a_event *ev) {
+  if (t->npend) flush_pending(t);
+  for (unsigned i = 0; i < t->nstreams; i++) {
+    const gl_stream *s = &t->streams[i];
+    gm_stream_device_failed(ev, s->site, s->api, s->comm, s->key);
+  }
+}
+
 __attribute__((noinline)) static void group_closed(gl_thread *t, const a2a_event *ev) {
+  if (__builtin_expect(!ev->ok, 0)) group_failed(t, ev);
   gm_group_end_post(ev, t);
   group_clear(t);
 }

@@ -301,6 +301,11 @@ static inline void gm_group_end_pre(const a2a_event *ev, gl_thread *t) {
   if (t->mismatch && t->ncomm_devs == 1) gm_group_end_mismatch(ev, t);
 }
 void gm_group_end_post(const a2a_event *ev, gl_thread *t);
+/* A failed operation, or a failed outermost ncclGroupEnd's operation, on
+ * stream_key (gl_stream_key) with communicator c: group.device-mismatch
+ * when the stream belongs to another device than c's. */
+void gm_stream_device_failed(const a2a_event *ev, const void *site, const char *api,
+                             const a2a_comm *c, uintptr_t stream_key);
 /* A new outermost group starts on t. */
 void gm_group_begin(gl_thread *t);
 /* In a forked child: release the communicators other threads held. */

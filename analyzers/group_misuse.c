@@ -134,6 +134,54 @@ static void report_mismatch(const a2a_event *ev, const void *site, const char *a
   report(A2A_CK_GROUP_DEVICE_MISMATCH, ev, site, c, msg, js);
 }
 
+/* The stream's form (gm_stream_device_failed). */
+static void report_stream_mismatch(const a2a_event *ev, const void *site, const char *api,
+                                   const a2a_comm *c, const void *stream, int sdev) {
+  if (a2a_report_repeat(A2A_CK_GROUP_DEVICE_MISMATCH, A2A_SEV_ERROR, site)) return;
+  char msg[640], js[384];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", api);
+  json_comm(&j, c, c->handle);
+  a2a_json_ptr(&j, "stream", stream);
+  a2a_json_int(&j, "stream_device", sdev);
+  a2a_json_str(&j, "result", nccl_result_name(ev->result));
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s on %s (rank %d, bound to device %d) was given a stream of device %d, and NCCL "
+           "failed with %s%s: NCCL runs the operation on the communicator's device, whose events "
+           "and kernels cannot use another device's stream. Create the stream after "
+           "cudaSetDevice(%d) (a stream made before the process chose its device - at import "
+           "time, in a constructor - belongs to device %d).",
+           api, c->name, c->rank, c->device, sdev, nccl_result_name(ev->result),
+           ev->kind == A2A_EV_GROUP_END ? " at ncclGroupEnd" : "", c->device, sdev);
+  report(A2A_CK_GROUP_DEVICE_MISMATCH, ev, site, c, msg, js);
+}
+
+/* group.device-mismatch, the stream's form: an operation that NCCL failed
+ * (ev: the operation's POST, or the POST of the outermost ncclGroupEnd
+ * that failed for the group holding it; site and api the operation's) on
+ * an explicit stream of another device than c's. NCCL cannot run an
+ * operation on such a stream (it records the communicator's events into
+ * it and launches there: cudaErrorInvalidResourceHandle, returned as
+ * ncclUnhandledCudaError), so judging only after a failure loses nothing,
+ * a correct program never pays for the question (a runtime call), and the
+ * failure is where the program needs the reason (NCCL's CUDACHECK clears
+ * the runtime's last error it met, so the host service may ask). The legacy and
+ * per-thread default handles (stream_key 1 and 2, gl_stream_key) are the
+ * current device's streams: the current-device form judges those. */
+void gm_stream_device_failed(const a2a_event *ev, const void *site, const char *api,
+                             const a2a_comm *c, uintptr_t stream_key) {
+  if (!c || c->device < 0 || stream_key <= 2 || !a2a_check_on(A2A_CK_GROUP_DEVICE_MISMATCH))
+    return;
+  int sdev = -1;
+  if (a2a_hostsvc->stream_device((void *)stream_key, &sdev) != 0 || sdev < 0 ||
+      sdev == c->device)
+    return;
+  report_stream_mismatch(ev, site, api, c, (const void *)stream_key, sdev);
+}
+
 /* Inside a group (both devices known): c's device joins the group's
  * devices, and the group's first mismatch is recorded (judged at its end).
  * Shared by check_device and gm_op_pre's fast path. The devices are kept

@@ -188,6 +188,19 @@ static int host_stream_query(void *stream) {
   return rc;
 }
 
+/* cudaStreamGetDevice exists from CUDA 12.8 on: asked only when found
+ * (A2A_FOUND resolves without calling the fallback, which would warn). */
+static int host_stream_device(void *stream, int *device) {
+  int saved = errno, rc = -1;
+  if (A2A_FOUND(cudaStreamGetDevice) && cuda_quiet()) {
+    int d = -1;
+    rc = cuda_done(A2A_REAL(cudaStreamGetDevice)((cudaStream_t)stream, &d));
+    if (rc == 0) *device = d;
+  }
+  errno = saved;
+  return rc;
+}
+
 static void host_capture_stack(a2a_stack *st) { a2a_rt_capture_stack(st); }
 
 static const char *host_hostname(void) { return a2a_rt.host; }
@@ -269,6 +282,7 @@ const a2a_host a2a_rt_host = {
     .event_elapsed_ms = host_event_elapsed_ms,
     .event_destroy = host_event_destroy,
     .stream_query = host_stream_query,
+    .stream_device = host_stream_device,
     .capture_stack = host_capture_stack,
     .global_rank = a2a_rt_global_rank,
     .hostname = host_hostname,

@@ -309,14 +309,15 @@ exit $fail
           --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_memcpy_reads_in_flight bugs2 memcpy_race
     CHECK --expect stream.unsynced-output:error --allow stream.unsynced-output --no-other-errors)
-  # qa-known-failing: QA F21. The simulator now fails the launch as NCCL does
-  # (ncclUnhandledCudaError, "invalid resource handle") on ranks 1-3, so rank 0's
-  # AllReduce hangs (group.deadlock, exit 66); the shim has no check on the
-  # stream's device (group.device-mismatch looks at the current device). Needs
-  # that check and STATUS 66 / a deadlock expectation for rank 0.
-  a2a_scenario(bug_stream_other_device bugs2 stream_device KNOWN_FAILING
-    CHECK --expect group.device-mismatch:error@1 --expect group.device-mismatch:error@3
-          --forbid "*@0" --allow group.device-mismatch --no-other-errors)
+  # QA F21: the stream is created while device 0 is current. NCCL fails the
+  # AllReduce (ncclUnhandledCudaError, "invalid resource handle") on ranks 1-3,
+  # which say why (group.device-mismatch, the stream's form); rank 0's
+  # AllReduce then waits for them: group.deadlock, exit 66.
+  a2a_scenario(bug_stream_other_device bugs2 stream_device STATUS 66 WITHIN 20
+    CHECK --expect group.device-mismatch:error@1 --expect group.device-mismatch:error@2
+          --expect group.device-mismatch:error@3 --expect group.deadlock:error@0
+          --forbid group.device-mismatch@0 --allow group.device-mismatch --allow group.deadlock
+          --no-other-errors)
   a2a_scenario(bug_redop_mismatch bugs2 redop STATUS 0,66 WITHIN 20
     CHECK --expect size.collective-mismatch:error@1 --allow size.collective-mismatch --allow group.deadlock
           --no-other-errors)

@@ -29,6 +29,9 @@ static size_t ndisabled;
 static uint64_t fake_now;
 static struct { uintptr_t base; size_t size; int type, device; } ptrs[MAX_PTRS];
 static size_t nptrs;
+#define MAX_STREAMS 16
+static struct { const void *stream; int device; } streams[MAX_STREAMS];
+static size_t nstreams, nstream_asks;
 static struct { const void *func; const char *name; int n; size_t off[32], size[32]; } kernels[MAX_KERNELS];
 static size_t nkernels;
 static struct { bool done; uint64_t at; void *stream; } events[MAX_EVENTS];
@@ -202,6 +205,16 @@ static int h_param_info(const void *func, size_t idx, size_t *off, size_t *size)
   return -1;
 }
 
+static int h_stream_device(void *stream, int *device) {
+  nstream_asks++;
+  for (size_t i = 0; i < nstreams; i++)
+    if (streams[i].stream == stream) {
+      *device = streams[i].device;
+      return 0;
+    }
+  return -1;
+}
+
 static size_t ev_index(void *ev) { return (size_t)(uintptr_t)ev - 1; }
 static int h_event_create(void **ev, int timing) {
   int rc = -1;
@@ -272,6 +285,7 @@ static const a2a_host fake_host = {
     .event_query = h_event_query,
     .event_elapsed_ms = h_event_elapsed,
     .event_destroy = h_event_destroy,
+    .stream_device = h_stream_device,
     .capture_stack = h_capture_stack,
     .global_rank = h_global_rank,
     .hostname = h_hostname,
@@ -284,6 +298,12 @@ void collector_advance_ns(uint64_t ns) { fake_now += ns; }
 void collector_add_pointer(uintptr_t base, size_t size, int type, int device) {
   if (nptrs < MAX_PTRS) ptrs[nptrs++] = (typeof(ptrs[0])){base, size, type, device};
 }
+
+void collector_add_stream(const void *stream, int device) {
+  if (nstreams < MAX_STREAMS) streams[nstreams++] = (typeof(streams[0])){stream, device};
+}
+
+size_t collector_stream_asks(void) { return nstream_asks; }
 
 void collector_add_kernel(const void *func, const char *name, int nparams,
                           const size_t *offsets, const size_t *sizes) {
@@ -358,6 +378,7 @@ void collector_reset(void) {
   ndisabled = 0;
   apply_disabled();
   nptrs = 0;
+  nstreams = nstream_asks = 0;
   nkernels = 0;
   pthread_mutex_lock(&ev_mu);
   nevents = 0;

@@ -61,6 +61,10 @@ void collector_advance_ns(uint64_t ns);
 /* Pointer attributes for [base, base+size). type: 0 host, 1 pinned, 2 device,
  * 3 managed. Unknown pointers: pointer_info fails (returns -1). */
 void collector_add_pointer(uintptr_t base, size_t size, int type, int device);
+/* The device of a stream handle (the host's stream_device; unknown
+ * handles: -1), and how often it was asked since collector_reset. */
+void collector_add_stream(const void *stream, int device);
+size_t collector_stream_asks(void);
 /* A kernel: name and parameters (offsets and sizes). */
 void collector_add_kernel(const void *func, const char *name, int nparams,
                           const size_t *offsets, const size_t *sizes);

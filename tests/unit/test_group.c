@@ -406,6 +406,87 @@ START_TEST(device_mismatch_in_single_device_group) {
 }
 END_TEST
 
+/* The stream's form: a stream made while device 0 was current, used with
+ * a communicator of device 1 from a thread whose current device is right.
+ * Judged only when NCCL failed: a successful operation asks nothing. */
+START_TEST(stream_of_other_device_named_when_nccl_fails) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
+  collector_add_stream(STREAM_A, 0);
+  a2a_event ev = p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A);
+  ev.device = 1;
+  ev.api = "ncclAllReduce";
+  ev_dispatch(&ev, 0);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+  ck_assert_uint_eq(collector_stream_asks(), 0);
+  ev_dispatch(&ev, 1); /* ncclUnhandledCudaError */
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+  const collected *c = collector_find("group.device-mismatch");
+  ck_assert_ptr_eq(c->site, ev.callsite);
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclAllReduce"));
+  ck_assert_ptr_nonnull(strstr(c->message, "stream of device 0"));
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclUnhandledCudaError"));
+  ck_assert_ptr_nonnull(strstr(c->message, "cudaSetDevice(1)"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"stream_device\":0"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"comm_device\":1"));
+}
+END_TEST
+
+/* A failure on a stream of the communicator's device, on a stream the
+ * runtime cannot place, or on a default-stream handle (the current
+ * device's: not asked) is not this check's. */
+START_TEST(failure_on_own_or_unknown_stream_is_not_judged) {
+  void *comm = init_comm((void *)0x100, id_a, 2, 1, 1);
+  collector_add_stream(STREAM_A, 1);
+  a2a_event ev = p2p(comm, 1, DEV_SEND, 16, 0, STREAM_A);
+  ev.device = 1;
+  ev_dispatch(&ev, 1);
+  ck_assert_uint_eq(collector_stream_asks(), 1);
+  ev.stream = STREAM_B; /* unknown to the runtime */
+  ev_dispatch(&ev, 1);
+  ck_assert_uint_eq(collector_stream_asks(), 2);
+  ev.stream = NULL; /* the legacy default stream */
+  ev_dispatch(&ev, 1);
+  ev.per_thread = 1; /* the per-thread default stream */
+  ev_dispatch(&ev, 1);
+  ck_assert_uint_eq(collector_stream_asks(), 2);
+  ck_assert_uint_eq(collector_count_prefix("group."), 0);
+}
+END_TEST
+
+/* In a group NCCL fails at ncclGroupEnd: each stream of the group is
+ * judged with its first operation's communicator, site and api. */
+START_TEST(stream_of_other_device_in_failed_group) {
+  void *c1 = init_comm((void *)0x100, id_a, 2, 1, 1);
+  void *c2 = init_comm((void *)0x200, id_b, 2, 1, 1);
+  collector_add_stream(STREAM_A, 1);
+  collector_add_stream(STREAM_B, 0);
+  for (int result = 0; result <= 1; result++) {
+    group(A2A_EV_GROUP_START, 1);
+    a2a_event a = p2p(c1, 1, DEV_SEND, 16, 0, STREAM_A);
+    a.device = 1;
+    a.callsite = (const void *)0x7101;
+    ev_dispatch(&a, 0);
+    a2a_event b = p2p(c2, 0, DEV_RECV, 16, 0, STREAM_B);
+    b.device = 1;
+    b.callsite = (const void *)0x7102;
+    ev_dispatch(&b, 0);
+    a2a_event d = p2p(c1, 0, DEV_RECV + 0x1000, 16, 0, STREAM_B);
+    d.device = 1;
+    d.callsite = (const void *)0x7103;
+    ev_dispatch(&d, 0);
+    ck_assert_uint_eq(collector_count_prefix("group."), 0);
+    group_r(A2A_EV_GROUP_END, 1, result);
+    ck_assert_uint_eq(collector_stream_asks(), result ? 2 : 0);
+  }
+  ck_assert_uint_eq(collector_count("group.device-mismatch"), 1);
+  const collected *c = collector_find("group.device-mismatch");
+  ck_assert_ptr_eq(c->site, (const void *)0x7102);
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclRecv"));
+  ck_assert_ptr_nonnull(strstr(c->message, "at ncclGroupEnd"));
+  ck_assert_ptr_nonnull(strstr(c->details, "\"stream_device\":0"));
+}
+END_TEST
+
 /* A group's first mismatch, recorded by gm_op_pre's fast path (the
  * communicator already held, the device list in place): its site, api and
  * current device are the report's at the group's end, not a later
@@ -1723,6 +1804,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, sync_in_group_disabled_does_not_become_unbalanced);
   tcase_add_test(tc, device_mismatch_outside_group);
   tcase_add_test(tc, device_mismatch_in_single_device_group);
+  tcase_add_test(tc, stream_of_other_device_named_when_nccl_fails);
+  tcase_add_test(tc, failure_on_own_or_unknown_stream_is_not_judged);
+  tcase_add_test(tc, stream_of_other_device_in_failed_group);
   tcase_add_test(tc, multi_device_group_from_one_thread_is_fine);
   tcase_add_test(tc, duplicate_device_same_id);
   tcase_add_test(tc, distinct_devices_or_ids_are_fine);
