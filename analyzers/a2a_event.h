@@ -74,6 +74,12 @@ typedef enum a2a_kind {
   /* ---- emitted by the runtime itself, not by an intercepted call ---- */
   A2A_EV_PROCESS_EXIT,    /* once, from the exit handler, before the summary */
   A2A_EV_FORK_CHILD,      /* once in a forked child, before anything else runs */
+  A2A_EV_HOST_FUNC_RAN,   /* u.host_fn: a host function the runtime wrapped
+                             (its A2A_EV_HOST_FUNC carried u.host_fn.token)
+                             began to run, before the application's function
+                             ran; once per token, always after that
+                             HOST_FUNC's POST; phase POST, on any thread
+                             (often CUDA's callback thread) */
 
   A2A_EV__COUNT
 } a2a_kind;
@@ -268,7 +274,15 @@ typedef struct a2a_event {
       void **args;            /* args[i] points at parameter i's bytes */
     } launch;
 
-    struct { void *fn; void *user; } host_fn;
+    struct {
+      void *fn, *user;        /* the application's function and argument */
+      /* Nonzero: the runtime runs fn through its trampoline and emits
+       * A2A_EV_HOST_FUNC_RAN with this token when it starts (shim's
+       * rt_hostfn.c: only for a stream that is not capturing, and not the
+       * legacy default stream). Unique among the tokens whose RAN is still
+       * to come. */
+      const void *token;
+    } host_fn;
 
     struct { void *graph_exec; int mode; } graph;
 

@@ -3776,6 +3776,44 @@ static inline __attribute__((always_inline)) void on_wait(const a2a_event *ev) {
   if (e && e->recorded) vc_join(g_tl[s].vc, e->vc);
 }
 
+/* Host functions (cudaLaunchHostFunc). A host function runs once the work
+ * enqueued before it on its stream completed; a program may wait for it
+ * without any CUDA call (a flag it sets) and then use that work. The
+ * runtime tells when one starts (A2A_EV_HOST_FUNC_RAN, before the
+ * application's function runs, after its HOST_FUNC's POST: shim's
+ * rt_hostfn.c), so its enqueue is recorded like an event record under its
+ * token (the token is a slot of the runtime's, never a CUDA event's
+ * handle), and its start is a host synchronization with that event - as
+ * a successful cudaEventQuery of it would be: host threads are one
+ * timeline, and once the function started, that work is complete for
+ * anything the host does afterwards. Joining it when the function starts
+ * rather than when the host sees its flag can only hide a race whose
+ * later access was issued after the function ran anyway (the work it
+ * follows had completed: no overlap happened in this run) - the same
+ * stance as a successful query. Not recorded: a capturing stream (the
+ * runtime does not wrap those), a token-less enqueue, and once half the
+ * event table is in use (its overflow disables the analyzer: real events
+ * first). g_mu held. */
+static void host_func_enqueued(int s, const void *token) {
+  if (!token || g_nev >= EV_SLOTS / 2) return;
+  ev_slot *e = ev_find((void *)token, true);
+  if (!e) return;
+  memcpy(e->vc, g_tl[s].vc, (size_t)g_ntl * sizeof e->vc[0]);
+  e->recorded = true;
+  e->cap_origin = 0;
+}
+
+/* A host function started (g_mu held): the host joins what its enqueue
+ * recorded, and the token's slot goes (each token's RAN comes once). */
+static void host_func_ran(const void *token) {
+  if (!token || !g_nev) return;
+  ev_slot *e = ev_find((void *)token, false);
+  if (!e) return;
+  if (e->recorded) host_join(e->vc);
+  ev_remove((void *)token);
+  ring_expire();
+}
+
 /* The record or wait of ev (g_mu held). Neither reports: no access is
  * checked (report() is reached only from access_range_slow). */
 static inline __attribute__((always_inline)) void record_wait_locked(const a2a_event *ev) {
@@ -4491,6 +4529,15 @@ static void hb_other(const a2a_event *ev) {
     hb_unlock(&q);
     return;
   }
+  case A2A_EV_HOST_FUNC_RAN: {
+    /* Always, even with nothing tracked now: the token's slot, if its
+     * enqueue recorded one, must go. */
+    report_q q;
+    hb_lock(&q); /* applies the deferred copies: those issued before it ran */
+    host_func_ran(ev->u.host_fn.token);
+    hb_unlock(&q);
+    return;
+  }
   case A2A_EV_EVENT_DESTROY:
     if (!ok_result(ev)) return;
     a2a_lock_acquire(&g_mu);
@@ -4537,7 +4584,10 @@ static void hb_other(const a2a_event *ev) {
   case A2A_EV_GRAPH_LAUNCH: {
     /* An enqueue whose accesses we do not see (blind spot). */
     int s = tl_of_ev(ev);
-    if (s >= 0 && !g_tl[s].capturing) enqueue_edges(s);
+    if (s >= 0 && !g_tl[s].capturing) {
+      enqueue_edges(s);
+      if (ev->kind == A2A_EV_HOST_FUNC) host_func_enqueued(s, ev->u.host_fn.token);
+    }
     break;
   }
   default: break;
@@ -4555,6 +4605,13 @@ static void hb_after_fork_child(void) {
 }
 
 size_t stream_hb_range_count(void) { return atomic_load(&g_nranges); }
+
+size_t stream_hb_event_count(void) {
+  a2a_lock_acquire(&g_mu);
+  size_t n = g_nev;
+  a2a_lock_release(&g_mu);
+  return n;
+}
 
 bool stream_hb_copies_locked(void) { return atomic_load(&g_copy_locked) != 0; }
 
@@ -4609,7 +4666,8 @@ const a2a_analyzer a2a_analyzer_stream_hb = {
             A2A_KIND_BIT(A2A_EV_STREAM_WAIT_EVENT) | A2A_KIND_BIT(A2A_EV_EVENT_SYNC) |
             A2A_KIND_BIT(A2A_EV_EVENT_QUERY) | A2A_KIND_BIT(A2A_EV_STREAM_SYNC) |
             A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_DEVICE_SYNC) |
-            A2A_KIND_BIT(A2A_EV_HOST_FUNC) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH),
+            A2A_KIND_BIT(A2A_EV_HOST_FUNC) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH) |
+            A2A_KIND_BIT(A2A_EV_HOST_FUNC_RAN),
     /* Launches matter only while ranges are tracked. */
     .post_gated = A2A_KIND_BIT(A2A_EV_LAUNCH),
     .post_gate = &g_nranges,

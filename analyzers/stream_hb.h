@@ -37,6 +37,8 @@
 
 /* Number of buffer ranges currently tracked (tests, summaries). */
 size_t stream_hb_range_count(void);
+/* CUDA events and host functions' tokens with a slot (tests). */
+size_t stream_hb_event_count(void);
 /* Number of live entries in the recent-copy ring (tests). */
 size_t stream_hb_copy_ring_count(void);
 /* Whether copies go the locked way, not deferred: a capture is open or the

@@ -178,6 +178,22 @@ static inline const void *a2a_rt_py_site(const void *pc) {
  * logs once per symbol. */
 void a2a_rt_unresolved(const char *symbol, const char *library);
 
+/* ------------------------------------------------------------------ */
+/* rt_hostfn.c: cudaLaunchHostFunc's trampoline (A2A_EV_HOST_FUNC_RAN). */
+
+typedef struct a2a_rt_hostfn a2a_rt_hostfn;
+/* A slot for fn(user) enqueued on stream (per_thread: a _ptsz entry
+ * point), or NULL: run it unwrapped (no analyzer wants
+ * A2A_EV_HOST_FUNC_RAN, the legacy default stream, a stream that may be
+ * capturing, no free slot). Its address is the event's u.host_fn.token. */
+a2a_rt_hostfn *a2a_rt_hostfn_take(void *stream, int per_thread, void (*fn)(void *), void *user);
+/* The trampoline to enqueue, with the slot as its argument. */
+void a2a_rt_hostfn_run(void *slot);
+/* After the HOST_FUNC event's POST: enqueued says whether the real call
+ * succeeded (else the trampoline never runs and the slot is freed). Keeps
+ * errno. */
+void a2a_rt_hostfn_posted(a2a_rt_hostfn *h, bool enqueued);
+
 #ifdef __cplusplus
 }
 #endif

@@ -188,6 +188,18 @@ static int host_stream_query(void *stream) {
   return rc;
 }
 
+bool a2a_rt_stream_not_capturing(void *stream) {
+  int saved = errno;
+  bool none = false;
+  if (cuda_quiet()) {
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusActive;
+    none = cuda_done(A2A_REAL(cudaStreamIsCapturing)((cudaStream_t)stream, &st)) == 0 &&
+           st == cudaStreamCaptureStatusNone;
+  }
+  errno = saved;
+  return none;
+}
+
 /* cudaStreamGetDevice exists from CUDA 12.8 on: asked only when found
  * (A2A_FOUND resolves without calling the fallback, which would warn). */
 static int host_stream_device(void *stream, int *device) {

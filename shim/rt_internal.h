@@ -469,6 +469,10 @@ bool a2a_rt_pc_is_ours(const void *pc);
 /* rt_host.c: host services, rank, host name. */
 
 int a2a_rt_global_rank(void);
+/* Whether stream (an explicit handle or cudaStreamPerThread) is known not
+ * to be capturing: the REAL cudaStreamIsCapturing under the last-error
+ * rule answered cudaStreamCaptureStatusNone. False when it cannot be told. */
+bool a2a_rt_stream_not_capturing(void *stream);
 /* Strictly parse RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK (first
  * set one wins); -1 if none. */
 int a2a_rt_env_rank(a2a_rt_getenv_fn getenv_fn);

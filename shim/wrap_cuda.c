@@ -560,6 +560,9 @@ A2A_PUBLIC cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
 /* ------------------------------------------------------------------ */
 /* Host functions and kernel launches */
 
+/* The application's function runs through the runtime's trampoline when
+ * a2a_rt_hostfn_take gives a slot (rt_hostfn.c says when, and why the RAN
+ * event needs a2a_rt_hostfn_posted after the POST). */
 #define A2A_HOST_FUNC_WRAP(name, per_thread_)                                 \
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, stream, fn, userData);              \
@@ -568,10 +571,14 @@ A2A_PUBLIC cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
     ev.per_thread = (per_thread_);                                            \
     ev.u.host_fn.fn = (void *)fn;                                             \
     ev.u.host_fn.user = userData;                                             \
+    a2a_rt_hostfn *h = a2a_rt_hostfn_take((void *)stream, (per_thread_), fn, userData); \
+    ev.u.host_fn.token = h;                                                   \
     A2A_PRE(ev);                                                              \
-    cudaError_t r = A2A_REAL(name)(stream, fn, userData);                     \
+    cudaError_t r = h ? A2A_REAL(name)(stream, a2a_rt_hostfn_run, h)          \
+                      : A2A_REAL(name)(stream, fn, userData);                 \
     A2A_POST_BEGIN(ev, r);                                                    \
     A2A_POST_END(ev);                                                         \
+    if (h) a2a_rt_hostfn_posted(h, r == cudaSuccess);                         \
     return r;                                                                 \
   }
 

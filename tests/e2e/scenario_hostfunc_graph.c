@@ -11,6 +11,12 @@
  *                                     stream, with no event: ordered through
  *                                     the host (the callback ran after the
  *                                     AllReduce, the host saw its flag)
+ *   scenario_hostfunc_graph hostfunc_nowait  the bug: the same kernel consumer,
+ *                                     but the host does not wait for the flag
+ *                                     (rank 1 arrives late, so rank 0's
+ *                                     AllReduce still runs when its consumer
+ *                                     is enqueued): stream.unsynced-output on
+ *                                     rank 0; acc is not checked
  *   scenario_hostfunc_graph graph     the "forward" (fill + axpy kernels) is
  *                                     captured once into a CUDA graph and
  *                                     replayed with cudaGraphLaunch on the
@@ -34,7 +40,8 @@ static int run_hostfunc(int rank, ncclComm_t comm) {
   cudaStream_t cs, other;
   SC_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
   SC_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
-  int kernel_consumer = strcmp(mode, "hostfunc_kernel") == 0;
+  int nowait = strcmp(mode, "hostfunc_nowait") == 0;
+  int kernel_consumer = nowait || strcmp(mode, "hostfunc_kernel") == 0;
   float *acc;
   SC_CUDA(cudaMalloc((void **)&acc, N * sizeof(float)));
   SC_CUDA(cudaMemsetAsync(acc, 0, N * sizeof(float), other));
@@ -45,13 +52,15 @@ static int run_hostfunc(int rank, ncclComm_t comm) {
   long bad = 0;
   for (int t = 0; t < 8; t++) {
     atomic_store(&flag, 0);
+    if (nowait && rank == 1 && t == 0) usleep(300 * 1000); /* rank 0 waits in its AllReduce */
     sc_fill(d, N, (float)(rank + t), 1.0f, cs);
     SC_NCCL(ncclAllReduce(d, d, N, ncclFloat32, ncclSum, comm, cs));
     SC_CUDA(cudaMemcpyAsync(pinned, d, N * sizeof(float), cudaMemcpyDeviceToHost, cs));
     SC_CUDA(cudaLaunchHostFunc(cs, set_flag, &flag));
-    while (!atomic_load(&flag)) sched_yield();
+    if (!nowait) while (!atomic_load(&flag)) sched_yield();
     if (kernel_consumer) {
       sc_axpy(acc, d, N, 1.0f, other); /* ordered by the host having seen the flag */
+      if (nowait) while (!atomic_load(&flag)) sched_yield(); /* (the bug: only now) */
       /* the next step's fill on cs rewrites d: order it after the consumer */
       cudaEvent_t used;
       SC_CUDA(cudaEventCreateWithFlags(&used, cudaEventDisableTiming));
@@ -66,7 +75,7 @@ static int run_hostfunc(int rank, ncclComm_t comm) {
   }
   SC_CUDA(cudaStreamSynchronize(cs));
   SC_CUDA(cudaStreamSynchronize(other));
-  if (kernel_consumer) {
+  if (kernel_consumer && !nowait) {
     float *h = malloc(N * sizeof(float));
     SC_CUDA(cudaMemcpy(h, acc, N * sizeof(float), cudaMemcpyDeviceToHost));
     for (long i = 0; i < N; i++) {

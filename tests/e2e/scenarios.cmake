@@ -161,9 +161,12 @@ exit $fail
   a2a_scenario(nonblocking_init nonblocking ok COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_scalable nonblocking scalable COMPARE CHECK ${CLEAN})
   a2a_scenario(hostfunc hostfunc_graph hostfunc COMPARE CHECK ${CLEAN})
-  # qa-known-failing: QA F18 (ordering through a host function + host flag is
-  # not an edge for the stream analyzer: false stream.unsynced-output).
-  a2a_scenario(hostfunc_kernel_consumer hostfunc_graph hostfunc_kernel COMPARE KNOWN_FAILING CHECK ${CLEAN})
+  # QA F18: ordering through a host function + a host flag, then a kernel on
+  # another stream (the runtime's trampoline tells the stream analyzer when
+  # the host function ran); its bug: the consumer enqueued before the flag.
+  a2a_scenario(hostfunc_kernel_consumer hostfunc_graph hostfunc_kernel COMPARE CHECK ${CLEAN})
+  a2a_scenario(bug_hostfunc_nowait hostfunc_graph hostfunc_nowait
+    CHECK --expect stream.unsynced-output:error@0 --allow stream.unsynced-output --no-other-errors)
   a2a_scenario(graph_forward hostfunc_graph graph COMPARE CHECK ${CLEAN})
   foreach(m two_streams segment memalloc dtypes coalesced user_timing one_comm_two_streams simulate)
     a2a_scenario(mixed_${m} mixed ${m} COMPARE CHECK ${CLEAN})

@@ -44,6 +44,14 @@ void a2a_rt_note_nccl_call_slow(void) { nccl_calls++; }
 _Atomic bool a2a_rt_py_off; /* false: the wrappers call the slow path below */
 const void *a2a_rt_py_site_slow(const void *pc) { errno = EAGAIN; return pc; }
 void a2a_rt_unresolved(const char *symbol, const char *library) { unresolved_calls++; }
+/* cudaLaunchHostFunc's trampoline (shim/rt_hostfn.c): never taken here, so
+ * the wrapper enqueues the application's function as given. */
+a2a_rt_hostfn *a2a_rt_hostfn_take(void *stream, int per_thread, void (*fn)(void *), void *user)
+{
+  return NULL;
+}
+void a2a_rt_hostfn_run(void *slot) {}
+void a2a_rt_hostfn_posted(a2a_rt_hostfn *h, bool enqueued) {}
 
 enum { MAX_EVENTS = 64 };
 static a2a_event events[MAX_EVENTS];

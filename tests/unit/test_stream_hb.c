@@ -394,6 +394,53 @@ START_TEST(unsynced_output_fixed_by_wait) {
 }
 END_TEST
 
+/* cudaLaunchHostFunc on the communication stream, the host waiting for
+ * its flag (no CUDA call), then a kernel on another stream: ordered once
+ * the runtime said the function ran (A2A_EV_HOST_FUNC_RAN, token-matched),
+ * not before, and not by an untracked (token-less) host function. Each
+ * token's slot goes at its RAN: a second RAN of it joins nothing. */
+static void host_func(void *s, const void *token) {
+  a2a_event ev = ev_make(A2A_EV_HOST_FUNC);
+  ev.api = "cudaLaunchHostFunc";
+  ev.stream = s;
+  ev.u.host_fn.token = token;
+  ev_dispatch(&ev, 0);
+}
+static void host_func_ran(const void *token) {
+  a2a_event ev = ev_make(A2A_EV_HOST_FUNC_RAN);
+  ev.thread = 7; /* CUDA's callback thread */
+  ev.u.host_fn.token = token;
+  ev_post(&ev, 0);
+}
+
+START_TEST(host_func_ran_orders_the_host) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  const void *tok = (const void *)0x4001, *tok2 = (const void *)0x4003;
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  size_t nev = stream_hb_event_count();
+  host_func(S_COMM, tok);
+  ck_assert_uint_eq(stream_hb_event_count(), nev + 1);
+  host_func_ran(tok);
+  ck_assert_uint_eq(stream_hb_event_count(), nev); /* its slot went */
+  launch_fill(S_COMP, RECVBUF, (void *)0x3000);
+  ck_assert_int_eq(stream_findings(), 0);
+  /* Not ran yet: the kernel races. */
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  host_func(S_COMM, tok2);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3001);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  host_func_ran(tok2);
+  /* A token's second RAN, and a token-less host function's, join nothing. */
+  recv_on(S_COMM, RECVBUF, NBYTES / 4);
+  host_func(S_COMM, NULL);
+  host_func_ran(tok);
+  host_func_ran(NULL);
+  launch_fill(S_COMP, RECVBUF, (void *)0x3002);
+  ck_assert_int_eq(collector_count("stream.unsynced-output"), 2);
+}
+END_TEST
+
 START_TEST(unsynced_output_host_copy_fires) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -4112,6 +4159,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, events_sharing_a_home_slot_keep_their_clocks);
   tcase_add_test(tc, unsynced_output_kernel_fires);
   tcase_add_test(tc, unsynced_output_fixed_by_wait);
+  tcase_add_test(tc, host_func_ran_orders_the_host);
   tcase_add_test(tc, unsynced_output_host_copy_fires);
   tcase_add_test(tc, host_copy_after_stream_sync_is_ordered);
   tcase_add_test(tc, stream_sync_holds_host_clock_only_when_covering);
