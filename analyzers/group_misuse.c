@@ -114,15 +114,20 @@ static bool is_op(const a2a_event *ev) { return ev->kind == A2A_EV_COLL || ev->k
 /* ------------------------------------------------------------------ */
 /* group.device-mismatch */
 
+/* Both forms' details: the call and its communicator, then the form's. */
+static void mismatch_json(a2a_json *j, char *js, size_t cap, const char *api, const a2a_comm *c) {
+  a2a_json_init(j, js, cap);
+  a2a_json_obj_begin(j, NULL);
+  a2a_json_str(j, "api", api);
+  json_comm(j, c, c->handle);
+}
+
 static void report_mismatch(const a2a_event *ev, const void *site, const char *api,
                             const a2a_comm *c, int cur) {
   if (a2a_report_repeat(A2A_CK_GROUP_DEVICE_MISMATCH, A2A_SEV_ERROR, site)) return;
   char msg[512], js[384];
   a2a_json j;
-  a2a_json_init(&j, js, sizeof js);
-  a2a_json_obj_begin(&j, NULL);
-  a2a_json_str(&j, "api", api);
-  json_comm(&j, c, c->handle);
+  mismatch_json(&j, js, sizeof js, api, c);
   a2a_json_int(&j, "current_device", cur);
   a2a_json_obj_end(&j);
   snprintf(msg, sizeof msg,
@@ -140,10 +145,7 @@ static void report_stream_mismatch(const a2a_event *ev, const void *site, const 
   if (a2a_report_repeat(A2A_CK_GROUP_DEVICE_MISMATCH, A2A_SEV_ERROR, site)) return;
   char msg[640], js[384];
   a2a_json j;
-  a2a_json_init(&j, js, sizeof js);
-  a2a_json_obj_begin(&j, NULL);
-  a2a_json_str(&j, "api", api);
-  json_comm(&j, c, c->handle);
+  mismatch_json(&j, js, sizeof js, api, c);
   a2a_json_ptr(&j, "stream", stream);
   a2a_json_int(&j, "stream_device", sdev);
   a2a_json_str(&j, "result", nccl_result_name(ev->result));

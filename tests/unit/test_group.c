@@ -70,6 +70,15 @@ static a2a_event p2p(void *comm, int is_send, uintptr_t buf, size_t count, int p
   return ev;
 }
 
+/* A send or receive of 16 elements to/from peer 0 on stream, posted from
+ * a thread whose current device is device, at site. */
+static void post_on(void *comm, int is_send, uintptr_t buf, void *stream, int device, uintptr_t site) {
+  a2a_event ev = p2p(comm, is_send, buf, 16, 0, stream);
+  ev.device = device;
+  ev.callsite = (const void *)site;
+  ev_dispatch(&ev, 0);
+}
+
 static void post_p2p(void *comm, int is_send, uintptr_t buf, size_t count, int peer, void *stream) {
   a2a_event ev = p2p(comm, is_send, buf, count, peer, stream);
   ev_dispatch(&ev, 0);
@@ -462,18 +471,9 @@ START_TEST(stream_of_other_device_in_failed_group) {
   collector_add_stream(STREAM_B, 0);
   for (int result = 0; result <= 1; result++) {
     group(A2A_EV_GROUP_START, 1);
-    a2a_event a = p2p(c1, 1, DEV_SEND, 16, 0, STREAM_A);
-    a.device = 1;
-    a.callsite = (const void *)0x7101;
-    ev_dispatch(&a, 0);
-    a2a_event b = p2p(c2, 0, DEV_RECV, 16, 0, STREAM_B);
-    b.device = 1;
-    b.callsite = (const void *)0x7102;
-    ev_dispatch(&b, 0);
-    a2a_event d = p2p(c1, 0, DEV_RECV + 0x1000, 16, 0, STREAM_B);
-    d.device = 1;
-    d.callsite = (const void *)0x7103;
-    ev_dispatch(&d, 0);
+    post_on(c1, 1, DEV_SEND, STREAM_A, 1, 0x7101);
+    post_on(c2, 0, DEV_RECV, STREAM_B, 1, 0x7102);
+    post_on(c1, 0, DEV_RECV + 0x1000, STREAM_B, 1, 0x7103);
     ck_assert_uint_eq(collector_count_prefix("group."), 0);
     group_r(A2A_EV_GROUP_END, 1, result);
     ck_assert_uint_eq(collector_stream_asks(), result ? 2 : 0);
