@@ -1261,7 +1261,7 @@ static inline __attribute__((always_inline)) void on_lone_post(pc_tls *t, const 
     bytes = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
   }
   /* NCCL drops zero-byte collectives; a zero-byte p2p moves nothing. */
-  bool ok = ev->result == 0 && bytes > 0;
+  bool ok = ev->ok && bytes > 0; /* (ncclInProgress: a non-blocking communicator took it) */
   bool serialized = ok && op_serialized(t, s);
   if (!ok || !count_fast(c, ev->thread, op, bytes, slot, serialized)) {
     pthread_mutex_lock(&c->mu);
@@ -1361,7 +1361,7 @@ __attribute__((always_inline)) static inline void pc_op_post_body(const a2a_even
                                                                   bool p2p_known) {
   pc_tls *t = tls();
   if (t->depth > 0) {
-    if (ev->result == 0 && !group_add_fast(t, ev, p2p_known)) group_op_post(t, ev);
+    if (ev->ok && !group_add_fast(t, ev, p2p_known)) group_op_post(t, ev);
     return;
   }
   lone_op_post(t, ev);
@@ -1382,7 +1382,7 @@ __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event 
     int op;
     uint64_t bytes;
     group_classify(g, g->c->nranks, &op, &bytes);
-    bool ok = ev->result == 0 && !simulate && bytes > 0;
+    bool ok = ev->ok && !simulate && bytes > 0;
     bool serialized = ok && op_serialized(t, g->stream);
     if (!ok || !count_fast(g->c, ev->thread, op, bytes, g->slot, serialized)) {
       pthread_mutex_lock(&g->c->mu);

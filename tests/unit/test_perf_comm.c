@@ -1587,6 +1587,33 @@ START_TEST(lookup_memo_never_answers_a_recreated_comm_with_the_old) {
 }
 END_TEST
 
+/* A non-blocking communicator's calls may return ncclInProgress (a lone
+ * operation, or the ncclGroupEnd of a group of them): NCCL took them, so
+ * they are counted (torch with TORCH_NCCL_USE_COMM_NONBLOCKING=1). */
+START_TEST(in_progress_operations_are_counted) {
+  memo_comm_init(0, 3);
+  a2a_event ar = coll(A2A_COLL_ALLREDUCE, 256, NCCL_FLOAT, S1);
+  ar.comm = MEMO_H(0);
+  ev_dispatch(&ar, A2A_NCCL_IN_PROGRESS);
+  a2a_event gs = ev_make(A2A_EV_GROUP_START), ge = ev_make(A2A_EV_GROUP_END);
+  ge.api = "ncclGroupEnd";
+  ev_dispatch(&gs, 0);
+  for (int send = 1; send >= 0; send--) {
+    a2a_event p = ev_make(A2A_EV_P2P);
+    p.comm = MEMO_H(0);
+    p.stream = S1;
+    p.u.p2p.is_send = send;
+    p.u.p2p.count = 256;
+    p.u.p2p.dtype = NCCL_FLOAT;
+    p.u.p2p.peer = 1;
+    ev_dispatch(&p, 0);
+  }
+  ev_dispatch(&ge, A2A_NCCL_IN_PROGRESS);
+  a2a_core_fini();
+  ck_assert_uint_eq((uint64_t)details_num(summary_find(3), "ops"), 2);
+}
+END_TEST
+
 /* The summary of the communicator of nranks ranks (one there). */
 static const collected *summary_of(int nranks) {
   const collected *s = summary_find(nranks);
@@ -1860,6 +1887,7 @@ int main(void) {
   tcase_add_test(tc, skey_is_never_wrongly_true);
   tcase_add_test(tc, launch_fast_path_tells_default_streams_apart);
   tcase_add_test(tc, lookup_memo_never_answers_a_recreated_comm_with_the_old);
+  tcase_add_test(tc, in_progress_operations_are_counted);
   tcase_add_test(tc, grouped_p2p_fast_path_joins_the_right_share);
   tcase_add_test(tc, grouped_p2p_fast_path_after_a_recreation_joins_the_new_comm);
   tcase_add_test(tc, grouped_share_prediction_follows_the_table_and_the_order);
