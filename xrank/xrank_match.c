@@ -81,7 +81,9 @@ typedef struct pnode {
 
 typedef struct mrank {
   int conn;               /* -1 until registered */
-  int ended;              /* comm ended or process gone */
+  int ended;              /* comm ended or process gone: 1; 2 when its process
+                             died without a goodbye (then no
+                             size.unmatched-p2p names it: rank_ended) */
   int32_t device;
   uint64_t site;          /* init call site */
   uint32_t ncoll;         /* collectives posted */
@@ -766,9 +768,15 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   pairq *p = pair_get(c, s, d, 1);
   if (!p) { desync(c); return; } /* a skipped operation would shift every later match */
   /* Posted towards a peer that already ended the comm or exited: it will
-   * never be matched. */
+   * never be matched (told unless the peer died: see rank_ended - this
+   * record may simply have arrived after the death of a peer whose own
+   * counterpart died with it). */
   int other = op->kind == XR_OP_SEND ? d : s;
   uint32_t waiting = op->kind == XR_OP_SEND ? pq_recvs(p) : pq_sends(p); /* counterparts */
+  if (other != op->rank && c->ranks[other].ended == 2 && !waiting) {
+    if (op->kind == XR_OP_SEND) p->nsend++; else p->nrecv++;
+    return;
+  }
   if (other != op->rank && c->ranks[other].ended && !waiting) {
     char text[768], d1[160], s1[128];
     snprintf(text, sizeof text,
@@ -941,12 +949,25 @@ static void unmatched_towards(xr_matcher *m, mcomm *c, const pairq *p, int x, co
 }
 
 /* Rank x ended: every operation queued towards x stops being pending, and
- * each waiter is told, in rank order (for each rank r its sends to x, then
- * its receives from x): 2 nranks pair lookups, not a walk of the table. */
-static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
+ * each waiter is told (verdicts), in rank order (for each rank r its sends
+ * to x, then its receives from x): 2 nranks pair lookups, not a walk of
+ * the table. Not told when x's process died without its goodbye (killed,
+ * crashed, or _exit()/os._exit() with no exit hook): its last records may
+ * have died with it, still in its batch, so "never posted" is not known -
+ * operations it did post, which its peers completed, would be named
+ * unmatched. The peers that wait for it are told by the deadlock
+ * analysis, whose story names the process that died: the comm's known
+ * cause (c->last, which makes its incomplete units never complete in the
+ * model) says so instead. */
+static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how, bool verdicts) {
   if (x < 0 || x >= c->nranks || c->ranks[x].ended) return;
-  c->ranks[x].ended = 1;
+  c->ranks[x].ended = verdicts ? 1 : 2;
   c->nended++;
+  if (!verdicts)
+    snprintf(c->last, sizeof c->last,
+             "rank %d %s without ending communicator %016" PRIx64
+             ": no operation with it can complete any more",
+             x, how, c->id);
   if (c->ranks[x].ncoll < c->end_ncoll) c->end_ncoll = c->ranks[x].ncoll;
   for (int r = 0; r < c->nranks; r++) {
     const pairq *p = pair_get(c, r, x, 0);
@@ -956,12 +977,12 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
     }
     if (p && pq_sends(p)) {
       c->ranks[r].live -= p->len;
-      unmatched_towards(m, c, p, x, how);
+      if (verdicts) unmatched_towards(m, c, p, x, how);
     }
     p = pair_get(c, x, r, 0);
     if (p && pq_recvs(p)) {
       c->ranks[r].live -= p->len;
-      unmatched_towards(m, c, p, x, how);
+      if (verdicts) unmatched_towards(m, c, p, x, how);
     }
   }
 }
@@ -969,24 +990,24 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how) {
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {
   mcomm *c = comm_find(m, comm);
   if (!c || c->desynced || rank < 0 || rank >= c->nranks || c->ranks[rank].conn != conn) return;
-  rank_ended(m, c, rank, "ended the communicator");
+  rank_ended(m, c, rank, "ended the communicator", true);
 }
 
-static void conn_ended(xr_matcher *m, int conn, const char *how) {
+static void conn_ended(xr_matcher *m, int conn, const char *how, bool verdicts) {
   mconn *mc = conn_get(m, conn);
   if (!mc) return;
   for (mcomm *c = m->comms; c; c = c->next) {
     if (c->desynced) continue;
     for (int r = 0; r < c->nranks; r++)
-      if (c->ranks[r].conn == conn) rank_ended(m, c, r, how);
+      if (c->ranks[r].conn == conn) rank_ended(m, c, r, how, verdicts);
   }
   mc->gone = 1;
 }
 
-void xr_matcher_conn_gone(xr_matcher *m, int conn) { conn_ended(m, conn, "exited"); }
+void xr_matcher_conn_gone(xr_matcher *m, int conn) { conn_ended(m, conn, "exited", true); }
 
 void xr_matcher_conn_died(xr_matcher *m, int conn) {
-  conn_ended(m, conn, "died (killed or crashed)");
+  conn_ended(m, conn, "died (killed or crashed)", false);
 }
 
 /* Pending operations of conn on c; only those of `rank` when rank >= 0. A

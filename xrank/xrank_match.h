@@ -58,8 +58,9 @@ void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op);
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank);
 /* The process behind conn went away (bye or closed socket). */
 void xr_matcher_conn_gone(xr_matcher *m, int conn);
-/* The same, when its connection closed without a goodbye (the messages
- * then say it died). */
+/* The same, when its connection closed without a goodbye: its operations
+ * stop being pending, but no size.unmatched-p2p is told about them (its
+ * last records may have been lost with it: see rank_ended). */
 void xr_matcher_conn_died(xr_matcher *m, int conn);
 
 /* Operations of conn still waiting for a counterpart that a live peer may

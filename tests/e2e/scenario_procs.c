@@ -16,6 +16,12 @@
  *                  group.deadlock, ranks 0,1,3 exit 66, rank 2 keeps its 1
  *   crash_kill     BUGGY: rank 2 is SIGKILLed at step 3 (OOM killer); the
  *                  others -> group.deadlock, exit 66
+ *   quick_exit     after its last step (synchronized: every operation
+ *                  completed) rank 3 leaves with _exit(0) - Python's
+ *                  os._exit, no exit hook - without destroying its
+ *                  communicator, while the others compute 1.5 s longer
+ *                  (correct: no size.unmatched-p2p about operations its
+ *                  last unsent records held)
  *   rank0_id       torch's TCPStore pattern: the launcher creates no id;
  *                  rank 0 calls ncclGetUniqueId and publishes the id (shared
  *                  memory + a host barrier), everyone inits (correct)
@@ -107,6 +113,13 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       if (h[i] != (float)(i / (N / nranks) + t) && bad++ < 3) fprintf(stderr, "rank %d: a2a[%ld]=%g\n", rank, i, h[i]);
   }
   sc_sh->result[rank] = bad;
+  if (is("quick_exit")) {
+    if (rank == 3) {
+      fflush(NULL);
+      _exit(bad ? SC_DATA_WRONG : 0);
+    }
+    usleep(1500 * 1000);
+  }
   free(h);
   SC_CUDA(cudaFree(in));
   SC_CUDA(cudaFree(out));

@@ -187,6 +187,7 @@ exit $fail
   endforeach()
   a2a_scenario(procs_parent_is_rank0 procs parent_rank0 COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_subprocess procs subprocess COMPARE CHECK ${CLEAN})
+  a2a_scenario(procs_quick_exit procs quick_exit COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_rank0_creates_id procs rank0_id COMPARE CHECK ${CLEAN})
   a2a_scenario(procs_exec_ranks procs exec_ranks COMPARE CHECK ${CLEAN} --files 5)
   # QA F15 (fixed): under the shim every process used to get a different id.
