@@ -112,6 +112,13 @@ typedef struct a2a_host {
    * stream handles that the application just gave NCCL (not the legacy
    * or per-thread default handles, which name the current device's). */
   int (*stream_device)(void *stream, int *device);
+  /* A communicator's size, rank and device, with the REAL ncclCommCount,
+   * ncclCommUserRank and ncclCommCuDevice: 0 when all three answered.
+   * Only for a communicator the application just saw ready
+   * (ncclCommGetAsyncError said ncclSuccess) and has not used since: on a
+   * non-blocking communicator that is not ready NCCL would warn and set
+   * its last-error string, which the application can read. */
+  int (*comm_info)(void *comm, int *nranks, int *rank, int *device);
   /* Capture the current thread's stack, skipping the tool's own frames. */
   void (*capture_stack)(a2a_stack *st);
   /* Global rank of this process (-1 until known) and host name. */

@@ -54,6 +54,7 @@ static int fb_event_elapsed(float *ms, void *a, void *b) { return -1; }
 static int fb_event_destroy(void *e) { return -1; }
 static int fb_stream_query(void *s) { return -1; }
 static int fb_stream_device(void *s, int *d) { return -1; }
+static int fb_comm_info(void *c, int *n, int *r, int *d) { return -1; }
 static void fb_capture_stack(a2a_stack *st) { st->n = 0; }
 static int fb_global_rank(void) { return -1; }
 static const char *fb_hostname(void) { return "localhost"; }
@@ -90,6 +91,7 @@ static const a2a_host g_fallback_host = {
     .event_destroy = fb_event_destroy,
     .stream_query = fb_stream_query,
     .stream_device = fb_stream_device,
+    .comm_info = fb_comm_info,
     .capture_stack = fb_capture_stack,
     .global_rank = fb_global_rank,
     .hostname = fb_hostname,

@@ -213,6 +213,23 @@ static int host_stream_device(void *stream, int *device) {
   return rc;
 }
 
+static int host_comm_info(void *comm, int *nranks, int *rank, int *device) {
+  int saved = errno, n = -1, r = -1, d = -1;
+  ncclComm_t c = (ncclComm_t)comm;
+  int rc = c && A2A_REAL(ncclCommCount)(c, &n) == ncclSuccess &&
+                   A2A_REAL(ncclCommUserRank)(c, &r) == ncclSuccess &&
+                   A2A_REAL(ncclCommCuDevice)(c, &d) == ncclSuccess
+               ? 0
+               : -1;
+  if (rc == 0) {
+    *nranks = n;
+    *rank = r;
+    *device = d;
+  }
+  errno = saved;
+  return rc;
+}
+
 static void host_capture_stack(a2a_stack *st) { a2a_rt_capture_stack(st); }
 
 static const char *host_hostname(void) { return a2a_rt.host; }
@@ -295,6 +312,7 @@ const a2a_host a2a_rt_host = {
     .event_destroy = host_event_destroy,
     .stream_query = host_stream_query,
     .stream_device = host_stream_device,
+    .comm_info = host_comm_info,
     .capture_stack = host_capture_stack,
     .global_rank = a2a_rt_global_rank,
     .hostname = host_hostname,

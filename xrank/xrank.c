@@ -637,6 +637,32 @@ static void pend_add(const void *handle, const xr_rec *r) {
   pthread_mutex_unlock(&g_pend_mu);
 }
 
+/* The application saw handle ready (ncclCommGetAsyncError: ncclSuccess).
+ * A child that a non-blocking split or shrink returned in progress was
+ * registered without its size and rank (the shim cannot ask NCCL before
+ * it is ready: wrap_nccl.c's query_new_comm), and the coordinator drops a
+ * registration without them; they are asked now (the host's comm_info),
+ * before the operation that will push it. Rare path: only while some
+ * registration is held back. */
+static void pend_ready(const void *handle) {
+  bool ask = false;
+  pthread_mutex_lock(&g_pend_mu);
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (g_pend_handle[i] == handle) ask = g_pend[i].u.reg.reg.nranks <= 0;
+  pthread_mutex_unlock(&g_pend_mu);
+  int n, r, d;
+  if (!ask || a2a_hostsvc->comm_info((void *)handle, &n, &r, &d) != 0 || n <= 0 || r < 0 || r >= n)
+    return;
+  pthread_mutex_lock(&g_pend_mu);
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (g_pend_handle[i] == handle && g_pend[i].u.reg.reg.nranks <= 0) {
+      g_pend[i].u.reg.reg.nranks = n;
+      g_pend[i].u.reg.reg.rank = r;
+      if (g_pend[i].u.reg.reg.device < 0) g_pend[i].u.reg.reg.device = d;
+    }
+  pthread_mutex_unlock(&g_pend_mu);
+}
+
 /* Returns 1 and fills *out when handle had a pending registration. */
 static int pend_take(const void *handle, xr_rec *out, int drop) {
   if (!atomic_load_explicit(&g_npend, memory_order_relaxed)) return 0;
@@ -1410,6 +1436,9 @@ static void on_stream_query(const a2a_event *ev) {
 }
 static void on_async_error(const a2a_event *ev) {
   tslot *t;
+  if (__builtin_expect(atomic_load_explicit(&g_npend, memory_order_relaxed) != 0, 0) &&
+      ev->phase == A2A_POST && ev->result == 0 && ev->u.async_err.async_error == 0)
+    pend_ready(ev->comm);
   if (atomic_load_explicit(&g_active, memory_order_relaxed) && (t = slot(ev->thread)) &&
       t->polling)
     on_poll(t, ev, POLL_NEUTRAL, 0, 0);
@@ -1486,6 +1515,14 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
       /* A split is collective over the parent: the thread is blocked in it
        * until every rank of the parent made the same split. */
       const a2a_comm *par = ev->u.init.parent ? a2a_comm_lookup(ev->u.init.parent) : NULL;
+      /* A non-blocking parent split before any operation on it (torch's
+       * eager init with TORCH_NCCL_USE_COMM_NONBLOCKING=1 splits its world
+       * communicator at once) still holds back its registration: it goes
+       * first, so that the coordinator knows the parent the split waits in
+       * and that the child's registration names. (Splitting it tells
+       * that its init completed, as an operation would.) */
+      if (ev->phase == A2A_PRE && par && atomic_load_explicit(&g_npend, memory_order_relaxed))
+        pend_flush(par->handle);
       if (ev->phase == A2A_PRE && par && par->id_hash) {
         set_blocked(t, XR_WAIT_SPLIT, 0, (uint64_t)(uintptr_t)ev->callsite, ev->t_ns, par->id_hash,
                     atomic_load_explicit(&par->nsplits, memory_order_relaxed), par->rank);

@@ -13,6 +13,11 @@
  *                                   same collectives
  *   scenario_nonblocking skip       BUGGY: "ok", and at t == 1 rank 3 skips the
  *                                   world AllReduce -> group.deadlock (66)
+ *   scenario_nonblocking half_skip  BUGGY: "ok", and at t == 1 rank 3 skips the
+ *                                   AllReduce of its half (split before any
+ *                                   operation on the world communicator, as
+ *                                   torch's eager init does) -> group.deadlock
+ *                                   (66) on the half communicator
  * Correct ("ok", "scalable"): exit 0, no finding.
  */
 #include "scenario_common.h"
@@ -85,7 +90,8 @@ static long work(ncclComm_t comm, int nonblocking, int rank, cudaStream_t s, flo
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t world, half;
-  int nonblocking = strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0;
+  int half_skip = strcmp(mode, "half_skip") == 0;
+  int nonblocking = strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = nonblocking ? 0 : 1;
   if (nonblocking) {
@@ -106,6 +112,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   for (int t = 0; t < 3; t++) {
     g_skip = strcmp(mode, "skip") == 0 && t == 1 && rank == 3;
     bad += work(world, nonblocking, rank, s, a, b);
+    g_skip = half_skip && t == 1 && rank == 3;
     bad += work(half, nonblocking, rank, s, a, b);
   }
   sc_sh->result[rank] = bad;

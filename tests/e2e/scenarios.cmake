@@ -361,6 +361,12 @@ exit $fail
   a2a_scenario(bug_nonblocking_skip nonblocking skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
           --allow size.collective-mismatch --no-other-errors)
+  # The half communicator was split from the world one before any operation
+  # on the world one (torch's eager init with TORCH_NCCL_USE_COMM_NONBLOCKING):
+  # its registration names a parent whose own was still held back.
+  a2a_scenario(bug_nonblocking_half_skip nonblocking half_skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
+          --allow size.collective-mismatch --forbid a2acheck.no-coordinator --no-other-errors)
   a2a_scenario(bug_exec_ranks_skip procs exec_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@2 --contains "group.deadlock=rank 1"
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
