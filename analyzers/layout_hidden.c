@@ -171,7 +171,16 @@ static void report_feed(ly_feed *f, double ms) {
   }
   a2a_json_obj_end(&j);
   if (f->op_peer >= 0) snprintf(peer, sizeof peer, " (peer %d)", f->op_peer);
-  if (f->assembles) {
+  if (f->assembles && f->assemble_inplace) {
+    snprintf(msg, sizeof msg,
+             "The send buffer [%p, +%zu) of %s%s is this rank's block of its own receive buffer "
+             "(the in-place form), and %s copied it there just before%s: the copy places this "
+             "rank's own block into the output the communication assembles, which is part of "
+             "the algorithm, not a .contiguous(). It costs one copy of the block per call; "
+             "producing the block directly in its place in the output (computing into that "
+             "slice of the receive buffer) avoids it.",
+             (void *)f->lo, f->bytes, f->op_api, peer, what, dur);
+  } else if (f->assembles) {
     char rpeer[32] = "";
     if (f->assemble_peer >= 0) snprintf(rpeer, sizeof rpeer, " from peer %d", f->assemble_peer);
     snprintf(msg, sizeof msg,
@@ -281,10 +290,15 @@ void lyh_check_op(ly_thread *t, const a2a_event *ev, const a2a_comm *c, const lr
     if (!p) continue;
     ly_feed *f = hidden_match(t, ev, ev->api, c, ev->comm, peer, p, r->lo, r->hi - r->lo);
     /* A collective sending a block of its own receive buffer (in-place
-     * all-gather, gather): the copy placed the local block. */
+     * all-gather, gather): the copy placed the local block. Not one that
+     * sends its whole receive buffer (an in-place all-reduce, broadcast or
+     * reduce, send == receive): the copy staged the data, as a .clone()
+     * before an in-place all-reduce does. */
     for (int k = 0; f && k < op->n; k++)
-      if (op->r[k].is_recv && op->r[k].lo <= r->lo && r->hi <= op->r[k].hi) {
+      if (op->r[k].is_recv && op->r[k].lo <= r->lo && r->hi <= op->r[k].hi &&
+          (op->r[k].lo < r->lo || r->hi < op->r[k].hi)) {
         f->assembles = true;
+        f->assemble_inplace = true;
         f->assemble_api = ev->api;
       }
   }

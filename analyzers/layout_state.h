@@ -67,6 +67,9 @@ typedef struct ly_feed {
    * packing copy. Judged for the group the feed was found in (gen). */
   bool assembles;
   int assemble_peer;        /* the receive next to the block: its peer, -1 */
+  bool assemble_inplace;    /* the block lies inside the operation's own
+                               receive buffer (an in-place all-gather or
+                               gather), not next to another receive */
   const char *assemble_api;
   uint64_t gen;
   /* the finding to report */

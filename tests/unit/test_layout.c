@@ -992,8 +992,25 @@ START_TEST(copy_into_in_place_all_gather_assembles) {
   exit_event();
   ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
   const collected *c = collector_find("layout.hidden-copy");
-  ck_assert_ptr_nonnull(strstr(c->message, "ncclAllGather receives into the bytes next to it"));
+  ck_assert_ptr_nonnull(strstr(c->message, "ncclAllGather is this rank's block of its own receive buffer"));
+  ck_assert_ptr_nonnull(strstr(c->message, "computing into that slice of the receive buffer"));
+  ck_assert_ptr_null(strstr(c->message, "the in-place form, with")); /* it is used already */
+  ck_assert_ptr_nonnull(strstr(c->details, "\"kind\":\"assembles-output\""));
   ck_assert_uint_eq(collector_count("layout.overlap"), 0);
+}
+END_TEST
+
+/* A .clone() into a buffer then an in-place AllReduce of it (torch's
+ * functional all_reduce): send == receive, nothing assembled - a staging
+ * copy. */
+START_TEST(copy_then_in_place_all_reduce_is_staging) {
+  d2d(SEG0, SEG0 + 262144, BLK);
+  coll(A2A_COLL_ALLREDUCE, "ncclAllReduce", SEG0, SEG0, BLK / 4, -1);
+  exit_event();
+  ck_assert_uint_eq(collector_count("layout.hidden-copy"), 1);
+  const collected *c = collector_find("layout.hidden-copy");
+  ck_assert_ptr_nonnull(strstr(c->details, "\"kind\":\"staging\""));
+  ck_assert_ptr_null(strstr(c->message, "next to it"));
 }
 END_TEST
 
@@ -2099,6 +2116,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, tensor_list_all_to_all_is_an_info);
   tcase_add_test(tc, copy_that_assembles_the_output);
   tcase_add_test(tc, copy_into_in_place_all_gather_assembles);
+  tcase_add_test(tc, copy_then_in_place_all_reduce_is_staging);
   tcase_add_test(tc, staging_copy_message);
   tcase_add_test(tc, pairwise_exchange_is_not_an_all_to_all);
   tcase_add_test(tc, memcpy_then_send);
