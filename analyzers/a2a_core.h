@@ -119,6 +119,12 @@ typedef struct a2a_host {
    * non-blocking communicator that is not ready NCCL would warn and set
    * its last-error string, which the application can read. */
   int (*comm_info)(void *comm, int *nranks, int *rank, int *device);
+  /* The site of the calling thread's current call, named as the NCCL
+   * events name theirs: from a Python thread (the innermost user Python
+   * frame, pc), so that every Python line is a site of its own although
+   * all reach CUDA through the same few libtorch return addresses; else
+   * pc. Only on the thread that made the call, during it. */
+  const void *(*caller_site)(const void *pc);
   /* Capture the current thread's stack, skipping the tool's own frames. */
   void (*capture_stack)(a2a_stack *st);
   /* Global rank of this process (-1 until known) and host name. */

@@ -55,6 +55,7 @@ static int fb_event_destroy(void *e) { return -1; }
 static int fb_stream_query(void *s) { return -1; }
 static int fb_stream_device(void *s, int *d) { return -1; }
 static int fb_comm_info(void *c, int *n, int *r, int *d) { return -1; }
+static const void *fb_caller_site(const void *pc) { return pc; }
 static void fb_capture_stack(a2a_stack *st) { st->n = 0; }
 static int fb_global_rank(void) { return -1; }
 static const char *fb_hostname(void) { return "localhost"; }
@@ -92,6 +93,7 @@ static const a2a_host g_fallback_host = {
     .stream_query = fb_stream_query,
     .stream_device = fb_stream_device,
     .comm_info = fb_comm_info,
+    .caller_site = fb_caller_site,
     .capture_stack = fb_capture_stack,
     .global_rank = fb_global_rank,
     .hostname = fb_hostname,

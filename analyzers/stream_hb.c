@@ -1364,6 +1364,8 @@ typedef struct queued {
   bool has_prev_stack;
   a2a_stack prev_stack;
   const a2a_stack *now_stack; /* lives in the caller's pending list */
+  bool here;                  /* now is the reporting thread's current call
+                                 (not a drain of deferred work: g_draining) */
 } queued;
 
 #define REPORT_Q 8
@@ -1374,6 +1376,10 @@ typedef struct report_q {
 
 /* The queue of the handler running on this thread (NULL outside one). */
 static _Thread_local report_q *tls_q;
+/* Under g_mu: hb_drains is applying other calls' deferred work (possibly
+ * other threads'), so a finding it queues is not about the reporting
+ * thread's current call (queued.here). */
+static bool g_draining;
 
 static tl_snap snap_tl(int tl) {
   const timeline *t = &g_tl[tl];
@@ -1505,6 +1511,7 @@ static void report(a2a_check_id check, const range *r, const access *prev,
   e->has_prev_stack = ps != NULL;
   if (ps) e->prev_stack = *ps;
   e->now_stack = now_stack;
+  e->here = !g_draining;
 }
 
 /* After g_mu is released: format and hand the queued findings to the sink. */
@@ -1513,16 +1520,21 @@ static void flush_reports(report_q *q) {
     const queued *e = &q->q[i];
     const access *prev = &e->prev, *now = &e->now;
     const access *op = (now->flags & F_COMM) ? now : prev;
+    /* The later access is the call being made (its stack is captured
+     * now, on its thread) unless a drain kept its stack: from Python its
+     * site is its Python line, as an NCCL call's is, not the libtorch
+     * frame every Python line's copy or kernel goes through. */
+    const void *now_site = e->now_stack || !e->here ? now->site : a2a_hostsvc->caller_site(now->site);
     /* A race repeated every step is counted without being described again
      * (two call sites symbolized, the message and JSON). */
-    if (a2a_report_repeat(e->check, A2A_SEV_ERROR, now->site)) continue;
+    if (a2a_report_repeat(e->check, A2A_SEV_ERROR, now_site)) continue;
     char pa[200], pt[120], na[200], nt[120], ps[200], ns[200];
     describe_acc(pa, sizeof pa, prev);
     describe_tl(pt, sizeof pt, &e->prev_tl);
     describe_acc(na, sizeof na, now);
     describe_tl(nt, sizeof nt, &e->now_tl);
     symbolize(ps, sizeof ps, prev->site);
-    symbolize(ns, sizeof ns, now->site);
+    symbolize(ns, sizeof ns, now_site);
     char msg[1280];
     snprintf(msg, sizeof msg,
              "%s on %s %s [%p, +%zu), but %s on %s, which %s it, is not ordered before it: "
@@ -1547,7 +1559,7 @@ static void flush_reports(report_q *q) {
     a2a_finding f = {
         .check = e->check,
         .severity = A2A_SEV_ERROR,
-        .site = now->site,
+        .site = now_site,
         .comm = a2a_comm_lookup(op->comm),
         .message = msg,
         .details_json = js,
@@ -1580,8 +1592,10 @@ static inline void q_open(report_q *q) {
 /* Under g_mu, at a section's start: the deferred work of every thread
  * (see "Deferred copies"). */
 static inline void hb_drains(void) {
+  g_draining = true;
   coal_drain(); /* (first: see "Coalesced repeats") */
   stage_drain();
+  g_draining = false;
 }
 
 /* Take / release the analyzer lock around a handler that may report; the

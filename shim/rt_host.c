@@ -230,6 +230,8 @@ static int host_comm_info(void *comm, int *nranks, int *rank, int *device) {
   return rc;
 }
 
+static const void *host_caller_site(const void *pc) { return a2a_rt_py_site(pc); }
+
 static void host_capture_stack(a2a_stack *st) { a2a_rt_capture_stack(st); }
 
 static const char *host_hostname(void) { return a2a_rt.host; }
@@ -313,6 +315,7 @@ const a2a_host a2a_rt_host = {
     .stream_query = host_stream_query,
     .stream_device = host_stream_device,
     .comm_info = host_comm_info,
+    .caller_site = host_caller_site,
     .capture_stack = host_capture_stack,
     .global_rank = a2a_rt_global_rank,
     .hostname = host_hostname,
