@@ -455,13 +455,19 @@ static void match_colls(xr_matcher *m, mcomm *c) {
                          : op->dtype != rop->dtype ? "a different dtype"
                          : op->redop != rop->redop ? "a different reduction"
                                                    : "a different root";
+      /* Who else calls the reference: every other rank, some (a tie or a
+       * plurality: "the other ranks" would claim a majority), or nobody. */
       int others = best - 1;
+      char with[48] = "";
+      if (others > 0 && best == c->nranks - 1) snprintf(with, sizeof with, " and the other ranks");
+      else if (others > 0)
+        snprintf(with, sizeof with, " and %d other rank%s", others, others > 1 ? "s" : "");
       snprintf(text, sizeof text,
                "collective #%u on communicator %016" PRIx64 ": rank %d calls %s at %s, but rank %d%s "
                "call%s %s at %s (%s)%s",
                c->coll_matched + 1, c->id, r, xr_op_describe(op, d1, sizeof d1),
                site_str(m, c->ranks[r].conn, op->site, s1, sizeof s1), ref,
-               others > 0 ? " and the other ranks" : "", others > 0 ? "" : "s",
+               with, others > 0 ? "" : "s",
                xr_op_describe(rop, d2, sizeof d2),
                site_str(m, c->ranks[ref].conn, rop->site, s2, sizeof s2), what,
                op->coll != rop->coll

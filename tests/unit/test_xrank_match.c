@@ -755,6 +755,22 @@ START_TEST(collective_majority_not_rank0) {
 }
 END_TEST
 
+/* Two ranks against two (a tie: the first rank's side is the reference):
+ * neither side is "the other ranks". */
+START_TEST(collective_tie_names_no_majority) {
+  xr_matcher *m = mk(4, 7);
+  for (int r = 0; r < 4; r++) {
+    xr_op o = coll(7, r, A2A_COLL_ALLREDUCE, 256, F32, r < 2 ? 0 : 2);
+    xr_matcher_op(m, r, &o);
+  }
+  const got *g = find("size.collective-mismatch", 3);
+  ck_assert_ptr_nonnull(g);
+  ck_assert_ptr_nonnull(strstr(g->text, "but rank 0 and 1 other rank call ncclAllReduce(count 256"));
+  ck_assert_ptr_null(strstr(g->text, "the other ranks"));
+  xr_matcher_free(m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_match");
   TCase *t = tcase_create("match");
@@ -777,6 +793,7 @@ static Suite *suite(void) {
   tcase_add_test(t, collectives_pending_after_end_until_late_peer);
   tcase_add_test(t, ops_from_wrong_conn_or_unknown_comm_ignored);
   tcase_add_test(t, collective_majority_not_rank0);
+  tcase_add_test(t, collective_tie_names_no_majority);
   suite_add_tcase(s, t);
   /* 1,024 ranks: seconds under the sanitizers. */
   TCase *big = tcase_create("large");
