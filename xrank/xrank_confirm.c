@@ -84,7 +84,11 @@ static void emit_story(const xr_confirm *c, a2a_check_id check, const xr_procsta
                             "and no deadlock can be proven (a rank waits where a2acheck cannot see "
                             "it); group.hang follows after %.0f s without progress",
                             (double)stalled_ns / 1e9, c->opts.hang_timeout_s);
-  if (res->missing_proc >= 0 && len < sizeof text) {
+  /* In a wait-for cycle no process is missing: each rank's story starts at
+   * itself, so the first awaited one differs from rank to rank; the story
+   * names every hop (the details keep missing_pid for the merged report). */
+  if (res->missing_proc >= 0 && !(res->cycle && check == A2A_CK_GROUP_DEADLOCK) &&
+      len < sizeof text) {
     const xr_procstate *q = &ps[res->missing_proc];
     if (check != A2A_CK_GROUP_DEADLOCK)
       len += (size_t)snprintf(text + len, sizeof text - len, "; the awaited process: pid %d", q->pid);
