@@ -313,6 +313,11 @@ typedef struct a2a_comm_memo {
 extern A2A_HIDDEN _Atomic unsigned a2a_comm_ver;
 extern A2A_HIDDEN _Thread_local a2a_comm_memo a2a_comm_last;
 a2a_comm *a2a_comm_lookup_slow(const void *handle, unsigned ver);
+/* A record created without its size and rank (a non-blocking split or
+ * shrink: NCCL cannot be asked before the child is ready) gets them once
+ * they are known, before the communicator's first operation: written
+ * once, from -1, under the registry's lock. */
+void a2a_comm_complete(a2a_comm *c, int nranks, int rank, int device);
 static inline a2a_comm *a2a_comm_lookup(const void *handle) {
   if (!handle) return NULL;
   unsigned ver = atomic_load_explicit(&a2a_comm_ver, memory_order_acquire);

@@ -186,6 +186,18 @@ void a2a_registry_comm_init(const a2a_event *ev) {
   }
 }
 
+void a2a_comm_complete(a2a_comm *c, int nranks, int rank, int device) {
+  if (!c || nranks <= 0 || rank < 0 || rank >= nranks) return;
+  pthread_mutex_lock(&g_comm_mu);
+  if (c->nranks < 0) {
+    c->nranks = nranks;
+    c->rank = rank;
+    if (device >= 0) c->device = device;
+    a2a_core_epoch_advance();
+  }
+  pthread_mutex_unlock(&g_comm_mu);
+}
+
 void a2a_registry_comm_end(const a2a_event *ev) {
   a2a_comm *c = a2a_comm_lookup(ev->comm);
   if (!c) return;

@@ -653,6 +653,8 @@ static void pend_ready(const void *handle) {
   int n, r, d;
   if (!ask || a2a_hostsvc->comm_info((void *)handle, &n, &r, &d) != 0 || n <= 0 || r < 0 || r >= n)
     return;
+  /* The registry's record too: the operations' records carry its rank. */
+  a2a_comm_complete(a2a_comm_lookup(handle), n, r, d);
   pthread_mutex_lock(&g_pend_mu);
   for (int i = 0; i < MAX_PENDING; i++)
     if (g_pend_handle[i] == handle && g_pend[i].u.reg.reg.nranks <= 0) {

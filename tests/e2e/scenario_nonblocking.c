@@ -18,6 +18,9 @@
  *                                   operation on the world communicator, as
  *                                   torch's eager init does) -> group.deadlock
  *                                   (66) on the half communicator
+ *   scenario_nonblocking half_count BUGGY: the same split, and rank 3's first
+ *                                   AllReduce on its half moves half the
+ *                                   elements -> size.collective-mismatch
  * Correct ("ok", "scalable"): exit 0, no finding.
  */
 #include "scenario_common.h"
@@ -45,13 +48,14 @@ static void wait_ready(ncclComm_t comm) {
   } while (0)
 
 static int g_skip; /* this rank leaves out the next AllReduce */
+static int g_half_count; /* this rank's next AllReduce moves half the elements */
 static long work(ncclComm_t comm, int nonblocking, int rank, cudaStream_t s, float *a, float *b) {
   int n = 0, me = 0;
   SC_NCCL(ncclCommCount(comm, &n));
   SC_NCCL(ncclCommUserRank(comm, &me));
   sc_fill(a, n * N, (float)(rank * 1000), 1.0f, s); /* a[i] = rank*1000 + i */
-  if (!g_skip) NB(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
-  g_skip = 0;
+  if (!g_skip) NB(ncclAllReduce(a, b, g_half_count ? N / 2 : N, ncclFloat32, ncclSum, comm, s));
+  g_skip = g_half_count = 0;
   if (nonblocking) wait_ready(comm);
   SC_CUDA(cudaStreamSynchronize(s));
   long bad = 0;
@@ -90,8 +94,9 @@ static long work(ncclComm_t comm, int nonblocking, int rank, cudaStream_t s, flo
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t world, half;
-  int half_skip = strcmp(mode, "half_skip") == 0;
-  int nonblocking = strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip;
+  int half_skip = strcmp(mode, "half_skip") == 0, half_count = strcmp(mode, "half_count") == 0;
+  int nonblocking =
+      strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip || half_count;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = nonblocking ? 0 : 1;
   if (nonblocking) {
@@ -113,6 +118,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     g_skip = strcmp(mode, "skip") == 0 && t == 1 && rank == 3;
     bad += work(world, nonblocking, rank, s, a, b);
     g_skip = half_skip && t == 1 && rank == 3;
+    g_half_count = half_count && t == 0 && rank == 3;
     bad += work(half, nonblocking, rank, s, a, b);
   }
   sc_sh->result[rank] = bad;

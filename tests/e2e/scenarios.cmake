@@ -367,6 +367,12 @@ exit $fail
   a2a_scenario(bug_nonblocking_half_skip nonblocking half_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
           --allow size.collective-mismatch --forbid a2acheck.no-coordinator --no-other-errors)
+  # The same split; rank 3's first AllReduce on its half moves half the
+  # elements: the mismatch is found (the child's size and rank were asked
+  # when it was seen ready: its operations carry its rank).
+  a2a_scenario(bug_nonblocking_half_count nonblocking half_count STATUS 66 WITHIN 20
+    CHECK --expect size.collective-mismatch:error@2 --expect size.collective-mismatch:error@3
+          --allow size.collective-mismatch --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_exec_ranks_skip procs exec_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@2 --contains "group.deadlock=rank 1"
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)

@@ -335,12 +335,26 @@ SIM_API(ncclResult_t, ncclCommInitAll, ncclComm_t *comms, int ndev, const int *d
 /* ---- split and shrink ----------------------------------------------------- */
 
 /* Host-side allgather of three values over the parent's board (see
- * sim_nccl.h). Two boards alternate by sequence parity: a rank can only
- * reach sequence s+2 after every rank posted s+1, i.e. after every rank
- * finished reading s. Returns ncclInvalidUsage if comm is aborted. */
-static ncclResult_t board_allgather(struct ncclComm *c, const int64_t mine[3], int64_t *all) {
+ * sim_nccl.h), as exchange number `seq` (its ticket, taken when the call
+ * was issued: every rank issues the same calls on a communicator in the
+ * same order, so ticket s is the same exchange on every rank - NCCL tags
+ * its bootstrap messages likewise, so concurrent non-blocking splits of
+ * one parent do not mix). Exchanges run in ticket order on each rank. Two
+ * boards alternate by sequence parity: a rank can only reach sequence s+2
+ * after every rank posted s+1, i.e. after every rank finished reading s.
+ * Returns ncclInvalidUsage if comm is aborted. */
+static ncclResult_t board_allgather(struct ncclComm *c, uint32_t seq, const int64_t mine[3],
+                                    int64_t *all) {
   struct sim_seg *seg = &c->seg;
-  uint64_t seq = ++c->board_seq;
+  while (atomic_load(&c->board_done) != seq - 1) {
+    if (atomic_load(&c->aborted)) {
+      atomic_store(&c->board_done, seq);
+      return ncclInvalidUsage;
+    }
+    struct timespec ts = {0, 100 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  ncclResult_t r = ncclSuccess;
   struct sim_board_slot *row = seg->board + (seq & 1) * (size_t)c->nranks;
   memcpy(row[c->rank].v, mine, sizeof row[c->rank].v);
   atomic_store(&row[c->rank].seq, seq);
@@ -349,11 +363,52 @@ static ncclResult_t board_allgather(struct ncclComm *c, const int64_t mine[3], i
   for (int i = 0; i < c->nranks;) {
     uint32_t v = atomic_load(&seg->shm->board_bell);
     if (atomic_load(&row[i].seq) >= seq) { i++; continue; }
-    if (atomic_load(&c->aborted)) return ncclInvalidUsage;
+    if (atomic_load(&c->aborted)) { r = ncclInvalidUsage; break; }
     sim_futex_wait(&seg->shm->board_bell, v, 100);
   }
-  for (int i = 0; i < c->nranks; i++) memcpy(all + 3 * i, row[i].v, sizeof row[i].v);
-  return ncclSuccess;
+  if (r == ncclSuccess)
+    for (int i = 0; i < c->nranks; i++) memcpy(all + 3 * i, row[i].v, sizeof row[i].v);
+  atomic_store(&c->board_done, seq);
+  return r;
+}
+
+/* A split dropped before its job ran (its group failed or was only
+ * simulated): its ticket still completes in its turn, or every later
+ * exchange on the parent would wait for it. When its turn has not come, a
+ * detached thread waits for it (holding a reference to c). */
+static void *board_skip_thread(void *arg) {
+  struct sim_job *j = arg;
+  struct ncclComm *c = j->parent;
+  while (atomic_load(&c->board_done) != j->board_ticket - 1 && !atomic_load(&c->aborted)) {
+    struct timespec ts = {0, 100 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  atomic_store(&c->board_done, j->board_ticket);
+  sim_comm_unref(c);
+  free(j);
+  return NULL;
+}
+
+void sim_board_skip(struct ncclComm *c, uint32_t ticket) {
+  if (!c || !ticket) return;
+  if (atomic_load(&c->board_done) == ticket - 1) {
+    atomic_store(&c->board_done, ticket);
+    return;
+  }
+  struct sim_job *j = calloc(1, sizeof *j);
+  pthread_t t;
+  pthread_attr_t a;
+  if (!j) return;
+  j->parent = c;
+  j->board_ticket = ticket;
+  sim_comm_ref(c);
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&t, &a, board_skip_thread, j) != 0) {
+    sim_comm_unref(c);
+    free(j);
+  }
+  pthread_attr_destroy(&a);
 }
 
 /* Runs on the job thread: exchange (color, key) with the parent's ranks,
@@ -363,7 +418,9 @@ static ncclResult_t job_split(struct sim_job *job) {
   int n = p->nranks;
   int64_t mine[3] = {job->color, job->key, p->rank};
   int64_t *all = calloc((size_t)n * 3, sizeof *all);
-  ncclResult_t r = all ? board_allgather(p, mine, all) : ncclSystemError;
+  ncclResult_t r = ncclSystemError;
+  if (all) r = board_allgather(p, job->board_ticket, mine, all);
+  else sim_board_skip(p, job->board_ticket);
   sim_comm_unref(p);
   if (r != ncclSuccess || job->color == NCCL_SPLIT_NOCOLOR) {
     free(all);
@@ -402,6 +459,7 @@ SIM_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclCo
   if (!job) return ncclSystemError;
   job->fn = job_split;
   job->parent = comm;
+  job->board_ticket = ++comm->board_seq;
   job->color = color;
   job->key = key;
   job->blocking = blocking;
@@ -581,7 +639,10 @@ SIM_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t *asyn
 static ncclResult_t suspend_barrier(struct ncclComm *c) {
   sim_comm_wait_idle(c);
   int64_t mine[3] = {0, 0, c->rank}, *all = calloc((size_t)c->nranks * 3, sizeof *all);
-  ncclResult_t r = all ? board_allgather(c, mine, all) : ncclSystemError;
+  uint32_t ticket = ++c->board_seq;
+  ncclResult_t r = ncclSystemError;
+  if (all) r = board_allgather(c, ticket, mine, all);
+  else sim_board_skip(c, ticket);
   free(all);
   return r;
 }

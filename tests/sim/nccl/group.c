@@ -65,6 +65,12 @@ ncclResult_t sim_group_start(void) {
 }
 
 static void free_job(struct sim_job *j) { free(j); }
+/* A job freed without running: a split's board ticket still completes
+ * (sim_board_skip), before its parent's reference is given back. */
+static void drop_job(struct sim_job *j) {
+  if (j->board_ticket) sim_board_skip(j->parent, j->board_ticket);
+  free_job(j);
+}
 
 static void *job_thread(void *arg) {
   struct sim_job *j = arg;
@@ -88,7 +94,7 @@ static ncclResult_t spawn_detached(struct sim_job *j) {
   pthread_attr_destroy(&a);
   if (rc != 0) {
     if (j->comm) atomic_store(&j->comm->async, ncclSystemError);
-    free_job(j);
+    drop_job(j);
     return ncclSystemError;
   }
   return ncclInProgress;
@@ -99,7 +105,7 @@ ncclResult_t sim_group_add_job(struct sim_job *job) {
     if (g_njobs == g_jobcap) {
       int cap = g_jobcap ? 2 * g_jobcap : 8;
       struct sim_job **nj = realloc(g_jobs, (size_t)cap * sizeof *nj);
-      if (!nj) { sim_group_error(ncclSystemError); free_job(job); return ncclSystemError; }
+      if (!nj) { sim_group_error(ncclSystemError); drop_job(job); return ncclSystemError; }
       g_jobs = nj;
       g_jobcap = cap;
     }
@@ -137,7 +143,7 @@ static ncclResult_t run_jobs(struct sim_job **jobs, int n) {
   if (!t || !started) {
     free(t);
     free(started);
-    for (int i = 0; i < n; i++) free_job(jobs[i]);
+    for (int i = 0; i < n; i++) drop_job(jobs[i]);
     return ncclSystemError;
   }
   for (int i = 0; i < n; i++) started[i] = pthread_create(&t[i], NULL, job_thread, jobs[i]) == 0;
@@ -463,6 +469,7 @@ ncclResult_t sim_group_end(int simulate, float *est_us) {
     if (simulate && est_us) *est_us = estimate_us(tasks, ntasks);
     for (int i = 0; i < njobs; i++) {
       if (jobs[i]->comm) atomic_store(&jobs[i]->comm->async, r != ncclSuccess ? r : ncclSuccess);
+      if (jobs[i]->board_ticket) sim_board_skip(jobs[i]->parent, jobs[i]->board_ticket);
       if (jobs[i]->parent) sim_comm_unref(jobs[i]->parent);
       free_job(jobs[i]);
     }

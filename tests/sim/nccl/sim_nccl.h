@@ -219,7 +219,13 @@ struct ncclComm {
   _Atomic int refs;             /* the comm itself + one per queued item,
                                    captured plan and queued graph launch */
   _Atomic uint32_t graph_plans; /* futex: plans held by CUDA graphs */
-  uint32_t split_seq, shrink_seq, board_seq;
+  uint32_t split_seq, shrink_seq;
+  /* Board exchanges (board_allgather): tickets taken by the issuing thread
+   * in call order (board_seq), run in ticket order (board_done: the last
+   * one finished) - a non-blocking split's job thread may start while an
+   * earlier split's exchange is still running. */
+  uint32_t board_seq;
+  _Atomic uint32_t board_done;
   pthread_mutex_t lock;         /* redops, registrations */
   struct sim_redop *redops;
   int nredops;
@@ -250,9 +256,12 @@ struct sim_job {
   struct ncclComm *parent;      /* split/shrink */
   int blocking;
   int color, key;                /* split */
+  uint32_t board_ticket;         /* split: its exchange on the parent's board */
   ncclResult_t result;
 };
 ncclResult_t sim_job_init(struct sim_job *job);   /* rendezvous */
+/* A job that will not run gives back its board ticket (comm.c). */
+void sim_board_skip(struct ncclComm *c, uint32_t ticket);
 
 /* ---- group.c ----------------------------------------------------------- */
 enum sim_kind {
