@@ -189,6 +189,8 @@ typedef struct a2a_rt_hostfn a2a_rt_hostfn;
 a2a_rt_hostfn *a2a_rt_hostfn_take(void *stream, int per_thread, void (*fn)(void *), void *user);
 /* The trampoline to enqueue, with the slot as its argument. */
 void a2a_rt_hostfn_run(void *slot);
+/* The same for cudaStreamAddCallback's callbacks: intercept.h (CUDA's
+ * types). */
 /* After the HOST_FUNC event's POST: enqueued says whether the real call
  * succeeded (else the trampoline never runs and the slot is freed). Keeps
  * errno. */

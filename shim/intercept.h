@@ -417,6 +417,12 @@ static inline void a2a_shim_post(a2a_event *ev)
   a2a_dispatch_inline(ev);
 }
 
+/* rt_hostfn.c: cudaStreamAddCallback's trampoline (a2a_runtime.h has
+ * cudaLaunchHostFunc's). */
+a2a_rt_hostfn *a2a_rt_hostcb_take(void *stream, int per_thread, cudaStreamCallback_t cb,
+                                  void *user);
+void CUDART_CB a2a_rt_hostcb_run(cudaStream_t stream, cudaError_t status, void *slot);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,11 @@
  * after its slot was freed; when no slot is free. The application's
  * function, argument, stream and result are unchanged in every case.
  *
+ * cudaStreamAddCallback's callbacks (the older form: the stream and its
+ * status are passed too) go through their own trampoline the same way
+ * (A2A_STREAM_CB_WRAP, a2a_rt_hostcb_run); CUDA runs them even after an
+ * error on the stream, with that status.
+ *
  * Slots are a fixed array (nothing allocates); a slot is taken with one
  * compare-and-swap after a probe of at most HOSTFN_PROBES slots from a
  * rotating position. The slot's fn and user are written before the real
@@ -51,15 +56,17 @@ enum { HF_FREE = 0, HF_TAKEN = 1, HF_POSTED = 2, HF_RAN = 4 };
 
 struct a2a_rt_hostfn {
   _Atomic unsigned state;
-  void (*fn)(void *);
+  void (*fn)(void *);                           /* cudaLaunchHostFunc's, or */
+  void (*cb)(cudaStream_t, cudaError_t, void *); /* cudaStreamAddCallback's */
   void *user;
 };
 
 static a2a_rt_hostfn g_hf[HOSTFN_SLOTS];
 static _Atomic unsigned g_hf_next;
 
-a2a_rt_hostfn *a2a_rt_hostfn_take(void *stream, int per_thread, void (*fn)(void *), void *user) {
-  if (!fn || !a2a_kind_wanted(A2A_EV_HOST_FUNC_RAN)) return NULL;
+static a2a_rt_hostfn *slot_take(void *stream, int per_thread, void (*fn)(void *),
+                                void (*cb)(cudaStream_t, cudaError_t, void *), void *user) {
+  if ((!fn && !cb) || !a2a_kind_wanted(A2A_EV_HOST_FUNC_RAN)) return NULL;
   uintptr_t s = (uintptr_t)stream;
   if ((s == 0 && !per_thread) || s == (uintptr_t)cudaStreamLegacy) return NULL;
   if (!a2a_rt_stream_not_capturing(s == 0 ? (void *)cudaStreamPerThread : stream)) return NULL;
@@ -70,11 +77,21 @@ a2a_rt_hostfn *a2a_rt_hostfn_take(void *stream, int per_thread, void (*fn)(void 
     if (atomic_compare_exchange_strong_explicit(&h->state, &expect, HF_TAKEN,
                                                 memory_order_acquire, memory_order_relaxed)) {
       h->fn = fn;
+      h->cb = cb;
       h->user = user;
       return h;
     }
   }
   return NULL;
+}
+
+a2a_rt_hostfn *a2a_rt_hostfn_take(void *stream, int per_thread, void (*fn)(void *), void *user) {
+  return slot_take(stream, per_thread, fn, NULL, user);
+}
+
+a2a_rt_hostfn *a2a_rt_hostcb_take(void *stream, int per_thread,
+                                  void (*cb)(cudaStream_t, cudaError_t, void *), void *user) {
+  return slot_take(stream, per_thread, NULL, cb, user);
 }
 
 /* The RAN event of slot h, then h freed. On the trampoline's thread or the
@@ -90,7 +107,7 @@ static void ran(a2a_rt_hostfn *h) {
     ev.api = "cudaLaunchHostFunc";
     ev.device = -1;
     ev.thread = a2a_rt_thread_index();
-    ev.u.host_fn.fn = (void *)h->fn;
+    ev.u.host_fn.fn = h->fn ? (void *)h->fn : (void *)h->cb;
     ev.u.host_fn.user = h->user;
     ev.u.host_fn.token = h;
     a2a_event_set_result(&ev, 0);
@@ -100,14 +117,27 @@ static void ran(a2a_rt_hostfn *h) {
   atomic_store_explicit(&h->state, HF_FREE, memory_order_release);
 }
 
+/* The RAN bit of slot h (see the header); its RAN when its POST came. */
+static void started(a2a_rt_hostfn *h) {
+  int saved = errno;
+  if (atomic_fetch_or_explicit(&h->state, HF_RAN, memory_order_acq_rel) & HF_POSTED) ran(h);
+  errno = saved;
+}
+
 void a2a_rt_hostfn_run(void *slot) {
   a2a_rt_hostfn *h = slot;
   void (*fn)(void *) = h->fn;
   void *user = h->user;
-  int saved = errno;
-  if (atomic_fetch_or_explicit(&h->state, HF_RAN, memory_order_acq_rel) & HF_POSTED) ran(h);
-  errno = saved;
+  started(h);
   fn(user);
+}
+
+void CUDART_CB a2a_rt_hostcb_run(cudaStream_t stream, cudaError_t status, void *slot) {
+  a2a_rt_hostfn *h = slot;
+  void (*cb)(cudaStream_t, cudaError_t, void *) = h->cb;
+  void *user = h->user;
+  started(h);
+  cb(stream, status, user);
 }
 
 void a2a_rt_hostfn_posted(a2a_rt_hostfn *h, bool enqueued) {

@@ -582,6 +582,35 @@ A2A_PUBLIC cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
     return r;                                                                 \
   }
 
+/* cudaStreamAddCallback: the same event (a host function enqueued), its
+ * callback through the runtime's other trampoline. */
+#define A2A_STREAM_CB_WRAP(name, per_thread_)                                 \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_ENTERED(name, stream, callback, userData, flags); \
+    A2A_EVENT(ev, A2A_EV_HOST_FUNC, #name);                                   \
+    ev.stream = (void *)stream;                                               \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.host_fn.fn = (void *)callback;                                       \
+    ev.u.host_fn.user = userData;                                             \
+    a2a_rt_hostfn *h = a2a_rt_hostcb_take((void *)stream, (per_thread_), callback, userData); \
+    ev.u.host_fn.token = h;                                                   \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = h ? A2A_REAL(name)(stream, a2a_rt_hostcb_run, h, flags)   \
+                      : A2A_REAL(name)(stream, callback, userData, flags);    \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    if (h) a2a_rt_hostfn_posted(h, r == cudaSuccess);                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                             void *userData, unsigned int flags)
+    A2A_STREAM_CB_WRAP(cudaStreamAddCallback, 0)
+A2A_PUBLIC cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream,
+                                                  cudaStreamCallback_t callback, void *userData,
+                                                  unsigned int flags)
+    A2A_STREAM_CB_WRAP(cudaStreamAddCallback_ptsz, 1)
+
 A2A_PUBLIC cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
     A2A_HOST_FUNC_WRAP(cudaLaunchHostFunc, 0)
 A2A_PUBLIC cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)

@@ -11,6 +11,8 @@
  *                                     stream, with no event: ordered through
  *                                     the host (the callback ran after the
  *                                     AllReduce, the host saw its flag)
+ *   scenario_hostfunc_graph callback_kernel  hostfunc_kernel with the flag set
+ *                                     by a cudaStreamAddCallback callback
  *   scenario_hostfunc_graph hostfunc_nowait  the bug: the same kernel consumer,
  *                                     but the host does not wait for the flag
  *                                     (rank 1 arrives late, so rank 0's
@@ -35,13 +37,18 @@
 static const char *mode;
 
 static void CUDART_CB set_flag(void *p) { atomic_store((atomic_int *)p, 1); }
+static void CUDART_CB set_flag_cb(cudaStream_t s, cudaError_t st, void *p) {
+  (void)s;
+  if (st == cudaSuccess) atomic_store((atomic_int *)p, 1);
+}
 
 static int run_hostfunc(int rank, ncclComm_t comm) {
   cudaStream_t cs, other;
   SC_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
   SC_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
   int nowait = strcmp(mode, "hostfunc_nowait") == 0;
-  int kernel_consumer = nowait || strcmp(mode, "hostfunc_kernel") == 0;
+  int callback = strcmp(mode, "callback_kernel") == 0;
+  int kernel_consumer = nowait || callback || strcmp(mode, "hostfunc_kernel") == 0;
   float *acc;
   SC_CUDA(cudaMalloc((void **)&acc, N * sizeof(float)));
   SC_CUDA(cudaMemsetAsync(acc, 0, N * sizeof(float), other));
@@ -56,7 +63,8 @@ static int run_hostfunc(int rank, ncclComm_t comm) {
     sc_fill(d, N, (float)(rank + t), 1.0f, cs);
     SC_NCCL(ncclAllReduce(d, d, N, ncclFloat32, ncclSum, comm, cs));
     SC_CUDA(cudaMemcpyAsync(pinned, d, N * sizeof(float), cudaMemcpyDeviceToHost, cs));
-    SC_CUDA(cudaLaunchHostFunc(cs, set_flag, &flag));
+    if (callback) SC_CUDA(cudaStreamAddCallback(cs, set_flag_cb, &flag, 0));
+    else SC_CUDA(cudaLaunchHostFunc(cs, set_flag, &flag));
     if (!nowait) while (!atomic_load(&flag)) sched_yield();
     if (kernel_consumer) {
       sc_axpy(acc, d, N, 1.0f, other); /* ordered by the host having seen the flag */

@@ -51,6 +51,12 @@ a2a_rt_hostfn *a2a_rt_hostfn_take(void *stream, int per_thread, void (*fn)(void 
   return NULL;
 }
 void a2a_rt_hostfn_run(void *slot) {}
+a2a_rt_hostfn *a2a_rt_hostcb_take(void *stream, int per_thread,
+                                  void (*cb)(cudaStream_t, cudaError_t, void *), void *user)
+{
+  return NULL;
+}
+void a2a_rt_hostcb_run(cudaStream_t stream, cudaError_t status, void *slot) {}
 void a2a_rt_hostfn_posted(a2a_rt_hostfn *h, bool enqueued) {}
 
 enum { MAX_EVENTS = 64 };
