@@ -560,6 +560,18 @@ A2A_PUBLIC cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
 /* ------------------------------------------------------------------ */
 /* Host functions and kernel launches */
 
+/* A host function's event (A2A_EV_HOST_FUNC): its stream, the
+ * application's function and argument, and the trampoline's slot (token). */
+static inline void host_fn_fields(a2a_event *ev, cudaStream_t stream, int per_thread, void *fn,
+                                  void *user, a2a_rt_hostfn *h)
+{
+  ev->stream = (void *)stream;
+  ev->per_thread = per_thread;
+  ev->u.host_fn.fn = fn;
+  ev->u.host_fn.user = user;
+  ev->u.host_fn.token = h;
+}
+
 /* The application's function runs through the runtime's trampoline when
  * a2a_rt_hostfn_take gives a slot (rt_hostfn.c says when, and why the RAN
  * event needs a2a_rt_hostfn_posted after the POST). */
@@ -567,12 +579,8 @@ A2A_PUBLIC cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, stream, fn, userData);              \
     A2A_EVENT(ev, A2A_EV_HOST_FUNC, #name);                                   \
-    ev.stream = (void *)stream;                                               \
-    ev.per_thread = (per_thread_);                                            \
-    ev.u.host_fn.fn = (void *)fn;                                             \
-    ev.u.host_fn.user = userData;                                             \
     a2a_rt_hostfn *h = a2a_rt_hostfn_take((void *)stream, (per_thread_), fn, userData); \
-    ev.u.host_fn.token = h;                                                   \
+    host_fn_fields(&ev, stream, (per_thread_), (void *)fn, userData, h);      \
     A2A_PRE(ev);                                                              \
     cudaError_t r = h ? A2A_REAL(name)(stream, a2a_rt_hostfn_run, h)          \
                       : A2A_REAL(name)(stream, fn, userData);                 \
@@ -588,12 +596,8 @@ A2A_PUBLIC cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
   {                                                                           \
     A2A_PASS_THROUGH_UNLESS_ENTERED(name, stream, callback, userData, flags); \
     A2A_EVENT(ev, A2A_EV_HOST_FUNC, #name);                                   \
-    ev.stream = (void *)stream;                                               \
-    ev.per_thread = (per_thread_);                                            \
-    ev.u.host_fn.fn = (void *)callback;                                       \
-    ev.u.host_fn.user = userData;                                             \
     a2a_rt_hostfn *h = a2a_rt_hostcb_take((void *)stream, (per_thread_), callback, userData); \
-    ev.u.host_fn.token = h;                                                   \
+    host_fn_fields(&ev, stream, (per_thread_), (void *)callback, userData, h); \
     A2A_PRE(ev);                                                              \
     cudaError_t r = h ? A2A_REAL(name)(stream, a2a_rt_hostcb_run, h, flags)   \
                       : A2A_REAL(name)(stream, callback, userData, flags);    \
