@@ -24,11 +24,11 @@
  * ordered: the analyzer then misses an ordering, never invents one.)
  *
  * Not wrapped (fn enqueued as given, token NULL): when no analyzer wants
- * A2A_EV_HOST_FUNC_RAN; on the legacy default stream (asking it whether
- * it captures can itself break another stream's capture); on a stream
- * that is capturing or whose capture status cannot be told - a graph's
- * host node would call the trampoline at every launch of the graph,
- * after its slot was freed; when no slot is free. The application's
+ * A2A_EV_HOST_FUNC_RAN; on a stream that is capturing or whose capture
+ * status cannot be told - a graph's host node would call the trampoline
+ * at every launch of the graph, after its slot was freed (the legacy
+ * default stream is never captured, and not asked); when no slot is
+ * free. The application's
  * function, argument, stream and result are unchanged in every case.
  *
  * cudaStreamAddCallback's callbacks (the older form: the stream and its
@@ -68,8 +68,12 @@ static a2a_rt_hostfn *slot_take(void *stream, int per_thread, void (*fn)(void *)
                                 void (*cb)(cudaStream_t, cudaError_t, void *), void *user) {
   if ((!fn && !cb) || !a2a_kind_wanted(A2A_EV_HOST_FUNC_RAN)) return NULL;
   uintptr_t s = (uintptr_t)stream;
-  if ((s == 0 && !per_thread) || s == (uintptr_t)cudaStreamLegacy) return NULL;
-  if (!a2a_rt_stream_not_capturing(s == 0 ? (void *)cudaStreamPerThread : stream)) return NULL;
+  /* The legacy default stream is never captured (CUDA refuses to begin a
+   * capture on it; an enqueue on it while another stream captures fails),
+   * so it is not asked - asking it could break that other capture. */
+  bool legacy = (s == 0 && !per_thread) || s == (uintptr_t)cudaStreamLegacy;
+  if (!legacy && !a2a_rt_stream_not_capturing(s == 0 ? (void *)cudaStreamPerThread : stream))
+    return NULL;
   for (unsigned k = 0; k < HOSTFN_PROBES; k++) {
     a2a_rt_hostfn *h =
         &g_hf[atomic_fetch_add_explicit(&g_hf_next, 1, memory_order_relaxed) % HOSTFN_SLOTS];

@@ -13,6 +13,10 @@
  *                                     AllReduce, the host saw its flag)
  *   scenario_hostfunc_graph callback_kernel  hostfunc_kernel with the flag set
  *                                     by a cudaStreamAddCallback callback
+ *   scenario_hostfunc_graph legacy_kernel  hostfunc_kernel with the host function
+ *                                     on the legacy default stream, made to
+ *                                     wait for the communication stream by an
+ *                                     event
  *   scenario_hostfunc_graph hostfunc_nowait  the bug: the same kernel consumer,
  *                                     but the host does not wait for the flag
  *                                     (rank 1 arrives late, so rank 0's
@@ -48,7 +52,8 @@ static int run_hostfunc(int rank, ncclComm_t comm) {
   SC_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
   int nowait = strcmp(mode, "hostfunc_nowait") == 0;
   int callback = strcmp(mode, "callback_kernel") == 0;
-  int kernel_consumer = nowait || callback || strcmp(mode, "hostfunc_kernel") == 0;
+  int legacy = strcmp(mode, "legacy_kernel") == 0;
+  int kernel_consumer = nowait || callback || legacy || strcmp(mode, "hostfunc_kernel") == 0;
   float *acc;
   SC_CUDA(cudaMalloc((void **)&acc, N * sizeof(float)));
   SC_CUDA(cudaMemsetAsync(acc, 0, N * sizeof(float), other));
@@ -63,8 +68,18 @@ static int run_hostfunc(int rank, ncclComm_t comm) {
     sc_fill(d, N, (float)(rank + t), 1.0f, cs);
     SC_NCCL(ncclAllReduce(d, d, N, ncclFloat32, ncclSum, comm, cs));
     SC_CUDA(cudaMemcpyAsync(pinned, d, N * sizeof(float), cudaMemcpyDeviceToHost, cs));
-    if (callback) SC_CUDA(cudaStreamAddCallback(cs, set_flag_cb, &flag, 0));
-    else SC_CUDA(cudaLaunchHostFunc(cs, set_flag, &flag));
+    if (callback) {
+      SC_CUDA(cudaStreamAddCallback(cs, set_flag_cb, &flag, 0));
+    } else if (legacy) {
+      cudaEvent_t done;
+      SC_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+      SC_CUDA(cudaEventRecord(done, cs));
+      SC_CUDA(cudaStreamWaitEvent(NULL, done, 0));
+      SC_CUDA(cudaEventDestroy(done));
+      SC_CUDA(cudaLaunchHostFunc(NULL, set_flag, &flag));
+    } else {
+      SC_CUDA(cudaLaunchHostFunc(cs, set_flag, &flag));
+    }
     if (!nowait) while (!atomic_load(&flag)) sched_yield();
     if (kernel_consumer) {
       sc_axpy(acc, d, N, 1.0f, other); /* ordered by the host having seen the flag */

@@ -166,6 +166,7 @@ exit $fail
   # the host function ran); its bug: the consumer enqueued before the flag.
   a2a_scenario(hostfunc_kernel_consumer hostfunc_graph hostfunc_kernel COMPARE CHECK ${CLEAN})
   a2a_scenario(hostfunc_callback_consumer hostfunc_graph callback_kernel COMPARE CHECK ${CLEAN})
+  a2a_scenario(hostfunc_legacy_consumer hostfunc_graph legacy_kernel COMPARE CHECK ${CLEAN})
   a2a_scenario(bug_hostfunc_nowait hostfunc_graph hostfunc_nowait
     CHECK --expect stream.unsynced-output:error@0 --allow stream.unsynced-output --no-other-errors)
   a2a_scenario(graph_forward hostfunc_graph graph COMPARE CHECK ${CLEAN})
