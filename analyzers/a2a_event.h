@@ -278,9 +278,8 @@ typedef struct a2a_event {
       void *fn, *user;        /* the application's function and argument */
       /* Nonzero: the runtime runs fn through its trampoline and emits
        * A2A_EV_HOST_FUNC_RAN with this token when it starts (shim's
-       * rt_hostfn.c: only for a stream that is not capturing, and not the
-       * legacy default stream). Unique among the tokens whose RAN is still
-       * to come. */
+       * rt_hostfn.c: only for a stream that is not capturing). Unique
+       * among the tokens whose RAN is still to come. */
       const void *token;
     } host_fn;
 

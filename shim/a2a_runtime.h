@@ -184,13 +184,12 @@ void a2a_rt_unresolved(const char *symbol, const char *library);
 typedef struct a2a_rt_hostfn a2a_rt_hostfn;
 /* A slot for fn(user) enqueued on stream (per_thread: a _ptsz entry
  * point), or NULL: run it unwrapped (no analyzer wants
- * A2A_EV_HOST_FUNC_RAN, the legacy default stream, a stream that may be
- * capturing, no free slot). Its address is the event's u.host_fn.token. */
+ * A2A_EV_HOST_FUNC_RAN, a stream that may be capturing, no free slot).
+ * Its address is the event's u.host_fn.token. (cudaStreamAddCallback's
+ * take and trampoline are in intercept.h: they need CUDA's types.) */
 a2a_rt_hostfn *a2a_rt_hostfn_take(void *stream, int per_thread, void (*fn)(void *), void *user);
 /* The trampoline to enqueue, with the slot as its argument. */
 void a2a_rt_hostfn_run(void *slot);
-/* The same for cudaStreamAddCallback's callbacks: intercept.h (CUDA's
- * types). */
 /* After the HOST_FUNC event's POST: enqueued says whether the real call
  * succeeded (else the trampoline never runs and the slot is freed). Keeps
  * errno. */

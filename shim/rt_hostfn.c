@@ -28,8 +28,8 @@
  * status cannot be told - a graph's host node would call the trampoline
  * at every launch of the graph, after its slot was freed (the legacy
  * default stream is never captured, and not asked); when no slot is
- * free. The application's
- * function, argument, stream and result are unchanged in every case.
+ * free. The application's function, argument, stream and result are
+ * unchanged in every case.
  *
  * cudaStreamAddCallback's callbacks (the older form: the stream and its
  * status are passed too) go through their own trampoline the same way

@@ -103,6 +103,8 @@ typedef struct mcomm {
   int how;
   int nregistered;
   int nended;             /* ranks ended */
+  int died;               /* 1 + a rank whose process died without a goodbye
+                             (the last one), 0 none: see died_cause */
   uint32_t end_ncoll;     /* the fewest collectives an ended rank posted
                              (UINT32_MAX while none ended): a queued
                              collective numbered below it can still match */
@@ -766,6 +768,17 @@ static void desync(mcomm *c) {
   c->nready = 0;
 }
 
+/* The communicator's known cause (c->last: the deadlock analysis never
+ * completes its incomplete units) when an operation waits for rank
+ * c->died - 1, whose process died: set only then, so that ranks that go on
+ * among themselves after a peer left are not suspected. */
+static void died_cause(mcomm *c) {
+  snprintf(c->last, sizeof c->last,
+           "rank %d died (killed or crashed) without ending communicator %016" PRIx64
+           ": no operation with it can complete any more",
+           c->died - 1, c->id);
+}
+
 /* One send or receive, matched per (sender, receiver) in posting order. */
 static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   if (op->peer < 0 || op->peer >= c->nranks) return; /* the local checks report it */
@@ -781,6 +794,8 @@ static void p2p_op(xr_matcher *m, mcomm *c, int conn, const xr_op *op) {
   uint32_t waiting = op->kind == XR_OP_SEND ? pq_recvs(p) : pq_sends(p); /* counterparts */
   if (other != op->rank && c->ranks[other].ended == 2 && !waiting) {
     if (op->kind == XR_OP_SEND) p->nsend++; else p->nrecv++;
+    c->died = other + 1;
+    died_cause(c);
     return;
   }
   if (other != op->rank && c->ranks[other].ended && !waiting) {
@@ -922,6 +937,8 @@ void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
   if (opq_push(&c->ranks[op->rank].colls, op) != 0) { desync(c); return; }
   if (c->ranks[op->rank].colls.len == 1) c->nready++;
   c->ranks[op->rank].ncoll++;
+  /* A collective the dead rank never posted: it waits for that rank. */
+  if (c->died && c->ranks[op->rank].ncoll > c->ranks[c->died - 1].ncoll) died_cause(c);
   match_colls(m, c);
   if (!c->desynced && c->ranks[op->rank].colls.len) clash_on_coll(m, c, op->rank);
 }
@@ -969,28 +986,29 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how, bool ver
   if (x < 0 || x >= c->nranks || c->ranks[x].ended) return;
   c->ranks[x].ended = verdicts ? 1 : 2;
   c->nended++;
-  if (!verdicts)
-    snprintf(c->last, sizeof c->last,
-             "rank %d %s without ending communicator %016" PRIx64
-             ": no operation with it can complete any more",
-             x, how, c->id);
+  if (!verdicts) c->died = x + 1;
   if (c->ranks[x].ncoll < c->end_ncoll) c->end_ncoll = c->ranks[x].ncoll;
+  bool waited = false; /* an operation of another rank waits for x */
   for (int r = 0; r < c->nranks; r++) {
     const pairq *p = pair_get(c, r, x, 0);
     if (r == x) { /* x's operations with itself: no longer pending, nobody told */
       if (p) c->ranks[x].live -= p->len;
       continue;
     }
+    waited |= c->ranks[r].ncoll > c->ranks[x].ncoll;
     if (p && pq_sends(p)) {
       c->ranks[r].live -= p->len;
+      waited = true;
       if (verdicts) unmatched_towards(m, c, p, x, how);
     }
     p = pair_get(c, x, r, 0);
     if (p && pq_recvs(p)) {
       c->ranks[r].live -= p->len;
+      waited = true;
       if (verdicts) unmatched_towards(m, c, p, x, how);
     }
   }
+  if (!verdicts && waited) died_cause(c);
 }
 
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {

@@ -771,6 +771,26 @@ START_TEST(collective_tie_names_no_majority) {
 }
 END_TEST
 
+/* A rank's process dies with nothing of the others waiting for it: no
+ * known cause (ranks that go on among themselves are not suspected); once
+ * a collective it never posted is queued, the cause names it. */
+START_TEST(death_is_a_cause_only_when_waited_for) {
+  xr_matcher *m = mk(4, 8);
+  xr_matcher_conn_died(m, 3);
+  ck_assert_ptr_null(xr_matcher_last_mismatch(m, 8));
+  xr_op s = p2p(8, 0, XR_OP_SEND, 1, 8, F32, 1, 88), r = p2p(8, 1, XR_OP_RECV, 0, 8, F32, 1, 89);
+  xr_matcher_op(m, 0, &s);
+  xr_matcher_op(m, 1, &r);
+  ck_assert_ptr_null(xr_matcher_last_mismatch(m, 8));
+  xr_op c = coll(8, 0, A2A_COLL_ALLREDUCE, 8, F32, 0);
+  xr_matcher_op(m, 0, &c);
+  ck_assert_ptr_nonnull(xr_matcher_last_mismatch(m, 8));
+  ck_assert_ptr_nonnull(strstr(xr_matcher_last_mismatch(m, 8), "rank 3 died"));
+  ck_assert_int_eq(count("size.unmatched-p2p"), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xrank_match");
   TCase *t = tcase_create("match");
@@ -794,6 +814,7 @@ static Suite *suite(void) {
   tcase_add_test(t, ops_from_wrong_conn_or_unknown_comm_ignored);
   tcase_add_test(t, collective_majority_not_rank0);
   tcase_add_test(t, collective_tie_names_no_majority);
+  tcase_add_test(t, death_is_a_cause_only_when_waited_for);
   suite_add_tcase(s, t);
   /* 1,024 ranks: seconds under the sanitizers. */
   TCase *big = tcase_create("large");
