@@ -212,6 +212,20 @@ typedef struct a2a_event {
       const void *config;     /* ncclConfig_t* or NULL */
       const int *devlist;     /* INIT_ALL: ncclCommInitAll's device list
                                  (nranks entries; NULL = devices 0..n-1) */
+      /* SPLIT/SHRINK whose child NCCL publishes later: NCCL stores the
+       * child in the application's *newcomm only when its init job ends
+       * (after the call for a non-blocking parent, at the outermost
+       * ncclGroupEnd inside a group), so this POST has newcomm NULL and
+       * `awaited` that ncclComm_t*. Once the shim sees the child there it
+       * dispatches a second POST of the same event, `late` 1 (no PRE
+       * before it; the thread that saw it; newcomm, nranks, rank and
+       * device filled; in_progress while NCCL cannot yet be asked its
+       * size; config and exclude NULL), which creates the communicator as
+       * an ordinary POST would: the registry gives it the split index its
+       * first POST took (a split's number is its call order on the
+       * parent, as on every rank). NULL and 0 otherwise. */
+      const void *awaited;
+      int late;
     } init;
 
     struct { a2a_end_how how; int flags; } end;

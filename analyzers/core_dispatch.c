@@ -176,6 +176,7 @@ static void noop(const a2a_event *ev) { (void)ev; }
 static void reg_comm_init(const a2a_event *ev) { if (ev->ok) a2a_registry_comm_init(ev); }
 static void reg_alloc(const a2a_event *ev) { if (ev->ok) a2a_registry_alloc(ev); }
 static void reg_comm_end(const a2a_event *ev) { if (ev->result == 0) a2a_registry_comm_end(ev); }
+static void reg_comm_ready(const a2a_event *ev) { a2a_registry_comm_ready(ev); }
 static void reg_free(const a2a_event *ev) { if (ev->result == 0) a2a_registry_free(ev); }
 
 static void add_handler(int ph, int k, a2a_handler f, int analyzer, unsigned *n) {
@@ -373,6 +374,9 @@ static void init_analyzers(void) {
       bool qcopy_pre = row == (int)A2A_ROW_QCOPY && ph == A2A_PRE;
       if (ph == A2A_POST && k == A2A_EV_COMM_INIT) add_handler(ph, row, reg_comm_init, -1, &n);
       if (ph == A2A_POST && k == A2A_EV_ALLOC) add_handler(ph, row, reg_alloc, -1, &n);
+      /* Dispatched only where an analyzer wants the kind (nothing else
+       * reads a record's size). */
+      if (ph == A2A_POST && k == A2A_EV_COMM_ASYNC_ERROR) add_handler(ph, row, reg_comm_ready, -1, &n);
       for (size_t i = 0; i < g_nan; i++) {
         uint64_t mask = ph == A2A_PRE ? g_an[i]->pre : g_an[i]->post;
         if (!atomic_load(&g_off[i]) && (mask & A2A_KIND_BIT(k)) &&

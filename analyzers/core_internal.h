@@ -8,6 +8,12 @@
 /* core_registry.c */
 void a2a_registry_comm_init(const a2a_event *ev);
 void a2a_registry_comm_end(const a2a_event *ev);
+/* ncclCommGetAsyncError's POST: the application saw the communicator
+ * ready (ncclSuccess both ways). A record created without its size and
+ * rank (a non-blocking split or shrink: NCCL cannot be asked before the
+ * child is ready) gets them now, from the host's comm_info, before the
+ * analyzers of this POST and before the communicator's first operation. */
+void a2a_registry_comm_ready(const a2a_event *ev);
 void a2a_registry_alloc(const a2a_event *ev);
 void a2a_registry_free(const a2a_event *ev);
 void a2a_registry_after_fork_child(void);

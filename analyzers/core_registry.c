@@ -30,6 +30,10 @@ static _Atomic(a2a_comm *) g_comm_slots[COMM_SLOTS];
 static a2a_comm *g_comm_all[COMM_SLOTS];
 static _Atomic unsigned g_comm_count;
 static _Atomic unsigned g_comm_dropped;
+/* Records inserted without their size and rank (a2a_comm_complete): what
+ * a2a_registry_comm_ready reads first, so that a program's polls cost one
+ * load while none is incomplete. */
+static _Atomic unsigned g_comm_incomplete;
 static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Bumped by every insertion (and the tests' reset): a thread's cached
  * answers (a2a_comm_last) are valid while it is unchanged. Records are never
@@ -127,14 +131,71 @@ static uint64_t mix3(uint64_t a, uint64_t b, uint64_t c) {
   return a2a_hash_bytes(v, sizeof v, 0x5eed);
 }
 
+/* A split's or shrink's identity: its parent's, its number among the
+ * parent's splits and its color (or the excluded ranks). 0 without a
+ * parent identity. */
+static uint64_t child_id_hash(const __typeof__(((a2a_event *)0)->u.init) *in, const a2a_comm *parent,
+                              uint32_t split_index) {
+  if (!parent || !parent->id_hash) return 0;
+  if (in->how == A2A_INIT_SPLIT) return mix3(parent->id_hash, split_index, (uint64_t)(int64_t)in->color);
+  uint64_t ex = in->exclude ? a2a_hash_bytes(in->exclude, sizeof(int) * (size_t)in->nexclude, 1) : 0;
+  return mix3(parent->id_hash, split_index, ex ^ 0x5412696eULL);
+}
+
+/* Children awaited (a2a_event.u.init.awaited): what their first POST
+ * computed, taken by their late POST. Under g_comm_mu. A full table or a
+ * late POST without its entry falls back to numbering the split then. */
+#define AWAIT_MAX 64
+static struct {
+  const void *awaited;
+  uint32_t split_index;
+  uint64_t id_hash;
+} g_await[AWAIT_MAX];
+
+static void await_put(const void *awaited, uint32_t split_index, uint64_t id_hash) {
+  pthread_mutex_lock(&g_comm_mu);
+  int free_i = -1;
+  for (int i = 0; i < AWAIT_MAX; i++) {
+    if (g_await[i].awaited == awaited) { free_i = i; break; } /* the variable reused */
+    if (!g_await[i].awaited && free_i < 0) free_i = i;
+  }
+  if (free_i >= 0) {
+    g_await[free_i].awaited = awaited;
+    g_await[free_i].split_index = split_index;
+    g_await[free_i].id_hash = id_hash;
+  }
+  pthread_mutex_unlock(&g_comm_mu);
+}
+
+static bool await_take(const void *awaited, uint32_t *split_index, uint64_t *id_hash) {
+  bool found = false;
+  pthread_mutex_lock(&g_comm_mu);
+  for (int i = 0; awaited && i < AWAIT_MAX && !found; i++)
+    if (g_await[i].awaited == awaited) {
+      *split_index = g_await[i].split_index;
+      *id_hash = g_await[i].id_hash;
+      g_await[i].awaited = NULL;
+      found = true;
+    }
+  pthread_mutex_unlock(&g_comm_mu);
+  return found;
+}
+
 void a2a_registry_comm_init(const a2a_event *ev) {
   const __typeof__(ev->u.init) *in = &ev->u.init;
   a2a_comm *parent = in->parent ? a2a_comm_lookup(in->parent) : NULL;
+  bool child = in->how == A2A_INIT_SPLIT || in->how == A2A_INIT_SHRINK;
   uint32_t split_index = 0;
-  if (in->how == A2A_INIT_SPLIT || in->how == A2A_INIT_SHRINK) {
+  uint64_t child_id = 0;
+  if (child && !(in->late && await_take(in->awaited, &split_index, &child_id))) {
     /* Every member of the parent calls split (NOCOLOR ones too), in the same
      * order, so the per-parent sequence names the split across ranks. */
     if (parent) split_index = atomic_fetch_add(&parent->nsplits, 1);
+    child_id = child_id_hash(in, parent, split_index);
+    if (!in->newcomm && in->awaited && !in->late) {
+      await_put(in->awaited, split_index, child_id);
+      return;
+    }
   }
   if (!in->newcomm) return; /* NCCL_SPLIT_NOCOLOR or failure */
 
@@ -151,8 +212,7 @@ void a2a_registry_comm_init(const a2a_event *ev) {
    * end (the shim leaves its size -1 and its device the thread's current
    * one); NCCL gives the child its parent's device - which the per-device
    * completion markers and timing events rely on. */
-  if ((in->how == A2A_INIT_SPLIT || in->how == A2A_INIT_SHRINK) && in->nranks < 0 && parent &&
-      parent->device >= 0)
+  if (child && in->nranks < 0 && parent && parent->device >= 0)
     c->device = parent->device;
   c->how = in->how;
   c->parent = parent;
@@ -172,17 +232,16 @@ void a2a_registry_comm_init(const a2a_event *ev) {
     c->id_hash = 0; /* process-local */
     break;
   case A2A_INIT_SPLIT:
-    c->id_hash = parent && parent->id_hash ? mix3(parent->id_hash, split_index, (uint64_t)(int64_t)in->color) : 0;
-    break;
-  case A2A_INIT_SHRINK: {
-    uint64_t ex = in->exclude ? a2a_hash_bytes(in->exclude, sizeof(int) * (size_t)in->nexclude, 1) : 0;
-    c->id_hash = parent && parent->id_hash ? mix3(parent->id_hash, split_index, ex ^ 0x5412696eULL) : 0;
+  case A2A_INIT_SHRINK:
+    c->id_hash = child_id;
     break;
   }
-  }
+  bool incomplete = c->nranks < 0;
   if (!comm_insert(c)) {
     free(c);
     atomic_fetch_add(&g_comm_dropped, 1);
+  } else if (incomplete) {
+    atomic_fetch_add(&g_comm_incomplete, 1);
   }
 }
 
@@ -193,9 +252,20 @@ void a2a_comm_complete(a2a_comm *c, int nranks, int rank, int device) {
     c->nranks = nranks;
     c->rank = rank;
     if (device >= 0) c->device = device;
+    atomic_fetch_sub(&g_comm_incomplete, 1);
     a2a_core_epoch_advance();
   }
   pthread_mutex_unlock(&g_comm_mu);
+}
+
+void a2a_registry_comm_ready(const a2a_event *ev) {
+  if (__builtin_expect(atomic_load_explicit(&g_comm_incomplete, memory_order_relaxed) == 0, 1)) return;
+  if (ev->result != 0 || ev->u.async_err.async_error != 0 || !a2a_hostsvc || !a2a_hostsvc->comm_info)
+    return;
+  a2a_comm *c = a2a_comm_lookup(ev->comm);
+  int n, r, d;
+  if (c && c->nranks < 0 && a2a_hostsvc->comm_info(ev->comm, &n, &r, &d) == 0)
+    a2a_comm_complete(c, n, r, d);
 }
 
 void a2a_registry_comm_end(const a2a_event *ev) {
@@ -354,6 +424,8 @@ void a2a_registry_reset_for_tests(void) {
   for (size_t i = 0; i < COMM_SLOTS; i++) atomic_store(&g_comm_slots[i], NULL);
   atomic_store(&g_comm_count, 0);
   atomic_store(&g_comm_dropped, 0);
+  atomic_store(&g_comm_incomplete, 0);
+  memset(g_await, 0, sizeof g_await);
   atomic_fetch_add(&a2a_comm_ver, 1);
   a2a_core_epoch_advance();
   pthread_mutex_unlock(&g_comm_mu);

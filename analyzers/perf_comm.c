@@ -141,7 +141,7 @@ typedef struct pc_comm {
   void *handle;
   const a2a_comm *rec;         /* registry record (outlives destroy), may be NULL */
   char name[48];
-  int nranks;
+  int nranks;                  /* -1 until known: read through pc_nranks */
   bool can_measure;            /* events created, blocking communicator */
   pthread_mutex_t mu;
 
@@ -201,6 +201,14 @@ typedef struct pc_comm {
   double ov_comm_s, ov_overlap_s; /* sums over the samples */
   uint64_t ov_samples;
 } pc_comm;
+
+/* The communicator's size: its own copy, else the registry's record, which
+ * a non-blocking split's child gets only once the application saw it
+ * ready (a2a_comm_complete, before its first operation). Read-only here:
+ * no write races the record's single one. */
+static inline int pc_nranks(const pc_comm *c) {
+  return c->nranks >= 0 ? c->nranks : c->rec ? c->rec->nranks : -1;
+}
 
 static pc_comm *g_comms[PC_MAX_COMMS];
 static atomic_int g_ncomms;
@@ -639,7 +647,7 @@ static void judge_add(pc_comm *c, const pc_meas *m, double s, double busbw) {
 
 static void account_time(pc_comm *c, const pc_meas *m, double s) {
   pc_stat *st = &c->st[m->op][m->bucket];
-  double busbw = a2a_perf_algbw_gbps(m->bytes, s) * a2a_perf_busbw_factor(m->op, c->nranks);
+  double busbw = a2a_perf_algbw_gbps(m->bytes, s) * a2a_perf_busbw_factor(m->op, pc_nranks(c));
   if (st->measured == 0 || busbw > st->best_busbw) st->best_busbw = busbw;
   if (st->measured == 0 || busbw < st->worst_busbw) st->worst_busbw = busbw;
   if (st->measured == 0 || s > st->slow_s) st->slow_s = s;
@@ -1000,7 +1008,7 @@ static void note_launch(pc_tls *t, void *s) {
  * (1-100 MiB) on a communicator of 2 ranks or more, and compute launched
  * since the previous operation (inline: most operations stop here). */
 static inline bool priority_applies(const pc_tls *t, const pc_comm *c, uint64_t bytes) {
-  return t->nls > 0 && c->nranks >= 2 && bytes >= (1ULL << 20) && bytes <= 100ULL * (1ULL << 20);
+  return t->nls > 0 && pc_nranks(c) >= 2 && bytes >= (1ULL << 20) && bytes <= 100ULL * (1ULL << 20);
 }
 
 __attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void *stream,
@@ -1161,7 +1169,7 @@ static inline void share_join(pc_tls *t, pc_gacc *g, const a2a_event *ev, unsign
     if (g->ncoll == 0) g->coll = ev->u.coll.coll;
     else if (g->coll != (int)ev->u.coll.coll) g->coll_mixed = true;
     g->ncoll++;
-    g->coll_bytes += coll_bytes(ev, g->c->nranks);
+    g->coll_bytes += coll_bytes(ev, pc_nranks(g->c));
   } else {
     uint64_t b = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
     if (g->nsend + g->nrecv == 0) g->p2p0 = b;
@@ -1255,7 +1263,7 @@ static inline __attribute__((always_inline)) void on_lone_post(pc_tls *t, const 
   uint64_t bytes;
   if (ev->kind == A2A_EV_COLL) {
     op = ev->u.coll.coll;
-    bytes = coll_bytes(ev, c->nranks);
+    bytes = coll_bytes(ev, pc_nranks(c));
   } else {
     op = A2A_PERF_OP_SENDRECV;
     bytes = (uint64_t)ev->u.p2p.count * a2a_dtype_size(ev->u.p2p.dtype);
@@ -1381,7 +1389,7 @@ __attribute__((noinline)) static void group_end_post(pc_tls *t, const a2a_event 
     pc_gacc *g = &t->g[i];
     int op;
     uint64_t bytes;
-    group_classify(g, g->c->nranks, &op, &bytes);
+    group_classify(g, pc_nranks(g->c), &op, &bytes);
     bool ok = ev->ok && !simulate && bytes > 0;
     bool serialized = ok && op_serialized(t, g->stream);
     if (!ok || !count_fast(g->c, ev->thread, op, bytes, g->slot, serialized)) {
@@ -1659,7 +1667,7 @@ static double small_alpha(const pc_comm *c, const char **src) {
 }
 
 static void report_small(const pc_comm *c) {
-  if (c->nranks < 2 || c->small_ops < a2a_perf_small_min_ops() ||
+  if (pc_nranks(c) < 2 || c->small_ops < a2a_perf_small_min_ops() ||
       c->small_ops * 2 < c->ops || !a2a_check_on(A2A_CK_PERF_SMALL_MESSAGES))
     return;
   const char *src;
@@ -1752,7 +1760,7 @@ static void report_small(const pc_comm *c) {
  * window, or below A2ACHECK_EXPECTED_BUSBW when set, with at least
  * A2ACHECK_PERF_MIN_OPS operations in complete windows and two windows. */
 static void report_lowbw(const pc_comm *c) {
-  if (c->nranks < 2 || !a2a_check_on(A2A_CK_PERF_LOW_BANDWIDTH)) return;
+  if (pc_nranks(c) < 2 || !a2a_check_on(A2A_CK_PERF_LOW_BANDWIDTH)) return;
   int reported = 0;
   double expected = a2a_opt->expected_busbw;
   for (int i = 0; i < PC_JUDGE; i++) {
@@ -1769,7 +1777,7 @@ static void report_lowbw(const pc_comm *c) {
     if (reported++ >= PC_MAX_LOWBW_REPORTS) return;
     int op = jd->op, b = jd->bucket;
     const pc_stat *st = &c->st[op][b];
-    double factor = a2a_perf_busbw_factor(op, c->nranks);
+    double factor = a2a_perf_busbw_factor(op, pc_nranks(c));
     char lo[32], hi[32], why[320], msg[1280], det[768];
     a2a_perf_fmt_bytes(a2a_perf_bucket_lo(b), lo, sizeof lo);
     a2a_perf_fmt_bytes(1ULL << (b + 1), hi, sizeof hi);
@@ -1791,14 +1799,14 @@ static void report_lowbw(const pc_comm *c) {
              "bandwidth is high while the others' is low, that rank is the straggler; if all "
              "are low, check NCCL_* settings (see perf.env) and the topology, and run "
              "nccl-tests on the same nodes for the attainable number.",
-             c->name, a2a_perf_op_name(op), lo, hi, c->nranks, typ, (unsigned long long)judged,
+             c->name, a2a_perf_op_name(op), lo, hi, pc_nranks(c), typ, (unsigned long long)judged,
              PC_WIN, typ / factor, factor, why);
     a2a_json j;
     a2a_json_init(&j, det, sizeof det);
     a2a_json_obj_begin(&j, NULL);
     a2a_json_str(&j, "op", a2a_perf_op_name(op));
     a2a_json_uint(&j, "bucket_lo_bytes", a2a_perf_bucket_lo(b));
-    a2a_json_int(&j, "nranks", c->nranks);
+    a2a_json_int(&j, "nranks", pc_nranks(c));
     a2a_json_uint(&j, "measured_ops", st->measured);
     a2a_json_uint(&j, "judged_ops", judged);
     a2a_json_uint(&j, "windows", jd->windows);
@@ -1821,7 +1829,7 @@ static void report_lowbw(const pc_comm *c) {
 }
 
 static void report_no_overlap(const pc_comm *c) {
-  if (c->nranks < 2 || c->ops < a2a_perf_min_ops() ||
+  if (pc_nranks(c) < 2 || c->ops < a2a_perf_min_ops() ||
       !a2a_check_on(A2A_CK_PERF_NO_OVERLAP))
     return;
   bool blocked = c->blocked_after >= a2a_perf_min_ops() && c->blocked_after * 2 >= c->ops;
@@ -1876,7 +1884,7 @@ static void report_summary(const pc_comm *c) {
   a2a_json j;
   a2a_json_init(&j, det, sizeof det);
   a2a_json_obj_begin(&j, NULL);
-  a2a_json_int(&j, "nranks", c->nranks);
+  a2a_json_int(&j, "nranks", pc_nranks(c));
   a2a_json_uint(&j, "ops", c->ops);
   a2a_json_uint(&j, "bytes", c->bytes);
   a2a_json_uint(&j, "small_ops", c->small_ops);
@@ -1897,7 +1905,7 @@ static void report_summary(const pc_comm *c) {
   }
   a2a_json_arr_end(&j);
   int len = snprintf(msg, sizeof msg, "%s (%d ranks): %llu operations, %s, %llu timed, %.3f ms measured",
-                     c->name, c->nranks, (unsigned long long)c->ops,
+                     c->name, pc_nranks(c), (unsigned long long)c->ops,
                      a2a_perf_fmt_bytes(c->bytes, sz, sizeof sz),
                      (unsigned long long)c->measured, c->time_s * 1e3);
   if (c->ov_comm_s > 0 && len < (int)sizeof msg)
@@ -1909,7 +1917,7 @@ static void report_summary(const pc_comm *c) {
       const pc_stat *st = &c->st[op][b];
       if (!st->ops) continue;
       double alg = a2a_perf_algbw_gbps(st->meas_bytes, st->time_s);
-      double bus = stat_busbw(st, op, c->nranks);
+      double bus = stat_busbw(st, op, pc_nranks(c));
       a2a_json_obj_begin(&j, NULL);
       a2a_json_str(&j, "op", a2a_perf_op_name(op));
       a2a_json_uint(&j, "bucket_lo_bytes", a2a_perf_bucket_lo(b));

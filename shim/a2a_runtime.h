@@ -195,6 +195,14 @@ void a2a_rt_hostfn_run(void *slot);
  * errno. */
 void a2a_rt_hostfn_posted(a2a_rt_hostfn *h, bool enqueued);
 
+/* ------------------------------------------------------------------ */
+/* wrap_nccl.c */
+
+/* In a forked child: the split children the parent awaited are not the
+ * child's (NCCL's communicators do not survive fork), and the table's lock
+ * may have been held by a thread that is gone. */
+void a2a_nccl_after_fork_child(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -162,6 +162,7 @@ static void fork_child(void) {
   else pthread_mutex_init(&a2a_rt_mu, NULL);
   t_fork_locked = t_fork_ready = 0;
   a2a_rt_init_after_fork_child();
+  a2a_nccl_after_fork_child();
   a2a_rt_t.gdepth = 0; /* the analyzers count the thread's groups from zero (a2a_group_nested) */
   a2a_core_after_fork_child();
   dispatch_simple(A2A_EV_FORK_CHILD, "fork", 0);

@@ -18,13 +18,16 @@
  *    For split/shrink the new communicator's size, rank and device are not
  *    arguments: on success outside a group they are read with the REAL
  *    ncclCommCount / ncclCommUserRank / ncclCommCuDevice (pure queries on a
- *    ready communicator), else -1.
+ *    ready communicator), else -1. A child NCCL stores in *newcomm only
+ *    later (non-blocking, or inside a group) gets a second, late POST once
+ *    it is there ("Children NCCL publishes later" below).
  *  - ncclCommInitAll: one PRE (rank -1, newcomm NULL); on success one POST
  *    per created communicator i (rank i, nranks ndev, device devlist[i] or
  *    i); on failure a single POST with newcomm NULL and rank -1.
  *  - ncclGetVersion and ncclGetErrorString have no event kind: they are
  *    forwarded (and counted as NCCL calls) without an event.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "intercept.h"
@@ -281,6 +284,97 @@ A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
   return r;
 }
 
+/* ---- Children NCCL publishes later ----
+ * NCCL stores a split's or shrink's child in the application's *newcomm
+ * only when the child's init job ends (init.cc: "*newcomm should be
+ * NCCL_COMM_NULL until comm split fully complete"): after the call returned
+ * ncclInProgress for a non-blocking parent (NCCL's thread runs the job; the
+ * application polls ncclCommGetAsyncError - PyTorch polls the parent, waits
+ * for the pointer, then polls the child), at the outermost ncclGroupEnd
+ * for one inside a group. Such a call's POST has no child; its event is
+ * kept here with the ncclComm_t* (a2a_event.u.init.awaited) and posted
+ * again, late, from the first of these calls after which the pointer holds
+ * the child: ncclCommGetAsyncError, before its own PRE (it may be the
+ * child's first call), and the outermost ncclGroupEnd, after NCCL's. The
+ * pointer is read where NCCL itself writes it. Bounded (AW_MAX awaited at
+ * once; one more keeps the old behaviour: no communicator), cold: these
+ * calls read g_aw_n, relaxed, while none is awaited. */
+#define AW_MAX 64
+static struct {
+  ncclComm_t *where;
+  a2a_event ev;
+} g_aw[AW_MAX];
+static _Atomic unsigned g_aw_n;
+static pthread_mutex_t g_aw_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void await_child(a2a_event *ev, ncclComm_t *where)
+{
+  pthread_mutex_lock(&g_aw_mu);
+  unsigned n = atomic_load_explicit(&g_aw_n, memory_order_relaxed), i = 0;
+  while (i < n && g_aw[i].where != where) i++; /* the variable reused: the newest call's */
+  if (i < AW_MAX) {
+    ev->u.init.awaited = where;
+    g_aw[i].where = where;
+    g_aw[i].ev = *ev;
+    /* The application's arrays need not outlive the call. */
+    g_aw[i].ev.u.init.config = NULL;
+    g_aw[i].ev.u.init.exclude = NULL;
+    g_aw[i].ev.u.init.nexclude = 0;
+    if (i == n) atomic_store_explicit(&g_aw_n, n + 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_aw_mu);
+}
+
+/* Posts every awaited child now published, as the late POST of its
+ * call's event; cur is the call in progress (its thread, seq and device
+ * head the late event: no call of its own). The child's size, rank and
+ * device are asked only once NCCL says it is ready (the real
+ * ncclCommGetAsyncError, a pure query), else left -1 with in_progress set:
+ * the registry asks them when the application sees it ready. */
+__attribute__((noinline)) static void awaited_resolve(const a2a_event *cur)
+{
+  for (;;) {
+    a2a_event ev;
+    ncclComm_t child = NULL;
+    pthread_mutex_lock(&g_aw_mu);
+    unsigned n = atomic_load_explicit(&g_aw_n, memory_order_relaxed);
+    for (unsigned i = 0; i < n && !child; i++) {
+      child = __atomic_load_n(g_aw[i].where, __ATOMIC_ACQUIRE);
+      if (child) {
+        ev = g_aw[i].ev;
+        g_aw[i] = g_aw[n - 1];
+        atomic_store_explicit(&g_aw_n, n - 1, memory_order_relaxed);
+      }
+    }
+    pthread_mutex_unlock(&g_aw_mu);
+    if (!child) return;
+    ev.thread = cur->thread;
+    ev.seq = cur->seq;
+    ev.device = cur->device;
+    ev.u.init.newcomm = (void *)child;
+    ev.u.init.late = 1;
+    ncclResult_t st = ncclInProgress;
+    if (A2A_REAL(ncclCommGetAsyncError)(child, &st) == ncclSuccess && st == ncclSuccess)
+      query_new_comm(&ev, child);
+    else
+      ev.u.init.nranks = ev.u.init.rank = -1;
+    a2a_event_set_result(&ev, st == ncclSuccess ? ncclSuccess : ncclInProgress);
+    a2a_shim_post(&ev);
+  }
+}
+
+void a2a_nccl_after_fork_child(void)
+{
+  pthread_mutex_init(&g_aw_mu, NULL);
+  atomic_store_explicit(&g_aw_n, 0, memory_order_relaxed);
+}
+
+static inline void awaited_poll(const a2a_event *cur)
+{
+  if (__builtin_expect(atomic_load_explicit(&g_aw_n, memory_order_relaxed) != 0, 0))
+    awaited_resolve(cur);
+}
+
 /* The analyzed call (ncclCommGetAsyncError below): out of line, so that
  * the pass-through of NCCL's own nested calls pays for no frame. */
 __attribute__((noinline)) static ncclResult_t comm_get_async_error(ncclComm_t comm,
@@ -290,9 +384,11 @@ __attribute__((noinline)) static ncclResult_t comm_get_async_error(ncclComm_t co
                                  asyncError);
   A2A_EVENT_NCCL(ev, A2A_EV_COMM_ASYNC_ERROR, "ncclCommGetAsyncError", comm, NULL);
   ev.u.async_err.async_error = 0; /* valid at POST only; 0 as the zeroed event had it */
+  awaited_poll(&ev); /* the child's own first call */
   A2A_PRE_HOT(ev, A2A_EV_COMM_ASYNC_ERROR, 0);
   ncclResult_t r = A2A_REAL(ncclCommGetAsyncError)(comm, asyncError);
   A2A_POST_BEGIN_NCCL(ev, r, A2A_EV_COMM_ASYNC_ERROR);
+  awaited_poll(&ev); /* a parent that read ready: its child is published */
   ev.u.async_err.async_error = (r == ncclSuccess && asyncError) ? (int)*asyncError : -1;
   A2A_POST_END_HOT(ev, A2A_EV_COMM_ASYNC_ERROR);
   return r;
@@ -427,10 +523,11 @@ static void child_init_pre(a2a_event *ev, a2a_init_how how, ncclComm_t parent,
   ev->u.init.config = config;
 }
 
-static void child_init_post(a2a_event *ev, ncclResult_t r, const ncclComm_t *newcomm)
+static void child_init_post(a2a_event *ev, ncclResult_t r, ncclComm_t *newcomm, bool nocolor)
 {
   ev->u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
   if (r == ncclSuccess && tls_group_depth == 0) query_new_comm(ev, ev->u.init.newcomm);
+  if (init_ok(r) && newcomm && !ev->u.init.newcomm && !nocolor) await_child(ev, newcomm);
 }
 
 A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
@@ -444,7 +541,7 @@ A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   A2A_PRE(ev);
   ncclResult_t r = A2A_REAL(ncclCommSplit)(comm, color, key, newcomm, config);
   A2A_POST_BEGIN(ev, r);
-  child_init_post(&ev, r, newcomm);
+  child_init_post(&ev, r, newcomm, color == NCCL_SPLIT_NOCOLOR);
   A2A_POST_END(ev);
   return r;
 }
@@ -462,7 +559,7 @@ A2A_PUBLIC ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
   ncclResult_t r =
       A2A_REAL(ncclCommShrink)(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   A2A_POST_BEGIN(ev, r);
-  child_init_post(&ev, r, newcomm);
+  child_init_post(&ev, r, newcomm, false);
   A2A_POST_END(ev);
   return r;
 }
@@ -850,6 +947,7 @@ static void group_track(bool start, ncclResult_t r)
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
     A2A_GROUP_COUNT(r, (evkind), (start_));                                   \
+    if (!(start_) && !(nested_)) awaited_poll(&ev);                           \
     A2A_POST_END_ROW(ev, (evkind), (row));                                    \
     return r;                                                                 \
   } while (0)

@@ -641,20 +641,19 @@ static void pend_add(const void *handle, const xr_rec *r) {
  * A child that a non-blocking split or shrink returned in progress was
  * registered without its size and rank (the shim cannot ask NCCL before
  * it is ready: wrap_nccl.c's query_new_comm), and the coordinator drops a
- * registration without them; they are asked now (the host's comm_info),
- * before the operation that will push it. Rare path: only while some
- * registration is held back. */
+ * registration without them; the registry's record has them now (it is
+ * completed before the analyzers of this POST: a2a_registry_comm_ready),
+ * and they go into the held-back registration, before the operation that
+ * will push it. Rare path: only while some registration is held back. */
 static void pend_ready(const void *handle) {
   bool ask = false;
   pthread_mutex_lock(&g_pend_mu);
   for (int i = 0; i < MAX_PENDING; i++)
     if (g_pend_handle[i] == handle) ask = g_pend[i].u.reg.reg.nranks <= 0;
   pthread_mutex_unlock(&g_pend_mu);
-  int n, r, d;
-  if (!ask || a2a_hostsvc->comm_info((void *)handle, &n, &r, &d) != 0 || n <= 0 || r < 0 || r >= n)
-    return;
-  /* The registry's record too: the operations' records carry its rank. */
-  a2a_comm_complete(a2a_comm_lookup(handle), n, r, d);
+  const a2a_comm *rec = ask ? a2a_comm_lookup(handle) : NULL;
+  if (!rec || rec->nranks <= 0) return;
+  int n = rec->nranks, r = rec->rank, d = rec->device;
   pthread_mutex_lock(&g_pend_mu);
   for (int i = 0; i < MAX_PENDING; i++)
     if (g_pend_handle[i] == handle && g_pend[i].u.reg.reg.nranks <= 0) {
@@ -1512,8 +1511,10 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
       g_port->uid_created((unsigned char *)(uintptr_t)ev->u.uid.id);
     return;
   case A2A_EV_COMM_INIT: {
+    /* (A late POST - a2a_event.u.init.awaited - comes from a thread that
+     * was never blocked in that split.) */
     if ((ev->u.init.how == A2A_INIT_SPLIT || ev->u.init.how == A2A_INIT_SHRINK) &&
-        (t = slot(ev->thread))) {
+        !ev->u.init.late && (t = slot(ev->thread))) {
       /* A split is collective over the parent: the thread is blocked in it
        * until every rank of the parent made the same split. */
       const a2a_comm *par = ev->u.init.parent ? a2a_comm_lookup(ev->u.init.parent) : NULL;

@@ -25,6 +25,16 @@
  *                                next world AllReduce: ranks 0-2 wait in the
  *                                split for rank 3, rank 3 waits in the
  *                                AllReduce for them -> deadlock (exit 66)
+ *   scenario_groups grouped      "ok" with the pair and parity splits made in
+ *                                one ncclGroupStart/ncclGroupEnd (NCCL
+ *                                creates both at the group's end and only
+ *                                then stores them in the program's
+ *                                variables) -> no finding
+ *   scenario_groups grouped_count BUGGY: "grouped", and rank 3's AllReduce on
+ *                                its pair moves half the elements ->
+ *                                size.collective-mismatch on the pair
+ *                                communicator, which a2acheck knows only
+ *                                from the group's end on
  */
 #include "scenario_common.h"
 
@@ -36,10 +46,16 @@ static const char *mode;
 static float g_rank_sum; /* sum of member ranks, for the want function */
 static float want_sum(long i, const void *ctx) { (void)ctx; return g_rank_sum * (1.0f + (float)i); }
 
+static int g_half_count; /* this rank's next AllReduce moves half the elements */
 static long allreduce_check(ncclComm_t c, float *buf, int rank, cudaStream_t s, const int *members,
                             int nmem) {
   sc_fill(buf, N, (float)rank, (float)rank, s); /* buf[i] = rank * (1 + i) */
-  SC_NCCL(ncclAllReduce(buf, buf, N, ncclFloat32, ncclSum, c, s));
+  SC_NCCL(ncclAllReduce(buf, buf, g_half_count ? N / 2 : N, ncclFloat32, ncclSum, c, s));
+  if (g_half_count) {
+    g_half_count = 0;
+    SC_CUDA(cudaStreamSynchronize(s));
+    return 0; /* the data is the bug's */
+  }
   SC_CUDA(cudaStreamSynchronize(s));
   g_rank_sum = 0;
   for (int k = 0; k < nmem; k++) g_rank_sum += (float)members[k];
@@ -81,10 +97,13 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_NCCL(ncclCommDestroy(world));
     return 0;
   }
+  int grouped = strncmp(mode, "grouped", 7) == 0;
+  if (grouped) SC_NCCL(ncclGroupStart());
   SC_NCCL(ncclCommSplit(world, rank / 2, rank, &pair, NULL));
   int parity_color = rank % 2;
   if (strcmp(mode, "wrong_color") == 0 && rank == 3) parity_color = 0; /* the bug */
   SC_NCCL(ncclCommSplit(world, parity_color, rank, &parity, NULL));
+  if (grouped) SC_NCCL(ncclGroupEnd());
   if (strcmp(mode, "skip_split") == 0 && rank == 3) {
     /* the bug: "I am not in the group, so I do not call split" */
   } else {
@@ -100,6 +119,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
 
   /* every group, in the same order on every rank */
   bad += allreduce_check(world, buf, rank, s, all, 4);
+  g_half_count = strcmp(mode, "grouped_count") == 0 && rank == 3; /* the bug */
   bad += allreduce_check(pair, buf, rank, s, pair_m, 2);
   if (first3) bad += allreduce_check(first3, buf, rank, s, f3, 3);
 
@@ -111,7 +131,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   sc_fill(buf, N, (float)(rank * 10000), 1.0f, s);
   SC_NCCL(ncclAllGather(buf, gat, N, ncclFloat32, parity, s));
   SC_CUDA(cudaStreamSynchronize(s));
-  if (strcmp(mode, "ok") == 0) {
+  if (strcmp(mode, "ok") == 0 || strcmp(mode, "grouped") == 0) {
     float *h = malloc(2 * N * sizeof(float));
     SC_CUDA(cudaMemcpy(h, gat, 2 * N * sizeof(float), cudaMemcpyDeviceToHost));
     for (int k = 0; k < 2; k++)

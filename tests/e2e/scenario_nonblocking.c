@@ -107,7 +107,14 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_NCCL(ncclCommInitRankScalable(&world, nranks, rank, 2, ids, &cfg));
   }
   NB(ncclCommSplit(world, rank / 2, rank, &half, &cfg));
-  if (nonblocking) wait_ready(half);
+  if (nonblocking) {
+    /* As NCCL requires and PyTorch does: the split runs as the parent's
+     * job (the parent reads ncclInProgress meanwhile), and NCCL stores the
+     * child in `half` only when that job ends. */
+    wait_ready(world);
+    while (!__atomic_load_n(&half, __ATOMIC_ACQUIRE)) sched_yield();
+    wait_ready(half);
+  }
   cudaStream_t s;
   SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   float *a, *b;

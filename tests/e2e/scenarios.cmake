@@ -130,6 +130,8 @@ exit $fail
   a2a_scenario(async_op_device_sync async_op devsync COMPARE CHECK ${CLEAN})
   a2a_scenario(async_op_stream_query async_op squery COMPARE CHECK ${CLEAN})
   a2a_scenario(groups_split groups ok COMPARE CHECK ${CLEAN})
+  # Splits inside a group: NCCL stores the children only at ncclGroupEnd.
+  a2a_scenario(groups_split_grouped groups grouped COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_per_thread_stream threads ptds COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_split threads split COMPARE CHECK ${CLEAN})
@@ -231,6 +233,11 @@ exit $fail
           --allow group.deadlock --allow size.unmatched-p2p --no-other-errors)
   a2a_scenario(bug_split_skipped groups skip_split STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
+  # The children of splits inside a group are known from ncclGroupEnd on
+  # (the shim reads them where NCCL stores them then).
+  a2a_scenario(bug_split_grouped_count groups grouped_count STATUS 66 WITHIN 20
+    CHECK --expect size.collective-mismatch:error@2 --expect size.collective-mismatch:error@3
+          --allow size.collective-mismatch --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_threads_skip threads skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
   a2a_scenario(bug_threads_skip_ptds threads skip_ptds STATUS 66 WITHIN 20

@@ -32,6 +32,12 @@ static size_t nptrs;
 #define MAX_STREAMS 16
 static struct { const void *stream; int device; } streams[MAX_STREAMS];
 static size_t nstreams, nstream_asks;
+#define MAX_COMMS 8
+static struct {
+  const void *comm;
+  int nranks, rank, device;
+} comms[MAX_COMMS];
+static size_t ncomms, ncomm_asks;
 static struct { const void *func; const char *name; int n; size_t off[32], size[32]; } kernels[MAX_KERNELS];
 static size_t nkernels;
 static struct { bool done; uint64_t at; void *stream; } events[MAX_EVENTS];
@@ -215,6 +221,18 @@ static int h_stream_device(void *stream, int *device) {
   return -1;
 }
 
+static int h_comm_info(void *comm, int *nranks, int *rank, int *device) {
+  ncomm_asks++;
+  for (size_t i = 0; i < ncomms; i++)
+    if (comms[i].comm == comm) {
+      *nranks = comms[i].nranks;
+      *rank = comms[i].rank;
+      *device = comms[i].device;
+      return 0;
+    }
+  return -1;
+}
+
 static size_t ev_index(void *ev) { return (size_t)(uintptr_t)ev - 1; }
 static int h_event_create(void **ev, int timing) {
   int rc = -1;
@@ -286,6 +304,7 @@ static const a2a_host fake_host = {
     .event_elapsed_ms = h_event_elapsed,
     .event_destroy = h_event_destroy,
     .stream_device = h_stream_device,
+    .comm_info = h_comm_info,
     .capture_stack = h_capture_stack,
     .global_rank = h_global_rank,
     .hostname = h_hostname,
@@ -304,6 +323,11 @@ void collector_add_stream(const void *stream, int device) {
 }
 
 size_t collector_stream_asks(void) { return nstream_asks; }
+
+void collector_add_comm_info(const void *comm, int nranks, int rank, int device) {
+  if (ncomms < MAX_COMMS) comms[ncomms++] = (typeof(comms[0])){comm, nranks, rank, device};
+}
+size_t collector_comm_info_asks(void) { return ncomm_asks; }
 
 void collector_add_kernel(const void *func, const char *name, int nparams,
                           const size_t *offsets, const size_t *sizes) {
@@ -379,6 +403,7 @@ void collector_reset(void) {
   apply_disabled();
   nptrs = 0;
   nstreams = nstream_asks = 0;
+  ncomms = ncomm_asks = 0;
   nkernels = 0;
   pthread_mutex_lock(&ev_mu);
   nevents = 0;

@@ -65,6 +65,11 @@ void collector_add_pointer(uintptr_t base, size_t size, int type, int device);
  * handles: -1), and how often it was asked since collector_reset. */
 void collector_add_stream(const void *stream, int device);
 size_t collector_stream_asks(void);
+/* What the host's comm_info answers for a communicator (NCCL's size, rank
+ * and device once it is ready; unknown handles: it fails), and how often it
+ * was asked since collector_reset. */
+void collector_add_comm_info(const void *comm, int nranks, int rank, int device);
+size_t collector_comm_info_asks(void);
 /* A kernel: name and parameters (offsets and sizes). */
 void collector_add_kernel(const void *func, const char *name, int nparams,
                           const size_t *offsets, const size_t *sizes);

@@ -116,6 +116,52 @@ START_TEST(busbw_and_low_bandwidth_against_best) {
 }
 END_TEST
 
+/* A non-blocking split's child is created without its size (NCCL cannot be
+ * asked before it is ready): the registry's record gets it, from the
+ * host's comm_info, when the application sees the child ready
+ * (ncclCommGetAsyncError: success both ways), and perf_comm's summary
+ * reports it. The GPU validation's program found "(-1 ranks)" there. Polls
+ * while it is in progress, and those of a complete communicator, ask
+ * nothing. */
+START_TEST(nonblocking_child_size_known_at_ready) {
+  void *parent = (void *)0xB0;
+  comm_init(parent, 4);
+  a2a_event sp = ev_make(A2A_EV_COMM_INIT);
+  sp.u.init.how = A2A_INIT_SPLIT;
+  sp.u.init.parent = parent;
+  sp.u.init.newcomm = COMM;
+  sp.u.init.nranks = sp.u.init.rank = -1;
+  sp.u.init.blocking = 0;
+  ev_dispatch(&sp, 0);
+  collector_add_comm_info(COMM, 2, 1, 0);
+  a2a_event poll = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  poll.comm = COMM;
+  poll.u.async_err.async_error = 7; /* ncclInProgress */
+  ev_dispatch(&poll, 0);
+  ck_assert_uint_eq(collector_comm_info_asks(), 0);
+  ck_assert_int_eq(a2a_comm_lookup(COMM)->nranks, -1);
+  poll.u.async_err.async_error = 0;
+  ev_dispatch(&poll, 0);
+  ck_assert_uint_eq(collector_comm_info_asks(), 1);
+  ck_assert_int_eq(a2a_comm_lookup(COMM)->nranks, 2);
+  ck_assert_int_eq(a2a_comm_lookup(COMM)->rank, 1);
+  ev_dispatch(&poll, 0);
+  poll.comm = parent;
+  ev_dispatch(&poll, 0);
+  ck_assert_uint_eq(collector_comm_info_asks(), 1);
+  a2a_event ev = coll(A2A_COLL_ALLTOALL, 1024, NCCL_INT8, S1);
+  ev_dispatch(&ev, 0);
+  a2a_core_fini();
+  const collected *f = NULL;
+  for (size_t i = 0; i < collector_total() && !f; i++)
+    if (strcmp(collector_get(i)->check, "perf.summary") == 0 && strstr(collector_get(i)->message, "AlltoAll"))
+      f = collector_get(i);
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq((int)details_num(f, "nranks"), 2);
+  ck_assert_ptr_nonnull(strstr(f->message, "(2 ranks)"));
+}
+END_TEST
+
 START_TEST(steady_bandwidth_is_quiet) {
   comm_init(COMM, 4);
   for (size_t i = 0; i < 40; i++) alltoall(i, 4u << 20, 1.0 + 0.1 * (double)(i % 3), S1);
@@ -1893,6 +1939,7 @@ int main(void) {
   tcase_add_test(tc, grouped_share_prediction_follows_the_table_and_the_order);
   tcase_add_test(tc, grouped_share_prediction_never_from_single_c);
   tcase_add_test(tc, grouped_p2p_fast_path_tells_default_streams_apart);
+  tcase_add_test(tc, nonblocking_child_size_known_at_ready);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

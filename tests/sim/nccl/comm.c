@@ -463,12 +463,13 @@ SIM_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclCo
   job->color = color;
   job->key = key;
   job->blocking = blocking;
-  *newcomm = NULL;
+  if (!blocking) job->busy_parent = comm;
+  *newcomm = NULL;   /* until the job ends (sim_job.out) */
   if (color != NCCL_SPLIT_NOCOLOR) {
     uint64_t k[4] = {comm->key, 0x73706c6974ULL /* "split" */, seq, (uint64_t)(int64_t)color};
     job->comm = comm_alloc(0, 1, comm->cuda_dev, blocking, sim_hash(k, sizeof k, SIM_HASH_INIT));
     if (!job->comm) { free(job); return ncclSystemError; }
-    *newcomm = job->comm;
+    job->out = newcomm;
   }
   sim_comm_ref(comm);   /* the parent's segment is used by the job */
   return submit(job, newcomm);
@@ -517,7 +518,9 @@ SIM_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int *excludeRanksList, in
   job->fn = sim_job_init;
   job->comm = c;
   job->blocking = blocking;
-  *newcomm = c;
+  if (!blocking) job->busy_parent = comm;
+  *newcomm = NULL;   /* until the job ends (sim_job.out) */
+  job->out = newcomm;
   return submit(job, newcomm);
 }
 

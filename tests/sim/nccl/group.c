@@ -72,15 +72,26 @@ static void drop_job(struct sim_job *j) {
   free_job(j);
 }
 
+/* Runs a job, then publishes a split's or shrink's child where NCCL does
+ * (sim_job.out: at the job's end, a release store the application's
+ * polling acquires) and gives a non-blocking job's parent the job's result
+ * (sim_job.busy_parent). */
+static ncclResult_t job_run(struct sim_job *j) {
+  ncclResult_t r = j->fn(j);
+  if (j->out && j->comm) __atomic_store_n(j->out, j->comm, __ATOMIC_RELEASE);
+  if (j->busy_parent) atomic_store(&j->busy_parent->async, r);
+  return r;
+}
+
 static void *job_thread(void *arg) {
   struct sim_job *j = arg;
-  j->result = j->fn(j);
+  j->result = job_run(j);
   return NULL;
 }
 
 static void *job_thread_detached(void *arg) {
   struct sim_job *j = arg;
-  j->result = j->fn(j);
+  j->result = job_run(j);
   free_job(j);
   return NULL;
 }
@@ -88,12 +99,14 @@ static void *job_thread_detached(void *arg) {
 static ncclResult_t spawn_detached(struct sim_job *j) {
   pthread_t t;
   pthread_attr_t a;
+  if (j->busy_parent) atomic_store(&j->busy_parent->async, ncclInProgress);
   pthread_attr_init(&a);
   pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   int rc = pthread_create(&t, &a, job_thread_detached, j);
   pthread_attr_destroy(&a);
   if (rc != 0) {
     if (j->comm) atomic_store(&j->comm->async, ncclSystemError);
+    if (j->busy_parent) atomic_store(&j->busy_parent->async, ncclSystemError);
     drop_job(j);
     return ncclSystemError;
   }
@@ -113,7 +126,7 @@ ncclResult_t sim_group_add_job(struct sim_job *job) {
     return ncclSuccess;
   }
   if (!job->blocking) return spawn_detached(job);
-  ncclResult_t r = job->fn(job);
+  ncclResult_t r = job_run(job);
   free_job(job);
   return r;
 }
@@ -134,7 +147,7 @@ static ncclResult_t run_jobs(struct sim_job **jobs, int n) {
     return r == ncclSuccess ? ncclInProgress : r;
   }
   if (n == 1) {
-    r = jobs[0]->fn(jobs[0]);
+    r = job_run(jobs[0]);
     free_job(jobs[0]);
     return r;
   }
@@ -149,7 +162,7 @@ static ncclResult_t run_jobs(struct sim_job **jobs, int n) {
   for (int i = 0; i < n; i++) started[i] = pthread_create(&t[i], NULL, job_thread, jobs[i]) == 0;
   for (int i = 0; i < n; i++) {
     if (started[i]) pthread_join(t[i], NULL);
-    else jobs[i]->result = jobs[i]->fn(jobs[i]);   /* no thread: best effort */
+    else jobs[i]->result = job_run(jobs[i]);   /* no thread: best effort */
     if (jobs[i]->result != ncclSuccess && r == ncclSuccess) r = jobs[i]->result;
     free_job(jobs[i]);
   }

@@ -258,6 +258,16 @@ struct sim_job {
   int color, key;                /* split */
   uint32_t board_ticket;         /* split: its exchange on the parent's board */
   ncclResult_t result;
+  /* Split and shrink: NCCL stores the child in the application's *newcomm
+   * only when the init job ends (init.cc: "*newcomm should be
+   * NCCL_COMM_NULL until comm split fully complete") - after the call for a
+   * non-blocking one, at the outermost ncclGroupEnd inside a group. */
+  ncclComm_t *out;
+  /* A non-blocking split's or shrink's parent: NCCL runs the job as its
+   * parent's group job, so the parent reads ncclInProgress until the job
+   * ends and then its result (group.cc: ncclCommSetAsyncError(job->comm,
+   * ...)); meanwhile NCCL refuses the parent's use. */
+  struct ncclComm *busy_parent;
 };
 ncclResult_t sim_job_init(struct sim_job *job);   /* rendezvous */
 /* A job that will not run gives back its board ticket (comm.c). */

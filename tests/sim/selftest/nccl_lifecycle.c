@@ -6,7 +6,9 @@
  *   nonblocking  config.blocking = 0: ncclInProgress until every rank came,
  *                calls on the comm meanwhile are ncclInvalidArgument, then
  *                ncclCommGetAsyncError turns ncclSuccess and the comm works;
- *                non-blocking finalize
+ *                a non-blocking split: *newcomm NULL until the child's job
+ *                ends, the parent ncclInProgress meanwhile (a second split
+ *                refused), then the child works; non-blocking finalize
  *   dupgpu       two ranks on one device fail with ncclInvalidUsage and
  *                "Duplicate GPU detected"; InitAll with a repeated device
  *   shrink       4 ranks, rank 3 excluded: 3-rank comm that works
@@ -91,6 +93,37 @@ static int nonblocking_rank(int rank) {
   EXPECT_RC(wait_ready(comm), ncclSuccess);
   CUDA_OK(cudaDeviceSynchronize());
   CUDA_OK(cudaFree(d));
+  /* A non-blocking split (NCCL init.cc: "*newcomm should be NCCL_COMM_NULL
+   * until comm split fully complete"; the job is the parent's group job,
+   * so the parent reads ncclInProgress until it ends). Rank 1 comes late. */
+  ncclComm_t child = (ncclComm_t)(uintptr_t)1, other = (ncclComm_t)(uintptr_t)1;
+  if (rank == 1) pthread_barrier_wait(&g_bar);
+  EXPECT_RC(ncclCommSplit(comm, 0, rank, &child, &cfg), ncclInProgress);
+  if (rank == 0) {
+    if (__atomic_load_n(&child, __ATOMIC_ACQUIRE) != NULL) FAILF("child published before its job ended");
+    ncclResult_t st;
+    EXPECT_RC(ncclCommGetAsyncError(comm, &st), ncclSuccess);
+    if (st != ncclInProgress) FAILF("parent async state %d during the split, want ncclInProgress", st);
+    EXPECT_RC(ncclCommSplit(comm, 0, rank, &other, &cfg), ncclInvalidArgument);
+    if (other != (ncclComm_t)(uintptr_t)1) FAILF("refused split wrote *newcomm");
+    pthread_barrier_wait(&g_bar);
+  }
+  EXPECT_RC(wait_ready(comm), ncclSuccess);
+  for (int i = 0; i < 10000 && !__atomic_load_n(&child, __ATOMIC_ACQUIRE); i++) {
+    struct timespec ts = {0, 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  child = __atomic_load_n(&child, __ATOMIC_ACQUIRE);
+  if (!child) {
+    FAILF("the split's child never published");
+  } else {
+    EXPECT_RC(wait_ready(child), ncclSuccess);
+    fails += allreduce_check(child, rank, 2, 2);
+    ncclResult_t cf = ncclCommFinalize(child);
+    if (cf != ncclInProgress && cf != ncclSuccess) FAILF("child finalize: %d", cf);
+    EXPECT_RC(wait_ready(child), ncclSuccess);
+    EXPECT_RC(ncclCommDestroy(child), ncclSuccess);
+  }
   ncclResult_t f = ncclCommFinalize(comm);
   if (f != ncclInProgress && f != ncclSuccess) FAILF("finalize: %d", f);
   EXPECT_RC(wait_ready(comm), ncclSuccess);
