@@ -33,15 +33,27 @@
 #   nccl-self-unmatched  a send to self without a receive in its group and
 #                     the reverse: NCCL's ncclInvalidUsage reaches the
 #                     program, no finding
+#   nccl-nonblocking  a non-blocking communicator (blocking=0, polled),
+#                     AllReduce, a non-blocking split, AlltoAll on the child:
+#                     data right, zero findings, perf.summary counts both
+#                     communicators' operations and knows the child's size
 #   race-*            real-kernel races: unsynced-input, unsynced-output,
 #                     free-in-flight (each -> its stream.* check) and their
-#                     fixed versions (-> nothing)
+#                     fixed versions (-> nothing); hostfn-output and
+#                     callback-output (a host function / stream callback
+#                     after the AlltoAll; the host launches the consumer
+#                     without waiting for it -> stream.unsynced-output;
+#                     waiting for its flag -> nothing)
+#   hostfn-graph      2,000 pending host functions and one captured into a
+#                     graph launched 4 times, each run exactly as enqueued
 #   torch-nowait      all_to_all_single(async_op=True) without wait()
 #                     -> stream.unsynced-output
 #   torch-pyline      ... naming torch_a2a.py:<consumer line>
 #   torch-wait        with wait() -> nothing
 #   torch-plain       a training step with all_to_all + all_reduce -> nothing;
 #                     records which NCCL path torch took
+#   torch-nonblocking TORCH_NCCL_USE_COMM_NONBLOCKING=1, a subgroup,
+#                     all_to_all_single and all_reduce -> nothing
 #   overhead          CUDA-event-timed loop with and without the shim (ratio)
 #   nt-<prog>         (--nccl-tests) nccl-tests -g 1 under the shim, its data
 #                     check on (-c 1; -c 0 on the simulator): the findings
@@ -318,20 +330,40 @@ if want nccl-self-unmatched && built nccl_single nccl-self-unmatched; then
     -- "$PROGS/nccl_single" self-unmatched
 fi
 
+if want nccl-nonblocking && built nccl_single nccl-nonblocking; then
+  STEP_NOTE="blocking=0: init, AllReduce, split, AlltoAll" step nccl-nonblocking 0 "${IGN[@]}" --none \
+    -- "$PROGS/nccl_single" nonblocking &&
+    { "${PERF_CHECK[@]}" "$OUT_DIR/jsonl/nccl-nonblocking" "perf.summary:ops>=1" "perf.summary:nranks>=1" \
+        >> "$OUT_DIR/logs/nccl-nonblocking.out" 2>&1 ||
+      record nccl-nonblocking-ops FAIL 0 "perf.summary misses an operation or a size (logs/nccl-nonblocking.out)"; }
+fi
+
 # ---- 2. real-kernel races -----------------------------------------------------
 
-for r in unsynced-input unsynced-output free-in-flight; do
+for r in unsynced-input unsynced-output free-in-flight hostfn-output callback-output; do
   if built races "race-$r" "race-$r-fixed"; then
+    case $r in
+      hostfn-output|callback-output) exp="stream.unsynced-output:error" ;;
+      *) exp="stream.$r:error" ;;
+    esac
     if [ "$MODE" = sim ] && [ "$r" = free-in-flight ]; then
       # The simulator unmaps freed memory: the racing AlltoAll would crash.
       want "race-$r" && record "race-$r" SKIP 0 "simulator: the freed buffer is unmapped"
     else
-      step "race-$r" 0 --expect "stream.$r:error" --only --allow perf.summary --allow perf.env \
+      step "race-$r" 0 --expect "$exp" --only --allow perf.summary --allow perf.env \
         -- "$PROGS/races" "$r"
     fi
     step "race-$r-fixed" 0 "${IGN[@]}" --none -- "$PROGS/races" "$r" fixed
   fi
 done
+# The driver runs host functions on its own thread; the shim's trampoline
+# (shim/rt_hostfn.c) must run each exactly once, also past its slot count
+# and never for a captured one (a graph's host node runs once per launch).
+if want hostfn-graph && built races hostfn-graph; then
+  # (no NCCL call: a2acheck.not-intercepting says so, info)
+  STEP_NOTE="2,000 pending + a captured one x4" step hostfn-graph 0 "${IGN[@]}" --ignore a2acheck.not-intercepting \
+    --none -- "$PROGS/races" hostfn-graph
+fi
 
 # ---- 3. PyTorch ---------------------------------------------------------------
 
@@ -353,6 +385,7 @@ elif python3 -c 'import torch, torch.distributed' 2>/dev/null; then
     fi
   fi
   step torch-wait 0 "${IGN[@]}" --none -- python3 "$GPU_DIR/torch_a2a.py" wait
+  step torch-nonblocking 0 "${IGN[@]}" --none -- python3 "$GPU_DIR/torch_a2a.py" nonblocking
   if want torch-plain && step torch-plain 0 "${IGN[@]}" --none -- python3 "$GPU_DIR/torch_a2a.py" plain; then
     # Which NCCL path did all_to_all_single take? perf.summary names it.
     path=$(python3 - "$OUT_DIR/jsonl/torch-plain" <<'PY'

@@ -12,6 +12,11 @@ world_size=1.
                           _AllToAll: the transpose all-to-all runs in the
                           backward, on autograd's own thread), all_reduce of
                           the gradients, optimizer step -> no finding
+    torch_a2a.py nonblocking  TORCH_NCCL_USE_COMM_NONBLOCKING=1 with
+                          device_id (torch's non-blocking communicators and
+                          their splits), two subgroups from new_group, an
+                          all_to_all_single on each and an all_reduce; data
+                          checked -> no finding
 
 Prints one JSON line: torch and NCCL versions, the consumer's line number
 (CONSUMER_LINE, for the run.sh assertion) and whether the data was right.
@@ -47,6 +52,8 @@ def line_here():
 
 
 def main(mode):
+    if mode == "nonblocking":
+        os.environ["TORCH_NCCL_USE_COMM_NONBLOCKING"] = "1"
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
     torch.cuda.set_device(0)
@@ -85,6 +92,19 @@ def main(mode):
             opt.step()
         torch.cuda.synchronize()
         ok = bool(torch.isfinite(loss).item())
+    elif mode == "nonblocking":
+        # Two subgroups: torch makes them one after the other, each split
+        # waited for (NCCL refuses a second split of a parent in progress).
+        sub = dist.new_group([0])
+        sub2 = dist.new_group([0])
+        for group in (sub, None, sub2, sub):
+            out.fill_(-1.0)
+            dist.all_to_all_single(out, x, group=group)
+            ok = ok and bool(torch.equal(out, x))
+        y = x * 2.0
+        dist.all_reduce(y, group=sub)
+        torch.cuda.synchronize()
+        ok = ok and bool(torch.equal(y, x * 2.0))
     else:
         print("unknown mode %s" % mode, file=sys.stderr)
         return 2
