@@ -199,6 +199,7 @@ typedef struct a2a_event {
 
     struct {
       a2a_init_how how;
+      int late;               /* see awaited below (in how's padding) */
       void *newcomm;          /* POST: the created ncclComm_t */
       int nranks, rank;       /* as passed (INIT_ALL: ndev and index) */
       int device;             /* device the comm is bound to */
@@ -210,22 +211,24 @@ typedef struct a2a_event {
       int nexclude;
       int blocking;           /* config->blocking (1 unless config says 0) */
       const void *config;     /* ncclConfig_t* or NULL */
-      const int *devlist;     /* INIT_ALL: ncclCommInitAll's device list
+      /* (A union: the event's size is every call's copy cost.) */
+      union {
+        const int *devlist;   /* INIT_ALL: ncclCommInitAll's device list
                                  (nranks entries; NULL = devices 0..n-1) */
-      /* SPLIT/SHRINK whose child NCCL publishes later: NCCL stores the
-       * child in the application's *newcomm only when its init job ends
-       * (after the call for a non-blocking parent, at the outermost
-       * ncclGroupEnd inside a group), so this POST has newcomm NULL and
-       * `awaited` that ncclComm_t*. Once the shim sees the child there it
-       * dispatches a second POST of the same event, `late` 1 (no PRE
-       * before it; the thread that saw it; newcomm, nranks, rank and
-       * device filled; in_progress while NCCL cannot yet be asked its
-       * size; config and exclude NULL), which creates the communicator as
-       * an ordinary POST would: the registry gives it the split index its
-       * first POST took (a split's number is its call order on the
-       * parent, as on every rank). NULL and 0 otherwise. */
-      const void *awaited;
-      int late;
+        /* SPLIT/SHRINK whose child NCCL publishes later: NCCL stores the
+         * child in the application's *newcomm only when its init job ends
+         * (after the call for a non-blocking parent, at the outermost
+         * ncclGroupEnd inside a group), so this POST has newcomm NULL and
+         * `awaited` that ncclComm_t*. Once the shim sees the child there
+         * it dispatches a second POST of the same event, `late` 1 (no PRE
+         * before it; the thread that saw it; newcomm, nranks, rank and
+         * device filled; in_progress while NCCL cannot yet be asked its
+         * size; config and exclude NULL), which creates the communicator
+         * as an ordinary POST would: the registry gives it the split index
+         * its first POST took (a split's number is its call order on the
+         * parent, as on every rank). NULL and 0 otherwise. */
+        const void *awaited;
+      };
     } init;
 
     struct { a2a_end_how how; int flags; } end;
@@ -318,6 +321,10 @@ typedef struct a2a_event {
     struct { int status; /* exit status, for A2A_EV_PROCESS_EXIT */ } exit;
   } u;
 } a2a_event;
+/* Every wrapper builds one on the stack and the grouped paths copy them:
+ * a field added to the largest member must fit its padding or a union
+ * (u.init's devlist/awaited) - bench's instruction counts notice 16 bytes. */
+_Static_assert(sizeof(((a2a_event *)0)->u) <= 96, "a2a_event's union grew past 96 bytes");
 
 /* A queued copy (an A2A_EV_MEMCPY event): an asynchronous one whose kind
  * lets the host go on at once - not device-to-host (into pageable memory

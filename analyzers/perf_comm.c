@@ -141,7 +141,8 @@ typedef struct pc_comm {
   void *handle;
   const a2a_comm *rec;         /* registry record (outlives destroy), may be NULL */
   char name[48];
-  int nranks;                  /* -1 until known: read through pc_nranks */
+  int nranks;                  /* the init's, when there is no registry record */
+  const int *nranks_p;         /* pc_nranks: the record's, else nranks */
   bool can_measure;            /* events created, blocking communicator */
   pthread_mutex_t mu;
 
@@ -202,13 +203,12 @@ typedef struct pc_comm {
   uint64_t ov_samples;
 } pc_comm;
 
-/* The communicator's size: its own copy, else the registry's record, which
- * a non-blocking split's child gets only once the application saw it
- * ready (a2a_comm_complete, before its first operation). Read-only here:
- * no write races the record's single one. */
-static inline int pc_nranks(const pc_comm *c) {
-  return c->nranks >= 0 ? c->nranks : c->rec ? c->rec->nranks : -1;
-}
+/* The communicator's size: the registry record's, which a non-blocking
+ * split's child gets only once the application saw it ready
+ * (a2a_comm_complete, before its first operation), read where it is (one
+ * load more than a copy; a copy refreshed on a miss would cost the group
+ * end's loop a test per share); the init's without a record. */
+static inline int pc_nranks(const pc_comm *c) { return *c->nranks_p; }
 
 static pc_comm *g_comms[PC_MAX_COMMS];
 static atomic_int g_ncomms;
@@ -451,7 +451,8 @@ static void comm_create(const a2a_event *ev) {
   if (!c) return;
   c->handle = h;
   c->rec = a2a_comm_lookup(h);
-  c->nranks = c->rec ? c->rec->nranks : ev->u.init.nranks;
+  c->nranks = ev->u.init.nranks;
+  c->nranks_p = c->rec ? &c->rec->nranks : &c->nranks;
   snprintf(c->name, sizeof c->name, "%s", c->rec ? c->rec->name : "comm");
   pthread_mutex_init(&c->mu, NULL);
   for (int i = 0; i < PC_JUDGE; i++) c->judge[i].bucket = -1;
