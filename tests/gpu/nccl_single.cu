@@ -34,12 +34,28 @@ static void g_nb_wait(ncclComm_t comm) {
     g_nb_wait(comm);                                                               \
   } while (0)
 
+/* The buffers every mode uses: n floats to send and receive, a pinned
+ * error counter (zeroed), a non-blocking stream. */
+static void g_buffers(size_t n, float **send, float **recv, unsigned long long **errors, cudaStream_t *s) {
+  G_CUDA(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  G_CUDA(cudaMalloc((void **)send, n * sizeof(float)));
+  G_CUDA(cudaMalloc((void **)recv, n * sizeof(float)));
+  G_CUDA(cudaMallocHost((void **)errors, sizeof **errors));
+  **errors = 0;
+}
+static void g_buffers_free(float *send, float *recv, unsigned long long *errors, cudaStream_t s) {
+  G_CUDA(cudaFree(send));
+  G_CUDA(cudaFree(recv));
+  G_CUDA(cudaFreeHost(errors));
+  G_CUDA(cudaStreamDestroy(s));
+}
+
 static int nonblocking(void) {
   g_sim_register();
   G_CUDA(cudaSetDevice(0));
   const size_t n = 1 << 20;
   ncclUniqueId id;
-  ncclComm_t comm, child;
+  ncclComm_t comm, child = NULL;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;
   G_NCCL(ncclGetUniqueId(&id));
@@ -47,17 +63,17 @@ static int nonblocking(void) {
   float *send, *recv;
   unsigned long long *errors;
   cudaStream_t s;
-  G_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  G_CUDA(cudaMalloc((void **)&send, n * sizeof(float)));
-  G_CUDA(cudaMalloc((void **)&recv, n * sizeof(float)));
-  G_CUDA(cudaMallocHost((void **)&errors, sizeof *errors));
-  *errors = 0;
+  g_buffers(n, &send, &recv, &errors, &s);
   g_fill<<<64, 256, 0, s>>>(recv, n, 3.0f);
   G_NB(ncclAllReduce(recv, recv, n, ncclFloat, ncclSum, comm, s), comm);
   g_check<<<64, 256, 0, s>>>(recv, n, 3.0f, errors);
   G_CUDA(cudaStreamSynchronize(s));
   unsigned long long e1 = *errors;
+  /* As NCCL documents and PyTorch does: the parent polled (above), then
+   * the pointer NCCL stores when the child's job ends, then the child. */
   G_NB(ncclCommSplit(comm, 0, 0, &child, &cfg), comm);
+  while (!__atomic_load_n(&child, __ATOMIC_ACQUIRE)) {
+  }
   g_nb_wait(child);
   int cn = 0, cr = -1;
   G_NCCL(ncclCommCount(child, &cn));
@@ -82,10 +98,7 @@ static int nonblocking(void) {
   G_NB(ncclCommFinalize(comm), comm);
   G_NCCL(ncclCommDestroy(child));
   G_NCCL(ncclCommDestroy(comm));
-  G_CUDA(cudaFree(send));
-  G_CUDA(cudaFree(recv));
-  G_CUDA(cudaFreeHost(errors));
-  G_CUDA(cudaStreamDestroy(s));
+  g_buffers_free(send, recv, errors, s);
   return (e1 || e2 || cn != 1 || cr != 0) ? 3 : 0;
 }
 
@@ -112,11 +125,7 @@ int main(int argc, char **argv) {
   float *send, *recv;
   unsigned long long *errors;
   cudaStream_t s;
-  G_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  G_CUDA(cudaMalloc((void **)&send, n * sizeof(float)));
-  G_CUDA(cudaMalloc((void **)&recv, n * sizeof(float)));
-  G_CUDA(cudaMallocHost((void **)&errors, sizeof *errors));
-  *errors = 0;
+  g_buffers(n, &send, &recv, &errors, &s);
 
   /* 1. send/recv to self in a group. */
   g_fill<<<64, 256, 0, s>>>(send, n, 1.0f);
@@ -155,9 +164,6 @@ int main(int argc, char **argv) {
 #endif
   );
   G_NCCL(ncclCommDestroy(comm));
-  G_CUDA(cudaFree(send));
-  G_CUDA(cudaFree(recv));
-  G_CUDA(cudaFreeHost(errors));
-  G_CUDA(cudaStreamDestroy(s));
+  g_buffers_free(send, recv, errors, s);
   return (e1 || e2 || e3) ? 3 : 0;
 }
