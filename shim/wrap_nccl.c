@@ -296,31 +296,61 @@ A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
  * again, late, from the first of these calls after which the pointer holds
  * the child: ncclCommGetAsyncError, before its own PRE (it may be the
  * child's first call), and the outermost ncclGroupEnd, after NCCL's. The
- * pointer is read where NCCL itself writes it. Bounded (AW_MAX awaited at
- * once; one more keeps the old behaviour: no communicator), cold: these
- * calls read g_aw_n, relaxed, while none is awaited. */
+ * pointer is read where NCCL itself writes it, and only while NCCL may
+ * still write it: an entry goes when its child is posted, when the
+ * variable is given to another split (the newest call's), when the
+ * outermost ncclGroupEnd of the group it was made in fails (NCCL ran no
+ * job: the variable stays NULL, and may be a local the program's stack
+ * reuses), and when its parent is destroyed or aborted (after a last
+ * look). Bounded (AW_MAX awaited at once; one more keeps the old
+ * behaviour: no communicator), cold: these calls, and the communicator
+ * ends, read g_aw_n, relaxed, while none is awaited. */
 #define AW_MAX 64
 static struct {
   ncclComm_t *where;
   a2a_event ev;
+  bool in_group; /* made inside a group of ev.thread's */
 } g_aw[AW_MAX];
 static _Atomic unsigned g_aw_n;
 static pthread_mutex_t g_aw_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Removes entry i (the lock held). */
+static void await_remove_locked(unsigned i)
+{
+  unsigned n = atomic_load_explicit(&g_aw_n, memory_order_relaxed);
+  g_aw[i] = g_aw[n - 1];
+  atomic_store_explicit(&g_aw_n, n - 1, memory_order_relaxed);
+}
+
+/* Forgets the entries of the variable where, of the parent's children,
+ * or of the thread's groups (thread index; 0: none). */
+static void await_forget(ncclComm_t *where, void *parent, uint32_t thread)
+{
+  if (!atomic_load_explicit(&g_aw_n, memory_order_relaxed)) return;
+  pthread_mutex_lock(&g_aw_mu);
+  for (unsigned i = 0; i < atomic_load_explicit(&g_aw_n, memory_order_relaxed);) {
+    bool drop = (where && g_aw[i].where == where) || (parent && g_aw[i].ev.comm == parent) ||
+                (thread && g_aw[i].in_group && g_aw[i].ev.thread == thread);
+    if (drop) await_remove_locked(i);
+    else i++;
+  }
+  pthread_mutex_unlock(&g_aw_mu);
+}
+
 static void await_child(a2a_event *ev, ncclComm_t *where)
 {
   pthread_mutex_lock(&g_aw_mu);
-  unsigned n = atomic_load_explicit(&g_aw_n, memory_order_relaxed), i = 0;
-  while (i < n && g_aw[i].where != where) i++; /* the variable reused: the newest call's */
-  if (i < AW_MAX) {
+  unsigned n = atomic_load_explicit(&g_aw_n, memory_order_relaxed);
+  if (n < AW_MAX) {
     ev->u.init.awaited = where;
-    g_aw[i].where = where;
-    g_aw[i].ev = *ev;
+    g_aw[n].where = where;
+    g_aw[n].ev = *ev;
+    g_aw[n].in_group = tls_group_depth > 0;
     /* The application's arrays need not outlive the call. */
-    g_aw[i].ev.u.init.config = NULL;
-    g_aw[i].ev.u.init.exclude = NULL;
-    g_aw[i].ev.u.init.nexclude = 0;
-    if (i == n) atomic_store_explicit(&g_aw_n, n + 1, memory_order_relaxed);
+    g_aw[n].ev.u.init.config = NULL;
+    g_aw[n].ev.u.init.exclude = NULL;
+    g_aw[n].ev.u.init.nexclude = 0;
+    atomic_store_explicit(&g_aw_n, n + 1, memory_order_relaxed);
   }
   pthread_mutex_unlock(&g_aw_mu);
 }
@@ -342,8 +372,7 @@ __attribute__((noinline)) static void awaited_resolve(const a2a_event *cur)
       child = __atomic_load_n(g_aw[i].where, __ATOMIC_ACQUIRE);
       if (child) {
         ev = g_aw[i].ev;
-        g_aw[i] = g_aw[n - 1];
-        atomic_store_explicit(&g_aw_n, n - 1, memory_order_relaxed);
+        await_remove_locked(i);
       }
     }
     pthread_mutex_unlock(&g_aw_mu);
@@ -373,6 +402,16 @@ static inline void awaited_poll(const a2a_event *cur)
 {
   if (__builtin_expect(atomic_load_explicit(&g_aw_n, memory_order_relaxed) != 0, 0))
     awaited_resolve(cur);
+}
+
+/* The outermost ncclGroupEnd (r its result): children published are
+ * posted; a failed end ran no job, so the thread's in-group entries go. */
+static inline void awaited_group_end(const a2a_event *cur, ncclResult_t r)
+{
+  if (__builtin_expect(atomic_load_explicit(&g_aw_n, memory_order_relaxed) != 0, 0)) {
+    awaited_resolve(cur);
+    if (r != ncclSuccess && r != ncclInProgress) await_forget(NULL, NULL, cur->thread);
+  }
 }
 
 /* The analyzed call (ncclCommGetAsyncError below): out of line, so that
@@ -527,6 +566,7 @@ static void child_init_post(a2a_event *ev, ncclResult_t r, ncclComm_t *newcomm, 
 {
   ev->u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
   if (r == ncclSuccess && tls_group_depth == 0) query_new_comm(ev, ev->u.init.newcomm);
+  await_forget(newcomm, NULL, 0); /* the variable given again: what it awaited is not coming */
   if (init_ok(r) && newcomm && !ev->u.init.newcomm && !nocolor) await_child(ev, newcomm);
 }
 
@@ -574,9 +614,14 @@ A2A_PUBLIC ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
     nccl_event(&ev, comm, NULL);                                              \
     ev.u.end.how = (how_);                                                    \
     ev.u.end.flags = (flags_);                                                \
+    awaited_poll(&ev); /* a child's end may be its first call since */       \
     A2A_PRE(ev);                                                              \
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN(ev, r);                                                    \
+    if ((how_) == A2A_END_DESTROY || (how_) == A2A_END_ABORT) {              \
+      awaited_poll(&ev);                                                      \
+      await_forget(NULL, (void *)comm, 0); /* NCCL publishes no more */      \
+    }                                                                         \
     A2A_POST_END(ev);                                                         \
     return r;                                                                 \
   }
@@ -947,7 +992,7 @@ static void group_track(bool start, ncclResult_t r)
     ncclResult_t r = A2A_REAL(name)(__VA_ARGS__);                             \
     A2A_POST_BEGIN_NCCL(ev, r, (evkind));                                     \
     A2A_GROUP_COUNT(r, (evkind), (start_));                                   \
-    if (!(start_) && !(nested_)) awaited_poll(&ev);                           \
+    if (!(start_) && !(nested_)) awaited_group_end(&ev, r);                   \
     A2A_POST_END_ROW(ev, (evkind), (row));                                    \
     return r;                                                                 \
   } while (0)

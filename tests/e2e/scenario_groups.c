@@ -30,6 +30,14 @@
  *                                creates both at the group's end and only
  *                                then stores them in the program's
  *                                variables) -> no finding
+ *   scenario_groups grouped_fail "grouped", after a first try whose group
+ *                                fails (a split and an AllReduce with an
+ *                                invalid type in one group: NCCL creates
+ *                                nothing and never stores the child), made
+ *                                by a helper whose local variable the
+ *                                program's stack then reuses -> no finding,
+ *                                no crash (QA: the shim once read that
+ *                                variable as a child)
  *   scenario_groups grouped_count BUGGY: "grouped", and rank 3's AllReduce on
  *                                its pair moves half the elements ->
  *                                size.collective-mismatch on the pair
@@ -60,6 +68,27 @@ static long allreduce_check(ncclComm_t c, float *buf, int rank, cudaStream_t s, 
   g_rank_sum = 0;
   for (int k = 0; k < nmem; k++) g_rank_sum += (float)members[k];
   return sc_verify(buf, N, want_sum, NULL, "allreduce");
+}
+
+/* The failed first try of "grouped_fail": its child variable is this
+ * frame's, and the group's end fails. Returns ncclGroupEnd's result. */
+__attribute__((noinline)) static ncclResult_t failed_grouped_split(ncclComm_t world, int rank, float *buf,
+                                                                   cudaStream_t s) {
+  ncclComm_t c = NULL;
+  SC_NCCL(ncclGroupStart());
+  SC_NCCL(ncclCommSplit(world, rank / 2, rank, &c, NULL));
+  (void)ncclAllReduce(buf, buf, N, (ncclDataType_t)42, ncclSum, world, s); /* NCCL: invalid type */
+  ncclResult_t r = ncclGroupEnd();
+  if (c) fprintf(stderr, "rank %d: a failed group published a child\n", rank);
+  return r;
+}
+/* Writes over the stack the returned helper used. */
+__attribute__((noinline)) static double scribble(int k) {
+  volatile double a[64];
+  double t = 0;
+  for (int i = 0; i < 64; i++) a[i] = 1.5 + i * k;
+  for (int i = 0; i < 64; i++) t += a[i];
+  return t;
 }
 
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
@@ -97,6 +126,12 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_NCCL(ncclCommDestroy(world));
     return 0;
   }
+  if (strcmp(mode, "grouped_fail") == 0) {
+    if (failed_grouped_split(world, rank, buf, s) == ncclSuccess) bad++;
+    if (scribble(rank + 2) < 0) bad++;
+    ncclResult_t st;
+    SC_NCCL(ncclCommGetAsyncError(world, &st)); /* where the shim looks for published children */
+  }
   int grouped = strncmp(mode, "grouped", 7) == 0;
   if (grouped) SC_NCCL(ncclGroupStart());
   SC_NCCL(ncclCommSplit(world, rank / 2, rank, &pair, NULL));
@@ -131,7 +166,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   sc_fill(buf, N, (float)(rank * 10000), 1.0f, s);
   SC_NCCL(ncclAllGather(buf, gat, N, ncclFloat32, parity, s));
   SC_CUDA(cudaStreamSynchronize(s));
-  if (strcmp(mode, "ok") == 0 || strcmp(mode, "grouped") == 0) {
+  if (strcmp(mode, "ok") == 0 || strcmp(mode, "grouped") == 0 || strcmp(mode, "grouped_fail") == 0) {
     float *h = malloc(2 * N * sizeof(float));
     SC_CUDA(cudaMemcpy(h, gat, 2 * N * sizeof(float), cudaMemcpyDeviceToHost));
     for (int k = 0; k < 2; k++)

@@ -21,7 +21,12 @@
  *   scenario_nonblocking half_count BUGGY: the same split, and rank 3's first
  *                                   AllReduce on its half moves half the
  *                                   elements -> size.collective-mismatch
- * Correct ("ok", "scalable"): exit 0, no finding.
+ *   scenario_nonblocking abort_child  the non-blocking split, then (a watchdog
+ *                                   giving up) ncclCommAbort of the child as
+ *                                   soon as NCCL stored it - no
+ *                                   ncclCommGetAsyncError in between - and of
+ *                                   the world communicator
+ * Correct ("ok", "scalable", "abort_child"): exit 0, no finding.
  */
 #include "scenario_common.h"
 
@@ -95,8 +100,9 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t world, half;
   int half_skip = strcmp(mode, "half_skip") == 0, half_count = strcmp(mode, "half_count") == 0;
+  int abort_child = strcmp(mode, "abort_child") == 0;
   int nonblocking =
-      strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip || half_count;
+      strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip || half_count || abort_child;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = nonblocking ? 0 : 1;
   if (nonblocking) {
@@ -107,6 +113,14 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     SC_NCCL(ncclCommInitRankScalable(&world, nranks, rank, 2, ids, &cfg));
   }
   NB(ncclCommSplit(world, rank / 2, rank, &half, &cfg));
+  if (abort_child) {
+    /* (QA: the abort of a child a2acheck had not yet seen was
+     * group.use-after-destroy.) */
+    while (!__atomic_load_n(&half, __ATOMIC_ACQUIRE)) sched_yield();
+    SC_NCCL(ncclCommAbort(half));
+    SC_NCCL(ncclCommAbort(world));
+    return 0;
+  }
   if (nonblocking) {
     /* As NCCL requires and PyTorch does: the split runs as the parent's
      * job (the parent reads ncclInProgress meanwhile), and NCCL stores the

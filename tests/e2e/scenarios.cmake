@@ -132,6 +132,8 @@ exit $fail
   a2a_scenario(groups_split groups ok COMPARE CHECK ${CLEAN})
   # Splits inside a group: NCCL stores the children only at ncclGroupEnd.
   a2a_scenario(groups_split_grouped groups grouped COMPARE CHECK ${CLEAN})
+  # QA (crash, fixed): a failed group's split variable, a reused local.
+  a2a_scenario(groups_split_grouped_fail groups grouped_fail COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_per_thread_stream threads ptds COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_split threads split COMPARE CHECK ${CLEAN})
@@ -161,6 +163,8 @@ exit $fail
   a2a_scenario(lazy_p2p_pipeline lazy_p2p ok COMPARE CHECK ${CLEAN})
   a2a_scenario(lazy_p2p_batch lazy_p2p batch COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_init nonblocking ok COMPARE CHECK ${CLEAN})
+  # QA (fixed): ncclCommAbort of a non-blocking split's child before any poll.
+  a2a_scenario(nonblocking_abort_child nonblocking abort_child COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_scalable nonblocking scalable COMPARE CHECK ${CLEAN})
   a2a_scenario(hostfunc hostfunc_graph hostfunc COMPARE CHECK ${CLEAN})
   # QA F18: ordering through a host function + a host flag, then a kernel on
