@@ -961,7 +961,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       if (!req_ok(g, &g->reqs[r])) bad = &g->reqs[r];
     if (!bad) {
       if (g->suspect[u])
-        sb(s, ", which cannot complete: its peers' operations disagree with it (known cause below)");
+        sb(s, ", which cannot complete (known cause below)"); /* a mismatch or a dead peer */
       /* Live but waiting (a hang report): name the rank it waits for. */
       for (size_t r = g->roff[u]; r < g->roff[u + 1] && !g->suspect[u]; r++) {
         const req *w = &g->reqs[r];
