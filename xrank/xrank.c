@@ -306,6 +306,12 @@ typedef struct blockpub {
   _Atomic uint64_t comm;           /* XR_WAIT_SPLIT/INIT: the comm */
   _Atomic uint32_t index;          /* XR_WAIT_SPLIT: split index */
   _Atomic int32_t rank;            /* XR_WAIT_SPLIT/INIT: rank in it */
+  /* XR_WAIT_SPLIT of a split that returned ncclInProgress: the thread
+   * waits in it while it only polls (ncclCommGetAsyncError, as NCCL
+   * documents and PyTorch does), i.e. while its last call a polling loop
+   * does not make (a2a_thread_last_other_seq) is older than this seq; 0
+   * for a blocking call. */
+  _Atomic uint32_t polled_from;
 } blockpub;
 
 /* Polling waits. A thread that has posted communication and then calls
@@ -366,6 +372,7 @@ typedef struct tslot {
   uint32_t run;                    /* the last marker run started */
   struct dfr { uint64_t stream; int device; uint32_t run, gen; } dfr[8];
   int blocked;                     /* a blocking call is published */
+  int split_polled;                /* ... a split in progress (polled_from) */
   int copy_blocked;                /* ... by a copy's PRE, counted in
                                       g_copies_blocked until its POST */
   int polling;                     /* a polling episode is published */
@@ -403,9 +410,22 @@ static void set_blocked(tslot *t, uint32_t wait, uint64_t stream, uint64_t site,
   RSTORE(t->b.comm, comm);
   RSTORE(t->b.index, index);
   RSTORE(t->b.rank, rank);
+  RSTORE(t->b.polled_from, 0);
   RSTORE(t->b.wait, wait);
   pub_end(t);
   t->blocked = wait != 0;
+  t->split_polled = 0;
+}
+
+/* A split's POST returned ncclInProgress: its published wait stays while
+ * the thread only polls after this call (seq: the split's). NCCL refuses
+ * the parent's use until the split is done, and NCCL's child exists only
+ * then: its ranks wait in it as in a blocking one. */
+static void split_keep_polled(tslot *t, uint32_t seq) {
+  pub_begin(t);
+  RSTORE(t->b.polled_from, seq + 1 ? seq + 1 : 1);
+  pub_end(t);
+  t->split_polled = 1;
 }
 static void clear_blocked(tslot *t) {
   if (t->blocked) set_blocked(t, 0, 0, 0, 0, 0, 0, 0);
@@ -499,7 +519,9 @@ size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
       size_t k = 0;
       uint32_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
       if (s1 & 1) continue;
-      uint32_t w = RLOAD(t->b.wait);
+      uint32_t w = RLOAD(t->b.wait), from = RLOAD(t->b.polled_from);
+      /* A split in progress is a wait while the thread only polls. */
+      if (w == XR_WAIT_SPLIT && from && (int32_t)(a2a_thread_last_other_seq(i) - from) >= 0) w = 0;
       if (w) {
         got[k] = thread_state(i, w, RLOAD(t->b.stream), RLOAD(t->b.site), RLOAD(t->b.since_ns),
                               now_ns);
@@ -1437,6 +1459,11 @@ static void on_stream_query(const a2a_event *ev) {
 }
 static void on_async_error(const a2a_event *ev) {
   tslot *t;
+  /* A split in progress ends for the model when a poll says it is no
+   * longer in progress (done or failed). */
+  if (ev->phase == A2A_POST && (t = slot(ev->thread)) && t->split_polled &&
+      !(ev->result == 0 && ev->u.async_err.async_error == A2A_NCCL_IN_PROGRESS))
+    clear_blocked(t);
   if (__builtin_expect(atomic_load_explicit(&g_npend, memory_order_relaxed) != 0, 0) &&
       ev->phase == A2A_POST && ev->result == 0 && ev->u.async_err.async_error == 0)
     pend_ready(ev->comm);
@@ -1530,7 +1557,10 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
         set_blocked(t, XR_WAIT_SPLIT, 0, (uint64_t)(uintptr_t)ev->callsite, ev->t_ns, par->id_hash,
                     atomic_load_explicit(&par->nsplits, memory_order_relaxed), par->rank);
       } else if (ev->phase == A2A_POST) {
-        clear_blocked(t);
+        if (ev->in_progress && t->blocked && RLOAD(t->b.wait) == XR_WAIT_SPLIT)
+          split_keep_polled(t, ev->seq);
+        else
+          clear_blocked(t);
       }
     }
     /* Blocking id-based inits register at PRE: ranks that disagree (nranks,

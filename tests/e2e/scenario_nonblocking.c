@@ -26,6 +26,12 @@
  *                                   soon as NCCL stored it - no
  *                                   ncclCommGetAsyncError in between - and of
  *                                   the world communicator
+ *   scenario_nonblocking split_skip BUGGY: rank 3 does not make the non-blocking
+ *                                   split and goes on to a world AllReduce;
+ *                                   ranks 0-2 poll the world communicator
+ *                                   while their split waits for rank 3 ->
+ *                                   group.deadlock (66) (QA: was never
+ *                                   reported, the polls not a wait)
  * Correct ("ok", "scalable", "abort_child"): exit 0, no finding.
  */
 #include "scenario_common.h"
@@ -101,8 +107,8 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   ncclComm_t world, half;
   int half_skip = strcmp(mode, "half_skip") == 0, half_count = strcmp(mode, "half_count") == 0;
   int abort_child = strcmp(mode, "abort_child") == 0;
-  int nonblocking =
-      strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip || half_count || abort_child;
+  int nonblocking = strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip || half_count ||
+                    abort_child || strcmp(mode, "split_skip") == 0;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = nonblocking ? 0 : 1;
   if (nonblocking) {
@@ -111,6 +117,15 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   } else {
     ncclUniqueId ids[2] = {id, g_id2};
     SC_NCCL(ncclCommInitRankScalable(&world, nranks, rank, 2, ids, &cfg));
+  }
+  if (strcmp(mode, "split_skip") == 0 && rank == 3) { /* the bug */
+    cudaStream_t s;
+    float *a, *b;
+    SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    SC_CUDA(cudaMalloc((void **)&a, NR * N * sizeof(float)));
+    SC_CUDA(cudaMalloc((void **)&b, NR * N * sizeof(float)));
+    (void)work(world, nonblocking, rank, s, a, b); /* never returns */
+    return 0;
   }
   NB(ncclCommSplit(world, rank / 2, rank, &half, &cfg));
   if (abort_child) {

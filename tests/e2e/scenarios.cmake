@@ -374,6 +374,10 @@ exit $fail
   a2a_scenario(bug_nonblocking_skip nonblocking skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch
           --allow size.collective-mismatch --no-other-errors)
+  # QA (fixed): the polls of a non-blocking split's parent are a wait in it.
+  a2a_scenario(bug_nonblocking_split_skip nonblocking split_skip STATUS 66 WITHIN 20
+    CHECK --expect group.deadlock:error --contains "group.deadlock=ncclCommSplit"
+          --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   # The half communicator was split from the world one before any operation
   # on the world one (torch's eager init with TORCH_NCCL_USE_COMM_NONBLOCKING):
   # its registration names a parent whose own was still held back.
