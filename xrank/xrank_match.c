@@ -369,10 +369,21 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
   mrank *mr = &c->ranks[reg->rank];
   if (mr->conn >= 0) {
     mconn *oc = &m->conns[mr->conn];
-    snprintf(text, sizeof text,
-             "communicator %016" PRIx64 ": rank %d is claimed twice, by pid %d on %s and by pid %d "
-             "on %s: every rank index must be used exactly once",
-             c->id, reg->rank, oc->pid, oc->host, mc->pid, mc->host);
+    if (mr->conn == conn)
+      /* One process created the same rank of the same id twice: an id
+       * used again (a launcher's store handing out a destroyed
+       * communicator's id after a re-initialization). */
+      snprintf(text, sizeof text,
+               "communicator %016" PRIx64 ": rank %d was created twice by pid %d on %s with the same "
+               "ncclUniqueId: an id makes one communicator - after ncclCommDestroy the next one needs a "
+               "new id (a store that still holds the old one hands it out again; the ranks then wait "
+               "on different ids)",
+               c->id, reg->rank, mc->pid, mc->host);
+    else
+      snprintf(text, sizeof text,
+               "communicator %016" PRIx64 ": rank %d is claimed twice, by pid %d on %s and by pid %d "
+               "on %s: every rank index must be used exactly once",
+               c->id, reg->rank, oc->pid, oc->host, mc->pid, mc->host);
     conn_verdict(m, conn, c->id, A2A_CK_GROUP_INIT_MISMATCH, reg->site, text);
     init_mismatch(m, c, reg->rank, mr->site, reg->rank, mr->site, A2A_CK_GROUP_INIT_MISMATCH, text);
     return;

@@ -230,6 +230,15 @@ START_TEST(registration_mismatches) {
   ck_assert_int_ge(count("group.init-mismatch"), 2);
   ck_assert_ptr_nonnull(find("group.init-mismatch", 2));
   ck_assert_ptr_nonnull(find("group.init-mismatch", 1));
+  ck_assert_ptr_nonnull(strstr(find("group.init-mismatch", 2)->text, "claimed twice, by pid 101"));
+  /* The same process creates its rank of the id again (an id used again
+   * after a re-initialization): said so, not "by pid 100 and by pid 100". */
+  g_n = 0;
+  xr_commreg again = {.comm = 1, .nranks = 2, .rank = 0, .site = 9};
+  xr_matcher_register(m, 0, &again);
+  ck_assert_ptr_nonnull(find("group.init-mismatch", 0));
+  ck_assert_ptr_nonnull(strstr(find("group.init-mismatch", 0)->text, "created twice by pid 100"));
+  ck_assert_ptr_null(strstr(find("group.init-mismatch", 0)->text, "claimed twice"));
   g_n = 0;
   xr_commreg bad = {.comm = 1, .nranks = 3, .rank = 2, .site = 9};
   xr_matcher_register(m, 2, &bad);
