@@ -732,7 +732,8 @@ static void compare_p2p(xr_matcher *m, mcomm *c, const xr_op *snd, const xr_op *
              xr_coll_is_p2p(snd->coll) || xr_coll_is_p2p(rcv->coll)
                  ? "the two ranks exchange data with different operations (a collective that NCCL "
                    "runs as per-peer sends and receives on one side, a different one on the other)"
-                 : "the all-to-all split sizes disagree",
+                 : "the sizes the two ranks give this pair disagree (in an all-to-all: its split "
+                   "sizes)",
              sb > rb ? "the receiver's buffer is too small (NCCL may hang or corrupt memory)"
                      : "the receiver waits for bytes that never come (NCCL may hang)");
   } else {
