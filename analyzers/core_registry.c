@@ -143,16 +143,20 @@ static uint64_t child_id_hash(const __typeof__(((a2a_event *)0)->u.init) *in, co
 }
 
 /* Children awaited (a2a_event.u.init.awaited): what their first POST
- * computed, taken by their late POST. Under g_comm_mu. A full table or a
- * late POST without its entry falls back to numbering the split then. */
+ * computed, taken by their late POST. Under g_comm_mu. Entries of a
+ * parent that ends go (a2a_registry_comm_end). A late POST without its
+ * entry (a full table) gives the child no identity across ranks (id 0:
+ * checked locally, not matched) rather than a split number the other
+ * ranks do not share. */
 #define AWAIT_MAX 64
 static struct {
   const void *awaited;
+  const void *parent;
   uint32_t split_index;
   uint64_t id_hash;
 } g_await[AWAIT_MAX];
 
-static void await_put(const void *awaited, uint32_t split_index, uint64_t id_hash) {
+static void await_put(const void *awaited, const void *parent, uint32_t split_index, uint64_t id_hash) {
   pthread_mutex_lock(&g_comm_mu);
   int free_i = -1;
   for (int i = 0; i < AWAIT_MAX; i++) {
@@ -161,6 +165,7 @@ static void await_put(const void *awaited, uint32_t split_index, uint64_t id_has
   }
   if (free_i >= 0) {
     g_await[free_i].awaited = awaited;
+    g_await[free_i].parent = parent;
     g_await[free_i].split_index = split_index;
     g_await[free_i].id_hash = id_hash;
   }
@@ -187,13 +192,15 @@ void a2a_registry_comm_init(const a2a_event *ev) {
   bool child = in->how == A2A_INIT_SPLIT || in->how == A2A_INIT_SHRINK;
   uint32_t split_index = 0;
   uint64_t child_id = 0;
-  if (child && !(in->late && await_take(in->awaited, &split_index, &child_id))) {
+  if (child && in->late) {
+    if (!await_take(in->awaited, &split_index, &child_id)) child_id = 0;
+  } else if (child) {
     /* Every member of the parent calls split (NOCOLOR ones too), in the same
      * order, so the per-parent sequence names the split across ranks. */
     if (parent) split_index = atomic_fetch_add(&parent->nsplits, 1);
     child_id = child_id_hash(in, parent, split_index);
-    if (!in->newcomm && in->awaited && !in->late) {
-      await_put(in->awaited, split_index, child_id);
+    if (!in->newcomm && in->awaited) {
+      await_put(in->awaited, in->parent, split_index, child_id);
       return;
     }
   }
@@ -269,6 +276,13 @@ void a2a_registry_comm_ready(const a2a_event *ev) {
 }
 
 void a2a_registry_comm_end(const a2a_event *ev) {
+  if (ev->u.end.how == A2A_END_DESTROY || ev->u.end.how == A2A_END_ABORT) {
+    /* Its children still awaited are not coming (the shim forgets them). */
+    pthread_mutex_lock(&g_comm_mu);
+    for (int i = 0; i < AWAIT_MAX; i++)
+      if (g_await[i].awaited && g_await[i].parent == ev->comm) g_await[i].awaited = NULL;
+    pthread_mutex_unlock(&g_comm_mu);
+  }
   a2a_comm *c = a2a_comm_lookup(ev->comm);
   if (!c) return;
   int st = A2A_COMM_DESTROYED;
@@ -408,6 +422,7 @@ void a2a_registry_after_fork_child(void) {
    * locks held for a few instructions), so reinitialize them. */
   pthread_mutex_init(&g_comm_mu, NULL);
   pthread_rwlock_init(&g_alloc_mu, NULL);
+  memset(g_await, 0, sizeof g_await); /* the parent's awaited children are not the child's */
 }
 
 void a2a_registry_reset_for_tests(void) {

@@ -130,8 +130,11 @@ static inline void nccl_event_head(a2a_event *ev, a2a_kind kind, const char *api
  * the communicator a query names was created through a wrapper that noted
  * its creation (A2A_EV_COMM_INIT is always wanted). */
 
-/* NCCL's group depth on this thread (see group_track below). */
+/* NCCL's group depth on this thread (see group_track below), and the
+ * number of its outermost groups so far (which group an awaited child was
+ * made in). */
 static _Thread_local int tls_group_depth;
+static _Thread_local uint32_t tls_group_serial;
 
 /* Fill nranks/rank/device of a communicator created by split/shrink. Only
  * outside a group: inside one NCCL defers the creation to ncclGroupEnd, and
@@ -309,7 +312,7 @@ A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
 static struct {
   ncclComm_t *where;
   a2a_event ev;
-  bool in_group; /* made inside a group of ev.thread's */
+  uint32_t group; /* made inside ev.thread's outermost group #group; 0: outside */
 } g_aw[AW_MAX];
 static _Atomic unsigned g_aw_n;
 static pthread_mutex_t g_aw_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -323,14 +326,14 @@ static void await_remove_locked(unsigned i)
 }
 
 /* Forgets the entries of the variable where, of the parent's children,
- * or of the thread's groups (thread index; 0: none). */
-static void await_forget(ncclComm_t *where, void *parent, uint32_t thread)
+ * or of the thread's outermost group #group (thread index; 0: none). */
+static void await_forget(ncclComm_t *where, void *parent, uint32_t thread, uint32_t group)
 {
   if (!atomic_load_explicit(&g_aw_n, memory_order_relaxed)) return;
   pthread_mutex_lock(&g_aw_mu);
   for (unsigned i = 0; i < atomic_load_explicit(&g_aw_n, memory_order_relaxed);) {
     bool drop = (where && g_aw[i].where == where) || (parent && g_aw[i].ev.comm == parent) ||
-                (thread && g_aw[i].in_group && g_aw[i].ev.thread == thread);
+                (thread && g_aw[i].group == group && g_aw[i].ev.thread == thread);
     if (drop) await_remove_locked(i);
     else i++;
   }
@@ -342,10 +345,9 @@ static void await_child(a2a_event *ev, ncclComm_t *where)
   pthread_mutex_lock(&g_aw_mu);
   unsigned n = atomic_load_explicit(&g_aw_n, memory_order_relaxed);
   if (n < AW_MAX) {
-    ev->u.init.awaited = where;
     g_aw[n].where = where;
     g_aw[n].ev = *ev;
-    g_aw[n].in_group = tls_group_depth > 0;
+    g_aw[n].group = tls_group_depth > 0 ? tls_group_serial : 0;
     /* The application's arrays need not outlive the call. */
     g_aw[n].ev.u.init.config = NULL;
     g_aw[n].ev.u.init.exclude = NULL;
@@ -363,20 +365,20 @@ static void await_child(a2a_event *ev, ncclComm_t *where)
  * the registry asks them when the application sees it ready. */
 __attribute__((noinline)) static void awaited_resolve(const a2a_event *cur)
 {
-  for (;;) {
-    a2a_event ev;
-    ncclComm_t child = NULL;
-    pthread_mutex_lock(&g_aw_mu);
-    unsigned n = atomic_load_explicit(&g_aw_n, memory_order_relaxed);
-    for (unsigned i = 0; i < n && !child; i++) {
-      child = __atomic_load_n(g_aw[i].where, __ATOMIC_ACQUIRE);
-      if (child) {
-        ev = g_aw[i].ev;
-        await_remove_locked(i);
-      }
+  /* The lock is held until the child's creation was dispatched: another
+   * thread's call that looks (its own first call on the child, the
+   * child's destroy) waits until the child is known, and NCCL is asked
+   * about the child before anyone can destroy it. (Only the shim's
+   * wrappers take this lock, before any analyzer's: no cycle.) */
+  pthread_mutex_lock(&g_aw_mu);
+  for (unsigned i = 0; i < atomic_load_explicit(&g_aw_n, memory_order_relaxed);) {
+    ncclComm_t child = __atomic_load_n(g_aw[i].where, __ATOMIC_ACQUIRE);
+    if (!child) {
+      i++;
+      continue;
     }
-    pthread_mutex_unlock(&g_aw_mu);
-    if (!child) return;
+    a2a_event ev = g_aw[i].ev;
+    await_remove_locked(i);
     ev.thread = cur->thread;
     ev.seq = cur->seq;
     ev.device = cur->device;
@@ -390,6 +392,7 @@ __attribute__((noinline)) static void awaited_resolve(const a2a_event *cur)
     a2a_event_set_result(&ev, st == ncclSuccess ? ncclSuccess : ncclInProgress);
     a2a_shim_post(&ev);
   }
+  pthread_mutex_unlock(&g_aw_mu);
 }
 
 void a2a_nccl_after_fork_child(void)
@@ -410,7 +413,7 @@ static inline void awaited_group_end(const a2a_event *cur, ncclResult_t r)
 {
   if (__builtin_expect(atomic_load_explicit(&g_aw_n, memory_order_relaxed) != 0, 0)) {
     awaited_resolve(cur);
-    if (r != ncclSuccess && r != ncclInProgress) await_forget(NULL, NULL, cur->thread);
+    if (r != ncclSuccess && r != ncclInProgress) await_forget(NULL, NULL, cur->thread, tls_group_serial);
   }
 }
 
@@ -478,6 +481,7 @@ A2A_PUBLIC ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asy
   ncclResult_t r = call;                                                      \
   A2A_POST_BEGIN(ev, r);                                                      \
   ev.u.init.newcomm = (init_ok(r) && comm) ? (void *)*comm : NULL;            \
+  await_forget(comm, NULL, 0, 0); /* the variable given again */            \
   A2A_POST_END(ev);                                                           \
   return r
 
@@ -562,12 +566,28 @@ static void child_init_pre(a2a_event *ev, a2a_init_how how, ncclComm_t parent,
   ev->u.init.config = config;
 }
 
-static void child_init_post(a2a_event *ev, ncclResult_t r, ncclComm_t *newcomm, bool nocolor)
+/* The POST's fields; true when the child will be published later: the
+ * event then names the variable (awaited), and the wrapper enters it in
+ * the table once its POST was dispatched (child_init_await), so that no
+ * late POST can come before it. */
+static bool child_init_post(a2a_event *ev, ncclResult_t r, ncclComm_t *newcomm, bool nocolor)
 {
   ev->u.init.newcomm = (init_ok(r) && newcomm) ? (void *)*newcomm : NULL;
   if (r == ncclSuccess && tls_group_depth == 0) query_new_comm(ev, ev->u.init.newcomm);
-  await_forget(newcomm, NULL, 0); /* the variable given again: what it awaited is not coming */
-  if (init_ok(r) && newcomm && !ev->u.init.newcomm && !nocolor) await_child(ev, newcomm);
+  /* The variable given again: what it awaited is not coming (a child
+   * already there was posted before the call: child_init_pre_poll). */
+  await_forget(newcomm, NULL, 0, 0);
+  bool later = init_ok(r) && newcomm && !ev->u.init.newcomm && !nocolor;
+  if (later) ev->u.init.awaited = newcomm;
+  return later;
+}
+
+/* After the wrapper's POST_END (errno restored, kept). */
+static void child_init_await(a2a_event *ev, ncclComm_t *newcomm)
+{
+  int saved = errno;
+  await_child(ev, newcomm);
+  errno = saved;
 }
 
 A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
@@ -578,11 +598,13 @@ A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   child_init_pre(&ev, A2A_INIT_SPLIT, comm, config);
   ev.u.init.color = color;
   ev.u.init.key = key;
+  awaited_poll(&ev); /* a child already in the variable it may reuse */
   A2A_PRE(ev);
   ncclResult_t r = A2A_REAL(ncclCommSplit)(comm, color, key, newcomm, config);
   A2A_POST_BEGIN(ev, r);
-  child_init_post(&ev, r, newcomm, color == NCCL_SPLIT_NOCOLOR);
+  bool later = child_init_post(&ev, r, newcomm, color == NCCL_SPLIT_NOCOLOR);
   A2A_POST_END(ev);
+  if (later) child_init_await(&ev, newcomm);
   return r;
 }
 
@@ -595,12 +617,14 @@ A2A_PUBLIC ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
   child_init_pre(&ev, A2A_INIT_SHRINK, comm, config);
   ev.u.init.exclude = excludeRanksList;
   ev.u.init.nexclude = excludeRanksCount;
+  awaited_poll(&ev);
   A2A_PRE(ev);
   ncclResult_t r =
       A2A_REAL(ncclCommShrink)(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   A2A_POST_BEGIN(ev, r);
-  child_init_post(&ev, r, newcomm, false);
+  bool later = child_init_post(&ev, r, newcomm, false);
   A2A_POST_END(ev);
+  if (later) child_init_await(&ev, newcomm);
   return r;
 }
 
@@ -620,7 +644,7 @@ A2A_PUBLIC ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
     A2A_POST_BEGIN(ev, r);                                                    \
     if ((how_) == A2A_END_DESTROY || (how_) == A2A_END_ABORT) {              \
       awaited_poll(&ev);                                                      \
-      await_forget(NULL, (void *)comm, 0); /* NCCL publishes no more */      \
+      await_forget(NULL, (void *)comm, 0, 0); /* NCCL publishes no more */   \
     }                                                                         \
     A2A_POST_END(ev);                                                         \
     return r;                                                                 \
@@ -894,7 +918,7 @@ A2A_PUBLIC ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
 static void group_track(bool start, ncclResult_t r)
 {
   if (start) {
-    if (r == ncclSuccess) tls_group_depth++;
+    if (r == ncclSuccess && tls_group_depth++ == 0) tls_group_serial++;
   } else if (tls_group_depth > 0) {
     tls_group_depth--;
   }

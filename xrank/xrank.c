@@ -373,6 +373,7 @@ typedef struct tslot {
   struct dfr { uint64_t stream; int device; uint32_t run, gen; } dfr[8];
   int blocked;                     /* a blocking call is published */
   int split_polled;                /* ... a split in progress (polled_from) */
+  const void *split_parent;        /* its parent, whose polls end it */
   int copy_blocked;                /* ... by a copy's PRE, counted in
                                       g_copies_blocked until its POST */
   int polling;                     /* a polling episode is published */
@@ -421,7 +422,8 @@ static void set_blocked(tslot *t, uint32_t wait, uint64_t stream, uint64_t site,
  * the thread only polls after this call (seq: the split's). NCCL refuses
  * the parent's use until the split is done, and NCCL's child exists only
  * then: its ranks wait in it as in a blocking one. */
-static void split_keep_polled(tslot *t, uint32_t seq) {
+static void split_keep_polled(tslot *t, uint32_t seq, const void *parent) {
+  t->split_parent = parent;
   pub_begin(t);
   RSTORE(t->b.polled_from, seq + 1 ? seq + 1 : 1);
   pub_end(t);
@@ -1459,9 +1461,10 @@ static void on_stream_query(const a2a_event *ev) {
 }
 static void on_async_error(const a2a_event *ev) {
   tslot *t;
-  /* A split in progress ends for the model when a poll says it is no
-   * longer in progress (done or failed). */
-  if (ev->phase == A2A_POST && (t = slot(ev->thread)) && t->split_polled &&
+  /* A split in progress ends for the model when a poll of its parent
+   * says it is no longer in progress (done or failed); polls of other
+   * communicators leave it. */
+  if (ev->phase == A2A_POST && (t = slot(ev->thread)) && t->split_polled && ev->comm == t->split_parent &&
       !(ev->result == 0 && ev->u.async_err.async_error == A2A_NCCL_IN_PROGRESS))
     clear_blocked(t);
   if (__builtin_expect(atomic_load_explicit(&g_npend, memory_order_relaxed) != 0, 0) &&
@@ -1558,7 +1561,7 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
                     atomic_load_explicit(&par->nsplits, memory_order_relaxed), par->rank);
       } else if (ev->phase == A2A_POST) {
         if (ev->in_progress && t->blocked && RLOAD(t->b.wait) == XR_WAIT_SPLIT)
-          split_keep_polled(t, ev->seq);
+          split_keep_polled(t, ev->seq, ev->u.init.parent);
         else
           clear_blocked(t);
       }

@@ -32,7 +32,17 @@
  *                                   while their split waits for rank 3 ->
  *                                   group.deadlock (66) (QA: was never
  *                                   reported, the polls not a wait)
- * Correct ("ok", "scalable", "abort_child"): exit 0, no finding.
+ *   scenario_nonblocking grouped_then_failed  the non-blocking split made in a
+ *                                   group (rank 3 comes 300 ms late, so it is
+ *                                   still in progress on the others), then a
+ *                                   group of the thread that fails (an
+ *                                   AllReduce of an invalid type); the child
+ *                                   is still published and
+ *                                   used ("ok"'s work) (QA: the failed group
+ *                                   made a2acheck forget the child:
+ *                                   group.use-after-destroy)
+ * Correct ("ok", "scalable", "abort_child", "grouped_then_failed"): exit 0,
+ * no finding.
  */
 #include "scenario_common.h"
 
@@ -107,8 +117,9 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   ncclComm_t world, half;
   int half_skip = strcmp(mode, "half_skip") == 0, half_count = strcmp(mode, "half_count") == 0;
   int abort_child = strcmp(mode, "abort_child") == 0;
+  int grouped_then_failed = strcmp(mode, "grouped_then_failed") == 0;
   int nonblocking = strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip || half_count ||
-                    abort_child || strcmp(mode, "split_skip") == 0;
+                    abort_child || grouped_then_failed || strcmp(mode, "split_skip") == 0;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = nonblocking ? 0 : 1;
   if (nonblocking) {
@@ -127,7 +138,21 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     (void)work(world, nonblocking, rank, s, a, b); /* never returns */
     return 0;
   }
-  NB(ncclCommSplit(world, rank / 2, rank, &half, &cfg));
+  if (grouped_then_failed) {
+    if (rank == 3) usleep(300 * 1000);
+    SC_NCCL(ncclGroupStart());
+    NB(ncclCommSplit(world, rank / 2, rank, &half, &cfg));
+    NB(ncclGroupEnd());
+    /* A group NCCL refuses whatever the split's state: an invalid type. */
+    float *f;
+    SC_CUDA(cudaMalloc((void **)&f, sizeof *f));
+    SC_NCCL(ncclGroupStart());
+    (void)ncclAllReduce(f, f, 1, (ncclDataType_t)42, ncclSum, world, NULL);
+    if (ncclGroupEnd() == ncclSuccess) fprintf(stderr, "rank %d: the invalid group was not refused\n", rank);
+    SC_CUDA(cudaFree(f));
+  } else {
+    NB(ncclCommSplit(world, rank / 2, rank, &half, &cfg));
+  }
   if (abort_child) {
     /* (QA: the abort of a child a2acheck had not yet seen was
      * group.use-after-destroy.) */

@@ -165,6 +165,8 @@ exit $fail
   a2a_scenario(nonblocking_init nonblocking ok COMPARE CHECK ${CLEAN})
   # QA (fixed): ncclCommAbort of a non-blocking split's child before any poll.
   a2a_scenario(nonblocking_abort_child nonblocking abort_child COMPARE CHECK ${CLEAN})
+  # QA (fixed): a failed group kept its thread's earlier awaited child.
+  a2a_scenario(nonblocking_grouped_then_failed nonblocking grouped_then_failed COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_scalable nonblocking scalable COMPARE CHECK ${CLEAN})
   a2a_scenario(hostfunc hostfunc_graph hostfunc COMPARE CHECK ${CLEAN})
   # QA F18: ordering through a host function + a host flag, then a kernel on

@@ -79,7 +79,12 @@ static void drop_job(struct sim_job *j) {
 static ncclResult_t job_run(struct sim_job *j) {
   ncclResult_t r = j->fn(j);
   if (j->out && j->comm) __atomic_store_n(j->out, j->comm, __ATOMIC_RELEASE);
-  if (j->busy_parent) atomic_store(&j->busy_parent->async, r);
+  if (j->busy_parent) {
+    struct ncclComm *p = j->busy_parent;
+    int ok = ncclSuccess;
+    if (r != ncclSuccess) atomic_compare_exchange_strong(&p->busy_err, &ok, (int)r);
+    if (atomic_fetch_sub(&p->busy_jobs, 1) == 1) atomic_store(&p->async, atomic_exchange(&p->busy_err, 0));
+  }
   return r;
 }
 
@@ -99,14 +104,18 @@ static void *job_thread_detached(void *arg) {
 static ncclResult_t spawn_detached(struct sim_job *j) {
   pthread_t t;
   pthread_attr_t a;
-  if (j->busy_parent) atomic_store(&j->busy_parent->async, ncclInProgress);
+  if (j->busy_parent) {
+    atomic_fetch_add(&j->busy_parent->busy_jobs, 1);
+    atomic_store(&j->busy_parent->async, ncclInProgress);
+  }
   pthread_attr_init(&a);
   pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   int rc = pthread_create(&t, &a, job_thread_detached, j);
   pthread_attr_destroy(&a);
   if (rc != 0) {
     if (j->comm) atomic_store(&j->comm->async, ncclSystemError);
-    if (j->busy_parent) atomic_store(&j->busy_parent->async, ncclSystemError);
+    if (j->busy_parent && atomic_fetch_sub(&j->busy_parent->busy_jobs, 1) == 1)
+      atomic_store(&j->busy_parent->async, ncclSystemError);
     drop_job(j);
     return ncclSystemError;
   }

@@ -208,6 +208,10 @@ struct ncclComm {
   struct sim_seg seg;
   int seg_mapped;
   _Atomic int async;            /* ncclResult_t: InProgress during init */
+  /* Non-blocking split/shrink jobs of this parent still running, and the
+   * first error among them: the parent gets its result once, when the
+   * last ends (sim_job.busy_parent). */
+  _Atomic int busy_jobs, busy_err;
   _Atomic int aborted;          /* in-flight and queued work gives up */
   _Atomic int revoked;
   _Atomic int suspended;        /* ncclCommSuspend(NCCL_SUSPEND_MEM) */
