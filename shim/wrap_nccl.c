@@ -298,7 +298,9 @@ A2A_PUBLIC ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
  * kept here with the ncclComm_t* (a2a_event.u.init.awaited) and posted
  * again, late, from the first of these calls after which the pointer holds
  * the child: ncclCommGetAsyncError, before its own PRE (it may be the
- * child's first call), and the outermost ncclGroupEnd, after NCCL's. The
+ * child's first call) and after NCCL's, the outermost ncclGroupEnd, after
+ * NCCL's, a split or shrink (its variable may be reused) and a
+ * communicator's end (the child's may be its first call). The
  * pointer is read where NCCL itself writes it, and only while NCCL may
  * still write it: an entry goes when its child is posted, when the
  * variable is given to another split (the newest call's), when the
@@ -340,8 +342,11 @@ static void await_forget(ncclComm_t *where, void *parent, uint32_t thread, uint3
   pthread_mutex_unlock(&g_aw_mu);
 }
 
-static void await_child(a2a_event *ev, ncclComm_t *where)
+/* Called by the split and shrink wrappers after their POST_END (errno
+ * restored: kept). */
+static void await_child(const a2a_event *ev, ncclComm_t *where)
 {
+  int saved = errno;
   pthread_mutex_lock(&g_aw_mu);
   unsigned n = atomic_load_explicit(&g_aw_n, memory_order_relaxed);
   if (n < AW_MAX) {
@@ -355,6 +360,7 @@ static void await_child(a2a_event *ev, ncclComm_t *where)
     atomic_store_explicit(&g_aw_n, n + 1, memory_order_relaxed);
   }
   pthread_mutex_unlock(&g_aw_mu);
+  errno = saved;
 }
 
 /* Posts every awaited child now published, as the late POST of its
@@ -568,7 +574,7 @@ static void child_init_pre(a2a_event *ev, a2a_init_how how, ncclComm_t parent,
 
 /* The POST's fields; true when the child will be published later: the
  * event then names the variable (awaited), and the wrapper enters it in
- * the table once its POST was dispatched (child_init_await), so that no
+ * the table once its POST was dispatched (await_child), so that no
  * late POST can come before it. */
 static bool child_init_post(a2a_event *ev, ncclResult_t r, ncclComm_t *newcomm, bool nocolor)
 {
@@ -582,13 +588,6 @@ static bool child_init_post(a2a_event *ev, ncclResult_t r, ncclComm_t *newcomm, 
   return later;
 }
 
-/* After the wrapper's POST_END (errno restored, kept). */
-static void child_init_await(a2a_event *ev, ncclComm_t *newcomm)
-{
-  int saved = errno;
-  await_child(ev, newcomm);
-  errno = saved;
-}
 
 A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                       ncclConfig_t *config)
@@ -604,7 +603,7 @@ A2A_PUBLIC ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   A2A_POST_BEGIN(ev, r);
   bool later = child_init_post(&ev, r, newcomm, color == NCCL_SPLIT_NOCOLOR);
   A2A_POST_END(ev);
-  if (later) child_init_await(&ev, newcomm);
+  if (later) await_child(&ev, newcomm);
   return r;
 }
 
@@ -624,7 +623,7 @@ A2A_PUBLIC ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
   A2A_POST_BEGIN(ev, r);
   bool later = child_init_post(&ev, r, newcomm, false);
   A2A_POST_END(ev);
-  if (later) child_init_await(&ev, newcomm);
+  if (later) await_child(&ev, newcomm);
   return r;
 }
 
