@@ -372,8 +372,8 @@ typedef struct tslot {
   uint32_t run;                    /* the last marker run started */
   struct dfr { uint64_t stream; int device; uint32_t run, gen; } dfr[8];
   int blocked;                     /* a blocking call is published */
-  int split_polled;                /* ... a split in progress (polled_from) */
-  const void *split_parent;        /* its parent, whose polls end it */
+  const void *split_parent;        /* ... a split in progress (polled_from):
+                                      its parent, whose polls end it */
   int copy_blocked;                /* ... by a copy's PRE, counted in
                                       g_copies_blocked until its POST */
   int polling;                     /* a polling episode is published */
@@ -415,7 +415,7 @@ static void set_blocked(tslot *t, uint32_t wait, uint64_t stream, uint64_t site,
   RSTORE(t->b.wait, wait);
   pub_end(t);
   t->blocked = wait != 0;
-  t->split_polled = 0;
+  t->split_parent = NULL;
 }
 
 /* A split's POST returned ncclInProgress: its published wait stays while
@@ -423,11 +423,10 @@ static void set_blocked(tslot *t, uint32_t wait, uint64_t stream, uint64_t site,
  * the parent's use until the split is done, and NCCL's child exists only
  * then: its ranks wait in it as in a blocking one. */
 static void split_keep_polled(tslot *t, uint32_t seq, const void *parent) {
-  t->split_parent = parent;
   pub_begin(t);
-  RSTORE(t->b.polled_from, seq + 1 ? seq + 1 : 1);
+  RSTORE(t->b.polled_from, seq + 1 ? seq + 1 : 1); /* (0 means none) */
   pub_end(t);
-  t->split_polled = 1;
+  t->split_parent = parent;
 }
 static void clear_blocked(tslot *t) {
   if (t->blocked) set_blocked(t, 0, 0, 0, 0, 0, 0, 0);
@@ -1464,7 +1463,7 @@ static void on_async_error(const a2a_event *ev) {
   /* A split in progress ends for the model when a poll of its parent
    * says it is no longer in progress (done or failed); polls of other
    * communicators leave it. */
-  if (ev->phase == A2A_POST && (t = slot(ev->thread)) && t->split_polled && ev->comm == t->split_parent &&
+  if (ev->phase == A2A_POST && ev->comm && (t = slot(ev->thread)) && ev->comm == t->split_parent &&
       !(ev->result == 0 && ev->u.async_err.async_error == A2A_NCCL_IN_PROGRESS))
     clear_blocked(t);
   if (__builtin_expect(atomic_load_explicit(&g_npend, memory_order_relaxed) != 0, 0) &&
