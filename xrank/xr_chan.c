@@ -1392,8 +1392,10 @@ static const char *wait_name(const xr_threadstate *t) {
   case XR_WAIT_EVENT: return "an event synchronization";
   case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
   case XR_WAIT_MEMCPY: return "a blocking copy";
-  case XR_WAIT_SPLIT: return "ncclCommSplit/Shrink";
-  case XR_WAIT_INIT: return "a blocking communicator init";
+  case XR_WAIT_SPLIT:
+    return t->flags & XR_THREAD_POLLED ? "a non-blocking ncclCommSplit/Shrink" : "ncclCommSplit/Shrink";
+  case XR_WAIT_INIT:
+    return t->flags & XR_THREAD_POLLED ? "a non-blocking communicator init" : "a blocking communicator init";
   default: return "a blocking call";
   }
 }

@@ -306,11 +306,12 @@ typedef struct blockpub {
   _Atomic uint64_t comm;           /* XR_WAIT_SPLIT/INIT: the comm */
   _Atomic uint32_t index;          /* XR_WAIT_SPLIT: split index */
   _Atomic int32_t rank;            /* XR_WAIT_SPLIT/INIT: rank in it */
-  /* XR_WAIT_SPLIT of a split that returned ncclInProgress: the thread
-   * waits in it while it only polls (ncclCommGetAsyncError, as NCCL
-   * documents and PyTorch does), i.e. while its last call a polling loop
-   * does not make (a2a_thread_last_other_seq) is older than this seq; 0
-   * for a blocking call. */
+  /* XR_WAIT_SPLIT/INIT of a split or init that returned ncclInProgress
+   * (a non-blocking communicator): the thread waits in it while it only
+   * polls (ncclCommGetAsyncError, as NCCL documents and PyTorch does),
+   * i.e. while its last call a polling loop does not make
+   * (a2a_thread_last_other_seq) is older than this seq; 0 for a blocking
+   * call. */
   _Atomic uint32_t polled_from;
 } blockpub;
 
@@ -372,8 +373,10 @@ typedef struct tslot {
   uint32_t run;                    /* the last marker run started */
   struct dfr { uint64_t stream; int device; uint32_t run, gen; } dfr[8];
   int blocked;                     /* a blocking call is published */
-  const void *split_parent;        /* ... a split in progress (polled_from):
-                                      its parent, whose polls end it */
+  const void *polled_comm;         /* ... a split or init in progress
+                                      (polled_from): the communicator
+                                      whose polls show it (a split's parent,
+                                      an init's new one) */
   int copy_blocked;                /* ... by a copy's PRE, counted in
                                       g_copies_blocked until its POST */
   int polling;                     /* a polling episode is published */
@@ -415,18 +418,21 @@ static void set_blocked(tslot *t, uint32_t wait, uint64_t stream, uint64_t site,
   RSTORE(t->b.wait, wait);
   pub_end(t);
   t->blocked = wait != 0;
-  t->split_parent = NULL;
+  t->polled_comm = NULL;
 }
 
-/* A split's POST returned ncclInProgress: its published wait stays while
- * the thread only polls after this call (seq: the split's). NCCL refuses
- * the parent's use until the split is done, and NCCL's child exists only
- * then: its ranks wait in it as in a blocking one. */
-static void split_keep_polled(tslot *t, uint32_t seq, const void *parent) {
+/* A split's or a non-blocking init's POST returned ncclInProgress: its
+ * published wait stays while the thread only polls after this call (seq:
+ * the call's). NCCL refuses the parent's use until a split is done, an
+ * init's communicator is usable only once it is, and NCCL's child exists
+ * only then: their ranks wait in them as in a blocking call. `comm` is the
+ * communicator whose polls show the state (on_async_error). */
+static void wait_keep_polled(tslot *t, uint32_t seq, const void *comm, uint64_t since_ns) {
   pub_begin(t);
+  if (since_ns) RSTORE(t->b.since_ns, since_ns);
   RSTORE(t->b.polled_from, seq + 1 ? seq + 1 : 1); /* (0 means none) */
   pub_end(t);
-  t->split_parent = parent;
+  t->polled_comm = comm;
 }
 static void clear_blocked(tslot *t) {
   if (t->blocked) set_blocked(t, 0, 0, 0, 0, 0, 0, 0);
@@ -521,11 +527,12 @@ size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
       uint32_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
       if (s1 & 1) continue;
       uint32_t w = RLOAD(t->b.wait), from = RLOAD(t->b.polled_from);
-      /* A split in progress is a wait while the thread only polls. */
-      if (w == XR_WAIT_SPLIT && from && (int32_t)(a2a_thread_last_other_seq(i) - from) >= 0) w = 0;
+      /* A split or init in progress is a wait while the thread only polls. */
+      if (from && (int32_t)(a2a_thread_last_other_seq(i) - from) >= 0) w = 0;
       if (w) {
         got[k] = thread_state(i, w, RLOAD(t->b.stream), RLOAD(t->b.site), RLOAD(t->b.since_ns),
                               now_ns);
+        if (from) got[k].flags = XR_THREAD_POLLED;
         got[k].comm = RLOAD(t->b.comm);
         got[k].index = RLOAD(t->b.index);
         got[k].rank = RLOAD(t->b.rank);
@@ -627,10 +634,13 @@ static int init(void) {
 }
 
 /* ---- non-blocking inits ------------------------------------------- */
-/* A communicator created with config.blocking = 0 returns ncclInProgress
- * and may still fail (ncclCommGetAsyncError): it is registered with the
- * coordinator only once an operation is posted on it, which NCCL allows
- * only after the init completed. Rare path: a small table under a lock. */
+/* A split's or shrink's child that NCCL created in progress (a
+ * non-blocking parent) may still fail (ncclCommGetAsyncError) and is not
+ * yet sized: it is registered with the coordinator only once an operation
+ * is posted on it, which NCCL allows only after its init completed (an
+ * id-based non-blocking init registers at its PRE, as a blocking one:
+ * its ranks are known from its arguments, and ranks that disagree must be
+ * told while they poll). Rare path: a small table under a lock. */
 #define MAX_PENDING 64
 static pthread_mutex_t g_pend_mu = PTHREAD_MUTEX_INITIALIZER;
 static xr_rec g_pend[MAX_PENDING];
@@ -1460,12 +1470,19 @@ static void on_stream_query(const a2a_event *ev) {
 }
 static void on_async_error(const a2a_event *ev) {
   tslot *t;
-  /* A split in progress ends for the model when a poll of its parent
-   * says it is no longer in progress (done or failed); polls of other
-   * communicators leave it. */
-  if (ev->phase == A2A_POST && ev->comm && (t = slot(ev->thread)) && ev->comm == t->split_parent &&
-      !(ev->result == 0 && ev->u.async_err.async_error == A2A_NCCL_IN_PROGRESS))
-    clear_blocked(t);
+  /* A split or init in progress ends for the model when a poll of its
+   * communicator says it is no longer in progress (done or failed); polls
+   * of other communicators leave it. A poll that finds it still in progress
+   * after the thread made other calls (its wait lapsed: torch allocates
+   * between a non-blocking init and its wait for the communicator) starts
+   * the wait again from this poll: the thread waits in it as long as it
+   * only polls. */
+  if (ev->phase == A2A_POST && ev->comm && (t = slot(ev->thread)) && ev->comm == t->polled_comm) {
+    if (!(ev->result == 0 && ev->u.async_err.async_error == A2A_NCCL_IN_PROGRESS))
+      clear_blocked(t);
+    else if ((int32_t)(a2a_thread_last_other_seq(ev->thread) - RLOAD(t->b.polled_from)) >= 0)
+      wait_keep_polled(t, ev->seq - 1, ev->comm, host_now_ns()); /* from this poll on */
+  }
   if (__builtin_expect(atomic_load_explicit(&g_npend, memory_order_relaxed) != 0, 0) &&
       ev->phase == A2A_POST && ev->result == 0 && ev->u.async_err.async_error == 0)
     pend_ready(ev->comm);
@@ -1560,17 +1577,19 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
                     atomic_load_explicit(&par->nsplits, memory_order_relaxed), par->rank);
       } else if (ev->phase == A2A_POST) {
         if (ev->in_progress && t->blocked && RLOAD(t->b.wait) == XR_WAIT_SPLIT)
-          split_keep_polled(t, ev->seq, ev->u.init.parent);
+          wait_keep_polled(t, ev->seq, ev->u.init.parent, 0);
         else
           clear_blocked(t);
       }
     }
-    /* Blocking id-based inits register at PRE: ranks that disagree (nranks,
-     * rank, device) make NCCL fail or hang inside the init, before any POST.
-     * The hash is the registry's (core_registry.c): the 128 bytes of each id. */
+    /* Id-based inits register at PRE: ranks that disagree (nranks, rank,
+     * device) make NCCL fail or hang inside the init, before any POST - or,
+     * for a non-blocking one (config.blocking = 0), in the init job its
+     * ranks then poll forever. The hash is the registry's
+     * (core_registry.c): the 128 bytes of each id. */
     int by_id = ev->u.init.how == A2A_INIT_RANK || ev->u.init.how == A2A_INIT_RANK_CONFIG ||
                 ev->u.init.how == A2A_INIT_SCALABLE;
-    if (by_id && ev->u.init.blocking && ev->u.init.ids && (t = slot(ev->thread))) {
+    if (by_id && ev->u.init.ids && (t = slot(ev->thread))) {
       if (ev->phase == A2A_PRE) {
         int nids = ev->u.init.how == A2A_INIT_SCALABLE && ev->u.init.nids > 0 ? ev->u.init.nids : 1;
         uint64_t h = a2a_hash_bytes(ev->u.init.ids, 128 * (size_t)nids, 0);
@@ -1591,17 +1610,24 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
         return;
       }
       if (!t->init_hash) return;
-      clear_blocked(t);
       uint64_t h = t->init_hash;
       t->init_hash = 0;
-      const a2a_comm *c = ev->result == 0 && ev->u.init.newcomm ? a2a_comm_lookup(ev->u.init.newcomm) : NULL;
+      const a2a_comm *c = ev->ok && ev->u.init.newcomm ? a2a_comm_lookup(ev->u.init.newcomm) : NULL;
       if (c && c->id_hash == h && c->rank == t->init_rank) {
+        /* In progress (non-blocking): the thread waits in the init while
+         * it polls; a failure it sees there ends the communicator
+         * (ncclCommAbort/Destroy: COMMEND) as a blocking init's would. */
+        if (ev->in_progress && t->blocked && RLOAD(t->b.wait) == XR_WAIT_INIT)
+          wait_keep_polled(t, ev->seq, ev->u.init.newcomm, 0);
+        else
+          clear_blocked(t);
         xr_rec b = {.type = XR_REC_COMMBIND, .thread = ev->thread, .comm = c};
         b.u.end.comm = h;
         b.u.end.rank = c->rank;
         push(&b);
         return;
       }
+      clear_blocked(t);
       /* Failed (or named differently by the registry): end the PRE record;
        * a successful comm is then registered below under its real name. */
       xr_rec e = {.type = XR_REC_COMMEND, .thread = ev->thread};

@@ -199,9 +199,33 @@ typedef struct xr_threadstate {
 
 /* Thread flags. POLLING: not inside a blocking call but in a loop that
  * only queries the stream or event (cudaStreamQuery/cudaEventQuery) until
- * it completes: the same wait (xrank.c, "Polling waits"). */
-enum { XR_THREAD_POLLING = 1 };
+ * it completes: the same wait (xrank.c, "Polling waits"). POLLED: an
+ * XR_WAIT_SPLIT/INIT of a non-blocking communicator, whose call returned
+ * ncclInProgress: the thread waits in it by polling ncclCommGetAsyncError
+ * (xrank.c, wait_keep_polled). */
+enum { XR_THREAD_POLLING = 1, XR_THREAD_POLLED = 2 };
 _Static_assert(sizeof(xr_threadstate) == 56, "xr_threadstate is a wire record");
+
+/* The call a thread waits in, for the stories and the details: the
+ * blocking call, or the polling loop that waits the same way. */
+static inline const char *xr_thread_wait_name(const xr_threadstate *T) {
+  if (T->flags & XR_THREAD_POLLING)
+    return T->wait == XR_WAIT_STREAM ? "a cudaStreamQuery polling loop"
+                                     : "a cudaEventQuery polling loop";
+  int polled = (T->flags & XR_THREAD_POLLED) != 0;
+  switch (T->wait) {
+  case XR_WAIT_STREAM: return "cudaStreamSynchronize";
+  case XR_WAIT_EVENT: return "cudaEventSynchronize";
+  case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
+  case XR_WAIT_MEMCPY: return "a blocking cudaMemcpy";
+  case XR_WAIT_SPLIT:
+    return polled ? "a non-blocking ncclCommSplit (polling ncclCommGetAsyncError)" : "ncclCommSplit";
+  case XR_WAIT_INIT:
+    return polled ? "a non-blocking ncclCommInitRank (polling ncclCommGetAsyncError)"
+                  : "ncclCommInitRank";
+  default: return "a blocking call";
+  }
+}
 
 /* A process's whole progress state, as the coordinator holds it. Arrays are
  * owned by whoever built the struct (the parser: one block). */

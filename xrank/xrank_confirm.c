@@ -196,20 +196,6 @@ static void describe_unit(sbuf *s, const xr_confirm_io *io, size_t p, const xr_u
   sb(s, " at %s", site_or_hex(io, p, U->site, hb, sizeof hb));
 }
 
-static const char *thread_wait(const xr_threadstate *T) {
-  if (T->flags & XR_THREAD_POLLING)
-    return T->wait == XR_WAIT_STREAM ? "a cudaStreamQuery polling loop"
-                                     : "a cudaEventQuery polling loop";
-  switch (T->wait) {
-  case XR_WAIT_STREAM: return "cudaStreamSynchronize";
-  case XR_WAIT_EVENT: return "cudaEventSynchronize";
-  case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
-  case XR_WAIT_MEMCPY: return "a blocking cudaMemcpy";
-  case XR_WAIT_SPLIT: return "ncclCommSplit";
-  case XR_WAIT_INIT: return "ncclCommInitRank";
-  default: return "a blocking call";
-  }
-}
 
 /* ---- details: processes, their blocked threads and pending operations,
  * and the wait-for graph between processes (the report tool draws it:
@@ -326,7 +312,7 @@ static void details_json(a2a_json *j, char *buf, size_t cap, const xr_procstate 
     if (lvl > 0 && P->nthreads) {
       const xr_threadstate *T = &P->threads[0];
       a2a_json_obj_begin(j, "blocked");
-      a2a_json_str(j, "call", thread_wait(T));
+      a2a_json_str(j, "call", xr_thread_wait_name(T));
       a2a_json_str(j, "site", site_or_hex(io, p, T->site, hb, sizeof hb));
       a2a_json_uint(j, "ms", T->blocked_ms);
       a2a_json_uint(j, "thread", T->thread);
@@ -393,7 +379,7 @@ static void details_json(a2a_json *j, char *buf, size_t cap, const xr_procstate 
       int ll = P->grank >= 0 ? snprintf(lab, sizeof lab, "rank %d", P->grank)
                              : snprintf(lab, sizeof lab, "pid %d", P->pid);
       if (P->nthreads && ll > 0 && (size_t)ll < sizeof lab)
-        snprintf(lab + ll, sizeof lab - (size_t)ll, "\n%s", thread_wait(&P->threads[0]));
+        snprintf(lab + ll, sizeof lab - (size_t)ll, "\n%s", xr_thread_wait_name(&P->threads[0]));
       a2a_json_str(j, "label", lab);
       a2a_json_str(j, "state", !P->alive                    ? "exited"
                                : (int)p == res->missing_proc ? "missing"
@@ -439,7 +425,7 @@ static void describe_proc_state(sbuf *s, const xr_confirm_io *io, const xr_procs
   if (qc && qc->ended) { sb(s, "ended the communicator"); return; }
   if (Q->nthreads) {
     const xr_threadstate *T = &Q->threads[0];
-    sb(s, "blocked in %s at %s for %" PRIu64 " ms", thread_wait(T),
+    sb(s, "blocked in %s at %s for %" PRIu64 " ms", xr_thread_wait_name(T),
        site_or_hex(io, q, T->site, hb, sizeof hb), T->blocked_ms);
     return;
   }

@@ -350,14 +350,21 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
     m->comms = c;
   }
   if (reg->nranks != c->nranks) {
-    /* Name the first registered rank as the other party. */
+    /* Name the first registered rank as the other party, by its process
+     * too: the rank numbers of two processes that disagree on nranks may
+     * well be the same. */
     int other = -1;
     for (int r = 0; r < c->nranks && other < 0; r++)
       if (c->ranks[r].conn >= 0) other = r;
+    char who[96] = "";
+    if (other >= 0) {
+      const mconn *oc = &m->conns[c->ranks[other].conn];
+      snprintf(who, sizeof who, " (pid %d on %s)", oc->pid, oc->host);
+    }
     snprintf(text, sizeof text,
              "communicator %016" PRIx64 ": rank %d (pid %d on %s) created it with nranks=%d, but "
-             "rank %d created it with nranks=%d: every rank must pass the same nranks",
-             c->id, reg->rank, mc->pid, mc->host, reg->nranks, other, c->nranks);
+             "rank %d%s created it with nranks=%d: every rank must pass the same nranks",
+             c->id, reg->rank, mc->pid, mc->host, reg->nranks, other, who, c->nranks);
     conn_verdict(m, conn, c->id, A2A_CK_GROUP_INIT_MISMATCH, reg->site, text);
     if (other >= 0)
       init_mismatch(m, c, other, c->ranks[other].site, other, 0, A2A_CK_GROUP_INIT_MISMATCH, text);

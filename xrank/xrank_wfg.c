@@ -862,26 +862,6 @@ static int32_t first_dead_target(const graph *g, size_t p, const xr_threadstate 
   return -1;
 }
 
-static const char *wait_name(uint32_t w) {
-  switch (w) {
-  case XR_WAIT_STREAM: return "cudaStreamSynchronize";
-  case XR_WAIT_EVENT: return "cudaEventSynchronize";
-  case XR_WAIT_DEVICE: return "cudaDeviceSynchronize";
-  case XR_WAIT_MEMCPY: return "a blocking cudaMemcpy";
-  case XR_WAIT_SPLIT: return "ncclCommSplit";
-  case XR_WAIT_INIT: return "ncclCommInitRank";
-  default: return "a blocking NCCL call";
-  }
-}
-
-/* The wait a thread is in, for the story: the blocking call, or the
- * polling loop that waits the same way. */
-static const char *thread_wait_name(const xr_threadstate *T) {
-  if (T->flags & XR_THREAD_POLLING)
-    return T->wait == XR_WAIT_STREAM ? "a cudaStreamQuery polling loop"
-                                     : "a cudaEventQuery polling loop";
-  return wait_name(T->wait);
-}
 
 static void mark(uint8_t *inv, size_t p) { if (inv) inv[p] = 1; }
 
@@ -923,7 +903,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       }
       const xr_threadstate *T2 = dead_thread(g, qp, 0);
       if (!T2) { sb(s, ", cannot call it."); return; }
-      sb(s, ", is blocked in %s at %s", thread_wait_name(T2),
+      sb(s, ", is blocked in %s at %s", xr_thread_wait_name(T2),
          site_of(g, o, qp, T2->site, sitebuf, sizeof sitebuf));
       if (T2->wait == XR_WAIT_SPLIT || T2->wait == XR_WAIT_INIT) { p = qp; T = T2; continue; }
       int32_t v = first_dead_target(g, qp, T2);
@@ -1012,7 +992,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       proc_name(s, Q);
       const xr_threadstate *T2 = dead_thread(g, q, 0);
       if (!T2) { sb(s, ", cannot post it."); return; }
-      sb(s, ", is blocked in %s at %s", thread_wait_name(T2),
+      sb(s, ", is blocked in %s at %s", xr_thread_wait_name(T2),
          site_of(g, o, q, T2->site, sitebuf, sizeof sitebuf));
       if (T2->wait == XR_WAIT_INIT) { p = q; T = T2; continue; }
       if (T2->wait == XR_WAIT_SPLIT) {
@@ -1081,7 +1061,7 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
     char sitebuf[128];
     sb(&s, "%s", nlines > 1 ? "\n  " : "  ");
     proc_name(&s, &ps[p]);
-    sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", thread_wait_name(T),
+    sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", xr_thread_wait_name(T),
        site_of(&g, opts, p, T->site, sitebuf, sizeof sitebuf), T->blocked_ms);
     memset(seen, 0, g.nu + 1);
     memset(seenp, 0, n + 1);

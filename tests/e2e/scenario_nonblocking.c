@@ -41,7 +41,20 @@
  *                                   used ("ok"'s work) (QA: the failed group
  *                                   made a2acheck forget the child:
  *                                   group.use-after-destroy)
- * Correct ("ok", "scalable", "abort_child", "grouped_then_failed"): exit 0,
+ *   scenario_nonblocking init_nranks BUGGY: rank 3 makes its non-blocking
+ *                                   ncclCommInitRankConfig with nranks 3 (rank
+ *                                   2), the others with 4; each allocates its
+ *                                   buffers, then polls until the communicator
+ *                                   is ready (which it never is) ->
+ *                                   group.init-mismatch, and the ranks polling
+ *                                   forever end with group.deadlock (66) (QA:
+ *                                   nothing was reported, the registration
+ *                                   held back until a first operation)
+ *   scenario_nonblocking late_init  "ok", with rank 3 starting its init 4 s
+ *                                   after the others, which poll meanwhile
+ *                                   (a slow rank, not a deadlock)
+ * Correct ("ok", "scalable", "abort_child", "grouped_then_failed",
+ * "late_init"): exit 0,
  * no finding.
  */
 #include "scenario_common.h"
@@ -118,11 +131,23 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   int half_skip = strcmp(mode, "half_skip") == 0, half_count = strcmp(mode, "half_count") == 0;
   int abort_child = strcmp(mode, "abort_child") == 0;
   int grouped_then_failed = strcmp(mode, "grouped_then_failed") == 0;
-  int nonblocking = strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip || half_count ||
-                    abort_child || grouped_then_failed || strcmp(mode, "split_skip") == 0;
+  int init_nranks = strcmp(mode, "init_nranks") == 0;
+  int late_init = strcmp(mode, "late_init") == 0;
+  int nonblocking = strcmp(mode, "ok") == 0 || strcmp(mode, "skip") == 0 || half_skip || half_count || late_init ||
+                    abort_child || grouped_then_failed || strcmp(mode, "split_skip") == 0 || init_nranks;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = nonblocking ? 0 : 1;
+  if (init_nranks) {
+    /* The bug: rank 3 is off by one. Then, as torch does, other calls
+     * before the wait for the communicator. */
+    NB(ncclCommInitRankConfig(&world, rank == 3 ? 3 : nranks, id, rank == 3 ? 2 : rank, &cfg));
+    float *a;
+    SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+    wait_ready(world); /* never returns */
+    return 0;
+  }
   if (nonblocking) {
+    if (late_init && rank == 3) sleep(4);
     NB(ncclCommInitRankConfig(&world, nranks, id, rank, &cfg));
     wait_ready(world);
   } else {

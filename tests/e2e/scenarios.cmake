@@ -168,6 +168,9 @@ exit $fail
   # QA (fixed): a failed group kept its thread's earlier awaited child.
   a2a_scenario(nonblocking_grouped_then_failed nonblocking grouped_then_failed COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_scalable nonblocking scalable COMPARE CHECK ${CLEAN})
+  # Ranks polling a non-blocking init wait in it (bug_nonblocking_init_nranks):
+  # a rank 4 s late is no deadlock.
+  a2a_scenario(nonblocking_late_init nonblocking late_init COMPARE CHECK ${CLEAN})
   a2a_scenario(hostfunc hostfunc_graph hostfunc COMPARE CHECK ${CLEAN})
   # QA F18: ordering through a host function + a host flag, then a kernel on
   # another stream (the runtime's trampoline tells the stream analyzer when
@@ -380,6 +383,16 @@ exit $fail
   a2a_scenario(bug_nonblocking_split_skip nonblocking split_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error --contains "group.deadlock=ncclCommSplit"
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
+  # QA (fixed): a non-blocking init whose ranks disagree was never
+  # registered (held back until a first operation): now at its PRE, and its
+  # ranks wait in it while they poll - also after other calls (the polls
+  # start the wait again).
+  a2a_scenario(bug_nonblocking_init_nranks nonblocking init_nranks STATUS 1,66 WITHIN 20
+    CHECK --expect group.init-mismatch:error --expect group.deadlock:error@0
+          --expect group.deadlock:error@1 --expect group.deadlock:error@2
+          --contains "group.deadlock=a non-blocking ncclCommInitRank (polling ncclCommGetAsyncError)"
+          --contains "group.init-mismatch=created it with nranks=3"
+          --allow group.deadlock --allow group.init-mismatch --no-other-errors)
   # The half communicator was split from the world one before any operation
   # on the world one (torch's eager init with TORCH_NCCL_USE_COMM_NONBLOCKING):
   # its registration names a parent whose own was still held back.

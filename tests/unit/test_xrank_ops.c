@@ -719,32 +719,111 @@ static void fast_path_open(void *comm, unsigned char *id, xr_rec *rec) {
   drain(rec, 8);
 }
 
-/* A non-blocking init's registration waits for the communicator's first
- * operation, and is pushed before it (pend_flush): on_p2p's fast path,
- * which makes no such test of its own, is not taken while a registration
- * is pending (g_ring_live), and is again once none is. */
+/* A non-blocking split's child, made in progress (its size unknown until
+ * the application sees it ready), is registered only at its first
+ * operation, and pushed before it (pend_flush): on_p2p's fast path, which
+ * makes no such test of its own, is not taken while a registration is
+ * pending (g_ring_live), and is again once none is. */
 START_TEST(a_pending_registration_goes_before_a_grouped_send) {
-  static unsigned char id[128] = {0x72, 1, 2, 3}, id2[128] = {0x73, 1, 2, 3};
-  void *const comm = (void *)0xd8, *const comm2 = (void *)0xd9;
+  static unsigned char id[128] = {0x72, 1, 2, 3};
+  void *const comm = (void *)0xd8, *const child = (void *)0xd9;
   xr_rec rec[8];
   fast_path_open(comm, id, rec);
-  comm_init_as(comm2, id2, 0);
+  /* The split's late POST (wrap_nccl.c: NCCL stored the child after the
+   * call, not yet ready), then the application's poll that sees it ready. */
+  static void *where; /* the application's ncclComm_t */
+  a2a_event sp = ev_make(A2A_EV_COMM_INIT);
+  sp.comm = comm;
+  sp.u.init.how = A2A_INIT_SPLIT;
+  sp.u.init.parent = comm;
+  sp.u.init.newcomm = NULL;
+  sp.u.init.awaited = &where;
+  sp.u.init.nranks = sp.u.init.rank = -1;
+  ev_dispatch(&sp, A2A_NCCL_IN_PROGRESS); /* the call: no child yet */
+  sp.u.init.newcomm = child;
+  sp.u.init.late = 1;
+  ev_post(&sp, A2A_NCCL_IN_PROGRESS);
+  collector_add_comm_info(child, 2, 0, 0);
+  a2a_event poll = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  poll.comm = child;
+  poll.u.async_err.async_error = 0;
+  ev_dispatch(&poll, 0);
   /* (the previous group's marker, at most: the registration is pending) */
   for (int i = 0, n = drain(rec, 8); i < n; i++) ck_assert_int_ne(rec[i].type, XR_REC_COMMREG);
-  const a2a_comm *c2 = a2a_comm_lookup(comm2);
+  const a2a_comm *c2 = a2a_comm_lookup(child);
   ck_assert_ptr_nonnull(c2);
   ck_assert_uint_ne(c2->id_hash, 0);
-  group_sendrecv(comm2);
+  group_sendrecv(child);
   ck_assert_int_eq(drain(rec, 8), 4);
   ck_assert_int_eq(rec[0].type, XR_REC_COMMREG);
   ck_assert_uint_eq(rec[0].u.reg.reg.comm, c2->id_hash);
+  ck_assert_int_eq(rec[0].u.reg.reg.nranks, 2); /* completed at the poll */
   ck_assert_int_eq(rec[1].type, XR_REC_OP);
   assert_op(&rec[1].u.op, c2->id_hash, XR_OP_SEND, 8, 0x2222);
   ck_assert_int_eq(rec[2].type, XR_REC_OP);
   ck_assert_int_eq(rec[3].type, XR_REC_UNIT_END);
-  group_sendrecv(comm2); /* nothing pending: the OPs alone again */
+  group_sendrecv(child); /* nothing pending: the OPs alone again */
   ck_assert_int_eq(drain(rec, 8), 3);
   ck_assert_int_eq(rec[0].type, XR_REC_OP);
+}
+END_TEST
+
+/* A non-blocking id-based init registers at its PRE, as a blocking one
+ * (ranks that disagree are told while they poll), and binds at its POST;
+ * its thread waits in it while it only polls: a call of another kind ends
+ * the wait, a poll of the communicator still in progress starts it again,
+ * a poll of another communicator changes nothing, and one that finds it
+ * ready ends it. The wait is published as polled (XR_THREAD_POLLED). */
+START_TEST(a_nonblocking_init_registers_at_once_and_is_waited_in_while_polled) {
+  static unsigned char id[128] = {0x75, 1, 2, 3};
+  void *const comm = (void *)0xdb, *const other = (void *)0xdc;
+  xr_rec rec[8];
+  comm_init_as(comm, id, 0);
+  ck_assert_int_eq(drain(rec, 8), 2);
+  ck_assert_int_eq(rec[0].type, XR_REC_COMMREG);
+  ck_assert_int_eq(rec[0].u.reg.reg.nranks, 2);
+  ck_assert_int_eq(rec[1].type, XR_REC_COMMBIND);
+  const a2a_comm *c = a2a_comm_lookup(comm);
+  ck_assert_ptr_eq(rec[1].comm, c);
+  ck_assert_uint_eq(rec[1].u.end.comm, c->id_hash);
+  xr_threadstate ts[4];
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 1);
+  ck_assert_uint_eq(ts[0].wait, XR_WAIT_INIT);
+  ck_assert_uint_eq(ts[0].flags, XR_THREAD_POLLED);
+  ck_assert_uint_eq(ts[0].comm, c->id_hash);
+  ck_assert_str_eq(xr_thread_wait_name(&ts[0]),
+                   "a non-blocking ncclCommInitRank (polling ncclCommGetAsyncError)");
+  a2a_event poll = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  poll.comm = comm;
+  poll.u.async_err.async_error = A2A_NCCL_IN_PROGRESS;
+  ev_dispatch(&poll, 0);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 1);
+  a2a_event other_call = ev_make(A2A_EV_ALLOC); /* torch allocates before it waits */
+  other_call.api = "cudaMalloc";
+  ev_dispatch(&other_call, 0);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 0);
+  a2a_event poll_other = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  poll_other.comm = other;
+  poll_other.u.async_err.async_error = A2A_NCCL_IN_PROGRESS;
+  ev_dispatch(&poll_other, 0);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 0);
+  poll = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  poll.comm = comm;
+  poll.u.async_err.async_error = A2A_NCCL_IN_PROGRESS;
+  ev_dispatch(&poll, 0); /* waits again */
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 1);
+  ck_assert_uint_eq(ts[0].wait, XR_WAIT_INIT);
+  ck_assert_uint_eq(ts[0].flags, XR_THREAD_POLLED);
+  poll = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  poll.comm = comm;
+  poll.u.async_err.async_error = 0; /* ready */
+  ev_dispatch(&poll, 0);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 0);
+  poll = ev_make(A2A_EV_COMM_ASYNC_ERROR);
+  poll.comm = comm;
+  poll.u.async_err.async_error = A2A_NCCL_IN_PROGRESS; /* (an operation's, later) */
+  ev_dispatch(&poll, 0);
+  ck_assert_uint_eq(xr_blocked_snapshot(ts, 4, 0), 0);
 }
 END_TEST
 
@@ -1361,6 +1440,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, nested_group_rows_give_the_same_records);
   tcase_add_test(tc, a_fork_child_asks_for_the_thread_at_its_first_grouped_send);
   tcase_add_test(tc, a_pending_registration_goes_before_a_grouped_send);
+  tcase_add_test(tc, a_nonblocking_init_registers_at_once_and_is_waited_in_while_polled);
   tcase_add_test(tc, an_inactive_analyzer_posts_no_grouped_send);
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
