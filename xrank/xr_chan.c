@@ -186,6 +186,9 @@ typedef struct ccomm {
   uint32_t coll_posted, units;
   uint32_t last_kind;       /* the last operation posted on it (stories) */
   uint64_t last_site;
+  uint32_t poster;          /* xr_commstate.poster: 0 unknown ... */
+  int op_seen;              /* (an operation was posted: poster is its thread) */
+  int posters_many;         /* ... or two threads posted */
   uint32_t (*cnt)[2];       /* per peer: sends posted, receives posted */
 } ccomm;
 
@@ -755,6 +758,12 @@ static void on_commreg(const xr_rec *r) {
           "communicator)";
   S.comms[S.ncomms++] = cc;
   cc->site = reg->site;
+  /* An id-based init or ncclCommInitAll is made by the thread that will
+   * post (a split's late registration may come from another thread's
+   * poll: its poster is its first operation's). */
+  if (reg->how == A2A_INIT_RANK || reg->how == A2A_INIT_RANK_CONFIG ||
+      reg->how == A2A_INIT_SCALABLE || reg->how == A2A_INIT_ALL)
+    cc->poster = r->thread;
   if (how && !r->comm) {
     /* Registered at the init's PRE: say it when the init succeeded (the
      * finding then names the communicator and this rank). */
@@ -867,6 +876,12 @@ static void on_op(const xr_rec *r, const xr_op *rop) {
     if (!q->open) q->open = u;
   }
   op.group = u->group;
+  if (!cc->op_seen) { /* the first operation's thread, whoever created it */
+    cc->op_seen = 1;
+    cc->poster = r->thread;
+  } else if (r->thread != cc->poster) {
+    cc->posters_many = 1;
+  }
   cc->last_kind = op.kind;
   cc->last_site = op.site;
   if (op.kind == XR_OP_COLL && xr_coll_is_p2p(op.coll)) {
@@ -1129,6 +1144,7 @@ static void send_state(uint64_t now, int exiting) {
                         .coll_posted = cc->coll_posted, .ended = (uint32_t)cc->ended,
                         .peer_off = st.npeers, .last_kind = cc->last_kind,
                         .last_site = cc->last_site,
+                        .poster = cc->posters_many ? 0 : cc->poster,
                         .splits = cc->c ? atomic_load_explicit(&cc->c->nsplits, memory_order_relaxed) : 0};
     for (int32_t p = 0; p < cc->nranks && st.npeers < 16384; p++)
       if (cc->cnt[p][0] || cc->cnt[p][1]) {

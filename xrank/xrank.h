@@ -138,8 +138,17 @@ typedef struct xr_commstate {
   uint32_t splits;       /* ncclCommSplit/Shrink calls made on it so far */
   uint32_t last_kind;    /* its last posted operation: XR_OP_* (0: none) */
   uint64_t last_site;    /* ... and the call site of that operation */
+  /* The one host thread (shim thread index, >= 1) that posts this rank's
+   * operations: the only thread that posted any so far, or, before the
+   * first, the thread that created it by an id-based init or
+   * ncclCommInitAll; 0 when two threads posted, or when not known (a
+   * split's child before its first operation). While that thread is in
+   * no wait the rank may still post (xrank_wfg.h): a process that hosts
+   * several ranks as threads is not taken as blocked as a whole. */
+  uint32_t poster;
+  uint32_t pad;
 } xr_commstate;
-_Static_assert(sizeof(xr_commstate) == 48, "xr_commstate is a wire record");
+_Static_assert(sizeof(xr_commstate) == 56, "xr_commstate is a wire record");
 
 /* One incomplete launch unit: the operations of one comm launched together
  * (one group, or one operation outside a group) on one stream. A process

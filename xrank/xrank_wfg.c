@@ -16,6 +16,7 @@ enum { R_SAT, R_UNKNOWN, R_UNIT, R_POSTER, R_EXITED, R_ENDED };
 typedef struct req {
   uint8_t type;
   char what;        /* 'c' collective, 's' send, 'r' receive (awaited from q) */
+  uint8_t free;     /* R_POSTER whose poster thread waits in nothing: holds */
   int32_t target;   /* unit index (R_UNIT) or process (others) */
   int32_t qrank;    /* q's rank in the comm */
   uint32_t index;   /* the awaited op's index (0-based) */
@@ -380,7 +381,6 @@ static void slice_range(const graph *g, char what, const uint32_t *mu, const pen
   }
 }
 
-/* What rank q (process Q) owes to unit u for op `what` #[lo, hi). */
 /* The first entry for peer in a slice of p's peer array, or NULL. */
 static const xr_peerent *peer_of(const xr_procstate *p, uint32_t off, uint32_t np,
                                  int32_t peer) {
@@ -417,6 +417,16 @@ static int resolve_scan(graph *g, const mem *m, int32_t me, char what, uint32_t 
     if (hit && add_hit(g, base, Q, g->uoff[m->proc] + j) != 0) return -1;
   }
   return 0;
+}
+
+/* Whether the one thread that posts rank qc of process Q (xr_commstate.
+ * poster) waits in nothing Q reports: it may still post, whatever Q's
+ * other threads wait for (ranks as threads of one process). */
+static bool poster_free(const xr_procstate *Q, const xr_commstate *qc) {
+  if (!qc->poster) return false;
+  for (uint32_t k = 0; k < Q->nthreads; k++)
+    if (Q->threads[k].thread == qc->poster) return false;
+  return true;
 }
 
 /* What rank q (process Q) owes to unit u for op `what` #[lo, hi). */
@@ -478,6 +488,7 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
   if (posted < hi) {
     base.type = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
     base.index = posted > lo ? posted : lo;
+    base.free = base.type == R_POSTER && poster_free(Q, qc);
     return add_req(g, base);
   }
   return 0;
@@ -605,7 +616,7 @@ static bool req_ok(const graph *g, const req *r) {
   switch (r->type) {
   case R_SAT: case R_UNKNOWN: return true;
   case R_UNIT: return g->start[r->target];
-  case R_POSTER: return g->live[r->target];
+  case R_POSTER: return r->free || g->live[r->target];
   default: return false;
   }
 }
@@ -633,7 +644,7 @@ static bool split_ok(const graph *g, size_t p, const xr_threadstate *t, int32_t 
                Q->threads[k].index == t->index && Q->threads[k].rank == q;
     if (inside && Q->alive) continue;
     int w = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
-    if (w == R_POSTER && g->live[m->proc]) continue;
+    if (w == R_POSTER && (poster_free(Q, qc) || g->live[m->proc])) continue;
     if (bad) { *bad = q; *why = w; *made = qc->splits; }
     return false;
   }
@@ -717,9 +728,9 @@ static int fixpoint(graph *g) {
   for (size_t u = 0; u < nu; u++)
     for (size_t r = g->roff[u]; r < g->roff[u + 1]; r++) {
       const req *q = &g->reqs[r];
-      w.need[u] += q->type != R_SAT && q->type != R_UNKNOWN;
+      w.need[u] += q->type != R_SAT && q->type != R_UNKNOWN && !q->free;
       if (q->type == R_UNIT) w.dsoff[q->target + 1]++;
-      if (q->type == R_POSTER) w.dloff[q->target + 1]++;
+      if (q->type == R_POSTER && !q->free) w.dloff[q->target + 1]++;
     }
   for (size_t u = 0; u < nu; u++) w.dsoff[u + 1] += w.dsoff[u];
   for (size_t p = 0; p < n; p++) w.dloff[p + 1] += w.dloff[p];
@@ -727,7 +738,7 @@ static int fixpoint(graph *g) {
     for (size_t r = g->roff[u]; r < g->roff[u + 1]; r++) {
       const req *q = &g->reqs[r];
       if (q->type == R_UNIT) w.ds[w.dsoff[q->target]++] = (uint32_t)u;
-      if (q->type == R_POSTER) w.dl[w.dloff[q->target]++] = (uint32_t)u;
+      if (q->type == R_POSTER && !q->free) w.dl[w.dloff[q->target]++] = (uint32_t)u;
     }
   /* The fill advanced each start to the next one's: shift back. */
   for (size_t u = nu; u > 0; u--) w.dsoff[u] = w.dsoff[u - 1];
@@ -949,7 +960,9 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
         sb(s, " -> waits for rank %d to post its %s #%u (it has posted %u); rank %d, ", w->qrank,
            what_name(w->what), w->index + 1, w->posted, w->qrank);
         proc_name(s, &g->ps[w->target]);
-        sb(s, ", is in no CUDA/NCCL wait (computing, sleeping or doing I/O) and may still post it");
+        sb(s, w->free ? ", posts it from a thread that is in no CUDA/NCCL wait (computing, sleeping or "
+                        "doing I/O) and may still post it"
+                      : ", is in no CUDA/NCCL wait (computing, sleeping or doing I/O) and may still post it");
         mark(inv, (size_t)w->target);
         if (res->missing_proc < 0) res->missing_proc = w->target;
         break;

@@ -10,11 +10,16 @@
  *    collective k, every other rank's collective k; for the i-th send to q,
  *    q's i-th receive from us (and vice versa). A counterpart q has not
  *    posted yet is awaited from q's host thread: fine if q is alive and not
- *    stuck itself, impossible if q exited or ended the communicator;
+ *    stuck itself, or if the one thread that posts q's operations on that
+ *    communicator (xr_commstate.poster) is in no wait - ranks as threads of
+ *    one process, one computing while another waits; impossible if q
+ *    exited or ended the communicator;
  *  - a process is STUCK when one of its threads is blocked in a
  *    synchronizing call (cudaStreamSynchronize, ...) on a unit that cannot
- *    complete; a stuck process posts nothing more (its posting thread is the
- *    one that waits: documented limit for multi-threaded posters);
+ *    complete; a stuck process posts nothing more (its posting thread is
+ *    taken as the one that waits, unless its poster of the awaited rank is
+ *    known and waits in nothing: documented limit for ranks posted by
+ *    several threads);
  *  - a process with no blocked thread may still post anything (computing,
  *    sleeping, I/O): never stuck.
  * The least fixpoint of these positive rules gives what can still complete;

@@ -12,6 +12,12 @@
  *                            communicator by rank % 2 (concurrently, as the
  *                            split is collective over the threads) and runs
  *                            an AllReduce on its half each step
+ *   scenario_threads slow    correct: "ok", with thread 2 computing on the host
+ *                            for 4 s before its first collective and again
+ *                            before step 3's, while the others wait in
+ *                            cudaStreamSynchronize for collectives that need
+ *                            it (QA: was group.deadlock, exit 66: the process
+ *                            was taken as blocked as a whole)
  *   scenario_threads skip_ptds  BUGGY: "skip" with cudaStreamPerThread streams
  *   scenario_threads skip    BUGGY: thread 2 skips the Broadcast of step 3
  *                            (an early "continue"): the others hang in it
@@ -67,6 +73,8 @@ static void *rank_thread(void *arg) {
     SC_CUDA(cudaMemcpyAsync(hdr, hv, sizeof hv, cudaMemcpyHostToDevice, comp));
     SC_CUDA(cudaEventRecord(produced, comp));
     SC_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    if (strcmp(mode, "slow") == 0 && rank == 2 && (t == 0 || t == 3))
+      sleep(4); /* host work (a sleep looks the same to a2acheck) */
     if (!(strncmp(mode, "skip", 4) == 0 && rank == 2 && t == 3))
       SC_NCCL(ncclBroadcast(b, b, N, ncclFloat32, broot, comm, comm_s));
     SC_NCCL(ncclReduce(a, r, N, ncclFloat32, ncclMax, rroot, comm, comm_s));

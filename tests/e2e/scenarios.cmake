@@ -137,6 +137,7 @@ exit $fail
   a2a_scenario(threads_ranks threads ok COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_per_thread_stream threads ptds COMPARE CHECK ${CLEAN})
   a2a_scenario(threads_split threads split COMPARE CHECK ${CLEAN})
+  a2a_scenario(threads_slow_rank threads slow COMPARE TIMEOUT 60 CHECK ${CLEAN})
   # Every device's communicator timed, though ncclCommInitAll made them all
   # with device 3 current (perf_comm's events are each communicator's
   # device's: before, only comm#4's were recordable).

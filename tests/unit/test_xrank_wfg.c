@@ -107,6 +107,35 @@ START_TEST(free_rank_is_not_deadlock) {
 }
 END_TEST
 
+/* Ranks as threads of one process: rank 0's thread (1) waits in
+ * cudaStreamSynchronize for its AllReduce, which needs rank 1's; rank 1 has
+ * posted nothing yet. Its poster, thread 2, waits in nothing (computing):
+ * it may still post, no deadlock. Unknown (0) or the waiting thread itself:
+ * the process is taken as blocked as a whole, as before (a deadlock). */
+START_TEST(ranks_as_threads_free_poster_is_not_deadlock) {
+  pb b[1];
+  pb_init(&b[0], 40);
+  pb_comm(&b[0], 0xF, 0, 2, 1);
+  xr_commstate *c1 = pb_comm(&b[0], 0xF, 1, 2, 0);
+  pb_coll(&b[0], 0xF, 1, 0);
+  pb_block(&b[0], 1, 4000);
+  xr_wfg_result res;
+  c1->poster = 2;
+  ck_assert_int_eq(analyze(b, 1, &res), 0);
+  c1->poster = 0;
+  ck_assert_int_eq(analyze(b, 1, &res), 1);
+  ck_assert_int_eq(res.dead_threads, 1);
+  c1->poster = 1;
+  ck_assert_int_eq(analyze(b, 1, &res), 1);
+  /* Thread 2 waits too (on a stream of its own, behind nothing of
+   * rank 1's): it will not post. */
+  c1->poster = 2;
+  b[0].threads[b[0].st.nthreads++] = (xr_threadstate){.stream = 7, .blocked_ms = 4000, .thread = 2,
+                                                      .wait = XR_WAIT_STREAM, .site = 0x998};
+  ck_assert_int_eq(analyze(b, 1, &res), 1);
+}
+END_TEST
+
 /* Grouped all-to-all in flight on 2 ranks, both blocked in sync: the units
  * need each other to START, not to complete: not a deadlock. */
 START_TEST(group_in_flight_not_deadlock) {
@@ -658,6 +687,7 @@ static Suite *suite(void) {
   tcase_add_test(t, waits_for_exited_rank);
   tcase_add_test(t, waits_for_rank_blocked_elsewhere);
   tcase_add_test(t, free_rank_is_not_deadlock);
+  tcase_add_test(t, ranks_as_threads_free_poster_is_not_deadlock);
   tcase_add_test(t, group_in_flight_not_deadlock);
   tcase_add_test(t, counterpart_completed_is_satisfied);
   tcase_add_test(t, thread_targets);
