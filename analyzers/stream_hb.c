@@ -3233,6 +3233,32 @@ static inline __attribute__((always_inline)) bool launch_count(const a2a_event *
                                                  memory_order_relaxed);
 }
 
+/* A kernel's access k supersedes range r's history, every access of
+ * which is ordered before it (launch_apply's all-ordered branch, and
+ * launch_repeat's): k goes into acc[0] (coal_apply counts repeats there),
+ * alone - except the communication accesses the host clock does not cover
+ * yet, which stay behind it. Whether the kernel writes what it is passed
+ * is unknown, and a later access of another stream that is not ordered
+ * after the kernel may not be ordered after the communication either:
+ * against the kernel alone that race is kernel against kernel, which is
+ * not reported (a post-processing kernel on the communication stream hid
+ * a forgotten wait, QA). Once the host clock covers a communication
+ * access, every later enqueue is ordered after it: it goes. */
+static inline __attribute__((always_inline)) void kernel_supersede(range *r, const access *k) {
+  if (__builtin_expect(r->nacc == 1 && !(r->acc[0].flags & F_COMM), 1)) {
+    r->acc[0] = *k;
+    return;
+  }
+  access keep[MAX_ACC];
+  int n = 0;
+  const uint32_t *host = g_tl[HOST_TL].vc;
+  for (int i = 0; i < r->nacc; i++)
+    if ((r->acc[i].flags & F_COMM) && !hb(&r->acc[i], host) && n < MAX_ACC - 1) keep[n++] = r->acc[i];
+  r->acc[0] = *k;
+  for (int i = 0; i < n; i++) r->acc[1 + i] = keep[i];
+  r->nacc = 1 + n;
+}
+
 /* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
  * launches"): applied (or counted), or false (nothing done) when the
  * memo does not answer for it or a hit's history is not all ordered before
@@ -3257,17 +3283,13 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
    * which only grow it. */
   for (int h = 0; ok && h < nhits; h++) ok = all_ordered(t_lmemo.hits[h], g_tl[s].vc);
   if (ok) {
-    /* launch_apply's all-ordered branch for each hit. (The access is built
-     * in the first hit's history and copied to the others.) */
-    range *r0 = t_lmemo.hits[0];
-    launch_access(&r0->acc[0], ev, t_lmemo.what, s);
-    r0->last_use = ++g_use;
-    r0->nacc = 1;
-    for (int h = 1; h < nhits; h++) {
+    /* launch_apply's all-ordered branch for each hit. */
+    access a;
+    launch_access(&a, ev, t_lmemo.what, s);
+    for (int h = 0; h < nhits; h++) {
       range *r = t_lmemo.hits[h];
       r->last_use = ++g_use;
-      r->acc[0] = r0->acc[0];
-      r->nacc = 1;
+      kernel_supersede(r, &a);
     }
     if (thread < MAX_THREADS) { /* open the thread's slot */
       t_lmemo.site = ev->callsite;
@@ -3319,11 +3341,11 @@ static int launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits,
      * program): no access is in flight, so none is a communication READ in
      * flight and the kernel keeps F_READ | F_WRITE; access_range's fast
      * path for a covering write, inline - the kernel supersedes the range's
-     * history. (launch_repeat does the same.) */
+     * history but for communication the host has not waited for
+     * (kernel_supersede; launch_repeat does the same). */
     if (all_ordered(r, vc)) {
       r->last_use = ++g_use;
-      r->acc[0] = a;
-      r->nacc = 1;
+      kernel_supersede(r, &a);
       continue;
     }
     /* Whether a kernel writes what it is passed is unknown here. Reading the
@@ -3343,11 +3365,22 @@ static int launch_apply(const a2a_event *ev, const a2a_kparams *f, range **hits,
 
 /* Whether a copy or memset makes the host wait until it is done: the
  * synchronous variants of D2H/H2D/H2H copies do, D2D copies and memsets do
- * not (CUDA's "API synchronization behavior"), nor does any *Async call.
- * Called without g_mu (it may ask the runtime about pointers). */
+ * not (CUDA's "API synchronization behavior"), nor does an *Async call -
+ * except a device-to-host copy into pageable (unregistered) host memory,
+ * which the driver stages and completes before it returns (what the
+ * deadlock model takes as a wait too, xrank.c; the runtime answers which
+ * memory is pageable, cudaHostRegister'ed ranges included). Called without
+ * g_mu (it may ask the runtime about pointers). */
 static bool copy_host_waits(const a2a_event *ev) {
-  if (ev->u.copy.async || ev->kind == A2A_EV_MEMSET) return false;
+  if (ev->kind == A2A_EV_MEMSET) return false;
   int k = ev->u.copy.cpykind;
+  if (ev->u.copy.async) {
+    if (a2a_copy_queued(ev)) return false; /* H2D, D2D, H2H: never */
+    a2a_ptrinfo d, s;
+    return a2a_hostsvc->pointer_info(ev->u.copy.dst, &d) == 0 && d.type == 0 &&
+           (k == A2A_CPY_D2H ||
+            (a2a_hostsvc->pointer_info(ev->u.copy.src, &s) == 0 && s.type >= 2));
+  }
   if (k == A2A_CPY_D2D) return false;
   if (k != A2A_CPY_DEFAULT) return true;
   a2a_ptrinfo a, b;
@@ -3605,9 +3638,12 @@ static inline __attribute__((always_inline)) bool stage_copy(const a2a_event *ev
         atomic_compare_exchange_strong(&last->n, &n, n + 1))
       return true;
   }
-  /* (The kinds that make the host wait are not deferred; a copy the ring
-   * does not remember has nothing to do.) */
-  if (!(ev->u.copy.async || ms || ev->u.copy.cpykind == A2A_CPY_D2D)) return false;
+  /* (The kinds that may make the host wait are not deferred - an
+   * asynchronous device-to-host or Default copy may, into pageable memory:
+   * copy_host_waits asks; a copy the ring does not remember has nothing to
+   * do.) */
+  if (!(ms || ev->u.copy.cpykind == A2A_CPY_D2D || (ev->u.copy.async && a2a_copy_queued(ev))))
+    return false;
   if (!copy_remembered_k(ev, ms)) return true;
   if (!r) return false;
   uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);

@@ -58,6 +58,14 @@ exec "$@" "$dir"
   a2a_stream_test(unsynced_output_buggy unsynced_output buggy 3 60
     --expect stream.unsynced-output:error --only)
   a2a_stream_test(unsynced_output_fixed unsynced_output fixed 0 60 --none)
+  # QA: a post-processing kernel on the communication stream hid the
+  # forgotten wait; an asynchronous copy into pageable memory is a host wait.
+  a2a_stream_test(unsynced_output_post_buggy unsynced_output buggy-post 3 60
+    --expect stream.unsynced-output:error --only)
+  a2a_stream_test(unsynced_output_post_fixed unsynced_output fixed-post 0 60 --none)
+  a2a_stream_test(unsynced_output_pageable_fixed unsynced_output fixed-pageable 0 60 --none)
+  a2a_stream_test(unsynced_output_registered_buggy unsynced_output buggy-registered 3 60
+    --expect stream.unsynced-output:error --only)
   a2a_stream_test(unsynced_output_host_buggy unsynced_output buggy-host 3 60
     --expect stream.unsynced-output:error --contains "stream.unsynced-output=the host" --only)
   a2a_stream_test(unsynced_output_host_fixed unsynced_output fixed-host 0 60 --none)
