@@ -433,15 +433,20 @@ static void describe_proc_state(sbuf *s, const xr_confirm_io *io, const xr_procs
         "sleep, I/O) or still computing");
 }
 
+/* The 1-based number of the first of [lo, hi) that a rank which posted
+ * `posted` (unknown: 0) has not posted. */
+static uint32_t first_missing(uint32_t lo, uint32_t posted) { return (posted > lo ? posted : lo) + 1; }
+
 /* Whether rank q has not posted the counterpart unit U of process p waits
- * for; fills what ('c', 's', 'r': what q owes) and its number. */
+ * for; fills what ('c', 's', 'r': what q owes) and the number of the first
+ * it owes (a unit may hold several: a group of collectives). */
 static int awaits(const xr_procstate *ps, size_t n, size_t p, const xr_unitstate *U, int32_t q,
                   char *what, uint32_t *idx) {
   const xr_commstate *qc = NULL;
   int qp = member(ps, n, U->comm, q, &qc);
   if (U->coll_hi > U->coll_lo && (qp < 0 || qc->coll_posted < U->coll_hi)) {
     *what = 'c';
-    *idx = U->coll_hi;
+    *idx = first_missing(U->coll_lo, qp < 0 ? 0 : qc->coll_posted);
     return 1;
   }
   for (uint32_t e = 0; e < U->npeers && U->peer_off + e < ps[p].npeers; e++) {
@@ -451,12 +456,12 @@ static int awaits(const xr_procstate *ps, size_t n, size_t p, const xr_unitstate
     if (qp >= 0) posted_with(&ps[qp], qc, U->rank, &qs, &qr);
     if (pe->send_hi > pe->send_lo && (qp < 0 || qr < pe->send_hi)) {
       *what = 'r';
-      *idx = pe->send_hi;
+      *idx = first_missing(pe->send_lo, qp < 0 ? 0 : qr);
       return 1;
     }
     if (pe->recv_hi > pe->recv_lo && (qp < 0 || qs < pe->recv_hi)) {
       *what = 's';
-      *idx = pe->recv_hi;
+      *idx = first_missing(pe->recv_lo, qp < 0 ? 0 : qs);
       return 1;
     }
   }

@@ -200,6 +200,30 @@ START_TEST(hang_after_timeout_without_progress) {
 }
 END_TEST
 
+/* A unit holding two grouped collectives (#11 and #12; nccl-tests -m 2)
+ * while the awaited rank posted 10: the story names #11, the first it
+ * owes (QA: named #12, the unit's last). */
+START_TEST(hang_names_the_first_missing_collective_of_a_group) {
+  xr_confirm_free(&c);
+  xr_confirm_opts o = {.confirm_s = 5.0, .hang_timeout_s = 30.0};
+  xr_confirm_init(&c, &o);
+  for (int r = 0; r < 4; r++) {
+    pb_init(&b[r], 200 + r);
+    pb_comm(&b[r], 0xD, r, 4, r == 3 ? 10 : 12);
+    if (r < 3) {
+      xr_unitstate *u = pb_coll(&b[r], 0xD, 1, 10);
+      u->coll_hi = 12;
+    }
+    b[r].st.version = 1;
+  }
+  ck_assert_int_eq(step(100 * S, 4), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(130 * S, 4), XR_CONFIRM_HANG);
+  ck_assert_int_ge(ng, 1);
+  ck_assert_ptr_nonnull(strstr(g[0].text, "for rank 3 to post its collective #11"));
+  ck_assert_ptr_null(strstr(g[0].text, "collective #12"));
+}
+END_TEST
+
 START_TEST(progress_keeps_the_hang_away) {
   xr_confirm_free(&c);
   xr_confirm_opts o = {.confirm_s = 5.0, .hang_timeout_s = 30.0};
@@ -373,6 +397,7 @@ static Suite *confirm_suite(void) {
   tcase_add_test(tc, resolved_candidate_reports_nothing);
   tcase_add_test(tc, short_blocks_do_not_count);
   tcase_add_test(tc, hang_after_timeout_without_progress);
+  tcase_add_test(tc, hang_names_the_first_missing_collective_of_a_group);
   tcase_add_test(tc, progress_keeps_the_hang_away);
   tcase_add_test(tc, stall_warns_early_then_hang_fails);
   tcase_add_test(tc, dead_processes_get_no_verdict);
