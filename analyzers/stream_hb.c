@@ -2760,10 +2760,14 @@ static void default_stream_warning(const a2a_event *ev, const char *what) {
            "CUDA orders the legacy default stream with every blocking stream of its device "
            "(work enqueued on those streams after this communication waits for it, and the "
            "communication waits for their earlier work), so it cannot overlap their "
-           "computation. Fix: create those streams with cudaStreamNonBlocking (as "
-           "torch.cuda.Stream and NCCL's own streams are), or pass NCCL a stream created "
-           "with cudaStreamNonBlocking.",
-           what, dev, dev, others);
+           "computation. Fix: %s",
+           what, dev, dev, others,
+           nblk > 0 ? "create those streams with cudaStreamNonBlocking (as torch.cuda.Stream "
+                      "and NCCL's own streams are), or pass NCCL a stream created with "
+                      "cudaStreamNonBlocking."
+                    : "pass NCCL cudaStreamPerThread (stream 0 means the legacy stream to NCCL, "
+                      "which is not built for per-thread default streams) or a stream created "
+                      "with cudaStreamNonBlocking.");
   a2a_json j;
   a2a_json_init(&j, js, sizeof js);
   a2a_json_obj_begin(&j, NULL);
