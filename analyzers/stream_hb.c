@@ -3248,19 +3248,33 @@ static inline __attribute__((always_inline)) bool launch_count(const a2a_event *
  * not reported (a post-processing kernel on the communication stream hid
  * a forgotten wait, QA). Once the host clock covers a communication
  * access, every later enqueue is ordered after it: it goes. */
-static inline __attribute__((always_inline)) void kernel_supersede(range *r, const access *k) {
-  if (__builtin_expect(r->nacc == 1 && !(r->acc[0].flags & F_COMM), 1)) {
+__attribute__((noinline)) static void kernel_supersede_keep(range *r, const access *k) {
+  const uint32_t *host = g_tl[HOST_TL].vc;
+  /* The steady state after a communication: [the previous kernel, the
+   * communication accesses kept] - only the kernel changes. */
+  bool same = !(r->acc[0].flags & F_COMM);
+  for (int i = 1; same && i < r->nacc; i++)
+    same = (r->acc[i].flags & F_COMM) && !hb(&r->acc[i], host);
+  if (same) {
     r->acc[0] = *k;
     return;
   }
   access keep[MAX_ACC];
   int n = 0;
-  const uint32_t *host = g_tl[HOST_TL].vc;
   for (int i = 0; i < r->nacc; i++)
     if ((r->acc[i].flags & F_COMM) && !hb(&r->acc[i], host) && n < MAX_ACC - 1) keep[n++] = r->acc[i];
   r->acc[0] = *k;
   for (int i = 0; i < n; i++) r->acc[1 + i] = keep[i];
   r->nacc = 1 + n;
+}
+/* (The history a kernel replaces outright: its only access is not
+ * communication.) */
+static inline bool kernel_plain_history(const range *r) {
+  return r->nacc == 1 && !(r->acc[0].flags & F_COMM);
+}
+static inline __attribute__((always_inline)) void kernel_supersede(range *r, const access *k) {
+  if (__builtin_expect(kernel_plain_history(r), 1)) r->acc[0] = *k;
+  else kernel_supersede_keep(r, k);
 }
 
 /* A launch of t_lmemo.key.func on the thread's memo (see "Repeated
@@ -3288,12 +3302,21 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
   for (int h = 0; ok && h < nhits; h++) ok = all_ordered(t_lmemo.hits[h], g_tl[s].vc);
   if (ok) {
     /* launch_apply's all-ordered branch for each hit. */
-    access a;
-    launch_access(&a, ev, t_lmemo.what, s);
-    for (int h = 0; h < nhits; h++) {
+    /* (The access is built in the first hit's history, as the whole
+     * history it replaces when that is plain, and copied to the others.) */
+    range *r0 = t_lmemo.hits[0];
+    if (__builtin_expect(kernel_plain_history(r0), 1)) {
+      launch_access(&r0->acc[0], ev, t_lmemo.what, s);
+    } else {
+      access a;
+      launch_access(&a, ev, t_lmemo.what, s);
+      kernel_supersede_keep(r0, &a);
+    }
+    r0->last_use = ++g_use;
+    for (int h = 1; h < nhits; h++) {
       range *r = t_lmemo.hits[h];
       r->last_use = ++g_use;
-      kernel_supersede(r, &a);
+      kernel_supersede(r, &r0->acc[0]);
     }
     if (thread < MAX_THREADS) { /* open the thread's slot */
       t_lmemo.site = ev->callsite;

@@ -994,6 +994,30 @@ START_TEST(launch_repeat_other_words_are_looked_up) {
 }
 END_TEST
 
+/* A kernel ordered after a receive stands for the buffer's history - but
+ * the receive stays behind it until the host waits for it: a launch on a
+ * stream ordered after neither races with the receive, not only with the
+ * kernel (QA: a post-processing kernel on the communication stream hid the
+ * forgotten wait). Once the host synchronized, the receive goes. Both the
+ * locked launch and its repeat (launch_repeat). */
+START_TEST(kernel_after_receive_keeps_it_until_the_host_waits) {
+  for (int rep = 0; rep < 2; rep++) {
+    three_streams_warm();
+    recv_on(S_COMM, RECVBUF, NBYTES / 4);
+    launch_fill(S_COMM, RECVBUF, (void *)0x3000); /* post-processing, in order */
+    if (rep) launch_fill(S_COMM, RECVBUF, (void *)0x3000); /* repeated */
+    ck_assert_int_eq(stream_findings(), 0);
+    launch_fill(S_OTHER, RECVBUF, (void *)0x3001); /* forgot work.wait() */
+    ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+    stream_ev(A2A_EV_STREAM_SYNC, S_COMM, 0);
+    stream_ev(A2A_EV_STREAM_SYNC, S_OTHER, 0);
+    launch_fill(S_COMM, RECVBUF, (void *)0x3000);
+    launch_fill(S_OTHER, RECVBUF, (void *)0x3001); /* the host waited: kernels only */
+    ck_assert_int_eq(collector_count("stream.unsynced-output"), 1);
+  }
+}
+END_TEST
+
 /* ...and the same buffer on another stream is that stream's access: a send
  * of it ordered after the compute stream only is not ordered after it. */
 START_TEST(launch_repeat_other_stream_is_looked_up) {
@@ -1005,6 +1029,9 @@ START_TEST(launch_repeat_other_stream_is_looked_up) {
   launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* ordered: the memo */
   launch_fill(S_COMP, RECVBUF, (void *)0x3000); /* repeated */
   ck_assert_int_eq(stream_findings(), 0);
+  /* (S_OTHER ordered after the receive too: the compute kernels' history
+   * keeps the receive until the host waits for it - kernel_supersede.) */
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, e, S_OTHER, 0);
   launch_fill(S_OTHER, RECVBUF, (void *)0x3001); /* compute vs compute: no finding */
   ck_assert_int_eq(stream_findings(), 0);
   void *e2 = (void *)0xe200;
@@ -3660,7 +3687,10 @@ START_TEST(many_streams_created_up_front) {
   recv_on(blocking, RECVBUF, NBYTES / 4);
   launch_fill(NULL, RECVBUF, (void *)0x3001);
   ck_assert_int_eq(stream_findings(), 1);
-  /* ...while a non-blocking one does not. */
+  /* ...while a non-blocking one does not. (The host waits first: the
+   * legacy kernel's history keeps the blocking stream's receive, which a
+   * receive on another stream would race with.) */
+  stream_ev(A2A_EV_DEVICE_SYNC, NULL, 0);
   void *nonblocking = (void *)(0x900000 + 7 * 0x100);
   recv_on(nonblocking, RECVBUF, NBYTES / 4);
   launch_fill(NULL, RECVBUF, (void *)0x3002);
@@ -4192,6 +4222,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, launch_skip_other_words_are_looked_up);
   tcase_add_test(tc, launch_repeat_other_words_are_looked_up);
   tcase_add_test(tc, launch_repeat_other_stream_is_looked_up);
+  tcase_add_test(tc, kernel_after_receive_keeps_it_until_the_host_waits);
   tcase_add_test(tc, launch_repeat_in_flight_is_checked);
   tcase_add_test(tc, launch_hint_other_range_is_searched);
   tcase_add_test(tc, launch_hint_dead_range_is_not_taken);
