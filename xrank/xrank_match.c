@@ -90,6 +90,7 @@ typedef struct mrank {
   opq colls;              /* collectives not yet matched across all ranks */
   size_t live;            /* this rank's queued sends/receives whose peer has
                              not ended (what pending counts) */
+  uint32_t nrooted;       /* rooted API collectives (Scatter, Gather) posted */
   uint32_t parts_to;      /* pair queues of other ranks towards this one whose
                              front is part of an API collective (AlltoAll,
                              Gather, Scatter): while 0, no clash with one of
@@ -128,6 +129,10 @@ typedef struct mcomm {
   uint64_t keys[MAX_KEYS];
   int nkeys;
   char last[768];
+  /* The latest rooted API collectives, by number on the rank that posted
+   * each first (rooted_check; idx 0: unused). */
+  struct rooted { uint32_t idx; int32_t rank; xr_op op; } rooted[8];
+  uint32_t rooted_next;
   struct mcomm *next;
 } mcomm;
 
@@ -929,6 +934,44 @@ static void clash_on_part(xr_matcher *m, mcomm *c, int q, int r) {
   if (part && never_p2p(c, r, q)) kind_clash(m, c, q, part, r, coll);
 }
 
+/* A rooted API collective (ncclScatter, ncclGather: NCCL posts them as
+ * sends and receives, matched pair by pair) whose ranks disagree on the
+ * root leaves no pair to compare - the root sends to ranks that wait for
+ * another root - and hangs. The k-th such call of each rank is compared
+ * with the k-th of the first rank that posted it (the latest 8 numbers are
+ * remembered: ranks further apart are not compared): the same collective
+ * with another root is size.collective-mismatch, the known cause of the
+ * hang. */
+static void rooted_check(xr_matcher *m, mcomm *c, const xr_op *op) {
+  uint32_t k = ++c->ranks[op->rank].nrooted;
+  const size_t n = sizeof c->rooted / sizeof c->rooted[0];
+  for (size_t i = 0; i < n; i++) {
+    const struct rooted *e = &c->rooted[i];
+    if (e->idx != k) continue;
+    if (e->op.coll != op->coll || e->op.root == op->root || e->rank == op->rank) return;
+    char text[768], d1[160], d2[160], s1[128], s2[128];
+    snprintf(text, sizeof text,
+             "nccl%s #%u on communicator %016" PRIx64 ": rank %d calls %s at %s, but rank %d calls "
+             "%s at %s (a different root): the ranks send to and receive from different roots, so "
+             "NCCL hangs",
+             a2a_coll_name(op->coll), k, c->id, op->rank, xr_op_describe(op, d1, sizeof d1),
+             site_str(m, c->ranks[op->rank].conn, op->site, s1, sizeof s1), e->rank,
+             xr_op_describe(&e->op, d2, sizeof d2),
+             site_str(m, c->ranks[e->rank].conn, e->op.site, s2, sizeof s2));
+    snprintf(c->last, sizeof c->last, "%s", text);
+    if (first_time(c, A2A_CK_SIZE_COLLECTIVE_MISMATCH, op->rank, e->rank)) {
+      send_verdict(m, c, op->rank, A2A_CK_SIZE_COLLECTIVE_MISMATCH, A2A_SEV_ERROR, op->site, text, NULL);
+      send_verdict(m, c, e->rank, A2A_CK_SIZE_COLLECTIVE_MISMATCH, A2A_SEV_ERROR, e->op.site, text,
+                   NULL);
+    }
+    return;
+  }
+  struct rooted *e = &c->rooted[c->rooted_next++ % n];
+  e->idx = k;
+  e->rank = op->rank;
+  e->op = *op;
+}
+
 void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
   mcomm *c = comm_find(m, op->comm);
   if (!c || c->desynced) return;
@@ -940,6 +983,7 @@ void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op) {
   if (xr_coll_is_p2p(op->coll)) {
     /* NCCL posts these as sends and receives in the per-peer queues: so do
      * we, each remembering the collective it is part of. */
+    if (op->coll == A2A_COLL_SCATTER || op->coll == A2A_COLL_GATHER) rooted_check(m, c, op);
     xr_op p = *op;
     p.redop = -1;
     int kind, peer;

@@ -525,6 +525,47 @@ START_TEST(gather_and_scatter_expand_around_the_root) {
 }
 END_TEST
 
+/* Scatter whose ranks disagree on the root (nccl-tests -r 0 on some ranks,
+ * -r 1 on others): no pair meets to compare - the root sends to ranks
+ * waiting for another root - so the k-th rooted call of each rank is
+ * compared with the first poster's: size.collective-mismatch naming both
+ * roots, to both ranks, once per pair; the known cause of the hang. Equal
+ * roots, and a Gather next to a Scatter at the same number, say nothing. */
+START_TEST(rooted_collectives_with_different_roots) {
+  xr_matcher *m = mk(4, 0xa6);
+  for (int r = 0; r < 4; r++) {
+    xr_op sc = coll(0xa6, r, A2A_COLL_SCATTER, 64, F32, -1);
+    sc.root = r < 2 ? 0 : 1;
+    sc.site = 60 + r;
+    xr_matcher_op(m, r, &sc);
+  }
+  /* ranks 2 and 3, and rank 0 per pair (its runtime logs it once: same check, same site) */
+  ck_assert_int_eq(count("size.collective-mismatch"), 4);
+  const got *v = find("size.collective-mismatch", 2);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclScatter(count 64, float32, root 1)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclScatter(count 64, float32, root 0)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "(a different root)"));
+  ck_assert_ptr_nonnull(find("size.collective-mismatch", 0));
+  ck_assert_ptr_null(find("size.collective-mismatch", 1));
+  xr_matcher_free(m);
+  m = mk(2, 0xa7);
+  for (int r = 0; r < 2; r++) {
+    xr_op sc = coll(0xa7, r, A2A_COLL_SCATTER, 8, F32, -1);
+    sc.root = 1;
+    xr_matcher_op(m, r, &sc);
+  }
+  xr_op g = coll(0xa7, 0, A2A_COLL_GATHER, 8, F32, -1);
+  g.root = 0;
+  xr_matcher_op(m, 0, &g);
+  xr_op sc = coll(0xa7, 1, A2A_COLL_SCATTER, 8, F32, -1);
+  sc.root = 1;
+  xr_matcher_op(m, 1, &sc); /* #2: another collective (an order question, not a root) */
+  ck_assert_int_eq(count("size.collective-mismatch"), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
 START_TEST(collective_dtype_at_equal_bytes) {
   /* float on two ranks, half with twice the count on two: not "a different
    * count" but the dtype mismatch it is; an error for a reduction. */
@@ -808,6 +849,7 @@ static Suite *suite(void) {
   tcase_add_test(t, alltoall_against_send_recv_pairwise);
   tcase_add_test(t, alltoall_everywhere_keeps_the_collective_message);
   tcase_add_test(t, gather_and_scatter_expand_around_the_root);
+  tcase_add_test(t, rooted_collectives_with_different_roots);
   tcase_add_test(t, collective_dtype_at_equal_bytes);
   tcase_add_test(t, alltoall_against_allreduce_is_an_order_mismatch);
   tcase_add_test(t, p2p_size_mismatch_names_both);
