@@ -315,17 +315,34 @@ static void ewait_done(uint32_t id) {
   pthread_mutex_unlock(&g_xr_mu);
 }
 
+/* The runtime's dedup key of a cross-rank finding: its call site, except
+ * - a stall: every stall is news (docs/checks.md: once per stall), and a
+ *   later stall at the same call site - every tensor.cpu() waits in the
+ *   same cudaStreamSynchronize - is not a repeat of the first: told apart
+ *   by their text (the runtime's key without a site);
+ * - a mismatch between two ranks (size.*, group.order-mismatch /
+ *   init-mismatch / duplicate-device): the coordinator sends each pair of
+ *   ranks once per communicator, and one call site of this process stands
+ *   for several pairs (every peer of an all_to_all_single, a loop of
+ *   ncclSend): the site and the text (which names the pair). */
+static const void *finding_key(a2a_check_id check, uint64_t site, const char *msg) {
+  if (check == A2A_CK_GROUP_STALL) return NULL;
+  bool pair = check == A2A_CK_SIZE_P2P_MISMATCH || check == A2A_CK_SIZE_COLLECTIVE_MISMATCH ||
+              check == A2A_CK_SIZE_DTYPE_MISMATCH || check == A2A_CK_SIZE_UNMATCHED_P2P ||
+              check == A2A_CK_GROUP_ORDER_MISMATCH || check == A2A_CK_GROUP_INIT_MISMATCH ||
+              check == A2A_CK_GROUP_DUPLICATE_DEVICE;
+  if (!pair || !site) return (const void *)(uintptr_t)site;
+  uint64_t k = site ^ a2a_hash_bytes(msg, strlen(msg), 0x9a1);
+  return (const void *)(uintptr_t)(k ? k : 1);
+}
+
 static void report_ex(a2a_check_id check, a2a_severity sev, const a2a_comm *c, uint64_t site,
                       const char *msg, const char *json, bool echo) {
   /* This thread's stack means nothing to the user; the operation's own call
    * site (a return address in this process) does: the runtime symbolizes it
    * like any frame ("fn+off (module) at file.c:line"). */
   a2a_stack st = {.n = site ? 1 : 0, .pc = {(void *)(uintptr_t)site}};
-  /* Every stall is news (docs/checks.md: once per stall): a later stall at
-   * the same call site - every tensor.cpu() waits in the same
-   * cudaStreamSynchronize - is not a repeat of the first, so stalls are
-   * told apart by their text (the runtime's dedup key without a site). */
-  const void *key = check == A2A_CK_GROUP_STALL ? NULL : (const void *)(uintptr_t)site;
+  const void *key = finding_key(check, site, msg);
   a2a_finding f = {.check = check, .severity = sev, .site = key,
                    .comm = c, .message = msg, .details_json = json,
                    .stack = site ? &st : NULL, .capture_stack = false, .echo = echo,

@@ -21,6 +21,13 @@
  *   scenario_a2a_single legacy_skip  BUGGY: "legacy" (everything on stream 0),
  *                                  and rank 3 skips the all-to-all of step 5
  *                                  -> group.deadlock, exit 66
+ *   scenario_a2a_single split_bug  BUGGY: "grouped", and at step 3 rank 2
+ *                                  moves half its split for rank 0 into its
+ *                                  split for rank 1 (the total is right):
+ *                                  size.p2p-mismatch for both pairs - both
+ *                                  in rank 2's log, although one ncclSend
+ *                                  call site makes both (QA: its log kept
+ *                                  one, deduplicated by the site)
  *   scenario_a2a_single legacy     "equal" on the legacy default stream
  *                                  (torch's default current stream): only
  *                                  stream.default-stream may be reported.
@@ -70,9 +77,11 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
       /* the bug: "nothing to send or receive, skip the exchange" */
     } else {
       long so = 0, ro = 0;
+      int bug = strcmp(mode, "split_bug") == 0 && rank == 2 && t == 3;
       SC_NCCL(ncclGroupStart());
       for (int p = 0; p < nranks; p++) {
-        SC_NCCL(ncclSend(in + so, split(rank, p, t), ncclFloat32, p, comm, cur));
+        long sn = split(rank, p, t) + (bug && p == 0 ? -UNIT / 2 : bug && p == 1 ? UNIT / 2 : 0);
+        SC_NCCL(ncclSend(in + so, sn, ncclFloat32, p, comm, cur));
         SC_NCCL(ncclRecv(out + ro, split(p, rank, t), ncclFloat32, p, comm, cur));
         so += split(rank, p, t);
         ro += split(p, rank, t);

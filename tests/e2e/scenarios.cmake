@@ -409,6 +409,12 @@ exit $fail
   a2a_scenario(bug_exec_ranks_skip procs exec_skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error@0 --expect group.deadlock:error@2 --contains "group.deadlock=rank 1"
           --allow group.deadlock --allow group.order-mismatch --no-other-errors)
+  # One ncclSend call site of rank 2 mismatches two peers: both pairs in
+  # its log (QA: deduplicated by the site, one was kept).
+  a2a_scenario(bug_a2a_split_two_peers a2a_single split_bug STATUS 3 WITHIN 20
+    CHECK --expect "size.p2p-mismatch:error@2=2" --expect "size.p2p-mismatch:error@0=1"
+          --expect "size.p2p-mismatch:error@1=1" --contains "size.p2p-mismatch=to rank 0"
+          --contains "size.p2p-mismatch=to rank 1" --no-other-errors)
   # QA F22 (fixed): peers hung on p2p towards a rank that ended the communicator.
   a2a_scenario(bug_idle_rank_skips a2a_single idle_skip STATUS 3,66 WITHIN 20
     CHECK --expect "size.p2p-mismatch:error@2" --expect group.deadlock:error@0 --allow "size.*"
