@@ -72,6 +72,7 @@
 
 #define MAX_TL STREAM_HB_MAX_TL
 #define EV_SLOTS STREAM_HB_EVENT_SLOTS
+#define EV_SLOTS_MAX STREAM_HB_EVENT_SLOTS_MAX
 #define MAX_RANGES STREAM_HB_MAX_RANGES
 #define MAX_ACC STREAM_HB_MAX_ACC
 #define MAX_PENDING STREAM_HB_MAX_PENDING
@@ -289,7 +290,8 @@ static uint64_t g_host_ver = 1;
 static int16_t g_tl_hint[TL_HINTS];
 static sreg_slot *g_sreg; /* [SREG_SLOTS] */
 static size_t g_nsreg;
-static ev_slot *g_ev;  /* [EV_SLOTS] */
+static ev_slot *g_ev;  /* [g_ev_slots] */
+static size_t g_ev_slots; /* a power of two: EV_SLOTS, doubled up to EV_SLOTS_MAX (ev_grow) */
 static size_t g_nev;
 static range *g_rng;   /* [MAX_RANGES] pool */
 static uint16_t *g_order; /* indices into g_rng sorted by lo; g_nranges used */
@@ -687,16 +689,48 @@ static void set_capturing(int s, bool on, int origin) {
 /* ------------------------------------------------------------------ */
 /* CUDA events: open addressing on the handle, backward-shift deletion. */
 
-static size_t ev_hash(void *h) { return handle_hash(h, EV_SLOTS); }
+static size_t ev_hash(void *h) { return handle_hash(h, g_ev_slots); }
+
+/* The table at 3/4 load doubles (g_mu held; no slot pointer outlives the
+ * section that found it): PyTorch keeps an event per operation alive until
+ * its watchdog retires the work, and a loop of thousands of small
+ * collectives between two of its polls has that many live (QA: 3,072
+ * disabled the analyzer on a correct program). False when the table is at
+ * EV_SLOTS_MAX (or memory is short): the analyzer then disables itself - a
+ * forgotten event's edges would be lost, and lost edges mean false
+ * reports. */
+static bool ev_grow(void) {
+  size_t n = g_ev_slots * 2;
+  if (n > EV_SLOTS_MAX) return false;
+  ev_slot *t = calloc(n, sizeof *t);
+  if (!t) return false;
+  ev_slot *old = g_ev;
+  size_t on = g_ev_slots;
+  g_ev = t;
+  g_ev_slots = n;
+  for (size_t j = 0; j < on; j++) {
+    if (!old[j].handle) continue;
+    size_t i = ev_hash(old[j].handle);
+    while (g_ev[i].handle) i = (i + 1) & (n - 1);
+    g_ev[i] = old[j];
+  }
+  free(old);
+  return true;
+}
 
 /* ev_find's probe loop from its home slot i on (out of line: see ev_find). */
 __attribute__((noinline)) static ev_slot *ev_find_probe(void *h, bool create, size_t i) {
-  for (size_t n = 0; n < EV_SLOTS; n++, i = (i + 1) & (EV_SLOTS - 1)) {
+  for (size_t n = 0; n < g_ev_slots; n++, i = (i + 1) & (g_ev_slots - 1)) {
     if (g_ev[i].handle == h) return &g_ev[i];
     if (g_ev[i].handle == NULL) {
       if (!create) return NULL;
-      if (g_nev >= EV_SLOTS * 3 / 4) {
-        disable_self("more live CUDA events than it tracks");
+      if (g_nev >= g_ev_slots * 3 / 4) {
+        if (ev_grow()) return ev_find_probe(h, true, ev_hash(h)); /* (absent: probed to an empty slot) */
+        char why[160];
+        snprintf(why, sizeof why,
+                 "more live CUDA events than it tracks (%zu; each event it saw recorded and not "
+                 "yet destroyed is one)", g_nev);
+        disable_self(why);
         return NULL;
       }
       g_nev++;
@@ -726,7 +760,7 @@ static inline __attribute__((always_inline)) ev_slot *ev_find(void *h, bool crea
 
 static void ev_remove(void *h) {
   size_t i = ev_hash(h);
-  for (size_t n = 0; n < EV_SLOTS; n++, i = (i + 1) & (EV_SLOTS - 1)) {
+  for (size_t n = 0; n < g_ev_slots; n++, i = (i + 1) & (g_ev_slots - 1)) {
     if (g_ev[i].handle == NULL) return;
     if (g_ev[i].handle == h) break;
   }
@@ -735,7 +769,7 @@ static void ev_remove(void *h) {
   g_nev--;
   /* Backward-shift the rest of the cluster. */
   size_t hole = i;
-  for (size_t j = (i + 1) & (EV_SLOTS - 1); g_ev[j].handle; j = (j + 1) & (EV_SLOTS - 1)) {
+  for (size_t j = (i + 1) & (g_ev_slots - 1); g_ev[j].handle; j = (j + 1) & (g_ev_slots - 1)) {
     size_t home = ev_hash(g_ev[j].handle);
     /* Move j into the hole if its home is not in (hole, j]. */
     bool in_between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
@@ -3762,7 +3796,12 @@ static int hb_init(void) {
   a2a_lock_acquire(&g_mu);
   if (!g_tl) g_tl = xcalloc(MAX_TL, sizeof *g_tl);
   if (!g_sreg) g_sreg = xcalloc(SREG_SLOTS, sizeof *g_sreg);
+  if (g_ev && g_ev_slots != EV_SLOTS) { /* grown in an earlier run (unit tests re-init) */
+    free(g_ev);
+    g_ev = NULL;
+  }
   if (!g_ev) g_ev = xcalloc(EV_SLOTS, sizeof *g_ev);
+  g_ev_slots = EV_SLOTS;
   if (!g_rng) g_rng = xcalloc(MAX_RANGES, sizeof *g_rng);
   if (!g_order) g_order = xcalloc(MAX_RANGES, sizeof *g_order);
   if (!g_stacks) g_stacks = xcalloc(STACK_RING, sizeof *g_stacks);

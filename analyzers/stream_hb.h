@@ -14,9 +14,13 @@
  * the analyzer disables itself (a lost timeline would lose edges, and lost
  * edges mean false reports). */
 #define STREAM_HB_MAX_TL 128
-/* Live CUDA events with a captured clock (open-addressed table; at 3/4 load
- * the analyzer disables itself, for the same reason). */
+/* Live CUDA events with a captured clock: an open-addressed table of
+ * STREAM_HB_EVENT_SLOTS at first, doubled at 3/4 load up to
+ * STREAM_HB_EVENT_SLOTS_MAX (about 530 bytes a slot: 34 MiB at the most,
+ * 49,152 live events); past that the analyzer disables itself, for the
+ * same reason. */
 #define STREAM_HB_EVENT_SLOTS 4096
+#define STREAM_HB_EVENT_SLOTS_MAX 65536
 /* Buffer ranges touched by communication operations. When full, the least
  * recently used range is forgotten (which can only hide a race). */
 #define STREAM_HB_MAX_RANGES 1024

@@ -317,6 +317,29 @@ START_TEST(event_rerecorded_after_write_orders_it) {
 }
 END_TEST
 
+/* PyTorch keeps an event per operation alive until its watchdog retires
+ * the work: thousands can be live (QA: 3,072 disabled the analyzer on a
+ * correct program). The table grows; every event keeps its clock through
+ * the growth (an old one still orders a wait), and destroying them all
+ * empties it. */
+START_TEST(many_live_events_grow_the_table) {
+  setup();
+  two_streams_warm(NONBLOCKING);
+  const uintptr_t base = 0x7e000000;
+  const size_t n = 3 * STREAM_HB_EVENT_SLOTS; /* past 3/4 of two doublings */
+  launch_fill(S_COMP, SENDBUF, (void *)0x3000);
+  event_ev(A2A_EV_EVENT_RECORD, (void *)base, S_COMP, 0); /* after the write */
+  for (size_t i = 1; i < n; i++) event_ev(A2A_EV_EVENT_RECORD, (void *)(base + 0x40 * i), S_OTHER, 0);
+  ck_assert_uint_eq(stream_hb_event_count(), n);
+  ck_assert_int_eq(collector_count("a2acheck.analyzer-disabled"), 0);
+  event_ev(A2A_EV_STREAM_WAIT_EVENT, (void *)base, S_COMM, 0); /* the first: its clock kept */
+  send_on(S_COMM, SENDBUF, NBYTES / 4, (void *)0x4000);
+  ck_assert_int_eq(stream_findings(), 0);
+  for (size_t i = 0; i < n; i++) event_ev(A2A_EV_EVENT_DESTROY, (void *)(base + 0x40 * i), NULL, 0);
+  ck_assert_uint_eq(stream_hb_event_count(), 0);
+}
+END_TEST
+
 START_TEST(destroyed_event_forgets_its_clock) {
   setup();
   two_streams_warm(NONBLOCKING);
@@ -4186,6 +4209,7 @@ static Suite *stream_hb_suite(void) {
   tcase_add_test(tc, event_rerecorded_replaces_its_clock);
   tcase_add_test(tc, event_rerecorded_after_write_orders_it);
   tcase_add_test(tc, destroyed_event_forgets_its_clock);
+  tcase_add_test(tc, many_live_events_grow_the_table);
   tcase_add_test(tc, events_sharing_a_home_slot_keep_their_clocks);
   tcase_add_test(tc, unsynced_output_kernel_fires);
   tcase_add_test(tc, unsynced_output_fixed_by_wait);
