@@ -356,6 +356,22 @@ void a2a_rt_py_fit(const char *frame, char *out, size_t cap) {
       return;
     }
   }
+  /* A native frame "name+0xoff (module)[ at file:line]": shorten the name
+   * (a C++ one loses its parameter list first: a2a_rt_cxx_shorten), keep
+   * the rest - where the call is, not how its parameters are typed. */
+  const char *plus = NULL;
+  for (const char *p = strstr(frame, "+0x"); p; p = strstr(p + 1, "+0x")) plus = p;
+  if (plus && plus > frame && cap > 48 && strlen(plus) + 24 < cap) {
+    char name[A2A_RT_FRAME_LEN];
+    size_t nl = (size_t)(plus - frame);
+    if (nl < sizeof name) {
+      memcpy(name, frame, nl);
+      name[nl] = 0;
+      a2a_rt_cxx_shorten(name, cap - 1 - strlen(plus));
+      snprintf(out, cap, "%s%s", name, plus);
+      return;
+    }
+  }
   memcpy(out, frame, cap - 4 > 0 ? cap - 4 : 0);
   memcpy(out + cap - 4, "...", 4);
 }

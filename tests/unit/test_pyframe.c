@@ -179,6 +179,12 @@ START_TEST(fit_site_text) {
   a2a_rt_py_fit(nat, out, sizeof out);
   ck_assert_uint_eq(strlen(out), sizeof out - 1);
   ck_assert_str_eq(out + sizeof out - 4, "...");
+  /* A C++ frame that does not fit loses its parameter list, keeps its
+   * offset and module (torch's collectives on autograd's thread: QA). */
+  a2a_rt_py_fit("c10d::nccl2::DefaultNcclApi::allReduce(void const*, void*, unsigned long, "
+                "ncclDataType_t, ncclRedOp_t, ncclComm*, CUstream_st*)+0x59 (libtorch_cuda.so)",
+                out, sizeof out);
+  ck_assert_str_eq(out, "c10d::nccl2::DefaultNcclApi::allReduce+0x59 (libtorch_cuda.so)");
 }
 END_TEST
 
