@@ -4678,6 +4678,13 @@ static void hb_other(const a2a_event *ev) {
     if (!active && host_waits) return;
     copy_rec c;
     copy_rec_of(ev, &c);
+    /* The copy's own site, as a later finding names it (the earlier side's
+     * site is the one stored now): from Python its Python line - every
+     * torch copy reaches CUDA through the same libtorch frame (QA: the
+     * user could not find the producing copy). Asked before the lock (the
+     * runtime's own locks are never taken under g_mu), on this path only:
+     * a deferred copy keeps its return address. */
+    if (active) c.site = a2a_hostsvc->caller_site(c.site);
     bool remember = !host_waits && copy_remembered(ev);
     hb_lock(&q);
     stage_alloc(ev->thread); /* its next copies can be deferred */
