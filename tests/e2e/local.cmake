@@ -149,8 +149,13 @@ exec "$@" "$dir"
   a2a_local_test(group.concurrent-use.buggy group_concurrent_use buggy
     CHECK --expect group.concurrent-use:error=1 --only --stack-has group.concurrent-use=thread_b)
   a2a_local_test(group.concurrent-use.fixed group_concurrent_use fixed CHECK --none)
+  # (The program makes its async error by joining rank 0 of one id twice:
+  # the coordinator says so, group.init-mismatch, since non-blocking inits
+  # register at their call.)
   a2a_local_test(group.async-error.buggy group_async_error buggy
-    CHECK --expect group.async-error:error=1 --only
+    CHECK --expect group.async-error:error=1 --expect group.init-mismatch:error
+          --contains "group.init-mismatch=rank 0 was created twice" --only
           --stack-has group.async-error=main)
-  a2a_local_test(group.async-error.fixed group_async_error fixed CHECK --none)
+  a2a_local_test(group.async-error.fixed group_async_error fixed
+    CHECK --expect group.init-mismatch:error --only)
 endif()

@@ -199,8 +199,11 @@ def nowait(t):
         t.expect(1 in srcs and srcs <= {0, 1}, f"rank {r}: what rank 1 sent was overwritten", d)
     if not t.shim:
         return
+    # (.cpu() copies into pageable memory: the copy returns when it is done,
+    # so the reader is the host, through it.)
     t.finding("stream.unsynced-output", [1], operation="ncclAlltoAll", buffer={"bytes": 64},
-              later={"what": "cudaMemcpyAsync", "access": "reads"}, text=["cudaMemcpyAsync on the legacy default stream (device 1) reads", "+64)",
+              later={"what": "the host through cudaMemcpyAsync", "access": "reads"},
+              text=["the host through cudaMemcpyAsync on the legacy default stream (device 1) reads", "+64)",
                     "work.wait()"])
     t.finding("stream.free-in-flight", [1], operation="ncclAlltoAll", buffer={"bytes": 4096},
               later={"what": "cudaMemcpyAsync", "access": "writes"}, text=["cudaMemcpyAsync on the legacy default stream (device 1) writes", "+4096)",
