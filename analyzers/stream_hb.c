@@ -3911,7 +3911,8 @@ static inline __attribute__((always_inline)) void on_wait(const a2a_event *ev) {
  * event table is in use (its overflow disables the analyzer: real events
  * first). g_mu held. */
 static void host_func_enqueued(int s, const void *token) {
-  if (!token || g_nev >= EV_SLOTS / 2) return;
+  /* (Half of what the largest table holds before the analyzer gives up.) */
+  if (!token || g_nev >= EV_SLOTS_MAX * 3 / 8) return;
   ev_slot *e = ev_find((void *)token, true);
   if (!e) return;
   memcpy(e->vc, g_tl[s].vc, (size_t)g_ntl * sizeof e->vc[0]);
@@ -4678,14 +4679,14 @@ static void hb_other(const a2a_event *ev) {
     if (!active && host_waits) return;
     copy_rec c;
     copy_rec_of(ev, &c);
+    bool remember = !host_waits && copy_remembered(ev);
     /* The copy's own site, as a later finding names it (the earlier side's
      * site is the one stored now): from Python its Python line - every
      * torch copy reaches CUDA through the same libtorch frame (QA: the
      * user could not find the producing copy). Asked before the lock (the
      * runtime's own locks are never taken under g_mu), on this path only:
      * a deferred copy keeps its return address. */
-    if (active) c.site = a2a_hostsvc->caller_site(c.site);
-    bool remember = !host_waits && copy_remembered(ev);
+    if (active || remember) c.site = a2a_hostsvc->caller_site(c.site);
     hb_lock(&q);
     stage_alloc(ev->thread); /* its next copies can be deferred */
     on_copy(&c, ev->thread, host_waits, remember);

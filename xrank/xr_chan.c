@@ -775,12 +775,19 @@ static void on_commreg(const xr_rec *r) {
           "communicator)";
   S.comms[S.ncomms++] = cc;
   cc->site = reg->site;
-  /* An id-based init or ncclCommInitAll is made by the thread that will
-   * post (a split's late registration may come from another thread's
-   * poll: its poster is its first operation's). */
-  if (reg->how == A2A_INIT_RANK || reg->how == A2A_INIT_RANK_CONFIG ||
-      reg->how == A2A_INIT_SCALABLE || reg->how == A2A_INIT_ALL)
+  /* A thread that created one rank of a communicator by an id-based init
+   * (NCCL's thread-per-rank pattern) is taken as its poster until its first
+   * operation says otherwise. Not a thread that created several ranks of it
+   * (ncclCommInitAll, inits in a group) - workers may post them - nor a
+   * split's child (its late registration may come from another thread's
+   * poll): their poster is their first operation's. */
+  if (reg->how == A2A_INIT_RANK || reg->how == A2A_INIT_RANK_CONFIG || reg->how == A2A_INIT_SCALABLE) {
     cc->poster = r->thread;
+    for (int i = 0; i < S.ncomms; i++) {
+      ccomm *o = S.comms[i];
+      if (o != cc && o->id == cc->id && !o->op_seen && o->poster == r->thread) o->poster = cc->poster = 0;
+    }
+  }
   if (how && !r->comm) {
     /* Registered at the init's PRE: say it when the init succeeded (the
      * finding then names the communicator and this rank). */

@@ -1680,6 +1680,9 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
      * communicator it does not know). */
     xr_rec unused;
     (void)pend_take(ev->comm, &unused, 1);
+    /* A wait the thread kept on it (an init or split in progress) ends
+     * with it: the handle may be NCCL's again for another communicator. */
+    if ((t = slot(ev->thread)) && t->polled_comm && t->polled_comm == ev->comm) clear_blocked(t);
     xr_rec r = {.type = XR_REC_COMMEND, .thread = ev->thread, .comm = c};
     r.u.end.comm = cid;
     r.u.end.how = (int32_t)ev->u.end.how;

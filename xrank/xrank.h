@@ -140,11 +140,12 @@ typedef struct xr_commstate {
   uint64_t last_site;    /* ... and the call site of that operation */
   /* The one host thread (shim thread index, >= 1) that posts this rank's
    * operations: the only thread that posted any so far, or, before the
-   * first, the thread that created it by an id-based init or
-   * ncclCommInitAll; 0 when two threads posted, or when not known (a
-   * split's child before its first operation). While that thread is in
-   * no wait the rank may still post (xrank_wfg.h): a process that hosts
-   * several ranks as threads is not taken as blocked as a whole. */
+   * first, the thread that created it by an id-based init and no other
+   * rank of it; 0 when two threads posted, or when not known (a split's
+   * child, ncclCommInitAll's ranks, before their first operation). While
+   * that thread is in no wait, in a process that hosts several ranks of
+   * the communicator, the rank may still post (xrank_wfg.h): such a
+   * process is not taken as blocked as a whole. */
   uint32_t poster;
   uint32_t pad;
 } xr_commstate;

@@ -421,9 +421,16 @@ static int resolve_scan(graph *g, const mem *m, int32_t me, char what, uint32_t 
 
 /* Whether the one thread that posts rank qc of process Q (xr_commstate.
  * poster) waits in nothing Q reports: it may still post, whatever Q's
- * other threads wait for (ranks as threads of one process). */
+ * other threads wait for. Only where Q hosts several ranks of that
+ * communicator as threads - the shape this is for; elsewhere a thread in
+ * no CUDA wait may wait in the host for a stuck one (a main thread joining
+ * workers, autograd's thread idle until the forward returns), and the
+ * process stays one poster as before (a deadlock it would hide). */
 static bool poster_free(const xr_procstate *Q, const xr_commstate *qc) {
   if (!qc->poster) return false;
+  uint32_t ranks = 0;
+  for (uint32_t i = 0; i < Q->ncomms && ranks < 2; i++) ranks += Q->comms[i].comm == qc->comm;
+  if (ranks < 2) return false;
   for (uint32_t k = 0; k < Q->nthreads; k++)
     if (Q->threads[k].thread == qc->poster) return false;
   return true;

@@ -136,6 +136,30 @@ START_TEST(ranks_as_threads_free_poster_is_not_deadlock) {
 }
 END_TEST
 
+/* Ranks as processes: rank 1's process has a thread blocked, and the
+ * thread that posted its operations so far (2) waits in nothing - it may
+ * wait in the host for the blocked one (a main thread joining workers,
+ * autograd's thread idle until the forward returns): the process stays
+ * one poster, taken as blocked (the poster rule is for several ranks of a
+ * communicator in one process). */
+START_TEST(one_rank_per_process_keeps_the_process_rule) {
+  pb b[2];
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 50 + r);
+    pb_comm(&b[r], 0xF, r, 2, r == 0 ? 1 : 0);
+    pb_comm(&b[r], 0x1F, r, 2, r == 1 ? 1 : 0);
+  }
+  pb_coll(&b[0], 0xF, 1, 0);   /* rank 0 waits for rank 1's collective on F */
+  pb_block(&b[0], 1, 4000);
+  pb_coll(&b[1], 0x1F, 1, 0);  /* rank 1 waits for rank 0's on 1F */
+  pb_block(&b[1], 1, 4000);
+  b[1].comms[0].poster = 2;    /* F's poster on rank 1: a thread in no wait */
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 2, &res), 1);
+  ck_assert_int_eq(res.cycle, 1);
+}
+END_TEST
+
 /* Grouped all-to-all in flight on 2 ranks, both blocked in sync: the units
  * need each other to START, not to complete: not a deadlock. */
 START_TEST(group_in_flight_not_deadlock) {
@@ -688,6 +712,7 @@ static Suite *suite(void) {
   tcase_add_test(t, waits_for_rank_blocked_elsewhere);
   tcase_add_test(t, free_rank_is_not_deadlock);
   tcase_add_test(t, ranks_as_threads_free_poster_is_not_deadlock);
+  tcase_add_test(t, one_rank_per_process_keeps_the_process_rule);
   tcase_add_test(t, group_in_flight_not_deadlock);
   tcase_add_test(t, counterpart_completed_is_satisfied);
   tcase_add_test(t, thread_targets);
