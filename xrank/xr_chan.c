@@ -172,6 +172,8 @@ typedef struct cconn {
   int flushed;              /* FLUSHED received */
   int bye_sent;
   int lost;                 /* it was READY, then the connection died */
+  int ending;               /* the coordinator said it ends with its process
+                               (xr_coord_announce_end): its close is no news */
   char desc[96];
 } cconn;
 
@@ -402,7 +404,7 @@ static void conn_end(cconn *k, a2a_check_id check, a2a_severity sev, const char 
   }
   /* Leaving anyway: a coordinator that goes first is no news then; one
    * never reached still is (nothing of this process was checked). */
-  if (S.failing || (atomic_load(&g_exit_req) && was_ready)) return;
+  if (S.failing || (atomic_load(&g_exit_req) && was_ready) || k->ending) return;
   char comms[512], msg[1400];
   comms_of(k, comms, sizeof comms);
   if (was_ready)
@@ -1258,6 +1260,7 @@ static void on_verdict(const xr_verdict *v) {
   atomic_store(&g_failing_pub, 1);
   /* Hosting the coordinator: the other ranks' verdicts must reach them
    * before this process (and the coordinator with it) goes away. */
+  xr_coord_announce_end(a2a_check_name((a2a_check_id)v->check));
   xr_coord_linger(3000000000ull);
   if (a2a_hostsvc && a2a_hostsvc->fail_now) a2a_hostsvc->fail_now(a2a_check_name((a2a_check_id)v->check));
 }
@@ -1290,6 +1293,7 @@ static void conn_input(cconn *k) {
     } else if (h.type == XR_MSG_VERDICT) {
       xr_verdict v;
       if (xr_get_verdict(&h, pl, &v) != 0) { conn_dead(k, "sent a malformed verdict"); return; }
+      if (v.check == A2A_CK_NO_COORDINATOR) k->ending = 1;
       on_verdict(&v);
       if (k->state == CC_DEAD) return;
     } else {
@@ -1498,6 +1502,7 @@ static void local_watchdog(uint64_t now) {
     return;
   S.failing = 1;
   atomic_store(&g_failing_pub, 1);
+  xr_coord_announce_end("group.hang");
   xr_coord_linger(3000000000ull);
   if (a2a_hostsvc->fail_now) a2a_hostsvc->fail_now("group.hang");
 }

@@ -829,6 +829,19 @@ void xr_coord_tick(uint64_t now) {
   for (int i = 0; i < K.nc; i++) conn_write(i);
 }
 
+void xr_coord_announce_end(const char *check) {
+  if (atomic_load(&K.lfd) < 0) return;
+  char text[512];
+  snprintf(text, sizeof text,
+           "the cross-rank coordinator ends with its process (pid %d): a2acheck's failure policy "
+           "ends that process on %s (see its log). Cross-rank checks stop here; this process keeps "
+           "its own checks.",
+           K.self_pid, check ? check : "a finding");
+  xr_verdict v = {.severity = A2A_SEV_INFO, .check = A2A_CK_NO_COORDINATOR, .text = text};
+  for (int i = 0; i < K.nc; i++)
+    if (K.c[i].open && K.c[i].authed && !K.c[i].bye && K.c[i].pid != K.self_pid) m_verdict(NULL, i, &v);
+}
+
 void xr_coord_linger(uint64_t max_ns) {
   if (atomic_load(&K.lfd) < 0) return;
   uint64_t t0 = xr_now_ns();

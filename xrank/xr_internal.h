@@ -85,6 +85,11 @@ size_t xr_coord_other_clients(void);
  * verdicts queued for the others, read what they send so closing does not
  * reset the connections) until the other clients left or max_ns passed. */
 void xr_coord_linger(uint64_t max_ns);
+/* Before this process ends on a2acheck's failure policy (check: the
+ * finding that ends it): tell every other client, as an info verdict of
+ * a2acheck.no-coordinator, that the coordinator ends with it - so that
+ * its closing is not reported as a lost coordinator (xr_chan.c conn_end). */
+void xr_coord_announce_end(const char *check);
 /* Clients still to be served: other processes' connections not closed and
  * without BYE, and connections still authenticating. */
 size_t xr_coord_peers_left(void);
