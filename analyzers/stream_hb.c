@@ -3335,9 +3335,9 @@ static inline __attribute__((always_inline)) bool launch_repeat(const a2a_event 
    * which only grow it. */
   for (int h = 0; ok && h < nhits; h++) ok = all_ordered(t_lmemo.hits[h], g_tl[s].vc);
   if (ok) {
-    /* launch_apply's all-ordered branch for each hit. */
-    /* (The access is built in the first hit's history, as the whole
-     * history it replaces when that is plain, and copied to the others.) */
+    /* launch_apply's all-ordered branch for each hit. (The access is built
+     * in the first hit's history, as the whole history it replaces when
+     * that is plain, and copied to the others.) */
     range *r0 = t_lmemo.hits[0];
     if (__builtin_expect(kernel_plain_history(r0), 1)) {
       launch_access(&r0->acc[0], ev, t_lmemo.what, s);

@@ -880,7 +880,6 @@ static int32_t first_dead_target(const graph *g, size_t p, const xr_threadstate 
   return -1;
 }
 
-
 static void mark(uint8_t *inv, size_t p) { if (inv) inv[p] = 1; }
 
 /* Explain why a unit cannot complete (or a thread inside a split cannot
