@@ -112,6 +112,13 @@ typedef struct a2a_host {
    * stream handles that the application just gave NCCL (not the legacy
    * or per-thread default handles, which name the current device's). */
   int (*stream_device)(void *stream, int *device);
+  /* cudaStreamGetCaptureInfo with the REAL runtime: 1 and *id set to the
+   * capture's unique id when `stream` (the per-thread default stream when
+   * per_thread and stream is NULL) is capturing, 0 when it is not, -1
+   * error or no runtime. Enqueues nothing and is legal during any capture
+   * (a query of the capture status, not of the stream's work). NULL in a
+   * host without a runtime. */
+  int (*capture_id)(void *stream, int per_thread, uint64_t *id);
   /* A communicator's size, rank and device, with the REAL ncclCommCount,
    * ncclCommUserRank and ncclCommCuDevice: 0 when all three answered.
    * Only for a communicator the application just saw ready

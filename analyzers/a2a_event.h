@@ -69,6 +69,8 @@ typedef enum a2a_kind {
   A2A_EV_GRAPH_CAPTURE_BEGIN, /* ev->stream */
   A2A_EV_GRAPH_CAPTURE_END,   /* ev->stream */
   A2A_EV_GRAPH_LAUNCH,        /* ev->stream, u.graph */
+  A2A_EV_GRAPH_INSTANTIATE,   /* u.graph: cudaGraphInstantiate* (graph; the
+                                 exec in *graph_out, valid in POST) */
   A2A_EV_ERROR_QUERY,     /* cudaGetLastError / cudaPeekAtLastError */
 
   /* ---- emitted by the runtime itself, not by an intercepted call ---- */
@@ -300,7 +302,11 @@ typedef struct a2a_event {
       const void *token;
     } host_fn;
 
-    struct { void *graph_exec; int mode; } graph;
+    /* Graphs: LAUNCH graph_exec; CAPTURE_BEGIN mode; CAPTURE_END graph_out
+     * (the cudaGraph_t * the application passed: *graph_out is the
+     * captured graph in a successful POST); INSTANTIATE graph and
+     * graph_out (the cudaGraphExec_t *). */
+    struct { void *graph_exec; int mode; void *graph; void **graph_out; } graph;
 
     struct {
       int simulate;           /* GROUP_END: ncclGroupSimulateEnd (launches

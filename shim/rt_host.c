@@ -188,6 +188,21 @@ static int host_stream_query(void *stream) {
   return rc;
 }
 
+static int host_capture_id(void *stream, int per_thread, uint64_t *id) {
+  int saved = errno, rc = -1;
+  if (cuda_quiet()) {
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    unsigned long long cid = 0;
+    cudaStream_t h = per_thread && !stream ? cudaStreamPerThread : (cudaStream_t)stream;
+    if (cuda_done(A2A_REAL(cudaStreamGetCaptureInfo)(h, &st, &cid, NULL, NULL, NULL, NULL)) == 0) {
+      rc = st == cudaStreamCaptureStatusActive;
+      *id = cid;
+    }
+  }
+  errno = saved;
+  return rc;
+}
+
 bool a2a_rt_stream_not_capturing(void *stream) {
   int saved = errno;
   bool none = false;
@@ -314,6 +329,7 @@ const a2a_host a2a_rt_host = {
     .event_destroy = host_event_destroy,
     .stream_query = host_stream_query,
     .stream_device = host_stream_device,
+    .capture_id = host_capture_id,
     .comm_info = host_comm_info,
     .caller_site = host_caller_site,
     .capture_stack = host_capture_stack,

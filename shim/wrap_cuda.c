@@ -707,10 +707,48 @@ A2A_PUBLIC cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
                                                    enum cudaStreamCaptureMode mode)
     A2A_CAPTURE_BEGIN_WRAP(cudaStreamBeginCapture_ptsz, 1)
 
+#define A2A_CAPTURE_END_WRAP(name, per_thread_)                               \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_GRAPH_CAPTURE_END, name, stream, pGraph); \
+    A2A_EVENT(ev, A2A_EV_GRAPH_CAPTURE_END, #name);                           \
+    ev.stream = (void *)stream;                                               \
+    ev.per_thread = (per_thread_);                                            \
+    ev.u.graph.graph_out = (void **)pGraph;                                   \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(stream, pGraph);                           \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
 A2A_PUBLIC cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
-    A2A_STREAM_WRAP(cudaStreamEndCapture, A2A_EV_GRAPH_CAPTURE_END, 0, stream, stream, pGraph)
+    A2A_CAPTURE_END_WRAP(cudaStreamEndCapture, 0)
 A2A_PUBLIC cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
-    A2A_STREAM_WRAP(cudaStreamEndCapture_ptsz, A2A_EV_GRAPH_CAPTURE_END, 1, stream, stream, pGraph)
+    A2A_CAPTURE_END_WRAP(cudaStreamEndCapture_ptsz, 1)
+
+/* Instantiation (the exec is valid in a successful POST). */
+#define A2A_INSTANTIATE_WRAP(name, arg3)                                      \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_GRAPH_INSTANTIATE, name, pGraphExec, graph, arg3); \
+    A2A_EVENT(ev, A2A_EV_GRAPH_INSTANTIATE, #name);                           \
+    ev.u.graph.graph = (void *)graph;                                         \
+    ev.u.graph.graph_out = (void **)pGraphExec;                               \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(pGraphExec, graph, arg3);                  \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+
+A2A_PUBLIC cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                            unsigned long long flags)
+    A2A_INSTANTIATE_WRAP(cudaGraphInstantiate, flags)
+A2A_PUBLIC cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                     unsigned long long flags)
+    A2A_INSTANTIATE_WRAP(cudaGraphInstantiateWithFlags, flags)
+A2A_PUBLIC cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                      cudaGraphInstantiateParams *instantiateParams)
+    A2A_INSTANTIATE_WRAP(cudaGraphInstantiateWithParams, instantiateParams)
 
 #define A2A_GRAPH_LAUNCH_WRAP(name, per_thread_)                              \
   {                                                                           \

@@ -380,6 +380,10 @@ typedef struct tslot {
   int copy_blocked;                /* ... by a copy's PRE, counted in
                                       g_copies_blocked until its POST */
   int polling;                     /* a polling episode is published */
+  uint32_t gserial;                /* outermost groups opened (graph capture
+                                      tags a captured operation with it) */
+  uint64_t cap_end_id;             /* the capture a cudaStreamEndCapture's
+                                      PRE found on its stream (0: none) */
   /* Published under a sequence lock: written by the owner, read by the
    * background thread. Every field is atomic (relaxed), the sequence
    * orders them (C11 seqlock: odd while being written). */
@@ -647,9 +651,12 @@ static xr_rec g_pend[MAX_PENDING];
 static const void *g_pend_handle[MAX_PENDING];
 static _Atomic int g_npend;
 
+static _Atomic int g_capturing; /* captures begun, not yet ended (below) */
 static void live_update_locked(void) {
+  /* While a capture is active every operation takes op_body, which asks
+   * whether its stream is capturing (graph_capture_op). */
   atomic_store(&g_ring_live, atomic_load(&g_active) && atomic_load(&g_thread_requested) &&
-                                 atomic_load(&g_npend) == 0);
+                                 atomic_load(&g_npend) == 0 && atomic_load(&g_capturing) == 0);
 }
 static void live_update(void) {
   pthread_mutex_lock(&g_pend_mu);
@@ -761,7 +768,6 @@ static int pend_take(const void *handle, xr_rec *out, int drop) {
 static _Atomic uint32_t g_destroy_gen;
 static _Atomic uint32_t g_destroy_next; /* slots taken; g_destroy_gen: slots published */
 static _Atomic uint64_t g_destroyed[DESTROY_RING];
-static _Atomic int g_capturing;      /* captures begun, not yet ended */
 static _Atomic int g_querying;       /* the background thread is in xr_deferred_query */
 
 /* Whether stream was destroyed since generation gen (1), was not (0), or
@@ -1137,6 +1143,206 @@ __attribute__((noinline)) static void pend_flush(const void *handle) {
   if (pend_take(handle, &reg, 0)) push(&reg);
 }
 
+/* ---- CUDA graphs ------------------------------------------------------ */
+/* An NCCL operation issued to a capturing stream runs nothing at its call:
+ * NCCL makes it a node of the captured graph (a persistent plan), and
+ * every cudaGraphLaunch of an exec instantiated from that graph runs it
+ * again, as a NEW operation of its communicator - its next operation
+ * number on the launching thread, in node order (NCCL's per-launch
+ * sequence; docs/simulator-nccl.md "CUDA graphs"). So a captured operation
+ * is not posted at its call but kept in its capture's plan (the capture's
+ * id: cudaStreamGetCaptureInfo, which NCCL asks of the same stream), the
+ * plan follows cudaStreamEndCapture to its graph and cudaGraphInstantiate*
+ * to each exec, and each successful launch posts the plan's operations as
+ * if the launching thread issued them on the launch stream then: the
+ * operations of one captured group as one group, a lone one alone (its
+ * own unit, marked after the launch). A launch into a stream that is
+ * itself capturing posts into that capture's plan (op_body), as CUDA
+ * records the nodes into the outer graph. Sites are the captured calls'.
+ * Rare path (captures, instantiations, launches of graphs that hold NCCL
+ * work): a small table under a lock; a plan is shared (refcounted) by its
+ * capture, graph and execs. Handles are recycled by CUDA after a destroy
+ * (not intercepted): an end of capture or an instantiation that yields a
+ * handle replaces whatever that handle held. At most XG_SLOTS plans per
+ * table (the oldest entry is forgotten: its launches post nothing, as
+ * before this model). Not modelled: graphs built or edited by hand
+ * (cudaGraphAddChildGraphNode, cudaGraphExecUpdate, captures into a
+ * user graph), captures begun through the driver API. */
+#define XG_SLOTS 256
+typedef struct xg_op {
+  a2a_event ev;    /* the captured call's POST (its comm, arguments, site) */
+  uint32_t group;  /* nonzero: the captured group it belongs to */
+} xg_op;
+typedef struct xg_plan {
+  int refs, n, cap;
+  xg_op *ops;
+} xg_plan;
+typedef struct xg_slot { uint64_t key; xg_plan *plan; } xg_slot;
+enum { XG_CAPTURE, XG_GRAPH, XG_EXEC, XG_TABLES };
+static pthread_mutex_t g_xg_mu = PTHREAD_MUTEX_INITIALIZER;
+static xg_slot g_xg[XG_TABLES][XG_SLOTS];
+static unsigned g_xg_next[XG_TABLES];  /* the next slot to evict */
+static _Atomic int g_xg_execs;         /* execs holding a plan: launches look */
+
+static void xg_unref(xg_plan *p) {
+  if (p && --p->refs == 0) {
+    free(p->ops);
+    free(p);
+  }
+}
+
+/* The slot of key in table tb, or NULL (g_xg_mu held). */
+static xg_slot *xg_find(int tb, uint64_t key) {
+  for (int i = 0; i < XG_SLOTS; i++)
+    if (g_xg[tb][i].plan && g_xg[tb][i].key == key) return &g_xg[tb][i];
+  return NULL;
+}
+
+/* key -> p in table tb (p's reference taken by the caller), replacing
+ * what key held; NULL p forgets key (g_xg_mu held). */
+static void xg_set(int tb, uint64_t key, xg_plan *p) {
+  xg_slot *s = xg_find(tb, key);
+  if (!s && p) {
+    for (int i = 0; i < XG_SLOTS && !s; i++)
+      if (!g_xg[tb][i].plan) s = &g_xg[tb][i];
+    if (!s) s = &g_xg[tb][g_xg_next[tb]++ % XG_SLOTS];
+  }
+  if (!s) return;
+  if (tb == XG_EXEC) atomic_fetch_add(&g_xg_execs, (p != NULL) - (s->plan != NULL));
+  xg_unref(s->plan);
+  s->key = key;
+  s->plan = p;
+}
+
+/* ev (a successful NCCL operation's POST on a known communicator, some
+ * capture active in the process) is issued to a capturing stream: kept in
+ * its capture's plan. False: not captured (post it now), or unknown (the
+ * runtime could not say: posted now, as before this model). */
+__attribute__((noinline, cold)) static bool graph_capture_op(const a2a_event *ev) {
+  uint64_t cid = 0;
+  if (!a2a_hostsvc || !a2a_hostsvc->capture_id ||
+      a2a_hostsvc->capture_id(ev->stream, ev->per_thread, &cid) != 1)
+    return false;
+  tslot *t = slot(ev->thread);
+  uint32_t group = t && t->depth > 0 ? (t->gserial ? t->gserial : 1) : 0;
+  pthread_mutex_lock(&g_xg_mu);
+  xg_slot *s = xg_find(XG_CAPTURE, cid);
+  xg_plan *p = s ? s->plan : NULL;
+  if (!p && (p = calloc(1, sizeof *p))) {
+    p->refs = 1;
+    xg_set(XG_CAPTURE, cid, p);
+  }
+  if (p && p->n == p->cap) {
+    int cap = p->cap ? 2 * p->cap : 16;
+    xg_op *o = realloc(p->ops, (size_t)cap * sizeof *o);
+    if (o) {
+      p->ops = o;
+      p->cap = cap;
+    }
+  }
+  if (p && p->n < p->cap) {
+    p->ops[p->n].ev = *ev;
+    p->ops[p->n].group = group;
+    p->n++;
+  }
+  pthread_mutex_unlock(&g_xg_mu);
+  return true; /* captured: never posted now, kept or not */
+}
+
+static void op_body_any(const a2a_event *ev);
+static void on_group_start(const a2a_event *ev);
+static void on_group_end(const a2a_event *ev);
+
+/* cudaStreamEndCapture: PRE notes the capture of its stream; a successful
+ * POST hands that capture's plan to the graph (an invalidated or failed
+ * one drops it). cudaGraphInstantiate*: the exec takes the graph's plan
+ * (or none). */
+static void graph_capture_end(const a2a_event *ev) {
+  tslot *t = slot(ev->thread);
+  if (!t) return;
+  if (ev->phase == A2A_PRE) {
+    uint64_t cid = 0;
+    t->cap_end_id = a2a_hostsvc && a2a_hostsvc->capture_id &&
+                            a2a_hostsvc->capture_id(ev->stream, ev->per_thread, &cid) == 1
+                        ? cid
+                        : 0;
+    return;
+  }
+  uint64_t cid = t->cap_end_id;
+  t->cap_end_id = 0;
+  if (!cid) return;
+  pthread_mutex_lock(&g_xg_mu);
+  xg_slot *s = xg_find(XG_CAPTURE, cid);
+  if (s) {
+    xg_plan *p = s->plan;
+    s->plan = NULL; /* (the capture's reference moves to the graph) */
+    if (ev->result == 0 && ev->u.graph.graph_out && *ev->u.graph.graph_out)
+      xg_set(XG_GRAPH, (uint64_t)(uintptr_t)*ev->u.graph.graph_out, p);
+    else
+      xg_unref(p);
+  }
+  pthread_mutex_unlock(&g_xg_mu);
+}
+
+static void graph_instantiate(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || ev->result != 0 || !ev->u.graph.graph_out ||
+      !*ev->u.graph.graph_out)
+    return;
+  pthread_mutex_lock(&g_xg_mu);
+  xg_slot *s = xg_find(XG_GRAPH, (uint64_t)(uintptr_t)ev->u.graph.graph);
+  xg_plan *p = s ? s->plan : NULL;
+  if (p) p->refs++;
+  xg_set(XG_EXEC, (uint64_t)(uintptr_t)*ev->u.graph.graph_out, p);
+  pthread_mutex_unlock(&g_xg_mu);
+}
+
+/* A successful cudaGraphLaunch of an exec holding a plan: its operations
+ * posted as the launching thread's, on the launch stream, now. */
+static void graph_replay(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || ev->result != 0 ||
+      !atomic_load_explicit(&g_xg_execs, memory_order_relaxed))
+    return;
+  pthread_mutex_lock(&g_xg_mu);
+  xg_slot *s = xg_find(XG_EXEC, (uint64_t)(uintptr_t)ev->u.graph.graph_exec);
+  xg_plan *p = s ? s->plan : NULL;
+  if (p) p->refs++;
+  pthread_mutex_unlock(&g_xg_mu);
+  if (!p) return;
+  tslot *t = slot(ev->thread);
+  /* A launch inside the thread's own open group joins that group. */
+  const bool own_groups = t && t->depth == 0;
+  a2a_event g = {.phase = A2A_POST, .thread = ev->thread, .seq = ev->seq, .t_ns = ev->t_ns,
+                 .ok = 1, .device = ev->device};
+  uint32_t open = 0;
+  for (int i = 0; i < p->n; i++) {
+    const xg_op *o = &p->ops[i];
+    if (own_groups && open && o->group != open) {
+      g.kind = A2A_EV_GROUP_END;
+      on_group_end(&g);
+      open = 0;
+    }
+    if (own_groups && o->group && !open) {
+      g.kind = A2A_EV_GROUP_START;
+      on_group_start(&g);
+      open = o->group;
+    }
+    a2a_event e = o->ev;
+    e.thread = ev->thread;
+    e.stream = ev->stream;
+    e.per_thread = ev->per_thread;
+    e.seq = ev->seq;
+    e.t_ns = ev->t_ns;
+    op_body_any(&e);
+  }
+  if (open) {
+    g.kind = A2A_EV_GROUP_END;
+    on_group_end(&g);
+  }
+  pthread_mutex_lock(&g_xg_mu);
+  xg_unref(p);
+  pthread_mutex_unlock(&g_xg_mu);
+}
+
 /* A lone operation (outside any group): its OP_UNIT record, after
  * deciding how its unit is closed. */
 __attribute__((always_inline)) static inline void op_lone(const a2a_event *ev, a2a_kind kind,
@@ -1185,6 +1391,9 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
   uint64_t id = comm_id(c);
   if (!id) return; /* unknown communicator */
+  if (__builtin_expect(atomic_load_explicit(&g_capturing, memory_order_relaxed) != 0, 0) &&
+      graph_capture_op(ev))
+    return; /* a graph node: posted at each launch of the graph (graph_replay) */
   if (atomic_load_explicit(&g_npend, memory_order_relaxed)) pend_flush(ev->comm);
   tslot *t = slot(ev->thread);
   uint64_t sid = xr_stream_id(ev->stream, ev->per_thread);
@@ -1206,6 +1415,10 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
 /* The handlers of the dispatch table (xr_by_kind) and on_event's. */
 __attribute__((noinline)) static void coll_body(const a2a_event *ev) { op_body(ev, A2A_EV_COLL); }
 __attribute__((noinline)) static void p2p_body(const a2a_event *ev) { op_body(ev, A2A_EV_P2P); }
+static void op_body_any(const a2a_event *ev) {
+  if (ev->kind == A2A_EV_COLL) coll_body(ev);
+  else p2p_body(ev);
+}
 
 /* on_op_fast's writes, once its tests passed and it claimed tok's cell
  * (inlined there: with everything in registers the handler needs no
@@ -1300,6 +1513,7 @@ static void on_group_start(const a2a_event *ev) {
     xr_rec h;
     rec_head(&h, XR_REC_OP, 0, ev->thread);
     memcpy(&t->op_head, &h, sizeof t->op_head);
+    if (t->depth == 0) t->gserial++;
     t->depth++;
   }
 }
@@ -1781,17 +1995,29 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
   case A2A_EV_GRAPH_CAPTURE_BEGIN:
     if (ev->phase == A2A_PRE) {
       atomic_fetch_add(&g_capturing, 1);
+      live_update();
       wait_no_query();
     } else if (ev->result != 0) {
       atomic_fetch_sub(&g_capturing, 1); /* no capture began */
+      live_update();
     }
     return;
   case A2A_EV_GRAPH_CAPTURE_END:
+    graph_capture_end(ev);
+    if (ev->phase == A2A_PRE) return;
     /* Ended: success, or invalidated (cudaErrorStreamCaptureInvalidated,
      * 901). Any other failure ended nothing (a miscount upwards only keeps
      * markers immediate). */
-    if ((ev->result == 0 || ev->result == 901) && atomic_load(&g_capturing) > 0)
+    if ((ev->result == 0 || ev->result == 901) && atomic_load(&g_capturing) > 0) {
       atomic_fetch_sub(&g_capturing, 1);
+      live_update();
+    }
+    return;
+  case A2A_EV_GRAPH_INSTANTIATE:
+    graph_instantiate(ev);
+    return;
+  case A2A_EV_GRAPH_LAUNCH:
+    graph_replay(ev);
     return;
   default:
     return;
@@ -1808,6 +2034,9 @@ static void after_fork_child(void) {
   pthread_mutex_init(&g_pool_mu, NULL);
   pthread_mutex_init(&g_pend_mu, NULL);
   pthread_mutex_init(&g_local_mu, NULL);
+  pthread_mutex_init(&g_xg_mu, NULL); /* (plans of the parent's graphs: leaked) */
+  memset(g_xg, 0, sizeof g_xg);
+  atomic_store(&g_xg_execs, 0);
   memset(g_pend_handle, 0, sizeof g_pend_handle);
   atomic_store(&g_npend, 0);
   memset(g_npool, 0, sizeof g_npool);
@@ -1835,14 +2064,15 @@ const a2a_analyzer a2a_analyzer_xrank = {
     .owner = A2A_OWN_XRANK,
     .wants_activity = true, /* polling waits: a2a_thread_last_other_seq */
     .pre = A2A_KIND_BIT(A2A_EV_COMM_INIT) | XR_SYNC_KINDS | A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) |
-           A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN),
+           A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END),
     .post = A2A_KIND_BIT(A2A_EV_GET_UNIQUE_ID) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
             A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
             A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) | XR_SYNC_KINDS |
             A2A_KIND_BIT(A2A_EV_STREAM_QUERY) | A2A_KIND_BIT(A2A_EV_EVENT_QUERY) |
             A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |
             A2A_KIND_BIT(A2A_EV_SET_DEVICE) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |
-            A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END),
+            A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) |
+            A2A_KIND_BIT(A2A_EV_GRAPH_INSTANTIATE) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH),
     /* A copy's POST only clears the blocked state its PRE published. */
     .post_gated = A2A_KIND_BIT(A2A_EV_MEMCPY),
     .post_gate = &g_copies_blocked,

@@ -29,6 +29,18 @@
  *                                     compute stream; an event edge to the
  *                                     communication stream, AllReduce,
  *                                     an event edge back, consumer kernel
+ *   scenario_hostfunc_graph nccl_graph  NCCL operations captured into graphs
+ *                                     (each replay is a new operation): rank 0
+ *                                     captures 3 AllReduces into one graph
+ *                                     launched once, rank 1 captures one
+ *                                     launched 3 times; both capture a grouped
+ *                                     send/recv exchange launched twice; then
+ *                                     an eager AllReduce of another count,
+ *                                     rank 0 4 s late (its peer waits for it)
+ *   scenario_hostfunc_graph nccl_graph_bug  the bug: rank 1 launches its
+ *                                     graph twice, so its eager AllReduce
+ *                                     meets rank 0's third replay
+ *                                     (size.collective-mismatch, a hang)
  * Correct: exit 0, no finding.
  */
 #include <stdatomic.h>
@@ -168,11 +180,61 @@ static int run_graph(int rank, ncclComm_t comm) {
   return (int)bad;
 }
 
+static int run_nccl_graph(int rank, ncclComm_t comm, int bug) {
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float *a, *b;
+  SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, N * sizeof(float)));
+  sc_fill(a, N, 1.0f, 0.0f, s);
+  const int peer = 1 - rank;
+  const int ncap = rank == 0 ? 3 : 1, nlaunch = rank == 0 ? 1 : bug ? 2 : 3;
+  cudaGraph_t g, g2;
+  cudaGraphExec_t x, x2;
+  SC_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int k = 0; k < ncap; k++) SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+  SC_CUDA(cudaStreamEndCapture(s, &g));
+  SC_CUDA(cudaGraphInstantiate(&x, g, 0));
+  for (int k = 0; k < nlaunch; k++) SC_CUDA(cudaGraphLaunch(x, s));
+  SC_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  SC_NCCL(ncclGroupStart());
+  SC_NCCL(ncclSend(a, N / 2, ncclFloat32, peer, comm, s));
+  SC_NCCL(ncclRecv(b + N / 2, N / 2, ncclFloat32, peer, comm, s));
+  SC_NCCL(ncclGroupEnd());
+  SC_CUDA(cudaStreamEndCapture(s, &g2));
+  SC_CUDA(cudaGraphInstantiateWithFlags(&x2, g2, 0));
+  for (int k = 0; k < 2; k++) SC_CUDA(cudaGraphLaunch(x2, s));
+  if (rank == 0 && !bug) {
+    SC_CUDA(cudaStreamSynchronize(s));
+    usleep(4000000); /* longer than A2ACHECK_HANG_CONFIRM: rank 1 waits for it */
+  }
+  SC_NCCL(ncclAllReduce(a, b, N / 2, ncclFloat32, ncclSum, comm, s));
+  SC_CUDA(cudaStreamSynchronize(s));
+  float *h = malloc(N * sizeof(float));
+  SC_CUDA(cudaMemcpy(h, b, N * sizeof(float), cudaMemcpyDeviceToHost));
+  long bad = 0;
+  for (long i = 0; i < N; i++) /* AllReduce of ones over 2 ranks, then the peer's ones */
+    if (h[i] != (i < N / 2 ? 2.0f : 1.0f) && bad++ < 3)
+      fprintf(stderr, "rank %d: b[%ld]=%g\n", rank, i, h[i]);
+  free(h);
+  SC_CUDA(cudaGraphExecDestroy(x));
+  SC_CUDA(cudaGraphExecDestroy(x2));
+  SC_CUDA(cudaGraphDestroy(g));
+  SC_CUDA(cudaGraphDestroy(g2));
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaStreamDestroy(s));
+  return (int)bad;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
   SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
-  int bad = strcmp(mode, "graph") == 0 ? run_graph(rank, comm) : run_hostfunc(rank, comm);
+  int bad = strcmp(mode, "graph") == 0            ? run_graph(rank, comm)
+            : strcmp(mode, "nccl_graph") == 0     ? run_nccl_graph(rank, comm, 0)
+            : strcmp(mode, "nccl_graph_bug") == 0 ? run_nccl_graph(rank, comm, 1)
+                                                  : run_hostfunc(rank, comm);
   sc_sh->result[rank] = bad;
   SC_NCCL(ncclCommDestroy(comm));
   return bad ? SC_DATA_WRONG : 0;

@@ -182,6 +182,13 @@ exit $fail
   a2a_scenario(bug_hostfunc_nowait hostfunc_graph hostfunc_nowait
     CHECK --expect stream.unsynced-output:error@0 --allow stream.unsynced-output --no-other-errors)
   a2a_scenario(graph_forward hostfunc_graph graph COMPARE CHECK ${CLEAN})
+  # NCCL operations captured into CUDA graphs: each launch posts them anew
+  # (ranks that capture and launch differently, and a rank 4 s late, are
+  # correct); the bug: one launch less.
+  a2a_scenario(nccl_graph_replay hostfunc_graph nccl_graph COMPARE CHECK ${CLEAN})
+  a2a_scenario(bug_nccl_graph_launches hostfunc_graph nccl_graph_bug STATUS 0,66 WITHIN 20
+    CHECK --expect size.collective-mismatch:error@1 --allow size.collective-mismatch
+          --allow group.deadlock --no-other-errors)
   foreach(m two_streams segment memalloc dtypes coalesced user_timing one_comm_two_streams simulate)
     a2a_scenario(mixed_${m} mixed ${m} COMPARE CHECK ${CLEAN})
   endforeach()
