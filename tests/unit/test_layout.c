@@ -675,6 +675,20 @@ START_TEST(scattered_all_to_all_with_a_zero_split_warns) {
   const collected *f = collector_find("layout.scattered");
   ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
   ck_assert_ptr_nonnull(strstr(f->message, "all_to_all_single layout"));
+  /* Receives packed: the sends alone warn. The empty chunk's address is
+   * its slot of the strided send buffer: the starts are equally spaced. */
+  setup();
+  group(1);
+  for (int p = 0; p < 4; p++) {
+    p2p(1, SEG0 + (uintptr_t)p * 2 * BLK, p == 2 ? 0 : 1024, p);
+    p2p(0, SEG0 + 131072 + (uintptr_t)(p < 3 ? p : 2) * BLK, p == 2 ? 0 : 1024, p);
+  }
+  group(0);
+  f = collector_find("layout.scattered");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(f->message, "sends: chunks equally spaced 8192 bytes apart"));
+  ck_assert_ptr_nonnull(strstr(f->details, "\"recv\":{\"chunks\":3,\"peers\":4,\"regions\":1"));
 }
 END_TEST
 
