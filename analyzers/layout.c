@@ -32,7 +32,9 @@
  *    a gap where this rank's own chunk belongs, when it posts none, is not
  *    one). A group that exchanges with several peers but not all of them
  *    (a halo exchange, steps of an all-gather merged by an outer group) is
- *    an info that says what was seen, without the all-to-all advice.
+ *    an info that says what was seen, without the all-to-all advice. An
+ *    all-to-all whose chunks look like separate tensors of PyTorch's caching
+ *    allocator in both directions (separate_blocks) is an info too.
  *  - layout.hidden-copy (info): a send buffer written, since the thread's
  *    previous NCCL operation, by a device-to-device copy of exactly the bytes
  *    sent (cudaMemcpy*), or by a kernel whose name says copy/contiguous and
@@ -805,7 +807,7 @@ static const char *why_clause(const dir_stats *d, ly_sep w, char *buf, size_t ca
     break;
   case LY_SEP_SMALL:
     snprintf(buf, cap, "every region starts a 512-byte allocator block and holds less than "
-             "one: small tensors");
+             "one, as small tensors do");
     break;
   case LY_SEP_UNEVEN:
     snprintf(buf, cap, "the regions start on 512-byte allocator blocks at unequal distances, "
@@ -908,10 +910,10 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
       char sr[48], vr[48], wt[416];
       snprintf(msg, sizeof msg,
                "A grouped all-to-all on %s (every rank a peer) sends %zu bytes from %s and "
-               "receives %zu bytes into %s (%u/%u chunks) that are separate tensors (as "
-               "all_to_all with tensor lists posts them), not views of one buffer: %s. NCCL "
-               "moves every chunk as a transfer of its own, contiguous or not; packing them "
-               "into one buffer would add a copy, not save one.",
+               "receives %zu bytes into %s (%u/%u chunks): separate tensors, as all_to_all with "
+               "tensor lists posts them, not views of one buffer (%s). NCCL moves every chunk "
+               "as a transfer of its own, contiguous or not; packing them into one buffer "
+               "would add a copy, not save one.",
                cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
                regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks,
                why_text(both, why, LY_SEP_VIEWS, wt, sizeof wt));
