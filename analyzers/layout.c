@@ -793,6 +793,8 @@ static const char *regions_text(unsigned n, char *buf, size_t cap) {
 /* The details' name of each ly_sep. */
 static const char *const sep_name[] = {"views", "one-region", "blocks", "small", "uneven",
                                        "interleaved"};
+_Static_assert(sizeof sep_name / sizeof *sep_name == LY_SEP_INTERLEAVED + 1,
+               "a name for every ly_sep");
 
 /* What the directions' verdicts rest on, for the message: each direction
  * whose verdict is not `skip` (the info leaves out LY_SEP_VIEWS, which it
