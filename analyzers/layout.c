@@ -32,7 +32,9 @@
  *    a gap where this rank's own chunk belongs, when it posts none, is not
  *    one). A group that exchanges with several peers but not all of them
  *    (a halo exchange, steps of an all-gather merged by an outer group) is
- *    an info that says what was seen, without the all-to-all advice.
+ *    an info that says what was seen, without the all-to-all advice. An
+ *    all-to-all whose chunks look like separate tensors of PyTorch's caching
+ *    allocator in both directions (separate_blocks) is an info too.
  *  - layout.hidden-copy (info): a send buffer written, since the thread's
  *    previous NCCL operation, by a device-to-device copy of exactly the bytes
  *    sent (cudaMemcpy*), or by a kernel whose name says copy/contiguous and
@@ -602,94 +604,245 @@ typedef struct dir_stats {
   size_t bytes, smallest;
   uint16_t grp_lo, grp_hi;                 /* nested groups the chunks came from */
   size_t self_gap;                         /* gap between peers rank-1 and rank+1 */
+  uintptr_t self_at;                       /* where that gap starts */
   size_t max_gap;                          /* the largest gap between regions */
+  size_t max_region;                       /* the largest region */
   bool aligned;                            /* every region starts 512-byte aligned */
+  unsigned starts;                         /* distinct chunk addresses (empty chunks'
+                                              too, null ones not) */
+  bool even;                               /* those equally spaced, step apart (a step
+                                              across this rank's own slot, when it
+                                              posts nothing for itself, counted as
+                                              two): meaningful from 3 starts */
+  size_t step;
+  const ly_range **sorted;                 /* the chunks in address order, empty ones
+                                              too: a part of t->scratch */
+  unsigned nsorted;
 } dir_stats;
+
+/* Why a direction's regions are taken as separate tensors, or not. */
+typedef enum ly_sep {
+  LY_SEP_VIEWS,       /* not: views of one buffer, as far as can be told */
+  LY_SEP_ONE,         /* one region: nothing to explain */
+  LY_SEP_BLOCKS,      /* (a) every gap below two blocks */
+  LY_SEP_SMALL,       /* (b) every region below one block */
+  LY_SEP_UNEVEN,      /* (c) 3+ regions not equally spaced */
+  LY_SEP_INTERLEAVED, /* (d) the other direction fills every gap */
+} ly_sep;
 
 /* PyTorch's caching allocator hands out blocks rounded up to 512 bytes,
  * 512-byte aligned (c10/cuda/CUDACachingAllocator.cpp, kMinBlockSize): the
  * separate tensors of all_to_all(output_list, input_list) or of a
- * batch_isend_irecv list lie in such blocks, one after another when
- * allocated in a row, or every other block when sends and receives were
- * allocated alternately. Regions that all start aligned with gaps below
- * two blocks are taken as separate tensors, not as views of one buffer with
- * data skipped between them (a strided or capacity-padded view skips at
- * least a chunk: its gaps are as large as the data). */
+ * batch_isend_irecv list lie in such blocks, wherever the allocator had
+ * room - one after another when allocated in a row, every other block when
+ * sends and receives were allocated alternately, further apart when other
+ * live tensors sit between them. Views of one buffer that skip data (a
+ * strided or capacity-padded tensor) sit at base + p*stride instead. When
+ * every region starts aligned, a direction's regions are taken as separate
+ * tensors when any of:
+ *  (a) every gap is below two blocks (a view that skips data skips at least
+ *      a chunk: its gaps are as large as the data);
+ *  (b) every region is below one block: an aligned start with less than a
+ *      block of data is what a small tensor of the allocator looks like, and
+ *      packing such chunks saves nothing (NCCL moves each per-peer chunk as
+ *      a transfer of its own either way);
+ *  (c) there are 3 or more regions and the chunks' starts are not equally
+ *      spaced (a gap where this rank's own chunk belongs, when it posts
+ *      none, counts as two steps);
+ *  (d) every gap is covered, at least in part, by a chunk of the other
+ *      direction (tensors allocated alternately, send then receive): an
+ *      interleaving one strided view cannot produce (skip_at: a gap not to
+ *      judge, this rank's own block kept local; 0 none).
+ * Otherwise (any start unaligned, or equally spaced gaps of two blocks or
+ * more that nothing explains) they are taken as views. (d) walks both
+ * directions' chunks once more, so it is tried last. */
 #define LY_ALLOC_BLOCK 512
-static bool separate_blocks(const dir_stats *d) {
-  return d->regions <= 1 || (d->aligned && d->max_gap < 2 * LY_ALLOC_BLOCK);
+static bool gaps_covered(const dir_stats *d, const dir_stats *o, uintptr_t skip_at) {
+  uintptr_t end = 0, reach = 0; /* reach: the greatest end of o's chunks below the gap's end */
+  unsigned k = 0;
+  bool any = false;
+  for (unsigned i = 0; i < d->nsorted; i++) {
+    const ly_range *x = d->sorted[i];
+    if (x->lo == x->hi) continue;
+    if (any && x->lo > end && end != skip_at) { /* the gap [end, x->lo) */
+      for (; k < o->nsorted && o->sorted[k]->lo < x->lo; k++)
+        if (o->sorted[k]->lo < o->sorted[k]->hi && o->sorted[k]->hi > reach)
+          reach = o->sorted[k]->hi;
+      if (reach <= end) return false;
+    }
+    if (!any || x->hi > end) end = x->hi;
+    any = true;
+  }
+  return true;
 }
 
-/* Non-empty P2P chunks of one direction on one comm: peers counted in peer
- * order, regions in address order (chunks that touch or overlap merge into
- * one region: a buffer laid out in another order than the peers', or one
- * send buffer posted to every peer, is still one region). A rank that
- * posts no chunk for itself (it copies its own block locally) leaves a gap
- * where that block belongs in an all_to_all_single layout, between the
- * chunks of peers rank-1 and rank+1: its size is recorded (self_gap; rank:
- * this rank in the communicator, -1 if unknown), and the caller forgives it
- * when both directions have one of the same size - what a rank sends to
- * itself is what it receives from itself. */
-static void direction(ly_thread *t, void *comm, bool recv, int rank, dir_stats *d) {
-  const ly_range **v = t->scratch;
+static ly_sep separate_blocks(const dir_stats *d, const dir_stats *o, uintptr_t skip_at) {
+  if (d->regions <= 1) return LY_SEP_ONE;
+  if (!d->aligned) return LY_SEP_VIEWS;
+  if (d->max_gap < 2 * LY_ALLOC_BLOCK) return LY_SEP_BLOCKS;
+  if (d->max_region < LY_ALLOC_BLOCK) return LY_SEP_SMALL;
+  if (d->regions >= 3 && d->starts >= 3 && !d->even) return LY_SEP_UNEVEN;
+  if (gaps_covered(d, o, skip_at)) return LY_SEP_INTERLEAVED;
+  return LY_SEP_VIEWS;
+}
+
+/* P2P chunks of one direction on one comm, collected into v (a part of
+ * t->scratch with room for every range of the group; d->sorted keeps them,
+ * d->nsorted how many: the other direction's part starts after them).
+ * Peers counted in peer order, empty chunks too; regions of the non-empty
+ * chunks in address order (chunks that touch or overlap merge into one
+ * region: a buffer laid out in another order than the peers', or one send
+ * buffer posted to every peer, is still one region). A rank that posts no
+ * chunk for itself (it copies its own block locally) leaves a gap where
+ * that block belongs in an all_to_all_single layout, between the chunks of
+ * peers rank-1 and rank+1: its size is recorded (self_gap; rank: this rank
+ * in the communicator, -1 if unknown), and the caller forgives it when both
+ * directions have one of the same size - what a rank sends to itself is
+ * what it receives from itself. The chunks' starts are spaced in the same
+ * pass (an empty chunk's address counts: a zero split of a padded buffer
+ * still points at its slot; a null one does not). */
+static void direction(ly_thread *t, void *comm, bool recv, int rank, dir_stats *d,
+                      const ly_range **v) {
   unsigned n = 0;
-  int last_peer = -1;
+  int last_peer = -1, busy_peer = -1; /* of the last chunk, of the last non-empty one */
+  bool self_op = false; /* an operation for this rank, empty or not */
   memset(d, 0, sizeof *d);
   d->grp_lo = UINT16_MAX;
   d->aligned = true;
+  d->even = true;
   for (unsigned i = 0; i < t->nranges; i++) {
     const ly_range *r = &t->ranges[i];
     if (r->p2p && r->comm_handle == comm && r->is_recv == recv) v[n++] = r;
   }
+  d->sorted = v;
+  d->nsorted = n;
   /* Peers: every posted operation counts, empty ones too (an all-to-all
-   * with zero splits still addresses every rank). */
+   * with zero splits still addresses every rank). Chunks: the non-empty
+   * ones. */
   sort_ranges(v, n, cmp_peer);
   for (unsigned i = 0; i < n; i++) {
     if (v[i]->peer != last_peer) {
       d->peers++;
-      if (v[i]->peer == rank) d->self = v[i]->lo < v[i]->hi || d->self;
+      if (v[i]->peer == rank) self_op = true;
       else d->others++;
     }
-    last_peer = v[i]->peer;
     if (v[i]->grp < d->grp_lo) d->grp_lo = v[i]->grp;
     if (v[i]->grp > d->grp_hi) d->grp_hi = v[i]->grp;
-  }
-  /* Chunks and regions: the non-empty ones. */
-  unsigned m = 0;
-  for (unsigned i = 0; i < n; i++)
-    if (v[i]->lo < v[i]->hi) v[m++] = v[i];
-  last_peer = -1;
-  for (unsigned i = 0; i < m; i++) { /* still in peer order */
     size_t b = v[i]->hi - v[i]->lo;
-    if (i == 0 || v[i]->peer != last_peer) d->busy_peers++;
+    if (b) {
+      if (v[i]->peer == rank) d->self = true;
+      if (!d->chunks || v[i]->peer != busy_peer) d->busy_peers++;
+      busy_peer = v[i]->peer;
+      d->chunks++;
+      d->bytes += b;
+      if (!d->smallest || b < d->smallest) d->smallest = b;
+    }
     last_peer = v[i]->peer;
-    d->chunks++;
-    d->bytes += b;
-    if (!d->smallest || b < d->smallest) d->smallest = b;
   }
-  sort_ranges(v, m, cmp_lo);
-  uintptr_t end = 0; /* greatest end of the regions so far */
-  int end_peer = -1; /* the peer of the chunk that reaches it */
-  for (unsigned i = 0; i < m; i++) {
-    if (i > 0 && v[i]->lo > end && rank >= 0 && !d->self && end_peer == rank - 1 &&
-        v[i]->peer == rank + 1)
-      d->self_gap = v[i]->lo - end;
-    if (i > 0 && v[i]->lo > end && v[i]->lo - end > d->max_gap) d->max_gap = v[i]->lo - end;
-    if (i == 0 || v[i]->lo > end) {
+  sort_ranges(v, n, cmp_lo);
+  uintptr_t end = 0;   /* greatest end of the regions so far */
+  uintptr_t rlo = 0;   /* the current region's start */
+  int end_peer = -1;   /* the peer of the chunk that reaches it */
+  uintptr_t prev = 0;  /* the last distinct start */
+  int prev_peer = -1;  /* the peer of a chunk there */
+  for (unsigned i = 0; i < n; i++) {
+    const ly_range *x = v[i];
+    if (x->lo && (!d->starts || x->lo != prev)) {
+      if (d->starts) {
+        size_t step = x->lo - prev;
+        if (rank >= 0 && !self_op && prev_peer == rank - 1 && x->peer == rank + 1) {
+          d->even &= step % 2 == 0; /* across this rank's own slot: two steps */
+          step /= 2;
+        }
+        if (d->starts == 1) d->step = step;
+        else d->even &= step == d->step;
+      }
+      d->starts++;
+      prev = x->lo;
+    }
+    if (x->lo) prev_peer = x->peer;
+    if (x->lo == x->hi) continue; /* regions: the non-empty chunks */
+    if (d->regions && x->lo > end) {
+      if (rank >= 0 && !d->self && end_peer == rank - 1 && x->peer == rank + 1) {
+        d->self_gap = x->lo - end;
+        d->self_at = end;
+      }
+      if (x->lo - end > d->max_gap) d->max_gap = x->lo - end;
+      if (end - rlo > d->max_region) d->max_region = end - rlo;
+    }
+    if (!d->regions || x->lo > end) {
       d->regions++;
-      if (v[i]->lo % LY_ALLOC_BLOCK) d->aligned = false;
+      rlo = x->lo;
+      if (x->lo % LY_ALLOC_BLOCK) d->aligned = false;
     }
-    if (v[i]->hi > end) {
-      end = v[i]->hi;
-      end_peer = v[i]->peer;
+    if (x->hi > end) {
+      end = x->hi;
+      end_peer = x->peer;
     }
   }
+  if (d->regions && end - rlo > d->max_region) d->max_region = end - rlo;
 }
 
 /* "1 region" / "3 separate regions". */
 static const char *regions_text(unsigned n, char *buf, size_t cap) {
   if (n == 1) snprintf(buf, cap, "1 region");
   else snprintf(buf, cap, "%u separate regions", n);
+  return buf;
+}
+
+/* The details' name of each ly_sep. */
+static const char *const sep_name[] = {"views", "one-region", "blocks", "small", "uneven",
+                                       "interleaved"};
+_Static_assert(sizeof sep_name / sizeof *sep_name == LY_SEP_INTERLEAVED + 1,
+               "a name for every ly_sep");
+
+/* What the directions' verdicts rest on, for the message: each direction
+ * whose verdict is not `skip` (the info leaves out LY_SEP_VIEWS, which it
+ * never has, the warning the directions that are not views), one clause,
+ * both in one when they agree. */
+static const char *why_clause(const dir_stats *d, ly_sep w, char *buf, size_t cap) {
+  switch (w) {
+  case LY_SEP_ONE: snprintf(buf, cap, "one region"); break;
+  case LY_SEP_BLOCKS:
+    snprintf(buf, cap, "every region starts a 512-byte allocator block, less than two blocks "
+             "apart");
+    break;
+  case LY_SEP_SMALL:
+    snprintf(buf, cap, "every region starts a 512-byte allocator block and holds less than "
+             "one, as small tensors do");
+    break;
+  case LY_SEP_UNEVEN:
+    snprintf(buf, cap, "the regions start on 512-byte allocator blocks at unequal distances, "
+             "where views of one strided or padded tensor are equally spaced");
+    break;
+  case LY_SEP_INTERLEAVED:
+    snprintf(buf, cap, "the regions start on 512-byte allocator blocks and the other "
+             "direction's chunks lie in every gap between them (tensors allocated "
+             "alternately)");
+    break;
+  default:
+    if (!d->aligned)
+      snprintf(buf, cap, "a region starts off a 512-byte boundary, so not in a block of its own "
+               "from PyTorch's caching allocator");
+    else if (d->regions >= 3 && d->starts >= 3)
+      snprintf(buf, cap, "chunks equally spaced %zu bytes apart with gaps of up to %zu bytes, "
+               "as views of one strided or capacity-padded tensor lie", d->step, d->max_gap);
+    else
+      snprintf(buf, cap, "gaps of up to %zu bytes between regions of up to %zu bytes, nothing "
+               "of the other direction in them", d->max_gap, d->max_region);
+  }
+  return buf;
+}
+
+static const char *why_text(const dir_stats *const both[2], const ly_sep why[2], ly_sep skip,
+                            char *buf, size_t cap) {
+  char c0[192], c1[192];
+  bool k0 = why[0] != skip && why[0] != LY_SEP_ONE, k1 = why[1] != skip && why[1] != LY_SEP_ONE;
+  why_clause(both[0], why[0], c0, sizeof c0);
+  why_clause(both[1], why[1], c1, sizeof c1);
+  if (k0 && k1 && !strcmp(c0, c1)) snprintf(buf, cap, "both directions: %s", c0);
+  else if (k0 && k1) snprintf(buf, cap, "sends: %s; receives: %s", c0, c1);
+  else snprintf(buf, cap, "%s: %s", k0 ? "sends" : "receives", k0 ? c0 : c1);
   return buf;
 }
 
@@ -710,10 +863,11 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
     int nranks = r->comm && r->comm->nranks > 0 ? r->comm->nranks : -1;
     int rank = nranks > 0 ? r->comm->rank : -1;
     dir_stats s, v;
-    direction(t, r->comm_handle, false, rank, &s);
-    direction(t, r->comm_handle, true, rank, &v);
+    direction(t, r->comm_handle, false, rank, &s, t->scratch);
+    direction(t, r->comm_handle, true, rank, &v, t->scratch + s.nsorted);
     if (s.busy_peers < 2 || v.busy_peers < 2) continue; /* one peer: nothing to lay out */
-    if (s.self_gap && s.self_gap == v.self_gap) { /* this rank's own block, kept local */
+    bool kept = s.self_gap && s.self_gap == v.self_gap; /* this rank's own block, kept local */
+    if (kept) {
       s.regions--;
       v.regions--;
     }
@@ -735,6 +889,11 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
     a2a_json_uint(&j, "nested_groups", t->nnested);
     const dir_stats *both[2] = {&s, &v};
     const char *names[2] = {"send", "recv"};
+    ly_sep why[2] = {LY_SEP_VIEWS, LY_SEP_VIEWS};
+    if (a2a) {
+      why[0] = separate_blocks(&s, &v, kept ? s.self_at : 0);
+      why[1] = separate_blocks(&v, &s, kept ? v.self_at : 0);
+    }
     for (int k = 0; k < 2; k++) {
       a2a_json_obj_begin(&j, names[k]);
       a2a_json_uint(&j, "chunks", both[k]->chunks);
@@ -743,36 +902,39 @@ static bool check_scattered(ly_thread *t, const a2a_event *end) {
       a2a_json_uint(&j, "bytes", both[k]->bytes);
       a2a_json_uint(&j, "smallest_chunk_bytes", both[k]->smallest);
       a2a_json_uint(&j, "largest_gap_bytes", both[k]->max_gap);
+      if (a2a) a2a_json_str(&j, "layout", sep_name[why[k]]);
       a2a_json_obj_end(&j);
     }
     a2a_json_obj_end(&j);
     const char *cname = r->comm ? r->comm->name : "a communicator";
-    if (a2a && separate_blocks(&s) && separate_blocks(&v)) {
+    if (a2a && why[0] != LY_SEP_VIEWS && why[1] != LY_SEP_VIEWS) {
       /* all_to_all over tensor lists: nothing to pack without a copy. */
-      char sr[48], vr[48];
+      char sr[48], vr[48], wt[416];
       snprintf(msg, sizeof msg,
                "A grouped all-to-all on %s (every rank a peer) sends %zu bytes from %s and "
-               "receives %zu bytes into %s (%u/%u chunks), each a separate allocator block with "
-               "nothing skipped between them: separate tensors (as all_to_all with tensor "
-               "lists posts them), not views of one buffer. NCCL moves every chunk as a "
-               "transfer of its own, contiguous or not; packing them into one buffer would "
-               "add a copy, not save one.",
+               "receives %zu bytes into %s (%u/%u chunks): separate tensors, as all_to_all with "
+               "tensor lists posts them, not views of one buffer (%s). NCCL moves every chunk "
+               "as a transfer of its own, contiguous or not; packing them into one buffer "
+               "would add a copy, not save one.",
                cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
-               regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks);
+               regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks,
+               why_text(both, why, LY_SEP_VIEWS, wt, sizeof wt));
       cap_note(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, LY_REP_END);
       report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_INFO, end->callsite, r->comm, msg, js);
       clean = false;
       continue;
     }
     if (a2a) {
-      char sr[48], vr[48];
+      char sr[48], vr[48], wt[416];
       snprintf(msg, sizeof msg,
                "A grouped all-to-all on %s (every rank a peer) sends %zu bytes from %s and "
-               "receives %zu bytes into %s (%u/%u chunks): the per-peer chunks are views, not "
-               "one contiguous buffer per direction; pack them into one send and one receive "
-               "buffer (all_to_all_single layout) to avoid extra copies and small transfers.",
+               "receives %zu bytes into %s (%u/%u chunks): the per-peer chunks look like views "
+               "of one buffer, not one contiguous buffer per direction (%s); pack them into one "
+               "send and one receive buffer (all_to_all_single layout) to avoid extra copies "
+               "and small transfers.",
                cname, s.bytes, regions_text(s.regions, sr, sizeof sr), v.bytes,
-               regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks);
+               regions_text(v.regions, vr, sizeof vr), s.chunks, v.chunks,
+               why_text(both, why, LY_SEP_ONE, wt, sizeof wt));
       cap_note(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_WARNING, LY_REP_END);
       report(A2A_CK_LAYOUT_SCATTERED, A2A_SEV_WARNING, end->callsite, r->comm, msg, js);
       clean = false;

@@ -3,6 +3,7 @@
  * edge cases: zero counts, in-place collectives (valid and invalid), views
  * into one segment, unknown pointers, grouped all-to-alls. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -674,6 +675,20 @@ START_TEST(scattered_all_to_all_with_a_zero_split_warns) {
   const collected *f = collector_find("layout.scattered");
   ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
   ck_assert_ptr_nonnull(strstr(f->message, "all_to_all_single layout"));
+  /* Receives packed: the sends alone warn. The empty chunk's address is
+   * its slot of the strided send buffer: the starts are equally spaced. */
+  setup();
+  group(1);
+  for (int p = 0; p < 4; p++) {
+    p2p(1, SEG0 + (uintptr_t)p * 2 * BLK, p == 2 ? 0 : 1024, p);
+    p2p(0, SEG0 + 131072 + (uintptr_t)(p < 3 ? p : 2) * BLK, p == 2 ? 0 : 1024, p);
+  }
+  group(0);
+  f = collector_find("layout.scattered");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(f->message, "sends: chunks equally spaced 8192 bytes apart"));
+  ck_assert_ptr_nonnull(strstr(f->details, "\"recv\":{\"chunks\":3,\"peers\":4,\"regions\":1"));
 }
 END_TEST
 
@@ -704,6 +719,107 @@ START_TEST(tensor_list_all_to_all_is_an_info) {
   }
   group(0);
   ck_assert_int_eq(collector_find("layout.scattered")->severity, A2A_SEV_WARNING);
+}
+END_TEST
+
+/* One grouped all-to-all on 4 ranks: chunk p of each direction at
+ * send[p] / recv[p], count floats each. */
+static const collected *a2a_at(const uintptr_t *send, const uintptr_t *recv, size_t count) {
+  setup();
+  group(1);
+  for (int p = 0; p < 4; p++) {
+    p2p(1, send[p], count, p);
+    p2p(0, recv[p], count, p);
+  }
+  group(0);
+  ck_assert_uint_eq(collector_count("layout.scattered"), 1);
+  return collector_find("layout.scattered");
+}
+
+static void assert_separate(const collected *f, const char *layout) {
+  char want[64];
+  snprintf(want, sizeof want, "\"layout\":\"%s\"", layout);
+  ck_assert_int_eq(f->severity, A2A_SEV_INFO);
+  ck_assert_ptr_nonnull(strstr(f->message, "separate tensors"));
+  ck_assert_ptr_null(strstr(f->message, "all_to_all_single"));
+  ck_assert_msg(strstr(f->details, want), "%s not in %s", want, f->details);
+}
+
+/* (b) torch 2.15's all_to_all on fresh 8-byte tensors: caching-allocator
+ * blocks with other live tensors between them (gaps 1528 and 2040 bytes).
+ * Each region holds less than one 512-byte block: small tensors, an info -
+ * equally spaced too (2 KiB apart), which alone would look like a view. */
+START_TEST(small_tensor_list_all_to_all_is_an_info) {
+  uintptr_t s[4], r[4];
+  for (int p = 0; p < 4; p++) {
+    s[p] = SEG0 + (uintptr_t)p * 2048;
+    r[p] = SEG0 + 65536 + (uintptr_t)p * 2048;
+  }
+  const collected *f = a2a_at(s, r, 2);
+  assert_separate(f, "small");
+  ck_assert_ptr_nonnull(strstr(f->message, "holds less than one, as small tensors do"));
+  ck_assert_ptr_nonnull(strstr(f->details, "\"largest_gap_bytes\":2040"));
+  /* The tester's layout: 1536 and 2048 bytes apart. */
+  uintptr_t at[4] = {0, 1536, 3584, 5632};
+  for (int p = 0; p < 4; p++) {
+    s[p] = SEG0 + at[p];
+    r[p] = SEG0 + 65536 + at[p];
+  }
+  assert_separate(a2a_at(s, r, 2), "small");
+  /* Off the 512-byte blocks: no allocator's tensors, still a warning. */
+  for (int p = 0; p < 4; p++) s[p] = SEG0 + 8 + (uintptr_t)p * 2048;
+  f = a2a_at(s, r, 2);
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(f->message, "off a 512-byte boundary"));
+}
+END_TEST
+
+/* (c) Block-sized tensors wherever the allocator had room: aligned, gaps of
+ * 1, 2 and 3 KiB - not the equal spacing of views of one strided tensor. */
+START_TEST(unevenly_spaced_tensors_are_an_info) {
+  uintptr_t s[4], r[4], at[4] = {0, 2048, 5120, 9216};
+  for (int p = 0; p < 4; p++) {
+    s[p] = SEG0 + at[p];
+    r[p] = SEG0 + 65536 + (uintptr_t)p * 1024; /* one receive buffer */
+  }
+  const collected *f = a2a_at(s, r, 256);
+  assert_separate(f, "uneven");
+  ck_assert_ptr_nonnull(strstr(f->message, "sends: the regions start on 512-byte allocator "
+                                           "blocks at unequal distances"));
+  ck_assert_ptr_nonnull(strstr(f->details, "\"recv\":{\"chunks\":4,\"peers\":4,\"regions\":1"));
+  /* Equally spaced (3 KiB apart), the same chunks are views: a warning. */
+  for (int p = 0; p < 4; p++) s[p] = SEG0 + (uintptr_t)p * 3072;
+  f = a2a_at(s, r, 256);
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(f->message, "chunks equally spaced 3072 bytes apart"));
+  ck_assert_ptr_nonnull(strstr(f->details, "\"layout\":\"views\""));
+}
+END_TEST
+
+/* (d) Sends and receives allocated alternately in a loop (4 KiB tensors):
+ * each direction equally spaced 8 KiB apart, the other's tensors in every
+ * gap - an interleaving one strided view cannot produce. A gap with
+ * nothing of the other direction in it keeps the warning. */
+START_TEST(alternately_allocated_tensors_are_an_info) {
+  uintptr_t s[4], r[4];
+  for (int p = 0; p < 4; p++) {
+    s[p] = SEG0 + (uintptr_t)p * 2 * BLK;
+    r[p] = s[p] + BLK;
+  }
+  const collected *f = a2a_at(s, r, 1024);
+  assert_separate(f, "interleaved");
+  ck_assert_ptr_nonnull(strstr(f->message, "both directions: the regions start on 512-byte "
+                                           "allocator blocks and the other direction's chunks "
+                                           "lie in every gap"));
+  /* Half-block receives: each gap covered in part is enough. */
+  f = a2a_at(s, r, 512);
+  ck_assert_int_eq(f->severity, A2A_SEV_INFO);
+  ck_assert_ptr_nonnull(strstr(f->details, "\"send\":{\"chunks\":4,\"peers\":4,\"regions\":4"));
+  /* The last receive elsewhere: the send gap before chunk 3 is empty. */
+  r[2] = SEG0 + 65536;
+  f = a2a_at(s, r, 1024);
+  ck_assert_int_eq(f->severity, A2A_SEV_WARNING);
+  ck_assert_ptr_nonnull(strstr(f->message, "all_to_all_single layout"));
 }
 END_TEST
 
@@ -2114,6 +2230,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, all_to_all_without_self_chunk_is_not_scattered);
   tcase_add_test(tc, scattered_all_to_all_with_a_zero_split_warns);
   tcase_add_test(tc, tensor_list_all_to_all_is_an_info);
+  tcase_add_test(tc, small_tensor_list_all_to_all_is_an_info);
+  tcase_add_test(tc, unevenly_spaced_tensors_are_an_info);
+  tcase_add_test(tc, alternately_allocated_tensors_are_an_info);
   tcase_add_test(tc, copy_that_assembles_the_output);
   tcase_add_test(tc, copy_into_in_place_all_gather_assembles);
   tcase_add_test(tc, copy_then_in_place_all_reduce_is_staging);
