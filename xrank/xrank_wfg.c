@@ -21,6 +21,7 @@ typedef struct req {
   int32_t qrank;    /* q's rank in the comm */
   uint32_t index;   /* the awaited op's index (0-based) */
   uint32_t posted;  /* what q has posted of that kind */
+  uint32_t poster;  /* R_POSTER: the thread that posts q's rank (0: unknown) */
 } req;
 
 typedef struct mem {
@@ -496,6 +497,13 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
     base.type = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
     base.index = posted > lo ? posted : lo;
     base.free = base.type == R_POSTER && poster_free(Q, qc);
+    /* The story's guess where the poster is not known yet (the rank
+     * posted nothing on this communicator): the thread that posts the same
+     * rank on another communicator of Q - ncclCommInitAll's sets, thread r
+     * driving rank r of each. The wait-for rules never use the guess. */
+    base.poster = qc->poster;
+    for (uint32_t i = 0; !base.poster && i < Q->ncomms; i++)
+      if (Q->comms[i].rank == qc->rank && Q->comms[i].comm != qc->comm) base.poster = Q->comms[i].poster;
     return add_req(g, base);
   }
   return 0;
@@ -872,6 +880,28 @@ static const xr_threadstate *dead_thread(const graph *g, size_t p, uint64_t min_
   return NULL;
 }
 
+/* The thread of process p that cannot return and posts a rank (its
+ * poster, xr_commstate.poster), else p's first such thread: in a process
+ * of ranks as threads the story follows the thread that owes the
+ * operation, not whichever blocked thread comes first. */
+static const xr_threadstate *poster_dead(const graph *g, size_t p, uint32_t poster) {
+  for (uint32_t t = 0; poster && t < g->ps[p].nthreads; t++) {
+    const xr_threadstate *T = &g->ps[p].threads[t];
+    if (T->thread == poster && !thread_ok(g, p, T)) return T;
+  }
+  return dead_thread(g, p, 0);
+}
+
+/* How many of process p's threads cannot return (blocked min_ms). */
+static uint32_t dead_count(const graph *g, size_t p, uint64_t min_ms) {
+  uint32_t k = 0;
+  for (uint32_t t = 0; t < g->ps[p].nthreads; t++) {
+    const xr_threadstate *T = &g->ps[p].threads[t];
+    k += T->blocked_ms >= min_ms && !thread_ok(g, p, T);
+  }
+  return k;
+}
+
 static int32_t first_dead_target(const graph *g, size_t p, const xr_threadstate *T) {
   const xr_procstate *P = &g->ps[p];
   if (T->wait == XR_WAIT_SPLIT || T->wait == XR_WAIT_INIT) return -1;
@@ -1009,8 +1039,9 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       sb(s, " -> waits for rank %d to post its %s #%u (it has posted %u), but rank %d, ",
          bad->qrank, what_name(bad->what), bad->index + 1, bad->posted, bad->qrank);
       proc_name(s, Q);
-      const xr_threadstate *T2 = dead_thread(g, q, 0);
+      const xr_threadstate *T2 = poster_dead(g, q, bad->poster);
       if (!T2) { sb(s, ", cannot post it."); return; }
+      if (dead_count(g, q, 0) > 1) sb(s, " thread %u", T2->thread);
       sb(s, ", is blocked in %s at %s", xr_thread_wait_name(T2),
          site_of(g, o, q, T2->site, sitebuf, sizeof sitebuf));
       if (T2->wait == XR_WAIT_INIT) { p = q; T = T2; continue; }
@@ -1067,42 +1098,54 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
                    ? (k == 0 ? (size_t)opts->focus : k <= (size_t)opts->focus ? k - 1 : k)
                    : k;
     if (!ps[p].alive) continue;
-    const xr_threadstate *T = dead_thread(&g, p, min_ms);
-    if (T) res->dead_threads++;
-    else if (opts && opts->explain_all && ps[p].nthreads) T = &ps[p].threads[0];
-    if (!T) continue;
-    mark(involved, p);
-    int32_t u = first_dead_target(&g, p, T);
-    if (u < 0 && T->wait != XR_WAIT_SPLIT)
-      for (uint32_t j = 0; j < ps[p].nunits && u < 0; j++)
-        if (waits(&g, p, T, &ps[p].units[j])) u = (int32_t)(g.uoff[p] + j);
-    if (++nlines > 8) continue; /* the story names the first eight */
-    char sitebuf[128];
-    sb(&s, "%s", nlines > 1 ? "\n  " : "  ");
-    proc_name(&s, &ps[p]);
-    sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", xr_thread_wait_name(T),
-       site_of(&g, opts, p, T->site, sitebuf, sizeof sitebuf), T->blocked_ms);
-    memset(seen, 0, g.nu + 1);
-    memset(seenp, 0, n + 1);
-    uint64_t comm;
-    if (T->wait == XR_WAIT_SPLIT || T->wait == XR_WAIT_INIT) {
-      if (T->wait == XR_WAIT_SPLIT)
-        sb(&s, " (split #%u of comm %016" PRIx64 ")", T->index + 1, T->comm);
-      walk(&g, opts, 0, p, T, seen, seenp, &s, res, involved);
-      comm = T->comm;
-    } else {
-      sb(&s, ", waiting for ");
-      if (u < 0) { sb(&s, "nothing known."); continue; }
-      unit_desc(&s, &g, opts, (size_t)u);
-      walk(&g, opts, (size_t)u, p, NULL, seen, seenp, &s, res, involved);
-      comm = g.scomm[u] ? g.scomm[u] : ps[p].units[(size_t)u - g.uoff[p]].comm;
-    }
-    int known = 0;
-    for (int i = 0; i < ncomms_seen; i++) known |= comms_seen[i] == comm;
-    if (!known && ncomms_seen < 8) {
-      comms_seen[ncomms_seen++] = comm;
-      const char *mm = opts && opts->mismatch ? opts->mismatch(opts->ctx, comm) : NULL;
-      if (mm) sb(&s, "\n  known cause on comm %016" PRIx64 ": %s", comm, mm);
+    /* Every thread of p that cannot return tells its story (ranks as
+     * threads: each waits for its own rank's operations); named by its
+     * thread index where there are several. */
+    const uint32_t ndead = dead_count(&g, p, min_ms);
+    for (uint32_t ti = 0; ti < ps[p].nthreads || (ti == 0 && !ndead); ti++) {
+      const xr_threadstate *T = NULL;
+      if (ndead) {
+        T = &ps[p].threads[ti];
+        if (T->blocked_ms < min_ms || thread_ok(&g, p, T)) continue;
+        res->dead_threads++;
+      } else if (ti == 0 && opts && opts->explain_all && ps[p].nthreads) {
+        T = &ps[p].threads[0];
+      }
+      if (!T) break;
+      mark(involved, p);
+      int32_t u = first_dead_target(&g, p, T);
+      if (u < 0 && T->wait != XR_WAIT_SPLIT)
+        for (uint32_t j = 0; j < ps[p].nunits && u < 0; j++)
+          if (waits(&g, p, T, &ps[p].units[j])) u = (int32_t)(g.uoff[p] + j);
+      if (++nlines > 8) continue; /* the story names the first eight */
+      char sitebuf[128];
+      sb(&s, "%s", nlines > 1 ? "\n  " : "  ");
+      proc_name(&s, &ps[p]);
+      if (ndead > 1) sb(&s, " thread %u", T->thread);
+      sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", xr_thread_wait_name(T),
+         site_of(&g, opts, p, T->site, sitebuf, sizeof sitebuf), T->blocked_ms);
+      memset(seen, 0, g.nu + 1);
+      memset(seenp, 0, n + 1);
+      uint64_t comm;
+      if (T->wait == XR_WAIT_SPLIT || T->wait == XR_WAIT_INIT) {
+        if (T->wait == XR_WAIT_SPLIT)
+          sb(&s, " (split #%u of comm %016" PRIx64 ")", T->index + 1, T->comm);
+        walk(&g, opts, 0, p, T, seen, seenp, &s, res, involved);
+        comm = T->comm;
+      } else {
+        sb(&s, ", waiting for ");
+        if (u < 0) { sb(&s, "nothing known."); continue; }
+        unit_desc(&s, &g, opts, (size_t)u);
+        walk(&g, opts, (size_t)u, p, NULL, seen, seenp, &s, res, involved);
+        comm = g.scomm[u] ? g.scomm[u] : ps[p].units[(size_t)u - g.uoff[p]].comm;
+      }
+      int known = 0;
+      for (int i = 0; i < ncomms_seen; i++) known |= comms_seen[i] == comm;
+      if (!known && ncomms_seen < 8) {
+        comms_seen[ncomms_seen++] = comm;
+        const char *mm = opts && opts->mismatch ? opts->mismatch(opts->ctx, comm) : NULL;
+        if (mm) sb(&s, "\n  known cause on comm %016" PRIx64 ": %s", comm, mm);
+      }
     }
   }
   free(seen);

@@ -136,6 +136,42 @@ START_TEST(ranks_as_threads_free_poster_is_not_deadlock) {
 }
 END_TEST
 
+/* Ranks as threads of one process (ncclCommInitAll twice), the two
+ * communicators used in opposite orders: thread 1 (rank 0) waits in A#1,
+ * thread 2 (rank 1) in B#1; neither rank posted the other's yet. Both
+ * threads are counted and tell their stories, and the cycle goes through
+ * both communicators (each rank's owed operation leads to the thread that
+ * posts that rank - for A's rank 1, which posted nothing on A, the thread
+ * posting rank 1 elsewhere), never from a thread back to itself. */
+START_TEST(ranks_as_threads_opposite_orders_story) {
+  pb b[1];
+  pb_init(&b[0], 45);
+  pb_comm(&b[0], 0xA, 0, 2, 1)->poster = 1;
+  pb_comm(&b[0], 0xA, 1, 2, 0);
+  pb_comm(&b[0], 0xB, 0, 2, 0);
+  pb_comm(&b[0], 0xB, 1, 2, 1)->poster = 2;
+  xr_unitstate *ua = pb_coll(&b[0], 0xA, 1, 0);
+  ua->rank = 0;
+  xr_unitstate *ub = pb_coll(&b[0], 0xB, 2, 0);
+  ub->rank = 1;
+  pb_block(&b[0], 1, 4000);
+  b[0].threads[b[0].st.nthreads++] = (xr_threadstate){.stream = 2, .blocked_ms = 4000, .thread = 2,
+                                                      .wait = XR_WAIT_STREAM, .site = 0x998};
+  xr_wfg_result res;
+  ck_assert_int_eq(analyze(b, 1, &res), 1);
+  ck_assert_int_eq(res.dead_threads, 2);
+  ck_assert_int_eq(res.cycle, 1);
+  /* Thread 1's story: A rank 0 -> rank 1 (thread 2) waiting in B -> back. */
+  const char *t1 = strstr(story, "thread 1 is blocked");
+  ck_assert_ptr_nonnull(t1);
+  const char *hop = strstr(t1, "but rank 1, ");
+  ck_assert_ptr_nonnull(hop);
+  ck_assert_ptr_nonnull(strstr(hop, "thread 2, is blocked"));
+  ck_assert_ptr_nonnull(strstr(hop, "[comm 000000000000000b rank 1"));
+  ck_assert_ptr_nonnull(strstr(story, "thread 2 is blocked"));
+}
+END_TEST
+
 /* Ranks as processes: rank 1's process has a thread blocked, and the
  * thread that posted its operations so far (2) waits in nothing - it may
  * wait in the host for the blocked one (a main thread joining workers,
@@ -713,6 +749,7 @@ static Suite *suite(void) {
   tcase_add_test(t, free_rank_is_not_deadlock);
   tcase_add_test(t, ranks_as_threads_free_poster_is_not_deadlock);
   tcase_add_test(t, one_rank_per_process_keeps_the_process_rule);
+  tcase_add_test(t, ranks_as_threads_opposite_orders_story);
   tcase_add_test(t, group_in_flight_not_deadlock);
   tcase_add_test(t, counterpart_completed_is_satisfied);
   tcase_add_test(t, thread_targets);
