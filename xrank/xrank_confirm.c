@@ -94,7 +94,9 @@ static void emit_story(const xr_confirm *c, a2a_check_id check, const xr_procsta
       len += (size_t)snprintf(text + len, sizeof text - len, "; the awaited process: pid %d", q->pid);
     else
       len += (size_t)snprintf(text + len, sizeof text - len, "; the missing process: pid %d%s", q->pid,
-                              q->alive  ? " (alive, blocked elsewhere)"
+                              q->alive && res->missing_ended
+                                  ? " (alive; it ended the communicator)"
+                              : q->alive ? " (alive, blocked elsewhere)"
                               : q->died ? " (died: killed or crashed)"
                                         : " (exited or ended the communicator)");
     if (q->grank >= 0 && len < sizeof text)

@@ -1019,7 +1019,10 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
     case R_ENDED: {
       size_t q = (size_t)bad->target;
       mark(inv, q);
-      if (res->missing_proc < 0) res->missing_proc = (int)q;
+      if (res->missing_proc < 0) {
+        res->missing_proc = (int)q;
+        res->missing_ended = bad->type == R_ENDED;
+      }
       sb(s, " -> waits for rank %d's %s #%u, but rank %d, ", bad->qrank, what_name(bad->what),
          bad->index + 1, bad->qrank);
       proc_name(s, Q);

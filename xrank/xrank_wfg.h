@@ -66,6 +66,8 @@ typedef struct xr_wfg_result {
   int dead_threads;      /* blocked threads that cannot return */
   int missing_proc;      /* a process awaited to post that exited/ended/is
                             stuck elsewhere (first found), or -1 */
+  int missing_ended;     /* 1: missing_proc ended the awaited communicator
+                            (ncclCommAbort/Destroy/Finalize: alive or not) */
 } xr_wfg_result;
 
 /* Analyze n process states. involved (n bytes, may be NULL) receives 1 for

@@ -266,6 +266,28 @@ START_TEST(dead_processes_get_no_verdict) {
 }
 END_TEST
 
+/* Rank 1 is alive but ended the communicator (torch's watchdog aborts it
+ * after its timeout) without posting its half: the headline says so, not
+ * "blocked elsewhere". */
+START_TEST(alive_process_that_ended_the_comm_is_named_so) {
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 310 + r);
+    pb_comm(&b[r], 0xE, r, 2, r == 0 ? 1 : 0);
+    b[r].st.version = 1;
+  }
+  pb_coll(&b[0], 0xE, 1, 0);
+  pb_block(&b[0], 1, 3000);
+  b[1].comms[0].ended = 1;
+  ck_assert_int_eq(step(0, 2), XR_CONFIRM_CANDIDATE);
+  b[0].st.version = 2;
+  b[1].st.version = 2; /* (alive: its fresh report too) */
+  ck_assert_int_eq(step(2 * S, 2), XR_CONFIRM_DEADLOCK);
+  ck_assert_int_ge(ng, 1);
+  ck_assert_ptr_nonnull(strstr(g[0].text, "the missing process: pid 311 (alive; it ended the communicator)"));
+  ck_assert_ptr_null(strstr(g[0].text, "blocked elsewhere"));
+}
+END_TEST
+
 START_TEST(stall_warns_early_then_hang_fails) {
   xr_confirm_free(&c);
   xr_confirm_opts o = {.confirm_s = 5.0, .hang_timeout_s = 30.0, .stall_s = 10.0};
@@ -401,6 +423,7 @@ static Suite *confirm_suite(void) {
   tcase_add_test(tc, progress_keeps_the_hang_away);
   tcase_add_test(tc, stall_warns_early_then_hang_fails);
   tcase_add_test(tc, dead_processes_get_no_verdict);
+  tcase_add_test(tc, alive_process_that_ended_the_comm_is_named_so);
   tcase_add_test(tc, cadence_bounds_the_coordinator_share);
   tcase_add_test(tc, deadlock_confirmed_at_every_cadence);
   suite_add_tcase(s, tc);

@@ -217,6 +217,8 @@ START_TEST(group_in_flight_not_deadlock) {
   ck_assert_int_eq(analyze(b, 2, &res), 1);
   ck_assert_ptr_nonnull(strstr(story, "ended the communicator"));
   ck_assert_ptr_nonnull(strstr(story, "receive #5"));
+  ck_assert_int_eq(res.missing_proc, 1);
+  ck_assert_int_eq(res.missing_ended, 1); /* (the headline: "it ended the communicator") */
 }
 END_TEST
 
