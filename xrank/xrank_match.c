@@ -469,6 +469,21 @@ static void match_colls(xr_matcher *m, mcomm *c) {
                        op->count * a2a_dtype_size(op->dtype) == rop->count * a2a_dtype_size(rop->dtype);
       int reduction = op->coll == A2A_COLL_ALLREDUCE || op->coll == A2A_COLL_REDUCE ||
                       op->coll == A2A_COLL_REDUCESCATTER;
+      /* Only the reduction differs. NCCL picks the algorithm and protocol
+       * from the collective and its byte count (src/graph/tuning.cc:
+       * ncclTopoGetAlgoTime takes coll, algorithm, protocol and bytes, not
+       * the op), and the channel steps it enqueues are byte counts too, so
+       * the ranks move the same data and complete; each rank's kernel
+       * combines what it receives with its own operation, so the result is
+       * a mix of the operations. The op does gate some candidates
+       * (src/enqueue.cc: ncclNvlsSupported(op, type) for NVLS/NVLS_TREE,
+       * collNetSupportMatrix[op][type] for CollNet, PAT ReduceScatter
+       * without PreMulSum/Avg): only there can the ranks pick different
+       * algorithms and hang. Read in NVIDIA/nccl 5067397c (2.28+). Not a
+       * known cause of a hang: the deadlock analysis must not assume it
+       * never completes. */
+      int redop_only = op->coll == rop->coll && op->count == rop->count && op->dtype == rop->dtype &&
+                       op->root == rop->root && op->redop != rop->redop;
       a2a_severity sev = A2A_SEV_ERROR;
       if (same_bytes) {
         check = A2A_CK_SIZE_DTYPE_MISMATCH;
@@ -478,8 +493,8 @@ static void match_colls(xr_matcher *m, mcomm *c) {
                          : same_bytes ? "a different dtype at the same bytes"
                          : op->count != rop->count ? "a different count"
                          : op->dtype != rop->dtype ? "a different dtype"
-                         : op->redop != rop->redop ? "a different reduction"
-                                                   : "a different root";
+                         : op->root != rop->root ? "a different root"
+                                                 : "a different reduction";
       /* Who else calls the reference: every other rank, some (a tie or a
        * plurality: "the other ranks" would claim a majority), or nobody. */
       int others = best - 1;
@@ -502,12 +517,20 @@ static void match_colls(xr_matcher *m, mcomm *c) {
                                   "own type: the result is garbage"
                                 : ": NCCL moves the same bytes and each rank reinterprets them "
                                   "as its own type")
+                   : redop_only
+                   ? ": NCCL moves the same data and completes it, each rank reducing with "
+                     "its own operation: the result is wrong (it can hang only where the "
+                     "operation changes NCCL's algorithm: NVLS, CollNet)"
+                   : op->count == rop->count && op->dtype == rop->dtype && op->root != rop->root
+                   ? ": the ranks send and receive along different roots: NCCL hangs or "
+                     "delivers wrong data"
                    : ": NCCL reads/writes the wrong number of elements or hangs");
       size_t tl = strlen(text);
       gnote(m, c, r, ref, text + tl, sizeof text - tl);
       /* A known cause of a hang (the wait-for graph never assumes such an
-       * operation completes); a reinterpretation at equal bytes is none. */
-      if (!same_bytes) snprintf(c->last, sizeof c->last, "%s", text);
+       * operation completes); a reinterpretation at equal bytes is none,
+       * nor is a different reduction (see redop_only). */
+      if (!same_bytes && !redop_only) snprintf(c->last, sizeof c->last, "%s", text);
       if (first_time(c, check, r, ref)) {
         send_verdict(m, c, r, check, sev, op->site, text, NULL);
         send_verdict(m, c, ref, check, sev, rop->site, text, NULL);

@@ -19,7 +19,8 @@
  *   group_open    an "exception" path leaves ncclGroupStart open and the rank
  *                 then synchronizes its stream -> group.unbalanced
  *   redop         ReduceScatter where rank 1 passes ncclMax and the others
- *                 ncclSum -> size.collective-mismatch
+ *                 ncclSum -> size.collective-mismatch (NCCL completes it with
+ *                 a wrong result: no deadlock)
  *   init_nranks   rank 3 calls ncclCommInitRank with nranks 3 (off by one)
  *                 -> group.init-mismatch (NCCL fails or hangs; the launcher
  *                 kills the ranks after its limit if nothing ends them)

@@ -596,6 +596,57 @@ START_TEST(collective_dtype_at_equal_bytes) {
 }
 END_TEST
 
+/* The same AllReduce with ncclMax on rank 1 and ncclSum on the others: NCCL
+ * moves the same data and completes it (each rank reduces with its own
+ * operation), so the finding is an error but not a known cause of a hang
+ * (the deadlock analysis must not assume the operation never completes).
+ * A Broadcast with a different root is one, and says what happens. */
+START_TEST(collective_reduction_or_root_differs) {
+  xr_matcher *m = mk(4, 0xa9);
+  for (int r = 0; r < 4; r++) {
+    xr_op c = coll(0xa9, r, A2A_COLL_ALLREDUCE, 256, F32, r == 1 ? 2 /* max */ : 0 /* sum */);
+    c.site = 70 + r;
+    xr_matcher_op(m, r, &c);
+  }
+  ck_assert_int_eq(count("size.collective-mismatch"), 2); /* rank 1 and the reference */
+  const got *v = find("size.collective-mismatch", 1);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_int_eq(v->sev, A2A_SEV_ERROR);
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclAllReduce(count 256, float32, max)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclAllReduce(count 256, float32, sum)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "(a different reduction): NCCL moves the same data and "
+                                        "completes it, each rank reducing with its own operation"));
+  ck_assert_ptr_null(strstr(v->text, "wrong number of elements"));
+  ck_assert_ptr_null(xr_matcher_last_mismatch(m, 0xa9)); /* not a known hang cause */
+  xr_matcher_free(m);
+  /* Broadcast from root 0 on ranks 0-1, root 1 on rank 2: a hang cause. */
+  m = mk(3, 0xaa);
+  for (int r = 0; r < 3; r++) {
+    xr_op c = coll(0xaa, r, A2A_COLL_BROADCAST, 64, F32, -1);
+    c.root = r < 2 ? 0 : 1;
+    xr_matcher_op(m, r, &c);
+  }
+  v = find("size.collective-mismatch", 2);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "(a different root): the ranks send and receive along "
+                                        "different roots: NCCL hangs or delivers wrong data"));
+  ck_assert_ptr_nonnull(xr_matcher_last_mismatch(m, 0xaa));
+  xr_matcher_free(m);
+  /* Reduce with another root AND another reduction: the root is what hangs. */
+  m = mk(2, 0xab);
+  for (int r = 0; r < 2; r++) {
+    xr_op c = coll(0xab, r, A2A_COLL_REDUCE, 64, F32, r ? 2 : 0);
+    c.root = r;
+    xr_matcher_op(m, r, &c);
+  }
+  v = find("size.collective-mismatch", 1);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "(a different root): the ranks send and receive"));
+  ck_assert_ptr_nonnull(xr_matcher_last_mismatch(m, 0xab));
+  xr_matcher_free(m);
+}
+END_TEST
+
 START_TEST(alltoall_against_allreduce_is_an_order_mismatch) {
   /* alltoall_perf on ranks 0-1, all_reduce_perf on ranks 2-3: NCCL never
    * matches the AlltoAll's sends with an AllReduce. */
@@ -850,6 +901,7 @@ static Suite *suite(void) {
   tcase_add_test(t, alltoall_everywhere_keeps_the_collective_message);
   tcase_add_test(t, gather_and_scatter_expand_around_the_root);
   tcase_add_test(t, rooted_collectives_with_different_roots);
+  tcase_add_test(t, collective_reduction_or_root_differs);
   tcase_add_test(t, collective_dtype_at_equal_bytes);
   tcase_add_test(t, alltoall_against_allreduce_is_an_order_mismatch);
   tcase_add_test(t, p2p_size_mismatch_names_both);

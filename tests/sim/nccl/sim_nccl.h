@@ -64,9 +64,9 @@ void sim_version_banner(void);
 /* ---- reduce.c --------------------------------------------------------- */
 size_t sim_type_size(ncclDataType_t dt);      /* 0 for an invalid type */
 const char *sim_type_name(ncclDataType_t dt);
-/* Reduction classes carried in collective descriptors. */
+/* Reduction operations (ncclSum..ncclAvg, then PreMulSum). */
 enum { SIM_OP_SUM = 0, SIM_OP_PROD, SIM_OP_MAX, SIM_OP_MIN, SIM_OP_AVG,
-       SIM_OP_PREMULSUM, SIM_OP_NONE = 15 };
+       SIM_OP_PREMULSUM };
 /* acc[i] = op(acc[i], x[i]) for count elements of dt, with the result
  * rounded to dt after each step (as NCCL's per-element device reduction).
  * op is SUM, PROD, MAX or MIN (AVG and PREMULSUM reduce with SUM). */
@@ -92,13 +92,15 @@ uint8_t sim_float_to_fp8(float f, int e5m2);
 #define SIM_ID_MAGIC_FIXED 0x0280028002800280ULL  /* NCCL_COMM_ID magic */
 
 /* What a collective step carries so that the receiver can tell that both
- * ranks execute the same operation. */
+ * ranks execute the same operation: what decides NCCL's data movement (the
+ * collective, its root and bytes). Not the datatype nor the reduction: each
+ * rank reduces what it receives as its own type, with its own operation. */
 struct sim_desc {
   int32_t kind;          /* enum sim_kind */
-  int32_t dtype;
-  int32_t op;            /* SIM_OP_* */
+  int32_t dtype;         /* always -1 */
   int32_t root;
-  uint64_t count;
+  int32_t pad;
+  uint64_t count;        /* bytes */
 };
 
 /* One direction of one pair: a FIFO of SIM_NSTEPS slots of `step` bytes,

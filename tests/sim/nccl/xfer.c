@@ -37,16 +37,26 @@
  *
  * Collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter) use
  * direct all-pairs exchanges on the collective channels; every step carries
- * a descriptor (kind, reduction, root, bytes). A receiver that finds a
- * descriptor different from its own operation stops there forever: ranks
- * calling different collectives, or moving different byte counts, hang as
- * on GPUs rather than crash or silently succeed (with NCCL_DEBUG=WARN a
- * "[simulator]" warning names the mismatch). NCCL's data path moves bytes
- * (steps and protocol lines are byte-sized), so ranks that describe the same
- * bytes with different datatypes do not hang, in a reduction too: each rank
- * reduces what it receives as its own type, and the result is garbage. Reductions combine the
- * contributions in rank order 0..n-1 on every rank, so all ranks get the
- * same bits.
+ * a descriptor (kind, root, bytes). A receiver that finds a descriptor
+ * different from its own operation stops there forever: ranks calling
+ * different collectives, with different roots, or moving different byte
+ * counts, hang as on GPUs rather than crash or silently succeed (with
+ * NCCL_DEBUG=WARN a "[simulator]" warning names the mismatch). NCCL's data
+ * path moves bytes (steps and protocol lines are byte-sized), so ranks that
+ * describe the same bytes with different datatypes do not hang, in a
+ * reduction too: each rank reduces what it receives as its own type, and
+ * the result is garbage. Nor does the reduction operation enter the
+ * descriptor: NCCL chooses the algorithm and protocol from the collective
+ * and its bytes (NVIDIA/nccl src/graph/tuning.cc ncclTopoGetAlgoTime has no
+ * op argument; the op only removes NVLS/CollNet candidates, which the
+ * simulator does not model), so ranks passing different operations
+ * complete, each combining the contributions with its own operation (a
+ * PreMulSum rank's contribution is scaled by its own scalar, as NCCL's
+ * preOp scales a rank's input): the results are wrong, and in this all-pairs
+ * model they differ between ranks (NCCL's ring/tree mixes the operations
+ * along the reduction order instead). Reductions combine the contributions
+ * in rank order 0..n-1 on every rank, so ranks with the same operation get
+ * the same bits.
  *
  * Bounds (sim_execute): a buffer that runs past the end of the allocation
  * the runtime knows it in is replaced by a shadow for the operation, so
@@ -123,13 +133,12 @@ static void chain(struct xop *ops, int n) {
 }
 
 static void warn_mismatch(struct ncclComm *c, const struct xop *o, const struct sim_desc *got) {
-  sim_warn("[simulator] rank %d of comm %016llx: %s(count %llu, type %d, op %d, root %d) met "
-           "%s(count %llu, type %d, op %d, root %d) from rank %d: the ranks called different "
+  sim_warn("[simulator] rank %d of comm %016llx: %s(bytes %llu, root %d) met "
+           "%s(bytes %llu, root %d) from rank %d: the ranks called different "
            "collectives; hanging as a GPU would",
            c->rank, (unsigned long long)c->key, kind_name(o->desc.kind),
-           (unsigned long long)o->desc.count, o->desc.dtype, o->desc.op, o->desc.root,
-           kind_name(got->kind), (unsigned long long)got->count, got->dtype, got->op, got->root,
-           o->peer);
+           (unsigned long long)o->desc.count, o->desc.root,
+           kind_name(got->kind), (unsigned long long)got->count, got->root, o->peer);
 }
 
 /* Moves data until every op is done. Returns 0, or -1 when the
@@ -307,12 +316,12 @@ static void run_coll(struct ncclComm *c, struct sim_task *t) {
   struct sim_desc d;
   memset(&d, 0, sizeof d);
   d.kind = t->kind;
-  int reduction = t->kind == SIM_K_ALLREDUCE || t->kind == SIM_K_REDUCE || t->kind == SIM_K_REDUCESCATTER;
   /* NCCL moves bytes: two ranks that describe the same bytes with
    * different datatypes still match, reductions included (each reduces as
-   * its own type). */
+   * its own type). Nor does the reduction change the data movement (NCCL's
+   * algorithm, protocol and steps follow the collective and its bytes), so
+   * ranks with different operations match too, each reducing with its own. */
   d.dtype = -1;
-  d.op = reduction ? t->op : SIM_OP_NONE;
   d.root = (t->kind == SIM_K_BROADCAST || t->kind == SIM_K_REDUCE) ? t->peer : -1;
   d.count = bytes;
 

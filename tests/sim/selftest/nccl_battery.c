@@ -7,7 +7,9 @@
  * with equal and unequal splits (small and larger than a channel FIFO),
  * ncclAlltoAll/Gather/Scatter, a grouped p2p ring, split communicators
  * (key ordering, NCCL_SPLIT_NOCOLOR), PreMulSum with host and device
- * scalars, zero-count operations, and the argument errors.
+ * scalars, ranks passing different reductions to one collective (they
+ * complete, each rank with its own operation's result), zero-count
+ * operations, and the argument errors.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -452,6 +454,54 @@ static int test_large_reduce(ncclComm_t comm, int rank, int n, cudaStream_t s) {
   return fails;
 }
 
+/* Ranks passing different reductions to the same AllReduce / ReduceScatter
+ * (sum, max, PreMulSum by 2, min by rank % 4): NCCL's data movement does not
+ * depend on the operation, so the call completes on every rank, and each
+ * rank combines the contributions with its own operation (a PreMulSum
+ * rank's contribution is its input times its scalar, on every rank). */
+static float mixed_in(int r, size_t i) { return (float)((r * 3 + (int)i * 7) % 11 + 1); }
+static float mixed_contrib(int r, size_t i) { return mixed_in(r, i) * (r % 4 == 2 ? 2.0f : 1.0f); }
+static float mixed_want(int rank, int n, size_t i) {
+  float acc = mixed_contrib(0, i);
+  for (int r = 1; r < n; r++) {
+    float x = mixed_contrib(r, i);
+    acc = rank % 4 == 1 ? (x > acc ? x : acc) : rank % 4 == 3 ? (x < acc ? x : acc) : acc + x;
+  }
+  return acc;
+}
+static int test_mixed_ops(ncclComm_t comm, int rank, int n, cudaStream_t s) {
+  int fails = 0;
+  float two = 2.0f, *d, *h = malloc(sizeof(float) * COUNT * (size_t)n);
+  ncclRedOp_t op = rank % 4 == 1 ? ncclMax : rank % 4 == 3 ? ncclMin : ncclSum;
+  if (rank % 4 == 2) NCCL_OK(ncclRedOpCreatePreMulSum(&op, &two, ncclFloat32, ncclScalarHostImmediate, comm));
+  CUDA_OK(cudaMalloc((void **)&d, sizeof(float) * COUNT * (size_t)(n + 1)));
+  for (int rs = 0; rs < 2; rs++) {
+    size_t nin = rs ? COUNT * (size_t)n : COUNT;   /* ReduceScatter: COUNT per rank */
+    for (size_t i = 0; i < nin; i++) h[i] = mixed_in(rank, i);
+    CUDA_OK(cudaMemcpy(d, h, sizeof(float) * nin, cudaMemcpyHostToDevice));
+    float *out = d + nin;
+    if (rs) NCCL_OK(ncclReduceScatter(d, out, COUNT, ncclFloat32, op, comm, s));
+    else NCCL_OK(ncclAllReduce(d, out, COUNT, ncclFloat32, op, comm, s));
+    if (stream_done_within(s, 5000) != 1) {
+      FAILF("rank %d mixed-op %s did not complete", rank, rs ? "ReduceScatter" : "AllReduce");
+      break;
+    }
+    CUDA_OK(cudaMemcpy(h, out, sizeof(float) * COUNT, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < COUNT; i++) {
+      size_t gi = rs ? (size_t)rank * COUNT + i : i;
+      if (h[i] != mixed_want(rank, n, gi)) {
+        FAILF("rank %d mixed-op %s [%zu]: %g want %g (its own operation's result)", rank,
+              rs ? "ReduceScatter" : "AllReduce", gi, h[i], mixed_want(rank, n, gi));
+        break;
+      }
+    }
+  }
+  if (rank % 4 == 2) NCCL_OK(ncclRedOpDestroy(op, comm));
+  CUDA_OK(cudaFree(d));
+  free(h);
+  return fails;
+}
+
 static int body(ncclComm_t comm, int rank, int n, void *arg) {
   int fails = 0;
   cudaStream_t s;
@@ -466,6 +516,7 @@ static int body(ncclComm_t comm, int rank, int n, void *arg) {
   fails += test_two_streams(comm, rank, n, s);
   fails += test_split(comm, rank, n, s);
   fails += test_premulsum(comm, rank, n, s);
+  fails += test_mixed_ops(comm, rank, n, s);
   fails += test_errors_and_zero(comm, rank, n, s);
   CUDA_OK(cudaStreamSynchronize(s));
   CUDA_OK(cudaStreamDestroy(s));
