@@ -1510,7 +1510,9 @@ static const char *earlier_verb(const access *a) {
 static const char *fix_hint(a2a_check_id check) {
   if (check == A2A_CK_STREAM_UNSYNCED_INPUT)
     return "Record an event on the producing stream after the write and make the "
-           "communication stream wait for it (cudaStreamWaitEvent) before the operation.";
+           "communication stream wait for it (cudaStreamWaitEvent) before the operation "
+           "(PyTorch: torch.cuda.current_stream().wait_stream(side_stream) before the "
+           "collective, or event.wait()).";
   if (check == A2A_CK_STREAM_UNSYNCED_OUTPUT)
     return "Wait for the operation before touching its buffer: make this stream wait on an "
            "event recorded after the operation (work.wait()), or synchronize the host.";
