@@ -1171,7 +1171,8 @@ __attribute__((noinline)) static void pend_flush(const void *handle) {
 #define XG_SLOTS 256
 typedef struct xg_op {
   a2a_event ev;    /* the captured call's POST (its comm, arguments, site) */
-  uint32_t group;  /* nonzero: the captured group it belongs to */
+  uint64_t group;  /* nonzero: the captured group it belongs to (the
+                      capturing thread and its group number) */
 } xg_op;
 typedef struct xg_plan {
   int refs, n, cap;
@@ -1224,7 +1225,7 @@ __attribute__((noinline, cold)) static bool graph_capture_op(const a2a_event *ev
       a2a_hostsvc->capture_id(ev->stream, ev->per_thread, &cid) != 1)
     return false;
   tslot *t = slot(ev->thread);
-  uint32_t group = t && t->depth > 0 ? (t->gserial ? t->gserial : 1) : 0;
+  uint64_t group = t && t->depth > 0 ? (uint64_t)ev->thread << 32 | t->gserial | 1u << 31 : 0;
   pthread_mutex_lock(&g_xg_mu);
   xg_slot *s = xg_find(XG_CAPTURE, cid);
   xg_plan *p = s ? s->plan : NULL;
@@ -1313,7 +1314,7 @@ static void graph_replay(const a2a_event *ev) {
   const bool own_groups = t && t->depth == 0;
   a2a_event g = {.phase = A2A_POST, .thread = ev->thread, .seq = ev->seq, .t_ns = ev->t_ns,
                  .ok = 1, .device = ev->device};
-  uint32_t open = 0;
+  uint64_t open = 0;
   for (int i = 0; i < p->n; i++) {
     const xg_op *o = &p->ops[i];
     if (own_groups && open && o->group != open) {
