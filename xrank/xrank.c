@@ -384,6 +384,8 @@ typedef struct tslot {
                                       tags a captured operation with it) */
   uint64_t cap_end_id;             /* the capture a cudaStreamEndCapture's
                                       PRE found on its stream (0: none) */
+  int replaying;                   /* inside graph_replay: records are
+                                      marked XR_OPF_REPLAY */
   /* Published under a sequence lock: written by the owner, read by the
    * background thread. Every field is atomic (relaxed), the sequence
    * orders them (C11 seqlock: odd while being written). */
@@ -1026,11 +1028,13 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
                        offsetof(xr_op, rank) == 28 && offsetof(xr_op, peer) == 32 &&
                        offsetof(xr_op, root) == 36 && offsetof(xr_op, kind) == 40 &&
                        offsetof(xr_op, coll) == 42 && offsetof(xr_op, dtype) == 43 &&
-                       offsetof(xr_op, redop) == 44 && offsetof(xr_op, pad) == 45 &&
+                       offsetof(xr_op, redop) == 44 && offsetof(xr_op, flags) == 45 &&
+                       offsetof(xr_op, pad) == 46 &&
                        sizeof(xr_op) == 48,
                    "fill_op's packed stores follow xr_op's layout");
     /* Word by word (an array would be built on the stack, then copied);
-     * kind_coll's byte 3 (0) is dtype's, stored after it. */
+     * kind_coll's byte 3 (0) is dtype's, stored after it; redop_pad's
+     * upper bytes are flags and pad (0). */
     memcpy(&op->count, &count, 8);
     memcpy(&op->group, &group_rank, 8);
     memcpy(&op->peer, &peer, 4);
@@ -1043,7 +1047,8 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
 #endif
   op->group = 0;
   op->rank = rank;
-  op->pad[0] = op->pad[1] = op->pad[2] = 0;
+  op->flags = 0;
+  op->pad[0] = op->pad[1] = 0;
   if (kind == A2A_EV_COLL) {
     op->count = ev->u.coll.count;
     op->peer = -1;
@@ -1156,7 +1161,8 @@ __attribute__((noinline)) static void pend_flush(const void *handle) {
  * to each exec, and each successful launch posts the plan's operations as
  * if the launching thread issued them on the launch stream then: the
  * operations of one captured group as one group, a lone one alone (its
- * own unit, marked after the launch). A launch into a stream that is
+ * own unit, marked after the launch), marked XR_OPF_REPLAY (the findings
+ * say it is a replay). A launch into a stream that is
  * itself capturing posts into that capture's plan (op_body), as CUDA
  * records the nodes into the outer graph. Sites are the captured calls'.
  * Rare path (captures, instantiations, launches of graphs that hold NCCL
@@ -1315,6 +1321,7 @@ static void graph_replay(const a2a_event *ev) {
   a2a_event g = {.phase = A2A_POST, .thread = ev->thread, .seq = ev->seq, .t_ns = ev->t_ns,
                  .ok = 1, .device = ev->device};
   uint64_t open = 0;
+  if (t) t->replaying = 1; /* (its records take op_body's paths, which mark them) */
   for (int i = 0; i < p->n; i++) {
     const xg_op *o = &p->ops[i];
     if (own_groups && open && o->group != open) {
@@ -1339,6 +1346,7 @@ static void graph_replay(const a2a_event *ev) {
     g.kind = A2A_EV_GROUP_END;
     on_group_end(&g);
   }
+  if (t) t->replaying = 0;
   pthread_mutex_lock(&g_xg_mu);
   xg_unref(p);
   pthread_mutex_unlock(&g_xg_mu);
@@ -1366,6 +1374,7 @@ __attribute__((always_inline)) static inline void op_lone(const a2a_event *ev, a
   r->u.opu.gen = u.gen;
   r->u.opu.deferred = u.deferred;
   fill_op(&r->u.opu.op, ev, kind, id, rank);
+  if (t && t->replaying) r->u.opu.op.flags = XR_OPF_REPLAY;
   push_end(&tok);
 }
 
@@ -1404,6 +1413,7 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
     xr_rec *r = push_begin(&tok);
     if (r) {
       group_op(r, t, ev, kind, id, c->rank, sid);
+      if (t->replaying) r->u.op.flags = XR_OPF_REPLAY; /* (graph_replay: this path only) */
       push_end(&tok);
     }
     group_stream(t, sid, ev, c);

@@ -100,8 +100,12 @@ typedef struct xr_op {
                         collective it is part of (xr_coll_is_p2p), else -1 */
   int8_t dtype;      /* ncclDataType_t */
   int8_t redop;      /* ncclRedOp_t, -1 when not a reduction */
-  int8_t pad[3];
+  uint8_t flags;     /* XR_OPF_* */
+  int8_t pad[2];
 } xr_op;
+/* xr_op.flags. REPLAY: posted by a cudaGraphLaunch, a replay of a call
+ * captured into the graph (its site is the captured call's). */
+enum { XR_OPF_REPLAY = 1 };
 _Static_assert(sizeof(xr_op) == 48, "xr_op is a wire record");
 
 /* A communicator as one rank created it (44 + pad = 48 bytes). */

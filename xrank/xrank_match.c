@@ -284,7 +284,8 @@ const char *xr_op_describe(const xr_op *op, char *buf, size_t cap) {
     if (n < 0 || (size_t)n >= cap) return buf;
     if (op->root >= 0) n += snprintf(buf + n, cap - (size_t)n, ", root %d", op->root);
     if (n < 0 || (size_t)n >= cap) return buf;
-    snprintf(buf + n, cap - (size_t)n, ")");
+    snprintf(buf + n, cap - (size_t)n, "%s)",
+             op->flags & XR_OPF_REPLAY ? "; a cudaGraphLaunch's replay of the captured call" : "");
   } else {
     int n = snprintf(buf, cap, "%s %" PRIu64 " B (%" PRIu64 " x %s) %s rank %d",
                      op->kind == XR_OP_SEND ? "sends" : "receives", op->count * es, op->count,
@@ -297,6 +298,9 @@ const char *xr_op_describe(const xr_op *op, char *buf, size_t cap) {
         snprintf(buf + n, cap - (size_t)n, " in its nccl%s(count %" PRIu64 ", %s, root %d)",
                  a2a_coll_name(op->coll), op->count, a2a_dtype_name(op->dtype), op->root);
     }
+    size_t m = strlen(buf);
+    if (op->flags & XR_OPF_REPLAY && m < cap)
+      snprintf(buf + m, cap - m, " (a cudaGraphLaunch's replay of the captured call)");
   }
   return buf;
 }

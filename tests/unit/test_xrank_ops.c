@@ -99,7 +99,7 @@ static void assert_op(const xr_op *op, uint64_t id, int kind, uint64_t count, ui
   ck_assert_int_eq(op->coll, -1);
   ck_assert_int_eq(op->dtype, 7);
   ck_assert_int_eq(op->redop, -1);
-  ck_assert_int_eq(op->pad[0] | op->pad[1] | op->pad[2], 0);
+  ck_assert_int_eq(op->flags | op->pad[0] | op->pad[1], 0);
 }
 
 START_TEST(grouped_records_carry_what_the_background_thread_reads) {
@@ -310,7 +310,7 @@ START_TEST(grouped_collective_records_on_both_paths_are_the_same) {
     ck_assert_int_eq(op->coll, want_coll[i]);
     ck_assert_int_eq(op->dtype, 9);
     ck_assert_int_eq(op->redop, want_redop[i]);
-    ck_assert_int_eq(op->pad[0] | op->pad[1] | op->pad[2], 0);
+    ck_assert_int_eq(op->flags | op->pad[0] | op->pad[1], 0);
   }
   /* A lone collective (no group), the memo's last answer its
    * communicator: one OP_UNIT, its operation as in a group's OP. */
