@@ -1044,7 +1044,7 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
       proc_name(s, Q);
       const xr_threadstate *T2 = poster_dead(g, q, bad->poster);
       if (!T2) { sb(s, ", cannot post it."); return; }
-      if (dead_count(g, q, 0) > 1) sb(s, " thread %u", T2->thread);
+      if (dead_count(g, q, 0) > 1) sb(s, " in its thread #%u", T2->thread);
       sb(s, ", is blocked in %s at %s", xr_thread_wait_name(T2),
          site_of(g, o, q, T2->site, sitebuf, sizeof sitebuf));
       if (T2->wait == XR_WAIT_INIT) { p = q; T = T2; continue; }
@@ -1124,7 +1124,7 @@ int xr_wfg_analyze(const xr_procstate *ps, size_t n, const xr_wfg_opts *opts,
       char sitebuf[128];
       sb(&s, "%s", nlines > 1 ? "\n  " : "  ");
       proc_name(&s, &ps[p]);
-      if (ndead > 1) sb(&s, " thread %u", T->thread);
+      if (ndead > 1) sb(&s, " in its thread #%u", T->thread);
       sb(&s, " is blocked in %s at %s for %" PRIu64 " ms", xr_thread_wait_name(T),
          site_of(&g, opts, p, T->site, sitebuf, sizeof sitebuf), T->blocked_ms);
       memset(seen, 0, g.nu + 1);

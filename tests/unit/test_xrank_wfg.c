@@ -162,13 +162,13 @@ START_TEST(ranks_as_threads_opposite_orders_story) {
   ck_assert_int_eq(res.dead_threads, 2);
   ck_assert_int_eq(res.cycle, 1);
   /* Thread 1's story: A rank 0 -> rank 1 (thread 2) waiting in B -> back. */
-  const char *t1 = strstr(story, "thread 1 is blocked");
+  const char *t1 = strstr(story, "in its thread #1 is blocked");
   ck_assert_ptr_nonnull(t1);
   const char *hop = strstr(t1, "but rank 1, ");
   ck_assert_ptr_nonnull(hop);
-  ck_assert_ptr_nonnull(strstr(hop, "thread 2, is blocked"));
+  ck_assert_ptr_nonnull(strstr(hop, "in its thread #2, is blocked"));
   ck_assert_ptr_nonnull(strstr(hop, "[comm 000000000000000b rank 1"));
-  ck_assert_ptr_nonnull(strstr(story, "thread 2 is blocked"));
+  ck_assert_ptr_nonnull(strstr(story, "in its thread #2 is blocked"));
 }
 END_TEST
 
