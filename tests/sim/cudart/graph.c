@@ -1,17 +1,38 @@
 /* graph.c - stream capture and CUDA graphs, simple model.
  *
- * What is modelled: cudaStreamBeginCapture on one stream records, in order,
- * every operation issued to that stream (kernels, copies, sets, host
- * functions, callbacks, event records and waits) instead of executing it;
- * cudaStreamEndCapture returns a graph holding that list; cudaGraphInstantiate
- * copies it; cudaGraphLaunch enqueues the recorded operations, in order, on
- * the launch stream (kernel arguments are the bytes captured at capture
- * time, as in CUDA). What is not: multi-stream (fork/join) capture, graph
- * node APIs, graph updates, conditional nodes, memory nodes (cudaMallocAsync
- * and cudaFreeAsync inside a capture are refused), internal work enqueued
- * with a2asim_stream_enqueue/_multi inside a capture (refused with
+ * What is modelled: cudaStreamBeginCapture on one stream (the origin)
+ * starts a capture sequence (struct sim_capture); every operation issued to
+ * a member stream (kernels, copies, sets, host functions, callbacks) is
+ * recorded instead of executed, into one list in host issue order (any
+ * issue order is a valid topological order of the captured DAG).
+ * Fork/join: cudaEventRecord on a member makes the event a capture event
+ * (no node unless cudaEventRecordExternal); cudaStreamWaitEvent on it joins
+ * a non-capturing stream to the capture (sim_capture_wait), orders a member,
+ * and is cudaErrorStreamCaptureMerge from a stream of another capture. A
+ * member waiting on a non-capture event gets cudaErrorStreamCaptureIsolation
+ * (cudaEventWaitExternal records a wait node instead). Vector clocks over the
+ * members track the joins: cudaStreamEndCapture on the origin needs the
+ * origin to depend on every member's every node (else
+ * cudaErrorStreamCaptureUnjoined), on another member it is
+ * cudaErrorStreamCaptureUnmatched; ending takes every member out of the
+ * capture; invalidating any member invalidates the capture.
+ * cudaStreamEndCapture returns a graph holding the list;
+ * cudaGraphInstantiate copies it; cudaGraphLaunch enqueues the recorded
+ * operations, in order, on the launch stream (kernel arguments are the bytes
+ * captured at capture time, as in CUDA). User objects: reference counted,
+ * owned by graphs (cudaGraphRetainUserObject, also on the graph being
+ * captured, as PyTorch does) and by the execs instantiated from them; the
+ * destructor runs on a thread of its own when the count reaches 0. What is
+ * not modelled: graph node APIs (but cudaGraphGetNodes), graph updates,
+ * conditional nodes, memory nodes (cudaMallocAsync and cudaFreeAsync inside
+ * a capture are refused), internal work enqueued with
+ * a2asim_stream_enqueue/_multi inside a capture (refused with
  * cudaErrorStreamCaptureUnsupported; a2asim_stream_enqueue_capturable is
  * captured), and the capture mode's restrictions on other threads.
+ *
+ * Locks: a stream's mu, then an event's mu, then a capture's mu (never two
+ * captures' at once); a capture is freed with its last reference (members,
+ * capture events, an ending call).
  *
  * Graph work (a2asim_stream_capture_work, for the simulator's NCCL): a node
  * standing for a persistent plan whose every launch is a new instance. It
