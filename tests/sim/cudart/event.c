@@ -13,6 +13,7 @@
 #include "sim_rt.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define EVENT_CAP 262144u
 
@@ -35,13 +36,38 @@ uint64_t sim_event_set_point(sim_event *ev, sim_stream *s, uint64_t seq) {
   uint64_t id = atomic_fetch_add(&record_ids, 1);
   pthread_mutex_lock(&ev->mu);
   ev->recorded = true;
-  ev->captured_in_graph = false;
+  sim_capture *cap = ev->cap;
+  uint64_t *vc = ev->cap_vc;
+  ev->cap = NULL;
+  ev->cap_vc = NULL;
   ev->s = s;
   ev->seq = seq;
   ev->rec_id = id;
   ev->t_ns = 0;
   pthread_mutex_unlock(&ev->mu);
+  sim_capture_unref(cap);
+  free(vc);
   return id;
+}
+
+/* Makes ev a capture event (cap, vc owned by the event from now on). */
+static void event_set_capture_point(sim_event *ev, sim_capture *cap, uint64_t *vc) {
+  pthread_mutex_lock(&ev->mu);
+  sim_capture *old = ev->cap;
+  uint64_t *ovc = ev->cap_vc;
+  ev->cap = cap;
+  ev->cap_vc = vc;
+  pthread_mutex_unlock(&ev->mu);
+  sim_capture_unref(old);
+  free(ovc);
+}
+
+/* 1 if ev's last record was in a capture (which may have ended since). */
+static int event_is_captured(sim_event *ev) {
+  pthread_mutex_lock(&ev->mu);
+  int c = ev->cap != NULL;
+  pthread_mutex_unlock(&ev->mu);
+  return c;
 }
 
 void sim_event_record_reached(sim_event *ev, uint64_t rec_id, uint64_t t_ns) {
@@ -93,7 +119,9 @@ SIM_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int
   ev->gen = gen;
   ev->flags = flags;
   ev->device = dev;
-  ev->recorded = ev->captured_in_graph = false;
+  ev->recorded = false;
+  ev->cap = NULL;
+  ev->cap_vc = NULL;
   ev->s = NULL;
   ev->seq = 0;
   ev->rec_id = 0;
@@ -117,7 +145,13 @@ SIM_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
   pthread_mutex_lock(&ev->mu);
   atomic_store(&ev->state, 0);
   ev->rec_id = 0;
+  sim_capture *cap = ev->cap;
+  uint64_t *vc = ev->cap_vc;
+  ev->cap = NULL;
+  ev->cap_vc = NULL;
   pthread_mutex_unlock(&ev->mu);
+  sim_capture_unref(cap);
+  free(vc);
   pthread_mutex_lock(&event_mu);
   ev->free_next = event_free;
   event_free = ev;
@@ -137,6 +171,21 @@ static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, int ptds
   if (ev->device != s->device) return cudaErrorInvalidResourceHandle;
   int st = sim_sticky(s->device);
   if (st) return (cudaError_t)st;
+  /* In a capture the event becomes a capture event: a point of the capture
+   * graph other streams of it can wait on (or join it through); no node,
+   * unless cudaEventRecordExternal asks for an event record node too. */
+  pthread_mutex_lock(&s->mu);
+  if (sim_capture_of_locked(s)) {
+    sim_capture *cap;
+    uint64_t *vc;
+    e = sim_capture_point_locked(s, &cap, &vc);
+    pthread_mutex_unlock(&s->mu);
+    if (e) return e;
+    event_set_capture_point(ev, cap, vc);
+    if (!(flags & cudaEventRecordExternal)) return cudaSuccess;
+  } else {
+    pthread_mutex_unlock(&s->mu);
+  }
   sim_item *it = sim_item_new(IT_RECORD, 0);
   if (!it) return cudaErrorMemoryAllocation;
   it->u.rec.ev = ev;
@@ -173,6 +222,8 @@ SIM_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
   int st = sim_sticky(ev->device);
   if (st) return sim_ret((cudaError_t)st);
+  /* A capture event stands for no work that could complete. */
+  if (event_is_captured(ev)) return sim_ret(cudaErrorCapturedEvent);
   sim_stream *s;
   uint64_t seq;
   if (!event_point(ev, &s, &seq, NULL)) return cudaSuccess;
@@ -183,6 +234,7 @@ SIM_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   sim_init();
   sim_event *ev = sim_event_from_handle(event);
   if (!ev) return sim_ret(cudaErrorInvalidResourceHandle);
+  if (event_is_captured(ev)) return sim_ret(cudaErrorCapturedEvent);
   sim_stream *s;
   uint64_t seq;
   if (event_point(ev, &s, &seq, NULL)) sim_wait_done(s, seq);
@@ -221,15 +273,38 @@ static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, uns
   if (e) return e;
   int st = sim_sticky(s->device);
   if (st) return (cudaError_t)st;
+  /* A capture event: s joins its capture (fork) or, already in it, depends
+   * on the point (join); the rules of other captures in sim_capture_wait. */
   pthread_mutex_lock(&ev->mu);
-  bool in_graph = ev->captured_in_graph;
+  sim_capture *cap = ev->cap;
+  uint64_t vc[SIM_CAPTURE_MAX];
+  if (cap) {
+    sim_capture_ref(cap);
+    memcpy(vc, ev->cap_vc, sizeof vc);
+  }
+  pthread_mutex_unlock(&ev->mu);
+  if (cap) {
+    e = sim_capture_wait(s, cap, vc);
+    sim_capture_unref(cap);
+    return e;
+  }
+  /* A capturing stream may only depend on work outside its capture through
+   * an external event wait node (cudaEventWaitExternal). */
+  pthread_mutex_lock(&ev->mu);
+  bool recorded = ev->recorded;
   pthread_mutex_unlock(&ev->mu);
   pthread_mutex_lock(&s->mu);
-  bool capturing = s->capture != cudaStreamCaptureStatusNone;
+  bool capturing = sim_capture_of_locked(s) != NULL;
+  if (capturing && !recorded && !(flags & cudaEventWaitExternal)) {
+    pthread_mutex_unlock(&s->mu);
+    return cudaSuccess;   /* a never-recorded event: no dependency */
+  }
+  if (capturing && !(flags & cudaEventWaitExternal)) {
+    int was = sim_capture_invalidate_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    return was ? cudaErrorStreamCaptureIsolation : cudaErrorStreamCaptureInvalidated;
+  }
   pthread_mutex_unlock(&s->mu);
-  /* Joining another stream into a capture (fork/join capture) is not
-   * modelled: refuse it instead of silently mis-ordering. */
-  if (in_graph && !capturing) return cudaErrorStreamCaptureUnsupported;
   sim_item *it = sim_item_new(IT_WAIT, 0);
   if (!it) return cudaErrorMemoryAllocation;
   it->u.wait.ev = ev;

@@ -38,6 +38,7 @@ typedef struct sim_item sim_item;
 typedef struct sim_graph sim_graph;
 typedef struct sim_kernel sim_kernel;
 typedef struct sim_multi sim_multi;
+typedef struct sim_capture sim_capture;
 
 /* Shared by every copy of a capturable internal item (the queued item, its
  * graph nodes, each launch): release(arg) runs when the last copy is gone. */
@@ -190,11 +191,13 @@ struct sim_stream {
   int waiters;             /* threads in done_cv */
   bool worker_running, worker_idle;
   _Atomic unsigned delay_us;
-  /* Graph capture, guarded by mu. */
-  int capture;             /* cudaStreamCaptureStatus */
-  int capture_mode;
-  sim_graph *cap_graph;
-  unsigned long long cap_id;
+  /* Graph capture, guarded by mu: the capture sequence this stream is a
+   * member of (began on it, or joined it by waiting on a capture event),
+   * NULL when none; cap_idx is its member index (0 = the origin). Read it
+   * through sim_capture_of_locked (a capture ended from another member
+   * is dropped lazily). The capture's own state is guarded by its mu. */
+  sim_capture *cap;
+  int cap_idx;
   /* Device list, guarded by sim_dev[device].mu. */
   sim_stream *dnext, *dprev;
   sim_stream *free_next;   /* slab free list */
@@ -209,7 +212,12 @@ struct sim_event {
   int device;
   /* Captured point, guarded by mu. */
   bool recorded;
-  bool captured_in_graph;  /* last record happened inside a capture */
+  /* Last record happened inside a capture: the capture (one reference
+   * held) and its point, the recording member's vector clock (cap_vc,
+   * SIM_CAPTURE_MAX entries, malloc'd); NULL when the last record was
+   * outside a capture. */
+  sim_capture *cap;
+  uint64_t *cap_vc;
   sim_stream *s;
   uint64_t seq;
   uint64_t rec_id;         /* identifies the record that set (s, seq) */
@@ -299,6 +307,30 @@ void sim_kernel_fork_parent(void);
 void sim_kernel_after_fork_child(void);
 
 /* ---- graph.c: capture and graphs -------------------------------------- */
+
+/* Most streams one capture sequence can hold (origin + joined). */
+#define SIM_CAPTURE_MAX 64
+/* The capture s is a member of, or NULL (s->mu held); drops a reference
+ * to a capture that has ended meanwhile. */
+sim_capture *sim_capture_of_locked(sim_stream *s);
+/* cudaStreamCaptureStatus of s (s->mu held). */
+int sim_capture_status_locked(sim_stream *s);
+/* Invalidates s's capture if it is active (s->mu held); returns 1 if it
+ * was active. */
+int sim_capture_invalidate_locked(sim_stream *s);
+/* Records it (not consumed) in s's capture (s->mu held, s a member). */
+cudaError_t sim_capture_append_locked(sim_stream *s, sim_item *it);
+/* Capture events (event.c): the capture point of s, a new reference to
+ * its capture and a copy of its vector clock (s->mu held, s a member);
+ * returns cudaErrorStreamCaptureInvalidated or a malloc failure. */
+cudaError_t sim_capture_point_locked(sim_stream *s, sim_capture **cap, uint64_t **vc);
+/* Makes s wait on a capture point (cap, vc) (cudaStreamWaitEvent on a capture
+ * event): joins s to cap when s is not capturing, else orders it. */
+cudaError_t sim_capture_wait(sim_stream *s, sim_capture *cap, const uint64_t *vc);
+void sim_capture_ref(sim_capture *c);
+void sim_capture_unref(sim_capture *c);
+/* 1 while c is still capturing (active or invalidated, not ended). */
+int sim_capture_live(sim_capture *c);
 
 /* Appends a copy of it to g (called with the capturing stream's mu held). */
 int sim_graph_append(sim_graph *g, sim_item *it);

@@ -253,8 +253,8 @@ static sim_stream *stream_alloc(int kind, int dev, unsigned flags, int prio) {
   s->head = s->tail = NULL;
   s->worker_running = s->worker_idle = false;
   atomic_store(&s->delay_us, 0);
-  s->capture = cudaStreamCaptureStatusNone;
-  s->cap_graph = NULL;
+  s->cap = NULL;
+  s->cap_idx = 0;
   s->dnext = s->dprev = NULL;
   atomic_store(&s->state, 1);
   pthread_mutex_unlock(&s->mu);
@@ -558,23 +558,8 @@ cudaError_t sim_submit_seq(sim_stream *s, sim_item *it, uint64_t *seq_out) {
   if (seq_out) *seq_out = 0;
   if (!it) return cudaErrorMemoryAllocation;
   pthread_mutex_lock(&s->mu);
-  if (s->capture != cudaStreamCaptureStatusNone) {
-    cudaError_t e = cudaSuccess;
-    if (s->capture == cudaStreamCaptureStatusInvalidated) {
-      e = cudaErrorStreamCaptureInvalidated;
-    } else if ((it->kind == IT_FN && !it->u.fn.holder) || it->kind == IT_MULTI ||
-               it->kind == IT_FREE) {
-      s->capture = cudaStreamCaptureStatusInvalidated;
-      e = cudaErrorStreamCaptureUnsupported;
-    } else {
-      if (it->kind == IT_RECORD) {
-        sim_event *ev = it->u.rec.ev;
-        pthread_mutex_lock(&ev->mu);
-        ev->captured_in_graph = true;
-        pthread_mutex_unlock(&ev->mu);
-      }
-      if (sim_graph_append(s->cap_graph, it) != 0) e = cudaErrorMemoryAllocation;
-    }
+  if (sim_capture_of_locked(s)) {
+    cudaError_t e = sim_capture_append_locked(s, it);
     pthread_mutex_unlock(&s->mu);
     sim_item_free(it);
     return e;
@@ -680,7 +665,7 @@ int a2asim_stream_enqueue_multi(void *const *streams, int nstreams, a2asim_work_
   }
   for (int i = 0; i < n; i++) pthread_mutex_lock(&ss[i]->mu);
   for (int i = 0; i < n && !e; i++)
-    if (ss[i]->capture != cudaStreamCaptureStatusNone) e = cudaErrorStreamCaptureUnsupported;
+    if (sim_capture_of_locked(ss[i])) e = cudaErrorStreamCaptureUnsupported;
   /* Start every worker first so that enqueue_locked cannot fail halfway. */
   for (int i = 0; i < n && !e; i++)
     if (!ss[i]->worker_running && worker_start(ss[i]) != 0) e = cudaErrorMemoryAllocation;
@@ -836,7 +821,7 @@ SIM_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   sim_stream *s = stream_from_handle(stream);
   if (!s) return sim_ret(cudaErrorInvalidResourceHandle);
   pthread_mutex_lock(&s->mu);
-  int cap = s->capture;
+  int cap = sim_capture_status_locked(s);
   pthread_mutex_unlock(&s->mu);
   if (cap != cudaStreamCaptureStatusNone) return sim_ret(cudaErrorStreamCaptureUnsupported);
   stream_destroy(s);
@@ -874,8 +859,7 @@ static cudaError_t stream_query(cudaStream_t h, int ptds) {
   cudaError_t e = sim_stream_resolve(h, ptds, &s);
   if (e) return e;
   pthread_mutex_lock(&s->mu);
-  if (s->capture == cudaStreamCaptureStatusActive) {
-    s->capture = cudaStreamCaptureStatusInvalidated;
+  if (sim_capture_invalidate_locked(s)) {
     pthread_mutex_unlock(&s->mu);
     return cudaErrorStreamCaptureUnsupported;
   }
@@ -893,8 +877,7 @@ static cudaError_t stream_sync(cudaStream_t h, int ptds) {
   cudaError_t e = sim_stream_resolve(h, ptds, &s);
   if (e) return e;
   pthread_mutex_lock(&s->mu);
-  if (s->capture == cudaStreamCaptureStatusActive) {
-    s->capture = cudaStreamCaptureStatusInvalidated;
+  if (sim_capture_invalidate_locked(s)) {
     pthread_mutex_unlock(&s->mu);
     return cudaErrorStreamCaptureUnsupported;
   }

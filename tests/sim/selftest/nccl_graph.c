@@ -17,6 +17,11 @@
  *   nccl_graph hang                   3 processes: rank 2 launches its graph
  *       once, ranks 0 and 1 twice - the second replay of ranks 0 and 1
  *       hangs (PASS = their stream is still busy after HANG_MS)
+ *   nccl_graph forkjoin proc|thread N as PyTorch captures a collective:
+ *       the capturing stream forks to a communication stream through an
+ *       event, the AllReduce is issued there, and the capturing stream joins
+ *       it back; the graph (copy in, AllReduce, copy out) is replayed
+ *       REPLAYS times with new input, each result checked
  *   nccl_graph errors                 capture misuse: captured and
  *       uncaptured streams for one comm in a group, a stream of another
  *       device (captured and eager), a capture invalidated before the call;
@@ -547,18 +552,76 @@ static int body_errors(ncclComm_t comm, int rank, int n, void *arg) {
   return fails;
 }
 
+/* ---- forkjoin ---------------------------------------------------------------- */
+
+static int body_forkjoin(ncclComm_t comm, int rank, int n, void *arg) {
+  (void)arg;
+  int fails = 0;
+  enum { CNT = 1024 };
+  cudaStream_t cur, side;
+  cudaEvent_t fork, join;
+  float *h_in, *h_out, *d_in, *d_sum;
+  CUDA_OK(cudaStreamCreateWithFlags(&cur, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  CUDA_OK(cudaMallocHost((void **)&h_in, CNT * sizeof(float)));
+  CUDA_OK(cudaMallocHost((void **)&h_out, CNT * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&d_in, CNT * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&d_sum, CNT * sizeof(float)));
+  memset(h_out, 0, CNT * sizeof(float));
+  CUDA_OK(cudaStreamBeginCapture(cur, cudaStreamCaptureModeGlobal));
+  CUDA_OK(cudaMemcpyAsync(d_in, h_in, CNT * sizeof(float), cudaMemcpyHostToDevice, cur));
+  CUDA_OK(cudaEventRecord(fork, cur));
+  CUDA_OK(cudaStreamWaitEvent(side, fork, 0));   /* side joins the capture */
+  NCCL_OK(ncclAllReduce(d_in, d_sum, CNT, ncclFloat, ncclSum, comm, side));
+  CUDA_OK(cudaEventRecord(join, side));
+  CUDA_OK(cudaStreamWaitEvent(cur, join, 0));    /* and is joined back */
+  CUDA_OK(cudaMemcpyAsync(h_out, d_sum, CNT * sizeof(float), cudaMemcpyDeviceToHost, cur));
+  cudaGraph_t g;
+  CUDA_OK(cudaStreamEndCapture(cur, &g));
+  cudaGraphExec_t x;
+  CUDA_OK(cudaGraphInstantiate(&x, g, 0));
+  CUDA_OK(cudaGraphDestroy(g));
+  if (stream_done_within(side, 50) != 1) FAILF("rank %d: the captured AllReduce ran at capture", rank);
+  for (int it = 0; it < REPLAYS; it++) {
+    for (int i = 0; i < CNT; i++) h_in[i] = (float)(rank * 1000 + i + it);
+    CUDA_OK(cudaGraphLaunch(x, cur));
+    CUDA_OK(cudaStreamSynchronize(cur));
+    float base = (float)(1000 * n * (n - 1) / 2);
+    for (int i = 0; i < CNT; i++) {
+      float want = base + (float)(n * (i + it));
+      if (h_out[i] != want) {
+        FAILF("rank %d replay %d: h_out[%d] = %g, want %g", rank, it, i, h_out[i], want);
+        break;
+      }
+    }
+  }
+  CUDA_OK(cudaGraphExecDestroy(x));
+  cudaFree(d_in);
+  cudaFree(d_sum);
+  cudaFreeHost(h_in);
+  cudaFreeHost(h_out);
+  CUDA_OK(cudaEventDestroy(fork));
+  CUDA_OK(cudaEventDestroy(join));
+  CUDA_OK(cudaStreamDestroy(cur));
+  CUDA_OK(cudaStreamDestroy(side));
+  return fails;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: nccl_graph replay|mixed proc|thread N | single N | hang | errors\n");
+    fprintf(stderr, "usage: nccl_graph replay|mixed|forkjoin proc|thread N | single N | hang | errors\n");
     return 2;
   }
   scenario = argv[1];
   int rc;
-  if (!strcmp(scenario, "replay") || !strcmp(scenario, "mixed")) {
+  if (!strcmp(scenario, "replay") || !strcmp(scenario, "mixed") || !strcmp(scenario, "forkjoin")) {
     if (argc < 4) return 2;
     int n = atoi(argv[3]);
     if (n < 2 || n > MAXR) return 2;
-    rc = run_ranks(argv[2], n, !strcmp(scenario, "replay") ? body_replay : body_mixed, NULL, 50);
+    rank_body body = !strcmp(scenario, "replay") ? body_replay : !strcmp(scenario, "mixed") ? body_mixed : body_forkjoin;
+    rc = run_ranks(argv[2], n, body, NULL, 50);
   } else if (!strcmp(scenario, "single")) {
     int n = argc > 2 ? atoi(argv[2]) : 4;
     if (n < 2 || n > MAXR) return 2;
