@@ -349,6 +349,34 @@ def tool_clean(t):
     t.worker_exit(range(t.nproc), 0, failed_now=False)
 
 
+GRAPH_PATTERNS = ["graph_all_reduce", "graph_all_to_all", "graph_vs_eager", "eager_after"]
+
+
+def graphs(t):
+    """cuda_graph.py ok: collectives captured by torch.cuda.graph and
+    replayed, and replays against eager calls: correct, no finding."""
+    correct(t, GRAPH_PATTERNS)
+
+
+def graph_short(t):
+    """cuda_graph.py short 1 on 2 ranks: rank 1 replays its captured
+    all_reduce (64 elements) twice, rank 0 three times; rank 1's eager
+    all_reduce of 32 meets rank 0's third replay."""
+    t.torchrun_failed()
+    t.expect(not any("eager_after" in r for r in t.results.values()),
+             "no rank finished its eager all_reduce", t.results)
+    if not t.shim:
+        return
+    t.finding("size.collective-mismatch", [0, 1],
+              text=["rank 1 calls ncclAllReduce(count 32, float32, sum)",
+                    "rank 0 calls ncclAllReduce(count 64, float32, sum; a cudaGraphLaunch's replay "
+                    "of the captured call)", "cuda_graph.py"])
+    deadlock_on(t, [0, 1], text=["known cause"])
+    no_other_errors(t, {"group.deadlock", "size.collective-mismatch"})
+    t.worker_exit([0, 1], 66, failed_now=True)
+
+
 CASES = {f.__name__: f for f in (
     correct, deepspeed_moe, split_mismatch, skip_exit, skip_continue, sleep, nowait, group_order,
-    ds_epsize, ds_epsize_coordinator_exits, skip_exit_rank0, tool_deadlock, tool_split, tool_clean)}
+    ds_epsize, ds_epsize_coordinator_exits, skip_exit_rank0, tool_deadlock, tool_split, tool_clean,
+    graphs, graph_short)}
