@@ -114,8 +114,9 @@ typedef struct a2a_host {
   int (*stream_device)(void *stream, int *device);
   /* cudaStreamGetCaptureInfo with the REAL runtime: 1 and *id set to the
    * capture's unique id when `stream` (the per-thread default stream when
-   * per_thread and stream is NULL) is capturing, 0 when it is not, -1
-   * error or no runtime. Enqueues nothing and is legal during any capture
+   * per_thread and stream is NULL) is capturing, 2 and *id when its capture
+   * was invalidated (not yet ended), 0 when it is not capturing, -1 error
+   * or no runtime. Enqueues nothing and is legal during any capture
    * (a query of the capture status, not of the stream's work). NULL in a
    * host without a runtime. */
   int (*capture_id)(void *stream, int per_thread, uint64_t *id);

@@ -71,6 +71,8 @@ typedef enum a2a_kind {
   A2A_EV_GRAPH_LAUNCH,        /* ev->stream, u.graph */
   A2A_EV_GRAPH_INSTANTIATE,   /* u.graph: cudaGraphInstantiate* (graph; the
                                  exec in *graph_out, valid in POST) */
+  A2A_EV_GRAPH_DESTROY,       /* u.graph: cudaGraphDestroy (graph) or
+                                 cudaGraphExecDestroy (graph_exec) */
   A2A_EV_ERROR_QUERY,     /* cudaGetLastError / cudaPeekAtLastError */
 
   /* ---- emitted by the runtime itself, not by an intercepted call ---- */

@@ -195,8 +195,8 @@ static int host_capture_id(void *stream, int per_thread, uint64_t *id) {
     unsigned long long cid = 0;
     cudaStream_t h = per_thread && !stream ? cudaStreamPerThread : (cudaStream_t)stream;
     if (cuda_done(A2A_REAL(cudaStreamGetCaptureInfo)(h, &st, &cid, NULL, NULL, NULL, NULL)) == 0) {
-      rc = st == cudaStreamCaptureStatusActive;
-      *id = cid;
+      rc = st == cudaStreamCaptureStatusActive ? 1 : st == cudaStreamCaptureStatusInvalidated ? 2 : 0;
+      *id = rc ? cid : 0;
     }
   }
   errno = saved;

@@ -746,6 +746,23 @@ A2A_PUBLIC cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGra
 A2A_PUBLIC cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                                      unsigned long long flags)
     A2A_INSTANTIATE_WRAP(cudaGraphInstantiateWithFlags, flags)
+/* Destruction: the handle is CUDA's to give out again. */
+#define A2A_GRAPH_DESTROY_WRAP(name, param, field)                            \
+  {                                                                           \
+    A2A_PASS_THROUGH_UNLESS_WANTED(A2A_EV_GRAPH_DESTROY, name, param);        \
+    A2A_EVENT(ev, A2A_EV_GRAPH_DESTROY, #name);                               \
+    ev.u.graph.field = (void *)param;                                         \
+    A2A_PRE(ev);                                                              \
+    cudaError_t r = A2A_REAL(name)(param);                                    \
+    A2A_POST_BEGIN(ev, r);                                                    \
+    A2A_POST_END(ev);                                                         \
+    return r;                                                                 \
+  }
+A2A_PUBLIC cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+    A2A_GRAPH_DESTROY_WRAP(cudaGraphDestroy, graph, graph)
+A2A_PUBLIC cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+    A2A_GRAPH_DESTROY_WRAP(cudaGraphExecDestroy, graphExec, graph_exec)
+
 A2A_PUBLIC cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                                       cudaGraphInstantiateParams *instantiateParams)
     A2A_INSTANTIATE_WRAP(cudaGraphInstantiateWithParams, instantiateParams)

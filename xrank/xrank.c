@@ -384,6 +384,7 @@ typedef struct tslot {
                                       tags a captured operation with it) */
   uint64_t cap_end_id;             /* the capture a cudaStreamEndCapture's
                                       PRE found on its stream (0: none) */
+  int cap_end_known;               /* ... and whether the runtime answered */
   int replaying;                   /* inside graph_replay: records are
                                       marked XR_OPF_REPLAY */
   /* Published under a sequence lock: written by the owner, read by the
@@ -1158,7 +1159,7 @@ __attribute__((noinline)) static void pend_flush(const void *handle) {
  * is not posted at its call but kept in its capture's plan (the capture's
  * id: cudaStreamGetCaptureInfo, which NCCL asks of the same stream), the
  * plan follows cudaStreamEndCapture to its graph and cudaGraphInstantiate*
- * to each exec, and each successful launch posts the plan's operations as
+ * to each exec (cudaGraphDestroy / cudaGraphExecDestroy forget them), and each successful launch posts the plan's operations as
  * if the launching thread issued them on the launch stream then: the
  * operations of one captured group as one group, a lone one alone (its
  * own unit, marked after the launch), marked XR_OPF_REPLAY (the findings
@@ -1167,11 +1168,16 @@ __attribute__((noinline)) static void pend_flush(const void *handle) {
  * records the nodes into the outer graph. Sites are the captured calls'.
  * Rare path (captures, instantiations, launches of graphs that hold NCCL
  * work): a small table under a lock; a plan is shared (refcounted) by its
- * capture, graph and execs. Handles are recycled by CUDA after a destroy
- * (not intercepted): an end of capture or an instantiation that yields a
- * handle replaces whatever that handle held. At most XG_SLOTS plans per
- * table (the oldest entry is forgotten: its launches post nothing, as
- * before this model). Not modelled: graphs built or edited by hand
+ * capture, graph and execs. Handles are recycled by CUDA after a destroy:
+ * besides the destroys, every successful end of capture and instantiation
+ * sets what its handle holds (nothing, for a graph without NCCL work), so a
+ * graph made otherwise (cudaGraphCreate, a clone) at a destroyed graph's
+ * address that was never destroyed through the runtime's entry point is
+ * the only way to inherit a plan. At most XG_SLOTS entries per table (past
+ * that an entry is forgotten, round robin: its launches post nothing, as
+ * before this model). The count of active captures (g_capturing) follows
+ * the runtime: an end of capture decrements it when the stream was
+ * capturing at its PRE and is not after it, whatever the result. Not modelled: graphs built or edited by hand
  * (cudaGraphAddChildGraphNode, cudaGraphExecUpdate, captures into a
  * user graph), captures begun through the driver API. */
 #define XG_SLOTS 256
@@ -1266,28 +1272,37 @@ static void on_group_end(const a2a_event *ev);
  * (or none). */
 static void graph_capture_end(const a2a_event *ev) {
   tslot *t = slot(ev->thread);
-  if (!t) return;
+  uint64_t cid = 0;
+  int rc = a2a_hostsvc && a2a_hostsvc->capture_id
+               ? a2a_hostsvc->capture_id(ev->stream, ev->per_thread, &cid)
+               : -1;
   if (ev->phase == A2A_PRE) {
-    uint64_t cid = 0;
-    t->cap_end_id = a2a_hostsvc && a2a_hostsvc->capture_id &&
-                            a2a_hostsvc->capture_id(ev->stream, ev->per_thread, &cid) == 1
-                        ? cid
-                        : 0;
+    if (t) {
+      t->cap_end_id = rc >= 1 ? cid : 0;
+      t->cap_end_known = rc >= 0;
+    }
     return;
   }
-  uint64_t cid = t->cap_end_id;
-  t->cap_end_id = 0;
-  if (!cid) return;
-  pthread_mutex_lock(&g_xg_mu);
-  xg_slot *s = xg_find(XG_CAPTURE, cid);
-  if (s) {
-    xg_plan *p = s->plan;
-    s->plan = NULL; /* (the capture's reference moves to the graph) */
-    if (ev->result == 0 && ev->u.graph.graph_out && *ev->u.graph.graph_out)
-      xg_set(XG_GRAPH, (uint64_t)(uintptr_t)*ev->u.graph.graph_out, p);
-    else
-      xg_unref(p);
+  const uint64_t was = t ? t->cap_end_id : 0;
+  const int known = t && t->cap_end_known;
+  if (t) t->cap_end_id = 0, t->cap_end_known = 0;
+  /* Ended: capturing at the PRE and not (in that capture) now; where the
+   * runtime did not answer, the results that end a capture (success, or
+   * invalidated: cudaErrorStreamCaptureInvalidated, 901). */
+  bool ended = known && rc >= 0 ? was && !(rc >= 1 && cid == was)
+                                : ev->result == 0 || ev->result == 901;
+  if (ended && atomic_load(&g_capturing) > 0) {
+    atomic_fetch_sub(&g_capturing, 1);
+    live_update();
   }
+  void *graph = ev->result == 0 && ev->u.graph.graph_out ? *ev->u.graph.graph_out : NULL;
+  if (!graph && !(ended && was)) return;
+  pthread_mutex_lock(&g_xg_mu);
+  xg_slot *s = ended && was ? xg_find(XG_CAPTURE, was) : NULL;
+  xg_plan *p = s ? s->plan : NULL;
+  if (s) s->plan = NULL; /* (the capture's reference moves to the graph, or goes) */
+  if (graph) xg_set(XG_GRAPH, (uint64_t)(uintptr_t)graph, p); /* (NULL: no NCCL work) */
+  else xg_unref(p);
   pthread_mutex_unlock(&g_xg_mu);
 }
 
@@ -1300,6 +1315,15 @@ static void graph_instantiate(const a2a_event *ev) {
   xg_plan *p = s ? s->plan : NULL;
   if (p) p->refs++;
   xg_set(XG_EXEC, (uint64_t)(uintptr_t)*ev->u.graph.graph_out, p);
+  pthread_mutex_unlock(&g_xg_mu);
+}
+
+/* cudaGraphDestroy / cudaGraphExecDestroy: the handle holds nothing. */
+static void graph_destroy(const a2a_event *ev) {
+  if (ev->phase != A2A_POST || ev->result != 0) return;
+  pthread_mutex_lock(&g_xg_mu);
+  if (ev->u.graph.graph) xg_set(XG_GRAPH, (uint64_t)(uintptr_t)ev->u.graph.graph, NULL);
+  if (ev->u.graph.graph_exec) xg_set(XG_EXEC, (uint64_t)(uintptr_t)ev->u.graph.graph_exec, NULL);
   pthread_mutex_unlock(&g_xg_mu);
 }
 
@@ -2013,16 +2037,11 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
       live_update();
     }
     return;
-  case A2A_EV_GRAPH_CAPTURE_END:
+  case A2A_EV_GRAPH_CAPTURE_END: /* (both phases: the count of captures too) */
     graph_capture_end(ev);
-    if (ev->phase == A2A_PRE) return;
-    /* Ended: success, or invalidated (cudaErrorStreamCaptureInvalidated,
-     * 901). Any other failure ended nothing (a miscount upwards only keeps
-     * markers immediate). */
-    if ((ev->result == 0 || ev->result == 901) && atomic_load(&g_capturing) > 0) {
-      atomic_fetch_sub(&g_capturing, 1);
-      live_update();
-    }
+    return;
+  case A2A_EV_GRAPH_DESTROY:
+    graph_destroy(ev);
     return;
   case A2A_EV_GRAPH_INSTANTIATE:
     graph_instantiate(ev);
@@ -2083,7 +2102,8 @@ const a2a_analyzer a2a_analyzer_xrank = {
             A2A_KIND_BIT(A2A_EV_COMM_ASYNC_ERROR) | A2A_KIND_BIT(A2A_EV_ERROR_QUERY) |
             A2A_KIND_BIT(A2A_EV_SET_DEVICE) | A2A_KIND_BIT(A2A_EV_PROCESS_EXIT) |
             A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) |
-            A2A_KIND_BIT(A2A_EV_GRAPH_INSTANTIATE) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH),
+            A2A_KIND_BIT(A2A_EV_GRAPH_INSTANTIATE) | A2A_KIND_BIT(A2A_EV_GRAPH_LAUNCH) |
+            A2A_KIND_BIT(A2A_EV_GRAPH_DESTROY),
     /* A copy's POST only clears the blocked state its PRE published. */
     .post_gated = A2A_KIND_BIT(A2A_EV_MEMCPY),
     .post_gate = &g_copies_blocked,

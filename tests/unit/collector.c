@@ -282,6 +282,28 @@ static int h_event_destroy(void *ev) {
   pthread_mutex_unlock(&ev_mu);
   return rc;
 }
+/* Streams capturing (collector_set_capture): the runtime's answer to
+ * cudaStreamGetCaptureInfo. */
+static struct { const void *stream; uint64_t id; } caps[8];
+void collector_set_capture(const void *stream, uint64_t id) {
+  for (int i = 0; i < 8; i++)
+    if (caps[i].stream == stream || (!caps[i].stream && id)) {
+      caps[i].stream = id ? stream : NULL;
+      caps[i].id = id;
+      return;
+    }
+}
+static int h_capture_id(void *stream, int per_thread, uint64_t *id) {
+  (void)per_thread;
+  for (int i = 0; i < 8; i++)
+    if (caps[i].stream && caps[i].stream == stream) {
+      *id = caps[i].id;
+      return 1;
+    }
+  *id = 0;
+  return 0;
+}
+
 static void h_capture_stack(a2a_stack *st) {
   st->n = 1;
   st->pc[0] = (void *)h_capture_stack;
@@ -306,6 +328,7 @@ static const a2a_host fake_host = {
     .stream_device = h_stream_device,
     .comm_info = h_comm_info,
     .capture_stack = h_capture_stack,
+    .capture_id = h_capture_id,
     .global_rank = h_global_rank,
     .hostname = h_hostname,
     .fail_now = h_fail_now,
@@ -405,6 +428,7 @@ void collector_reset(void) {
   nstreams = nstream_asks = 0;
   ncomms = ncomm_asks = 0;
   nkernels = 0;
+  memset(caps, 0, sizeof caps);
   pthread_mutex_lock(&ev_mu);
   nevents = 0;
   pthread_mutex_unlock(&ev_mu);

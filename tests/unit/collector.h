@@ -85,6 +85,9 @@ void collector_set_rank(int rank);
 const char *collector_fail_reason(void);
 
 /* Events. */
+/* Makes the fake runtime say stream is capturing, in capture id (0: it
+ * is not). */
+void collector_set_capture(const void *stream, uint64_t id);
 a2a_event ev_make(a2a_kind kind);                 /* thread 1, device 0 */
 void ev_dispatch(a2a_event *ev, int result);      /* PRE then POST */
 void ev_pre(a2a_event *ev);

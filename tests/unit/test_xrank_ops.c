@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -919,6 +920,93 @@ START_TEST(a_capture_on_another_thread_ends_the_run) {
 }
 END_TEST
 
+/* NCCL work issued to a capturing stream is a node of the graph: nothing is
+ * posted at its call; each launch of an exec of that graph posts it anew on
+ * the launching thread and stream, marked a replay, the captured group as
+ * one group. A later capture without NCCL work that ends with the same
+ * graph handle (CUDA recycles a destroyed graph's address) holds nothing;
+ * nor does an exec once destroyed. */
+static int ops_in(const xr_rec *rec, int n) {
+  int k = 0;
+  for (int i = 0; i < n && i < 16; i++) k += rec[i].type == XR_REC_OP;
+  return k;
+}
+static int replays(const xr_rec *rec, int n, uint64_t sid) {
+  int k = 0;
+  for (int i = 0; i < n && i < 16; i++)
+    if (rec[i].type == XR_REC_OP) {
+      ck_assert_uint_eq(rec[i].stream, sid);
+      ck_assert_int_eq(rec[i].u.op.flags, XR_OPF_REPLAY);
+      k++;
+    }
+  return k;
+}
+static void capture_end(void *stream, void *graph) {
+  void *out = graph;
+  a2a_event ce = ev_make(A2A_EV_GRAPH_CAPTURE_END);
+  ce.stream = stream;
+  ce.u.graph.graph_out = &out;
+  ev_pre(&ce);
+  collector_set_capture(stream, 0); /* (the real call ends it) */
+  ev_post(&ce, 0);
+}
+static void instantiate(void *graph, void *exec) {
+  void *out = exec;
+  a2a_event in = ev_make(A2A_EV_GRAPH_INSTANTIATE);
+  in.u.graph.graph = graph;
+  in.u.graph.graph_out = &out;
+  ev_dispatch(&in, 0);
+}
+static void launch(void *exec, void *stream) {
+  a2a_event l = ev_make(A2A_EV_GRAPH_LAUNCH);
+  l.stream = stream;
+  l.u.graph.graph_exec = exec;
+  ev_dispatch(&l, 0);
+}
+START_TEST(captured_work_is_posted_per_launch_and_recycled_handles_hold_nothing) {
+  static unsigned char id[128] = {0x6d, 1, 2, 3};
+  void *const comm = (void *)0xd3, *const G = (void *)0x6701, *const X = (void *)0x6801,
+             *const X2 = (void *)0x6802, *const L = (void *)0x5200;
+  comm_init(comm, id);
+  xr_rec rec[16];
+  drain(rec, 16);
+  a2a_event cb = ev_make(A2A_EV_GRAPH_CAPTURE_BEGIN);
+  cb.stream = (void *)(uintptr_t)STREAM;
+  ev_pre(&cb);
+  collector_set_capture(cb.stream, 41);
+  ev_post(&cb, 0);
+  group_sendrecv(comm);
+  ck_assert_int_eq(drain(rec, 16), 0); /* captured: nothing posted */
+  capture_end(cb.stream, G);
+  instantiate(G, X);
+  for (int k = 0; k < 2; k++) {
+    launch(X, L);
+    int n = drain(rec, 16);
+    ck_assert_int_eq(replays(rec, n, xr_stream_id(L, 0)), 2);
+  }
+  /* After the capture ended, operations are posted at once again. */
+  group_sendrecv(comm);
+  ck_assert_int_ge(drain(rec, 16), 2);
+  /* A capture with no NCCL work ends with G's handle again (no destroy
+   * seen): G holds nothing now, nor does an exec made from it. */
+  ev_pre(&cb);
+  collector_set_capture(cb.stream, 42);
+  ev_post(&cb, 0);
+  capture_end(cb.stream, G);
+  instantiate(G, X2);
+  launch(X2, L);
+  ck_assert_int_eq(ops_in(rec, drain(rec, 16)), 0); /* (the eager group's marker only) */
+  /* X still holds the first plan until it is destroyed. */
+  launch(X, L);
+  ck_assert_int_eq(replays(rec, drain(rec, 16), xr_stream_id(L, 0)), 2);
+  a2a_event xd = ev_make(A2A_EV_GRAPH_DESTROY);
+  xd.u.graph.graph_exec = X;
+  ev_dispatch(&xd, 0);
+  launch(X, L);
+  ck_assert_int_eq(ops_in(rec, drain(rec, 16)), 0);
+}
+END_TEST
+
 /* The records of two threads' runs of the same calls are the same, byte
  * for byte, but for the thread and the completion event (each run's own
  * event from the pool: compared by whether there is one). The two runs
@@ -1313,7 +1401,10 @@ START_TEST(a_group_end_during_a_capture_does_not_take_the_one_claim) {
   a2a_event ce = ev_make(A2A_EV_GRAPH_CAPTURE_END);
   ce.thread = 2;
   ce.stream = (void *)0x7700;
-  ev_dispatch(&ce, 0);
+  collector_set_capture(ce.stream, 77); /* (capturing until the real call) */
+  ev_pre(&ce);
+  collector_set_capture(ce.stream, 0);
+  ev_post(&ce, 0);
   drain(rec, 16);
   group_on(comm, k_streams, 4, 0, 0); /* no run: new ones open */
   ck_assert_int_eq(drain(rec, 16), 8);
@@ -1443,6 +1534,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_nonblocking_init_registers_at_once_and_is_waited_in_while_polled);
   tcase_add_test(tc, an_inactive_analyzer_posts_no_grouped_send);
   tcase_add_test(tc, a_capture_on_another_thread_ends_the_run);
+  tcase_add_test(tc, captured_work_is_posted_per_launch_and_recycled_handles_hold_nothing);
   tcase_add_test(tc, table_handlers_do_what_on_event_does);
   tcase_add_test(tc, a_group_end_in_one_claim_writes_what_stream_by_stream_writes);
   tcase_add_test(tc, a_group_end_after_a_destroy_does_not_take_the_one_claim);
