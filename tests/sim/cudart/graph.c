@@ -653,24 +653,19 @@ static struct sim_uobj *uobj_from(cudaUserObject_t h) {
   return (o && o->magic == UOBJ_MAGIC) ? o : NULL;
 }
 
-static void *uobj_destroy_thread(void *arg) {
-  struct sim_uobj *o = arg;
-  o->destroy(o->ptr);
-  free(o);
-  return NULL;
-}
-
-/* Drops count references; the last runs the destructor on a thread of its
- * own (CUDA runs it asynchronously, and it may not call CUDA). */
+/* Drops count references; the last runs the destructor, at once, on the
+ * releasing thread, outside every simulator lock. CUDA runs it
+ * asynchronously on a thread of its own (cudaUserObjectNoDestructorSync:
+ * no ordering with any API call is promised), which makes running it here
+ * one of the schedules it allows; a detached thread of the simulator's own
+ * could still be running the application's destructor (PyTorch releases a
+ * collective's Work in it) while the process tears down its statics at
+ * exit, and crash it. */
 static void uobj_release(struct sim_uobj *o, unsigned count) {
   if (atomic_fetch_sub(&o->refs, count) != count) return;
   o->magic = 0;
-  pthread_t t;
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&t, &a, uobj_destroy_thread, o) != 0) uobj_destroy_thread(o);
-  pthread_attr_destroy(&a);
+  o->destroy(o->ptr);
+  free(o);
 }
 
 /* Adds count references of o owned by g (g->uo_mu held by the caller or g
