@@ -1157,29 +1157,31 @@ __attribute__((noinline)) static void pend_flush(const void *handle) {
  * number on the launching thread, in node order (NCCL's per-launch
  * sequence; docs/simulator-nccl.md "CUDA graphs"). So a captured operation
  * is not posted at its call but kept in its capture's plan (the capture's
- * id: cudaStreamGetCaptureInfo, which NCCL asks of the same stream), the
+ * id: cudaStreamGetCaptureInfo, which NCCL asks of the same stream); the
  * plan follows cudaStreamEndCapture to its graph and cudaGraphInstantiate*
- * to each exec (cudaGraphDestroy / cudaGraphExecDestroy forget them), and each successful launch posts the plan's operations as
- * if the launching thread issued them on the launch stream then: the
- * operations of one captured group as one group, a lone one alone (its
- * own unit, marked after the launch), marked XR_OPF_REPLAY (the findings
- * say it is a replay). A launch into a stream that is
+ * to each exec (cudaGraphDestroy / cudaGraphExecDestroy forget them); and
+ * each successful launch posts the plan's operations as if the launching
+ * thread issued them on the launch stream then: the operations of one
+ * captured group as one group, a lone one alone (its own unit, marked
+ * after the launch), each marked XR_OPF_REPLAY (the findings say it is a
+ * replay; its site is the captured call's). A launch into a stream that is
  * itself capturing posts into that capture's plan (op_body), as CUDA
- * records the nodes into the outer graph. Sites are the captured calls'.
+ * records the nodes into the outer graph.
  * Rare path (captures, instantiations, launches of graphs that hold NCCL
  * work): a small table under a lock; a plan is shared (refcounted) by its
  * capture, graph and execs. Handles are recycled by CUDA after a destroy:
  * besides the destroys, every successful end of capture and instantiation
- * sets what its handle holds (nothing, for a graph without NCCL work), so a
- * graph made otherwise (cudaGraphCreate, a clone) at a destroyed graph's
- * address that was never destroyed through the runtime's entry point is
- * the only way to inherit a plan. At most XG_SLOTS entries per table (past
- * that an entry is forgotten, round robin: its launches post nothing, as
- * before this model). The count of active captures (g_capturing) follows
- * the runtime: an end of capture decrements it when the stream was
- * capturing at its PRE and is not after it, whatever the result. Not modelled: graphs built or edited by hand
- * (cudaGraphAddChildGraphNode, cudaGraphExecUpdate, captures into a
- * user graph), captures begun through the driver API. */
+ * sets what its handle holds (nothing, for a graph without NCCL work), so
+ * only a graph made otherwise (cudaGraphCreate, a clone) at the address of
+ * a graph never destroyed through the runtime's entry point could inherit
+ * a plan. At most XG_SLOTS entries per table (past that an entry is
+ * forgotten, round robin: its launches post nothing, as before this
+ * model). The count of active captures (g_capturing) follows the runtime:
+ * an end of capture decrements it when the stream was capturing at its PRE
+ * and is not after it, whatever the result.
+ * Not modelled: graphs built or edited by hand (cudaGraphAddChildGraphNode,
+ * cudaGraphExecUpdate, captures into a user graph), captures begun through
+ * the driver API. */
 #define XG_SLOTS 256
 typedef struct xg_op {
   a2a_event ev;    /* the captured call's POST (its comm, arguments, site) */

@@ -503,7 +503,8 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
      * driving rank r of each. The wait-for rules never use the guess. */
     base.poster = qc->poster;
     for (uint32_t i = 0; !base.poster && i < Q->ncomms; i++)
-      if (Q->comms[i].rank == qc->rank && Q->comms[i].comm != qc->comm) base.poster = Q->comms[i].poster;
+      if (Q->comms[i].rank == qc->rank && Q->comms[i].comm != qc->comm)
+        base.poster = Q->comms[i].poster;
     return add_req(g, base);
   }
   return 0;

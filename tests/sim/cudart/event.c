@@ -32,34 +32,42 @@ sim_event *sim_event_from_handle(cudaEvent_t e) {
   return ev;
 }
 
+/* A capture point of an event: its capture and clock (owned by the event). */
+typedef struct cap_point { sim_capture *cap; uint64_t *vc; } cap_point;
+
+/* ev->mu held: ev's capture point becomes p (NULLs: none); the old one is
+ * returned, for cap_point_free once the lock is released. */
+static cap_point cap_point_swap_locked(sim_event *ev, cap_point p) {
+  cap_point old = {ev->cap, ev->cap_vc};
+  ev->cap = p.cap;
+  ev->cap_vc = p.vc;
+  return old;
+}
+static void cap_point_free(cap_point p) {
+  sim_capture_unref(p.cap);
+  free(p.vc);
+}
+
 uint64_t sim_event_set_point(sim_event *ev, sim_stream *s, uint64_t seq) {
   uint64_t id = atomic_fetch_add(&record_ids, 1);
   pthread_mutex_lock(&ev->mu);
   ev->recorded = true;
-  sim_capture *cap = ev->cap;
-  uint64_t *vc = ev->cap_vc;
-  ev->cap = NULL;
-  ev->cap_vc = NULL;
+  cap_point old = cap_point_swap_locked(ev, (cap_point){0});
   ev->s = s;
   ev->seq = seq;
   ev->rec_id = id;
   ev->t_ns = 0;
   pthread_mutex_unlock(&ev->mu);
-  sim_capture_unref(cap);
-  free(vc);
+  cap_point_free(old);
   return id;
 }
 
 /* Makes ev a capture event (cap, vc owned by the event from now on). */
 static void event_set_capture_point(sim_event *ev, sim_capture *cap, uint64_t *vc) {
   pthread_mutex_lock(&ev->mu);
-  sim_capture *old = ev->cap;
-  uint64_t *ovc = ev->cap_vc;
-  ev->cap = cap;
-  ev->cap_vc = vc;
+  cap_point old = cap_point_swap_locked(ev, (cap_point){cap, vc});
   pthread_mutex_unlock(&ev->mu);
-  sim_capture_unref(old);
-  free(ovc);
+  cap_point_free(old);
 }
 
 /* 1 if ev's last record was in a capture (which may have ended since). */
@@ -145,13 +153,9 @@ SIM_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
   pthread_mutex_lock(&ev->mu);
   atomic_store(&ev->state, 0);
   ev->rec_id = 0;
-  sim_capture *cap = ev->cap;
-  uint64_t *vc = ev->cap_vc;
-  ev->cap = NULL;
-  ev->cap_vc = NULL;
+  cap_point old = cap_point_swap_locked(ev, (cap_point){0});
   pthread_mutex_unlock(&ev->mu);
-  sim_capture_unref(cap);
-  free(vc);
+  cap_point_free(old);
   pthread_mutex_lock(&event_mu);
   ev->free_next = event_free;
   event_free = ev;
