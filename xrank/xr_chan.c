@@ -208,6 +208,7 @@ typedef struct cunit {
   uint32_t group, coll_lo, coll_hi;
   int16_t kind;
   int8_t coll, dtype;
+  uint8_t bcast;            /* coll called as ncclBcast (XR_UNIT_BCAST) */
   xr_peerent *peers;
   uint32_t npeers, cappeers;
   struct cunit *next, *prev;   /* every unit, in posting order (S.head) */
@@ -891,6 +892,7 @@ static void on_op(const xr_rec *r, const xr_op *rop) {
     u->count = op.count;
     u->kind = (int16_t)op.kind;
     u->coll = op.coll;
+    u->bcast = (op.flags & XR_OPF_BCAST) != 0;
     u->dtype = op.dtype;
     u->coll_lo = u->coll_hi = cc->coll_posted;
     u->prev = S.tail;
@@ -922,6 +924,7 @@ static void on_op(const xr_rec *r, const xr_op *rop) {
   } else if (op.kind == XR_OP_COLL) {
     if (u->coll_hi == u->coll_lo && u->kind != XR_OP_COLL) {
       u->kind = XR_OP_COLL; u->coll = op.coll; u->count = op.count; u->dtype = op.dtype;
+      u->bcast = (op.flags & XR_OPF_BCAST) != 0;
     }
     cc->coll_posted++;
     u->coll_hi = cc->coll_posted;
@@ -1208,7 +1211,8 @@ static void send_state(uint64_t now, int exiting) {
                                         .flags = (!u->closed ? (uint32_t)XR_UNIT_OPEN
                                                   : shares_marker(last) ? (uint32_t)XR_UNIT_MAYBE_DONE
                                                                         : 0u) |
-                                                 (last != u ? (uint32_t)XR_UNIT_RUN : 0u)};
+                                                 (last != u ? (uint32_t)XR_UNIT_RUN : 0u) |
+                                                 (last->bcast ? (uint32_t)XR_UNIT_BCAST : 0u)};
     if (u->npeers) memcpy(&peers[st.npeers], u->peers, u->npeers * sizeof *peers);
     st.npeers += u->npeers;
   }
@@ -1464,7 +1468,8 @@ static void local_watchdog(uint64_t now) {
     if (n++ >= 8 || len + 200 >= sizeof list) continue;
     xr_op op = {.comm = u->cc->id, .count = u->count, .rank = u->cc->rank,
                 .peer = u->npeers ? u->peers[0].peer : -1, .root = -1,
-                .kind = (uint16_t)u->kind, .coll = u->coll, .dtype = u->dtype, .redop = -1};
+                .kind = (uint16_t)u->kind, .coll = u->coll, .dtype = u->dtype, .redop = -1,
+                .flags = u->bcast ? (uint8_t)XR_OPF_BCAST : 0};
     char d[160], cname[48];
     if (u->cc->c) snprintf(cname, sizeof cname, "%s", u->cc->c->name);
     else snprintf(cname, sizeof cname, "%016" PRIx64, u->cc->id);

@@ -1058,6 +1058,10 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
     op->coll = (int8_t)ev->u.coll.coll;
     op->dtype = (int8_t)ev->u.coll.dtype;
     op->redop = (int8_t)(ev->u.coll.redop > 127 ? 127 : ev->u.coll.redop);
+    /* ncclBcast ("ncclB[c]ast", not "ncclB[r]oadcast"): the same operation
+     * for NCCL and for matching; its name only for messages. */
+    if (op->coll == A2A_COLL_BROADCAST && ev->api && ev->api[5] == 'c')
+      op->flags = XR_OPF_BCAST;
   } else {
     op->count = ev->u.p2p.count;
     op->peer = ev->u.p2p.peer;
@@ -1400,7 +1404,7 @@ __attribute__((always_inline)) static inline void op_lone(const a2a_event *ev, a
   r->u.opu.gen = u.gen;
   r->u.opu.deferred = u.deferred;
   fill_op(&r->u.opu.op, ev, kind, id, rank);
-  if (t && t->replaying) r->u.opu.op.flags = XR_OPF_REPLAY;
+  if (t && t->replaying) r->u.opu.op.flags |= XR_OPF_REPLAY;
   push_end(&tok);
 }
 
@@ -1439,7 +1443,7 @@ __attribute__((always_inline)) static inline void op_body(const a2a_event *ev, a
     xr_rec *r = push_begin(&tok);
     if (r) {
       group_op(r, t, ev, kind, id, c->rank, sid);
-      if (t->replaying) r->u.op.flags = XR_OPF_REPLAY; /* (graph_replay: this path only) */
+      if (t->replaying) r->u.op.flags |= XR_OPF_REPLAY; /* (graph_replay: this path only) */
       push_end(&tok);
     }
     group_stream(t, sid, ev, c);

@@ -104,8 +104,11 @@ typedef struct xr_op {
   int8_t pad[2];
 } xr_op;
 /* xr_op.flags. REPLAY: posted by a cudaGraphLaunch, a replay of a call
- * captured into the graph (its site is the captured call's). */
-enum { XR_OPF_REPLAY = 1 };
+ * captured into the graph (its site is the captured call's). BCAST: an
+ * A2A_COLL_BROADCAST called as ncclBcast (messages name it so; it matches
+ * ncclBroadcast). Only messages read the flags: no verdict depends on
+ * them, so a peer's flags change no finding. */
+enum { XR_OPF_REPLAY = 1, XR_OPF_BCAST = 2 };
 _Static_assert(sizeof(xr_op) == 48, "xr_op is a wire record");
 
 /* A communicator as one rank created it (44 + pad = 48 bytes). */
@@ -186,8 +189,16 @@ typedef struct xr_unitstate {
  * for a run of back-to-back collectives of its comm sharing one marker,
  * collectives [coll_lo, coll_hi), described by the last (site, count,
  * dtype). */
-enum { XR_UNIT_OPEN = 1, XR_UNIT_MAYBE_DONE = 2, XR_UNIT_RUN = 4 };
+enum { XR_UNIT_OPEN = 1, XR_UNIT_MAYBE_DONE = 2, XR_UNIT_RUN = 4,
+       XR_UNIT_BCAST = 8 /* its described collective was called as ncclBcast
+                            (XR_OPF_BCAST): for messages only */ };
 _Static_assert(sizeof(xr_unitstate) == 64, "xr_unitstate is a wire record");
+
+/* The unit's collective's name after "nccl", as its rank called it. */
+static inline const char *xr_unit_coll_name(const xr_unitstate *U) {
+  return U->coll == A2A_COLL_BROADCAST && (U->flags & XR_UNIT_BCAST) ? "Bcast"
+                                                                     : a2a_coll_name(U->coll);
+}
 
 /* Host-side blocking call on which a thread waits. */
 enum { XR_WAIT_STREAM = 1, XR_WAIT_EVENT, XR_WAIT_DEVICE, XR_WAIT_MEMCPY,

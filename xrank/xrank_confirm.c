@@ -181,14 +181,14 @@ static void posted_with(const xr_procstate *P, const xr_commstate *c, int32_t pe
 static void describe_unit(sbuf *s, const xr_confirm_io *io, size_t p, const xr_unitstate *U) {
   char hb[32];
   if (U->kind == XR_OP_COLL && xr_coll_is_p2p(U->coll))
-    sb(s, "nccl%s(count %" PRIu64 ", %s)", a2a_coll_name(U->coll), U->count,
+    sb(s, "nccl%s(count %" PRIu64 ", %s)", xr_unit_coll_name(U), U->count,
        a2a_dtype_name(U->dtype));
   else if (U->kind == XR_OP_COLL && (U->flags & XR_UNIT_RUN) && U->coll_hi > U->coll_lo + 1)
     sb(s, "collectives #%u to #%u (back to back, one completion marker), the last nccl%s(count %"
-          PRIu64 ", %s)", U->coll_lo + 1, U->coll_hi, a2a_coll_name(U->coll), U->count,
+          PRIu64 ", %s)", U->coll_lo + 1, U->coll_hi, xr_unit_coll_name(U), U->count,
        a2a_dtype_name(U->dtype));
   else if (U->kind == XR_OP_COLL)
-    sb(s, "collective #%u nccl%s(count %" PRIu64 ", %s)", U->coll_lo + 1, a2a_coll_name(U->coll),
+    sb(s, "collective #%u nccl%s(count %" PRIu64 ", %s)", U->coll_lo + 1, xr_unit_coll_name(U),
        U->count, a2a_dtype_name(U->dtype));
   else if (U->npeers == 1)
     sb(s, "p2p group #%u (nccl%s, count %" PRIu64 ", %s)", U->group,
@@ -206,7 +206,7 @@ static void describe_unit(sbuf *s, const xr_confirm_io *io, size_t p, const xr_u
 #define DETAIL_OPS 8 /* pending operations per process at lvl 2 (the newest) */
 
 static const char *unit_op_name(const xr_unitstate *U, char *buf, size_t cap) {
-  if (U->kind == XR_OP_COLL) snprintf(buf, cap, "nccl%s", a2a_coll_name(U->coll));
+  if (U->kind == XR_OP_COLL) snprintf(buf, cap, "nccl%s", xr_unit_coll_name(U));
   else if (U->npeers <= 1) snprintf(buf, cap, "%s", U->kind == XR_OP_SEND ? "ncclSend" : "ncclRecv");
   else snprintf(buf, cap, "ncclSend/ncclRecv");
   return buf;

@@ -273,10 +273,15 @@ static const char *gnote(const xr_matcher *m, const mcomm *c, int r1, int r2, ch
   return buf;
 }
 
+const char *xr_op_coll_name(const xr_op *op) {
+  return op->coll == A2A_COLL_BROADCAST && (op->flags & XR_OPF_BCAST) ? "Bcast"
+                                                                     : a2a_coll_name(op->coll);
+}
+
 const char *xr_op_describe(const xr_op *op, char *buf, size_t cap) {
   size_t es = a2a_dtype_size(op->dtype);
   if (op->kind == XR_OP_COLL) {
-    int n = snprintf(buf, cap, "nccl%s(count %" PRIu64 ", %s", a2a_coll_name(op->coll),
+    int n = snprintf(buf, cap, "nccl%s(count %" PRIu64 ", %s", xr_op_coll_name(op),
                      op->count, a2a_dtype_name(op->dtype));
     if (n < 0 || (size_t)n >= cap) return buf;
     if (op->redop >= 0)
@@ -919,7 +924,7 @@ static void kind_clash(xr_matcher *m, mcomm *c, int q, const xr_op *part, int r,
            c->id, q, xr_op_describe(&api, d1, sizeof d1),
            site_str(m, c->ranks[q].conn, part->site, s1, sizeof s1), r,
            xr_op_describe(coll, d2, sizeof d2), site_str(m, c->ranks[r].conn, coll->site, s2, sizeof s2),
-           a2a_coll_name(part->coll), a2a_coll_name(coll->coll));
+           a2a_coll_name(part->coll), xr_op_coll_name(coll));
   size_t tl = strlen(text);
   gnote(m, c, q, r, text + tl, sizeof text - tl);
   snprintf(c->last, sizeof c->last, "%s", text);
@@ -981,7 +986,7 @@ static void rooted_check(xr_matcher *m, mcomm *c, const xr_op *op) {
              "nccl%s #%u on communicator %016" PRIx64 ": rank %d calls %s at %s, but rank %d calls "
              "%s at %s (a different root): the ranks send to and receive from different roots, so "
              "NCCL hangs",
-             a2a_coll_name(op->coll), k, c->id, op->rank, xr_op_describe(op, d1, sizeof d1),
+             xr_op_coll_name(op), k, c->id, op->rank, xr_op_describe(op, d1, sizeof d1),
              site_str(m, c->ranks[op->rank].conn, op->site, s1, sizeof s1), e->rank,
              xr_op_describe(&e->op, d2, sizeof d2),
              site_str(m, c->ranks[e->rank].conn, e->op.site, s2, sizeof s2));

@@ -80,6 +80,9 @@ const char *xr_matcher_last_mismatch(const xr_matcher *m, uint64_t comm);
 /* Human-readable description of an operation into buf ("ncclAllReduce(count
  * 1024, float32, sum)", "send of 4096 B (1024 x float32) to rank 2"). */
 const char *xr_op_describe(const xr_op *op, char *buf, size_t cap);
+/* The collective's name after "nccl", as the rank called it: "Bcast" for
+ * an ncclBcast (XR_OPF_BCAST), else a2a_coll_name. */
+const char *xr_op_coll_name(const xr_op *op);
 
 #ifdef __cplusplus
 }

@@ -842,15 +842,15 @@ static void unit_desc(sbuf *s, const graph *g, const xr_wfg_opts *o, size_t u) {
   char sbuf_[128];
   sb(s, "[comm %016" PRIx64 " rank %d: ", U->comm, g->myrank[u]);
   if (U->kind == XR_OP_COLL && xr_coll_is_p2p(U->coll))
-    sb(s, "nccl%s(count %" PRIu64 ", %s) as sends and receives with %u peer%s", a2a_coll_name(U->coll),
+    sb(s, "nccl%s(count %" PRIu64 ", %s) as sends and receives with %u peer%s", xr_unit_coll_name(U),
        U->count, a2a_dtype_name(U->dtype), U->npeers, U->npeers == 1 ? "" : "s");
   else if (U->kind == XR_OP_COLL && (U->flags & XR_UNIT_RUN) && U->coll_hi > U->coll_lo + 1)
     sb(s, "collectives #%u to #%u (back to back, one completion marker), the last nccl%s(count %"
-          PRIu64 ", %s)", U->coll_lo + 1, U->coll_hi, a2a_coll_name(U->coll), U->count,
+          PRIu64 ", %s)", U->coll_lo + 1, U->coll_hi, xr_unit_coll_name(U), U->count,
        a2a_dtype_name(U->dtype));
   else if (U->kind == XR_OP_COLL)
     sb(s, "collective #%u nccl%s(count %" PRIu64 ", %s)", U->coll_lo + 1,
-       a2a_coll_name(U->coll), U->count, a2a_dtype_name(U->dtype));
+       xr_unit_coll_name(U), U->count, a2a_dtype_name(U->dtype));
   else if (U->npeers <= 2) {
     /* Few peers: name the operations ("ncclSend to rank 3 and ncclRecv
      * from rank 1"), as the program wrote them. */

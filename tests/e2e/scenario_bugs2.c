@@ -21,6 +21,10 @@
  *   redop         ReduceScatter where rank 1 passes ncclMax and the others
  *                 ncclSum -> size.collective-mismatch (NCCL completes it with
  *                 a wrong result: no deadlock)
+ *   bcast_named   ranks 0-2 call ncclBroadcast in place with root 0, rank 3
+ *                 calls ncclBcast with root 1 (the same operation for NCCL,
+ *                 another root): NCCL hangs -> size.collective-mismatch
+ *                 naming each call as made, group.deadlock, exit 66
  *   init_nranks   rank 3 calls ncclCommInitRank with nranks 3 (off by one)
  *                 -> group.init-mismatch (NCCL fails or hangs; the launcher
  *                 kills the ranks after its limit if nothing ends them)
@@ -161,6 +165,10 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
     cudaError_t e = cudaStreamSynchronize(s0);
     fprintf(stderr, "rank %d: AllReduce on a stream of device 0 -> %d, sync -> %d\n", rank, (int)r, (int)e);
     SC_CUDA(cudaStreamDestroy(s0));
+  } else if (is("bcast_named")) {
+    if (rank == 3) SC_NCCL(ncclBcast(a, N, ncclFloat32, 1, comm, s));
+    else SC_NCCL(ncclBroadcast(a, a, N, ncclFloat32, 0, comm, s));
+    SC_CUDA(cudaStreamSynchronize(s));
   } else if (is("redop")) {
     SC_NCCL(ncclReduceScatter(a, b, N, ncclFloat32, rank == 1 ? ncclMax : ncclSum, comm, s));
     SC_CUDA(cudaStreamSynchronize(s));

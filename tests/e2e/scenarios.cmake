@@ -356,6 +356,16 @@ exit $fail
     CHECK --expect size.collective-mismatch:error@1 --allow size.collective-mismatch
           --contains "size.collective-mismatch=(a different reduction): NCCL moves the same data and completes it"
           --forbid group.deadlock --no-other-errors)
+  # An in-place ncclBroadcast (ranks 0-2) against ncclBcast of another root
+  # (rank 3): the same operation for NCCL, so the roots are compared and
+  # each call is named as its rank made it, in the deadlock story too (rank 3
+  # never completes on the simulator).
+  a2a_scenario(bug_bcast_named bugs2 bcast_named STATUS 66 WITHIN 20
+    CHECK --expect size.collective-mismatch:error@3 --expect group.deadlock:error@3
+          --contains "size.collective-mismatch=rank 3 calls ncclBcast(count 4096, float32, root 1)"
+          --contains "size.collective-mismatch=call ncclBroadcast(count 4096, float32, root 0)"
+          --contains "group.deadlock=collective #1 ncclBcast(count 4096, float32)"
+          --allow size.collective-mismatch --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_init_nranks bugs2 init_nranks STATUS 0,1,66 WITHIN 50
     CHECK --expect group.init-mismatch:error --allow group.init-mismatch --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_dup_device_procs bugs2 dup_device ENV A2ASIM_DEVICES=2

@@ -566,6 +566,32 @@ START_TEST(rooted_collectives_with_different_roots) {
 }
 END_TEST
 
+/* ncclBcast is ncclBroadcast for NCCL and for matching (one rank's
+ * ncclBcast meets another's ncclBroadcast: no finding); messages name each
+ * rank's call as it made it (XR_OPF_BCAST). */
+START_TEST(bcast_matches_broadcast_and_is_named_as_called) {
+  xr_matcher *m = mk(2, 0xa8);
+  for (int r = 0; r < 2; r++) {
+    xr_op b = coll(0xa8, r, A2A_COLL_BROADCAST, 16, F32, -1);
+    b.root = 0;
+    if (r == 0) b.flags = XR_OPF_BCAST;
+    xr_matcher_op(m, r, &b);
+  }
+  ck_assert_int_eq(count("size.collective-mismatch"), 0);
+  for (int r = 0; r < 2; r++) {
+    xr_op b = coll(0xa8, r, A2A_COLL_BROADCAST, r == 0 ? 16 : 32, F32, -1);
+    b.root = 0;
+    if (r == 0) b.flags = XR_OPF_BCAST;
+    xr_matcher_op(m, r, &b);
+  }
+  const got *v = find("size.collective-mismatch", 1);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclBcast(count 16, float32, root 0)"));
+  ck_assert_ptr_nonnull(strstr(v->text, "ncclBroadcast(count 32, float32, root 0)"));
+  xr_matcher_free(m);
+}
+END_TEST
+
 START_TEST(collective_dtype_at_equal_bytes) {
   /* float on two ranks, half with twice the count on two: not "a different
    * count" but the dtype mismatch it is; an error for a reduction. */
@@ -903,6 +929,7 @@ static Suite *suite(void) {
   tcase_add_test(t, rooted_collectives_with_different_roots);
   tcase_add_test(t, collective_reduction_or_root_differs);
   tcase_add_test(t, collective_dtype_at_equal_bytes);
+  tcase_add_test(t, bcast_matches_broadcast_and_is_named_as_called);
   tcase_add_test(t, alltoall_against_allreduce_is_an_order_mismatch);
   tcase_add_test(t, p2p_size_mismatch_names_both);
   tcase_add_test(t, dtype_mismatch_same_bytes_is_warning);
