@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1333,6 +1334,71 @@ static void graph_destroy(const a2a_event *ev) {
   pthread_mutex_unlock(&g_xg_mu);
 }
 
+/* ncclCommFinalize, or ncclCommDestroy of a communicator not finalized
+ * yet, at its PRE: NCCL's finalize (commDestroySync) waits until every
+ * graph and graph exec holding captured work of the communicator is
+ * destroyed (the plans' user objects: NCCL's persistentRefs), so with one
+ * still alive the call returns only once another thread destroys it - in a
+ * program that destroys its graphs after its communicators, never, with no
+ * operation pending for the stall and hang analysis to see. Reported
+ * before the call (group.use-after-destroy: a replay would use the ended
+ * communicator), from the graphs and execs the model holds (XG_GRAPH,
+ * XG_EXEC; an evicted entry is not seen). */
+static void graph_holds_comm(const a2a_event *ev) {
+  if (!a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY) || !ev->comm) return;
+  const a2a_comm *c = a2a_comm_lookup(ev->comm);
+  if (!c || atomic_load(&c->state) != A2A_COMM_ACTIVE) return;
+  unsigned held[2] = {0, 0}, nops = 0;
+  const void *site = NULL;
+  const char *api = NULL;
+  pthread_mutex_lock(&g_xg_mu);
+  for (int tb = XG_GRAPH; tb <= XG_EXEC; tb++)
+    for (int i = 0; i < XG_SLOTS; i++) {
+      const xg_plan *p = g_xg[tb][i].plan;
+      unsigned k = 0;
+      for (int j = 0; p && j < p->n; j++)
+        if (p->ops[j].ev.comm == ev->comm) {
+          if (!k++ && !site) {
+            site = p->ops[j].ev.callsite;
+            api = p->ops[j].ev.api;
+          }
+        }
+      if (k) {
+        held[tb - XG_GRAPH]++;
+        if (k > nops) nops = k;
+      }
+    }
+  pthread_mutex_unlock(&g_xg_mu);
+  if (!held[0] && !held[1]) return;
+  if (a2a_report_repeat(A2A_CK_GROUP_USE_AFTER_DESTROY, A2A_SEV_ERROR, ev->callsite)) return;
+  char msg[768], js[320];
+  a2a_json j;
+  a2a_json_init(&j, js, sizeof js);
+  a2a_json_obj_begin(&j, NULL);
+  a2a_json_str(&j, "api", ev->api);
+  a2a_json_str(&j, "comm", c->name);
+  a2a_json_str(&j, "state", "held by CUDA graphs");
+  a2a_json_uint(&j, "graphs", held[0]);
+  a2a_json_uint(&j, "graph_execs", held[1]);
+  a2a_json_uint(&j, "captured_ops", nops);
+  a2a_json_str(&j, "captured_api", api ? api : "");
+  a2a_json_obj_end(&j);
+  snprintf(msg, sizeof msg,
+           "%s of %s while %u CUDA graph%s and %u graph exec%s still hold its captured operations "
+           "(%u in the largest plan, the first an %s): NCCL's finalize waits until "
+           "every graph and graph exec holding a communicator's captured work is destroyed, so this "
+           "call does not return unless another thread destroys them, and a replay after it would "
+           "use the ended communicator. Destroy the graphs first (cudaGraphExecDestroy and "
+           "cudaGraphDestroy; in PyTorch, drop every torch.cuda.CUDAGraph that captured collectives "
+           "and let it be collected, or call its reset(), before destroy_process_group).",
+           ev->api, c->name, held[0], held[0] == 1 ? "" : "s", held[1], held[1] == 1 ? "" : "s",
+           nops, api ? api : "NCCL operation");
+  a2a_finding f = {.check = A2A_CK_GROUP_USE_AFTER_DESTROY, .severity = A2A_SEV_ERROR,
+                   .site = ev->callsite, .comm = c, .message = msg, .details_json = js,
+                   .capture_stack = true};
+  a2a_report(&f);
+}
+
 /* A successful cudaGraphLaunch of an exec holding a plan: its operations
  * posted as the launching thread's, on the launch stream, now. */
 static void graph_replay(const a2a_event *ev) {
@@ -1926,7 +1992,11 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     return;
   }
   case A2A_EV_COMM_END: {
-    if (ev->phase != A2A_POST) return;
+    if (ev->phase != A2A_POST) {
+      if (ev->u.end.how == A2A_END_FINALIZE || ev->u.end.how == A2A_END_DESTROY)
+        graph_holds_comm(ev);
+      return;
+    }
     const a2a_comm *c = a2a_comm_lookup(ev->comm);
     uint64_t cid = comm_id(c);
     if (!cid) return;
@@ -2100,7 +2170,8 @@ const a2a_analyzer a2a_analyzer_xrank = {
     .owner = A2A_OWN_XRANK,
     .wants_activity = true, /* polling waits: a2a_thread_last_other_seq */
     .pre = A2A_KIND_BIT(A2A_EV_COMM_INIT) | XR_SYNC_KINDS | A2A_KIND_BIT(A2A_EV_STREAM_DESTROY) |
-           A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END),
+           A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_BEGIN) | A2A_KIND_BIT(A2A_EV_GRAPH_CAPTURE_END) |
+           A2A_KIND_BIT(A2A_EV_COMM_END),
     .post = A2A_KIND_BIT(A2A_EV_GET_UNIQUE_ID) | A2A_KIND_BIT(A2A_EV_COMM_INIT) |
             A2A_KIND_BIT(A2A_EV_COMM_END) | A2A_KIND_BIT(A2A_EV_COLL) | A2A_KIND_BIT(A2A_EV_P2P) |
             A2A_KIND_BIT(A2A_EV_GROUP_START) | A2A_KIND_BIT(A2A_EV_GROUP_END) | XR_SYNC_KINDS |

@@ -41,8 +41,18 @@
  *                                     graph twice, so its eager AllReduce
  *                                     meets rank 0's third replay
  *                                     (size.collective-mismatch, a hang)
+ *   scenario_hostfunc_graph nccl_graph_late_destroy  the bug: rank 0
+ *                                     destroys its communicator while a graph
+ *                                     holding one of its AllReduces (and the
+ *                                     graph's exec) is alive; NCCL waits in
+ *                                     ncclCommDestroy for the graphs, which a
+ *                                     second thread destroys 2 s later
+ *                                     (without it the call never returns):
+ *                                     group.use-after-destroy on rank 0 only
+ *                                     (rank 1 destroys its graph first)
  * Correct: exit 0, no finding.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "scenario_common.h"
@@ -227,10 +237,60 @@ static int run_nccl_graph(int rank, ncclComm_t comm, int bug) {
   return (int)bad;
 }
 
+typedef struct late_graph { cudaGraph_t g; cudaGraphExec_t x; } late_graph;
+static void *destroy_late(void *p) {
+  late_graph *lg = p;
+  usleep(2000000);
+  if (cudaGraphExecDestroy(lg->x) != cudaSuccess || cudaGraphDestroy(lg->g) != cudaSuccess)
+    fprintf(stderr, "graph destroy failed\n");
+  return NULL;
+}
+
+/* Ends its communicator itself (rank 0 with its graph alive). */
+static int run_nccl_graph_late_destroy(int rank, ncclComm_t comm) {
+  cudaStream_t s;
+  SC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float *a, *b;
+  SC_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+  SC_CUDA(cudaMalloc((void **)&b, N * sizeof(float)));
+  sc_fill(a, N, 1.0f, 0.0f, s);
+  late_graph lg;
+  SC_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  SC_NCCL(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, s));
+  SC_CUDA(cudaStreamEndCapture(s, &lg.g));
+  SC_CUDA(cudaGraphInstantiate(&lg.x, lg.g, 0));
+  for (int k = 0; k < 2; k++) SC_CUDA(cudaGraphLaunch(lg.x, s));
+  SC_CUDA(cudaStreamSynchronize(s));
+  float *h = malloc(N * sizeof(float));
+  SC_CUDA(cudaMemcpy(h, b, N * sizeof(float), cudaMemcpyDeviceToHost));
+  long bad = 0;
+  for (long i = 0; i < N; i++)
+    if (h[i] != 2.0f && bad++ < 3) fprintf(stderr, "rank %d: b[%ld]=%g\n", rank, i, h[i]);
+  free(h);
+  pthread_t th;
+  if (rank == 0) {
+    if (pthread_create(&th, NULL, destroy_late, &lg) != 0) return 1;
+  } else {
+    SC_CUDA(cudaGraphExecDestroy(lg.x));
+    SC_CUDA(cudaGraphDestroy(lg.g));
+  }
+  SC_NCCL(ncclCommDestroy(comm)); /* rank 0: returns once destroy_late ran */
+  if (rank == 0) pthread_join(th, NULL);
+  SC_CUDA(cudaFree(a));
+  SC_CUDA(cudaFree(b));
+  SC_CUDA(cudaStreamDestroy(s));
+  return (int)bad;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId id, void *arg) {
   (void)arg;
   ncclComm_t comm;
   SC_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  if (strcmp(mode, "nccl_graph_late_destroy") == 0) {
+    int bad = run_nccl_graph_late_destroy(rank, comm);
+    sc_sh->result[rank] = bad;
+    return bad ? SC_DATA_WRONG : 0;
+  }
   int bad = strcmp(mode, "graph") == 0            ? run_graph(rank, comm)
             : strcmp(mode, "nccl_graph") == 0     ? run_nccl_graph(rank, comm, 0)
             : strcmp(mode, "nccl_graph_bug") == 0 ? run_nccl_graph(rank, comm, 1)

@@ -186,6 +186,14 @@ exit $fail
   # (ranks that capture and launch differently, and a rank 4 s late, are
   # correct); the bug: one launch less.
   a2a_scenario(nccl_graph_replay hostfunc_graph nccl_graph COMPARE CHECK ${CLEAN})
+  # Rank 0 destroys its communicator while a graph holding its AllReduce is
+  # alive: NCCL waits in ncclCommDestroy for the graphs (a second thread
+  # destroys them after 2 s; without it the call never returns).
+  a2a_scenario(bug_nccl_graph_late_destroy hostfunc_graph nccl_graph_late_destroy WITHIN 20
+    CHECK --expect group.use-after-destroy:error@0=1 --forbid group.use-after-destroy@1
+          --contains "group.use-after-destroy=ncclCommDestroy of comm"
+          --contains "group.use-after-destroy=while 1 CUDA graph and 1 graph exec still hold its captured operations (1 in the largest plan, the first an ncclAllReduce)"
+          --allow group.use-after-destroy --no-other-errors)
   a2a_scenario(bug_nccl_graph_launches hostfunc_graph nccl_graph_bug STATUS 0,66 WITHIN 20
     CHECK --expect size.collective-mismatch:error@1 --allow size.collective-mismatch
           --contains "size.collective-mismatch=a cudaGraphLaunch's replay of the captured call"
