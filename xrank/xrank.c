@@ -1383,16 +1383,24 @@ static void graph_holds_comm(const a2a_event *ev) {
   a2a_json_uint(&j, "captured_ops", nops);
   a2a_json_str(&j, "captured_api", api ? api : "");
   a2a_json_obj_end(&j);
+  char held_s[96];
+  if (held[0] && held[1])
+    snprintf(held_s, sizeof held_s, "%u CUDA graph%s and %u graph exec%s still hold", held[0],
+             held[0] == 1 ? "" : "s", held[1], held[1] == 1 ? "" : "s");
+  else
+    snprintf(held_s, sizeof held_s, "%u %s still hold%s", held[0] + held[1],
+             held[0] ? (held[0] == 1 ? "CUDA graph" : "CUDA graphs")
+                     : (held[1] == 1 ? "graph exec" : "graph execs"),
+             held[0] + held[1] == 1 ? "s" : "");
   snprintf(msg, sizeof msg,
-           "%s of %s while %u CUDA graph%s and %u graph exec%s still hold its captured operations "
+           "%s of %s while %s its captured operations "
            "(%u in the largest plan, the first an %s): NCCL's finalize waits until "
            "every graph and graph exec holding a communicator's captured work is destroyed, so this "
            "call does not return unless another thread destroys them, and a replay after it would "
            "use the ended communicator. Destroy the graphs first (cudaGraphExecDestroy and "
            "cudaGraphDestroy; in PyTorch, drop every torch.cuda.CUDAGraph that captured collectives "
            "and let it be collected, or call its reset(), before destroy_process_group).",
-           ev->api, c->name, held[0], held[0] == 1 ? "" : "s", held[1], held[1] == 1 ? "" : "s",
-           nops, api ? api : "NCCL operation");
+           ev->api, c->name, held_s, nops, api ? api : "NCCL operation");
   a2a_finding f = {.check = A2A_CK_GROUP_USE_AFTER_DESTROY, .severity = A2A_SEV_ERROR,
                    .site = ev->callsite, .comm = c, .message = msg, .details_json = js,
                    .capture_stack = true};

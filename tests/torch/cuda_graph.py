@@ -20,8 +20,16 @@ torchrun on the simulator (tests/torch/torchtest.py), eager communicator.
                             others' last replay (a2acheck:
                             size.collective-mismatch naming the replay,
                             group.deadlock, exit 66)
+    cuda_graph.py alive     every rank keeps its graph (a captured
+                            all_reduce, replayed) alive at
+                            destroy_process_group: NCCL's finalize waits
+                            for the graph, so the call blocks until a
+                            timer thread resets the graph 3 s later
+                            (without it, forever; a2acheck:
+                            group.use-after-destroy before the call)
 """
 import sys
+import threading
 
 import torch
 import torch.distributed as dist
@@ -112,6 +120,14 @@ def main():
     if mode == "ok":
         for p in (graph_all_reduce, graph_all_to_all, graph_vs_eager, eager_after):
             R.run(p.__name__, p, R)
+    elif mode == "alive":
+        x = torch.ones(N).to(R.dev)
+        g = capture(lambda: dist.all_reduce(x))
+        for _ in range(3):
+            g.replay()
+        torch.cuda.synchronize()
+        threading.Timer(3.0, g.reset).start()  # (the bug's hang, ended for the test)
+        R.finish()
     else:  # short RANK
         who = int(sys.argv[2])
         x = torch.ones(N).to(R.dev)

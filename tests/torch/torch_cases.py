@@ -376,7 +376,20 @@ def graph_short(t):
     t.worker_exit([0, 1], 66, failed_now=True)
 
 
+def graph_alive(t):
+    """cuda_graph.py alive on 2 ranks: destroy_process_group while each
+    rank's graph holding an all_reduce is alive (NCCL's finalize waits for
+    it; a timer thread resets it 3 s later so the job ends)."""
+    t.torchrun_ok()
+    if not t.shim:
+        return
+    t.finding("group.use-after-destroy", [0, 1],
+              text=["while 1 graph exec still holds its captured operations",
+                    "the first an ncclAllReduce", "before destroy_process_group"])
+    no_other_errors(t, {"group.use-after-destroy"})
+
+
 CASES = {f.__name__: f for f in (
     correct, deepspeed_moe, split_mismatch, skip_exit, skip_continue, sleep, nowait, group_order,
     ds_epsize, ds_epsize_coordinator_exits, skip_exit_rank0, tool_deadlock, tool_split, tool_clean,
-    graphs, graph_short)}
+    graphs, graph_short, graph_alive)}
