@@ -120,6 +120,9 @@ typedef struct a2a_host {
    * (a query of the capture status, not of the stream's work). NULL in a
    * host without a runtime. */
   int (*capture_id)(void *stream, int per_thread, uint64_t *id);
+  /* Whether the process's thread of that index (a2a_event.thread) has
+   * exited. Any thread may ask (a load). NULL in a host that cannot tell. */
+  bool (*thread_exited)(uint32_t thread);
   /* A communicator's size, rank and device, with the REAL ncclCommCount,
    * ncclCommUserRank and ncclCommCuDevice: 0 when all three answered.
    * Only for a communicator the application just saw ready

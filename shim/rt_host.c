@@ -334,6 +334,7 @@ const a2a_host a2a_rt_host = {
     .caller_site = host_caller_site,
     .capture_stack = host_capture_stack,
     .global_rank = a2a_rt_global_rank,
+    .thread_exited = a2a_rt_thread_exited,
     .hostname = host_hostname,
     .fail_now = host_fail_now,
     .fail_policy = host_fail_policy,

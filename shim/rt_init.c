@@ -213,9 +213,47 @@ bool a2a_rt_enter_slow(void) {
   return true;
 }
 
+/* Threads that have exited, by index (a2a_rt_thread_exited): one bit per
+ * index below EXIT_BITS, set by the destructor of a TLS key that a thread
+ * registers when it gets its index (its first analyzed call; the slow path
+ * below, once per thread). Indices are never reused, so a bit never goes
+ * stale. A process's main thread ends with the process (exit runs no TLS
+ * destructors): never marked. Read by the cross-rank analyzer's state
+ * reports: a rank whose one posting thread has exited is no longer "may
+ * still post" from that thread (xrank_wfg.c). */
+#define EXIT_BITS 8192
+static _Atomic uint64_t g_exited[EXIT_BITS / 64];
+static pthread_key_t g_exit_key;
+static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_exit_key_ok;
+
+static void thread_exited(void *p) {
+  uint32_t i = (uint32_t)(uintptr_t)p;
+  if (i && i < EXIT_BITS)
+    atomic_fetch_or_explicit(&g_exited[i / 64], 1ull << (i % 64), memory_order_release);
+}
+
+static void exit_key_init(void) {
+  if (pthread_key_create(&g_exit_key, thread_exited) == 0) atomic_store(&g_exit_key_ok, 1);
+}
+
 uint32_t a2a_rt_thread_index_slow(void) {
-  if (t_index == 0) t_index = atomic_fetch_add_explicit(&g_next_thread, 1, memory_order_relaxed) + 1;
+  if (t_index == 0) {
+    t_index = atomic_fetch_add_explicit(&g_next_thread, 1, memory_order_relaxed) + 1;
+    if (t_index < EXIT_BITS) {
+      int saved = errno; /* (the application's errno is never changed) */
+      pthread_once(&g_exit_once, exit_key_init);
+      if (atomic_load(&g_exit_key_ok))
+        (void)pthread_setspecific(g_exit_key, (void *)(uintptr_t)t_index);
+      errno = saved;
+    }
+  }
   return t_index;
+}
+
+bool a2a_rt_thread_exited(uint32_t thread) {
+  return thread && thread < EXIT_BITS &&
+         (atomic_load_explicit(&g_exited[thread / 64], memory_order_acquire) >> (thread % 64) & 1);
 }
 
 

@@ -469,6 +469,9 @@ bool a2a_rt_pc_is_ours(const void *pc);
 /* rt_host.c: host services, rank, host name. */
 
 int a2a_rt_global_rank(void);
+/* Whether the thread of that index (a2a_event.thread) has exited (its TLS
+ * destructors ran); false for a live, unknown or main thread. */
+bool a2a_rt_thread_exited(uint32_t thread);
 /* Whether stream (an explicit handle or cudaStreamPerThread) is known not
  * to be capturing: the REAL cudaStreamIsCapturing under the last-error
  * rule answered cudaStreamCaptureStatusNone. False when it cannot be told. */

@@ -1174,6 +1174,9 @@ static void send_state(uint64_t now, int exiting) {
                         .peer_off = st.npeers, .last_kind = cc->last_kind,
                         .last_site = cc->last_site,
                         .poster = cc->posters_many ? 0 : cc->poster,
+                        .poster_gone = !cc->posters_many && cc->poster && a2a_hostsvc &&
+                                       a2a_hostsvc->thread_exited &&
+                                       a2a_hostsvc->thread_exited(cc->poster),
                         .splits = cc->c ? atomic_load_explicit(&cc->c->nsplits, memory_order_relaxed) : 0};
     for (int32_t p = 0; p < cc->nranks && st.npeers < 16384; p++)
       if (cc->cnt[p][0] || cc->cnt[p][1]) {

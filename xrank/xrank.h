@@ -154,7 +154,10 @@ typedef struct xr_commstate {
    * the communicator, the rank may still post (xrank_wfg.h): such a
    * process is not taken as blocked as a whole. */
   uint32_t poster;
-  uint32_t pad;
+  /* 1: that poster thread has exited (its process reports so): the rank
+   * is no longer "may still post" from it; another thread of the process
+   * could still post for it (the process's own rule applies). */
+  uint32_t poster_gone;
 } xr_commstate;
 _Static_assert(sizeof(xr_commstate) == 56, "xr_commstate is a wire record");
 

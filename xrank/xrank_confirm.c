@@ -425,8 +425,16 @@ static void describe_proc_state(sbuf *s, const xr_confirm_io *io, const xr_procs
   const xr_procstate *Q = &ps[q];
   if (!Q->alive) { sb(s, "%s", xr_proc_gone(Q)); return; }
   if (qc && qc->ended) { sb(s, "ended the communicator"); return; }
+  if (qc && qc->poster && qc->poster_gone) {
+    sb(s, "its thread #%u, which posted its operations, has exited", qc->poster);
+    return;
+  }
   if (Q->nthreads) {
+    /* The thread that posts the rank where it is known and blocked (ranks
+     * as threads), else the process's first blocked one. */
     const xr_threadstate *T = &Q->threads[0];
+    for (uint32_t k = 0; qc && qc->poster && k < Q->nthreads; k++)
+      if (Q->threads[k].thread == qc->poster) T = &Q->threads[k];
     sb(s, "blocked in %s at %s for %" PRIu64 " ms", xr_thread_wait_name(T),
        site_or_hex(io, q, T->site, hb, sizeof hb), T->blocked_ms);
     return;

@@ -17,6 +17,7 @@ typedef struct req {
   uint8_t type;
   char what;        /* 'c' collective, 's' send, 'r' receive (awaited from q) */
   uint8_t free;     /* R_POSTER whose poster thread waits in nothing: holds */
+  uint8_t gone;     /* R_POSTER whose poster thread has exited (the story) */
   int32_t target;   /* unit index (R_UNIT) or process (others) */
   int32_t qrank;    /* q's rank in the comm */
   uint32_t index;   /* the awaited op's index (0-based) */
@@ -428,6 +429,9 @@ static int resolve_scan(graph *g, const mem *m, int32_t me, char what, uint32_t 
  * workers, autograd's thread idle until the forward returns), and the
  * process stays one poster as before (a deadlock it would hide). */
 static bool poster_free(const xr_procstate *Q, const xr_commstate *qc) {
+  /* (A poster that has exited, xr_commstate.poster_gone, counts as free
+   * too: another thread may take the rank over - a pool's next worker - and
+   * the process as a whole is not known blocked; only the story says it.) */
   if (!qc->poster) return false;
   uint32_t ranks = 0;
   for (uint32_t i = 0; i < Q->ncomms && ranks < 2; i++) ranks += Q->comms[i].comm == qc->comm;
@@ -497,6 +501,7 @@ static int resolve(graph *g, uint64_t comm, int32_t me, int32_t q, char what,
     base.type = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
     base.index = posted > lo ? posted : lo;
     base.free = base.type == R_POSTER && poster_free(Q, qc);
+    base.gone = base.type == R_POSTER && qc->poster && qc->poster_gone;
     /* The story's guess where the poster is not known yet (the rank
      * posted nothing on this communicator): the thread that posts the same
      * rank on another communicator of Q - ncclCommInitAll's sets, thread r
@@ -997,9 +1002,14 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
         sb(s, " -> waits for rank %d to post its %s #%u (it has posted %u); rank %d, ", w->qrank,
            what_name(w->what), w->index + 1, w->posted, w->qrank);
         proc_name(s, &g->ps[w->target]);
-        sb(s, w->free ? ", posts it from a thread that is in no CUDA/NCCL wait (computing, sleeping or "
-                        "doing I/O) and may still post it"
-                      : ", is in no CUDA/NCCL wait (computing, sleeping or doing I/O) and may still post it");
+        if (w->gone)
+          sb(s, ": its thread #%u that posted for rank %d has exited (returned early?); only another "
+                "thread of it could still post it",
+             w->poster, w->qrank);
+        else
+          sb(s, w->free ? ", posts it from a thread that is in no CUDA/NCCL wait (computing, sleeping or "
+                          "doing I/O) and may still post it"
+                        : ", is in no CUDA/NCCL wait (computing, sleeping or doing I/O) and may still post it");
         mark(inv, (size_t)w->target);
         if (res->missing_proc < 0) res->missing_proc = w->target;
         break;

@@ -22,6 +22,12 @@
  *   scenario_threads skip    BUGGY: thread 2 skips the Broadcast of step 3
  *                            (an early "continue"): the others hang in it
  *                            -> group.deadlock, the process exits 66
+ *   scenario_threads quit    BUGGY: thread 2 returns at step 3 (an early
+ *                            "return"), before its Broadcast: the others hang
+ *                            in it while main waits in pthread_join. Another
+ *                            thread could still post for rank 2, so no
+ *                            deadlock is proven: group.hang (the story: rank
+ *                            2's posting thread has exited), exit 66
  */
 #include "scenario_common.h"
 
@@ -73,6 +79,10 @@ static void *rank_thread(void *arg) {
     SC_CUDA(cudaMemcpyAsync(hdr, hv, sizeof hv, cudaMemcpyHostToDevice, comp));
     SC_CUDA(cudaEventRecord(produced, comp));
     SC_CUDA(cudaStreamWaitEvent(comm_s, produced, 0));
+    if (strcmp(mode, "quit") == 0 && rank == 2 && t == 3) {
+      g_bad[rank] = bad;
+      return NULL; /* (the thread exits; nobody reaches the final barrier) */
+    }
     if (strcmp(mode, "slow") == 0 && rank == 2 && (t == 0 || t == 3))
       sleep(4); /* host work (a sleep looks the same to a2acheck) */
     if (!(strncmp(mode, "skip", 4) == 0 && rank == 2 && t == 3))

@@ -266,6 +266,11 @@ exit $fail
           --allow size.collective-mismatch --allow group.deadlock --no-other-errors)
   a2a_scenario(bug_threads_skip threads skip STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
+  a2a_scenario(bug_threads_quit threads quit STATUS 66 WITHIN 25 ENV A2ACHECK_HANG_TIMEOUT=6
+    CHECK --expect group.hang:error --contains "group.hang=that posted for rank 2 has exited"
+          --contains "group.hang=posted 12 collectives (the last at"
+          --contains "group.hang=, which posted its operations, has exited"
+          --allow group.hang --forbid group.deadlock --no-other-errors)
   a2a_scenario(bug_threads_skip_ptds threads skip_ptds STATUS 66 WITHIN 20
     CHECK --expect group.deadlock:error)
   a2a_scenario(bug_allgather_not_inplace inplace ag_same STATUS 0,3

@@ -136,6 +136,32 @@ START_TEST(ranks_as_threads_free_poster_is_not_deadlock) {
 }
 END_TEST
 
+/* The same, rank 1's poster (thread 2) having exited (a worker that
+ * returned early): still no deadlock (another thread could take the rank
+ * over), but the hang story says the poster exited instead of "may still
+ * post it" from a thread in no wait. */
+START_TEST(ranks_as_threads_exited_poster_story) {
+  pb b[1];
+  pb_init(&b[0], 41);
+  pb_comm(&b[0], 0xF, 0, 2, 1);
+  xr_commstate *c1 = pb_comm(&b[0], 0xF, 1, 2, 0);
+  pb_coll(&b[0], 0xF, 1, 0);
+  pb_block(&b[0], 1, 4000);
+  c1->poster = 2;
+  xr_procstate ps[1] = {b[0].st};
+  xr_wfg_opts o = {.min_blocked_ms = 100, .focus = -1, .explain_all = 1};
+  xr_wfg_result res;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 1, &o, &res, inv, story, sizeof story), 0);
+  ck_assert_ptr_nonnull(strstr(story, "may still post it"));
+  ck_assert_ptr_null(strstr(story, "has exited"));
+  c1->poster_gone = 1;
+  ps[0] = b[0].st;
+  ck_assert_int_eq(xr_wfg_analyze(ps, 1, &o, &res, inv, story, sizeof story), 0);
+  ck_assert_ptr_nonnull(strstr(story, "its thread #2 that posted for rank 1 has exited"));
+  ck_assert_ptr_null(strstr(story, "may still post it"));
+}
+END_TEST
+
 /* Ranks as threads of one process (ncclCommInitAll twice), the two
  * communicators used in opposite orders: thread 1 (rank 0) waits in A#1,
  * thread 2 (rank 1) in B#1; neither rank posted the other's yet. Both
@@ -757,6 +783,7 @@ static Suite *suite(void) {
   tcase_add_test(t, waits_for_rank_blocked_elsewhere);
   tcase_add_test(t, free_rank_is_not_deadlock);
   tcase_add_test(t, ranks_as_threads_free_poster_is_not_deadlock);
+  tcase_add_test(t, ranks_as_threads_exited_poster_story);
   tcase_add_test(t, one_rank_per_process_keeps_the_process_rule);
   tcase_add_test(t, ranks_as_threads_opposite_orders_story);
   tcase_add_test(t, group_in_flight_not_deadlock);
