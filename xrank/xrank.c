@@ -605,11 +605,32 @@ static void local_add(const void *handle, uint64_t id) {
 }
 
 /* The cross-rank identity of a registry record: its id_hash, or the
- * synthetic one of an ncclCommInitAll communicator, or 0 (unknown). */
+ * synthetic one of an ncclCommInitAll communicator or of a split's or
+ * shrink's child of one (process-local: local_child), or 0 (unknown). */
 static inline uint64_t comm_id(const a2a_comm *c) {
   if (!c) return 0;
   if (c->id_hash) return c->id_hash;
-  return c->how == A2A_INIT_ALL ? local_id(c->handle) : 0;
+  return c->how == A2A_INIT_ALL || (c->parent && !c->parent->id_hash &&
+                                    (c->how == A2A_INIT_SPLIT || c->how == A2A_INIT_SHRINK))
+             ? local_id(c->handle)
+             : 0;
+}
+
+/* A split's or shrink's child (id_hash 0) of a process-local communicator
+ * (ncclCommInitAll's, or such a child): every rank of it lives in this
+ * process too, matched by this process's own coordinator. Its identity is
+ * its parent's, its number among the parent's splits and its color (a
+ * shrink: a constant; the ranks of one shrink agree), as the registry
+ * derives a child of an id-based communicator (core_registry.c
+ * child_id_hash); 0 when the parent is not process-local. */
+static uint64_t local_child(const a2a_comm *c) {
+  if (!c || c->id_hash || !c->parent || (c->how != A2A_INIT_SPLIT && c->how != A2A_INIT_SHRINK))
+    return 0;
+  uint64_t pid = comm_id(c->parent);
+  if (!pid || c->parent->id_hash) return 0;
+  uint64_t v[3] = {pid, c->split_index,
+                   c->how == A2A_INIT_SPLIT ? (uint64_t)(int64_t)c->color : 0x5412696eULL};
+  return a2a_hash_bytes(v, sizeof v, 0x5eed) | 1;
 }
 
 /* ---- events -> records -------------------------------------------- */
@@ -1981,6 +2002,17 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
       r.u.reg.reg = (xr_commreg){.comm = t->clique, .site = (uint64_t)(uintptr_t)ev->callsite,
                                  .nranks = c->nranks, .rank = c->rank, .device = c->device,
                                  .how = (int32_t)c->how, .color = -1};
+      push(&r);
+      return;
+    }
+    uint64_t lc = c && !c->id_hash ? local_child(c) : 0;
+    if (lc && c->nranks > 0) {
+      local_add(c->handle, lc);
+      xr_rec r = {.type = XR_REC_COMMREG, .thread = ev->thread, .comm = c, .has_idrec = 2};
+      r.u.reg.reg = (xr_commreg){.comm = lc, .parent = comm_id(c->parent),
+                                 .site = (uint64_t)(uintptr_t)ev->callsite, .nranks = c->nranks,
+                                 .rank = c->rank, .device = c->device, .how = (int32_t)c->how,
+                                 .color = c->color, .split_index = c->split_index};
       push(&r);
       return;
     }

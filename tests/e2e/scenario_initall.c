@@ -29,6 +29,15 @@
  *                              (still device 3 current): the sends'
  *                              completion markers are other devices' events
  *                              -> group.deadlock (exit 66)
+ *   scenario_initall split_example  the example's work on children: one
+ *                              group splits every ncclCommInitAll
+ *                              communicator (color 0, key i: NCCL's way for
+ *                              one thread to split several devices'), and
+ *                              the rounds run on the children
+ *   scenario_initall split_skip  BUGGY: skip_dev on those children
+ *                              -> group.deadlock (exit 66; before, children
+ *                              of process-local communicators were not
+ *                              checked across ranks: a silent hang)
  *   scenario_initall dup       BUGGY: devlist {0,1,1,2} (device 1 twice)
  *                              -> group.duplicate-device; NCCL refuses
  *                              the init (printed, not fatal)
@@ -89,6 +98,18 @@ int main(int argc, char **argv) {
     SC_NCCL(ncclCommInitAll(comms, ND, devlist));
   }
   int nonblocking = strcmp(mode, "nb_group") == 0;
+  ncclComm_t parents[ND] = {NULL};
+  if (strncmp(mode, "split_", 6) == 0) {
+    ncclComm_t kids[ND];
+    SC_NCCL(ncclGroupStart());
+    for (int i = 0; i < ND; i++) SC_NCCL(ncclCommSplit(comms[i], 0, i, &kids[i], NULL));
+    SC_NCCL(ncclGroupEnd());
+    for (int i = 0; i < ND; i++) {
+      parents[i] = comms[i];
+      comms[i] = kids[i];
+    }
+  }
+  const int skip = strcmp(mode, "skip_dev") == 0 || strcmp(mode, "split_skip") == 0;
   for (int i = 0; i < ND; i++) {
     int d = -1, r = -1;
     SC_NCCL(ncclCommCuDevice(comms[i], &d));
@@ -122,7 +143,7 @@ int main(int argc, char **argv) {
     NBOK(ncclGroupStart());
     for (int i = 0; i < ND; i++) {
       if (devlist) SC_CUDA(cudaSetDevice(devs[i]));
-      if (!(strcmp(mode, "skip_dev") == 0 && round == 2 && i == 3))
+      if (!(skip && round == 2 && i == 3))
         NBOK(ncclAllReduce(send[i], recv[i], N, ncclFloat32, ncclSum, comms[i], s[i]));
       NBOK(ncclAllGather(send[i], gat[i], N, ncclFloat32, comms[i], s[i]));
       NBOK(ncclReduceScatter(send[i], recv[i] + N, N, ncclFloat32, ncclMin, comms[i], s[i]));
@@ -183,6 +204,7 @@ int main(int argc, char **argv) {
     SC_CUDA(cudaFree(p2p[i]));
     SC_CUDA(cudaStreamDestroy(s[i]));
     SC_NCCL(ncclCommDestroy(comms[i]));
+    if (parents[i]) SC_NCCL(ncclCommDestroy(parents[i]));
   }
   printf("errors %ld\n", bad);
   return bad ? SC_DATA_WRONG : 0;

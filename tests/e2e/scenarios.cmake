@@ -147,6 +147,7 @@ exit $fail
     --contains "perf.summary=comm#3(0000000000000000) (4 ranks): 5 operations, 200 KiB, 5 timed"
     --contains "perf.summary=comm#4(0000000000000000) (4 ranks): 5 operations, 200 KiB, 5 timed")
   a2a_scenario(initall_devlist initall devlist COMPARE CHECK ${CLEAN})
+  a2a_scenario(initall_split initall split_example COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_group_init initall nb_group COMPARE CHECK ${CLEAN})
   a2a_scenario(inplace_all inplace ok COMPARE CHECK ${CLEAN})
   a2a_scenario(mallocasync_current mallocasync ok COMPARE CHECK ${CLEAN})
@@ -404,6 +405,10 @@ exit $fail
           --allow group.order-mismatch --no-other-errors)
   # QA F19 (fixed): no deadlock detection among ncclCommInitAll communicators.
   a2a_scenario(bug_initall_skip_device initall skip_dev STATUS 66 WITHIN 20 TIMEOUT 25
+    CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch --no-other-errors)
+  # The same on children that one group split from the ncclCommInitAll
+  # communicators (process-local too: before, not checked across ranks).
+  a2a_scenario(bug_initall_split_skip initall split_skip STATUS 66 WITHIN 20 TIMEOUT 25
     CHECK --expect group.deadlock:error --allow group.deadlock --allow group.order-mismatch --no-other-errors)
   # One thread, four devices: the stuck operation is on device 0's stream
   # while device 3 is current - its completion marker must be device 0's
