@@ -99,6 +99,13 @@ static void finding(strbuf *b, const rp_job *j, const rp_finding *f, size_t idx,
       char who[64];
       rp_proc_label(&j->procs[o->proc], who, sizeof who);
       if (o->rank >= 0) snprintf(who, sizeof who, "rank %d", o->rank);
+      /* A cross-rank side names its communicator rank where that is not
+       * the process's (a split; several ranks in one process). */
+      if (f->kind == RP_CROSS && o->rec.comm_rank >= 0 && o->rec.comm_rank != o->rank) {
+        size_t wl = strlen(who);
+        snprintf(who + wl, sizeof who - wl, "%scomm rank %lld", wl ? ", " : "",
+                 (long long)o->rec.comm_rank);
+      }
       const char *role = rp_occ_role(j, f, o);
       char lab[96];
       snprintf(lab, sizeof lab, "%s%s%s%s", who, role ? " (" : "", role ? role : "", role ? ")" : "");

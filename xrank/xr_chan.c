@@ -1244,7 +1244,12 @@ static void send_state(uint64_t now, int exiting) {
 /* ---- verdicts ----------------------------------------------------- */
 
 static void on_verdict(const xr_verdict *v) {
-  ccomm *cc = comm_find(v->comm, -1);
+  /* The rank it is about, where the process hosts several ranks of comm
+   * (ncclCommInitAll, a thread per rank): the finding names that rank's
+   * communicator record (its rank, the report tool's side and role). A
+   * rank it does not host (a hostile or stale number) falls back to any. */
+  ccomm *cc = v->rank_p1 && v->rank_p1 <= INT32_MAX ? comm_find(v->comm, (int32_t)(v->rank_p1 - 1)) : NULL;
+  if (!cc) cc = comm_find(v->comm, -1);
   a2a_severity sev = v->severity < 0 ? A2A_SEV_INFO : v->severity > 2 ? A2A_SEV_ERROR
                                                                         : (a2a_severity)v->severity;
   if (v->check < 0 || v->check >= A2A_CK__COUNT) return;

@@ -251,7 +251,7 @@ static void send_verdict(xr_matcher *m, mcomm *c, int rank, a2a_check_id check,
   if (conn < 0 || !m->out.verdict) return;
   if (conn < m->nconns && m->conns[conn].gone) return;
   xr_verdict v = {.comm = c->id, .site = site, .severity = sev, .flags = 0,
-                  .check = check, .text = text, .json = json};
+                  .check = check, .text = text, .json = json, .rank_p1 = (uint32_t)rank + 1};
   m->out.verdict(m->out.ctx, conn, &v);
 }
 

@@ -63,12 +63,13 @@ typedef struct vhead {
   uint32_t flags;
   char check[48];
   uint32_t textlen, jsonlen;
+  uint32_t rank_p1, pad;
 } vhead;
 
 bool xr_put_verdict(uint8_t *buf, size_t cap, size_t *len,
                     const xr_verdict *v) {
   vhead h = {.comm = v->comm, .site = v->site, .severity = v->severity,
-             .flags = v->flags};
+             .flags = v->flags, .rank_p1 = v->rank_p1};
   const char *name = a2a_check_name((a2a_check_id)v->check);
   if (a2a_check_by_name(name) == A2A_CK_NONE || strlen(name) >= sizeof h.check || !v->text)
     return false;
@@ -275,6 +276,7 @@ int xr_get_verdict(const xr_hdr *hdr, const uint8_t *payload, xr_verdict *v) {
   v->site = h.site;
   v->severity = h.severity;
   v->flags = h.flags;
+  v->rank_p1 = h.rank_p1;
   v->check = a2a_check_by_name((const char *)payload + offsetof(vhead, check));
   v->text = (const char *)payload + sizeof h;
   v->json = h.jsonlen ? v->text + h.textlen : NULL;

@@ -115,6 +115,10 @@ typedef struct xr_verdict {
                            that is not in the checks table is malformed */
   const char *text;     /* the message */
   const char *json;     /* details object or NULL */
+  uint32_t rank_p1;     /* 1 + the receiver's rank in comm the verdict is
+                           about (a process may host several ranks of one
+                           communicator: its log names that one); 0: not
+                           said (any of the process's ranks) */
 } xr_verdict;
 
 /* ---- encoders: append one message to buf[*len..cap). Return false (and

@@ -17,6 +17,7 @@ typedef struct got {
   char text[800];
   uint64_t site;
   int sev;
+  uint32_t rank_p1;
 } got;
 static got g_got[256];
 static int g_n;
@@ -30,6 +31,7 @@ static void on_verdict(void *ctx, int conn, const xr_verdict *v) {
   snprintf(g->text, sizeof g->text, "%s", v->text);
   g->site = v->site;
   g->sev = v->severity;
+  g->rank_p1 = v->rank_p1;
 }
 
 static const char *site_name(void *ctx, int conn, uint64_t site) {
@@ -592,6 +594,34 @@ START_TEST(bcast_matches_broadcast_and_is_named_as_called) {
 }
 END_TEST
 
+/* Two ranks of one communicator in one process (one connection: ncclCommInitAll,
+ * a thread per rank): each side of a mismatch is sent for its own rank
+ * (xr_verdict.rank_p1), so the process files it under that rank. */
+START_TEST(verdicts_name_their_rank_in_a_multi_rank_process) {
+  g_n = 0;
+  xr_match_out out = {.verdict = on_verdict, .site_name = site_name};
+  xr_matcher *m = xr_matcher_new(&out);
+  xr_matcher_hello(m, 0, 100, 0, "h0");
+  for (int r = 0; r < 2; r++) {
+    xr_commreg reg = {.comm = 0xa9, .nranks = 2, .rank = r, .device = r, .site = 1};
+    xr_matcher_register(m, 0, &reg);
+  }
+  xr_op s = p2p(0xa9, 0, XR_OP_SEND, 1, 64, F32, 1, 10);
+  xr_op v = p2p(0xa9, 1, XR_OP_RECV, 0, 32, F32, 1, 11);
+  xr_matcher_op(m, 0, &s);
+  xr_matcher_op(m, 0, &v);
+  ck_assert_int_eq(count("size.p2p-mismatch"), 2);
+  uint32_t seen = 0;
+  for (int i = 0; i < g_n; i++) {
+    ck_assert_int_eq(g_got[i].conn, 0);
+    ck_assert(g_got[i].rank_p1 == 1 || g_got[i].rank_p1 == 2);
+    seen |= 1u << g_got[i].rank_p1;
+  }
+  ck_assert_uint_eq(seen, 6u);
+  xr_matcher_free(m);
+}
+END_TEST
+
 START_TEST(collective_dtype_at_equal_bytes) {
   /* float on two ranks, half with twice the count on two: not "a different
    * count" but the dtype mismatch it is; an error for a reduction. */
@@ -930,6 +960,7 @@ static Suite *suite(void) {
   tcase_add_test(t, collective_reduction_or_root_differs);
   tcase_add_test(t, collective_dtype_at_equal_bytes);
   tcase_add_test(t, bcast_matches_broadcast_and_is_named_as_called);
+  tcase_add_test(t, verdicts_name_their_rank_in_a_multi_rank_process);
   tcase_add_test(t, alltoall_against_allreduce_is_an_order_mismatch);
   tcase_add_test(t, p2p_size_mismatch_names_both);
   tcase_add_test(t, dtype_mismatch_same_bytes_is_warning);

@@ -185,7 +185,8 @@ END_TEST
 START_TEST(verdict_round_trip_and_corruption) {
   size_t len = 0;
   xr_verdict v = {.comm = 5, .site = 0x77, .severity = 2, .flags = XR_VERDICT_FAIL,
-                  .check = A2A_CK_GROUP_DEADLOCK, .text = "ranks 0 and 1 wait", .json = "{\"a\":1}"};
+                  .check = A2A_CK_GROUP_DEADLOCK, .text = "ranks 0 and 1 wait", .json = "{\"a\":1}",
+                  .rank_p1 = 3};
   ck_assert(xr_put_verdict(buf, sizeof buf, &len, &v));
   xr_hdr hdr;
   const uint8_t *pl;
@@ -197,6 +198,7 @@ START_TEST(verdict_round_trip_and_corruption) {
   ck_assert_str_eq(o.text, "ranks 0 and 1 wait");
   ck_assert_str_eq(o.json, "{\"a\":1}");
   ck_assert_uint_eq(o.flags, XR_VERDICT_FAIL);
+  ck_assert_uint_eq(o.rank_p1, 3);
   /* Remove the text's terminating NUL: refused. */
   uint8_t *copy = malloc(len);
   memcpy(copy, buf, len);
