@@ -283,6 +283,14 @@ typedef struct a2a_comm {
   void *handle;              /* ncclComm_t */
   uint64_t id_hash;          /* identity shared by all ranks of the comm; 0
                                 for process-local comms (ncclCommInitAll) */
+  uint64_t local_id;         /* a process-local comm's identity (id_hash 0):
+                                the same for the ranks one ncclCommInitAll
+                                made, and derived for a split's or shrink's
+                                child of such a comm as id_hash is for an
+                                id-based parent's; 0 otherwise. Its ranks all
+                                live in this process (the cross-rank analyzer
+                                matches them in-process); names and logs show
+                                it (a2a_comm_ident) */
   int nranks, rank, device;
   a2a_init_how how;
   struct a2a_comm *parent;   /* SPLIT/SHRINK */
@@ -294,6 +302,12 @@ typedef struct a2a_comm {
   _Atomic int state;         /* a2a_comm_state */
   char name[40];             /* printable: "comm#3(a1b2c3d4e5f6a7b8)" */
 } a2a_comm;
+
+/* The identity a communicator is named and matched by: id_hash, or a
+ * process-local comm's local_id, or 0 (unknown). */
+static inline uint64_t a2a_comm_ident(const a2a_comm *c) {
+  return c->id_hash ? c->id_hash : c->local_id;
+}
 
 /* Lookup by handle; NULL if this process never saw the handle created. The
  * newest record wins when NCCL reuses a freed handle address. Lock-free.

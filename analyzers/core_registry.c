@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "a2a_core.h"
 #include "core_internal.h"
@@ -111,7 +112,7 @@ static a2a_comm *comm_insert(a2a_comm *rec) {
   }
   rec->serial = n + 1;
   snprintf(rec->name, sizeof rec->name, "comm#%u(%016llx)", rec->serial,
-           (unsigned long long)rec->id_hash);
+           (unsigned long long)a2a_comm_ident(rec));
   size_t i = slot_of(rec->handle);
   for (;; i = (i + 1) & (COMM_SLOTS - 1)) {
     a2a_comm *c = atomic_load_explicit(&g_comm_slots[i], memory_order_relaxed);
@@ -140,6 +141,33 @@ static uint64_t child_id_hash(const __typeof__(((a2a_event *)0)->u.init) *in, co
   if (in->how == A2A_INIT_SPLIT) return mix3(parent->id_hash, split_index, (uint64_t)(int64_t)in->color);
   uint64_t ex = in->exclude ? a2a_hash_bytes(in->exclude, sizeof(int) * (size_t)in->nexclude, 1) : 0;
   return mix3(parent->id_hash, split_index, ex ^ 0x5412696eULL);
+}
+
+/* Process-local identities (a2a_comm.local_id). One ncclCommInitAll
+ * call posts one event per communicator it made, on its thread, rank 0
+ * first: rank 0 (or a thread's first) starts a new identity, which the
+ * call's other ranks share. Unique per process and call: the first
+ * handle, the time, the process and a counter. A child of a process-local
+ * parent derives its identity as child_id_hash does an id-based parent's
+ * (a shrink's excluded ranks, which every rank of one shrink gives alike,
+ * are not needed to tell its children apart in one process). */
+static _Thread_local uint64_t t_clique;
+static _Atomic uint64_t g_local_seq;
+
+static uint64_t initall_local_id(const a2a_event *ev) {
+  if (ev->u.init.rank == 0 || !t_clique) {
+    uint64_t v[4] = {(uint64_t)(uintptr_t)ev->u.init.newcomm, ev->t_ns, (uint64_t)getpid(),
+                     atomic_fetch_add(&g_local_seq, 1) + 1};
+    t_clique = a2a_hash_bytes(v, sizeof v, 0x1a11) | 1;
+  }
+  return t_clique;
+}
+
+static uint64_t child_local_id(const __typeof__(((a2a_event *)0)->u.init) *in, const a2a_comm *parent,
+                               uint32_t split_index) {
+  if (!parent || parent->id_hash || !parent->local_id) return 0;
+  return mix3(parent->local_id, split_index,
+              in->how == A2A_INIT_SPLIT ? (uint64_t)(int64_t)in->color : 0x5412696eULL) | 1;
 }
 
 /* Children awaited (a2a_event.u.init.awaited): what their first POST
@@ -237,10 +265,12 @@ void a2a_registry_comm_init(const a2a_event *ev) {
     break;
   case A2A_INIT_ALL:
     c->id_hash = 0; /* process-local */
+    c->local_id = initall_local_id(ev);
     break;
   case A2A_INIT_SPLIT:
   case A2A_INIT_SHRINK:
     c->id_hash = child_id;
+    if (!child_id) c->local_id = child_local_id(in, parent, split_index);
     break;
   }
   bool incomplete = c->nranks < 0;

@@ -229,7 +229,7 @@ static size_t json_head(const a2a_rt_record *rec, char *buf, size_t cap, bool *o
     len = a2a_rt_put_jstr(buf, cap, len, rec->comm->name, ovf);
     len = a2a_rt_printf(buf, cap, len, ovf,
                         ",\"hash\":\"0x%016llx\",\"size\":%d,\"rank\":%d}",
-                        (unsigned long long)rec->comm->id_hash, rec->comm->nranks,
+                        (unsigned long long)a2a_comm_ident(rec->comm), rec->comm->nranks,
                         rec->comm->rank);
   }
   len = a2a_rt_puts(buf, cap, len, ",\"message\":", ovf);

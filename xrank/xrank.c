@@ -366,7 +366,6 @@ typedef struct tslot {
    * group (nccl-tests -g N, ncclCommInitAll), and the units' completion
    * markers must be events of their streams' devices (unit_dev). */
   int16_t sdev[MAX_GROUP_STREAMS];
-  uint64_t clique;                 /* current ncclCommInitAll identity */
   uint64_t init_hash;              /* id hash registered at an init's PRE */
   int32_t init_rank;
   int posted;                      /* this thread posted communication */
@@ -573,65 +572,14 @@ size_t xr_blocked_snapshot(xr_threadstate *out, size_t max, uint64_t now_ns) {
   return n;
 }
 
-/* ---- ncclCommInitAll communicators ---------------------------------- */
-/* All ranks of an ncclCommInitAll live in this process, so the registry
- * names them process-locally (id_hash 0). They are matched in-process: each
- * InitAll call gets a synthetic identity, registered with a coordinator this
- * process hosts for itself. The handle -> identity table is append-only and
- * read lock-free (entries are published by the count); newest wins when
- * NCCL reuses a handle. */
-#define MAX_LOCAL 256
-static struct { const void *handle; uint64_t id; } g_local[MAX_LOCAL];
-static _Atomic int g_nlocal;
-static pthread_mutex_t g_local_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t g_local_seq;
-
-static uint64_t local_id(const void *handle) {
-  int n = atomic_load_explicit(&g_nlocal, memory_order_acquire);
-  for (int i = n; i-- > 0;)
-    if (g_local[i].handle == handle) return g_local[i].id;
-  return 0;
-}
-
-static void local_add(const void *handle, uint64_t id) {
-  pthread_mutex_lock(&g_local_mu);
-  int n = atomic_load(&g_nlocal);
-  if (n < MAX_LOCAL) {
-    g_local[n].handle = handle;
-    g_local[n].id = id;
-    atomic_store_explicit(&g_nlocal, n + 1, memory_order_release);
-  }
-  pthread_mutex_unlock(&g_local_mu);
-}
-
-/* The cross-rank identity of a registry record: its id_hash, or the
- * synthetic one of an ncclCommInitAll communicator or of a split's or
- * shrink's child of one (process-local: local_child), or 0 (unknown). */
-static inline uint64_t comm_id(const a2a_comm *c) {
-  if (!c) return 0;
-  if (c->id_hash) return c->id_hash;
-  return c->how == A2A_INIT_ALL || (c->parent && !c->parent->id_hash &&
-                                    (c->how == A2A_INIT_SPLIT || c->how == A2A_INIT_SHRINK))
-             ? local_id(c->handle)
-             : 0;
-}
-
-/* A split's or shrink's child (id_hash 0) of a process-local communicator
- * (ncclCommInitAll's, or such a child): every rank of it lives in this
- * process too, matched by this process's own coordinator. Its identity is
- * its parent's, its number among the parent's splits and its color (a
- * shrink: a constant; the ranks of one shrink agree), as the registry
- * derives a child of an id-based communicator (core_registry.c
- * child_id_hash); 0 when the parent is not process-local. */
-static uint64_t local_child(const a2a_comm *c) {
-  if (!c || c->id_hash || !c->parent || (c->how != A2A_INIT_SPLIT && c->how != A2A_INIT_SHRINK))
-    return 0;
-  uint64_t pid = comm_id(c->parent);
-  if (!pid || c->parent->id_hash) return 0;
-  uint64_t v[3] = {pid, c->split_index,
-                   c->how == A2A_INIT_SPLIT ? (uint64_t)(int64_t)c->color : 0x5412696eULL};
-  return a2a_hash_bytes(v, sizeof v, 0x5eed) | 1;
-}
+/* ---- process-local communicators ----------------------------------- */
+/* All ranks of an ncclCommInitAll live in this process, and so do those of
+ * a split's or shrink's child of such a communicator: the registry names
+ * them process-locally (id_hash 0, a2a_comm.local_id), and they are
+ * matched in-process, registered with a coordinator this process hosts for
+ * itself. The cross-rank identity of a registry record: its id_hash, or
+ * that local identity, or 0 (unknown). */
+static inline uint64_t comm_id(const a2a_comm *c) { return c ? a2a_comm_ident(c) : 0; }
 
 /* ---- events -> records -------------------------------------------- */
 
@@ -1989,30 +1937,13 @@ __attribute__((noinline)) static void on_event_body(const a2a_event *ev) {
     if (ev->phase != A2A_POST || !ev->ok || !ev->u.init.newcomm)
       return;
     const a2a_comm *c = a2a_comm_lookup(ev->u.init.newcomm);
-    if (c && !c->id_hash && c->how == A2A_INIT_ALL && ev->result == 0 && (t = slot(ev->thread))) {
-      /* One event per created comm, index 0 first: index 0 starts a new
-       * clique (one ncclCommInitAll call). */
-      if (ev->u.init.rank == 0 || !t->clique) {
-        uint64_t v[3] = {(uint64_t)(uintptr_t)c->handle, ev->t_ns,
-                         atomic_fetch_add(&g_local_seq, 1) + 1};
-        t->clique = a2a_hash_bytes(v, sizeof v, 0x1a11) | 1;
-      }
-      local_add(c->handle, t->clique);
+    if (c && !c->id_hash && c->local_id && ev->result == 0) {
       xr_rec r = {.type = XR_REC_COMMREG, .thread = ev->thread, .comm = c, .has_idrec = 2};
-      r.u.reg.reg = (xr_commreg){.comm = t->clique, .site = (uint64_t)(uintptr_t)ev->callsite,
-                                 .nranks = c->nranks, .rank = c->rank, .device = c->device,
-                                 .how = (int32_t)c->how, .color = -1};
-      push(&r);
-      return;
-    }
-    uint64_t lc = c && !c->id_hash ? local_child(c) : 0;
-    if (lc && c->nranks > 0) {
-      local_add(c->handle, lc);
-      xr_rec r = {.type = XR_REC_COMMREG, .thread = ev->thread, .comm = c, .has_idrec = 2};
-      r.u.reg.reg = (xr_commreg){.comm = lc, .parent = comm_id(c->parent),
+      r.u.reg.reg = (xr_commreg){.comm = c->local_id, .parent = c->parent ? comm_id(c->parent) : 0,
                                  .site = (uint64_t)(uintptr_t)ev->callsite, .nranks = c->nranks,
                                  .rank = c->rank, .device = c->device, .how = (int32_t)c->how,
-                                 .color = c->color, .split_index = c->split_index};
+                                 .color = c->how == A2A_INIT_ALL ? -1 : c->color,
+                                 .split_index = c->split_index};
       push(&r);
       return;
     }
@@ -2179,7 +2110,6 @@ static void after_fork_child(void) {
   atomic_store(&g_copies_blocked, 0); /* no thread of the child is in a copy */
   pthread_mutex_init(&g_pool_mu, NULL);
   pthread_mutex_init(&g_pend_mu, NULL);
-  pthread_mutex_init(&g_local_mu, NULL);
   pthread_mutex_init(&g_xg_mu, NULL); /* (plans of the parent's graphs: leaked) */
   memset(g_xg, 0, sizeof g_xg);
   atomic_store(&g_xg_execs, 0);

@@ -31,6 +31,9 @@ Assertions (all may be repeated; all must hold):
                      some finding of CHECK has TEXT in its message or in its
                      serialized details (an ignored check named exactly,
                      e.g. perf.summary, is searched too).
+  --matches CHECK=REGEX
+                     as --contains, with a Python regular expression
+                     (re.search) instead of a literal text.
   --stack-has CHECK=TEXT
                      some finding of CHECK has a stack frame containing TEXT
                      (e.g. the user function that made the call).
@@ -54,6 +57,7 @@ Examples:
 import argparse
 import fnmatch
 import json
+import re
 import os
 import sys
 
@@ -175,6 +179,7 @@ def main(argv):
     ap.add_argument("--none", action="store_true")
     ap.add_argument("--no-other-errors", action="store_true")
     ap.add_argument("--contains", action="append", default=[])
+    ap.add_argument("--matches", action="append", default=[])
     ap.add_argument("--stack-has", action="append", default=[])
     ap.add_argument("--occurrences", action="append", default=[])
     ap.add_argument("--files", type=int)
@@ -186,6 +191,12 @@ def main(argv):
         allow = [Spec(s, allow_count=False) for s in a.allow]
         forbid = [Spec(s, allow_count=False) for s in a.forbid]
         contains = [split_kv(s, "--contains") for s in a.contains]
+        matches = [split_kv(s, "--matches") for s in a.matches]
+        for _check, rx in matches:
+            try:
+                re.compile(rx)
+            except re.error as e:
+                raise ValueError("--matches %r: %s" % (rx, e))
         stack_has = [split_kv(s, "--stack-has") for s in a.stack_has]
         occ = [split_kv(s, "--occurrences") for s in a.occurrences]
         for _check, n in occ:
@@ -242,6 +253,12 @@ def main(argv):
         if not any(text in str(f.get("message", "")) or text in json.dumps(f.get("details"))
                    for f in hits):
             errors.append("no %s finding mentions %r" % (check, text))
+    for check, rx in matches:
+        hits = [f for f in findings + [r for r in ignored if r["check"] == check]
+                if fnmatch.fnmatchcase(f["check"], check)]
+        if not any(re.search(rx, str(f.get("message", ""))) or re.search(rx, json.dumps(f.get("details")))
+                   for f in hits):
+            errors.append("no %s finding matches %r" % (check, rx))
     for check, n in occ:
         got = occurrences(summaries, check)
         if got != int(n):

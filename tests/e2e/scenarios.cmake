@@ -142,10 +142,10 @@ exit $fail
   # with device 3 current (perf_comm's events are each communicator's
   # device's: before, only comm#4's were recordable).
   a2a_scenario(initall_example initall example COMPARE CHECK ${CLEAN}
-    --contains "perf.summary=comm#1(0000000000000000) (4 ranks): 5 operations, 200 KiB, 5 timed"
-    --contains "perf.summary=comm#2(0000000000000000) (4 ranks): 5 operations, 200 KiB, 5 timed"
-    --contains "perf.summary=comm#3(0000000000000000) (4 ranks): 5 operations, 200 KiB, 5 timed"
-    --contains "perf.summary=comm#4(0000000000000000) (4 ranks): 5 operations, 200 KiB, 5 timed")
+    --matches "perf.summary=^comm#1\\((?!0{16})[0-9a-f]{16}\\) \\(4 ranks\\): 5 operations, 200 KiB, 5 timed"
+    --matches "perf.summary=^comm#2\\((?!0{16})[0-9a-f]{16}\\) \\(4 ranks\\): 5 operations, 200 KiB, 5 timed"
+    --matches "perf.summary=^comm#3\\((?!0{16})[0-9a-f]{16}\\) \\(4 ranks\\): 5 operations, 200 KiB, 5 timed"
+    --matches "perf.summary=^comm#4\\((?!0{16})[0-9a-f]{16}\\) \\(4 ranks\\): 5 operations, 200 KiB, 5 timed")
   a2a_scenario(initall_devlist initall devlist COMPARE CHECK ${CLEAN})
   a2a_scenario(initall_split initall split_example COMPARE CHECK ${CLEAN})
   a2a_scenario(nonblocking_group_init initall nb_group COMPARE CHECK ${CLEAN})
