@@ -395,6 +395,11 @@ void a2a_comm_foreach(int (*fn)(a2a_comm *c, void *arg), void *arg);
 unsigned a2a_comm_dropped(void);
 /* Stable cross-rank hash of ncclUniqueId bytes (128 each). */
 uint64_t a2a_hash_bytes(const void *p, size_t n, uint64_t seed);
+/* A2ACHECK_COORDINATOR's syntax, A.B.C.D:PORT (IPv4 dotted quad, host
+ * names are not resolved; port 1..65535): NULL and *addr (network order)
+ * and *port (host order) set when usable, else why not ("is not
+ * host:port", ...), for a message that quotes the value. Pure. */
+const char *a2a_coord_spec_parse(const char *spec, uint32_t *addr, uint16_t *port);
 
 /* ------------------------------------------------------------------ */
 /* Allocation registry: segments from cudaMalloc & co, filled on ALLOC POST

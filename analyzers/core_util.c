@@ -1,6 +1,10 @@
 /* core_util.c - names and sizes of NCCL enums, and the stable byte hash used
  * to name communicators across ranks. Values follow nccl.h (2.28) but the
  * header is not included, so analyzers build without the CUDA toolkit. */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "a2a_core.h"
 
 const unsigned char a2a_dtype_sizes[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
@@ -40,4 +44,24 @@ uint64_t a2a_hash_bytes(const void *p, size_t n, uint64_t seed) {
   h ^= h >> 27; h *= 0x94d049bb133111ebULL;
   h ^= h >> 31;
   return h;
+}
+
+const char *a2a_coord_spec_parse(const char *spec, uint32_t *addr, uint16_t *port) {
+  if (!spec) return "is not host:port";
+  char ip[64];
+  const char *colon = strrchr(spec, ':');
+  char *end = NULL;
+  long p = colon ? strtol(colon + 1, &end, 10) : -1;
+  if (!colon) return "is not host:port";
+  if (!end || end == colon + 1 || *end || p <= 0 || p > 65535) return "has no port in 1..65535";
+  if (colon == spec) return "has no host";
+  if ((size_t)(colon - spec) >= sizeof ip) return "has a host part that is too long";
+  memcpy(ip, spec, (size_t)(colon - spec));
+  ip[colon - spec] = 0;
+  struct in_addr a;
+  if (inet_pton(AF_INET, ip, &a) != 1)
+    return "does not start with an IPv4 address (host names are not resolved)";
+  *addr = a.s_addr;
+  *port = (uint16_t)p;
+  return NULL;
 }

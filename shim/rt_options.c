@@ -63,6 +63,20 @@ _Static_assert(sizeof rows / sizeof rows[0] == A2A_RT_NOPTS, "row count");
  * set, never what it is (logs may be readable by others). */
 static bool row_secret(const opt_row *r) { return strcmp(r->env, "A2ACHECK_TOKEN") == 0; }
 
+/* String rows with a syntax: why the value is unusable, or NULL. Refused
+ * at start-up like any other option (said once, the default - unset -
+ * kept), not only when the value is first needed - which for
+ * A2ACHECK_COORDINATOR may be never (an ncclUniqueId that carries
+ * a2acheck's own record needs none), leaving a typo unseen. */
+static const char *row_str_error(const opt_row *r, const char *s) {
+  if (strcmp(r->env, "A2ACHECK_COORDINATOR") == 0) {
+    uint32_t a;
+    uint16_t p;
+    return a2a_coord_spec_parse(s, &a, &p);
+  }
+  return NULL;
+}
+
 /* The bad value as shown in a warning: at most 64 bytes, control
  * characters and non-ASCII bytes as '?'. */
 static const char *shown(const char *s, char *buf, size_t cap) {
@@ -221,6 +235,13 @@ int a2a_rt_options_parse(a2a_options *o, unsigned char *from_env,
       break;
     }
     case T_STR: {
+      const char *why = row_str_error(r, s);
+      if (why) {
+        warnf(warn, warn_arg, &nwarn,
+              "%s=\"%s\" %s (valid: A.B.C.D:PORT, e.g. 10.0.0.1:29400); keeping the default (unset)",
+              r->env, shown(s, bad, sizeof bad), why);
+        break;
+      }
       const char *c = pool_copy(s);
       ok = c != NULL;
       if (ok) *(const char **)field = c;

@@ -627,25 +627,14 @@ static int fallback_conn(void) {
     S.fallback_state = -1;
     const char *spec = a2a_opt ? a2a_opt->coordinator : NULL;
     if (!spec || !*spec) return -1;
-    char ip[64];
-    const char *colon = strrchr(spec, ':');
-    char *end = NULL;
-    long port = colon ? strtol(colon + 1, &end, 10) : -1;
     struct in_addr a;
+    uint16_t port = 0;
     /* An unusable value is said once, on stderr (the user set it and would
-     * otherwise get no cross-rank checks without a word). */
-    const char *bad = NULL;
-    if (!colon) bad = "is not host:port";
-    else if (!end || end == colon + 1 || *end || port <= 0 || port > 65535)
-      bad = "has no port in 1..65535";
-    else if (colon == spec) bad = "has no host";
-    else if ((size_t)(colon - spec) >= sizeof ip) bad = "has a host part that is too long";
-    if (!bad) {
-      memcpy(ip, spec, (size_t)(colon - spec));
-      ip[colon - spec] = 0;
-      if (inet_pton(AF_INET, ip, &a) != 1)
-        bad = "does not start with an IPv4 address (host names are not resolved)";
-    }
+     * otherwise get no cross-rank checks without a word). The option
+     * parser refuses such a value at start-up already (rt_options.c keeps
+     * it unset, with a warning): this is the same rule for any other way
+     * a2a_opt is filled (tests, embedders). */
+    const char *bad = a2a_coord_spec_parse(spec, &a.s_addr, &port);
     if (bad) {
       char msg[300];
       snprintf(msg, sizeof msg,
@@ -738,7 +727,7 @@ static void report_nocoord(const a2a_comm *c, uint64_t id, uint64_t site, const 
            cname, how,
            unknown ? " (the ncclUniqueId carries no a2acheck record - was the process that "
                      "called ncclGetUniqueId run without a2acheck? - and "
-                     "A2ACHECK_COORDINATOR=host:port is not set)"
+                     "A2ACHECK_COORDINATOR=host:port is not set, or was refused at start-up)"
                    : "");
   report(A2A_CK_NO_COORDINATOR, A2A_SEV_INFO, c, site, msg, NULL);
 }

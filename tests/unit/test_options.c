@@ -230,6 +230,25 @@ START_TEST(bad_values_are_shown_safely) {
 }
 END_TEST
 
+/* A2ACHECK_COORDINATOR's syntax is checked at start-up, needed or not (an
+ * id that carries a2acheck's record never asks for it): a host name, no
+ * port or a port out of range is said once and the value refused. */
+START_TEST(coordinator_syntax_is_checked_at_start) {
+  env_set("A2ACHECK_COORDINATOR", "localhost:1234");
+  ck_assert_int_eq(parse(), 1);
+  ck_assert_ptr_null(o.coordinator);
+  ck_assert_ptr_nonnull(strstr(warned, "A2ACHECK_COORDINATOR=\"localhost:1234\" does not start with an IPv4"));
+  setup();
+  env_set("A2ACHECK_COORDINATOR", "10.0.0.1:70000");
+  ck_assert_int_eq(parse(), 1);
+  ck_assert_ptr_nonnull(strstr(warned, "has no port in 1..65535"));
+  setup();
+  env_set("A2ACHECK_COORDINATOR", "10.0.0.1:29400");
+  ck_assert_int_eq(parse(), 0);
+  ck_assert_str_eq(o.coordinator, "10.0.0.1:29400");
+}
+END_TEST
+
 START_TEST(help_shows_ranges) {
   char md[16384];
   a2a_rt_options_help(md, sizeof md, 1);
@@ -333,6 +352,7 @@ static Suite *options_suite(void) {
   tcase_add_test(tc, defaults_are_in_range);
   tcase_add_test(tc, bad_values_are_shown_safely);
   tcase_add_test(tc, help_shows_ranges);
+  tcase_add_test(tc, coordinator_syntax_is_checked_at_start);
   tcase_add_test(tc, fuzz_corpus_replay);
   tcase_add_test(tc, header_values_are_exact);
   tcase_add_test(tc, parse_long_edges);
