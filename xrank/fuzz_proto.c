@@ -167,7 +167,7 @@ static int fc_handle(fcoord *k, int i, const xr_hdr *h, const uint8_t *pl) {
   case XR_MSG_COMMEND: {
     xr_commend e;
     if (xr_get_fixed(h, pl, &e, sizeof e) != 0) return -1;
-    xr_matcher_comm_end(k->m, i, e.comm, e.rank);
+    xr_matcher_comm_end(k->m, i, e.comm, e.rank, e.how);
     return 0;
   }
   case XR_MSG_STATE: {

@@ -595,7 +595,7 @@ static int handle(int i, const xr_hdr *h, const uint8_t *pl, uint64_t now) {
   case XR_MSG_COMMEND: {
     xr_commend e;
     if (xr_get_fixed(h, pl, &e, sizeof e) != 0) return -1;
-    xr_matcher_comm_end(K.m, i, e.comm, e.rank);
+    xr_matcher_comm_end(K.m, i, e.comm, e.rank, e.how);
     return 0;
   }
   case XR_MSG_STATE: {

@@ -1106,9 +1106,45 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how, bool ver
   if (!verdicts && waited) died_cause(c);
 }
 
-void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank) {
+/* Rank x aborted comm with its own operations towards r still queued, r
+ * not having posted their counterparts (pair (x, r) holding x's sends,
+ * pair (r, x) x's receives): x is told about the front one, for each such
+ * peer that has not died (a killed peer's last records may be lost: "not
+ * posted" is not known). Said when the abort comes, while x is there to
+ * hear it: a peer that skipped the operation may exit after x, when no
+ * rank is left to tell (rank_ended tells waiters only). */
+static void aborted_unmatched(xr_matcher *m, mcomm *c, int x) {
+  for (int r = 0; r < c->nranks; r++) {
+    if (r == x || c->ranks[r].ended == 2) continue;
+    const pairq *p = pair_get(c, x, r, 0);
+    if (!(p && pq_sends(p))) {
+      p = pair_get(c, r, x, 0);
+      if (!(p && pq_recvs(p))) continue;
+    }
+    const xr_op *op = pq_front(c, p);
+    uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
+    char text[sizeof c->last], d1[160], s1[128];
+    snprintf(text, sizeof text,
+             "rank %d ended communicator %016" PRIx64 " with ncclCommAbort with an operation still "
+             "unmatched: rank %d %s in group #%u (%s), but rank %d had not posted the matching %s (it "
+             "posted %u %s rank %d; %" PRIu32 " of rank %d's operations towards it were unmatched). "
+             "Rank %d skipped the operation or was late: an abort after a timeout (PyTorch's "
+             "watchdog, a user's) follows such an operation, and the data of whatever the abort "
+             "cancelled is wrong",
+             x, c->id, x, xr_op_describe(op, d1, sizeof d1), op->group,
+             site_str(m, conn_of(c, x), op->site, s1, sizeof s1), r,
+             op->kind == XR_OP_SEND ? "receive" : "send", posted,
+             op->kind == XR_OP_SEND ? "receives from" : "sends to", x, p->len, x, r);
+    snprintf(c->last, sizeof c->last, "%s", text);
+    if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, x, r))
+      send_verdict(m, c, x, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
+  }
+}
+
+void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank, int how) {
   mcomm *c = comm_find(m, comm);
   if (!c || c->desynced || rank < 0 || rank >= c->nranks || c->ranks[rank].conn != conn) return;
+  if (how == A2A_END_ABORT && !c->ranks[rank].ended) aborted_unmatched(m, c, rank);
   rank_ended(m, c, rank, "ended the communicator", true);
 }
 

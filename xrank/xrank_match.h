@@ -55,7 +55,12 @@ void xr_matcher_hello(xr_matcher *m, int conn, int pid, int grank,
                       const char *host);
 void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg);
 void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op);
-void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank);
+/* Rank `rank` ended comm (how: a2a_end_how). An abort (ncclCommAbort: an
+ * application's or PyTorch's watchdog after a timeout) with its own
+ * sends/receives still unmatched tells that rank which peer had not posted
+ * their counterparts (size.unmatched-p2p): the peer that skipped them may
+ * never end in a way that would tell (it exits after the aborting rank). */
+void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank, int how);
 /* The process behind conn went away (bye or closed socket). */
 void xr_matcher_conn_gone(xr_matcher *m, int conn);
 /* The same, when its connection closed without a goodbye: its operations

@@ -12,6 +12,13 @@ reported ("ok", or "corrupt" with the wrong elements).
                                (4 elements per peer) meets the others' step
                                2 (3 elements), and so on; at the end the
                                others wait for a last step it never makes
+    bug_skip.py abort RANK     the process groups' timeout is 3 s; RANK skips
+                               step 1, computes for 8 s and exits 0 without
+                               destroying its process group: the others'
+                               step 1 times out, torch's watchdog aborts the
+                               communicator (ncclCommAbort), and they go on
+                               with wrong data and exit 0 (a2acheck:
+                               size.unmatched-p2p at the abort, naming RANK)
     bug_skip.py sleep RANK S1 S2
                                RANK sleeps S1 seconds before step 1 (a slow
                                data loader: a stall that ends), then S2
@@ -46,11 +53,14 @@ def step(R, s):
 
 def main():
     mode, who = sys.argv[1], int(sys.argv[2])
-    R = Rank(device_id=True)
+    R = Rank(device_id=True, timeout_s=3 if mode == "abort" else None)
     for s in range(STEPS):
         if R.rank == who:
             if mode == "exit" and s == 1:
                 break
+            if mode == "abort" and s == 1:
+                time.sleep(8)
+                sys.exit(0)
             if mode == "continue" and s == 2:
                 continue
             if mode == "sleep" and s in (1, 2):

@@ -128,6 +128,22 @@ def skip_exit(t):
     t.worker_exit([3], 0, failed_now=False)
 
 
+def skip_abort(t):
+    """bug_skip.py abort 1 on 2 ranks: rank 1 skips step 1 and exits 8 s
+    later; rank 0's all-to-all times out after 3 s and torch's watchdog
+    aborts the communicator (and, by default, the process: SIGABRT). The
+    abort releases the deadlock a2acheck would prove, and rank 1 exits after
+    rank 0: rank 0 is told at the abort which rank had not posted."""
+    t.results_are(["step0"], "ok")
+    t.expect("step1" not in t.results.get(1, {}), "rank 1 skipped step 1")
+    if not t.shim:
+        return
+    t.finding("size.unmatched-p2p", [0],
+              text=["rank 0 ended communicator", "with ncclCommAbort with an operation still unmatched",
+                    "rank 1 had not posted the matching receive", "bug_skip.py"])
+    no_other_errors(t, {"size.unmatched-p2p"})
+
+
 def skip_continue(t):
     """bug_skip.py continue 1 on 2 ranks: rank 1 skips step 2 (3 elements per
     peer) and makes step 3 (4 elements) against rank 0's step 2."""
@@ -390,6 +406,6 @@ def graph_alive(t):
 
 
 CASES = {f.__name__: f for f in (
-    correct, deepspeed_moe, split_mismatch, skip_exit, skip_continue, sleep, nowait, group_order,
+    correct, deepspeed_moe, split_mismatch, skip_exit, skip_abort, skip_continue, sleep, nowait, group_order,
     ds_epsize, ds_epsize_coordinator_exits, skip_exit_rank0, tool_deadlock, tool_split, tool_clean,
     graphs, graph_short, graph_alive)}

@@ -17,6 +17,7 @@ RESULT is "ok" (every element checked and right), "WRONG" (a correct
 program got wrong data: the test fails), or what a bug program observed
 ("race", "corrupt", ...). Pattern names must not contain spaces.
 """
+import datetime
 import os
 import sys
 
@@ -29,16 +30,18 @@ RESULT_PREFIX = "torchcheck:"
 class Rank:
     """This process: global rank, world size, its device, and its results."""
 
-    def __init__(self, device_id, initialized=False):
+    def __init__(self, device_id, initialized=False, timeout_s=None):
         """Sets the device of LOCAL_RANK and, unless the caller did it
         (initialized: deepspeed.init_distributed), init_process_group("nccl"),
         with device_id (eager communicator; new_group splits it) or without
-        (each communicator created at its first collective)."""
+        (each communicator created at its first collective), and with the
+        process group's timeout (torch's watchdog) when timeout_s is given."""
         self.local = int(os.environ["LOCAL_RANK"])
         torch.cuda.set_device(self.local)
         self.dev = torch.device("cuda", self.local)
         if not initialized:
-            dist.init_process_group("nccl", device_id=self.dev if device_id else None)
+            kw = {"timeout": datetime.timedelta(seconds=timeout_s)} if timeout_s else {}
+            dist.init_process_group("nccl", device_id=self.dev if device_id else None, **kw)
         self.rank = dist.get_rank()
         self.world = dist.get_world_size()
         self.results = []

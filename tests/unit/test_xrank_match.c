@@ -286,7 +286,7 @@ START_TEST(unmatched_when_peer_ends_and_flush) {
   ck_assert_int_eq(g_n, 0);
   ck_assert_uint_gt(xr_matcher_pending(m, 0), 0);
   ck_assert_uint_eq(xr_matcher_pending(m, 3), 0);
-  xr_matcher_comm_end(m, 3, 3, 3);
+  xr_matcher_comm_end(m, 3, 3, 3, A2A_END_DESTROY);
   ck_assert_int_ge(count("size.unmatched-p2p"), 3);
   const got *g = find("size.unmatched-p2p", 0);
   ck_assert_ptr_nonnull(g);
@@ -297,7 +297,7 @@ START_TEST(unmatched_when_peer_ends_and_flush) {
   xr_matcher_free(m);
   /* A send posted after the peer ended is reported at once. */
   m = mk(2, 4);
-  xr_matcher_comm_end(m, 1, 4, 1);
+  xr_matcher_comm_end(m, 1, 4, 1, A2A_END_DESTROY);
   ck_assert_int_eq(g_n, 0);
   xr_op late = p2p(4, 0, XR_OP_SEND, 1, 1, F32, 5, 93);
   xr_matcher_op(m, 0, &late);
@@ -331,7 +331,7 @@ START_TEST(collectives_pending_after_end_until_late_peer) {
       xr_op o = coll(9, r, A2A_COLL_ALLREDUCE, r < 2 ? 1024 : 2048, r < 2 ? F32 : F16, 0);
       xr_matcher_op(m, r, &o);
     }
-  for (int r = 1; r < 4; r++) xr_matcher_comm_end(m, r, 9, r);
+  for (int r = 1; r < 4; r++) xr_matcher_comm_end(m, r, 9, r, A2A_END_DESTROY);
   for (int r = 1; r < 4; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 2);
   ck_assert_uint_eq(xr_matcher_pending_rank(m, 2, 9, 2), 2);
   ck_assert_int_eq(g_n, 0);
@@ -356,7 +356,7 @@ START_TEST(collectives_pending_after_end_until_late_peer) {
       xr_matcher_op(m, r, &o);
     }
   ck_assert_uint_eq(xr_matcher_pending(m, 0), 2);
-  xr_matcher_comm_end(m, 3, 10, 3);
+  xr_matcher_comm_end(m, 3, 10, 3, A2A_END_DESTROY);
   for (int r = 0; r < 4; r++) ck_assert_uint_eq(xr_matcher_pending(m, r), 0);
   xr_matcher_free(m);
   /* Rank 3 ends with two queued, the others posted one: rank 3's first
@@ -367,7 +367,7 @@ START_TEST(collectives_pending_after_end_until_late_peer) {
       xr_op o = coll(11, r, A2A_COLL_ALLREDUCE, 64, F32, 0);
       xr_matcher_op(m, r, &o);
     }
-  xr_matcher_comm_end(m, 3, 11, 3);
+  xr_matcher_comm_end(m, 3, 11, 3, A2A_END_DESTROY);
   ck_assert_uint_eq(xr_matcher_pending(m, 3), 1);
   ck_assert_uint_eq(xr_matcher_pending(m, 0), 0);
   xr_matcher_free(m);
@@ -402,7 +402,7 @@ START_TEST(pending_rank_per_comm) {
   ck_assert_uint_eq(xr_matcher_pending_rank(m, 0, 7, 0), 0);
   /* Rank 0 never receives rank 1's send on comm 8: settled when rank 0
    * ends comm 8, with the verdict to rank 1 first. */
-  xr_matcher_comm_end(m, 0, 8, 0);
+  xr_matcher_comm_end(m, 0, 8, 0, A2A_END_DESTROY);
   ck_assert_ptr_nonnull(find("size.unmatched-p2p", 1));
   ck_assert_uint_eq(xr_matcher_pending_rank(m, 1, 8, 1), 0);
   xr_matcher_free(m);
@@ -622,6 +622,50 @@ START_TEST(verdicts_name_their_rank_in_a_multi_rank_process) {
 }
 END_TEST
 
+/* PyTorch's watchdog after a timeout: rank 0 aborts the communicator while
+ * its all-to-all #2 waits for rank 1, which skipped it (and exits later,
+ * when rank 0 is gone): rank 0 is told at the abort. A destroy says
+ * nothing here, nor an abort whose peer died. */
+static void skip_second(xr_matcher *m, uint64_t comm) {
+  for (int g = 1; g <= 2; g++)
+    for (int r = 0; r < 2; r++) {
+      if (g == 2 && r == 1) continue; /* rank 1 skips group 2 */
+      xr_op s = p2p(comm, r, XR_OP_SEND, 1 - r, 16, F32, (uint32_t)g, 20 + g);
+      xr_op v = p2p(comm, r, XR_OP_RECV, 1 - r, 16, F32, (uint32_t)g, 30 + g);
+      xr_matcher_op(m, r, &s);
+      xr_matcher_op(m, r, &v);
+    }
+}
+START_TEST(abort_with_unmatched_operations_tells_the_aborting_rank) {
+  xr_matcher *m = mk(2, 0xb1);
+  skip_second(m, 0xb1);
+  ck_assert_int_eq(count("size.unmatched-p2p"), 0);
+  xr_matcher_comm_end(m, 0, 0xb1, 0, A2A_END_ABORT);
+  ck_assert_int_eq(count("size.unmatched-p2p"), 1);
+  const got *v = find("size.unmatched-p2p", 0);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_ptr_nonnull(strstr(v->text, "rank 0 ended communicator 00000000000000b1 with ncclCommAbort with an operation still unmatched: rank 0 sends 64 B"));
+  ck_assert_ptr_nonnull(strstr(v->text, "rank 1 had not posted the matching receive (it posted 1 receives from rank 0"));
+  ck_assert_uint_eq(v->rank_p1, 1);
+  /* Rank 1 exits later: rank 0 already told (and gone), nothing more. */
+  xr_matcher_conn_gone(m, 0);
+  xr_matcher_conn_gone(m, 1);
+  ck_assert_int_eq(count("size.unmatched-p2p"), 1);
+  xr_matcher_free(m);
+  m = mk(2, 0xb2);
+  skip_second(m, 0xb2);
+  xr_matcher_comm_end(m, 0, 0xb2, 0, A2A_END_DESTROY);
+  ck_assert_int_eq(count("size.unmatched-p2p"), 0);
+  xr_matcher_free(m);
+  m = mk(2, 0xb3);
+  skip_second(m, 0xb3);
+  xr_matcher_conn_died(m, 1);
+  xr_matcher_comm_end(m, 0, 0xb3, 0, A2A_END_ABORT);
+  ck_assert_int_eq(count("size.unmatched-p2p"), 0);
+  xr_matcher_free(m);
+}
+END_TEST
+
 START_TEST(collective_dtype_at_equal_bytes) {
   /* float on two ranks, half with twice the count on two: not "a different
    * count" but the dtype mismatch it is; an error for a reduction. */
@@ -818,7 +862,7 @@ START_TEST(large_comm_alltoall) {
   ck_assert_uint_eq(xr_matcher_pending(m, 0), BIG - 2);
   /* Rank 5 ends the comm, rank 6's process exits: each settles one send,
    * with the verdict to rank 0 first. */
-  xr_matcher_comm_end(m, 5, BIGC, 5);
+  xr_matcher_comm_end(m, 5, BIGC, 5, A2A_END_DESTROY);
   ck_assert_int_eq(count("size.unmatched-p2p"), 1);
   ck_assert_ptr_nonnull(strstr(find("size.unmatched-p2p", 0)->text, "rank 5 ended the communicator"));
   ck_assert_uint_eq(xr_matcher_pending(m, 0), BIG - 3);
@@ -961,6 +1005,7 @@ static Suite *suite(void) {
   tcase_add_test(t, collective_dtype_at_equal_bytes);
   tcase_add_test(t, bcast_matches_broadcast_and_is_named_as_called);
   tcase_add_test(t, verdicts_name_their_rank_in_a_multi_rank_process);
+  tcase_add_test(t, abort_with_unmatched_operations_tells_the_aborting_rank);
   tcase_add_test(t, alltoall_against_allreduce_is_an_order_mismatch);
   tcase_add_test(t, p2p_size_mismatch_names_both);
   tcase_add_test(t, dtype_mismatch_same_bytes_is_warning);
