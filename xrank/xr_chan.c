@@ -559,11 +559,15 @@ static void attempt_failed(cconn *k, uint64_t now, int refused) {
    * (the process that binds it first is still starting). */
   int gone = refused && k->rec.pid && !k->closed;
   if (gone || now - k->t_first > XR_RETRY_NS || atomic_load(&g_exit_req)) {
-    char what[256];
+    char what[400];
     if (!k->closed) {
       /* Nothing ever listened: the id's creator is gone (a setup script
        * that exited: documented, not a fault of the job). */
-      snprintf(what, sizeof what, "could not be reached (connection refused, %d attempts in %.1f s)",
+      snprintf(what, sizeof what,
+               "could not be reached (connection refused, %d attempts in %.1f s): the process that "
+               "created the ncclUniqueId has ended - a setup script's, or an earlier run's whose id "
+               "was reused (a torchrun elastic restart reading a stale id from its store: then the "
+               "other ranks may never join this one)",
                k->attempts, (double)(now - k->t_first) / 1e9);
       conn_end(k, A2A_CK_NO_COORDINATOR, A2A_SEV_INFO, what);
     } else {

@@ -655,6 +655,18 @@ static int wait_step(xr_confirm *c, a2a_check_id check, uint64_t stalled_ns,
   return check == A2A_CK_GROUP_HANG ? XR_CONFIRM_HANG : XR_CONFIRM_STALL;
 }
 
+/* Whether a thread of the process waits inside a communicator's creation
+ * (a blocking ncclCommInitRank*, or ncclCommSplit/Shrink): work that is
+ * pending as much as an operation is - its ranks must all call it - so a
+ * creation that never completes (a rank that never joins: a stale
+ * ncclUniqueId after an elastic restart, a split some rank skips) is a
+ * stall and then a hang like an operation that never completes. */
+static bool in_creation(const xr_procstate *P) {
+  for (uint32_t k = 0; k < P->nthreads; k++)
+    if (P->threads[k].wait == XR_WAIT_INIT || P->threads[k].wait == XR_WAIT_SPLIT) return true;
+  return false;
+}
+
 int xr_confirm_step(xr_confirm *c, uint64_t now, const xr_procstate *ps, const uint32_t *ids,
                     size_t n, const xr_confirm_io *io) {
   if (!n) return XR_CONFIRM_NOTHING;
@@ -666,7 +678,7 @@ int xr_confirm_step(xr_confirm *c, uint64_t now, const xr_procstate *ps, const u
     uint64_t pg = xr_state_progress(&ps[p]);
     uint64_t v[2] = {(uint64_t)ids[p], pg};
     all = a2a_hash_bytes(v, sizeof v, all);
-    pending |= ps[p].alive && ps[p].nunits > 0;
+    pending |= ps[p].alive && (ps[p].nunits > 0 || in_creation(&ps[p]));
   }
   if (!c->have_progress || all != c->progress_all || !pending) {
     c->have_progress = 1;

@@ -929,8 +929,31 @@ static void walk(const graph *g, const xr_wfg_opts *o, size_t u, size_t p,
   for (int step = 0; step < 32; step++) {
     if (T && T->wait == XR_WAIT_INIT) {
       mark(inv, p);
-      sb(s, " (communicator %016" PRIx64 "), which never completes: its ranks disagree (known "
-            "cause below).", T->comm);
+      if (g->opts && g->opts->mismatch && g->opts->mismatch(g->opts->ctx, T->comm)) {
+        sb(s, " (communicator %016" PRIx64 "), which never completes: its ranks disagree (known "
+              "cause below).", T->comm);
+        return;
+      }
+      /* Waiting for ranks to join: the ones nobody reported (the reports
+       * hold the ranks each process registered at its init's call). */
+      int32_t nr = 0;
+      for (uint32_t i = 0; i < g->ps[p].ncomms; i++)
+        if (g->ps[p].comms[i].comm == T->comm) nr = g->ps[p].comms[i].nranks;
+      uint32_t joined = 0, listed = 0;
+      size_t k0 = mem_first(g, T->comm);
+      for (size_t k = k0; k < g->nmems && g->mems[k].comm == T->comm; k++)
+        joined += k == k0 || g->mems[k].rank != g->mems[k - 1].rank;
+      sb(s, " (communicator %016" PRIx64 "), which returns when all its %d ranks have called their "
+            "init with its ncclUniqueId; %u ha%s", T->comm, nr, joined, joined == 1 ? "s" : "ve");
+      if (nr > 0 && joined < (uint32_t)nr && nr <= (1 << 20)) {
+        sb(s, ", not rank");
+        for (int32_t r = 0; r < nr && listed < 8; r++)
+          if (!find_mem(g, T->comm, r)) sb(s, "%s %d", listed++ ? "," : "", r);
+        if ((uint32_t)nr - joined > listed) sb(s, " and %u more", (uint32_t)nr - joined - listed);
+        sb(s, " (late, failed before it, or given another ncclUniqueId - e.g. a stale one from an "
+              "earlier run's store after an elastic restart)");
+      }
+      sb(s, ".");
       return;
     }
     if (T) {

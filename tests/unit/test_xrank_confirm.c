@@ -200,6 +200,30 @@ START_TEST(hang_after_timeout_without_progress) {
 }
 END_TEST
 
+/* A blocking init that a rank never joins (a stale ncclUniqueId after an
+ * elastic restart: rank 1 went to another id): no operation is pending,
+ * but the waiting creation is - a stall, then a hang naming rank 1. */
+START_TEST(init_never_joined_is_a_hang) {
+  xr_confirm_free(&c);
+  xr_confirm_opts o = {.confirm_s = 5.0, .hang_timeout_s = 30.0, .stall_s = 10.0};
+  xr_confirm_init(&c, &o);
+  pb_init(&b[0], 300);
+  pb_comm(&b[0], 0x99, 0, 2, 0);
+  b[0].threads[b[0].st.nthreads++] = (xr_threadstate){
+      .wait = XR_WAIT_INIT, .comm = 0x99, .rank = 0, .blocked_ms = 4000, .site = 0x42, .thread = 1};
+  b[0].st.version = 1;
+  ck_assert_int_eq(step(100 * S, 1), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(111 * S, 1), XR_CONFIRM_STALL);
+  ck_assert_int_eq(step(131 * S, 1), XR_CONFIRM_HANG);
+  ck_assert_int_eq(ng, 2);
+  ck_assert_int_eq(g[1].check, A2A_CK_GROUP_HANG);
+  ck_assert_ptr_nonnull(strstr(g[1].text, "is blocked in ncclCommInitRank"));
+  ck_assert_ptr_nonnull(strstr(g[1].text, "which returns when all its 2 ranks have called their init "
+                                          "with its ncclUniqueId; 1 has, not rank 1"));
+  ck_assert_ptr_null(strstr(g[1].text, "its ranks disagree"));
+}
+END_TEST
+
 /* A unit holding two grouped collectives (#11 and #12; nccl-tests -m 2)
  * while the awaited rank posted 10: the story names #11, the first it
  * owes (QA: named #12, the unit's last). */
@@ -419,6 +443,7 @@ static Suite *confirm_suite(void) {
   tcase_add_test(tc, resolved_candidate_reports_nothing);
   tcase_add_test(tc, short_blocks_do_not_count);
   tcase_add_test(tc, hang_after_timeout_without_progress);
+  tcase_add_test(tc, init_never_joined_is_a_hang);
   tcase_add_test(tc, hang_names_the_first_missing_collective_of_a_group);
   tcase_add_test(tc, progress_keeps_the_hang_away);
   tcase_add_test(tc, stall_warns_early_then_hang_fails);
