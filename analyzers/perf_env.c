@@ -14,7 +14,7 @@
 
 enum {
   R_ANY, R_IS, R_NOT, R_HAS, R_LT, R_GT, R_NAN, R_POW2, R_IB_HOST,
-  R_NO_OVERLAP, R_OVERLAP
+  R_NO_OVERLAP, R_OVERLAP, R_FORCES
 };
 #define SEV_W A2A_SEV_WARNING
 #define SEV_I A2A_SEV_INFO
@@ -89,6 +89,21 @@ static bool has_token(const char *value, const char *list) {
   return false;
 }
 
+/* NCCL_ALGO / NCCL_PROTO's syntax (NCCL's parseList, src/graph/tuning.cc):
+ * ';'-separated entries, each "[function:]list"; only the first may lack
+ * the function prefix, and then it applies to every collective; a list
+ * starting with '^' excludes its elements instead of selecting them. The
+ * value forces a choice on every collective when its first entry has no
+ * prefix and is not an exclusion ("Tree", "Ring,Tree"); not when it only
+ * names functions ("allreduce:tree") or only excludes ("^LL128"). */
+static bool forces_all(const char *value) {
+  while (*value == ' ') value++;
+  const char *end = strchr(value, ';');
+  size_t n = end ? (size_t)(end - value) : strlen(value);
+  if (memchr(value, ':', n)) return false; /* a function's entry */
+  return n > 0 && value[0] != '^';
+}
+
 static bool row_applies(const env_row *r, const char *value, const a2a_perf_env_ctx *ctx,
                         bool overlap_fw) {
   size_t vlen = strlen(value);
@@ -106,6 +121,7 @@ static bool row_applies(const env_row *r, const char *value, const a2a_perf_env_
   case R_IB_HOST: return ctx && ctx->ib_host && in_list(value, vlen, r->arg);
   case R_NO_OVERLAP: return !overlap_fw && in_list(value, vlen, r->arg);
   case R_OVERLAP: return overlap_fw && in_list(value, vlen, r->arg);
+  case R_FORCES: return forces_all(value);
   default: return false;
   }
 }

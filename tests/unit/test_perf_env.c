@@ -36,6 +36,31 @@ START_TEST(seed_document_settings) {
 }
 END_TEST
 
+/* NCCL_ALGO / NCCL_PROTO in NCCL's syntax: a selection for every
+ * collective is forced (warning); naming functions only, or excluding, is
+ * what the fix advises or a documented workaround (info). */
+START_TEST(algo_and_proto_syntax) {
+  struct { const char *kv; a2a_severity sev; } cases[] = {
+      {"NCCL_ALGO=Ring,Tree", A2A_SEV_WARNING},
+      {"NCCL_ALGO=ring;allreduce:tree", A2A_SEV_WARNING},
+      {"NCCL_ALGO=allreduce:tree", A2A_SEV_INFO},
+      {"NCCL_ALGO=allreduce:tree;broadcast:ring", A2A_SEV_INFO},
+      {"NCCL_ALGO=^NVLS", A2A_SEV_INFO},
+      {"NCCL_PROTO=Simple", A2A_SEV_WARNING},
+      {"NCCL_PROTO=^LL128", A2A_SEV_INFO},
+      {"NCCL_PROTO=^LL128;allreduce:LL128", A2A_SEV_INFO},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *env[] = {(char *)cases[i].kv, NULL};
+    a2a_perf_env_ctx ctx = {0};
+    a2a_perf_env_hit h[4];
+    size_t n = a2a_perf_env_lint(env, &ctx, h, 4);
+    ck_assert_msg(n == 1, "%s: %zu hits", cases[i].kv, n);
+    ck_assert_msg(h[0].sev == cases[i].sev, "%s: severity %d", cases[i].kv, (int)h[0].sev);
+  }
+}
+END_TEST
+
 START_TEST(harmless_values_are_quiet) {
   char *env[] = {"CUDA_LAUNCH_BLOCKING=0", "NCCL_DEBUG=WARN", "NCCL_DEBUG_SUBSYS=INIT,NET",
                  "NCCL_P2P_DISABLE=0", "NCCL_IB_DISABLE=1", "NCCL_SOCKET_IFNAME=eth0",
@@ -202,6 +227,7 @@ int main(void) {
   tcase_set_timeout(tc, 10);
   tcase_add_test(tc, seed_document_settings);
   tcase_add_test(tc, harmless_values_are_quiet);
+  tcase_add_test(tc, algo_and_proto_syntax);
   tcase_add_test(tc, conditional_rules);
   tcase_add_test(tc, typos_suggest_the_closest_real_name);
   tcase_add_test(tc, analyzer_reports_once_at_first_event);
