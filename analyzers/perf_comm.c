@@ -1026,14 +1026,15 @@ __attribute__((noinline)) static void check_priority(pc_tls *t, pc_comm *c, void
     if (t->ls[i] == stream) continue;
     int pk = a2a_perf_stream_priority(t->ls[i]);
     if (pk >= pc) continue;
-    char msg[640], det[384], sz[32];
+    char msg[700], det[384], sz[32];
     snprintf(msg, sizeof msg,
              "%s: a %s operation runs on stream %p with priority %d while compute launched "
              "since the previous operation ran on stream %p with the higher priority %d "
              "(lower number = higher priority). Mid-size messages (1-100 MiB) then wait for "
              "compute blocks to drain instead of overlapping. Fix: create the communication "
              "stream with the highest priority (cudaDeviceGetStreamPriorityRange; "
-             "torch.cuda.Stream(priority=-1)), as PyTorch does for its NCCL streams.",
+             "torch.cuda.Stream(priority=-1); PyTorch's own NCCL streams: "
+             "TORCH_NCCL_HIGH_PRIORITY=1).",
              c->name, a2a_perf_fmt_bytes(bytes, sz, sizeof sz), stream, pc, t->ls[i], pk);
     a2a_json j;
     a2a_json_init(&j, det, sizeof det);
