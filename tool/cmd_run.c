@@ -586,8 +586,10 @@ int cmd_run(int argc, char **argv) {
                .verdict = v.matched ? &v : NULL, .exit_status = status};
   if (!files) {
     fprintf(stderr, "a2acheck: no process wrote a log in %s: the command made no NCCL or CUDA "
-                    "runtime call through %s (NCCL linked statically or called through its own "
-                    "dlsym, or the launcher did not pass LD_PRELOAD on)\n", rundir, SHIM_NAME);
+                    "runtime call through %s (it ended%s before its first one, NCCL is linked "
+                    "statically or called through its own dlsym, or the launcher did not pass "
+                    "LD_PRELOAD on)\n", rundir, SHIM_NAME,
+            lr.status > 128 ? " or was interrupted" : "");
     if (!log_dir) rmdir(rundir); /* the fresh directory, if still empty */
   }
   if (!quiet && files) {
