@@ -220,8 +220,9 @@ void a2a_registry_comm_init(const a2a_event *ev) {
   bool child = in->how == A2A_INIT_SPLIT || in->how == A2A_INIT_SHRINK;
   uint32_t split_index = 0;
   uint64_t child_id = 0;
+  bool named = true; /* the split's number is known (a local child's identity) */
   if (child && in->late) {
-    if (!await_take(in->awaited, &split_index, &child_id)) child_id = 0;
+    if (!await_take(in->awaited, &split_index, &child_id)) child_id = 0, named = false;
   } else if (child) {
     /* Every member of the parent calls split (NOCOLOR ones too), in the same
      * order, so the per-parent sequence names the split across ranks. */
@@ -270,7 +271,7 @@ void a2a_registry_comm_init(const a2a_event *ev) {
   case A2A_INIT_SPLIT:
   case A2A_INIT_SHRINK:
     c->id_hash = child_id;
-    if (!child_id) c->local_id = child_local_id(in, parent, split_index);
+    if (!child_id && named) c->local_id = child_local_id(in, parent, split_index);
     break;
   }
   bool incomplete = c->nranks < 0;

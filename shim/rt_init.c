@@ -220,7 +220,11 @@ bool a2a_rt_enter_slow(void) {
  * stale. A process's main thread ends with the process (exit runs no TLS
  * destructors): never marked. Read by the cross-rank analyzer's state
  * reports: a rank whose one posting thread has exited is no longer "may
- * still post" from that thread (xrank_wfg.c). */
+ * still post" from that thread (xrank_wfg.c). Only story text depends on
+ * it: a bit set while the thread's other TLS destructors may still call
+ * into CUDA, or a first call made inside a signal handler (where
+ * pthread_setspecific may allocate: the application's own CUDA call there
+ * is not async-signal-safe either), changes no verdict. */
 #define EXIT_BITS 8192
 static _Atomic uint64_t g_exited[EXIT_BITS / 64];
 static pthread_key_t g_exit_key;

@@ -168,6 +168,7 @@ static int fc_handle(fcoord *k, int i, const xr_hdr *h, const uint8_t *pl) {
     xr_commend e;
     if (xr_get_fixed(h, pl, &e, sizeof e) != 0) return -1;
     xr_matcher_comm_end(k->m, i, e.comm, e.rank, e.how);
+    xr_matcher_tick(k->m, 1ull << 40); /* (an abort's grace passed: its verdicts now) */
     return 0;
   }
   case XR_MSG_STATE: {

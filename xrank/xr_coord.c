@@ -735,6 +735,7 @@ void xr_coord_io(const struct pollfd *pfd, size_t n, uint64_t now) {
     }
   }
   pre_expire(now);
+  if (K.m) xr_matcher_tick(K.m, now);
   /* Input may have settled a waiting rank (its peers' records arrived). */
   cflush_check(now);
   flush_check(now);
@@ -801,6 +802,7 @@ static void evaluate(uint64_t now) {
 void xr_coord_tick(uint64_t now) {
   if (atomic_load(&K.lfd) < 0) return;
   pre_expire(now);
+  if (K.m) xr_matcher_tick(K.m, now);
   cflush_check(now);
   flush_check(now);
   for (int i = 0; i < K.nc; i++) {

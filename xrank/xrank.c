@@ -1159,6 +1159,8 @@ __attribute__((noinline)) static void pend_flush(const void *handle) {
 #define XG_SLOTS 256
 typedef struct xg_op {
   a2a_event ev;    /* the captured call's POST (its comm, arguments, site) */
+  uint32_t comm_serial; /* its communicator's registry record (a2a_comm.serial):
+                           a handle NCCL reuses names another record */
   uint64_t group;  /* nonzero: the captured group it belongs to (the
                       capturing thread and its group number) */
 } xg_op;
@@ -1230,7 +1232,9 @@ __attribute__((noinline, cold)) static bool graph_capture_op(const a2a_event *ev
     }
   }
   if (p && p->n < p->cap) {
+    const a2a_comm *rc = a2a_comm_lookup(ev->comm);
     p->ops[p->n].ev = *ev;
+    p->ops[p->n].comm_serial = rc ? rc->serial : 0;
     p->ops[p->n].group = group;
     p->n++;
   }
@@ -1312,11 +1316,16 @@ static void graph_destroy(const a2a_event *ev) {
  * operation pending for the stall and hang analysis to see. Reported
  * before the call (group.use-after-destroy: a replay would use the ended
  * communicator), from the graphs and execs the model holds (XG_GRAPH,
- * XG_EXEC; an evicted entry is not seen). */
+ * XG_EXEC; an evicted entry is not seen), for the communicator's own record
+ * (not another one NCCL gave the same handle). Blocking communicators only
+ * (a non-blocking one's finalize returns at once). NCCL 2.14 and later
+ * (earlier ones did not wait in the call). */
 static void graph_holds_comm(const a2a_event *ev) {
   if (!a2a_check_on(A2A_CK_GROUP_USE_AFTER_DESTROY) || !ev->comm) return;
   const a2a_comm *c = a2a_comm_lookup(ev->comm);
-  if (!c || atomic_load(&c->state) != A2A_COMM_ACTIVE) return;
+  /* A non-blocking communicator's finalize returns at once; the wait is in
+   * its polls, and the program may destroy its graphs between: correct. */
+  if (!c || atomic_load(&c->state) != A2A_COMM_ACTIVE || c->blocking == 0) return;
   unsigned held[2] = {0, 0}, nops = 0;
   const void *site = NULL;
   const char *api = NULL;
@@ -1326,7 +1335,7 @@ static void graph_holds_comm(const a2a_event *ev) {
       const xg_plan *p = g_xg[tb][i].plan;
       unsigned k = 0;
       for (int j = 0; p && j < p->n; j++)
-        if (p->ops[j].ev.comm == ev->comm) {
+        if (p->ops[j].ev.comm == ev->comm && p->ops[j].comm_serial == c->serial) {
           if (!k++ && !site) {
             site = p->ops[j].ev.callsite;
             api = p->ops[j].ev.api;

@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define XR_PROTO_VERSION 3u
+#define XR_PROTO_VERSION 4u /* 4: verdicts name their rank (xr_verdict.rank_p1) */
 #define XR_TOKEN_BYTES 16
 
 /* Operation kinds of a fingerprint. */

@@ -655,15 +655,37 @@ static int wait_step(xr_confirm *c, a2a_check_id check, uint64_t stalled_ns,
   return check == A2A_CK_GROUP_HANG ? XR_CONFIRM_HANG : XR_CONFIRM_STALL;
 }
 
-/* Whether a thread of the process waits inside a communicator's creation
- * (a blocking ncclCommInitRank*, or ncclCommSplit/Shrink): work that is
- * pending as much as an operation is - its ranks must all call it - so a
- * creation that never completes (a rank that never joins: a stale
- * ncclUniqueId after an elastic restart, a split some rank skips) is a
- * stall and then a hang like an operation that never completes. */
-static bool in_creation(const xr_procstate *P) {
-  for (uint32_t k = 0; k < P->nthreads; k++)
-    if (P->threads[k].wait == XR_WAIT_INIT || P->threads[k].wait == XR_WAIT_SPLIT) return true;
+/* Whether a thread of process P waits inside a communicator's creation
+ * that some rank has not joined yet: a blocking ncclCommInitRank* whose
+ * communicator fewer ranks registered than it has, or an
+ * ncclCommSplit/Shrink #k of a parent some live member of which has
+ * neither made split #k nor is inside it (xrank_wfg.c split_ok's rule). Such a creation is pending work as much as an operation
+ * whose counterpart a rank has not posted - one that never completes (a
+ * rank that never joins: a stale ncclUniqueId after an elastic restart, a
+ * split some rank skips) is a stall and then a hang. A creation every rank
+ * has joined is NCCL's own (slow bootstrap at scale): not pending. */
+static bool in_creation(const xr_procstate *ps, size_t n, const xr_procstate *P) {
+  for (uint32_t k = 0; k < P->nthreads; k++) {
+    const xr_threadstate *T = &P->threads[k];
+    if (T->wait != XR_WAIT_INIT && T->wait != XR_WAIT_SPLIT) continue;
+    int32_t nr = 0;
+    uint32_t joined = 0;
+    bool behind = false;
+    for (size_t q = 0; q < n; q++)
+      for (uint32_t i = 0; i < ps[q].ncomms; i++) {
+        const xr_commstate *c = &ps[q].comms[i];
+        if (c->comm != T->comm) continue;
+        nr = c->nranks;
+        joined++;
+        if (T->wait != XR_WAIT_SPLIT || !ps[q].alive || c->ended || c->splits > T->index) continue;
+        bool inside = false;
+        for (uint32_t j = 0; j < ps[q].nthreads && !inside; j++)
+          inside = ps[q].threads[j].wait == XR_WAIT_SPLIT && ps[q].threads[j].comm == T->comm &&
+                   ps[q].threads[j].index == T->index && ps[q].threads[j].rank == c->rank;
+        behind |= !inside;
+      }
+    if (T->wait == XR_WAIT_INIT ? nr > 0 && joined < (uint32_t)nr : behind) return true;
+  }
   return false;
 }
 
@@ -678,7 +700,7 @@ int xr_confirm_step(xr_confirm *c, uint64_t now, const xr_procstate *ps, const u
     uint64_t pg = xr_state_progress(&ps[p]);
     uint64_t v[2] = {(uint64_t)ids[p], pg};
     all = a2a_hash_bytes(v, sizeof v, all);
-    pending |= ps[p].alive && (ps[p].nunits > 0 || in_creation(&ps[p]));
+    pending |= ps[p].alive && (ps[p].nunits > 0 || in_creation(ps, n, &ps[p]));
   }
   if (!c->have_progress || all != c->progress_all || !pending) {
     c->have_progress = 1;

@@ -142,11 +142,22 @@ typedef struct mconn {
   char host[64];
 } mconn;
 
+/* An abort whose unmatched operations are judged after XR_ABORT_GRACE_NS
+ * (xr_matcher_tick): each connection's records arrive in batches of their
+ * own, so at the abort's arrival a peer's counterparts posted before it may
+ * still be on their way (a correct program that aborts at its end). */
+#define XR_ABORT_GRACE_NS 500000000ull
+#define XR_MAX_ABORTS 64
+typedef struct pabort { uint64_t comm, at; int rank, conn; } pabort;
+
 struct xr_matcher {
   xr_match_out out;
   mcomm *comms;
   mconn *conns;
   int nconns;
+  uint64_t now;                     /* the last tick's time */
+  pabort aborts[XR_MAX_ABORTS];     /* aborts awaiting their grace */
+  int naborts;
 };
 
 /* ------------------------------------------------------------------ */
@@ -332,12 +343,14 @@ static void init_mismatch(xr_matcher *m, mcomm *c, int r1, uint64_t s1, int r2,
   }
 }
 
-/* A conn-level verdict for a rank not (yet) recorded in c->ranks. */
-static void conn_verdict(xr_matcher *m, int conn, uint64_t comm, a2a_check_id check,
+/* A conn-level verdict for a rank not (yet) recorded in c->ranks (rank:
+ * the one the registration claimed, for the process's own record of it;
+ * -1 when not known). */
+static void conn_verdict(xr_matcher *m, int conn, uint64_t comm, int rank, a2a_check_id check,
                          uint64_t site, const char *text) {
   if (!m->out.verdict) return;
   xr_verdict v = {.comm = comm, .site = site, .severity = A2A_SEV_ERROR,
-                  .check = check, .text = text};
+                  .check = check, .text = text, .rank_p1 = rank >= 0 ? (uint32_t)rank + 1 : 0};
   m->out.verdict(m->out.ctx, conn, &v);
 }
 
@@ -379,7 +392,7 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
              "communicator %016" PRIx64 ": rank %d (pid %d on %s) created it with nranks=%d, but "
              "rank %d%s created it with nranks=%d: every rank must pass the same nranks",
              c->id, reg->rank, mc->pid, mc->host, reg->nranks, other, who, c->nranks);
-    conn_verdict(m, conn, c->id, A2A_CK_GROUP_INIT_MISMATCH, reg->site, text);
+    conn_verdict(m, conn, c->id, reg->rank, A2A_CK_GROUP_INIT_MISMATCH, reg->site, text);
     if (other >= 0)
       init_mismatch(m, c, other, c->ranks[other].site, other, 0, A2A_CK_GROUP_INIT_MISMATCH, text);
     return;
@@ -405,7 +418,7 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
                "communicator %016" PRIx64 ": rank %d is claimed twice, by pid %d on %s and by pid %d "
                "on %s: every rank index must be used exactly once",
                c->id, reg->rank, oc->pid, oc->host, mc->pid, mc->host);
-    conn_verdict(m, conn, c->id, A2A_CK_GROUP_INIT_MISMATCH, reg->site, text);
+    conn_verdict(m, conn, c->id, reg->rank, A2A_CK_GROUP_INIT_MISMATCH, reg->site, text);
     init_mismatch(m, c, reg->rank, mr->site, reg->rank, mr->site, A2A_CK_GROUP_INIT_MISMATCH, text);
     return;
   }
@@ -419,7 +432,7 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg) {
              "communicator %016" PRIx64 ": ranks %d (pid %d) and %d (pid %d) both use CUDA device %d "
              "on host %s: give each rank its own device (cudaSetDevice(local_rank))",
              c->id, r, oc->pid, reg->rank, mc->pid, reg->device, mc->host);
-    conn_verdict(m, conn, c->id, A2A_CK_GROUP_DUPLICATE_DEVICE, reg->site, text);
+    conn_verdict(m, conn, c->id, reg->rank, A2A_CK_GROUP_DUPLICATE_DEVICE, reg->site, text);
     if (first_time(c, A2A_CK_GROUP_DUPLICATE_DEVICE, r, reg->rank))
       send_verdict(m, c, r, A2A_CK_GROUP_DUPLICATE_DEVICE, A2A_SEV_ERROR, o->site, text, NULL);
     break;
@@ -1110,7 +1123,8 @@ static void rank_ended(xr_matcher *m, mcomm *c, int x, const char *how, bool ver
  * not having posted their counterparts (pair (x, r) holding x's sends,
  * pair (r, x) x's receives): x is told about the front one, for each such
  * peer that has not died (a killed peer's last records may be lost: "not
- * posted" is not known). Said when the abort comes, while x is there to
+ * posted" is not known). Said XR_ABORT_GRACE_NS after the abort arrived
+ * (what the peer posted before it has arrived then), while x is there to
  * hear it: a peer that skipped the operation may exit after x, when no
  * rank is left to tell (rank_ended tells waiters only). */
 static void aborted_unmatched(xr_matcher *m, mcomm *c, int x) {
@@ -1144,8 +1158,25 @@ static void aborted_unmatched(xr_matcher *m, mcomm *c, int x) {
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank, int how) {
   mcomm *c = comm_find(m, comm);
   if (!c || c->desynced || rank < 0 || rank >= c->nranks || c->ranks[rank].conn != conn) return;
-  if (how == A2A_END_ABORT && !c->ranks[rank].ended) aborted_unmatched(m, c, rank);
+  if (how == A2A_END_ABORT && !c->ranks[rank].ended && m->naborts < XR_MAX_ABORTS)
+    m->aborts[m->naborts++] = (pabort){.comm = comm, .at = m->now, .rank = rank, .conn = conn};
   rank_ended(m, c, rank, "ended the communicator", true);
+}
+
+void xr_matcher_tick(xr_matcher *m, uint64_t now) {
+  m->now = now;
+  for (int i = 0; i < m->naborts;) {
+    const pabort a = m->aborts[i];
+    if (now - a.at < XR_ABORT_GRACE_NS) {
+      i++;
+      continue;
+    }
+    m->aborts[i] = m->aborts[--m->naborts];
+    mcomm *c = comm_find(m, a.comm);
+    const mconn *mc = conn_get(m, a.conn);
+    if (c && !c->desynced && a.rank < c->nranks && c->ranks[a.rank].conn == a.conn && mc && !mc->gone)
+      aborted_unmatched(m, c, a.rank);
+  }
 }
 
 static void conn_ended(xr_matcher *m, int conn, const char *how, bool verdicts) {

@@ -57,10 +57,15 @@ void xr_matcher_register(xr_matcher *m, int conn, const xr_commreg *reg);
 void xr_matcher_op(xr_matcher *m, int conn, const xr_op *op);
 /* Rank `rank` ended comm (how: a2a_end_how). An abort (ncclCommAbort: an
  * application's or PyTorch's watchdog after a timeout) with its own
- * sends/receives still unmatched tells that rank which peer had not posted
- * their counterparts (size.unmatched-p2p): the peer that skipped them may
- * never end in a way that would tell (it exits after the aborting rank). */
+ * sends/receives still unmatched a moment later (xr_matcher_tick) tells
+ * that rank which peer had not posted their counterparts
+ * (size.unmatched-p2p): the peer that skipped them may never end in a way
+ * that would tell (it exits after the aborting rank). */
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank, int how);
+/* The coordinator's clock (ns), on every tick: settles the aborts whose
+ * grace has passed (above: their peers' records before the abort have
+ * arrived by then). */
+void xr_matcher_tick(xr_matcher *m, uint64_t now);
 /* The process behind conn went away (bye or closed socket). */
 void xr_matcher_conn_gone(xr_matcher *m, int conn);
 /* The same, when its connection closed without a goodbye: its operations

@@ -32,9 +32,9 @@ extern "C" {
 #define XR_IDREC_OFF 80
 #define XR_IDREC_BYTES 48
 #define XR_IDREC_MAGIC 0x58613241u /* "A2aX" */
-/* 2: the coordinator speaks XR_PROTO_VERSION 3 (authenticated). A client of
+/* 3: the coordinator speaks XR_PROTO_VERSION 4 (2: version 3). A client of
  * another version finds no record it knows (no coordinator, said once). */
-#define XR_IDREC_VERSION 2
+#define XR_IDREC_VERSION 3
 
 typedef struct xr_idrec {
   uint32_t magic;

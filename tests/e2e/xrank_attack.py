@@ -47,7 +47,8 @@ import time
 
 MAGIC = 0x52583241
 HDR = struct.Struct("<IHHI")
-# Protocol version 3 message types (xrank_proto.h).
+# Protocol version 4 (XR_PROTO_VERSION, xrank.h) message types (xrank_proto.h).
+PROTO = 4
 HELLO, CHALLENGE, AUTH = 1, 2, 3
 COMMREG, OPS, SITE, COMMEND, STATE, BYE, FLUSH, FLUSHED, VERDICT = range(4, 13)
 SEALED = 1
@@ -97,7 +98,7 @@ def nb_connect(host, port):
 
 def hello_bytes(nonce=None, pid=4242):
     nonce = nonce or os.urandom(16)
-    body = struct.pack("<II16sii64s", 3, 0, nonce, pid, -1, b"attacker")
+    body = struct.pack("<II16sii64s", PROTO, 0, nonce, pid, -1, b"attacker")
     return HDR.pack(MAGIC, HELLO, 0, len(body)) + body, body
 
 
@@ -220,13 +221,13 @@ def legacy_verdict():
     # sev, u32 flags, char check[48], u32 textlen, u32 jsonlen}.
     welcome = struct.pack("<II", 2, 0)
     text = FORGED.encode() + b"\0"
-    vh = struct.pack("<QQiI48sII", 0, 0, 2, 1, b"group.deadlock", len(text), 0)
+    vh = struct.pack("<QQiI48sIIII", 0, 0, 2, 1, b"group.deadlock", len(text), 0, 0, 0)
     return (HDR.pack(MAGIC, 2, 0, len(welcome)) + welcome +
             HDR.pack(MAGIC, 11, 0, len(vh) + len(text)) + vh + text)
 
 
 def v3_answer():
-    chal = struct.pack("<II16s32s", 3, 0, os.urandom(16), os.urandom(32))
+    chal = struct.pack("<II16s32s", PROTO, 0, os.urandom(16), os.urandom(32))
     text = FORGED.encode() + b"\0"
     vh = struct.pack("<QQiI48sII", 0, 0, 2, 1, b"group.deadlock", len(text), 0)
     body = vh + text + os.urandom(16)

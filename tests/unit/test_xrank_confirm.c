@@ -221,6 +221,36 @@ START_TEST(init_never_joined_is_a_hang) {
   ck_assert_ptr_nonnull(strstr(g[1].text, "which returns when all its 2 ranks have called their init "
                                           "with its ncclUniqueId; 1 has, not rank 1"));
   ck_assert_ptr_null(strstr(g[1].text, "its ranks disagree"));
+  /* Both ranks joined (NCCL's own bootstrap is slow): nothing pending. */
+  xr_confirm_free(&c);
+  xr_confirm_init(&c, &o);
+  ng = 0;
+  pb_init(&b[1], 301);
+  pb_comm(&b[1], 0x99, 1, 2, 0);
+  b[1].threads[b[1].st.nthreads++] = (xr_threadstate){
+      .wait = XR_WAIT_INIT, .comm = 0x99, .rank = 1, .blocked_ms = 4000, .site = 0x42, .thread = 1};
+  b[1].st.version = 1;
+  ck_assert_int_eq(step(100 * S, 2), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(200 * S, 2), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 0);
+  /* A split #0 of comm 0x77: both ranks inside it - nothing pending; rank 1
+   * computing elsewhere (not inside, has made none) - pending. */
+  for (int r = 0; r < 2; r++) {
+    pb_init(&b[r], 310 + r);
+    pb_comm(&b[r], 0x77, r, 2, 0);
+    b[r].threads[b[r].st.nthreads++] = (xr_threadstate){
+        .wait = XR_WAIT_SPLIT, .comm = 0x77, .index = 0, .rank = r, .blocked_ms = 4000, .thread = 1};
+    b[r].st.version = 1;
+  }
+  xr_confirm_free(&c);
+  xr_confirm_init(&c, &o);
+  ng = 0;
+  ck_assert_int_eq(step(100 * S, 2), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(200 * S, 2), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(ng, 0);
+  b[1].st.nthreads = 0;
+  ck_assert_int_eq(step(200 * S + S / 4, 2), XR_CONFIRM_NOTHING);
+  ck_assert_int_eq(step(211 * S, 2), XR_CONFIRM_STALL);
 }
 END_TEST
 
