@@ -1153,6 +1153,31 @@ static void aborted_unmatched(xr_matcher *m, mcomm *c, int x) {
     if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, x, r))
       send_verdict(m, c, x, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
   }
+  /* Its oldest collective not matched across all ranks, #k, that some
+   * live peer had not posted (it posted fewer than k): the hang the abort
+   * ended (group.hang, told to x only, no exit policy: the application
+   * already ended the wait). */
+  const mrank *X = &c->ranks[x];
+  const xr_op *co = opq_front(&X->colls);
+  if (!co) return;
+  uint32_t k = X->ncoll - (uint32_t)X->colls.len + 1;
+  int lag = -1, nlag = 0;
+  for (int r = 0; r < c->nranks; r++)
+    if (r != x && c->ranks[r].conn >= 0 && c->ranks[r].ended != 2 && c->ranks[r].ncoll < k) {
+      if (lag < 0) lag = r;
+      nlag++;
+    }
+  if (lag < 0 || !first_time(c, A2A_CK_GROUP_HANG, x, lag)) return;
+  char text[sizeof c->last], d1[160], s1[128], more[48] = "";
+  if (nlag > 1) snprintf(more, sizeof more, " (and %d more rank%s)", nlag - 1, nlag > 2 ? "s" : "");
+  snprintf(text, sizeof text,
+           "rank %d ended communicator %016" PRIx64 " with ncclCommAbort while its collective #%u %s "
+           "(%s) was incomplete: rank %d%s had posted only %u collective%s on it. Rank %d skipped it or "
+           "was late: the abort (after a timeout: PyTorch's watchdog, a user's) ended a hang on it, and "
+           "the data of whatever it cancelled is wrong",
+           x, c->id, k, xr_op_describe(co, d1, sizeof d1), site_str(m, conn_of(c, x), co->site, s1, sizeof s1),
+           lag, more, c->ranks[lag].ncoll, c->ranks[lag].ncoll == 1 ? "" : "s", lag);
+  send_verdict(m, c, x, A2A_CK_GROUP_HANG, A2A_SEV_ERROR, co->site, text, NULL);
 }
 
 void xr_matcher_comm_end(xr_matcher *m, int conn, uint64_t comm, int rank, int how) {

@@ -18,7 +18,9 @@ reported ("ok", or "corrupt" with the wrong elements).
                                step 1 times out, torch's watchdog aborts the
                                communicator (ncclCommAbort), and they go on
                                with wrong data and exit 0 (a2acheck:
-                               size.unmatched-p2p at the abort, naming RANK)
+                               size.unmatched-p2p at the abort, naming RANK;
+                               abort_ar: each step an all_reduce instead -
+                               group.hang at the abort, naming RANK)
     bug_skip.py sleep RANK S1 S2
                                RANK sleeps S1 seconds before step 1 (a slow
                                data loader: a stall that ends), then S2
@@ -51,21 +53,29 @@ def step(R, s):
              f"got {got[bad[:4]].tolist()} want {want[bad[:4]].tolist()}")
 
 
+def step_ar(R, s):
+    """Step s as an all_reduce of s+1 ones (the abort_ar mode)."""
+    x = torch.ones(s + 1).to(R.dev)
+    dist.all_reduce(x)
+    got = x.cpu()
+    R.report(f"step{s}", "ok" if torch.equal(got, torch.full((s + 1,), float(R.world))) else "corrupt")
+
+
 def main():
     mode, who = sys.argv[1], int(sys.argv[2])
-    R = Rank(device_id=True, timeout_s=3 if mode == "abort" else None)
+    R = Rank(device_id=True, timeout_s=3 if mode.startswith("abort") else None)
     for s in range(STEPS):
         if R.rank == who:
             if mode == "exit" and s == 1:
                 break
-            if mode == "abort" and s == 1:
+            if mode.startswith("abort") and s == 1:
                 time.sleep(8)
                 sys.exit(0)
             if mode == "continue" and s == 2:
                 continue
             if mode == "sleep" and s in (1, 2):
                 time.sleep(float(sys.argv[2 + s]))
-        step(R, s)
+        (step_ar if mode == "abort_ar" else step)(R, s)
     R.finish()
 
 

@@ -156,6 +156,18 @@ def skip_abort(t):
     no_other_errors(t, {"size.unmatched-p2p"})
 
 
+def skip_abort_ar(t):
+    """bug_skip.py abort_ar 1 on 2 ranks: skip_abort with all_reduce steps."""
+    t.results_are(["step0"], "ok")
+    t.expect("step1" not in t.results.get(1, {}), "rank 1 skipped step 1")
+    if not t.shim:
+        return
+    t.finding("group.hang", [0],
+              text=["rank 0 ended communicator", "with ncclCommAbort while its collective #2 ncclAllReduce",
+                    "rank 1 had posted only 1 collective on it", "bug_skip.py"])
+    no_other_errors(t, {"group.hang"})
+
+
 def skip_continue(t):
     """bug_skip.py continue 1 on 2 ranks: rank 1 skips step 2 (3 elements per
     peer) and makes step 3 (4 elements) against rank 0's step 2."""
@@ -419,6 +431,6 @@ def graph_alive(t):
 
 
 CASES = {f.__name__: f for f in (
-    correct, deepspeed_moe, split_mismatch, skip_exit, skip_abort, skip_continue, sleep, nowait, group_order,
+    correct, deepspeed_moe, split_mismatch, skip_exit, skip_abort, skip_abort_ar, skip_continue, sleep, nowait, group_order,
     ds_epsize, ds_epsize_coordinator_exits, skip_exit_rank0, tool_deadlock, tool_split, tool_clean,
     graphs, graph_short, graph_alive)}

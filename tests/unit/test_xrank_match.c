@@ -685,6 +685,36 @@ START_TEST(abort_with_unmatched_operations_tells_the_aborting_rank) {
 }
 END_TEST
 
+/* The same for a skipped collective: rank 0 aborts in its AllReduce #2,
+ * which rank 1 never posted - the hang the abort ended, told to rank 0;
+ * nothing when rank 1's #2 arrives within the grace. */
+START_TEST(abort_in_a_collective_a_peer_skipped) {
+  for (int late = 0; late < 2; late++) {
+    xr_matcher *m = mk(2, 0xb5);
+    for (int k = 0; k < 2; k++)
+      for (int r = 0; r < 2; r++) {
+        if (k == 1 && r == 1) continue;
+        xr_op a = coll(0xb5, r, A2A_COLL_ALLREDUCE, 64, F32, 0);
+        xr_matcher_op(m, r, &a);
+      }
+    xr_matcher_comm_end(m, 0, 0xb5, 0, A2A_END_ABORT);
+    if (late) {
+      xr_op a = coll(0xb5, 1, A2A_COLL_ALLREDUCE, 64, F32, 0);
+      xr_matcher_op(m, 1, &a);
+    }
+    xr_matcher_tick(m, 1000000000ull);
+    ck_assert_int_eq(count("group.hang"), late ? 0 : 1);
+    if (!late) {
+      const got *v = find("group.hang", 0);
+      ck_assert_ptr_nonnull(v);
+      ck_assert_ptr_nonnull(strstr(v->text, "with ncclCommAbort while its collective #2 ncclAllReduce(count 64, float32"));
+      ck_assert_ptr_nonnull(strstr(v->text, "rank 1 had posted only 1 collective on it"));
+    }
+    xr_matcher_free(m);
+  }
+}
+END_TEST
+
 START_TEST(collective_dtype_at_equal_bytes) {
   /* float on two ranks, half with twice the count on two: not "a different
    * count" but the dtype mismatch it is; an error for a reduction. */
@@ -1025,6 +1055,7 @@ static Suite *suite(void) {
   tcase_add_test(t, bcast_matches_broadcast_and_is_named_as_called);
   tcase_add_test(t, verdicts_name_their_rank_in_a_multi_rank_process);
   tcase_add_test(t, abort_with_unmatched_operations_tells_the_aborting_rank);
+  tcase_add_test(t, abort_in_a_collective_a_peer_skipped);
   tcase_add_test(t, alltoall_against_allreduce_is_an_order_mismatch);
   tcase_add_test(t, p2p_size_mismatch_names_both);
   tcase_add_test(t, dtype_mismatch_same_bytes_is_warning);
