@@ -1155,8 +1155,9 @@ static void aborted_unmatched(xr_matcher *m, mcomm *c, int x) {
   }
   /* Its oldest collective not matched across all ranks, #k, that some
    * live peer had not posted (it posted fewer than k): the hang the abort
-   * ended (group.hang, told to x only, no exit policy: the application
-   * already ended the wait). */
+   * ended (group.hang, told to x only; not ended now - no XR_VERDICT_FAIL:
+   * the application already ended the wait - but, as any group.hang, it
+   * counts for the exit status under A2ACHECK_FAIL_ON's default). */
   const mrank *X = &c->ranks[x];
   const xr_op *co = opq_front(&X->colls);
   if (!co) return;
