@@ -47,12 +47,10 @@ uint64_t a2a_hash_bytes(const void *p, size_t n, uint64_t seed) {
 }
 
 const char *a2a_coord_spec_parse(const char *spec, uint32_t *addr, uint16_t *port) {
-  if (!spec) return "is not host:port";
-  char ip[64];
-  const char *colon = strrchr(spec, ':');
-  char *end = NULL;
-  long p = colon ? strtol(colon + 1, &end, 10) : -1;
+  const char *colon = spec ? strrchr(spec, ':') : NULL;
   if (!colon) return "is not host:port";
+  char ip[64], *end = NULL;
+  long p = strtol(colon + 1, &end, 10);
   if (!end || end == colon + 1 || *end || p <= 0 || p > 65535) return "has no port in 1..65535";
   if (colon == spec) return "has no host";
   if ((size_t)(colon - spec) >= sizeof ip) return "has a host part that is too long";

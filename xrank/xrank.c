@@ -1028,9 +1028,9 @@ __attribute__((always_inline)) static inline void fill_op(xr_op *op, const a2a_e
     op->coll = (int8_t)ev->u.coll.coll;
     op->dtype = (int8_t)ev->u.coll.dtype;
     op->redop = (int8_t)(ev->u.coll.redop > 127 ? 127 : ev->u.coll.redop);
-    /* ncclBcast ("ncclB[c]ast", not "ncclB[r]oadcast"): the same operation
-     * for NCCL and for matching; its name only for messages. */
-    if (op->coll == A2A_COLL_BROADCAST && ev->api && ev->api[5] == 'c')
+    /* ncclBcast: the same operation as ncclBroadcast for NCCL and for
+     * matching; its name only for messages (a broadcast's path only). */
+    if (op->coll == A2A_COLL_BROADCAST && ev->api && strcmp(ev->api, "ncclBcast") == 0)
       op->flags = XR_OPF_BCAST;
   } else {
     op->count = ev->u.p2p.count;

@@ -29,6 +29,7 @@
 #ifndef A2A_XRANK_H
 #define A2A_XRANK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -274,6 +275,17 @@ typedef struct xr_procstate {
 /* How a process that is no longer alive ended, for stories. */
 static inline const char *xr_proc_gone(const xr_procstate *p) {
   return p->died ? "died (its connection closed without a goodbye: killed or crashed)" : "exited";
+}
+
+/* Whether a thread of process P is inside split #index of comm for `rank`
+ * (it made the call, which returns once every rank made it). */
+static inline bool xr_inside_split(const xr_procstate *P, uint64_t comm, uint32_t index,
+                                   int32_t rank) {
+  for (uint32_t k = 0; k < P->nthreads; k++)
+    if (P->threads[k].wait == XR_WAIT_SPLIT && P->threads[k].comm == comm &&
+        P->threads[k].index == index && P->threads[k].rank == rank)
+      return true;
+  return false;
 }
 
 #ifdef __cplusplus

@@ -659,11 +659,12 @@ static int wait_step(xr_confirm *c, a2a_check_id check, uint64_t stalled_ns,
  * that some rank has not joined yet: a blocking ncclCommInitRank* whose
  * communicator fewer ranks registered than it has, or an
  * ncclCommSplit/Shrink #k of a parent some live member of which has
- * neither made split #k nor is inside it (xrank_wfg.c split_ok's rule). Such a creation is pending work as much as an operation
- * whose counterpart a rank has not posted - one that never completes (a
- * rank that never joins: a stale ncclUniqueId after an elastic restart, a
- * split some rank skips) is a stall and then a hang. A creation every rank
- * has joined is NCCL's own (slow bootstrap at scale): not pending. */
+ * neither made split #k nor is inside it (xrank_wfg.c split_ok's rule).
+ * Such a creation is pending work as much as an operation whose
+ * counterpart a rank has not posted - one that never completes (a rank
+ * that never joins: a stale ncclUniqueId after an elastic restart, a split
+ * some rank skips) is a stall and then a hang. A creation every rank has
+ * joined is NCCL's own (slow bootstrap at scale): not pending. */
 static bool in_creation(const xr_procstate *ps, size_t n, const xr_procstate *P) {
   for (uint32_t k = 0; k < P->nthreads; k++) {
     const xr_threadstate *T = &P->threads[k];
@@ -677,12 +678,8 @@ static bool in_creation(const xr_procstate *ps, size_t n, const xr_procstate *P)
         if (c->comm != T->comm) continue;
         nr = c->nranks;
         joined++;
-        if (T->wait != XR_WAIT_SPLIT || !ps[q].alive || c->ended || c->splits > T->index) continue;
-        bool inside = false;
-        for (uint32_t j = 0; j < ps[q].nthreads && !inside; j++)
-          inside = ps[q].threads[j].wait == XR_WAIT_SPLIT && ps[q].threads[j].comm == T->comm &&
-                   ps[q].threads[j].index == T->index && ps[q].threads[j].rank == c->rank;
-        behind |= !inside;
+        behind |= T->wait == XR_WAIT_SPLIT && ps[q].alive && !c->ended && c->splits <= T->index &&
+                  !xr_inside_split(&ps[q], T->comm, T->index, c->rank);
       }
     if (T->wait == XR_WAIT_INIT ? nr > 0 && joined < (uint32_t)nr : behind) return true;
   }

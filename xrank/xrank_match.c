@@ -1061,19 +1061,29 @@ static int conn_of(const mcomm *c, int r) {
 /* A send to x that x never received (pair (r, x)) or a receive from x
  * never sent (pair (x, r)), queued by waiter r != x: size.unmatched-p2p to
  * r, about the queue's front operation. */
+/* "the matching receive (it posted 3 receives from rank 0; 1 of rank 0's
+ * operations towards it are unmatched)": what the peer of pair queue p
+ * posted against its front operation op (a send or receive of its waiter).
+ * `tense`: "are" or "were". */
+static const char *unmatched_note(const pairq *p, const xr_op *op, const char *tense, char *buf,
+                                  size_t cap) {
+  uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
+  snprintf(buf, cap, "the matching %s (it posted %u %s rank %d; %" PRIu32 " of rank %d's operations "
+           "towards it %s unmatched)", op->kind == XR_OP_SEND ? "receive" : "send", posted,
+           op->kind == XR_OP_SEND ? "receives from" : "sends to", op->rank, p->len, op->rank, tense);
+  return buf;
+}
+
 static void unmatched_towards(xr_matcher *m, mcomm *c, const pairq *p, int x, const char *how) {
-  char text[768], d1[160], s1[128];
+  char text[768], d1[160], s1[128], n1[200];
   const xr_op *op = pq_front(c, p);
   int waiter = op->rank;
-  uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
   snprintf(text, sizeof text,
            "rank %d %s in group #%u (%s) on communicator %016" PRIx64 ", but rank %d %s "
-           "without posting the matching %s (it posted %u %s rank %d; %" PRIu32 " of rank %d's "
-           "operations towards it are unmatched)",
+           "without posting %s",
            waiter, xr_op_describe(op, d1, sizeof d1), op->group,
            site_str(m, conn_of(c, waiter), op->site, s1, sizeof s1), c->id, x, how,
-           op->kind == XR_OP_SEND ? "receive" : "send", posted,
-           op->kind == XR_OP_SEND ? "receives from" : "sends to", waiter, p->len, waiter);
+           unmatched_note(p, op, "are", n1, sizeof n1));
   snprintf(c->last, sizeof c->last, "%s", text);
   if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, waiter, x))
     send_verdict(m, c, waiter, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);
@@ -1136,19 +1146,16 @@ static void aborted_unmatched(xr_matcher *m, mcomm *c, int x) {
       if (!(p && pq_recvs(p))) continue;
     }
     const xr_op *op = pq_front(c, p);
-    uint32_t posted = op->kind == XR_OP_SEND ? p->nrecv : p->nsend;
-    char text[sizeof c->last], d1[160], s1[128];
+    char text[sizeof c->last], d1[160], s1[128], n1[200];
     snprintf(text, sizeof text,
              "rank %d ended communicator %016" PRIx64 " with ncclCommAbort with an operation still "
-             "unmatched: rank %d %s in group #%u (%s), but rank %d had not posted the matching %s (it "
-             "posted %u %s rank %d; %" PRIu32 " of rank %d's operations towards it were unmatched). "
-             "Rank %d skipped the operation or was late: an abort after a timeout (PyTorch's "
-             "watchdog, a user's) follows such an operation, and the data of whatever the abort "
-             "cancelled is wrong",
+             "unmatched: rank %d %s in group #%u (%s), but rank %d had not posted %s. Rank %d "
+             "skipped the operation or was late: an abort after a timeout (PyTorch's watchdog, a "
+             "user's) follows such an operation, and the data of whatever the abort cancelled is "
+             "wrong",
              x, c->id, x, xr_op_describe(op, d1, sizeof d1), op->group,
              site_str(m, conn_of(c, x), op->site, s1, sizeof s1), r,
-             op->kind == XR_OP_SEND ? "receive" : "send", posted,
-             op->kind == XR_OP_SEND ? "receives from" : "sends to", x, p->len, x, r);
+             unmatched_note(p, op, "were", n1, sizeof n1), r);
     snprintf(c->last, sizeof c->last, "%s", text);
     if (first_time(c, A2A_CK_SIZE_UNMATCHED_P2P, x, r))
       send_verdict(m, c, x, A2A_CK_SIZE_UNMATCHED_P2P, A2A_SEV_ERROR, op->site, text, NULL);

@@ -659,11 +659,7 @@ static bool split_ok(const graph *g, size_t p, const xr_threadstate *t, int32_t 
     const xr_procstate *Q = &g->ps[m->proc];
     const xr_commstate *qc = &Q->comms[m->ci];
     if (qc->splits > t->index) continue;
-    bool inside = false;
-    for (uint32_t k = 0; k < Q->nthreads && !inside; k++)
-      inside = Q->threads[k].wait == XR_WAIT_SPLIT && Q->threads[k].comm == t->comm &&
-               Q->threads[k].index == t->index && Q->threads[k].rank == q;
-    if (inside && Q->alive) continue;
+    if (Q->alive && xr_inside_split(Q, t->comm, t->index, q)) continue;
     int w = !Q->alive ? R_EXITED : qc->ended ? R_ENDED : R_POSTER;
     if (w == R_POSTER && (poster_free(Q, qc) || g->live[m->proc])) continue;
     if (bad) { *bad = q; *why = w; *made = qc->splits; }
